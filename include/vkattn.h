@@ -1,0 +1,401 @@
+/*
+ * vkattn.h — multi-head attention on Vulkan compute shaders.
+ *
+ * User guide
+ * ==========
+ *
+ * vkattn computes PyTorch's nn.MultiheadAttention forward (batch_first=True, eval mode) on any Vulkan
+ * 1.1 device, and the same thing on the CPU (the reference path every GPU result is checked against).
+ *
+ * Quick start (host pointers in, host pointers out):
+ *
+ *     vkattn_context *ctx;
+ *     vkattn_context_desc cdesc = {0};                  // zero means default everywhere
+ *     if (vkattn_context_create(&cdesc, &ctx, NULL) != VKATTN_OK) ...;
+ *
+ *     vkattn_layer_desc ldesc = {.embed_dim = 512, .num_heads = 8};
+ *     vkattn_weights w = {.in_proj_weight = ..., .in_proj_bias = ...,
+ *                         .out_proj_weight = ..., .out_proj_bias = ...};
+ *     vkattn_layer *layer;
+ *     vkattn_layer_create(ctx, &ldesc, &w, &layer);
+ *
+ *     vkattn_host_forward_desc f = {.batch = B, .query_len = L, .query = x, .output = y};
+ *     if (vkattn_forward_host(layer, &f) != VKATTN_OK)
+ *         fprintf(stderr, "%s\n", vkattn_context_last_error(ctx));
+ *
+ *     vkattn_layer_destroy(layer);
+ *     vkattn_context_destroy(ctx);
+ *
+ * Glossary (used the same way in code, shaders, tests and docs)
+ * --------------------------------------------------------------
+ *   B  batch                    E  embed_dim (query features, output features)
+ *   H  heads                    D  head dim = E / H (E % H != 0 is an error)
+ *   L  query length             kdim, vdim  key / value feature sizes (default E)
+ *   S  key/value length         S' = S + add_bias_kv + add_zero_attn (keys actually attended over)
+ *
+ * Shapes and layouts
+ * ------------------
+ * Every tensor is dense, row-major (C order), batch first:
+ *   query (B,L,E)   key (B,S,kdim)   value (B,S,vdim)   output (B,L,E)
+ *   key_padding_mask (B,S) bool, true = ignore that key
+ *   valid_lens (B) or (B,L) int32: keys j >= valid_len are ignored (the D2L masked-softmax form)
+ *   attn_mask (L,S) or (B*H,L,S), bool (true = may not attend) or float (added to the scores);
+ *             the 3-d form is indexed b*H + h, as in PyTorch
+ *   attention weights (B,H,L,S') per head, or (B,L,S') averaged over heads
+ * Weights use PyTorch's state_dict layout; a linear layer computes y = x W^T + b.
+ * Masks combine: a key is excluded if any mask excludes it. The keys appended by add_bias_kv and
+ * add_zero_attn are never masked, as in PyTorch.
+ *
+ * A query row whose keys are all masked gets zero attention weights and a zero context vector
+ * (so the output row is just out_proj.bias), never NaN. PyTorch >= 2.5 SDPA and FlashAttention do
+ * the same; PyTorch 1.x nn.MultiheadAttention returns NaN there. D2L's masked_softmax replaces
+ * masked scores by -1e6 and so gives uniform weights for such a row; vkattn does not.
+ * Float masks may hold -inf (excluded) but not NaN or +inf: those are refused with
+ * VKATTN_ERROR_NON_FINITE where the library can see the values (host masks, and device masks
+ * written through vkattn_tensor_write).
+ *
+ * Error model
+ * -----------
+ * Every fallible call returns a vkattn_status. On failure, out-parameters are left untouched and a
+ * readable message is kept: per context for calls that have one (vkattn_context_last_error), else in
+ * an optional vkattn_error the caller passes. The library never aborts and never prints, except
+ * Vulkan validation messages when validation is enabled. VKATTN_ERROR_DEVICE_LOST sticks to its
+ * context: every later call on it returns that status without touching the dead device.
+ *
+ * Threading and ownership
+ * -----------------------
+ * There is no global mutable state: independent contexts may be used from different threads at the
+ * same time. A context, and every layer and tensor created from it, must be externally synchronized:
+ * the application must not call into the same context, or any object created from it, from two
+ * threads at once. Objects are owned by the caller; each *_create has a *_destroy that accepts NULL.
+ * Layers and tensors must be destroyed before the context they were created from. Input pointers
+ * are only read during the call; the library copies what it keeps.
+ *
+ * Environment variables
+ * ---------------------
+ *   VKATTN_DEVICE      device index or case-insensitive name substring, used when
+ *                      vkattn_context_desc.device is NULL
+ *   VKATTN_VALIDATION  "1" enables VK_LAYER_KHRONOS_validation (with synchronization validation)
+ *                      when vkattn_context_desc.validation is VKATTN_VALIDATION_DEFAULT
+ */
+#ifndef VKATTN_H
+#define VKATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Version                                                                                         */
+/* ---------------------------------------------------------------------------------------------- */
+
+#define VKATTN_VERSION_MAJOR 0
+#define VKATTN_VERSION_MINOR 1
+#define VKATTN_VERSION_PATCH 0
+#define VKATTN_VERSION_NUMBER (VKATTN_VERSION_MAJOR * 10000 + VKATTN_VERSION_MINOR * 100 + VKATTN_VERSION_PATCH)
+
+/* The version the library was built as (compare with VKATTN_VERSION_NUMBER). */
+unsigned vkattn_version_number(void);
+/* "MAJOR.MINOR.PATCH"; a static string. */
+const char *vkattn_version_string(void);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Status codes                                                                                    */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* X(name, value, short description). Values are stable. */
+#define VKATTN_STATUS_LIST(X)                                                                      \
+    X(VKATTN_OK, 0, "success")                                                                     \
+    X(VKATTN_ERROR_INVALID_ARGUMENT, 1, "invalid argument")                                        \
+    X(VKATTN_ERROR_SHAPE, 2, "tensor shape does not match")                                        \
+    X(VKATTN_ERROR_DTYPE, 3, "tensor dtype does not match")                                        \
+    X(VKATTN_ERROR_HEADS, 4, "embed_dim is not divisible by num_heads")                            \
+    X(VKATTN_ERROR_NON_FINITE, 5, "mask holds NaN or +inf")                                        \
+    X(VKATTN_ERROR_SIZE_OVERFLOW, 6, "size computation overflows")                                 \
+    X(VKATTN_ERROR_DEVICE_LIMIT, 7, "exceeds a device limit")                                      \
+    X(VKATTN_ERROR_OUT_OF_HOST_MEMORY, 8, "out of host memory")                                    \
+    X(VKATTN_ERROR_OUT_OF_DEVICE_MEMORY, 9, "out of device memory")                                \
+    X(VKATTN_ERROR_NO_DEVICE, 10, "no suitable Vulkan device")                                     \
+    X(VKATTN_ERROR_UNSUPPORTED, 11, "not supported by this device or build")                       \
+    X(VKATTN_ERROR_VULKAN, 12, "a Vulkan call failed")                                             \
+    X(VKATTN_ERROR_DEVICE_LOST, 13, "the Vulkan device was lost")                                  \
+    X(VKATTN_ERROR_IO, 14, "file could not be opened, read or written")                            \
+    X(VKATTN_ERROR_FORMAT, 15, "malformed or unsupported file contents")                           \
+    X(VKATTN_ERROR_NOT_FOUND, 16, "a required tensor is missing")
+
+typedef enum vkattn_status {
+#define VKATTN_STATUS_ENUM_(name, value, text) name = value,
+    VKATTN_STATUS_LIST(VKATTN_STATUS_ENUM_)
+#undef VKATTN_STATUS_ENUM_
+} vkattn_status;
+
+/* The short description of a status ("invalid argument"); "unknown status" for other values. */
+const char *vkattn_status_string(vkattn_status status);
+/* The enum name of a status ("VKATTN_ERROR_SHAPE"); "VKATTN_UNKNOWN" for other values. */
+const char *vkattn_status_name(vkattn_status status);
+
+/* Where calls without a context put their detailed message. Callers may pass NULL. */
+typedef struct vkattn_error {
+    vkattn_status status;
+    char message[512];
+} vkattn_error;
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Devices and contexts                                                                            */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef enum vkattn_device_type {
+    VKATTN_DEVICE_OTHER = 0,
+    VKATTN_DEVICE_INTEGRATED_GPU = 1,
+    VKATTN_DEVICE_DISCRETE_GPU = 2,
+    VKATTN_DEVICE_VIRTUAL_GPU = 3,
+    VKATTN_DEVICE_CPU = 4
+} vkattn_device_type;
+
+typedef struct vkattn_device_info {
+    uint32_t index;                   /* position in vkattn_list_devices order */
+    int is_default;                   /* the device a context picks when nothing is asked for */
+    vkattn_device_type type;
+    char name[256];                   /* VkPhysicalDeviceProperties::deviceName */
+    char driver_name[256];            /* VkPhysicalDeviceDriverProperties, "" if unknown */
+    char driver_info[256];
+    uint32_t api_version;             /* VK_MAKE_API_VERSION packed */
+    uint32_t driver_version;          /* vendor-specific packing */
+    uint32_t vendor_id, device_id;
+    uint64_t max_storage_buffer_range;
+    uint64_t max_memory_allocation_size;
+    uint64_t device_local_heap_bytes; /* size of the largest DEVICE_LOCAL heap */
+    uint32_t max_shared_memory_bytes;
+    uint32_t max_workgroup_invocations;
+    uint32_t max_workgroup_count[3];
+    uint32_t subgroup_size;
+    int storage_16bit;                /* storageBuffer16BitAccess */
+    int shader_float16;
+    int cooperative_matrix;           /* VK_KHR_cooperative_matrix present */
+    float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
+} vkattn_device_info;
+
+/* Lists the Vulkan devices. Writes at most `capacity` entries to `infos` (may be NULL when
+ * capacity is 0) and the total number of devices to *count. */
+vkattn_status vkattn_list_devices(vkattn_device_info *infos, uint32_t capacity, uint32_t *count,
+                                  vkattn_error *error);
+
+typedef enum vkattn_validation {
+    VKATTN_VALIDATION_DEFAULT = 0, /* on if the environment has VKATTN_VALIDATION=1 */
+    VKATTN_VALIDATION_ON = 1,      /* Khronos validation + synchronization validation, if installed */
+    VKATTN_VALIDATION_OFF = 2
+} vkattn_validation;
+
+typedef struct vkattn_context_desc {
+    /* Device index ("1") or case-insensitive name substring ("llvmpipe").
+     * NULL = the VKATTN_DEVICE environment variable, else the default device
+     * (discrete GPU > integrated > virtual > CPU > other, first of each kind). */
+    const char *device;
+    vkattn_validation validation; /* default: VKATTN_VALIDATION_DEFAULT */
+} vkattn_context_desc;
+
+typedef struct vkattn_context vkattn_context;
+
+/* Creates an instance, picks a device, creates a compute queue. `desc` may be NULL (all defaults).
+ * On failure *out is untouched and `error` (may be NULL) holds the reason. */
+vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_context **out,
+                                    vkattn_error *error);
+/* Destroys the context; NULL is a no-op. Layers and tensors must already be destroyed. */
+void vkattn_context_destroy(vkattn_context *ctx);
+/* The detailed message of the most recent failed call on this context (or an object made from it);
+ * "" if none. The string lives until the next failing call or destroy. */
+const char *vkattn_context_last_error(const vkattn_context *ctx);
+/* Describes the context's device. */
+vkattn_status vkattn_context_device(const vkattn_context *ctx, vkattn_device_info *out);
+/* Number of validation-layer warnings and errors seen by this context (0 when validation is off).
+ * The messages themselves go to stderr. */
+uint32_t vkattn_context_validation_messages(const vkattn_context *ctx);
+/* 1 if the validation layer is active on this context. */
+int vkattn_context_validation_enabled(const vkattn_context *ctx);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Tensors (device memory)                                                                         */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef enum vkattn_dtype {
+    VKATTN_DTYPE_F32 = 0,
+    VKATTN_DTYPE_F16 = 1,  /* IEEE binary16 */
+    VKATTN_DTYPE_BOOL = 2, /* one byte per element, 0 = false, anything else = true */
+    VKATTN_DTYPE_I32 = 3
+} vkattn_dtype;
+
+#define VKATTN_MAX_RANK 4
+
+/* Bytes per element of a dtype (0 for values outside the enum). */
+size_t vkattn_dtype_size(vkattn_dtype dtype);
+/* "f32", "f16", "bool", "i32". */
+const char *vkattn_dtype_name(vkattn_dtype dtype);
+
+typedef struct vkattn_tensor vkattn_tensor;
+
+/* Creates a dense device tensor of `rank` (1..VKATTN_MAX_RANK) dims, each >= 1. Contents start
+ * zeroed. Fails with VKATTN_ERROR_DEVICE_LIMIT if it would not fit one allocation. */
+vkattn_status vkattn_tensor_create(vkattn_context *ctx, vkattn_dtype dtype, uint32_t rank,
+                                   const uint32_t *dims, vkattn_tensor **out);
+void vkattn_tensor_destroy(vkattn_tensor *tensor);
+/* Copies `bytes` (must equal the tensor's size) from host memory, in the tensor's dtype. */
+vkattn_status vkattn_tensor_write(vkattn_tensor *tensor, const void *src, size_t bytes);
+/* Copies the whole tensor (`bytes` must equal its size) to host memory. */
+vkattn_status vkattn_tensor_read(const vkattn_tensor *tensor, void *dst, size_t bytes);
+vkattn_dtype vkattn_tensor_dtype(const vkattn_tensor *tensor);
+uint32_t vkattn_tensor_rank(const vkattn_tensor *tensor);
+/* Dim i (0 if i >= rank). */
+uint32_t vkattn_tensor_dim(const vkattn_tensor *tensor, uint32_t i);
+size_t vkattn_tensor_bytes(const vkattn_tensor *tensor);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Layers                                                                                          */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef struct vkattn_layer_desc {
+    uint32_t embed_dim;  /* E, required */
+    uint32_t num_heads;  /* H, required; E % H must be 0 */
+    uint32_t kdim;       /* 0 = E */
+    uint32_t vdim;       /* 0 = E */
+    int no_bias;         /* 0 = in and out projections have biases (PyTorch bias=True) */
+    int add_bias_kv;     /* 0 = off; on: learned bias_k/bias_v appended as one extra key/value */
+    int add_zero_attn;   /* 0 = off; on: a zero key/value appended after the others */
+    vkattn_dtype storage; /* 0 = F32. F16 stores weights and activations as fp16 and accumulates in
+                             fp32; falls back to F32 on devices without 16-bit storage. */
+} vkattn_layer_desc;
+
+/* Host weights in PyTorch's state_dict layout (row-major float32). When kdim == vdim == E, give
+ * in_proj_weight (3E,E); otherwise q_proj_weight (E,E), k_proj_weight (E,kdim),
+ * v_proj_weight (E,vdim). Biases are required unless no_bias; bias_k/bias_v only with add_bias_kv. */
+typedef struct vkattn_weights {
+    const float *in_proj_weight;  /* (3E,E): rows [0,E) = W_Q, [E,2E) = W_K, [2E,3E) = W_V */
+    const float *q_proj_weight;   /* (E,E) */
+    const float *k_proj_weight;   /* (E,kdim) */
+    const float *v_proj_weight;   /* (E,vdim) */
+    const float *in_proj_bias;    /* (3E) */
+    const float *out_proj_weight; /* (E,E) */
+    const float *out_proj_bias;   /* (E) */
+    const float *bias_k;          /* (1,1,E) */
+    const float *bias_v;          /* (1,1,E) */
+} vkattn_weights;
+
+typedef struct vkattn_layer vkattn_layer;
+
+/* Validates the configuration, copies the weights to the device (and keeps a host copy for the
+ * CPU path). Errors: VKATTN_ERROR_HEADS if E % H != 0, VKATTN_ERROR_INVALID_ARGUMENT for a missing
+ * or superfluous weight pointer or zero sizes. */
+vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *desc,
+                                  const vkattn_weights *weights, vkattn_layer **out);
+void vkattn_layer_destroy(vkattn_layer *layer);
+/* The layer's resolved description (defaults filled in, storage after any fp16 fall-back). */
+void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out);
+
+/* Which implementation runs a forward. */
+typedef enum vkattn_path {
+    VKATTN_PATH_AUTO = 0,    /* the plan chooses */
+    VKATTN_PATH_UNFUSED = 1, /* projections, scores, softmax, P·V, output projection as separate kernels */
+    VKATTN_PATH_FUSED = 2,   /* flash-attention kernel (online softmax, no L×S buffer) */
+    VKATTN_PATH_CPU = 3      /* the reference: plain C, double accumulation */
+} vkattn_path;
+
+/* "auto", "unfused", "fused", "cpu". */
+const char *vkattn_path_name(vkattn_path path);
+
+/* Forward on device tensors. Shapes come from the tensors:
+ * query (B,L,E) f32; key (B,S,kdim) and value (B,S,vdim) f32, NULL = self-attention on query
+ * (when key is NULL, value must be NULL too); output (B,L,E) f32. See the user guide for masks. */
+typedef struct vkattn_forward_desc {
+    const vkattn_tensor *query;            /* required */
+    const vkattn_tensor *key;              /* NULL = query */
+    const vkattn_tensor *value;            /* NULL = key */
+    int causal;                            /* 0 = off; on: query i may not attend to key j > i */
+    const vkattn_tensor *key_padding_mask; /* NULL or BOOL (B,S) */
+    const vkattn_tensor *valid_lens;       /* NULL or I32 (B) or (B,L) */
+    const vkattn_tensor *attn_mask;        /* NULL or BOOL/F32 (L,S) or (B*H,L,S) */
+    vkattn_tensor *output;                 /* required, F32 (B,L,E) */
+    vkattn_tensor *attn_weights;           /* NULL or F32 (B,H,L,S'), or (B,L,S') if averaged */
+    int average_weights;                   /* 0 = per head */
+    vkattn_path path;                      /* default AUTO */
+} vkattn_forward_desc;
+
+/* Runs one forward: one command buffer, one submit, waits for completion. */
+vkattn_status vkattn_forward(vkattn_layer *layer, const vkattn_forward_desc *desc);
+
+/* Forward on host arrays (same shapes and rules as vkattn_forward_desc). */
+typedef struct vkattn_host_forward_desc {
+    uint32_t batch;                   /* B, required */
+    uint32_t query_len;               /* L, required */
+    uint32_t key_len;                 /* S; 0 = L (required when key is given) */
+    const float *query;               /* (B,L,E), required */
+    const float *key;                 /* (B,S,kdim), NULL = query */
+    const float *value;               /* (B,S,vdim), NULL = key */
+    int causal;
+    const uint8_t *key_padding_mask;  /* NULL or (B,S) */
+    const int32_t *valid_lens;        /* NULL or (B), or (B,L) when valid_lens_per_query */
+    int valid_lens_per_query;
+    const void *attn_mask;            /* NULL or (L,S), or (B*H,L,S) when attn_mask_per_head */
+    vkattn_dtype attn_mask_dtype;     /* VKATTN_DTYPE_BOOL (uint8_t) or VKATTN_DTYPE_F32 (default) */
+    int attn_mask_per_head;
+    float *output;                    /* (B,L,E), required */
+    float *attn_weights;              /* NULL or (B,H,L,S'), or (B,L,S') when average_weights */
+    int average_weights;
+    vkattn_path path;
+} vkattn_host_forward_desc;
+
+/* Uploads, runs vkattn_forward (or the CPU path), downloads. Device buffers for the host arrays
+ * are kept in the layer and reused while the shapes fit. */
+vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward_desc *desc);
+
+/* The CPU reference without any Vulkan: plain loops, double accumulation, straight from the
+ * formula. `desc->path` is ignored. */
+vkattn_status vkattn_reference_forward(const vkattn_layer_desc *layer, const vkattn_weights *weights,
+                                       const vkattn_host_forward_desc *desc, vkattn_error *error);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Files: .npy arrays and safetensors weights                                                      */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* A host array. `data` is owned by whoever filled the struct through vkattn_npy_read (free it with
+ * vkattn_array_free) or by the caller. */
+typedef struct vkattn_array {
+    vkattn_dtype dtype;
+    uint32_t rank;                  /* 0..VKATTN_MAX_RANK; rank 0 is a scalar */
+    uint32_t dims[VKATTN_MAX_RANK];
+    void *data;
+    size_t bytes;                   /* product(dims) * vkattn_dtype_size(dtype) */
+} vkattn_array;
+
+/* Reads a C-order .npy file (format 1.0, 2.0 or 3.0). Stored dtypes: <f4 and |b1 load as is;
+ * <f2 and <f8 load as F32 (f8 values that overflow f32 are an error); <i4, <i8 load as I32 (i8
+ * values out of int32 range are an error); big-endian is converted. Fortran order, object arrays,
+ * rank > 4 and truncated data are VKATTN_ERROR_FORMAT. */
+vkattn_status vkattn_npy_read(const char *path, vkattn_array *out, vkattn_error *error);
+/* Writes `array` as a .npy file (<f4, <f2, |b1 or <i4). */
+vkattn_status vkattn_npy_write(const char *path, const vkattn_array *array, vkattn_error *error);
+/* Frees array->data and zeroes the struct; NULL is a no-op. */
+void vkattn_array_free(vkattn_array *array);
+
+/* Weights read from a safetensors file holding an nn.MultiheadAttention state_dict
+ * ("in_proj_weight", "in_proj_bias", "q_proj_weight", "k_proj_weight", "v_proj_weight",
+ * "out_proj.weight", "out_proj.bias", "bias_k", "bias_v"; an optional common prefix such as
+ * "attn." is accepted when every name carries it). F32 tensors load as is; F16 and BF16 are
+ * converted to F32. */
+typedef struct vkattn_weight_file vkattn_weight_file;
+
+/* Reads and checks the whole file. Hostile or truncated files give VKATTN_ERROR_FORMAT. */
+vkattn_status vkattn_weight_file_load(const char *path, vkattn_weight_file **out, vkattn_error *error);
+void vkattn_weight_file_destroy(vkattn_weight_file *file);
+/* Pointers into the file object, valid until it is destroyed. */
+const vkattn_weights *vkattn_weight_file_weights(const vkattn_weight_file *file);
+/* Fills embed_dim, kdim, vdim, no_bias and add_bias_kv from the tensors present; leaves num_heads,
+ * add_zero_attn and storage as they are (the file cannot know them). */
+void vkattn_weight_file_describe(const vkattn_weight_file *file, vkattn_layer_desc *desc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VKATTN_H */

@@ -1,0 +1,241 @@
+/* Validation of layer descriptions, weights and host forward arguments. */
+#include "config.h"
+
+#include <math.h>
+#include <stdbool.h>
+
+#include "common/checked.h"
+#include "common/error.h"
+
+/* Shaders index tensors with 32-bit unsigned integers. */
+#define VKA_MAX_ELEMS ((size_t)UINT32_MAX)
+
+static vkattn_status require_pointer(const void *ptr, bool wanted, const char *name, const char *why,
+                                     vkattn_error *error)
+{
+    if (wanted && !ptr) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "weights: %s is NULL but %s", name, why);
+    if (!wanted && ptr)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "weights: %s is given but %s", name, why);
+    return VKATTN_OK;
+}
+
+static vkattn_status check_weight_pointers(const vka_layer_config *c, const vkattn_weights *w, vkattn_error *error)
+{
+    vkattn_status status;
+    bool separate = w->q_proj_weight || w->k_proj_weight || w->v_proj_weight;
+    if (!c->packed_in_proj) {
+        const char *why = "kdim/vdim differ from embed_dim (PyTorch uses q/k/v_proj_weight then)";
+        VKA_TRY(require_pointer(w->in_proj_weight, false, "in_proj_weight", why, error));
+        VKA_TRY(require_pointer(w->q_proj_weight, true, "q_proj_weight", why, error));
+        VKA_TRY(require_pointer(w->k_proj_weight, true, "k_proj_weight", why, error));
+        VKA_TRY(require_pointer(w->v_proj_weight, true, "v_proj_weight", why, error));
+    } else if (w->in_proj_weight && separate) {
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "weights: give either in_proj_weight or q/k/v_proj_weight, not both");
+    } else if (!w->in_proj_weight) {
+        const char *why = "in_proj_weight is NULL (give in_proj_weight, or all of q/k/v_proj_weight)";
+        VKA_TRY(require_pointer(w->q_proj_weight, true, "q_proj_weight", why, error));
+        VKA_TRY(require_pointer(w->k_proj_weight, true, "k_proj_weight", why, error));
+        VKA_TRY(require_pointer(w->v_proj_weight, true, "v_proj_weight", why, error));
+    }
+    VKA_TRY(require_pointer(w->out_proj_weight, true, "out_proj_weight", "it is always required", error));
+    const char *bias_why = c->bias ? "the layer has biases (no_bias = 0)" : "the layer has no biases (no_bias = 1)";
+    VKA_TRY(require_pointer(w->in_proj_bias, c->bias, "in_proj_bias", bias_why, error));
+    VKA_TRY(require_pointer(w->out_proj_bias, c->bias, "out_proj_bias", bias_why, error));
+    const char *kv_why = c->bias_kv ? "add_bias_kv is on" : "add_bias_kv is off";
+    VKA_TRY(require_pointer(w->bias_k, c->bias_kv, "bias_k", kv_why, error));
+    VKA_TRY(require_pointer(w->bias_v, c->bias_kv, "bias_v", kv_why, error));
+    return VKATTN_OK;
+fail:
+    return status;
+}
+
+vkattn_status vka_layer_config_resolve(const vkattn_layer_desc *desc, const vkattn_weights *weights,
+                                       vka_layer_config *out, vkattn_error *error)
+{
+    if (!desc) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "layer description is NULL");
+    if (!weights) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "weights are NULL");
+    if (desc->embed_dim == 0)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "embed_dim must be at least 1");
+    if (desc->num_heads == 0)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "num_heads must be at least 1");
+    if (desc->embed_dim % desc->num_heads != 0)
+        return vka_error_set(error, VKATTN_ERROR_HEADS,
+                             "embed_dim %u is not divisible by num_heads %u (head dim would be %.3g)",
+                             desc->embed_dim, desc->num_heads, (double)desc->embed_dim / desc->num_heads);
+    if (desc->storage != VKATTN_DTYPE_F32 && desc->storage != VKATTN_DTYPE_F16)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "storage must be F32 or F16, not %s",
+                             vkattn_dtype_name(desc->storage));
+
+    vka_layer_config c = {0};
+    c.E = desc->embed_dim;
+    c.H = desc->num_heads;
+    c.D = c.E / c.H;
+    c.kdim = desc->kdim ? desc->kdim : c.E;
+    c.vdim = desc->vdim ? desc->vdim : c.E;
+    c.bias = !desc->no_bias;
+    c.bias_kv = desc->add_bias_kv != 0;
+    c.zero_attn = desc->add_zero_attn != 0;
+    c.extra_keys = (uint32_t)c.bias_kv + (uint32_t)c.zero_attn;
+    c.packed_in_proj = c.kdim == c.E && c.vdim == c.E;
+    c.storage = desc->storage;
+
+    /* The largest weight matrix is (3E, max(E,kdim,vdim)) when packed; shaders index it with uint. */
+    uint32_t widest = c.E > c.kdim ? c.E : c.kdim;
+    widest = widest > c.vdim ? widest : c.vdim;
+    size_t elems;
+    if (!vka_mul_size(3 * (size_t)c.E, widest, &elems) || elems > VKA_MAX_ELEMS)
+        return vka_error_set(error, VKATTN_ERROR_SIZE_OVERFLOW,
+                             "weights of embed_dim %u, kdim %u, vdim %u have more than 2^32 elements", c.E, c.kdim,
+                             c.vdim);
+
+    vkattn_status status = check_weight_pointers(&c, weights, error);
+    if (status != VKATTN_OK) return status;
+    *out = c;
+    return VKATTN_OK;
+}
+
+/* Finds the first NaN or +inf in a float mask: those make a softmax row NaN, so they are refused. */
+static vkattn_status check_float_mask(const float *mask, size_t n, vkattn_error *error)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(mask[i]) || (isinf(mask[i]) && mask[i] > 0))
+            return vka_error_set(error, VKATTN_ERROR_NON_FINITE,
+                                 "attn_mask element %zu is %s; float masks may hold finite values and -inf only", i,
+                                 isnan(mask[i]) ? "NaN" : "+inf");
+    }
+    return VKATTN_OK;
+}
+
+vkattn_status vka_problem_from_host(const vka_layer_config *cfg, const vkattn_host_forward_desc *d, vka_problem *out,
+                                    vkattn_error *error)
+{
+    if (!d) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "forward description is NULL");
+    if (d->batch == 0 || d->query_len == 0)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "batch (%u) and query_len (%u) must be at least 1",
+                             d->batch, d->query_len);
+    if (!d->query) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "query is NULL");
+    if (!d->output) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "output is NULL");
+    if ((unsigned)d->path > VKATTN_PATH_CPU)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "path %d is not a vkattn_path", (int)d->path);
+
+    vka_problem p = {0};
+    p.cfg = *cfg;
+    p.B = d->batch;
+    p.L = d->query_len;
+    p.path = d->path;
+    if (!d->key) {
+        if (d->value)
+            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "value is given but key is NULL");
+        if (!cfg->packed_in_proj)
+            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                                 "key is NULL (self-attention) but kdim/vdim (%u/%u) differ from embed_dim %u",
+                                 cfg->kdim, cfg->vdim, cfg->E);
+        if (d->key_len != 0 && d->key_len != d->query_len)
+            return vka_error_set(error, VKATTN_ERROR_SHAPE,
+                                 "self-attention: key_len %u differs from query_len %u", d->key_len, d->query_len);
+        p.S = p.L;
+        p.self_attention = 1;
+    } else {
+        if (d->key_len == 0)
+            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "key is given, so key_len must be at least 1");
+        if (!d->value && cfg->kdim != cfg->vdim)
+            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                                 "value is NULL (value = key) but kdim %u differs from vdim %u", cfg->kdim, cfg->vdim);
+        p.S = d->key_len;
+        const float *value = d->value ? d->value : d->key;
+        p.self_attention = d->key == d->query && value == d->query && p.S == p.L && cfg->packed_in_proj;
+    }
+    p.S_ext = p.S + cfg->extra_keys;
+    if (p.S_ext < p.S) return vka_error_set(error, VKATTN_ERROR_SIZE_OVERFLOW, "key_len %u is too large", p.S);
+    p.causal = d->causal != 0;
+    p.key_padding_mask = d->key_padding_mask != NULL;
+    if (d->valid_lens) p.valid_lens = d->valid_lens_per_query ? VKA_VALID_LENS_PER_QUERY : VKA_VALID_LENS_PER_BATCH;
+    if (d->attn_mask) {
+        if (d->attn_mask_dtype == VKATTN_DTYPE_BOOL) p.attn_mask = VKA_ATTN_MASK_BOOL;
+        else if (d->attn_mask_dtype == VKATTN_DTYPE_F32) p.attn_mask = VKA_ATTN_MASK_FLOAT;
+        else
+            return vka_error_set(error, VKATTN_ERROR_DTYPE, "attn_mask dtype must be bool or f32, not %s",
+                                 vkattn_dtype_name(d->attn_mask_dtype));
+        p.attn_mask_per_head = d->attn_mask_per_head != 0;
+    }
+    if (d->attn_weights) p.weights = d->average_weights ? VKA_WEIGHTS_AVERAGED : VKA_WEIGHTS_PER_HEAD;
+
+    vkattn_status status = vka_problem_check_sizes(&p, error);
+    if (status != VKATTN_OK) return status;
+    if (p.attn_mask == VKA_ATTN_MASK_FLOAT) {
+        status = check_float_mask(d->attn_mask, vka_problem_attn_mask_elems(&p), error);
+        if (status != VKATTN_OK) return status;
+    }
+    *out = p;
+    return VKATTN_OK;
+}
+
+size_t vka_problem_query_elems(const vka_problem *p) { return (size_t)p->B * p->L * p->cfg.E; }
+size_t vka_problem_key_elems(const vka_problem *p) { return (size_t)p->B * p->S * p->cfg.kdim; }
+size_t vka_problem_value_elems(const vka_problem *p) { return (size_t)p->B * p->S * p->cfg.vdim; }
+size_t vka_problem_output_elems(const vka_problem *p) { return (size_t)p->B * p->L * p->cfg.E; }
+
+size_t vka_problem_weights_elems(const vka_problem *p)
+{
+    switch (p->weights) {
+    case VKA_WEIGHTS_NONE: return 0;
+    case VKA_WEIGHTS_PER_HEAD: return (size_t)p->B * p->cfg.H * p->L * p->S_ext;
+    case VKA_WEIGHTS_AVERAGED: return (size_t)p->B * p->L * p->S_ext;
+    }
+    return 0;
+}
+
+size_t vka_problem_attn_mask_elems(const vka_problem *p)
+{
+    if (p->attn_mask == VKA_ATTN_MASK_NONE) return 0;
+    size_t per = (size_t)p->L * p->S;
+    return p->attn_mask_per_head ? per * p->B * p->cfg.H : per;
+}
+
+size_t vka_problem_valid_lens_elems(const vka_problem *p)
+{
+    switch (p->valid_lens) {
+    case VKA_VALID_LENS_NONE: return 0;
+    case VKA_VALID_LENS_PER_BATCH: return p->B;
+    case VKA_VALID_LENS_PER_QUERY: return (size_t)p->B * p->L;
+    }
+    return 0;
+}
+
+/* One tensor's element count: the product must fit size_t, and uint32 for shader indexing. */
+static vkattn_status check_count(const char *what, const uint32_t *dims, int n, vkattn_error *error)
+{
+    size_t elems = 1;
+    for (int i = 0; i < n; i++) {
+        if (!vka_mul_size(elems, dims[i], &elems) || elems > VKA_MAX_ELEMS)
+            return vka_error_set(error, VKATTN_ERROR_SIZE_OVERFLOW,
+                                 "%s would have more than 2^32 elements; split the batch or sequence", what);
+    }
+    return VKATTN_OK;
+}
+
+vkattn_status vka_problem_check_sizes(const vka_problem *p, vkattn_error *error)
+{
+    const vka_layer_config *c = &p->cfg;
+    uint32_t H = c->H;
+    uint32_t q[] = {p->B, p->L, c->E}, k[] = {p->B, p->S, c->kdim}, v[] = {p->B, p->S, c->vdim};
+    uint32_t qkv[] = {p->B, p->L, 3, c->E};
+    uint32_t mask[] = {p->B, H, p->L, p->S};
+    uint32_t w_head[] = {p->B, H, p->L, p->S_ext}, w_avg[] = {p->B, p->L, p->S_ext};
+    vkattn_status status;
+    VKA_TRY(check_count("query", q, 3, error));
+    VKA_TRY(check_count("key", k, 3, error));
+    VKA_TRY(check_count("value", v, 3, error));
+    VKA_TRY(check_count("the fused Q/K/V projection", qkv, 4, error));
+    VKA_TRY(check_count("the projected key", (uint32_t[]){p->B, p->S, c->E}, 3, error));
+    if (p->attn_mask_per_head) VKA_TRY(check_count("attn_mask", mask, 4, error));
+    else if (p->attn_mask) VKA_TRY(check_count("attn_mask", mask + 2, 2, error));
+    if (p->weights == VKA_WEIGHTS_PER_HEAD) VKA_TRY(check_count("the attention weights", w_head, 4, error));
+    if (p->weights == VKA_WEIGHTS_AVERAGED) VKA_TRY(check_count("the attention weights", w_avg, 3, error));
+    /* One query row of scores must be addressable; the L×S' block of one head is chunked as needed. */
+    VKA_TRY(check_count("one head's score block", (uint32_t[]){p->L, p->S_ext}, 2, error));
+    return VKATTN_OK;
+fail:
+    return status;
+}

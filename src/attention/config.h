@@ -1,0 +1,77 @@
+/* Resolved layer configuration and per-forward problem description.
+ *
+ * Both are pure data: the public entry points validate user input into these structs once, and
+ * everything downstream (plan, recording, the CPU path) trusts them. */
+#ifndef VKA_CONFIG_H
+#define VKA_CONFIG_H
+
+#include <stdint.h>
+
+#include "vkattn.h"
+
+typedef struct vka_layer_config {
+    uint32_t E, H, D;    /* embed_dim, heads, head dim */
+    uint32_t kdim, vdim; /* defaults resolved */
+    int bias;            /* in/out projections have biases */
+    int bias_kv;         /* add_bias_kv */
+    int zero_attn;       /* add_zero_attn */
+    uint32_t extra_keys; /* bias_kv + zero_attn: keys appended after the S real ones */
+    int packed_in_proj;  /* kdim == vdim == E: W_Q, W_K, W_V stored as one (3E,E) matrix */
+    vkattn_dtype storage;
+} vka_layer_config;
+
+typedef enum vka_valid_lens_mode {
+    VKA_VALID_LENS_NONE = 0,
+    VKA_VALID_LENS_PER_BATCH = 1, /* (B) */
+    VKA_VALID_LENS_PER_QUERY = 2  /* (B,L) */
+} vka_valid_lens_mode;
+
+typedef enum vka_attn_mask_mode {
+    VKA_ATTN_MASK_NONE = 0,
+    VKA_ATTN_MASK_BOOL = 1,
+    VKA_ATTN_MASK_FLOAT = 2
+} vka_attn_mask_mode;
+
+typedef enum vka_weights_mode {
+    VKA_WEIGHTS_NONE = 0,
+    VKA_WEIGHTS_PER_HEAD = 1, /* (B,H,L,S') */
+    VKA_WEIGHTS_AVERAGED = 2  /* (B,L,S') */
+} vka_weights_mode;
+
+typedef struct vka_problem {
+    vka_layer_config cfg;
+    uint32_t B, L, S;
+    uint32_t S_ext;         /* S' = S + cfg.extra_keys */
+    int self_attention;     /* key and value are the query itself: one fused QKV projection */
+    int causal;
+    int key_padding_mask;
+    vka_valid_lens_mode valid_lens;
+    vka_attn_mask_mode attn_mask;
+    int attn_mask_per_head; /* (B*H,L,S) rather than (L,S) */
+    vka_weights_mode weights;
+    vkattn_path path;       /* as requested */
+} vka_problem;
+
+/* Checks a layer description and its host weights; fills `out`. */
+vkattn_status vka_layer_config_resolve(const vkattn_layer_desc *desc, const vkattn_weights *weights,
+                                       vka_layer_config *out, vkattn_error *error);
+
+/* Checks host forward arguments against a layer (pointers, sizes, overflow, mask values);
+ * fills `out`. */
+vkattn_status vka_problem_from_host(const vka_layer_config *cfg, const vkattn_host_forward_desc *desc,
+                                    vka_problem *out, vkattn_error *error);
+
+/* Checks that every element count the problem implies fits in size_t and in uint32_t where
+ * shaders index with 32-bit integers (element counts of each tensor and of one head's scores). */
+vkattn_status vka_problem_check_sizes(const vka_problem *p, vkattn_error *error);
+
+/* Element counts of the tensors of a problem (valid after vka_problem_check_sizes). */
+size_t vka_problem_query_elems(const vka_problem *p);
+size_t vka_problem_key_elems(const vka_problem *p);
+size_t vka_problem_value_elems(const vka_problem *p);
+size_t vka_problem_output_elems(const vka_problem *p);
+size_t vka_problem_weights_elems(const vka_problem *p); /* 0 if no weights requested */
+size_t vka_problem_attn_mask_elems(const vka_problem *p);
+size_t vka_problem_valid_lens_elems(const vka_problem *p);
+
+#endif

@@ -1,0 +1,174 @@
+/* Layer creation: resolve the description, keep a host copy of the weights, upload them in the
+ * layout the kernels read, and create the per-layer command objects. */
+#include "attention/layer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory/tensor.h"
+
+/* Copies the weights into one block in canonical form (packed when kdim == vdim == E). */
+static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights *w)
+{
+    const vka_layer_config *c = &layer->cfg;
+    const size_t E = c->E;
+    size_t in_proj = c->packed_in_proj ? 3 * E * E : E * E + E * c->kdim + E * c->vdim;
+    size_t total = in_proj + (c->bias ? 3 * E + E : 0) + E * E + (c->bias_kv ? 2 * E : 0);
+    float *block = malloc(total * sizeof *block);
+    if (!block) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the host weights");
+    float *at = block;
+    vkattn_weights *h = &layer->host;
+    memset(h, 0, sizeof *h);
+#define VKA_TAKE_(field, src, n)                                                                   \
+    do {                                                                                           \
+        memcpy(at, (src), (n) * sizeof(float));                                                    \
+        h->field = at;                                                                             \
+        at += (n);                                                                                 \
+    } while (0)
+    if (c->packed_in_proj) {
+        if (w->in_proj_weight) {
+            VKA_TAKE_(in_proj_weight, w->in_proj_weight, 3 * E * E);
+        } else {
+            memcpy(at, w->q_proj_weight, E * E * sizeof(float));
+            memcpy(at + E * E, w->k_proj_weight, E * E * sizeof(float));
+            memcpy(at + 2 * E * E, w->v_proj_weight, E * E * sizeof(float));
+            h->in_proj_weight = at;
+            at += 3 * E * E;
+        }
+    } else {
+        VKA_TAKE_(q_proj_weight, w->q_proj_weight, E * E);
+        VKA_TAKE_(k_proj_weight, w->k_proj_weight, E * c->kdim);
+        VKA_TAKE_(v_proj_weight, w->v_proj_weight, E * c->vdim);
+    }
+    if (c->bias) {
+        VKA_TAKE_(in_proj_bias, w->in_proj_bias, 3 * E);
+        VKA_TAKE_(out_proj_bias, w->out_proj_bias, E);
+    }
+    VKA_TAKE_(out_proj_weight, w->out_proj_weight, E * E);
+    if (c->bias_kv) {
+        VKA_TAKE_(bias_k, w->bias_k, E);
+        VKA_TAKE_(bias_v, w->bias_v, E);
+    }
+#undef VKA_TAKE_
+    layer->host_block = block;
+    return VKATTN_OK;
+}
+
+static vkattn_status upload(vkattn_layer *layer, vka_role role, const char *what, const float *data, size_t elems)
+{
+    vka_buffer *b = &layer->buffers[role];
+    vkattn_status status = vka_buffer_create(layer->ctx, elems * sizeof(float), VKA_MEMORY_DEVICE, what, b);
+    if (status == VKATTN_OK) status = vka_buffer_write(layer->ctx, b, 0, data, elems * sizeof(float));
+    return status;
+}
+
+/* The extra keys (or values): row 0 = bias_k (bias_v) when add_bias_kv, then the zero row. */
+static vkattn_status upload_extra(vkattn_layer *layer, vka_role role, const float *bias, const char *what)
+{
+    const vka_layer_config *c = &layer->cfg;
+    if (c->extra_keys == 0) return VKATTN_OK;
+    float *rows = calloc((size_t)c->extra_keys * c->E, sizeof *rows);
+    if (!rows) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for %s", what);
+    if (c->bias_kv) memcpy(rows, bias, c->E * sizeof(float));
+    vkattn_status status = upload(layer, role, what, rows, (size_t)c->extra_keys * c->E);
+    free(rows);
+    return status;
+}
+
+static vkattn_status upload_weights(vkattn_layer *layer)
+{
+    const vka_layer_config *c = &layer->cfg;
+    const vkattn_weights *h = &layer->host;
+    const size_t E = c->E;
+    vkattn_status status;
+    if (c->packed_in_proj) {
+        VKA_TRY(upload(layer, VKA_ROLE_W_IN, "in_proj_weight", h->in_proj_weight, 3 * E * E));
+    } else {
+        VKA_TRY(upload(layer, VKA_ROLE_W_IN, "q_proj_weight", h->q_proj_weight, E * E));
+        VKA_TRY(upload(layer, VKA_ROLE_W_K, "k_proj_weight", h->k_proj_weight, E * c->kdim));
+        VKA_TRY(upload(layer, VKA_ROLE_W_V, "v_proj_weight", h->v_proj_weight, E * c->vdim));
+    }
+    if (c->bias) {
+        VKA_TRY(upload(layer, VKA_ROLE_B_IN, "in_proj_bias", h->in_proj_bias, 3 * E));
+        VKA_TRY(upload(layer, VKA_ROLE_B_OUT, "out_proj.bias", h->out_proj_bias, E));
+    }
+    VKA_TRY(upload(layer, VKA_ROLE_W_OUT, "out_proj.weight", h->out_proj_weight, E * E));
+    VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_K, h->bias_k, "the extra keys"));
+    VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_V, h->bias_v, "the extra values"));
+fail:
+    return status;
+}
+
+static vkattn_status create_commands(vkattn_layer *layer)
+{
+    vkattn_context *ctx = layer->ctx;
+    vkattn_status status = VKATTN_OK;
+    VkCommandPoolCreateInfo pool = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = ctx->queue_family,
+    };
+    VKA_VK(ctx, ctx->vk.vkCreateCommandPool(ctx->device, &pool, NULL, &layer->command_pool));
+    VkCommandBufferAllocateInfo alloc = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = layer->command_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    VKA_VK(ctx, ctx->vk.vkAllocateCommandBuffers(ctx->device, &alloc, &layer->cmd));
+    VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VKA_VK(ctx, ctx->vk.vkCreateFence(ctx->device, &fence, NULL, &layer->fence));
+fail:
+    return status;
+}
+
+vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *desc, const vkattn_weights *weights,
+                                  vkattn_layer **out)
+{
+    if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
+    vkattn_status status = vka_check_alive(ctx);
+    if (status != VKATTN_OK) return status;
+    if (!out) return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_layer_create: out is NULL");
+    vka_layer_config cfg;
+    status = vka_layer_config_resolve(desc, weights, &cfg, &ctx->error);
+    if (status != VKATTN_OK) return status;
+
+    vkattn_layer *layer = calloc(1, sizeof *layer);
+    if (!layer) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
+    layer->ctx = ctx;
+    layer->cfg = cfg;
+    layer->desc = *desc;
+    layer->desc.kdim = cfg.kdim;
+    layer->desc.vdim = cfg.vdim;
+    layer->desc.no_bias = !cfg.bias;
+    layer->desc.add_bias_kv = cfg.bias_kv;
+    layer->desc.add_zero_attn = cfg.zero_attn;
+    VKA_TRY(copy_host_weights(layer, weights));
+    VKA_TRY(upload_weights(layer));
+    VKA_TRY(create_commands(layer));
+    *out = layer;
+    return VKATTN_OK;
+fail:
+    vkattn_layer_destroy(layer);
+    return status;
+}
+
+void vkattn_layer_destroy(vkattn_layer *layer)
+{
+    if (!layer) return;
+    vkattn_context *ctx = layer->ctx;
+    /* A forward always waits for its fence, so nothing of this layer is still running. */
+    for (int s = 0; s < VKA_HOST_SLOT_COUNT; s++) vkattn_tensor_destroy(layer->host_io[s]);
+    vka_plan_free(&layer->plan);
+    if (layer->descriptor_pool) ctx->vk.vkDestroyDescriptorPool(ctx->device, layer->descriptor_pool, NULL);
+    if (layer->fence) ctx->vk.vkDestroyFence(ctx->device, layer->fence, NULL);
+    if (layer->command_pool) ctx->vk.vkDestroyCommandPool(ctx->device, layer->command_pool, NULL);
+    for (int r = 0; r < VKA_ROLE_COUNT; r++) vka_buffer_destroy(ctx, &layer->buffers[r]);
+    free(layer->host_block);
+    free(layer);
+}
+
+void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out)
+{
+    if (layer && out) *out = layer->desc;
+}

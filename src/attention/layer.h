@@ -1,0 +1,46 @@
+/* The layer object: weights on the device (and on the host for the CPU path), the workspace a
+ * forward needs, and the command buffer, fence and descriptor pool a forward records into. */
+#ifndef VKA_LAYER_H
+#define VKA_LAYER_H
+
+#include "attention/config.h"
+#include "attention/plan.h"
+#include "device/context.h"
+
+/* Device tensors kept for vkattn_forward_host, one per host array it uploads or downloads. */
+typedef enum vka_host_slot {
+    VKA_HOST_QUERY,
+    VKA_HOST_KEY,
+    VKA_HOST_VALUE,
+    VKA_HOST_KEY_PADDING_MASK,
+    VKA_HOST_VALID_LENS,
+    VKA_HOST_ATTN_MASK,
+    VKA_HOST_OUTPUT,
+    VKA_HOST_WEIGHTS,
+    VKA_HOST_SLOT_COUNT
+} vka_host_slot;
+
+struct vkattn_layer {
+    vkattn_context *ctx;
+    vka_layer_config cfg;
+    vkattn_layer_desc desc; /* resolved */
+
+    float *host_block;      /* one allocation behind `host` */
+    vkattn_weights host;    /* canonical host copy: in_proj_weight when packed, else q/k/v */
+
+    vka_buffer buffers[VKA_ROLE_COUNT]; /* the layer-owned roles: weights and workspace */
+
+    VkCommandPool command_pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkDescriptorPool descriptor_pool;
+    uint32_t descriptor_sets;     /* sets the pool was made for */
+
+    vka_plan plan;                /* reused across forwards */
+    vkattn_tensor *host_io[VKA_HOST_SLOT_COUNT];
+};
+
+/* Runs a validated problem on the device with the given caller buffers (indexed by role). */
+vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, const vka_buffer *caller[VKA_ROLE_COUNT]);
+
+#endif

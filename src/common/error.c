@@ -1,0 +1,25 @@
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+vkattn_status vka_error_set(vkattn_error *error, vkattn_status status, const char *fmt, ...)
+{
+    if (error) {
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(error->message, sizeof error->message, fmt, args);
+        va_end(args);
+        error->status = status;
+    }
+    return status;
+}
+
+void vka_error_clear(vkattn_error *error)
+{
+    if (error) {
+        error->status = VKATTN_OK;
+        error->message[0] = '\0';
+    }
+}

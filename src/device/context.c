@@ -1,0 +1,394 @@
+/* Context lifetime: instance (with optional validation), device choice, logical device, queue,
+ * and the objects the rest of the library shares. Setup and teardown are mirror images. */
+#include "device/context.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/physical.h"
+
+#define VKA_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
+#define VKA_MAX_DEVICES 16
+
+const char *vka_vk_result_name(VkResult result)
+{
+    switch (result) {
+#define VKA_RESULT_CASE_(r)                                                                        \
+    case r: return #r;
+        VKA_RESULT_CASE_(VK_SUCCESS)
+        VKA_RESULT_CASE_(VK_NOT_READY)
+        VKA_RESULT_CASE_(VK_TIMEOUT)
+        VKA_RESULT_CASE_(VK_INCOMPLETE)
+        VKA_RESULT_CASE_(VK_ERROR_OUT_OF_HOST_MEMORY)
+        VKA_RESULT_CASE_(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+        VKA_RESULT_CASE_(VK_ERROR_INITIALIZATION_FAILED)
+        VKA_RESULT_CASE_(VK_ERROR_DEVICE_LOST)
+        VKA_RESULT_CASE_(VK_ERROR_MEMORY_MAP_FAILED)
+        VKA_RESULT_CASE_(VK_ERROR_LAYER_NOT_PRESENT)
+        VKA_RESULT_CASE_(VK_ERROR_EXTENSION_NOT_PRESENT)
+        VKA_RESULT_CASE_(VK_ERROR_FEATURE_NOT_PRESENT)
+        VKA_RESULT_CASE_(VK_ERROR_INCOMPATIBLE_DRIVER)
+        VKA_RESULT_CASE_(VK_ERROR_TOO_MANY_OBJECTS)
+        VKA_RESULT_CASE_(VK_ERROR_FORMAT_NOT_SUPPORTED)
+        VKA_RESULT_CASE_(VK_ERROR_FRAGMENTED_POOL)
+        VKA_RESULT_CASE_(VK_ERROR_OUT_OF_POOL_MEMORY)
+        VKA_RESULT_CASE_(VK_ERROR_INVALID_SHADER_NV)
+#undef VKA_RESULT_CASE_
+    default: return "VkResult (unnamed)";
+    }
+}
+
+static vkattn_status status_of_result(VkResult result)
+{
+    switch (result) {
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+    case VK_ERROR_OUT_OF_POOL_MEMORY:
+    case VK_ERROR_FRAGMENTED_POOL: return VKATTN_ERROR_OUT_OF_DEVICE_MEMORY;
+    case VK_ERROR_DEVICE_LOST: return VKATTN_ERROR_DEVICE_LOST;
+    case VK_ERROR_FEATURE_NOT_PRESENT:
+    case VK_ERROR_EXTENSION_NOT_PRESENT:
+    case VK_ERROR_INCOMPATIBLE_DRIVER: return VKATTN_ERROR_UNSUPPORTED;
+    default: return VKATTN_ERROR_VULKAN;
+    }
+}
+
+vkattn_status vka_vk_fail(vkattn_context *ctx, VkResult result, const char *call, const char *file, int line)
+{
+    if (result == VK_ERROR_DEVICE_LOST) ctx->device_lost = 1;
+    /* The call text can be long; keep its function name only. */
+    int name_len = (int)strcspn(call, "(");
+    return vka_error_set(&ctx->error, status_of_result(result), "%.*s failed: %s (%s:%d)", name_len, call,
+                         vka_vk_result_name(result), file, line);
+}
+
+vkattn_status vka_fail(vkattn_context *ctx, vkattn_status status, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(ctx->error.message, sizeof ctx->error.message, fmt, args);
+    va_end(args);
+    ctx->error.status = status;
+    return status;
+}
+
+vkattn_status vka_check_alive(vkattn_context *ctx)
+{
+    if (!ctx->device_lost) return VKATTN_OK;
+    return vka_fail(ctx, VKATTN_ERROR_DEVICE_LOST,
+                    "the Vulkan device of this context was lost; destroy the context and create a new one");
+}
+
+/* Counts validation warnings and errors so tests can fail on them; prints each one. */
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                            VkDebugUtilsMessageTypeFlagsEXT type,
+                                                            const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                                            void *user)
+{
+    vkattn_context *ctx = user;
+    if ((type & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT)) &&
+        severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        ctx->validation_messages++;
+        fprintf(stderr, "vkattn: validation %s: %s\n",
+                severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning",
+                data && data->pMessage ? data->pMessage : "(no message)");
+    }
+    return VK_FALSE;
+}
+
+static int instance_has_layer(const char *name)
+{
+    uint32_t count = 0;
+    if (vkEnumerateInstanceLayerProperties(&count, NULL) != VK_SUCCESS || count == 0) return 0;
+    VkLayerProperties *layers = malloc(count * sizeof *layers);
+    int found = 0;
+    if (layers && vkEnumerateInstanceLayerProperties(&count, layers) == VK_SUCCESS)
+        for (uint32_t i = 0; i < count && !found; i++) found = strcmp(layers[i].layerName, name) == 0;
+    free(layers);
+    return found;
+}
+
+static int instance_has_extension(const char *layer, const char *name)
+{
+    uint32_t count = 0;
+    if (vkEnumerateInstanceExtensionProperties(layer, &count, NULL) != VK_SUCCESS || count == 0) return 0;
+    VkExtensionProperties *exts = malloc(count * sizeof *exts);
+    int found = 0;
+    if (exts && vkEnumerateInstanceExtensionProperties(layer, &count, exts) == VK_SUCCESS)
+        for (uint32_t i = 0; i < count && !found; i++) found = strcmp(exts[i].extensionName, name) == 0;
+    free(exts);
+    return found;
+}
+
+/* Creates the instance. With `ctx` and validation wanted (and installed), enables the Khronos layer
+ * with synchronization validation and routes its messages to `ctx`. */
+static vkattn_status create_instance(vkattn_context *ctx, int want_validation, VkInstance *out, int *validation_on,
+                                     vkattn_error *error)
+{
+    const char *layers[1];
+    const char *extensions[2];
+    uint32_t layer_count = 0, extension_count = 0;
+    int validation = want_validation && instance_has_layer(VKA_VALIDATION_LAYER) &&
+                     instance_has_extension(NULL, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    if (validation) {
+        layers[layer_count++] = VKA_VALIDATION_LAYER;
+        extensions[extension_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    }
+    /* MoltenVK and other non-conformant implementations are only listed with this extension. */
+    VkInstanceCreateFlags flags = 0;
+    if (instance_has_extension(NULL, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+        extensions[extension_count++] = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
+        flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    }
+
+    uint32_t loader_version = volkGetInstanceVersion();
+    if (loader_version < VK_API_VERSION_1_1)
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED, "the Vulkan loader supports only Vulkan 1.0; vkattn needs 1.1");
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "vkattn",
+        .pEngineName = "vkattn",
+        .engineVersion = VK_MAKE_API_VERSION(0, VKATTN_VERSION_MAJOR, VKATTN_VERSION_MINOR, VKATTN_VERSION_PATCH),
+        .apiVersion = loader_version >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2 : VK_API_VERSION_1_1,
+    };
+    VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+    VkValidationFeaturesEXT features = {
+        .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+        .enabledValidationFeatureCount = 1,
+        .pEnabledValidationFeatures = enables,
+    };
+    /* Chained here, the messenger also reports on vkCreateInstance and vkDestroyInstance. */
+    VkDebugUtilsMessengerCreateInfoEXT messenger = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .pNext = &features,
+        .messageSeverity =
+            VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = on_validation_message,
+        .pUserData = ctx,
+    };
+    VkInstanceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pNext = validation ? &messenger : NULL,
+        .flags = flags,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = layer_count,
+        .ppEnabledLayerNames = layers,
+        .enabledExtensionCount = extension_count,
+        .ppEnabledExtensionNames = extensions,
+    };
+    VkResult r = vkCreateInstance(&info, NULL, out);
+    if (r != VK_SUCCESS)
+        return vka_error_set(error, r == VK_ERROR_INCOMPATIBLE_DRIVER ? VKATTN_ERROR_NO_DEVICE : status_of_result(r),
+                             "vkCreateInstance failed: %s", vka_vk_result_name(r));
+    *validation_on = validation;
+    return VKATTN_OK;
+}
+
+/* Enumerates and describes every device of `instance` (at most VKA_MAX_DEVICES). */
+static vkattn_status describe_all(const vka_instance_fns *fns, VkInstance instance, VkPhysicalDevice *devices,
+                                  vkattn_device_info *infos, uint32_t *count, vkattn_error *error)
+{
+    uint32_t n = VKA_MAX_DEVICES;
+    VkResult r = fns->vkEnumeratePhysicalDevices(instance, &n, devices);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+        return vka_error_set(error, status_of_result(r), "vkEnumeratePhysicalDevices failed: %s",
+                             vka_vk_result_name(r));
+    for (uint32_t i = 0; i < n; i++) vka_describe_device(fns, devices[i], i, &infos[i], NULL);
+    if (n > 0) infos[vka_default_device(infos, n)].is_default = 1;
+    *count = n;
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_list_devices(vkattn_device_info *infos, uint32_t capacity, uint32_t *count, vkattn_error *error)
+{
+    if (!count || (capacity > 0 && !infos))
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_list_devices: count is NULL, or infos is NULL with capacity > 0");
+    vkattn_status status = vka_loader_init(error);
+    if (status != VKATTN_OK) return status;
+    VkInstance instance = VK_NULL_HANDLE;
+    int validation_on = 0;
+    status = create_instance(NULL, 0, &instance, &validation_on, error);
+    if (status != VKATTN_OK) return status;
+
+    vka_instance_fns fns;
+    VkPhysicalDevice devices[VKA_MAX_DEVICES];
+    vkattn_device_info all[VKA_MAX_DEVICES];
+    uint32_t n = 0;
+    status = vka_load_instance_functions(instance, &fns, error);
+    if (status == VKATTN_OK) status = describe_all(&fns, instance, devices, all, &n, error);
+    if (status == VKATTN_OK) {
+        for (uint32_t i = 0; i < n && i < capacity; i++) infos[i] = all[i];
+        *count = n;
+    }
+    PFN_vkDestroyInstance destroy = (PFN_vkDestroyInstance)vkGetInstanceProcAddr(instance, "vkDestroyInstance");
+    if (destroy) destroy(instance, NULL);
+    return status;
+}
+
+static vkattn_status create_device(vkattn_context *ctx)
+{
+    vkattn_status status = VKATTN_OK;
+    uint32_t timestamp_bits = 0;
+    if (!vka_find_compute_queue(&ctx->ifn, ctx->physical, &ctx->queue_family, &timestamp_bits))
+        return vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" has no compute queue", ctx->info.name);
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = ctx->queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &priority,
+    };
+    VkPhysicalDevice16BitStorageFeatures storage16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .storageBuffer16BitAccess = ctx->caps.storage_16bit ? VK_TRUE : VK_FALSE,
+    };
+    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &storage16};
+    const char *extensions[1];
+    uint32_t extension_count = 0;
+    /* Required wherever the implementation advertises it (MoltenVK). */
+    if (vka_device_has_extension(&ctx->ifn, ctx->physical, "VK_KHR_portability_subset"))
+        extensions[extension_count++] = "VK_KHR_portability_subset";
+    VkDeviceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = &features,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue,
+        .enabledExtensionCount = extension_count,
+        .ppEnabledExtensionNames = extensions,
+    };
+    VKA_VK(ctx, ctx->ifn.vkCreateDevice(ctx->physical, &info, NULL, &ctx->device));
+    vka_load_device_table(&ctx->ifn, ctx->device, &ctx->vk);
+    ctx->vk.vkGetDeviceQueue(ctx->device, ctx->queue_family, 0, &ctx->queue);
+fail:
+    return status;
+}
+
+static vkattn_status create_shared_objects(vkattn_context *ctx)
+{
+    vkattn_status status = VKATTN_OK;
+    VkCommandPoolCreateInfo pool = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = ctx->queue_family,
+    };
+    VKA_VK(ctx, ctx->vk.vkCreateCommandPool(ctx->device, &pool, NULL, &ctx->transfer_pool));
+    VkCommandBufferAllocateInfo alloc = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = ctx->transfer_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    VKA_VK(ctx, ctx->vk.vkAllocateCommandBuffers(ctx->device, &alloc, &ctx->transfer_cmd));
+    VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VKA_VK(ctx, ctx->vk.vkCreateFence(ctx->device, &fence, NULL, &ctx->transfer_fence));
+    VKA_TRY(vka_buffer_create(ctx, 16, VKA_MEMORY_DEVICE, "the placeholder buffer", &ctx->dummy));
+    VKA_TRY(vka_pipeline_cache_init(ctx, &ctx->pipelines));
+fail:
+    return status;
+}
+
+static int validation_wanted(vkattn_validation v)
+{
+    if (v == VKATTN_VALIDATION_ON) return 1;
+    if (v == VKATTN_VALIDATION_OFF) return 0;
+    const char *env = getenv("VKATTN_VALIDATION");
+    return env && strcmp(env, "1") == 0;
+}
+
+vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_context **out, vkattn_error *error)
+{
+    vkattn_context_desc defaults = {0};
+    if (!desc) desc = &defaults;
+    if (!out) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_context_create: out is NULL");
+    if ((unsigned)desc->validation > VKATTN_VALIDATION_OFF)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "validation %d is not a vkattn_validation",
+                             (int)desc->validation);
+    vkattn_status status = vka_loader_init(error);
+    if (status != VKATTN_OK) return status;
+
+    vkattn_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a context");
+
+    VKA_TRY(create_instance(ctx, validation_wanted(desc->validation), &ctx->instance, &ctx->validation_enabled,
+                            &ctx->error));
+    VKA_TRY(vka_load_instance_functions(ctx->instance, &ctx->ifn, &ctx->error));
+    if (ctx->validation_enabled && ctx->ifn.vkCreateDebugUtilsMessengerEXT) {
+        VkDebugUtilsMessengerCreateInfoEXT info = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+            .messageSeverity =
+                VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+            .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+            .pfnUserCallback = on_validation_message,
+            .pUserData = ctx,
+        };
+        VKA_VK(ctx, ctx->ifn.vkCreateDebugUtilsMessengerEXT(ctx->instance, &info, NULL, &ctx->messenger));
+    }
+
+    VkPhysicalDevice devices[VKA_MAX_DEVICES];
+    vkattn_device_info infos[VKA_MAX_DEVICES];
+    uint32_t count = 0, chosen = 0;
+    VKA_TRY(describe_all(&ctx->ifn, ctx->instance, devices, infos, &count, &ctx->error));
+    const char *request = desc->device, *source = "the device name";
+    if (!request) {
+        request = getenv("VKATTN_DEVICE");
+        source = "VKATTN_DEVICE";
+    }
+    VKA_TRY(vka_select_device(infos, count, request, source, &chosen, &ctx->error));
+    ctx->physical = devices[chosen];
+    vka_describe_device(&ctx->ifn, ctx->physical, chosen, &ctx->info, &ctx->caps);
+    ctx->info.is_default = infos[chosen].is_default;
+    if (ctx->info.api_version < VK_API_VERSION_1_1) {
+        status = vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkattn needs 1.1",
+                          ctx->info.name);
+        goto fail;
+    }
+    VKA_TRY(create_device(ctx));
+    VKA_TRY(create_shared_objects(ctx));
+    *out = ctx;
+    return VKATTN_OK;
+fail:
+    if (error) *error = ctx->error;
+    vkattn_context_destroy(ctx);
+    return status;
+}
+
+void vkattn_context_destroy(vkattn_context *ctx)
+{
+    if (!ctx) return;
+    if (ctx->device) {
+        /* Nothing may still run when objects go; a lost device has nothing left to wait for. */
+        if (!ctx->device_lost) ctx->vk.vkDeviceWaitIdle(ctx->device);
+        vka_pipeline_cache_destroy(ctx, &ctx->pipelines);
+        vka_buffer_destroy(ctx, &ctx->dummy);
+        vka_buffer_destroy(ctx, &ctx->staging);
+        if (ctx->transfer_fence) ctx->vk.vkDestroyFence(ctx->device, ctx->transfer_fence, NULL);
+        if (ctx->transfer_pool) ctx->vk.vkDestroyCommandPool(ctx->device, ctx->transfer_pool, NULL);
+        ctx->vk.vkDestroyDevice(ctx->device, NULL);
+    }
+    if (ctx->messenger) ctx->ifn.vkDestroyDebugUtilsMessengerEXT(ctx->instance, ctx->messenger, NULL);
+    if (ctx->instance) {
+        PFN_vkDestroyInstance destroy = ctx->ifn.vkDestroyInstance;
+        if (!destroy) destroy = (PFN_vkDestroyInstance)vkGetInstanceProcAddr(ctx->instance, "vkDestroyInstance");
+        if (destroy) destroy(ctx->instance, NULL);
+    }
+    free(ctx);
+}
+
+const char *vkattn_context_last_error(const vkattn_context *ctx) { return ctx ? ctx->error.message : ""; }
+
+vkattn_status vkattn_context_device(const vkattn_context *ctx, vkattn_device_info *out)
+{
+    if (!ctx || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
+    *out = ctx->info;
+    return VKATTN_OK;
+}
+
+uint32_t vkattn_context_validation_messages(const vkattn_context *ctx) { return ctx ? ctx->validation_messages : 0; }
+
+int vkattn_context_validation_enabled(const vkattn_context *ctx) { return ctx ? ctx->validation_enabled : 0; }

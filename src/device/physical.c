@@ -1,0 +1,204 @@
+/* Describing physical devices and choosing one (by index, by name, or the default ranking). */
+#include "physical.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+
+static vkattn_device_type device_type(VkPhysicalDeviceType type)
+{
+    switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return VKATTN_DEVICE_INTEGRATED_GPU;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return VKATTN_DEVICE_DISCRETE_GPU;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return VKATTN_DEVICE_VIRTUAL_GPU;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return VKATTN_DEVICE_CPU;
+    default: return VKATTN_DEVICE_OTHER;
+    }
+}
+
+static int has_extension(const vka_instance_fns *fns, VkPhysicalDevice device, const char *name)
+{
+    uint32_t count = 0;
+    if (fns->vkEnumerateDeviceExtensionProperties(device, NULL, &count, NULL) != VK_SUCCESS || count == 0) return 0;
+    VkExtensionProperties *props = malloc(count * sizeof *props);
+    if (!props) return 0;
+    int found = 0;
+    if (fns->vkEnumerateDeviceExtensionProperties(device, NULL, &count, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < count && !found; i++) found = strcmp(props[i].extensionName, name) == 0;
+    free(props);
+    return found;
+}
+
+int vka_device_has_extension(const vka_instance_fns *fns, VkPhysicalDevice device, const char *name)
+{
+    return has_extension(fns, device, name);
+}
+
+int vka_find_compute_queue(const vka_instance_fns *fns, VkPhysicalDevice device, uint32_t *family,
+                           uint32_t *timestamp_bits)
+{
+    uint32_t count = 0;
+    fns->vkGetPhysicalDeviceQueueFamilyProperties(device, &count, NULL);
+    VkQueueFamilyProperties families[16];
+    if (count > 16) count = 16;
+    fns->vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families);
+    int best = -1;
+    for (uint32_t i = 0; i < count; i++) {
+        if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || families[i].queueCount == 0) continue;
+        /* Prefer a family with timestamps: the profiler needs them. */
+        if (best < 0 || (families[i].timestampValidBits > 0 && families[best].timestampValidBits == 0)) best = (int)i;
+    }
+    if (best < 0) return 0;
+    *family = (uint32_t)best;
+    *timestamp_bits = families[best].timestampValidBits;
+    return 1;
+}
+
+void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, uint32_t index,
+                         vkattn_device_info *info, vka_device_caps *caps)
+{
+    VkPhysicalDeviceDriverProperties driver = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceMaintenance3Properties m3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties subgroup = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+                                                   .pNext = &m3};
+    VkPhysicalDeviceProperties2 props2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &subgroup};
+    VkPhysicalDeviceProperties base;
+    fns->vkGetPhysicalDeviceProperties(device, &base);
+    int has_driver_props =
+        base.apiVersion >= VK_API_VERSION_1_2 || has_extension(fns, device, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+    if (has_driver_props) m3.pNext = &driver;
+    fns->vkGetPhysicalDeviceProperties2(device, &props2);
+
+    VkPhysicalDevice16BitStorageFeatures storage16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &storage16};
+    VkPhysicalDeviceShaderFloat16Int8Features float16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    if (base.apiVersion >= VK_API_VERSION_1_2) storage16.pNext = &float16;
+    fns->vkGetPhysicalDeviceFeatures2(device, &features);
+
+    VkPhysicalDeviceMemoryProperties memory;
+    fns->vkGetPhysicalDeviceMemoryProperties(device, &memory);
+
+    const VkPhysicalDeviceProperties *p = &props2.properties;
+    memset(info, 0, sizeof *info);
+    info->index = index;
+    info->type = device_type(p->deviceType);
+    snprintf(info->name, sizeof info->name, "%s", p->deviceName);
+    if (has_driver_props) {
+        snprintf(info->driver_name, sizeof info->driver_name, "%s", driver.driverName);
+        snprintf(info->driver_info, sizeof info->driver_info, "%s", driver.driverInfo);
+    }
+    info->api_version = p->apiVersion;
+    info->driver_version = p->driverVersion;
+    info->vendor_id = p->vendorID;
+    info->device_id = p->deviceID;
+    info->max_storage_buffer_range = p->limits.maxStorageBufferRange;
+    /* maxMemoryAllocationSize is at least 1 GiB wherever Vulkan 1.1 is; 0 means the driver left it out. */
+    info->max_memory_allocation_size = m3.maxMemoryAllocationSize ? m3.maxMemoryAllocationSize : 1ull << 30;
+    info->max_shared_memory_bytes = p->limits.maxComputeSharedMemorySize;
+    info->max_workgroup_invocations = p->limits.maxComputeWorkGroupInvocations;
+    for (int i = 0; i < 3; i++) info->max_workgroup_count[i] = p->limits.maxComputeWorkGroupCount[i];
+    info->subgroup_size = subgroup.subgroupSize;
+    info->storage_16bit = storage16.storageBuffer16BitAccess != 0;
+    info->shader_float16 = float16.shaderFloat16 != 0;
+    info->cooperative_matrix = has_extension(fns, device, "VK_KHR_cooperative_matrix");
+
+    int unified = 1, any_local = 0;
+    for (uint32_t i = 0; i < memory.memoryHeapCount; i++) {
+        if (!(memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)) continue;
+        if (memory.memoryHeaps[i].size > info->device_local_heap_bytes)
+            info->device_local_heap_bytes = memory.memoryHeaps[i].size;
+    }
+    for (uint32_t i = 0; i < memory.memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = memory.memoryTypes[i].propertyFlags;
+        if (!(f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) continue;
+        any_local = 1;
+        if (!(f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) || !(f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)) unified = 0;
+    }
+
+    uint32_t family, timestamp_bits = 0;
+    int has_queue = vka_find_compute_queue(fns, device, &family, &timestamp_bits);
+    info->timestamp_period_ns = has_queue && timestamp_bits > 0 ? p->limits.timestampPeriod : 0.0f;
+
+    if (caps) {
+        memset(caps, 0, sizeof *caps);
+        caps->props = *p;
+        caps->memory = memory;
+        caps->max_storage_buffer_range = p->limits.maxStorageBufferRange;
+        caps->max_memory_allocation_size = info->max_memory_allocation_size;
+        caps->subgroup_size = subgroup.subgroupSize ? subgroup.subgroupSize : 1;
+        caps->storage_16bit = info->storage_16bit;
+        /* Only devices without dedicated video memory count as unified: on a discrete GPU the
+         * host-visible device-local heap is a small BAR window, not the place for big tensors. */
+        caps->unified_memory = any_local && unified &&
+                               (info->type == VKATTN_DEVICE_CPU || info->type == VKATTN_DEVICE_INTEGRATED_GPU);
+        caps->timestamps = info->timestamp_period_ns > 0.0f;
+        caps->timestamp_period_ns = info->timestamp_period_ns;
+    }
+}
+
+static int type_rank(vkattn_device_type type)
+{
+    switch (type) {
+    case VKATTN_DEVICE_DISCRETE_GPU: return 0;
+    case VKATTN_DEVICE_INTEGRATED_GPU: return 1;
+    case VKATTN_DEVICE_VIRTUAL_GPU: return 2;
+    case VKATTN_DEVICE_CPU: return 3;
+    default: return 4;
+    }
+}
+
+uint32_t vka_default_device(const vkattn_device_info *infos, uint32_t count)
+{
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < count; i++)
+        if (type_rank(infos[i].type) < type_rank(infos[best].type)) best = i;
+    return best;
+}
+
+static int contains_case_insensitive(const char *haystack, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (const char *h = haystack; *h; h++) {
+        size_t i = 0;
+        while (i < n && h[i] && tolower((unsigned char)h[i]) == tolower((unsigned char)needle[i])) i++;
+        if (i == n) return 1;
+    }
+    return n == 0;
+}
+
+vkattn_status vka_select_device(const vkattn_device_info *infos, uint32_t count, const char *request,
+                                const char *source, uint32_t *out, vkattn_error *error)
+{
+    if (count == 0) return vka_error_set(error, VKATTN_ERROR_NO_DEVICE, "no Vulkan device found");
+    if (!request || !*request) {
+        *out = vka_default_device(infos, count);
+        return VKATTN_OK;
+    }
+    char *end = NULL;
+    unsigned long index = strtoul(request, &end, 10);
+    if (isdigit((unsigned char)request[0]) && end && *end == '\0') {
+        if (index >= count)
+            return vka_error_set(error, VKATTN_ERROR_NO_DEVICE, "%s asks for device %lu but there are only %u devices",
+                                 source, index, count);
+        *out = (uint32_t)index;
+        return VKATTN_OK;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        if (contains_case_insensitive(infos[i].name, request)) {
+            *out = i;
+            return VKATTN_OK;
+        }
+    }
+    char names[384] = "";
+    for (uint32_t i = 0; i < count; i++) {
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%u: %s", i ? ", " : "", i, infos[i].name);
+    }
+    return vka_error_set(error, VKATTN_ERROR_NO_DEVICE, "%s \"%s\" matches no device (have %s)", source, request,
+                         names);
+}

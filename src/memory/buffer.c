@@ -1,0 +1,99 @@
+#include "buffer.h"
+
+#include <string.h>
+
+#include "device/context.h"
+
+/* Picks a memory type allowed by `type_bits` with all `required` flags, preferring `preferred`. */
+static int find_memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint32_t type_bits,
+                            VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred)
+{
+    int fallback = -1;
+    for (uint32_t i = 0; i < memory->memoryTypeCount; i++) {
+        VkMemoryPropertyFlags flags = memory->memoryTypes[i].propertyFlags;
+        if (!(type_bits & (1u << i)) || (flags & required) != required) continue;
+        if ((flags & preferred) == preferred) return (int)i;
+        if (fallback < 0) fallback = (int)i;
+    }
+    return fallback;
+}
+
+vkattn_status vka_buffer_create(vkattn_context *ctx, VkDeviceSize size, vka_memory_use use, const char *what,
+                                vka_buffer *out)
+{
+    vkattn_status status = VKATTN_OK;
+    vka_buffer b = {0};
+    if (size == 0) return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "%s: buffer size is 0", what);
+    if (size > ctx->caps.max_memory_allocation_size - 15)
+        return vka_fail(ctx, VKATTN_ERROR_DEVICE_LIMIT,
+                        "%s needs %llu bytes, more than this device's maxMemoryAllocationSize (%llu)", what,
+                        (unsigned long long)size, (unsigned long long)ctx->caps.max_memory_allocation_size);
+
+    size = (size + 15) / 16 * 16;
+    VkBufferCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = size,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+    };
+    VKA_VK(ctx, ctx->vk.vkCreateBuffer(ctx->device, &info, NULL, &b.buffer));
+
+    VkMemoryRequirements req;
+    ctx->vk.vkGetBufferMemoryRequirements(ctx->device, b.buffer, &req);
+    VkMemoryPropertyFlags required, preferred;
+    if (use == VKA_MEMORY_STAGING) {
+        required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+        preferred = required | VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+    } else if (ctx->caps.unified_memory) {
+        /* CPU and integrated devices: map device memory directly, staging would only copy twice. */
+        required = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+        preferred = required | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    } else {
+        required = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+        preferred = required;
+    }
+    int type = find_memory_type(&ctx->caps.memory, req.memoryTypeBits, required, preferred);
+    if (type < 0 && use == VKA_MEMORY_DEVICE) type = find_memory_type(&ctx->caps.memory, req.memoryTypeBits, 0, 0);
+    if (type < 0) {
+        status = vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "%s: no suitable memory type", what);
+        goto fail;
+    }
+    VkMemoryAllocateInfo alloc = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+        .allocationSize = req.size,
+        .memoryTypeIndex = (uint32_t)type,
+    };
+    VKA_VK(ctx, ctx->vk.vkAllocateMemory(ctx->device, &alloc, NULL, &b.memory));
+    VKA_VK(ctx, ctx->vk.vkBindBufferMemory(ctx->device, b.buffer, b.memory, 0));
+    b.size = size;
+
+    VkMemoryPropertyFlags flags = ctx->caps.memory.memoryTypes[type].propertyFlags;
+    const VkMemoryPropertyFlags mappable = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    if ((flags & mappable) == mappable) {
+        VKA_VK(ctx, ctx->vk.vkMapMemory(ctx->device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped));
+        memset(b.mapped, 0, (size_t)size);
+    } else {
+        VKA_TRY(vka_buffer_fill_zero(ctx, &b));
+    }
+    *out = b;
+    return VKATTN_OK;
+fail:
+    vka_buffer_destroy(ctx, &b);
+    return status;
+}
+
+void vka_buffer_destroy(vkattn_context *ctx, vka_buffer *b)
+{
+    if (b->buffer) ctx->vk.vkDestroyBuffer(ctx->device, b->buffer, NULL);
+    if (b->memory) ctx->vk.vkFreeMemory(ctx->device, b->memory, NULL); /* also unmaps */
+    memset(b, 0, sizeof *b);
+}
+
+vkattn_status vka_buffer_reserve(vkattn_context *ctx, vka_buffer *buffer, VkDeviceSize size, vka_memory_use use,
+                                 const char *what)
+{
+    if (buffer->buffer && buffer->size >= size) return VKATTN_OK;
+    vka_buffer_destroy(ctx, buffer);
+    return vka_buffer_create(ctx, size, use, what, buffer);
+}

@@ -1,0 +1,49 @@
+/* A VkBuffer with its own VkDeviceMemory. vkattn makes few, large buffers (weights, workspace,
+ * tensors), so one allocation per buffer is simple and well inside maxMemoryAllocationCount. */
+#ifndef VKA_BUFFER_H
+#define VKA_BUFFER_H
+
+#define VK_NO_PROTOTYPES
+#include <volk.h>
+
+#include "vkattn.h"
+
+typedef struct vkattn_context vkattn_context;
+
+typedef enum vka_memory_use {
+    VKA_MEMORY_DEVICE = 0, /* kernels read and write it; mapped only where memory is unified */
+    VKA_MEMORY_STAGING = 1 /* host-visible, for copies to and from device memory */
+} vka_memory_use;
+
+typedef struct vka_buffer {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    VkDeviceSize size;     /* bytes requested (the allocation may be larger) */
+    void *mapped;          /* non-NULL when host-visible and coherent */
+} vka_buffer;
+
+/* Creates a storage buffer (also usable as transfer source/destination and texel buffer) of
+ * `size` bytes (> 0, rounded up to 16 so kernels may read whole words), zero-filled. On failure `out` stays zeroed and the context has the message. */
+vkattn_status vka_buffer_create(vkattn_context *ctx, VkDeviceSize size, vka_memory_use use, const char *what,
+                                vka_buffer *out);
+/* Destroys a buffer made by vka_buffer_create (or a zeroed one) and zeroes it. */
+void vka_buffer_destroy(vkattn_context *ctx, vka_buffer *buffer);
+
+/* Makes sure `buffer` holds at least `size` bytes, re-creating it (contents lost) if not. */
+vkattn_status vka_buffer_reserve(vkattn_context *ctx, vka_buffer *buffer, VkDeviceSize size, vka_memory_use use,
+                                 const char *what);
+
+/* Host <-> device copies of `bytes` at `offset`; direct through the mapping when there is one,
+ * through the context's staging buffer otherwise. */
+vkattn_status vka_buffer_write(vkattn_context *ctx, vka_buffer *buffer, VkDeviceSize offset, const void *src,
+                               size_t bytes);
+vkattn_status vka_buffer_read(vkattn_context *ctx, const vka_buffer *buffer, VkDeviceSize offset, void *dst,
+                              size_t bytes);
+/* Zero-fills the whole buffer (one small submit, or a memset where it is mapped). */
+vkattn_status vka_buffer_fill_zero(vkattn_context *ctx, vka_buffer *buffer);
+
+/* Waits for `fence` with vkattn's one timeout; a timeout or a lost device marks the context lost,
+ * since the work still in flight can then be neither reused nor freed safely. */
+vkattn_status vka_wait_fence(vkattn_context *ctx, VkFence fence, const char *what);
+
+#endif

@@ -1,0 +1,27 @@
+#include "kernels.h"
+
+#include <stddef.h>
+
+#include "abi.h"
+
+/* Every field is a 4-byte scalar, so the C and std430 layouts agree; these catch a wider type
+ * slipping in. Push constants must also fit the 128 bytes every Vulkan device guarantees. */
+_Static_assert(sizeof(vka_matmul_push) == 13 * 4, "vka_matmul_push has padding");
+_Static_assert(sizeof(vka_scores_push) == 20 * 4, "vka_scores_push has padding");
+_Static_assert(sizeof(vka_softmax_push) == 3 * 4, "vka_softmax_push has padding");
+_Static_assert(sizeof(vka_pv_push) == 16 * 4, "vka_pv_push has padding");
+_Static_assert(sizeof(vka_average_push) == 11 * 4, "vka_average_push has padding");
+_Static_assert(sizeof(vka_scores_push) <= 128 && sizeof(vka_pv_push) <= 128, "push constants over 128 bytes");
+
+static const vka_kernel_info kernels[VKA_KERNEL_COUNT] = {
+    [VKA_KERNEL_MATMUL] = {"matmul", sizeof(vka_matmul_push)},
+    [VKA_KERNEL_SCORES] = {"attn_scores", sizeof(vka_scores_push)},
+    [VKA_KERNEL_SOFTMAX] = {"softmax", sizeof(vka_softmax_push)},
+    [VKA_KERNEL_PV] = {"attn_pv", sizeof(vka_pv_push)},
+    [VKA_KERNEL_AVERAGE_HEADS] = {"average_heads", sizeof(vka_average_push)},
+};
+
+const vka_kernel_info *vka_kernel_get(vka_kernel kernel)
+{
+    return (unsigned)kernel < VKA_KERNEL_COUNT ? &kernels[kernel] : NULL;
+}

@@ -1,0 +1,32 @@
+/* The kernel families vkattn dispatches, and what the host needs to know about each. */
+#ifndef VKA_KERNELS_H
+#define VKA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum vka_kernel {
+    VKA_KERNEL_MATMUL,
+    VKA_KERNEL_SCORES,
+    VKA_KERNEL_SOFTMAX,
+    VKA_KERNEL_PV,
+    VKA_KERNEL_AVERAGE_HEADS,
+    VKA_KERNEL_COUNT
+} vka_kernel;
+
+/* Specialization constants per pipeline: ids 0..VKA_MAX_SPEC-1 (see shaders/abi.h); every pipeline
+ * gets all of them, a kernel reads the ones it declares. */
+#define VKA_MAX_SPEC 4
+#define VKA_MAX_BINDINGS 8
+
+typedef struct vka_kernel_info {
+    const char *spirv;   /* name in the embedded SPIR-V table (shaders/CMakeLists.txt) */
+    uint32_t push_size; /* bytes of its push-constant struct */
+} vka_kernel_info;
+
+const vka_kernel_info *vka_kernel_get(vka_kernel kernel);
+
+/* The generated lookup into the embedded SPIR-V (build/shaders/shaders_embedded.c). */
+int vka_embedded_spirv(const char *name, const uint32_t **code, size_t *bytes);
+
+#endif

@@ -1,0 +1,138 @@
+#include "pipeline_cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/context.h"
+
+vkattn_status vka_pipeline_cache_init(vkattn_context *ctx, vka_pipeline_cache *cache)
+{
+    vkattn_status status = VKATTN_OK;
+    memset(cache, 0, sizeof *cache);
+    VkPipelineCacheCreateInfo info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    VKA_VK(ctx, ctx->vk.vkCreatePipelineCache(ctx->device, &info, NULL, &cache->vk_cache));
+fail:
+    return status;
+}
+
+static void destroy_pipeline(vkattn_context *ctx, vka_pipeline *p)
+{
+    if (!p) return;
+    if (p->pipeline) ctx->vk.vkDestroyPipeline(ctx->device, p->pipeline, NULL);
+    if (p->layout) ctx->vk.vkDestroyPipelineLayout(ctx->device, p->layout, NULL);
+    if (p->set_layout) ctx->vk.vkDestroyDescriptorSetLayout(ctx->device, p->set_layout, NULL);
+    free(p);
+}
+
+void vka_pipeline_cache_destroy(vkattn_context *ctx, vka_pipeline_cache *cache)
+{
+    for (uint32_t i = 0; i < cache->count; i++) destroy_pipeline(ctx, cache->items[i]);
+    free(cache->items);
+    if (cache->vk_cache) ctx->vk.vkDestroyPipelineCache(ctx->device, cache->vk_cache, NULL);
+    memset(cache, 0, sizeof *cache);
+}
+
+static vkattn_status create_pipeline(vkattn_context *ctx, vka_kernel kernel, const uint32_t spec[VKA_MAX_SPEC],
+                                     vka_pipeline *p)
+{
+    vkattn_status status = VKATTN_OK;
+    VkShaderModule module = VK_NULL_HANDLE;
+    const vka_kernel_info *info = vka_kernel_get(kernel);
+    const uint32_t *code;
+    size_t bytes;
+    if (!info || !vka_embedded_spirv(info->spirv, &code, &bytes))
+        return vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "kernel %d has no embedded SPIR-V (build mismatch)", (int)kernel);
+    if (!vka_spirv_bindings(code, bytes / 4, &p->bindings))
+        return vka_fail(ctx, VKATTN_ERROR_VULKAN, "kernel %s: cannot read its bindings from SPIR-V", info->spirv);
+    p->kernel = kernel;
+    memcpy(p->spec, spec, sizeof p->spec);
+    p->push_size = info->push_size;
+
+    VkDescriptorSetLayoutBinding bindings[VKA_MAX_BINDINGS];
+    for (uint32_t i = 0; i < p->bindings.count; i++) {
+        bindings[i] = (VkDescriptorSetLayoutBinding){
+            .binding = i,
+            .descriptorType = p->bindings.types[i],
+            .descriptorCount = 1,
+            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+        };
+    }
+    VkDescriptorSetLayoutCreateInfo set_info = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .bindingCount = p->bindings.count,
+        .pBindings = bindings,
+    };
+    VKA_VK(ctx, ctx->vk.vkCreateDescriptorSetLayout(ctx->device, &set_info, NULL, &p->set_layout));
+    VkPushConstantRange push = {VK_SHADER_STAGE_COMPUTE_BIT, 0, info->push_size};
+    VkPipelineLayoutCreateInfo layout_info = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .setLayoutCount = 1,
+        .pSetLayouts = &p->set_layout,
+        .pushConstantRangeCount = 1,
+        .pPushConstantRanges = &push,
+    };
+    VKA_VK(ctx, ctx->vk.vkCreatePipelineLayout(ctx->device, &layout_info, NULL, &p->layout));
+
+    VkShaderModuleCreateInfo module_info = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = bytes,
+        .pCode = code,
+    };
+    VKA_VK(ctx, ctx->vk.vkCreateShaderModule(ctx->device, &module_info, NULL, &module));
+    VkSpecializationMapEntry entries[VKA_MAX_SPEC];
+    for (uint32_t i = 0; i < VKA_MAX_SPEC; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
+    VkSpecializationInfo spec_info = {VKA_MAX_SPEC, entries, sizeof p->spec, p->spec};
+    VkComputePipelineCreateInfo pipeline_info = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage =
+            {
+                .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                .module = module,
+                .pName = "main",
+                .pSpecializationInfo = &spec_info,
+            },
+        .layout = p->layout,
+    };
+    VkResult r = ctx->vk.vkCreateComputePipelines(ctx->device, ctx->pipelines.vk_cache, 1, &pipeline_info, NULL,
+                                                  &p->pipeline);
+    if (r != VK_SUCCESS) {
+        status = vka_vk_fail(ctx, r, "vkCreateComputePipelines", __FILE__, __LINE__);
+        size_t used = strlen(ctx->error.message);
+        snprintf(ctx->error.message + used, sizeof ctx->error.message - used, " in pipeline %s", info->spirv);
+    }
+fail:
+    if (module) ctx->vk.vkDestroyShaderModule(ctx->device, module, NULL);
+    return status;
+}
+
+vkattn_status vka_pipeline_get(vkattn_context *ctx, vka_kernel kernel, const uint32_t spec[VKA_MAX_SPEC],
+                               const vka_pipeline **out)
+{
+    vka_pipeline_cache *cache = &ctx->pipelines;
+    for (uint32_t i = 0; i < cache->count; i++) {
+        const vka_pipeline *p = cache->items[i];
+        if (p->kernel == kernel && memcmp(p->spec, spec, sizeof p->spec) == 0) {
+            *out = p;
+            return VKATTN_OK;
+        }
+    }
+    if (cache->count == cache->capacity) {
+        uint32_t capacity = cache->capacity ? cache->capacity * 2 : 16;
+        vka_pipeline **items = realloc(cache->items, capacity * sizeof *items);
+        if (!items) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the pipeline cache");
+        cache->items = items;
+        cache->capacity = capacity;
+    }
+    vka_pipeline *p = calloc(1, sizeof *p);
+    if (!p) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a pipeline");
+    vkattn_status status = create_pipeline(ctx, kernel, spec, p);
+    if (status != VKATTN_OK) {
+        destroy_pipeline(ctx, p);
+        return status;
+    }
+    cache->items[cache->count++] = p;
+    *out = p;
+    return VKATTN_OK;
+}

@@ -1,0 +1,193 @@
+/* The CPU reference. Deliberately the most boring code in the repository: every GPU result is
+ * compared with it, so it follows the formula literally and keeps every intermediate in double.
+ *
+ *   q = query W_Q^T + b_Q,  k = key W_K^T + b_K,  v = value W_V^T + b_V      (then extra keys)
+ *   p_ij = softmax_j(q_i · k_j / sqrt(D) + mask_ij)   per head, masked keys excluded
+ *   ctx_i = sum_j p_ij v_j,  output = ctx W_O^T + b_O
+ */
+#include "reference.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "common/error.h"
+
+/* y (rows, out) = x (rows, in) W^T + b, with W (out, in) a row range of a bigger matrix. */
+static void linear(const float *x, size_t rows, size_t in, const float *W, const float *b, size_t out, double *y)
+{
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t o = 0; o < out; o++) {
+            double acc = b ? b[o] : 0.0;
+            for (size_t i = 0; i < in; i++) acc += (double)x[r * in + i] * W[o * in + i];
+            y[r * out + o] = acc;
+        }
+    }
+}
+
+/* The W_Q/W_K/W_V rows and biases, wherever the user gave them. */
+typedef struct in_proj {
+    const float *Wq, *Wk, *Wv;
+    const float *bq, *bk, *bv;
+} in_proj;
+
+static in_proj split_in_proj(const vka_layer_config *c, const vkattn_weights *w)
+{
+    in_proj ip = {w->q_proj_weight, w->k_proj_weight, w->v_proj_weight, NULL, NULL, NULL};
+    size_t E = c->E;
+    if (w->in_proj_weight) {
+        ip.Wq = w->in_proj_weight;
+        ip.Wk = w->in_proj_weight + E * E;
+        ip.Wv = w->in_proj_weight + 2 * E * E;
+    }
+    if (w->in_proj_bias) {
+        ip.bq = w->in_proj_bias;
+        ip.bk = w->in_proj_bias + E;
+        ip.bv = w->in_proj_bias + 2 * E;
+    }
+    return ip;
+}
+
+/* True if query i of batch b, head h may not attend to key j (< S); *add gets a float mask term. */
+static int masked(const vka_problem *p, const vkattn_host_forward_desc *d, size_t b, size_t h, size_t i, size_t j,
+                  double *add)
+{
+    *add = 0.0;
+    if (p->causal && j > i) return 1;
+    if (p->key_padding_mask && d->key_padding_mask[b * p->S + j]) return 1;
+    if (p->valid_lens) {
+        int32_t len = p->valid_lens == VKA_VALID_LENS_PER_QUERY ? d->valid_lens[b * p->L + i] : d->valid_lens[b];
+        if ((int64_t)j >= (int64_t)len) return 1;
+    }
+    if (p->attn_mask) {
+        size_t idx = i * p->S + j;
+        if (p->attn_mask_per_head) idx += (b * p->cfg.H + h) * (size_t)p->L * p->S;
+        if (p->attn_mask == VKA_ATTN_MASK_BOOL) return ((const uint8_t *)d->attn_mask)[idx] != 0;
+        *add = ((const float *)d->attn_mask)[idx];
+    }
+    return 0;
+}
+
+/* Softmax of one row in place. Masked entries are -inf. A row with no unmasked key becomes all
+ * zeros; a NaN anywhere makes the whole row NaN (IEEE propagation, never hidden). */
+static void softmax_row(double *s, size_t n)
+{
+    double m = -INFINITY;
+    int any_nan = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (isnan(s[j])) any_nan = 1;
+        else if (s[j] > m) m = s[j];
+    }
+    if (any_nan || m == INFINITY) {
+        for (size_t j = 0; j < n; j++) s[j] = NAN;
+        return;
+    }
+    if (m == -INFINITY) {
+        for (size_t j = 0; j < n; j++) s[j] = 0.0;
+        return;
+    }
+    double sum = 0.0;
+    for (size_t j = 0; j < n; j++) {
+        s[j] = exp(s[j] - m);
+        sum += s[j];
+    }
+    for (size_t j = 0; j < n; j++) s[j] /= sum;
+}
+
+vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, const vkattn_host_forward_desc *d,
+                                vkattn_error *error)
+{
+    const vka_layer_config *c = &p->cfg;
+    const size_t B = p->B, L = p->L, S = p->S, Sx = p->S_ext, E = c->E, H = c->H, D = c->D;
+    const float *key = d->key ? d->key : d->query;
+    const float *value = d->value ? d->value : key;
+    in_proj ip = split_in_proj(c, w);
+
+    double *q = malloc(B * L * E * sizeof *q);
+    double *k = malloc(B * Sx * E * sizeof *k); /* (B, S', E): rows S.. are the extra keys */
+    double *v = malloc(B * Sx * E * sizeof *v);
+    double *ctx = calloc(B * L * E, sizeof *ctx);
+    double *row = malloc(Sx * sizeof *row);
+    double *tmp = malloc(S * E * sizeof *tmp);
+    double *out = malloc(E * sizeof *out);
+    double *avg = malloc(L * Sx * sizeof *avg); /* one batch item's head-averaged weights */
+    if (!q || !k || !v || !ctx || !row || !tmp || !out || !avg) {
+        free(q), free(k), free(v), free(ctx), free(row), free(tmp), free(out), free(avg);
+        return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "CPU path: out of memory for B=%zu L=%zu S=%zu E=%zu",
+                             B, L, S, E);
+    }
+
+    linear(d->query, B * L, E, ip.Wq, ip.bq, E, q);
+    for (size_t b = 0; b < B; b++) {
+        /* Project this batch's keys and values, then append bias_k/bias_v and the zero key. */
+        linear(key + b * S * c->kdim, S, c->kdim, ip.Wk, ip.bk, E, tmp);
+        for (size_t x = 0; x < S * E; x++) k[b * Sx * E + x] = tmp[x];
+        linear(value + b * S * c->vdim, S, c->vdim, ip.Wv, ip.bv, E, tmp);
+        for (size_t x = 0; x < S * E; x++) v[b * Sx * E + x] = tmp[x];
+        size_t j = S;
+        if (c->bias_kv) {
+            for (size_t e = 0; e < E; e++) k[(b * Sx + j) * E + e] = w->bias_k[e];
+            for (size_t e = 0; e < E; e++) v[(b * Sx + j) * E + e] = w->bias_v[e];
+            j++;
+        }
+        if (c->zero_attn) {
+            for (size_t e = 0; e < E; e++) k[(b * Sx + j) * E + e] = 0.0;
+            for (size_t e = 0; e < E; e++) v[(b * Sx + j) * E + e] = 0.0;
+        }
+    }
+
+    const double scale = 1.0 / sqrt((double)D);
+    for (size_t b = 0; b < B; b++) {
+        for (size_t x = 0; x < L * Sx; x++) avg[x] = 0.0;
+        for (size_t h = 0; h < H; h++) {
+            for (size_t i = 0; i < L; i++) {
+                const double *qi = q + (b * L + i) * E + h * D;
+                for (size_t j = 0; j < Sx; j++) {
+                    double add = 0.0;
+                    if (j < S && masked(p, d, b, h, i, j, &add)) {
+                        row[j] = -INFINITY;
+                        continue;
+                    }
+                    const double *kj = k + (b * Sx + j) * E + h * D;
+                    double dot = 0.0;
+                    for (size_t e = 0; e < D; e++) dot += qi[e] * kj[e];
+                    row[j] = dot * scale + add;
+                }
+                softmax_row(row, Sx);
+                double *ci = ctx + (b * L + i) * E + h * D;
+                for (size_t j = 0; j < Sx; j++) {
+                    const double *vj = v + (b * Sx + j) * E + h * D;
+                    for (size_t e = 0; e < D; e++) ci[e] += row[j] * vj[e];
+                }
+                if (d->attn_weights && p->weights == VKA_WEIGHTS_PER_HEAD)
+                    for (size_t j = 0; j < Sx; j++) d->attn_weights[((b * H + h) * L + i) * Sx + j] = (float)row[j];
+                for (size_t j = 0; j < Sx; j++) avg[i * Sx + j] += row[j];
+            }
+        }
+        if (d->attn_weights && p->weights == VKA_WEIGHTS_AVERAGED)
+            for (size_t x = 0; x < L * Sx; x++) d->attn_weights[b * L * Sx + x] = (float)(avg[x] / H);
+    }
+
+    for (size_t r = 0; r < B * L; r++) {
+        for (size_t o = 0; o < E; o++) {
+            double acc = w->out_proj_bias ? w->out_proj_bias[o] : 0.0;
+            for (size_t e = 0; e < E; e++) acc += ctx[r * E + e] * w->out_proj_weight[o * E + e];
+            out[o] = acc;
+        }
+        for (size_t o = 0; o < E; o++) d->output[r * E + o] = (float)out[o];
+    }
+
+    free(q), free(k), free(v), free(ctx), free(row), free(tmp), free(out), free(avg);
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_reference_forward(const vkattn_layer_desc *layer, const vkattn_weights *weights,
+                                       const vkattn_host_forward_desc *desc, vkattn_error *error)
+{
+    vka_layer_config cfg;
+    vka_problem p;
+    vkattn_status status = vka_layer_config_resolve(layer, weights, &cfg, error);
+    if (status != VKATTN_OK) return status;
+    status = vka_problem_from_host(&cfg, desc, &p, error);
+    if (status != VKATTN_OK) return status;
+    return vka_reference_run(&p, weights, desc, error);
+}

@@ -1,0 +1,99 @@
+/* Helpers shared by the GPU tests: a validated lavapipe context, random layers, comparisons. */
+#ifndef VKATTN_GPU_TEST_H
+#define VKATTN_GPU_TEST_H
+
+#include "test_util.h"
+
+/* Opens a context with validation on (when installed) on the device the environment names
+ * (ctest sets VKATTN_DEVICE=llvmpipe). Exits the test with failure if there is no device. */
+static inline vkattn_context *gpu_test_context(void)
+{
+    vkattn_context *ctx = NULL;
+    vkattn_error error = {0};
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON};
+    vkattn_status status = vkattn_context_create(&desc, &ctx, &error);
+    if (status != VKATTN_OK) {
+        fprintf(stderr, "cannot open a Vulkan context: %s: %s\n", vkattn_status_name(status), error.message);
+        exit(1);
+    }
+    vkattn_device_info info;
+    vkattn_context_device(ctx, &info);
+    printf("device: %s (%s)%s\n", info.name, info.driver_info,
+           vkattn_context_validation_enabled(ctx) ? ", validation on"
+                                                  : ", validation layer NOT installed: validation not checked");
+    return ctx;
+}
+
+/* Fails the test if the validation layer reported anything, then destroys the context. */
+static inline void gpu_test_finish_context(vkattn_context *ctx)
+{
+    uint32_t messages = vkattn_context_validation_messages(ctx);
+    CHECK_MSG(messages == 0, "%u validation messages (see above)", messages);
+    vkattn_context_destroy(ctx);
+}
+
+/* Weights for a layer, filled with Xavier-uniform-like random values. */
+typedef struct test_weights {
+    vkattn_layer_desc desc;
+    vkattn_weights w;
+    float *block;
+} test_weights;
+
+static inline void test_weights_make(test_weights *tw, const vkattn_layer_desc *desc, unsigned long long seed)
+{
+    const size_t E = desc->embed_dim, kd = desc->kdim ? desc->kdim : E, vd = desc->vdim ? desc->vdim : E;
+    int packed = kd == E && vd == E;
+    size_t n = 3 * E * E + E * kd + E * vd + 3 * E + E * E + E + 2 * E;
+    tw->desc = *desc;
+    tw->block = malloc(n * sizeof(float));
+    memset(&tw->w, 0, sizeof tw->w);
+    test_rng rng = test_rng_make(seed);
+    float *at = tw->block;
+    float a_in = sqrtf(6.0f / (float)(E + E)), a_k = sqrtf(6.0f / (float)(E + kd)), a_v = sqrtf(6.0f / (float)(E + vd));
+    if (packed) {
+        test_fill(&rng, at, 3 * E * E, a_in), tw->w.in_proj_weight = at, at += 3 * E * E;
+    } else {
+        test_fill(&rng, at, E * E, a_in), tw->w.q_proj_weight = at, at += E * E;
+        test_fill(&rng, at, E * kd, a_k), tw->w.k_proj_weight = at, at += E * kd;
+        test_fill(&rng, at, E * vd, a_v), tw->w.v_proj_weight = at, at += E * vd;
+    }
+    test_fill(&rng, at, E * E, a_in), tw->w.out_proj_weight = at, at += E * E;
+    if (!desc->no_bias) {
+        test_fill(&rng, at, 3 * E, 0.1f), tw->w.in_proj_bias = at, at += 3 * E;
+        test_fill(&rng, at, E, 0.1f), tw->w.out_proj_bias = at, at += E;
+    }
+    if (desc->add_bias_kv) {
+        test_fill(&rng, at, E, 0.5f), tw->w.bias_k = at, at += E;
+        test_fill(&rng, at, E, 0.5f), tw->w.bias_v = at, at += E;
+    }
+}
+
+static inline void test_weights_free(test_weights *tw) { free(tw->block); }
+
+/* Max-abs error, NMSE and count of positions where exactly one side is non-finite. */
+typedef struct test_error {
+    double max_abs, nmse, ref_max;
+    size_t nonfinite;
+} test_error;
+
+static inline test_error test_compare(const float *got, const float *want, size_t n)
+{
+    test_error e = {0};
+    double err2 = 0, ref2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(got[i]) != isfinite(want[i])) {
+            e.nonfinite++;
+            continue;
+        }
+        if (!isfinite(want[i])) continue;
+        double d = fabs((double)got[i] - want[i]);
+        if (d > e.max_abs) e.max_abs = d;
+        if (fabs(want[i]) > e.ref_max) e.ref_max = fabs(want[i]);
+        err2 += d * d;
+        ref2 += (double)want[i] * want[i];
+    }
+    e.nmse = ref2 > 0 ? err2 / ref2 : err2;
+    return e;
+}
+
+#endif

@@ -1,0 +1,350 @@
+/* The public API on a device: bad input gets the right status and a readable message (one check
+ * per row), device tensors chain between layers without host copies, two contexts coexist, and a
+ * layer is reused across shapes. */
+#include "gpu_test.h"
+
+static vkattn_context *ctx;
+
+/* A small layer (E = 8, H = 2) whose weights live in `tw`. */
+static vkattn_layer *small_layer(test_weights *tw, const vkattn_layer_desc *desc)
+{
+    test_weights_make(tw, desc, 7);
+    vkattn_layer *layer = NULL;
+    vkattn_status status = vkattn_layer_create(ctx, desc, &tw->w, &layer);
+    CHECK_MSG(status == VKATTN_OK, "layer: %s", vkattn_context_last_error(ctx));
+    return layer;
+}
+
+static vkattn_tensor *tensor(vkattn_dtype dtype, uint32_t rank, uint32_t d0, uint32_t d1, uint32_t d2, uint32_t d3)
+{
+    uint32_t dims[4] = {d0, d1, d2, d3};
+    vkattn_tensor *t = NULL;
+    vkattn_status status = vkattn_tensor_create(ctx, dtype, rank, dims, &t);
+    CHECK_MSG(status == VKATTN_OK, "tensor: %s", vkattn_context_last_error(ctx));
+    return t;
+}
+
+/* Checks status and that the context's message is non-empty and mentions `word`. */
+#define CHECK_ERROR(expr, expected, word)                                                          \
+    do {                                                                                           \
+        CHECK_STATUS(expr, expected);                                                              \
+        const char *msg_ = vkattn_context_last_error(ctx);                                         \
+        CHECK_MSG(strstr(msg_, word) != NULL, "message \"%s\" lacks \"%s\"", msg_, word);         \
+    } while (0)
+
+static void test_layer_errors(void)
+{
+    test_weights tw;
+    vkattn_layer_desc d = {.embed_dim = 8, .num_heads = 2};
+    test_weights_make(&tw, &d, 1);
+    vkattn_layer *layer = NULL;
+    vkattn_layer_desc bad = {.embed_dim = 10, .num_heads = 4};
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_HEADS, "not divisible");
+    bad = (vkattn_layer_desc){.embed_dim = 0, .num_heads = 1};
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "embed_dim");
+    bad = (vkattn_layer_desc){.embed_dim = 8, .num_heads = 0};
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "num_heads");
+    CHECK_ERROR(vkattn_layer_create(ctx, NULL, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "NULL");
+    CHECK_ERROR(vkattn_layer_create(ctx, &d, NULL, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "NULL");
+    CHECK_ERROR(vkattn_layer_create(ctx, &d, &tw.w, NULL), VKATTN_ERROR_INVALID_ARGUMENT, "NULL");
+    vkattn_weights w = tw.w;
+    w.in_proj_bias = NULL;
+    CHECK_ERROR(vkattn_layer_create(ctx, &d, &w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "in_proj_bias");
+    w = tw.w, w.bias_k = tw.w.out_proj_bias;
+    CHECK_ERROR(vkattn_layer_create(ctx, &d, &w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "bias_k");
+    w = tw.w, w.out_proj_weight = NULL;
+    CHECK_ERROR(vkattn_layer_create(ctx, &d, &w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "out_proj_weight");
+    vkattn_layer_desc cross = {.embed_dim = 8, .num_heads = 2, .kdim = 4};
+    CHECK_ERROR(vkattn_layer_create(ctx, &cross, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "in_proj_weight");
+    vkattn_layer_desc f16 = {.embed_dim = 8, .num_heads = 2, .storage = VKATTN_DTYPE_BOOL};
+    CHECK_ERROR(vkattn_layer_create(ctx, &f16, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "storage");
+    vkattn_layer_desc huge = {.embed_dim = 70000, .num_heads = 7};
+    CHECK_ERROR(vkattn_layer_create(ctx, &huge, &tw.w, &layer), VKATTN_ERROR_SIZE_OVERFLOW, "2^32");
+    CHECK(layer == NULL); /* out-parameters untouched on failure */
+    CHECK_STATUS(vkattn_layer_create(NULL, &d, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT);
+    test_weights_free(&tw);
+}
+
+static void test_tensor_errors(void)
+{
+    vkattn_tensor *t = NULL;
+    uint32_t dims[5] = {2, 3, 4, 5, 6};
+    CHECK_ERROR(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 0, dims, &t), VKATTN_ERROR_INVALID_ARGUMENT, "rank");
+    CHECK_ERROR(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 5, dims, &t), VKATTN_ERROR_INVALID_ARGUMENT, "rank");
+    uint32_t zero[2] = {2, 0};
+    CHECK_ERROR(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 2, zero, &t), VKATTN_ERROR_INVALID_ARGUMENT, "is 0");
+    CHECK_ERROR(vkattn_tensor_create(ctx, (vkattn_dtype)9, 2, dims, &t), VKATTN_ERROR_DTYPE, "dtype");
+    CHECK_ERROR(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 2, NULL, &t), VKATTN_ERROR_INVALID_ARGUMENT, "NULL");
+    /* 4 x 2^30 floats = 16 GiB: past lavapipe's 2 GiB maxMemoryAllocationSize. */
+    uint32_t big[2] = {4, 1u << 30};
+    CHECK_ERROR(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 2, big, &t), VKATTN_ERROR_DEVICE_LIMIT,
+                "maxMemoryAllocationSize");
+    uint32_t absurd[4] = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
+    CHECK_ERROR(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 4, absurd, &t), VKATTN_ERROR_SIZE_OVERFLOW, "overflow");
+    CHECK(t == NULL);
+    t = tensor(VKATTN_DTYPE_F32, 2, 2, 3, 0, 0);
+    float data[6] = {1, 2, 3, 4, 5, 6}, back[6] = {0};
+    CHECK_ERROR(vkattn_tensor_write(t, data, 5 * sizeof(float)), VKATTN_ERROR_SHAPE, "24");
+    CHECK_ERROR(vkattn_tensor_write(t, NULL, sizeof data), VKATTN_ERROR_INVALID_ARGUMENT, "NULL");
+    CHECK_STATUS(vkattn_tensor_write(t, data, sizeof data), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_read(t, back, sizeof back), VKATTN_OK);
+    CHECK(memcmp(data, back, sizeof data) == 0);
+    CHECK(vkattn_tensor_rank(t) == 2 && vkattn_tensor_dim(t, 1) == 3 && vkattn_tensor_dim(t, 2) == 0);
+    CHECK(vkattn_tensor_bytes(t) == 24 && vkattn_tensor_dtype(t) == VKATTN_DTYPE_F32);
+    vkattn_tensor_destroy(t);
+    vkattn_tensor_destroy(NULL);
+    CHECK_STATUS(vkattn_tensor_write(NULL, data, 4), VKATTN_ERROR_INVALID_ARGUMENT);
+}
+
+static void test_forward_errors(void)
+{
+    test_weights tw;
+    vkattn_layer_desc d = {.embed_dim = 8, .num_heads = 2};
+    vkattn_layer *layer = small_layer(&tw, &d);
+    vkattn_tensor *q = tensor(VKATTN_DTYPE_F32, 3, 2, 5, 8, 0);
+    vkattn_tensor *out = tensor(VKATTN_DTYPE_F32, 3, 2, 5, 8, 0);
+    vkattn_tensor *q_wide = tensor(VKATTN_DTYPE_F32, 3, 2, 5, 9, 0);
+    vkattn_tensor *k_batch = tensor(VKATTN_DTYPE_F32, 3, 3, 7, 8, 0);
+    vkattn_tensor *k = tensor(VKATTN_DTYPE_F32, 3, 2, 7, 8, 0);
+    vkattn_tensor *kpm_f32 = tensor(VKATTN_DTYPE_F32, 2, 2, 5, 0, 0);
+    vkattn_tensor *kpm_short = tensor(VKATTN_DTYPE_BOOL, 2, 2, 4, 0, 0);
+    vkattn_tensor *lens_f32 = tensor(VKATTN_DTYPE_F32, 1, 2, 0, 0, 0);
+    vkattn_tensor *mask_i32 = tensor(VKATTN_DTYPE_I32, 2, 5, 5, 0, 0);
+    vkattn_tensor *mask_rank4 = tensor(VKATTN_DTYPE_BOOL, 4, 2, 2, 5, 5);
+    vkattn_tensor *mask_heads = tensor(VKATTN_DTYPE_BOOL, 3, 2, 5, 5, 0); /* B*H = 4, not 2 */
+    vkattn_tensor *mask_nan = tensor(VKATTN_DTYPE_F32, 2, 5, 5, 0, 0);
+    vkattn_tensor *weights_bad = tensor(VKATTN_DTYPE_F32, 4, 2, 2, 5, 6);
+    float nan_mask[25] = {0};
+    nan_mask[7] = NAN;
+    CHECK_STATUS(vkattn_tensor_write(mask_nan, nan_mask, sizeof nan_mask), VKATTN_OK);
+
+    vkattn_forward_desc ok = {.query = q, .output = out};
+    vkattn_forward_desc f;
+    CHECK_ERROR(vkattn_forward(layer, NULL), VKATTN_ERROR_INVALID_ARGUMENT, "NULL");
+    f = ok, f.query = NULL;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_INVALID_ARGUMENT, "query");
+    f = ok, f.output = NULL;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_INVALID_ARGUMENT, "output");
+    f = ok, f.query = q_wide;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_SHAPE, "(2, 5, 9)");
+    f = ok, f.key = k_batch;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_SHAPE, "key");
+    f = ok, f.value = k;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_INVALID_ARGUMENT, "key is NULL");
+    f = ok, f.output = q;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_INVALID_ARGUMENT, "must not be");
+    f = ok, f.key_padding_mask = kpm_f32;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_DTYPE, "key_padding_mask");
+    f = ok, f.key_padding_mask = kpm_short;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_SHAPE, "key_padding_mask");
+    f = ok, f.key = k, f.key_padding_mask = kpm_f32;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_DTYPE, "key_padding_mask");
+    f = ok, f.valid_lens = lens_f32;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_DTYPE, "valid_lens");
+    f = ok, f.attn_mask = mask_i32;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_DTYPE, "attn_mask");
+    f = ok, f.attn_mask = mask_rank4;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_SHAPE, "attn_mask");
+    f = ok, f.attn_mask = mask_heads;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_SHAPE, "B*H");
+    f = ok, f.attn_mask = mask_nan;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_NON_FINITE, "element 7");
+    f = ok, f.attn_weights = weights_bad;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_SHAPE, "attn_weights");
+    f = ok, f.attn_weights = weights_bad, f.average_weights = 1;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_SHAPE, "averaged");
+    f = ok, f.path = (vkattn_path)42;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_INVALID_ARGUMENT, "path");
+    CHECK_STATUS(vkattn_forward(NULL, &ok), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_forward(layer, &ok), VKATTN_OK);
+
+    /* Host forward: zero sizes, NULL pointers, NaN masks. */
+    float x[2 * 5 * 8] = {0}, y[2 * 5 * 8];
+    vkattn_host_forward_desc h = {.batch = 2, .query_len = 5, .query = x, .output = y};
+    vkattn_host_forward_desc g = h;
+    g.batch = 0;
+    CHECK_ERROR(vkattn_forward_host(layer, &g), VKATTN_ERROR_INVALID_ARGUMENT, "batch");
+    g = h, g.query = NULL;
+    CHECK_ERROR(vkattn_forward_host(layer, &g), VKATTN_ERROR_INVALID_ARGUMENT, "query");
+    g = h, g.key_len = 7;
+    CHECK_ERROR(vkattn_forward_host(layer, &g), VKATTN_ERROR_SHAPE, "key_len");
+    g = h, g.key = x;
+    CHECK_ERROR(vkattn_forward_host(layer, &g), VKATTN_ERROR_INVALID_ARGUMENT, "key_len");
+    g = h, g.attn_mask = nan_mask;
+    CHECK_ERROR(vkattn_forward_host(layer, &g), VKATTN_ERROR_NON_FINITE, "NaN");
+    CHECK_STATUS(vkattn_forward_host(layer, &h), VKATTN_OK);
+
+    /* Another context's tensor. */
+    vkattn_context *other = NULL;
+    vkattn_context_desc cd = {.validation = VKATTN_VALIDATION_ON};
+    CHECK_STATUS(vkattn_context_create(&cd, &other, NULL), VKATTN_OK);
+    vkattn_tensor *foreign = NULL;
+    uint32_t dims[3] = {2, 5, 8};
+    CHECK_STATUS(vkattn_tensor_create(other, VKATTN_DTYPE_F32, 3, dims, &foreign), VKATTN_OK);
+    f = ok, f.query = foreign;
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_INVALID_ARGUMENT, "different context");
+    vkattn_tensor_destroy(foreign);
+    gpu_test_finish_context(other);
+
+    vkattn_tensor *all[] = {q, out, q_wide, k_batch, k, kpm_f32, kpm_short, lens_f32, mask_i32, mask_rank4,
+                            mask_heads, mask_nan, weights_bad};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) vkattn_tensor_destroy(all[i]);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
+static void test_device_limits(void)
+{
+    /* A query of 1 x 40000 x 1024 floats (156 MiB) fits one allocation but not lavapipe's 128 MiB
+     * storage-buffer range: the forward must refuse it with a clear error, not crash. */
+    vkattn_device_info info;
+    vkattn_context_device(ctx, &info);
+    uint32_t L = (uint32_t)(info.max_storage_buffer_range / (1024 * 4)) + 1000;
+    if ((uint64_t)L * 1024 * 4 > info.max_memory_allocation_size) {
+        printf("  (skipped: this device's allocation limit is below its storage-buffer range)\n");
+        return;
+    }
+    test_weights tw;
+    vkattn_layer_desc d = {.embed_dim = 1024, .num_heads = 8};
+    vkattn_layer *layer = small_layer(&tw, &d);
+    vkattn_tensor *q = tensor(VKATTN_DTYPE_F32, 3, 1, L, 1024, 0);
+    vkattn_tensor *out = tensor(VKATTN_DTYPE_F32, 3, 1, L, 1024, 0);
+    vkattn_forward_desc f = {.query = q, .output = out};
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_DEVICE_LIMIT, "maxStorageBufferRange");
+    vkattn_tensor_destroy(q);
+    vkattn_tensor_destroy(out);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
+static void test_device_selection(void)
+{
+    vkattn_context *c = NULL;
+    vkattn_error err = {0};
+    vkattn_context_desc d = {.device = "no such device"};
+    CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_ERROR_NO_DEVICE);
+    CHECK(strstr(err.message, "no such device") != NULL && strstr(err.message, "llvmpipe") != NULL);
+    d.device = "99";
+    CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_ERROR_NO_DEVICE);
+    CHECK(c == NULL);
+    d.device = "LLVMPIPE"; /* names match case-insensitively */
+    CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
+    vkattn_context_destroy(c);
+    vkattn_context_destroy(NULL);
+    uint32_t count = 0;
+    CHECK_STATUS(vkattn_list_devices(NULL, 0, &count, &err), VKATTN_OK);
+    CHECK(count >= 1);
+    CHECK_STATUS(vkattn_list_devices(NULL, 1, &count, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+}
+
+/* Two layers chained on the device: layer 2 reads layer 1's output tensor directly. */
+static void test_chained_layers(void)
+{
+    const uint32_t B = 2, L = 9, E = 16;
+    test_weights tw1, tw2;
+    vkattn_layer_desc d = {.embed_dim = E, .num_heads = 4};
+    vkattn_layer *l1 = small_layer(&tw1, &d);
+    test_weights_make(&tw2, &d, 99);
+    vkattn_layer *l2 = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, &d, &tw2.w, &l2), VKATTN_OK);
+    float x[2 * 9 * 16], mid[2 * 9 * 16], y[2 * 9 * 16], want[2 * 9 * 16];
+    test_rng rng = test_rng_make(5);
+    test_fill(&rng, x, B * L * E, 1.0f);
+    vkattn_tensor *tx = tensor(VKATTN_DTYPE_F32, 3, B, L, E, 0);
+    vkattn_tensor *tmid = tensor(VKATTN_DTYPE_F32, 3, B, L, E, 0);
+    vkattn_tensor *ty = tensor(VKATTN_DTYPE_F32, 3, B, L, E, 0);
+    CHECK_STATUS(vkattn_tensor_write(tx, x, sizeof x), VKATTN_OK);
+    vkattn_forward_desc f1 = {.query = tx, .output = tmid, .causal = 1};
+    vkattn_forward_desc f2 = {.query = tmid, .output = ty};
+    CHECK_STATUS(vkattn_forward(l1, &f1), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward(l2, &f2), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_read(ty, y, sizeof y), VKATTN_OK);
+
+    vkattn_host_forward_desc h1 = {.batch = B, .query_len = L, .query = x, .output = mid, .causal = 1};
+    vkattn_host_forward_desc h2 = {.batch = B, .query_len = L, .query = mid, .output = want};
+    CHECK_STATUS(vkattn_reference_forward(&d, &tw1.w, &h1, NULL), VKATTN_OK);
+    CHECK_STATUS(vkattn_reference_forward(&d, &tw2.w, &h2, NULL), VKATTN_OK);
+    test_error e = test_compare(y, want, B * L * E);
+    CHECK_MSG(e.max_abs < 1e-5 && e.nonfinite == 0, "chained max-abs %.3g", e.max_abs);
+
+    /* The CPU path on device tensors gives the reference too. */
+    f2.path = VKATTN_PATH_CPU;
+    CHECK_STATUS(vkattn_forward(l2, &f2), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_read(ty, y, sizeof y), VKATTN_OK);
+    e = test_compare(y, want, B * L * E);
+    CHECK_MSG(e.max_abs < 1e-5, "CPU path on tensors max-abs %.3g", e.max_abs);
+
+    vkattn_tensor_destroy(tx), vkattn_tensor_destroy(tmid), vkattn_tensor_destroy(ty);
+    vkattn_layer_destroy(l1), vkattn_layer_destroy(l2);
+    test_weights_free(&tw1), test_weights_free(&tw2);
+}
+
+/* One layer, many shapes: the workspace grows and shrinks back without stale results. */
+static void test_reuse_across_shapes(void)
+{
+    test_weights tw;
+    vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 2};
+    vkattn_layer *layer = small_layer(&tw, &d);
+    const uint32_t lengths[] = {3, 40, 1, 40, 7};
+    for (size_t n = 0; n < sizeof lengths / sizeof lengths[0]; n++) {
+        uint32_t L = lengths[n];
+        size_t count = (size_t)2 * L * 16;
+        float *x = malloc(count * 4), *y = malloc(count * 4), *want = malloc(count * 4);
+        test_rng rng = test_rng_make(L);
+        test_fill(&rng, x, count, 1.0f);
+        vkattn_host_forward_desc f = {.batch = 2, .query_len = L, .query = x, .output = y, .causal = (int)(n & 1)};
+        CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_OK);
+        f.output = want;
+        CHECK_STATUS(vkattn_reference_forward(&d, &tw.w, &f, NULL), VKATTN_OK);
+        test_error e = test_compare(y, want, count);
+        CHECK_MSG(e.max_abs < 1e-5, "L=%u max-abs %.3g", L, e.max_abs);
+        free(x), free(y), free(want);
+    }
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
+/* Two contexts in one process, used interleaved, give identical results. */
+static void test_two_contexts(void)
+{
+    vkattn_context *c2 = NULL;
+    vkattn_context_desc cd = {.validation = VKATTN_VALIDATION_ON};
+    CHECK_STATUS(vkattn_context_create(&cd, &c2, NULL), VKATTN_OK);
+    if (!c2) return;
+    test_weights tw;
+    vkattn_layer_desc d = {.embed_dim = 24, .num_heads = 3};
+    test_weights_make(&tw, &d, 3);
+    vkattn_layer *a = NULL, *b = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, &d, &tw.w, &a), VKATTN_OK);
+    CHECK_STATUS(vkattn_layer_create(c2, &d, &tw.w, &b), VKATTN_OK);
+    float x[3 * 11 * 24], ya[3 * 11 * 24], yb[3 * 11 * 24];
+    test_rng rng = test_rng_make(11);
+    test_fill(&rng, x, sizeof x / 4, 1.0f);
+    vkattn_host_forward_desc f = {.batch = 3, .query_len = 11, .query = x, .output = ya};
+    for (int round = 0; round < 3; round++) {
+        f.output = ya;
+        CHECK_STATUS(vkattn_forward_host(a, &f), VKATTN_OK);
+        f.output = yb;
+        CHECK_STATUS(vkattn_forward_host(b, &f), VKATTN_OK);
+        CHECK(memcmp(ya, yb, sizeof ya) == 0);
+    }
+    vkattn_layer_destroy(a);
+    vkattn_layer_destroy(b);
+    gpu_test_finish_context(c2);
+    test_weights_free(&tw);
+}
+
+int main(void)
+{
+    ctx = gpu_test_context();
+    RUN_TEST(test_layer_errors);
+    RUN_TEST(test_tensor_errors);
+    RUN_TEST(test_forward_errors);
+    RUN_TEST(test_device_limits);
+    RUN_TEST(test_device_selection);
+    RUN_TEST(test_chained_layers);
+    RUN_TEST(test_reuse_across_shapes);
+    RUN_TEST(test_two_contexts);
+    gpu_test_finish_context(ctx);
+    return test_finish();
+}

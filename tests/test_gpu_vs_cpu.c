@@ -1,0 +1,269 @@
+/* The GPU-vs-CPU table: every row runs one forward on the device and on the CPU reference path and
+ * compares the outputs (and attention weights) on max-abs error and NMSE.
+ *
+ * Tolerances (fp32 on the device against a double-accumulated reference): NMSE <= 1e-10, i.e.
+ * about 1e-5 relative RMS error, and max-abs <= 1e-5 * max(1, max|reference|). Rows whose inputs
+ * are scaled x30 (peaky softmax: logits in the hundreds, so fp32 rounding of the logits is
+ * amplified) allow 1e-4 on both. Attention weights are probabilities: max-abs <= 1e-5 (1e-4 for
+ * x30 rows). Masked and fully-masked positions must match exactly (zeros, never NaN).
+ *
+ * Usage: test_gpu_vs_cpu [family]  (no argument = every family)
+ */
+#include "gpu_test.h"
+
+typedef enum mask_kind { MASK_NONE, MASK_BOOL, MASK_FLOAT } mask_kind;
+typedef enum lens_kind { LENS_NONE, LENS_PER_BATCH, LENS_PER_QUERY } lens_kind;
+typedef enum weights_kind { WEIGHTS_NONE, WEIGHTS_PER_HEAD, WEIGHTS_AVERAGED } weights_kind;
+
+typedef struct test_case {
+    const char *family;
+    const char *name;
+    uint32_t B, L, S; /* S = 0: self-attention (key = value = query) */
+    uint32_t E, H, kdim, vdim;
+    int no_bias, bias_kv, zero_attn;
+    int causal, key_padding;
+    lens_kind lens;
+    mask_kind mask;
+    int mask_per_head;
+    weights_kind weights;
+    float input_scale;  /* 0 = 1 */
+    int fully_masked;   /* force some rows to have every key masked */
+} test_case;
+
+static const test_case cases[] = {
+    /* heads: H in {1,2,3,8,12} at E = 48 */
+    {"heads", "H1", 2, 17, 0, 48, 1},
+    {"heads", "H2", 2, 17, 0, 48, 2},
+    {"heads", "H3", 2, 17, 0, 48, 3},
+    {"heads", "H8", 2, 17, 0, 48, 8},
+    {"heads", "H12", 2, 17, 0, 48, 12, .causal = 1},
+    /* head dims: D in {1,7,16,64,80,128} */
+    {"dims", "D1", 2, 17, 0, 2, 2},
+    {"dims", "D7", 2, 17, 0, 21, 3},
+    {"dims", "D16", 2, 64, 0, 32, 2},
+    {"dims", "D64", 1, 64, 0, 128, 2, .causal = 1},
+    {"dims", "D80", 1, 64, 0, 160, 2},
+    {"dims", "D128", 1, 64, 0, 256, 2, .weights = WEIGHTS_PER_HEAD},
+    /* lengths: L = S in {1,5,17,64,127,300,1024} */
+    {"lengths", "L1", 3, 1, 0, 32, 4},
+    {"lengths", "L5", 2, 5, 0, 32, 4},
+    {"lengths", "L17", 2, 17, 0, 32, 4, .causal = 1},
+    {"lengths", "L64", 2, 64, 0, 32, 4},
+    {"lengths", "L127", 2, 127, 0, 32, 4, .causal = 1},
+    {"lengths", "L300", 1, 300, 0, 32, 4},
+    {"lengths", "L1024", 1, 1024, 0, 32, 4, .causal = 1},
+    /* cross-attention: L != S, kdim/vdim != E, bias off, extra keys */
+    {"cross", "L5_S17", 2, 5, 17, 32, 4},
+    {"cross", "L127_S300", 1, 127, 300, 32, 2},
+    {"cross", "L1_S64", 3, 1, 64, 16, 2},
+    {"cross", "L300_S1", 1, 300, 1, 16, 2},
+    {"cross", "L17_S1024", 1, 17, 1024, 32, 4},
+    {"cross", "kdim_vdim", 2, 17, 5, 32, 4, 24, 40},
+    {"cross", "kdim_vdim_odd", 2, 7, 9, 21, 3, 5, 11, .causal = 1},
+    {"cross", "no_bias", 2, 17, 17, 32, 4, .no_bias = 1},
+    {"cross", "no_bias_kdim", 1, 5, 17, 16, 2, 8, 8, .no_bias = 1},
+    {"cross", "bias_kv", 2, 17, 5, 32, 4, .bias_kv = 1},
+    {"cross", "zero_attn", 2, 17, 5, 32, 4, .zero_attn = 1},
+    {"cross", "bias_kv_zero_attn", 2, 5, 17, 32, 4, 24, 40, .bias_kv = 1, .zero_attn = 1},
+    {"cross", "self_bias_kv", 2, 17, 0, 32, 4, .bias_kv = 1, .zero_attn = 1, .causal = 1},
+    /* masks: each kind, and combinations */
+    {"masks", "causal", 2, 64, 0, 32, 4, .causal = 1},
+    {"masks", "causal_L_ne_S", 2, 17, 64, 32, 4, .causal = 1},
+    {"masks", "causal_L_gt_S", 2, 64, 17, 32, 4, .causal = 1},
+    {"masks", "key_padding", 3, 17, 0, 32, 4, .key_padding = 1},
+    {"masks", "valid_lens_batch", 3, 17, 0, 32, 4, .lens = LENS_PER_BATCH},
+    {"masks", "valid_lens_query", 2, 17, 31, 32, 4, .lens = LENS_PER_QUERY},
+    {"masks", "bool_mask", 2, 17, 23, 32, 4, .mask = MASK_BOOL},
+    {"masks", "bool_mask_per_head", 2, 17, 23, 32, 4, .mask = MASK_BOOL, .mask_per_head = 1},
+    {"masks", "float_mask", 2, 17, 23, 32, 4, .mask = MASK_FLOAT},
+    {"masks", "float_mask_per_head", 2, 17, 0, 32, 4, .mask = MASK_FLOAT, .mask_per_head = 1},
+    {"masks", "causal_padding", 2, 64, 0, 32, 4, .causal = 1, .key_padding = 1},
+    {"masks", "all_kinds_bool", 2, 33, 33, 32, 4, .causal = 1, .key_padding = 1, .lens = LENS_PER_QUERY,
+     .mask = MASK_BOOL, .mask_per_head = 1},
+    {"masks", "all_kinds_float", 2, 33, 0, 32, 4, .causal = 1, .key_padding = 1, .lens = LENS_PER_BATCH,
+     .mask = MASK_FLOAT},
+    {"masks", "masks_extra_keys", 2, 17, 23, 32, 4, .bias_kv = 1, .zero_attn = 1, .key_padding = 1,
+     .mask = MASK_FLOAT, .causal = 1},
+    {"masks", "fully_masked_rows", 3, 17, 17, 32, 4, .key_padding = 1, .lens = LENS_PER_QUERY, .fully_masked = 1},
+    {"masks", "fully_masked_float", 2, 9, 0, 16, 2, .mask = MASK_FLOAT, .mask_per_head = 1, .fully_masked = 1},
+    {"masks", "fully_masked_extra", 2, 9, 12, 16, 2, .zero_attn = 1, .key_padding = 1, .fully_masked = 1},
+    /* attention weights out */
+    {"weights", "per_head", 2, 17, 23, 32, 4, .weights = WEIGHTS_PER_HEAD},
+    {"weights", "averaged", 2, 17, 23, 32, 4, .weights = WEIGHTS_AVERAGED},
+    {"weights", "per_head_masks", 2, 17, 0, 32, 4, .causal = 1, .key_padding = 1, .weights = WEIGHTS_PER_HEAD},
+    {"weights", "averaged_extra", 2, 17, 5, 48, 12, .bias_kv = 1, .zero_attn = 1, .weights = WEIGHTS_AVERAGED},
+    {"weights", "averaged_fully_masked", 3, 9, 9, 16, 2, .lens = LENS_PER_BATCH, .fully_masked = 1,
+     .weights = WEIGHTS_AVERAGED},
+    {"weights", "per_head_long", 1, 127, 300, 32, 8, .mask = MASK_BOOL, .weights = WEIGHTS_PER_HEAD},
+    /* softmax stability: inputs x30 */
+    {"stability", "x30", 2, 64, 0, 64, 4, .input_scale = 30},
+    {"stability", "x30_causal", 2, 64, 0, 64, 4, .causal = 1, .input_scale = 30, .weights = WEIGHTS_PER_HEAD},
+    {"stability", "x30_cross_masks", 2, 17, 127, 32, 2, .key_padding = 1, .mask = MASK_FLOAT, .input_scale = 30},
+    /* the score buffer exceeds lavapipe's 128 MiB maxStorageBufferRange: chunked */
+    {"chunked", "heads_chunked", 1, 2048, 0, 12, 12, .causal = 1},
+    {"chunked", "heads_chunked_averaged", 1, 2048, 0, 12, 12, .key_padding = 1, .weights = WEIGHTS_AVERAGED},
+    {"chunked", "rows_chunked", 1, 6000, 0, 2, 1, .causal = 1},
+};
+
+/* Inputs and masks of one case, generated from its parameters. */
+typedef struct case_data {
+    float *query, *key, *value, *float_mask;
+    uint8_t *kpm, *bool_mask;
+    int32_t *lens;
+} case_data;
+
+static void make_data(const test_case *c, const vkattn_layer_desc *ld, case_data *d, test_rng *rng)
+{
+    const uint32_t S = c->S ? c->S : c->L, E = c->E, kd = ld->kdim ? ld->kdim : E, vd = ld->vdim ? ld->vdim : E;
+    const float scale = c->input_scale ? c->input_scale : 1.0f;
+    memset(d, 0, sizeof *d);
+    d->query = malloc((size_t)c->B * c->L * E * sizeof(float));
+    test_fill(rng, d->query, (size_t)c->B * c->L * E, scale);
+    if (c->S) {
+        d->key = malloc((size_t)c->B * S * kd * sizeof(float));
+        d->value = malloc((size_t)c->B * S * vd * sizeof(float));
+        test_fill(rng, d->key, (size_t)c->B * S * kd, scale);
+        test_fill(rng, d->value, (size_t)c->B * S * vd, scale);
+    }
+    if (c->key_padding) {
+        d->kpm = malloc((size_t)c->B * S);
+        for (size_t i = 0; i < (size_t)c->B * S; i++) d->kpm[i] = test_rng_float(rng) > 0.4f; /* ~30% ignored */
+        if (c->fully_masked) memset(d->kpm, 1, S); /* batch 0 has no key left */
+    }
+    if (c->lens) {
+        size_t n = c->lens == LENS_PER_QUERY ? (size_t)c->B * c->L : c->B;
+        d->lens = malloc(n * sizeof(int32_t));
+        for (size_t i = 0; i < n; i++) d->lens[i] = (int32_t)((test_rng_float(rng) * 0.5f + 0.5f) * (S + 2)) - 1;
+        if (c->fully_masked) d->lens[n - 1] = 0;
+    }
+    size_t mask_n = (size_t)c->L * S * (c->mask_per_head ? (size_t)c->B * c->H : 1);
+    if (c->mask == MASK_BOOL) {
+        d->bool_mask = malloc(mask_n);
+        for (size_t i = 0; i < mask_n; i++) d->bool_mask[i] = test_rng_float(rng) > 0.6f; /* ~20% blocked */
+    }
+    if (c->mask == MASK_FLOAT) {
+        d->float_mask = malloc(mask_n * sizeof(float));
+        for (size_t i = 0; i < mask_n; i++) {
+            float r = test_rng_float(rng);
+            d->float_mask[i] = r > 0.8f ? -INFINITY : r * 2.0f;
+        }
+        if (c->fully_masked)
+            for (size_t j = 0; j < S; j++) d->float_mask[j] = -INFINITY; /* row 0 (of head 0) */
+    }
+}
+
+static void free_data(case_data *d)
+{
+    free(d->query), free(d->key), free(d->value), free(d->float_mask), free(d->kpm), free(d->bool_mask), free(d->lens);
+}
+
+/* Largest errors seen per family, for the summary. */
+typedef struct family_stats {
+    const char *family;
+    double out_max_abs, out_nmse, weights_max_abs;
+    int cases, failures;
+} family_stats;
+
+static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, unsigned long long seed)
+{
+    vkattn_layer_desc ld = {.embed_dim = c->E, .num_heads = c->H, .kdim = c->kdim, .vdim = c->vdim,
+                            .no_bias = c->no_bias, .add_bias_kv = c->bias_kv, .add_zero_attn = c->zero_attn};
+    test_weights tw;
+    test_weights_make(&tw, &ld, seed);
+    test_rng rng = test_rng_make(seed + 1);
+    case_data d;
+    make_data(c, &ld, &d, &rng);
+    const uint32_t S = c->S ? c->S : c->L, S_ext = S + (uint32_t)c->bias_kv + (uint32_t)c->zero_attn;
+    size_t out_n = (size_t)c->B * c->L * c->E;
+    size_t w_n = c->weights == WEIGHTS_NONE       ? 0
+                 : c->weights == WEIGHTS_PER_HEAD ? (size_t)c->B * c->H * c->L * S_ext
+                                                  : (size_t)c->B * c->L * S_ext;
+    float *gpu = malloc(out_n * sizeof(float)), *cpu = malloc(out_n * sizeof(float));
+    float *gpu_w = w_n ? malloc(w_n * sizeof(float)) : NULL, *cpu_w = w_n ? malloc(w_n * sizeof(float)) : NULL;
+
+    vkattn_host_forward_desc f = {
+        .batch = c->B, .query_len = c->L, .key_len = c->S,
+        .query = d.query, .key = d.key, .value = d.value,
+        .causal = c->causal, .key_padding_mask = d.kpm,
+        .valid_lens = d.lens, .valid_lens_per_query = c->lens == LENS_PER_QUERY,
+        .attn_mask = c->mask == MASK_BOOL ? (const void *)d.bool_mask : (const void *)d.float_mask,
+        .attn_mask_dtype = c->mask == MASK_BOOL ? VKATTN_DTYPE_BOOL : VKATTN_DTYPE_F32,
+        .attn_mask_per_head = c->mask_per_head,
+        .average_weights = c->weights == WEIGHTS_AVERAGED,
+        .path = VKATTN_PATH_UNFUSED,
+    };
+    f.output = cpu, f.attn_weights = cpu_w;
+    vkattn_error error = {0};
+    CHECK_STATUS(vkattn_reference_forward(&ld, &tw.w, &f, &error), VKATTN_OK);
+
+    vkattn_layer *layer = NULL;
+    vkattn_status status = vkattn_layer_create(ctx, &ld, &tw.w, &layer);
+    CHECK_MSG(status == VKATTN_OK, "%s: layer: %s", c->name, vkattn_context_last_error(ctx));
+    f.output = gpu, f.attn_weights = gpu_w;
+    if (layer) {
+        status = vkattn_forward_host(layer, &f);
+        CHECK_MSG(status == VKATTN_OK, "%s: forward: %s", c->name, vkattn_context_last_error(ctx));
+    }
+
+    int rough = c->input_scale >= 30;
+    double tol_nmse = rough ? 1e-8 : 1e-10, tol_rel = rough ? 1e-4 : 1e-5;
+    int failed = status != VKATTN_OK;
+    test_error e = test_compare(gpu, cpu, out_n);
+    double tol_abs = tol_rel * (e.ref_max > 1 ? e.ref_max : 1);
+    if (!failed) {
+        failed |= e.nonfinite != 0 || e.nmse > tol_nmse || e.max_abs > tol_abs;
+        CHECK_MSG(e.nonfinite == 0, "%s: %zu outputs finite on one side only", c->name, e.nonfinite);
+        CHECK_MSG(e.nmse <= tol_nmse, "%s: output NMSE %.3g > %.1g", c->name, e.nmse, tol_nmse);
+        CHECK_MSG(e.max_abs <= tol_abs, "%s: output max-abs %.3g > %.3g", c->name, e.max_abs, tol_abs);
+    }
+    test_error ew = {0};
+    if (w_n && !failed) {
+        ew = test_compare(gpu_w, cpu_w, w_n);
+        failed |= ew.nonfinite != 0 || ew.max_abs > tol_rel;
+        CHECK_MSG(ew.nonfinite == 0, "%s: %zu weights finite on one side only", c->name, ew.nonfinite);
+        CHECK_MSG(ew.max_abs <= tol_rel, "%s: weights max-abs %.3g > %.1g", c->name, ew.max_abs, tol_rel);
+        /* Masked probabilities are exactly zero on both sides. (Tiny probabilities may underflow to
+         * zero on one side only: devices flush denormals, so those below 1e-20 are not counted.) */
+        size_t zero_mismatch = 0;
+        for (size_t i = 0; i < w_n; i++)
+            zero_mismatch += (cpu_w[i] == 0.0f) != (gpu_w[i] == 0.0f) && fmaxf(cpu_w[i], gpu_w[i]) > 1e-20f;
+        CHECK_MSG(zero_mismatch == 0, "%s: %zu weights zero on one side only", c->name, zero_mismatch);
+        failed |= zero_mismatch != 0;
+    }
+    printf("  %-10s %-24s B=%u L=%-4u S=%-4u E=%-3u H=%-2u  out max-abs %.2e nmse %.2e%s  %s\n", c->family, c->name,
+           c->B, c->L, S, c->E, c->H, e.max_abs, e.nmse, w_n ? "  (weights checked)" : "", failed ? "FAILED" : "ok");
+    fs->cases++;
+    fs->failures += failed;
+    if (e.max_abs > fs->out_max_abs) fs->out_max_abs = e.max_abs;
+    if (e.nmse > fs->out_nmse) fs->out_nmse = e.nmse;
+    if (ew.max_abs > fs->weights_max_abs) fs->weights_max_abs = ew.max_abs;
+
+    vkattn_layer_destroy(layer);
+    free(gpu), free(cpu), free(gpu_w), free(cpu_w);
+    free_data(&d);
+    test_weights_free(&tw);
+}
+
+int main(int argc, char **argv)
+{
+    const char *only = argc > 1 ? argv[1] : NULL;
+    vkattn_context *ctx = gpu_test_context();
+    family_stats stats[16] = {0};
+    int families = 0;
+    size_t n = sizeof cases / sizeof cases[0];
+    for (size_t i = 0; i < n; i++) {
+        const test_case *c = &cases[i];
+        if (only && strcmp(only, c->family) != 0) continue;
+        int f = 0;
+        while (f < families && strcmp(stats[f].family, c->family) != 0) f++;
+        if (f == families) stats[families++].family = c->family;
+        run_case(ctx, c, &stats[f], 1000 + i);
+    }
+    CHECK_MSG(families > 0, "no case in family \"%s\"", only ? only : "");
+    printf("\nfamily      cases  failures  max out max-abs  max out NMSE  max weights max-abs\n");
+    for (int f = 0; f < families; f++)
+        printf("%-10s  %5d  %8d  %15.2e  %12.2e  %19.2e\n", stats[f].family, stats[f].cases, stats[f].failures,
+               stats[f].out_max_abs, stats[f].out_nmse, stats[f].weights_max_abs);
+    gpu_test_finish_context(ctx);
+    return test_finish();
+}

@@ -1,0 +1,252 @@
+/* The CPU reference against values computed by hand. Every GPU test trusts this path, so it is
+ * checked here on cases small enough to follow on paper (tolerance 1e-6: float outputs of a
+ * double computation).
+ *
+ * Most cases use E = H = 1 (head dim 1, scale 1/sqrt(1) = 1) with W_Q = W_K = W_V = W_O = 1 and no
+ * biases, so q = k = v = x and the output is the context itself:
+ *   x = (0, 1):  row 0 scores (0, 0) -> p = (1/2, 1/2)         -> ctx = 1/2
+ *                row 1 scores (0, 1) -> p = (1, e)/(1 + e)     -> ctx = e/(1 + e)
+ */
+#include <math.h>
+
+#include "test_util.h"
+
+#define TOL 1e-6
+
+static const float one = 1.0f, ones3[3] = {1, 1, 1};
+
+static vkattn_layer_desc scalar_layer(void)
+{
+    vkattn_layer_desc d = {.embed_dim = 1, .num_heads = 1, .no_bias = 1};
+    return d;
+}
+
+static vkattn_weights scalar_weights(void)
+{
+    vkattn_weights w = {.in_proj_weight = ones3, .out_proj_weight = &one};
+    return w;
+}
+
+static const float x01[2] = {0.0f, 1.0f};
+
+static void test_plain_softmax(void)
+{
+    vkattn_layer_desc d = scalar_layer();
+    vkattn_weights w = scalar_weights();
+    float out[2], weights[4];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = x01, .output = out, .attn_weights = weights};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    double e = exp(1.0);
+    CHECK_NEAR(out[0], 0.5, TOL);
+    CHECK_NEAR(out[1], e / (1 + e), TOL);
+    CHECK_NEAR(weights[0], 0.5, TOL);
+    CHECK_NEAR(weights[1], 0.5, TOL);
+    CHECK_NEAR(weights[2], 1 / (1 + e), TOL);
+    CHECK_NEAR(weights[3], e / (1 + e), TOL);
+}
+
+static void test_causal(void)
+{
+    vkattn_layer_desc d = scalar_layer();
+    vkattn_weights w = scalar_weights();
+    float out[2], weights[4];
+    vkattn_host_forward_desc f = {
+        .batch = 1, .query_len = 2, .query = x01, .output = out, .attn_weights = weights, .causal = 1};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    double e = exp(1.0);
+    CHECK_NEAR(out[0], 0.0, TOL); /* row 0 sees key 0 only, whose value is 0 */
+    CHECK_NEAR(out[1], e / (1 + e), TOL);
+    CHECK(weights[1] == 0.0f);
+    CHECK_NEAR(weights[0], 1.0, TOL);
+}
+
+static void test_fully_masked_row(void)
+{
+    /* With out_proj.bias = 0.25, a row that attends to nothing outputs exactly the bias. */
+    vkattn_layer_desc d = scalar_layer();
+    d.no_bias = 0;
+    float in_bias[3] = {0, 0, 0}, out_bias = 0.25f;
+    vkattn_weights w = scalar_weights();
+    w.in_proj_bias = in_bias, w.out_proj_bias = &out_bias;
+    uint8_t kpm[2] = {1, 1};
+    float out[2], weights[4];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = x01, .output = out,
+                                  .attn_weights = weights, .key_padding_mask = kpm};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK(out[0] == 0.25f && out[1] == 0.25f);
+    for (int i = 0; i < 4; i++) CHECK(weights[i] == 0.0f);
+}
+
+static void test_valid_lens(void)
+{
+    vkattn_layer_desc d = scalar_layer();
+    vkattn_weights w = scalar_weights();
+    int32_t lens[1] = {1};
+    float out[2];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = x01, .output = out, .valid_lens = lens};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK_NEAR(out[0], 0.0, TOL);
+    CHECK_NEAR(out[1], 0.0, TOL);
+    int32_t per_query[2] = {2, 0}; /* row 0 sees both keys, row 1 none */
+    f.valid_lens = per_query, f.valid_lens_per_query = 1;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK_NEAR(out[0], 0.5, TOL);
+    CHECK(out[1] == 0.0f);
+}
+
+static void test_float_and_bool_masks(void)
+{
+    vkattn_layer_desc d = scalar_layer();
+    vkattn_weights w = scalar_weights();
+    /* Row 0: scores (0, 0) + (0, ln 3) -> p = (1/4, 3/4) -> ctx = 3/4. Row 1: key 1 blocked. */
+    float mask[4] = {0.0f, logf(3.0f), 0.0f, -INFINITY};
+    float out[2];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = x01, .output = out, .attn_mask = mask};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK_NEAR(out[0], 0.75, TOL);
+    CHECK_NEAR(out[1], 0.0, TOL);
+    uint8_t bmask[4] = {1, 0, 0, 0}; /* row 0 may not see key 0 */
+    f.attn_mask = bmask, f.attn_mask_dtype = VKATTN_DTYPE_BOOL;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK_NEAR(out[0], 1.0, TOL);
+}
+
+static void test_extra_keys(void)
+{
+    vkattn_layer_desc d = scalar_layer();
+    vkattn_weights w = scalar_weights();
+    float out[2], weights[6];
+    /* add_zero_attn: row 0 scores (0, 0, 0) -> ctx = (0 + 1 + 0)/3. */
+    d.add_zero_attn = 1;
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = x01, .output = out, .attn_weights = weights};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK_NEAR(out[0], 1.0 / 3.0, TOL);
+    CHECK_NEAR(weights[2], 1.0 / 3.0, TOL);
+    /* add_bias_kv with bias_k = 2, bias_v = -1: row 1 scores (0, 1, 2), values (0, 1, -1). */
+    d.add_zero_attn = 0, d.add_bias_kv = 1;
+    float bias_k = 2.0f, bias_v = -1.0f;
+    w.bias_k = &bias_k, w.bias_v = &bias_v;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    double e = exp(1.0), e2 = exp(2.0);
+    CHECK_NEAR(out[1], (e - e2) / (1 + e + e2), TOL);
+    /* The appended key is never masked: with every real key padded, row 1 sees bias_k only. */
+    uint8_t kpm[2] = {1, 1};
+    f.key_padding_mask = kpm;
+    f.causal = 1;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK_NEAR(out[0], -1.0, TOL);
+    CHECK_NEAR(out[1], -1.0, TOL);
+}
+
+static void test_two_heads_and_average(void)
+{
+    /* E = 2, H = 2: head 0 sees feature 0, head 1 feature 1. Identity projections; W_O swaps the
+     * two features, so output = (ctx_1, ctx_0). */
+    vkattn_layer_desc d = {.embed_dim = 2, .num_heads = 2, .no_bias = 1};
+    float in_proj[12] = {1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1};
+    float out_proj[4] = {0, 1, 1, 0};
+    vkattn_weights w = {.in_proj_weight = in_proj, .out_proj_weight = out_proj};
+    float x[4] = {0, 0, 1, 0}; /* head 0: x = (0, 1) as above; head 1: all zero -> uniform, ctx 0 */
+    float out[4], avg[4];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = x, .output = out, .attn_weights = avg,
+                                  .average_weights = 1};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    double e = exp(1.0);
+    CHECK_NEAR(out[0], 0.0, TOL);
+    CHECK_NEAR(out[1], 0.5, TOL);
+    CHECK_NEAR(out[3], e / (1 + e), TOL);
+    CHECK_NEAR(avg[2], (1 / (1 + e) + 0.5) / 2, TOL);
+    CHECK_NEAR(avg[3], (e / (1 + e) + 0.5) / 2, TOL);
+}
+
+static void test_scale_and_cross(void)
+{
+    /* E = 4, H = 1 (D = 4, scale 1/2), one query against two keys of kdim 1, vdim 1:
+     * W_Q = 1 (identity, 4x4), W_K maps k to (k,k,k,k), W_V maps v to (v,0,0,0).
+     * q = (1,1,1,1), keys 0 and 1: scores (0, 4/2 = 2) -> p = (1, e^2)/(1 + e^2). */
+    vkattn_layer_desc d = {.embed_dim = 4, .num_heads = 1, .kdim = 1, .vdim = 1, .no_bias = 1};
+    float wq[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+    float wk[4] = {1, 1, 1, 1}, wv[4] = {1, 0, 0, 0};
+    float wo[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+    vkattn_weights w = {.q_proj_weight = wq, .k_proj_weight = wk, .v_proj_weight = wv, .out_proj_weight = wo};
+    float q[4] = {1, 1, 1, 1}, k[2] = {0, 1}, v[2] = {3, 5}, out[4];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 1, .key_len = 2, .query = q, .key = k, .value = v,
+                                  .output = out};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    double e2 = exp(2.0);
+    CHECK_NEAR(out[0], (3 + 5 * e2) / (1 + e2), TOL);
+    CHECK_NEAR(out[1], 0.0, TOL);
+}
+
+static void test_nan_propagates(void)
+{
+    vkattn_layer_desc d = scalar_layer();
+    vkattn_weights w = scalar_weights();
+    float x[2] = {NAN, 1.0f}, out[2];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = x, .output = out};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK(isnan(out[0]) && isnan(out[1])); /* the NaN key reaches every row */
+}
+
+static void test_errors(void)
+{
+    vkattn_layer_desc d = scalar_layer();
+    vkattn_weights w = scalar_weights();
+    float out[2];
+    vkattn_error err = {0};
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = x01, .output = out};
+
+    vkattn_layer_desc bad = {.embed_dim = 10, .num_heads = 3};
+    CHECK_STATUS(vkattn_reference_forward(&bad, &w, &f, &err), VKATTN_ERROR_HEADS);
+    CHECK(strstr(err.message, "not divisible") != NULL);
+    CHECK_STATUS(vkattn_reference_forward(NULL, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_reference_forward(&d, NULL, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, NULL, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    vkattn_host_forward_desc g = f;
+    g.batch = 0;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &g, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    float nan_mask[4] = {0, NAN, 0, 0};
+    g = f, g.attn_mask = nan_mask;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &g, &err), VKATTN_ERROR_NON_FINITE);
+    CHECK(strstr(err.message, "element 1") != NULL);
+    float inf_mask[4] = {0, 0, INFINITY, 0};
+    g.attn_mask = inf_mask;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &g, &err), VKATTN_ERROR_NON_FINITE);
+    g.attn_mask_dtype = VKATTN_DTYPE_I32;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &g, &err), VKATTN_ERROR_DTYPE);
+    vkattn_layer_desc with_bias = d;
+    with_bias.no_bias = 0;
+    CHECK_STATUS(vkattn_reference_forward(&with_bias, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(err.message, "in_proj_bias") != NULL);
+    vkattn_weights both = w;
+    both.q_proj_weight = ones3;
+    CHECK_STATUS(vkattn_reference_forward(&d, &both, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    vkattn_layer_desc huge = {.embed_dim = 70000, .num_heads = 1, .no_bias = 1};
+    CHECK_STATUS(vkattn_reference_forward(&huge, &w, &f, &err), VKATTN_ERROR_SIZE_OVERFLOW);
+}
+
+static void test_status_names(void)
+{
+    CHECK(strcmp(vkattn_status_name(VKATTN_ERROR_SHAPE), "VKATTN_ERROR_SHAPE") == 0);
+    CHECK(strcmp(vkattn_status_string(VKATTN_OK), "success") == 0);
+    CHECK(strcmp(vkattn_status_name((vkattn_status)999), "VKATTN_UNKNOWN") == 0);
+    for (int s = 0; s <= VKATTN_ERROR_NOT_FOUND; s++) CHECK(strlen(vkattn_status_string((vkattn_status)s)) > 0);
+    CHECK(vkattn_version_number() == VKATTN_VERSION_NUMBER);
+    CHECK(strcmp(vkattn_path_name(VKATTN_PATH_FUSED), "fused") == 0);
+}
+
+int main(void)
+{
+    RUN_TEST(test_plain_softmax);
+    RUN_TEST(test_causal);
+    RUN_TEST(test_fully_masked_row);
+    RUN_TEST(test_valid_lens);
+    RUN_TEST(test_float_and_bool_masks);
+    RUN_TEST(test_extra_keys);
+    RUN_TEST(test_two_heads_and_average);
+    RUN_TEST(test_scale_and_cross);
+    RUN_TEST(test_nan_propagates);
+    RUN_TEST(test_errors);
+    RUN_TEST(test_status_names);
+    return test_finish();
+}

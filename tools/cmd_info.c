@@ -1,0 +1,46 @@
+/* vkattn info: the Vulkan devices vkattn can see, their limits, and the default choice. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define MAX_DEVICES 16
+
+int cmd_info(int argc, char **argv)
+{
+    if (argc > 0) {
+        int help = strcmp(argv[0], "--help") == 0;
+        fprintf(help ? stdout : stderr, "usage: vkattn info\n  lists the Vulkan devices; the one marked * is used when "
+                                        "neither --device nor VKATTN_DEVICE names another\n");
+        return help ? 0 : 2;
+    }
+    vkattn_device_info infos[MAX_DEVICES];
+    uint32_t count = 0;
+    vkattn_error error = {0};
+    vkattn_status status = vkattn_list_devices(infos, MAX_DEVICES, &count, &error);
+    if (status != VKATTN_OK) return cli_fail("info", "listing devices", status, error.message);
+    printf("vkattn %s, %u Vulkan device%s\n", vkattn_version_string(), count, count == 1 ? "" : "s");
+    for (uint32_t i = 0; i < count && i < MAX_DEVICES; i++) {
+        const vkattn_device_info *d = &infos[i];
+        char text[900];
+        cli_describe_device(d, text, sizeof text);
+        printf("\n%c %u: %s\n", d->is_default ? '*' : ' ', d->index, text);
+        printf("    vendor 0x%04x device 0x%04x, driver version 0x%08x\n", d->vendor_id, d->device_id, d->driver_version);
+        printf("    maxStorageBufferRange     %llu bytes (%.0f MiB)\n", (unsigned long long)d->max_storage_buffer_range,
+               d->max_storage_buffer_range / 1048576.0);
+        printf("    maxMemoryAllocationSize   %llu bytes (%.0f MiB)\n", (unsigned long long)d->max_memory_allocation_size,
+               d->max_memory_allocation_size / 1048576.0);
+        printf("    device-local heap         %.0f MiB\n", d->device_local_heap_bytes / 1048576.0);
+        printf("    shared memory             %u bytes, %u invocations per workgroup\n", d->max_shared_memory_bytes,
+               d->max_workgroup_invocations);
+        printf("    workgroup count           %u x %u x %u\n", d->max_workgroup_count[0], d->max_workgroup_count[1],
+               d->max_workgroup_count[2]);
+        printf("    subgroup size             %u\n", d->subgroup_size);
+        printf("    16-bit storage            %s, shaderFloat16 %s, cooperative matrix %s\n",
+               d->storage_16bit ? "yes" : "no", d->shader_float16 ? "yes" : "no", d->cooperative_matrix ? "yes" : "no");
+        if (d->timestamp_period_ns > 0) printf("    timestamps                %g ns per tick\n", d->timestamp_period_ns);
+        else printf("    timestamps                not supported on the compute queue\n");
+    }
+    if (count > 0) printf("\n* default device (override with --device N|NAME or VKATTN_DEVICE)\n");
+    return 0;
+}
