@@ -1,0 +1,168 @@
+/* Whole-file reads and writes, and the message helpers that name files and quote their contents. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/checked.h"
+#include "common/error.h"
+#include "io/io.h"
+
+/* Growth step when the size is unknown or the file grew while being read. */
+#define VKA_READ_CHUNK ((size_t)1 << 16)
+
+/* The file's size from seeking to its end, or 0 when the stream cannot tell. Only a hint: the
+ * read loop below is what decides. */
+static size_t size_hint(FILE *f)
+{
+    if (fseek(f, 0, SEEK_END) != 0) return 0;
+    long end = ftell(f);
+    if (fseek(f, 0, SEEK_SET) != 0 || end < 0) return 0;
+    return (unsigned long)end > SIZE_MAX ? SIZE_MAX : (size_t)end;
+}
+
+static vkattn_status too_large(const char *path, size_t max_bytes, vkattn_error *error)
+{
+    return vka_error_set(error, VKATTN_ERROR_IO, "%s: file is larger than the %zu-byte limit for this reader",
+                         path, max_bytes);
+}
+
+/* Makes room for at least one more byte after `used`, never beyond max_bytes + 1 (one byte past the
+ * limit is how an oversized file is noticed). */
+static vkattn_status grow(uint8_t **buf, size_t *cap, size_t used, size_t max_bytes, const char *path,
+                          vkattn_error *error)
+{
+    if (used < *cap) return VKATTN_OK;
+    size_t limit = max_bytes == SIZE_MAX ? SIZE_MAX : max_bytes + 1;
+    size_t want;
+    if (!vka_add_size(*cap, *cap > VKA_READ_CHUNK ? *cap : VKA_READ_CHUNK, &want) || want > limit) want = limit;
+    if (want <= used) return too_large(path, max_bytes, error);
+    uint8_t *bigger = realloc(*buf, want);
+    if (!bigger)
+        return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: cannot allocate %zu bytes to read it",
+                             path, want);
+    *buf = bigger;
+    *cap = want;
+    return VKATTN_OK;
+}
+
+vkattn_status vka_read_file(const char *path, size_t max_bytes, uint8_t **out_data, size_t *out_size,
+                            vkattn_error *error)
+{
+    if (!path || !out_data || !out_size)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "read_file: path or output is NULL");
+    FILE *f = fopen(path, "rb");
+    if (!f) return vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
+
+    vkattn_status status = VKATTN_OK;
+    uint8_t *buf = NULL;
+    size_t cap = 0, used = 0;
+    size_t hint = size_hint(f);
+    if (hint > max_bytes) {
+        status = too_large(path, max_bytes, error);
+        goto fail;
+    }
+    /* One byte more than the hint, so that the read which finds the end needs no reallocation. */
+    if (hint > 0 && vka_add_size(hint, 1, &cap)) {
+        buf = malloc(cap);
+        if (!buf) cap = 0;
+    }
+    for (;;) {
+        VKA_TRY(grow(&buf, &cap, used, max_bytes, path, error));
+        used += fread(buf + used, 1, cap - used, f);
+        if (used > max_bytes) {
+            status = too_large(path, max_bytes, error);
+            goto fail;
+        }
+        if (used < cap) {
+            /* A short count means end of file or an error. */
+            if (ferror(f)) {
+                status = vka_error_set(error, VKATTN_ERROR_IO, "%s: read failed after %zu bytes: %s", path, used,
+                                       strerror(errno));
+                goto fail;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    *out_data = buf;
+    *out_size = used;
+    return VKATTN_OK;
+fail:
+    free(buf);
+    fclose(f);
+    return status;
+}
+
+vkattn_status vka_write_file(const char *path, const uint8_t *data, size_t size, vkattn_error *error)
+{
+    if (!path || (!data && size))
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "write_file: path or data is NULL");
+    FILE *f = fopen(path, "wb");
+    if (!f) return vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot create: %s", path, strerror(errno));
+    size_t put = size ? fwrite(data, 1, size, f) : 0;
+    int write_errno = errno;
+    /* fclose flushes, so it can be the call that reports a full disk. */
+    int closed = fclose(f);
+    if (put != size || closed != 0) {
+        if (put == size) write_errno = errno;
+        remove(path);
+        return vka_error_set(error, VKATTN_ERROR_IO, "%s: write failed after %zu of %zu bytes: %s", path, put,
+                             size, strerror(write_errno));
+    }
+    return VKATTN_OK;
+}
+
+void vka_io_error_in_file(vkattn_error *error, const char *path)
+{
+    if (!error || error->status == VKATTN_OK || !path) return;
+    char message[sizeof error->message];
+    memcpy(message, error->message, sizeof message);
+    message[sizeof message - 1] = '\0';
+    vka_error_set(error, error->status, "%s: %s", path, message);
+}
+
+const char *vka_io_quote(char *dst, size_t cap, const void *src, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *s = src;
+    size_t out = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = s[i];
+        size_t need = (c >= 0x20 && c < 0x7F && c != '\\') ? 1 : (c == '\\' ? 2 : 4);
+        /* Keep room for "..." and the terminator. */
+        if (out + need + 4 > cap) {
+            memcpy(dst + out, "...", 4);
+            return dst;
+        }
+        if (need == 1) {
+            dst[out++] = (char)c;
+        } else if (need == 2) {
+            dst[out++] = '\\';
+            dst[out++] = '\\';
+        } else {
+            dst[out++] = '\\';
+            dst[out++] = 'x';
+            dst[out++] = hex[c >> 4];
+            dst[out++] = hex[c & 15];
+        }
+    }
+    dst[out] = '\0';
+    return dst;
+}
+
+const char *vka_io_format_shape(char *dst, size_t cap, const uint32_t *dims, uint32_t rank)
+{
+    size_t out = 0;
+    dst[0] = '\0';
+    for (uint32_t i = 0; i <= rank && out < cap; i++) {
+        int n;
+        if (i == rank)
+            n = snprintf(dst + out, cap - out, "%s)", rank ? "" : "(");
+        else
+            n = snprintf(dst + out, cap - out, "%s%u", i ? ", " : "(", (unsigned)dims[i]);
+        if (n < 0) break;
+        out += (size_t)n;
+    }
+    return dst;
+}

@@ -1,0 +1,89 @@
+/* File readers and writers: .npy arrays and safetensors weights.
+ *
+ * The public calls (vkattn_npy_read, vkattn_weight_file_load, ...) read a whole file with
+ * vka_read_file and hand the bytes to a parser that works on memory only; the parsers are what the
+ * tests and fuzz targets call. Parsers trust nothing in their input: every length, offset and shape
+ * product is checked, and every failure is VKATTN_ERROR_FORMAT with a message that names the field
+ * (VKATTN_ERROR_NOT_FOUND when a well-formed weight file lacks a tensor the layer needs;
+ * VKATTN_ERROR_OUT_OF_HOST_MEMORY when an allocation fails). Messages from the memory parsers do not
+ * know the file name; the public calls prefix it ("path: npy header: ...").
+ *
+ * Decisions that callers can see:
+ *   - .npy: bytes after the array data are an error (numpy never writes them). Header whitespace and
+ *     a trailing comma in the dict or shape tuple are accepted, as Python accepts them; unknown keys,
+ *     duplicate keys and a rank-1 shape without its comma ("(3)" is not a tuple) are not.
+ *     |b1 values other than 0 and 1 load as 1; vka_npy_encode writes BOOL arrays as 0/1 too.
+ *     Dimensions of 0 are accepted (bytes = 0, data still points to a valid allocation).
+ *   - safetensors: follows the format's own rules: the tensors' data_offsets must tile the byte
+ *     buffer exactly (no holes, no overlap, no trailing bytes), names are unique, the header is at
+ *     most 100,000,000 bytes of UTF-8 JSON, nested at most VKA_JSON_MAX_DEPTH deep. Tensors that are
+ *     not part of the attention layer are checked for consistent offsets and then ignored, whatever
+ *     their dtype. See safetensors.c for how a name prefix is found.
+ */
+#ifndef VKA_IO_H
+#define VKA_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vkattn.h"
+
+/* The largest file vkattn_npy_read and vkattn_weight_file_load read: 4 GiB (less where size_t is
+ * 32 bits wide). */
+#if SIZE_MAX > 0xFFFFFFFFu
+#define VKA_IO_MAX_FILE_BYTES ((size_t)4 << 30)
+#else
+#define VKA_IO_MAX_FILE_BYTES ((size_t)0xFFFFFFFFu - 1)
+#endif
+
+/* The largest safetensors JSON header accepted (the same limit as the reference implementation). */
+#define VKA_SAFETENSORS_MAX_HEADER_BYTES ((uint64_t)100000000u)
+
+/* ---- whole files (file.c) ---------------------------------------------------------------------- */
+
+/* Reads the whole file at `path` into a new buffer (*out_data, freed by the caller with free();
+ * never NULL on success, even for an empty file). Files larger than `max_bytes` are refused with
+ * VKATTN_ERROR_IO before they are read in full; open and read errors are VKATTN_ERROR_IO. */
+vkattn_status vka_read_file(const char *path, size_t max_bytes, uint8_t **out_data, size_t *out_size,
+                            vkattn_error *error);
+/* Writes `size` bytes to `path`, replacing the file. A failed write removes the partial file. */
+vkattn_status vka_write_file(const char *path, const uint8_t *data, size_t size, vkattn_error *error);
+
+/* If `error` holds a failure, rewrites its message as "<path>: <message>". */
+void vka_io_error_in_file(vkattn_error *error, const char *path);
+/* Writes `len` bytes of untrusted text to `dst` (capacity `cap`, at least 8) as printable ASCII:
+ * other bytes become \xNN, and text that does not fit ends in "...". Returns dst. */
+const char *vka_io_quote(char *dst, size_t cap, const void *src, size_t len);
+/* Writes "(d0, d1, ...)" ("()" for rank 0) to `dst`. Returns dst. */
+const char *vka_io_format_shape(char *dst, size_t cap, const uint32_t *dims, uint32_t rank);
+
+/* ---- .npy (npy.c) ------------------------------------------------------------------------------ */
+
+/* Parses a whole .npy file held in memory. The rules are vkattn_npy_read's; on success *out holds
+ * a new allocation (free it with vkattn_array_free), on failure *out is untouched. */
+vkattn_status vka_npy_parse(const uint8_t *data, size_t size, vkattn_array *out, vkattn_error *error);
+/* Encodes `array` as a version 1.0 .npy file in a new buffer (freed by the caller with free()):
+ * F32 as <f4, F16 as <f2, BOOL as |b1 (0/1), I32 as <i4; the data starts at a multiple of 64 bytes.
+ * A NULL or inconsistent array (bytes != product(dims) * dtype size) is VKATTN_ERROR_INVALID_ARGUMENT. */
+vkattn_status vka_npy_encode(const vkattn_array *array, uint8_t **out_data, size_t *out_size,
+                             vkattn_error *error);
+
+/* ---- safetensors (safetensors.c) --------------------------------------------------------------- */
+
+/* Parses a whole safetensors file held in memory; the rules are vkattn_weight_file_load's. The
+ * result copies what it needs: `data` may be freed afterwards. */
+vkattn_status vka_weight_file_parse(const uint8_t *data, size_t size, vkattn_weight_file **out,
+                                    vkattn_error *error);
+
+/* ---- 16-bit floats (half.c) -------------------------------------------------------------------- */
+
+/* IEEE binary16 to float32: exact, including subnormals, infinities and NaN payloads. */
+float vka_f16_to_f32(uint16_t h);
+/* float32 to binary16, rounding to nearest even; overflow gives infinity, NaN stays a (quiet) NaN. */
+uint16_t vka_f32_to_f16(float f);
+/* bfloat16 (the top 16 bits of a float32) to float32: exact. */
+float vka_bf16_to_f32(uint16_t b);
+/* float32 to bfloat16, rounding to nearest even; NaN stays a (quiet) NaN. */
+uint16_t vka_f32_to_bf16(float f);
+
+#endif
