@@ -355,6 +355,73 @@ vkattn_status vkattn_reference_forward(const vkattn_layer_desc *layer, const vka
                                        const vkattn_host_forward_desc *desc, vkattn_error *error);
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Profiling and cost model                                                                        */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* The stages a forward's GPU time is reported in. */
+typedef enum vkattn_stage {
+    VKATTN_STAGE_QKV_PROJECTION = 0, /* the Q/K/V input projections (one fused matmul for self-attention) */
+    VKATTN_STAGE_SCORES = 1,         /* Q·K^T·scale + masks (unfused) */
+    VKATTN_STAGE_SOFTMAX = 2,        /* row softmax (unfused) */
+    VKATTN_STAGE_AVERAGE_HEADS = 3,  /* head-averaged attention weights */
+    VKATTN_STAGE_PV = 4,             /* P·V into the concatenated heads (unfused) */
+    VKATTN_STAGE_OUT_PROJECTION = 5, /* ctx·W_O^T + b_O */
+    VKATTN_STAGE_FUSED = 6,          /* the fused attention kernel */
+    VKATTN_STAGE_COUNT = 7
+} vkattn_stage;
+
+/* "qkv_projection", "scores", "softmax", "average_heads", "pv", "out_projection", "fused". */
+const char *vkattn_stage_name(vkattn_stage stage);
+
+/* What the last forward of a layer did. */
+typedef struct vkattn_forward_stats {
+    vkattn_path path;            /* the path that ran (AUTO resolved) */
+    uint32_t dispatches;         /* compute dispatches recorded */
+    uint32_t submits;            /* queue submissions (1 for a device forward) */
+    uint32_t chunks;             /* chunks of score rows (unfused path) */
+    uint64_t workspace_bytes;    /* the layer's workspace this forward needed */
+    /* Host side, always measured: recording, and submit + wait for the fence. */
+    double record_ms, submit_wait_ms;
+    /* GPU side, only with profiling on and a device with timestamps (`timed` = 1). */
+    int timed;
+    double gpu_ms;                          /* first to last timestamp of the forward */
+    double stage_ms[VKATTN_STAGE_COUNT];    /* per stage; they add up to gpu_ms */
+} vkattn_forward_stats;
+
+/* Turns per-stage GPU timestamps on or off for later forwards (off by default: the default path
+ * records no queries). VKATTN_ERROR_UNSUPPORTED if the device's queue has no timestamps. */
+vkattn_status vkattn_layer_set_profiling(vkattn_layer *layer, int enabled);
+/* Statistics of the layer's last successful device forward (zeros before the first). */
+vkattn_status vkattn_layer_last_stats(const vkattn_layer *layer, vkattn_forward_stats *out);
+
+/* The work of one forward, per stage: FLOPs by the one formula benchmarks and tests share,
+ *   projections 2·B·(L·E·E + S·kdim·E + S·vdim·E + L·E·E), attention 4·B·H·L·S·D
+ * (scores and P·V take half each, softmax counts none), and the bytes a stage must at least
+ * read and write (activations in the layer's storage dtype, weights read once). */
+typedef struct vkattn_cost {
+    double flops[VKATTN_STAGE_COUNT];
+    double bytes[VKATTN_STAGE_COUNT];
+    double total_flops, total_bytes;
+} vkattn_cost;
+
+/* Fills `out` for a layer description and shapes (B, L, S; S = 0 means L) on `path`
+ * (UNFUSED: scores/softmax/P·V stages; FUSED: one fused stage; AUTO counts as UNFUSED).
+ * `weights` is 0 (none), 1 (per head) or 2 (averaged). */
+vkattn_status vkattn_forward_cost(const vkattn_layer_desc *layer, uint32_t batch, uint32_t query_len,
+                                  uint32_t key_len, vkattn_path path, int weights, vkattn_cost *out);
+
+/* The device's own ceilings, measured with microkernels (see `vkattn peak`). */
+typedef struct vkattn_peak {
+    double fp32_gflops;      /* vec4 FMA chains, 2 FLOPs per FMA */
+    double fp16_gflops;      /* the same in float16 arithmetic; 0 without shaderFloat16 */
+    double bandwidth_gbs;    /* a large buffer-to-buffer copy, bytes read + written per second */
+    double fp32_ms, fp16_ms, bandwidth_ms; /* the timed runs behind each figure */
+} vkattn_peak;
+
+/* Runs the microkernels for about `seconds` in total (0 = 1 s) and fills `out`. Needs timestamps. */
+vkattn_status vkattn_measure_peak(vkattn_context *ctx, double seconds, vkattn_peak *out);
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Files: .npy arrays and safetensors weights                                                      */
 /* ---------------------------------------------------------------------------------------------- */
 

@@ -93,6 +93,13 @@ VKA_STRUCT(vka_average_push) {
     uint32_t group_count;
 } VKA_STRUCT_END(vka_average_push)
 
+/* peak_fma.comp and peak_copy.comp: the microkernels behind vkattn_measure_peak. */
+VKA_STRUCT(vka_peak_push) {
+    uint32_t iterations; /* FMA loop trips */
+    uint32_t count;      /* vec4 elements to copy */
+    float multiplier, addend;
+} VKA_STRUCT_END(vka_peak_push)
+
 #ifdef VKA_GLSL
 /* The linear workgroup index of a folded 3-d grid. */
 uint vka_group_index()

@@ -17,7 +17,7 @@ static vka_plan_limits lavapipe_limits(void)
     return l;
 }
 
-static uint32_t count_kind(const vka_plan *plan, vka_stage stage)
+static uint32_t count_kind(const vka_plan *plan, vkattn_stage stage)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < plan->step_count; i++)
@@ -51,7 +51,7 @@ static void test_cross_attention(void)
     vka_plan plan = {0};
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(plan.fused_qkv == 0);
-    CHECK(count_kind(&plan, VKA_STAGE_PROJECTION_IN) == 3);
+    CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) == 3);
     CHECK(plan.steps[1].push.matmul.K == 24 && plan.steps[1].bindings[1] == VKA_ROLE_W_K);
     CHECK(plan.steps[2].push.matmul.K == 40 && plan.steps[2].bindings[1] == VKA_ROLE_W_V);
     CHECK(plan.workspace_bytes[VKA_ROLE_K_PROJ] == 2ull * 17 * 32 * 4);
@@ -65,7 +65,7 @@ static void check_chunk_cover(const vka_problem *p, const vka_plan *plan)
     unsigned char *seen = calloc((size_t)BH * p->L, 1);
     for (uint32_t s = 0; s < plan->step_count; s++) {
         const vka_step *st = &plan->steps[s];
-        if (st->stage != VKA_STAGE_SCORES) continue;
+        if (st->stage != VKATTN_STAGE_SCORES) continue;
         const vka_scores_push *sp = &st->push.scores;
         for (uint32_t bh = sp->bh_begin; bh < sp->bh_begin + sp->bh_count; bh++)
             for (uint32_t i = sp->i_begin; i < sp->i_begin + sp->i_count; i++) seen[(size_t)bh * p->L + i]++;
@@ -116,7 +116,7 @@ static void test_averaged_weights(void)
     vka_plan plan = {0};
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(plan.chunks == 4);
-    CHECK(count_kind(&plan, VKA_STAGE_AVERAGE) == 4);
+    CHECK(count_kind(&plan, VKATTN_STAGE_AVERAGE_HEADS) == 4);
     CHECK(plan.steps[1].kind == VKA_STEP_ZERO); /* zeroed after the projection, before any chunk */
     check_chunk_cover(&p, &plan);
     vka_plan_free(&plan);
@@ -146,7 +146,7 @@ static void test_limits(void)
     l.scores_budget_bytes = 1u << 20;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_OK);
     CHECK(plan.fused_qkv == 0);
-    CHECK(count_kind(&plan, VKA_STAGE_PROJECTION_IN) == 3);
+    CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) == 3);
     vka_plan_free(&plan);
 }
 

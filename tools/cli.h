@@ -11,6 +11,8 @@
 int cmd_info(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_peak(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* A tiny option scanner: `--name value` and `--flag`. Unknown options are usage errors. */
 typedef struct cli_args {

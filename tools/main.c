@@ -14,6 +14,7 @@ static const subcommand subcommands[] = {
     {"info", cmd_info, "list Vulkan devices, their limits, and which one is the default"},
     {"demo", cmd_demo, "run a forward on random data on the GPU and check it against the CPU path"},
     {"run", cmd_run, "run a forward on .npy inputs with safetensors weights"},
+    {"peak", cmd_peak, "measure this device's fp32/fp16 FMA throughput and memory bandwidth"},
 };
 
 static void usage(FILE *out)

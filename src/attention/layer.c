@@ -160,6 +160,7 @@ void vkattn_layer_destroy(vkattn_layer *layer)
     /* A forward always waits for its fence, so nothing of this layer is still running. */
     for (int s = 0; s < VKA_HOST_SLOT_COUNT; s++) vkattn_tensor_destroy(layer->host_io[s]);
     vka_plan_free(&layer->plan);
+    if (layer->query_pool) ctx->vk.vkDestroyQueryPool(ctx->device, layer->query_pool, NULL);
     if (layer->descriptor_pool) ctx->vk.vkDestroyDescriptorPool(ctx->device, layer->descriptor_pool, NULL);
     if (layer->fence) ctx->vk.vkDestroyFence(ctx->device, layer->fence, NULL);
     if (layer->command_pool) ctx->vk.vkDestroyCommandPool(ctx->device, layer->command_pool, NULL);
@@ -171,4 +172,21 @@ void vkattn_layer_destroy(vkattn_layer *layer)
 void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out)
 {
     if (layer && out) *out = layer->desc;
+}
+
+vkattn_status vkattn_layer_set_profiling(vkattn_layer *layer, int enabled)
+{
+    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
+    if (enabled && !layer->ctx->caps.timestamps)
+        return vka_fail(layer->ctx, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" has no timestamps on its compute queue",
+                        layer->ctx->info.name);
+    layer->profiling = enabled != 0;
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_layer_last_stats(const vkattn_layer *layer, vkattn_forward_stats *out)
+{
+    if (!layer || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
+    *out = layer->stats;
+    return VKATTN_OK;
 }

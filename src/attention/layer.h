@@ -37,6 +37,11 @@ struct vkattn_layer {
     uint32_t descriptor_sets;     /* sets the pool was made for */
 
     vka_plan plan;                /* reused across forwards */
+
+    int profiling;                /* record a timestamp around every step */
+    VkQueryPool query_pool;
+    uint32_t query_capacity;
+    vkattn_forward_stats stats;   /* of the last successful device forward */
     vkattn_tensor *host_io[VKA_HOST_SLOT_COUNT];
 };
 

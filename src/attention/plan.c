@@ -14,16 +14,6 @@
 #define VKA_SOFTMAX_WG 64u
 #define VKA_AVERAGE_WG 64u
 
-const char *vka_stage_name(vka_stage stage)
-{
-    static const char *const names[VKA_STAGE_COUNT] = {
-        [VKA_STAGE_PROJECTION_IN] = "qkv_projection", [VKA_STAGE_SCORES] = "scores",
-        [VKA_STAGE_SOFTMAX] = "softmax",              [VKA_STAGE_AVERAGE] = "average_heads",
-        [VKA_STAGE_PV] = "pv",                        [VKA_STAGE_PROJECTION_OUT] = "out_projection",
-    };
-    return (unsigned)stage < VKA_STAGE_COUNT ? names[stage] : "unknown";
-}
-
 static uint32_t ceil_div(uint32_t a, uint32_t b) { return a / b + (a % b != 0); }
 
 int vka_fold_groups(uint64_t total, const uint32_t max[3], uint32_t out[3])
@@ -59,7 +49,7 @@ static vkattn_status push_step(builder *b, const vka_step *step, uint64_t groups
     if (s.kind == VKA_STEP_DISPATCH && !vka_fold_groups(groups, b->limits->max_group_count, s.groups))
         return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                              "stage %s needs %llu workgroups, more than this device's maxComputeWorkGroupCount allows",
-                             vka_stage_name(s.stage), (unsigned long long)groups);
+                             vkattn_stage_name(s.stage), (unsigned long long)groups);
     plan->steps[plan->step_count++] = s;
     return VKATTN_OK;
 }
@@ -82,7 +72,7 @@ static vkattn_status reserve_workspace(builder *b, vka_role role, const char *wh
 
 /* C(M,N) = A(M,K) · W(N,K)^T + bias: one matmul step. */
 typedef struct matmul_args {
-    vka_stage stage;
+    vkattn_stage stage;
     vka_role a, w, bias, c;
     uint32_t M, N, K;
     uint32_t a_offset, lda, w_offset, bias_offset, c_offset, ldc;
@@ -130,7 +120,7 @@ static vkattn_status add_input_projections(builder *b, qkv_layout *out)
     b->plan->fused_qkv = p->self_attention && fused_bytes <= b->limits->max_storage_buffer_range;
     if (b->plan->fused_qkv) {
         VKA_TRY(reserve_workspace(b, VKA_ROLE_QKV, "the fused Q/K/V projection", fused_bytes));
-        matmul_args m = {VKA_STAGE_PROJECTION_IN, VKA_ROLE_QUERY, VKA_ROLE_W_IN, bias, VKA_ROLE_QKV,
+        matmul_args m = {VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QUERY, VKA_ROLE_W_IN, bias, VKA_ROLE_QKV,
                          p->B * p->L, 3 * E, E, 0, E, 0, 0, 0, 3 * E, 0};
         VKA_TRY(add_matmul(b, &m));
         *out = (qkv_layout){VKA_ROLE_QKV, VKA_ROLE_QKV, VKA_ROLE_QKV, 0, 3 * E, E, 3 * E, 2 * E, 3 * E};
@@ -142,11 +132,11 @@ static vkattn_status add_input_projections(builder *b, qkv_layout *out)
     VKA_TRY(reserve_workspace(b, VKA_ROLE_V_PROJ, "the V projection", (uint64_t)p->B * p->S * E * f));
     /* Packed weights: W_Q, W_K, W_V are row blocks of one (3E,E) matrix. */
     int packed = c->packed_in_proj;
-    matmul_args q = {VKA_STAGE_PROJECTION_IN, VKA_ROLE_QUERY, VKA_ROLE_W_IN, bias, VKA_ROLE_QKV,
+    matmul_args q = {VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QUERY, VKA_ROLE_W_IN, bias, VKA_ROLE_QKV,
                      p->B * p->L, E, E, 0, E, 0, 0, 0, E, 0};
-    matmul_args k = {VKA_STAGE_PROJECTION_IN, VKA_ROLE_KEY, packed ? VKA_ROLE_W_IN : VKA_ROLE_W_K, bias,
+    matmul_args k = {VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_KEY, packed ? VKA_ROLE_W_IN : VKA_ROLE_W_K, bias,
                      VKA_ROLE_K_PROJ, p->B * p->S, E, c->kdim, 0, c->kdim, packed ? E * E : 0, E, 0, E, 0};
-    matmul_args v = {VKA_STAGE_PROJECTION_IN, VKA_ROLE_VALUE, packed ? VKA_ROLE_W_IN : VKA_ROLE_W_V, bias,
+    matmul_args v = {VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_VALUE, packed ? VKA_ROLE_W_IN : VKA_ROLE_W_V, bias,
                      VKA_ROLE_V_PROJ, p->B * p->S, E, c->vdim, 0, c->vdim, packed ? 2 * E * E : 0, 2 * E, 0, E, 0};
     VKA_TRY(add_matmul(b, &q));
     VKA_TRY(add_matmul(b, &k));
@@ -181,7 +171,7 @@ static vkattn_status add_chunk(builder *b, const qkv_layout *qkv, vka_role probs
     const vka_layer_config *c = &p->cfg;
     vkattn_status status;
 
-    vka_step scores = {.kind = VKA_STEP_DISPATCH, .stage = VKA_STAGE_SCORES, .kernel = VKA_KERNEL_SCORES,
+    vka_step scores = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_SCORES, .kernel = VKA_KERNEL_SCORES,
                        .barrier_before = 1};
     scores.spec[VKA_SPEC_TILE_A] = VKA_TILE;
     scores.spec[VKA_SPEC_TILE_B] = VKA_TILE;
@@ -209,7 +199,7 @@ static vkattn_status add_chunk(builder *b, const qkv_layout *qkv, vka_role probs
     VKA_TRY(push_step(b, &scores, groups));
 
     uint32_t rows = ch->bh_count * ch->i_count;
-    vka_step softmax = {.kind = VKA_STEP_DISPATCH, .stage = VKA_STAGE_SOFTMAX, .kernel = VKA_KERNEL_SOFTMAX,
+    vka_step softmax = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_SOFTMAX, .kernel = VKA_KERNEL_SOFTMAX,
                         .barrier_before = 1, .binding_count = 1};
     softmax.spec[VKA_SPEC_WG_SIZE] = VKA_SOFTMAX_WG;
     softmax.bindings[0] = probs;
@@ -219,7 +209,7 @@ static vkattn_status add_chunk(builder *b, const qkv_layout *qkv, vka_role probs
     if (p->weights == VKA_WEIGHTS_AVERAGED) {
         uint32_t b_begin = ch->bh_begin / c->H, b_end = (ch->bh_begin + ch->bh_count - 1) / c->H;
         uint64_t items = (uint64_t)(b_end - b_begin + 1) * ch->i_count * p->S_ext;
-        vka_step avg = {.kind = VKA_STEP_DISPATCH, .stage = VKA_STAGE_AVERAGE, .kernel = VKA_KERNEL_AVERAGE_HEADS,
+        vka_step avg = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_AVERAGE_HEADS, .kernel = VKA_KERNEL_AVERAGE_HEADS,
                         .barrier_before = 1, .binding_count = 2};
         avg.spec[VKA_SPEC_WG_SIZE] = VKA_AVERAGE_WG;
         avg.bindings[0] = probs, avg.bindings[1] = VKA_ROLE_WEIGHTS;
@@ -233,7 +223,7 @@ static vkattn_status add_chunk(builder *b, const qkv_layout *qkv, vka_role probs
         VKA_TRY(push_step(b, &avg, avg_groups));
     }
 
-    vka_step pv = {.kind = VKA_STEP_DISPATCH, .stage = VKA_STAGE_PV, .kernel = VKA_KERNEL_PV, .barrier_before = 1,
+    vka_step pv = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_PV, .kernel = VKA_KERNEL_PV, .barrier_before = 1,
                    .binding_count = 4};
     pv.spec[VKA_SPEC_TILE_A] = VKA_TILE;
     pv.spec[VKA_SPEC_TILE_B] = VKA_TILE;
@@ -270,7 +260,7 @@ static vkattn_status add_attention(builder *b, const qkv_layout *qkv)
     }
     if (p->weights == VKA_WEIGHTS_AVERAGED) {
         VKA_TRY(check_range(b, "the averaged attention weights", (uint64_t)p->B * p->L * row_bytes));
-        vka_step zero = {.kind = VKA_STEP_ZERO, .stage = VKA_STAGE_AVERAGE, .binding_count = 1};
+        vka_step zero = {.kind = VKA_STEP_ZERO, .stage = VKATTN_STAGE_AVERAGE_HEADS, .binding_count = 1};
         zero.bindings[0] = VKA_ROLE_WEIGHTS;
         VKA_TRY(push_step(b, &zero, 0));
     }
@@ -341,7 +331,7 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
     VKA_TRY(check_bound_tensors(&b));
     VKA_TRY(add_input_projections(&b, &qkv));
     VKA_TRY(add_attention(&b, &qkv));
-    matmul_args out = {VKA_STAGE_PROJECTION_OUT, VKA_ROLE_CTX, VKA_ROLE_W_OUT,
+    matmul_args out = {VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_CTX, VKA_ROLE_W_OUT,
                        p->cfg.bias ? VKA_ROLE_B_OUT : VKA_ROLE_NONE, VKA_ROLE_OUTPUT,
                        p->B * p->L, p->cfg.E, p->cfg.E, 0, p->cfg.E, 0, 0, 0, p->cfg.E, 1};
     VKA_TRY(add_matmul(&b, &out));

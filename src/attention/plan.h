@@ -53,19 +53,6 @@ typedef enum vka_role {
 
 #define VKA_FIRST_WORKSPACE_ROLE VKA_ROLE_QKV
 
-/* The stages a forward's time is reported in. */
-typedef enum vka_stage {
-    VKA_STAGE_PROJECTION_IN,
-    VKA_STAGE_SCORES,
-    VKA_STAGE_SOFTMAX,
-    VKA_STAGE_AVERAGE,
-    VKA_STAGE_PV,
-    VKA_STAGE_PROJECTION_OUT,
-    VKA_STAGE_COUNT
-} vka_stage;
-
-const char *vka_stage_name(vka_stage stage);
-
 typedef enum vka_step_kind {
     VKA_STEP_DISPATCH,
     VKA_STEP_ZERO /* fill bindings[0] with zeros (vkCmdFillBuffer) */
@@ -73,7 +60,7 @@ typedef enum vka_step_kind {
 
 typedef struct vka_step {
     vka_step_kind kind;
-    vka_stage stage;
+    vkattn_stage stage;
     vka_kernel kernel;
     uint32_t spec[VKA_MAX_SPEC];
     vka_role bindings[VKA_MAX_BINDINGS];

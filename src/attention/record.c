@@ -1,7 +1,9 @@
 /* Turning a plan into one command buffer: bind, push, dispatch, barrier; then one submit and one
  * wait. Descriptor sets come from a per-layer pool that is reset at the start of every forward. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "attention/layer.h"
 
@@ -94,7 +96,7 @@ static vkattn_status record_dispatch(vkattn_layer *layer, const vka_step *step, 
     vkattn_status status = VKATTN_OK;
     if (step->binding_count != pipeline->bindings.count)
         return vka_fail(ctx, VKATTN_ERROR_VULKAN, "internal: stage %s binds %u buffers, its kernel declares %u",
-                        vka_stage_name(step->stage), step->binding_count, pipeline->bindings.count);
+                        vkattn_stage_name(step->stage), step->binding_count, pipeline->bindings.count);
     VkDescriptorSetAllocateInfo alloc = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
         .descriptorPool = layer->descriptor_pool,
@@ -128,6 +130,56 @@ fail:
     return status;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* One timestamp before the first step and one after each: step k took ts[k+1] - ts[k]. */
+static vkattn_status prepare_query_pool(vkattn_layer *layer, uint32_t queries)
+{
+    vkattn_context *ctx = layer->ctx;
+    vkattn_status status = VKATTN_OK;
+    if (layer->query_pool && layer->query_capacity >= queries) return VKATTN_OK;
+    if (layer->query_pool) ctx->vk.vkDestroyQueryPool(ctx->device, layer->query_pool, NULL);
+    layer->query_pool = VK_NULL_HANDLE;
+    layer->query_capacity = 0;
+    VkQueryPoolCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+        .queryType = VK_QUERY_TYPE_TIMESTAMP,
+        .queryCount = queries,
+    };
+    VKA_VK(ctx, ctx->vk.vkCreateQueryPool(ctx->device, &info, NULL, &layer->query_pool));
+    layer->query_capacity = queries;
+fail:
+    return status;
+}
+
+/* Reads the timestamps after the fence and attributes each step's time to its stage. */
+static vkattn_status read_timestamps(vkattn_layer *layer, const vka_plan *plan, vkattn_forward_stats *stats)
+{
+    vkattn_context *ctx = layer->ctx;
+    vkattn_status status = VKATTN_OK;
+    uint32_t n = plan->step_count + 1;
+    uint64_t *ticks = malloc(n * sizeof *ticks);
+    if (!ticks) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory reading timestamps");
+    VKA_VK(ctx, ctx->vk.vkGetQueryPoolResults(ctx->device, layer->query_pool, 0, n, n * sizeof *ticks, ticks,
+                                              sizeof *ticks, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+    uint64_t mask = ctx->caps.timestamp_valid_bits >= 64 ? ~0ull : (1ull << ctx->caps.timestamp_valid_bits) - 1;
+    double to_ms = ctx->caps.timestamp_period_ns * 1e-6;
+    for (uint32_t k = 0; k < plan->step_count; k++) {
+        uint64_t dt = ((ticks[k + 1] & mask) - (ticks[k] & mask)) & mask;
+        stats->stage_ms[plan->steps[k].stage] += (double)dt * to_ms;
+    }
+    stats->gpu_ms = (double)(((ticks[n - 1] & mask) - (ticks[0] & mask)) & mask) * to_ms;
+    stats->timed = 1;
+fail:
+    free(ticks);
+    return status;
+}
+
 static vkattn_status record_plan(vkattn_layer *layer, const vka_plan *plan, const vka_buffer *const bound[VKA_ROLE_COUNT])
 {
     vkattn_context *ctx = layer->ctx;
@@ -139,16 +191,23 @@ static vkattn_status record_plan(vkattn_layer *layer, const vka_plan *plan, cons
         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
     };
     VKA_VK(ctx, ctx->vk.vkBeginCommandBuffer(cmd, &begin));
+    const int timed = layer->profiling;
+    const VkPipelineStageFlagBits after_all = VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT;
+    if (timed) {
+        ctx->vk.vkCmdResetQueryPool(cmd, layer->query_pool, 0, plan->step_count + 1);
+        ctx->vk.vkCmdWriteTimestamp(cmd, after_all, layer->query_pool, 0);
+    }
     for (uint32_t i = 0; i < plan->step_count; i++) {
         const vka_step *step = &plan->steps[i];
         if (step->barrier_before) record_barrier(ctx, cmd);
         if (step->kind == VKA_STEP_ZERO) {
             ctx->vk.vkCmdFillBuffer(cmd, bound[step->bindings[0]]->buffer, 0, VK_WHOLE_SIZE, 0);
-            continue;
+        } else {
+            const vka_pipeline *pipeline;
+            VKA_TRY(vka_pipeline_get(ctx, step->kernel, step->spec, &pipeline));
+            VKA_TRY(record_dispatch(layer, step, pipeline, bound));
         }
-        const vka_pipeline *pipeline;
-        VKA_TRY(vka_pipeline_get(ctx, step->kernel, step->spec, &pipeline));
-        VKA_TRY(record_dispatch(layer, step, pipeline, bound));
+        if (timed) ctx->vk.vkCmdWriteTimestamp(cmd, after_all, layer->query_pool, i + 1);
     }
     VKA_VK(ctx, ctx->vk.vkEndCommandBuffer(cmd));
 fail:
@@ -175,12 +234,19 @@ vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, const vka
             vka_role role = step->bindings[j];
             if (role != VKA_ROLE_NONE && bound[role] == &ctx->dummy)
                 return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "internal: stage %s needs buffer %s, which is missing",
-                                vka_stage_name(step->stage), role_name(role));
+                                vkattn_stage_name(step->stage), role_name(role));
         }
     }
 
     VKA_TRY(prepare_descriptor_pool(layer, &layer->plan));
+    if (layer->profiling) VKA_TRY(prepare_query_pool(layer, layer->plan.step_count + 1));
+    vkattn_forward_stats stats = {.path = layer->plan.path, .submits = 1, .chunks = layer->plan.chunks,
+                                  .workspace_bytes = vka_plan_workspace_total(&layer->plan)};
+    for (uint32_t i = 0; i < layer->plan.step_count; i++) stats.dispatches += layer->plan.steps[i].kind == VKA_STEP_DISPATCH;
+
+    double t0 = now_ms();
     VKA_TRY(record_plan(layer, &layer->plan, bound));
+    double t1 = now_ms();
     VkSubmitInfo submit = {
         .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
         .commandBufferCount = 1,
@@ -189,6 +255,10 @@ vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, const vka
     VKA_VK(ctx, ctx->vk.vkResetFences(ctx->device, 1, &layer->fence));
     VKA_VK(ctx, ctx->vk.vkQueueSubmit(ctx->queue, 1, &submit, layer->fence));
     VKA_TRY(vka_wait_fence(ctx, layer->fence, "a forward"));
+    stats.record_ms = t1 - t0;
+    stats.submit_wait_ms = now_ms() - t1;
+    if (layer->profiling) VKA_TRY(read_timestamps(layer, &layer->plan, &stats));
+    layer->stats = stats;
 fail:
     return status;
 }

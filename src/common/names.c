@@ -66,3 +66,14 @@ const char *vkattn_path_name(vkattn_path path)
     }
     return "unknown";
 }
+
+const char *vkattn_stage_name(vkattn_stage stage)
+{
+    static const char *const names[VKATTN_STAGE_COUNT] = {
+        [VKATTN_STAGE_QKV_PROJECTION] = "qkv_projection", [VKATTN_STAGE_SCORES] = "scores",
+        [VKATTN_STAGE_SOFTMAX] = "softmax",               [VKATTN_STAGE_AVERAGE_HEADS] = "average_heads",
+        [VKATTN_STAGE_PV] = "pv",                         [VKATTN_STAGE_OUT_PROJECTION] = "out_projection",
+        [VKATTN_STAGE_FUSED] = "fused",
+    };
+    return (unsigned)stage < VKATTN_STAGE_COUNT ? names[stage] : "unknown";
+}

@@ -243,8 +243,14 @@ static vkattn_status create_device(vkattn_context *ctx)
         .queueCount = 1,
         .pQueuePriorities = &priority,
     };
+    /* float16 arithmetic is core in Vulkan 1.2 (the peak microkernel uses it where present). */
+    VkPhysicalDeviceShaderFloat16Int8Features float16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+        .shaderFloat16 = ctx->info.shader_float16 ? VK_TRUE : VK_FALSE,
+    };
     VkPhysicalDevice16BitStorageFeatures storage16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .pNext = ctx->info.api_version >= VK_API_VERSION_1_2 ? &float16 : NULL,
         .storageBuffer16BitAccess = ctx->caps.storage_16bit ? VK_TRUE : VK_FALSE,
     };
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &storage16};

@@ -22,6 +22,7 @@ typedef struct vka_device_caps {
     int storage_16bit;
     int unified_memory; /* device-local memory is also host-visible and coherent (CPU, integrated) */
     int timestamps;     /* the queue family can write timestamps */
+    uint32_t timestamp_valid_bits;
     float timestamp_period_ns;
 } vka_device_caps;
 

@@ -137,6 +137,7 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
         caps->unified_memory = any_local && unified &&
                                (info->type == VKATTN_DEVICE_CPU || info->type == VKATTN_DEVICE_INTEGRATED_GPU);
         caps->timestamps = info->timestamp_period_ns > 0.0f;
+        caps->timestamp_valid_bits = timestamp_bits;
         caps->timestamp_period_ns = info->timestamp_period_ns;
     }
 }

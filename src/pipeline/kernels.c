@@ -11,6 +11,7 @@ _Static_assert(sizeof(vka_scores_push) == 20 * 4, "vka_scores_push has padding")
 _Static_assert(sizeof(vka_softmax_push) == 3 * 4, "vka_softmax_push has padding");
 _Static_assert(sizeof(vka_pv_push) == 16 * 4, "vka_pv_push has padding");
 _Static_assert(sizeof(vka_average_push) == 11 * 4, "vka_average_push has padding");
+_Static_assert(sizeof(vka_peak_push) == 4 * 4, "vka_peak_push has padding");
 _Static_assert(sizeof(vka_scores_push) <= 128 && sizeof(vka_pv_push) <= 128, "push constants over 128 bytes");
 
 static const vka_kernel_info kernels[VKA_KERNEL_COUNT] = {
@@ -19,6 +20,9 @@ static const vka_kernel_info kernels[VKA_KERNEL_COUNT] = {
     [VKA_KERNEL_SOFTMAX] = {"softmax", sizeof(vka_softmax_push)},
     [VKA_KERNEL_PV] = {"attn_pv", sizeof(vka_pv_push)},
     [VKA_KERNEL_AVERAGE_HEADS] = {"average_heads", sizeof(vka_average_push)},
+    [VKA_KERNEL_PEAK_FMA_F32] = {"peak_fma_f32", sizeof(vka_peak_push)},
+    [VKA_KERNEL_PEAK_FMA_F16] = {"peak_fma_f16", sizeof(vka_peak_push)},
+    [VKA_KERNEL_PEAK_COPY] = {"peak_copy", sizeof(vka_peak_push)},
 };
 
 const vka_kernel_info *vka_kernel_get(vka_kernel kernel)

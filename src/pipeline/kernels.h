@@ -11,6 +11,9 @@ typedef enum vka_kernel {
     VKA_KERNEL_SOFTMAX,
     VKA_KERNEL_PV,
     VKA_KERNEL_AVERAGE_HEADS,
+    VKA_KERNEL_PEAK_FMA_F32,
+    VKA_KERNEL_PEAK_FMA_F16,
+    VKA_KERNEL_PEAK_COPY,
     VKA_KERNEL_COUNT
 } vka_kernel;
 

@@ -1,0 +1,19 @@
+#version 450
+/*
+ * peak_copy.comp — memory ceiling: a grid-stride copy of `count` vec4s from one buffer to another
+ * (16 bytes read + 16 written per element).
+ * Bindings: 0 source, 1 destination.
+ */
+#extension GL_GOOGLE_include_directive : require
+#include "abi.h"
+
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer Src_ { vec4 src[]; };
+layout(std430, binding = 1) writeonly buffer Dst_ { vec4 dst[]; };
+layout(push_constant) uniform Push { vka_peak_push pc; };
+
+void main()
+{
+    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += stride) dst[i] = src[i];
+}

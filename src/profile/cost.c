@@ -1,0 +1,50 @@
+/* The cost model: FLOPs and minimum bytes of each stage, the one formula the benchmark and the
+ * tests share. */
+#include <string.h>
+
+#include "common/error.h"
+
+vkattn_status vkattn_forward_cost(const vkattn_layer_desc *d, uint32_t batch, uint32_t query_len, uint32_t key_len,
+                                  vkattn_path path, int weights, vkattn_cost *out)
+{
+    if (!d || !out || !d->embed_dim || !d->num_heads || d->embed_dim % d->num_heads || !batch || !query_len ||
+        (unsigned)path > VKATTN_PATH_CPU || weights < 0 || weights > 2)
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    const int self = key_len == 0;
+    const double B = batch, L = query_len, S = self ? query_len : key_len;
+    const double E = d->embed_dim, H = d->num_heads, D = E / H;
+    const double kdim = d->kdim ? d->kdim : E, vdim = d->vdim ? d->vdim : E;
+    const double S_ext = S + (d->add_bias_kv != 0) + (d->add_zero_attn != 0);
+    const double a = d->storage == VKATTN_DTYPE_F16 ? 2.0 : 4.0; /* activation and weight element */
+    const double f32 = 4.0;                                       /* scores are always fp32 */
+
+    vkattn_cost c;
+    memset(&c, 0, sizeof c);
+    c.flops[VKATTN_STAGE_QKV_PROJECTION] = 2.0 * B * (L * E * E + S * kdim * E + S * vdim * E);
+    c.flops[VKATTN_STAGE_OUT_PROJECTION] = 2.0 * B * L * E * E;
+    double inputs = self ? B * L * E : B * L * E + B * S * kdim + B * S * vdim;
+    c.bytes[VKATTN_STAGE_QKV_PROJECTION] =
+        a * (inputs + E * E + E * kdim + E * vdim + 3 * E) + a * (B * L * E + 2 * B * S * E);
+    c.bytes[VKATTN_STAGE_OUT_PROJECTION] = a * (B * L * E + E * E + E + B * L * E);
+
+    const double attention = 4.0 * B * H * L * S * D;
+    const double q_k = a * (B * L * E + B * S * E), v = a * B * S * E, ctx = a * B * L * E;
+    const double probs = f32 * B * H * L * S_ext;
+    if (path == VKATTN_PATH_FUSED) {
+        c.flops[VKATTN_STAGE_FUSED] = attention;
+        c.bytes[VKATTN_STAGE_FUSED] = q_k + v + ctx;
+    } else {
+        c.flops[VKATTN_STAGE_SCORES] = attention / 2;
+        c.flops[VKATTN_STAGE_PV] = attention / 2;
+        c.bytes[VKATTN_STAGE_SCORES] = q_k + probs;
+        c.bytes[VKATTN_STAGE_SOFTMAX] = 2 * probs;
+        c.bytes[VKATTN_STAGE_PV] = probs + v + ctx;
+        if (weights == 2) c.bytes[VKATTN_STAGE_AVERAGE_HEADS] = probs + 2 * f32 * B * L * S_ext;
+    }
+    for (int s = 0; s < VKATTN_STAGE_COUNT; s++) {
+        c.total_flops += c.flops[s];
+        c.total_bytes += c.bytes[s];
+    }
+    *out = c;
+    return VKATTN_OK;
+}

@@ -1,0 +1,158 @@
+/* vkattn_measure_peak: the device's arithmetic and memory ceilings, from microkernels timed with
+ * timestamps. Each measurement grows its work until one run takes a measurable time, then keeps
+ * the best of a few runs (the fastest run is the least disturbed one). */
+#include <string.h>
+
+#include "abi.h"
+#include "device/context.h"
+
+/* Groups of 64 invocations: enough to fill a big GPU, a few per core on lavapipe. */
+#define PEAK_FMA_GROUPS 4096u
+#define PEAK_COPY_GROUPS 4096u
+#define PEAK_RUNS 3
+
+typedef struct peak_run {
+    vkattn_context *ctx;
+    VkDescriptorPool pool;
+    VkQueryPool queries;
+} peak_run;
+
+/* Records one dispatch between two timestamps, submits, waits, returns its GPU time. */
+static vkattn_status time_dispatch(peak_run *run, const vka_pipeline *p, const vka_buffer *const *buffers,
+                                   const vka_peak_push *push, uint32_t groups, double *ms)
+{
+    vkattn_context *ctx = run->ctx;
+    vkattn_status status = VKATTN_OK;
+    VKA_VK(ctx, ctx->vk.vkResetDescriptorPool(ctx->device, run->pool, 0));
+    VkDescriptorSetAllocateInfo alloc = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = run->pool,
+        .descriptorSetCount = 1,
+        .pSetLayouts = &p->set_layout,
+    };
+    VkDescriptorSet set;
+    VKA_VK(ctx, ctx->vk.vkAllocateDescriptorSets(ctx->device, &alloc, &set));
+    VkDescriptorBufferInfo infos[2];
+    VkWriteDescriptorSet writes[2];
+    for (uint32_t i = 0; i < p->bindings.count; i++) {
+        infos[i] = (VkDescriptorBufferInfo){buffers[i]->buffer, 0, buffers[i]->size};
+        writes[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set,
+                                           .dstBinding = i, .descriptorCount = 1,
+                                           .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                           .pBufferInfo = &infos[i]};
+    }
+    ctx->vk.vkUpdateDescriptorSets(ctx->device, p->bindings.count, writes, 0, NULL);
+
+    VkCommandBuffer cmd = ctx->transfer_cmd;
+    VKA_VK(ctx, ctx->vk.vkResetCommandBuffer(cmd, 0));
+    VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                      .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VKA_VK(ctx, ctx->vk.vkBeginCommandBuffer(cmd, &begin));
+    ctx->vk.vkCmdResetQueryPool(cmd, run->queries, 0, 2);
+    ctx->vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
+    ctx->vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
+    ctx->vk.vkCmdPushConstants(cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *push, push);
+    ctx->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, run->queries, 0);
+    ctx->vk.vkCmdDispatch(cmd, groups, 1, 1);
+    ctx->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, run->queries, 1);
+    VKA_VK(ctx, ctx->vk.vkEndCommandBuffer(cmd));
+    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
+    VKA_VK(ctx, ctx->vk.vkResetFences(ctx->device, 1, &ctx->transfer_fence));
+    VKA_VK(ctx, ctx->vk.vkQueueSubmit(ctx->queue, 1, &submit, ctx->transfer_fence));
+    VKA_TRY(vka_wait_fence(ctx, ctx->transfer_fence, "a peak microkernel"));
+    uint64_t ticks[2];
+    VKA_VK(ctx, ctx->vk.vkGetQueryPoolResults(ctx->device, run->queries, 0, 2, sizeof ticks, ticks, sizeof ticks[0],
+                                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+    uint64_t mask = ctx->caps.timestamp_valid_bits >= 64 ? ~0ull : (1ull << ctx->caps.timestamp_valid_bits) - 1;
+    *ms = (double)(((ticks[1] & mask) - (ticks[0] & mask)) & mask) * ctx->caps.timestamp_period_ns * 1e-6;
+fail:
+    return status;
+}
+
+/* FMA throughput in GFLOP/s: doubles the loop trips until a run takes a quarter of the budget. */
+static vkattn_status measure_fma(peak_run *run, vka_kernel kernel, const vka_buffer *out, double budget_ms,
+                                 double *gflops, double *best_ms)
+{
+    const vka_pipeline *p;
+    uint32_t no_spec[VKA_MAX_SPEC] = {0};
+    vkattn_status status = vka_pipeline_get(run->ctx, kernel, no_spec, &p);
+    if (status != VKATTN_OK) return status;
+    vka_peak_push push = {.iterations = 16, .multiplier = 0.999f, .addend = 0.001f};
+    const vka_buffer *bufs[1] = {out};
+    double ms = 0;
+    while (push.iterations < (1u << 30)) {
+        if ((status = time_dispatch(run, p, bufs, &push, PEAK_FMA_GROUPS, &ms)) != VKATTN_OK) return status;
+        if (ms >= budget_ms / 4) break;
+        push.iterations *= ms < budget_ms / 64 ? 8 : 2;
+    }
+    double best = ms;
+    for (int r = 1; r < PEAK_RUNS; r++) {
+        if ((status = time_dispatch(run, p, bufs, &push, PEAK_FMA_GROUPS, &ms)) != VKATTN_OK) return status;
+        if (ms < best) best = ms;
+    }
+    double flops = (double)PEAK_FMA_GROUPS * 64 * push.iterations * 8 * 4 * 2;
+    *gflops = best > 0 ? flops / (best * 1e6) : 0;
+    *best_ms = best;
+    return VKATTN_OK;
+}
+
+static vkattn_status measure_copy(peak_run *run, const vka_buffer *src, const vka_buffer *dst, double *gbs,
+                                  double *best_ms)
+{
+    const vka_pipeline *p;
+    uint32_t no_spec[VKA_MAX_SPEC] = {0};
+    vkattn_status status = vka_pipeline_get(run->ctx, VKA_KERNEL_PEAK_COPY, no_spec, &p);
+    if (status != VKATTN_OK) return status;
+    vka_peak_push push = {.count = (uint32_t)(src->size / 16)};
+    const vka_buffer *bufs[2] = {src, dst};
+    double best = 0, ms;
+    for (int r = 0; r <= PEAK_RUNS; r++) { /* run 0 warms up (first touch of the pages) */
+        if ((status = time_dispatch(run, p, bufs, &push, PEAK_COPY_GROUPS, &ms)) != VKATTN_OK) return status;
+        if (r == 1 || (r > 1 && ms < best)) best = ms;
+    }
+    *gbs = best > 0 ? 2.0 * (double)push.count * 16 / (best * 1e6) : 0;
+    *best_ms = best;
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_measure_peak(vkattn_context *ctx, double seconds, vkattn_peak *out)
+{
+    if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
+    vkattn_status status = vka_check_alive(ctx);
+    if (status != VKATTN_OK) return status;
+    if (!out) return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_measure_peak: out is NULL");
+    if (!ctx->caps.timestamps)
+        return vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" has no timestamps on its compute queue",
+                        ctx->info.name);
+    double budget_ms = (seconds > 0 ? seconds : 1.0) * 1e3 / 3;
+
+    peak_run run = {ctx, VK_NULL_HANDLE, VK_NULL_HANDLE};
+    vka_buffer results = {0}, src = {0}, dst = {0};
+    vkattn_peak peak = {0};
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
+    VkDescriptorPoolCreateInfo pool = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 1,
+                                       .poolSizeCount = 1, .pPoolSizes = &size};
+    VKA_VK(ctx, ctx->vk.vkCreateDescriptorPool(ctx->device, &pool, NULL, &run.pool));
+    VkQueryPoolCreateInfo queries = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                     .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = 2};
+    VKA_VK(ctx, ctx->vk.vkCreateQueryPool(ctx->device, &queries, NULL, &run.queries));
+
+    VKA_TRY(vka_buffer_create(ctx, (VkDeviceSize)PEAK_FMA_GROUPS * 64 * 16, VKA_MEMORY_DEVICE, "peak results", &results));
+    VKA_TRY(measure_fma(&run, VKA_KERNEL_PEAK_FMA_F32, &results, budget_ms, &peak.fp32_gflops, &peak.fp32_ms));
+    if (ctx->info.shader_float16)
+        VKA_TRY(measure_fma(&run, VKA_KERNEL_PEAK_FMA_F16, &results, budget_ms / 2, &peak.fp16_gflops, &peak.fp16_ms));
+    /* Buffers well past any cache: 64 MiB each, or the range if smaller. */
+    VkDeviceSize bytes = (VkDeviceSize)64 << 20;
+    if (bytes > ctx->caps.max_storage_buffer_range) bytes = ctx->caps.max_storage_buffer_range / 16 * 16;
+    VKA_TRY(vka_buffer_create(ctx, bytes, VKA_MEMORY_DEVICE, "peak copy source", &src));
+    VKA_TRY(vka_buffer_create(ctx, bytes, VKA_MEMORY_DEVICE, "peak copy destination", &dst));
+    VKA_TRY(measure_copy(&run, &src, &dst, &peak.bandwidth_gbs, &peak.bandwidth_ms));
+    *out = peak;
+fail:
+    vka_buffer_destroy(ctx, &dst);
+    vka_buffer_destroy(ctx, &src);
+    vka_buffer_destroy(ctx, &results);
+    if (run.queries) ctx->vk.vkDestroyQueryPool(ctx->device, run.queries, NULL);
+    if (run.pool) ctx->vk.vkDestroyDescriptorPool(ctx->device, run.pool, NULL);
+    return status;
+}
