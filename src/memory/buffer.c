@@ -34,7 +34,8 @@ vkattn_status vka_buffer_create(vkattn_context *ctx, VkDeviceSize size, vka_memo
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = size,
         .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT,
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+                 VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
     VKA_VK(ctx, ctx->vk.vkCreateBuffer(ctx->device, &info, NULL, &b.buffer));
@@ -83,8 +84,47 @@ fail:
     return status;
 }
 
+static const VkFormat view_formats[VKA_VIEW_FORMAT_COUNT] = {
+    [VKA_VIEW_R32F] = VK_FORMAT_R32_SFLOAT,
+    [VKA_VIEW_RGBA32F] = VK_FORMAT_R32G32B32A32_SFLOAT,
+    [VKA_VIEW_R16F] = VK_FORMAT_R16_SFLOAT,
+    [VKA_VIEW_RGBA16F] = VK_FORMAT_R16G16B16A16_SFLOAT,
+};
+
+uint32_t vka_view_texel_bytes(vka_view_format format)
+{
+    static const uint32_t bytes[VKA_VIEW_FORMAT_COUNT] = {4, 16, 2, 8};
+    return (unsigned)format < VKA_VIEW_FORMAT_COUNT ? bytes[format] : 0;
+}
+
+vkattn_status vka_buffer_view(vkattn_context *ctx, vka_buffer *b, vka_view_format format, VkBufferView *out)
+{
+    vkattn_status status = VKATTN_OK;
+    if (!b->views[format]) {
+        VkDeviceSize texels = b->size / vka_view_texel_bytes(format);
+        if (texels > ctx->caps.props.limits.maxTexelBufferElements)
+            return vka_fail(ctx, VKATTN_ERROR_DEVICE_LIMIT,
+                            "a %llu-byte buffer has %llu texels, more than maxTexelBufferElements (%u)",
+                            (unsigned long long)b->size, (unsigned long long)texels,
+                            ctx->caps.props.limits.maxTexelBufferElements);
+        VkBufferViewCreateInfo info = {
+            .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+            .buffer = b->buffer,
+            .format = view_formats[format],
+            .offset = 0,
+            .range = texels * vka_view_texel_bytes(format),
+        };
+        VKA_VK(ctx, ctx->vk.vkCreateBufferView(ctx->device, &info, NULL, &b->views[format]));
+    }
+    *out = b->views[format];
+fail:
+    return status;
+}
+
 void vka_buffer_destroy(vkattn_context *ctx, vka_buffer *b)
 {
+    for (int f = 0; f < VKA_VIEW_FORMAT_COUNT; f++)
+        if (b->views[f]) ctx->vk.vkDestroyBufferView(ctx->device, b->views[f], NULL);
     if (b->buffer) ctx->vk.vkDestroyBuffer(ctx->device, b->buffer, NULL);
     if (b->memory) ctx->vk.vkFreeMemory(ctx->device, b->memory, NULL); /* also unmaps */
     memset(b, 0, sizeof *b);

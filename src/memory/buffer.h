@@ -15,17 +15,34 @@ typedef enum vka_memory_use {
     VKA_MEMORY_STAGING = 1 /* host-visible, for copies to and from device memory */
 } vka_memory_use;
 
+/* Formats a buffer can be viewed in as a texel buffer (kernels read texel buffers where that is
+ * the fast load path, e.g. on lavapipe; see docs/KNOWN_ISSUES.md). */
+typedef enum vka_view_format {
+    VKA_VIEW_R32F = 0,       /* one float per texel */
+    VKA_VIEW_RGBA32F = 1,    /* four floats per texel */
+    VKA_VIEW_R16F = 2,       /* one half per texel, read as float */
+    VKA_VIEW_RGBA16F = 3,    /* four halves per texel */
+    VKA_VIEW_FORMAT_COUNT
+} vka_view_format;
+
 typedef struct vka_buffer {
     VkBuffer buffer;
     VkDeviceMemory memory;
-    VkDeviceSize size;     /* bytes requested (the allocation may be larger) */
+    VkDeviceSize size;     /* bytes requested, rounded up to 16 */
     void *mapped;          /* non-NULL when host-visible and coherent */
+    VkBufferView views[VKA_VIEW_FORMAT_COUNT]; /* created on first use */
 } vka_buffer;
 
 /* Creates a storage buffer (also usable as transfer source/destination and texel buffer) of
  * `size` bytes (> 0, rounded up to 16 so kernels may read whole words), zero-filled. On failure `out` stays zeroed and the context has the message. */
 vkattn_status vka_buffer_create(vkattn_context *ctx, VkDeviceSize size, vka_memory_use use, const char *what,
                                 vka_buffer *out);
+/* The buffer's whole-size view in `format`, created on first use and owned by the buffer.
+ * VKATTN_ERROR_DEVICE_LIMIT if the buffer has more texels than maxTexelBufferElements. */
+vkattn_status vka_buffer_view(vkattn_context *ctx, vka_buffer *buffer, vka_view_format format, VkBufferView *out);
+/* Texel size in bytes of a view format. */
+uint32_t vka_view_texel_bytes(vka_view_format format);
+
 /* Destroys a buffer made by vka_buffer_create (or a zeroed one) and zeroes it. */
 void vka_buffer_destroy(vkattn_context *ctx, vka_buffer *buffer);
 

@@ -7,7 +7,8 @@
 #include "device/context.h"
 
 /* Groups of 64 invocations: enough to fill a big GPU, a few per core on lavapipe. */
-#define PEAK_FMA_GROUPS 4096u
+#define PEAK_FMA_GROUPS 1024u
+#define PEAK_FLOPS_PER_TRIP (32 * 4 * 2) /* PEAK_CHAINS vec4 FMAs, shaders/peak_fma.comp */
 #define PEAK_COPY_GROUPS 4096u
 #define PEAK_RUNS 3
 
@@ -90,7 +91,7 @@ static vkattn_status measure_fma(peak_run *run, vka_kernel kernel, const vka_buf
         if ((status = time_dispatch(run, p, bufs, &push, PEAK_FMA_GROUPS, &ms)) != VKATTN_OK) return status;
         if (ms < best) best = ms;
     }
-    double flops = (double)PEAK_FMA_GROUPS * 64 * push.iterations * 8 * 4 * 2;
+    double flops = (double)PEAK_FMA_GROUPS * 64 * push.iterations * PEAK_FLOPS_PER_TRIP;
     *gflops = best > 0 ? flops / (best * 1e6) : 0;
     *best_ms = best;
     return VKATTN_OK;
