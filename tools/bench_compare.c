@@ -1,0 +1,210 @@
+/* vkattn bench --compare OLD.json NEW.json: per-configuration speed ratios between two runs.
+ *
+ * Configurations are matched by their "key" (bench_config_key). The ratio is old time / new time,
+ * so > 1 means NEW is faster; the summary is the geometric mean of the whole-forward ratios, the
+ * mean that treats a 2x gain and a 2x loss as cancelling out.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "json_read.h"
+
+#define KEY_WIDTH 54
+
+typedef struct cmp_entry {
+    const char *key;
+    const json_value *result;
+    size_t index; /* position in the file */
+} cmp_entry;
+
+typedef struct cmp_file {
+    const char *path;
+    json_doc *doc;
+    const char *device, *type, *driver_name, *driver_info;
+    cmp_entry *entries; /* file order */
+    cmp_entry *sorted;  /* by key, then file order */
+    size_t count;
+} cmp_file;
+
+static int entry_order(const void *pa, const void *pb)
+{
+    const cmp_entry *a = pa, *b = pb;
+    int c = strcmp(a->key, b->key);
+    return c ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+/* The first entry (in file order) with `key`, or NULL. */
+static const cmp_entry *find(const cmp_file *f, const char *key)
+{
+    size_t lo = 0, hi = f->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(f->sorted[mid].key, key) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < f->count && strcmp(f->sorted[lo].key, key) == 0 ? &f->sorted[lo] : NULL;
+}
+
+static int bad(const cmp_file *f, const char *what, size_t index)
+{
+    if (index == (size_t)-1) fprintf(stderr, "vkattn bench --compare: %s: %s\n", f->path, what);
+    else fprintf(stderr, "vkattn bench --compare: %s: results[%zu]: %s\n", f->path, index, what);
+    return 1;
+}
+
+/* A time member: a number, or null (not measured). Anything else is an error. */
+static int check_time(const json_value *obj, const char *name)
+{
+    const json_value *v = json_get(obj, name);
+    return v && (v->type == JSON_NUMBER || v->type == JSON_NULL);
+}
+
+static int check_result(const cmp_file *f, const json_value *r, size_t i)
+{
+    if (r->type != JSON_OBJECT) return bad(f, "not an object", i);
+    if (!json_get_string(r, "key")) return bad(f, "\"key\" is missing or not a string", i);
+    if (!check_time(r, "gpu_ms_median")) return bad(f, "\"gpu_ms_median\" is missing or not a number", i);
+    const json_value *stages = json_get(r, "stages");
+    if (!stages || stages->type != JSON_ARRAY) return bad(f, "\"stages\" is missing or not an array", i);
+    for (const json_value *s = stages->child; s; s = s->next) {
+        if (s->type != JSON_OBJECT || !json_get_string(s, "stage") || !check_time(s, "ms_median"))
+            return bad(f, "a stage entry lacks a \"stage\" name or a \"ms_median\" time", i);
+    }
+    return 0;
+}
+
+static int load(cmp_file *f, const char *path)
+{
+    char err[600];
+    memset(f, 0, sizeof *f);
+    f->path = path;
+    if (!(f->doc = json_read_file(path, err, sizeof err))) {
+        fprintf(stderr, "vkattn bench --compare: %s\n", err);
+        return 1;
+    }
+    const json_value *root = json_root(f->doc), *device = json_get(root, "device");
+    const json_value *results = json_get(root, "results");
+    if (!root || root->type != JSON_OBJECT) return bad(f, "the top level is not an object", (size_t)-1);
+    if (!(f->device = json_get_string(device, "name")))
+        return bad(f, "no \"device\" object with a \"name\" string (not a vkattn bench --json file?)", (size_t)-1);
+    f->type = json_get_string(device, "type");
+    f->driver_name = json_get_string(device, "driver_name");
+    f->driver_info = json_get_string(device, "driver_info");
+    if (!results || results->type != JSON_ARRAY) return bad(f, "no \"results\" array", (size_t)-1);
+    f->entries = calloc(results->count + 1, sizeof *f->entries);
+    f->sorted = calloc(results->count + 1, sizeof *f->sorted);
+    if (!f->entries || !f->sorted) return bad(f, "out of memory", (size_t)-1);
+    for (const json_value *r = results->child; r; r = r->next, f->count++) {
+        if (check_result(f, r, f->count)) return 1;
+        f->entries[f->count] = (cmp_entry){json_get_string(r, "key"), r, f->count};
+    }
+    memcpy(f->sorted, f->entries, f->count * sizeof *f->sorted);
+    qsort(f->sorted, f->count, sizeof *f->sorted, entry_order);
+    for (size_t i = 1; i < f->count; i++)
+        if (strcmp(f->sorted[i].key, f->sorted[i - 1].key) == 0 &&
+            (i < 2 || strcmp(f->sorted[i].key, f->sorted[i - 2].key) != 0))
+            fprintf(stderr, "vkattn bench --compare: %s: warning: key %s appears more than once; using the first\n",
+                    path, f->sorted[i].key);
+    return 0;
+}
+
+static void unload(cmp_file *f)
+{
+    json_free(f->doc);
+    free(f->entries), free(f->sorted);
+}
+
+static void describe(FILE *out, const char *which, const cmp_file *f)
+{
+    fprintf(out, "%s: %s: %s [%s, driver %s %s]\n", which, f->path, f->device, f->type ? f->type : "?",
+            f->driver_name && *f->driver_name ? f->driver_name : "unknown", f->driver_info ? f->driver_info : "");
+}
+
+/* A time in ms, or -1 when null or not positive (then no ratio is computed). */
+static double time_of(const json_value *obj, const char *name)
+{
+    int ok;
+    double v = json_get_number(obj, name, &ok);
+    return ok && v > 0 ? v : -1;
+}
+
+/* Prints one row and returns the ratio, or -1 when either time is missing. */
+static double row(FILE *out, int indent, const char *name, double old_ms, double new_ms)
+{
+    fprintf(out, "%*s%-*s", indent, "", KEY_WIDTH - indent, name);
+    if (old_ms > 0) fprintf(out, " %11.4f", old_ms);
+    else fprintf(out, " %11s", "-");
+    if (new_ms > 0) fprintf(out, " %11.4f", new_ms);
+    else fprintf(out, " %11s", "-");
+    double ratio = old_ms > 0 && new_ms > 0 ? old_ms / new_ms : -1;
+    if (ratio > 0) fprintf(out, " %9.3f\n", ratio);
+    else fprintf(out, " %9s\n", "-");
+    return ratio;
+}
+
+static void compare_stages(FILE *out, const json_value *old_r, const json_value *new_r)
+{
+    const json_value *old_stages = json_get(old_r, "stages"), *new_stages = json_get(new_r, "stages");
+    for (const json_value *s = old_stages->child; s; s = s->next) {
+        const char *name = json_get_string(s, "stage");
+        for (const json_value *t = new_stages->child; t; t = t->next) {
+            if (strcmp(name, json_get_string(t, "stage")) != 0) continue;
+            row(out, 4, name, time_of(s, "ms_median"), time_of(t, "ms_median"));
+            break;
+        }
+    }
+}
+
+static int same(const char *a, const char *b) { return (!a && !b) || (a && b && strcmp(a, b) == 0); }
+
+int bench_compare(FILE *out, const char *old_path, const char *new_path)
+{
+    cmp_file old_f, new_f;
+    int rc = 1;
+    if (load(&old_f, old_path)) {
+        unload(&old_f);
+        return 1;
+    }
+    if (load(&new_f, new_path)) goto done;
+
+    describe(out, "old", &old_f);
+    describe(out, "new", &new_f);
+    if (!same(old_f.device, new_f.device))
+        fprintf(out, "WARNING: the files come from different devices (\"%s\" and \"%s\"): "
+                     "ratios across devices are not meaningful\n", old_f.device, new_f.device);
+    else if (!same(old_f.driver_name, new_f.driver_name) || !same(old_f.driver_info, new_f.driver_info))
+        fprintf(out, "note: same device, different drivers\n");
+
+    fprintf(out, "\n%-*s %11s %11s %9s\n", KEY_WIDTH, "configuration / stage", "old ms", "new ms", "old/new");
+    size_t matched = 0, rated = 0;
+    double log_sum = 0;
+    for (size_t i = 0; i < old_f.count; i++) {
+        const cmp_entry *o = &old_f.entries[i], *n = find(&new_f, o->key);
+        if (!n || find(&old_f, o->key)->index != o->index) continue; /* only in OLD, or a later duplicate */
+        matched++;
+        double ratio = row(out, 0, o->key, time_of(o->result, "gpu_ms_median"), time_of(n->result, "gpu_ms_median"));
+        if (ratio > 0) log_sum += log(ratio), rated++;
+        compare_stages(out, o->result, n->result);
+    }
+    if (rated)
+        fprintf(out, "\ngeometric mean of the whole-forward ratios over %zu configuration%s: %.3f "
+                     "(> 1: new is faster)\n", rated, rated == 1 ? "" : "s", exp(log_sum / (double)rated));
+    else fprintf(out, "\ngeometric mean of the whole-forward ratios: n/a (no configuration has both times)\n");
+
+    for (size_t i = 0; i < old_f.count; i++)
+        if (!find(&new_f, old_f.entries[i].key)) fprintf(out, "only in %s: %s\n", old_path, old_f.entries[i].key);
+    for (size_t i = 0; i < new_f.count; i++)
+        if (!find(&old_f, new_f.entries[i].key)) fprintf(out, "only in %s: %s\n", new_path, new_f.entries[i].key);
+    if (matched == 0) {
+        fprintf(stderr, "vkattn bench --compare: no configuration key is in both %s and %s\n", old_path, new_path);
+        goto done;
+    }
+    rc = 0;
+done:
+    unload(&old_f);
+    unload(&new_f);
+    return rc;
+}
