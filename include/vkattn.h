@@ -176,6 +176,7 @@ typedef struct vkattn_device_info {
     int shader_float16;
     int cooperative_matrix;           /* VK_KHR_cooperative_matrix present */
     float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
+    char kernel_profile[32];          /* the kernel shapes vkattn picks for this device */
 } vkattn_device_info;
 
 /* Lists the Vulkan devices. Writes at most `capacity` entries to `infos` (may be NULL when
@@ -195,6 +196,9 @@ typedef struct vkattn_context_desc {
      * (discrete GPU > integrated > virtual > CPU > other, first of each kind). */
     const char *device;
     vkattn_validation validation; /* default: VKATTN_VALIDATION_DEFAULT */
+    /* Kernel shapes: NULL = chosen from the device (see `vkattn info`); "lavapipe" or "gpu" force
+     * one profile (for tests and tuning; results are the same, speed is not). */
+    const char *kernel_profile;
 } vkattn_context_desc;
 
 typedef struct vkattn_context vkattn_context;
@@ -263,8 +267,9 @@ typedef struct vkattn_layer_desc {
     int no_bias;         /* 0 = in and out projections have biases (PyTorch bias=True) */
     int add_bias_kv;     /* 0 = off; on: learned bias_k/bias_v appended as one extra key/value */
     int add_zero_attn;   /* 0 = off; on: a zero key/value appended after the others */
-    vkattn_dtype storage; /* 0 = F32. F16 stores weights and activations as fp16 and accumulates in
-                             fp32; falls back to F32 on devices without 16-bit storage. */
+    vkattn_dtype storage; /* 0 = F32. F16 stores weights and activations (Q, K, V, the attention
+                             output) as fp16 and accumulates in fp32; falls back to F32 on devices
+                             without storageBuffer16BitAccess (vkattn_layer_get_desc tells). */
 } vkattn_layer_desc;
 
 /* Host weights in PyTorch's state_dict layout (row-major float32). When kdim == vdim == E, give
@@ -295,7 +300,7 @@ void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out);
 
 /* Which implementation runs a forward. */
 typedef enum vkattn_path {
-    VKATTN_PATH_AUTO = 0,    /* the plan chooses */
+    VKATTN_PATH_AUTO = 0,    /* fused, or unfused when attention weights are requested */
     VKATTN_PATH_UNFUSED = 1, /* projections, scores, softmax, P·V, output projection as separate kernels */
     VKATTN_PATH_FUSED = 2,   /* flash-attention kernel (online softmax, no L×S buffer) */
     VKATTN_PATH_CPU = 3      /* the reference: plain C, double accumulation */
@@ -305,8 +310,9 @@ typedef enum vkattn_path {
 const char *vkattn_path_name(vkattn_path path);
 
 /* Forward on device tensors. Shapes come from the tensors:
- * query (B,L,E) f32; key (B,S,kdim) and value (B,S,vdim) f32, NULL = self-attention on query
- * (when key is NULL, value must be NULL too); output (B,L,E) f32. See the user guide for masks. */
+ * query (B,L,E); key (B,S,kdim) and value (B,S,vdim), NULL = self-attention on query (when key is
+ * NULL, value must be NULL too); output (B,L,E). These four may be F32 or F16 (an F16 output needs
+ * 16-bit storage on the device). See the user guide for masks. */
 typedef struct vkattn_forward_desc {
     const vkattn_tensor *query;            /* required */
     const vkattn_tensor *key;              /* NULL = query */
@@ -316,8 +322,12 @@ typedef struct vkattn_forward_desc {
     const vkattn_tensor *valid_lens;       /* NULL or I32 (B) or (B,L) */
     const vkattn_tensor *attn_mask;        /* NULL or BOOL/F32 (L,S) or (B*H,L,S) */
     vkattn_tensor *output;                 /* required, F32 (B,L,E) */
-    vkattn_tensor *attn_weights;           /* NULL or F32 (B,H,L,S'), or (B,L,S') if averaged */
+    vkattn_tensor *attn_weights;           /* NULL or F32 (B,H,L,S'), or (B,L,S') if averaged;
+                                              needs the unfused path */
     int average_weights;                   /* 0 = per head */
+    vkattn_tensor *lse;                    /* NULL or F32 (B,H,L): each row's log-sum-exp of its
+                                              scaled, masked scores (-inf when fully masked);
+                                              needs the fused path */
     vkattn_path path;                      /* default AUTO */
 } vkattn_forward_desc;
 
@@ -342,6 +352,7 @@ typedef struct vkattn_host_forward_desc {
     float *output;                    /* (B,L,E), required */
     float *attn_weights;              /* NULL or (B,H,L,S'), or (B,L,S') when average_weights */
     int average_weights;
+    float *lse;                       /* NULL or (B,H,L): per-row log-sum-exp (fused and CPU paths) */
     vkattn_path path;
 } vkattn_host_forward_desc;
 

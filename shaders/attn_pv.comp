@@ -1,69 +1,68 @@
 #version 450
 /*
  * attn_pv.comp — context = P · V per head, written straight into the concatenated-heads layout
- * ctx (B, L, H*D): ctx[(b*L + i) * ctx_stride + h*D + d] = sum_j P[r, j] * v_j[h*D + d].
- * Values j >= S are the extra values (bias_v, then the zero value).
+ * ctx (B, L, H*D): ctx[(b*L + i) * ctx_stride + h*D + d] = sum_j P[r, j] * v_j[d].
  *
- * Grid: one workgroup per (bh, block of 8*TILE_A queries, block of 8*TILE_B head dims);
- * invocation t owns TILE_A queries x TILE_B dims.
- * Bindings: 0 P, 1 V, 2 extra values, 3 ctx (out).
+ * Register-blocked: invocation owns TILE_A queries x TILE_B texels (TILE_B * VEC dims) of one
+ * (b, h); P is read through an R32F view, V through a texel view (fp32 or fp16).
+ * Grid: bh_count * tiles_i * tiles_d invocations, WG_SIZE per workgroup.
+ * Bindings: 0 P, 1 V (texel views), 2 ctx (storage buffer, fp16 with OUT_F16).
  */
+#ifdef OUT_F16
+#extension GL_EXT_shader_16bit_storage : require
+#endif
 #extension GL_GOOGLE_include_directive : require
 #include "abi.h"
 
-layout(local_size_x = 64) in;
-layout(constant_id = VKA_SPEC_TILE_A) const uint TILE_A = 4;
+layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
+layout(constant_id = VKA_SPEC_TILE_A) const uint TILE_A = 8;
 layout(constant_id = VKA_SPEC_TILE_B) const uint TILE_B = 4;
+layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
+layout(constant_id = VKA_SPEC_DV) const uint DV = 16;
 
-layout(std430, binding = 0) readonly buffer P_ { float p[]; };
-layout(std430, binding = 1) readonly buffer V_ { float v[]; };
-layout(std430, binding = 2) readonly buffer Extra_ { float extra[]; };
-layout(std430, binding = 3) writeonly buffer Ctx_ { float ctx[]; };
+layout(binding = 0) uniform samplerBuffer P;
+layout(binding = 1) uniform samplerBuffer V;
+#include "attention_common.glsl"
+layout(std430, binding = 2) writeonly buffer Ctx_ { VKA_OUT_TYPE ctx[]; };
 layout(push_constant) uniform Push { vka_pv_push pc; };
 
 void main()
 {
-    uint group = vka_group_index();
-    if (group >= pc.group_count) return;
-    uint t = gl_LocalInvocationID.x;
-    uint tile_d = group % pc.tiles_d;
-    uint rest = group / pc.tiles_d;
-    uint tile_i = rest % pc.tiles_i;
-    uint bh = pc.bh_begin + rest / pc.tiles_i;
-    uint b = bh / pc.H, h = bh % pc.H;
-    uint i_local0 = tile_i * (TILE_A * 8) + (t / 8) * TILE_A;
-    uint d0 = tile_d * (TILE_B * 8) + (t % 8) * TILE_B;
+    uint tile = vka_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    uint per_head = pc.tiles_i * pc.tiles_d;
+    uint bh_local = tile / per_head;
+    if (bh_local >= pc.bh_count) return;
+    uint tile_i = (tile % per_head) / pc.tiles_d, tile_d = tile % pc.tiles_d;
+    uint bh = pc.bh_begin + bh_local, b = bh / pc.H, h = bh % pc.H;
+    uint i_local0 = tile_i * TILE_A, t0 = tile_d * TILE_B;
 
-    uint prow[4];
-    uint row_base = (bh - pc.bh_begin) * pc.i_count;
-    for (uint r = 0; r < TILE_A; r++) prow[r] = (row_base + min(i_local0 + r, pc.i_count - 1)) * pc.S_ext;
-    uint dcol[4];
-    for (uint s = 0; s < TILE_B; s++) dcol[s] = h * pc.D + min(d0 + s, pc.D - 1);
+    uint prow[TILE_A];
+    for (uint r = 0; r < TILE_A; r++) prow[r] = (bh_local * pc.i_count + min(i_local0 + r, pc.i_count - 1)) * pc.S_ext;
+    uint vcol = h * DV + min(t0, DV - 1);
 
-    float acc[4][4];
-    for (uint r = 0; r < 4; r++)
-        for (uint s = 0; s < 4; s++) acc[r][s] = 0.0;
+    vec4 acc[TILE_A][TILE_B];
+    for (uint r = 0; r < TILE_A; r++)
+        for (uint t = 0; t < TILE_B; t++) acc[r][t] = vec4(0.0);
     for (uint j = 0; j < pc.S_ext; j++) {
-        float pv[4], vv[4];
-        for (uint r = 0; r < TILE_A; r++) pv[r] = p[prow[r] + j];
-        if (j < pc.S) {
-            uint vrow = pc.v_offset + (b * pc.S + j) * pc.v_stride;
-            for (uint s = 0; s < TILE_B; s++) vv[s] = v[vrow + dcol[s]];
-        } else {
-            uint erow = (j - pc.S) * pc.extra_stride;
-            for (uint s = 0; s < TILE_B; s++) vv[s] = extra[erow + dcol[s]];
+        float w[TILE_A];
+        for (uint r = 0; r < TILE_A; r++) w[r] = texelFetch(P, int(prow[r] + j)).x;
+        uint vrow = pc.v_offset + (b * pc.kv_rows + j) * pc.v_stride + vcol;
+        for (uint t = 0; t < TILE_B; t++) {
+            vec4 v = vka_fetch(V, vrow + min(t, DV - 1 - min(t0, DV - 1)));
+            for (uint r = 0; r < TILE_A; r++) acc[r][t] += w[r] * v;
         }
-        for (uint r = 0; r < TILE_A; r++)
-            for (uint s = 0; s < TILE_B; s++) acc[r][s] = fma(pv[r], vv[s], acc[r][s]);
     }
 
     for (uint r = 0; r < TILE_A; r++) {
         uint i_local = i_local0 + r;
         if (i_local >= pc.i_count) break;
         uint out_row = (b * pc.L + pc.i_begin + i_local) * pc.ctx_stride + h * pc.D;
-        for (uint s = 0; s < TILE_B; s++) {
-            uint d = d0 + s;
-            if (d < pc.D) ctx[out_row + d] = acc[r][s];
+        for (uint t = 0; t < TILE_B; t++) {
+            if (t0 + t >= DV) break;
+            for (uint e = 0; e < VEC; e++) {
+                uint d = (t0 + t) * VEC + e;
+                if (d < pc.D) ctx[out_row + d] = VKA_TO_OUT(acc[r][t][e]);
+            }
         }
     }
 }

@@ -4,57 +4,68 @@
  * matmul for self-attention) and the output projection. B is a weight in PyTorch's (out, in)
  * layout, so both operands are read along K.
  *
- * Grid: one workgroup per (TILE_A*8) x (TILE_B*8) block of C; invocation t of a 64-wide group owns
- * a TILE_A x TILE_B register block (rows (t/8)*TILE_A.., cols (t%8)*TILE_B..).
- * Bindings: 0 A, 1 B, 2 bias, 3 C (all float storage buffers).
- * Specialization: VKA_SPEC_TILE_A rows and VKA_SPEC_TILE_B columns per invocation (<= 4 each).
+ * Register-blocked, no shared memory: each invocation owns a TILE_A x TILE_B block of C and reads
+ * its operands through texel views (VEC floats per fetch, the view format carries fp32 or fp16).
+ * On lavapipe texel fetches are the fastest load path and register blocking is what counts
+ * (../docs/KNOWN_ISSUES.md); tile sizes come from the device profile (src/device/quirks.c).
+ *
+ * Output rows: C row m lands at row (m / rows_per_batch) * batch_stride + m % rows_per_batch, so
+ * K and V projections can leave room for the extra keys (bias_k, zero key) after each batch item.
+ * Grid: ceil(M/TILE_A) * ceil(N/TILE_B) invocations, WG_SIZE per workgroup.
+ * Bindings: 0 A, 1 B, 2 bias (texel views), 3 C (storage buffer, fp16 with OUT_F16).
  */
+#ifdef OUT_F16
+#extension GL_EXT_shader_16bit_storage : require
+#endif
 #extension GL_GOOGLE_include_directive : require
 #include "abi.h"
 
-layout(local_size_x = 64) in;
-layout(constant_id = VKA_SPEC_TILE_A) const uint TILE_A = 4;
-layout(constant_id = VKA_SPEC_TILE_B) const uint TILE_B = 4;
+layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
+layout(constant_id = VKA_SPEC_TILE_A) const uint TILE_A = 16;
+layout(constant_id = VKA_SPEC_TILE_B) const uint TILE_B = 16;
+layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
 
-layout(std430, binding = 0) readonly buffer A_ { float a[]; };
-layout(std430, binding = 1) readonly buffer B_ { float b[]; };
-layout(std430, binding = 2) readonly buffer Bias_ { float bias[]; };
-layout(std430, binding = 3) writeonly buffer C_ { float c[]; };
+layout(binding = 0) uniform samplerBuffer A;
+layout(binding = 1) uniform samplerBuffer B;
+layout(binding = 2) uniform samplerBuffer Bias;
+#include "attention_common.glsl"
+layout(std430, binding = 3) writeonly buffer C_ { VKA_OUT_TYPE c[]; };
 layout(push_constant) uniform Push { vka_matmul_push pc; };
 
 void main()
 {
-    uint group = vka_group_index();
-    if (group >= pc.group_count) return;
-    uint t = gl_LocalInvocationID.x;
-    uint row0 = (group / pc.tiles_n) * (TILE_A * 8) + (t / 8) * TILE_A;
-    uint col0 = (group % pc.tiles_n) * (TILE_B * 8) + (t % 8) * TILE_B;
+    uint tile = vka_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    uint tile_m = tile / pc.tiles_n, tile_n = tile % pc.tiles_n;
+    uint row0 = tile_m * TILE_A, col0 = tile_n * TILE_B;
+    if (row0 >= pc.M) return;
 
-    float acc[4][4];
-    for (uint r = 0; r < 4; r++)
-        for (uint s = 0; s < 4; s++) acc[r][s] = 0.0;
-
-    /* Clamp out-of-range rows/columns to the last valid one: loads stay in bounds and the
-     * results are simply not stored. */
-    uint arow[4], brow[4];
+    /* Rows and columns past the edge read the last valid one and are not stored. */
+    uint arow[TILE_A], brow[TILE_B];
     for (uint r = 0; r < TILE_A; r++) arow[r] = pc.a_offset + min(row0 + r, pc.M - 1) * pc.lda;
     for (uint s = 0; s < TILE_B; s++) brow[s] = pc.b_offset + min(col0 + s, pc.N - 1) * pc.ldb;
 
+    float acc[TILE_A][TILE_B];
+    for (uint r = 0; r < TILE_A; r++)
+        for (uint s = 0; s < TILE_B; s++) acc[r][s] = 0.0;
     for (uint k = 0; k < pc.K; k++) {
-        float av[4], bv[4];
-        for (uint r = 0; r < TILE_A; r++) av[r] = a[arow[r] + k];
-        for (uint s = 0; s < TILE_B; s++) bv[s] = b[brow[s] + k];
-        for (uint r = 0; r < TILE_A; r++)
-            for (uint s = 0; s < TILE_B; s++) acc[r][s] = fma(av[r], bv[s], acc[r][s]);
+        vec4 a[TILE_A];
+        for (uint r = 0; r < TILE_A; r++) a[r] = vka_fetch(A, arow[r] + k);
+        for (uint s = 0; s < TILE_B; s++) {
+            vec4 b = vka_fetch(B, brow[s] + k);
+            /* One accumulator update per four products: fewer spills of the big tile. */
+            for (uint r = 0; r < TILE_A; r++) acc[r][s] += dot(a[r], b);
+        }
     }
 
-    for (uint s = 0; s < TILE_B; s++) {
-        uint col = col0 + s;
-        if (col >= pc.N) break;
-        float bias_value = pc.has_bias != 0 ? bias[pc.bias_offset + col] : 0.0;
-        for (uint r = 0; r < TILE_A; r++) {
-            uint row = row0 + r;
-            if (row < pc.M) c[pc.c_offset + row * pc.ldc + col] = acc[r][s] + bias_value;
+    for (uint r = 0; r < TILE_A; r++) {
+        uint m = row0 + r;
+        if (m >= pc.M) break;
+        uint out_row = pc.c_offset + ((m / pc.rows_per_batch) * pc.batch_stride + m % pc.rows_per_batch) * pc.ldc;
+        for (uint s = 0; s < TILE_B; s++) {
+            uint n = col0 + s;
+            if (n >= pc.N) break;
+            float bias = pc.has_bias != 0 ? texelFetch(Bias, int(pc.bias_offset + n)).x : 0.0;
+            c[out_row + n] = VKA_TO_OUT(acc[r][s] + bias);
         }
     }
 }

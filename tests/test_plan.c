@@ -13,7 +13,8 @@ static vka_problem problem(uint32_t B, uint32_t L, uint32_t S, uint32_t E, uint3
 
 static vka_plan_limits lavapipe_limits(void)
 {
-    vka_plan_limits l = {128u << 20, {65535, 65535, 65535}, 0};
+    vkattn_device_info cpu = {.type = VKATTN_DEVICE_CPU};
+    vka_plan_limits l = {128u << 20, {65535, 65535, 65535}, 1u << 27, 0, vka_profile_for(&cpu, NULL)};
     return l;
 }
 
@@ -30,8 +31,15 @@ static void test_small_self_attention(void)
     vka_problem p = problem(1, 16, 16, 64, 4, 1);
     vka_plan_limits l = lavapipe_limits();
     vka_plan plan = {0};
+    /* Default (fused) path: fused QKV matmul, fused attention, output projection. */
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    /* fused QKV, scores, softmax, P·V, output projection */
+    CHECK(plan.path == VKATTN_PATH_FUSED);
+    CHECK(plan.step_count == 3);
+    CHECK(plan.steps[1].kernel == VKA_KERNEL_FUSED);
+    CHECK(plan.workspace_bytes[VKA_ROLE_SCORES] == 0);
+    /* Unfused: fused QKV, scores, softmax, P·V, output projection */
+    p.path = VKATTN_PATH_UNFUSED;
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(plan.step_count == 5);
     CHECK(plan.fused_qkv == 1);
     CHECK(plan.chunks == 1);
@@ -46,14 +54,21 @@ static void test_small_self_attention(void)
 static void test_cross_attention(void)
 {
     vka_problem p = problem(2, 5, 17, 32, 4, 0);
+    p.path = VKATTN_PATH_UNFUSED;
     p.cfg.kdim = 24, p.cfg.vdim = 40, p.cfg.packed_in_proj = 0;
     vka_plan_limits l = lavapipe_limits();
     vka_plan plan = {0};
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(plan.fused_qkv == 0);
     CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) == 3);
-    CHECK(plan.steps[1].push.matmul.K == 24 && plan.steps[1].bindings[1] == VKA_ROLE_W_K);
-    CHECK(plan.steps[2].push.matmul.K == 40 && plan.steps[2].bindings[1] == VKA_ROLE_W_V);
+    /* K is counted in texels: kdim 24 and vdim 40 are read four floats at a time. */
+    CHECK(plan.steps[1].push.matmul.K == 24 / 4 && plan.steps[1].bindings[1] == VKA_ROLE_W_K);
+    CHECK(plan.steps[2].push.matmul.K == 40 / 4 && plan.steps[2].bindings[1] == VKA_ROLE_W_V);
+    CHECK(plan.steps[1].spec[VKA_SPEC_VEC] == 4 && plan.steps[1].views[0] == VKA_VIEW_VEC4);
+    /* An odd kdim falls back to one float per texel. */
+    p.cfg.kdim = 7;
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(plan.steps[1].push.matmul.K == 7 && plan.steps[1].spec[VKA_SPEC_VEC] == 1);
     CHECK(plan.workspace_bytes[VKA_ROLE_K_PROJ] == 2ull * 17 * 32 * 4);
     vka_plan_free(&plan);
 }
@@ -81,6 +96,7 @@ static void test_chunking_by_heads(void)
 {
     /* 12 heads x 2048 x 2048 x 4 bytes = 192 MiB > 128 MiB: 8 heads per chunk, then 4. */
     vka_problem p = problem(1, 2048, 2048, 12, 12, 1);
+    p.path = VKATTN_PATH_UNFUSED;
     vka_plan_limits l = lavapipe_limits();
     vka_plan plan = {0};
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
@@ -93,6 +109,7 @@ static void test_chunking_by_heads(void)
 static void test_chunking_by_rows(void)
 {
     vka_problem p = problem(2, 1000, 700, 16, 2, 0);
+    p.path = VKATTN_PATH_UNFUSED;
     vka_plan_limits l = lavapipe_limits();
     l.scores_budget_bytes = 100 * 700 * 4 + 17; /* 100 rows per chunk */
     vka_plan plan = {0};
@@ -138,6 +155,7 @@ static void test_limits(void)
     CHECK(strstr(err.message, "query") != NULL);
     /* One row of scores bigger than the budget. */
     p = problem(1, 1, 1000, 8, 1, 0);
+    p.path = VKATTN_PATH_UNFUSED;
     l.scores_budget_bytes = 1024;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
     CHECK(strstr(err.message, "one row") != NULL);

@@ -81,7 +81,8 @@ static void test_profiling_off_by_default(void)
     vkattn_forward_stats st;
     CHECK_STATUS(vkattn_layer_last_stats(layer, &st), VKATTN_OK);
     CHECK(st.timed == 0 && st.gpu_ms == 0);
-    CHECK(st.dispatches == 5);
+    CHECK(st.path == VKATTN_PATH_FUSED);
+    CHECK(st.dispatches == 3); /* fused QKV projection, fused attention, output projection */
     vkattn_layer_destroy(layer);
     test_weights_free(&tw);
 }

@@ -15,6 +15,7 @@ static const subcommand subcommands[] = {
     {"demo", cmd_demo, "run a forward on random data on the GPU and check it against the CPU path"},
     {"run", cmd_run, "run a forward on .npy inputs with safetensors weights"},
     {"peak", cmd_peak, "measure this device's fp32/fp16 FMA throughput and memory bandwidth"},
+    {"bench", cmd_bench, "time forwards over a sweep of shapes, per stage, against the measured peak"},
 };
 
 static void usage(FILE *out)

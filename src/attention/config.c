@@ -160,6 +160,10 @@ vkattn_status vka_problem_from_host(const vka_layer_config *cfg, const vkattn_ho
         p.attn_mask_per_head = d->attn_mask_per_head != 0;
     }
     if (d->attn_weights) p.weights = d->average_weights ? VKA_WEIGHTS_AVERAGED : VKA_WEIGHTS_PER_HEAD;
+    p.lse = d->lse != NULL;
+    if (p.weights && p.lse)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "attention weights (unfused path) and the log-sum-exp (fused path) cannot be asked for together");
 
     vkattn_status status = vka_problem_check_sizes(&p, error);
     if (status != VKATTN_OK) return status;

@@ -49,7 +49,10 @@ typedef struct vka_problem {
     vka_attn_mask_mode attn_mask;
     int attn_mask_per_head; /* (B*H,L,S) rather than (L,S) */
     vka_weights_mode weights;
+    int lse;                /* the log-sum-exp of every row is wanted (fused path) */
     vkattn_path path;       /* as requested */
+    /* element types of the caller's tensors (F32 for host forwards) */
+    vkattn_dtype query_dtype, key_dtype, value_dtype, output_dtype;
 } vka_problem;
 
 /* Checks a layer description and its host weights; fills `out`. */

@@ -5,8 +5,12 @@
 #include <string.h>
 
 #include "attention/layer.h"
+#include "io/io.h"
 #include "memory/tensor.h"
 #include "reference/reference.h"
+
+/* Accepted in place of a dtype: F32 or F16 (activations). */
+#define VKA_ANY_FLOAT ((vkattn_dtype)-1)
 
 /* Checks one tensor's context, dtype and shape; `names` spells the expected dims ("B, L, E"). */
 static vkattn_status expect_tensor(vkattn_layer *layer, const vkattn_tensor *t, const char *what, vkattn_dtype dtype,
@@ -15,7 +19,9 @@ static vkattn_status expect_tensor(vkattn_layer *layer, const vkattn_tensor *t, 
     vkattn_context *ctx = layer->ctx;
     if (t->ctx != ctx)
         return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "%s belongs to a different context than the layer", what);
-    if (t->dtype != dtype)
+    if (dtype == VKA_ANY_FLOAT && t->dtype != VKATTN_DTYPE_F32 && t->dtype != VKATTN_DTYPE_F16)
+        return vka_fail(ctx, VKATTN_ERROR_DTYPE, "%s has dtype %s, expected f32 or f16", what, vkattn_dtype_name(t->dtype));
+    if (dtype != VKA_ANY_FLOAT && t->dtype != dtype)
         return vka_fail(ctx, VKATTN_ERROR_DTYPE, "%s has dtype %s, expected %s", what, vkattn_dtype_name(t->dtype),
                         vkattn_dtype_name(dtype));
     int same = t->rank == rank;
@@ -48,19 +54,26 @@ static vkattn_status problem_from_tensors(vkattn_layer *layer, const vkattn_forw
     p.B = d->query->dims[0];
     p.L = d->query->dims[1];
     p.path = d->path;
-    VKA_TRY(expect_tensor(layer, d->query, "query", VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, p.L, c->E}, "B, L, E"));
+    VKA_TRY(expect_tensor(layer, d->query, "query", VKA_ANY_FLOAT, 3, (uint32_t[]){p.B, p.L, c->E}, "B, L, E"));
     const vkattn_tensor *key = d->key ? d->key : d->query;
     const vkattn_tensor *value = d->value ? d->value : key;
     if (key->rank != 3)
         return vka_fail(ctx, VKATTN_ERROR_SHAPE, "key must have rank 3 (B, S, kdim), it has rank %u", key->rank);
     p.S = key->dims[1];
-    VKA_TRY(expect_tensor(layer, key, d->key ? "key" : "query (as key)", VKATTN_DTYPE_F32, 3,
+    VKA_TRY(expect_tensor(layer, key, d->key ? "key" : "query (as key)", VKA_ANY_FLOAT, 3,
                           (uint32_t[]){p.B, p.S, c->kdim}, "B, S, kdim"));
-    VKA_TRY(expect_tensor(layer, value, d->value ? "value" : "key (as value)", VKATTN_DTYPE_F32, 3,
+    VKA_TRY(expect_tensor(layer, value, d->value ? "value" : "key (as value)", VKA_ANY_FLOAT, 3,
                           (uint32_t[]){p.B, p.S, c->vdim}, "B, S, vdim"));
     p.self_attention = key == d->query && value == d->query && c->packed_in_proj;
     p.S_ext = p.S + c->extra_keys;
-    VKA_TRY(expect_tensor(layer, d->output, "output", VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, p.L, c->E}, "B, L, E"));
+    VKA_TRY(expect_tensor(layer, d->output, "output", VKA_ANY_FLOAT, 3, (uint32_t[]){p.B, p.L, c->E}, "B, L, E"));
+    if (d->output->dtype == VKATTN_DTYPE_F16 && !ctx->caps.storage_16bit)
+        return vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "an f16 output needs storageBuffer16BitAccess, which \"%s\" lacks",
+                        ctx->info.name);
+    p.query_dtype = d->query->dtype;
+    p.key_dtype = key->dtype;
+    p.value_dtype = value->dtype;
+    p.output_dtype = d->output->dtype;
     if (d->output == d->query || d->output == key || d->output == value)
         return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "output must not be the query, key or value tensor");
 
@@ -102,6 +115,13 @@ static vkattn_status problem_from_tensors(vkattn_layer *layer, const vkattn_forw
                                   (uint32_t[]){p.B, c->H, p.L, p.S_ext}, "B, H, L, S'"));
         p.weights = d->average_weights ? VKA_WEIGHTS_AVERAGED : VKA_WEIGHTS_PER_HEAD;
     }
+    if (d->lse) {
+        VKA_TRY(expect_tensor(layer, d->lse, "lse", VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, c->H, p.L}, "B, H, L"));
+        p.lse = 1;
+    }
+    if (p.weights && p.lse)
+        return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "attention weights (unfused path) and the log-sum-exp (fused path) cannot be asked for together");
     VKA_TRY(vka_problem_check_sizes(&p, &ctx->error));
     *out = p;
     return VKATTN_OK;
@@ -109,20 +129,33 @@ fail:
     return status;
 }
 
-/* Reads a device tensor into a new host allocation (NULL tensor -> NULL). */
+/* Reads a device tensor into a new host allocation (NULL tensor -> NULL); F16 becomes F32. */
 static vkattn_status read_to_host(vkattn_layer *layer, const vkattn_tensor *t, void **out)
 {
     *out = NULL;
     if (!t) return VKATTN_OK;
-    void *host = malloc(t->bytes);
+    int half = t->dtype == VKATTN_DTYPE_F16;
+    void *host = malloc(half ? t->elems * sizeof(float) : t->bytes);
     if (!host) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory copying a tensor to the host");
     vkattn_status status = vka_buffer_read(layer->ctx, &t->buffer, 0, host, t->bytes);
     if (status != VKATTN_OK) {
         free(host);
         return status;
     }
+    /* Widen in place from the back: element i's float lands at or after its half. */
+    for (size_t i = half ? t->elems : 0; i-- > 0;) ((float *)host)[i] = vka_f16_to_f32(((uint16_t *)host)[i]);
     *out = host;
     return VKATTN_OK;
+}
+
+/* Writes fp32 host data into a tensor of dtype F32 or F16. */
+static vkattn_status write_from_host(vkattn_layer *layer, vkattn_tensor *t, float *data)
+{
+    if (t->dtype == VKATTN_DTYPE_F16) {
+        uint16_t *half = (uint16_t *)data; /* narrowing front to back never overtakes the reads */
+        for (size_t i = 0; i < t->elems; i++) half[i] = vka_f32_to_f16(data[i]);
+    }
+    return vka_buffer_write(layer->ctx, &t->buffer, 0, data, t->bytes);
 }
 
 /* The CPU path on device tensors: copy in, run the reference, copy out. */
@@ -130,16 +163,17 @@ static vkattn_status run_cpu_on_tensors(vkattn_layer *layer, const vka_problem *
 {
     vkattn_status status;
     void *q = NULL, *k = NULL, *v = NULL, *kpm = NULL, *lens = NULL, *mask = NULL;
-    float *out = NULL, *weights = NULL;
+    float *out = NULL, *weights = NULL, *lse = NULL;
     VKA_TRY(read_to_host(layer, d->query, &q));
     VKA_TRY(read_to_host(layer, d->key, &k));
     VKA_TRY(read_to_host(layer, d->value, &v));
     VKA_TRY(read_to_host(layer, d->key_padding_mask, &kpm));
     VKA_TRY(read_to_host(layer, d->valid_lens, &lens));
     VKA_TRY(read_to_host(layer, d->attn_mask, &mask));
-    out = malloc(d->output->bytes);
+    out = malloc(d->output->elems * sizeof(float));
     weights = d->attn_weights ? malloc(d->attn_weights->bytes) : NULL;
-    if (!out || (d->attn_weights && !weights)) {
+    lse = d->lse ? malloc(d->lse->bytes) : NULL;
+    if (!out || (d->attn_weights && !weights) || (d->lse && !lse)) {
         status = vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the CPU path's outputs");
         goto fail;
     }
@@ -150,17 +184,18 @@ static vkattn_status run_cpu_on_tensors(vkattn_layer *layer, const vka_problem *
         .valid_lens = lens, .valid_lens_per_query = p->valid_lens == VKA_VALID_LENS_PER_QUERY,
         .attn_mask = mask, .attn_mask_dtype = p->attn_mask == VKA_ATTN_MASK_BOOL ? VKATTN_DTYPE_BOOL : VKATTN_DTYPE_F32,
         .attn_mask_per_head = p->attn_mask_per_head,
-        .output = out, .attn_weights = weights, .average_weights = p->weights == VKA_WEIGHTS_AVERAGED,
+        .output = out, .attn_weights = weights, .average_weights = p->weights == VKA_WEIGHTS_AVERAGED, .lse = lse,
     };
     VKA_TRY(vka_reference_run(p, &layer->host, &h, &layer->ctx->error));
-    VKA_TRY(vka_buffer_write(layer->ctx, &d->output->buffer, 0, out, d->output->bytes));
+    VKA_TRY(write_from_host(layer, d->output, out));
     d->output->values = VKA_VALUES_UNKNOWN;
     if (weights) {
         VKA_TRY(vka_buffer_write(layer->ctx, &d->attn_weights->buffer, 0, weights, d->attn_weights->bytes));
         d->attn_weights->values = VKA_VALUES_UNKNOWN;
     }
+    if (lse) VKA_TRY(vka_buffer_write(layer->ctx, &d->lse->buffer, 0, lse, d->lse->bytes));
 fail:
-    free(q), free(k), free(v), free(kpm), free(lens), free(mask), free(out), free(weights);
+    free(q), free(k), free(v), free(kpm), free(lens), free(mask), free(out), free(weights), free(lse);
     return status;
 }
 
@@ -174,23 +209,24 @@ vkattn_status vkattn_forward(vkattn_layer *layer, const vkattn_forward_desc *d)
     status = problem_from_tensors(layer, d, &p);
     if (status != VKATTN_OK) return status;
     if (p.path == VKATTN_PATH_CPU) return run_cpu_on_tensors(layer, &p, d);
-    if (p.path == VKATTN_PATH_FUSED)
-        return vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "the fused path is not available in this build; use auto or unfused");
 
     const vkattn_tensor *key = d->key ? d->key : d->query;
     const vkattn_tensor *value = d->value ? d->value : key;
-    const vka_buffer *caller[VKA_ROLE_COUNT] = {0};
-    caller[VKA_ROLE_QUERY] = &d->query->buffer;
-    caller[VKA_ROLE_KEY] = &key->buffer;
-    caller[VKA_ROLE_VALUE] = &value->buffer;
+    vka_buffer *caller[VKA_ROLE_COUNT] = {0};
+    /* The tensors are the caller's; only lazily created texel views of them are added. */
+    caller[VKA_ROLE_QUERY] = (vka_buffer *)&d->query->buffer;
+    caller[VKA_ROLE_KEY] = (vka_buffer *)&key->buffer;
+    caller[VKA_ROLE_VALUE] = (vka_buffer *)&value->buffer;
     caller[VKA_ROLE_OUTPUT] = &d->output->buffer;
-    if (d->key_padding_mask) caller[VKA_ROLE_KEY_PADDING_MASK] = &d->key_padding_mask->buffer;
-    if (d->valid_lens) caller[VKA_ROLE_VALID_LENS] = &d->valid_lens->buffer;
-    if (d->attn_mask) caller[VKA_ROLE_ATTN_MASK] = &d->attn_mask->buffer;
+    if (d->key_padding_mask) caller[VKA_ROLE_KEY_PADDING_MASK] = (vka_buffer *)&d->key_padding_mask->buffer;
+    if (d->valid_lens) caller[VKA_ROLE_VALID_LENS] = (vka_buffer *)&d->valid_lens->buffer;
+    if (d->attn_mask) caller[VKA_ROLE_ATTN_MASK] = (vka_buffer *)&d->attn_mask->buffer;
     if (d->attn_weights) caller[VKA_ROLE_WEIGHTS] = &d->attn_weights->buffer;
+    if (d->lse) caller[VKA_ROLE_LSE] = &d->lse->buffer;
     status = vka_layer_run(layer, &p, caller);
     d->output->values = VKA_VALUES_UNKNOWN;
     if (d->attn_weights) d->attn_weights->values = VKA_VALUES_UNKNOWN;
+    if (d->lse) d->lse->values = VKA_VALUES_UNKNOWN;
     return status;
 }
 
@@ -254,9 +290,13 @@ vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward
         else
             VKA_TRY(upload_host(layer, VKA_HOST_ATTN_MASK, dtype, 2, (uint32_t[]){p.L, p.S}, d->attn_mask, &f.attn_mask));
     }
-    vkattn_tensor *output, *weights = NULL;
+    vkattn_tensor *output, *weights = NULL, *lse = NULL;
     VKA_TRY(host_tensor(layer, VKA_HOST_OUTPUT, VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, p.L, c->E}, &output));
     f.output = output;
+    if (d->lse) {
+        VKA_TRY(host_tensor(layer, VKA_HOST_LSE, VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, c->H, p.L}, &lse));
+        f.lse = lse;
+    }
     if (d->attn_weights) {
         if (d->average_weights)
             VKA_TRY(host_tensor(layer, VKA_HOST_WEIGHTS, VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, p.L, p.S_ext}, &weights));
@@ -268,6 +308,7 @@ vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward
     VKA_TRY(vkattn_forward(layer, &f));
     VKA_TRY(vka_buffer_read(ctx, &output->buffer, 0, d->output, output->bytes));
     if (weights) VKA_TRY(vka_buffer_read(ctx, &weights->buffer, 0, d->attn_weights, weights->bytes));
+    if (lse) VKA_TRY(vka_buffer_read(ctx, &lse->buffer, 0, d->lse, lse->bytes));
 fail:
     return status;
 }

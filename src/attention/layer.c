@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/io.h"
 #include "memory/tensor.h"
 
 /* Copies the weights into one block in canonical form (packed when kdim == vdim == E). */
@@ -54,12 +55,35 @@ static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights
     return VKATTN_OK;
 }
 
-static vkattn_status upload(vkattn_layer *layer, vka_role role, const char *what, const float *data, size_t elems)
+/* Uploads fp32 host data as `dtype` (fp32, or fp16 rounded to nearest even). */
+static vkattn_status upload_as(vkattn_layer *layer, vka_role role, const char *what, const float *data, size_t elems,
+                               vkattn_dtype dtype)
 {
     vka_buffer *b = &layer->buffers[role];
-    vkattn_status status = vka_buffer_create(layer->ctx, elems * sizeof(float), VKA_MEMORY_DEVICE, what, b);
-    if (status == VKATTN_OK) status = vka_buffer_write(layer->ctx, b, 0, data, elems * sizeof(float));
+    size_t bytes = elems * vkattn_dtype_size(dtype);
+    const void *src = data;
+    uint16_t *half = NULL;
+    if (dtype == VKATTN_DTYPE_F16) {
+        if (!(half = malloc(elems * sizeof *half)))
+            return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory converting %s to fp16", what);
+        for (size_t i = 0; i < elems; i++) half[i] = vka_f32_to_f16(data[i]);
+        src = half;
+    }
+    vkattn_status status = vka_buffer_create(layer->ctx, bytes, VKA_MEMORY_DEVICE, what, b);
+    if (status == VKATTN_OK) status = vka_buffer_write(layer->ctx, b, 0, src, bytes);
+    free(half);
     return status;
+}
+
+/* Weights in the layer's storage dtype; biases stay fp32 (few, and added in fp32 anyway). */
+static vkattn_status upload(vkattn_layer *layer, vka_role role, const char *what, const float *data, size_t elems)
+{
+    return upload_as(layer, role, what, data, elems, layer->cfg.storage);
+}
+
+static vkattn_status upload_f32(vkattn_layer *layer, vka_role role, const char *what, const float *data, size_t elems)
+{
+    return upload_as(layer, role, what, data, elems, VKATTN_DTYPE_F32);
 }
 
 /* The extra keys (or values): row 0 = bias_k (bias_v) when add_bias_kv, then the zero row. */
@@ -89,8 +113,8 @@ static vkattn_status upload_weights(vkattn_layer *layer)
         VKA_TRY(upload(layer, VKA_ROLE_W_V, "v_proj_weight", h->v_proj_weight, E * c->vdim));
     }
     if (c->bias) {
-        VKA_TRY(upload(layer, VKA_ROLE_B_IN, "in_proj_bias", h->in_proj_bias, 3 * E));
-        VKA_TRY(upload(layer, VKA_ROLE_B_OUT, "out_proj.bias", h->out_proj_bias, E));
+        VKA_TRY(upload_f32(layer, VKA_ROLE_B_IN, "in_proj_bias", h->in_proj_bias, 3 * E));
+        VKA_TRY(upload_f32(layer, VKA_ROLE_B_OUT, "out_proj.bias", h->out_proj_bias, E));
     }
     VKA_TRY(upload(layer, VKA_ROLE_W_OUT, "out_proj.weight", h->out_proj_weight, E * E));
     VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_K, h->bias_k, "the extra keys"));
@@ -135,9 +159,12 @@ vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *
 
     vkattn_layer *layer = calloc(1, sizeof *layer);
     if (!layer) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
+    /* fp16 activations are written through 16-bit storage; without it the layer stays fp32. */
+    if (cfg.storage == VKATTN_DTYPE_F16 && !ctx->caps.storage_16bit) cfg.storage = VKATTN_DTYPE_F32;
     layer->ctx = ctx;
     layer->cfg = cfg;
     layer->desc = *desc;
+    layer->desc.storage = cfg.storage;
     layer->desc.kdim = cfg.kdim;
     layer->desc.vdim = cfg.vdim;
     layer->desc.no_bias = !cfg.bias;

@@ -17,6 +17,7 @@ typedef enum vka_host_slot {
     VKA_HOST_ATTN_MASK,
     VKA_HOST_OUTPUT,
     VKA_HOST_WEIGHTS,
+    VKA_HOST_LSE,
     VKA_HOST_SLOT_COUNT
 } vka_host_slot;
 
@@ -46,6 +47,6 @@ struct vkattn_layer {
 };
 
 /* Runs a validated problem on the device with the given caller buffers (indexed by role). */
-vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, const vka_buffer *caller[VKA_ROLE_COUNT]);
+vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffer *caller[VKA_ROLE_COUNT]);
 
 #endif

@@ -1,24 +1,25 @@
 /*
- * The plan: a pure function from (problem shapes, device limits) to the list of kernel dispatches a
- * forward records and the workspace they need. No Vulkan objects here, so the plan is tested on
- * the CPU (tests/test_plan.c) and the recording code only walks the list.
+ * The plan: a pure function from (problem shapes, device limits, device profile) to the list of
+ * steps a forward records and the workspace they need. No Vulkan objects here, so the plan is
+ * tested on the CPU (tests/test_plan.c) and the recording code only walks the list.
  *
- * Unfused forward, as planned:
+ *   query ─┬─ matmul ─► Q ┐   one fused QKV matmul for self-attention; the extra keys (bias_k,
+ *   key  ──┼─ matmul ─► K ├─ zero key) are copied in after each batch item's S projected keys
+ *   value ─┴─ matmul ─► V ┘
+ *            fused path:    attn_fused ──────────────────────────────────────────────► ctx
+ *            unfused path:  per chunk of score rows: scores ─► softmax ─► [average] ─► P·V ─► ctx
+ *   output ◄── matmul (W_O) ◄── ctx
  *
- *   query ─┬─ matmul ─► Q ┐            one fused QKV matmul when self-attention
- *   key  ──┼─ matmul ─► K ├─► per chunk of score rows:  scores ─► softmax ─► (average) ─► P·V ─► ctx
- *   value ─┴─ matmul ─► V ┘                                                                     │
- *                                                                     output ◄── matmul ◄───────┘
- *
- * The score buffer P holds B·H·L·S' floats at most; when that exceeds the device's
- * maxStorageBufferRange (or the workspace budget) the rows are processed in chunks that reuse one
- * smaller buffer. When per-head weights are requested, P is the caller's weights tensor itself.
+ * The fused path is the default; the unfused path runs when attention weights are requested (its
+ * probability buffer is the weights tensor itself, or a chunked score buffer that fits
+ * maxStorageBufferRange). The fused workspace grows with B·L·E, never with L·S.
  */
 #ifndef VKA_PLAN_H
 #define VKA_PLAN_H
 
 #include "abi.h"
 #include "attention/config.h"
+#include "device/quirks.h"
 #include "pipeline/kernels.h"
 
 /* Every buffer a step can bind, resolved to a real buffer when recording. */
@@ -33,7 +34,8 @@ typedef enum vka_role {
     VKA_ROLE_ATTN_MASK,
     VKA_ROLE_OUTPUT,
     VKA_ROLE_WEIGHTS,
-    /* layer weights */
+    VKA_ROLE_LSE,
+    /* layer weights (storage dtype; biases fp32) */
     VKA_ROLE_W_IN,    /* (3E,E) when packed, else W_Q (E,E) */
     VKA_ROLE_W_K,     /* (E,kdim), only when not packed */
     VKA_ROLE_W_V,     /* (E,vdim), only when not packed */
@@ -43,61 +45,87 @@ typedef enum vka_role {
     VKA_ROLE_EXTRA_K, /* (extra_keys, E): bias_k and/or the zero key */
     VKA_ROLE_EXTRA_V,
     /* workspace, owned by the layer and sized by the plan */
-    VKA_ROLE_QKV,    /* (B·L, 3E) fused, or Q alone (B·L, E) */
-    VKA_ROLE_K_PROJ, /* (B·S, E) */
-    VKA_ROLE_V_PROJ, /* (B·S, E) */
-    VKA_ROLE_SCORES, /* chunk rows × S' */
+    VKA_ROLE_QKV,    /* (B·S', 3E) fused, or Q alone (B·L, E) */
+    VKA_ROLE_K_PROJ, /* (B·S', E): S projected keys then the extra keys, per batch item */
+    VKA_ROLE_V_PROJ, /* (B·S', E) */
+    VKA_ROLE_SCORES, /* chunk rows × S' (fp32) */
     VKA_ROLE_CTX,    /* (B·L, E), heads concatenated */
     VKA_ROLE_COUNT
 } vka_role;
 
+#define VKA_FIRST_LAYER_ROLE VKA_ROLE_W_IN
 #define VKA_FIRST_WORKSPACE_ROLE VKA_ROLE_QKV
+
+const char *vka_role_name(vka_role role);
 
 typedef enum vka_step_kind {
     VKA_STEP_DISPATCH,
-    VKA_STEP_ZERO /* fill bindings[0] with zeros (vkCmdFillBuffer) */
+    VKA_STEP_ZERO, /* fill bindings[0] with zeros (vkCmdFillBuffer) */
+    VKA_STEP_COPY  /* copy plan->copies[copy_first .. +copy_count) from bindings[0] to bindings[1] */
 } vka_step_kind;
+
+/* How a binding is viewed: as a buffer, or through a texel view of 1 or 4 elements per texel
+ * (the element type comes from the role's dtype). */
+enum { VKA_VIEW_BUFFER = 0, VKA_VIEW_SCALAR = 1, VKA_VIEW_VEC4 = 4 };
 
 typedef struct vka_step {
     vka_step_kind kind;
     vkattn_stage stage;
     vka_kernel kernel;
+    int f16_out; /* the kernel's fp16-output build */
     uint32_t spec[VKA_MAX_SPEC];
     vka_role bindings[VKA_MAX_BINDINGS];
+    uint8_t views[VKA_MAX_BINDINGS];
     uint32_t binding_count;
     union {
         vka_matmul_push matmul;
         vka_scores_push scores;
         vka_softmax_push softmax;
         vka_pv_push pv;
+        vka_fused_push fused;
         vka_average_push average;
     } push;
     uint32_t groups[3];
+    uint32_t copy_first, copy_count;
     int barrier_before; /* wait for every earlier step's writes before this one */
 } vka_step;
+
+/* One region of a VKA_STEP_COPY, in elements of the destination's dtype. */
+typedef struct vka_copy {
+    uint64_t src_offset, dst_offset, count;
+} vka_copy;
 
 /* The device facts the plan depends on. */
 typedef struct vka_plan_limits {
     uint64_t max_storage_buffer_range; /* every bound buffer must fit it */
     uint32_t max_group_count[3];
+    uint64_t max_texel_elements;       /* maxTexelBufferElements */
     uint64_t scores_budget_bytes;      /* the most the score buffer may take (0 = the range) */
+    const vka_profile *profile;        /* kernel shapes for this device */
 } vka_plan_limits;
 
 typedef struct vka_plan {
     vkattn_path path;                         /* the path that will run */
     vka_step *steps;
     uint32_t step_count, step_capacity;
+    vka_copy *copies;
+    uint32_t copy_count, copy_capacity;
+    vkattn_dtype role_dtype[VKA_ROLE_COUNT];  /* element type of each role's buffer */
     uint64_t workspace_bytes[VKA_ROLE_COUNT]; /* non-zero for the workspace roles used */
-    uint32_t chunks;                          /* score-row chunks */
+    uint32_t chunks;                          /* score-row chunks (unfused) */
     int fused_qkv;                            /* one matmul makes Q, K and V */
 } vka_plan;
 
-/* Builds the plan for `p` into `plan` (its step array is reused across calls; start from a zeroed
- * plan and release with vka_plan_free). Errors: VKATTN_ERROR_DEVICE_LIMIT when a tensor the
- * forward must bind whole exceeds the storage-buffer range, VKATTN_ERROR_OUT_OF_HOST_MEMORY. */
+/* Builds the plan for `p` into `plan` (its arrays are reused across calls; start from a zeroed
+ * plan and release with vka_plan_free). Errors: VKATTN_ERROR_DEVICE_LIMIT when a buffer the forward
+ * must bind exceeds a device limit, VKATTN_ERROR_INVALID_ARGUMENT for a path that cannot serve the
+ * request (weights on the fused path, log-sum-exp on the unfused one), out of host memory. */
 vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits, vka_plan *plan,
                              vkattn_error *error);
 void vka_plan_free(vka_plan *plan);
+
+/* The path a request resolves to (AUTO: fused unless attention weights are wanted). */
+vkattn_path vka_plan_resolve_path(const vka_problem *p);
 
 /* Total workspace bytes of a plan. */
 uint64_t vka_plan_workspace_total(const vka_plan *plan);

@@ -15,21 +15,12 @@ static vka_plan_limits plan_limits(const vkattn_context *ctx)
     if (ctx->caps.max_memory_allocation_size < limits.max_storage_buffer_range)
         limits.max_storage_buffer_range = ctx->caps.max_memory_allocation_size;
     for (int i = 0; i < 3; i++) limits.max_group_count[i] = ctx->caps.props.limits.maxComputeWorkGroupCount[i];
+    limits.max_texel_elements = ctx->caps.props.limits.maxTexelBufferElements;
+    limits.profile = ctx->profile;
     /* Keep the unfused score buffer moderate on devices with huge ranges: chunks cost a few
      * dispatches, a multi-GiB workspace costs memory the application may need. */
     limits.scores_budget_bytes = (uint64_t)512 << 20;
     return limits;
-}
-
-static const char *role_name(vka_role role)
-{
-    static const char *const names[VKA_ROLE_COUNT] = {
-        "none",      "query",     "key",       "value",   "key_padding_mask", "valid_lens", "attn_mask",
-        "output",    "weights",   "w_in",      "w_k",     "w_v",              "b_in",       "w_out",
-        "b_out",     "extra_k",   "extra_v",   "qkv",     "k_proj",           "v_proj",     "scores",
-        "ctx",
-    };
-    return (unsigned)role < VKA_ROLE_COUNT ? names[role] : "unknown";
 }
 
 /* Makes sure the descriptor pool can hand out one set per dispatch of the plan, then resets it. */
@@ -70,7 +61,7 @@ static vkattn_status reserve_workspace(vkattn_layer *layer, const vka_plan *plan
     for (int r = VKA_FIRST_WORKSPACE_ROLE; r < VKA_ROLE_COUNT; r++) {
         if (!plan->workspace_bytes[r]) continue;
         vkattn_status status = vka_buffer_reserve(layer->ctx, &layer->buffers[r], plan->workspace_bytes[r],
-                                                  VKA_MEMORY_DEVICE, role_name((vka_role)r));
+                                                  VKA_MEMORY_DEVICE, vka_role_name((vka_role)r));
         if (status != VKATTN_OK) return status;
     }
     return VKATTN_OK;
@@ -89,8 +80,16 @@ static void record_barrier(vkattn_context *ctx, VkCommandBuffer cmd)
     ctx->vk.vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &barrier, 0, NULL, 0, NULL);
 }
 
-static vkattn_status record_dispatch(vkattn_layer *layer, const vka_step *step, const vka_pipeline *pipeline,
-                                     const vka_buffer *const bound[VKA_ROLE_COUNT])
+/* The texel view a binding is read through: the role's element type, 1 or 4 per texel. */
+static vka_view_format view_format(const vka_plan *plan, vka_role role, uint8_t view)
+{
+    int half = plan->role_dtype[role] == VKATTN_DTYPE_F16 && role != VKA_ROLE_NONE;
+    if (view == VKA_VIEW_VEC4) return half ? VKA_VIEW_RGBA16F : VKA_VIEW_RGBA32F;
+    return half ? VKA_VIEW_R16F : VKA_VIEW_R32F;
+}
+
+static vkattn_status record_dispatch(vkattn_layer *layer, const vka_plan *plan, const vka_step *step,
+                                     const vka_pipeline *pipeline, vka_buffer *const bound[VKA_ROLE_COUNT])
 {
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = VKATTN_OK;
@@ -106,18 +105,25 @@ static vkattn_status record_dispatch(vkattn_layer *layer, const vka_step *step, 
     VkDescriptorSet set;
     VKA_VK(ctx, ctx->vk.vkAllocateDescriptorSets(ctx->device, &alloc, &set));
     VkDescriptorBufferInfo infos[VKA_MAX_BINDINGS];
+    VkBufferView views[VKA_MAX_BINDINGS];
     VkWriteDescriptorSet writes[VKA_MAX_BINDINGS];
     for (uint32_t i = 0; i < step->binding_count; i++) {
-        const vka_buffer *b = bound[step->bindings[i]];
-        infos[i] = (VkDescriptorBufferInfo){b->buffer, 0, b->size};
+        vka_buffer *b = bound[step->bindings[i]];
+        VkDescriptorType type = pipeline->bindings.types[i];
         writes[i] = (VkWriteDescriptorSet){
             .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
             .dstSet = set,
             .dstBinding = i,
             .descriptorCount = 1,
-            .descriptorType = pipeline->bindings.types[i],
-            .pBufferInfo = &infos[i],
+            .descriptorType = type,
         };
+        if (type == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER || type == VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER) {
+            VKA_TRY(vka_buffer_view(ctx, b, view_format(plan, step->bindings[i], step->views[i]), &views[i]));
+            writes[i].pTexelBufferView = &views[i];
+        } else {
+            infos[i] = (VkDescriptorBufferInfo){b->buffer, 0, b->size};
+            writes[i].pBufferInfo = &infos[i];
+        }
     }
     ctx->vk.vkUpdateDescriptorSets(ctx->device, step->binding_count, writes, 0, NULL);
     VkCommandBuffer cmd = layer->cmd;
@@ -180,7 +186,26 @@ fail:
     return status;
 }
 
-static vkattn_status record_plan(vkattn_layer *layer, const vka_plan *plan, const vka_buffer *const bound[VKA_ROLE_COUNT])
+/* Copies regions (in elements of the destination) from bindings[0] to bindings[1]. */
+static vkattn_status record_copy(vkattn_layer *layer, const vka_plan *plan, const vka_step *step,
+                                 vka_buffer *const bound[VKA_ROLE_COUNT])
+{
+    VkBufferCopy regions[8];
+    uint64_t esize = vkattn_dtype_size(plan->role_dtype[step->bindings[1]]);
+    for (uint32_t done = 0; done < step->copy_count;) {
+        uint32_t n = 0;
+        for (; n < 8 && done + n < step->copy_count; n++) {
+            const vka_copy *c = &plan->copies[step->copy_first + done + n];
+            regions[n] = (VkBufferCopy){c->src_offset * esize, c->dst_offset * esize, c->count * esize};
+        }
+        layer->ctx->vk.vkCmdCopyBuffer(layer->cmd, bound[step->bindings[0]]->buffer, bound[step->bindings[1]]->buffer,
+                                       n, regions);
+        done += n;
+    }
+    return VKATTN_OK;
+}
+
+static vkattn_status record_plan(vkattn_layer *layer, const vka_plan *plan, vka_buffer *const bound[VKA_ROLE_COUNT])
 {
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = VKATTN_OK;
@@ -202,10 +227,12 @@ static vkattn_status record_plan(vkattn_layer *layer, const vka_plan *plan, cons
         if (step->barrier_before) record_barrier(ctx, cmd);
         if (step->kind == VKA_STEP_ZERO) {
             ctx->vk.vkCmdFillBuffer(cmd, bound[step->bindings[0]]->buffer, 0, VK_WHOLE_SIZE, 0);
+        } else if (step->kind == VKA_STEP_COPY) {
+            VKA_TRY(record_copy(layer, plan, step, bound));
         } else {
             const vka_pipeline *pipeline;
-            VKA_TRY(vka_pipeline_get(ctx, step->kernel, step->spec, &pipeline));
-            VKA_TRY(record_dispatch(layer, step, pipeline, bound));
+            VKA_TRY(vka_pipeline_get(ctx, step->kernel, step->f16_out, step->spec, &pipeline));
+            VKA_TRY(record_dispatch(layer, plan, step, pipeline, bound));
         }
         if (timed) ctx->vk.vkCmdWriteTimestamp(cmd, after_all, layer->query_pool, i + 1);
     }
@@ -214,7 +241,7 @@ fail:
     return status;
 }
 
-vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, const vka_buffer *caller[VKA_ROLE_COUNT])
+vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffer *caller[VKA_ROLE_COUNT])
 {
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = VKATTN_OK;
@@ -223,9 +250,9 @@ vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, const vka
     VKA_TRY(reserve_workspace(layer, &layer->plan));
 
     /* Resolve every role to a buffer: the caller's tensors, the layer's own, or the placeholder. */
-    const vka_buffer *bound[VKA_ROLE_COUNT];
+    vka_buffer *bound[VKA_ROLE_COUNT];
     for (int r = 0; r < VKA_ROLE_COUNT; r++) {
-        const vka_buffer *b = r < VKA_ROLE_W_IN ? caller[r] : &layer->buffers[r];
+        vka_buffer *b = r < VKA_FIRST_LAYER_ROLE ? caller[r] : &layer->buffers[r];
         bound[r] = b && b->buffer ? b : &ctx->dummy;
     }
     for (uint32_t i = 0; i < layer->plan.step_count; i++) {
@@ -234,7 +261,7 @@ vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, const vka
             vka_role role = step->bindings[j];
             if (role != VKA_ROLE_NONE && bound[role] == &ctx->dummy)
                 return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "internal: stage %s needs buffer %s, which is missing",
-                                vkattn_stage_name(step->stage), role_name(role));
+                                vkattn_stage_name(step->stage), vka_role_name(role));
         }
     }
 

@@ -349,6 +349,13 @@ vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_cont
     ctx->physical = devices[chosen];
     vka_describe_device(&ctx->ifn, ctx->physical, chosen, &ctx->info, &ctx->caps);
     ctx->info.is_default = infos[chosen].is_default;
+    ctx->profile = vka_profile_for(&ctx->info, desc->kernel_profile);
+    if (!ctx->profile) {
+        status = vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "kernel profile \"%s\" does not exist (try lavapipe or gpu)",
+                          desc->kernel_profile);
+        goto fail;
+    }
+    snprintf(ctx->info.kernel_profile, sizeof ctx->info.kernel_profile, "%s", ctx->profile->name);
     if (ctx->info.api_version < VK_API_VERSION_1_1) {
         status = vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkattn needs 1.1",
                           ctx->info.name);

@@ -9,6 +9,7 @@
 #include "vkattn.h"
 #include "common/error.h"
 #include "device/loader.h"
+#include "device/quirks.h"
 #include "memory/buffer.h"
 #include "pipeline/pipeline_cache.h"
 
@@ -44,6 +45,7 @@ struct vkattn_context {
     VkFence transfer_fence;
     vka_buffer staging;
 
+    const vka_profile *profile; /* kernel shapes for this device (src/device/quirks.c) */
     vka_buffer dummy; /* bound to descriptor slots a dispatch does not use */
     vka_pipeline_cache pipelines;
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "device/quirks.h"
 
 static vkattn_device_type device_type(VkPhysicalDeviceType type)
 {
@@ -123,6 +124,7 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
     uint32_t family, timestamp_bits = 0;
     int has_queue = vka_find_compute_queue(fns, device, &family, &timestamp_bits);
     info->timestamp_period_ns = has_queue && timestamp_bits > 0 ? p->limits.timestampPeriod : 0.0f;
+    snprintf(info->kernel_profile, sizeof info->kernel_profile, "%s", vka_profile_for(info, NULL)->name);
 
     if (caps) {
         memset(caps, 0, sizeof *caps);

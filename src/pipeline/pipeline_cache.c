@@ -33,19 +33,22 @@ void vka_pipeline_cache_destroy(vkattn_context *ctx, vka_pipeline_cache *cache)
     memset(cache, 0, sizeof *cache);
 }
 
-static vkattn_status create_pipeline(vkattn_context *ctx, vka_kernel kernel, const uint32_t spec[VKA_MAX_SPEC],
-                                     vka_pipeline *p)
+static vkattn_status create_pipeline(vkattn_context *ctx, vka_kernel kernel, int f16_out,
+                                     const uint32_t spec[VKA_MAX_SPEC], vka_pipeline *p)
 {
     vkattn_status status = VKATTN_OK;
     VkShaderModule module = VK_NULL_HANDLE;
     const vka_kernel_info *info = vka_kernel_get(kernel);
+    const char *name = info ? (f16_out ? info->spirv_f16_out : info->spirv) : NULL;
     const uint32_t *code;
     size_t bytes;
-    if (!info || !vka_embedded_spirv(info->spirv, &code, &bytes))
-        return vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "kernel %d has no embedded SPIR-V (build mismatch)", (int)kernel);
+    if (!name || !vka_embedded_spirv(name, &code, &bytes))
+        return vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "kernel %d%s has no embedded SPIR-V (build mismatch)",
+                        (int)kernel, f16_out ? " (fp16 output)" : "");
     if (!vka_spirv_bindings(code, bytes / 4, &p->bindings))
-        return vka_fail(ctx, VKATTN_ERROR_VULKAN, "kernel %s: cannot read its bindings from SPIR-V", info->spirv);
+        return vka_fail(ctx, VKATTN_ERROR_VULKAN, "kernel %s: cannot read its bindings from SPIR-V", name);
     p->kernel = kernel;
+    p->f16_out = f16_out;
     memcpy(p->spec, spec, sizeof p->spec);
     p->push_size = info->push_size;
 
@@ -100,20 +103,20 @@ static vkattn_status create_pipeline(vkattn_context *ctx, vka_kernel kernel, con
     if (r != VK_SUCCESS) {
         status = vka_vk_fail(ctx, r, "vkCreateComputePipelines", __FILE__, __LINE__);
         size_t used = strlen(ctx->error.message);
-        snprintf(ctx->error.message + used, sizeof ctx->error.message - used, " in pipeline %s", info->spirv);
+        snprintf(ctx->error.message + used, sizeof ctx->error.message - used, " in pipeline %s", name);
     }
 fail:
     if (module) ctx->vk.vkDestroyShaderModule(ctx->device, module, NULL);
     return status;
 }
 
-vkattn_status vka_pipeline_get(vkattn_context *ctx, vka_kernel kernel, const uint32_t spec[VKA_MAX_SPEC],
+vkattn_status vka_pipeline_get(vkattn_context *ctx, vka_kernel kernel, int f16_out, const uint32_t spec[VKA_MAX_SPEC],
                                const vka_pipeline **out)
 {
     vka_pipeline_cache *cache = &ctx->pipelines;
     for (uint32_t i = 0; i < cache->count; i++) {
         const vka_pipeline *p = cache->items[i];
-        if (p->kernel == kernel && memcmp(p->spec, spec, sizeof p->spec) == 0) {
+        if (p->kernel == kernel && p->f16_out == f16_out && memcmp(p->spec, spec, sizeof p->spec) == 0) {
             *out = p;
             return VKATTN_OK;
         }
@@ -127,7 +130,7 @@ vkattn_status vka_pipeline_get(vkattn_context *ctx, vka_kernel kernel, const uin
     }
     vka_pipeline *p = calloc(1, sizeof *p);
     if (!p) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a pipeline");
-    vkattn_status status = create_pipeline(ctx, kernel, spec, p);
+    vkattn_status status = create_pipeline(ctx, kernel, f16_out, spec, p);
     if (status != VKATTN_OK) {
         destroy_pipeline(ctx, p);
         return status;

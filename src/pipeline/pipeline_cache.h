@@ -14,6 +14,7 @@ typedef struct vkattn_context vkattn_context;
 
 typedef struct vka_pipeline {
     vka_kernel kernel;
+    int f16_out;
     uint32_t spec[VKA_MAX_SPEC];
     vka_binding_layout bindings;
     uint32_t push_size;
@@ -31,8 +32,9 @@ typedef struct vka_pipeline_cache {
 vkattn_status vka_pipeline_cache_init(vkattn_context *ctx, vka_pipeline_cache *cache);
 void vka_pipeline_cache_destroy(vkattn_context *ctx, vka_pipeline_cache *cache);
 
-/* The pipeline for (kernel, spec), created if needed. *out stays valid until the context goes. */
-vkattn_status vka_pipeline_get(vkattn_context *ctx, vka_kernel kernel, const uint32_t spec[VKA_MAX_SPEC],
+/* The pipeline for (kernel, fp16-output build or not, spec), created if needed. *out stays valid
+ * until the context goes. */
+vkattn_status vka_pipeline_get(vkattn_context *ctx, vka_kernel kernel, int f16_out, const uint32_t spec[VKA_MAX_SPEC],
                                const vka_pipeline **out);
 
 #endif

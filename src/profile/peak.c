@@ -76,7 +76,7 @@ static vkattn_status measure_fma(peak_run *run, vka_kernel kernel, const vka_buf
 {
     const vka_pipeline *p;
     uint32_t no_spec[VKA_MAX_SPEC] = {0};
-    vkattn_status status = vka_pipeline_get(run->ctx, kernel, no_spec, &p);
+    vkattn_status status = vka_pipeline_get(run->ctx, kernel, 0, no_spec, &p);
     if (status != VKATTN_OK) return status;
     vka_peak_push push = {.iterations = 16, .multiplier = 0.999f, .addend = 0.001f};
     const vka_buffer *bufs[1] = {out};
@@ -102,7 +102,7 @@ static vkattn_status measure_copy(peak_run *run, const vka_buffer *src, const vk
 {
     const vka_pipeline *p;
     uint32_t no_spec[VKA_MAX_SPEC] = {0};
-    vkattn_status status = vka_pipeline_get(run->ctx, VKA_KERNEL_PEAK_COPY, no_spec, &p);
+    vkattn_status status = vka_pipeline_get(run->ctx, VKA_KERNEL_PEAK_COPY, 0, no_spec, &p);
     if (status != VKATTN_OK) return status;
     vka_peak_push push = {.count = (uint32_t)(src->size / 16)};
     const vka_buffer *bufs[2] = {src, dst};

@@ -67,9 +67,10 @@ static int masked(const vka_problem *p, const vkattn_host_forward_desc *d, size_
     return 0;
 }
 
-/* Softmax of one row in place. Masked entries are -inf. A row with no unmasked key becomes all
- * zeros; a NaN anywhere makes the whole row NaN (IEEE propagation, never hidden). */
-static void softmax_row(double *s, size_t n)
+/* Softmax of one row in place; returns the row's log-sum-exp. Masked entries are -inf. A row with
+ * no unmasked key becomes all zeros (log-sum-exp -inf); a NaN anywhere makes the whole row NaN
+ * (IEEE propagation, never hidden). */
+static double softmax_row(double *s, size_t n)
 {
     double m = -INFINITY;
     int any_nan = 0;
@@ -79,11 +80,11 @@ static void softmax_row(double *s, size_t n)
     }
     if (any_nan || m == INFINITY) {
         for (size_t j = 0; j < n; j++) s[j] = NAN;
-        return;
+        return NAN;
     }
     if (m == -INFINITY) {
         for (size_t j = 0; j < n; j++) s[j] = 0.0;
-        return;
+        return -INFINITY;
     }
     double sum = 0.0;
     for (size_t j = 0; j < n; j++) {
@@ -91,6 +92,7 @@ static void softmax_row(double *s, size_t n)
         sum += s[j];
     }
     for (size_t j = 0; j < n; j++) s[j] /= sum;
+    return m + log(sum);
 }
 
 vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, const vkattn_host_forward_desc *d,
@@ -152,7 +154,8 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
                     for (size_t e = 0; e < D; e++) dot += qi[e] * kj[e];
                     row[j] = dot * scale + add;
                 }
-                softmax_row(row, Sx);
+                double lse = softmax_row(row, Sx);
+                if (d->lse) d->lse[(b * H + h) * L + i] = (float)lse;
                 double *ci = ctx + (b * L + i) * E + h * D;
                 for (size_t j = 0; j < Sx; j++) {
                     const double *vj = v + (b * Sx + j) * E + h * D;

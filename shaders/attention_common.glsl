@@ -1,0 +1,62 @@
+/*
+ * attention_common.glsl — pieces shared by the attention kernels (scores, P·V, fused), written once.
+ *
+ * The includer declares, before including: the push-constant block `pc` with fields L, S,
+ * mask_flags and mask_heads; specialization constant VEC; and bindings named kpm (uint words),
+ * valid_lens (int), mask_bytes (uint words) and mask_floats (float) when it uses vka_mask_term.
+ */
+
+/* A texel as four floats; with VEC == 1 (R32F/R16F views) the unused lanes are zero, so dot
+ * products over texels stay exact. (R views return (r, 0, 0, 1): w must be dropped.) */
+vec4 vka_fetch(samplerBuffer t, uint index)
+{
+    vec4 v = texelFetch(t, int(index));
+    return VEC == 4 ? v : vec4(v.x, 0.0, 0.0, 0.0);
+}
+
+#ifdef VKA_WITH_MASKS
+/* Masks, split by what they depend on so the kernels can hoist them (and so lavapipe's compiler
+ * does not see the full mask logic unrolled once per score):
+ *   row limit   causal and valid lengths: real keys j >= vka_row_limit(b, i) are excluded;
+ *   key term    key padding: depends on (b, j) only;
+ *   mask term   attn_mask: one value per (b, h, i, j).
+ * Only the S real keys are masked; the extra keys (bias_k, zero key) never are. */
+uint vka_row_limit(uint b, uint i)
+{
+    uint f = pc.mask_flags;
+    int limit = int(pc.S);
+    if ((f & VKA_MASK_CAUSAL) != 0) limit = min(limit, int(i) + 1);
+    if ((f & VKA_MASK_VALID_LENS_PER_BATCH) != 0) limit = min(limit, valid_lens[b]);
+    if ((f & VKA_MASK_VALID_LENS_PER_QUERY) != 0) limit = min(limit, valid_lens[b * pc.L + i]);
+    return uint(max(limit, 0));
+}
+
+float vka_key_term(uint b, uint j)
+{
+    const float excluded = -1.0 / 0.0;
+    return VKA_LOAD_BYTE(kpm, b * pc.S + j) != 0 ? excluded : 0.0;
+}
+
+float vka_mask_term(uint b, uint h, uint i, uint j)
+{
+    uint idx = i * pc.S + j;
+    if ((pc.mask_flags & VKA_MASK_ATTN_PER_HEAD) != 0) idx += (b * pc.mask_heads + h) * pc.L * pc.S;
+    if ((pc.mask_flags & VKA_MASK_ATTN_BOOL) != 0) return VKA_LOAD_BYTE(mask_bytes, idx) != 0 ? -1.0 / 0.0 : 0.0;
+    return mask_floats[idx];
+}
+
+const uint VKA_MASK_ATTN = VKA_MASK_ATTN_BOOL | VKA_MASK_ATTN_FLOAT;
+#endif
+
+/* Stores one activation element in the output buffer's dtype (OUT_F16 builds write float16). */
+#ifdef OUT_F16
+#define VKA_OUT_TYPE float16_t
+#define VKA_OUT_VEC4 f16vec4
+#define VKA_TO_OUT(x) float16_t(x)
+#define VKA_TO_OUT_VEC4(x) f16vec4(x)
+#else
+#define VKA_OUT_TYPE float
+#define VKA_OUT_VEC4 vec4
+#define VKA_TO_OUT(x) (x)
+#define VKA_TO_OUT_VEC4(x) (x)
+#endif

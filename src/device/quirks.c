@@ -1,0 +1,50 @@
+/* The device-profile table. Each row says what it is tuned for and why; `vkattn info` prints the
+ * profile a device gets. Figures behind the lavapipe row: ../../docs/PERFORMANCE.md. */
+#include "quirks.h"
+
+#include <string.h>
+
+static const vka_profile profiles[] = {
+    {
+        .name = "lavapipe",
+        .why = "CPU rasterizer: texel fetches are the fast load path, shared memory is not faster than "
+               "global memory, register blocking is what counts",
+        /* 16x16 outputs per invocation: ~32 products per texel fetch (30-45 GFLOP/s of ~51 peak). */
+        .matmul_tile_m = 16, .matmul_tile_n = 16, .matmul_wg = 64,
+        .scores_tile_q = 8, .scores_tile_k = 8, .scores_wg = 64,
+        .pv_tile_q = 8, .pv_tile_d = 4, .pv_wg = 64,
+        /* 8 queries x 16 keys at D = 64: ~37 GFLOP/s; larger D gets fewer queries (register spills). */
+        .fused_tile_k = 16, .fused_q_dims = 512, .fused_max_tile_q = 8, .fused_wg = 64,
+        .softmax_wg = 64,
+    },
+    {
+        .name = "gpu",
+        .why = "GPUs: many light threads hide latency; small per-thread tiles keep registers free "
+               "(untuned: no GPU was available when these were chosen)",
+        .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
+        .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
+        .pv_tile_q = 4, .pv_tile_d = 2, .pv_wg = 64,
+        .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4, .fused_wg = 64,
+        .softmax_wg = 256,
+    },
+};
+
+const vka_profile *vka_profile_for(const vkattn_device_info *device, const char *name)
+{
+    if (name) {
+        for (size_t i = 0; i < sizeof profiles / sizeof profiles[0]; i++)
+            if (strcmp(profiles[i].name, name) == 0) return &profiles[i];
+        return NULL;
+    }
+    /* lavapipe, and any other CPU implementation (SwiftShader), behave alike. */
+    if (device->type == VKATTN_DEVICE_CPU || strstr(device->driver_name, "llvmpipe")) return &profiles[0];
+    return &profiles[1];
+}
+
+uint32_t vka_profile_fused_tile_q(const vka_profile *p, uint32_t D)
+{
+    uint32_t q = p->fused_q_dims / (D ? D : 1);
+    if (q < 1) q = 1;
+    if (q > p->fused_max_tile_q) q = p->fused_max_tile_q;
+    return q;
+}

@@ -1,0 +1,32 @@
+/* Device profiles: the one place that knows which kernel shapes suit which kind of device.
+ * Operator code asks for the context's profile and never tests vendors or drivers itself. */
+#ifndef VKA_QUIRKS_H
+#define VKA_QUIRKS_H
+
+#include <stdint.h>
+
+#include "vkattn.h"
+
+typedef struct vka_profile {
+    const char *name;
+    const char *why;             /* one line for `vkattn info` and the docs */
+    /* matmul.comp register tile (rows x columns per invocation) and workgroup size */
+    uint32_t matmul_tile_m, matmul_tile_n, matmul_wg;
+    /* attn_scores.comp: queries x keys per invocation */
+    uint32_t scores_tile_q, scores_tile_k, scores_wg;
+    /* attn_pv.comp: queries x texels of the head dim per invocation */
+    uint32_t pv_tile_q, pv_tile_d, pv_wg;
+    /* attn_fused.comp: keys per block; queries per invocation = clamp(fused_q_dims / D, 1, max) */
+    uint32_t fused_tile_k, fused_q_dims, fused_max_tile_q, fused_wg;
+    /* softmax.comp workgroup size (a power of two) */
+    uint32_t softmax_wg;
+} vka_profile;
+
+/* The profile for a device: by explicit name ("lavapipe", "gpu") when `name` is non-NULL, else
+ * from the table of device properties. NULL if `name` matches no profile. */
+const vka_profile *vka_profile_for(const vkattn_device_info *device, const char *name);
+
+/* Queries per fused invocation for head dim D under a profile. */
+uint32_t vka_profile_fused_tile_q(const vka_profile *p, uint32_t D);
+
+#endif

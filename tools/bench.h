@@ -1,0 +1,82 @@
+/* vkattn bench: the records a sweep produces and the writers that report them. */
+#ifndef VKATTN_BENCH_H
+#define VKATTN_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vkattn.h"
+
+/* Mask settings a configuration can run with. */
+typedef enum bench_mask {
+    BENCH_MASK_NONE = 0,
+    BENCH_MASK_CAUSAL = 1,
+    BENCH_MASK_PADDING = 2,        /* key_padding_mask with the last quarter of the keys padded */
+    BENCH_MASK_CAUSAL_PADDING = 3
+} bench_mask;
+
+const char *bench_mask_name(bench_mask mask); /* "none", "causal", "padding", "causal+padding" */
+
+/* One configuration of a sweep. */
+typedef struct bench_config {
+    uint32_t batch, query_len, key_len; /* key_len == query_len: self-attention */
+    uint32_t embed_dim, heads;
+    bench_mask mask;
+    vkattn_path path;                   /* UNFUSED or FUSED */
+    vkattn_dtype dtype;                 /* layer storage: F32 or F16 */
+} bench_config;
+
+/* "B1_L1024_S1024_E512_H8_none_unfused_f32": the key --compare matches configurations by. */
+void bench_config_key(const bench_config *c, char *buf, size_t size);
+
+/* Time statistics of one quantity over the repeats, in milliseconds. */
+typedef struct bench_time {
+    double median_ms, min_ms;
+} bench_time;
+
+typedef struct bench_stage_result {
+    int present;                         /* this stage ran in this configuration */
+    bench_time time;
+    double flops, bytes;                 /* from vkattn_forward_cost */
+    double gflops, gbs;                  /* at the median time */
+    double roofline_pct;                 /* % of min(peak FLOP/s, intensity * peak bandwidth) */
+} bench_stage_result;
+
+typedef struct bench_result {
+    bench_config config;
+    vkattn_path path_ran;                /* what the layer reported */
+    uint32_t repeats;                    /* timed forwards */
+    uint32_t dispatches, submits;
+    uint64_t workspace_bytes;
+    bench_time gpu;                      /* whole forward, first to last timestamp */
+    bench_time host;                     /* vkattn_forward wall time: record + submit + wait */
+    bench_time host_overhead;            /* host minus GPU time, per forward */
+    double flops, bytes, gflops, gbs, roofline_pct; /* whole forward, at the median GPU time */
+    double cpu_ms;                       /* the CPU path, one run; < 0 when skipped */
+    bench_stage_result stages[VKATTN_STAGE_COUNT];
+} bench_result;
+
+/* Everything a report needs besides the results. */
+typedef struct bench_run_info {
+    vkattn_device_info device;
+    vkattn_peak peak;                    /* zeros when --no-peak */
+    double min_time_s;
+    const char *preset;                  /* NULL when shapes came from flags */
+} bench_run_info;
+
+/* Per-stage GFLOP/s, GB/s and % of the roofline from times, costs and the peak (in place). */
+void bench_derive(bench_result *r, const vkattn_peak *peak);
+
+/* Human-readable table on `out`: one line per configuration, then one per stage. */
+void bench_print_table(FILE *out, const bench_run_info *info, const bench_result *results, uint32_t count);
+/* Machine-readable files; 0 on success, else a message on stderr and non-zero. */
+int bench_write_json(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
+int bench_write_csv(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
+/* GFLOP/s against sequence length, one line per path and stage, titled with the device (SVG). */
+int bench_write_plot(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
+
+/* `vkattn bench --compare OLD.json NEW.json`: per-configuration speed ratios (old time / new time,
+ * so > 1 means NEW is faster), whole forward and per stage, printed on `out`. Returns the exit code. */
+int bench_compare(FILE *out, const char *old_path, const char *new_path);
+
+#endif

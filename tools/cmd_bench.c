@@ -1,0 +1,442 @@
+/* vkattn bench: forwards over a sweep of configurations, timed per stage with GPU timestamps,
+ * reported against the device's measured peak and the CPU path. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cli.h"
+
+#define MAX_LIST 16
+#define MAX_CONFIGS 512
+#define MAX_REPEATS 1000
+
+typedef struct u32_list {
+    uint32_t n, v[MAX_LIST];
+} u32_list;
+
+typedef struct bench_options {
+    const char *device, *json, *csv, *plot, *preset;
+    u32_list batch, len, kv_len, embed, heads, mask, path, dtype;
+    double min_time_s, peak_seconds, cpu_max_gflop;
+    uint32_t warmup;
+    int no_cpu, no_peak;
+} bench_options;
+
+/* A named sweep: the lists it sets (flags given explicitly replace them). */
+typedef struct bench_preset {
+    const char *name, *summary;
+    u32_list batch, len, embed, heads, mask, path;
+    int no_cpu;
+} bench_preset;
+
+static const bench_preset presets[] = {
+    {"default", "self-attention E=512 H=8, L=S from 128 to 1024 (about a minute on lavapipe)",
+     {1, {1}}, {4, {128, 256, 512, 1024}}, {1, {512}}, {1, {8}}, {1, {BENCH_MASK_NONE}}, {1, {VKATTN_PATH_UNFUSED}}, 0},
+    {"quick", "tiny shapes, a few seconds (smoke test)",
+     {1, {1}}, {2, {16, 64}}, {1, {64}}, {1, {4}}, {2, {BENCH_MASK_NONE, BENCH_MASK_CAUSAL}}, {1, {VKATTN_PATH_UNFUSED}}, 0},
+    {"small", "L=S from 1 to 16 (dispatch and host overhead)",
+     {1, {1}}, {5, {1, 2, 4, 8, 16}}, {1, {256}}, {1, {4}}, {1, {BENCH_MASK_NONE}}, {1, {VKATTN_PATH_UNFUSED}}, 0},
+    {"projections", "E=512 and 1024 at L=1024 (the projection matmuls)",
+     {1, {1}}, {1, {1024}}, {2, {512, 1024}}, {1, {8}}, {1, {BENCH_MASK_NONE}}, {1, {VKATTN_PATH_UNFUSED}}, 1},
+    {"long", "E=1024 H=16, L=S from 1024 to 16384 (the fused path)",
+     {1, {1}}, {5, {1024, 2048, 4096, 8192, 16384}}, {1, {1024}}, {1, {16}}, {1, {BENCH_MASK_NONE}},
+     {1, {VKATTN_PATH_FUSED}}, 1},
+};
+
+static void bench_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: vkattn bench [--preset NAME] [--batch B,..] [--len L,..] [--kv-len S,..] [--embed E,..]\n"
+            "                    [--heads H,..] [--mask none,causal,padding,causal+padding] [--path unfused,fused]\n"
+            "                    [--dtype f32,f16] [--min-time SEC] [--warmup N] [--no-cpu] [--cpu-max-gflop X]\n"
+            "                    [--no-peak] [--peak-seconds SEC] [--device N|NAME]\n"
+            "                    [--json FILE] [--csv FILE] [--plot FILE.svg]\n"
+            "       vkattn bench --compare OLD.json NEW.json\n"
+            "  Lists are comma-separated; the sweep is their product. Without --kv-len, S = L (self-attention).\n"
+            "  Each configuration warms up, then repeats until --min-time seconds (default 0.5) and 3 runs.\n"
+            "presets:\n");
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        fprintf(out, "  %-12s %s\n", presets[i].name, presets[i].summary);
+}
+
+/* Parses "a,b,c" through `item` (returns 0 on success). */
+static int parse_list(const char *option, const char *text, u32_list *out, int (*item)(const char *, uint32_t *))
+{
+    char buf[256];
+    if (strlen(text) >= sizeof buf) {
+        fprintf(stderr, "vkattn bench: %s list too long\n", option);
+        return 2;
+    }
+    strcpy(buf, text);
+    out->n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (out->n == MAX_LIST) {
+            fprintf(stderr, "vkattn bench: %s takes at most %d values\n", option, MAX_LIST);
+            return 2;
+        }
+        if (item(tok, &out->v[out->n])) {
+            fprintf(stderr, "vkattn bench: %s: bad value \"%s\"\n", option, tok);
+            return 2;
+        }
+        out->n++;
+    }
+    if (out->n == 0) {
+        fprintf(stderr, "vkattn bench: %s needs at least one value\n", option);
+        return 2;
+    }
+    return 0;
+}
+
+static int item_u32(const char *s, uint32_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*s == '-' || *end || end == s || v == 0 || v > UINT32_MAX) return 1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int item_mask(const char *s, uint32_t *out)
+{
+    for (uint32_t m = BENCH_MASK_NONE; m <= BENCH_MASK_CAUSAL_PADDING; m++)
+        if (strcmp(s, bench_mask_name((bench_mask)m)) == 0) return *out = m, 0;
+    return 1;
+}
+
+static int item_path(const char *s, uint32_t *out)
+{
+    if (strcmp(s, "unfused") == 0) return *out = VKATTN_PATH_UNFUSED, 0;
+    if (strcmp(s, "fused") == 0) return *out = VKATTN_PATH_FUSED, 0;
+    return 1;
+}
+
+static int item_dtype(const char *s, uint32_t *out)
+{
+    if (strcmp(s, "f32") == 0) return *out = VKATTN_DTYPE_F32, 0;
+    if (strcmp(s, "f16") == 0) return *out = VKATTN_DTYPE_F16, 0;
+    return 1;
+}
+
+static int parse_seconds(const char *option, const char *text, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (*end || !(v >= 0 && v <= 3600)) {
+        fprintf(stderr, "vkattn bench: %s expects seconds in [0, 3600], got \"%s\"\n", option, text);
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse(int argc, char **argv, bench_options *o)
+{
+    cli_args a = cli_args_make("bench", argc, argv);
+    const char *opt, *v;
+    while ((opt = cli_next(&a))) {
+        int rc = 0;
+        if (strcmp(opt, "--help") == 0) {
+            bench_usage(stdout);
+            return -1;
+        } else if (strcmp(opt, "--no-cpu") == 0) {
+            o->no_cpu = 1;
+            continue;
+        } else if (strcmp(opt, "--no-peak") == 0) {
+            o->no_peak = 1;
+            continue;
+        }
+        if (!(v = cli_value(&a, opt))) return 2;
+        if (strcmp(opt, "--preset") == 0) o->preset = v;
+        else if (strcmp(opt, "--device") == 0) o->device = v;
+        else if (strcmp(opt, "--json") == 0) o->json = v;
+        else if (strcmp(opt, "--csv") == 0) o->csv = v;
+        else if (strcmp(opt, "--plot") == 0) o->plot = v;
+        else if (strcmp(opt, "--batch") == 0) rc = parse_list(opt, v, &o->batch, item_u32);
+        else if (strcmp(opt, "--len") == 0) rc = parse_list(opt, v, &o->len, item_u32);
+        else if (strcmp(opt, "--kv-len") == 0) rc = parse_list(opt, v, &o->kv_len, item_u32);
+        else if (strcmp(opt, "--embed") == 0) rc = parse_list(opt, v, &o->embed, item_u32);
+        else if (strcmp(opt, "--heads") == 0) rc = parse_list(opt, v, &o->heads, item_u32);
+        else if (strcmp(opt, "--mask") == 0) rc = parse_list(opt, v, &o->mask, item_mask);
+        else if (strcmp(opt, "--path") == 0) rc = parse_list(opt, v, &o->path, item_path);
+        else if (strcmp(opt, "--dtype") == 0) rc = parse_list(opt, v, &o->dtype, item_dtype);
+        else if (strcmp(opt, "--min-time") == 0) rc = parse_seconds(opt, v, &o->min_time_s);
+        else if (strcmp(opt, "--peak-seconds") == 0) rc = parse_seconds(opt, v, &o->peak_seconds);
+        else if (strcmp(opt, "--cpu-max-gflop") == 0) rc = parse_seconds(opt, v, &o->cpu_max_gflop);
+        else if (strcmp(opt, "--warmup") == 0) rc = cli_parse_u32(opt, v, 0, &o->warmup);
+        else {
+            fprintf(stderr, "vkattn bench: unknown option \"%s\"\n", opt);
+            bench_usage(stderr);
+            return 2;
+        }
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Fills the lists the flags left empty from the preset (or the default preset). */
+static int apply_preset(bench_options *o)
+{
+    const char *name = o->preset ? o->preset : "default";
+    const bench_preset *p = NULL;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (strcmp(presets[i].name, name) == 0) p = &presets[i];
+    if (!p) {
+        fprintf(stderr, "vkattn bench: unknown preset \"%s\" (see vkattn bench --help)\n", name);
+        return 2;
+    }
+    if (!o->batch.n) o->batch = p->batch;
+    if (!o->len.n) o->len = p->len;
+    if (!o->embed.n) o->embed = p->embed;
+    if (!o->heads.n) o->heads = p->heads;
+    if (!o->mask.n) o->mask = p->mask;
+    if (!o->path.n) o->path = p->path;
+    if (!o->dtype.n) o->dtype = (u32_list){1, {VKATTN_DTYPE_F32}};
+    o->no_cpu |= p->no_cpu;
+    return 0;
+}
+
+/* The product of the lists, in a stable order (L varies fastest, for plots). */
+static uint32_t expand(const bench_options *o, bench_config *out)
+{
+    uint32_t n = 0;
+    const u32_list *kv = o->kv_len.n ? &o->kv_len : NULL;
+    for (uint32_t p = 0; p < o->path.n; p++)
+        for (uint32_t d = 0; d < o->dtype.n; d++)
+            for (uint32_t m = 0; m < o->mask.n; m++)
+                for (uint32_t e = 0; e < o->embed.n; e++)
+                    for (uint32_t h = 0; h < o->heads.n; h++)
+                        for (uint32_t b = 0; b < o->batch.n; b++)
+                            for (uint32_t s = 0; s < (kv ? kv->n : 1); s++)
+                                for (uint32_t l = 0; l < o->len.n && n < MAX_CONFIGS; l++) {
+                                    bench_config c = {o->batch.v[b], o->len.v[l], kv ? kv->v[s] : o->len.v[l],
+                                                      o->embed.v[e], o->heads.v[h], (bench_mask)o->mask.v[m],
+                                                      (vkattn_path)o->path.v[p], (vkattn_dtype)o->dtype.v[d]};
+                                    out[n++] = c;
+                                }
+    return n;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static bench_time stats_of(double *v, uint32_t n)
+{
+    qsort(v, n, sizeof *v, compare_double);
+    bench_time t = {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v[0]};
+    return t;
+}
+
+static void fill_random(float *x, size_t n, unsigned long long seed, float scale)
+{
+    unsigned long long s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s >> 12, s ^= s << 25, s ^= s >> 27;
+        x[i] = (float)(((s * 0x2545F4914F6CDD1Dull) >> 40) / 16777216.0 * 2.0 - 1.0) * scale;
+    }
+}
+
+/* Host data and device objects of one configuration. */
+typedef struct bench_case {
+    float *weights, *query, *key;
+    uint8_t *kpm;
+    vkattn_layer *layer;
+    vkattn_tensor *tq, *tk, *tkpm, *tout;
+} bench_case;
+
+static void free_case(bench_case *bc)
+{
+    vkattn_tensor_destroy(bc->tq), vkattn_tensor_destroy(bc->tk), vkattn_tensor_destroy(bc->tkpm);
+    vkattn_tensor_destroy(bc->tout);
+    vkattn_layer_destroy(bc->layer);
+    free(bc->weights), free(bc->query), free(bc->key), free(bc->kpm);
+}
+
+#define BENCH_TRY(expr, what)                                                                      \
+    do {                                                                                           \
+        vkattn_status s_ = (expr);                                                                 \
+        if (s_ != VKATTN_OK) {                                                                     \
+            cli_fail("bench", what, s_, vkattn_context_last_error(ctx));                           \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+static int run_config(vkattn_context *ctx, const bench_options *o, const bench_config *c, bench_result *r)
+{
+    const uint32_t B = c->batch, L = c->query_len, S = c->key_len, E = c->embed_dim;
+    const int self = S == L;
+    bench_case bc = {0};
+    int rc = 1;
+    memset(r, 0, sizeof *r);
+    r->config = *c;
+    r->cpu_ms = -1;
+
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = c->heads, .storage = c->dtype};
+    size_t wn = 3 * (size_t)E * E + 3 * E + (size_t)E * E + E;
+    bc.weights = malloc(wn * sizeof(float));
+    bc.query = malloc((size_t)B * L * E * sizeof(float));
+    if (!self) bc.key = malloc((size_t)B * S * E * sizeof(float));
+    if (c->mask & BENCH_MASK_PADDING) bc.kpm = calloc((size_t)B * S, 1);
+    if (!bc.weights || !bc.query || (!self && !bc.key) || ((c->mask & BENCH_MASK_PADDING) && !bc.kpm)) {
+        cli_fail("bench", "allocating host data", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+        goto fail;
+    }
+    fill_random(bc.weights, wn, 1, sqrtf(3.0f / E));
+    fill_random(bc.query, (size_t)B * L * E, 2, 1.0f);
+    if (bc.key) fill_random(bc.key, (size_t)B * S * E, 3, 1.0f);
+    for (size_t b = 0; bc.kpm && b < B; b++)
+        for (size_t j = S - S / 4; j < S; j++) bc.kpm[b * S + j] = 1; /* the last quarter is padding */
+    vkattn_weights w = {.in_proj_weight = bc.weights, .in_proj_bias = bc.weights + 3 * (size_t)E * E,
+                        .out_proj_weight = bc.weights + 3 * (size_t)E * E + 3 * E,
+                        .out_proj_bias = bc.weights + 4 * (size_t)E * E + 3 * E};
+    BENCH_TRY(vkattn_layer_create(ctx, &ld, &w, &bc.layer), "creating the layer");
+    BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, L, E}, &bc.tq), "creating the query");
+    BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, L, E}, &bc.tout), "creating the output");
+    BENCH_TRY(vkattn_tensor_write(bc.tq, bc.query, (size_t)B * L * E * sizeof(float)), "writing the query");
+    if (!self) {
+        BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, S, E}, &bc.tk), "creating the key");
+        BENCH_TRY(vkattn_tensor_write(bc.tk, bc.key, (size_t)B * S * E * sizeof(float)), "writing the key");
+    }
+    if (bc.kpm) {
+        BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_BOOL, 2, (uint32_t[]){B, S}, &bc.tkpm), "creating the mask");
+        BENCH_TRY(vkattn_tensor_write(bc.tkpm, bc.kpm, (size_t)B * S), "writing the mask");
+    }
+    vkattn_forward_desc f = {.query = bc.tq, .key = bc.tk, .output = bc.tout, .key_padding_mask = bc.tkpm,
+                             .causal = (c->mask & BENCH_MASK_CAUSAL) != 0, .path = c->path};
+
+    for (uint32_t i = 0; i < o->warmup; i++) BENCH_TRY(vkattn_forward(bc.layer, &f), "warm-up forward");
+    BENCH_TRY(vkattn_layer_set_profiling(bc.layer, 1), "turning profiling on");
+    /* Samples per repeat: whole forward on the GPU, on the host, their difference, each stage. */
+    double(*samples)[MAX_REPEATS] = calloc(3 + VKATTN_STAGE_COUNT, sizeof *samples);
+    if (!samples) {
+        cli_fail("bench", "allocating samples", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+        goto fail;
+    }
+    double *gpu = samples[0], *host = samples[1], *over = samples[2], (*stage)[MAX_REPEATS] = samples + 3;
+    vkattn_forward_stats st = {0};
+    uint32_t n = 0;
+    double start = cli_now();
+    while (n < MAX_REPEATS && (n < 3 || cli_now() - start < o->min_time_s)) {
+        double t0 = cli_now();
+        vkattn_status fs = vkattn_forward(bc.layer, &f);
+        if (fs != VKATTN_OK) {
+            free(samples);
+            BENCH_TRY(fs, "forward");
+        }
+        double wall_ms = (cli_now() - t0) * 1e3;
+        vkattn_layer_last_stats(bc.layer, &st);
+        gpu[n] = st.gpu_ms;
+        host[n] = wall_ms;
+        over[n] = wall_ms - st.gpu_ms;
+        for (int s = 0; s < VKATTN_STAGE_COUNT; s++) stage[s][n] = st.stage_ms[s];
+        n++;
+    }
+    r->repeats = n;
+    r->path_ran = st.path;
+    r->dispatches = st.dispatches;
+    r->submits = st.submits;
+    r->workspace_bytes = st.workspace_bytes;
+    r->gpu = stats_of(gpu, n);
+    r->host = stats_of(host, n);
+    r->host_overhead = stats_of(over, n);
+    bench_time stage_times[VKATTN_STAGE_COUNT];
+    for (int s = 0; s < VKATTN_STAGE_COUNT; s++) stage_times[s] = stats_of(stage[s], n);
+    free(samples);
+
+    vkattn_cost cost;
+    BENCH_TRY(vkattn_forward_cost(&ld, B, L, self ? 0 : S, st.path, 0, &cost), "computing the cost");
+    r->flops = cost.total_flops;
+    r->bytes = cost.total_bytes;
+    for (int s = 0; s < VKATTN_STAGE_COUNT; s++) {
+        bench_time t = stage_times[s];
+        r->stages[s].present = t.median_ms > 0 || cost.flops[s] > 0 || cost.bytes[s] > 0;
+        r->stages[s].time = t;
+        r->stages[s].flops = cost.flops[s];
+        r->stages[s].bytes = cost.bytes[s];
+    }
+
+    if (!o->no_cpu && cost.total_flops <= o->cpu_max_gflop * 1e9) {
+        float *out = malloc((size_t)B * L * E * sizeof(float));
+        vkattn_host_forward_desc h = {.batch = B, .query_len = L, .key_len = self ? 0 : S, .query = bc.query,
+                                      .key = bc.key, .key_padding_mask = bc.kpm, .causal = f.causal, .output = out};
+        ld.storage = VKATTN_DTYPE_F32;
+        double t0 = cli_now();
+        vkattn_error err = {0};
+        vkattn_status status = out ? vkattn_reference_forward(&ld, &w, &h, &err) : VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+        if (status == VKATTN_OK) r->cpu_ms = (cli_now() - t0) * 1e3;
+        else cli_fail("bench", "CPU path", status, err.message);
+        free(out);
+    }
+    rc = 0;
+fail:
+    free_case(&bc);
+    return rc;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    if (argc >= 1 && strcmp(argv[0], "--compare") == 0) {
+        if (argc != 3) {
+            fprintf(stderr, "vkattn bench: --compare takes exactly two files: OLD.json NEW.json\n");
+            return 2;
+        }
+        return bench_compare(stdout, argv[1], argv[2]);
+    }
+    bench_options o = {.min_time_s = 0.5, .peak_seconds = 1.0, .cpu_max_gflop = 20.0, .warmup = 1};
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    if ((rc = apply_preset(&o))) return rc;
+    bench_config *configs = malloc(MAX_CONFIGS * sizeof *configs);
+    if (!configs) return cli_fail("bench", "allocating", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+    uint32_t count = expand(&o, configs);
+
+    vkattn_context *ctx = NULL;
+    if ((rc = cli_open_context("bench", o.device, &ctx))) {
+        free(configs);
+        return rc;
+    }
+    bench_run_info info = {.min_time_s = o.min_time_s, .preset = o.preset ? o.preset : NULL};
+    if (!o.preset && !o.len.n) info.preset = "default";
+    vkattn_context_device(ctx, &info.device);
+    if (vkattn_context_validation_enabled(ctx))
+        fprintf(stderr, "vkattn bench: warning: validation is on; host overheads include its cost\n");
+    if (!o.no_peak) {
+        vkattn_status status = vkattn_measure_peak(ctx, o.peak_seconds, &info.peak);
+        if (status != VKATTN_OK) cli_fail("bench", "measuring the peak (continuing without)", status,
+                                          vkattn_context_last_error(ctx));
+    }
+
+    bench_result *results = calloc(count ? count : 1, sizeof *results);
+    uint32_t done = 0;
+    int progress = isatty(fileno(stderr));
+    double start = cli_now();
+    for (uint32_t i = 0; results && i < count; i++) {
+        char key[128];
+        bench_config_key(&configs[i], key, sizeof key);
+        if (progress && cli_now() - start > 2.0) fprintf(stderr, "\r\033[K[%u/%u] %s", i + 1, count, key);
+        if (run_config(ctx, &o, &configs[i], &results[done]) == 0) {
+            bench_derive(&results[done], &info.peak);
+            done++;
+        } else {
+            rc = 1;
+        }
+    }
+    if (progress && cli_now() - start > 2.0) fprintf(stderr, "\r\033[K");
+    if (!results) rc = cli_fail("bench", "allocating results", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+    if (results) {
+        bench_print_table(stdout, &info, results, done);
+        if (o.json && bench_write_json(o.json, &info, results, done)) rc = 1;
+        if (o.csv && bench_write_csv(o.csv, &info, results, done)) rc = 1;
+        if (o.plot && bench_write_plot(o.plot, &info, results, done)) rc = 1;
+    }
+    free(results);
+    free(configs);
+    vkattn_context_destroy(ctx);
+    return rc;
+}
