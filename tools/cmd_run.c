@@ -8,6 +8,7 @@
 typedef struct run_options {
     const char *weights, *query, *key, *value, *key_padding_mask, *valid_lens, *attn_mask, *out, *attn_weights;
     const char *device;
+    vkattn_path path;
     uint32_t heads;
     int causal, add_zero_attn, average_weights, cpu, check;
 } run_options;
@@ -18,11 +19,12 @@ static void run_usage(FILE *out)
             "usage: vkattn run --weights W.safetensors --heads H --query q.npy [--key k.npy [--value v.npy]]\n"
             "                  [--key-padding-mask m.npy] [--valid-lens v.npy] [--attn-mask m.npy] [--causal]\n"
             "                  [--add-zero-attn] --out out.npy [--attn-weights a.npy [--average-weights]]\n"
-            "                  [--device N|NAME] [--cpu] [--check]\n"
+            "                  [--path auto|fused|unfused] [--device N|NAME] [--cpu] [--check]\n"
             "  query (B,L,E) or (L,E) float32; key (B,S,kdim), value (B,S,vdim) default to the query;\n"
             "  key-padding-mask (B,S) bool, true = ignore; valid-lens (B) or (B,L) integers;\n"
             "  attn-mask (L,S) or (B*H,L,S), bool (true = blocked) or float32 (added to the scores).\n"
-            "  --cpu runs the CPU reference instead of Vulkan; --check runs both and prints the error.\n");
+            "  --cpu runs the CPU reference instead of Vulkan; --check runs both and prints the error.\n"
+            "  --path picks the device path (auto: fused, or unfused when attention weights are asked for).\n");
 }
 
 static int parse(int argc, char **argv, run_options *o)
@@ -43,6 +45,16 @@ static int parse(int argc, char **argv, run_options *o)
         else if (strcmp(opt, "--heads") == 0) {
             const char *v = cli_value(&a, opt);
             if (!v || cli_parse_u32(opt, v, 1, &o->heads)) return 2;
+        } else if (strcmp(opt, "--path") == 0) {
+            const char *v = cli_value(&a, opt);
+            if (!v) return 2;
+            if (strcmp(v, "auto") == 0) o->path = VKATTN_PATH_AUTO;
+            else if (strcmp(v, "fused") == 0) o->path = VKATTN_PATH_FUSED;
+            else if (strcmp(v, "unfused") == 0) o->path = VKATTN_PATH_UNFUSED;
+            else {
+                fprintf(stderr, "vkattn run: --path takes auto, fused or unfused, not \"%s\"\n", v);
+                return 2;
+            }
         } else if (strcmp(opt, "--weights") == 0) target = &o->weights;
         else if (strcmp(opt, "--query") == 0) target = &o->query;
         else if (strcmp(opt, "--key") == 0) target = &o->key;
@@ -188,6 +200,7 @@ int cmd_run(int argc, char **argv)
         .attn_mask = in.attn_mask.data, .attn_mask_dtype = in.attn_mask.dtype,
         .attn_mask_per_head = in.attn_mask.rank == 3,
         .average_weights = o.average_weights,
+        .path = o.path,
     };
     /* The host call trusts B, L and S, so every array's own shape must agree with them here. */
     uint32_t BS[3] = {B, S, ld.kdim}, BSv[3] = {B, S, ld.vdim}, BL[2] = {B, L}, mask3[3] = {B * H, L, S};
@@ -239,7 +252,10 @@ int cmd_run(int argc, char **argv)
             goto done;
         }
     }
-    printf("path: %s, %.3f ms (first call: includes pipeline creation)\n", o.cpu ? "cpu" : "unfused", elapsed * 1e3);
+    vkattn_forward_stats stats = {.path = VKATTN_PATH_CPU};
+    if (layer) vkattn_layer_last_stats(layer, &stats);
+    printf("path: %s, %.3f ms (a first call includes compiling the kernels)\n", vkattn_path_name(stats.path),
+           elapsed * 1e3);
 
     if (o.check) {
         ref_out = malloc(out_elems * sizeof(float));
