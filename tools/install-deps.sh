@@ -9,6 +9,8 @@ packages=(
   glslang-tools spirv-tools           # GLSL -> SPIR-V at build time
   mesa-vulkan-drivers                 # lavapipe: Vulkan on the CPU, for machines without a GPU
   vulkan-validationlayers vulkan-tools  # the tests run under VK_LAYER_KHRONOS_validation
+  libpng-dev                          # vkattn heatmap writes PNG through libpng
+  clang libclang-rt-14-dev            # libFuzzer targets and sanitizer runs
 )
 
 missing=()
