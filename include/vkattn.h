@@ -270,6 +270,11 @@ typedef struct vkattn_layer_desc {
     vkattn_dtype storage; /* 0 = F32. F16 stores weights and activations (Q, K, V, the attention
                              output) as fp16 and accumulates in fp32; falls back to F32 on devices
                              without storageBuffer16BitAccess (vkattn_layer_get_desc tells). */
+    const uint8_t *head_mask; /* NULL = every head computed; else H entries, 0 = head pruned: its
+                                 Q/K/V projections, scores and context are not computed and its
+                                 columns of W_O contribute nothing (as if its context were zero).
+                                 At least one head must stay. Pruned layers cannot return per-head
+                                 or averaged attention weights, per-head attn_masks or the lse. */
 } vkattn_layer_desc;
 
 /* Host weights in PyTorch's state_dict layout (row-major float32). When kdim == vdim == E, give
@@ -295,8 +300,12 @@ typedef struct vkattn_layer vkattn_layer;
 vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *desc,
                                   const vkattn_weights *weights, vkattn_layer **out);
 void vkattn_layer_destroy(vkattn_layer *layer);
-/* The layer's resolved description (defaults filled in, storage after any fp16 fall-back). */
+/* The layer's resolved description (defaults filled in, storage after any fp16 fall-back); its
+ * head_mask points into the layer and lives until the next set_head_mask or destroy. */
 void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out);
+/* Prunes heads (see vkattn_layer_desc.head_mask; NULL = all heads). Re-uploads the active heads'
+ * weights, so the change costs one weight upload; later forwards do only the active heads' work. */
+vkattn_status vkattn_layer_set_head_mask(vkattn_layer *layer, const uint8_t *active);
 
 /* Which implementation runs a forward. */
 typedef enum vkattn_path {
@@ -420,6 +429,7 @@ typedef struct vkattn_cost {
  * `weights` is 0 (none), 1 (per head) or 2 (averaged). */
 vkattn_status vkattn_forward_cost(const vkattn_layer_desc *layer, uint32_t batch, uint32_t query_len,
                                   uint32_t key_len, vkattn_path path, int weights, vkattn_cost *out);
+/* (With layer->head_mask, only the active heads count: projections use their H'·D rows.) */
 
 /* The device's own ceilings, measured with microkernels (see `vkattn peak`). */
 typedef struct vkattn_peak {

@@ -6,7 +6,7 @@
 static vka_problem problem(uint32_t B, uint32_t L, uint32_t S, uint32_t E, uint32_t H, int self)
 {
     vka_problem p = {0};
-    p.cfg.E = E, p.cfg.H = H, p.cfg.D = E / H, p.cfg.kdim = E, p.cfg.vdim = E, p.cfg.bias = 1, p.cfg.packed_in_proj = 1;
+    p.cfg.E = E, p.cfg.H = H, p.cfg.D = E / H, p.cfg.H_active = H, p.cfg.inner = E, p.cfg.kdim = E, p.cfg.vdim = E, p.cfg.bias = 1, p.cfg.packed_in_proj = 1;
     p.B = B, p.L = L, p.S = S, p.S_ext = S, p.self_attention = self;
     return p;
 }

@@ -71,6 +71,15 @@ vkattn_status vka_layer_config_resolve(const vkattn_layer_desc *desc, const vkat
     c.E = desc->embed_dim;
     c.H = desc->num_heads;
     c.D = c.E / c.H;
+    c.H_active = c.H;
+    if (desc->head_mask) {
+        c.H_active = 0;
+        for (uint32_t h = 0; h < c.H; h++) c.H_active += desc->head_mask[h] != 0;
+        if (c.H_active == 0)
+            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "head_mask prunes all %u heads; keep at least one",
+                                 c.H);
+    }
+    c.inner = c.H_active * c.D;
     c.kdim = desc->kdim ? desc->kdim : c.E;
     c.vdim = desc->vdim ? desc->vdim : c.E;
     c.bias = !desc->no_bias;
@@ -221,6 +230,11 @@ static vkattn_status check_count(const char *what, const uint32_t *dims, int n, 
 
 vkattn_status vka_problem_check_sizes(const vka_problem *p, vkattn_error *error)
 {
+    if (p->cfg.H_active < p->cfg.H && (p->weights || p->attn_mask_per_head || p->lse))
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
+                             "with pruned heads (%u of %u active) the layer returns no attention weights or lse and "
+                             "takes no per-head attn_mask",
+                             p->cfg.H_active, p->cfg.H);
     const vka_layer_config *c = &p->cfg;
     uint32_t H = c->H;
     uint32_t q[] = {p->B, p->L, c->E}, k[] = {p->B, p->S, c->kdim}, v[] = {p->B, p->S, c->vdim};

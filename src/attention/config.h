@@ -11,6 +11,8 @@
 
 typedef struct vka_layer_config {
     uint32_t E, H, D;    /* embed_dim, heads, head dim */
+    uint32_t H_active;   /* heads computed: H minus the pruned ones (vkattn_layer_set_head_mask) */
+    uint32_t inner;      /* H_active * D: width of the projected Q/K/V and of ctx on the device */
     uint32_t kdim, vdim; /* defaults resolved */
     int bias;            /* in/out projections have biases */
     int bias_kv;         /* add_bias_kv */

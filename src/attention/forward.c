@@ -186,7 +186,7 @@ static vkattn_status run_cpu_on_tensors(vkattn_layer *layer, const vka_problem *
         .attn_mask_per_head = p->attn_mask_per_head,
         .output = out, .attn_weights = weights, .average_weights = p->weights == VKA_WEIGHTS_AVERAGED, .lse = lse,
     };
-    VKA_TRY(vka_reference_run(p, &layer->host, &h, &layer->ctx->error));
+    VKA_TRY(vka_reference_run(p, &layer->host, &h, layer->head_active, &layer->ctx->error));
     VKA_TRY(write_from_host(layer, d->output, out));
     d->output->values = VKA_VALUES_UNKNOWN;
     if (weights) {
@@ -265,7 +265,7 @@ vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward
     vka_problem p;
     status = vka_problem_from_host(&layer->cfg, d, &p, &ctx->error);
     if (status != VKATTN_OK) return status;
-    if (p.path == VKATTN_PATH_CPU) return vka_reference_run(&p, &layer->host, d, &ctx->error);
+    if (p.path == VKATTN_PATH_CPU) return vka_reference_run(&p, &layer->host, d, layer->head_active, &ctx->error);
 
     const vka_layer_config *c = &layer->cfg;
     vkattn_forward_desc f = {.causal = d->causal, .average_weights = d->average_weights, .path = d->path};

@@ -87,39 +87,75 @@ static vkattn_status upload_f32(vkattn_layer *layer, vka_role role, const char *
 }
 
 /* The extra keys (or values): row 0 = bias_k (bias_v) when add_bias_kv, then the zero row. */
+/* The extra keys (or values), I wide: row 0 = bias_k (bias_v) when add_bias_kv, then the zero row. */
 static vkattn_status upload_extra(vkattn_layer *layer, vka_role role, const float *bias, const char *what)
 {
     const vka_layer_config *c = &layer->cfg;
     if (c->extra_keys == 0) return VKATTN_OK;
-    float *rows = calloc((size_t)c->extra_keys * c->E, sizeof *rows);
+    float *rows = calloc((size_t)c->extra_keys * c->inner, sizeof *rows);
     if (!rows) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for %s", what);
-    if (c->bias_kv) memcpy(rows, bias, c->E * sizeof(float));
-    vkattn_status status = upload(layer, role, what, rows, (size_t)c->extra_keys * c->E);
+    if (c->bias_kv) memcpy(rows, bias, c->inner * sizeof(float));
+    vkattn_status status = upload(layer, role, what, rows, (size_t)c->extra_keys * c->inner);
     free(rows);
     return status;
 }
 
+/* Copies the D-row blocks of the active heads of a (H*D, cols) matrix, in order. */
+static float *gather_head_rows(float *dst, const float *src, size_t cols, const vkattn_layer *layer)
+{
+    const size_t D = layer->cfg.D, block = D * cols;
+    for (uint32_t h = 0; h < layer->cfg.H; h++)
+        if (layer->head_active[h]) memcpy(dst, src + h * block, block * sizeof(float)), dst += block;
+    return dst;
+}
+
+/* Copies the D-column blocks of the active heads of a (rows, H*D) matrix. */
+static void gather_head_cols(float *dst, const float *src, size_t rows, const vkattn_layer *layer)
+{
+    const size_t D = layer->cfg.D, E = layer->cfg.E;
+    for (size_t r = 0; r < rows; r++)
+        for (uint32_t h = 0; h < layer->cfg.H; h++)
+            if (layer->head_active[h]) memcpy(dst, src + r * E + h * D, D * sizeof(float)), dst += D;
+}
+
+/* Uploads the weights of the active heads only: W_Q/W_K/W_V rows and biases, W_O columns, the
+ * extra keys' slices. Pruned heads then cost nothing in any kernel. */
 static vkattn_status upload_weights(vkattn_layer *layer)
 {
     const vka_layer_config *c = &layer->cfg;
     const vkattn_weights *h = &layer->host;
-    const size_t E = c->E;
-    vkattn_status status;
+    const size_t E = c->E, I = c->inner, widest = c->kdim > c->vdim ? c->kdim : c->vdim;
+    vkattn_status status = VKATTN_OK;
+    /* Scratch big enough for the largest gathered matrix: (3I, E), (I, kdim or vdim) or (E, I). */
+    size_t scratch_elems = 3 * I * (E > widest ? E : widest) + 3 * I;
+    float *scratch = malloc(scratch_elems * sizeof *scratch);
+    if (!scratch) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory gathering the weights");
     if (c->packed_in_proj) {
-        VKA_TRY(upload(layer, VKA_ROLE_W_IN, "in_proj_weight", h->in_proj_weight, 3 * E * E));
+        float *at = scratch;
+        for (int m = 0; m < 3; m++) at = gather_head_rows(at, h->in_proj_weight + m * E * E, E, layer);
+        VKA_TRY(upload(layer, VKA_ROLE_W_IN, "in_proj_weight", scratch, 3 * I * E));
     } else {
-        VKA_TRY(upload(layer, VKA_ROLE_W_IN, "q_proj_weight", h->q_proj_weight, E * E));
-        VKA_TRY(upload(layer, VKA_ROLE_W_K, "k_proj_weight", h->k_proj_weight, E * c->kdim));
-        VKA_TRY(upload(layer, VKA_ROLE_W_V, "v_proj_weight", h->v_proj_weight, E * c->vdim));
+        gather_head_rows(scratch, h->q_proj_weight, E, layer);
+        VKA_TRY(upload(layer, VKA_ROLE_W_IN, "q_proj_weight", scratch, I * E));
+        gather_head_rows(scratch, h->k_proj_weight, c->kdim, layer);
+        VKA_TRY(upload(layer, VKA_ROLE_W_K, "k_proj_weight", scratch, I * c->kdim));
+        gather_head_rows(scratch, h->v_proj_weight, c->vdim, layer);
+        VKA_TRY(upload(layer, VKA_ROLE_W_V, "v_proj_weight", scratch, I * c->vdim));
     }
     if (c->bias) {
-        VKA_TRY(upload_f32(layer, VKA_ROLE_B_IN, "in_proj_bias", h->in_proj_bias, 3 * E));
+        float *at = scratch;
+        for (int m = 0; m < 3; m++) at = gather_head_rows(at, h->in_proj_bias + m * E, 1, layer);
+        VKA_TRY(upload_f32(layer, VKA_ROLE_B_IN, "in_proj_bias", scratch, 3 * I));
         VKA_TRY(upload_f32(layer, VKA_ROLE_B_OUT, "out_proj.bias", h->out_proj_bias, E));
     }
-    VKA_TRY(upload(layer, VKA_ROLE_W_OUT, "out_proj.weight", h->out_proj_weight, E * E));
-    VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_K, h->bias_k, "the extra keys"));
-    VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_V, h->bias_v, "the extra values"));
+    gather_head_cols(scratch, h->out_proj_weight, E, layer);
+    VKA_TRY(upload(layer, VKA_ROLE_W_OUT, "out_proj.weight", scratch, E * I));
+    if (c->bias_kv) gather_head_rows(scratch, h->bias_k, 1, layer);
+    VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_K, scratch, "the extra keys"));
+    if (c->bias_kv) gather_head_rows(scratch, h->bias_v, 1, layer);
+    VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_V, scratch, "the extra values"));
 fail:
+    free(scratch);
     return status;
 }
 
@@ -165,12 +201,18 @@ vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *
     layer->cfg = cfg;
     layer->desc = *desc;
     layer->desc.storage = cfg.storage;
+    layer->desc.head_mask = NULL; /* the caller's array is not kept; get_desc points at head_active */
     layer->desc.kdim = cfg.kdim;
     layer->desc.vdim = cfg.vdim;
     layer->desc.no_bias = !cfg.bias;
     layer->desc.add_bias_kv = cfg.bias_kv;
     layer->desc.add_zero_attn = cfg.zero_attn;
     VKA_TRY(copy_host_weights(layer, weights));
+    if (!(layer->head_active = malloc(cfg.H))) {
+        status = vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
+        goto fail;
+    }
+    for (uint32_t h = 0; h < cfg.H; h++) layer->head_active[h] = !desc->head_mask || desc->head_mask[h] != 0;
     VKA_TRY(upload_weights(layer));
     VKA_TRY(create_commands(layer));
     *out = layer;
@@ -192,13 +234,44 @@ void vkattn_layer_destroy(vkattn_layer *layer)
     if (layer->fence) ctx->vk.vkDestroyFence(ctx->device, layer->fence, NULL);
     if (layer->command_pool) ctx->vk.vkDestroyCommandPool(ctx->device, layer->command_pool, NULL);
     for (int r = 0; r < VKA_ROLE_COUNT; r++) vka_buffer_destroy(ctx, &layer->buffers[r]);
+    free(layer->head_active);
     free(layer->host_block);
     free(layer);
 }
 
+/* Drops the weight buffers so upload_weights can create them for a new head set. */
+static void release_weights(vkattn_layer *layer)
+{
+    for (int r = VKA_FIRST_LAYER_ROLE; r < VKA_FIRST_WORKSPACE_ROLE; r++) vka_buffer_destroy(layer->ctx, &layer->buffers[r]);
+}
+
+vkattn_status vkattn_layer_set_head_mask(vkattn_layer *layer, const uint8_t *active)
+{
+    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
+    vkattn_context *ctx = layer->ctx;
+    vkattn_status status = vka_check_alive(ctx);
+    if (status != VKATTN_OK) return status;
+    uint32_t H = layer->cfg.H, count = 0;
+    for (uint32_t h = 0; h < H; h++) count += !active || active[h] != 0;
+    if (count == 0)
+        return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "a head mask must keep at least one of the %u heads", H);
+    for (uint32_t h = 0; h < H; h++) layer->head_active[h] = !active || active[h] != 0;
+    layer->cfg.H_active = count;
+    layer->cfg.inner = count * layer->cfg.D;
+    /* The workspace sizes follow the plan; only the weights change shape. */
+    release_weights(layer);
+    status = upload_weights(layer);
+    if (status != VKATTN_OK) release_weights(layer); /* forwards then fail cleanly until a retry */
+    return status;
+}
+
+
+
 void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out)
 {
-    if (layer && out) *out = layer->desc;
+    if (!layer || !out) return;
+    *out = layer->desc;
+    out->head_mask = layer->head_active;
 }
 
 vkattn_status vkattn_layer_set_profiling(vkattn_layer *layer, int enabled)

@@ -158,12 +158,12 @@ typedef struct qkv_layout {
 static vkattn_status add_extra_key_copies(builder *b, const qkv_layout *l)
 {
     const vka_problem *p = b->p;
-    const uint32_t E = p->cfg.E, extra = p->cfg.extra_keys;
+    const uint32_t I = p->cfg.inner, extra = p->cfg.extra_keys;
     if (extra == 0) return VKATTN_OK;
     for (int kv = 0; kv < 2; kv++) {
         vka_plan *plan = b->plan;
         uint32_t offset = kv ? l->v_offset : l->k_offset, stride = kv ? l->v_stride : l->k_stride;
-        uint32_t rows_per_region = stride == E ? extra : 1; /* contiguous rows when K or V is alone */
+        uint32_t rows_per_region = stride == I ? extra : 1; /* contiguous rows when K or V is alone */
         vka_step s = {.kind = VKA_STEP_COPY, .stage = VKATTN_STAGE_QKV_PROJECTION, .binding_count = 2,
                       .copy_first = plan->copy_count, .barrier_before = 1};
         s.bindings[0] = kv ? VKA_ROLE_EXTRA_V : VKA_ROLE_EXTRA_K;
@@ -175,7 +175,7 @@ static vkattn_status add_extra_key_copies(builder *b, const qkv_layout *l)
                 if (status != VKATTN_OK) return status;
                 uint64_t row = (uint64_t)batch * l->kv_rows + p->S + e;
                 plan->copies[plan->copy_count++] =
-                    (vka_copy){(uint64_t)e * E, offset + row * stride, (uint64_t)E * rows_per_region};
+                    (vka_copy){(uint64_t)e * I, offset + row * stride, (uint64_t)I * rows_per_region};
                 s.copy_count++;
             }
         }
@@ -189,35 +189,36 @@ static vkattn_status add_input_projections(builder *b, qkv_layout *out)
 {
     const vka_problem *p = b->p;
     const vka_layer_config *c = &p->cfg;
-    const uint32_t E = c->E, B = p->B, L = p->L, S = p->S, S_ext = p->S_ext;
+    /* E: the query's features; I: the projected width (all heads, or the active ones). */
+    const uint32_t E = c->E, I = c->inner, B = p->B, L = p->L, S = p->S, S_ext = p->S_ext;
     vka_role bias = c->bias ? VKA_ROLE_B_IN : VKA_ROLE_NONE;
     vkattn_status status;
 
-    uint64_t fused_elems = (uint64_t)B * S_ext * 3 * E;
+    uint64_t fused_elems = (uint64_t)B * S_ext * 3 * I;
     b->plan->fused_qkv =
         p->self_attention && role_bytes(b, VKA_ROLE_QKV, fused_elems) <= b->limits->max_storage_buffer_range;
     if (b->plan->fused_qkv) {
         VKA_TRY(reserve_workspace(b, VKA_ROLE_QKV, "the fused Q/K/V projection", fused_elems));
         matmul_args m = {VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QUERY, VKA_ROLE_W_IN, bias, VKA_ROLE_QKV,
-                         B * L, 3 * E, E, 0, E, 0, 0, 0, 3 * E, L, S_ext, 0};
+                         B * L, 3 * I, E, 0, E, 0, 0, 0, 3 * I, L, S_ext, 0};
         VKA_TRY(add_matmul(b, &m));
-        *out = (qkv_layout){VKA_ROLE_QKV, VKA_ROLE_QKV, VKA_ROLE_QKV, 0, 3 * E, S_ext, E, 3 * E, 2 * E, 3 * E, S_ext};
+        *out = (qkv_layout){VKA_ROLE_QKV, VKA_ROLE_QKV, VKA_ROLE_QKV, 0, 3 * I, S_ext, I, 3 * I, 2 * I, 3 * I, S_ext};
     } else {
-        VKA_TRY(reserve_workspace(b, VKA_ROLE_QKV, "the Q projection", (uint64_t)B * L * E));
-        VKA_TRY(reserve_workspace(b, VKA_ROLE_K_PROJ, "the K projection", (uint64_t)B * S_ext * E));
-        VKA_TRY(reserve_workspace(b, VKA_ROLE_V_PROJ, "the V projection", (uint64_t)B * S_ext * E));
-        /* Packed weights: W_Q, W_K, W_V are row blocks of one (3E,E) matrix. */
+        VKA_TRY(reserve_workspace(b, VKA_ROLE_QKV, "the Q projection", (uint64_t)B * L * I));
+        VKA_TRY(reserve_workspace(b, VKA_ROLE_K_PROJ, "the K projection", (uint64_t)B * S_ext * I));
+        VKA_TRY(reserve_workspace(b, VKA_ROLE_V_PROJ, "the V projection", (uint64_t)B * S_ext * I));
+        /* Packed weights: W_Q, W_K, W_V are row blocks of one (3I,E) matrix. */
         int packed = c->packed_in_proj;
         matmul_args q = {VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QUERY, VKA_ROLE_W_IN, bias, VKA_ROLE_QKV,
-                         B * L, E, E, 0, E, 0, 0, 0, E, L, L, 0};
+                         B * L, I, E, 0, E, 0, 0, 0, I, L, L, 0};
         matmul_args k = {VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_KEY, packed ? VKA_ROLE_W_IN : VKA_ROLE_W_K, bias,
-                         VKA_ROLE_K_PROJ, B * S, E, c->kdim, 0, c->kdim, packed ? E * E : 0, E, 0, E, S, S_ext, 0};
+                         VKA_ROLE_K_PROJ, B * S, I, c->kdim, 0, c->kdim, packed ? I * E : 0, I, 0, I, S, S_ext, 0};
         matmul_args v = {VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_VALUE, packed ? VKA_ROLE_W_IN : VKA_ROLE_W_V, bias,
-                         VKA_ROLE_V_PROJ, B * S, E, c->vdim, 0, c->vdim, packed ? 2 * E * E : 0, 2 * E, 0, E, S, S_ext, 0};
+                         VKA_ROLE_V_PROJ, B * S, I, c->vdim, 0, c->vdim, packed ? 2 * I * E : 0, 2 * I, 0, I, S, S_ext, 0};
         VKA_TRY(add_matmul(b, &q));
         VKA_TRY(add_matmul(b, &k));
         VKA_TRY(add_matmul(b, &v));
-        *out = (qkv_layout){VKA_ROLE_QKV, VKA_ROLE_K_PROJ, VKA_ROLE_V_PROJ, 0, E, L, 0, E, 0, E, S_ext};
+        *out = (qkv_layout){VKA_ROLE_QKV, VKA_ROLE_K_PROJ, VKA_ROLE_V_PROJ, 0, I, L, 0, I, 0, I, S_ext};
     }
     return add_extra_key_copies(b, out);
 fail:
@@ -244,7 +245,7 @@ static vkattn_status add_fused(builder *b, const qkv_layout *l)
 {
     const vka_problem *p = b->p;
     const vka_profile *pr = b->profile;
-    const uint32_t vec = attention_vec(p), D = p->cfg.D, BH = p->B * p->cfg.H;
+    const uint32_t vec = attention_vec(p), D = p->cfg.D, BH = p->B * p->cfg.H_active;
     const uint32_t tile_q = vka_profile_fused_tile_q(pr, D), q_blocks = ceil_div(p->L, tile_q);
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = VKA_KERNEL_FUSED,
                   .f16_out = b->plan->role_dtype[VKA_ROLE_CTX] == VKATTN_DTYPE_F16, .barrier_before = 1};
@@ -268,11 +269,11 @@ static vkattn_status add_fused(builder *b, const qkv_layout *l)
     s.binding_count = 8;
     uint64_t invocations = (uint64_t)BH * q_blocks;
     s.push.fused = (vka_fused_push){
-        .L = p->L, .S = p->S, .H = p->cfg.H, .D = D, .BH = BH,
+        .L = p->L, .S = p->S, .H = p->cfg.H_active, .D = D, .BH = BH,
         .q_offset = l->q_offset / vec, .q_stride = l->q_stride / vec, .q_rows = l->q_rows,
         .k_offset = l->k_offset / vec, .k_stride = l->k_stride / vec,
         .v_offset = l->v_offset / vec, .v_stride = l->v_stride / vec, .kv_rows = l->kv_rows,
-        .extra_keys = p->cfg.extra_keys, .ctx_stride = p->cfg.E, .q_blocks = q_blocks,
+        .extra_keys = p->cfg.extra_keys, .ctx_stride = p->cfg.inner, .q_blocks = q_blocks,
         .scale = 1.0f / sqrtf((float)D),
         .mask_flags = mask_flags(p), .mask_heads = p->cfg.H, .has_lse = p->lse != 0,
         .group_count = (uint32_t)ceil_div64(invocations, pr->fused_wg),
@@ -312,7 +313,7 @@ static vkattn_status add_chunk(builder *b, const qkv_layout *l, vka_role probs, 
     uint32_t tiles_i = ceil_div(ch->i_count, pr->scores_tile_q), tiles_j = ceil_div(p->S_ext, pr->scores_tile_k);
     uint64_t invocations = (uint64_t)ch->bh_count * tiles_i * tiles_j;
     scores.push.scores = (vka_scores_push){
-        .L = p->L, .S = p->S, .S_ext = p->S_ext, .H = c->H,
+        .L = p->L, .S = p->S, .S_ext = p->S_ext, .H = c->H_active,
         .q_offset = l->q_offset / vec, .q_stride = l->q_stride / vec, .q_rows = l->q_rows,
         .k_offset = l->k_offset / vec, .k_stride = l->k_stride / vec, .kv_rows = l->kv_rows,
         .bh_begin = ch->bh_begin, .bh_count = ch->bh_count, .i_begin = ch->i_begin, .i_count = ch->i_count,
@@ -332,17 +333,17 @@ static vkattn_status add_chunk(builder *b, const qkv_layout *l, vka_role probs, 
 
     if (p->weights == VKA_WEIGHTS_AVERAGED) {
         const uint32_t wg = 64;
-        uint32_t b_begin = ch->bh_begin / c->H, b_end = (ch->bh_begin + ch->bh_count - 1) / c->H;
+        uint32_t b_begin = ch->bh_begin / c->H_active, b_end = (ch->bh_begin + ch->bh_count - 1) / c->H_active;
         uint64_t items = (uint64_t)(b_end - b_begin + 1) * ch->i_count * p->S_ext;
         vka_step avg = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_AVERAGE_HEADS,
                         .kernel = VKA_KERNEL_AVERAGE_HEADS, .barrier_before = 1, .binding_count = 2};
         avg.spec[VKA_SPEC_WG_SIZE] = wg;
         avg.bindings[0] = probs, avg.bindings[1] = VKA_ROLE_WEIGHTS;
         avg.push.average = (vka_average_push){
-            .H = c->H, .L = p->L, .S_ext = p->S_ext,
+            .H = c->H_active, .L = p->L, .S_ext = p->S_ext,
             .bh_begin = ch->bh_begin, .bh_count = ch->bh_count, .i_begin = ch->i_begin, .i_count = ch->i_count,
             .b_begin = b_begin, .b_count = b_end - b_begin + 1,
-            .inv_heads = 1.0f / (float)c->H, .group_count = (uint32_t)ceil_div64(items, wg),
+            .inv_heads = 1.0f / (float)c->H_active, .group_count = (uint32_t)ceil_div64(items, wg),
         };
         VKA_TRY(push_step(b, &avg, items, wg));
     }
@@ -360,9 +361,9 @@ static vkattn_status add_chunk(builder *b, const qkv_layout *l, vka_role probs, 
     uint32_t pv_tiles_i = ceil_div(ch->i_count, pr->pv_tile_q), tiles_d = ceil_div(DV, pr->pv_tile_d);
     uint64_t pv_invocations = (uint64_t)ch->bh_count * pv_tiles_i * tiles_d;
     pv.push.pv = (vka_pv_push){
-        .L = p->L, .S_ext = p->S_ext, .H = c->H, .D = c->D,
+        .L = p->L, .S_ext = p->S_ext, .H = c->H_active, .D = c->D,
         .v_offset = l->v_offset / vec, .v_stride = l->v_stride / vec, .kv_rows = l->kv_rows,
-        .ctx_stride = c->E,
+        .ctx_stride = c->inner,
         .bh_begin = ch->bh_begin, .bh_count = ch->bh_count, .i_begin = ch->i_begin, .i_count = ch->i_count,
         .group_count = (uint32_t)ceil_div64(pv_invocations, pr->pv_wg), .tiles_d = tiles_d, .tiles_i = pv_tiles_i,
     };
@@ -377,7 +378,7 @@ fail:
 static vkattn_status add_unfused(builder *b, const qkv_layout *l)
 {
     const vka_problem *p = b->p;
-    const uint32_t BH = p->B * p->cfg.H;
+    const uint32_t BH = p->B * p->cfg.H_active;
     const uint64_t row = p->S_ext; /* floats per score row */
     vkattn_status status;
 
@@ -460,13 +461,13 @@ static vkattn_status check_bound_tensors(builder *b)
     VKA_TRY(check_binding(b, "output", role_bytes(b, VKA_ROLE_OUTPUT, vka_problem_output_elems(p)), 0));
     VKA_TRY(check_binding(b, "attn_mask", role_bytes(b, VKA_ROLE_ATTN_MASK, vka_problem_attn_mask_elems(p)), 0));
     VKA_TRY(check_binding(b, "the log-sum-exp", p->lse ? (uint64_t)p->B * c->H * p->L * 4 : 0, 0));
-    VKA_TRY(reserve_workspace(b, VKA_ROLE_CTX, "the attention output (ctx)", (uint64_t)p->B * p->L * c->E));
-    uint64_t w_in = (uint64_t)(c->packed_in_proj ? 3 : 1) * c->E * c->E;
+    VKA_TRY(reserve_workspace(b, VKA_ROLE_CTX, "the attention output (ctx)", (uint64_t)p->B * p->L * c->inner));
+    uint64_t w_in = (uint64_t)(c->packed_in_proj ? 3 : 1) * c->inner * c->E;
     VKA_TRY(check_binding(b, "in_proj_weight", role_bytes(b, VKA_ROLE_W_IN, w_in), w_in));
-    VKA_TRY(check_binding(b, "k_proj_weight", role_bytes(b, VKA_ROLE_W_K, (uint64_t)c->E * c->kdim),
-                          (uint64_t)c->E * c->kdim));
-    VKA_TRY(check_binding(b, "v_proj_weight", role_bytes(b, VKA_ROLE_W_V, (uint64_t)c->E * c->vdim),
-                          (uint64_t)c->E * c->vdim));
+    VKA_TRY(check_binding(b, "k_proj_weight", role_bytes(b, VKA_ROLE_W_K, (uint64_t)c->inner * c->kdim),
+                          (uint64_t)c->inner * c->kdim));
+    VKA_TRY(check_binding(b, "v_proj_weight", role_bytes(b, VKA_ROLE_W_V, (uint64_t)c->inner * c->vdim),
+                          (uint64_t)c->inner * c->vdim));
 fail:
     return status;
 }
@@ -496,9 +497,10 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
     if (plan->path == VKATTN_PATH_FUSED) VKA_TRY(add_fused(&b, &l));
     else VKA_TRY(add_unfused(&b, &l));
     const uint32_t BL = p->B * p->L;
+    /* output (B·L, E) = ctx (B·L, I) · W_O (E, I)^T + b_O, W_O holding the active heads' columns */
     matmul_args out = {VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_CTX, VKA_ROLE_W_OUT,
                        p->cfg.bias ? VKA_ROLE_B_OUT : VKA_ROLE_NONE, VKA_ROLE_OUTPUT,
-                       BL, p->cfg.E, p->cfg.E, 0, p->cfg.E, 0, 0, 0, p->cfg.E, BL, BL, 1};
+                       BL, p->cfg.E, p->cfg.inner, 0, p->cfg.inner, 0, 0, 0, p->cfg.E, BL, BL, 1};
     VKA_TRY(add_matmul(&b, &out));
     return VKATTN_OK;
 fail:

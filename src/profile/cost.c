@@ -12,7 +12,13 @@ vkattn_status vkattn_forward_cost(const vkattn_layer_desc *d, uint32_t batch, ui
         return VKATTN_ERROR_INVALID_ARGUMENT;
     const int self = key_len == 0;
     const double B = batch, L = query_len, S = self ? query_len : key_len;
-    const double E = d->embed_dim, H = d->num_heads, D = E / H;
+    double heads = d->num_heads;
+    if (d->head_mask) {
+        heads = 0;
+        for (uint32_t h = 0; h < d->num_heads; h++) heads += d->head_mask[h] != 0;
+    }
+    /* I: the projected width of the computed heads. */
+    const double E = d->embed_dim, H = heads, D = E / d->num_heads, I = H * D;
     const double kdim = d->kdim ? d->kdim : E, vdim = d->vdim ? d->vdim : E;
     const double S_ext = S + (d->add_bias_kv != 0) + (d->add_zero_attn != 0);
     const double a = d->storage == VKATTN_DTYPE_F16 ? 2.0 : 4.0; /* activation and weight element */
@@ -20,15 +26,15 @@ vkattn_status vkattn_forward_cost(const vkattn_layer_desc *d, uint32_t batch, ui
 
     vkattn_cost c;
     memset(&c, 0, sizeof c);
-    c.flops[VKATTN_STAGE_QKV_PROJECTION] = 2.0 * B * (L * E * E + S * kdim * E + S * vdim * E);
-    c.flops[VKATTN_STAGE_OUT_PROJECTION] = 2.0 * B * L * E * E;
+    c.flops[VKATTN_STAGE_QKV_PROJECTION] = 2.0 * B * (L * E * I + S * kdim * I + S * vdim * I);
+    c.flops[VKATTN_STAGE_OUT_PROJECTION] = 2.0 * B * L * I * E;
     double inputs = self ? B * L * E : B * L * E + B * S * kdim + B * S * vdim;
     c.bytes[VKATTN_STAGE_QKV_PROJECTION] =
-        a * (inputs + E * E + E * kdim + E * vdim + 3 * E) + a * (B * L * E + 2 * B * S * E);
-    c.bytes[VKATTN_STAGE_OUT_PROJECTION] = a * (B * L * E + E * E + E + B * L * E);
+        a * (inputs + I * E + I * kdim + I * vdim + 3 * I) + a * (B * L * I + 2 * B * S * I);
+    c.bytes[VKATTN_STAGE_OUT_PROJECTION] = a * (B * L * I + E * I + E + B * L * E);
 
     const double attention = 4.0 * B * H * L * S * D;
-    const double q_k = a * (B * L * E + B * S * E), v = a * B * S * E, ctx = a * B * L * E;
+    const double q_k = a * (B * L * I + B * S * I), v = a * B * S * I, ctx = a * B * L * I;
     const double probs = f32 * B * H * L * S_ext;
     if (path == VKATTN_PATH_FUSED) {
         c.flops[VKATTN_STAGE_FUSED] = attention;

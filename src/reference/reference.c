@@ -96,7 +96,7 @@ static double softmax_row(double *s, size_t n)
 }
 
 vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, const vkattn_host_forward_desc *d,
-                                vkattn_error *error)
+                                const uint8_t *head_mask, vkattn_error *error)
 {
     const vka_layer_config *c = &p->cfg;
     const size_t B = p->B, L = p->L, S = p->S, Sx = p->S_ext, E = c->E, H = c->H, D = c->D;
@@ -141,6 +141,7 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
     for (size_t b = 0; b < B; b++) {
         for (size_t x = 0; x < L * Sx; x++) avg[x] = 0.0;
         for (size_t h = 0; h < H; h++) {
+            if (head_mask && !head_mask[h]) continue; /* pruned: its context stays zero */
             for (size_t i = 0; i < L; i++) {
                 const double *qi = q + (b * L + i) * E + h * D;
                 for (size_t j = 0; j < Sx; j++) {
@@ -192,5 +193,5 @@ vkattn_status vkattn_reference_forward(const vkattn_layer_desc *layer, const vka
     if (status != VKATTN_OK) return status;
     status = vka_problem_from_host(&cfg, desc, &p, error);
     if (status != VKATTN_OK) return status;
-    return vka_reference_run(&p, weights, desc, error);
+    return vka_reference_run(&p, weights, desc, layer->head_mask, error);
 }
