@@ -135,7 +135,7 @@ static vkattn_status read_to_host(vkattn_layer *layer, const vkattn_tensor *t, v
     *out = NULL;
     if (!t) return VKATTN_OK;
     int half = t->dtype == VKATTN_DTYPE_F16;
-    void *host = malloc(half ? t->elems * sizeof(float) : t->bytes);
+    void *host = vka_malloc(&layer->ctx->faults, half ? t->elems * sizeof(float) : t->bytes);
     if (!host) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory copying a tensor to the host");
     vkattn_status status = vka_buffer_read(layer->ctx, &t->buffer, 0, host, t->bytes);
     if (status != VKATTN_OK) {
@@ -170,9 +170,9 @@ static vkattn_status run_cpu_on_tensors(vkattn_layer *layer, const vka_problem *
     VKA_TRY(read_to_host(layer, d->key_padding_mask, &kpm));
     VKA_TRY(read_to_host(layer, d->valid_lens, &lens));
     VKA_TRY(read_to_host(layer, d->attn_mask, &mask));
-    out = malloc(d->output->elems * sizeof(float));
-    weights = d->attn_weights ? malloc(d->attn_weights->bytes) : NULL;
-    lse = d->lse ? malloc(d->lse->bytes) : NULL;
+    out = vka_malloc(&layer->ctx->faults, d->output->elems * sizeof(float));
+    weights = d->attn_weights ? vka_malloc(&layer->ctx->faults, d->attn_weights->bytes) : NULL;
+    lse = d->lse ? vka_malloc(&layer->ctx->faults, d->lse->bytes) : NULL;
     if (!out || (d->attn_weights && !weights) || (d->lse && !lse)) {
         status = vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the CPU path's outputs");
         goto fail;

@@ -15,7 +15,7 @@ static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights
     const size_t E = c->E;
     size_t in_proj = c->packed_in_proj ? 3 * E * E : E * E + E * c->kdim + E * c->vdim;
     size_t total = in_proj + (c->bias ? 3 * E + E : 0) + E * E + (c->bias_kv ? 2 * E : 0);
-    float *block = malloc(total * sizeof *block);
+    float *block = vka_malloc(&layer->ctx->faults, total * sizeof *block);
     if (!block) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the host weights");
     float *at = block;
     vkattn_weights *h = &layer->host;
@@ -64,7 +64,7 @@ static vkattn_status upload_as(vkattn_layer *layer, vka_role role, const char *w
     const void *src = data;
     uint16_t *half = NULL;
     if (dtype == VKATTN_DTYPE_F16) {
-        if (!(half = malloc(elems * sizeof *half)))
+        if (!(half = vka_malloc(&layer->ctx->faults, elems * sizeof *half)))
             return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory converting %s to fp16", what);
         for (size_t i = 0; i < elems; i++) half[i] = vka_f32_to_f16(data[i]);
         src = half;
@@ -92,7 +92,7 @@ static vkattn_status upload_extra(vkattn_layer *layer, vka_role role, const floa
 {
     const vka_layer_config *c = &layer->cfg;
     if (c->extra_keys == 0) return VKATTN_OK;
-    float *rows = calloc((size_t)c->extra_keys * c->inner, sizeof *rows);
+    float *rows = vka_calloc(&layer->ctx->faults, (size_t)c->extra_keys * c->inner, sizeof *rows);
     if (!rows) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for %s", what);
     if (c->bias_kv) memcpy(rows, bias, c->inner * sizeof(float));
     vkattn_status status = upload(layer, role, what, rows, (size_t)c->extra_keys * c->inner);
@@ -128,7 +128,7 @@ static vkattn_status upload_weights(vkattn_layer *layer)
     vkattn_status status = VKATTN_OK;
     /* Scratch big enough for the largest gathered matrix: (3I, E), (I, kdim or vdim) or (E, I). */
     size_t scratch_elems = 3 * I * (E > widest ? E : widest) + 3 * I;
-    float *scratch = malloc(scratch_elems * sizeof *scratch);
+    float *scratch = vka_malloc(&layer->ctx->faults, scratch_elems * sizeof *scratch);
     if (!scratch) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory gathering the weights");
     if (c->packed_in_proj) {
         float *at = scratch;
@@ -193,7 +193,7 @@ vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *
     status = vka_layer_config_resolve(desc, weights, &cfg, &ctx->error);
     if (status != VKATTN_OK) return status;
 
-    vkattn_layer *layer = calloc(1, sizeof *layer);
+    vkattn_layer *layer = vka_calloc(&ctx->faults, 1, sizeof *layer);
     if (!layer) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
     /* fp16 activations are written through 16-bit storage; without it the layer stays fp32. */
     if (cfg.storage == VKATTN_DTYPE_F16 && !ctx->caps.storage_16bit) cfg.storage = VKATTN_DTYPE_F32;
@@ -208,7 +208,7 @@ vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *
     layer->desc.add_bias_kv = cfg.bias_kv;
     layer->desc.add_zero_attn = cfg.zero_attn;
     VKA_TRY(copy_host_weights(layer, weights));
-    if (!(layer->head_active = malloc(cfg.H))) {
+    if (!(layer->head_active = vka_malloc(&ctx->faults, cfg.H))) {
         status = vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
         goto fail;
     }

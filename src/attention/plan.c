@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "common/error.h"
 
 const char *vka_role_name(vka_role role)
@@ -50,7 +51,7 @@ static vkattn_status grow(builder *b, void **array, uint32_t *capacity, uint32_t
 {
     if (count < *capacity) return VKATTN_OK;
     uint32_t n = *capacity ? *capacity * 2 : 32;
-    void *bigger = realloc(*array, n * size);
+    void *bigger = vka_realloc(b->limits->faults, *array, n * size);
     if (!bigger) return vka_error_set(b->error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the plan");
     *array = bigger;
     *capacity = n;

@@ -102,6 +102,7 @@ typedef struct vka_plan_limits {
     uint64_t max_texel_elements;       /* maxTexelBufferElements */
     uint64_t scores_budget_bytes;      /* the most the score buffer may take (0 = the range) */
     const vka_profile *profile;        /* kernel shapes for this device */
+    struct vka_faults *faults;        /* test-only failure injection; NULL in pure tests */
 } vka_plan_limits;
 
 typedef struct vka_plan {

@@ -17,6 +17,7 @@ static vka_plan_limits plan_limits(const vkattn_context *ctx)
     for (int i = 0; i < 3; i++) limits.max_group_count[i] = ctx->caps.props.limits.maxComputeWorkGroupCount[i];
     limits.max_texel_elements = ctx->caps.props.limits.maxTexelBufferElements;
     limits.profile = ctx->profile;
+    limits.faults = (vka_faults *)&ctx->faults;
     /* Keep the unfused score buffer moderate on devices with huge ranges: chunks cost a few
      * dispatches, a multi-GiB workspace costs memory the application may need. */
     limits.scores_budget_bytes = (uint64_t)512 << 20;
@@ -169,7 +170,7 @@ static vkattn_status read_timestamps(vkattn_layer *layer, const vka_plan *plan, 
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = VKATTN_OK;
     uint32_t n = plan->step_count + 1;
-    uint64_t *ticks = malloc(n * sizeof *ticks);
+    uint64_t *ticks = vka_malloc(&ctx->faults, n * sizeof *ticks);
     if (!ticks) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory reading timestamps");
     VKA_VK(ctx, ctx->vk.vkGetQueryPoolResults(ctx->device, layer->query_pool, 0, n, n * sizeof *ticks, ticks,
                                               sizeof *ticks, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));

@@ -74,6 +74,18 @@ vkattn_status vka_fail(vkattn_context *ctx, vkattn_status status, const char *fm
     return status;
 }
 
+VkResult vka_injected_result(const vkattn_context *ctx)
+{
+    return ctx->faults.vk_result ? (VkResult)ctx->faults.vk_result : VK_ERROR_OUT_OF_DEVICE_MEMORY;
+}
+
+void vka_context_set_faults(vkattn_context *ctx, const vka_faults *faults)
+{
+    vka_faults none = {0};
+    ctx->faults = faults ? *faults : none;
+    ctx->faults.host_calls = ctx->faults.vk_calls = 0;
+}
+
 vkattn_status vka_check_alive(vkattn_context *ctx)
 {
     if (!ctx->device_lost) return VKATTN_OK;
@@ -98,25 +110,29 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageS
     return VK_FALSE;
 }
 
-static int instance_has_layer(const char *name)
+/* 1 if the instance layer exists, 0 if not, -1 when out of memory asking. */
+static int instance_has_layer(vka_faults *faults, const char *name)
 {
     uint32_t count = 0;
     if (vkEnumerateInstanceLayerProperties(&count, NULL) != VK_SUCCESS || count == 0) return 0;
-    VkLayerProperties *layers = malloc(count * sizeof *layers);
+    VkLayerProperties *layers = vka_malloc(faults, count * sizeof *layers);
+    if (!layers) return -1;
     int found = 0;
-    if (layers && vkEnumerateInstanceLayerProperties(&count, layers) == VK_SUCCESS)
+    if (vkEnumerateInstanceLayerProperties(&count, layers) == VK_SUCCESS)
         for (uint32_t i = 0; i < count && !found; i++) found = strcmp(layers[i].layerName, name) == 0;
     free(layers);
     return found;
 }
 
-static int instance_has_extension(const char *layer, const char *name)
+/* 1 if the instance extension exists, 0 if not, -1 when out of memory asking. */
+static int instance_has_extension(vka_faults *faults, const char *layer, const char *name)
 {
     uint32_t count = 0;
     if (vkEnumerateInstanceExtensionProperties(layer, &count, NULL) != VK_SUCCESS || count == 0) return 0;
-    VkExtensionProperties *exts = malloc(count * sizeof *exts);
+    VkExtensionProperties *exts = vka_malloc(faults, count * sizeof *exts);
+    if (!exts) return -1;
     int found = 0;
-    if (exts && vkEnumerateInstanceExtensionProperties(layer, &count, exts) == VK_SUCCESS)
+    if (vkEnumerateInstanceExtensionProperties(layer, &count, exts) == VK_SUCCESS)
         for (uint32_t i = 0; i < count && !found; i++) found = strcmp(exts[i].extensionName, name) == 0;
     free(exts);
     return found;
@@ -130,15 +146,22 @@ static vkattn_status create_instance(vkattn_context *ctx, int want_validation, V
     const char *layers[1];
     const char *extensions[2];
     uint32_t layer_count = 0, extension_count = 0;
-    int validation = want_validation && instance_has_layer(VKA_VALIDATION_LAYER) &&
-                     instance_has_extension(NULL, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    vka_faults *faults = ctx ? &ctx->faults : NULL;
+    int has_layer = want_validation ? instance_has_layer(faults, VKA_VALIDATION_LAYER) : 0;
+    int has_utils = has_layer > 0 ? instance_has_extension(faults, NULL, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) : 0;
+    int portability = has_layer >= 0 && has_utils >= 0
+                          ? instance_has_extension(faults, NULL, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)
+                          : -1;
+    if (has_layer < 0 || has_utils < 0 || portability < 0)
+        return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory listing Vulkan layers");
+    int validation = has_layer > 0 && has_utils > 0;
     if (validation) {
         layers[layer_count++] = VKA_VALIDATION_LAYER;
         extensions[extension_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
     }
     /* MoltenVK and other non-conformant implementations are only listed with this extension. */
     VkInstanceCreateFlags flags = 0;
-    if (instance_has_extension(NULL, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+    if (portability) {
         extensions[extension_count++] = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
         flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
     }
@@ -180,7 +203,7 @@ static vkattn_status create_instance(vkattn_context *ctx, int want_validation, V
         .enabledExtensionCount = extension_count,
         .ppEnabledExtensionNames = extensions,
     };
-    VkResult r = vkCreateInstance(&info, NULL, out);
+    VkResult r = faults && vka_fault_vk(faults) ? vka_injected_result(ctx) : vkCreateInstance(&info, NULL, out);
     if (r != VK_SUCCESS)
         return vka_error_set(error, r == VK_ERROR_INCOMPATIBLE_DRIVER ? VKATTN_ERROR_NO_DEVICE : status_of_result(r),
                              "vkCreateInstance failed: %s", vka_vk_result_name(r));
@@ -308,6 +331,12 @@ static int validation_wanted(vkattn_validation v)
 
 vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_context **out, vkattn_error *error)
 {
+    return vka_context_create_with_faults(desc, NULL, out, error);
+}
+
+vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, const vka_faults *faults,
+                                             vkattn_context **out, vkattn_error *error)
+{
     vkattn_context_desc defaults = {0};
     if (!desc) desc = &defaults;
     if (!out) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_context_create: out is NULL");
@@ -319,6 +348,7 @@ vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_cont
 
     vkattn_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a context");
+    vka_context_set_faults(ctx, faults);
 
     VKA_TRY(create_instance(ctx, validation_wanted(desc->validation), &ctx->instance, &ctx->validation_enabled,
                             &ctx->error));

@@ -7,6 +7,7 @@
 #include <volk.h>
 
 #include "vkattn.h"
+#include "common/alloc.h"
 #include "common/error.h"
 #include "device/loader.h"
 #include "device/quirks.h"
@@ -50,6 +51,7 @@ struct vkattn_context {
     vka_pipeline_cache pipelines;
 
     vkattn_error error;
+    vka_faults faults; /* test-only failure injection; unarmed in normal use */
     int device_lost;
     int validation_enabled;
     uint32_t validation_messages;
@@ -59,10 +61,13 @@ struct vkattn_context {
  * the context lost for good. */
 vkattn_status vka_vk_fail(vkattn_context *ctx, VkResult result, const char *call, const char *file, int line);
 
+/* The VkResult an armed fault injector substitutes for the call (which is then not made). */
+VkResult vka_injected_result(const vkattn_context *ctx);
+
 /* VKA_VK(ctx, vkCall(...)): on failure records the call and jumps to `fail` with `status` set. */
 #define VKA_VK(ctx, call)                                                                          \
     do {                                                                                           \
-        VkResult vk_result_ = (call);                                                              \
+        VkResult vk_result_ = vka_fault_vk(&(ctx)->faults) ? vka_injected_result(ctx) : (call);    \
         if (vk_result_ != VK_SUCCESS) {                                                            \
             status = vka_vk_fail((ctx), vk_result_, #call, __FILE__, __LINE__);                    \
             goto fail;                                                                             \
@@ -74,6 +79,12 @@ vkattn_status vka_fail(vkattn_context *ctx, vkattn_status status, const char *fm
 
 /* VKATTN_ERROR_DEVICE_LOST (with a message) if the context's device is lost, else VKATTN_OK. */
 vkattn_status vka_check_alive(vkattn_context *ctx);
+
+/* Creates a context whose fault injector is armed from the start (tests only). */
+vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, const vka_faults *faults,
+                                             vkattn_context **out, vkattn_error *error);
+/* Re-arms (or disarms, with zeros) a context's fault injector and resets its counters. */
+void vka_context_set_faults(vkattn_context *ctx, const vka_faults *faults);
 
 /* "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc. */
 const char *vka_vk_result_name(VkResult result);

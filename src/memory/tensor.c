@@ -34,7 +34,7 @@ vkattn_status vka_tensor_create(vkattn_context *ctx, vkattn_dtype dtype, uint32_
     if (!vka_mul_size(elems, elem_size, &bytes))
         return vka_fail(ctx, VKATTN_ERROR_SIZE_OVERFLOW, "tensor byte size overflows size_t");
 
-    vkattn_tensor *t = calloc(1, sizeof *t);
+    vkattn_tensor *t = vka_calloc(&ctx->faults, 1, sizeof *t);
     if (!t) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a tensor");
     t->ctx = ctx;
     t->dtype = dtype;

@@ -13,6 +13,9 @@
 vkattn_status vka_wait_fence(vkattn_context *ctx, VkFence fence, const char *what)
 {
     VkResult r = ctx->vk.vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, VKA_FENCE_TIMEOUT_NS);
+    /* An injected failure comes after the real wait: the work has finished, as after a real
+     * device loss that is reported late. */
+    if (r == VK_SUCCESS && vka_fault_vk(&ctx->faults)) r = vka_injected_result(ctx);
     if (r == VK_TIMEOUT) {
         ctx->device_lost = 1;
         return vka_fail(ctx, VKATTN_ERROR_DEVICE_LOST, "%s did not finish within %llu s; the context is unusable",

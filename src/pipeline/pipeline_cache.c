@@ -123,12 +123,12 @@ vkattn_status vka_pipeline_get(vkattn_context *ctx, vka_kernel kernel, int f16_o
     }
     if (cache->count == cache->capacity) {
         uint32_t capacity = cache->capacity ? cache->capacity * 2 : 16;
-        vka_pipeline **items = realloc(cache->items, capacity * sizeof *items);
+        vka_pipeline **items = vka_realloc(&ctx->faults, cache->items, capacity * sizeof *items);
         if (!items) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the pipeline cache");
         cache->items = items;
         cache->capacity = capacity;
     }
-    vka_pipeline *p = calloc(1, sizeof *p);
+    vka_pipeline *p = vka_calloc(&ctx->faults, 1, sizeof *p);
     if (!p) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a pipeline");
     vkattn_status status = create_pipeline(ctx, kernel, f16_out, spec, p);
     if (status != VKATTN_OK) {

@@ -1,0 +1,31 @@
+/* Test-only failure injection, per context (so there is still no process-wide state): make the
+ * Nth host allocation, or the Nth fallible Vulkan call, made on behalf of one context fail. The
+ * tests walk N over every create and forward path (tests/test_faults.c). Production code never
+ * arms it; an unarmed counter costs one comparison. */
+#ifndef VKA_FAULTS_H
+#define VKA_FAULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct vka_faults {
+    uint64_t host_fail_at; /* 1-based index of the host allocation to fail; 0 = none */
+    uint64_t vk_fail_at;   /* 1-based index of the Vulkan call to fail; 0 = none */
+    int vk_result;         /* the VkResult injected (VK_ERROR_OUT_OF_DEVICE_MEMORY when 0) */
+    uint64_t host_calls;   /* counted so far */
+    uint64_t vk_calls;
+} vka_faults;
+
+/* Counts one host allocation; true if it must fail. `faults` may be NULL (never fails). */
+static inline int vka_fault_host(vka_faults *faults)
+{
+    return faults && ++faults->host_calls == faults->host_fail_at;
+}
+
+/* Counts one Vulkan call; true if it must fail. */
+static inline int vka_fault_vk(vka_faults *faults)
+{
+    return faults && ++faults->vk_calls == faults->vk_fail_at;
+}
+
+#endif

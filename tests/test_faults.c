@@ -1,0 +1,188 @@
+/* Failure injection: every host allocation and every fallible Vulkan call that a context makes is
+ * made to fail in turn (the Nth one, N = 1, 2, ...); device loss is injected at every third
+ * Vulkan call point (each needs a fresh context, and all of them would take minutes). Each failure must come back as the right
+ * status with a message, leak nothing (this test runs under LeakSanitizer in the sanitizer build),
+ * produce no validation message, and leave the context usable (the same work then succeeds) or,
+ * for an injected VK_ERROR_DEVICE_LOST, clearly dead: every later call says DEVICE_LOST. */
+#include "device/context.h"
+#include "gpu_test.h"
+
+/* One unit of work on a context; it must destroy whatever it created, whatever happens. */
+typedef vkattn_status (*scenario_fn)(vkattn_context *ctx);
+
+static vkattn_status make_layer(vkattn_context *ctx, const vkattn_layer_desc *d, test_weights *tw, vkattn_layer **out)
+{
+    test_weights_make(tw, d, 5);
+    vkattn_status s = vkattn_layer_create(ctx, d, &tw->w, out);
+    if (s != VKATTN_OK) test_weights_free(tw);
+    return s;
+}
+
+static vkattn_status scenario_fused_forward(vkattn_context *ctx)
+{
+    vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 2, .add_bias_kv = 1};
+    test_weights tw;
+    vkattn_layer *layer = NULL;
+    vkattn_status s = make_layer(ctx, &d, &tw, &layer);
+    if (s != VKATTN_OK) return s;
+    float x[2 * 5 * 16] = {0}, y[2 * 5 * 16], lse[2 * 2 * 5];
+    for (int i = 0; i < 2 * 5 * 16; i++) x[i] = (float)(i % 7) * 0.1f;
+    vkattn_host_forward_desc f = {.batch = 2, .query_len = 5, .query = x, .output = y, .causal = 1, .lse = lse};
+    s = vkattn_forward_host(layer, &f);
+    if (s == VKATTN_OK) s = vkattn_layer_set_profiling(layer, 1);
+    if (s == VKATTN_OK) s = vkattn_forward_host(layer, &f);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+    return s;
+}
+
+static vkattn_status scenario_unfused_tensors(vkattn_context *ctx)
+{
+    vkattn_layer_desc d = {.embed_dim = 8, .num_heads = 2, .kdim = 4, .vdim = 4, .add_zero_attn = 1};
+    test_weights tw;
+    vkattn_layer *layer = NULL;
+    vkattn_tensor *q = NULL, *k = NULL, *out = NULL, *w = NULL, *kpm = NULL;
+    vkattn_status s = make_layer(ctx, &d, &tw, &layer);
+    if (s != VKATTN_OK) return s;
+    float qx[3 * 8] = {0}, kx[4 * 4] = {0};
+    uint8_t pad[4] = {0, 1, 0, 0};
+    if (s == VKATTN_OK) s = vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){1, 3, 8}, &q);
+    if (s == VKATTN_OK) s = vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){1, 4, 4}, &k);
+    if (s == VKATTN_OK) s = vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){1, 3, 8}, &out);
+    if (s == VKATTN_OK) s = vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){1, 3, 5}, &w);
+    if (s == VKATTN_OK) s = vkattn_tensor_create(ctx, VKATTN_DTYPE_BOOL, 2, (uint32_t[]){1, 4}, &kpm);
+    if (s == VKATTN_OK) s = vkattn_tensor_write(q, qx, sizeof qx);
+    if (s == VKATTN_OK) s = vkattn_tensor_write(k, kx, sizeof kx);
+    if (s == VKATTN_OK) s = vkattn_tensor_write(kpm, pad, sizeof pad);
+    vkattn_forward_desc f = {.query = q, .key = k, .key_padding_mask = kpm, .output = out, .attn_weights = w,
+                             .average_weights = 1};
+    if (s == VKATTN_OK) s = vkattn_forward(layer, &f);
+    f.path = VKATTN_PATH_CPU;
+    if (s == VKATTN_OK) s = vkattn_forward(layer, &f);
+    uint8_t keep[2] = {0, 1};
+    f.attn_weights = NULL, f.path = VKATTN_PATH_AUTO;
+    if (s == VKATTN_OK) s = vkattn_layer_set_head_mask(layer, keep);
+    if (s == VKATTN_OK) s = vkattn_forward(layer, &f);
+    float back[3 * 8];
+    if (s == VKATTN_OK) s = vkattn_tensor_read(out, back, sizeof back);
+    vkattn_tensor_destroy(q), vkattn_tensor_destroy(k), vkattn_tensor_destroy(out), vkattn_tensor_destroy(w);
+    vkattn_tensor_destroy(kpm);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+    return s;
+}
+
+static vkattn_status scenario_peak(vkattn_context *ctx)
+{
+    vkattn_peak peak;
+    return vkattn_measure_peak(ctx, 0.001, &peak);
+}
+
+static vkattn_context *open_context(const vka_faults *faults, vkattn_status *status)
+{
+    vkattn_context *ctx = NULL;
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_DEFAULT};
+    *status = vka_context_create_with_faults(&desc, faults, &ctx, NULL);
+    return ctx;
+}
+
+typedef struct walk_totals {
+    uint64_t host_points, vk_points, lost_points;
+} walk_totals;
+
+/* Runs `fn` once unarmed to count its points, then fails each point in turn. */
+static void walk(const char *name, scenario_fn fn, walk_totals *totals)
+{
+    vkattn_status s;
+    vkattn_context *ctx = open_context(NULL, &s);
+    CHECK_STATUS(s, VKATTN_OK);
+    if (!ctx) return;
+    vka_context_set_faults(ctx, NULL);
+    CHECK_STATUS(fn(ctx), VKATTN_OK);
+    uint64_t host_points = ctx->faults.host_calls, vk_points = ctx->faults.vk_calls;
+    gpu_test_finish_context(ctx);
+
+    int bad = 0;
+    for (int kind = 0; kind < 3; kind++) {
+        uint64_t points = kind == 0 ? host_points : vk_points;
+        for (uint64_t n = 1; n <= points; n += kind == 2 ? 3 : 1) {
+            ctx = open_context(NULL, &s);
+            if (!ctx) continue;
+            vka_faults f = {0};
+            if (kind == 0) f.host_fail_at = n;
+            else f.vk_fail_at = n, f.vk_result = kind == 2 ? VK_ERROR_DEVICE_LOST : 0;
+            vka_context_set_faults(ctx, &f);
+            vkattn_status expected = kind == 0   ? VKATTN_ERROR_OUT_OF_HOST_MEMORY
+                                     : kind == 1 ? VKATTN_ERROR_OUT_OF_DEVICE_MEMORY
+                                                 : VKATTN_ERROR_DEVICE_LOST;
+            s = fn(ctx);
+            if (s != expected || !*vkattn_context_last_error(ctx)) {
+                bad++;
+                fprintf(stderr, "%s: fault %d at point %llu gave %s (%s)\n", name, kind, (unsigned long long)n,
+                        vkattn_status_name(s), vkattn_context_last_error(ctx));
+            }
+            vka_context_set_faults(ctx, NULL);
+            /* Usable again after running out of memory; dead for good after losing the device. */
+            s = fn(ctx);
+            if (s != (kind == 2 ? VKATTN_ERROR_DEVICE_LOST : VKATTN_OK)) {
+                bad++;
+                fprintf(stderr, "%s: after fault %d at point %llu the context gave %s (%s)\n", name, kind,
+                        (unsigned long long)n, vkattn_status_name(s), vkattn_context_last_error(ctx));
+            }
+            gpu_test_finish_context(ctx);
+        }
+    }
+    CHECK_MSG(bad == 0, "%s: %d failure points misbehaved", name, bad);
+    printf("  %-18s %3llu host allocation points, %3llu Vulkan call points (every third also as device loss)\n", name,
+           (unsigned long long)host_points, (unsigned long long)vk_points);
+    totals->host_points += host_points;
+    totals->vk_points += vk_points;
+    totals->lost_points += (vk_points + 2) / 3;
+}
+
+static void test_context_create_faults(void)
+{
+    vkattn_status s;
+    vkattn_context *ctx = open_context(NULL, &s);
+    CHECK_STATUS(s, VKATTN_OK);
+    if (!ctx) return;
+    uint64_t host_points = ctx->faults.host_calls, vk_points = ctx->faults.vk_calls;
+    vkattn_context_destroy(ctx);
+    int bad = 0;
+    for (uint64_t n = 1; n <= host_points + vk_points; n++) {
+        vka_faults f = {0};
+        if (n <= host_points) f.host_fail_at = n;
+        else f.vk_fail_at = n - host_points;
+        ctx = open_context(&f, &s);
+        vkattn_status expected = n <= host_points ? VKATTN_ERROR_OUT_OF_HOST_MEMORY : VKATTN_ERROR_OUT_OF_DEVICE_MEMORY;
+        if (s != expected || ctx) {
+            bad++;
+            fprintf(stderr, "context create: fault at point %llu gave %s\n", (unsigned long long)n, vkattn_status_name(s));
+        }
+        vkattn_context_destroy(ctx);
+    }
+    CHECK_MSG(bad == 0, "context create: %d failure points misbehaved", bad);
+    printf("  %-18s %3llu host allocation points, %3llu Vulkan call points\n", "context_create",
+           (unsigned long long)host_points, (unsigned long long)vk_points);
+}
+
+static walk_totals totals;
+
+static void test_fused_forward_faults(void) { walk("fused_forward", scenario_fused_forward, &totals); }
+static void test_unfused_tensor_faults(void) { walk("unfused_tensors", scenario_unfused_tensors, &totals); }
+static void test_peak_faults(void) { walk("peak", scenario_peak, &totals); }
+
+/* Usage: test_faults [context|fused|unfused|peak] (no argument = all; ctest runs them apart, in
+ * parallel). */
+int main(int argc, char **argv)
+{
+    const char *only = argc > 1 ? argv[1] : "";
+    if (!*only || !strcmp(only, "context")) RUN_TEST(test_context_create_faults);
+    if (!*only || !strcmp(only, "fused")) RUN_TEST(test_fused_forward_faults);
+    if (!*only || !strcmp(only, "unfused")) RUN_TEST(test_unfused_tensor_faults);
+    if (!*only || !strcmp(only, "peak")) RUN_TEST(test_peak_faults);
+    printf("failure points covered: %llu host allocations, %llu Vulkan calls, %llu device losses\n",
+           (unsigned long long)totals.host_points, (unsigned long long)totals.vk_points,
+           (unsigned long long)totals.lost_points);
+    return test_finish();
+}
