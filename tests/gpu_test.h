@@ -2,12 +2,29 @@
 #ifndef VKATTN_GPU_TEST_H
 #define VKATTN_GPU_TEST_H
 
+#include <dlfcn.h>
+
 #include "test_util.h"
+
+/* Sanitizer runs only (VKATTN_TEST_PIN_DRIVERS=1): the Vulkan loader unloads the driver and the
+ * validation layer when an instance goes, so LeakSanitizer could not name their frames and their
+ * own leftovers could not be told from ours. Pinning them keeps their symbols for the narrow
+ * suppressions in tests/lsan.supp. (Not library code: the library never loads drivers itself.) */
+static inline void gpu_test_pin_drivers(void)
+{
+    const char *pin = getenv("VKATTN_TEST_PIN_DRIVERS");
+    if (!pin || strcmp(pin, "1") != 0) return;
+    const char *modules[] = {"libvulkan_lvp.so", "libVkLayer_khronos_validation.so"};
+    for (size_t i = 0; i < sizeof modules / sizeof modules[0]; i++)
+        if (!dlopen(modules[i], RTLD_NOW | RTLD_NODELETE | RTLD_LOCAL))
+            fprintf(stderr, "note: could not pin %s: %s\n", modules[i], dlerror());
+}
 
 /* Opens a context with validation on (when installed) on the device the environment names
  * (ctest sets VKATTN_DEVICE=llvmpipe). Exits the test with failure if there is no device. */
 static inline vkattn_context *gpu_test_context(void)
 {
+    gpu_test_pin_drivers();
     vkattn_context *ctx = NULL;
     vkattn_error error = {0};
     vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON};
