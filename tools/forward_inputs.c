@@ -1,0 +1,270 @@
+/* Forward inputs on files, shared by the subcommands that run a forward (see forward_inputs.h). */
+#include "forward_inputs.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int parse_path(cli_args *a, const char *opt, forward_options *o)
+{
+    const char *v = cli_value(a, opt);
+    if (!v) return 2;
+    if (strcmp(v, "auto") == 0) o->path = VKATTN_PATH_AUTO;
+    else if (strcmp(v, "fused") == 0) o->path = VKATTN_PATH_FUSED;
+    else if (strcmp(v, "unfused") == 0) o->path = VKATTN_PATH_UNFUSED;
+    else {
+        fprintf(stderr, "vkattn %s: --path takes auto, fused or unfused, not \"%s\"\n", a->command, v);
+        return 2;
+    }
+    o->path_given = 1;
+    return 0;
+}
+
+int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
+{
+    const char **target = NULL;
+    *taken = 1;
+    if (strcmp(opt, "--causal") == 0) o->causal = 1;
+    else if (strcmp(opt, "--add-zero-attn") == 0) o->add_zero_attn = 1;
+    else if (strcmp(opt, "--cpu") == 0) o->cpu = 1;
+    else if (strcmp(opt, "--heads") == 0) {
+        const char *v = cli_value(a, opt);
+        if (!v || cli_parse_u32(opt, v, 1, &o->heads)) return 2;
+    } else if (strcmp(opt, "--path") == 0) {
+        if (parse_path(a, opt, o)) return 2;
+    } else if (strcmp(opt, "--weights") == 0) target = &o->weights;
+    else if (strcmp(opt, "--query") == 0) target = &o->query;
+    else if (strcmp(opt, "--key") == 0) target = &o->key;
+    else if (strcmp(opt, "--value") == 0) target = &o->value;
+    else if (strcmp(opt, "--key-padding-mask") == 0) target = &o->key_padding_mask;
+    else if (strcmp(opt, "--valid-lens") == 0) target = &o->valid_lens;
+    else if (strcmp(opt, "--attn-mask") == 0) target = &o->attn_mask;
+    else if (strcmp(opt, "--device") == 0) target = &o->device;
+    else {
+        *taken = 0;
+        return 0;
+    }
+    if (target && !(*target = cli_value(a, opt))) return 2;
+    o->given = 1;
+    return 0;
+}
+
+const char *forward_options_missing(const forward_options *o)
+{
+    if (!o->weights) return "--weights";
+    if (!o->heads) return "--heads";
+    if (!o->query) return "--query";
+    if (o->value && !o->key) return "--key (--value needs it)";
+    return NULL;
+}
+
+void forward_options_usage(FILE *out)
+{
+    fprintf(out, "  query (B,L,E) or (L,E) float32; key (B,S,kdim), value (B,S,vdim) default to the query;\n"
+                 "  key-padding-mask (B,S) bool, true = ignore; valid-lens (B) or (B,L) integers;\n"
+                 "  attn-mask (L,S) or (B*H,L,S), bool (true = blocked) or float32 (added to the scores).\n");
+}
+
+void forward_inputs_free(forward_inputs *in)
+{
+    vkattn_weight_file_destroy(in->weights);
+    vkattn_array_free(&in->query), vkattn_array_free(&in->key), vkattn_array_free(&in->value);
+    vkattn_array_free(&in->key_padding_mask), vkattn_array_free(&in->valid_lens), vkattn_array_free(&in->attn_mask);
+    memset(in, 0, sizeof *in);
+}
+
+static int load_array(const char *command, const char *path, const char *what, vkattn_array *out)
+{
+    if (!path) return 0;
+    vkattn_error error = {0};
+    vkattn_status status = vkattn_npy_read(path, out, &error);
+    if (status != VKATTN_OK) {
+        char text[600];
+        snprintf(text, sizeof text, "reading %s", what);
+        return cli_fail(command, text, status, error.message);
+    }
+    return 0;
+}
+
+static int expect(const char *command, const vkattn_array *a, const char *what, int dtype_ok, uint32_t min_rank,
+                  uint32_t max_rank)
+{
+    if (!a->data) return 0;
+    if (!dtype_ok || a->rank < min_rank || a->rank > max_rank) {
+        fprintf(stderr, "vkattn %s: %s has dtype %s and rank %u; see vkattn %s --help for what it takes\n", command,
+                what, vkattn_dtype_name(a->dtype), a->rank, command);
+        return 2;
+    }
+    return 0;
+}
+
+/* Checks an optional array's exact shape. */
+static int check_shape(const char *command, const vkattn_array *a, const char *what, uint32_t rank,
+                       const uint32_t *dims, const char *names)
+{
+    if (!a->data) return 0;
+    int same = a->rank == rank;
+    for (uint32_t i = 0; same && i < rank; i++) same = a->dims[i] == dims[i];
+    if (same) return 0;
+    fprintf(stderr, "vkattn %s: %s has shape (", command, what);
+    for (uint32_t i = 0; i < a->rank; i++) fprintf(stderr, i ? ", %u" : "%u", a->dims[i]);
+    fprintf(stderr, "), expected (%s) = (", names);
+    for (uint32_t i = 0; i < rank; i++) fprintf(stderr, i ? ", %u" : "%u", dims[i]);
+    fprintf(stderr, ")\n");
+    return 1;
+}
+
+static int load_files(const char *command, const forward_options *o, forward_inputs *in)
+{
+    vkattn_error error = {0};
+    vkattn_status status = vkattn_weight_file_load(o->weights, &in->weights, &error);
+    if (status != VKATTN_OK) return cli_fail(command, "reading the weights", status, error.message);
+    int rc;
+    if ((rc = load_array(command, o->query, "the query", &in->query)) ||
+        (rc = load_array(command, o->key, "the key", &in->key)) ||
+        (rc = load_array(command, o->value, "the value", &in->value)) ||
+        (rc = load_array(command, o->key_padding_mask, "the key padding mask", &in->key_padding_mask)) ||
+        (rc = load_array(command, o->valid_lens, "the valid lengths", &in->valid_lens)) ||
+        (rc = load_array(command, o->attn_mask, "the attention mask", &in->attn_mask)))
+        return rc;
+    return 0;
+}
+
+/* Dtypes and ranks, before any dimension is read from them. */
+static int check_kinds(const char *command, const forward_inputs *in)
+{
+    const vkattn_array *q = &in->query, *k = &in->key, *v = &in->value, *m = &in->attn_mask;
+    int rc;
+    if ((rc = expect(command, q, "the query", q->dtype == VKATTN_DTYPE_F32, 2, 3)) ||
+        (rc = expect(command, k, "the key", k->dtype == VKATTN_DTYPE_F32, q->rank, q->rank)) ||
+        (rc = expect(command, v, "the value", v->dtype == VKATTN_DTYPE_F32, q->rank, q->rank)) ||
+        (rc = expect(command, &in->key_padding_mask, "the key padding mask",
+                     in->key_padding_mask.dtype == VKATTN_DTYPE_BOOL, 1, 2)) ||
+        (rc = expect(command, &in->valid_lens, "the valid lengths", in->valid_lens.dtype == VKATTN_DTYPE_I32, 1, 2)) ||
+        (rc = expect(command, m, "the attention mask", m->dtype == VKATTN_DTYPE_BOOL || m->dtype == VKATTN_DTYPE_F32,
+                     2, 3)))
+        return rc;
+    return 0;
+}
+
+/* The host call trusts B, L and S, so every array's own shape must agree with them here. */
+static int check_shapes(const char *command, const forward_inputs *in)
+{
+    int batched = in->batched;
+    uint32_t B = in->B, L = in->L, S = in->S, H = in->H;
+    uint32_t BS[3] = {B, S, in->layer.kdim}, BSv[3] = {B, S, in->layer.vdim}, BL[2] = {B, L}, mask3[3] = {B * H, L, S};
+    const vkattn_array *vl = &in->valid_lens, *m = &in->attn_mask;
+    int rc;
+    if ((rc = check_shape(command, &in->key, "the key", batched ? 3 : 2, batched ? BS : BS + 1,
+                          batched ? "B, S, kdim" : "S, kdim")) ||
+        (rc = check_shape(command, &in->value, "the value", batched ? 3 : 2, batched ? BSv : BSv + 1,
+                          batched ? "B, S, vdim" : "S, vdim")) ||
+        (rc = check_shape(command, &in->key_padding_mask, "the key padding mask", batched ? 2 : 1,
+                          batched ? BS : BS + 1, batched ? "B, S" : "S")) ||
+        (rc = check_shape(command, vl, "the valid lengths", vl->rank == 2 ? 2 : 1, BL, vl->rank == 2 ? "B, L" : "B")) ||
+        (rc = check_shape(command, m, "the attention mask", m->rank, m->rank == 3 ? mask3 : mask3 + 1,
+                          m->rank == 3 ? "B*H, L, S" : "L, S")))
+        return rc;
+    return 0;
+}
+
+int forward_inputs_load(const char *command, const forward_options *o, forward_inputs *in)
+{
+    int rc;
+    if ((rc = load_files(command, o, in)) || (rc = check_kinds(command, in))) return rc;
+    vkattn_weight_file_describe(in->weights, &in->layer);
+    in->layer.num_heads = o->heads;
+    in->layer.add_zero_attn = o->add_zero_attn;
+    /* (L,E) is an unbatched query, as in PyTorch: B = 1. */
+    in->batched = in->query.rank == 3;
+    int batched = in->batched;
+    in->B = batched ? in->query.dims[0] : 1;
+    in->L = in->query.dims[batched];
+    in->E = in->query.dims[batched + 1];
+    in->S = in->key.data ? in->key.dims[batched] : in->L;
+    in->H = o->heads;
+    in->S_ext = in->S + (in->layer.add_bias_kv != 0) + (in->layer.add_zero_attn != 0);
+    if (in->E != in->layer.embed_dim) {
+        fprintf(stderr, "vkattn %s: the query has %u features but the weights have embed_dim %u\n", command, in->E,
+                in->layer.embed_dim);
+        return 1;
+    }
+    vkattn_host_forward_desc f = {
+        .batch = in->B, .query_len = in->L, .key_len = in->key.data ? in->S : 0,
+        .query = in->query.data, .key = in->key.data, .value = in->value.data,
+        .causal = o->causal, .key_padding_mask = in->key_padding_mask.data,
+        .valid_lens = in->valid_lens.data, .valid_lens_per_query = in->valid_lens.rank == 2,
+        .attn_mask = in->attn_mask.data, .attn_mask_dtype = in->attn_mask.dtype,
+        .attn_mask_per_head = in->attn_mask.rank == 3,
+        .path = o->path,
+    };
+    in->desc = f;
+    return check_shapes(command, in);
+}
+
+void forward_inputs_print_shapes(const forward_inputs *in, const forward_options *o)
+{
+    printf("shapes: query (%u, %u, %u), key/value %s (S = %u), heads %u (head dim %u)%s%s\n", in->B, in->L, in->E,
+           in->key.data ? "given" : "= query", in->S, in->H, in->H ? in->E / in->H : 0, o->causal ? ", causal" : "",
+           in->layer.add_bias_kv ? ", bias_kv" : "");
+}
+
+int forward_inputs_run(const char *command, const forward_options *o, const forward_inputs *in,
+                       const vkattn_host_forward_desc *f)
+{
+    vkattn_context *ctx = NULL;
+    vkattn_layer *layer = NULL;
+    vkattn_error error = {0};
+    vkattn_status status;
+    int rc = 0;
+    double t0 = cli_now(), elapsed = 0;
+    if (o->cpu) {
+        printf("device: CPU reference path (no Vulkan)\n");
+        status = vkattn_reference_forward(&in->layer, vkattn_weight_file_weights(in->weights), f, &error);
+        elapsed = cli_now() - t0;
+        if (status != VKATTN_OK) return cli_fail(command, "CPU forward", status, error.message);
+    } else {
+        if ((rc = cli_open_context(command, o->device, &ctx))) return rc;
+        status = vkattn_layer_create(ctx, &in->layer, vkattn_weight_file_weights(in->weights), &layer);
+        if (status != VKATTN_OK) {
+            rc = cli_fail(command, "creating the layer", status, vkattn_context_last_error(ctx));
+            goto done;
+        }
+        t0 = cli_now();
+        status = vkattn_forward_host(layer, f);
+        elapsed = cli_now() - t0;
+        if (status != VKATTN_OK) {
+            rc = cli_fail(command, "forward", status, vkattn_context_last_error(ctx));
+            goto done;
+        }
+    }
+    vkattn_forward_stats stats = {.path = VKATTN_PATH_CPU};
+    if (layer) vkattn_layer_last_stats(layer, &stats);
+    printf("path: %s, %.3f ms (a first call includes compiling the kernels)\n", vkattn_path_name(stats.path),
+           elapsed * 1e3);
+done:
+    vkattn_layer_destroy(layer);
+    vkattn_context_destroy(ctx);
+    return rc;
+}
+
+int forward_inputs_masked(const forward_inputs *in, uint32_t b, uint32_t h, uint32_t i, uint32_t j)
+{
+    if (j >= in->S) return 0; /* bias_k / the zero key: never masked, as in PyTorch */
+    if (in->desc.causal && j > i) return 1;
+    if (in->key_padding_mask.data && ((const uint8_t *)in->key_padding_mask.data)[(size_t)b * in->S + j]) return 1;
+    if (in->valid_lens.data) {
+        const int32_t *lens = in->valid_lens.data;
+        int32_t len = in->desc.valid_lens_per_query ? lens[(size_t)b * in->L + i] : lens[b];
+        if ((int64_t)j >= len) return 1;
+    }
+    if (in->attn_mask.data) {
+        size_t plane = in->desc.attn_mask_per_head ? (size_t)b * in->H + h : 0;
+        size_t k = (plane * in->L + i) * in->S + j;
+        if (in->attn_mask.dtype == VKATTN_DTYPE_BOOL) return ((const uint8_t *)in->attn_mask.data)[k] != 0;
+        float m = ((const float *)in->attn_mask.data)[k];
+        if (isinf(m) && m < 0) return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,77 @@
+/* The inputs of a forward on files, shared by the subcommands that run one (run, heatmap, ...):
+ * the options that name them, loading the safetensors weights and .npy arrays, checking their shapes
+ * against each other, the vkattn_host_forward_desc they make, running it, and which keys the masks
+ * exclude.
+ *
+ *   forward_options o = {0};          // filled by forward_option() while scanning the arguments
+ *   forward_inputs in = {0};
+ *   if ((rc = forward_inputs_load("run", &o, &in))) goto done;
+ *   vkattn_host_forward_desc f = in.desc;  f.output = ...;  f.attn_weights = ...;
+ *   if ((rc = forward_inputs_run("run", &o, &in, &f))) goto done;
+ * done:
+ *   forward_inputs_free(&in);
+ */
+#ifndef VKATTN_FORWARD_INPUTS_H
+#define VKATTN_FORWARD_INPUTS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli.h"
+
+typedef struct forward_options {
+    const char *weights;                      /* --weights W.safetensors (required) */
+    uint32_t heads;                           /* --heads H (required) */
+    const char *query, *key, *value;          /* --query (required), --key, --value (.npy) */
+    const char *key_padding_mask, *valid_lens, *attn_mask;
+    int causal, add_zero_attn;                /* --causal, --add-zero-attn */
+    const char *device;                       /* --device N|NAME; NULL = VKATTN_DEVICE or the default */
+    vkattn_path path;                         /* --path auto|fused|unfused; default auto */
+    int path_given;                           /* --path appeared */
+    int cpu;                                  /* --cpu: the CPU reference instead of Vulkan */
+    int given;                                /* any of these options appeared */
+} forward_options;
+
+/* If `opt` is one of the options above, takes it (and its value from `a`), sets *taken = 1 and
+ * returns 0, or returns 2 after printing a message for a missing or bad value. Otherwise sets
+ * *taken = 0 and returns 0. */
+int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken);
+
+/* The first required option that is missing ("--weights", "--heads", "--query", or
+ * "--key (--value needs it)"), or NULL when none is. */
+const char *forward_options_missing(const forward_options *o);
+
+/* Prints the lines of a usage message that say what the input arrays hold (their shapes and dtypes). */
+void forward_options_usage(FILE *out);
+
+/* The loaded inputs, released together by forward_inputs_free. */
+typedef struct forward_inputs {
+    vkattn_weight_file *weights;
+    vkattn_array query, key, value, key_padding_mask, valid_lens, attn_mask;
+    vkattn_layer_desc layer;      /* from the weight file, --heads and --add-zero-attn */
+    int batched;                  /* 0: the query was (L,E), an unbatched query: B = 1 */
+    uint32_t B, L, S, E, H;
+    uint32_t S_ext;               /* S' = S + add_bias_kv + add_zero_attn */
+    vkattn_host_forward_desc desc; /* every input set; output, attn_weights, average_weights and
+                                      path are for the caller (path = the --path option) */
+} forward_inputs;
+
+/* Loads and checks everything `o` names. Returns 0, or an exit code after printing a message
+ * ("vkattn <command>: ..."). `in` must start zeroed; free it with forward_inputs_free either way. */
+int forward_inputs_load(const char *command, const forward_options *o, forward_inputs *in);
+void forward_inputs_free(forward_inputs *in);
+
+/* Prints "shapes: query (B, L, E), key/value ..., heads H (head dim D)[, causal][, bias_kv]". */
+void forward_inputs_print_shapes(const forward_inputs *in, const forward_options *o);
+
+/* Runs `f` (in->desc with the caller's outputs) on the CPU reference when o->cpu, else on a fresh
+ * context on o->device. Prints the device, then "path: NAME, T ms". Returns 0 or an exit code. */
+int forward_inputs_run(const char *command, const forward_options *o, const forward_inputs *in,
+                       const vkattn_host_forward_desc *f);
+
+/* 1 if the masks exclude key j (0 <= j < S') for query i of batch item b in head h: causal
+ * (j > i), the key padding mask, valid lengths (j >= valid length), a bool attn_mask that is true or
+ * a float one that is -inf. The keys appended by add_bias_kv and add_zero_attn are never excluded. */
+int forward_inputs_masked(const forward_inputs *in, uint32_t b, uint32_t h, uint32_t i, uint32_t j);
+
+#endif
