@@ -177,6 +177,7 @@ static void test_peak_faults(void) { walk("peak", scenario_peak, &totals); }
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : "";
+    gpu_test_pin_drivers();
     if (!*only || !strcmp(only, "context")) RUN_TEST(test_context_create_faults);
     if (!*only || !strcmp(only, "fused")) RUN_TEST(test_fused_forward_faults);
     if (!*only || !strcmp(only, "unfused")) RUN_TEST(test_unfused_tensor_faults);

@@ -323,6 +323,7 @@ static vkattn_context *context_for(const char *profile, vkattn_context **own, vk
 {
     if (!profile) return *own ? *own : (*own = gpu_test_context());
     if (!*gpu_profile) {
+        gpu_test_pin_drivers();
         vkattn_error error = {0};
         vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .kernel_profile = profile};
         vkattn_status status = vkattn_context_create(&desc, gpu_profile, &error);

@@ -34,12 +34,14 @@ typedef struct bench_preset {
 } bench_preset;
 
 static const bench_preset presets[] = {
-    {"default", "self-attention E=512 H=8, L=S from 128 to 1024 (about a minute on lavapipe)",
-     {1, {1}}, {4, {128, 256, 512, 1024}}, {1, {512}}, {1, {8}}, {1, {BENCH_MASK_NONE}}, {1, {VKATTN_PATH_UNFUSED}}, 0},
+    {"default", "self-attention E=512 H=8, L=S from 128 to 1024, both paths (about a minute on lavapipe)",
+     {1, {1}}, {4, {128, 256, 512, 1024}}, {1, {512}}, {1, {8}}, {1, {BENCH_MASK_NONE}},
+     {2, {VKATTN_PATH_UNFUSED, VKATTN_PATH_FUSED}}, 0},
     {"quick", "tiny shapes, a few seconds (smoke test)",
      {1, {1}}, {2, {16, 64}}, {1, {64}}, {1, {4}}, {2, {BENCH_MASK_NONE, BENCH_MASK_CAUSAL}}, {1, {VKATTN_PATH_UNFUSED}}, 0},
     {"small", "L=S from 1 to 16 (dispatch and host overhead)",
-     {1, {1}}, {5, {1, 2, 4, 8, 16}}, {1, {256}}, {1, {4}}, {1, {BENCH_MASK_NONE}}, {1, {VKATTN_PATH_UNFUSED}}, 0},
+     {1, {1}}, {5, {1, 2, 4, 8, 16}}, {1, {256}}, {1, {4}}, {1, {BENCH_MASK_NONE}},
+     {2, {VKATTN_PATH_UNFUSED, VKATTN_PATH_FUSED}}, 0},
     {"projections", "E=512 and 1024 at L=1024 (the projection matmuls)",
      {1, {1}}, {1, {1024}}, {2, {512, 1024}}, {1, {8}}, {1, {BENCH_MASK_NONE}}, {1, {VKATTN_PATH_UNFUSED}}, 1},
     {"long", "E=1024 H=16, L=S from 1024 to 16384 (the fused path)",
