@@ -184,12 +184,12 @@ static vkattn_status decode_escape(vka_json *j, uint8_t out[4], size_t *n)
         return VKATTN_OK;
     }
     if (*j->p != 'u') return vka_json_fail(j, "invalid escape '\\%c' in a string", *j->p >= 0x20 && *j->p < 0x7F ? *j->p : '?');
-    uint32_t cp;
+    uint32_t cp = 0;
     vkattn_status status = read_u_escape(j, &cp);
     if (status != VKATTN_OK) return status;
     if (cp >= 0xDC00 && cp <= 0xDFFF) return vka_json_fail(j, "unpaired low surrogate \\u%04x", (unsigned)cp);
     if (cp >= 0xD800 && cp <= 0xDBFF) {
-        uint32_t low;
+        uint32_t low = 0;
         if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u')
             return vka_json_fail(j, "high surrogate \\u%04x is not followed by a low one", (unsigned)cp);
         j->p++;
