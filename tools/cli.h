@@ -13,6 +13,7 @@ int cmd_demo(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_peak(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_heads(int argc, char **argv);
 int cmd_heatmap(int argc, char **argv);
 
 /* A tiny option scanner: `--name value` and `--flag`. Unknown options are usage errors. */

@@ -9,7 +9,7 @@
 typedef struct run_options {
     forward_options fwd;
     const char *out, *attn_weights;
-    int average_weights, check;
+    int average_weights, check, check_finite;
 } run_options;
 
 static void run_usage(FILE *out)
@@ -18,11 +18,14 @@ static void run_usage(FILE *out)
             "usage: vkattn run --weights W.safetensors --heads H --query q.npy [--key k.npy [--value v.npy]]\n"
             "                  [--key-padding-mask m.npy] [--valid-lens v.npy] [--attn-mask m.npy] [--causal]\n"
             "                  [--add-zero-attn] --out out.npy [--attn-weights a.npy [--average-weights]]\n"
-            "                  [--path auto|fused|unfused] [--device N|NAME] [--cpu] [--check]\n");
+            "                  [--head-mask m.npy] [--path auto|fused|unfused] [--device N|NAME] [--cpu] [--check]\n"
+            "                  [--check-finite]\n");
     forward_options_usage(out);
     fprintf(out,
             "  --cpu runs the CPU reference instead of Vulkan; --check runs both and prints the error.\n"
-            "  --path picks the device path (auto: fused, or unfused when attention weights are asked for).\n");
+            "  --path picks the device path (auto: fused, or unfused when attention weights are asked for).\n"
+            "  --check-finite reports NaN/inf in the inputs, weights and outputs, and fails (exit 3) if an\n"
+            "  output holds any. (NaN and inf propagate through the forward as IEEE arithmetic says.)\n");
 }
 
 static int parse(int argc, char **argv, run_options *o)
@@ -40,6 +43,7 @@ static int parse(int argc, char **argv, run_options *o)
         if (taken) continue;
         if (strcmp(opt, "--average-weights") == 0) o->average_weights = 1;
         else if (strcmp(opt, "--check") == 0) o->check = 1;
+        else if (strcmp(opt, "--check-finite") == 0) o->check_finite = 1;
         else if (strcmp(opt, "--out") == 0) target = &o->out;
         else if (strcmp(opt, "--attn-weights") == 0) target = &o->attn_weights;
         else {
@@ -145,9 +149,17 @@ int cmd_run(int argc, char **argv)
     f.average_weights = o.average_weights;
 
     forward_inputs_print_shapes(&in, &o.fwd);
+    if (o.check_finite && forward_inputs_report_nonfinite("run", &in) == 0)
+        printf("check-finite: inputs and weights are finite\n");
     if ((rc = forward_inputs_run("run", &o.fwd, &in, &f))) goto done;
     if (o.check && (rc = check_against_cpu(&in, &f, out_elems, weight_elems))) goto done;
     rc = write_outputs(&o, &in, out, weights);
+    if (!rc && o.check_finite) {
+        size_t bad = forward_report_nonfinite("run", "the output", out, out_elems);
+        if (weights) bad += forward_report_nonfinite("run", "the attention weights", weights, weight_elems);
+        if (bad) rc = 3;
+        else printf("check-finite: outputs are finite\n");
+    }
 done:
     forward_inputs_free(&in);
     free(out), free(weights);

@@ -40,6 +40,7 @@ int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
     else if (strcmp(opt, "--key-padding-mask") == 0) target = &o->key_padding_mask;
     else if (strcmp(opt, "--valid-lens") == 0) target = &o->valid_lens;
     else if (strcmp(opt, "--attn-mask") == 0) target = &o->attn_mask;
+    else if (strcmp(opt, "--head-mask") == 0) target = &o->head_mask;
     else if (strcmp(opt, "--device") == 0) target = &o->device;
     else {
         *taken = 0;
@@ -63,7 +64,8 @@ void forward_options_usage(FILE *out)
 {
     fprintf(out, "  query (B,L,E) or (L,E) float32; key (B,S,kdim), value (B,S,vdim) default to the query;\n"
                  "  key-padding-mask (B,S) bool, true = ignore; valid-lens (B) or (B,L) integers;\n"
-                 "  attn-mask (L,S) or (B*H,L,S), bool (true = blocked) or float32 (added to the scores).\n");
+                 "  attn-mask (L,S) or (B*H,L,S), bool (true = blocked) or float32 (added to the scores).\n"
+                 "  head-mask (H) bool: true = keep the head, false = prune it (see vkattn heads --prune).\n");
 }
 
 void forward_inputs_free(forward_inputs *in)
@@ -71,6 +73,7 @@ void forward_inputs_free(forward_inputs *in)
     vkattn_weight_file_destroy(in->weights);
     vkattn_array_free(&in->query), vkattn_array_free(&in->key), vkattn_array_free(&in->value);
     vkattn_array_free(&in->key_padding_mask), vkattn_array_free(&in->valid_lens), vkattn_array_free(&in->attn_mask);
+    vkattn_array_free(&in->head_mask);
     memset(in, 0, sizeof *in);
 }
 
@@ -126,7 +129,8 @@ static int load_files(const char *command, const forward_options *o, forward_inp
         (rc = load_array(command, o->value, "the value", &in->value)) ||
         (rc = load_array(command, o->key_padding_mask, "the key padding mask", &in->key_padding_mask)) ||
         (rc = load_array(command, o->valid_lens, "the valid lengths", &in->valid_lens)) ||
-        (rc = load_array(command, o->attn_mask, "the attention mask", &in->attn_mask)))
+        (rc = load_array(command, o->attn_mask, "the attention mask", &in->attn_mask)) ||
+        (rc = load_array(command, o->head_mask, "the head mask", &in->head_mask)))
         return rc;
     return 0;
 }
@@ -189,6 +193,14 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
         fprintf(stderr, "vkattn %s: the query has %u features but the weights have embed_dim %u\n", command, in->E,
                 in->layer.embed_dim);
         return 1;
+    }
+    if (in->head_mask.data) {
+        if (in->head_mask.dtype != VKATTN_DTYPE_BOOL || in->head_mask.rank != 1 || in->head_mask.dims[0] != in->H) {
+            fprintf(stderr, "vkattn %s: the head mask must be a bool array of shape (%u,), one entry per head\n",
+                    command, in->H);
+            return 1;
+        }
+        in->layer.head_mask = in->head_mask.data;
     }
     vkattn_host_forward_desc f = {
         .batch = in->B, .query_len = in->L, .key_len = in->key.data ? in->S : 0,
@@ -266,5 +278,50 @@ int forward_inputs_masked(const forward_inputs *in, uint32_t b, uint32_t h, uint
         float m = ((const float *)in->attn_mask.data)[k];
         if (isinf(m) && m < 0) return 1;
     }
+    return 0;
+}
+
+size_t forward_report_nonfinite(const char *command, const char *what, const float *x, size_t n)
+{
+    size_t nan = 0, inf = 0, first = 0;
+    for (size_t i = 0; x && i < n; i++) {
+        if (isfinite(x[i])) continue;
+        if (nan + inf == 0) first = i;
+        if (isnan(x[i])) nan++;
+        else inf++;
+    }
+    if (nan + inf)
+        printf("vkattn %s: %s holds %zu NaN and %zu infinities (first at flat index %zu)\n", command, what, nan, inf,
+               first);
+    return nan + inf;
+}
+
+size_t forward_inputs_report_nonfinite(const char *command, const forward_inputs *in)
+{
+    const vkattn_weights *w = vkattn_weight_file_weights(in->weights);
+    const vkattn_layer_desc *l = &in->layer;
+    const size_t E = l->embed_dim, kdim = l->kdim ? l->kdim : E, vdim = l->vdim ? l->vdim : E;
+    size_t n = 0;
+    n += forward_report_nonfinite(command, "the query", in->query.data, in->query.bytes / 4);
+    if (in->key.data) n += forward_report_nonfinite(command, "the key", in->key.data, in->key.bytes / 4);
+    if (in->value.data) n += forward_report_nonfinite(command, "the value", in->value.data, in->value.bytes / 4);
+    n += forward_report_nonfinite(command, "in_proj_weight", w->in_proj_weight, 3 * E * E);
+    n += forward_report_nonfinite(command, "q_proj_weight", w->q_proj_weight, E * E);
+    n += forward_report_nonfinite(command, "k_proj_weight", w->k_proj_weight, E * kdim);
+    n += forward_report_nonfinite(command, "v_proj_weight", w->v_proj_weight, E * vdim);
+    n += forward_report_nonfinite(command, "in_proj_bias", w->in_proj_bias, 3 * E);
+    n += forward_report_nonfinite(command, "out_proj.weight", w->out_proj_weight, E * E);
+    n += forward_report_nonfinite(command, "out_proj.bias", w->out_proj_bias, E);
+    n += forward_report_nonfinite(command, "bias_k", w->bias_k, E);
+    n += forward_report_nonfinite(command, "bias_v", w->bias_v, E);
+    return n;
+}
+
+int forward_write_head_mask(const char *command, const char *path, const uint8_t *keep, uint32_t H)
+{
+    vkattn_array a = {.dtype = VKATTN_DTYPE_BOOL, .rank = 1, .dims = {H}, .data = (void *)keep, .bytes = H};
+    vkattn_error error = {0};
+    vkattn_status status = vkattn_npy_write(path, &a, &error);
+    if (status != VKATTN_OK) return cli_fail(command, "writing the head mask", status, error.message);
     return 0;
 }

@@ -24,6 +24,7 @@ typedef struct forward_options {
     uint32_t heads;                           /* --heads H (required) */
     const char *query, *key, *value;          /* --query (required), --key, --value (.npy) */
     const char *key_padding_mask, *valid_lens, *attn_mask;
+    const char *head_mask;                    /* --head-mask m.npy: bool (H), true = keep the head */
     int causal, add_zero_attn;                /* --causal, --add-zero-attn */
     const char *device;                       /* --device N|NAME; NULL = VKATTN_DEVICE or the default */
     vkattn_path path;                         /* --path auto|fused|unfused; default auto */
@@ -47,8 +48,8 @@ void forward_options_usage(FILE *out);
 /* The loaded inputs, released together by forward_inputs_free. */
 typedef struct forward_inputs {
     vkattn_weight_file *weights;
-    vkattn_array query, key, value, key_padding_mask, valid_lens, attn_mask;
-    vkattn_layer_desc layer;      /* from the weight file, --heads and --add-zero-attn */
+    vkattn_array query, key, value, key_padding_mask, valid_lens, attn_mask, head_mask;
+    vkattn_layer_desc layer;      /* from the weight file, --heads, --add-zero-attn and --head-mask */
     int batched;                  /* 0: the query was (L,E), an unbatched query: B = 1 */
     uint32_t B, L, S, E, H;
     uint32_t S_ext;               /* S' = S + add_bias_kv + add_zero_attn */
@@ -68,6 +69,16 @@ void forward_inputs_print_shapes(const forward_inputs *in, const forward_options
  * context on o->device. Prints the device, then "path: NAME, T ms". Returns 0 or an exit code. */
 int forward_inputs_run(const char *command, const forward_options *o, const forward_inputs *in,
                        const vkattn_host_forward_desc *f);
+
+/* --check-finite: counts NaN and infinities in `n` floats; prints "<what>: N NaN, M inf (first at
+ * index K)" when there are any. Returns the count of non-finite values. */
+size_t forward_report_nonfinite(const char *command, const char *what, const float *x, size_t n);
+
+/* The same over every float input and weight of `in`; returns the total. */
+size_t forward_inputs_report_nonfinite(const char *command, const forward_inputs *in);
+
+/* Writes a head mask (H entries, 1 = keep) as a bool .npy file. Returns 0 or an exit code. */
+int forward_write_head_mask(const char *command, const char *path, const uint8_t *keep, uint32_t H);
 
 /* 1 if the masks exclude key j (0 <= j < S') for query i of batch item b in head h: causal
  * (j > i), the key padding mask, valid lengths (j >= valid length), a bool attn_mask that is true or

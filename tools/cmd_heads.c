@@ -1,0 +1,217 @@
+/* vkattn heads: each head's importance by ablation (how much the output moves when that head alone
+ * is pruned), ranked; --prune K writes a head mask for the K least important heads and measures,
+ * in the same run, the pruned layer's output error and its speed against the full layer. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "forward_inputs.h"
+#include "head_importance.h"
+
+typedef struct heads_options {
+    forward_options fwd;
+    const char *json, *write_mask;
+    uint32_t prune, repeats;
+} heads_options;
+
+static void heads_usage(FILE *out)
+{
+    fprintf(out, "usage: vkattn heads --weights W.safetensors --heads H --query q.npy [other inputs as in vkattn run]\n"
+                 "                    [--json FILE] [--prune K --write-mask FILE] [--repeats N] [--cpu]\n"
+                 "  importance of head h = ||y without h - y|| / ||y|| (and max |y without h - y|) on these inputs;\n"
+                 "  --head-mask starts from an already pruned layer. --prune K writes a mask keeping all but the K\n"
+                 "  least important heads, and reports the pruned layer's error and speedup (median of N runs).\n");
+    forward_options_usage(out);
+}
+
+static int parse(int argc, char **argv, heads_options *o)
+{
+    cli_args a = cli_args_make("heads", argc, argv);
+    const char *opt, *v;
+    while ((opt = cli_next(&a))) {
+        int taken = 0;
+        if (strcmp(opt, "--help") == 0) {
+            heads_usage(stdout);
+            return -1;
+        }
+        if (forward_option(&a, opt, &o->fwd, &taken)) return 2;
+        if (taken) continue;
+        if (strcmp(opt, "--json") == 0) {
+            if (!(o->json = cli_value(&a, opt))) return 2;
+        } else if (strcmp(opt, "--write-mask") == 0) {
+            if (!(o->write_mask = cli_value(&a, opt))) return 2;
+        } else if (strcmp(opt, "--prune") == 0 || strcmp(opt, "--repeats") == 0) {
+            uint32_t *target = opt[2] == 'p' ? &o->prune : &o->repeats;
+            if (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, 1, target)) return 2;
+        } else {
+            fprintf(stderr, "vkattn heads: unknown option \"%s\"\n", opt);
+            heads_usage(stderr);
+            return 2;
+        }
+    }
+    const char *missing = forward_options_missing(&o->fwd);
+    if (!missing && o->prune && !o->write_mask) missing = "--write-mask (--prune needs it)";
+    if (missing) {
+        fprintf(stderr, "vkattn heads: missing %s\n", missing);
+        heads_usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median time of `repeats` forwards with `keep`: GPU timestamps on a device, wall time on the CPU. */
+static vkattn_status time_forwards(head_runner *r, const uint8_t *keep, uint32_t repeats, float *out, double *ms)
+{
+    double *t = calloc(repeats, sizeof *t);
+    vkattn_error err = {0};
+    vkattn_status s = t ? head_runner_forward(r, keep, out, &err) : VKATTN_ERROR_OUT_OF_HOST_MEMORY; /* warm up */
+    for (uint32_t i = 0; i < repeats && s == VKATTN_OK; i++) {
+        double t0 = cli_now();
+        s = head_runner_forward(r, keep, out, &err);
+        t[i] = (cli_now() - t0) * 1e3;
+        vkattn_forward_stats st;
+        if (r->layer && vkattn_layer_last_stats(r->layer, &st) == VKATTN_OK && st.timed) t[i] = st.gpu_ms;
+    }
+    if (s == VKATTN_OK) {
+        qsort(t, repeats, sizeof *t, compare_double);
+        *ms = t[repeats / 2];
+    }
+    free(t);
+    return s;
+}
+
+typedef struct prune_result {
+    uint8_t *keep;
+    double rel_l2, max_abs, full_ms, pruned_ms;
+} prune_result;
+
+/* Keeps all but the K least important active heads; measures error and speed in one run. */
+static int prune(head_runner *r, const heads_options *o, const head_score *ranked, const uint8_t *start, uint32_t H,
+                 prune_result *res)
+{
+    uint32_t active = 0;
+    for (uint32_t h = 0; h < H; h++) active += ranked[h].active;
+    if (o->prune >= active) {
+        fprintf(stderr, "vkattn heads: --prune %u would leave none of the %u active heads\n", o->prune, active);
+        return 2;
+    }
+    res->keep = malloc(H);
+    float *full = malloc(r->out_elems * sizeof(float)), *pruned = malloc(r->out_elems * sizeof(float));
+    int rc = 1;
+    if (!res->keep || !full || !pruned) goto done;
+    for (uint32_t h = 0; h < H; h++) res->keep[h] = !start || start[h];
+    for (uint32_t k = 0; k < o->prune; k++) res->keep[ranked[active - 1 - k].head] = 0; /* the least important */
+    if (r->layer) vkattn_layer_set_profiling(r->layer, 1);
+    uint32_t repeats = o->repeats ? o->repeats : 5;
+    vkattn_status s = time_forwards(r, start, repeats, full, &res->full_ms);
+    if (s == VKATTN_OK) s = time_forwards(r, res->keep, repeats, pruned, &res->pruned_ms);
+    if (s != VKATTN_OK) {
+        rc = cli_fail("heads", "timing the pruned layer", s, r->layer ? "see the layer's context" : NULL);
+        goto done;
+    }
+    head_compare(pruned, full, r->out_elems, &res->rel_l2, &res->max_abs);
+    rc = forward_write_head_mask("heads", o->write_mask, res->keep, H);
+done:
+    free(full), free(pruned);
+    return rc;
+}
+
+static void print_table(const head_score *ranked, uint32_t H)
+{
+    printf("\nrank  head  output change without it: rel L2     max-abs\n");
+    for (uint32_t k = 0; k < H; k++) {
+        if (!ranked[k].active) {
+            printf("   -  %4u  (pruned by --head-mask)\n", ranked[k].head + 1);
+            continue;
+        }
+        printf("%4u  %4u  %32.4e  %10.4e\n", k + 1, ranked[k].head + 1, ranked[k].rel_l2, ranked[k].max_abs);
+    }
+}
+
+static int write_json(const char *path, const vkattn_device_info *dev, const head_score *ranked, uint32_t H,
+                      const heads_options *o, const prune_result *pr)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return cli_fail("heads", "writing the JSON file", VKATTN_ERROR_IO, path);
+    fprintf(f, "{\n  \"device\": \"%s\",\n  \"heads\": [\n", dev ? dev->name : "CPU reference path");
+    for (uint32_t k = 0; k < H; k++)
+        fprintf(f, "    {\"rank\": %u, \"head\": %u, \"active\": %s, \"rel_l2\": %.9g, \"max_abs\": %.9g}%s\n",
+                ranked[k].active ? k + 1 : 0, ranked[k].head + 1, ranked[k].active ? "true" : "false",
+                ranked[k].rel_l2, ranked[k].max_abs, k + 1 < H ? "," : "");
+    fprintf(f, "  ]");
+    if (pr->keep) {
+        fprintf(f, ",\n  \"prune\": {\"k\": %u, \"mask_file\": \"%s\", \"keep\": [", o->prune, o->write_mask);
+        for (uint32_t h = 0; h < H; h++) fprintf(f, "%s%u", h ? ", " : "", pr->keep[h]);
+        fprintf(f, "], \"rel_l2\": %.9g, \"max_abs\": %.9g, \"full_ms\": %.6g, \"pruned_ms\": %.6g, \"speedup\": %.6g}",
+                pr->rel_l2, pr->max_abs, pr->full_ms, pr->pruned_ms, pr->pruned_ms > 0 ? pr->full_ms / pr->pruned_ms : 0);
+    }
+    fprintf(f, "\n}\n");
+    int bad = ferror(f);
+    if (fclose(f) || bad) return cli_fail("heads", "writing the JSON file", VKATTN_ERROR_IO, path);
+    printf("wrote %s\n", path);
+    return 0;
+}
+
+int cmd_heads(int argc, char **argv)
+{
+    heads_options o = {0};
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    forward_inputs in = {0};
+    vkattn_context *ctx = NULL;
+    vkattn_device_info dev;
+    head_score *scores = NULL;
+    prune_result pr = {0};
+    head_runner r = {0};
+    if ((rc = forward_inputs_load("heads", &o.fwd, &in))) goto done;
+    forward_inputs_print_shapes(&in, &o.fwd);
+    r = (head_runner){.desc = in.layer, .weights = vkattn_weight_file_weights(in.weights), .forward = in.desc,
+                      .out_elems = (size_t)in.B * in.L * in.E};
+    if (!o.fwd.cpu) {
+        if ((rc = cli_open_context("heads", o.fwd.device, &ctx))) goto done;
+        vkattn_context_device(ctx, &dev);
+        vkattn_status s = vkattn_layer_create(ctx, &in.layer, r.weights, &r.layer);
+        if (s != VKATTN_OK) {
+            rc = cli_fail("heads", "creating the layer", s, vkattn_context_last_error(ctx));
+            goto done;
+        }
+    } else {
+        printf("device: CPU reference path (no Vulkan)\n");
+    }
+    const uint32_t H = in.H;
+    const uint8_t *start = in.layer.head_mask;
+    vkattn_error err = {0};
+    if (!(scores = calloc(H, sizeof *scores))) {
+        rc = cli_fail("heads", "allocating", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+        goto done;
+    }
+    vkattn_status s = head_importance_measure(&r, start, scores, &err);
+    if (s != VKATTN_OK) {
+        rc = cli_fail("heads", "measuring", s, ctx ? vkattn_context_last_error(ctx) : err.message);
+        goto done;
+    }
+    head_scores_rank(scores, H);
+    print_table(scores, H);
+    if (o.prune) {
+        if ((rc = prune(&r, &o, scores, start, H, &pr))) goto done;
+        printf("\npruned %u head%s (mask in %s): output rel L2 error %.4e, max-abs %.4e\n", o.prune,
+               o.prune == 1 ? "" : "s", o.write_mask, pr.rel_l2, pr.max_abs);
+        printf("forward %s: full %.3f ms, pruned %.3f ms, speedup %.2fx (median of %u, same run)\n",
+               ctx ? "GPU time" : "CPU time", pr.full_ms, pr.pruned_ms, pr.pruned_ms > 0 ? pr.full_ms / pr.pruned_ms : 0,
+               o.repeats ? o.repeats : 5);
+    }
+    if (o.json) rc = write_json(o.json, ctx ? &dev : NULL, scores, H, &o, &pr);
+done:
+    if (r.layer) vkattn_layer_destroy(r.layer);
+    vkattn_context_destroy(ctx);
+    forward_inputs_free(&in);
+    free(scores), free(pr.keep);
+    return rc;
+}
