@@ -24,9 +24,12 @@ typedef struct bench_config {
     bench_mask mask;
     vkattn_path path;                   /* UNFUSED or FUSED */
     vkattn_dtype dtype;                 /* layer storage: F32 or F16 */
+    const uint8_t *head_mask;           /* NULL, or `heads` entries (1 = keep): --head-mask */
+    uint32_t active_heads;              /* heads computed (= heads without a mask) */
 } bench_config;
 
-/* "B1_L1024_S1024_E512_H8_none_unfused_f32": the key --compare matches configurations by. */
+/* "B1_L1024_S1024_E512_H8_none_unfused_f32" (+ "_active6" for a pruned layer): the key --compare
+ * matches configurations by. */
 void bench_config_key(const bench_config *c, char *buf, size_t size);
 
 /* Time statistics of one quantity over the repeats, in milliseconds. */

@@ -19,8 +19,10 @@ const char *bench_mask_name(bench_mask mask)
 
 void bench_config_key(const bench_config *c, char *buf, size_t size)
 {
-    snprintf(buf, size, "B%u_L%u_S%u_E%u_H%u_%s_%s_%s", c->batch, c->query_len, c->key_len, c->embed_dim,
-             c->heads, bench_mask_name(c->mask), vkattn_path_name(c->path), vkattn_dtype_name(c->dtype));
+    int n = snprintf(buf, size, "B%u_L%u_S%u_E%u_H%u_%s_%s_%s", c->batch, c->query_len, c->key_len, c->embed_dim,
+                     c->heads, bench_mask_name(c->mask), vkattn_path_name(c->path), vkattn_dtype_name(c->dtype));
+    if (c->head_mask && c->active_heads < c->heads && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, "_active%u", c->active_heads);
 }
 
 /* GFLOP/s, GB/s and % of the roofline of `flops` and `bytes` done in `ms`. A stage with FLOPs is
@@ -196,6 +198,7 @@ static void json_result(FILE *f, const bench_result *r)
     json_string(f, key);
     fprintf(f, ", \"batch\": %u, \"query_len\": %u, \"key_len\": %u, \"embed_dim\": %u, \"heads\": %u,\n", c->batch,
             c->query_len, c->key_len, c->embed_dim, c->heads);
+    fprintf(f, "     \"active_heads\": %u,\n", c->head_mask ? c->active_heads : c->heads);
     fprintf(f, "     \"mask\": \"%s\", \"path\": \"%s\", \"path_ran\": \"%s\", \"dtype\": \"%s\",\n",
             bench_mask_name(c->mask), vkattn_path_name(c->path), vkattn_path_name(r->path_ran),
             vkattn_dtype_name(c->dtype));

@@ -19,7 +19,8 @@ typedef struct u32_list {
 } u32_list;
 
 typedef struct bench_options {
-    const char *device, *json, *csv, *plot, *preset;
+    const char *device, *json, *csv, *plot, *preset, *head_mask_path;
+    vkattn_array head_mask; /* loaded from --head-mask */
     u32_list batch, len, kv_len, embed, heads, mask, path, dtype;
     double min_time_s, peak_seconds, cpu_max_gflop;
     uint32_t warmup;
@@ -55,7 +56,7 @@ static void bench_usage(FILE *out)
             "usage: vkattn bench [--preset NAME] [--batch B,..] [--len L,..] [--kv-len S,..] [--embed E,..]\n"
             "                    [--heads H,..] [--mask none,causal,padding,causal+padding] [--path unfused,fused]\n"
             "                    [--dtype f32,f16] [--min-time SEC] [--warmup N] [--no-cpu] [--cpu-max-gflop X]\n"
-            "                    [--no-peak] [--peak-seconds SEC] [--device N|NAME]\n"
+            "                    [--no-peak] [--peak-seconds SEC] [--device N|NAME] [--head-mask m.npy]\n"
             "                    [--json FILE] [--csv FILE] [--plot FILE.svg]\n"
             "       vkattn bench --compare OLD.json NEW.json\n"
             "  Lists are comma-separated; the sweep is their product. Without --kv-len, S = L (self-attention).\n"
@@ -157,6 +158,7 @@ static int parse(int argc, char **argv, bench_options *o)
         else if (strcmp(opt, "--json") == 0) o->json = v;
         else if (strcmp(opt, "--csv") == 0) o->csv = v;
         else if (strcmp(opt, "--plot") == 0) o->plot = v;
+        else if (strcmp(opt, "--head-mask") == 0) o->head_mask_path = v;
         else if (strcmp(opt, "--batch") == 0) rc = parse_list(opt, v, &o->batch, item_u32);
         else if (strcmp(opt, "--len") == 0) rc = parse_list(opt, v, &o->len, item_u32);
         else if (strcmp(opt, "--kv-len") == 0) rc = parse_list(opt, v, &o->kv_len, item_u32);
@@ -279,7 +281,7 @@ static int run_config(vkattn_context *ctx, const bench_options *o, const bench_c
     r->config = *c;
     r->cpu_ms = -1;
 
-    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = c->heads, .storage = c->dtype};
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = c->heads, .storage = c->dtype, .head_mask = c->head_mask};
     size_t wn = 3 * (size_t)E * E + 3 * E + (size_t)E * E + E;
     bc.weights = malloc(wn * sizeof(float));
     bc.query = malloc((size_t)B * L * E * sizeof(float));
@@ -381,6 +383,28 @@ fail:
     return rc;
 }
 
+/* --head-mask: a bool (H) .npy applied to every configuration, whose heads must all be H. */
+static int attach_head_mask(bench_options *o, bench_config *configs, uint32_t count)
+{
+    vkattn_error err = {0};
+    vkattn_status s = vkattn_npy_read(o->head_mask_path, &o->head_mask, &err);
+    if (s != VKATTN_OK) return cli_fail("bench", "reading the head mask", s, err.message);
+    const vkattn_array *m = &o->head_mask;
+    uint32_t active = 0;
+    for (size_t h = 0; m->dtype == VKATTN_DTYPE_BOOL && m->rank == 1 && h < m->dims[0]; h++)
+        active += ((const uint8_t *)m->data)[h] != 0;
+    for (uint32_t i = 0; i < count; i++) {
+        if (m->dtype != VKATTN_DTYPE_BOOL || m->rank != 1 || m->dims[0] != configs[i].heads || active == 0) {
+            fprintf(stderr, "vkattn bench: the head mask must be a bool (%u,) array keeping at least one head\n",
+                    configs[i].heads);
+            return 2;
+        }
+        configs[i].head_mask = m->data;
+        configs[i].active_heads = active;
+    }
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     if (argc >= 1 && strcmp(argv[0], "--compare") == 0) {
@@ -405,6 +429,11 @@ int cmd_bench(int argc, char **argv)
     }
     bench_run_info info = {.min_time_s = o.min_time_s, .preset = o.preset ? o.preset : NULL};
     if (!o.preset && !o.len.n) info.preset = "default";
+    if (o.head_mask_path && (rc = attach_head_mask(&o, configs, count))) {
+        vkattn_context_destroy(ctx);
+        free(configs);
+        return rc;
+    }
     vkattn_context_device(ctx, &info.device);
     if (vkattn_context_validation_enabled(ctx))
         fprintf(stderr, "vkattn bench: warning: validation is on; host overheads include its cost\n");
@@ -439,6 +468,7 @@ int cmd_bench(int argc, char **argv)
     }
     free(results);
     free(configs);
+    vkattn_array_free(&o.head_mask);
     vkattn_context_destroy(ctx);
     return rc;
 }
