@@ -1,0 +1,93 @@
+/* libFuzzer target: the safetensors weight-file parser (vka_weight_file_parse), which also drives
+ * the library's JSON reader (src/io/json.c) over the header.
+ *
+ * Input: the bytes of a safetensors file. Invariants checked (a broken one is __builtin_trap):
+ *   - failure: the status is FORMAT, NOT_FOUND or OUT_OF_HOST_MEMORY, the error holds that status
+ *     and a message, and *out is untouched;
+ *   - success: the weights and the description agree (one projection form, biases and bias_k/v in
+ *     pairs, E, kdim, vdim >= 1), each tensor holds as many floats as its shape needs (ASan sees
+ *     every one read), and all of them fit in the file (F16/BF16 take 2 bytes an element).
+ * Everything allocated is freed, so LeakSanitizer reports any leak in the parser.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "io/io.h"
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) __builtin_trap();                                                             \
+    } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Reads `count` floats (so ASan checks the allocation is that large); returns the element count,
+ * 0 for a NULL tensor. */
+static size_t touch(const float *values, uint64_t rows, uint64_t cols)
+{
+    if (!values) return 0;
+    size_t count;
+    CHECK(!__builtin_mul_overflow(rows, cols, &count));
+    const volatile float *p = values;
+    float sum = 0;
+    for (size_t i = 0; i < count; i++) sum += p[i];
+    (void)sum;
+    return count;
+}
+
+static void check_file(const vkattn_weight_file *file, size_t file_size)
+{
+    const vkattn_weights *w = vkattn_weight_file_weights(file);
+    CHECK(w != NULL);
+    vkattn_layer_desc d;
+    memset(&d, 0, sizeof d);
+    d.num_heads = 7; /* the file cannot know it: describe must leave it alone */
+    vkattn_weight_file_describe(file, &d);
+    CHECK(d.num_heads == 7);
+    uint64_t E = d.embed_dim, kdim = d.kdim, vdim = d.vdim;
+    CHECK(E >= 1 && kdim >= 1 && vdim >= 1);
+
+    int separate = w->q_proj_weight || w->k_proj_weight || w->v_proj_weight;
+    CHECK(w->out_proj_weight != NULL);
+    CHECK(!w->in_proj_weight != !separate);
+    CHECK(!separate || (w->q_proj_weight && w->k_proj_weight && w->v_proj_weight));
+    /* Only the separate form can carry kdim/vdim other than E. */
+    CHECK(separate || (kdim == E && vdim == E));
+    CHECK(!w->in_proj_bias == !w->out_proj_bias);
+    CHECK(d.no_bias == (w->out_proj_bias == NULL));
+    CHECK(!w->bias_k == !w->bias_v);
+    CHECK(d.add_bias_kv == (w->bias_k != NULL));
+
+    size_t total = 0;
+    total += touch(w->in_proj_weight, 3 * E, E);
+    total += touch(w->q_proj_weight, E, E);
+    total += touch(w->k_proj_weight, E, kdim);
+    total += touch(w->v_proj_weight, E, vdim);
+    total += touch(w->in_proj_bias, 3 * E, 1);
+    total += touch(w->out_proj_weight, E, E);
+    total += touch(w->out_proj_bias, E, 1);
+    total += touch(w->bias_k, E, 1);
+    total += touch(w->bias_v, E, 1);
+    CHECK(total * 2 <= file_size);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    vkattn_error error = {0};
+    vkattn_weight_file *const untouched = (vkattn_weight_file *)&error;
+    vkattn_weight_file *file = untouched;
+    vkattn_status status = vka_weight_file_parse(data, size, &file, &error);
+    if (status != VKATTN_OK) {
+        CHECK(status == VKATTN_ERROR_FORMAT || status == VKATTN_ERROR_NOT_FOUND ||
+              status == VKATTN_ERROR_OUT_OF_HOST_MEMORY);
+        CHECK(error.status == status);
+        CHECK(memchr(error.message, '\0', sizeof error.message) != NULL && error.message[0] != '\0');
+        CHECK(file == untouched);
+        return 0;
+    }
+    CHECK(file != NULL && file != untouched);
+    check_file(file, size);
+    vkattn_weight_file_destroy(file);
+    return 0;
+}
