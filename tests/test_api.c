@@ -1,7 +1,9 @@
 /* The public API on a device: bad input gets the right status and a readable message (one check
  * per row), device tensors chain between layers without host copies, two contexts coexist, and a
  * layer is reused across shapes. */
+#include "device/context.h" /* test_fp16_fallback hides the device's 16-bit storage */
 #include "gpu_test.h"
+#include "io/io.h" /* vka_f32_to_f16 */
 
 static vkattn_context *ctx;
 
@@ -334,6 +336,68 @@ static void test_two_contexts(void)
     test_weights_free(&tw);
 }
 
+/* A device without storageBuffer16BitAccess (simulated: the capability is cleared on a context of
+ * its own before any layer exists): an F16 layer falls back to fp32 storage and says so in its
+ * description, its results have fp32 accuracy (fp16 storage would be ~1e-3 off), fp16 inputs are
+ * still read (texel views need no 16-bit storage), and an fp16 output is refused clearly. */
+static void test_fp16_fallback(void)
+{
+    vkattn_context *c2 = NULL;
+    vkattn_context_desc cd = {.validation = VKATTN_VALIDATION_ON};
+    CHECK_STATUS(vkattn_context_create(&cd, &c2, NULL), VKATTN_OK);
+    if (!c2) return;
+    c2->caps.storage_16bit = 0;
+    const uint32_t B = 2, L = 13, E = 32;
+    test_weights tw;
+    vkattn_layer_desc d = {.embed_dim = E, .num_heads = 4, .storage = VKATTN_DTYPE_F16};
+    test_weights_make(&tw, &d, 21);
+    vkattn_layer *layer = NULL;
+    CHECK_STATUS(vkattn_layer_create(c2, &d, &tw.w, &layer), VKATTN_OK);
+    if (!layer) {
+        gpu_test_finish_context(c2);
+        test_weights_free(&tw);
+        return;
+    }
+    vkattn_layer_desc got;
+    vkattn_layer_get_desc(layer, &got);
+    CHECK_MSG(got.storage == VKATTN_DTYPE_F32, "storage after fall-back is %s", vkattn_dtype_name(got.storage));
+
+    float x[2 * 13 * 32], y[2 * 13 * 32], want[2 * 13 * 32];
+    test_rng rng = test_rng_make(8);
+    test_fill(&rng, x, B * L * E, 1.0f);
+    vkattn_host_forward_desc h = {.batch = B, .query_len = L, .query = x, .output = y, .causal = 1};
+    CHECK_STATUS(vkattn_forward_host(layer, &h), VKATTN_OK);
+    h.output = want;
+    CHECK_STATUS(vkattn_reference_forward(&got, &tw.w, &h, NULL), VKATTN_OK);
+    test_error e = test_compare(y, want, B * L * E);
+    CHECK_MSG(e.max_abs < 1e-5 && e.nonfinite == 0, "fall-back max-abs %.3g (fp32 expected)", e.max_abs);
+
+    uint32_t dims[3] = {B, L, E};
+    vkattn_tensor *q16 = NULL, *out32 = NULL, *out16 = NULL;
+    CHECK_STATUS(vkattn_tensor_create(c2, VKATTN_DTYPE_F16, 3, dims, &q16), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_create(c2, VKATTN_DTYPE_F32, 3, dims, &out32), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_create(c2, VKATTN_DTYPE_F16, 3, dims, &out16), VKATTN_OK);
+    if (q16 && out32 && out16) {
+        uint16_t x16[2 * 13 * 32];
+        for (uint32_t i = 0; i < B * L * E; i++) x16[i] = vka_f32_to_f16(x[i]);
+        CHECK_STATUS(vkattn_tensor_write(q16, x16, sizeof x16), VKATTN_OK);
+        vkattn_forward_desc f = {.query = q16, .output = out32, .causal = 1};
+        CHECK_STATUS(vkattn_forward(layer, &f), VKATTN_OK);
+        CHECK_STATUS(vkattn_tensor_read(out32, y, sizeof y), VKATTN_OK);
+        /* The query was rounded to fp16 on the way in: the error is the rounding's, not storage's. */
+        e = test_compare(y, want, B * L * E);
+        CHECK_MSG(e.max_abs < 5e-3 && e.nonfinite == 0, "fp16 query max-abs %.3g", e.max_abs);
+        f.output = out16;
+        CHECK_STATUS(vkattn_forward(layer, &f), VKATTN_ERROR_UNSUPPORTED);
+        const char *msg = vkattn_context_last_error(c2);
+        CHECK_MSG(strstr(msg, "storageBuffer16BitAccess") != NULL, "message \"%s\"", msg);
+    }
+    vkattn_tensor_destroy(q16), vkattn_tensor_destroy(out32), vkattn_tensor_destroy(out16);
+    vkattn_layer_destroy(layer);
+    gpu_test_finish_context(c2);
+    test_weights_free(&tw);
+}
+
 int main(void)
 {
     ctx = gpu_test_context();
@@ -345,6 +409,7 @@ int main(void)
     RUN_TEST(test_chained_layers);
     RUN_TEST(test_reuse_across_shapes);
     RUN_TEST(test_two_contexts);
+    RUN_TEST(test_fp16_fallback);
     gpu_test_finish_context(ctx);
     return test_finish();
 }
