@@ -77,6 +77,8 @@
  *                      vkattn_context_desc.device is NULL
  *   VKATTN_VALIDATION  "1" enables VK_LAYER_KHRONOS_validation (with synchronization validation)
  *                      when vkattn_context_desc.validation is VKATTN_VALIDATION_DEFAULT
+ *   VKATTN_KERNEL_PROFILE  "lavapipe" or "gpu": the kernel shapes, when
+ *                      vkattn_context_desc.kernel_profile is NULL (default: chosen from the device)
  */
 #ifndef VKATTN_H
 #define VKATTN_H
@@ -196,8 +198,9 @@ typedef struct vkattn_context_desc {
      * (discrete GPU > integrated > virtual > CPU > other, first of each kind). */
     const char *device;
     vkattn_validation validation; /* default: VKATTN_VALIDATION_DEFAULT */
-    /* Kernel shapes: NULL = chosen from the device (see `vkattn info`); "lavapipe" or "gpu" force
-     * one profile (for tests and tuning; results are the same, speed is not). */
+    /* Kernel shapes: NULL = the VKATTN_KERNEL_PROFILE environment variable, else chosen from the
+     * device (see `vkattn info`); "lavapipe" or "gpu" force one profile (for tests and tuning;
+     * results are the same, speed is not). */
     const char *kernel_profile;
 } vkattn_context_desc;
 

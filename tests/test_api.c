@@ -1,6 +1,8 @@
 /* The public API on a device: bad input gets the right status and a readable message (one check
  * per row), device tensors chain between layers without host copies, two contexts coexist, and a
  * layer is reused across shapes. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+
 #include "device/context.h" /* test_fp16_fallback hides the device's 16-bit storage */
 #include "gpu_test.h"
 #include "io/io.h" /* vka_f32_to_f16 */
@@ -233,6 +235,25 @@ static void test_device_selection(void)
     CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
     vkattn_context_destroy(c);
     vkattn_context_destroy(NULL);
+
+    /* VKATTN_KERNEL_PROFILE picks the kernel shapes when the description does not. */
+    vkattn_device_info info;
+    c = NULL;
+    setenv("VKATTN_KERNEL_PROFILE", "nope", 1);
+    CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_MSG(c == NULL && strstr(err.message, "VKATTN_KERNEL_PROFILE") && strstr(err.message, "nope"), "%s",
+              err.message);
+    setenv("VKATTN_KERNEL_PROFILE", "gpu", 1);
+    CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
+    if (c && vkattn_context_device(c, &info) == VKATTN_OK) CHECK(strcmp(info.kernel_profile, "gpu") == 0);
+    vkattn_context_destroy(c);
+    c = NULL;
+    d.kernel_profile = "lavapipe"; /* the description wins */
+    CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
+    if (c && vkattn_context_device(c, &info) == VKATTN_OK) CHECK(strcmp(info.kernel_profile, "lavapipe") == 0);
+    vkattn_context_destroy(c);
+    unsetenv("VKATTN_KERNEL_PROFILE");
+
     uint32_t count = 0;
     CHECK_STATUS(vkattn_list_devices(NULL, 0, &count, &err), VKATTN_OK);
     CHECK(count >= 1);

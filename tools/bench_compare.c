@@ -23,7 +23,7 @@ typedef struct cmp_entry {
 typedef struct cmp_file {
     const char *path;
     json_doc *doc;
-    const char *device, *type, *driver_name, *driver_info;
+    const char *device, *type, *driver_name, *driver_info, *kernel_profile;
     cmp_entry *entries; /* file order */
     cmp_entry *sorted;  /* by key, then file order */
     size_t count;
@@ -93,6 +93,7 @@ static int load(cmp_file *f, const char *path)
     f->type = json_get_string(device, "type");
     f->driver_name = json_get_string(device, "driver_name");
     f->driver_info = json_get_string(device, "driver_info");
+    f->kernel_profile = json_get_string(device, "kernel_profile");
     if (!results || results->type != JSON_ARRAY) return bad(f, "no \"results\" array", (size_t)-1);
     f->entries = calloc(results->count + 1, sizeof *f->entries);
     f->sorted = calloc(results->count + 1, sizeof *f->sorted);
@@ -119,8 +120,9 @@ static void unload(cmp_file *f)
 
 static void describe(FILE *out, const char *which, const cmp_file *f)
 {
-    fprintf(out, "%s: %s: %s [%s, driver %s %s]\n", which, f->path, f->device, f->type ? f->type : "?",
-            f->driver_name && *f->driver_name ? f->driver_name : "unknown", f->driver_info ? f->driver_info : "");
+    fprintf(out, "%s: %s: %s [%s, driver %s %s] kernels %s\n", which, f->path, f->device, f->type ? f->type : "?",
+            f->driver_name && *f->driver_name ? f->driver_name : "unknown", f->driver_info ? f->driver_info : "",
+            f->kernel_profile ? f->kernel_profile : "?");
 }
 
 /* A time in ms, or -1 when null or not positive (then no ratio is computed). */
@@ -177,6 +179,9 @@ int bench_compare(FILE *out, const char *old_path, const char *new_path)
                      "ratios across devices are not meaningful\n", old_f.device, new_f.device);
     else if (!same(old_f.driver_name, new_f.driver_name) || !same(old_f.driver_info, new_f.driver_info))
         fprintf(out, "note: same device, different drivers\n");
+    if (!same(old_f.kernel_profile, new_f.kernel_profile))
+        fprintf(out, "note: different kernel profiles (%s and %s)\n", old_f.kernel_profile ? old_f.kernel_profile : "?",
+                new_f.kernel_profile ? new_f.kernel_profile : "?");
 
     fprintf(out, "\n%-*s %11s %11s %9s\n", KEY_WIDTH, "configuration / stage", "old ms", "new ms", "old/new");
     size_t matched = 0, rated = 0;

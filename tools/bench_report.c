@@ -78,6 +78,7 @@ static void print_header(FILE *out, const bench_run_info *info)
     fprintf(out, "device: %s\n", device);
     if (info->device.type == VKATTN_DEVICE_CPU)
         fprintf(out, "        (a CPU implementation of Vulkan: these are not GPU figures)\n");
+    fprintf(out, "kernels: %s profile\n", info->device.kernel_profile[0] ? info->device.kernel_profile : "?");
     const vkattn_peak *p = &info->peak;
     if (p->fp32_gflops > 0 || p->bandwidth_gbs > 0) {
         fprintf(out, "peak:   fp32 %.1f GFLOP/s, fp16 ", p->fp32_gflops);

@@ -379,10 +379,13 @@ vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, co
     ctx->physical = devices[chosen];
     vka_describe_device(&ctx->ifn, ctx->physical, chosen, &ctx->info, &ctx->caps);
     ctx->info.is_default = infos[chosen].is_default;
-    ctx->profile = vka_profile_for(&ctx->info, desc->kernel_profile);
+    const char *profile = desc->kernel_profile, *profile_source = "kernel profile";
+    if (!profile && (profile = getenv("VKATTN_KERNEL_PROFILE")) && !*profile) profile = NULL;
+    if (profile && profile != desc->kernel_profile) profile_source = "VKATTN_KERNEL_PROFILE";
+    ctx->profile = vka_profile_for(&ctx->info, profile);
     if (!ctx->profile) {
-        status = vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "kernel profile \"%s\" does not exist (try lavapipe or gpu)",
-                          desc->kernel_profile);
+        status = vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "%s \"%s\" does not exist (try lavapipe or gpu)",
+                          profile_source, profile);
         goto fail;
     }
     snprintf(ctx->info.kernel_profile, sizeof ctx->info.kernel_profile, "%s", ctx->profile->name);
