@@ -110,6 +110,21 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageS
     return VK_FALSE;
 }
 
+/* The messenger of a context: warnings and errors go to on_validation_message with `ctx`. */
+static VkDebugUtilsMessengerCreateInfoEXT messenger_info(vkattn_context *ctx, const void *next)
+{
+    return (VkDebugUtilsMessengerCreateInfoEXT){
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .pNext = next,
+        .messageSeverity =
+            VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = on_validation_message,
+        .pUserData = ctx,
+    };
+}
+
 /* 1 if the instance layer exists, 0 if not, -1 when out of memory asking. */
 static int instance_has_layer(vka_faults *faults, const char *name)
 {
@@ -183,16 +198,7 @@ static vkattn_status create_instance(vkattn_context *ctx, int want_validation, V
         .pEnabledValidationFeatures = enables,
     };
     /* Chained here, the messenger also reports on vkCreateInstance and vkDestroyInstance. */
-    VkDebugUtilsMessengerCreateInfoEXT messenger = {
-        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
-        .pNext = &features,
-        .messageSeverity =
-            VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
-        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
-        .pfnUserCallback = on_validation_message,
-        .pUserData = ctx,
-    };
+    VkDebugUtilsMessengerCreateInfoEXT messenger = messenger_info(ctx, &features);
     VkInstanceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
         .pNext = validation ? &messenger : NULL,
@@ -354,15 +360,7 @@ vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, co
                             &ctx->error));
     VKA_TRY(vka_load_instance_functions(ctx->instance, &ctx->ifn, &ctx->error));
     if (ctx->validation_enabled && ctx->ifn.vkCreateDebugUtilsMessengerEXT) {
-        VkDebugUtilsMessengerCreateInfoEXT info = {
-            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
-            .messageSeverity =
-                VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
-            .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
-            .pfnUserCallback = on_validation_message,
-            .pUserData = ctx,
-        };
+        VkDebugUtilsMessengerCreateInfoEXT info = messenger_info(ctx, NULL);
         VKA_VK(ctx, ctx->ifn.vkCreateDebugUtilsMessengerEXT(ctx->instance, &info, NULL, &ctx->messenger));
     }
 
