@@ -560,6 +560,10 @@ static void test_plot_svg(void)
     bench_run_info info = make_info("Test GPU & Co, rev. 2");
     bench_result r[3];
     uint32_t n = sample_results(r, &info.peak);
+    /* Only .svg names are accepted (vkattn bench checks before its sweep). */
+    CHECK(bench_plot_path_ok("a.svg") && bench_plot_path_ok("dir/A.SVG"));
+    CHECK(!bench_plot_path_ok("a.png") && !bench_plot_path_ok("svg") && !bench_plot_path_ok(".svg") &&
+          !bench_plot_path_ok("a.svgz"));
     char path[128];
     tmp_path(path, sizeof path, "chart.svg");
     CHECK(bench_write_plot(path, &info, r, n) == 0);

@@ -75,6 +75,8 @@ void bench_print_table(FILE *out, const bench_run_info *info, const bench_result
 /* Machine-readable files; 0 on success, else a message on stderr and non-zero. */
 int bench_write_json(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
 int bench_write_csv(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
+/* 1 if `path` names a plot bench_write_plot can write (it ends in .svg, any case). */
+int bench_plot_path_ok(const char *path);
 /* GFLOP/s against sequence length, one line per path and stage, titled with the device (SVG). */
 int bench_write_plot(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
 

@@ -275,7 +275,7 @@ static void write_series(FILE *f, const plot_series *series, uint32_t ns, const 
     }
 }
 
-static int has_svg_suffix(const char *path)
+int bench_plot_path_ok(const char *path)
 {
     size_t n = strlen(path);
     if (n <= 4 || path[n - 4] != '.') return 0;
@@ -285,7 +285,7 @@ static int has_svg_suffix(const char *path)
 
 int bench_write_plot(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count)
 {
-    if (!has_svg_suffix(path)) {
+    if (!bench_plot_path_ok(path)) {
         fprintf(stderr, "vkattn bench: --plot %s: only .svg is supported (give a file name ending in .svg)\n", path);
         return 1;
     }

@@ -417,6 +417,10 @@ int cmd_bench(int argc, char **argv)
     bench_options o = {.min_time_s = 0.5, .peak_seconds = 1.0, .cpu_max_gflop = 20.0, .warmup = 1};
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
+    if (o.plot && !bench_plot_path_ok(o.plot)) { /* said now, not after the sweep */
+        fprintf(stderr, "vkattn bench: --plot %s: only .svg is supported (give a file name ending in .svg)\n", o.plot);
+        return 2;
+    }
     if ((rc = apply_preset(&o))) return rc;
     bench_config *configs = malloc(MAX_CONFIGS * sizeof *configs);
     if (!configs) return cli_fail("bench", "allocating", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
