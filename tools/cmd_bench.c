@@ -1,6 +1,7 @@
 /* vkattn bench: forwards over a sweep of configurations, timed per stage with GPU timestamps,
  * reported against the device's measured peak and the CPU path. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +202,22 @@ static int apply_preset(bench_options *o)
     if (!o->dtype.n) o->dtype = (u32_list){1, {VKATTN_DTYPE_F32}};
     o->no_cpu |= p->no_cpu;
     return 0;
+}
+
+/* 1 if `path` (NULL: none asked for) can be written; leaves an existing file as it is and removes
+ * one it had to create. */
+static int writable(const char *option, const char *path)
+{
+    if (!path) return 1;
+    int existed = access(path, F_OK) == 0;
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        fprintf(stderr, "vkattn bench: %s %s: cannot write this file (%s)\n", option, path, strerror(errno));
+        return 0;
+    }
+    fclose(f);
+    if (!existed) remove(path);
+    return 1;
 }
 
 /* The product of the lists, in a stable order (L varies fastest, for plots). */
@@ -417,10 +434,12 @@ int cmd_bench(int argc, char **argv)
     bench_options o = {.min_time_s = 0.5, .peak_seconds = 1.0, .cpu_max_gflop = 20.0, .warmup = 1};
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
-    if (o.plot && !bench_plot_path_ok(o.plot)) { /* said now, not after the sweep */
+    /* Output problems are said now, not after a sweep of minutes. */
+    if (o.plot && !bench_plot_path_ok(o.plot)) {
         fprintf(stderr, "vkattn bench: --plot %s: only .svg is supported (give a file name ending in .svg)\n", o.plot);
         return 2;
     }
+    if (!writable("--json", o.json) || !writable("--csv", o.csv) || !writable("--plot", o.plot)) return 2;
     if ((rc = apply_preset(&o))) return rc;
     bench_config *configs = malloc(MAX_CONFIGS * sizeof *configs);
     if (!configs) return cli_fail("bench", "allocating", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
