@@ -27,15 +27,22 @@ done
 # The fuzz targets are built from tests/fuzz on its own: only the parsers' sources, no Vulkan.
 # A build-fuzz/ configured from another source tree (e.g. the top level) is started afresh.
 if [ -f "$build/CMakeCache.txt" ] &&
-   ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$root/tests/fuzz" "$build/CMakeCache.txt"; then
+   ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$root/tests/fuzz" "$build/CMakeCache.txt"; then
   echo "run-fuzz: $build was configured from another source tree; reconfiguring it"
   rm -rf "$build"
 fi
 generator=()
 command -v ninja >/dev/null && [ ! -f "$build/CMakeCache.txt" ] && generator=(-G Ninja)
-cmake -S tests/fuzz -B "$build" "${generator[@]}" -DCMAKE_C_COMPILER="${CC:-clang}" -DVKATTN_FUZZ=ON \
-  -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build "$build" -j "$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
+# Build output goes to a log, shown only when the build fails.
+mkdir -p "$build"
+if ! { cmake -S tests/fuzz -B "$build" ${generator[@]+"${generator[@]}"} -DCMAKE_C_COMPILER="${CC:-clang}" \
+         -DVKATTN_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug &&
+       cmake --build "$build" -j "$(getconf _NPROCESSORS_ONLN)" --target "${targets[@]/#/fuzz_}"; } \
+     >"$build/build.log" 2>&1; then
+  echo "run-fuzz: building the fuzz targets failed; the end of $build/build.log:" >&2
+  tail -40 "$build/build.log" >&2
+  exit 1
+fi
 echo "run-fuzz: built in $((SECONDS - start)) s; ${seconds} s per target"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vkattn-fuzz.XXXXXX")
@@ -49,7 +56,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus" "$artifacts" "$build/logs"
   # Seeds and regression inputs; dotfiles (.gitkeep) are not inputs.
   find "tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t" -maxdepth 1 -type f ! -name '.*' \
-    -exec cp -t "$corpus" {} + 2>/dev/null || true
+    -exec cp {} "$corpus" \; 2>/dev/null || true
   seeds=$(find "$corpus" -type f | wc -l)
   before=$(find "$artifacts" -type f | wc -l)
   touch "$work/$t.started"
@@ -61,7 +68,8 @@ for t in "${targets[@]}"; do
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   files=$(find "$corpus" -type f | wc -l)
-  size=$(grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -1 | sed 's|corp: [0-9]*/||')
+  # (|| true: a target that crashes on a seed logs no corpus line, and the row must still print)
+  size=$({ grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" || true; } | tail -1 | sed 's|corp: [0-9]*/||')
   crashes=$(( $(find "$artifacts" -type f | wc -l) - before ))
   [ $rc -eq 0 ] || [ $crashes -gt 0 ] || crashes=1 # a failure that left no input still counts
   printf '%-12s %12s %10s %22s %8s\n' "$t" "${execs:-?}" "${rate:-?}" "$seeds -> $files files, ${size:-?}" "$crashes"

@@ -4,8 +4,9 @@
  *
  * usage: replay_<target> PATH...   each PATH is a file or a directory; a directory's regular files
  * are run in name order (names starting with '.' are skipped, so .gitkeep is not an input; a
- * directory that does not exist counts as empty). A broken invariant traps, and a parser bug may
- * crash or, under VKATTN_SANITIZE, be reported by a sanitizer: either way the test fails.
+ * directory that does not exist counts as empty, but finding no input at all fails). A broken
+ * invariant traps, and a parser bug may crash or, under VKATTN_SANITIZE, be reported by a
+ * sanitizer: either way the test fails.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -130,6 +131,10 @@ int main(int argc, char **argv)
             return 1;
         }
         total += ran;
+    }
+    if (total == 0) { /* a mistyped or moved corpus path must not pass as "nothing failed" */
+        fprintf(stderr, "replay: no inputs found in the given paths\n");
+        return 1;
     }
     printf("replay: %ld inputs ran without a failure\n", total);
     return 0;
