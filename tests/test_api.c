@@ -239,6 +239,9 @@ static void test_device_selection(void)
     /* VKATTN_KERNEL_PROFILE picks the kernel shapes when the description does not. */
     vkattn_device_info info;
     c = NULL;
+    const char *before = getenv("VKATTN_KERNEL_PROFILE");
+    char saved[64] = "";
+    if (before) snprintf(saved, sizeof saved, "%s", before);
     setenv("VKATTN_KERNEL_PROFILE", "nope", 1);
     CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_ERROR_INVALID_ARGUMENT);
     CHECK_MSG(c == NULL && strstr(err.message, "VKATTN_KERNEL_PROFILE") && strstr(err.message, "nope"), "%s",
@@ -252,7 +255,8 @@ static void test_device_selection(void)
     CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
     if (c && vkattn_context_device(c, &info) == VKATTN_OK) CHECK(strcmp(info.kernel_profile, "lavapipe") == 0);
     vkattn_context_destroy(c);
-    unsetenv("VKATTN_KERNEL_PROFILE");
+    if (before) setenv("VKATTN_KERNEL_PROFILE", saved, 1);
+    else unsetenv("VKATTN_KERNEL_PROFILE");
 
     uint32_t count = 0;
     CHECK_STATUS(vkattn_list_devices(NULL, 0, &count, &err), VKATTN_OK);
@@ -357,17 +361,21 @@ static void test_two_contexts(void)
     test_weights_free(&tw);
 }
 
-/* A device without storageBuffer16BitAccess (simulated: the capability is cleared on a context of
- * its own before any layer exists): an F16 layer falls back to fp32 storage and says so in its
- * description, its results have fp32 accuracy (fp16 storage would be ~1e-3 off), fp16 inputs are
- * still read (texel views need no 16-bit storage), and an fp16 output is refused clearly. */
+/* A device without storageBuffer16BitAccess (simulated: the test hook hides the feature, so the
+ * device is created without it and validation would flag any 16-bit storage access): an F16 layer
+ * falls back to fp32 storage and says so in its description, its results have fp32 accuracy (fp16
+ * storage would be ~1e-3 off), fp16 inputs are still read (texel views need no 16-bit storage),
+ * and an fp16 output is refused clearly. */
 static void test_fp16_fallback(void)
 {
     vkattn_context *c2 = NULL;
     vkattn_context_desc cd = {.validation = VKATTN_VALIDATION_ON};
-    CHECK_STATUS(vkattn_context_create(&cd, &c2, NULL), VKATTN_OK);
+    vka_faults hide = {.hide_16bit_storage = 1};
+    CHECK_STATUS(vka_context_create_with_faults(&cd, &hide, &c2, NULL), VKATTN_OK);
     if (!c2) return;
-    c2->caps.storage_16bit = 0;
+    vkattn_device_info info;
+    CHECK_STATUS(vkattn_context_device(c2, &info), VKATTN_OK);
+    CHECK_MSG(!info.storage_16bit, "the device still reports 16-bit storage");
     const uint32_t B = 2, L = 13, E = 32;
     test_weights tw;
     vkattn_layer_desc d = {.embed_dim = E, .num_heads = 4, .storage = VKATTN_DTYPE_F16};

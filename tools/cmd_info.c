@@ -1,5 +1,7 @@
-/* vkattn info: the Vulkan devices vkattn can see, their limits, and the default choice. */
+/* vkattn info: the Vulkan devices vkattn can see, their limits, the kernel profile each gets, and
+ * the default choice. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -19,6 +21,7 @@ int cmd_info(int argc, char **argv)
     vkattn_error error = {0};
     vkattn_status status = vkattn_list_devices(infos, MAX_DEVICES, &count, &error);
     if (status != VKATTN_OK) return cli_fail("info", "listing devices", status, error.message);
+    const char *profile_env = getenv("VKATTN_KERNEL_PROFILE");
     printf("vkattn %s, %u Vulkan device%s\n", vkattn_version_string(), count, count == 1 ? "" : "s");
     for (uint32_t i = 0; i < count && i < MAX_DEVICES; i++) {
         const vkattn_device_info *d = &infos[i];
@@ -40,6 +43,9 @@ int cmd_info(int argc, char **argv)
                d->storage_16bit ? "yes" : "no", d->shader_float16 ? "yes" : "no", d->cooperative_matrix ? "yes" : "no");
         if (d->timestamp_period_ns > 0) printf("    timestamps                %g ns per tick\n", d->timestamp_period_ns);
         else printf("    timestamps                not supported on the compute queue\n");
+        printf("    kernel profile            %s", d->kernel_profile);
+        if (profile_env && *profile_env) printf(" (contexts use VKATTN_KERNEL_PROFILE=%s instead)", profile_env);
+        printf("\n");
     }
     if (count > 0) printf("\n* default device (override with --device N|NAME or VKATTN_DEVICE)\n");
     return 0;

@@ -1,5 +1,6 @@
 /* Test-only failure injection, per context (so there is still no process-wide state): make the
- * Nth host allocation, or the Nth fallible Vulkan call, made on behalf of one context fail. The
+ * Nth host allocation, or the Nth fallible Vulkan call, made on behalf of one context fail, or
+ * hide a device feature from it. The
  * tests walk N over every create and forward path (tests/test_faults.c). Production code never
  * arms it; an unarmed counter costs one comparison. */
 #ifndef VKA_FAULTS_H
@@ -12,6 +13,7 @@ typedef struct vka_faults {
     uint64_t host_fail_at; /* 1-based index of the host allocation to fail; 0 = none */
     uint64_t vk_fail_at;   /* 1-based index of the Vulkan call to fail; 0 = none */
     int vk_result;         /* the VkResult injected (VK_ERROR_OUT_OF_DEVICE_MEMORY when 0) */
+    int hide_16bit_storage; /* create the device as if it lacked storageBuffer16BitAccess */
     uint64_t host_calls;   /* counted so far */
     uint64_t vk_calls;
 } vka_faults;

@@ -377,6 +377,7 @@ vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, co
     ctx->physical = devices[chosen];
     vka_describe_device(&ctx->ifn, ctx->physical, chosen, &ctx->info, &ctx->caps);
     ctx->info.is_default = infos[chosen].is_default;
+    if (ctx->faults.hide_16bit_storage) ctx->info.storage_16bit = ctx->caps.storage_16bit = 0;
     const char *profile = desc->kernel_profile, *profile_source = "kernel profile";
     if (!profile && (profile = getenv("VKATTN_KERNEL_PROFILE")) && !*profile) profile = NULL;
     if (profile && profile != desc->kernel_profile) profile_source = "VKATTN_KERNEL_PROFILE";
