@@ -636,6 +636,7 @@ static void test_table(void)
     fclose(f);
     CHECK(text && strstr(text, "Test GPU & Co, rev. 2") && strstr(text, "Vulkan 1.3.230"));
     CHECK(text && strstr(text, "TestDriver") && strstr(text, "fp32 1000.0 GFLOP/s"));
+    CHECK(text && strstr(text, "kernels: gpu profile"));
     CHECK(text && strstr(text, "qkv_projection") && strstr(text, "softmax") && strstr(text, "fused"));
     CHECK(text && strstr(text, "20.0x")); /* CPU 40 ms / GPU 2 ms */
     for (const char *line = text; text && *line; line = strchr(line, '\n') + 1)
@@ -681,7 +682,9 @@ static char *run_compare(const char *old_path, const char *new_path, int *rc)
     return text;
 }
 
-static void write_compare_files(const char *old_path, const char *new_path, const char *new_device)
+/* OLD from "Test GPU" with the gpu kernel profile, NEW from `new_device` with `new_profile`. */
+static void write_compare_files(const char *old_path, const char *new_path, const char *new_device,
+                                const char *new_profile)
 {
     bench_run_info info = make_info("Test GPU");
     bench_result o[4], n[4];
@@ -701,6 +704,7 @@ static void write_compare_files(const char *old_path, const char *new_path, cons
     n[0].stages[VKATTN_STAGE_PV].time.median_ms = 2;
     CHECK(bench_write_json(old_path, &info, o, 4) == 0);
     snprintf(info.device.name, sizeof info.device.name, "%s", new_device);
+    snprintf(info.device.kernel_profile, sizeof info.device.kernel_profile, "%s", new_profile);
     CHECK(bench_write_json(new_path, &info, n, 4) == 0);
 }
 
@@ -709,7 +713,7 @@ static void test_compare_ratios(void)
     char old_path[128], new_path[128];
     tmp_path(old_path, sizeof old_path, "old.json");
     tmp_path(new_path, sizeof new_path, "new.json");
-    write_compare_files(old_path, new_path, "Test GPU");
+    write_compare_files(old_path, new_path, "Test GPU", "gpu");
     int rc = -1;
     char *text = run_compare(old_path, new_path, &rc);
     CHECK(rc == 0 && text != NULL);
@@ -737,7 +741,26 @@ static void test_compare_ratios(void)
     CHECK(strstr(text, "only in") && strstr(text, "old.json: B1_L512_S512_E32_H4_none_unfused_f32"));
     CHECK(strstr(text, "new.json: B1_L1024_S1024_E32_H4_none_unfused_f32"));
     CHECK(strstr(text, "WARNING") == NULL);
+    CHECK(strstr(text, "kernels gpu") != NULL && strstr(text, "different kernel profiles") == NULL);
     CHECK(scan_row(text, NULL, "B1_L512_S512_E32_H4_none_unfused_f32", &a, &b, &ratio) == 0);
+    free(text);
+    remove(old_path), remove(new_path);
+}
+
+/* Same device, other kernel profile: a note, no warning, ratios as usual. */
+static void test_compare_profile_mismatch(void)
+{
+    char old_path[128], new_path[128];
+    tmp_path(old_path, sizeof old_path, "old.json");
+    tmp_path(new_path, sizeof new_path, "new.json");
+    write_compare_files(old_path, new_path, "Test GPU", "lavapipe");
+    int rc = -1;
+    char *text = run_compare(old_path, new_path, &rc);
+    CHECK(rc == 0);
+    CHECK(text && strstr(text, "note: different kernel profiles (gpu and lavapipe)") && !strstr(text, "WARNING"));
+    double a, b, ratio;
+    CHECK(text && scan_row(text, NULL, "B1_L64_S64_E32_H4_none_unfused_f32", &a, &b, &ratio));
+    CHECK_NEAR(ratio, 2, 1e-3);
     free(text);
     remove(old_path), remove(new_path);
 }
@@ -747,7 +770,7 @@ static void test_compare_device_mismatch(void)
     char old_path[128], new_path[128];
     tmp_path(old_path, sizeof old_path, "old.json");
     tmp_path(new_path, sizeof new_path, "new.json");
-    write_compare_files(old_path, new_path, "llvmpipe (LLVM 15.0.6, 256 bits)");
+    write_compare_files(old_path, new_path, "llvmpipe (LLVM 15.0.6, 256 bits)", "gpu");
     int rc = -1;
     char *text = run_compare(old_path, new_path, &rc);
     CHECK(rc == 0);
@@ -772,7 +795,7 @@ static void test_compare_bad_files(void)
     tmp_path(good, sizeof good, "good.json");
     tmp_path(broken, sizeof broken, "broken.json");
     tmp_path(missing, sizeof missing, "missing.json");
-    write_compare_files(good, broken, "Test GPU");
+    write_compare_files(good, broken, "Test GPU", "gpu");
     size_t size = 0;
     char *text = slurp(good, &size);
     CHECK(text != NULL && size > 100);
@@ -853,6 +876,7 @@ int main(void)
     RUN_TEST(test_table);
     RUN_TEST(test_compare_ratios);
     RUN_TEST(test_compare_device_mismatch);
+    RUN_TEST(test_compare_profile_mismatch);
     RUN_TEST(test_compare_bad_files);
     rmdir(tmp_dir);
     return test_finish();

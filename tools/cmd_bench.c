@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -209,7 +210,8 @@ static int apply_preset(bench_options *o)
 static int writable(const char *option, const char *path)
 {
     if (!path) return 1;
-    int existed = access(path, F_OK) == 0;
+    struct stat st;
+    int existed = lstat(path, &st) == 0; /* a dangling link counts as existing: never removed */
     FILE *f = fopen(path, "a");
     if (!f) {
         fprintf(stderr, "vkattn bench: %s %s: cannot write this file (%s)\n", option, path, strerror(errno));
