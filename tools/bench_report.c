@@ -163,31 +163,11 @@ static const char *device_type_name(vkattn_device_type t)
     }
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-/* JSON has no NaN or infinity: those become null. `fmt` is %.6g for rates, %.9g for times (so
- * --compare ratios are exact enough) and %.17g for FLOP and byte counts (exact). */
-static void json_number(FILE *f, const char *fmt, double v)
-{
-    if (isfinite(v)) fprintf(f, fmt, v);
-    else fputs("null", f);
-}
-
 /* Writes `"name": value` (with a leading ", " unless first). */
 static void json_field(FILE *f, int first, const char *name, const char *fmt, double v)
 {
     fprintf(f, "%s\"%s\": ", first ? "" : ", ", name);
-    json_number(f, fmt, v);
+    cli_json_number(f, fmt, v);
 }
 
 static void json_result(FILE *f, const bench_result *r)
@@ -196,7 +176,7 @@ static void json_result(FILE *f, const bench_result *r)
     char key[160];
     bench_config_key(c, key, sizeof key);
     fprintf(f, "    {\"key\": ");
-    json_string(f, key);
+    cli_json_string(f, key);
     fprintf(f, ", \"batch\": %u, \"query_len\": %u, \"key_len\": %u, \"embed_dim\": %u, \"heads\": %u,\n", c->batch,
             c->query_len, c->key_len, c->embed_dim, c->heads);
     fprintf(f, "     \"active_heads\": %u,\n", c->head_mask ? c->active_heads : c->heads);
@@ -259,16 +239,16 @@ int bench_write_json(const char *path, const bench_run_info *info, const bench_r
     snprintf(api, sizeof api, "%u.%u.%u", d->api_version >> 22, (d->api_version >> 12) & 0x3FFu,
              d->api_version & 0xFFFu);
     fprintf(f, "{\n  \"vkattn_version\": ");
-    json_string(f, vkattn_version_string());
+    cli_json_string(f, vkattn_version_string());
     fprintf(f, ",\n  \"device\": {\"name\": ");
-    json_string(f, d->name);
+    cli_json_string(f, d->name);
     fprintf(f, ", \"driver_name\": ");
-    json_string(f, d->driver_name);
+    cli_json_string(f, d->driver_name);
     fprintf(f, ", \"driver_info\": ");
-    json_string(f, d->driver_info);
+    cli_json_string(f, d->driver_info);
     fprintf(f, ",\n             \"api_version\": \"%s\", \"type\": \"%s\", \"index\": %u, \"kernel_profile\": ", api,
             device_type_name(d->type), d->index);
-    json_string(f, d->kernel_profile);
+    cli_json_string(f, d->kernel_profile);
     fprintf(f, "},\n  \"peak\": {");
     json_field(f, 1, "fp32_gflops", "%.6g", info->peak.fp32_gflops);
     json_field(f, 0, "fp16_gflops", "%.6g", info->peak.fp16_gflops);
@@ -276,7 +256,7 @@ int bench_write_json(const char *path, const bench_run_info *info, const bench_r
     fprintf(f, "},\n  ");
     json_field(f, 1, "min_time_s", "%.6g", info->min_time_s);
     fprintf(f, ",\n  \"preset\": ");
-    if (info->preset) json_string(f, info->preset);
+    if (info->preset) cli_json_string(f, info->preset);
     else fputs("null", f);
     fprintf(f, ",\n  \"results\": [");
     for (uint32_t i = 0; i < count; i++) {

@@ -126,12 +126,13 @@ static int item_dtype(const char *s, uint32_t *out)
     return 1;
 }
 
-static int parse_seconds(const char *option, const char *text, double *out)
+/* A number in [0, max]; `unit` names it in the message ("seconds", "GFLOP"). */
+static int parse_number(const char *option, const char *text, double max, const char *unit, double *out)
 {
     char *end;
     double v = strtod(text, &end);
-    if (*end || !(v >= 0 && v <= 3600)) {
-        fprintf(stderr, "vkattn bench: %s expects seconds in [0, 3600], got \"%s\"\n", option, text);
+    if (*end || end == text || !(v >= 0 && v <= max)) {
+        fprintf(stderr, "vkattn bench: %s expects %s in [0, %g], got \"%s\"\n", option, unit, max, text);
         return 2;
     }
     *out = v;
@@ -169,9 +170,9 @@ static int parse(int argc, char **argv, bench_options *o)
         else if (strcmp(opt, "--mask") == 0) rc = parse_list(opt, v, &o->mask, item_mask);
         else if (strcmp(opt, "--path") == 0) rc = parse_list(opt, v, &o->path, item_path);
         else if (strcmp(opt, "--dtype") == 0) rc = parse_list(opt, v, &o->dtype, item_dtype);
-        else if (strcmp(opt, "--min-time") == 0) rc = parse_seconds(opt, v, &o->min_time_s);
-        else if (strcmp(opt, "--peak-seconds") == 0) rc = parse_seconds(opt, v, &o->peak_seconds);
-        else if (strcmp(opt, "--cpu-max-gflop") == 0) rc = parse_seconds(opt, v, &o->cpu_max_gflop);
+        else if (strcmp(opt, "--min-time") == 0) rc = parse_number(opt, v, 3600, "seconds", &o->min_time_s);
+        else if (strcmp(opt, "--peak-seconds") == 0) rc = parse_number(opt, v, 3600, "seconds", &o->peak_seconds);
+        else if (strcmp(opt, "--cpu-max-gflop") == 0) rc = parse_number(opt, v, 1e9, "GFLOP", &o->cpu_max_gflop);
         else if (strcmp(opt, "--warmup") == 0) rc = cli_parse_u32(opt, v, 0, &o->warmup);
         else {
             fprintf(stderr, "vkattn bench: unknown option \"%s\"\n", opt);
@@ -243,15 +244,9 @@ static uint32_t expand(const bench_options *o, bench_config *out)
     return n;
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static bench_time stats_of(double *v, uint32_t n)
 {
-    qsort(v, n, sizeof *v, compare_double);
+    qsort(v, n, sizeof *v, cli_compare_doubles);
     bench_time t = {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v[0]};
     return t;
 }
@@ -452,8 +447,7 @@ int cmd_bench(int argc, char **argv)
         free(configs);
         return rc;
     }
-    bench_run_info info = {.min_time_s = o.min_time_s, .preset = o.preset ? o.preset : NULL};
-    if (!o.preset && !o.len.n) info.preset = "default";
+    bench_run_info info = {.min_time_s = o.min_time_s, .preset = o.preset};
     if (o.head_mask_path && (rc = attach_head_mask(&o, configs, count))) {
         vkattn_context_destroy(ctx);
         free(configs);

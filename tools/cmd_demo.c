@@ -54,12 +54,6 @@ static void fill(float *x, size_t n, unsigned seed, float scale)
     }
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int cmd_demo(int argc, char **argv)
 {
     demo_options o = {NULL, 2, 128, 256, 8, 10};
@@ -110,7 +104,7 @@ int cmd_demo(int argc, char **argv)
     vkattn_forward_stats stats;
     vkattn_layer_last_stats(layer, &stats);
     double first = times[0];
-    qsort(times + 1, o.repeats, sizeof *times, compare_doubles);
+    qsort(times + 1, o.repeats, sizeof *times, cli_compare_doubles);
     double median = o.repeats ? times[1 + o.repeats / 2] : first;
     free(times);
 

@@ -60,12 +60,6 @@ static int parse(int argc, char **argv, heads_options *o)
     return 0;
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Median time of `repeats` forwards with `keep`: GPU timestamps on a device, wall time on the CPU. */
 static vkattn_status time_forwards(head_runner *r, const uint8_t *keep, uint32_t repeats, float *out, double *ms)
 {
@@ -80,7 +74,7 @@ static vkattn_status time_forwards(head_runner *r, const uint8_t *keep, uint32_t
         if (r->layer && vkattn_layer_last_stats(r->layer, &st) == VKATTN_OK && st.timed) t[i] = st.gpu_ms;
     }
     if (s == VKATTN_OK) {
-        qsort(t, repeats, sizeof *t, compare_double);
+        qsort(t, repeats, sizeof *t, cli_compare_doubles);
         *ms = t[repeats / 2];
     }
     free(t);
@@ -109,9 +103,8 @@ static int prune(head_runner *r, const heads_options *o, const head_score *ranke
     for (uint32_t h = 0; h < H; h++) res->keep[h] = !start || start[h];
     for (uint32_t k = 0; k < o->prune; k++) res->keep[ranked[active - 1 - k].head] = 0; /* the least important */
     if (r->layer) vkattn_layer_set_profiling(r->layer, 1);
-    uint32_t repeats = o->repeats ? o->repeats : 5;
-    vkattn_status s = time_forwards(r, start, repeats, full, &res->full_ms);
-    if (s == VKATTN_OK) s = time_forwards(r, res->keep, repeats, pruned, &res->pruned_ms);
+    vkattn_status s = time_forwards(r, start, o->repeats, full, &res->full_ms);
+    if (s == VKATTN_OK) s = time_forwards(r, res->keep, o->repeats, pruned, &res->pruned_ms);
     if (s != VKATTN_OK) {
         rc = cli_fail("heads", "timing the pruned layer", s, r->layer ? "see the layer's context" : NULL);
         goto done;
@@ -140,17 +133,33 @@ static int write_json(const char *path, const vkattn_device_info *dev, const hea
 {
     FILE *f = fopen(path, "w");
     if (!f) return cli_fail("heads", "writing the JSON file", VKATTN_ERROR_IO, path);
-    fprintf(f, "{\n  \"device\": \"%s\",\n  \"heads\": [\n", dev ? dev->name : "CPU reference path");
-    for (uint32_t k = 0; k < H; k++)
-        fprintf(f, "    {\"rank\": %u, \"head\": %u, \"active\": %s, \"rel_l2\": %.9g, \"max_abs\": %.9g}%s\n",
-                ranked[k].active ? k + 1 : 0, ranked[k].head + 1, ranked[k].active ? "true" : "false",
-                ranked[k].rel_l2, ranked[k].max_abs, k + 1 < H ? "," : "");
+    fprintf(f, "{\n  \"device\": ");
+    cli_json_string(f, dev ? dev->name : "CPU reference path");
+    fprintf(f, ",\n  \"heads\": [\n");
+    for (uint32_t k = 0; k < H; k++) {
+        fprintf(f, "    {\"rank\": %u, \"head\": %u, \"active\": %s, \"rel_l2\": ", ranked[k].active ? k + 1 : 0,
+                ranked[k].head + 1, ranked[k].active ? "true" : "false");
+        cli_json_number(f, "%.9g", ranked[k].rel_l2);
+        fprintf(f, ", \"max_abs\": ");
+        cli_json_number(f, "%.9g", ranked[k].max_abs);
+        fprintf(f, "}%s\n", k + 1 < H ? "," : "");
+    }
     fprintf(f, "  ]");
     if (pr->keep) {
-        fprintf(f, ",\n  \"prune\": {\"k\": %u, \"mask_file\": \"%s\", \"keep\": [", o->prune, o->write_mask);
+        fprintf(f, ",\n  \"prune\": {\"k\": %u, \"mask_file\": ", o->prune);
+        cli_json_string(f, o->write_mask);
+        fprintf(f, ", \"keep\": [");
         for (uint32_t h = 0; h < H; h++) fprintf(f, "%s%u", h ? ", " : "", pr->keep[h]);
-        fprintf(f, "], \"rel_l2\": %.9g, \"max_abs\": %.9g, \"full_ms\": %.6g, \"pruned_ms\": %.6g, \"speedup\": %.6g}",
-                pr->rel_l2, pr->max_abs, pr->full_ms, pr->pruned_ms, pr->pruned_ms > 0 ? pr->full_ms / pr->pruned_ms : 0);
+        const char *names[] = {"rel_l2", "max_abs", "full_ms", "pruned_ms", "speedup"};
+        const char *formats[] = {"%.9g", "%.9g", "%.6g", "%.6g", "%.6g"};
+        double values[] = {pr->rel_l2, pr->max_abs, pr->full_ms, pr->pruned_ms,
+                           pr->pruned_ms > 0 ? pr->full_ms / pr->pruned_ms : 0};
+        fprintf(f, "]");
+        for (int i = 0; i < 5; i++) {
+            fprintf(f, ", \"%s\": ", names[i]);
+            cli_json_number(f, formats[i], values[i]);
+        }
+        fprintf(f, "}");
     }
     fprintf(f, "\n}\n");
     int bad = ferror(f);
@@ -161,7 +170,7 @@ static int write_json(const char *path, const vkattn_device_info *dev, const hea
 
 int cmd_heads(int argc, char **argv)
 {
-    heads_options o = {0};
+    heads_options o = {.repeats = 5};
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
     forward_inputs in = {0};
@@ -174,17 +183,8 @@ int cmd_heads(int argc, char **argv)
     forward_inputs_print_shapes(&in, &o.fwd);
     r = (head_runner){.desc = in.layer, .weights = vkattn_weight_file_weights(in.weights), .forward = in.desc,
                       .out_elems = (size_t)in.B * in.L * in.E};
-    if (!o.fwd.cpu) {
-        if ((rc = cli_open_context("heads", o.fwd.device, &ctx))) goto done;
-        vkattn_context_device(ctx, &dev);
-        vkattn_status s = vkattn_layer_create(ctx, &in.layer, r.weights, &r.layer);
-        if (s != VKATTN_OK) {
-            rc = cli_fail("heads", "creating the layer", s, vkattn_context_last_error(ctx));
-            goto done;
-        }
-    } else {
-        printf("device: CPU reference path (no Vulkan)\n");
-    }
+    if ((rc = forward_inputs_open("heads", &o.fwd, &in, &ctx, &r.layer))) goto done;
+    if (ctx) vkattn_context_device(ctx, &dev);
     const uint32_t H = in.H;
     const uint8_t *start = in.layer.head_mask;
     vkattn_error err = {0};
@@ -205,7 +205,7 @@ int cmd_heads(int argc, char **argv)
                o.prune == 1 ? "" : "s", o.write_mask, pr.rel_l2, pr.max_abs);
         printf("forward %s: full %.3f ms, pruned %.3f ms, speedup %.2fx (median of %u, same run)\n",
                ctx ? "GPU time" : "CPU time", pr.full_ms, pr.pruned_ms, pr.pruned_ms > 0 ? pr.full_ms / pr.pruned_ms : 0,
-               o.repeats ? o.repeats : 5);
+               o.repeats);
     }
     if (o.json) rc = write_json(o.json, ctx ? &dev : NULL, scores, H, &o, &pr);
 done:

@@ -297,8 +297,7 @@ static int load_labels(const heatmap_options *o, const heatmap_source *s, token_
     if ((rc = read_tokens(kpath, k))) return rc;
     if (k->count == s->plain_keys && s->S > s->plain_keys) {
         /* The keys PyTorch appends: bias_k first, then the zero key. */
-        uint32_t extra = s->S - s->plain_keys;
-        if (extra == 2 || s->in.layer.add_bias_kv) k->items[k->count++] = "<bias_k>";
+        if (s->in.layer.add_bias_kv) k->items[k->count++] = "<bias_k>";
         if (k->count < s->S) k->items[k->count++] = "<zero>";
     }
     if (k->count != s->S) {

@@ -108,7 +108,8 @@ done:
     return rc;
 }
 
-static int write_outputs(const run_options *o, const forward_inputs *in, float *out, float *weights)
+static int write_outputs(const run_options *o, const forward_inputs *in, float *out, float *weights,
+                         size_t weight_elems)
 {
     uint32_t B = in->B, L = in->L, E = in->E, H = in->H, S_ext = in->S_ext;
     int batched = in->batched, rc;
@@ -121,9 +122,8 @@ static int write_outputs(const run_options *o, const forward_inputs *in, float *
     uint32_t rank = o->average_weights ? 3 : 4;
     const uint32_t *dims = o->average_weights ? w3 : w4;
     if (!batched) rank--, dims++; /* unbatched: drop B, as PyTorch does */
-    size_t elems = (size_t)B * L * S_ext * (o->average_weights ? 1 : H);
     return write_array(o->attn_weights, "writing the attention weights", VKATTN_DTYPE_F32, rank, dims, weights,
-                       elems * sizeof(float));
+                       weight_elems * sizeof(float));
 }
 
 int cmd_run(int argc, char **argv)
@@ -153,7 +153,7 @@ int cmd_run(int argc, char **argv)
         printf("check-finite: inputs and weights are finite\n");
     if ((rc = forward_inputs_run("run", &o.fwd, &in, &f))) goto done;
     if (o.check && (rc = check_against_cpu(&in, &f, out_elems, weight_elems))) goto done;
-    rc = write_outputs(&o, &in, out, weights);
+    rc = write_outputs(&o, &in, out, weights, weight_elems);
     if (!rc && o.check_finite) {
         size_t bad = forward_report_nonfinite("run", "the output", out, out_elems);
         if (weights) bad += forward_report_nonfinite("run", "the attention weights", weights, weight_elems);

@@ -222,28 +222,41 @@ void forward_inputs_print_shapes(const forward_inputs *in, const forward_options
            in->layer.add_bias_kv ? ", bias_kv" : "");
 }
 
+int forward_inputs_open(const char *command, const forward_options *o, const forward_inputs *in,
+                        vkattn_context **ctx, vkattn_layer **layer)
+{
+    *ctx = NULL;
+    *layer = NULL;
+    if (o->cpu) {
+        printf("device: CPU reference path (no Vulkan)\n");
+        return 0;
+    }
+    int rc = cli_open_context(command, o->device, ctx);
+    if (rc) return rc;
+    vkattn_status status = vkattn_layer_create(*ctx, &in->layer, vkattn_weight_file_weights(in->weights), layer);
+    if (status != VKATTN_OK) {
+        rc = cli_fail(command, "creating the layer", status, vkattn_context_last_error(*ctx));
+        vkattn_context_destroy(*ctx);
+        *ctx = NULL;
+    }
+    return rc;
+}
+
 int forward_inputs_run(const char *command, const forward_options *o, const forward_inputs *in,
                        const vkattn_host_forward_desc *f)
 {
-    vkattn_context *ctx = NULL;
-    vkattn_layer *layer = NULL;
+    vkattn_context *ctx;
+    vkattn_layer *layer;
     vkattn_error error = {0};
     vkattn_status status;
-    int rc = 0;
+    int rc = forward_inputs_open(command, o, in, &ctx, &layer);
+    if (rc) return rc;
     double t0 = cli_now(), elapsed = 0;
     if (o->cpu) {
-        printf("device: CPU reference path (no Vulkan)\n");
         status = vkattn_reference_forward(&in->layer, vkattn_weight_file_weights(in->weights), f, &error);
         elapsed = cli_now() - t0;
         if (status != VKATTN_OK) return cli_fail(command, "CPU forward", status, error.message);
     } else {
-        if ((rc = cli_open_context(command, o->device, &ctx))) return rc;
-        status = vkattn_layer_create(ctx, &in->layer, vkattn_weight_file_weights(in->weights), &layer);
-        if (status != VKATTN_OK) {
-            rc = cli_fail(command, "creating the layer", status, vkattn_context_last_error(ctx));
-            goto done;
-        }
-        t0 = cli_now();
         status = vkattn_forward_host(layer, f);
         elapsed = cli_now() - t0;
         if (status != VKATTN_OK) {

@@ -65,6 +65,12 @@ void forward_inputs_free(forward_inputs *in);
 /* Prints "shapes: query (B, L, E), key/value ..., heads H (head dim D)[, causal][, bias_kv]". */
 void forward_inputs_print_shapes(const forward_inputs *in, const forward_options *o);
 
+/* Opens a context on o->device and creates the layer of `in` (printing the device), or with o->cpu
+ * prints that the CPU reference path runs and leaves both NULL. On failure nothing stays open.
+ * Returns 0 or an exit code. */
+int forward_inputs_open(const char *command, const forward_options *o, const forward_inputs *in,
+                        vkattn_context **ctx, vkattn_layer **layer);
+
 /* Runs `f` (in->desc with the caller's outputs) on the CPU reference when o->cpu, else on a fresh
  * context on o->device. Prints the device, then "path: NAME, T ms". Returns 0 or an exit code. */
 int forward_inputs_run(const char *command, const forward_options *o, const forward_inputs *in,
