@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/error.h" /* vka_format_dims */
 #include "io/io.h"
 #include "test_util.h"
 
@@ -570,8 +571,8 @@ static void test_read_file(void)
     CHECK(strcmp(vka_io_quote(q, sizeof q, "a\\b\x01", 4), "a\\\\b\\x01") == 0);
     CHECK(strcmp(vka_io_quote(q, sizeof q, "abcdefghijklmnopqrstuvwxyz", 26), "abcdefghijkl...") == 0);
     char s[32];
-    CHECK(strcmp(vka_io_format_shape(s, sizeof s, (const uint32_t[]){3, 4}, 2), "(3, 4)") == 0);
-    CHECK(strcmp(vka_io_format_shape(s, sizeof s, NULL, 0), "()") == 0);
+    CHECK(strcmp(vka_format_dims(s, sizeof s, (const uint32_t[]){3, 4}, 2), "(3, 4)") == 0);
+    CHECK(strcmp(vka_format_dims(s, sizeof s, NULL, 0), "()") == 0);
 }
 
 /* ---- safetensors: building files -------------------------------------------------------------- */

@@ -71,14 +71,10 @@ vkattn_status vka_layer_config_resolve(const vkattn_layer_desc *desc, const vkat
     c.E = desc->embed_dim;
     c.H = desc->num_heads;
     c.D = c.E / c.H;
-    c.H_active = c.H;
-    if (desc->head_mask) {
-        c.H_active = 0;
-        for (uint32_t h = 0; h < c.H; h++) c.H_active += desc->head_mask[h] != 0;
-        if (c.H_active == 0)
-            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "head_mask prunes all %u heads; keep at least one",
-                                 c.H);
-    }
+    c.H_active = vka_count_active_heads(c.H, desc->head_mask);
+    if (c.H_active == 0)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "head_mask prunes all %u heads; keep at least one",
+                             c.H);
     c.inner = c.H_active * c.D;
     c.kdim = desc->kdim ? desc->kdim : c.E;
     c.vdim = desc->vdim ? desc->vdim : c.E;
@@ -170,11 +166,8 @@ vkattn_status vka_problem_from_host(const vka_layer_config *cfg, const vkattn_ho
     }
     if (d->attn_weights) p.weights = d->average_weights ? VKA_WEIGHTS_AVERAGED : VKA_WEIGHTS_PER_HEAD;
     p.lse = d->lse != NULL;
-    if (p.weights && p.lse)
-        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
-                             "attention weights (unfused path) and the log-sum-exp (fused path) cannot be asked for together");
 
-    vkattn_status status = vka_problem_check_sizes(&p, error);
+    vkattn_status status = vka_problem_check(&p, error);
     if (status != VKATTN_OK) return status;
     if (p.attn_mask == VKA_ATTN_MASK_FLOAT) {
         status = check_float_mask(d->attn_mask, vka_problem_attn_mask_elems(&p), error);
@@ -228,8 +221,18 @@ static vkattn_status check_count(const char *what, const uint32_t *dims, int n, 
     return VKATTN_OK;
 }
 
-vkattn_status vka_problem_check_sizes(const vka_problem *p, vkattn_error *error)
+uint32_t vka_count_active_heads(uint32_t H, const uint8_t *mask)
 {
+    uint32_t count = 0;
+    for (uint32_t h = 0; h < H; h++) count += !mask || mask[h] != 0;
+    return count;
+}
+
+vkattn_status vka_problem_check(const vka_problem *p, vkattn_error *error)
+{
+    if (p->weights && p->lse)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "attention weights (unfused path) and the log-sum-exp (fused path) cannot be asked for together");
     if (p->cfg.H_active < p->cfg.H && (p->weights || p->attn_mask_per_head || p->lse))
         return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
                              "with pruned heads (%u of %u active) the layer returns no attention weights or lse and "

@@ -66,11 +66,16 @@ vkattn_status vka_layer_config_resolve(const vkattn_layer_desc *desc, const vkat
 vkattn_status vka_problem_from_host(const vka_layer_config *cfg, const vkattn_host_forward_desc *desc,
                                     vka_problem *out, vkattn_error *error);
 
-/* Checks that every element count the problem implies fits in size_t and in uint32_t where
- * shaders index with 32-bit integers (element counts of each tensor and of one head's scores). */
-vkattn_status vka_problem_check_sizes(const vka_problem *p, vkattn_error *error);
+/* The heads a mask keeps (mask[h] != 0); all H when `mask` is NULL. */
+uint32_t vka_count_active_heads(uint32_t H, const uint8_t *mask);
 
-/* Element counts of the tensors of a problem (valid after vka_problem_check_sizes). */
+/* The checks every problem passes, however it was described: outputs that can be asked for
+ * together (weights and lse cannot; pruned heads give neither), and every element count the
+ * problem implies fits in size_t and in uint32_t where shaders index with 32-bit integers
+ * (element counts of each tensor and of one head's scores). */
+vkattn_status vka_problem_check(const vka_problem *p, vkattn_error *error);
+
+/* Element counts of the tensors of a problem (valid after vka_problem_check). */
 size_t vka_problem_query_elems(const vka_problem *p);
 size_t vka_problem_key_elems(const vka_problem *p);
 size_t vka_problem_value_elems(const vka_problem *p);

@@ -28,8 +28,8 @@ static vkattn_status expect_tensor(vkattn_layer *layer, const vkattn_tensor *t, 
     for (uint32_t i = 0; same && i < rank; i++) same = t->dims[i] == dims[i];
     if (!same) {
         char got[96], want[96];
-        vka_format_dims(t->dims, t->rank, got, sizeof got);
-        vka_format_dims(dims, rank, want, sizeof want);
+        vka_format_dims(got, sizeof got, t->dims, t->rank);
+        vka_format_dims(want, sizeof want, dims, rank);
         return vka_fail(ctx, VKATTN_ERROR_SHAPE, "%s has shape %s, expected (%s) = %s", what, got, names, want);
     }
     return VKATTN_OK;
@@ -119,10 +119,7 @@ static vkattn_status problem_from_tensors(vkattn_layer *layer, const vkattn_forw
         VKA_TRY(expect_tensor(layer, d->lse, "lse", VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, c->H, p.L}, "B, H, L"));
         p.lse = 1;
     }
-    if (p.weights && p.lse)
-        return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
-                        "attention weights (unfused path) and the log-sum-exp (fused path) cannot be asked for together");
-    VKA_TRY(vka_problem_check_sizes(&p, &ctx->error));
+    VKA_TRY(vka_problem_check(&p, &ctx->error));
     *out = p;
     return VKATTN_OK;
 fail:

@@ -86,7 +86,6 @@ static vkattn_status upload_f32(vkattn_layer *layer, vka_role role, const char *
     return upload_as(layer, role, what, data, elems, VKATTN_DTYPE_F32);
 }
 
-/* The extra keys (or values): row 0 = bias_k (bias_v) when add_bias_kv, then the zero row. */
 /* The extra keys (or values), I wide: row 0 = bias_k (bias_v) when add_bias_kv, then the zero row. */
 static vkattn_status upload_extra(vkattn_layer *layer, vka_role role, const float *bias, const char *what)
 {
@@ -182,6 +181,14 @@ fail:
     return status;
 }
 
+/* Keeps the heads `mask` keeps (NULL: all): the layer's own copy, and the widths that follow. */
+static void apply_head_mask(vkattn_layer *layer, const uint8_t *mask)
+{
+    for (uint32_t h = 0; h < layer->cfg.H; h++) layer->head_active[h] = !mask || mask[h] != 0;
+    layer->cfg.H_active = vka_count_active_heads(layer->cfg.H, mask);
+    layer->cfg.inner = layer->cfg.H_active * layer->cfg.D;
+}
+
 vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *desc, const vkattn_weights *weights,
                                   vkattn_layer **out)
 {
@@ -212,7 +219,7 @@ vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *
         status = vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
         goto fail;
     }
-    for (uint32_t h = 0; h < cfg.H; h++) layer->head_active[h] = !desc->head_mask || desc->head_mask[h] != 0;
+    apply_head_mask(layer, desc->head_mask);
     VKA_TRY(upload_weights(layer));
     VKA_TRY(create_commands(layer));
     *out = layer;
@@ -251,21 +258,16 @@ vkattn_status vkattn_layer_set_head_mask(vkattn_layer *layer, const uint8_t *act
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = vka_check_alive(ctx);
     if (status != VKATTN_OK) return status;
-    uint32_t H = layer->cfg.H, count = 0;
-    for (uint32_t h = 0; h < H; h++) count += !active || active[h] != 0;
-    if (count == 0)
-        return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "a head mask must keep at least one of the %u heads", H);
-    for (uint32_t h = 0; h < H; h++) layer->head_active[h] = !active || active[h] != 0;
-    layer->cfg.H_active = count;
-    layer->cfg.inner = count * layer->cfg.D;
+    if (vka_count_active_heads(layer->cfg.H, active) == 0)
+        return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "a head mask must keep at least one of the %u heads",
+                        layer->cfg.H);
+    apply_head_mask(layer, active);
     /* The workspace sizes follow the plan; only the weights change shape. */
     release_weights(layer);
     status = upload_weights(layer);
     if (status != VKATTN_OK) release_weights(layer); /* forwards then fail cleanly until a retry */
     return status;
 }
-
-
 
 void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out)
 {

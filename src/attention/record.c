@@ -174,13 +174,9 @@ static vkattn_status read_timestamps(vkattn_layer *layer, const vka_plan *plan, 
     if (!ticks) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory reading timestamps");
     VKA_VK(ctx, ctx->vk.vkGetQueryPoolResults(ctx->device, layer->query_pool, 0, n, n * sizeof *ticks, ticks,
                                               sizeof *ticks, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
-    uint64_t mask = ctx->caps.timestamp_valid_bits >= 64 ? ~0ull : (1ull << ctx->caps.timestamp_valid_bits) - 1;
-    double to_ms = ctx->caps.timestamp_period_ns * 1e-6;
-    for (uint32_t k = 0; k < plan->step_count; k++) {
-        uint64_t dt = ((ticks[k + 1] & mask) - (ticks[k] & mask)) & mask;
-        stats->stage_ms[plan->steps[k].stage] += (double)dt * to_ms;
-    }
-    stats->gpu_ms = (double)(((ticks[n - 1] & mask) - (ticks[0] & mask)) & mask) * to_ms;
+    for (uint32_t k = 0; k < plan->step_count; k++)
+        stats->stage_ms[plan->steps[k].stage] += vka_ticks_ms(&ctx->caps, ticks[k], ticks[k + 1]);
+    stats->gpu_ms = vka_ticks_ms(&ctx->caps, ticks[0], ticks[n - 1]);
     stats->timed = 1;
 fail:
     free(ticks);

@@ -23,3 +23,12 @@ void vka_error_clear(vkattn_error *error)
         error->message[0] = '\0';
     }
 }
+
+const char *vka_format_dims(char *dst, size_t cap, const uint32_t *dims, uint32_t rank)
+{
+    size_t used = (size_t)snprintf(dst, cap, "(");
+    for (uint32_t i = 0; i < rank && used < cap; i++)
+        used += (size_t)snprintf(dst + used, cap - used, i ? ", %u" : "%u", dims[i]);
+    if (used < cap) snprintf(dst + used, cap - used, ")");
+    return dst;
+}

@@ -28,6 +28,13 @@ typedef struct vka_device_caps {
     float timestamp_period_ns;
 } vka_device_caps;
 
+/* Milliseconds between two timestamps, counting only the valid bits (so a wrap is handled). */
+static inline double vka_ticks_ms(const vka_device_caps *caps, uint64_t t0, uint64_t t1)
+{
+    uint64_t mask = caps->timestamp_valid_bits >= 64 ? ~0ull : (1ull << caps->timestamp_valid_bits) - 1;
+    return (double)(((t1 & mask) - (t0 & mask)) & mask) * caps->timestamp_period_ns * 1e-6;
+}
+
 struct vkattn_context {
     vka_instance_fns ifn;
     VkInstance instance;

@@ -150,19 +150,3 @@ const char *vka_io_quote(char *dst, size_t cap, const void *src, size_t len)
     dst[out] = '\0';
     return dst;
 }
-
-const char *vka_io_format_shape(char *dst, size_t cap, const uint32_t *dims, uint32_t rank)
-{
-    size_t out = 0;
-    dst[0] = '\0';
-    for (uint32_t i = 0; i <= rank && out < cap; i++) {
-        int n;
-        if (i == rank)
-            n = snprintf(dst + out, cap - out, "%s)", rank ? "" : "(");
-        else
-            n = snprintf(dst + out, cap - out, "%s%u", i ? ", " : "(", (unsigned)dims[i]);
-        if (n < 0) break;
-        out += (size_t)n;
-    }
-    return dst;
-}

@@ -54,8 +54,6 @@ void vka_io_error_in_file(vkattn_error *error, const char *path);
 /* Writes `len` bytes of untrusted text to `dst` (capacity `cap`, at least 8) as printable ASCII:
  * other bytes become \xNN, and text that does not fit ends in "...". Returns dst. */
 const char *vka_io_quote(char *dst, size_t cap, const void *src, size_t len);
-/* Writes "(d0, d1, ...)" ("()" for rank 0) to `dst`. Returns dst. */
-const char *vka_io_format_shape(char *dst, size_t cap, const uint32_t *dims, uint32_t rank);
 
 /* ---- .npy (npy.c) ------------------------------------------------------------------------------ */
 

@@ -184,11 +184,13 @@ fail:
     return status;
 }
 
+/* The keys of a header dict, all required; bit i of a `seen` mask stands for npy_keys[i]. */
+static const char *const npy_keys[] = {"descr", "fortran_order", "shape"};
+
 static vkattn_status read_entry(npy_text *t, const char *key, npy_header *h, unsigned *seen)
 {
-    static const char *const keys[] = {"descr", "fortran_order", "shape"};
     unsigned which = 0;
-    while (which < 3 && strcmp(key, keys[which]) != 0) which++;
+    while (which < 3 && strcmp(key, npy_keys[which]) != 0) which++;
     if (which == 3) {
         char shown[NPY_MAX_TOKEN * 4 + 8];
         return vka_error_set(t->error, VKATTN_ERROR_FORMAT, "npy header: unknown key '%s'",
@@ -225,10 +227,9 @@ static vkattn_status parse_header(const uint8_t *text, size_t size, npy_header *
     }
     skip_space(&t);
     if (t.p != t.end) return header_fail(&t, "unexpected text after the header dict");
-    static const char *const names[] = {"descr", "fortran_order", "shape"};
     for (unsigned i = 0; i < 3; i++)
         if (!(seen & (1u << i)))
-            return vka_error_set(error, VKATTN_ERROR_FORMAT, "npy header: required key '%s' is missing", names[i]);
+            return vka_error_set(error, VKATTN_ERROR_FORMAT, "npy header: required key '%s' is missing", npy_keys[i]);
     return VKATTN_OK;
 fail:
     return status;
@@ -313,7 +314,7 @@ vkattn_status vka_npy_parse(const uint8_t *data, size_t size, vkattn_array *out,
     size_t dims[VKATTN_MAX_RANK], count, stored, loaded;
     for (uint32_t i = 0; i < h.rank; i++) dims[i] = h.dims[i];
     char shape[64];
-    vka_io_format_shape(shape, sizeof shape, h.dims, h.rank);
+    vka_format_dims(shape, sizeof shape, h.dims, h.rank);
     if (!vka_product_size(dims, h.rank, &count) || !vka_mul_size(count, h.itemsize, &stored) ||
         !vka_mul_size(count, vkattn_dtype_size(h.loads_as), &loaded))
         return vka_error_set(error, VKATTN_ERROR_FORMAT, "npy header: shape %s has more bytes than fit in memory", shape);
@@ -374,7 +375,7 @@ static vkattn_status check_array(const vkattn_array *a, const char **descr, vkat
     size_t dims[VKATTN_MAX_RANK], count, bytes;
     for (uint32_t i = 0; i < a->rank; i++) dims[i] = a->dims[i];
     char shape[64];
-    vka_io_format_shape(shape, sizeof shape, a->dims, a->rank);
+    vka_format_dims(shape, sizeof shape, a->dims, a->rank);
     if (!vka_product_size(dims, a->rank, &count) || !vka_mul_size(count, vkattn_dtype_size(a->dtype), &bytes))
         return vka_error_set(error, VKATTN_ERROR_SIZE_OVERFLOW, "npy write: shape %s overflows size_t", shape);
     if (bytes != a->bytes)

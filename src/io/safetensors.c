@@ -354,8 +354,7 @@ fail:
 
 typedef struct st_layer {
     const st_tensor *t[T_COUNT];
-    const char *prefix; /* quoted for messages */
-    char prefix_buf[ST_QUOTE];
+    char prefix[ST_QUOTE]; /* quoted for messages */
 } st_layer;
 
 static const st_tensor *find_name(const st_header *h, const char *prefix, size_t prefix_len, const char *name)
@@ -392,7 +391,7 @@ static vkattn_status find_layer(const st_header *h, st_layer *layer, vkattn_erro
         return vka_error_set(error, VKATTN_ERROR_NOT_FOUND,
                              "safetensors: no out_proj.weight tensor (with or without a prefix such as 'attn.')");
     size_t prefix_len = anchor->name_len - anchor_len;
-    layer->prefix = vka_io_quote(layer->prefix_buf, sizeof layer->prefix_buf, anchor->name, prefix_len);
+    vka_io_quote(layer->prefix, sizeof layer->prefix, anchor->name, prefix_len);
     for (int k = 0; k < T_COUNT; k++) {
         layer->t[k] = find_name(h, anchor->name, prefix_len, k_names[k]);
         if (prefix_len > 0 && find_name(h, "", 0, k_names[k]))

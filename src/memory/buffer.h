@@ -63,4 +63,9 @@ vkattn_status vka_buffer_fill_zero(vkattn_context *ctx, vka_buffer *buffer);
  * since the work still in flight can then be neither reused nor freed safely. */
 vkattn_status vka_wait_fence(vkattn_context *ctx, VkFence fence, const char *what);
 
+/* The context's one-shot command buffer: reset and begun for recording (into *cmd), then ended,
+ * submitted and waited for; `what` names the work in a timeout message. */
+vkattn_status vka_transfer_begin(vkattn_context *ctx, VkCommandBuffer *cmd);
+vkattn_status vka_transfer_submit_wait(vkattn_context *ctx, const char *what);
+
 #endif

@@ -9,14 +9,6 @@
 #include "common/checked.h"
 #include "device/context.h"
 
-void vka_format_dims(const uint32_t *dims, uint32_t rank, char *buf, size_t size)
-{
-    size_t used = (size_t)snprintf(buf, size, "(");
-    for (uint32_t i = 0; i < rank && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, i ? ", %u" : "%u", dims[i]);
-    if (used < size) snprintf(buf + used, size - used, ")");
-}
-
 vkattn_status vka_tensor_create(vkattn_context *ctx, vkattn_dtype dtype, uint32_t rank, const uint32_t *dims,
                                 vkattn_tensor **out)
 {
@@ -44,7 +36,7 @@ vkattn_status vka_tensor_create(vkattn_context *ctx, vkattn_dtype dtype, uint32_
     t->bytes = bytes;
     t->values = VKA_VALUES_CHECKED_OK; /* zero-filled */
     char shape[96];
-    vka_format_dims(dims, rank, shape, sizeof shape);
+    vka_format_dims(shape, sizeof shape, dims, rank);
     char what[128];
     snprintf(what, sizeof what, "a %s tensor %s", vkattn_dtype_name(dtype), shape);
     vkattn_status status = vka_buffer_create(ctx, bytes, VKA_MEMORY_DEVICE, what, &t->buffer);

@@ -26,7 +26,4 @@ struct vkattn_tensor {
 vkattn_status vka_tensor_create(vkattn_context *ctx, vkattn_dtype dtype, uint32_t rank, const uint32_t *dims,
                                 vkattn_tensor **out);
 
-/* "(2, 3, 4)" into buf. */
-void vka_format_dims(const uint32_t *dims, uint32_t rank, char *buf, size_t size);
-
 #endif

@@ -31,7 +31,7 @@ typedef struct copy_region {
     int fill_zero; /* vkCmdFillBuffer(dst) instead of a copy */
 } copy_region;
 
-static vkattn_status submit_copy(vkattn_context *ctx, const copy_region *region)
+vkattn_status vka_transfer_begin(vkattn_context *ctx, VkCommandBuffer *cmd)
 {
     vkattn_status status = VKATTN_OK;
     VKA_VK(ctx, ctx->vk.vkResetCommandBuffer(ctx->transfer_cmd, 0));
@@ -40,12 +40,14 @@ static vkattn_status submit_copy(vkattn_context *ctx, const copy_region *region)
         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
     };
     VKA_VK(ctx, ctx->vk.vkBeginCommandBuffer(ctx->transfer_cmd, &begin));
-    if (region->fill_zero) {
-        ctx->vk.vkCmdFillBuffer(ctx->transfer_cmd, region->dst, 0, VK_WHOLE_SIZE, 0);
-    } else {
-        VkBufferCopy copy = {region->src_offset, region->dst_offset, region->size};
-        ctx->vk.vkCmdCopyBuffer(ctx->transfer_cmd, region->src, region->dst, 1, &copy);
-    }
+    *cmd = ctx->transfer_cmd;
+fail:
+    return status;
+}
+
+vkattn_status vka_transfer_submit_wait(vkattn_context *ctx, const char *what)
+{
+    vkattn_status status = VKATTN_OK;
     VKA_VK(ctx, ctx->vk.vkEndCommandBuffer(ctx->transfer_cmd));
     VkSubmitInfo submit = {
         .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
@@ -54,9 +56,23 @@ static vkattn_status submit_copy(vkattn_context *ctx, const copy_region *region)
     };
     VKA_VK(ctx, ctx->vk.vkResetFences(ctx->device, 1, &ctx->transfer_fence));
     VKA_VK(ctx, ctx->vk.vkQueueSubmit(ctx->queue, 1, &submit, ctx->transfer_fence));
-    VKA_TRY(vka_wait_fence(ctx, ctx->transfer_fence, "a buffer copy"));
+    VKA_TRY(vka_wait_fence(ctx, ctx->transfer_fence, what));
 fail:
     return status;
+}
+
+static vkattn_status submit_copy(vkattn_context *ctx, const copy_region *region)
+{
+    VkCommandBuffer cmd;
+    vkattn_status status = vka_transfer_begin(ctx, &cmd);
+    if (status != VKATTN_OK) return status;
+    if (region->fill_zero) {
+        ctx->vk.vkCmdFillBuffer(cmd, region->dst, 0, VK_WHOLE_SIZE, 0);
+    } else {
+        VkBufferCopy copy = {region->src_offset, region->dst_offset, region->size};
+        ctx->vk.vkCmdCopyBuffer(cmd, region->src, region->dst, 1, &copy);
+    }
+    return vka_transfer_submit_wait(ctx, "a buffer copy");
 }
 
 vkattn_status vka_buffer_fill_zero(vkattn_context *ctx, vka_buffer *buffer)

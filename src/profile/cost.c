@@ -2,6 +2,7 @@
  * tests share. */
 #include <string.h>
 
+#include "attention/config.h"
 #include "common/error.h"
 
 vkattn_status vkattn_forward_cost(const vkattn_layer_desc *d, uint32_t batch, uint32_t query_len, uint32_t key_len,
@@ -12,13 +13,8 @@ vkattn_status vkattn_forward_cost(const vkattn_layer_desc *d, uint32_t batch, ui
         return VKATTN_ERROR_INVALID_ARGUMENT;
     const int self = key_len == 0;
     const double B = batch, L = query_len, S = self ? query_len : key_len;
-    double heads = d->num_heads;
-    if (d->head_mask) {
-        heads = 0;
-        for (uint32_t h = 0; h < d->num_heads; h++) heads += d->head_mask[h] != 0;
-    }
     /* I: the projected width of the computed heads. */
-    const double E = d->embed_dim, H = heads, D = E / d->num_heads, I = H * D;
+    const double E = d->embed_dim, H = vka_count_active_heads(d->num_heads, d->head_mask), D = E / d->num_heads, I = H * D;
     const double kdim = d->kdim ? d->kdim : E, vdim = d->vdim ? d->vdim : E;
     const double S_ext = S + (d->add_bias_kv != 0) + (d->add_zero_attn != 0);
     const double a = d->storage == VKATTN_DTYPE_F16 ? 2.0 : 4.0; /* activation and weight element */

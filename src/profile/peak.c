@@ -33,8 +33,10 @@ static vkattn_status time_dispatch(peak_run *run, const vka_pipeline *p, const v
     };
     VkDescriptorSet set;
     VKA_VK(ctx, ctx->vk.vkAllocateDescriptorSets(ctx->device, &alloc, &set));
-    VkDescriptorBufferInfo infos[2];
-    VkWriteDescriptorSet writes[2];
+    if (p->bindings.count > VKA_MAX_BINDINGS)
+        return vka_fail(ctx, VKATTN_ERROR_VULKAN, "internal: a peak kernel declares %u buffers", p->bindings.count);
+    VkDescriptorBufferInfo infos[VKA_MAX_BINDINGS];
+    VkWriteDescriptorSet writes[VKA_MAX_BINDINGS];
     for (uint32_t i = 0; i < p->bindings.count; i++) {
         infos[i] = (VkDescriptorBufferInfo){buffers[i]->buffer, 0, buffers[i]->size};
         writes[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set,
@@ -44,11 +46,8 @@ static vkattn_status time_dispatch(peak_run *run, const vka_pipeline *p, const v
     }
     ctx->vk.vkUpdateDescriptorSets(ctx->device, p->bindings.count, writes, 0, NULL);
 
-    VkCommandBuffer cmd = ctx->transfer_cmd;
-    VKA_VK(ctx, ctx->vk.vkResetCommandBuffer(cmd, 0));
-    VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                      .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    VKA_VK(ctx, ctx->vk.vkBeginCommandBuffer(cmd, &begin));
+    VkCommandBuffer cmd;
+    VKA_TRY(vka_transfer_begin(ctx, &cmd));
     ctx->vk.vkCmdResetQueryPool(cmd, run->queries, 0, 2);
     ctx->vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
     ctx->vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
@@ -56,16 +55,11 @@ static vkattn_status time_dispatch(peak_run *run, const vka_pipeline *p, const v
     ctx->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, run->queries, 0);
     ctx->vk.vkCmdDispatch(cmd, groups, 1, 1);
     ctx->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, run->queries, 1);
-    VKA_VK(ctx, ctx->vk.vkEndCommandBuffer(cmd));
-    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
-    VKA_VK(ctx, ctx->vk.vkResetFences(ctx->device, 1, &ctx->transfer_fence));
-    VKA_VK(ctx, ctx->vk.vkQueueSubmit(ctx->queue, 1, &submit, ctx->transfer_fence));
-    VKA_TRY(vka_wait_fence(ctx, ctx->transfer_fence, "a peak microkernel"));
+    VKA_TRY(vka_transfer_submit_wait(ctx, "a peak microkernel"));
     uint64_t ticks[2];
     VKA_VK(ctx, ctx->vk.vkGetQueryPoolResults(ctx->device, run->queries, 0, 2, sizeof ticks, ticks, sizeof ticks[0],
                                               VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
-    uint64_t mask = ctx->caps.timestamp_valid_bits >= 64 ? ~0ull : (1ull << ctx->caps.timestamp_valid_bits) - 1;
-    *ms = (double)(((ticks[1] & mask) - (ticks[0] & mask)) & mask) * ctx->caps.timestamp_period_ns * 1e-6;
+    *ms = vka_ticks_ms(&ctx->caps, ticks[0], ticks[1]);
 fail:
     return status;
 }
