@@ -8,9 +8,10 @@
  *
  * Conventions shared by every kernel:
  *  - all offsets and strides are in elements, not bytes (buffers are bound whole);
- *  - a dispatch is a 1-d list of `group_count` workgroups folded into a 3-d grid to fit the
- *    device's maxComputeWorkGroupCount; kernels unfold it with vka_group_index() and return early
- *    for indices >= group_count (a whole workgroup at a time, so barriers stay uniform).
+ *  - a dispatch is a 1-d list of workgroups folded into a 3-d grid to fit the device's
+ *    maxComputeWorkGroupCount; kernels unfold it with vka_group_index() and return early for the
+ *    padding: invocations past their own work (matmul, scores, P·V, fused), or whole workgroups
+ *    at indices >= group_count where a workgroup shares barriers (softmax, average_heads).
  */
 #ifndef VKA_ABI_H
 #define VKA_ABI_H
@@ -57,7 +58,7 @@ VKA_STRUCT(vka_matmul_push) {
     uint32_t c_offset, ldc;
     uint32_t rows_per_batch, batch_stride;
     uint32_t has_bias;
-    uint32_t group_count, tiles_n;
+    uint32_t tiles_n;
 } VKA_STRUCT_END(vka_matmul_push)
 
 /* The chunk of score rows a scores/softmax/P·V/average dispatch covers: heads bh in
@@ -77,34 +78,33 @@ VKA_STRUCT(vka_scores_push) {
     float scale;
     uint32_t mask_flags;
     uint32_t mask_heads;         /* heads in a per-head attn_mask (its dim 0 is B * mask_heads) */
-    uint32_t group_count, tiles_j, tiles_i;
+    uint32_t tiles_j, tiles_i;
 } VKA_STRUCT_END(vka_scores_push)
 
-/* attn_pv.comp: ctx[(b*L + i) * ctx_stride + h*D + d] = sum_j P[r, j] v_j[d] (ctx in elements). */
+/* attn_pv.comp: ctx[(b*L + i) * ctx_stride + h*D + d] = sum_j P[r, j] v_j[d] (ctx in elements;
+ * D = DV * VEC, from the specialization constants). */
 VKA_STRUCT(vka_pv_push) {
-    uint32_t L, S_ext, H, D;
+    uint32_t L, S_ext, H;
     uint32_t v_offset, v_stride, kv_rows;
     uint32_t ctx_stride;
     uint32_t bh_begin, bh_count, i_begin, i_count;
-    uint32_t group_count, tiles_d, tiles_i;
+    uint32_t tiles_d, tiles_i;
 } VKA_STRUCT_END(vka_pv_push)
 
 /* attn_fused.comp: flash attention. One invocation owns TILE_A queries of one (b, h) and streams
  * the keys in blocks of TILE_B with an online softmax; nothing of size L x S is stored.
- * ctx row (b,i) at (b*L + i) * ctx_stride + h*D (elements); lse[(b*H + h) * L + i] is the row's
- * log-sum-exp (natural log, of the scaled and masked scores) when has_lse. */
+ * ctx row (b,i) at (b*L + i) * ctx_stride + h*D (elements, D = DV * VEC); lse[(b*H + h) * L + i]
+ * is the row's log-sum-exp (natural log, of the scaled and masked scores) when has_lse. */
 VKA_STRUCT(vka_fused_push) {
-    uint32_t L, S, H, D, BH;
+    uint32_t L, S, H, BH;
     uint32_t q_offset, q_stride, q_rows;
     uint32_t k_offset, k_stride;
     uint32_t v_offset, v_stride, kv_rows;
     uint32_t extra_keys;
     uint32_t ctx_stride;
-    uint32_t q_blocks;           /* ceil(L / TILE_A) */
     float scale;
     uint32_t mask_flags, mask_heads;
     uint32_t has_lse;
-    uint32_t group_count;
 } VKA_STRUCT_END(vka_fused_push)
 
 /* softmax.comp: each of `rows` rows of S_ext scores becomes probabilities, in place. */

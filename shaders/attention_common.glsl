@@ -3,7 +3,8 @@
  *
  * The includer declares, before including: the push-constant block `pc` with fields L, S,
  * mask_flags and mask_heads; specialization constant VEC; and bindings named kpm (uint words),
- * valid_lens (int), mask_bytes (uint words) and mask_floats (float) when it uses vka_mask_term.
+ * valid_lens (int), mask_bytes (uint words) and mask_floats (float) when it uses vka_mask_term;
+ * specialization constants TILE_A, TILE_B, DV and samplers Q, K when it uses VKA_QK_TILE.
  */
 
 /* A texel as four floats; with VEC == 1 (R32F/R16F views) the unused lanes are zero, so dot
@@ -13,6 +14,21 @@ vec4 vka_fetch(samplerBuffer t, uint index)
     vec4 v = texelFetch(t, int(index));
     return VEC == 4 ? v : vec4(v.x, 0.0, 0.0, 0.0);
 }
+
+/* s[r][c] = q_r · k_c over the DV texels of one head: the register tile of TILE_A queries by TILE_B
+ * keys that the scores and fused kernels share. qrow/krow hold each row's first texel in the
+ * samplers Q and K. (A macro: arrays sized by specialization constants make poor parameters.) */
+#define VKA_QK_TILE(s, qrow, krow)                                                                 \
+    for (uint r_ = 0; r_ < TILE_A; r_++)                                                           \
+        for (uint c_ = 0; c_ < TILE_B; c_++) s[r_][c_] = 0.0;                                      \
+    for (uint d_ = 0; d_ < DV; d_++) {                                                             \
+        vec4 q_[TILE_A];                                                                           \
+        for (uint r_ = 0; r_ < TILE_A; r_++) q_[r_] = vka_fetch(Q, qrow[r_] + d_);                 \
+        for (uint c_ = 0; c_ < TILE_B; c_++) {                                                     \
+            vec4 k_ = vka_fetch(K, krow[c_] + d_);                                                 \
+            for (uint r_ = 0; r_ < TILE_A; r_++) s[r_][c_] += dot(q_[r_], k_);                     \
+        }                                                                                          \
+    }
 
 #ifdef VKA_WITH_MASKS
 /* Masks, split by what they depend on so the kernels can hoist them (and so lavapipe's compiler

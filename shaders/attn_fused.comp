@@ -43,7 +43,8 @@ layout(std430, binding = 3) writeonly buffer Ctx4_ { VKA_OUT_VEC4 ctx4[]; };
 void main()
 {
     uint id = vka_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-    uint bh = id / pc.q_blocks, block = id % pc.q_blocks;
+    uint q_blocks = (pc.L + TILE_A - 1) / TILE_A;
+    uint bh = id / q_blocks, block = id % q_blocks;
     if (bh >= pc.BH) return;
     uint b = bh / pc.H, h = bh % pc.H;
     uint i0 = block * TILE_A;
@@ -77,16 +78,7 @@ void main()
         for (uint c = 0; c < TILE_B; c++)
             krow[c] = pc.k_offset + (b * pc.kv_rows + min(j0 + c, end - 1)) * pc.k_stride + h * DV;
         float s[TILE_A][TILE_B];
-        for (uint r = 0; r < TILE_A; r++)
-            for (uint c = 0; c < TILE_B; c++) s[r][c] = 0.0;
-        for (uint d = 0; d < DV; d++) {
-            vec4 q[TILE_A];
-            for (uint r = 0; r < TILE_A; r++) q[r] = vka_fetch(Q, qrow[r] + d);
-            for (uint c = 0; c < TILE_B; c++) {
-                vec4 k = vka_fetch(K, krow[c] + d);
-                for (uint r = 0; r < TILE_A; r++) s[r][c] += dot(q[r], k);
-            }
-        }
+        VKA_QK_TILE(s, qrow, krow);
 
         /* Scale and masks; invisible scores become -inf. */
         float key_term[TILE_B];
@@ -139,7 +131,7 @@ void main()
         if (i >= pc.L) break;
         float inv = l[r] > 0.0 ? 1.0 / l[r] : 0.0;
         float poison = saw_nan[r] ? 0.0 / 0.0 : 0.0;
-        uint out_row = (b * pc.L + i) * pc.ctx_stride + h * pc.D;
+        uint out_row = (b * pc.L + i) * pc.ctx_stride + h * DV * VEC;
         /* Whole vec4 stores when rows are vec4-aligned: 4x fewer (scalarised) stores on lavapipe. */
         if (VEC == 4) {
             for (uint t = 0; t < DV; t++) ctx4[out_row / 4 + t] = VKA_TO_OUT_VEC4(o[r][t] * inv + poison);

@@ -38,7 +38,7 @@ void main()
 
     uint prow[TILE_A];
     for (uint r = 0; r < TILE_A; r++) prow[r] = (bh_local * pc.i_count + min(i_local0 + r, pc.i_count - 1)) * pc.S_ext;
-    uint vcol = h * DV + min(t0, DV - 1);
+    uint vcol = h * DV; /* t0 < DV; texels past the row's end read its last one and are not stored */
 
     vec4 acc[TILE_A][TILE_B];
     for (uint r = 0; r < TILE_A; r++)
@@ -48,7 +48,7 @@ void main()
         for (uint r = 0; r < TILE_A; r++) w[r] = texelFetch(P, int(prow[r] + j)).x;
         uint vrow = pc.v_offset + (b * pc.kv_rows + j) * pc.v_stride + vcol;
         for (uint t = 0; t < TILE_B; t++) {
-            vec4 v = vka_fetch(V, vrow + min(t, DV - 1 - min(t0, DV - 1)));
+            vec4 v = vka_fetch(V, vrow + min(t0 + t, DV - 1));
             for (uint r = 0; r < TILE_A; r++) acc[r][t] += w[r] * v;
         }
     }
@@ -56,13 +56,10 @@ void main()
     for (uint r = 0; r < TILE_A; r++) {
         uint i_local = i_local0 + r;
         if (i_local >= pc.i_count) break;
-        uint out_row = (b * pc.L + pc.i_begin + i_local) * pc.ctx_stride + h * pc.D;
+        uint out_row = (b * pc.L + pc.i_begin + i_local) * pc.ctx_stride + h * DV * VEC;
         for (uint t = 0; t < TILE_B; t++) {
             if (t0 + t >= DV) break;
-            for (uint e = 0; e < VEC; e++) {
-                uint d = (t0 + t) * VEC + e;
-                if (d < pc.D) ctx[out_row + d] = VKA_TO_OUT(acc[r][t][e]);
-            }
+            for (uint e = 0; e < VEC; e++) ctx[out_row + (t0 + t) * VEC + e] = VKA_TO_OUT(acc[r][t][e]);
         }
     }
 }

@@ -50,16 +50,7 @@ void main()
         krow[c] = pc.k_offset + (b * pc.kv_rows + min(j0 + c, pc.S_ext - 1)) * pc.k_stride + h * DV;
 
     float s[TILE_A][TILE_B];
-    for (uint r = 0; r < TILE_A; r++)
-        for (uint c = 0; c < TILE_B; c++) s[r][c] = 0.0;
-    for (uint d = 0; d < DV; d++) {
-        vec4 q[TILE_A];
-        for (uint r = 0; r < TILE_A; r++) q[r] = vka_fetch(Q, qrow[r] + d);
-        for (uint c = 0; c < TILE_B; c++) {
-            vec4 k = vka_fetch(K, krow[c] + d);
-            for (uint r = 0; r < TILE_A; r++) s[r][c] += dot(q[r], k);
-        }
-    }
+    VKA_QK_TILE(s, qrow, krow);
 
     float key_term[TILE_B];
     for (uint c = 0; c < TILE_B; c++)

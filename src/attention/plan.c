@@ -140,7 +140,7 @@ static vkattn_status add_matmul(builder *b, const matmul_args *m)
         .c_offset = m->c_offset, .ldc = m->ldc,
         .rows_per_batch = m->rows_per_batch, .batch_stride = m->batch_stride,
         .has_bias = m->bias != VKA_ROLE_NONE,
-        .group_count = (uint32_t)ceil_div64(tiles, pr->matmul_wg), .tiles_n = tiles_n,
+        .tiles_n = tiles_n,
     };
     return push_step(b, &s, tiles, pr->matmul_wg);
 }
@@ -247,6 +247,7 @@ static vkattn_status add_fused(builder *b, const qkv_layout *l)
     const vka_problem *p = b->p;
     const vka_profile *pr = b->profile;
     const uint32_t vec = attention_vec(p), D = p->cfg.D, BH = p->B * p->cfg.H_active;
+    /* The kernel derives the same q_blocks from L and TILE_A. */
     const uint32_t tile_q = vka_profile_fused_tile_q(pr, D), q_blocks = ceil_div(p->L, tile_q);
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = VKA_KERNEL_FUSED,
                   .f16_out = b->plan->role_dtype[VKA_ROLE_CTX] == VKATTN_DTYPE_F16, .barrier_before = 1};
@@ -270,14 +271,13 @@ static vkattn_status add_fused(builder *b, const qkv_layout *l)
     s.binding_count = 8;
     uint64_t invocations = (uint64_t)BH * q_blocks;
     s.push.fused = (vka_fused_push){
-        .L = p->L, .S = p->S, .H = p->cfg.H_active, .D = D, .BH = BH,
+        .L = p->L, .S = p->S, .H = p->cfg.H_active, .BH = BH,
         .q_offset = l->q_offset / vec, .q_stride = l->q_stride / vec, .q_rows = l->q_rows,
         .k_offset = l->k_offset / vec, .k_stride = l->k_stride / vec,
         .v_offset = l->v_offset / vec, .v_stride = l->v_stride / vec, .kv_rows = l->kv_rows,
-        .extra_keys = p->cfg.extra_keys, .ctx_stride = p->cfg.inner, .q_blocks = q_blocks,
+        .extra_keys = p->cfg.extra_keys, .ctx_stride = p->cfg.inner,
         .scale = 1.0f / sqrtf((float)D),
         .mask_flags = mask_flags(p), .mask_heads = p->cfg.H, .has_lse = p->lse != 0,
-        .group_count = (uint32_t)ceil_div64(invocations, pr->fused_wg),
     };
     return push_step(b, &s, invocations, pr->fused_wg);
 }
@@ -320,7 +320,7 @@ static vkattn_status add_chunk(builder *b, const qkv_layout *l, vka_role probs, 
         .bh_begin = ch->bh_begin, .bh_count = ch->bh_count, .i_begin = ch->i_begin, .i_count = ch->i_count,
         .scale = 1.0f / sqrtf((float)c->D),
         .mask_flags = mask_flags(p), .mask_heads = c->H,
-        .group_count = (uint32_t)ceil_div64(invocations, pr->scores_wg), .tiles_j = tiles_j, .tiles_i = tiles_i,
+        .tiles_j = tiles_j, .tiles_i = tiles_i,
     };
     VKA_TRY(push_step(b, &scores, invocations, pr->scores_wg));
 
@@ -362,11 +362,11 @@ static vkattn_status add_chunk(builder *b, const qkv_layout *l, vka_role probs, 
     uint32_t pv_tiles_i = ceil_div(ch->i_count, pr->pv_tile_q), tiles_d = ceil_div(DV, pr->pv_tile_d);
     uint64_t pv_invocations = (uint64_t)ch->bh_count * pv_tiles_i * tiles_d;
     pv.push.pv = (vka_pv_push){
-        .L = p->L, .S_ext = p->S_ext, .H = c->H_active, .D = c->D,
+        .L = p->L, .S_ext = p->S_ext, .H = c->H_active,
         .v_offset = l->v_offset / vec, .v_stride = l->v_stride / vec, .kv_rows = l->kv_rows,
         .ctx_stride = c->inner,
         .bh_begin = ch->bh_begin, .bh_count = ch->bh_count, .i_begin = ch->i_begin, .i_count = ch->i_count,
-        .group_count = (uint32_t)ceil_div64(pv_invocations, pr->pv_wg), .tiles_d = tiles_d, .tiles_i = pv_tiles_i,
+        .tiles_d = tiles_d, .tiles_i = pv_tiles_i,
     };
     VKA_TRY(push_step(b, &pv, pv_invocations, pr->pv_wg));
     b->plan->chunks++;
