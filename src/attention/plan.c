@@ -33,7 +33,8 @@ int vka_fold_groups(uint64_t total, const uint32_t max[3], uint32_t out[3])
     return 1;
 }
 
-vkattn_path vka_plan_resolve_path(const vka_problem *p)
+/* The path a request resolves to (AUTO: fused unless attention weights are wanted). */
+static vkattn_path vka_plan_resolve_path(const vka_problem *p)
 {
     if (p->path != VKATTN_PATH_AUTO) return p->path;
     return p->weights != VKA_WEIGHTS_NONE ? VKATTN_PATH_UNFUSED : VKATTN_PATH_FUSED;

@@ -125,9 +125,6 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
                              vkattn_error *error);
 void vka_plan_free(vka_plan *plan);
 
-/* The path a request resolves to (AUTO: fused unless attention weights are wanted). */
-vkattn_path vka_plan_resolve_path(const vka_problem *p);
-
 /* Total workspace bytes of a plan. */
 uint64_t vka_plan_workspace_total(const vka_plan *plan);
 

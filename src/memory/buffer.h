@@ -40,8 +40,6 @@ vkattn_status vka_buffer_create(vkattn_context *ctx, VkDeviceSize size, vka_memo
 /* The buffer's whole-size view in `format`, created on first use and owned by the buffer.
  * VKATTN_ERROR_DEVICE_LIMIT if the buffer has more texels than maxTexelBufferElements. */
 vkattn_status vka_buffer_view(vkattn_context *ctx, vka_buffer *buffer, vka_view_format format, VkBufferView *out);
-/* Texel size in bytes of a view format. */
-uint32_t vka_view_texel_bytes(vka_view_format format);
 
 /* Destroys a buffer made by vka_buffer_create (or a zeroed one) and zeroes it. */
 void vka_buffer_destroy(vkattn_context *ctx, vka_buffer *buffer);
