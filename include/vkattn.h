@@ -79,6 +79,8 @@
  *                      when vkattn_context_desc.validation is VKATTN_VALIDATION_DEFAULT
  *   VKATTN_KERNEL_PROFILE  "lavapipe" or "gpu": the kernel shapes, when
  *                      vkattn_context_desc.kernel_profile is NULL (default: chosen from the device)
+ *   VKATTN_LOOP_BUDGET  loop trips per shader invocation to plan within, when
+ *                      vkattn_context_desc.loop_budget is 0; lowers the device's own, never raises it
  */
 #ifndef VKATTN_H
 #define VKATTN_H
@@ -115,7 +117,7 @@ const char *vkattn_version_string(void);
     X(VKATTN_ERROR_SHAPE, 2, "tensor shape does not match")                                        \
     X(VKATTN_ERROR_DTYPE, 3, "tensor dtype does not match")                                        \
     X(VKATTN_ERROR_HEADS, 4, "embed_dim is not divisible by num_heads")                            \
-    X(VKATTN_ERROR_NON_FINITE, 5, "mask holds NaN or +inf")                                        \
+    X(VKATTN_ERROR_NON_FINITE, 5, "a value is NaN, infinite or out of the storage dtype's range")                                        \
     X(VKATTN_ERROR_SIZE_OVERFLOW, 6, "size computation overflows")                                 \
     X(VKATTN_ERROR_DEVICE_LIMIT, 7, "exceeds a device limit")                                      \
     X(VKATTN_ERROR_OUT_OF_HOST_MEMORY, 8, "out of host memory")                                    \
@@ -179,6 +181,9 @@ typedef struct vkattn_device_info {
     int cooperative_matrix;           /* VK_KHR_cooperative_matrix present */
     float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
     char kernel_profile[32];          /* the kernel shapes vkattn picks for this device */
+    uint32_t loop_budget;             /* loop trips one shader invocation may run before the driver
+                                         cuts its loops short, which vkattn plans within (0 = no
+                                         limit known; 65535 on lavapipe, docs/KNOWN_ISSUES.md) */
 } vkattn_device_info;
 
 /* Lists the Vulkan devices. Writes at most `capacity` entries to `infos` (may be NULL when
@@ -202,6 +207,11 @@ typedef struct vkattn_context_desc {
      * device (see `vkattn info`); "lavapipe" or "gpu" force one profile (for tests and tuning;
      * results are the same, speed is not). */
     const char *kernel_profile;
+    /* Loop trips per shader invocation the plan keeps every kernel within: 0 = the
+     * VKATTN_LOOP_BUDGET environment variable, else the device's own (vkattn_device_info).
+     * A value may lower the device's budget (tests do, to exercise the splits at small shapes),
+     * never raise it. */
+    uint32_t loop_budget;
 } vkattn_context_desc;
 
 typedef struct vkattn_context vkattn_context;
@@ -299,7 +309,9 @@ typedef struct vkattn_layer vkattn_layer;
 
 /* Validates the configuration, copies the weights to the device (and keeps a host copy for the
  * CPU path). Errors: VKATTN_ERROR_HEADS if E % H != 0, VKATTN_ERROR_INVALID_ARGUMENT for a missing
- * or superfluous weight pointer or zero sizes. */
+ * or superfluous weight pointer or zero sizes, VKATTN_ERROR_NON_FINITE with F16 storage for a
+ * weight beyond fp16's range (|w| > 65504 would become inf; the message names the tensor, the
+ * element and its value). */
 vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *desc,
                                   const vkattn_weights *weights, vkattn_layer **out);
 void vkattn_layer_destroy(vkattn_layer *layer);

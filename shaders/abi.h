@@ -18,6 +18,7 @@
 
 #ifdef VKA_GLSL
 #extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
+#extension GL_EXT_control_flow_attributes : require
 #define VKA_STRUCT(name) struct name
 #define VKA_STRUCT_END(name) ;
 #else
@@ -43,13 +44,25 @@
 #define VKA_MASK_ATTN_FLOAT 32u
 #define VKA_MASK_ATTN_PER_HEAD 64u
 
+/* Loop trips. lavapipe ends every loop of an invocation once 65535 iterations have run in total,
+ * across all its loops (docs/KNOWN_ISSUES.md), so the plan bounds each kernel's trips per
+ * invocation from a model of its loops (src/attention/plan.c). Loops over register tiles are
+ * written [[unroll]] and cost nothing; every other loop of t trips counts t + 1. Each .comp says
+ * which of its loops count. */
+
 /* Units: kernels read activations and weights through texel views (the view format carries the
  * storage dtype), so read offsets and strides are in texels of VEC floats; written buffers and
  * everything else are in elements. */
 
-/* matmul.comp: C(M,N) = A(M,K) · B(N,K)^T + bias(N). A row m at a_offset + m * lda (texels),
- * B row n at b_offset + n * ldb (texels); C row m at c_offset + c_row(m) * ldc (elements) with
- * c_row(m) = (m / rows_per_batch) * batch_stride + m % rows_per_batch. */
+/* matmul.comp: C(M,N) = A(M,K) · B(N,K)^T + bias(N), or C += A·B^T when `accumulate` (a later part
+ * of a reduction split to fit the loop budget). A row m at a_offset + m * lda (texels), B row n at
+ * b_offset + n * ldb (texels), K texels of each; C row m at c_offset + c_row(m) * ldc (elements)
+ * with c_row(m) = (m / rows_per_batch) * batch_stride + m % rows_per_batch. */
+#define VKA_MATMUL_A 0    /* texel view */
+#define VKA_MATMUL_B 1    /* texel view */
+#define VKA_MATMUL_BIAS 2 /* texel view (R32F) */
+#define VKA_MATMUL_C 3    /* storage buffer, fp16 with OUT_F16 */
+#define VKA_MATMUL_BINDINGS 4
 VKA_STRUCT(vka_matmul_push) {
     uint32_t M, N, K;            /* K in texels */
     uint32_t a_offset, lda;
@@ -58,6 +71,7 @@ VKA_STRUCT(vka_matmul_push) {
     uint32_t c_offset, ldc;
     uint32_t rows_per_batch, batch_stride;
     uint32_t has_bias;
+    uint32_t accumulate;         /* 1: add to C's current contents */
     uint32_t tiles_n;
 } VKA_STRUCT_END(vka_matmul_push)
 
@@ -70,6 +84,13 @@ VKA_STRUCT(vka_matmul_push) {
  * keys were copied after each batch item's S real ones); V likewise. */
 
 /* attn_scores.comp: P[r, j] = scale * q_i · k_j + mask (masked = -inf; extra keys never masked). */
+#define VKA_SCORES_Q 0           /* texel view */
+#define VKA_SCORES_K 1           /* texel view */
+#define VKA_SCORES_P 2           /* storage buffer, out */
+#define VKA_SCORES_KEY_PADDING 3 /* bytes read as uint words */
+#define VKA_SCORES_VALID_LENS 4  /* int */
+#define VKA_SCORES_ATTN_MASK 5   /* bytes or floats */
+#define VKA_SCORES_BINDINGS 6
 VKA_STRUCT(vka_scores_push) {
     uint32_t L, S, S_ext, H;
     uint32_t q_offset, q_stride, q_rows;
@@ -81,40 +102,105 @@ VKA_STRUCT(vka_scores_push) {
     uint32_t tiles_j, tiles_i;
 } VKA_STRUCT_END(vka_scores_push)
 
-/* attn_pv.comp: ctx[(b*L + i) * ctx_stride + h*D + d] = sum_j P[r, j] v_j[d] (ctx in elements;
- * D = DV * VEC, from the specialization constants). */
+/* attn_pv.comp: ctx[(b*L + i) * ctx_stride + h*D + d] = sum_j P[r, j] v_j[d] over the keys
+ * j in [j_begin, j_begin + j_count) (ctx in elements; D = DV * VEC, from the specialization
+ * constants). Long rows are split into key ranges summed in order through an fp32 accumulator
+ * `acc` laid out like ctx: acc_in adds its contents, acc_out writes there instead of ctx. */
+#define VKA_PV_P 0   /* texel view (R32F) */
+#define VKA_PV_V 1   /* texel view */
+#define VKA_PV_CTX 2 /* storage buffer, fp16 with OUT_F16 */
+#define VKA_PV_ACC 3 /* storage buffer, fp32 */
+#define VKA_PV_BINDINGS 4
 VKA_STRUCT(vka_pv_push) {
     uint32_t L, S_ext, H;
     uint32_t v_offset, v_stride, kv_rows;
     uint32_t ctx_stride;
     uint32_t bh_begin, bh_count, i_begin, i_count;
+    uint32_t j_begin, j_count;
+    uint32_t acc_in, acc_out;
     uint32_t tiles_d, tiles_i;
 } VKA_STRUCT_END(vka_pv_push)
 
-/* attn_fused.comp: flash attention. One invocation owns TILE_A queries of one (b, h) and streams
- * the keys in blocks of TILE_B with an online softmax; nothing of size L x S is stored.
- * ctx row (b,i) at (b*L + i) * ctx_stride + h*D (elements, D = DV * VEC); lse[(b*H + h) * L + i]
- * is the row's log-sum-exp (natural log, of the scaled and masked scores) when has_lse. */
+/* attn_fused.comp: flash attention over a range of keys. One invocation owns TILE_A query rows of
+ * one (b, h) and streams its keys in blocks of TILE_B with an online softmax; nothing of size
+ * L x S is stored. Rows: bh in [bh_begin, +bh_count), i in [i_begin, +i_count).
+ *
+ * Keys: the key sequence j in [0, S_ext) (S real keys, then the extra keys) is cut into `splits`
+ * parts of split_len keys, which run side by side (grid = splits x rows); within its part an
+ * invocation visits [chunk_begin, chunk_begin + chunk_len) (relative to the part's start). A
+ * long part is visited by several dispatches in turn, the softmax state carried between them.
+ *
+ * The softmax state of a row is its normalised partial output o (D floats) and log-sum-exp:
+ * state row (s, bh - bh_begin, i - i_begin) at index ((s * bh_count + bh_local) * i_count + i_local)
+ * in `state_lse`, times D in `state_o`. Flags: LOAD (start from the stored state of its part),
+ * STORE (write the state, not ctx). Without STORE the invocation writes ctx row (b,i) at
+ * (b*L + i) * ctx_stride + h*D and, with LSE, lse[bh * L + i]. Parts are combined by
+ * attn_merge.comp. */
+#define VKA_FUSED_LOAD 1u
+#define VKA_FUSED_STORE 2u
+#define VKA_FUSED_LSE 4u
+#define VKA_FUSED_Q 0            /* texel view */
+#define VKA_FUSED_K 1            /* texel view */
+#define VKA_FUSED_V 2            /* texel view */
+#define VKA_FUSED_CTX 3          /* storage buffer, out, fp16 with OUT_F16 */
+#define VKA_FUSED_KEY_PADDING 4  /* bytes read as uint words */
+#define VKA_FUSED_VALID_LENS 5   /* int */
+#define VKA_FUSED_ATTN_MASK 6    /* bytes or floats */
+#define VKA_FUSED_LSE_OUT 7      /* float */
+#define VKA_FUSED_STATE_O 8      /* float, read with LOAD, written with STORE */
+#define VKA_FUSED_STATE_LSE 9    /* float */
+#define VKA_FUSED_BINDINGS 10
 VKA_STRUCT(vka_fused_push) {
-    uint32_t L, S, H, BH;
+    uint32_t L, S, S_ext, H;
+    uint32_t bh_begin, bh_count, i_begin, i_count;
     uint32_t q_offset, q_stride, q_rows;
     uint32_t k_offset, k_stride;
     uint32_t v_offset, v_stride, kv_rows;
-    uint32_t extra_keys;
     uint32_t ctx_stride;
     float scale;
     uint32_t mask_flags, mask_heads;
-    uint32_t has_lse;
+    uint32_t splits, split_len, chunk_begin, chunk_len;
+    uint32_t flags;
 } VKA_STRUCT_END(vka_fused_push)
 
-/* softmax.comp: each of `rows` rows of S_ext scores becomes probabilities, in place. */
+/* attn_merge.comp: combines the states of `splits` parts of each row (layout as in attn_fused)
+ * into ctx (and lse with has_lse): lse = log sum_s exp(lse_s), o = sum_s exp(lse_s - lse) o_s.
+ * One invocation per texel of a row's head slice. */
+#define VKA_MERGE_STATE_O 0   /* float */
+#define VKA_MERGE_STATE_LSE 1 /* float */
+#define VKA_MERGE_CTX 2       /* storage buffer, out, fp16 with OUT_F16 */
+#define VKA_MERGE_LSE_OUT 3   /* float */
+#define VKA_MERGE_BINDINGS 4
+VKA_STRUCT(vka_merge_push) {
+    uint32_t L, H;
+    uint32_t bh_begin, bh_count, i_begin, i_count;
+    uint32_t splits;
+    uint32_t ctx_stride;
+    uint32_t has_lse;
+} VKA_STRUCT_END(vka_merge_push)
+
+/* softmax.comp: rows of S_ext scores become probabilities, in place. A row is cut into `chunks`
+ * ranges of chunk_len keys, one workgroup each (grid = rows x chunks). Modes: ROW (one chunk: the
+ * whole softmax in one pass), STATS (write each chunk's max and sum of exp to `stats`), NORMALIZE
+ * (combine the row's chunk stats, then write the chunk's probabilities). */
+#define VKA_SOFTMAX_ROW 0u
+#define VKA_SOFTMAX_STATS 1u
+#define VKA_SOFTMAX_NORMALIZE 2u
+#define VKA_SOFTMAX_P 0     /* float, read and written */
+#define VKA_SOFTMAX_STATS_BUF 1 /* float: (max, sum, nan flag) per (row, chunk) */
+#define VKA_SOFTMAX_BINDINGS 2
 VKA_STRUCT(vka_softmax_push) {
     uint32_t rows, S_ext;
-    uint32_t group_count;
+    uint32_t chunks, chunk_len;
+    uint32_t mode;
+    uint32_t group_count;        /* rows * chunks */
 } VKA_STRUCT_END(vka_softmax_push)
 
 /* average_heads.comp: W[(b*L + i) * S_ext + j] += inv_heads * sum of P rows of batch b's heads in
  * the chunk. */
+#define VKA_AVERAGE_P 0 /* float */
+#define VKA_AVERAGE_W 1 /* float, read and written */
+#define VKA_AVERAGE_BINDINGS 2
 VKA_STRUCT(vka_average_push) {
     uint32_t H, L, S_ext;
     uint32_t bh_begin, bh_count, i_begin, i_count;
@@ -124,6 +210,11 @@ VKA_STRUCT(vka_average_push) {
 } VKA_STRUCT_END(vka_average_push)
 
 /* peak_fma.comp and peak_copy.comp: the microkernels behind vkattn_measure_peak. */
+#define VKA_PEAK_WG_SIZE 64      /* local_size_x of both */
+#define VKA_PEAK_CHAINS 32       /* independent vec4 FMA chains per invocation */
+#define VKA_PEAK_OUT 0           /* peak_fma: one vec4 per invocation */
+#define VKA_PEAK_SRC 0           /* peak_copy */
+#define VKA_PEAK_DST 1
 VKA_STRUCT(vka_peak_push) {
     uint32_t iterations; /* FMA loop trips */
     uint32_t count;      /* vec4 elements to copy */

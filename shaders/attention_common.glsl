@@ -17,16 +17,17 @@ vec4 vka_fetch(samplerBuffer t, uint index)
 
 /* s[r][c] = q_r · k_c over the DV texels of one head: the register tile of TILE_A queries by TILE_B
  * keys that the scores and fused kernels share. qrow/krow hold each row's first texel in the
- * samplers Q and K. (A macro: arrays sized by specialization constants make poor parameters.) */
+ * samplers Q and K. (A macro: arrays sized by specialization constants make poor parameters.)
+ * Loop trips: DV + 1 (the tile loops are unrolled). */
 #define VKA_QK_TILE(s, qrow, krow)                                                                 \
-    for (uint r_ = 0; r_ < TILE_A; r_++)                                                           \
-        for (uint c_ = 0; c_ < TILE_B; c_++) s[r_][c_] = 0.0;                                      \
+    [[unroll]] for (uint r_ = 0; r_ < TILE_A; r_++)                                                \
+        [[unroll]] for (uint c_ = 0; c_ < TILE_B; c_++) s[r_][c_] = 0.0;                           \
     for (uint d_ = 0; d_ < DV; d_++) {                                                             \
         vec4 q_[TILE_A];                                                                           \
-        for (uint r_ = 0; r_ < TILE_A; r_++) q_[r_] = vka_fetch(Q, qrow[r_] + d_);                 \
-        for (uint c_ = 0; c_ < TILE_B; c_++) {                                                     \
+        [[unroll]] for (uint r_ = 0; r_ < TILE_A; r_++) q_[r_] = vka_fetch(Q, qrow[r_] + d_);      \
+        [[unroll]] for (uint c_ = 0; c_ < TILE_B; c_++) {                                          \
             vec4 k_ = vka_fetch(K, krow[c_] + d_);                                                 \
-            for (uint r_ = 0; r_ < TILE_A; r_++) s[r_][c_] += dot(q_[r_], k_);                     \
+            [[unroll]] for (uint r_ = 0; r_ < TILE_A; r_++) s[r_][c_] += dot(q_[r_], k_);          \
         }                                                                                          \
     }
 
@@ -34,7 +35,7 @@ vec4 vka_fetch(samplerBuffer t, uint index)
 /* Masks, split by what they depend on so the kernels can hoist them (and so lavapipe's compiler
  * does not see the full mask logic unrolled once per score):
  *   row limit   causal and valid lengths: real keys j >= vka_row_limit(b, i) are excluded;
- *   key term    key padding: depends on (b, j) only;
+ *   key test    key padding: depends on (b, j) only;
  *   mask term   attn_mask: one value per (b, h, i, j).
  * Only the S real keys are masked; the extra keys (bias_k, zero key) never are. */
 uint vka_row_limit(uint b, uint i)
@@ -47,10 +48,10 @@ uint vka_row_limit(uint b, uint i)
     return uint(max(limit, 0));
 }
 
-float vka_key_term(uint b, uint j)
+/* Whether key padding leaves key j of batch b visible. */
+bool vka_key_visible(uint b, uint j)
 {
-    const float excluded = -1.0 / 0.0;
-    return VKA_LOAD_BYTE(kpm, b * pc.S + j) != 0 ? excluded : 0.0;
+    return VKA_LOAD_BYTE(kpm, b * pc.S + j) == 0;
 }
 
 float vka_mask_term(uint b, uint h, uint i, uint j)
@@ -59,6 +60,13 @@ float vka_mask_term(uint b, uint h, uint i, uint j)
     if ((pc.mask_flags & VKA_MASK_ATTN_PER_HEAD) != 0) idx += (b * pc.mask_heads + h) * pc.L * pc.S;
     if ((pc.mask_flags & VKA_MASK_ATTN_BOOL) != 0) return VKA_LOAD_BYTE(mask_bytes, idx) != 0 ? -1.0 / 0.0 : 0.0;
     return mask_floats[idx];
+}
+
+/* A score plus an attn_mask term. A -inf term replaces the score rather than being added to it, so
+ * a masked key whose row holds NaN or inf (a stale cache slot, say) cannot leak into the row. */
+float vka_add_mask(float score, float term)
+{
+    return term == -1.0 / 0.0 ? term : score + term;
 }
 
 const uint VKA_MASK_ATTN = VKA_MASK_ATTN_BOOL | VKA_MASK_ATTN_FLOAT;

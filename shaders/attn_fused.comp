@@ -1,17 +1,22 @@
 #version 450
 /*
  * attn_fused.comp — flash attention: context = softmax(q K^T * scale + mask) V for TILE_A query
- * rows of one (b, h) per invocation, streaming the keys in blocks of TILE_B with an online
- * softmax (running max m and sum l per row, fp32), so no L x S buffer exists.
+ * rows of one (b, h) per invocation over one range of keys, streamed in blocks of TILE_B with an
+ * online softmax (running max m and sum l per row, fp32), so no L x S buffer exists.
  *
- * Masks as in attn_scores.comp (attention_common.glsl). Keys past every row's limit (causal,
- * valid lengths) are skipped whole; then the extra keys (never masked) are visited. A row with no
- * visible key gets a zero context (and lse = -inf); a NaN score makes the row NaN.
+ * Which keys, and the softmax state carried between dispatches and merged across parts: see
+ * vka_fused_push in abi.h. Masks as in attn_scores.comp (attention_common.glsl). Keys past every
+ * row's limit (causal, valid lengths) are skipped whole; then the extra keys (never masked) are
+ * visited. A masked key never contributes, even when its K or V row holds NaN or inf (a stale
+ * cache slot): its score is replaced by -inf, not added to, and a zero probability skips its V
+ * row. A row with no visible key gets a zero context (lse = -inf); a NaN score makes the row NaN.
  *
- * Grid: B*H * q_blocks invocations, WG_SIZE per workgroup.
- * Bindings: 0 Q, 1 K, 2 V (texel views: DV texels of VEC floats per head row), 3 ctx (out, fp16
- *           with OUT_F16), 4 key_padding_mask, 5 valid_lens, 6 attn_mask (bytes or floats),
- *           7 lse (float, written when has_lse).
+ * Grid: splits * bh_count * ceil(i_count / TILE_A) invocations, WG_SIZE per workgroup.
+ * Bindings: VKA_FUSED_* (abi.h).
+ * Loop trips per invocation (the plan's model, src/attention/plan.c): the key-block loop, blocks + 1;
+ * per block three loops over the DV texels of a head row (Q·K^T, rescale, P·V), DV + 1 each;
+ * once each, a DV loop to clear the output, to load a carried state, and to store. Loops over
+ * TILE_A, TILE_B and VEC are unrolled.
  */
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -26,118 +31,159 @@ layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
 layout(constant_id = VKA_SPEC_DV) const uint DV = 16;
 layout(constant_id = VKA_SPEC_ATTN_MASK) const uint ATTN_MASK = 1;
 
-layout(binding = 0) uniform samplerBuffer Q;
-layout(binding = 1) uniform samplerBuffer K;
-layout(binding = 2) uniform samplerBuffer V;
-layout(std430, binding = 4) readonly buffer Kpm_ { uint kpm[]; };
-layout(std430, binding = 5) readonly buffer ValidLens_ { int valid_lens[]; };
-layout(std430, binding = 6) readonly buffer MaskBytes_ { uint mask_bytes[]; };
-layout(std430, binding = 6) readonly buffer MaskFloats_ { float mask_floats[]; };
-layout(std430, binding = 7) writeonly buffer Lse_ { float lse[]; };
+layout(binding = VKA_FUSED_Q) uniform samplerBuffer Q;
+layout(binding = VKA_FUSED_K) uniform samplerBuffer K;
+layout(binding = VKA_FUSED_V) uniform samplerBuffer V;
+layout(std430, binding = VKA_FUSED_KEY_PADDING) readonly buffer Kpm_ { uint kpm[]; };
+layout(std430, binding = VKA_FUSED_VALID_LENS) readonly buffer ValidLens_ { int valid_lens[]; };
+layout(std430, binding = VKA_FUSED_ATTN_MASK) readonly buffer MaskBytes_ { uint mask_bytes[]; };
+layout(std430, binding = VKA_FUSED_ATTN_MASK) readonly buffer MaskFloats_ { float mask_floats[]; };
+layout(std430, binding = VKA_FUSED_LSE_OUT) writeonly buffer Lse_ { float lse[]; };
+layout(std430, binding = VKA_FUSED_STATE_O) buffer StateO_ { float state_o[]; };
+layout(std430, binding = VKA_FUSED_STATE_O) buffer StateO4_ { vec4 state_o4[]; };
+layout(std430, binding = VKA_FUSED_STATE_LSE) buffer StateLse_ { float state_lse[]; };
 layout(push_constant) uniform Push { vka_fused_push pc; };
 #define VKA_WITH_MASKS
 #include "attention_common.glsl"
-layout(std430, binding = 3) writeonly buffer Ctx_ { VKA_OUT_TYPE ctx[]; };
-layout(std430, binding = 3) writeonly buffer Ctx4_ { VKA_OUT_VEC4 ctx4[]; };
+layout(std430, binding = VKA_FUSED_CTX) writeonly buffer Ctx_ { VKA_OUT_TYPE ctx[]; };
+layout(std430, binding = VKA_FUSED_CTX) writeonly buffer Ctx4_ { VKA_OUT_VEC4 ctx4[]; };
 
 void main()
 {
     uint id = vka_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-    uint q_blocks = (pc.L + TILE_A - 1) / TILE_A;
-    uint bh = id / q_blocks, block = id % q_blocks;
-    if (bh >= pc.BH) return;
-    uint b = bh / pc.H, h = bh % pc.H;
-    uint i0 = block * TILE_A;
+    uint q_blocks = (pc.i_count + TILE_A - 1) / TILE_A;
+    uint rows = pc.bh_count * q_blocks;
+    uint split = id / rows;
+    if (split >= pc.splits) return;
+    uint bh_local = (id % rows) / q_blocks, il0 = (id % q_blocks) * TILE_A;
+    uint bh = pc.bh_begin + bh_local, b = bh / pc.H, h = bh % pc.H;
+    const float neg_inf = -1.0 / 0.0;
 
-    /* The running softmax of TILE_A rows and their unnormalised outputs. Rows past L repeat the
-     * last row (loads stay in bounds) and are not stored. */
+    /* The running softmax of TILE_A rows and their unnormalised outputs. Rows past i_count repeat
+     * the last row (loads stay in bounds) and are not stored. */
     float m[TILE_A], l[TILE_A];
     bool saw_nan[TILE_A];
     vec4 o[TILE_A][DV];
-    uint qrow[TILE_A], limit[TILE_A];
+    uint qrow[TILE_A], limit[TILE_A], state[TILE_A];
     uint real_end = 0;
-    for (uint r = 0; r < TILE_A; r++) {
-        uint i = min(i0 + r, pc.L - 1);
-        m[r] = -1.0 / 0.0;
+    [[unroll]] for (uint r = 0; r < TILE_A; r++) {
+        uint il = min(il0 + r, pc.i_count - 1), i = pc.i_begin + il;
+        m[r] = neg_inf;
         l[r] = 0.0;
         saw_nan[r] = false;
-        for (uint d = 0; d < DV; d++) o[r][d] = vec4(0.0);
         qrow[r] = pc.q_offset + (b * pc.q_rows + i) * pc.q_stride + h * DV;
         limit[r] = vka_row_limit(b, i);
         real_end = max(real_end, limit[r]); /* keys past every row's limit are masked for all */
+        state[r] = (split * pc.bh_count + bh_local) * pc.i_count + il;
+    }
+    for (uint d = 0; d < DV; d++)
+        [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][d] = vec4(0.0);
+    if ((pc.flags & VKA_FUSED_LOAD) != 0) {
+        /* A stored state is (o normalised, lse): as a running state that is m = lse, l = 1. */
+        [[unroll]] for (uint r = 0; r < TILE_A; r++) {
+            float x = state_lse[state[r]];
+            saw_nan[r] = isnan(x);
+            bool any = !saw_nan[r] && x != neg_inf;
+            m[r] = any ? x : neg_inf;
+            l[r] = any ? 1.0 : 0.0;
+        }
+        for (uint d = 0; d < DV; d++)
+            [[unroll]] for (uint r = 0; r < TILE_A; r++)
+                o[r][d] = VEC == 4 ? state_o4[state[r] * DV + d] : vec4(state_o[state[r] * DV + d], 0.0, 0.0, 0.0);
     }
 
-    /* The real keys, then the extra keys, in one loop so its body is compiled once. */
-    uint blocks = (real_end + TILE_B - 1) / TILE_B, extra_blocks = (pc.extra_keys + TILE_B - 1) / TILE_B;
-    for (uint n = 0; n < blocks + extra_blocks; n++) {
-        bool real = n < blocks;
-        uint j0 = real ? n * TILE_B : pc.S + (n - blocks) * TILE_B;
-        uint end = real ? real_end : pc.S + pc.extra_keys;
+    /* This invocation's keys [k_lo, k_hi): the real ones some row can see, then the extra keys. */
+    uint part = split * pc.split_len;
+    uint k_lo = part + pc.chunk_begin;
+    uint k_hi = min(min(k_lo + pc.chunk_len, part + pc.split_len), pc.S_ext);
+    uint real_hi = min(k_hi, min(real_end, pc.S)), extra_lo = max(k_lo, pc.S);
+    uint real_blocks = real_hi > k_lo ? (real_hi - k_lo + TILE_B - 1) / TILE_B : 0;
+    uint extra_blocks = k_hi > extra_lo ? (k_hi - extra_lo + TILE_B - 1) / TILE_B : 0;
+    for (uint n = 0; n < real_blocks + extra_blocks; n++) {
+        bool real = n < real_blocks;
+        uint j0 = real ? k_lo + n * TILE_B : extra_lo + (n - real_blocks) * TILE_B;
+        uint end = real ? real_hi : k_hi;
 
-        uint krow[TILE_B];
-        for (uint c = 0; c < TILE_B; c++)
-            krow[c] = pc.k_offset + (b * pc.kv_rows + min(j0 + c, end - 1)) * pc.k_stride + h * DV;
+        uint krow[TILE_B], vrow[TILE_B];
+        [[unroll]] for (uint c = 0; c < TILE_B; c++) {
+            uint j = b * pc.kv_rows + min(j0 + c, end - 1);
+            krow[c] = pc.k_offset + j * pc.k_stride + h * DV;
+            vrow[c] = pc.v_offset + j * pc.v_stride + h * DV;
+        }
         float s[TILE_A][TILE_B];
         VKA_QK_TILE(s, qrow, krow);
 
-        /* Scale and masks; invisible scores become -inf. */
-        float key_term[TILE_B];
-        for (uint c = 0; c < TILE_B; c++)
-            key_term[c] = real && (pc.mask_flags & VKA_MASK_KEY_PADDING) != 0 && j0 + c < end ? vka_key_term(b, j0 + c)
-                                                                                            : 0.0;
-        for (uint r = 0; r < TILE_A; r++)
-            for (uint c = 0; c < TILE_B; c++) {
-                uint j = j0 + c;
-                bool visible = j < end && (!real || j < limit[r]);
-                s[r][c] = visible ? s[r][c] * pc.scale + key_term[c] : -1.0 / 0.0;
-            }
+        /* Scale and masks: an invisible score becomes -inf whatever the key held. */
+        bool key_ok[TILE_B];
+        [[unroll]] for (uint c = 0; c < TILE_B; c++)
+            key_ok[c] = j0 + c < end &&
+                        (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j0 + c));
+        [[unroll]] for (uint r = 0; r < TILE_A; r++)
+            [[unroll]] for (uint c = 0; c < TILE_B; c++)
+                s[r][c] = key_ok[c] && (!real || j0 + c < limit[r]) ? s[r][c] * pc.scale : neg_inf;
         if (ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0)
-            for (uint r = 0; r < TILE_A; r++)
-                for (uint c = 0; c < TILE_B; c++)
-                    if (j0 + c < end) s[r][c] += vka_mask_term(b, h, min(i0 + r, pc.L - 1), j0 + c);
+            [[unroll]] for (uint r = 0; r < TILE_A; r++)
+                [[unroll]] for (uint c = 0; c < TILE_B; c++)
+                    if (j0 + c < end)
+                        s[r][c] = vka_add_mask(s[r][c], vka_mask_term(b, h, pc.i_begin + min(il0 + r, pc.i_count - 1), j0 + c));
 
         /* Online softmax, branch-free (divergent branches cost both sides on lavapipe's SIMD
          * lanes): a row that has seen no visible key keeps m = -inf, l = 0 and o = 0. */
-        for (uint r = 0; r < TILE_A; r++) {
-            float block_max = -1.0 / 0.0;
-            for (uint c = 0; c < TILE_B; c++) {
+        float alpha[TILE_A];
+        [[unroll]] for (uint r = 0; r < TILE_A; r++) {
+            float block_max = neg_inf;
+            [[unroll]] for (uint c = 0; c < TILE_B; c++) {
                 saw_nan[r] = saw_nan[r] || isnan(s[r][c]);
                 block_max = max(block_max, s[r][c]);
             }
             float m_new = max(m[r], block_max);
-            float m_ref = m_new == -1.0 / 0.0 ? 0.0 : m_new; /* exp(-inf - -inf) would be NaN */
-            float alpha = exp(m[r] - m_ref);
+            float m_ref = m_new == neg_inf ? 0.0 : m_new; /* exp(-inf - -inf) would be NaN */
+            alpha[r] = exp(m[r] - m_ref);
             float sum = 0.0;
-            for (uint c = 0; c < TILE_B; c++) {
+            [[unroll]] for (uint c = 0; c < TILE_B; c++) {
                 s[r][c] = exp(s[r][c] - m_ref);
                 sum += s[r][c];
             }
-            l[r] = l[r] * alpha + sum;
+            l[r] = l[r] * alpha[r] + sum;
             m[r] = m_new;
-            for (uint d = 0; d < DV; d++) o[r][d] *= alpha;
         }
+        for (uint d = 0; d < DV; d++)
+            [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][d] *= alpha[r];
 
-        for (uint c = 0; c < TILE_B; c++) {
-            uint vrow = pc.v_offset + (b * pc.kv_rows + min(j0 + c, end - 1)) * pc.v_stride + h * DV;
-            for (uint d = 0; d < DV; d++) {
-                vec4 v = vka_fetch(V, vrow + d);
-                for (uint r = 0; r < TILE_A; r++) o[r][d] += s[r][c] * v;
+        /* P·V; a zero probability (a masked key) skips the V row instead of multiplying it. */
+        for (uint d = 0; d < DV; d++) {
+            [[unroll]] for (uint c = 0; c < TILE_B; c++) {
+                vec4 v = vka_fetch(V, vrow[c] + d);
+                [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][d] += s[r][c] != 0.0 ? s[r][c] * v : vec4(0.0);
             }
         }
     }
 
-    for (uint r = 0; r < TILE_A; r++) {
-        uint i = i0 + r;
-        if (i >= pc.L) break;
-        float inv = l[r] > 0.0 ? 1.0 / l[r] : 0.0;
-        float poison = saw_nan[r] ? 0.0 / 0.0 : 0.0;
-        uint out_row = (b * pc.L + i) * pc.ctx_stride + h * DV * VEC;
-        /* Whole vec4 stores when rows are vec4-aligned: 4x fewer (scalarised) stores on lavapipe. */
-        if (VEC == 4) {
-            for (uint t = 0; t < DV; t++) ctx4[out_row / 4 + t] = VKA_TO_OUT_VEC4(o[r][t] * inv + poison);
-        } else {
-            for (uint t = 0; t < DV; t++) ctx[out_row + t] = VKA_TO_OUT(o[r][t].x * inv + poison);
+    float inv[TILE_A], poison[TILE_A];
+    uint out_row[TILE_A];
+    const bool store_state = (pc.flags & VKA_FUSED_STORE) != 0;
+    [[unroll]] for (uint r = 0; r < TILE_A; r++) {
+        inv[r] = l[r] > 0.0 ? 1.0 / l[r] : 0.0;
+        poison[r] = saw_nan[r] ? 0.0 / 0.0 : 0.0;
+        uint i = pc.i_begin + min(il0 + r, pc.i_count - 1);
+        out_row[r] = (b * pc.L + i) * pc.ctx_stride + h * DV * VEC;
+        float row_lse = saw_nan[r] ? 0.0 / 0.0 : l[r] > 0.0 ? m[r] + log(l[r]) : neg_inf;
+        if (il0 + r < pc.i_count) {
+            if (store_state) state_lse[state[r]] = row_lse;
+            else if ((pc.flags & VKA_FUSED_LSE) != 0) lse[bh * pc.L + i] = row_lse;
         }
-        if (pc.has_lse != 0) lse[bh * pc.L + i] = l[r] > 0.0 ? m[r] + log(l[r]) : -1.0 / 0.0;
+    }
+    for (uint d = 0; d < DV; d++) {
+        [[unroll]] for (uint r = 0; r < TILE_A; r++) {
+            vec4 value = o[r][d] * inv[r] + poison[r];
+            /* Whole vec4 stores when rows are vec4-aligned: 4x fewer (scalarised) stores on lavapipe. */
+            if (il0 + r < pc.i_count && store_state) {
+                if (VEC == 4) state_o4[state[r] * DV + d] = value;
+                else state_o[state[r] * DV + d] = value.x;
+            } else if (il0 + r < pc.i_count) {
+                if (VEC == 4) ctx4[out_row[r] / 4 + d] = VKA_TO_OUT_VEC4(value);
+                else ctx[out_row[r] + d] = VKA_TO_OUT(value.x);
+            }
+        }
     }
 }

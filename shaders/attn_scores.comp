@@ -7,8 +7,8 @@
  * Register-blocked: invocation owns TILE_A queries x TILE_B keys of one (b, h) and reads Q and K
  * through texel views, DV texels of VEC floats per head row.
  * Grid: bh_count * tiles_i * tiles_j invocations, WG_SIZE per workgroup.
- * Bindings: 0 Q, 1 K (texel views), 2 P (out), 3 key_padding_mask (bytes as uint words),
- *           4 valid_lens (int), 5 attn_mask (bytes or floats: two views of one binding).
+ * Bindings: VKA_SCORES_* (abi.h); the attn_mask binding is bytes or floats (two views of it).
+ * Loop trips per invocation: DV + 1 (the Q·K^T loop over the head's texels; tile loops unrolled).
  */
 #extension GL_GOOGLE_include_directive : require
 #include "abi.h"
@@ -20,13 +20,13 @@ layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
 layout(constant_id = VKA_SPEC_DV) const uint DV = 16;
 layout(constant_id = VKA_SPEC_ATTN_MASK) const uint ATTN_MASK = 1;
 
-layout(binding = 0) uniform samplerBuffer Q;
-layout(binding = 1) uniform samplerBuffer K;
-layout(std430, binding = 2) writeonly buffer P_ { float p[]; };
-layout(std430, binding = 3) readonly buffer Kpm_ { uint kpm[]; };
-layout(std430, binding = 4) readonly buffer ValidLens_ { int valid_lens[]; };
-layout(std430, binding = 5) readonly buffer MaskBytes_ { uint mask_bytes[]; };
-layout(std430, binding = 5) readonly buffer MaskFloats_ { float mask_floats[]; };
+layout(binding = VKA_SCORES_Q) uniform samplerBuffer Q;
+layout(binding = VKA_SCORES_K) uniform samplerBuffer K;
+layout(std430, binding = VKA_SCORES_P) writeonly buffer P_ { float p[]; };
+layout(std430, binding = VKA_SCORES_KEY_PADDING) readonly buffer Kpm_ { uint kpm[]; };
+layout(std430, binding = VKA_SCORES_VALID_LENS) readonly buffer ValidLens_ { int valid_lens[]; };
+layout(std430, binding = VKA_SCORES_ATTN_MASK) readonly buffer MaskBytes_ { uint mask_bytes[]; };
+layout(std430, binding = VKA_SCORES_ATTN_MASK) readonly buffer MaskFloats_ { float mask_floats[]; };
 layout(push_constant) uniform Push { vka_scores_push pc; };
 #define VKA_WITH_MASKS
 #include "attention_common.glsl"
@@ -42,33 +42,34 @@ void main()
     uint i_local0 = tile_i * TILE_A, j0 = tile_j * TILE_B;
 
     uint qrow[TILE_A], krow[TILE_B];
-    for (uint r = 0; r < TILE_A; r++) {
+    [[unroll]] for (uint r = 0; r < TILE_A; r++) {
         uint i = pc.i_begin + min(i_local0 + r, pc.i_count - 1);
         qrow[r] = pc.q_offset + (b * pc.q_rows + i) * pc.q_stride + h * DV;
     }
-    for (uint c = 0; c < TILE_B; c++)
+    [[unroll]] for (uint c = 0; c < TILE_B; c++)
         krow[c] = pc.k_offset + (b * pc.kv_rows + min(j0 + c, pc.S_ext - 1)) * pc.k_stride + h * DV;
 
     float s[TILE_A][TILE_B];
     VKA_QK_TILE(s, qrow, krow);
 
-    float key_term[TILE_B];
-    for (uint c = 0; c < TILE_B; c++)
-        key_term[c] = (pc.mask_flags & VKA_MASK_KEY_PADDING) != 0 && j0 + c < pc.S ? vka_key_term(b, j0 + c) : 0.0;
+    bool key_ok[TILE_B];
+    [[unroll]] for (uint c = 0; c < TILE_B; c++)
+        key_ok[c] = j0 + c >= pc.S || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j0 + c);
     uint row_base = bh_local * pc.i_count;
-    for (uint r = 0; r < TILE_A; r++) {
+    [[unroll]] for (uint r = 0; r < TILE_A; r++) {
         uint i_local = i_local0 + r;
-        if (i_local >= pc.i_count) break;
-        uint i = pc.i_begin + i_local, limit = vka_row_limit(b, i);
-        for (uint c = 0; c < TILE_B; c++) {
+        uint i = pc.i_begin + min(i_local, pc.i_count - 1), limit = vka_row_limit(b, i);
+        [[unroll]] for (uint c = 0; c < TILE_B; c++) {
             uint j = j0 + c;
-            if (j >= pc.S_ext) break;
-            float value = s[r][c] * pc.scale;
-            if (j < pc.S) {
-                value += (j >= limit ? -1.0 / 0.0 : 0.0) + key_term[c];
-                if (ATTN_MASK != 0 && (pc.mask_flags & VKA_MASK_ATTN) != 0) value += vka_mask_term(b, h, i, j);
+            if (i_local < pc.i_count && j < pc.S_ext) {
+                float value = s[r][c] * pc.scale;
+                if (j < pc.S) {
+                    value = key_ok[c] && j < limit ? value : -1.0 / 0.0;
+                    if (ATTN_MASK != 0 && (pc.mask_flags & VKA_MASK_ATTN) != 0)
+                        value = vka_add_mask(value, vka_mask_term(b, h, i, j));
+                }
+                p[(row_base + i_local) * pc.S_ext + j] = value;
             }
-            p[(row_base + i_local) * pc.S_ext + j] = value;
         }
     }
 }

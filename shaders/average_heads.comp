@@ -5,15 +5,16 @@
  * order, so the sum over all heads accumulates without atomics.
  *
  * Grid: one invocation per (batch in chunk, query in chunk, key), WG_SIZE per workgroup.
- * Bindings: 0 P, 1 W (read and written).
+ * Bindings: VKA_AVERAGE_* (abi.h); W is read and written.
+ * Loop trips per invocation: H + 1.
  */
 #extension GL_GOOGLE_include_directive : require
 #include "abi.h"
 
 layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
 
-layout(std430, binding = 0) readonly buffer P_ { float p[]; };
-layout(std430, binding = 1) buffer W_ { float w[]; };
+layout(std430, binding = VKA_AVERAGE_P) readonly buffer P_ { float p[]; };
+layout(std430, binding = VKA_AVERAGE_W) buffer W_ { float w[]; };
 layout(push_constant) uniform Push { vka_average_push pc; };
 
 void main()

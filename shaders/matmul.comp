@@ -2,7 +2,8 @@
 /*
  * matmul.comp — C(M,N) = A(M,K) · B(N,K)^T + bias(N): the Q/K/V projections (one fused QKV
  * matmul for self-attention) and the output projection. B is a weight in PyTorch's (out, in)
- * layout, so both operands are read along K.
+ * layout, so both operands are read along K. A reduction longer than the loop budget is split
+ * into parts: the first writes C, later ones add to it (`accumulate`).
  *
  * Register-blocked, no shared memory: each invocation owns a TILE_A x TILE_B block of C and reads
  * its operands through texel views (VEC floats per fetch, the view format carries fp32 or fp16).
@@ -12,7 +13,8 @@
  * Output rows: C row m lands at row (m / rows_per_batch) * batch_stride + m % rows_per_batch, so
  * K and V projections can leave room for the extra keys (bias_k, zero key) after each batch item.
  * Grid: ceil(M/TILE_A) * ceil(N/TILE_B) invocations, WG_SIZE per workgroup.
- * Bindings: 0 A, 1 B, 2 bias (texel views), 3 C (storage buffer, fp16 with OUT_F16).
+ * Bindings: VKA_MATMUL_* (abi.h).
+ * Loop trips per invocation: K + 1 (the reduction, in texels; tile loops unrolled).
  */
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -25,11 +27,11 @@ layout(constant_id = VKA_SPEC_TILE_A) const uint TILE_A = 16;
 layout(constant_id = VKA_SPEC_TILE_B) const uint TILE_B = 16;
 layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
 
-layout(binding = 0) uniform samplerBuffer A;
-layout(binding = 1) uniform samplerBuffer B;
-layout(binding = 2) uniform samplerBuffer Bias;
+layout(binding = VKA_MATMUL_A) uniform samplerBuffer A;
+layout(binding = VKA_MATMUL_B) uniform samplerBuffer B;
+layout(binding = VKA_MATMUL_BIAS) uniform samplerBuffer Bias;
 #include "attention_common.glsl"
-layout(std430, binding = 3) writeonly buffer C_ { VKA_OUT_TYPE c[]; };
+layout(std430, binding = VKA_MATMUL_C) buffer C_ { VKA_OUT_TYPE c[]; };
 layout(push_constant) uniform Push { vka_matmul_push pc; };
 
 void main()
@@ -41,31 +43,33 @@ void main()
 
     /* Rows and columns past the edge read the last valid one and are not stored. */
     uint arow[TILE_A], brow[TILE_B];
-    for (uint r = 0; r < TILE_A; r++) arow[r] = pc.a_offset + min(row0 + r, pc.M - 1) * pc.lda;
-    for (uint s = 0; s < TILE_B; s++) brow[s] = pc.b_offset + min(col0 + s, pc.N - 1) * pc.ldb;
+    [[unroll]] for (uint r = 0; r < TILE_A; r++) arow[r] = pc.a_offset + min(row0 + r, pc.M - 1) * pc.lda;
+    [[unroll]] for (uint s = 0; s < TILE_B; s++) brow[s] = pc.b_offset + min(col0 + s, pc.N - 1) * pc.ldb;
 
     float acc[TILE_A][TILE_B];
-    for (uint r = 0; r < TILE_A; r++)
-        for (uint s = 0; s < TILE_B; s++) acc[r][s] = 0.0;
+    [[unroll]] for (uint r = 0; r < TILE_A; r++)
+        [[unroll]] for (uint s = 0; s < TILE_B; s++) acc[r][s] = 0.0;
     for (uint k = 0; k < pc.K; k++) {
         vec4 a[TILE_A];
-        for (uint r = 0; r < TILE_A; r++) a[r] = vka_fetch(A, arow[r] + k);
-        for (uint s = 0; s < TILE_B; s++) {
+        [[unroll]] for (uint r = 0; r < TILE_A; r++) a[r] = vka_fetch(A, arow[r] + k);
+        [[unroll]] for (uint s = 0; s < TILE_B; s++) {
             vec4 b = vka_fetch(B, brow[s] + k);
             /* One accumulator update per four products: fewer spills of the big tile. */
-            for (uint r = 0; r < TILE_A; r++) acc[r][s] += dot(a[r], b);
+            [[unroll]] for (uint r = 0; r < TILE_A; r++) acc[r][s] += dot(a[r], b);
         }
     }
 
-    for (uint r = 0; r < TILE_A; r++) {
+    [[unroll]] for (uint r = 0; r < TILE_A; r++) {
         uint m = row0 + r;
-        if (m >= pc.M) break;
         uint out_row = pc.c_offset + ((m / pc.rows_per_batch) * pc.batch_stride + m % pc.rows_per_batch) * pc.ldc;
-        for (uint s = 0; s < TILE_B; s++) {
+        [[unroll]] for (uint s = 0; s < TILE_B; s++) {
             uint n = col0 + s;
-            if (n >= pc.N) break;
-            float bias = pc.has_bias != 0 ? texelFetch(Bias, int(pc.bias_offset + n)).x : 0.0;
-            c[out_row + n] = VKA_TO_OUT(acc[r][s] + bias);
+            if (m < pc.M && n < pc.N) {
+                float value = acc[r][s];
+                if (pc.has_bias != 0) value += texelFetch(Bias, int(pc.bias_offset + n)).x;
+                if (pc.accumulate != 0) value += float(c[out_row + n]);
+                c[out_row + n] = VKA_TO_OUT(value);
+            }
         }
     }
 }

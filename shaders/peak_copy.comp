@@ -2,14 +2,15 @@
 /*
  * peak_copy.comp — memory ceiling: a grid-stride copy of `count` vec4s from one buffer to another
  * (16 bytes read + 16 written per element).
- * Bindings: 0 source, 1 destination.
+ * Bindings: VKA_PEAK_SRC, VKA_PEAK_DST (abi.h).
+ * Loop trips per invocation: ceil(count / invocations) + 1.
  */
 #extension GL_GOOGLE_include_directive : require
 #include "abi.h"
 
-layout(local_size_x = 64) in;
-layout(std430, binding = 0) readonly buffer Src_ { vec4 src[]; };
-layout(std430, binding = 1) writeonly buffer Dst_ { vec4 dst[]; };
+layout(local_size_x = VKA_PEAK_WG_SIZE) in;
+layout(std430, binding = VKA_PEAK_SRC) readonly buffer Src_ { vec4 src[]; };
+layout(std430, binding = VKA_PEAK_DST) writeonly buffer Dst_ { vec4 dst[]; };
 layout(push_constant) uniform Push { vka_peak_push pc; };
 
 void main()

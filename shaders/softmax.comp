@@ -4,37 +4,32 @@
  * A row whose scores are all -inf (every key masked) becomes zeros, never NaN; a NaN score makes
  * the whole row NaN (IEEE propagation: bad input is not hidden).
  *
- * Grid: one workgroup per row. The reductions go through shared memory with a tree over the
+ * A row is cut into `chunks` key ranges, one workgroup each (see vka_softmax_push): with one chunk
+ * the ROW mode does it all; longer rows (the loop budget) take a STATS pass that writes each
+ * chunk's (max, sum of exp, NaN seen) and a NORMALIZE pass that combines them.
+ *
+ * Grid: rows * chunks workgroups. The reductions go through shared memory with a tree over the
  * workgroup (no subgroup width assumed); the workgroup size is a power of two.
- * Bindings: 0 P (read and written).
- * Specialization: VKA_SPEC_WG_SIZE invocations per workgroup.
+ * Bindings: VKA_SOFTMAX_* (abi.h).
+ * Loop trips per invocation (n = chunk_len / WG_SIZE rounded up, t = log2(WG_SIZE)):
+ * ROW 3(n + 1) + 2(t + 1); STATS 2(n + 1) + 2(t + 1); NORMALIZE (chunks + 1) + (n + 1).
  */
 #extension GL_GOOGLE_include_directive : require
 #include "abi.h"
 
 layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
 
-layout(std430, binding = 0) buffer P_ { float p[]; };
+layout(std430, binding = VKA_SOFTMAX_P) buffer P_ { float p[]; };
+layout(std430, binding = VKA_SOFTMAX_STATS_BUF) buffer Stats_ { float stats[]; };
 layout(push_constant) uniform Push { vka_softmax_push pc; };
 
 shared float red_value[gl_WorkGroupSize.x];
 shared uint red_nan[gl_WorkGroupSize.x];
 
-void main()
+/* Max (ignoring NaN) and whether a NaN was seen, over the workgroup. */
+void reduce_max(inout float m, inout uint saw_nan)
 {
-    uint row = vka_group_index();
-    if (row >= pc.group_count) return;
     uint t = gl_LocalInvocationID.x;
-    uint n = pc.S_ext;
-    uint base = row * n;
-
-    float m = -1.0 / 0.0;
-    uint saw_nan = 0;
-    for (uint j = t; j < n; j += gl_WorkGroupSize.x) {
-        float s = p[base + j];
-        if (isnan(s)) saw_nan = 1;
-        else m = max(m, s);
-    }
     red_value[t] = m;
     red_nan[t] = saw_nan;
     barrier();
@@ -48,22 +43,72 @@ void main()
     m = red_value[0];
     saw_nan = red_nan[0];
     barrier(); /* everyone has read the results before red_value is reused */
+}
 
-    if (saw_nan != 0 || isinf(m)) {
-        /* All keys masked (m = -inf): zeros. NaN or +inf scores: NaN, as the formula gives. */
-        float fill = (saw_nan == 0 && m < 0.0) ? 0.0 : (0.0 / 0.0);
-        for (uint j = t; j < n; j += gl_WorkGroupSize.x) p[base + j] = fill;
-        return;
-    }
-
-    float sum = 0.0;
-    for (uint j = t; j < n; j += gl_WorkGroupSize.x) sum += exp(p[base + j] - m);
-    red_value[t] = sum;
+float reduce_sum(float x)
+{
+    uint t = gl_LocalInvocationID.x;
+    red_value[t] = x;
     barrier();
     for (uint stride = gl_WorkGroupSize.x / 2; stride > 0; stride /= 2) {
         if (t < stride) red_value[t] += red_value[t + stride];
         barrier();
     }
-    float inv = 1.0 / red_value[0];
-    for (uint j = t; j < n; j += gl_WorkGroupSize.x) p[base + j] = exp(p[base + j] - m) * inv;
+    return red_value[0];
+}
+
+void main()
+{
+    uint group = vka_group_index();
+    if (group >= pc.group_count) return;
+    uint row = group / pc.chunks, chunk = group % pc.chunks;
+    uint t = gl_LocalInvocationID.x;
+    uint base = row * pc.S_ext;
+    uint begin = chunk * pc.chunk_len, end = min(begin + pc.chunk_len, pc.S_ext);
+
+    float m = -1.0 / 0.0;
+    uint saw_nan = 0;
+    float sum = 0.0;
+    if (pc.mode == VKA_SOFTMAX_NORMALIZE) {
+        /* The row's max over its chunks' maxima, then the sum of their rescaled sums. */
+        uint first = row * pc.chunks * 3;
+        for (uint c = 0; c < pc.chunks; c++) {
+            float cm = stats[first + c * 3], cs = stats[first + c * 3 + 1];
+            float m_new = max(m, cm);
+            float m_ref = m_new == -1.0 / 0.0 ? 0.0 : m_new;
+            sum = sum * exp(m - m_ref) + cs * exp(cm - m_ref);
+            m = m_new;
+            saw_nan |= uint(stats[first + c * 3 + 2] != 0.0);
+        }
+    } else {
+        for (uint j = begin + t; j < end; j += gl_WorkGroupSize.x) {
+            float s = p[base + j];
+            if (isnan(s)) saw_nan = 1;
+            else m = max(m, s);
+        }
+        reduce_max(m, saw_nan);
+        if (saw_nan == 0 && !isinf(m)) {
+            float part = 0.0;
+            for (uint j = begin + t; j < end; j += gl_WorkGroupSize.x) part += exp(p[base + j] - m);
+            sum = reduce_sum(part);
+        }
+        if (pc.mode == VKA_SOFTMAX_STATS) {
+            if (t == 0) {
+                uint at = (row * pc.chunks + chunk) * 3;
+                stats[at] = m;
+                stats[at + 1] = sum;
+                stats[at + 2] = float(saw_nan != 0 || m == 1.0 / 0.0);
+            }
+            return;
+        }
+    }
+
+    if (saw_nan != 0 || isinf(m)) {
+        /* All keys masked (m = -inf): zeros. NaN or +inf scores: NaN, as the formula gives. */
+        float fill = (saw_nan == 0 && m < 0.0) ? 0.0 : (0.0 / 0.0);
+        for (uint j = begin + t; j < end; j += gl_WorkGroupSize.x) p[base + j] = fill;
+        return;
+    }
+    float inv = 1.0 / sum;
+    for (uint j = begin + t; j < end; j += gl_WorkGroupSize.x) p[base + j] = exp(p[base + j] - m) * inv;
 }

@@ -14,7 +14,13 @@ static vka_problem problem(uint32_t B, uint32_t L, uint32_t S, uint32_t E, uint3
 static vka_plan_limits lavapipe_limits(void)
 {
     vkattn_device_info cpu = {.type = VKATTN_DEVICE_CPU};
-    vka_plan_limits l = {128u << 20, {65535, 65535, 65535}, 1u << 27, 0, vka_profile_for(&cpu, NULL)};
+    vka_plan_limits l = {.max_storage_buffer_range = 128u << 20,
+                         .max_group_count = {65535, 65535, 65535},
+                         .max_texel_elements = 1u << 27,
+                         .texel_offset_alignment = 16,
+                         .storage_offset_alignment = 16,
+                         .loop_budget = 65535,
+                         .profile = vka_profile_for(&cpu, NULL)};
     return l;
 }
 
@@ -62,9 +68,9 @@ static void test_cross_attention(void)
     CHECK(plan.fused_qkv == 0);
     CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) == 3);
     /* K is counted in texels: kdim 24 and vdim 40 are read four floats at a time. */
-    CHECK(plan.steps[1].push.matmul.K == 24 / 4 && plan.steps[1].bindings[1] == VKA_ROLE_W_K);
-    CHECK(plan.steps[2].push.matmul.K == 40 / 4 && plan.steps[2].bindings[1] == VKA_ROLE_W_V);
-    CHECK(plan.steps[1].spec[VKA_SPEC_VEC] == 4 && plan.steps[1].views[0] == VKA_VIEW_VEC4);
+    CHECK(plan.steps[1].push.matmul.K == 24 / 4 && plan.steps[1].bind[VKA_MATMUL_B].role == VKA_ROLE_W_K);
+    CHECK(plan.steps[2].push.matmul.K == 40 / 4 && plan.steps[2].bind[VKA_MATMUL_B].role == VKA_ROLE_W_V);
+    CHECK(plan.steps[1].spec[VKA_SPEC_VEC] == 4 && plan.steps[1].bind[VKA_MATMUL_A].view == VKA_VIEW_VEC4);
     /* An odd kdim falls back to one float per texel. */
     p.cfg.kdim = 7;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
@@ -149,10 +155,11 @@ static void test_limits(void)
     p.weights = VKA_WEIGHTS_PER_HEAD;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
     CHECK(strstr(err.message, "maxStorageBufferRange") != NULL);
-    /* A query bigger than the range. */
+    /* A query bigger than the range: its projection reads it through windows, but the attention
+     * kernels bind the projected query whole. */
     p = problem(1, 40000, 40000, 1024, 8, 1);
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
-    CHECK(strstr(err.message, "query") != NULL);
+    CHECK(strstr(err.message, "projected query") != NULL);
     /* One row of scores bigger than the budget. */
     p = problem(1, 1, 1000, 8, 1, 0);
     p.path = VKATTN_PATH_UNFUSED;
@@ -165,6 +172,220 @@ static void test_limits(void)
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_OK);
     CHECK(plan.fused_qkv == 0);
     CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) == 3);
+    vka_plan_free(&plan);
+}
+
+
+/* Every dispatch keeps to the loop budget, every binding fits the range and starts aligned. */
+static int check_plan_limits(const vka_plan *plan, const vka_plan_limits *l, const char *what)
+{
+    int bad = 0;
+    for (uint32_t i = 0; i < plan->step_count; i++) {
+        const vka_step *st = &plan->steps[i];
+        uint64_t trips = vka_step_loop_trips(st);
+        if (l->loop_budget && trips > l->loop_budget) {
+            fprintf(stderr, "%s: step %u (%s) runs %llu loop trips > %u\n", what, i, vkattn_stage_name(st->stage),
+                    (unsigned long long)trips, l->loop_budget);
+            bad++;
+        }
+        for (uint32_t j = 0; st->kind == VKA_STEP_DISPATCH && j < st->binding_count; j++) {
+            const vka_bind *bd = &st->bind[j];
+            if (bd->role == VKA_ROLE_NONE) continue;
+            uint64_t align = bd->view == VKA_VIEW_BUFFER ? l->storage_offset_alignment : l->texel_offset_alignment;
+            uint64_t allocated = (plan->role_bytes[bd->role] + 15) / 16 * 16;
+            if (bd->range > l->max_storage_buffer_range || bd->offset % align || bd->offset + bd->range > allocated ||
+                bd->range == 0) {
+                fprintf(stderr, "%s: step %u binding %u (%s) window %llu+%llu of %llu\n", what, i, j,
+                        vka_role_name(bd->role), (unsigned long long)bd->offset, (unsigned long long)bd->range,
+                        (unsigned long long)allocated);
+                bad++;
+            }
+        }
+    }
+    return bad;
+}
+
+/* The fused path's key parts and chunks visit every key of every row exactly once, row groups
+ * cover every row once, and the states flow: no load in a row group's first chunk, a store in
+ * every chunk but the last unless parts are merged, a merge exactly when there are parts. */
+static int check_fused_cover(const vka_problem *p, const vka_plan *plan)
+{
+    const uint32_t BH = p->B * p->cfg.H_active;
+    int bad = 0;
+    uint8_t *row_seen = calloc((size_t)BH * p->L, 1);
+    uint8_t *key_seen = calloc(p->S_ext, 1);
+    for (uint32_t i = 0; i < plan->step_count;) {
+        const vka_step *st = &plan->steps[i];
+        if (st->kernel != VKA_KERNEL_FUSED) {
+            i++;
+            continue;
+        }
+        const vka_fused_push *f = &st->push.fused;
+        memset(key_seen, 0, p->S_ext);
+        uint32_t chunk = 0;
+        for (; i < plan->step_count && plan->steps[i].kernel == VKA_KERNEL_FUSED &&
+               plan->steps[i].push.fused.bh_begin == f->bh_begin && plan->steps[i].push.fused.i_begin == f->i_begin;
+             i++, chunk++) {
+            const vka_fused_push *c = &plan->steps[i].push.fused;
+            int last = i + 1 == plan->step_count || plan->steps[i + 1].kernel != VKA_KERNEL_FUSED ||
+                       plan->steps[i + 1].push.fused.bh_begin != f->bh_begin ||
+                       plan->steps[i + 1].push.fused.i_begin != f->i_begin;
+            bad += ((c->flags & VKA_FUSED_LOAD) != 0) != (chunk > 0);
+            bad += ((c->flags & VKA_FUSED_STORE) != 0) != (!last || c->splits > 1);
+            for (uint32_t s = 0; s < c->splits; s++) {
+                uint64_t lo = (uint64_t)s * c->split_len + c->chunk_begin;
+                uint64_t hi = lo + c->chunk_len;
+                if (hi > (uint64_t)(s + 1) * c->split_len) hi = (uint64_t)(s + 1) * c->split_len;
+                if (hi > p->S_ext) hi = p->S_ext;
+                for (uint64_t j = lo; j < hi; j++) key_seen[j]++;
+            }
+        }
+        for (uint32_t j = 0; j < p->S_ext; j++) bad += key_seen[j] != 1;
+        int merged = i < plan->step_count && plan->steps[i].kernel == VKA_KERNEL_MERGE;
+        bad += merged != (f->splits > 1);
+        if (merged) {
+            const vka_merge_push *m = &plan->steps[i].push.merge;
+            bad += m->bh_begin != f->bh_begin || m->bh_count != f->bh_count || m->i_begin != f->i_begin ||
+                   m->i_count != f->i_count || m->splits != f->splits;
+            i++;
+        }
+        for (uint32_t bh = f->bh_begin; bh < f->bh_begin + f->bh_count; bh++)
+            for (uint32_t q = f->i_begin; q < f->i_begin + f->i_count; q++) row_seen[(size_t)bh * p->L + q]++;
+    }
+    for (size_t r = 0; r < (size_t)BH * p->L; r++) bad += row_seen[r] != 1;
+    free(row_seen);
+    free(key_seen);
+    return bad;
+}
+
+/* The loop budget holds for every kernel at extreme shapes, and at budgets small enough that
+ * every split is taken. Shapes the budget cannot serve at all (a head dim whose per-block loops
+ * alone exceed it) must be refused, never planned past the budget. */
+static void test_loop_budget_everywhere(void)
+{
+    const uint32_t budgets[] = {65535, 4096, 512, 100};
+    const uint32_t dims[] = {1, 7, 16, 64, 128, 256, 1024};
+    const uint32_t lengths[][2] = {{1, 1}, {17, 17}, {4, 131072}, {1, 1u << 20}, {2048, 2048}, {64, 32768}, {300, 5}};
+    vka_plan plan = {0};
+    int plans = 0, refused = 0;
+    for (size_t bi = 0; bi < sizeof budgets / sizeof budgets[0]; bi++) {
+        for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+            for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+                for (int path = VKATTN_PATH_UNFUSED; path <= VKATTN_PATH_FUSED; path++) {
+                    for (int extra = 0; extra < 2; extra++) {
+                        uint32_t D = dims[di], H = D >= 256 ? 1 : 2, L = lengths[li][0], S = lengths[li][1];
+                        vka_problem p = problem(1, L, S, D * H, H, L == S);
+                        p.path = (vkattn_path)path;
+                        p.causal = extra;
+                        if (extra) p.cfg.extra_keys = 2, p.cfg.bias_kv = p.cfg.zero_attn = 1, p.S_ext = S + 2;
+                        vka_plan_limits l = lavapipe_limits();
+                        l.loop_budget = budgets[bi];
+                        vkattn_error err = {0};
+                        vkattn_status st = vka_plan_build(&p, &l, &plan, &err);
+                        char what[128];
+                        snprintf(what, sizeof what, "budget %u D %u L %u S %u %s%s", budgets[bi], D, L, S,
+                                 path == VKATTN_PATH_FUSED ? "fused" : "unfused", extra ? " extra" : "");
+                        if (st != VKATTN_OK) {
+                            /* Refusals say why; at lavapipe's own budget no head dim up to
+                             * 256 is refused for the loop budget (buffers past the range may be). */
+                            CHECK_MSG(st == VKATTN_ERROR_DEVICE_LIMIT && err.message[0], "%s: %s: %s", what,
+                                      vkattn_status_name(st), err.message);
+                            CHECK_MSG(!(budgets[bi] == 65535 && D <= 256 && strstr(err.message, "loop")),
+                                      "%s refused: %s", what, err.message);
+                            refused++;
+                            continue;
+                        }
+                        plans++;
+                        CHECK_MSG(check_plan_limits(&plan, &l, what) == 0, "%s", what);
+                        if (path == VKATTN_PATH_FUSED) CHECK_MSG(check_fused_cover(&p, &plan) == 0, "%s: key cover", what);
+                    }
+                }
+            }
+        }
+    }
+    printf("  %d plans within their budget, %d refused with a reason\n", plans, refused);
+    vka_plan_free(&plan);
+}
+
+/* Where lavapipe went wrong before the budget existed, the plan now splits: head dim 256 from
+ * about 830 keys, head dim 128 at 32768 keys, unfused P·V past 65535 keys. */
+static void test_splits_where_lavapipe_failed(void)
+{
+    vka_plan_limits l = lavapipe_limits();
+    vka_plan plan = {0};
+    vka_problem p = problem(1, 1024, 1024, 2048, 8, 1); /* D = 256 */
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(plan.key_parts == 1 && plan.key_chunks == 1); /* 1024 keys fit one invocation's budget */
+    p = problem(1, 64, 32768, 128, 1, 0); /* D = 128, S = 32768: several parts, merged */
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(plan.key_parts > 1);
+    CHECK(count_kind(&plan, VKATTN_STAGE_FUSED) == plan.key_chunks + 1); /* the chunks, then the merge */
+    CHECK(check_fused_cover(&p, &plan) == 0);
+    p = problem(1, 4, 131072, 32, 2, 0);
+    p.path = VKATTN_PATH_UNFUSED;
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kind(&plan, VKATTN_STAGE_PV) == 3); /* 131072 keys in ranges of 65534 */
+    CHECK(plan.workspace_bytes[VKA_ROLE_CTX_ACC] == 4ull * 32 * 4);
+    CHECK(check_plan_limits(&plan, &l, "unfused 131072") == 0);
+    /* Without a budget (a GPU), nothing is split. */
+    l.loop_budget = 0;
+    p = problem(1, 64, 32768, 128, 1, 0);
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(plan.key_parts == 1 && plan.key_chunks == 1 && count_kind(&plan, VKATTN_STAGE_FUSED) == 1);
+    vka_plan_free(&plan);
+}
+
+/* A matmul's blocks and parts cover C and the reduction exactly once. */
+static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role c, uint32_t M, uint32_t N, uint32_t K_texels)
+{
+    uint32_t *seen = calloc((size_t)M * N, sizeof *seen);
+    for (uint32_t i = 0; i < plan->step_count; i++) {
+        const vka_step *st = &plan->steps[i];
+        if (st->kernel != VKA_KERNEL_MATMUL || st->stage != stage || st->bind[VKA_MATMUL_C].role != c) continue;
+        const vka_matmul_push *m = &st->push.matmul;
+        const vka_bind *cb = &st->bind[VKA_MATMUL_C];
+        /* Element (r, n) of this block lands at cb->offset/4 + c_offset + row * ldc + n: map back. */
+        for (uint32_t r = 0; r < m->M; r++) {
+            uint64_t row = (uint64_t)(r / m->rows_per_batch) * m->batch_stride + r % m->rows_per_batch;
+            uint64_t first = cb->offset / 4 + m->c_offset + row * m->ldc; /* fp32 C */
+            for (uint32_t n = 0; n < m->N; n++) {
+                uint64_t at = first + n, gr = at / N, gc = at % N;
+                if (gr < M) seen[gr * N + gc] += m->K;
+            }
+        }
+    }
+    int bad = 0;
+    for (size_t x = 0; x < (size_t)M * N; x++) bad += seen[x] != K_texels;
+    free(seen);
+    return bad;
+}
+
+/* LLaMA-sized layers: weights past maxStorageBufferRange are read through windows. */
+static void test_weights_past_the_range(void)
+{
+    vka_plan_limits l = lavapipe_limits();
+    vka_plan plan = {0};
+    /* E = 4096, H = 32, fp32: in_proj_weight (12288, 4096) is 192 MiB. */
+    vka_problem p = problem(1, 64, 64, 4096, 32, 1);
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(check_plan_limits(&plan, &l, "E4096 fp32") == 0);
+    CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) == 2);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 64, 3 * 4096, 1024) == 0);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 64, 4096, 1024) == 0);
+    /* E = 8192, H = 64, fp16: in_proj_weight is 384 MiB, out_proj.weight exactly 128 MiB. */
+    p = problem(1, 16, 16, 8192, 64, 1);
+    p.cfg.storage = VKATTN_DTYPE_F16;
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(check_plan_limits(&plan, &l, "E8192 fp16") == 0);
+    CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) >= 3);
+    CHECK(count_kind(&plan, VKATTN_STAGE_OUT_PROJECTION) == 1);
+    /* E = 8192 fp32 with a lowered budget: windows and reduction parts together. */
+    p = problem(1, 40, 40, 8192, 64, 1);
+    l.loop_budget = 700;
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(check_plan_limits(&plan, &l, "E8192 fp32 budget 700") == 0);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 40, 3 * 8192, 2048) == 0);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 40, 8192, 2048) == 0);
     vka_plan_free(&plan);
 }
 
@@ -190,6 +411,9 @@ int main(void)
     RUN_TEST(test_chunking_by_rows);
     RUN_TEST(test_averaged_weights);
     RUN_TEST(test_limits);
+    RUN_TEST(test_loop_budget_everywhere);
+    RUN_TEST(test_splits_where_lavapipe_failed);
+    RUN_TEST(test_weights_past_the_range);
     RUN_TEST(test_fold_groups);
     return test_finish();
 }

@@ -6,13 +6,22 @@
  *   query ─┬─ matmul ─► Q ┐   one fused QKV matmul for self-attention; the extra keys (bias_k,
  *   key  ──┼─ matmul ─► K ├─ zero key) are copied in after each batch item's S projected keys
  *   value ─┴─ matmul ─► V ┘
- *            fused path:    attn_fused ──────────────────────────────────────────────► ctx
+ *            fused path:    attn_fused [per key part, merged by log-sum-exp: attn_merge] ──► ctx
  *            unfused path:  per chunk of score rows: scores ─► softmax ─► [average] ─► P·V ─► ctx
  *   output ◄── matmul (W_O) ◄── ctx
  *
  * The fused path is the default; the unfused path runs when attention weights are requested (its
  * probability buffer is the weights tensor itself, or a chunked score buffer that fits
  * maxStorageBufferRange). The fused workspace grows with B·L·E, never with L·S.
+ *
+ * Two device limits shape every step:
+ *  - the loop budget (lavapipe ends any invocation's loops after 65535 trips in total, silently):
+ *    vka_step_loop_trips() models each kernel's trips from its parameters, and the plan cuts work
+ *    so that every step stays within the budget: matmul reductions into parts, fused keys into
+ *    parts (side by side, merged by log-sum-exp) and chunks (in turn, the softmax state carried
+ *    between them), unfused softmax rows and P·V sums into key ranges;
+ *  - maxStorageBufferRange: a buffer larger than the range is bound through windows (offset and
+ *    range of the binding), and matmuls are cut into row blocks whose windows fit.
  */
 #ifndef VKA_PLAN_H
 #define VKA_PLAN_H
@@ -50,6 +59,10 @@ typedef enum vka_role {
     VKA_ROLE_V_PROJ, /* (B·S', E) */
     VKA_ROLE_SCORES, /* chunk rows × S' (fp32) */
     VKA_ROLE_CTX,    /* (B·L, E), heads concatenated */
+    VKA_ROLE_CTX_ACC,       /* (B·L, E) fp32: P·V sums of long rows, key range by key range */
+    VKA_ROLE_SOFTMAX_STATS, /* (rows, chunks, 3) fp32: per-chunk max, sum, NaN flag of long rows */
+    VKA_ROLE_STATE_O,       /* (parts, rows, D) fp32: softmax states of the fused key parts */
+    VKA_ROLE_STATE_LSE,     /* (parts, rows) fp32 */
     VKA_ROLE_COUNT
 } vka_role;
 
@@ -60,13 +73,22 @@ const char *vka_role_name(vka_role role);
 
 typedef enum vka_step_kind {
     VKA_STEP_DISPATCH,
-    VKA_STEP_ZERO, /* fill bindings[0] with zeros (vkCmdFillBuffer) */
-    VKA_STEP_COPY  /* copy plan->copies[copy_first .. +copy_count) from bindings[0] to bindings[1] */
+    VKA_STEP_ZERO, /* fill bind[0] with zeros (vkCmdFillBuffer) */
+    VKA_STEP_COPY  /* copy plan->copies[copy_first .. +copy_count) from bind[0] to bind[1] */
 } vka_step_kind;
 
 /* How a binding is viewed: as a buffer, or through a texel view of 1 or 4 elements per texel
  * (the element type comes from the role's dtype). */
 enum { VKA_VIEW_BUFFER = 0, VKA_VIEW_SCALAR = 1, VKA_VIEW_VEC4 = 4 };
+
+/* One binding of a step: which buffer, how it is viewed, and the bytes of it the kernel sees (the
+ * whole tensor, or a window of a buffer larger than the device's range). Kernel offsets in the
+ * push constants count from the window's start. */
+typedef struct vka_bind {
+    vka_role role;
+    uint8_t view;
+    uint64_t offset, range; /* bytes; range 0 for VKA_ROLE_NONE */
+} vka_bind;
 
 typedef struct vka_step {
     vka_step_kind kind;
@@ -74,8 +96,7 @@ typedef struct vka_step {
     vka_kernel kernel;
     int f16_out; /* the kernel's fp16-output build */
     uint32_t spec[VKA_MAX_SPEC];
-    vka_role bindings[VKA_MAX_BINDINGS];
-    uint8_t views[VKA_MAX_BINDINGS];
+    vka_bind bind[VKA_MAX_BINDINGS]; /* indexed by the kernel's binding slots (abi.h) */
     uint32_t binding_count;
     union {
         vka_matmul_push matmul;
@@ -83,6 +104,7 @@ typedef struct vka_step {
         vka_softmax_push softmax;
         vka_pv_push pv;
         vka_fused_push fused;
+        vka_merge_push merge;
         vka_average_push average;
     } push;
     uint32_t groups[3];
@@ -97,10 +119,15 @@ typedef struct vka_copy {
 
 /* The device facts the plan depends on. */
 typedef struct vka_plan_limits {
-    uint64_t max_storage_buffer_range; /* every bound buffer must fit it */
+    uint64_t max_storage_buffer_range; /* every binding must fit it */
     uint32_t max_group_count[3];
     uint64_t max_texel_elements;       /* maxTexelBufferElements */
+    uint64_t texel_offset_alignment;   /* minTexelBufferOffsetAlignment (0 = 1) */
+    uint64_t storage_offset_alignment; /* minStorageBufferOffsetAlignment (0 = 1) */
+    uint64_t max_buffer_bytes;         /* the largest buffer the device can allocate (0 = no limit) */
     uint64_t scores_budget_bytes;      /* the most the score buffer may take (0 = the range) */
+    uint64_t state_budget_bytes;       /* the most the fused key parts' states may take (0 = the range) */
+    uint32_t loop_budget;              /* loop trips per invocation (0 = unlimited) */
     const vka_profile *profile;        /* kernel shapes for this device */
     struct vka_faults *faults;        /* test-only failure injection; NULL in pure tests */
 } vka_plan_limits;
@@ -113,7 +140,10 @@ typedef struct vka_plan {
     uint32_t copy_count, copy_capacity;
     vkattn_dtype role_dtype[VKA_ROLE_COUNT];  /* element type of each role's buffer */
     uint64_t workspace_bytes[VKA_ROLE_COUNT]; /* non-zero for the workspace roles used */
+    uint64_t role_bytes[VKA_ROLE_COUNT];      /* bytes of each role's tensor as the plan sees it */
     uint32_t chunks;                          /* score-row chunks (unfused) */
+    uint32_t key_parts;                       /* fused: key parts run side by side (1 = unsplit) */
+    uint32_t key_chunks;                      /* fused: chunks each part is visited in, in turn */
     int fused_qkv;                            /* one matmul makes Q, K and V */
 } vka_plan;
 
@@ -127,6 +157,10 @@ void vka_plan_free(vka_plan *plan);
 
 /* Total workspace bytes of a plan. */
 uint64_t vka_plan_workspace_total(const vka_plan *plan);
+
+/* The loop trips one invocation of a dispatch step runs, by the model each kernel's header
+ * describes (0 for copies and fills). The plan keeps this within limits->loop_budget. */
+uint64_t vka_step_loop_trips(const vka_step *step);
 
 /* Splits `total` workgroups into a grid within `max`; 0 if it cannot fit. */
 int vka_fold_groups(uint64_t total, const uint32_t max[3], uint32_t out[3]);

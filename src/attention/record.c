@@ -16,11 +16,17 @@ static vka_plan_limits plan_limits(const vkattn_context *ctx)
         limits.max_storage_buffer_range = ctx->caps.max_memory_allocation_size;
     for (int i = 0; i < 3; i++) limits.max_group_count[i] = ctx->caps.props.limits.maxComputeWorkGroupCount[i];
     limits.max_texel_elements = ctx->caps.props.limits.maxTexelBufferElements;
+    limits.texel_offset_alignment = ctx->caps.props.limits.minTexelBufferOffsetAlignment;
+    limits.storage_offset_alignment = ctx->caps.props.limits.minStorageBufferOffsetAlignment;
+    limits.max_buffer_bytes = ctx->caps.max_memory_allocation_size;
+    limits.loop_budget = ctx->loop_budget;
     limits.profile = ctx->profile;
     limits.faults = (vka_faults *)&ctx->faults;
     /* Keep the unfused score buffer moderate on devices with huge ranges: chunks cost a few
      * dispatches, a multi-GiB workspace costs memory the application may need. */
     limits.scores_budget_bytes = (uint64_t)512 << 20;
+    /* The fused path's split-key states: enough for a long prefill's parts, far below the scores. */
+    limits.state_budget_bytes = (uint64_t)64 << 20;
     return limits;
 }
 
@@ -109,7 +115,11 @@ static vkattn_status record_dispatch(vkattn_layer *layer, const vka_plan *plan, 
     VkBufferView views[VKA_MAX_BINDINGS];
     VkWriteDescriptorSet writes[VKA_MAX_BINDINGS];
     for (uint32_t i = 0; i < step->binding_count; i++) {
-        vka_buffer *b = bound[step->bindings[i]];
+        const vka_bind *bind = &step->bind[i];
+        vka_buffer *b = bound[bind->role];
+        /* Unused slots get the placeholder whole; the others the plan's window. */
+        VkDeviceSize offset = bind->role == VKA_ROLE_NONE ? 0 : bind->offset;
+        VkDeviceSize range = bind->role == VKA_ROLE_NONE ? b->size : bind->range;
         VkDescriptorType type = pipeline->bindings.types[i];
         writes[i] = (VkWriteDescriptorSet){
             .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
@@ -119,10 +129,12 @@ static vkattn_status record_dispatch(vkattn_layer *layer, const vka_plan *plan, 
             .descriptorType = type,
         };
         if (type == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER || type == VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER) {
-            VKA_TRY(vka_buffer_view(ctx, b, view_format(plan, step->bindings[i], step->views[i]), &views[i]));
+            vka_view_format format = view_format(plan, bind->role, bind->view);
+            if (bind->role == VKA_ROLE_NONE) range = 0;
+            VKA_TRY(vka_buffer_view(ctx, b, format, offset, range, &views[i]));
             writes[i].pTexelBufferView = &views[i];
         } else {
-            infos[i] = (VkDescriptorBufferInfo){b->buffer, 0, b->size};
+            infos[i] = (VkDescriptorBufferInfo){b->buffer, offset, range};
             writes[i].pBufferInfo = &infos[i];
         }
     }
@@ -183,20 +195,20 @@ fail:
     return status;
 }
 
-/* Copies regions (in elements of the destination) from bindings[0] to bindings[1]. */
+/* Copies regions (in elements of the destination) from bind[0] to bind[1]. */
 static vkattn_status record_copy(vkattn_layer *layer, const vka_plan *plan, const vka_step *step,
                                  vka_buffer *const bound[VKA_ROLE_COUNT])
 {
     VkBufferCopy regions[8];
-    uint64_t esize = vkattn_dtype_size(plan->role_dtype[step->bindings[1]]);
+    vka_role src = step->bind[0].role, dst = step->bind[1].role;
+    uint64_t esize = vkattn_dtype_size(plan->role_dtype[dst]);
     for (uint32_t done = 0; done < step->copy_count;) {
         uint32_t n = 0;
         for (; n < 8 && done + n < step->copy_count; n++) {
             const vka_copy *c = &plan->copies[step->copy_first + done + n];
             regions[n] = (VkBufferCopy){c->src_offset * esize, c->dst_offset * esize, c->count * esize};
         }
-        layer->ctx->vk.vkCmdCopyBuffer(layer->cmd, bound[step->bindings[0]]->buffer, bound[step->bindings[1]]->buffer,
-                                       n, regions);
+        layer->ctx->vk.vkCmdCopyBuffer(layer->cmd, bound[src]->buffer, bound[dst]->buffer, n, regions);
         done += n;
     }
     return VKATTN_OK;
@@ -223,7 +235,7 @@ static vkattn_status record_plan(vkattn_layer *layer, const vka_plan *plan, vka_
         const vka_step *step = &plan->steps[i];
         if (step->barrier_before) record_barrier(ctx, cmd);
         if (step->kind == VKA_STEP_ZERO) {
-            ctx->vk.vkCmdFillBuffer(cmd, bound[step->bindings[0]]->buffer, 0, VK_WHOLE_SIZE, 0);
+            ctx->vk.vkCmdFillBuffer(cmd, bound[step->bind[0].role]->buffer, 0, VK_WHOLE_SIZE, 0);
         } else if (step->kind == VKA_STEP_COPY) {
             VKA_TRY(record_copy(layer, plan, step, bound));
         } else {
@@ -255,7 +267,7 @@ vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffe
     for (uint32_t i = 0; i < layer->plan.step_count; i++) {
         const vka_step *step = &layer->plan.steps[i];
         for (uint32_t j = 0; j < step->binding_count; j++) {
-            vka_role role = step->bindings[j];
+            vka_role role = step->bind[j].role;
             if (role != VKA_ROLE_NONE && bound[role] == &ctx->dummy)
                 return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "internal: stage %s needs buffer %s, which is missing",
                                 vkattn_stage_name(step->stage), vka_role_name(role));

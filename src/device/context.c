@@ -340,6 +340,24 @@ vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_cont
     return vka_context_create_with_faults(desc, NULL, out, error);
 }
 
+/* The loop budget the plan keeps to: the caller's or VKATTN_LOOP_BUDGET, capped at the device's. */
+static vkattn_status resolve_loop_budget(vkattn_context *ctx, uint32_t requested)
+{
+    const char *env = getenv("VKATTN_LOOP_BUDGET");
+    if (!requested && env && *env) {
+        char *end;
+        unsigned long long value = strtoull(env, &end, 10);
+        if (*end || value == 0 || value > UINT32_MAX)
+            return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
+                            "VKATTN_LOOP_BUDGET=\"%s\" is not a loop-trip count from 1 to 4294967295", env);
+        requested = (uint32_t)value;
+    }
+    uint32_t device = ctx->info.loop_budget;
+    ctx->loop_budget = requested && (!device || requested < device) ? requested : device;
+    ctx->info.loop_budget = ctx->loop_budget;
+    return VKATTN_OK;
+}
+
 vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, const vka_faults *faults,
                                              vkattn_context **out, vkattn_error *error)
 {
@@ -388,6 +406,7 @@ vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, co
         goto fail;
     }
     snprintf(ctx->info.kernel_profile, sizeof ctx->info.kernel_profile, "%s", ctx->profile->name);
+    VKA_TRY(resolve_loop_budget(ctx, desc->loop_budget));
     if (ctx->info.api_version < VK_API_VERSION_1_1) {
         status = vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkattn needs 1.1",
                           ctx->info.name);

@@ -54,6 +54,7 @@ struct vkattn_context {
     vka_buffer staging;
 
     const vka_profile *profile; /* kernel shapes for this device (src/device/quirks.c) */
+    uint32_t loop_budget;       /* loop trips per invocation the plan keeps to, 0 = unlimited */
     vka_buffer dummy; /* bound to descriptor slots a dispatch does not use */
     vka_pipeline_cache pipelines;
 

@@ -125,6 +125,7 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
     int has_queue = vka_find_compute_queue(fns, device, &family, &timestamp_bits);
     info->timestamp_period_ns = has_queue && timestamp_bits > 0 ? p->limits.timestampPeriod : 0.0f;
     snprintf(info->kernel_profile, sizeof info->kernel_profile, "%s", vka_profile_for(info, NULL)->name);
+    info->loop_budget = vka_device_loop_budget(info);
 
     if (caps) {
         memset(caps, 0, sizeof *caps);

@@ -41,6 +41,13 @@ const vka_profile *vka_profile_for(const vkattn_device_info *device, const char 
     return &profiles[1];
 }
 
+uint32_t vka_device_loop_budget(const vkattn_device_info *device)
+{
+    /* LP_MAX_TGSI_LOOP_ITERATIONS in Mesa's gallivm, "shared between every loop". */
+    if (strstr(device->driver_name, "llvmpipe") || strstr(device->name, "llvmpipe")) return 65535;
+    return 0;
+}
+
 uint32_t vka_profile_fused_tile_q(const vka_profile *p, uint32_t D)
 {
     uint32_t q = p->fused_q_dims / (D ? D : 1);

@@ -26,6 +26,12 @@ typedef struct vka_profile {
  * from the table of device properties. NULL if `name` matches no profile. */
 const vka_profile *vka_profile_for(const vkattn_device_info *device, const char *name);
 
+/* The loop trips one shader invocation may run on this device before the driver ends its loops
+ * early, without an error (0 = no such limit known). lavapipe's compiler (gallivm) ends them
+ * after 65535 trips in total per invocation, counted across all its loops. This is a fact of the
+ * driver, not of a kernel profile: a forced profile does not change it. */
+uint32_t vka_device_loop_budget(const vkattn_device_info *device);
+
 /* Queries per fused invocation for head dim D under a profile. */
 uint32_t vka_profile_fused_tile_q(const vka_profile *p, uint32_t D);
 

@@ -1,5 +1,6 @@
 #include "buffer.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "device/context.h"
@@ -98,34 +99,51 @@ static uint32_t vka_view_texel_bytes(vka_view_format format)
     return (unsigned)format < VKA_VIEW_FORMAT_COUNT ? bytes[format] : 0;
 }
 
-vkattn_status vka_buffer_view(vkattn_context *ctx, vka_buffer *b, vka_view_format format, VkBufferView *out)
+vkattn_status vka_buffer_view(vkattn_context *ctx, vka_buffer *b, vka_view_format format, VkDeviceSize offset,
+                              VkDeviceSize range, VkBufferView *out)
 {
     vkattn_status status = VKATTN_OK;
-    if (!b->views[format]) {
-        VkDeviceSize texels = b->size / vka_view_texel_bytes(format);
-        if (texels > ctx->caps.props.limits.maxTexelBufferElements)
-            return vka_fail(ctx, VKATTN_ERROR_DEVICE_LIMIT,
-                            "a %llu-byte buffer has %llu texels, more than maxTexelBufferElements (%u)",
-                            (unsigned long long)b->size, (unsigned long long)texels,
-                            ctx->caps.props.limits.maxTexelBufferElements);
-        VkBufferViewCreateInfo info = {
-            .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
-            .buffer = b->buffer,
-            .format = view_formats[format],
-            .offset = 0,
-            .range = texels * vka_view_texel_bytes(format),
-        };
-        VKA_VK(ctx, ctx->vk.vkCreateBufferView(ctx->device, &info, NULL, &b->views[format]));
+    VkDeviceSize texel = vka_view_texel_bytes(format);
+    if (offset > b->size) return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "internal: a view starts past its buffer");
+    if (range == 0) range = (b->size - offset) / texel * texel;
+    for (uint32_t i = 0; i < b->view_count; i++) {
+        const vka_view *v = &b->views[i];
+        if (v->format == format && v->offset == offset && v->range == range) {
+            *out = v->view;
+            return VKATTN_OK;
+        }
     }
-    *out = b->views[format];
+    if (range / texel > ctx->caps.props.limits.maxTexelBufferElements)
+        return vka_fail(ctx, VKATTN_ERROR_DEVICE_LIMIT, "a %llu-byte view has %llu texels, more than maxTexelBufferElements (%u)",
+                        (unsigned long long)range, (unsigned long long)(range / texel),
+                        ctx->caps.props.limits.maxTexelBufferElements);
+    if (b->view_count == b->view_capacity) {
+        uint32_t capacity = b->view_capacity ? b->view_capacity * 2 : 4;
+        vka_view *views = vka_realloc(&ctx->faults, b->views, capacity * sizeof *views);
+        if (!views) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a buffer view");
+        b->views = views;
+        b->view_capacity = capacity;
+    }
+    VkBufferViewCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+        .buffer = b->buffer,
+        .format = view_formats[format],
+        .offset = offset,
+        .range = range,
+    };
+    vka_view *v = &b->views[b->view_count];
+    VKA_VK(ctx, ctx->vk.vkCreateBufferView(ctx->device, &info, NULL, &v->view));
+    v->format = format, v->offset = offset, v->range = range;
+    b->view_count++;
+    *out = v->view;
 fail:
     return status;
 }
 
 void vka_buffer_destroy(vkattn_context *ctx, vka_buffer *b)
 {
-    for (int f = 0; f < VKA_VIEW_FORMAT_COUNT; f++)
-        if (b->views[f]) ctx->vk.vkDestroyBufferView(ctx->device, b->views[f], NULL);
+    for (uint32_t i = 0; i < b->view_count; i++) ctx->vk.vkDestroyBufferView(ctx->device, b->views[i].view, NULL);
+    free(b->views);
     if (b->buffer) ctx->vk.vkDestroyBuffer(ctx->device, b->buffer, NULL);
     if (b->memory) ctx->vk.vkFreeMemory(ctx->device, b->memory, NULL); /* also unmaps */
     memset(b, 0, sizeof *b);

@@ -25,21 +25,32 @@ typedef enum vka_view_format {
     VKA_VIEW_FORMAT_COUNT
 } vka_view_format;
 
+/* A texel view of bytes [offset, offset + range) of a buffer. */
+typedef struct vka_view {
+    vka_view_format format;
+    VkDeviceSize offset, range;
+    VkBufferView view;
+} vka_view;
+
 typedef struct vka_buffer {
     VkBuffer buffer;
     VkDeviceMemory memory;
     VkDeviceSize size;     /* bytes requested, rounded up to 16 */
     void *mapped;          /* non-NULL when host-visible and coherent */
-    VkBufferView views[VKA_VIEW_FORMAT_COUNT]; /* created on first use */
+    vka_view *views;       /* created on first use, kept until the buffer goes */
+    uint32_t view_count, view_capacity;
 } vka_buffer;
 
 /* Creates a storage buffer (also usable as transfer source/destination and texel buffer) of
  * `size` bytes (> 0, rounded up to 16 so kernels may read whole words), zero-filled. On failure `out` stays zeroed and the context has the message. */
 vkattn_status vka_buffer_create(vkattn_context *ctx, VkDeviceSize size, vka_memory_use use, const char *what,
                                 vka_buffer *out);
-/* The buffer's whole-size view in `format`, created on first use and owned by the buffer.
- * VKATTN_ERROR_DEVICE_LIMIT if the buffer has more texels than maxTexelBufferElements. */
-vkattn_status vka_buffer_view(vkattn_context *ctx, vka_buffer *buffer, vka_view_format format, VkBufferView *out);
+/* The view of bytes [offset, offset + range) of the buffer in `format` (range 0 = to the end, in
+ * whole texels), created on first use and owned by the buffer. The offset must be a multiple of
+ * minTexelBufferOffsetAlignment. VKATTN_ERROR_DEVICE_LIMIT if the range has more texels than
+ * maxTexelBufferElements. */
+vkattn_status vka_buffer_view(vkattn_context *ctx, vka_buffer *buffer, vka_view_format format, VkDeviceSize offset,
+                              VkDeviceSize range, VkBufferView *out);
 
 /* Destroys a buffer made by vka_buffer_create (or a zeroed one) and zeroes it. */
 void vka_buffer_destroy(vkattn_context *ctx, vka_buffer *buffer);

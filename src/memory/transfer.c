@@ -63,7 +63,7 @@ fail:
 
 static vkattn_status submit_copy(vkattn_context *ctx, const copy_region *region)
 {
-    VkCommandBuffer cmd;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
     vkattn_status status = vka_transfer_begin(ctx, &cmd);
     if (status != VKATTN_OK) return status;
     if (region->fill_zero) {

@@ -11,6 +11,7 @@ typedef enum vka_kernel {
     VKA_KERNEL_SOFTMAX,
     VKA_KERNEL_PV,
     VKA_KERNEL_FUSED,
+    VKA_KERNEL_MERGE,
     VKA_KERNEL_AVERAGE_HEADS,
     VKA_KERNEL_PEAK_FMA_F32,
     VKA_KERNEL_PEAK_FMA_F16,
@@ -21,12 +22,13 @@ typedef enum vka_kernel {
 /* Specialization constants per pipeline: ids 0..VKA_MAX_SPEC-1 (see shaders/abi.h); every pipeline
  * gets all of them, a kernel reads the ones it declares. */
 #define VKA_MAX_SPEC 6
-#define VKA_MAX_BINDINGS 8
+#define VKA_MAX_BINDINGS 10
 
 typedef struct vka_kernel_info {
     const char *spirv;         /* name in the embedded SPIR-V table (shaders/CMakeLists.txt) */
     const char *spirv_f16_out; /* the build that writes fp16 activations (OUT_F16), or NULL */
     uint32_t push_size;        /* bytes of its push-constant struct */
+    uint32_t binding_count;    /* its binding slots (abi.h), checked against the SPIR-V */
 } vka_kernel_info;
 
 const vka_kernel_info *vka_kernel_get(vka_kernel kernel);

@@ -47,6 +47,9 @@ static vkattn_status create_pipeline(vkattn_context *ctx, vka_kernel kernel, int
                         (int)kernel, f16_out ? " (fp16 output)" : "");
     if (!vka_spirv_bindings(code, bytes / 4, &p->bindings))
         return vka_fail(ctx, VKATTN_ERROR_VULKAN, "kernel %s: cannot read its bindings from SPIR-V", name);
+    if (p->bindings.count != info->binding_count)
+        return vka_fail(ctx, VKATTN_ERROR_VULKAN, "internal: kernel %s declares %u bindings, abi.h names %u", name,
+                        p->bindings.count, info->binding_count);
     p->kernel = kernel;
     p->f16_out = f16_out;
     memcpy(p->spec, spec, sizeof p->spec);

@@ -8,7 +8,7 @@
 
 /* Groups of 64 invocations: enough to fill a big GPU, a few per core on lavapipe. */
 #define PEAK_FMA_GROUPS 1024u
-#define PEAK_FLOPS_PER_TRIP (32 * 4 * 2) /* PEAK_CHAINS vec4 FMAs, shaders/peak_fma.comp */
+#define PEAK_FLOPS_PER_TRIP (VKA_PEAK_CHAINS * 4 * 2) /* vec4 FMAs per loop trip, shaders/peak_fma.comp */
 #define PEAK_COPY_GROUPS 4096u
 #define PEAK_RUNS 3
 
@@ -64,7 +64,9 @@ fail:
     return status;
 }
 
-/* FMA throughput in GFLOP/s: doubles the loop trips until a run takes a quarter of the budget. */
+/* FMA throughput in GFLOP/s: doubles the loop trips until a run takes a quarter of the budget, or
+ * until the device's loop budget stops it (past that, lavapipe would cut the loop short and the
+ * FLOPs counted here would not all run). */
 static vkattn_status measure_fma(peak_run *run, vka_kernel kernel, const vka_buffer *out, double budget_ms,
                                  double *gflops, double *best_ms)
 {
@@ -75,17 +77,20 @@ static vkattn_status measure_fma(peak_run *run, vka_kernel kernel, const vka_buf
     vka_peak_push push = {.iterations = 16, .multiplier = 0.999f, .addend = 0.001f};
     const vka_buffer *bufs[1] = {out};
     double ms = 0;
-    while (push.iterations < (1u << 30)) {
+    const uint32_t most = run->ctx->loop_budget ? run->ctx->loop_budget - 1 : 1u << 30;
+    if (push.iterations > most) push.iterations = most;
+    for (;;) {
         if ((status = time_dispatch(run, p, bufs, &push, PEAK_FMA_GROUPS, &ms)) != VKATTN_OK) return status;
-        if (ms >= budget_ms / 4) break;
-        push.iterations *= ms < budget_ms / 64 ? 8 : 2;
+        if (ms >= budget_ms / 4 || push.iterations == most) break;
+        uint64_t next = (uint64_t)push.iterations * (ms < budget_ms / 64 ? 8 : 2);
+        push.iterations = next < most ? (uint32_t)next : most;
     }
     double best = ms;
     for (int r = 1; r < PEAK_RUNS; r++) {
         if ((status = time_dispatch(run, p, bufs, &push, PEAK_FMA_GROUPS, &ms)) != VKATTN_OK) return status;
         if (ms < best) best = ms;
     }
-    double flops = (double)PEAK_FMA_GROUPS * 64 * push.iterations * PEAK_FLOPS_PER_TRIP;
+    double flops = (double)PEAK_FMA_GROUPS * VKA_PEAK_WG_SIZE * push.iterations * PEAK_FLOPS_PER_TRIP;
     *gflops = best > 0 ? flops / (best * 1e6) : 0;
     *best_ms = best;
     return VKATTN_OK;
@@ -132,7 +137,7 @@ vkattn_status vkattn_measure_peak(vkattn_context *ctx, double seconds, vkattn_pe
                                      .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = 2};
     VKA_VK(ctx, ctx->vk.vkCreateQueryPool(ctx->device, &queries, NULL, &run.queries));
 
-    VKA_TRY(vka_buffer_create(ctx, (VkDeviceSize)PEAK_FMA_GROUPS * 64 * 16, VKA_MEMORY_DEVICE, "peak results", &results));
+    VKA_TRY(vka_buffer_create(ctx, (VkDeviceSize)PEAK_FMA_GROUPS * VKA_PEAK_WG_SIZE * 16, VKA_MEMORY_DEVICE, "peak results", &results));
     VKA_TRY(measure_fma(&run, VKA_KERNEL_PEAK_FMA_F32, &results, budget_ms, &peak.fp32_gflops, &peak.fp32_ms));
     if (ctx->info.shader_float16)
         VKA_TRY(measure_fma(&run, VKA_KERNEL_PEAK_FMA_F16, &results, budget_ms / 2, &peak.fp16_gflops, &peak.fp16_ms));

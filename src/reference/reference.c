@@ -2,7 +2,8 @@
  * compared with it, so it follows the formula literally and keeps every intermediate in double.
  *
  *   q = query W_Q^T + b_Q,  k = key W_K^T + b_K,  v = value W_V^T + b_V      (then extra keys)
- *   p_ij = softmax_j(q_i · k_j / sqrt(D) + mask_ij)   per head, masked keys excluded
+ *   p_ij = softmax_j(q_i · k_j / sqrt(D) + mask_ij)   per head, masked keys excluded (skipped:
+ *                                                      NaN in a masked key or value row stays out)
  *   ctx_i = sum_j p_ij v_j,  output = ctx W_O^T + b_O
  */
 #include "reference.h"
@@ -109,11 +110,12 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
     double *v = malloc(B * Sx * E * sizeof *v);
     double *ctx = calloc(B * L * E, sizeof *ctx);
     double *row = malloc(Sx * sizeof *row);
+    unsigned char *seen = malloc(Sx); /* which keys the current query row may attend to */
     double *tmp = malloc(S * E * sizeof *tmp);
     double *out = malloc(E * sizeof *out);
     double *avg = malloc(L * Sx * sizeof *avg); /* one batch item's head-averaged weights */
-    if (!q || !k || !v || !ctx || !row || !tmp || !out || !avg) {
-        free(q), free(k), free(v), free(ctx), free(row), free(tmp), free(out), free(avg);
+    if (!q || !k || !v || !ctx || !row || !seen || !tmp || !out || !avg) {
+        free(q), free(k), free(v), free(ctx), free(row), free(seen), free(tmp), free(out), free(avg);
         return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "CPU path: out of memory for B=%zu L=%zu S=%zu E=%zu",
                              B, L, S, E);
     }
@@ -146,7 +148,8 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
                 const double *qi = q + (b * L + i) * E + h * D;
                 for (size_t j = 0; j < Sx; j++) {
                     double add = 0.0;
-                    if (j < S && masked(p, d, b, h, i, j, &add)) {
+                    seen[j] = !(j < S && masked(p, d, b, h, i, j, &add)) && add != -INFINITY;
+                    if (!seen[j]) {
                         row[j] = -INFINITY;
                         continue;
                     }
@@ -159,6 +162,7 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
                 if (d->lse) d->lse[(b * H + h) * L + i] = (float)lse;
                 double *ci = ctx + (b * L + i) * E + h * D;
                 for (size_t j = 0; j < Sx; j++) {
+                    if (!seen[j]) continue; /* a masked key never contributes, whatever its row holds */
                     const double *vj = v + (b * Sx + j) * E + h * D;
                     for (size_t e = 0; e < D; e++) ci[e] += row[j] * vj[e];
                 }
@@ -180,7 +184,7 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
         for (size_t o = 0; o < E; o++) d->output[r * E + o] = (float)out[o];
     }
 
-    free(q), free(k), free(v), free(ctx), free(row), free(tmp), free(out), free(avg);
+    free(q), free(k), free(v), free(ctx), free(row), free(seen), free(tmp), free(out), free(avg);
     return VKATTN_OK;
 }
 
