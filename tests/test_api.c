@@ -62,6 +62,19 @@ static void test_layer_errors(void)
     CHECK_ERROR(vkattn_layer_create(ctx, &cross, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "in_proj_weight");
     vkattn_layer_desc f16 = {.embed_dim = 8, .num_heads = 2, .storage = VKATTN_DTYPE_BOOL};
     CHECK_ERROR(vkattn_layer_create(ctx, &f16, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "storage");
+    /* A weight past fp16's range would become inf in fp16 storage: refused, naming it. */
+    vkattn_layer_desc half = {.embed_dim = 8, .num_heads = 2, .storage = VKATTN_DTYPE_F16};
+    w = tw.w;
+    float *big = malloc(8 * 8 * sizeof *big);
+    memcpy(big, tw.w.out_proj_weight, 8 * 8 * sizeof *big);
+    big[2 * 8 + 5] = -70000.0f;
+    w.out_proj_weight = big;
+    CHECK_ERROR(vkattn_layer_create(ctx, &half, &w, &layer), VKATTN_ERROR_NON_FINITE, "out_proj.weight element (2, 5) = -70000");
+    big[2 * 8 + 5] = 65504.0f; /* the largest finite fp16 is accepted */
+    CHECK_STATUS(vkattn_layer_create(ctx, &half, &w, &layer), VKATTN_OK);
+    vkattn_layer_destroy(layer);
+    layer = NULL;
+    free(big);
     vkattn_layer_desc huge = {.embed_dim = 70000, .num_heads = 7};
     CHECK_ERROR(vkattn_layer_create(ctx, &huge, &tw.w, &layer), VKATTN_ERROR_SIZE_OVERFLOW, "2^32");
     CHECK(layer == NULL); /* out-parameters untouched on failure */

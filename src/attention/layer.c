@@ -2,6 +2,7 @@
  * layout the kernels read, and create the per-layer command objects. */
 #include "attention/layer.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,36 @@ static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights
 #undef VKA_TAKE_
     layer->host_block = block;
     return VKATTN_OK;
+}
+
+/* fp16 storage holds weights up to 65504; a larger one would become inf and every output NaN.
+ * Such weights are refused, naming the tensor, the element and its value. */
+static vkattn_status check_fp16_range(vkattn_context *ctx, const char *name, const float *w, size_t rows, size_t cols)
+{
+    for (size_t i = 0; w && i < rows * cols; i++) {
+        uint16_t h = vka_f32_to_f16(w[i]);
+        if ((h & 0x7c00u) == 0x7c00u && isfinite(w[i]))
+            return vka_fail(ctx, VKATTN_ERROR_NON_FINITE,
+                            "%s element (%zu, %zu) = %g overflows fp16 storage (largest finite fp16: 65504); use "
+                            "F32 storage or scale the weights",
+                            name, i / cols, i % cols, (double)w[i]);
+    }
+    return VKATTN_OK;
+}
+
+static vkattn_status check_weights_fit_fp16(vkattn_context *ctx, const vka_layer_config *c, const vkattn_weights *w)
+{
+    vkattn_status status;
+    const size_t E = c->E;
+    VKA_TRY(check_fp16_range(ctx, "in_proj_weight", w->in_proj_weight, 3 * E, E));
+    VKA_TRY(check_fp16_range(ctx, "q_proj_weight", w->q_proj_weight, E, E));
+    VKA_TRY(check_fp16_range(ctx, "k_proj_weight", w->k_proj_weight, E, c->kdim));
+    VKA_TRY(check_fp16_range(ctx, "v_proj_weight", w->v_proj_weight, E, c->vdim));
+    VKA_TRY(check_fp16_range(ctx, "out_proj.weight", w->out_proj_weight, E, E));
+    VKA_TRY(check_fp16_range(ctx, "bias_k", w->bias_k, 1, E));
+    VKA_TRY(check_fp16_range(ctx, "bias_v", w->bias_v, 1, E));
+fail:
+    return status;
 }
 
 /* Uploads fp32 host data as `dtype` (fp32, or fp16 rounded to nearest even). */
@@ -200,10 +231,12 @@ vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *
     status = vka_layer_config_resolve(desc, weights, &cfg, &ctx->error);
     if (status != VKATTN_OK) return status;
 
-    vkattn_layer *layer = vka_calloc(&ctx->faults, 1, sizeof *layer);
-    if (!layer) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
     /* fp16 activations are written through 16-bit storage; without it the layer stays fp32. */
     if (cfg.storage == VKATTN_DTYPE_F16 && !ctx->caps.storage_16bit) cfg.storage = VKATTN_DTYPE_F32;
+    if (cfg.storage == VKATTN_DTYPE_F16 && (status = check_weights_fit_fp16(ctx, &cfg, weights)) != VKATTN_OK)
+        return status;
+    vkattn_layer *layer = vka_calloc(&ctx->faults, 1, sizeof *layer);
+    if (!layer) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
     layer->ctx = ctx;
     layer->cfg = cfg;
     layer->desc = *desc;
