@@ -85,10 +85,12 @@ static void test_absurd_shapes(void)
     vkattn_host_forward_desc f = {.batch = 1u << 16, .query_len = 1u << 16, .query = x, .output = y};
     CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_ERROR_SIZE_OVERFLOW);
     CHECK(strstr(vkattn_context_last_error(ctx), "2^32") != NULL);
-    /* One head's L x S' score block past 2^32 (cross-attention with huge S). */
+    /* One head's L x S' score block past 2^32 (cross-attention with huge S): the unfused path
+     * would index it with 32 bits, so it refuses before reading anything. */
     f = (vkattn_host_forward_desc){.batch = 1, .query_len = 70000, .key_len = 70000, .query = x, .key = x,
-                                   .output = y};
+                                   .output = y, .path = VKATTN_PATH_UNFUSED};
     CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_ERROR_SIZE_OVERFLOW);
+    CHECK(strstr(vkattn_context_last_error(ctx), "unfused") != NULL);
     /* A per-head mask whose B·H·L·S overflows. */
     uint8_t mask[4] = {0};
     f = (vkattn_host_forward_desc){.batch = 40000, .query_len = 300, .key_len = 300, .query = x, .key = x,
@@ -112,6 +114,35 @@ static void test_absurd_shapes(void)
     CHECK_STATUS(vkattn_forward_cost(&d, UINT32_MAX, UINT32_MAX, UINT32_MAX, VKATTN_PATH_FUSED, 0, &cost), VKATTN_OK);
     CHECK(cost.total_flops > 1e28 && isfinite(cost.total_flops));
     vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
+/* The fused path never forms the L x S scores, so it takes L·S past 2^32: here L = S = 65537 with
+ * every query seeing only the first 16 keys (valid_lens), which must equal attention over those
+ * 16 keys alone (the CPU reference of the cut problem; the full one would take minutes). */
+static void test_fused_past_2_32_scores(void)
+{
+    vkattn_layer_desc d = {.embed_dim = 8, .num_heads = 2};
+    test_weights tw;
+    test_weights_make(&tw, &d, 4);
+    const uint32_t L = 65537, S = 65537, seen = 16;
+    float *q = malloc((size_t)L * 8 * sizeof *q), *k = malloc((size_t)S * 8 * sizeof *k);
+    float *y = malloc((size_t)L * 8 * sizeof *y), *want = malloc((size_t)L * 8 * sizeof *want);
+    test_rng rng = test_rng_make(5);
+    test_fill(&rng, q, (size_t)L * 8, 1.0f), test_fill(&rng, k, (size_t)S * 8, 1.0f);
+    int32_t lens[1] = {(int32_t)seen};
+    vkattn_layer *layer = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, &d, &tw.w, &layer), VKATTN_OK);
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = L, .key_len = S, .query = q, .key = k, .output = y,
+                                  .valid_lens = lens, .path = VKATTN_PATH_FUSED};
+    CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_OK);
+    vkattn_host_forward_desc cut = {.batch = 1, .query_len = L, .key_len = seen, .query = q, .key = k, .output = want};
+    CHECK_STATUS(vkattn_reference_forward(&d, &tw.w, &cut, NULL), VKATTN_OK);
+    test_error e = test_compare(y, want, (size_t)L * 8);
+    CHECK_MSG(e.nonfinite == 0 && e.max_abs <= 1e-5, "L = S = 65537: max-abs %.3g, %zu non-finite", e.max_abs,
+              e.nonfinite);
+    vkattn_layer_destroy(layer);
+    free(q), free(k), free(y), free(want);
     test_weights_free(&tw);
 }
 
@@ -166,6 +197,7 @@ int main(void)
     ctx = gpu_test_context();
     RUN_TEST(test_threads_with_own_contexts);
     RUN_TEST(test_absurd_shapes);
+    RUN_TEST(test_fused_past_2_32_scores);
     RUN_TEST(test_non_finite_propagates);
     gpu_test_finish_context(ctx);
     return test_finish();

@@ -254,8 +254,10 @@ vkattn_status vka_problem_check(const vka_problem *p, vkattn_error *error)
     else if (p->attn_mask) VKA_TRY(check_count("attn_mask", mask + 2, 2, error));
     if (p->weights == VKA_WEIGHTS_PER_HEAD) VKA_TRY(check_count("the attention weights", w_head, 4, error));
     if (p->weights == VKA_WEIGHTS_AVERAGED) VKA_TRY(check_count("the attention weights", w_avg, 3, error));
-    /* One query row of scores must be addressable; the L×S' block of one head is chunked as needed. */
-    VKA_TRY(check_count("one head's score block", (uint32_t[]){p->L, p->S_ext}, 2, error));
+    /* The unfused path addresses one head's L×S' score block with 32-bit indices (and chunks it
+     * as needed); the fused path never forms it, so it takes any L·S. */
+    int unfused = p->path == VKATTN_PATH_UNFUSED || (p->path == VKATTN_PATH_AUTO && p->weights);
+    if (unfused) VKA_TRY(check_count("one head's score block (unfused path)", (uint32_t[]){p->L, p->S_ext}, 2, error));
     return VKATTN_OK;
 fail:
     return status;
