@@ -14,6 +14,13 @@
  * against the same fp32 reference: NMSE <= 2e-6 and max-abs <= 1e-2 * max(1, max|ref|), the error
  * of a few fp16 roundings (unit roundoff 4.9e-4) of O(1) values.
  *
+ * Rows with `nan_masked` put NaN into every key and value row that no query may see (padding,
+ * keys past the valid lengths, attn_mask columns blocked for every query): outputs must then be
+ * finite on both sides, and equal. Rows with a `loop_budget` run on a context whose plan keeps
+ * every kernel within that many loop trips per invocation (lavapipe's own limit is 65535), so
+ * the splits real shapes need (fused key parts merged by log-sum-exp, key chunks carrying the
+ * softmax state, softmax and P·V key ranges, matmul reduction parts) run at small shapes.
+ *
  * Usage: test_gpu_vs_cpu [family]  (no argument = every family)
  */
 #include "gpu_test.h"
@@ -37,7 +44,17 @@ typedef struct test_case {
     int fully_masked;   /* force some rows to have every key masked */
     vkattn_dtype storage;
     const char *profile; /* kernel profile of the context: NULL = the device's own */
+    int also_f16;        /* run the row with fp16 storage too, against the same reference */
+    int nan_masked;      /* NaN in every key/value row no query may see */
+    uint32_t loop_budget; /* 0 = the device's own */
 } test_case;
+
+/* Real head dims at L = S = 1024 and 2048, causal and not, fp32 and fp16, both paths. A layer
+ * runs the same per-head kernels H times, so these rows use one head (E = D) at L = 2048 and two
+ * at L = 1024 to keep the suite's CPU reference time in bounds; the head-count rows above and the
+ * llama rows below cover many heads and wide projections. */
+#define REAL_SHAPE(name, D, L, H, causal_)                                                          \
+    {"real_shapes", name, 1, L, 0, (D) * (H), H, .causal = causal_, .also_f16 = 1}
 
 static const test_case cases[] = {
     /* heads: H in {1,2,3,8,12} at E = 48 */
@@ -121,6 +138,46 @@ static const test_case cases[] = {
     {"fp16", "odd_dims", 2, 9, 7, 21, 3, .bias_kv = 1, .zero_attn = 1, .storage = VKATTN_DTYPE_F16},
     {"fp16", "weights", 1, 33, 0, 32, 2, .weights = WEIGHTS_AVERAGED, .storage = VKATTN_DTYPE_F16},
     {"fp16", "D128", 1, 64, 0, 256, 2, .mask = MASK_FLOAT, .storage = VKATTN_DTYPE_F16},
+    /* the shapes real models use (see REAL_SHAPE) */
+    REAL_SHAPE("D64_L1024", 64, 1024, 2, 0),   REAL_SHAPE("D64_L2048_causal", 64, 2048, 1, 1),
+    REAL_SHAPE("D80_L1024_causal", 80, 1024, 2, 1), REAL_SHAPE("D80_L2048", 80, 2048, 1, 0),
+    REAL_SHAPE("D96_L1024", 96, 1024, 2, 0),   REAL_SHAPE("D96_L2048_causal", 96, 2048, 1, 1),
+    REAL_SHAPE("D128_L1024_causal", 128, 1024, 2, 1), REAL_SHAPE("D128_L2048", 128, 2048, 1, 0),
+    REAL_SHAPE("D160_L1024", 160, 1024, 2, 0), REAL_SHAPE("D160_L2048_causal", 160, 2048, 1, 1),
+    REAL_SHAPE("D256_L1024_causal", 256, 1024, 2, 1), REAL_SHAPE("D256_L2048", 256, 2048, 1, 0),
+    REAL_SHAPE("D256_L1024", 256, 1024, 1, 0), REAL_SHAPE("D128_L2048_causal", 128, 2048, 1, 1),
+    /* long key sequences: cross-attention of a few queries over many keys */
+    {"long_keys", "D128_L64_S32768", 1, 64, 32768, 128, 1, .also_f16 = 1},
+    {"long_keys", "D64_L16_S65536", 1, 16, 65536, 64, 1, .also_f16 = 1},
+    {"long_keys", "D16_L4_S131072_masks", 1, 4, 131072, 32, 2, .key_padding = 1, .zero_attn = 1, .also_f16 = 1},
+    /* a LLaMA-sized layer: in_proj_weight (12288, 4096) fp32 is 192 MiB, past lavapipe's 128 MiB
+     * maxStorageBufferRange, so the projection binds it through windows */
+    {"llama", "E4096_H32", 1, 64, 0, 4096, 32, .causal = 1, .also_f16 = 1},
+    /* NaN in key and value rows no query may see changes nothing */
+    {"masked_nan", "key_padding", 2, 17, 40, 32, 4, .key_padding = 1, .nan_masked = 1, .also_f16 = 1},
+    {"masked_nan", "valid_lens_batch", 3, 9, 33, 32, 4, .lens = LENS_PER_BATCH, .nan_masked = 1, .also_f16 = 1},
+    {"masked_nan", "valid_lens_query", 2, 9, 33, 32, 4, .lens = LENS_PER_QUERY, .causal = 1, .nan_masked = 1},
+    {"masked_nan", "bool_mask_columns", 2, 17, 23, 48, 4, .mask = MASK_BOOL, .nan_masked = 1},
+    {"masked_nan", "padding_weights", 2, 17, 40, 32, 4, .key_padding = 1, .weights = WEIGHTS_PER_HEAD, .nan_masked = 1},
+    {"masked_nan", "long_split", 1, 8, 3000, 64, 2, .key_padding = 1, .nan_masked = 1, .loop_budget = 512},
+    /* a lowered loop budget: every split at small shapes */
+    {"loop_budget", "fused_parts", 2, 33, 700, 64, 2, .causal = 1, .loop_budget = 512, .also_f16 = 1},
+    {"loop_budget", "fused_extra_keys", 2, 20, 300, 32, 4, .bias_kv = 1, .zero_attn = 1, .key_padding = 1,
+     .loop_budget = 512},
+    {"loop_budget", "fused_D7_lse", 2, 9, 250, 21, 3, .mask = MASK_FLOAT, .lens = LENS_PER_QUERY, .loop_budget = 300},
+    {"loop_budget", "self_causal", 1, 600, 0, 128, 4, .causal = 1, .loop_budget = 512},
+    {"loop_budget", "weights_softmax_ranges", 1, 5, 5000, 16, 2, .weights = WEIGHTS_PER_HEAD, .key_padding = 1,
+     .loop_budget = 100},
+    {"loop_budget", "averaged_long", 2, 7, 2500, 32, 4, .weights = WEIGHTS_AVERAGED, .causal = 1, .loop_budget = 400},
+    {"loop_budget", "matmul_parts", 1, 9, 13, 64, 2, 2000, 1030, .loop_budget = 200, .also_f16 = 1},
+    {"loop_budget", "fully_masked", 2, 9, 900, 16, 2, .key_padding = 1, .fully_masked = 1, .loop_budget = 256},
+    /* at lavapipe's own budget, just inside and just past one fused part at D = 256 (the model's
+     * count is tight there: its head-dim loops are not unrolled), and a matmul reduction of
+     * 65534 texels (262136 floats) in one part */
+    {"budget_edge", "D256_one_part", 1, 8, 5312, 256, 1, .also_f16 = 1},
+    {"budget_edge", "D256_two_parts", 1, 8, 5313, 256, 1},
+    {"budget_edge", "matmul_K262136", 1, 3, 2, 8, 1, 262136, 8},
+    {"budget_edge", "matmul_K262140", 1, 3, 2, 8, 1, 262140, 8},
     /* the GPU profile's kernel shapes, run on this device */
     {"gpu_profile", "self", 2, 33, 0, 32, 4, .causal = 1, .profile = "gpu"},
     {"gpu_profile", "cross_odd", 2, 7, 9, 21, 3, 5, 11, .bias_kv = 1, .zero_attn = 1, .key_padding = 1,
@@ -137,6 +194,40 @@ typedef struct case_data {
     uint8_t *kpm, *bool_mask;
     int32_t *lens;
 } case_data;
+
+/* Whether no query of batch b may attend to key j (so its key and value rows may hold anything). */
+static int unseen_key(const test_case *c, const case_data *d, uint32_t S, uint32_t b, uint32_t j)
+{
+    if (d->kpm && d->kpm[(size_t)b * S + j]) return 1;
+    if (d->lens) {
+        int32_t longest = 0;
+        uint32_t n = c->lens == LENS_PER_QUERY ? c->L : 1;
+        for (uint32_t i = 0; i < n; i++)
+            if (d->lens[(size_t)b * n + i] > longest) longest = d->lens[(size_t)b * n + i];
+        if ((int64_t)j >= longest) return 1;
+    }
+    if (d->bool_mask && !c->mask_per_head) {
+        for (uint32_t i = 0; i < c->L; i++)
+            if (!d->bool_mask[(size_t)i * S + j]) return 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* NaN in every key and value row no query may see: a KV cache's stale slots. */
+static void poison_unseen_keys(const test_case *c, case_data *d, uint32_t S, size_t kd, size_t vd)
+{
+    size_t poisoned = 0;
+    for (uint32_t b = 0; b < c->B; b++) {
+        for (uint32_t j = 0; j < S; j++) {
+            if (!unseen_key(c, d, S, b, j)) continue;
+            for (size_t e = 0; e < kd; e++) d->key[((size_t)b * S + j) * kd + e] = NAN;
+            for (size_t e = 0; e < vd; e++) d->value[((size_t)b * S + j) * vd + e] = NAN;
+            poisoned++;
+        }
+    }
+    CHECK_MSG(poisoned > 0, "%s: no key row is unseen, so the NaN row test tests nothing", c->name);
+}
 
 static void make_data(const test_case *c, const vkattn_layer_desc *ld, case_data *d, test_rng *rng)
 {
@@ -166,6 +257,8 @@ static void make_data(const test_case *c, const vkattn_layer_desc *ld, case_data
     if (c->mask == MASK_BOOL) {
         d->bool_mask = malloc(mask_n);
         for (size_t i = 0; i < mask_n; i++) d->bool_mask[i] = test_rng_float(rng) > 0.6f; /* ~20% blocked */
+        if (c->nan_masked) /* every third column blocked for every query */
+            for (size_t i = 0; i < mask_n; i++) d->bool_mask[i] |= (i % S) % 3 == 1;
     }
     if (c->mask == MASK_FLOAT) {
         d->float_mask = malloc(mask_n * sizeof(float));
@@ -176,6 +269,7 @@ static void make_data(const test_case *c, const vkattn_layer_desc *ld, case_data
         if (c->fully_masked)
             for (size_t j = 0; j < S; j++) d->float_mask[j] = -INFINITY; /* row 0 (of head 0) */
     }
+    if (c->nan_masked) poison_unseen_keys(c, d, S, kd, vd);
 }
 
 static void free_data(case_data *d)
@@ -194,22 +288,30 @@ typedef struct tolerance {
     double nmse, rel, weights;
 } tolerance;
 
-static tolerance tolerance_of(const test_case *c)
+static tolerance tolerance_of(const test_case *c, vkattn_dtype storage)
 {
-    if (c->storage == VKATTN_DTYPE_F16) return (tolerance){2e-6, 1e-2, 1e-2};
+    if (storage == VKATTN_DTYPE_F16) return (tolerance){2e-6, 1e-2, 1e-2};
     if (c->input_scale >= 30) return (tolerance){1e-8, 1e-4, 1e-4};
     return (tolerance){1e-10, 1e-5, 1e-5};
 }
 
 /* Compares one device run with the reference; returns 1 if anything is off. */
-static int check_run(const test_case *c, vkattn_path path, const float *gpu, const float *cpu, size_t out_n,
+static int check_run(const test_case *c, vkattn_dtype storage, vkattn_path path, const float *gpu, const float *cpu,
+                     size_t out_n,
                      const float *gpu_w, const float *cpu_w, size_t w_n, const float *gpu_lse, const float *cpu_lse,
                      size_t lse_n, family_stats *fs)
 {
     const char *pn = vkattn_path_name(path);
-    tolerance tol = tolerance_of(c);
+    tolerance tol = tolerance_of(c, storage);
     int failed = 0;
     test_error e = test_compare(gpu, cpu, out_n);
+    if (c->nan_masked) {
+        /* Unseen NaN rows change nothing: every output finite on both sides. */
+        size_t bad = 0;
+        for (size_t i = 0; i < out_n; i++) bad += !isfinite(gpu[i]) || !isfinite(cpu[i]);
+        CHECK_MSG(bad == 0, "%s/%s: %zu outputs not finite with NaN in unseen key rows", c->name, pn, bad);
+        failed |= bad != 0;
+    }
     double tol_abs = tol.rel * (e.ref_max > 1 ? e.ref_max : 1);
     failed |= e.nonfinite != 0 || e.nmse > tol.nmse || e.max_abs > tol_abs;
     CHECK_MSG(e.nonfinite == 0, "%s/%s: %zu outputs finite on one side only", c->name, pn, e.nonfinite);
@@ -239,8 +341,10 @@ static int check_run(const test_case *c, vkattn_path path, const float *gpu, con
         CHECK_MSG(inf_mismatch == 0 && el.nonfinite == 0, "%s/%s: lse finite on one side only", c->name, pn);
         CHECK_MSG(el.max_abs <= tol_lse, "%s/%s: lse max-abs %.3g > %.3g", c->name, pn, el.max_abs, tol_lse);
     }
-    printf("  %-11s %-22s %-7s out max-abs %.2e nmse %.2e%s%s  %s\n", c->family, c->name, pn, e.max_abs, e.nmse,
-           w_n ? "  weights" : "", lse_n ? "  lse" : "", failed ? "FAILED" : "ok");
+    printf("  %-11s %-22s %-7s %s out max-abs %.2e nmse %.2e%s%s  %s\n", c->family, c->name, pn,
+           vkattn_dtype_name(storage), e.max_abs, e.nmse, w_n ? "  weights" : "", lse_n ? "  lse" : "",
+           failed ? "FAILED" : "ok");
+    fflush(stdout);
     fs->runs++;
     fs->failures += failed;
     if (e.max_abs > fs->out_max_abs) fs->out_max_abs = e.max_abs;
@@ -282,61 +386,93 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
     vkattn_error error = {0};
     vkattn_host_forward_desc ref = f;
     ref.output = cpu, ref.attn_weights = cpu_w, ref.lse = w_n ? NULL : cpu_lse;
+    double t0 = test_now_s();
     CHECK_STATUS(vkattn_reference_forward(&ld, &tw.w, &ref, &error), VKATTN_OK);
+    double ref_s = test_now_s() - t0;
 
-    vkattn_layer *layer = NULL;
-    vkattn_status status = vkattn_layer_create(ctx, &ld, &tw.w, &layer);
-    CHECK_MSG(status == VKATTN_OK, "%s: layer: %s", c->name, vkattn_context_last_error(ctx));
-    const vkattn_path paths[2] = {VKATTN_PATH_UNFUSED, VKATTN_PATH_FUSED};
-    for (int k = 0; layer && k < 2; k++) {
-        vkattn_host_forward_desc g = f;
-        g.path = paths[k];
-        g.output = gpu, g.attn_weights = gpu_w;
-        g.lse = paths[k] == VKATTN_PATH_FUSED && !w_n ? gpu_lse : NULL;
-        status = vkattn_forward_host(layer, &g);
-        if (paths[k] == VKATTN_PATH_FUSED && w_n) {
-            /* Only the unfused path forms attention weights; the fused one says so. */
-            CHECK_MSG(status == VKATTN_ERROR_INVALID_ARGUMENT, "%s: fused path with weights returned %s", c->name,
-                      vkattn_status_name(status));
-            continue;
+    const vkattn_dtype storages[2] = {c->storage, VKATTN_DTYPE_F16};
+    double device_s = 0;
+    for (int st_i = 0; st_i < 1 + (c->also_f16 != 0); st_i++) {
+        vkattn_layer_desc sd = ld;
+        sd.storage = storages[st_i];
+        vkattn_layer *layer = NULL;
+        vkattn_status status = vkattn_layer_create(ctx, &sd, &tw.w, &layer);
+        CHECK_MSG(status == VKATTN_OK, "%s: layer: %s", c->name, vkattn_context_last_error(ctx));
+        const vkattn_path paths[2] = {VKATTN_PATH_UNFUSED, VKATTN_PATH_FUSED};
+        for (int k = 0; layer && k < 2; k++) {
+            vkattn_host_forward_desc g = f;
+            g.path = paths[k];
+            g.output = gpu, g.attn_weights = gpu_w;
+            g.lse = paths[k] == VKATTN_PATH_FUSED && !w_n ? gpu_lse : NULL;
+            t0 = test_now_s();
+            status = vkattn_forward_host(layer, &g);
+            device_s += test_now_s() - t0;
+            if (paths[k] == VKATTN_PATH_FUSED && w_n) {
+                /* Only the unfused path forms attention weights; the fused one says so. */
+                CHECK_MSG(status == VKATTN_ERROR_INVALID_ARGUMENT, "%s: fused path with weights returned %s", c->name,
+                          vkattn_status_name(status));
+                continue;
+            }
+            CHECK_MSG(status == VKATTN_OK, "%s/%s: forward: %s", c->name, vkattn_path_name(paths[k]),
+                      vkattn_context_last_error(ctx));
+            if (status != VKATTN_OK) {
+                fs->runs++, fs->failures++;
+                continue;
+            }
+            vkattn_forward_stats stats;
+            vkattn_layer_last_stats(layer, &stats);
+            CHECK_MSG(stats.path == paths[k], "%s: ran %s, asked for %s", c->name, vkattn_path_name(stats.path),
+                      vkattn_path_name(paths[k]));
+            check_run(c, sd.storage, paths[k], gpu, cpu, out_n, gpu_w, cpu_w, w_n, gpu_lse, cpu_lse,
+                      g.lse ? lse_n : 0, fs);
         }
-        CHECK_MSG(status == VKATTN_OK, "%s/%s: forward: %s", c->name, vkattn_path_name(paths[k]),
-                  vkattn_context_last_error(ctx));
-        if (status != VKATTN_OK) {
-            fs->runs++, fs->failures++;
-            continue;
-        }
-        vkattn_forward_stats st;
-        vkattn_layer_last_stats(layer, &st);
-        CHECK_MSG(st.path == paths[k], "%s: ran %s, asked for %s", c->name, vkattn_path_name(st.path),
-                  vkattn_path_name(paths[k]));
-        check_run(c, paths[k], gpu, cpu, out_n, gpu_w, cpu_w, w_n, gpu_lse, cpu_lse, g.lse ? lse_n : 0, fs);
+        vkattn_layer_destroy(layer);
     }
+    printf("  %-11s %-22s time: CPU reference %.2f s, device forwards %.2f s\n", c->family, c->name, ref_s, device_s);
 
-    vkattn_layer_destroy(layer);
     free(gpu), free(cpu), free(gpu_w), free(cpu_w), free(gpu_lse), free(cpu_lse);
     free_data(&d);
     test_weights_free(&tw);
 }
 
-static vkattn_context *context_for(const char *profile, vkattn_context **own, vkattn_context **gpu_profile)
+/* Contexts by kernel profile and loop budget; the first is the device's own. */
+typedef struct context_slot {
+    const char *profile;
+    uint32_t loop_budget;
+    vkattn_context *ctx;
+} context_slot;
+
+static vkattn_context *context_for(const test_case *c, context_slot *slots, int *count)
 {
-    if (!profile) return *own ? *own : (*own = gpu_test_context());
-    if (!*gpu_profile) {
-        gpu_test_pin_drivers();
-        vkattn_error error = {0};
-        vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .kernel_profile = profile};
-        vkattn_status status = vkattn_context_create(&desc, gpu_profile, &error);
-        CHECK_MSG(status == VKATTN_OK, "context with profile %s: %s", profile, error.message);
+    for (int i = 0; i < *count; i++)
+        if (slots[i].loop_budget == c->loop_budget &&
+            (slots[i].profile == c->profile || (slots[i].profile && c->profile && !strcmp(slots[i].profile, c->profile))))
+            return slots[i].ctx;
+    context_slot *s = &slots[(*count)++];
+    s->profile = c->profile, s->loop_budget = c->loop_budget;
+    if (!c->profile && !c->loop_budget) return s->ctx = gpu_test_context();
+    gpu_test_pin_drivers();
+    vkattn_error error = {0};
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .kernel_profile = c->profile,
+                                .loop_budget = c->loop_budget};
+    vkattn_status status = vkattn_context_create(&desc, &s->ctx, &error);
+    CHECK_MSG(status == VKATTN_OK, "context (profile %s, loop budget %u): %s", c->profile ? c->profile : "default",
+              c->loop_budget, error.message);
+    if (s->ctx && c->loop_budget) {
+        vkattn_device_info info;
+        vkattn_context_device(s->ctx, &info);
+        CHECK_MSG(info.loop_budget == c->loop_budget, "loop budget %u asked, %u in effect", c->loop_budget,
+                  info.loop_budget);
     }
-    return *gpu_profile;
+    return s->ctx;
 }
 
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
-    vkattn_context *own = NULL, *gpu_profile = NULL;
-    family_stats stats[16] = {0};
+    context_slot contexts[8] = {0};
+    int context_count = 0;
+    family_stats stats[24] = {0};
     int families = 0;
     size_t n = sizeof cases / sizeof cases[0];
     for (size_t i = 0; i < n; i++) {
@@ -345,7 +481,7 @@ int main(int argc, char **argv)
         int f = 0;
         while (f < families && strcmp(stats[f].family, c->family) != 0) f++;
         if (f == families) stats[families++].family = c->family;
-        vkattn_context *ctx = context_for(c->profile, &own, &gpu_profile);
+        vkattn_context *ctx = context_for(c, contexts, &context_count);
         if (ctx) run_case(ctx, c, &stats[f], 1000 + i);
     }
     CHECK_MSG(families > 0, "no case in family \"%s\"", only ? only : "");
@@ -354,7 +490,7 @@ int main(int argc, char **argv)
         printf("%-11s  %4d  %8d  %15.2e  %12.2e  %19.2e  %15.2e\n", stats[f].family, stats[f].runs,
                stats[f].failures, stats[f].out_max_abs, stats[f].out_nmse, stats[f].weights_max_abs,
                stats[f].lse_max_abs);
-    if (own) gpu_test_finish_context(own);
-    if (gpu_profile) gpu_test_finish_context(gpu_profile);
+    for (int i = 0; i < context_count; i++)
+        if (contexts[i].ctx) gpu_test_finish_context(contexts[i].ctx);
     return test_finish();
 }

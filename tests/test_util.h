@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "vkattn.h"
 
@@ -67,6 +68,14 @@ static test_state test_g;
         fn();                                                                                      \
         printf("%-48s %s\n", #fn, test_g.failures == before_ ? "ok" : "FAILED");                   \
     } while (0)
+
+/* Seconds (C11's wall clock), for the time lines tests print. */
+static inline double test_now_s(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* Prints the summary and gives main's return value. */
 static inline int test_finish(void)
