@@ -44,6 +44,7 @@ int cli_parse_u32(const char *option, const char *text, uint32_t min, uint32_t *
 
 int cli_fail(const char *command, const char *what, vkattn_status status, const char *message)
 {
+    fflush(stdout); /* the message follows what was printed before it, also when both go to one file */
     fprintf(stderr, "vkattn %s: %s: %s: %s\n", command, what, vkattn_status_name(status),
             message && *message ? message : vkattn_status_string(status));
     return 1;
@@ -82,24 +83,159 @@ int cli_open_context(const char *command, const char *device, vkattn_context **o
     return 0;
 }
 
+int cli_storage_from_name(const char *name, vkattn_dtype *out)
+{
+    if (strcmp(name, "f32") == 0) return *out = VKATTN_DTYPE_F32, 0;
+    if (strcmp(name, "f16") == 0) return *out = VKATTN_DTYPE_F16, 0;
+    return 1;
+}
+
+int cli_parse_storage(const char *command, const char *option, const char *text, vkattn_dtype *out)
+{
+    if (cli_storage_from_name(text, out) == 0) return 0;
+    fprintf(stderr, "vkattn %s: %s takes %s (the layer's storage dtype), not \"%s\"\n", command, option,
+            CLI_STORAGE_NAMES, text);
+    return 2;
+}
+
+vkattn_dtype cli_layer_storage(const char *command, const vkattn_layer *layer, vkattn_dtype asked)
+{
+    vkattn_layer_desc d;
+    vkattn_layer_get_desc(layer, &d);
+    if (asked == VKATTN_DTYPE_F16 && d.storage != VKATTN_DTYPE_F16)
+        printf("vkattn %s: note: this device has no 16-bit storage buffers (storageBuffer16BitAccess): the layer "
+               "stores %s, not f16\n",
+               command, vkattn_dtype_name(d.storage));
+    return d.storage;
+}
+
+void cli_format_shape(char *buf, size_t size, uint32_t rank, const uint32_t *v)
+{
+    size_t at = (size_t)snprintf(buf, size, "(");
+    for (uint32_t i = 0; i < rank && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, i ? ", %u" : "%u", v[i]);
+    if (at < size) snprintf(buf + at, size - at, ")");
+}
+
+void cli_format_index(char *buf, size_t size, uint32_t rank, const uint32_t *dims, size_t flat)
+{
+    uint32_t idx[VKATTN_MAX_RANK] = {0};
+    if (rank > VKATTN_MAX_RANK) rank = VKATTN_MAX_RANK;
+    for (uint32_t i = rank; i-- > 0;) {
+        idx[i] = dims[i] ? (uint32_t)(flat % dims[i]) : 0;
+        flat = dims[i] ? flat / dims[i] : 0;
+    }
+    cli_format_shape(buf, size, rank, idx);
+}
+
 cli_error_stats cli_compare(const float *got, const float *want, size_t n)
 {
     cli_error_stats s = {0};
     double err2 = 0, ref2 = 0;
     for (size_t i = 0; i < n; i++) {
         int fg = isfinite(got[i]), fw = isfinite(want[i]);
-        if (fg != fw) {
-            s.nonfinite++;
+        if (fw && fabs(want[i]) > s.ref_max) s.ref_max = fabs(want[i]);
+        if (!fg || !fw) {
+            /* The same NaN or the same infinity on both sides agrees; anything else differs. */
+            int same = !fg && !fw && (isnan(got[i]) ? isnan(want[i]) : got[i] == want[i]);
+            if (!same && s.nonfinite++ == 0) s.nonfinite_at = i;
             continue;
         }
-        if (!fg) continue;
         double d = (double)got[i] - want[i];
-        if (fabs(d) > s.max_abs) s.max_abs = fabs(d);
+        if (fabs(d) > s.max_abs) s.max_abs = fabs(d), s.max_abs_at = i;
+        s.compared++;
         err2 += d * d;
         ref2 += (double)want[i] * want[i];
     }
     s.nmse = ref2 > 0 ? err2 / ref2 : err2;
     return s;
+}
+
+cli_tolerance cli_tolerance_for(vkattn_dtype storage)
+{
+    /* fp32: a few ulp of the outputs' scale against a double reference. fp16 storage rounds Q, K, V
+     * and the attention output to 11 significant bits (relative 4.9e-4 each). */
+    if (storage == VKATTN_DTYPE_F16) return (cli_tolerance){VKATTN_DTYPE_F16, 1e-2, 2e-6};
+    return (cli_tolerance){VKATTN_DTYPE_F32, 1e-4, 1e-9};
+}
+
+int cli_within_tolerance(const cli_error_stats *e, const cli_tolerance *t)
+{
+    double bound = t->max_abs * (e->ref_max > 1 ? e->ref_max : 1);
+    return e->nonfinite == 0 && e->max_abs <= bound && e->nmse <= t->nmse;
+}
+
+void cli_describe_tolerance(char *buf, size_t size, const cli_tolerance *t, double ref_max)
+{
+    snprintf(buf, size, "tolerance for %s storage: max-abs %g x max(1, max|ref| %.3g) = %.3g, NMSE %g",
+             vkattn_dtype_name(t->storage), t->max_abs, ref_max, t->max_abs * (ref_max > 1 ? ref_max : 1), t->nmse);
+}
+
+static size_t elements(uint32_t rank, const uint32_t *dims)
+{
+    size_t n = 1;
+    for (uint32_t i = 0; i < rank; i++) n *= dims[i];
+    return n;
+}
+
+/* "NaN", "+inf", "-inf" or %g. */
+static void format_value(char *buf, size_t size, float v)
+{
+    if (isnan(v)) snprintf(buf, size, "NaN");
+    else if (isinf(v)) snprintf(buf, size, v > 0 ? "+inf" : "-inf");
+    else snprintf(buf, size, "%g", (double)v);
+}
+
+int cli_check_report(const char *what, const float *got, const float *want, uint32_t rank, const uint32_t *dims,
+                     const cli_tolerance *t)
+{
+    cli_error_stats e = cli_compare(got, want, elements(rank, dims));
+    int ok = cli_within_tolerance(&e, t);
+    char at[128], tol[200], bad[320] = "";
+    cli_format_index(at, sizeof at, rank, dims, e.max_abs_at);
+    cli_describe_tolerance(tol, sizeof tol, t, e.ref_max);
+    if (e.nonfinite) {
+        char first[128], g[32], w[32];
+        cli_format_index(first, sizeof first, rank, dims, e.nonfinite_at);
+        format_value(g, sizeof g, got[e.nonfinite_at]), format_value(w, sizeof w, want[e.nonfinite_at]);
+        snprintf(bad, sizeof bad, " over the %zu values finite on both sides; %zu non-finite values differ, first at "
+                 "%s (%s here, %s on the CPU path)", e.compared, e.nonfinite, first, g, w);
+    }
+    printf("check %s vs CPU path: max-abs %.3g at %s, NMSE %.3g%s (%s): %s\n", what, e.max_abs, at, e.nmse, bad, tol,
+           ok ? "OK" : "MISMATCH");
+    return ok;
+}
+
+cli_nonfinite cli_count_nonfinite(const float *x, size_t n, int neg_inf_ok)
+{
+    cli_nonfinite c = {0};
+    for (size_t i = 0; x && i < n; i++) {
+        if (isfinite(x[i])) continue;
+        if (isnan(x[i])) c.nan++;
+        else if (x[i] > 0) c.pos_inf++;
+        else if (neg_inf_ok) continue;
+        else c.neg_inf++;
+        if (c.total++ == 0) c.first = i;
+    }
+    return c;
+}
+
+size_t cli_report_nonfinite(const char *what, const float *x, uint32_t rank, const uint32_t *dims, int neg_inf_ok)
+{
+    if (!x) return 0;
+    cli_nonfinite c = cli_count_nonfinite(x, elements(rank, dims), neg_inf_ok);
+    if (!c.total) return 0;
+    char shape[128], first[128], counts[160] = "";
+    cli_format_shape(shape, sizeof shape, rank, dims);
+    size_t at = 0;
+    const struct { size_t n; const char *name; } parts[3] = {{c.nan, "NaN"}, {c.pos_inf, "+inf"}, {c.neg_inf, "-inf"}};
+    for (int i = 0; i < 3; i++)
+        if (parts[i].n && at < sizeof counts)
+            at += (size_t)snprintf(counts + at, sizeof counts - at, "%s%zu %s", at ? ", " : "", parts[i].n,
+                                   parts[i].name);
+    cli_format_index(first, sizeof first, rank, dims, c.first);
+    printf("check-finite: %s %s: %s, first at %s\n", what, shape, counts, first);
+    return c.total;
 }
 
 double cli_now(void)

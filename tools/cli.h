@@ -8,7 +8,17 @@
 
 #include "vkattn.h"
 
-/* Each subcommand: returns the process exit code (0 ok, 1 failure, 2 usage error). */
+/* The process exit codes of every subcommand. */
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_FAILURE = 1,    /* an error, with a message: a bad file, a refused input, a Vulkan failure */
+    CLI_EXIT_USAGE = 2,      /* a bad or missing option */
+    CLI_EXIT_NON_FINITE = 3, /* run --check-finite: an output holds NaN or inf */
+    CLI_EXIT_MISMATCH = 4    /* run --check, demo: ran, but the result disagrees with the CPU reference
+                                path beyond the tolerance (wins over 3 when both apply) */
+};
+
+/* Each subcommand: returns the process exit code (CLI_EXIT_*). */
 int cmd_info(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_run(int argc, char **argv);
@@ -42,13 +52,64 @@ int cli_open_context(const char *command, const char *device, vkattn_context **o
 /* "llvmpipe (LLVM 15.0.6, 256 bits) [cpu, Vulkan 1.3.230, llvmpipe Mesa 22.3.6]" */
 void cli_describe_device(const vkattn_device_info *info, char *buf, size_t size);
 
-/* Error statistics of `got` against `want`: max |got - want| and NMSE = sum (got-want)^2 / sum want^2. */
+/* Layer storage dtype names, as --dtype takes them (run, demo and bench): "f32" or "f16".
+ * cli_storage_from_name returns 0 and sets *out, or 1 for any other name. */
+#define CLI_STORAGE_NAMES "f32 or f16"
+int cli_storage_from_name(const char *name, vkattn_dtype *out);
+/* The same for option `option` of `command`: 0, or prints "vkattn run: --dtype takes f32 or f16,
+ * not "f8"" and returns 2. */
+int cli_parse_storage(const char *command, const char *option, const char *text, vkattn_dtype *out);
+/* The storage a layer really has (vkattn_layer_get_desc); prints a note when `asked` was F16 and
+ * the device fell back to F32. */
+vkattn_dtype cli_layer_storage(const char *command, const vkattn_layer *layer, vkattn_dtype asked);
+
+/* "(2, 5, 64)": a shape (or any uint32 tuple). */
+void cli_format_shape(char *buf, size_t size, uint32_t rank, const uint32_t *dims);
+/* "(0, 3, 17)": flat index `flat` of a row-major tensor of `rank` dims, as a tuple. */
+void cli_format_index(char *buf, size_t size, uint32_t rank, const uint32_t *dims, size_t flat);
+
+/* Error statistics of `got` against `want`: max |got - want| and NMSE = sum (got-want)^2 / sum want^2,
+ * over the elements where both are finite. */
 typedef struct cli_error_stats {
     double max_abs;
+    size_t max_abs_at;       /* flat index of the largest difference */
     double nmse;
-    size_t nonfinite; /* elements where exactly one of got/want is not finite */
+    double ref_max;          /* max |want| over its finite elements */
+    size_t compared;         /* elements finite in both, which max_abs and nmse are over */
+    size_t nonfinite;        /* elements where got and want are not the same non-finite value: one
+                                finite and one not, NaN against inf, or infinities of opposite signs */
+    size_t nonfinite_at;     /* flat index of the first of those */
 } cli_error_stats;
 cli_error_stats cli_compare(const float *got, const float *want, size_t n);
+
+/* The tolerance `vkattn run --check` and `vkattn demo` apply to a device result against the CPU
+ * reference: max-abs <= max_abs * max(1, max |ref|) and NMSE <= nmse, with no differing
+ * non-finite value. For F32 storage max-abs 1e-4 and NMSE 1e-9; for F16 1e-2 and 2e-6. */
+typedef struct cli_tolerance {
+    vkattn_dtype storage;
+    double max_abs, nmse;
+} cli_tolerance;
+cli_tolerance cli_tolerance_for(vkattn_dtype storage);
+/* 1 if `e` is within `t`, else 0. */
+int cli_within_tolerance(const cli_error_stats *e, const cli_tolerance *t);
+/* "tolerance for f32 storage: max-abs 1e-04 x max(1, max|ref| 0.93) = 0.0001, NMSE 1e-09" */
+void cli_describe_tolerance(char *buf, size_t size, const cli_tolerance *t, double ref_max);
+/* Compares `n` values of a tensor of shape (rank, dims) and prints
+ * "check <what> vs CPU path: max-abs A at (i, j), NMSE N (tolerance ...): OK" (or MISMATCH, with
+ * the first differing non-finite value). Returns 1 when within the tolerance, else 0. */
+int cli_check_report(const char *what, const float *got, const float *want, uint32_t rank, const uint32_t *dims,
+                     const cli_tolerance *t);
+
+/* --check-finite: the NaN, +inf and -inf values of a float array and the flat index of the first
+ * one counted. With neg_inf_ok (float attention masks, where -inf means "masked"), -inf is not
+ * counted. */
+typedef struct cli_nonfinite {
+    size_t nan, pos_inf, neg_inf, total, first;
+} cli_nonfinite;
+cli_nonfinite cli_count_nonfinite(const float *x, size_t n, int neg_inf_ok);
+/* Counts a tensor of shape (rank, dims) (NULL x: nothing) and, when it holds any, prints
+ * "check-finite: <what> (2, 5, 64): 128 NaN, 3 +inf, first at (0, 3, 17)". Returns the total. */
+size_t cli_report_nonfinite(const char *what, const float *x, uint32_t rank, const uint32_t *dims, int neg_inf_ok);
 
 /* Monotonic time in seconds. */
 double cli_now(void);

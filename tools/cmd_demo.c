@@ -9,12 +9,17 @@
 typedef struct demo_options {
     const char *device;
     uint32_t batch, length, embed, heads, repeats;
+    vkattn_dtype storage; /* --dtype f32|f16 */
 } demo_options;
 
 static void demo_usage(FILE *out)
 {
     fprintf(out, "usage: vkattn demo [--device N|NAME] [--batch B] [--length L] [--embed E] [--heads H] [--repeats N]\n"
-                 "  causal self-attention on random data (defaults B=2 L=128 E=256 H=8), checked against the CPU path\n");
+                 "                   [--dtype f32|f16]\n"
+                 "  causal self-attention on random data (defaults B=2 L=128 E=256 H=8, f32 storage), checked\n"
+                 "  against the CPU path: OK within max-abs 1e-4 x max(1, max|ref|) and NMSE 1e-9 (f16 storage:\n"
+                 "  1e-2 x max(1, max|ref|) and 2e-6), else MISMATCH and exit status %d.\n",
+            CLI_EXIT_MISMATCH);
 }
 
 static int parse(int argc, char **argv, demo_options *o)
@@ -28,6 +33,9 @@ static int parse(int argc, char **argv, demo_options *o)
             return -1;
         } else if (strcmp(opt, "--device") == 0) {
             if (!(o->device = cli_value(&a, opt))) return 2;
+            continue;
+        } else if (strcmp(opt, "--dtype") == 0) {
+            if (!(v = cli_value(&a, opt)) || cli_parse_storage("demo", opt, v, &o->storage)) return 2;
             continue;
         } else if (strcmp(opt, "--batch") == 0) target = &o->batch;
         else if (strcmp(opt, "--length") == 0) target = &o->length;
@@ -56,7 +64,7 @@ static void fill(float *x, size_t n, unsigned seed, float scale)
 
 int cmd_demo(int argc, char **argv)
 {
-    demo_options o = {NULL, 2, 128, 256, 8, 10};
+    demo_options o = {NULL, 2, 128, 256, 8, 10, VKATTN_DTYPE_F32};
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
     const uint32_t B = o.batch, L = o.length, E = o.embed, H = o.heads;
@@ -77,15 +85,16 @@ int cmd_demo(int argc, char **argv)
     fill(w_in, 3 * (size_t)E * E, 1, ws), fill(b_in, 3 * (size_t)E, 2, 0.1f);
     fill(w_out, (size_t)E * E, 3, ws), fill(b_out, E, 4, 0.1f), fill(x, n_in, 5, 1.0f);
 
-    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = H};
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = H, .storage = o.storage};
     vkattn_weights w = {.in_proj_weight = w_in, .in_proj_bias = b_in, .out_proj_weight = w_out, .out_proj_bias = b_out};
     vkattn_status status = vkattn_layer_create(ctx, &ld, &w, &layer);
     if (status != VKATTN_OK) {
         rc = cli_fail("demo", "creating the layer", status, vkattn_context_last_error(ctx));
         goto done;
     }
-    printf("shapes: query = key = value (%u, %u, %u), heads %u (head dim %u), causal self-attention\n", B, L, E, H,
-           E / H);
+    vkattn_dtype storage = cli_layer_storage("demo", layer, o.storage);
+    printf("shapes: query = key = value (%u, %u, %u), heads %u (head dim %u), causal self-attention, %s storage\n", B,
+           L, E, H, E / H, vkattn_dtype_name(storage));
 
     vkattn_host_forward_desc f = {.batch = B, .query_len = L, .query = x, .output = y_gpu, .causal = 1};
     double *times = calloc(o.repeats + 1, sizeof *times);
@@ -117,17 +126,19 @@ int cmd_demo(int argc, char **argv)
         rc = cli_fail("demo", "CPU forward", status, vkattn_context_last_error(ctx));
         goto done;
     }
-    cli_error_stats e = cli_compare(y_gpu, y_cpu, n_in);
     double flops = 2.0 * B * ((double)L * E * E * 3 + (double)L * E * E) + 4.0 * B * H * (double)L * L * (E / H);
     printf("GPU forward, %s path, host arrays in and out: %.3f ms median of %u runs, %.2f GFLOP/s\n"
            "  (the first call took %.0f ms: it compiles the kernels, cached on disk by Mesa for later runs)\n",
            vkattn_path_name(stats.path), median * 1e3, o.repeats, flops / median * 1e-9, first * 1e3);
     printf("CPU reference path (double accumulation): %.1f ms\n", cpu * 1e3);
-    /* fp32 against a double reference: errors of a few ulp of the outputs' scale. */
-    int ok = e.nonfinite == 0 && e.max_abs <= 1e-4 && e.nmse <= 1e-9;
-    printf("max |GPU - CPU| = %.3g, NMSE = %.3g: %s (tolerance max-abs 1e-4, NMSE 1e-9)\n", e.max_abs, e.nmse,
-           ok ? "OK" : "MISMATCH");
-    rc = ok ? 0 : 1;
+    cli_error_stats e = cli_compare(y_gpu, y_cpu, n_in);
+    cli_tolerance t = cli_tolerance_for(storage);
+    int ok = cli_within_tolerance(&e, &t);
+    char tol[200];
+    cli_describe_tolerance(tol, sizeof tol, &t, e.ref_max);
+    printf("max |GPU - CPU| = %.3g, NMSE = %.3g%s: %s (%s)\n", e.max_abs, e.nmse,
+           e.nonfinite ? ", non-finite values differ" : "", ok ? "OK" : "MISMATCH", tol);
+    rc = ok ? CLI_EXIT_OK : CLI_EXIT_MISMATCH;
 done:
     vkattn_layer_destroy(layer);
     vkattn_context_destroy(ctx);

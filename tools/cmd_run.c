@@ -10,6 +10,7 @@ typedef struct run_options {
     forward_options fwd;
     const char *out, *attn_weights;
     int average_weights, check, check_finite;
+    vkattn_dtype storage; /* --dtype f32|f16 */
 } run_options;
 
 static void run_usage(FILE *out)
@@ -18,14 +19,23 @@ static void run_usage(FILE *out)
             "usage: vkattn run --weights W.safetensors --heads H --query q.npy [--key k.npy [--value v.npy]]\n"
             "                  [--key-padding-mask m.npy] [--valid-lens v.npy] [--attn-mask m.npy] [--causal]\n"
             "                  [--add-zero-attn] --out out.npy [--attn-weights a.npy [--average-weights]]\n"
-            "                  [--head-mask m.npy] [--path auto|fused|unfused] [--device N|NAME] [--cpu] [--check]\n"
-            "                  [--check-finite]\n");
+            "                  [--head-mask m.npy] [--path auto|fused|unfused] [--dtype f32|f16] [--device N|NAME]\n"
+            "                  [--cpu] [--check] [--check-finite]\n");
     forward_options_usage(out);
     fprintf(out,
-            "  --cpu runs the CPU reference instead of Vulkan; --check runs both and prints the error.\n"
+            "  --cpu runs the CPU reference instead of Vulkan.\n"
             "  --path picks the device path (auto: fused, or unfused when attention weights are asked for).\n"
-            "  --check-finite reports NaN/inf in the inputs, weights and outputs, and fails (exit 3) if an\n"
-            "  output holds any. (NaN and inf propagate through the forward as IEEE arithmetic says.)\n");
+            "  --dtype picks the layer's storage: f32 (default) or f16 (weights and activations in fp16, fp32\n"
+            "  accumulation; a device without 16-bit storage keeps f32, and says so).\n"
+            "  --check runs the CPU reference path too and compares: OK within max-abs 1e-4 x max(1, max|ref|)\n"
+            "  and NMSE 1e-9 (f16 storage: 1e-2 x max(1, max|ref|) and 2e-6), and no non-finite value that\n"
+            "  differs; else MISMATCH.\n"
+            "  --check-finite reports NaN/inf where they first appear, in forward order: inputs, weights, weights\n"
+            "  fp16 storage overflows (with --dtype f16), outputs; and when only the outputs hold them, whether\n"
+            "  the CPU reference path does too. (NaN and inf propagate as IEEE arithmetic says.)\n"
+            "exit status: 0 ok; 1 error (message on stderr); 2 bad options; 3 --check-finite: an output holds\n"
+            "NaN or inf; 4 --check: MISMATCH, the result disagrees with the CPU reference path (4 wins over 3).\n"
+            "The outputs are written in every case but 1 and 2.\n");
 }
 
 static int parse(int argc, char **argv, run_options *o)
@@ -46,7 +56,10 @@ static int parse(int argc, char **argv, run_options *o)
         else if (strcmp(opt, "--check-finite") == 0) o->check_finite = 1;
         else if (strcmp(opt, "--out") == 0) target = &o->out;
         else if (strcmp(opt, "--attn-weights") == 0) target = &o->attn_weights;
-        else {
+        else if (strcmp(opt, "--dtype") == 0) {
+            const char *v = cli_value(&a, opt);
+            if (!v || cli_parse_storage("run", opt, v, &o->storage)) return 2;
+        } else {
             fprintf(stderr, "vkattn run: unknown option \"%s\"\n", opt);
             run_usage(stderr);
             return 2;
@@ -64,10 +77,33 @@ static int parse(int argc, char **argv, run_options *o)
     return 0;
 }
 
-static int write_array(const char *path, const char *what, vkattn_dtype dtype, uint32_t rank, const uint32_t *dims,
-                       void *data, size_t bytes)
+/* The shapes of the two outputs as written: (B, L, E) and (B, H, L, S') or (B, L, S') averaged,
+ * without B for an unbatched query, as PyTorch returns them. */
+typedef struct output_shapes {
+    uint32_t out_rank, out_dims[3];
+    uint32_t weights_rank, weights_dims[4];
+    size_t out_elems, weight_elems;
+} output_shapes;
+
+static output_shapes shapes_of(const run_options *o, const forward_inputs *in)
 {
-    vkattn_array a = {.dtype = dtype, .rank = rank, .data = data, .bytes = bytes};
+    output_shapes s = {0};
+    uint32_t out[3] = {in->B, in->L, in->E};
+    uint32_t w4[4] = {in->B, in->H, in->L, in->S_ext}, w3[3] = {in->B, in->L, in->S_ext};
+    int skip = !in->batched; /* unbatched: drop B */
+    s.out_rank = 3 - skip;
+    memcpy(s.out_dims, out + skip, s.out_rank * sizeof *out);
+    s.weights_rank = (o->average_weights ? 3 : 4) - skip;
+    memcpy(s.weights_dims, (o->average_weights ? w3 : w4) + skip, s.weights_rank * sizeof *out);
+    s.out_elems = (size_t)in->B * in->L * in->E;
+    s.weight_elems = (size_t)in->B * in->L * in->S_ext * (o->average_weights ? 1 : in->H);
+    return s;
+}
+
+static int write_array(const char *path, const char *what, uint32_t rank, const uint32_t *dims, void *data,
+                       size_t elems)
+{
+    vkattn_array a = {.dtype = VKATTN_DTYPE_F32, .rank = rank, .data = data, .bytes = elems * sizeof(float)};
     memcpy(a.dims, dims, rank * sizeof *dims);
     vkattn_error error = {0};
     vkattn_status status = vkattn_npy_write(path, &a, &error);
@@ -76,54 +112,98 @@ static int write_array(const char *path, const char *what, vkattn_dtype dtype, u
     return 0;
 }
 
-/* --check: the same forward on the CPU reference, compared with what ran. */
-static int check_against_cpu(const forward_inputs *in, const vkattn_host_forward_desc *f, size_t out_elems,
-                             size_t weight_elems)
+static int write_outputs(const run_options *o, const output_shapes *s, float *out, float *weights)
 {
-    float *ref_out = malloc(out_elems * sizeof(float));
-    float *ref_weights = f->attn_weights ? malloc(weight_elems * sizeof(float)) : NULL;
-    int rc = 0;
-    if (!ref_out || (f->attn_weights && !ref_weights)) {
-        rc = cli_fail("run", "allocating the check", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
-        goto done;
-    }
-    vkattn_host_forward_desc r = *f;
-    r.output = ref_out;
-    r.attn_weights = ref_weights;
-    vkattn_error error = {0};
-    vkattn_status status = vkattn_reference_forward(&in->layer, vkattn_weight_file_weights(in->weights), &r, &error);
-    if (status != VKATTN_OK) {
-        rc = cli_fail("run", "CPU check", status, error.message);
-        goto done;
-    }
-    cli_error_stats e = cli_compare(f->output, ref_out, out_elems);
-    printf("check output vs CPU path: max-abs %.3g, NMSE %.3g%s\n", e.max_abs, e.nmse,
-           e.nonfinite ? " (non-finite values differ!)" : "");
-    if (f->attn_weights) {
-        e = cli_compare(f->attn_weights, ref_weights, weight_elems);
-        printf("check attention weights vs CPU path: max-abs %.3g, NMSE %.3g\n", e.max_abs, e.nmse);
-    }
-done:
-    free(ref_out), free(ref_weights);
-    return rc;
+    int rc = write_array(o->out, "writing the output", s->out_rank, s->out_dims, out, s->out_elems);
+    if (rc || !weights) return rc;
+    return write_array(o->attn_weights, "writing the attention weights", s->weights_rank, s->weights_dims, weights,
+                       s->weight_elems);
 }
 
-static int write_outputs(const run_options *o, const forward_inputs *in, float *out, float *weights,
-                         size_t weight_elems)
+/* The CPU reference path's outputs for the same forward, computed once for --check and
+ * --check-finite. */
+typedef struct reference_outputs {
+    float *out, *weights;
+} reference_outputs;
+
+static int reference_run(const forward_inputs *in, const vkattn_host_forward_desc *f, const output_shapes *s,
+                         reference_outputs *ref)
 {
-    uint32_t B = in->B, L = in->L, E = in->E, H = in->H, S_ext = in->S_ext;
-    int batched = in->batched, rc;
-    uint32_t out_dims[3] = {B, L, E};
-    if ((rc = write_array(o->out, "writing the output", VKATTN_DTYPE_F32, batched ? 3 : 2,
-                          batched ? out_dims : out_dims + 1, out, (size_t)B * L * E * sizeof(float))))
-        return rc;
-    if (!weights) return 0;
-    uint32_t w4[4] = {B, H, L, S_ext}, w3[3] = {B, L, S_ext};
-    uint32_t rank = o->average_weights ? 3 : 4;
-    const uint32_t *dims = o->average_weights ? w3 : w4;
-    if (!batched) rank--, dims++; /* unbatched: drop B, as PyTorch does */
-    return write_array(o->attn_weights, "writing the attention weights", VKATTN_DTYPE_F32, rank, dims, weights,
-                       weight_elems * sizeof(float));
+    if (ref->out) return 0;
+    ref->out = malloc(s->out_elems * sizeof(float));
+    ref->weights = f->attn_weights ? malloc(s->weight_elems * sizeof(float)) : NULL;
+    if (!ref->out || (f->attn_weights && !ref->weights)) {
+        free(ref->out), free(ref->weights);
+        ref->out = ref->weights = NULL;
+        return cli_fail("run", "allocating the CPU reference outputs", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+    }
+    vkattn_host_forward_desc r = *f;
+    r.output = ref->out;
+    r.attn_weights = ref->weights;
+    vkattn_layer_desc layer = in->layer;
+    layer.storage = VKATTN_DTYPE_F32; /* the reference computes in double either way */
+    vkattn_error error = {0};
+    vkattn_status status = vkattn_reference_forward(&layer, vkattn_weight_file_weights(in->weights), &r, &error);
+    if (status != VKATTN_OK) {
+        free(ref->out), free(ref->weights);
+        ref->out = ref->weights = NULL;
+        return cli_fail("run", "the CPU reference forward", status, error.message);
+    }
+    return 0;
+}
+
+/* --check: what ran against the CPU reference path, under the tolerance of the storage that ran.
+ * Sets *ok; returns 0 or an exit code. */
+static int check_against_cpu(const forward_inputs *in, const vkattn_host_forward_desc *f, const output_shapes *s,
+                             vkattn_dtype storage, reference_outputs *ref, int *ok)
+{
+    int rc = reference_run(in, f, s, ref);
+    if (rc) return rc;
+    cli_tolerance t = cli_tolerance_for(storage);
+    *ok = 1;
+    if (f->attn_weights)
+        *ok &= cli_check_report("attention weights", f->attn_weights, ref->weights, s->weights_rank,
+                                s->weights_dims, &t);
+    *ok &= cli_check_report("output", f->output, ref->out, s->out_rank, s->out_dims, &t);
+    if (*ok) printf("check: OK\n");
+    else printf("check: MISMATCH: the result disagrees with the CPU reference path (exit status %d)\n",
+                CLI_EXIT_MISMATCH);
+    return 0;
+}
+
+/* --check-finite after the forward: the outputs, and when only they hold non-finite values, whether
+ * the CPU reference path's do too. Sets *bad to their count; returns 0 or an exit code. */
+static int check_outputs_finite(const run_options *o, const forward_inputs *in, const vkattn_host_forward_desc *f,
+                                const output_shapes *s, vkattn_dtype storage, size_t inputs_bad,
+                                reference_outputs *ref, size_t *bad)
+{
+    *bad = cli_report_nonfinite("attention weights", f->attn_weights, s->weights_rank, s->weights_dims, 0);
+    *bad += cli_report_nonfinite("output", f->output, s->out_rank, s->out_dims, 0);
+    if (!*bad) {
+        printf("check-finite: outputs are finite\n");
+        return 0;
+    }
+    if (inputs_bad) return 0; /* the lines above say where they came from */
+    printf("check-finite: the outputs hold non-finite values although every input and weight is finite\n");
+    if (o->fwd.cpu) {
+        printf("check-finite: this was the CPU reference path (double accumulation): the attention itself "
+               "overflows fp32 for these inputs and weights\n");
+        return 0;
+    }
+    int rc = reference_run(in, f, s, ref);
+    if (rc) return rc;
+    cli_nonfinite c = cli_count_nonfinite(ref->out, s->out_elems, 0);
+    if (c.total)
+        printf("check-finite: the CPU reference path (double accumulation) gives %zu non-finite outputs too: the "
+               "attention itself overflows fp32 for these inputs and weights\n",
+               c.total);
+    else if (storage == VKATTN_DTYPE_F16)
+        printf("check-finite: the CPU reference path's outputs are finite: only the fp16 storage overflowed (an "
+               "activation beyond 65504); run with --dtype f32\n");
+    else
+        printf("check-finite: the CPU reference path's outputs are finite: an fp32 intermediate overflowed on the "
+               "device, or the device result is wrong (--check compares the two)\n");
+    return 0;
 }
 
 int cmd_run(int argc, char **argv)
@@ -134,11 +214,12 @@ int cmd_run(int argc, char **argv)
 
     forward_inputs in = {0};
     float *out = NULL, *weights = NULL;
+    reference_outputs ref = {0};
     if ((rc = forward_inputs_load("run", &o.fwd, &in))) goto done;
-    size_t out_elems = (size_t)in.B * in.L * in.E;
-    size_t weight_elems = (size_t)in.B * in.L * in.S_ext * (o.average_weights ? 1 : in.H);
-    out = malloc(out_elems * sizeof(float));
-    if (o.attn_weights) weights = malloc(weight_elems * sizeof(float));
+    in.layer.storage = o.storage;
+    output_shapes s = shapes_of(&o, &in);
+    out = malloc(s.out_elems * sizeof(float));
+    if (o.attn_weights) weights = malloc(s.weight_elems * sizeof(float));
     if (!out || (o.attn_weights && !weights)) {
         rc = cli_fail("run", "allocating outputs", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
         goto done;
@@ -149,19 +230,25 @@ int cmd_run(int argc, char **argv)
     f.average_weights = o.average_weights;
 
     forward_inputs_print_shapes(&in, &o.fwd);
-    if (o.check_finite && forward_inputs_report_nonfinite("run", &in) == 0)
-        printf("check-finite: inputs and weights are finite\n");
-    if ((rc = forward_inputs_run("run", &o.fwd, &in, &f))) goto done;
-    if (o.check && (rc = check_against_cpu(&in, &f, out_elems, weight_elems))) goto done;
-    rc = write_outputs(&o, &in, out, weights, weight_elems);
-    if (!rc && o.check_finite) {
-        size_t bad = forward_report_nonfinite("run", "the output", out, out_elems);
-        if (weights) bad += forward_report_nonfinite("run", "the attention weights", weights, weight_elems);
-        if (bad) rc = 3;
-        else printf("check-finite: outputs are finite\n");
+    if (o.fwd.cpu && o.storage == VKATTN_DTYPE_F16)
+        printf("vkattn run: note: --dtype f16 does not change the CPU reference path (double accumulation)\n");
+    size_t inputs_bad = 0;
+    if (o.check_finite) {
+        inputs_bad = forward_inputs_report_nonfinite(&in);
+        if (!o.fwd.cpu && o.storage == VKATTN_DTYPE_F16) inputs_bad += forward_inputs_report_fp16_overflow(&in);
+        if (!inputs_bad) printf("check-finite: inputs and weights are finite\n");
     }
+    vkattn_dtype storage;
+    if ((rc = forward_inputs_run_storage("run", &o.fwd, &in, &f, &storage))) goto done;
+    int agree = 1;
+    if (o.check && (rc = check_against_cpu(&in, &f, &s, storage, &ref, &agree))) goto done;
+    if ((rc = write_outputs(&o, &s, out, weights))) goto done;
+    size_t outputs_bad = 0;
+    if (o.check_finite && (rc = check_outputs_finite(&o, &in, &f, &s, storage, inputs_bad, &ref, &outputs_bad)))
+        goto done;
+    rc = !agree ? CLI_EXIT_MISMATCH : outputs_bad ? CLI_EXIT_NON_FINITE : CLI_EXIT_OK;
 done:
     forward_inputs_free(&in);
-    free(out), free(weights);
+    free(out), free(weights), free(ref.out), free(ref.weights);
     return rc;
 }

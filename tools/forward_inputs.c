@@ -217,9 +217,9 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
 
 void forward_inputs_print_shapes(const forward_inputs *in, const forward_options *o)
 {
-    printf("shapes: query (%u, %u, %u), key/value %s (S = %u), heads %u (head dim %u)%s%s\n", in->B, in->L, in->E,
+    printf("shapes: query (%u, %u, %u), key/value %s (S = %u), heads %u (head dim %u)%s%s%s\n", in->B, in->L, in->E,
            in->key.data ? "given" : "= query", in->S, in->H, in->H ? in->E / in->H : 0, o->causal ? ", causal" : "",
-           in->layer.add_bias_kv ? ", bias_kv" : "");
+           in->layer.add_bias_kv ? ", bias_kv" : "", in->layer.storage == VKATTN_DTYPE_F16 ? ", f16 storage" : "");
 }
 
 int forward_inputs_open(const char *command, const forward_options *o, const forward_inputs *in,
@@ -236,21 +236,39 @@ int forward_inputs_open(const char *command, const forward_options *o, const for
     vkattn_status status = vkattn_layer_create(*ctx, &in->layer, vkattn_weight_file_weights(in->weights), layer);
     if (status != VKATTN_OK) {
         rc = cli_fail(command, "creating the layer", status, vkattn_context_last_error(*ctx));
+        if (status == VKATTN_ERROR_NON_FINITE && in->layer.storage == VKATTN_DTYPE_F16)
+            fprintf(stderr, "vkattn %s: fp16 storage holds values up to 65504: --dtype f32 keeps the weights in fp32 "
+                            "(--check-finite lists every weight that overflows)\n", command);
         vkattn_context_destroy(*ctx);
         *ctx = NULL;
+        return rc;
     }
-    return rc;
+    cli_layer_storage(command, *layer, in->layer.storage);
+    return 0;
 }
 
 int forward_inputs_run(const char *command, const forward_options *o, const forward_inputs *in,
                        const vkattn_host_forward_desc *f)
 {
+    vkattn_dtype storage;
+    return forward_inputs_run_storage(command, o, in, f, &storage);
+}
+
+int forward_inputs_run_storage(const char *command, const forward_options *o, const forward_inputs *in,
+                               const vkattn_host_forward_desc *f, vkattn_dtype *storage)
+{
     vkattn_context *ctx;
     vkattn_layer *layer;
     vkattn_error error = {0};
     vkattn_status status;
+    *storage = VKATTN_DTYPE_F32; /* the CPU reference computes in double whatever the storage */
     int rc = forward_inputs_open(command, o, in, &ctx, &layer);
     if (rc) return rc;
+    if (layer) {
+        vkattn_layer_desc d;
+        vkattn_layer_get_desc(layer, &d);
+        *storage = d.storage;
+    }
     double t0 = cli_now(), elapsed = 0;
     if (o->cpu) {
         status = vkattn_reference_forward(&in->layer, vkattn_weight_file_weights(in->weights), f, &error);
@@ -294,40 +312,72 @@ int forward_inputs_masked(const forward_inputs *in, uint32_t b, uint32_t h, uint
     return 0;
 }
 
-size_t forward_report_nonfinite(const char *command, const char *what, const float *x, size_t n)
-{
-    size_t nan = 0, inf = 0, first = 0;
-    for (size_t i = 0; x && i < n; i++) {
-        if (isfinite(x[i])) continue;
-        if (nan + inf == 0) first = i;
-        if (isnan(x[i])) nan++;
-        else inf++;
-    }
-    if (nan + inf)
-        printf("vkattn %s: %s holds %zu NaN and %zu infinities (first at flat index %zu)\n", command, what, nan, inf,
-               first);
-    return nan + inf;
-}
+/* The weights in forward order, with their shapes; `fp16` marks those fp16 storage holds as fp16
+ * (the projection matrices and bias_k/bias_v; the in/out projection biases stay fp32). */
+typedef struct weight_tensor {
+    const char *name;
+    const float *data;
+    uint32_t rank, dims[3];
+    int fp16;
+} weight_tensor;
 
-size_t forward_inputs_report_nonfinite(const char *command, const forward_inputs *in)
+static size_t weight_tensors(const forward_inputs *in, weight_tensor t[9])
 {
     const vkattn_weights *w = vkattn_weight_file_weights(in->weights);
     const vkattn_layer_desc *l = &in->layer;
-    const size_t E = l->embed_dim, kdim = l->kdim ? l->kdim : E, vdim = l->vdim ? l->vdim : E;
+    const uint32_t E = l->embed_dim, kdim = l->kdim ? l->kdim : E, vdim = l->vdim ? l->vdim : E;
+    const weight_tensor all[9] = {
+        {"in_proj_weight", w->in_proj_weight, 2, {3 * E, E}, 1},
+        {"q_proj_weight", w->q_proj_weight, 2, {E, E}, 1},
+        {"k_proj_weight", w->k_proj_weight, 2, {E, kdim}, 1},
+        {"v_proj_weight", w->v_proj_weight, 2, {E, vdim}, 1},
+        {"in_proj_bias", w->in_proj_bias, 1, {3 * E}, 0},
+        {"bias_k", w->bias_k, 3, {1, 1, E}, 1},
+        {"bias_v", w->bias_v, 3, {1, 1, E}, 1},
+        {"out_proj.weight", w->out_proj_weight, 2, {E, E}, 1},
+        {"out_proj.bias", w->out_proj_bias, 1, {E}, 0},
+    };
     size_t n = 0;
-    n += forward_report_nonfinite(command, "the query", in->query.data, in->query.bytes / 4);
-    if (in->key.data) n += forward_report_nonfinite(command, "the key", in->key.data, in->key.bytes / 4);
-    if (in->value.data) n += forward_report_nonfinite(command, "the value", in->value.data, in->value.bytes / 4);
-    n += forward_report_nonfinite(command, "in_proj_weight", w->in_proj_weight, 3 * E * E);
-    n += forward_report_nonfinite(command, "q_proj_weight", w->q_proj_weight, E * E);
-    n += forward_report_nonfinite(command, "k_proj_weight", w->k_proj_weight, E * kdim);
-    n += forward_report_nonfinite(command, "v_proj_weight", w->v_proj_weight, E * vdim);
-    n += forward_report_nonfinite(command, "in_proj_bias", w->in_proj_bias, 3 * E);
-    n += forward_report_nonfinite(command, "out_proj.weight", w->out_proj_weight, E * E);
-    n += forward_report_nonfinite(command, "out_proj.bias", w->out_proj_bias, E);
-    n += forward_report_nonfinite(command, "bias_k", w->bias_k, E);
-    n += forward_report_nonfinite(command, "bias_v", w->bias_v, E);
+    for (size_t i = 0; i < 9; i++)
+        if (all[i].data) t[n++] = all[i];
     return n;
+}
+
+size_t forward_inputs_report_nonfinite(const forward_inputs *in)
+{
+    size_t n = 0;
+    n += cli_report_nonfinite("query", in->query.data, in->query.rank, in->query.dims, 0);
+    n += cli_report_nonfinite("key", in->key.data, in->key.rank, in->key.dims, 0);
+    n += cli_report_nonfinite("value", in->value.data, in->value.rank, in->value.dims, 0);
+    if (in->attn_mask.dtype == VKATTN_DTYPE_F32) /* -inf there means "masked" */
+        n += cli_report_nonfinite("attn_mask", in->attn_mask.data, in->attn_mask.rank,
+                                  in->attn_mask.dims, 1);
+    weight_tensor t[9];
+    size_t count = weight_tensors(in, t);
+    for (size_t i = 0; i < count; i++) n += cli_report_nonfinite(t[i].name, t[i].data, t[i].rank, t[i].dims, 0);
+    return n;
+}
+
+size_t forward_inputs_report_fp16_overflow(const forward_inputs *in)
+{
+    /* 65504 is the largest fp16; round to nearest even takes |x| >= 65520 to infinity. */
+    const float limit = 65520.0f;
+    weight_tensor t[9];
+    size_t count = weight_tensors(in, t), total = 0;
+    for (size_t i = 0; i < count; i++) {
+        size_t n = 0, first = 0, elems = 1;
+        for (uint32_t d = 0; d < t[i].rank; d++) elems *= t[i].dims[d];
+        for (size_t j = 0; t[i].fp16 && j < elems; j++)
+            if (isfinite(t[i].data[j]) && fabsf(t[i].data[j]) >= limit && n++ == 0) first = j;
+        if (!n) continue;
+        char shape[64], at[64];
+        cli_format_shape(shape, sizeof shape, t[i].rank, t[i].dims);
+        cli_format_index(at, sizeof at, t[i].rank, t[i].dims, first);
+        printf("check-finite: %s %s: %zu value%s overflow%s fp16 storage to inf (|x| >= 65520), first at %s = %g\n",
+               t[i].name, shape, n, n == 1 ? "" : "s", n == 1 ? "s" : "", at, (double)t[i].data[first]);
+        total += n;
+    }
+    return total;
 }
 
 int forward_write_head_mask(const char *command, const char *path, const uint8_t *keep, uint32_t H)

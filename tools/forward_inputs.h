@@ -49,7 +49,8 @@ void forward_options_usage(FILE *out);
 typedef struct forward_inputs {
     vkattn_weight_file *weights;
     vkattn_array query, key, value, key_padding_mask, valid_lens, attn_mask, head_mask;
-    vkattn_layer_desc layer;      /* from the weight file, --heads, --add-zero-attn and --head-mask */
+    vkattn_layer_desc layer;      /* from the weight file, --heads, --add-zero-attn and --head-mask;
+                                     storage is the caller's (F32 unless it sets it) */
     int batched;                  /* 0: the query was (L,E), an unbatched query: B = 1 */
     uint32_t B, L, S, E, H;
     uint32_t S_ext;               /* S' = S + add_bias_kv + add_zero_attn */
@@ -62,11 +63,12 @@ typedef struct forward_inputs {
 int forward_inputs_load(const char *command, const forward_options *o, forward_inputs *in);
 void forward_inputs_free(forward_inputs *in);
 
-/* Prints "shapes: query (B, L, E), key/value ..., heads H (head dim D)[, causal][, bias_kv]". */
+/* Prints "shapes: query (B, L, E), key/value ..., heads H (head dim D)[, causal][, bias_kv][, f16 storage]". */
 void forward_inputs_print_shapes(const forward_inputs *in, const forward_options *o);
 
-/* Opens a context on o->device and creates the layer of `in` (printing the device), or with o->cpu
- * prints that the CPU reference path runs and leaves both NULL. On failure nothing stays open.
+/* Opens a context on o->device and creates the layer of `in` (printing the device, and a note when
+ * in->layer.storage asked for F16 and the device fell back to F32), or with o->cpu prints that the
+ * CPU reference path runs and leaves both NULL. On failure nothing stays open.
  * Returns 0 or an exit code. */
 int forward_inputs_open(const char *command, const forward_options *o, const forward_inputs *in,
                         vkattn_context **ctx, vkattn_layer **layer);
@@ -75,13 +77,20 @@ int forward_inputs_open(const char *command, const forward_options *o, const for
  * context on o->device. Prints the device, then "path: NAME, T ms". Returns 0 or an exit code. */
 int forward_inputs_run(const char *command, const forward_options *o, const forward_inputs *in,
                        const vkattn_host_forward_desc *f);
+/* The same, and sets *storage to the storage dtype the layer really used (F32 after a fall-back
+ * from F16, and on the CPU path, which computes in double whatever the storage). */
+int forward_inputs_run_storage(const char *command, const forward_options *o, const forward_inputs *in,
+                               const vkattn_host_forward_desc *f, vkattn_dtype *storage);
 
-/* --check-finite: counts NaN and infinities in `n` floats; prints "<what>: N NaN, M inf (first at
- * index K)" when there are any. Returns the count of non-finite values. */
-size_t forward_report_nonfinite(const char *command, const char *what, const float *x, size_t n);
+/* --check-finite, in forward order: the float inputs (query, key, value, and a float attn_mask's NaN
+ * or +inf; its -inf means "masked"), then each weight tensor by name. Prints a line per tensor that
+ * holds any (cli_report_nonfinite); returns the total. */
+size_t forward_inputs_report_nonfinite(const forward_inputs *in);
 
-/* The same over every float input and weight of `in`; returns the total. */
-size_t forward_inputs_report_nonfinite(const char *command, const forward_inputs *in);
+/* --check-finite with fp16 storage: the finite weights fp16 rounds to infinity (|x| >= 65520) in the
+ * tensors the layer stores as fp16 (the library refuses such a layer with VKATTN_ERROR_NON_FINITE).
+ * Prints a line per tensor that holds any; returns the total. */
+size_t forward_inputs_report_fp16_overflow(const forward_inputs *in);
 
 /* Writes a head mask (H entries, 1 = keep) as a bool .npy file. Returns 0 or an exit code. */
 int forward_write_head_mask(const char *command, const char *path, const uint8_t *keep, uint32_t H);

@@ -1,0 +1,449 @@
+/* vkattn run --check, --check-finite and --dtype, and vkattn demo's exit status, driven in-process
+ * as test_heatmap.c drives its command: the tolerance decision on arrays that differ (the mismatch
+ * path, exit 4), index formatting and NaN/inf counting, storage names; then the commands on small
+ * files on lavapipe: an honest --check pass (exit 0) in f32 and f16, an honest fp16-storage overflow
+ * the CPU reference does not have (--check: exit 4; --check-finite says fp16 storage overflowed),
+ * a NaN in one query row (reported at its index, exit 3), weights fp16 rounds to inf (refused with
+ * VKATTN_ERROR_NON_FINITE, exit 1) and an infinite bias, and --dtype f8 refused.
+ *
+ * Usage: test_cli_run FIXTURES_DIR   (tests/fixtures/torch: self_attn.safetensors, 4 heads, E = 16,
+ * and its (2, 5, 16) query). Every command's stdout and stderr are captured, echoed, searched, and
+ * must hold no validation message.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpu_test.h" /* gpu_test_pin_drivers, for LeakSanitizer */
+
+#include "cli.h"
+
+static char tmp_dir[64];
+static const char *fixtures;
+static char captured[1 << 16]; /* the last command's stdout and stderr */
+
+static void tmp_path(char *buf, size_t size, const char *name)
+{
+    snprintf(buf, size, "%s/%s", tmp_dir, name);
+}
+
+/* Runs `fn` with stdout and stderr going to a file, then reads that file into `captured` and
+ * echoes it (so the ctest log shows every command's output). */
+static int capture(int (*fn)(int, char **), int argc, char **argv)
+{
+    char path[128];
+    tmp_path(path, sizeof path, "captured.txt");
+    fflush(stdout), fflush(stderr);
+    int saved_out = dup(1), saved_err = dup(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || saved_out < 0 || saved_err < 0) {
+        perror("capture");
+        exit(1);
+    }
+    dup2(fd, 1), dup2(fd, 2), close(fd);
+    int rc = fn(argc, argv);
+    fflush(stdout), fflush(stderr);
+    dup2(saved_out, 1), dup2(saved_err, 2), close(saved_out), close(saved_err);
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(captured, 1, sizeof captured - 1, f) : 0;
+    if (f) fclose(f);
+    captured[n] = '\0';
+    remove(path);
+    fputs(captured, stdout);
+    printf("  -> exit %d\n", rc);
+    CHECK_MSG(strstr(captured, "vkattn: validation ") == NULL, "a validation message (above)");
+    return rc;
+}
+
+static int run_cmd(int (*cmd)(int, char **), const char **args)
+{
+    int argc = 0;
+    while (args[argc]) argc++;
+    printf("$ vkattn %s", cmd == cmd_run ? "run" : "demo");
+    for (int i = 0; i < argc; i++) printf(" %s", args[i]);
+    printf("\n");
+    return capture(cmd, argc, (char **)args);
+}
+
+/* vkattn run --weights W --heads 4 --query Q --out OUT, then the NULL-terminated `extra`. */
+static int run_forward(const char *weights, const char *query, const char *out, const char **extra)
+{
+    const char *args[32] = {"--weights", weights, "--heads", "4", "--query", query, "--out", out};
+    int n = 8;
+    while (*extra && n < 31) args[n++] = *extra++;
+    args[n] = NULL;
+    return run_cmd(cmd_run, args);
+}
+
+#define RUN(weights, query, out, ...) run_forward(weights, query, out, (const char *[]){__VA_ARGS__, NULL})
+
+static int said(const char *text)
+{
+    return strstr(captured, text) != NULL;
+}
+
+/* RUN_TEST for a test function with arguments. */
+#define RUN_TEST_WITH(fn, ...)                                                                     \
+    do {                                                                                           \
+        int before_ = test_g.failures;                                                             \
+        fn(__VA_ARGS__);                                                                           \
+        printf("%-48s %s\n", #fn, test_g.failures == before_ ? "ok" : "FAILED");                   \
+    } while (0)
+
+#define CHECK_SAID(text) CHECK_MSG(said(text), "the output lacks \"%s\"", text)
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Without a device. */
+
+static int verdict(const float *got, const float *want, size_t n, vkattn_dtype storage)
+{
+    cli_error_stats e = cli_compare(got, want, n);
+    cli_tolerance t = cli_tolerance_for(storage);
+    return cli_within_tolerance(&e, &t);
+}
+
+/* The decision --check and demo share, on arrays that agree and arrays that do not. */
+static void test_tolerance(void)
+{
+    enum { N = 64 };
+    float want[N], got[N];
+    for (int i = 0; i < N; i++) want[i] = 0.5f + 0.01f * (float)i; /* max |ref| 1.13, sum ref^2 ~ 40 */
+    memcpy(got, want, sizeof got);
+    CHECK(verdict(got, want, N, VKATTN_DTYPE_F32) && verdict(got, want, N, VKATTN_DTYPE_F16));
+    /* One value off by 1e-3: beyond fp32's 1e-4 x 1.13 (and NMSE 2.5e-8 > 1e-9), within fp16's. */
+    got[17] += 1e-3f;
+    CHECK(!verdict(got, want, N, VKATTN_DTYPE_F32));
+    CHECK(verdict(got, want, N, VKATTN_DTYPE_F16));
+    cli_error_stats e = cli_compare(got, want, N);
+    CHECK(e.max_abs_at == 17 && e.nonfinite == 0);
+    CHECK_NEAR(e.ref_max, want[N - 1], 1e-6);
+    /* Off by 0.03: beyond fp16's too. */
+    got[17] = want[17] + 0.03f;
+    CHECK(!verdict(got, want, N, VKATTN_DTYPE_F16));
+
+    /* The max-abs bound scales with max |ref|: x1000, an error of 0.05 is within 1e-4 x 1130. */
+    for (int i = 0; i < N; i++) want[i] *= 1000.0f, got[i] = want[i];
+    got[3] += 0.05f;
+    CHECK(verdict(got, want, N, VKATTN_DTYPE_F32));
+    got[3] = want[3] + 0.2f;
+    CHECK(!verdict(got, want, N, VKATTN_DTYPE_F32));
+
+    /* Non-finite values: the same NaN or infinity on both sides agrees, anything else does not. */
+    for (int i = 0; i < N; i++) want[i] = (float)i / N, got[i] = want[i];
+    got[5] = want[5] = NAN;
+    got[6] = want[6] = INFINITY;
+    got[7] = want[7] = -INFINITY;
+    CHECK(verdict(got, want, N, VKATTN_DTYPE_F32));
+    const float others[][2] = {{NAN, 0.5f}, {0.5f, NAN}, {INFINITY, -INFINITY}, {NAN, INFINITY}, {INFINITY, 1e30f}};
+    for (size_t k = 0; k < sizeof others / sizeof others[0]; k++) {
+        got[40] = others[k][0], want[40] = others[k][1];
+        e = cli_compare(got, want, N);
+        CHECK_MSG(e.nonfinite == 1 && e.nonfinite_at == 40, "case %zu", k);
+        CHECK_MSG(!verdict(got, want, N, VKATTN_DTYPE_F32) && !verdict(got, want, N, VKATTN_DTYPE_F16), "case %zu", k);
+    }
+    got[40] = want[40] = 0.25f;
+
+    /* The printed line: the tensor's own index and the verdict. */
+    const uint32_t dims[3] = {2, 4, 8};
+    cli_tolerance t = cli_tolerance_for(VKATTN_DTYPE_F32);
+    got[8 * 4 + 2 * 8 + 5] += 0.5f; /* (1, 2, 5) */
+    char path[128];
+    tmp_path(path, sizeof path, "report.txt");
+    fflush(stdout);
+    int saved = dup(1), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 1), close(fd);
+    int ok = cli_check_report("output", got, want, 3, dims, &t);
+    fflush(stdout);
+    dup2(saved, 1), close(saved);
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(captured, 1, sizeof captured - 1, f) : 0;
+    if (f) fclose(f);
+    captured[n] = '\0';
+    remove(path);
+    fputs(captured, stdout);
+    CHECK(!ok);
+    CHECK_SAID("max-abs 0.5 at (1, 2, 5)");
+    CHECK_SAID("tolerance for f32 storage: max-abs 0.0001");
+    CHECK_SAID("NMSE 1e-09): MISMATCH");
+}
+
+static void test_formatting(void)
+{
+    char buf[64];
+    const uint32_t dims[3] = {2, 5, 64};
+    cli_format_index(buf, sizeof buf, 3, dims, (size_t)3 * 64 + 17);
+    CHECK_MSG(strcmp(buf, "(0, 3, 17)") == 0, "%s", buf);
+    cli_format_index(buf, sizeof buf, 3, dims, (size_t)2 * 5 * 64 - 1);
+    CHECK_MSG(strcmp(buf, "(1, 4, 63)") == 0, "%s", buf);
+    cli_format_shape(buf, sizeof buf, 3, dims);
+    CHECK_MSG(strcmp(buf, "(2, 5, 64)") == 0, "%s", buf);
+    cli_format_index(buf, sizeof buf, 1, dims + 2, 9);
+    CHECK_MSG(strcmp(buf, "(9)") == 0, "%s", buf);
+
+    float x[10] = {0, 1, -INFINITY, NAN, 4, INFINITY, NAN, 7, -INFINITY, 9};
+    cli_nonfinite c = cli_count_nonfinite(x, 10, 0);
+    CHECK(c.nan == 2 && c.pos_inf == 1 && c.neg_inf == 2 && c.total == 5 && c.first == 2);
+    c = cli_count_nonfinite(x, 10, 1); /* a float mask: -inf means masked */
+    CHECK(c.nan == 2 && c.pos_inf == 1 && c.neg_inf == 0 && c.total == 3 && c.first == 3);
+    c = cli_count_nonfinite(x, 2, 0);
+    CHECK(c.total == 0);
+}
+
+static void test_storage_names(void)
+{
+    vkattn_dtype d = VKATTN_DTYPE_BOOL;
+    CHECK(cli_storage_from_name("f16", &d) == 0 && d == VKATTN_DTYPE_F16);
+    CHECK(cli_storage_from_name("f32", &d) == 0 && d == VKATTN_DTYPE_F32);
+    const char *bad[] = {"f8", "F16", "fp16", "bf16", "i32", "bool", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_MSG(cli_storage_from_name(bad[i], &d) == 1, "%s", bad[i]);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The commands, on lavapipe. */
+
+typedef struct fixture {
+    char weights[512], query[512];
+    vkattn_weight_file *file;
+    vkattn_array q; /* (2, 5, 16) */
+} fixture;
+
+static int fixture_open(fixture *fx)
+{
+    snprintf(fx->weights, sizeof fx->weights, "%s/self_attn.safetensors", fixtures);
+    snprintf(fx->query, sizeof fx->query, "%s/self_attn.query.npy", fixtures);
+    vkattn_error e = {0};
+    if (vkattn_weight_file_load(fx->weights, &fx->file, &e) != VKATTN_OK ||
+        vkattn_npy_read(fx->query, &fx->q, &e) != VKATTN_OK) {
+        CHECK_MSG(0, "cannot read the self_attn fixture: %s", e.message);
+        return 0;
+    }
+    CHECK(fx->q.rank == 3 && fx->q.dims[0] == 2 && fx->q.dims[1] == 5 && fx->q.dims[2] == 16);
+    return fx->q.rank == 3 && fx->q.dims[2] == 16;
+}
+
+static void fixture_close(fixture *fx)
+{
+    vkattn_weight_file_destroy(fx->file);
+    vkattn_array_free(&fx->q);
+}
+
+/* Writes a copy of the fixture's query, scaled, with one value replaced (index < 0: none). */
+static void write_query(const fixture *fx, const char *path, float scale, long index, float value, int unbatched)
+{
+    size_t n = fx->q.bytes / sizeof(float);
+    float *x = malloc(fx->q.bytes);
+    for (size_t i = 0; i < n; i++) x[i] = ((const float *)fx->q.data)[i] * scale;
+    if (index >= 0) x[index] = value;
+    vkattn_array a = fx->q;
+    a.data = x;
+    if (unbatched) { /* the first batch item, (L, E) */
+        a.rank = 2, a.dims[0] = fx->q.dims[1], a.dims[1] = fx->q.dims[2];
+        a.bytes = (size_t)a.dims[0] * a.dims[1] * sizeof(float);
+    }
+    CHECK_STATUS(vkattn_npy_write(path, &a, NULL), VKATTN_OK);
+    free(x);
+}
+
+/* A safetensors file (F32) of the fixture's weights, with in_proj_weight[row][col] and
+ * out_proj.bias[bias_index] replaced when the index is >= 0. */
+static void write_weights(const fixture *fx, const char *path, long row, long col, float value, long bias_index,
+                          float bias_value)
+{
+    const vkattn_weights *w = vkattn_weight_file_weights(fx->file);
+    enum { E = 16 };
+    float in_w[3 * E * E], in_b[3 * E], out_w[E * E], out_b[E];
+    memcpy(in_w, w->in_proj_weight, sizeof in_w), memcpy(in_b, w->in_proj_bias, sizeof in_b);
+    memcpy(out_w, w->out_proj_weight, sizeof out_w), memcpy(out_b, w->out_proj_bias, sizeof out_b);
+    if (row >= 0) in_w[row * E + col] = value;
+    if (bias_index >= 0) out_b[bias_index] = bias_value;
+    const struct { const char *name; const float *data; uint32_t rank, dims[2]; } t[4] = {
+        {"in_proj_weight", in_w, 2, {3 * E, E}}, {"in_proj_bias", in_b, 1, {3 * E}},
+        {"out_proj.weight", out_w, 2, {E, E}}, {"out_proj.bias", out_b, 1, {E}}};
+    char header[1024];
+    size_t len = (size_t)snprintf(header, sizeof header, "{"), offset = 0;
+    for (int i = 0; i < 4; i++) {
+        size_t bytes = sizeof(float) * t[i].dims[0] * (t[i].rank == 2 ? t[i].dims[1] : 1);
+        char shape[32];
+        if (t[i].rank == 2) snprintf(shape, sizeof shape, "%u,%u", t[i].dims[0], t[i].dims[1]);
+        else snprintf(shape, sizeof shape, "%u", t[i].dims[0]);
+        len += (size_t)snprintf(header + len, sizeof header - len,
+                                "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%s],\"data_offsets\":[%zu,%zu]}", i ? "," : "",
+                                t[i].name, shape, offset, offset + bytes);
+        offset += bytes;
+    }
+    header[len++] = '}';
+    while (len % 8) header[len++] = ' ';
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    for (int i = 0; i < 8; i++) fputc((int)(((uint64_t)len >> (8 * i)) & 0xFF), f);
+    fwrite(header, 1, len, f);
+    for (int i = 0; i < 4; i++) /* F32 is little-endian, as the host is */
+        fwrite(t[i].data, sizeof(float), t[i].dims[0] * (t[i].rank == 2 ? t[i].dims[1] : 1), f);
+    fclose(f);
+}
+
+/* Whether the test device keeps fp16 storage (lavapipe does); without it, f16 falls back to f32. */
+static int device_has_fp16_storage(void)
+{
+    vkattn_context *ctx = NULL;
+    if (vkattn_context_create(NULL, &ctx, NULL) != VKATTN_OK) return 0;
+    vkattn_device_info info;
+    vkattn_context_device(ctx, &info);
+    vkattn_context_destroy(ctx);
+    return info.storage_16bit;
+}
+
+static void test_run_check(const fixture *fx, int fp16)
+{
+    char out[128], weights[128];
+    tmp_path(out, sizeof out, "out.npy"), tmp_path(weights, sizeof weights, "weights.npy");
+    CHECK(RUN(fx->weights, fx->query, out, "--check") == CLI_EXIT_OK);
+    CHECK_SAID("tolerance for f32 storage");
+    CHECK_SAID("check: OK");
+    CHECK(!said("MISMATCH"));
+    /* Attention weights too, on the unfused path, in fp16 storage. */
+    CHECK(RUN(fx->weights, fx->query, out, "--attn-weights", weights, "--dtype", "f16", "--check",
+              "--check-finite") == CLI_EXIT_OK);
+    CHECK_SAID(fp16 ? "tolerance for f16 storage" : "the layer stores f32, not f16");
+    CHECK_SAID("check attention weights vs CPU path");
+    CHECK_SAID("check: OK");
+    CHECK_SAID("check-finite: outputs are finite");
+    vkattn_array a = {0};
+    CHECK_STATUS(vkattn_npy_read(out, &a, NULL), VKATTN_OK);
+    CHECK(a.rank == 3 && a.dims[0] == 2 && a.dims[1] == 5 && a.dims[2] == 16);
+    vkattn_array_free(&a);
+    CHECK(RUN(fx->weights, fx->query, out, "--cpu", "--check") == CLI_EXIT_OK);
+    /* Storage names other than f32 and f16 are refused, naming the accepted ones. */
+    CHECK(RUN(fx->weights, fx->query, out, "--dtype", "f8") == CLI_EXIT_USAGE);
+    CHECK_SAID("--dtype takes f32 or f16");
+    CHECK_SAID("not \"f8\"");
+    CHECK(RUN(fx->weights, fx->query, out, "--dtype") == CLI_EXIT_USAGE);
+    CHECK(run_cmd(cmd_run, (const char *[]){"--help", NULL}) == CLI_EXIT_OK);
+    CHECK_SAID("4 --check: MISMATCH");
+    remove(out), remove(weights);
+}
+
+/* A query 1e6 times larger: the projections exceed fp16's 65504, so with fp16 storage the device
+ * computes inf/NaN where the CPU reference (double) stays finite -- a real disagreement. */
+static void test_run_fp16_overflow(const fixture *fx)
+{
+    char query[128], out[128];
+    tmp_path(query, sizeof query, "big_query.npy"), tmp_path(out, sizeof out, "out.npy");
+    write_query(fx, query, 1e6f, -1, 0, 0);
+    CHECK(RUN(fx->weights, query, out, "--dtype", "f16", "--check") == CLI_EXIT_MISMATCH);
+    CHECK_SAID("tolerance for f16 storage");
+    CHECK_SAID("non-finite values differ, first at (0, 0, 0)");
+    CHECK_SAID("check: MISMATCH");
+    CHECK(RUN(fx->weights, query, out, "--dtype", "f16", "--check-finite") == CLI_EXIT_NON_FINITE);
+    CHECK_SAID("check-finite: inputs and weights are finite");
+    CHECK_SAID("check-finite: output (2, 5, 16): ");
+    CHECK_SAID("although every input and weight is finite");
+    CHECK_SAID("only the fp16 storage overflowed");
+    CHECK_SAID("--dtype f32");
+    /* Both: the mismatch (4) wins over the non-finite outputs (3). */
+    CHECK(RUN(fx->weights, query, out, "--dtype", "f16", "--check", "--check-finite") == CLI_EXIT_MISMATCH);
+    /* In fp32 the same inputs are fine. */
+    CHECK(RUN(fx->weights, query, out, "--check", "--check-finite") == CLI_EXIT_OK);
+    CHECK_SAID("check: OK");
+    remove(query), remove(out);
+}
+
+/* A NaN in one query row: reported at its index, before the forward; the outputs it reaches after. */
+static void test_run_nan_query(const fixture *fx)
+{
+    char query[128], out[128];
+    tmp_path(query, sizeof query, "nan_query.npy"), tmp_path(out, sizeof out, "out.npy");
+    write_query(fx, query, 1, (1 * 5 + 2) * 16 + 3, NAN, 0); /* (1, 2, 3) */
+    CHECK(RUN(fx->weights, query, out, "--check-finite") == CLI_EXIT_NON_FINITE);
+    CHECK_SAID("check-finite: query (2, 5, 16): 1 NaN, first at (1, 2, 3)\n");
+    /* Self-attention: row 2 of item 1 is also a key and a value of every query of item 1. */
+    CHECK_SAID("check-finite: output (2, 5, 16): 80 NaN, first at (1, 0, 0)\n");
+    CHECK(!said("although every input"));
+    const char *q = strstr(captured, "query (2, 5, 16)"), *o = strstr(captured, "output (2, 5, 16)");
+    CHECK(q && o && q < o); /* forward order */
+    /* NaN where the CPU reference has NaN too: --check agrees, the exit status is 3. */
+    CHECK(RUN(fx->weights, query, out, "--check", "--check-finite") == CLI_EXIT_NON_FINITE);
+    CHECK_SAID("check: OK");
+    /* An unbatched (L, E) query: indices in its own two dims; +inf and -inf counted apart. */
+    write_query(fx, query, 1, 4 * 16 + 9, INFINITY, 1); /* (4, 9) */
+    CHECK(RUN(fx->weights, query, out, "--check-finite", "--cpu") == CLI_EXIT_NON_FINITE);
+    CHECK_SAID("check-finite: query (5, 16): 1 +inf, first at (4, 9)\n");
+    CHECK_SAID("check-finite: output (5, 16): ");
+    remove(query), remove(out);
+}
+
+/* Weights: one that fp16 rounds to inf (refused at layer creation with f16 storage), and an infinite
+ * bias (named, and the outputs it reaches). */
+static void test_run_bad_weights(const fixture *fx, int fp16)
+{
+    char weights[128], out[128];
+    tmp_path(weights, sizeof weights, "big.safetensors"), tmp_path(out, sizeof out, "out.npy");
+    write_weights(fx, weights, 5, 3, 70000.0f, -1, 0);
+    int rc = RUN(weights, fx->query, out, "--dtype", "f16", "--check-finite");
+    CHECK_SAID("check-finite: in_proj_weight (48, 16): 1 value overflows fp16 storage to inf (|x| >= 65520), first at "
+               "(5, 3) = 70000\n");
+    if (fp16) {
+        CHECK(rc == CLI_EXIT_FAILURE);
+        CHECK_SAID("VKATTN_ERROR_NON_FINITE");
+        CHECK_SAID("--dtype f32 keeps the weights in fp32");
+    }
+    CHECK(RUN(weights, fx->query, out, "--check", "--check-finite") == CLI_EXIT_OK);
+    CHECK(!said("overflows fp16"));
+
+    write_weights(fx, weights, -1, -1, 0, 7, INFINITY);
+    CHECK(RUN(weights, fx->query, out, "--check-finite", "--check") == CLI_EXIT_NON_FINITE);
+    CHECK_SAID("check-finite: out_proj.bias (16): 1 +inf, first at (7)\n");
+    CHECK_SAID("check-finite: output (2, 5, 16): 10 +inf, first at (0, 0, 7)\n");
+    CHECK(!said("check-finite: inputs and weights are finite"));
+    remove(weights), remove(out);
+}
+
+static void test_demo(int fp16)
+{
+    CHECK(run_cmd(cmd_demo, (const char *[]){"--length", "7", "--embed", "32", "--heads", "4", "--repeats", "1",
+                                             NULL}) == CLI_EXIT_OK);
+    CHECK_SAID(": OK (tolerance for f32 storage");
+    CHECK(run_cmd(cmd_demo, (const char *[]){"--length", "7", "--embed", "32", "--heads", "4", "--repeats", "1",
+                                             "--dtype", "f16", NULL}) == CLI_EXIT_OK);
+    CHECK_SAID(fp16 ? ": OK (tolerance for f16 storage" : "the layer stores f32, not f16");
+    CHECK(run_cmd(cmd_demo, (const char *[]){"--dtype", "bf16", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("--dtype takes f32 or f16");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_cli_run FIXTURES_DIR (tests/fixtures/torch)\n");
+        return 2;
+    }
+    fixtures = argv[1];
+    gpu_test_pin_drivers();
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/vkattn_cli_run_XXXXXX");
+    const char *env = getenv("TMPDIR");
+    if (env && strlen(env) + 30 < sizeof tmp_dir) snprintf(tmp_dir, sizeof tmp_dir, "%s/vkattn_cli_run_XXXXXX", env);
+    if (!mkdtemp(tmp_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    RUN_TEST(test_tolerance);
+    RUN_TEST(test_formatting);
+    RUN_TEST(test_storage_names);
+    fixture fx = {0};
+    if (fixture_open(&fx)) {
+        int fp16 = device_has_fp16_storage();
+        printf("device fp16 storage: %s\n",
+               fp16 ? "yes" : "no (f16 falls back to f32; the overflow cases are skipped)");
+        RUN_TEST_WITH(test_run_check, &fx, fp16);
+        if (fp16) RUN_TEST_WITH(test_run_fp16_overflow, &fx);
+        RUN_TEST_WITH(test_run_nan_query, &fx);
+        RUN_TEST_WITH(test_run_bad_weights, &fx, fp16);
+        RUN_TEST_WITH(test_demo, fp16);
+    }
+    fixture_close(&fx);
+    rmdir(tmp_dir);
+    return test_finish();
+}
