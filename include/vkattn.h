@@ -454,7 +454,9 @@ typedef struct vkattn_peak {
     double fp32_ms, fp16_ms, bandwidth_ms; /* the timed runs behind each figure */
 } vkattn_peak;
 
-/* Runs the microkernels for about `seconds` in total (0 = 1 s) and fills `out`. Needs timestamps. */
+/* Runs the microkernels for about `seconds` in total (0 = 1 s) and fills `out`. Needs timestamps.
+ * The copy uses two 64 MiB buffers (or the binding range, if smaller); runs shorter than 0.25 s
+ * use seconds x 256 MiB (at least 1 MiB), so their bandwidth may come from caches. */
 vkattn_status vkattn_measure_peak(vkattn_context *ctx, double seconds, vkattn_peak *out);
 
 /* ---------------------------------------------------------------------------------------------- */

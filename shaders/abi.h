@@ -7,7 +7,10 @@
  * side checks sizes with _Static_assert (src/pipeline/kernels.c).
  *
  * Conventions shared by every kernel:
- *  - all offsets and strides are in elements, not bytes (buffers are bound whole);
+ *  - all offsets and strides are in elements (or texels), not bytes, counted from the start of
+ *    the bound window (a binding is a whole buffer, or a window of one larger than the device's
+ *    range); offsets are taken modulo 2^32, so an offset may count back from an absolute index
+ *    (uint arithmetic wraps) and a kernel adds absolute indices times strides to it;
  *  - a dispatch is a 1-d list of workgroups folded into a 3-d grid to fit the device's
  *    maxComputeWorkGroupCount; kernels unfold it with vka_group_index() and return early for the
  *    padding: invocations past their own work (matmul, scores, P·V, fused), or whole workgroups
@@ -34,6 +37,7 @@
 #define VKA_SPEC_VEC 3     /* floats per texel fetch: 4 (RGBA views) or 1 (R views) */
 #define VKA_SPEC_DV 4      /* texels per head row: D / VEC */
 #define VKA_SPEC_ATTN_MASK 5 /* 1: compile the per-score attn_mask code in (it is slow to compile) */
+#define VKA_SPEC_FLAGS 6     /* kernel-specific code compiled in or out (see each kernel's flags) */
 
 /* Mask flags of vka_scores_push.mask_flags (the fused kernel takes the same word). */
 #define VKA_MASK_CAUSAL 1u
@@ -54,24 +58,28 @@
  * storage dtype), so read offsets and strides are in texels of VEC floats; written buffers and
  * everything else are in elements. */
 
-/* matmul.comp: C(M,N) = A(M,K) · B(N,K)^T + bias(N), or C += A·B^T when `accumulate` (a later part
- * of a reduction split to fit the loop budget). A row m at a_offset + m * lda (texels), B row n at
- * b_offset + n * ldb (texels), K texels of each; C row m at c_offset + c_row(m) * ldc (elements)
- * with c_row(m) = (m / rows_per_batch) * batch_stride + m % rows_per_batch. */
+/* matmul.comp: C(M,N) = A(M,K) · B(N,K)^T + bias(N), or C += A·B^T with the ACCUMULATE flag (a
+ * later part of a reduction split to fit the loop budget; a flag, not a push constant, because
+ * reading C makes lavapipe compile the kernel 2.5x slower). A row m at a_offset + m * lda (texels), B row n at
+ * b_offset + n * ldb (texels), K texels of each. C element (m, n) at
+ *   c_offset + (m / rows_per_batch) * batch_stride + (m % rows_per_batch) * c_row
+ *            + (n / c_col_block) * c_block + n % c_col_block
+ * (elements): row-major C has c_row = its row length and one column block; a head-major C (the
+ * projected Q, K, V: (B, heads, rows, D)) has c_col_block = D and c_block = rows * D. */
 #define VKA_MATMUL_A 0    /* texel view */
 #define VKA_MATMUL_B 1    /* texel view */
 #define VKA_MATMUL_BIAS 2 /* texel view (R32F) */
 #define VKA_MATMUL_C 3    /* storage buffer, fp16 with OUT_F16 */
 #define VKA_MATMUL_BINDINGS 4
+#define VKA_MATMUL_ACCUMULATE 1u /* VKA_SPEC_FLAGS */
 VKA_STRUCT(vka_matmul_push) {
     uint32_t M, N, K;            /* K in texels */
     uint32_t a_offset, lda;
     uint32_t b_offset, ldb;
     uint32_t bias_offset;
-    uint32_t c_offset, ldc;
+    uint32_t c_offset, c_row, c_col_block, c_block;
     uint32_t rows_per_batch, batch_stride;
     uint32_t has_bias;
-    uint32_t accumulate;         /* 1: add to C's current contents */
     uint32_t tiles_n;
 } VKA_STRUCT_END(vka_matmul_push)
 
@@ -79,9 +87,12 @@ VKA_STRUCT(vka_matmul_push) {
  * [bh_begin, bh_begin + bh_count) (bh = b*H + h), queries i in [i_begin, i_begin + i_count).
  * Score row r = (bh - bh_begin) * i_count + (i - i_begin) lives at r * S_ext in the P buffer.
  *
- * Q, K and V rows (texel offsets): Q row (b,i) at q_offset + (b*q_rows + i) * q_stride + h*DV;
- * K row (b,j) at k_offset + (b*kv_rows + j) * k_stride + h*DV for every j < S_ext (the extra
- * keys were copied after each batch item's S real ones); V likewise. */
+ * Projected Q, K and V are read through texel views, DV texels of VEC floats per head row:
+ * Q row (b, h, i) at q_offset + b*q_batch + h*q_head + i*q_row, K row (b, h, j) at
+ * k_offset + b*kv_batch + h*kv_head + j*kv_row for every j < S_ext (the extra keys were copied
+ * after each head's S real ones), V row (b, h, j) at v_offset + the same. The attention output
+ * ctx (B*L, ctx_stride) holds the heads side by side: row (b, h, i) at
+ * ctx_offset + (b*L + i) * ctx_stride + h*D (elements). */
 
 /* attn_scores.comp: P[r, j] = scale * q_i · k_j + mask (masked = -inf; extra keys never masked). */
 #define VKA_SCORES_Q 0           /* texel view */
@@ -93,8 +104,8 @@ VKA_STRUCT(vka_matmul_push) {
 #define VKA_SCORES_BINDINGS 6
 VKA_STRUCT(vka_scores_push) {
     uint32_t L, S, S_ext, H;
-    uint32_t q_offset, q_stride, q_rows;
-    uint32_t k_offset, k_stride, kv_rows;
+    uint32_t q_offset, q_batch, q_head, q_row;
+    uint32_t k_offset, kv_batch, kv_head, kv_row;
     uint32_t bh_begin, bh_count, i_begin, i_count;
     float scale;
     uint32_t mask_flags;
@@ -102,22 +113,23 @@ VKA_STRUCT(vka_scores_push) {
     uint32_t tiles_j, tiles_i;
 } VKA_STRUCT_END(vka_scores_push)
 
-/* attn_pv.comp: ctx[(b*L + i) * ctx_stride + h*D + d] = sum_j P[r, j] v_j[d] over the keys
- * j in [j_begin, j_begin + j_count) (ctx in elements; D = DV * VEC, from the specialization
- * constants). Long rows are split into key ranges summed in order through an fp32 accumulator
- * `acc` laid out like ctx: acc_in adds its contents, acc_out writes there instead of ctx. */
+/* attn_pv.comp: ctx row (b, h, i) = sum_j P[r, j] v_j over the keys j in [j_begin, j_begin + j_count)
+ * (D = DV * VEC, from the specialization constants). Long rows are split into key ranges summed in
+ * order through an fp32 accumulator `acc` laid out like ctx (its own acc_offset). Flags
+ * (VKA_SPEC_FLAGS): ACC_IN adds the accumulator's contents, ACC_OUT writes there instead of ctx. */
 #define VKA_PV_P 0   /* texel view (R32F) */
 #define VKA_PV_V 1   /* texel view */
 #define VKA_PV_CTX 2 /* storage buffer, fp16 with OUT_F16 */
 #define VKA_PV_ACC 3 /* storage buffer, fp32 */
 #define VKA_PV_BINDINGS 4
+#define VKA_PV_ACC_IN 1u
+#define VKA_PV_ACC_OUT 2u
 VKA_STRUCT(vka_pv_push) {
     uint32_t L, S_ext, H;
-    uint32_t v_offset, v_stride, kv_rows;
-    uint32_t ctx_stride;
+    uint32_t v_offset, kv_batch, kv_head, kv_row;
+    uint32_t ctx_offset, ctx_stride, acc_offset;
     uint32_t bh_begin, bh_count, i_begin, i_count;
     uint32_t j_begin, j_count;
-    uint32_t acc_in, acc_out;
     uint32_t tiles_d, tiles_i;
 } VKA_STRUCT_END(vka_pv_push)
 
@@ -132,13 +144,13 @@ VKA_STRUCT(vka_pv_push) {
  *
  * The softmax state of a row is its normalised partial output o (D floats) and log-sum-exp:
  * state row (s, bh - bh_begin, i - i_begin) at index ((s * bh_count + bh_local) * i_count + i_local)
- * in `state_lse`, times D in `state_o`. Flags: LOAD (start from the stored state of its part),
- * STORE (write the state, not ctx). Without STORE the invocation writes ctx row (b,i) at
- * (b*L + i) * ctx_stride + h*D and, with LSE, lse[bh * L + i]. Parts are combined by
- * attn_merge.comp. */
+ * in `state_lse`, times D in `state_o`. Flags (VKA_SPEC_FLAGS, compiled in only where used: a
+ * buffer the kernel may both read and write makes lavapipe compile it ~3x slower): LOAD (start
+ * from the stored state of its part), STORE (write the state, not ctx). Without STORE the
+ * invocation writes its ctx rows and, with has_lse, lse[bh * L + i]. Parts are combined by
+ * attn_merge.comp. Q, K, V and ctx are addressed as the comment above the scores kernel says. */
 #define VKA_FUSED_LOAD 1u
 #define VKA_FUSED_STORE 2u
-#define VKA_FUSED_LSE 4u
 #define VKA_FUSED_Q 0            /* texel view */
 #define VKA_FUSED_K 1            /* texel view */
 #define VKA_FUSED_V 2            /* texel view */
@@ -153,14 +165,13 @@ VKA_STRUCT(vka_pv_push) {
 VKA_STRUCT(vka_fused_push) {
     uint32_t L, S, S_ext, H;
     uint32_t bh_begin, bh_count, i_begin, i_count;
-    uint32_t q_offset, q_stride, q_rows;
-    uint32_t k_offset, k_stride;
-    uint32_t v_offset, v_stride, kv_rows;
-    uint32_t ctx_stride;
+    uint32_t q_offset, q_batch, q_head, q_row;
+    uint32_t k_offset, v_offset, kv_batch, kv_head, kv_row;
+    uint32_t ctx_offset, ctx_stride;
     float scale;
     uint32_t mask_flags, mask_heads;
     uint32_t splits, split_len, chunk_begin, chunk_len;
-    uint32_t flags;
+    uint32_t has_lse;
 } VKA_STRUCT_END(vka_fused_push)
 
 /* attn_merge.comp: combines the states of `splits` parts of each row (layout as in attn_fused)
@@ -175,14 +186,14 @@ VKA_STRUCT(vka_merge_push) {
     uint32_t L, H;
     uint32_t bh_begin, bh_count, i_begin, i_count;
     uint32_t splits;
-    uint32_t ctx_stride;
+    uint32_t ctx_offset, ctx_stride;
     uint32_t has_lse;
 } VKA_STRUCT_END(vka_merge_push)
 
 /* softmax.comp: rows of S_ext scores become probabilities, in place. A row is cut into `chunks`
- * ranges of chunk_len keys, one workgroup each (grid = rows x chunks). Modes: ROW (one chunk: the
- * whole softmax in one pass), STATS (write each chunk's max and sum of exp to `stats`), NORMALIZE
- * (combine the row's chunk stats, then write the chunk's probabilities). */
+ * ranges of chunk_len keys, one workgroup each (grid = rows x chunks). The mode is VKA_SPEC_FLAGS:
+ * ROW (one chunk: the whole softmax in one pass), STATS (write each chunk's max and sum of exp to
+ * `stats`), NORMALIZE (combine the row's chunk stats, then write the chunk's probabilities). */
 #define VKA_SOFTMAX_ROW 0u
 #define VKA_SOFTMAX_STATS 1u
 #define VKA_SOFTMAX_NORMALIZE 2u
@@ -192,7 +203,6 @@ VKA_STRUCT(vka_merge_push) {
 VKA_STRUCT(vka_softmax_push) {
     uint32_t rows, S_ext;
     uint32_t chunks, chunk_len;
-    uint32_t mode;
     uint32_t group_count;        /* rows * chunks */
 } VKA_STRUCT_END(vka_softmax_push)
 

@@ -30,6 +30,7 @@ layout(constant_id = VKA_SPEC_TILE_B) const uint TILE_B = 16;
 layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
 layout(constant_id = VKA_SPEC_DV) const uint DV = 16;
 layout(constant_id = VKA_SPEC_ATTN_MASK) const uint ATTN_MASK = 1;
+layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
 
 layout(binding = VKA_FUSED_Q) uniform samplerBuffer Q;
 layout(binding = VKA_FUSED_K) uniform samplerBuffer K;
@@ -71,14 +72,14 @@ void main()
         m[r] = neg_inf;
         l[r] = 0.0;
         saw_nan[r] = false;
-        qrow[r] = pc.q_offset + (b * pc.q_rows + i) * pc.q_stride + h * DV;
+        qrow[r] = pc.q_offset + b * pc.q_batch + h * pc.q_head + i * pc.q_row;
         limit[r] = vka_row_limit(b, i);
         real_end = max(real_end, limit[r]); /* keys past every row's limit are masked for all */
         state[r] = (split * pc.bh_count + bh_local) * pc.i_count + il;
     }
     for (uint d = 0; d < DV; d++)
         [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][d] = vec4(0.0);
-    if ((pc.flags & VKA_FUSED_LOAD) != 0) {
+    if ((FLAGS & VKA_FUSED_LOAD) != 0) {
         /* A stored state is (o normalised, lse): as a running state that is m = lse, l = 1. */
         [[unroll]] for (uint r = 0; r < TILE_A; r++) {
             float x = state_lse[state[r]];
@@ -105,10 +106,11 @@ void main()
         uint end = real ? real_hi : k_hi;
 
         uint krow[TILE_B], vrow[TILE_B];
+        uint kv_base = b * pc.kv_batch + h * pc.kv_head;
         [[unroll]] for (uint c = 0; c < TILE_B; c++) {
-            uint j = b * pc.kv_rows + min(j0 + c, end - 1);
-            krow[c] = pc.k_offset + j * pc.k_stride + h * DV;
-            vrow[c] = pc.v_offset + j * pc.v_stride + h * DV;
+            uint row = kv_base + min(j0 + c, end - 1) * pc.kv_row;
+            krow[c] = pc.k_offset + row;
+            vrow[c] = pc.v_offset + row;
         }
         float s[TILE_A][TILE_B];
         VKA_QK_TILE(s, qrow, krow);
@@ -161,16 +163,16 @@ void main()
 
     float inv[TILE_A], poison[TILE_A];
     uint out_row[TILE_A];
-    const bool store_state = (pc.flags & VKA_FUSED_STORE) != 0;
+    const bool store_state = (FLAGS & VKA_FUSED_STORE) != 0;
     [[unroll]] for (uint r = 0; r < TILE_A; r++) {
         inv[r] = l[r] > 0.0 ? 1.0 / l[r] : 0.0;
         poison[r] = saw_nan[r] ? 0.0 / 0.0 : 0.0;
         uint i = pc.i_begin + min(il0 + r, pc.i_count - 1);
-        out_row[r] = (b * pc.L + i) * pc.ctx_stride + h * DV * VEC;
+        out_row[r] = pc.ctx_offset + (b * pc.L + i) * pc.ctx_stride + h * DV * VEC;
         float row_lse = saw_nan[r] ? 0.0 / 0.0 : l[r] > 0.0 ? m[r] + log(l[r]) : neg_inf;
         if (il0 + r < pc.i_count) {
             if (store_state) state_lse[state[r]] = row_lse;
-            else if ((pc.flags & VKA_FUSED_LSE) != 0) lse[bh * pc.L + i] = row_lse;
+            else if (pc.has_lse != 0) lse[bh * pc.L + i] = row_lse;
         }
     }
     for (uint d = 0; d < DV; d++) {

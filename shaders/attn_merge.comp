@@ -57,7 +57,7 @@ void main()
         sum += w;
     }
     vec4 value = (sum > 0.0 ? acc / sum : vec4(0.0)) + (saw_nan ? 0.0 / 0.0 : 0.0);
-    uint out_row = (b * pc.L + i) * pc.ctx_stride + h * DV * VEC;
+    uint out_row = pc.ctx_offset + (b * pc.L + i) * pc.ctx_stride + h * DV * VEC;
     if (VEC == 4) ctx4[out_row / 4 + t] = VKA_TO_OUT_VEC4(value);
     else ctx[out_row + t] = VKA_TO_OUT(value.x);
     if (t == 0 && pc.has_lse != 0) lse[bh * pc.L + i] = saw_nan ? 0.0 / 0.0 : top == neg_inf ? neg_inf : top + log(sum);

@@ -23,6 +23,7 @@ layout(constant_id = VKA_SPEC_TILE_A) const uint TILE_A = 8;
 layout(constant_id = VKA_SPEC_TILE_B) const uint TILE_B = 4;
 layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
 layout(constant_id = VKA_SPEC_DV) const uint DV = 16;
+layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
 
 layout(binding = VKA_PV_P) uniform samplerBuffer P;
 layout(binding = VKA_PV_V) uniform samplerBuffer V;
@@ -44,7 +45,8 @@ void main()
     uint prow[TILE_A];
     [[unroll]] for (uint r = 0; r < TILE_A; r++)
         prow[r] = (bh_local * pc.i_count + min(i_local0 + r, pc.i_count - 1)) * pc.S_ext;
-    uint vcol = h * DV; /* t0 < DV; texels past the row's end read its last one and are not stored */
+    uint vhead = pc.v_offset + b * pc.kv_batch + h * pc.kv_head; /* t0 < DV; texels past the row's
+                                                                  * end read its last one, unstored */
 
     vec4 acc[TILE_A][TILE_B];
     [[unroll]] for (uint r = 0; r < TILE_A; r++)
@@ -52,7 +54,7 @@ void main()
     for (uint j = pc.j_begin; j < pc.j_begin + pc.j_count; j++) {
         float w[TILE_A];
         [[unroll]] for (uint r = 0; r < TILE_A; r++) w[r] = texelFetch(P, int(prow[r] + j)).x;
-        uint vrow = pc.v_offset + (b * pc.kv_rows + j) * pc.v_stride + vcol;
+        uint vrow = vhead + j * pc.kv_row;
         [[unroll]] for (uint t = 0; t < TILE_B; t++) {
             vec4 v = vka_fetch(V, vrow + min(t0 + t, DV - 1));
             [[unroll]] for (uint r = 0; r < TILE_A; r++) acc[r][t] += w[r] != 0.0 ? w[r] * v : vec4(0.0);
@@ -66,9 +68,10 @@ void main()
             [[unroll]] for (uint e = 0; e < VEC; e++) {
                 uint at = out_row + (t0 + t) * VEC + e;
                 if (i_local < pc.i_count && t0 + t < DV) {
-                    float value = acc[r][t][e] + (pc.acc_in != 0 ? acc_buf[at] : 0.0);
-                    if (pc.acc_out != 0) acc_buf[at] = value;
-                    else ctx[at] = VKA_TO_OUT(value);
+                    float value = acc[r][t][e];
+                    if ((FLAGS & VKA_PV_ACC_IN) != 0) value += acc_buf[pc.acc_offset + at];
+                    if ((FLAGS & VKA_PV_ACC_OUT) != 0) acc_buf[pc.acc_offset + at] = value;
+                    else ctx[pc.ctx_offset + at] = VKA_TO_OUT(value);
                 }
             }
         }

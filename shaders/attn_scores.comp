@@ -44,10 +44,10 @@ void main()
     uint qrow[TILE_A], krow[TILE_B];
     [[unroll]] for (uint r = 0; r < TILE_A; r++) {
         uint i = pc.i_begin + min(i_local0 + r, pc.i_count - 1);
-        qrow[r] = pc.q_offset + (b * pc.q_rows + i) * pc.q_stride + h * DV;
+        qrow[r] = pc.q_offset + b * pc.q_batch + h * pc.q_head + i * pc.q_row;
     }
     [[unroll]] for (uint c = 0; c < TILE_B; c++)
-        krow[c] = pc.k_offset + (b * pc.kv_rows + min(j0 + c, pc.S_ext - 1)) * pc.k_stride + h * DV;
+        krow[c] = pc.k_offset + b * pc.kv_batch + h * pc.kv_head + min(j0 + c, pc.S_ext - 1) * pc.kv_row;
 
     float s[TILE_A][TILE_B];
     VKA_QK_TILE(s, qrow, krow);

@@ -3,15 +3,16 @@
  * matmul.comp — C(M,N) = A(M,K) · B(N,K)^T + bias(N): the Q/K/V projections (one fused QKV
  * matmul for self-attention) and the output projection. B is a weight in PyTorch's (out, in)
  * layout, so both operands are read along K. A reduction longer than the loop budget is split
- * into parts: the first writes C, later ones add to it (`accumulate`).
+ * into parts: the first writes C, later ones add to it (the ACCUMULATE flag).
  *
  * Register-blocked, no shared memory: each invocation owns a TILE_A x TILE_B block of C and reads
  * its operands through texel views (VEC floats per fetch, the view format carries fp32 or fp16).
  * On lavapipe texel fetches are the fastest load path and register blocking is what counts
  * (../docs/KNOWN_ISSUES.md); tile sizes come from the device profile (src/device/quirks.c).
  *
- * Output rows: C row m lands at row (m / rows_per_batch) * batch_stride + m % rows_per_batch, so
- * K and V projections can leave room for the extra keys (bias_k, zero key) after each batch item.
+ * Output: C element (m, n) lands where vka_matmul_push says, so the projections can write Q, K and
+ * V head by head (each head's rows together) and leave room for the extra keys (bias_k, zero key)
+ * after each head's real ones.
  * Grid: ceil(M/TILE_A) * ceil(N/TILE_B) invocations, WG_SIZE per workgroup.
  * Bindings: VKA_MATMUL_* (abi.h).
  * Loop trips per invocation: K + 1 (the reduction, in texels; tile loops unrolled).
@@ -26,6 +27,7 @@ layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
 layout(constant_id = VKA_SPEC_TILE_A) const uint TILE_A = 16;
 layout(constant_id = VKA_SPEC_TILE_B) const uint TILE_B = 16;
 layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
+layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
 
 layout(binding = VKA_MATMUL_A) uniform samplerBuffer A;
 layout(binding = VKA_MATMUL_B) uniform samplerBuffer B;
@@ -59,16 +61,20 @@ void main()
         }
     }
 
+    uint col_at[TILE_B];
+    [[unroll]] for (uint s = 0; s < TILE_B; s++) {
+        uint n = col0 + s;
+        col_at[s] = (n / pc.c_col_block) * pc.c_block + n % pc.c_col_block;
+    }
     [[unroll]] for (uint r = 0; r < TILE_A; r++) {
         uint m = row0 + r;
-        uint out_row = pc.c_offset + ((m / pc.rows_per_batch) * pc.batch_stride + m % pc.rows_per_batch) * pc.ldc;
+        uint out_row = pc.c_offset + (m / pc.rows_per_batch) * pc.batch_stride + (m % pc.rows_per_batch) * pc.c_row;
         [[unroll]] for (uint s = 0; s < TILE_B; s++) {
-            uint n = col0 + s;
-            if (m < pc.M && n < pc.N) {
+            if (m < pc.M && col0 + s < pc.N) {
                 float value = acc[r][s];
-                if (pc.has_bias != 0) value += texelFetch(Bias, int(pc.bias_offset + n)).x;
-                if (pc.accumulate != 0) value += float(c[out_row + n]);
-                c[out_row + n] = VKA_TO_OUT(value);
+                if (pc.has_bias != 0) value += texelFetch(Bias, int(pc.bias_offset + col0 + s)).x;
+                if ((FLAGS & VKA_MATMUL_ACCUMULATE) != 0) value += float(c[out_row + col_at[s]]);
+                c[out_row + col_at[s]] = VKA_TO_OUT(value);
             }
         }
     }

@@ -18,6 +18,7 @@
 #include "abi.h"
 
 layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
+layout(constant_id = VKA_SPEC_FLAGS) const uint MODE = VKA_SOFTMAX_ROW;
 
 layout(std430, binding = VKA_SOFTMAX_P) buffer P_ { float p[]; };
 layout(std430, binding = VKA_SOFTMAX_STATS_BUF) buffer Stats_ { float stats[]; };
@@ -69,7 +70,7 @@ void main()
     float m = -1.0 / 0.0;
     uint saw_nan = 0;
     float sum = 0.0;
-    if (pc.mode == VKA_SOFTMAX_NORMALIZE) {
+    if (MODE == VKA_SOFTMAX_NORMALIZE) {
         /* The row's max over its chunks' maxima, then the sum of their rescaled sums. */
         uint first = row * pc.chunks * 3;
         for (uint c = 0; c < pc.chunks; c++) {
@@ -92,7 +93,7 @@ void main()
             for (uint j = begin + t; j < end; j += gl_WorkGroupSize.x) part += exp(p[base + j] - m);
             sum = reduce_sum(part);
         }
-        if (pc.mode == VKA_SOFTMAX_STATS) {
+        if (MODE == VKA_SOFTMAX_STATS) {
             if (t == 0) {
                 uint at = (row * pc.chunks + chunk) * 3;
                 stats[at] = m;

@@ -32,6 +32,10 @@ static uint32_t count_kind(const vka_plan *plan, vkattn_stage stage)
     return n;
 }
 
+static int check_plan_limits(const vka_plan *plan, const vka_plan_limits *l, const char *what);
+static int check_fused_cover(const vka_problem *p, const vka_plan *plan);
+static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role c, uint64_t elems, uint32_t K_texels);
+
 static void test_small_self_attention(void)
 {
     vka_problem p = problem(1, 16, 16, 64, 4, 1);
@@ -135,11 +139,11 @@ static void test_averaged_weights(void)
     vka_problem p = problem(3, 40, 40, 16, 4, 1);
     p.weights = VKA_WEIGHTS_AVERAGED;
     vka_plan_limits l = lavapipe_limits();
-    l.scores_budget_bytes = 3 * 40 * 40 * 4; /* 3 heads per chunk: chunks straddle batches */
+    l.scores_budget_bytes = 3 * 40 * 40 * 4; /* 3 heads per chunk, never across batch items: 3 + 1 */
     vka_plan plan = {0};
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(plan.chunks == 4);
-    CHECK(count_kind(&plan, VKATTN_STAGE_AVERAGE_HEADS) == 4);
+    CHECK(plan.chunks == 6);
+    CHECK(count_kind(&plan, VKATTN_STAGE_AVERAGE_HEADS) == 6);
     CHECK(plan.steps[1].kind == VKA_STEP_ZERO); /* zeroed after the projection, before any chunk */
     check_chunk_cover(&p, &plan);
     vka_plan_free(&plan);
@@ -150,28 +154,42 @@ static void test_limits(void)
     vka_plan_limits l = lavapipe_limits();
     vka_plan plan = {0};
     vkattn_error err = {0};
-    /* Per-head weights are the probability buffer and must fit the range whole. */
+    /* Per-head weights past the range: scores in chunks of the score workspace, each chunk's rows
+     * copied into the weights (256 MiB here). */
     vka_problem p = problem(1, 4096, 4096, 16, 4, 1);
     p.weights = VKA_WEIGHTS_PER_HEAD;
-    CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
-    CHECK(strstr(err.message, "maxStorageBufferRange") != NULL);
-    /* A query bigger than the range: its projection reads it through windows, but the attention
-     * kernels bind the projected query whole. */
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_OK);
+    CHECK(check_plan_limits(&plan, &l, "per-head weights of 256 MiB") == 0);
+    uint32_t copies = 0;
+    for (uint32_t i = 0; i < plan.step_count; i++) copies += plan.steps[i].kind == VKA_STEP_COPY;
+    CHECK(copies == plan.chunks && plan.chunks == 2); /* 2 heads (128 MiB of scores) at a time */
+    check_chunk_cover(&p, &plan);
+    /* Activations past the range: a query of 156 MiB and Q, K, V of 156 MiB each are bound
+     * through windows, groups of heads at a time. */
     p = problem(1, 40000, 40000, 1024, 8, 1);
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_OK);
+    CHECK(check_plan_limits(&plan, &l, "L = 40000, E = 1024") == 0);
+    CHECK(check_fused_cover(&p, &plan) == 0);
+    /* An attention mask is bound whole: past the range it is refused, naming it. */
+    p = problem(1, 8192, 8192, 16, 4, 1);
+    p.attn_mask = VKA_ATTN_MASK_FLOAT, p.attn_mask_per_head = 1;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
-    CHECK(strstr(err.message, "projected query") != NULL);
+    CHECK(strstr(err.message, "attn_mask") != NULL && strstr(err.message, "maxStorageBufferRange") != NULL);
     /* One row of scores bigger than the budget. */
     p = problem(1, 1, 1000, 8, 1, 0);
     p.path = VKATTN_PATH_UNFUSED;
     l.scores_budget_bytes = 1024;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
     CHECK(strstr(err.message, "one row") != NULL);
-    /* Self-attention whose fused QKV would exceed the range falls back to three matmuls. */
+    /* Self-attention whose fused Q/K/V buffer (192 MiB) exceeds the range still takes one buffer,
+     * written and read through windows. */
     p = problem(1, 16384, 16384, 1024, 16, 1);
     l.scores_budget_bytes = 1u << 20;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_OK);
-    CHECK(plan.fused_qkv == 0);
-    CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) == 3);
+    CHECK(plan.fused_qkv == 1);
+    CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) > 1);
+    CHECK(check_plan_limits(&plan, &l, "fused QKV of 192 MiB") == 0);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 16384ull * 3 * 1024, 256) == 0);
     vka_plan_free(&plan);
 }
 
@@ -230,8 +248,9 @@ static int check_fused_cover(const vka_problem *p, const vka_plan *plan)
             int last = i + 1 == plan->step_count || plan->steps[i + 1].kernel != VKA_KERNEL_FUSED ||
                        plan->steps[i + 1].push.fused.bh_begin != f->bh_begin ||
                        plan->steps[i + 1].push.fused.i_begin != f->i_begin;
-            bad += ((c->flags & VKA_FUSED_LOAD) != 0) != (chunk > 0);
-            bad += ((c->flags & VKA_FUSED_STORE) != 0) != (!last || c->splits > 1);
+            uint32_t flags = plan->steps[i].spec[VKA_SPEC_FLAGS];
+            bad += ((flags & VKA_FUSED_LOAD) != 0) != (chunk > 0);
+            bad += ((flags & VKA_FUSED_STORE) != 0) != (!last || c->splits > 1);
             for (uint32_t s = 0; s < c->splits; s++) {
                 uint64_t lo = (uint64_t)s * c->split_len + c->chunk_begin;
                 uint64_t hi = lo + c->chunk_len;
@@ -335,27 +354,33 @@ static void test_splits_where_lavapipe_failed(void)
     vka_plan_free(&plan);
 }
 
-/* A matmul's blocks and parts cover C and the reduction exactly once. */
-static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role c, uint32_t M, uint32_t N, uint32_t K_texels)
+/* A matmul's blocks and parts write `elems` distinct elements of C, each with the whole reduction
+ * (K texels summed over its parts), and nothing twice. */
+static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role c, uint64_t elems, uint32_t K_texels)
 {
-    uint32_t *seen = calloc((size_t)M * N, sizeof *seen);
+    uint64_t esize = vkattn_dtype_size(plan->role_dtype[c]), n_elems = plan->role_bytes[c] / esize;
+    uint32_t *seen = calloc(n_elems, sizeof *seen);
+    int bad = 0;
     for (uint32_t i = 0; i < plan->step_count; i++) {
         const vka_step *st = &plan->steps[i];
         if (st->kernel != VKA_KERNEL_MATMUL || st->stage != stage || st->bind[VKA_MATMUL_C].role != c) continue;
         const vka_matmul_push *m = &st->push.matmul;
-        const vka_bind *cb = &st->bind[VKA_MATMUL_C];
-        /* Element (r, n) of this block lands at cb->offset/4 + c_offset + row * ldc + n: map back. */
-        for (uint32_t r = 0; r < m->M; r++) {
-            uint64_t row = (uint64_t)(r / m->rows_per_batch) * m->batch_stride + r % m->rows_per_batch;
-            uint64_t first = cb->offset / 4 + m->c_offset + row * m->ldc; /* fp32 C */
-            for (uint32_t n = 0; n < m->N; n++) {
-                uint64_t at = first + n, gr = at / N, gc = at % N;
-                if (gr < M) seen[gr * N + gc] += m->K;
+        uint64_t base = st->bind[VKA_MATMUL_C].offset / esize + m->c_offset;
+        for (uint64_t r = 0; r < m->M; r++) {
+            uint64_t row = base + r / m->rows_per_batch * m->batch_stride + r % m->rows_per_batch * m->c_row;
+            for (uint64_t n = 0; n < m->N; n++) {
+                uint64_t at = row + n / m->c_col_block * m->c_block + n % m->c_col_block;
+                if (at >= n_elems) bad++;
+                else seen[at] += m->K;
             }
         }
     }
-    int bad = 0;
-    for (size_t x = 0; x < (size_t)M * N; x++) bad += seen[x] != K_texels;
+    uint64_t written = 0;
+    for (uint64_t x = 0; x < n_elems; x++) {
+        written += seen[x] != 0;
+        bad += seen[x] != 0 && seen[x] != K_texels;
+    }
+    bad += written != elems;
     free(seen);
     return bad;
 }
@@ -370,8 +395,8 @@ static void test_weights_past_the_range(void)
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(check_plan_limits(&plan, &l, "E4096 fp32") == 0);
     CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) == 2);
-    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 64, 3 * 4096, 1024) == 0);
-    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 64, 4096, 1024) == 0);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 64 * 3 * 4096, 1024) == 0);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 64 * 4096, 1024) == 0);
     /* E = 8192, H = 64, fp16: in_proj_weight is 384 MiB, out_proj.weight exactly 128 MiB. */
     p = problem(1, 16, 16, 8192, 64, 1);
     p.cfg.storage = VKATTN_DTYPE_F16;
@@ -384,8 +409,8 @@ static void test_weights_past_the_range(void)
     l.loop_budget = 700;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(check_plan_limits(&plan, &l, "E8192 fp32 budget 700") == 0);
-    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 40, 3 * 8192, 2048) == 0);
-    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 40, 8192, 2048) == 0);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 40ull * 3 * 8192, 2048) == 0);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 40ull * 8192, 2048) == 0);
     vka_plan_free(&plan);
 }
 

@@ -117,14 +117,18 @@ static vkattn_status upload_f32(vkattn_layer *layer, vka_role role, const char *
     return upload_as(layer, role, what, data, elems, VKATTN_DTYPE_F32);
 }
 
-/* The extra keys (or values), I wide: row 0 = bias_k (bias_v) when add_bias_kv, then the zero row. */
+/* The extra keys (or values) head by head, (H_active, extra_keys, D): per head row 0 = its slice of
+ * bias_k (bias_v) when add_bias_kv, then the zero row; the plan copies each head's rows after
+ * that head's projected keys. */
 static vkattn_status upload_extra(vkattn_layer *layer, vka_role role, const float *bias, const char *what)
 {
     const vka_layer_config *c = &layer->cfg;
     if (c->extra_keys == 0) return VKATTN_OK;
     float *rows = vka_calloc(&layer->ctx->faults, (size_t)c->extra_keys * c->inner, sizeof *rows);
     if (!rows) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for %s", what);
-    if (c->bias_kv) memcpy(rows, bias, c->inner * sizeof(float));
+    if (c->bias_kv)
+        for (uint32_t h = 0; h < c->H_active; h++)
+            memcpy(rows + (size_t)h * c->extra_keys * c->D, bias + (size_t)h * c->D, c->D * sizeof(float));
     vkattn_status status = upload(layer, role, what, rows, (size_t)c->extra_keys * c->inner);
     free(rows);
     return status;

@@ -6,12 +6,12 @@
 
 /* Every field is a 4-byte scalar, so the C and std430 layouts agree; these catch a wider type
  * slipping in. Push constants must also fit the 128 bytes every Vulkan device guarantees. */
-_Static_assert(sizeof(vka_matmul_push) == 15 * 4, "vka_matmul_push has padding");
-_Static_assert(sizeof(vka_scores_push) == 19 * 4, "vka_scores_push has padding");
-_Static_assert(sizeof(vka_softmax_push) == 6 * 4, "vka_softmax_push has padding");
-_Static_assert(sizeof(vka_pv_push) == 17 * 4, "vka_pv_push has padding");
-_Static_assert(sizeof(vka_fused_push) == 25 * 4, "vka_fused_push has padding");
-_Static_assert(sizeof(vka_merge_push) == 9 * 4, "vka_merge_push has padding");
+_Static_assert(sizeof(vka_matmul_push) == 16 * 4, "vka_matmul_push has padding");
+_Static_assert(sizeof(vka_scores_push) == 21 * 4, "vka_scores_push has padding");
+_Static_assert(sizeof(vka_softmax_push) == 5 * 4, "vka_softmax_push has padding");
+_Static_assert(sizeof(vka_pv_push) == 18 * 4, "vka_pv_push has padding");
+_Static_assert(sizeof(vka_fused_push) == 27 * 4, "vka_fused_push has padding");
+_Static_assert(sizeof(vka_merge_push) == 10 * 4, "vka_merge_push has padding");
 _Static_assert(sizeof(vka_average_push) == 11 * 4, "vka_average_push has padding");
 _Static_assert(sizeof(vka_peak_push) == 4 * 4, "vka_peak_push has padding");
 _Static_assert(sizeof(vka_fused_push) <= 128 && sizeof(vka_pv_push) <= 128 && sizeof(vka_scores_push) <= 128,

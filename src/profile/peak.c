@@ -141,8 +141,12 @@ vkattn_status vkattn_measure_peak(vkattn_context *ctx, double seconds, vkattn_pe
     VKA_TRY(measure_fma(&run, VKA_KERNEL_PEAK_FMA_F32, &results, budget_ms, &peak.fp32_gflops, &peak.fp32_ms));
     if (ctx->info.shader_float16)
         VKA_TRY(measure_fma(&run, VKA_KERNEL_PEAK_FMA_F16, &results, budget_ms / 2, &peak.fp16_gflops, &peak.fp16_ms));
-    /* Buffers well past any cache: 64 MiB each, or the range if smaller. */
+    /* Buffers well past any cache: 64 MiB each, or the range if smaller; a run of under a quarter
+     * of a second gets smaller ones (seconds x 256 MiB, at least 1 MiB), whose figure then says
+     * more about caches than memory. */
     VkDeviceSize bytes = (VkDeviceSize)64 << 20;
+    if (seconds > 0 && seconds < 0.25) bytes = (VkDeviceSize)(seconds * (256 << 20)) / 16 * 16;
+    if (bytes < (1u << 20)) bytes = 1u << 20;
     if (bytes > ctx->caps.max_storage_buffer_range) bytes = ctx->caps.max_storage_buffer_range / 16 * 16;
     VKA_TRY(vka_buffer_create(ctx, bytes, VKA_MEMORY_DEVICE, "peak copy source", &src));
     VKA_TRY(vka_buffer_create(ctx, bytes, VKA_MEMORY_DEVICE, "peak copy destination", &dst));

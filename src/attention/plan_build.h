@@ -1,0 +1,69 @@
+/* Inside the plan: the builder state and the helpers plan.c (bindings, workspace, steps, the
+ * loop model), plan_matmul.c (projections) and plan_attention.c (fused and unfused attention)
+ * share. Nothing outside src/attention/plan*.c includes this. */
+#ifndef VKA_PLAN_BUILD_H
+#define VKA_PLAN_BUILD_H
+
+#include "attention/plan.h"
+
+typedef struct vka_builder {
+    const vka_problem *p;
+    const vka_plan_limits *limits;
+    const vka_profile *profile;
+    vka_plan *plan;
+    vkattn_error *error;
+    uint64_t budget; /* loop trips per invocation, UINT64_MAX when unlimited */
+} vka_builder;
+
+/* Where the projected Q, K and V live, in elements: Q row (b, h, i) at
+ * q_offset + b*q_batch + h*q_head + i*q_row, K and V rows (b, h, j) at k_offset (v_offset)
+ * + b*kv_batch + h*kv_head + j*kv_row. Each head's rows are contiguous (D elements apart). */
+typedef struct vka_qkv_layout {
+    vka_role q, k, v;
+    uint64_t q_offset, q_batch, q_head, q_row;
+    uint64_t k_offset, v_offset, kv_batch, kv_head, kv_row;
+} vka_qkv_layout;
+
+static inline uint64_t vka_ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+static inline uint64_t vka_min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* A rolled loop of t trips costs t + 1 against the budget (lavapipe counts the test that ends it). */
+static inline uint64_t vka_loop(uint64_t trips) { return trips + 1; }
+
+/* Adds a step (a dispatch's workgroups folded into the device's grid; its loop trips checked
+ * against the budget). */
+vkattn_status vka_push_step(vka_builder *b, const vka_step *step, uint64_t invocations, uint32_t wg);
+/* Appends a copy region for the next VKA_STEP_COPY step. */
+vkattn_status vka_push_copy(vka_builder *b, const vka_copy *copy);
+
+/* Whether bytes seen through `view` of a role fit one binding. */
+int vka_fits_binding(const vka_builder *b, vka_role role, uint8_t view, uint64_t bytes);
+/* Binds a role's whole tensor, which must fit one binding (VKA_ROLE_NONE binds the placeholder). */
+vkattn_status vka_bind_whole(vka_builder *b, vka_bind *out, vka_role role, uint8_t view);
+/* Binds elements [first, first + count) of a role: the whole tensor when it fits one binding, else
+ * a window from an aligned offset. *shift gets the elements from the window's start to `first`. */
+vkattn_status vka_bind_elems(vka_builder *b, vka_bind *out, vka_role role, uint8_t view, uint64_t first,
+                             uint64_t count, uint64_t *shift);
+/* The push-constant offset, in texels of `vec` elements and modulo 2^32, that makes a kernel's
+ * `offset + absolute index` land inside a window: the window holds element `first` `shift`
+ * elements after its start, and `layout_offset + index(first)` is `first`. */
+uint32_t vka_window_offset(uint64_t layout_offset, uint64_t first, uint64_t shift, uint32_t vec);
+/* Bytes per element of a role's buffer. */
+uint64_t vka_elem_bytes(const vka_builder *b, vka_role role);
+
+/* Makes a workspace role at least `elems` elements. */
+vkattn_status vka_reserve_workspace(vka_builder *b, vka_role role, uint64_t elems);
+/* What is left of the loop budget once `fixed` trips are spent (UINT64_MAX when unlimited). */
+uint64_t vka_budget_left(const vka_builder *b, uint64_t fixed);
+
+/* plan_matmul.c: the Q/K/V projections into the head-major workspaces (and the extra keys after
+ * each head's real ones), and the output projection. */
+vkattn_status vka_plan_input_projections(vka_builder *b, vka_qkv_layout *out);
+vkattn_status vka_plan_output_projection(vka_builder *b);
+
+/* plan_attention.c: the fused path (key parts, chunks, merge) and the unfused one (score chunks,
+ * softmax, averaged weights, P·V key ranges). */
+vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l);
+vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l);
+
+#endif
