@@ -50,11 +50,9 @@ fail:
     return status;
 }
 
-vkattn_status vka_layer_config_resolve(const vkattn_layer_desc *desc, const vkattn_weights *weights,
-                                       vka_layer_config *out, vkattn_error *error)
+vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_layer_config *out, vkattn_error *error)
 {
     if (!desc) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "layer description is NULL");
-    if (!weights) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "weights are NULL");
     if (desc->embed_dim == 0)
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "embed_dim must be at least 1");
     if (desc->num_heads == 0)
@@ -93,88 +91,20 @@ vkattn_status vka_layer_config_resolve(const vkattn_layer_desc *desc, const vkat
         return vka_error_set(error, VKATTN_ERROR_SIZE_OVERFLOW,
                              "weights of embed_dim %u, kdim %u, vdim %u have more than 2^32 elements", c.E, c.kdim,
                              c.vdim);
-
-    vkattn_status status = check_weight_pointers(&c, weights, error);
-    if (status != VKATTN_OK) return status;
     *out = c;
     return VKATTN_OK;
 }
 
-/* Finds the first NaN or +inf in a float mask: those make a softmax row NaN, so they are refused. */
-static vkattn_status check_float_mask(const float *mask, size_t n, vkattn_error *error)
+vkattn_status vka_layer_config_resolve(const vkattn_layer_desc *desc, const vkattn_weights *weights,
+                                       vka_layer_config *out, vkattn_error *error)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (isnan(mask[i]) || (isinf(mask[i]) && mask[i] > 0))
-            return vka_error_set(error, VKATTN_ERROR_NON_FINITE,
-                                 "attn_mask element %zu is %s; float masks may hold finite values and -inf only", i,
-                                 isnan(mask[i]) ? "NaN" : "+inf");
-    }
-    return VKATTN_OK;
-}
-
-vkattn_status vka_problem_from_host(const vka_layer_config *cfg, const vkattn_host_forward_desc *d, vka_problem *out,
-                                    vkattn_error *error)
-{
-    if (!d) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "forward description is NULL");
-    if (d->batch == 0 || d->query_len == 0)
-        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "batch (%u) and query_len (%u) must be at least 1",
-                             d->batch, d->query_len);
-    if (!d->query) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "query is NULL");
-    if (!d->output) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "output is NULL");
-    if ((unsigned)d->path > VKATTN_PATH_CPU)
-        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "path %d is not a vkattn_path", (int)d->path);
-
-    vka_problem p = {0};
-    p.cfg = *cfg;
-    p.B = d->batch;
-    p.L = d->query_len;
-    p.path = d->path;
-    if (!d->key) {
-        if (d->value)
-            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "value is given but key is NULL");
-        if (!cfg->packed_in_proj)
-            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
-                                 "key is NULL (self-attention) but kdim/vdim (%u/%u) differ from embed_dim %u",
-                                 cfg->kdim, cfg->vdim, cfg->E);
-        if (d->key_len != 0 && d->key_len != d->query_len)
-            return vka_error_set(error, VKATTN_ERROR_SHAPE,
-                                 "self-attention: key_len %u differs from query_len %u", d->key_len, d->query_len);
-        p.S = p.L;
-        p.self_attention = 1;
-    } else {
-        if (d->key_len == 0)
-            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "key is given, so key_len must be at least 1");
-        if (!d->value && cfg->kdim != cfg->vdim)
-            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
-                                 "value is NULL (value = key) but kdim %u differs from vdim %u", cfg->kdim, cfg->vdim);
-        p.S = d->key_len;
-        const float *value = d->value ? d->value : d->key;
-        p.self_attention = d->key == d->query && value == d->query && p.S == p.L && cfg->packed_in_proj;
-    }
-    p.S_ext = p.S + cfg->extra_keys;
-    if (p.S_ext < p.S) return vka_error_set(error, VKATTN_ERROR_SIZE_OVERFLOW, "key_len %u is too large", p.S);
-    p.causal = d->causal != 0;
-    p.key_padding_mask = d->key_padding_mask != NULL;
-    if (d->valid_lens) p.valid_lens = d->valid_lens_per_query ? VKA_VALID_LENS_PER_QUERY : VKA_VALID_LENS_PER_BATCH;
-    if (d->attn_mask) {
-        if (d->attn_mask_dtype == VKATTN_DTYPE_BOOL) p.attn_mask = VKA_ATTN_MASK_BOOL;
-        else if (d->attn_mask_dtype == VKATTN_DTYPE_F32) p.attn_mask = VKA_ATTN_MASK_FLOAT;
-        else
-            return vka_error_set(error, VKATTN_ERROR_DTYPE, "attn_mask dtype must be bool or f32, not %s",
-                                 vkattn_dtype_name(d->attn_mask_dtype));
-        p.attn_mask_per_head = d->attn_mask_per_head != 0;
-    }
-    if (d->attn_weights) p.weights = d->average_weights ? VKA_WEIGHTS_AVERAGED : VKA_WEIGHTS_PER_HEAD;
-    p.lse = d->lse != NULL;
-
-    vkattn_status status = vka_problem_check(&p, error);
+    vka_layer_config c;
+    vkattn_status status = vka_layer_config_from_desc(desc, &c, error);
     if (status != VKATTN_OK) return status;
-    if (p.attn_mask == VKA_ATTN_MASK_FLOAT) {
-        status = check_float_mask(d->attn_mask, vka_problem_attn_mask_elems(&p), error);
-        if (status != VKATTN_OK) return status;
-    }
-    *out = p;
-    return VKATTN_OK;
+    if (!weights) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "weights are NULL");
+    status = check_weight_pointers(&c, weights, error);
+    if (status == VKATTN_OK) *out = c;
+    return status;
 }
 
 size_t vka_problem_query_elems(const vka_problem *p) { return (size_t)p->B * p->L * p->cfg.E; }
@@ -185,9 +115,9 @@ size_t vka_problem_output_elems(const vka_problem *p) { return (size_t)p->B * p-
 size_t vka_problem_weights_elems(const vka_problem *p)
 {
     switch (p->weights) {
-    case VKA_WEIGHTS_NONE: return 0;
-    case VKA_WEIGHTS_PER_HEAD: return (size_t)p->B * p->cfg.H * p->L * p->S_ext;
-    case VKA_WEIGHTS_AVERAGED: return (size_t)p->B * p->L * p->S_ext;
+    case VKATTN_WEIGHTS_NONE: return 0;
+    case VKATTN_WEIGHTS_PER_HEAD: return (size_t)p->B * p->cfg.H * p->L * p->S_ext;
+    case VKATTN_WEIGHTS_AVERAGED: return (size_t)p->B * p->L * p->S_ext;
     }
     return 0;
 }
@@ -252,8 +182,8 @@ vkattn_status vka_problem_check(const vka_problem *p, vkattn_error *error)
     VKA_TRY(check_count("the projected key", (uint32_t[]){p->B, p->S, c->E}, 3, error));
     if (p->attn_mask_per_head) VKA_TRY(check_count("attn_mask", mask, 4, error));
     else if (p->attn_mask) VKA_TRY(check_count("attn_mask", mask + 2, 2, error));
-    if (p->weights == VKA_WEIGHTS_PER_HEAD) VKA_TRY(check_count("the attention weights", w_head, 4, error));
-    if (p->weights == VKA_WEIGHTS_AVERAGED) VKA_TRY(check_count("the attention weights", w_avg, 3, error));
+    if (p->weights == VKATTN_WEIGHTS_PER_HEAD) VKA_TRY(check_count("the attention weights", w_head, 4, error));
+    if (p->weights == VKATTN_WEIGHTS_AVERAGED) VKA_TRY(check_count("the attention weights", w_avg, 3, error));
     /* The unfused path addresses one head's L×S' score block with 32-bit indices (and chunks it
      * as needed); the fused path never forms it, so it takes any L·S. */
     int unfused = p->path == VKATTN_PATH_UNFUSED || (p->path == VKATTN_PATH_AUTO && p->weights);

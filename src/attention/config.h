@@ -34,12 +34,6 @@ typedef enum vka_attn_mask_mode {
     VKA_ATTN_MASK_FLOAT = 2
 } vka_attn_mask_mode;
 
-typedef enum vka_weights_mode {
-    VKA_WEIGHTS_NONE = 0,
-    VKA_WEIGHTS_PER_HEAD = 1, /* (B,H,L,S') */
-    VKA_WEIGHTS_AVERAGED = 2  /* (B,L,S') */
-} vka_weights_mode;
-
 typedef struct vka_problem {
     vka_layer_config cfg;
     uint32_t B, L, S;
@@ -50,21 +44,19 @@ typedef struct vka_problem {
     vka_valid_lens_mode valid_lens;
     vka_attn_mask_mode attn_mask;
     int attn_mask_per_head; /* (B*H,L,S) rather than (L,S) */
-    vka_weights_mode weights;
+    vkattn_weights_kind weights;
     int lse;                /* the log-sum-exp of every row is wanted (fused path) */
     vkattn_path path;       /* as requested */
     /* element types of the caller's tensors (F32 for host forwards) */
     vkattn_dtype query_dtype, key_dtype, value_dtype, output_dtype;
 } vka_problem;
 
+/* Checks a layer description (no weights); fills `out`. */
+vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_layer_config *out, vkattn_error *error);
+
 /* Checks a layer description and its host weights; fills `out`. */
 vkattn_status vka_layer_config_resolve(const vkattn_layer_desc *desc, const vkattn_weights *weights,
                                        vka_layer_config *out, vkattn_error *error);
-
-/* Checks host forward arguments against a layer (pointers, sizes, overflow, mask values);
- * fills `out`. */
-vkattn_status vka_problem_from_host(const vka_layer_config *cfg, const vkattn_host_forward_desc *desc,
-                                    vka_problem *out, vkattn_error *error);
 
 /* The heads a mask keeps (mask[h] != 0); all H when `mask` is NULL. */
 uint32_t vka_count_active_heads(uint32_t H, const uint8_t *mask);

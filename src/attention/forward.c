@@ -1,5 +1,7 @@
-/* The public forward entry points: check the caller's tensors against the layer, then run the
- * device plan (vka_layer_run) or the CPU reference. */
+/* The public forward entry points: describe what the caller gave (args.c), check it once against
+ * the argument table and the layer, then run the device plan (vka_layer_run) or the CPU
+ * reference. The host entry point uploads its arrays into the layer's device tensors, one per
+ * argument, and runs the same plan. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,128 +11,9 @@
 #include "memory/tensor.h"
 #include "reference/reference.h"
 
-/* Accepted in place of a dtype: F32 or F16 (activations). */
-#define VKA_ANY_FLOAT ((vkattn_dtype)-1)
-
-/* Checks one tensor's context, dtype and shape; `names` spells the expected dims ("B, L, E"). */
-static vkattn_status expect_tensor(vkattn_layer *layer, const vkattn_tensor *t, const char *what, vkattn_dtype dtype,
-                                   uint32_t rank, const uint32_t *dims, const char *names)
-{
-    vkattn_context *ctx = layer->ctx;
-    if (t->ctx != ctx)
-        return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "%s belongs to a different context than the layer", what);
-    if (dtype == VKA_ANY_FLOAT && t->dtype != VKATTN_DTYPE_F32 && t->dtype != VKATTN_DTYPE_F16)
-        return vka_fail(ctx, VKATTN_ERROR_DTYPE, "%s has dtype %s, expected f32 or f16", what, vkattn_dtype_name(t->dtype));
-    if (dtype != VKA_ANY_FLOAT && t->dtype != dtype)
-        return vka_fail(ctx, VKATTN_ERROR_DTYPE, "%s has dtype %s, expected %s", what, vkattn_dtype_name(t->dtype),
-                        vkattn_dtype_name(dtype));
-    int same = t->rank == rank;
-    for (uint32_t i = 0; same && i < rank; i++) same = t->dims[i] == dims[i];
-    if (!same) {
-        char got[96], want[96];
-        vka_format_dims(got, sizeof got, t->dims, t->rank);
-        vka_format_dims(want, sizeof want, dims, rank);
-        return vka_fail(ctx, VKATTN_ERROR_SHAPE, "%s has shape %s, expected (%s) = %s", what, got, names, want);
-    }
-    return VKATTN_OK;
-}
-
-static vkattn_status problem_from_tensors(vkattn_layer *layer, const vkattn_forward_desc *d, vka_problem *out)
-{
-    vkattn_context *ctx = layer->ctx;
-    const vka_layer_config *c = &layer->cfg;
-    vkattn_status status;
-    if (!d) return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "forward description is NULL");
-    if (!d->query) return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "query is NULL");
-    if (!d->output) return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "output is NULL");
-    if ((unsigned)d->path > VKATTN_PATH_CPU)
-        return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "path %d is not a vkattn_path", (int)d->path);
-    if (d->query->rank != 3)
-        return vka_fail(ctx, VKATTN_ERROR_SHAPE, "query must have rank 3 (B, L, E), it has rank %u", d->query->rank);
-    if (!d->key && d->value) return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "value is given but key is NULL");
-
-    vka_problem p = {0};
-    p.cfg = *c;
-    p.B = d->query->dims[0];
-    p.L = d->query->dims[1];
-    p.path = d->path;
-    VKA_TRY(expect_tensor(layer, d->query, "query", VKA_ANY_FLOAT, 3, (uint32_t[]){p.B, p.L, c->E}, "B, L, E"));
-    const vkattn_tensor *key = d->key ? d->key : d->query;
-    const vkattn_tensor *value = d->value ? d->value : key;
-    if (key->rank != 3)
-        return vka_fail(ctx, VKATTN_ERROR_SHAPE, "key must have rank 3 (B, S, kdim), it has rank %u", key->rank);
-    p.S = key->dims[1];
-    VKA_TRY(expect_tensor(layer, key, d->key ? "key" : "query (as key)", VKA_ANY_FLOAT, 3,
-                          (uint32_t[]){p.B, p.S, c->kdim}, "B, S, kdim"));
-    VKA_TRY(expect_tensor(layer, value, d->value ? "value" : "key (as value)", VKA_ANY_FLOAT, 3,
-                          (uint32_t[]){p.B, p.S, c->vdim}, "B, S, vdim"));
-    p.self_attention = key == d->query && value == d->query && c->packed_in_proj;
-    p.S_ext = p.S + c->extra_keys;
-    VKA_TRY(expect_tensor(layer, d->output, "output", VKA_ANY_FLOAT, 3, (uint32_t[]){p.B, p.L, c->E}, "B, L, E"));
-    if (d->output->dtype == VKATTN_DTYPE_F16 && !ctx->caps.storage_16bit)
-        return vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "an f16 output needs storageBuffer16BitAccess, which \"%s\" lacks",
-                        ctx->info.name);
-    p.query_dtype = d->query->dtype;
-    p.key_dtype = key->dtype;
-    p.value_dtype = value->dtype;
-    p.output_dtype = d->output->dtype;
-    if (d->output == d->query || d->output == key || d->output == value)
-        return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "output must not be the query, key or value tensor");
-
-    p.causal = d->causal != 0;
-    if (d->key_padding_mask) {
-        VKA_TRY(expect_tensor(layer, d->key_padding_mask, "key_padding_mask", VKATTN_DTYPE_BOOL, 2,
-                              (uint32_t[]){p.B, p.S}, "B, S"));
-        p.key_padding_mask = 1;
-    }
-    if (d->valid_lens) {
-        int per_query = d->valid_lens->rank == 2;
-        VKA_TRY(expect_tensor(layer, d->valid_lens, "valid_lens", VKATTN_DTYPE_I32, per_query ? 2 : 1,
-                              (uint32_t[]){p.B, p.L}, per_query ? "B, L" : "B"));
-        p.valid_lens = per_query ? VKA_VALID_LENS_PER_QUERY : VKA_VALID_LENS_PER_BATCH;
-    }
-    if (d->attn_mask) {
-        const vkattn_tensor *m = d->attn_mask;
-        if (m->dtype != VKATTN_DTYPE_BOOL && m->dtype != VKATTN_DTYPE_F32)
-            return vka_fail(ctx, VKATTN_ERROR_DTYPE, "attn_mask dtype must be bool or f32, not %s",
-                            vkattn_dtype_name(m->dtype));
-        p.attn_mask_per_head = m->rank == 3;
-        if (p.attn_mask_per_head)
-            VKA_TRY(expect_tensor(layer, m, "attn_mask", m->dtype, 3, (uint32_t[]){p.B * c->H, p.L, p.S},
-                                  "B*H, L, S"));
-        else
-            VKA_TRY(expect_tensor(layer, m, "attn_mask", m->dtype, 2, (uint32_t[]){p.L, p.S}, "L, S"));
-        p.attn_mask = m->dtype == VKATTN_DTYPE_BOOL ? VKA_ATTN_MASK_BOOL : VKA_ATTN_MASK_FLOAT;
-        if (m->values == VKA_VALUES_HAS_NAN_OR_POSINF)
-            return vka_fail(ctx, VKATTN_ERROR_NON_FINITE,
-                            "attn_mask element %zu is NaN or +inf; float masks may hold finite values and -inf only",
-                            m->first_bad);
-    }
-    if (d->attn_weights) {
-        if (d->average_weights)
-            VKA_TRY(expect_tensor(layer, d->attn_weights, "attn_weights (averaged)", VKATTN_DTYPE_F32, 3,
-                                  (uint32_t[]){p.B, p.L, p.S_ext}, "B, L, S'"));
-        else
-            VKA_TRY(expect_tensor(layer, d->attn_weights, "attn_weights", VKATTN_DTYPE_F32, 4,
-                                  (uint32_t[]){p.B, c->H, p.L, p.S_ext}, "B, H, L, S'"));
-        p.weights = d->average_weights ? VKA_WEIGHTS_AVERAGED : VKA_WEIGHTS_PER_HEAD;
-    }
-    if (d->lse) {
-        VKA_TRY(expect_tensor(layer, d->lse, "lse", VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, c->H, p.L}, "B, H, L"));
-        p.lse = 1;
-    }
-    VKA_TRY(vka_problem_check(&p, &ctx->error));
-    *out = p;
-    return VKATTN_OK;
-fail:
-    return status;
-}
-
-/* Reads a device tensor into a new host allocation (NULL tensor -> NULL); F16 becomes F32. */
+/* Reads a device tensor into a new host allocation; F16 becomes F32. */
 static vkattn_status read_to_host(vkattn_layer *layer, const vkattn_tensor *t, void **out)
 {
-    *out = NULL;
-    if (!t) return VKATTN_OK;
     int half = t->dtype == VKATTN_DTYPE_F16;
     void *host = vka_malloc(&layer->ctx->faults, half ? t->elems * sizeof(float) : t->bytes);
     if (!host) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory copying a tensor to the host");
@@ -152,47 +35,78 @@ static vkattn_status write_from_host(vkattn_layer *layer, vkattn_tensor *t, floa
         uint16_t *half = (uint16_t *)data; /* narrowing front to back never overtakes the reads */
         for (size_t i = 0; i < t->elems; i++) half[i] = vka_f32_to_f16(data[i]);
     }
+    t->mask_checked = 0;
     return vka_buffer_write(layer->ctx, &t->buffer, 0, data, t->bytes);
 }
 
-/* The CPU path on device tensors: copy in, run the reference, copy out. */
-static vkattn_status run_cpu_on_tensors(vkattn_layer *layer, const vka_problem *p, const vkattn_forward_desc *d)
+/* A float attn_mask on the device is inspected on its first use after a write: NaN or +inf in it
+ * would make its rows NaN, so it is refused like a host mask. */
+static vkattn_status check_device_mask(vkattn_layer *layer, const vkattn_tensor *mask)
 {
-    vkattn_status status;
-    void *q = NULL, *k = NULL, *v = NULL, *kpm = NULL, *lens = NULL, *mask = NULL;
-    float *out = NULL, *weights = NULL, *lse = NULL;
-    VKA_TRY(read_to_host(layer, d->query, &q));
-    VKA_TRY(read_to_host(layer, d->key, &k));
-    VKA_TRY(read_to_host(layer, d->value, &v));
-    VKA_TRY(read_to_host(layer, d->key_padding_mask, &kpm));
-    VKA_TRY(read_to_host(layer, d->valid_lens, &lens));
-    VKA_TRY(read_to_host(layer, d->attn_mask, &mask));
-    out = vka_malloc(&layer->ctx->faults, d->output->elems * sizeof(float));
-    weights = d->attn_weights ? vka_malloc(&layer->ctx->faults, d->attn_weights->bytes) : NULL;
-    lse = d->lse ? vka_malloc(&layer->ctx->faults, d->lse->bytes) : NULL;
-    if (!out || (d->attn_weights && !weights) || (d->lse && !lse)) {
-        status = vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the CPU path's outputs");
-        goto fail;
+    if (!mask || mask->dtype != VKATTN_DTYPE_F32 || mask->mask_checked) return VKATTN_OK;
+    void *host = NULL;
+    vkattn_status status = read_to_host(layer, mask, &host);
+    if (status == VKATTN_OK) status = vka_check_float_mask(host, mask->elems, &layer->ctx->error);
+    if (status == VKATTN_OK) ((vkattn_tensor *)mask)->mask_checked = 1;
+    free(host);
+    return status;
+}
+
+/* The checks a device forward adds to the table's: its tensors are this context's, and an fp16
+ * output needs 16-bit storage. */
+static vkattn_status check_tensors(vkattn_layer *layer, const vka_args *a)
+{
+    vkattn_context *ctx = layer->ctx;
+    for (int i = 0; i < VKA_ARG_COUNT; i++)
+        if (a->v[i].given && a->v[i].tensor->ctx != ctx)
+            return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "%s belongs to a different context than the layer",
+                            vka_arg_get((vka_arg)i)->name);
+    if (a->v[VKA_ARG_OUTPUT].dtype == VKATTN_DTYPE_F16 && !ctx->caps.storage_16bit)
+        return vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "an f16 output needs storageBuffer16BitAccess, which \"%s\" lacks",
+                        ctx->info.name);
+    return check_device_mask(layer, a->v[VKA_ARG_ATTN_MASK].tensor);
+}
+
+/* The CPU path on device tensors: copy the inputs in, run the reference, copy the outputs out. */
+static vkattn_status run_cpu_on_tensors(vkattn_layer *layer, const vka_problem *p, const vka_args *a)
+{
+    vkattn_status status = VKATTN_OK;
+    void *held[VKA_ARG_COUNT] = {0};
+    vka_host_arrays arrays = {{0}};
+    for (int i = 0; i < VKA_ARG_COUNT && status == VKATTN_OK; i++) {
+        const vka_arg_value *v = &a->v[i];
+        if (!v->given) continue;
+        if (vka_arg_get((vka_arg)i)->output) {
+            if (!(held[i] = vka_malloc(&layer->ctx->faults, v->tensor->elems * sizeof(float))))
+                status = vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the CPU path's outputs");
+            arrays.out[i] = held[i];
+        } else if (i > VKA_ARG_QUERY && v->tensor == a->v[VKA_ARG_QUERY].tensor) {
+            arrays.in[i] = arrays.in[VKA_ARG_QUERY]; /* self-attention: key and value are the query */
+        } else if (i == VKA_ARG_VALUE && v->tensor == a->v[VKA_ARG_KEY].tensor) {
+            arrays.in[i] = arrays.in[VKA_ARG_KEY];
+        } else {
+            status = read_to_host(layer, v->tensor, &held[i]);
+            arrays.in[i] = held[i];
+        }
     }
-    vkattn_host_forward_desc h = {
-        .batch = p->B, .query_len = p->L, .key_len = p->S,
-        .query = q, .key = k, .value = v,
-        .causal = p->causal, .key_padding_mask = kpm,
-        .valid_lens = lens, .valid_lens_per_query = p->valid_lens == VKA_VALID_LENS_PER_QUERY,
-        .attn_mask = mask, .attn_mask_dtype = p->attn_mask == VKA_ATTN_MASK_BOOL ? VKATTN_DTYPE_BOOL : VKATTN_DTYPE_F32,
-        .attn_mask_per_head = p->attn_mask_per_head,
-        .output = out, .attn_weights = weights, .average_weights = p->weights == VKA_WEIGHTS_AVERAGED, .lse = lse,
-    };
-    VKA_TRY(vka_reference_run(p, &layer->host, &h, layer->head_active, &layer->ctx->error));
-    VKA_TRY(write_from_host(layer, d->output, out));
-    d->output->values = VKA_VALUES_UNKNOWN;
-    if (weights) {
-        VKA_TRY(vka_buffer_write(layer->ctx, &d->attn_weights->buffer, 0, weights, d->attn_weights->bytes));
-        d->attn_weights->values = VKA_VALUES_UNKNOWN;
-    }
-    if (lse) VKA_TRY(vka_buffer_write(layer->ctx, &d->lse->buffer, 0, lse, d->lse->bytes));
-fail:
-    free(q), free(k), free(v), free(kpm), free(lens), free(mask), free(out), free(weights), free(lse);
+    if (status == VKATTN_OK)
+        status = vka_reference_run(p, &layer->host, &arrays, layer->head_active, &layer->ctx->error);
+    for (int i = 0; i < VKA_ARG_COUNT && status == VKATTN_OK; i++)
+        if (arrays.out[i]) status = write_from_host(layer, (vkattn_tensor *)a->v[i].tensor, arrays.out[i]);
+    for (int i = 0; i < VKA_ARG_COUNT; i++) free(held[i]);
+    return status;
+}
+
+/* Runs a checked problem on the device with the arguments' buffers, each bound to its role. */
+static vkattn_status run_device(vkattn_layer *layer, const vka_problem *p, const vka_args *a)
+{
+    vka_buffer *caller[VKA_ROLE_COUNT] = {0};
+    /* The tensors are the caller's; only lazily created texel views of them are added. */
+    for (int i = 0; i < VKA_ARG_COUNT; i++)
+        if (a->v[i].given) caller[vka_arg_get((vka_arg)i)->role] = (vka_buffer *)&a->v[i].tensor->buffer;
+    vkattn_status status = vka_layer_run(layer, p, caller);
+    for (int i = 0; i < VKA_ARG_COUNT; i++)
+        if (a->v[i].given && vka_arg_get((vka_arg)i)->output) ((vkattn_tensor *)a->v[i].tensor)->mask_checked = 0;
     return status;
 }
 
@@ -201,56 +115,29 @@ vkattn_status vkattn_forward(vkattn_layer *layer, const vkattn_forward_desc *d)
     if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = vka_check_alive(ctx);
-    if (status != VKATTN_OK) return status;
+    vka_args a;
     vka_problem p;
-    status = problem_from_tensors(layer, d, &p);
+    if (status == VKATTN_OK) status = vka_args_from_tensors(&layer->cfg, d, &a, &ctx->error);
+    if (status == VKATTN_OK) status = check_tensors(layer, &a);
+    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->error);
     if (status != VKATTN_OK) return status;
-    if (p.path == VKATTN_PATH_CPU) return run_cpu_on_tensors(layer, &p, d);
-
-    const vkattn_tensor *key = d->key ? d->key : d->query;
-    const vkattn_tensor *value = d->value ? d->value : key;
-    vka_buffer *caller[VKA_ROLE_COUNT] = {0};
-    /* The tensors are the caller's; only lazily created texel views of them are added. */
-    caller[VKA_ROLE_QUERY] = (vka_buffer *)&d->query->buffer;
-    caller[VKA_ROLE_KEY] = (vka_buffer *)&key->buffer;
-    caller[VKA_ROLE_VALUE] = (vka_buffer *)&value->buffer;
-    caller[VKA_ROLE_OUTPUT] = &d->output->buffer;
-    if (d->key_padding_mask) caller[VKA_ROLE_KEY_PADDING_MASK] = (vka_buffer *)&d->key_padding_mask->buffer;
-    if (d->valid_lens) caller[VKA_ROLE_VALID_LENS] = (vka_buffer *)&d->valid_lens->buffer;
-    if (d->attn_mask) caller[VKA_ROLE_ATTN_MASK] = (vka_buffer *)&d->attn_mask->buffer;
-    if (d->attn_weights) caller[VKA_ROLE_WEIGHTS] = &d->attn_weights->buffer;
-    if (d->lse) caller[VKA_ROLE_LSE] = &d->lse->buffer;
-    status = vka_layer_run(layer, &p, caller);
-    d->output->values = VKA_VALUES_UNKNOWN;
-    if (d->attn_weights) d->attn_weights->values = VKA_VALUES_UNKNOWN;
-    if (d->lse) d->lse->values = VKA_VALUES_UNKNOWN;
-    return status;
+    return p.path == VKATTN_PATH_CPU ? run_cpu_on_tensors(layer, &p, &a) : run_device(layer, &p, &a);
 }
 
-/* The layer's device tensor for one host array, re-created only when its shape changes. */
-static vkattn_status host_tensor(vkattn_layer *layer, vka_host_slot slot, vkattn_dtype dtype, uint32_t rank,
-                                 const uint32_t *dims, vkattn_tensor **out)
+/* The layer's device tensor for one argument of host forwards, re-created only when its dtype or
+ * shape changes. */
+static vkattn_status host_tensor(vkattn_layer *layer, vka_arg arg, const vka_arg_value *v, vkattn_tensor **out)
 {
-    vkattn_tensor *t = layer->host_io[slot];
-    int same = t && t->dtype == dtype && t->rank == rank && memcmp(t->dims, dims, rank * sizeof *dims) == 0;
+    vkattn_tensor *t = layer->host_io[arg];
+    int same = t && t->dtype == v->dtype && t->rank == v->rank && !memcmp(t->dims, v->dims, v->rank * sizeof *v->dims);
     if (!same) {
         vkattn_tensor_destroy(t);
-        layer->host_io[slot] = NULL;
-        vkattn_status status = vka_tensor_create(layer->ctx, dtype, rank, dims, &layer->host_io[slot]);
+        layer->host_io[arg] = NULL;
+        vkattn_status status = vka_tensor_create(layer->ctx, v->dtype, v->rank, v->dims, &layer->host_io[arg]);
         if (status != VKATTN_OK) return status;
     }
-    *out = layer->host_io[slot];
+    *out = layer->host_io[arg];
     return VKATTN_OK;
-}
-
-static vkattn_status upload_host(vkattn_layer *layer, vka_host_slot slot, vkattn_dtype dtype, uint32_t rank,
-                                 const uint32_t *dims, const void *data, const vkattn_tensor **out)
-{
-    vkattn_tensor *t;
-    vkattn_status status = host_tensor(layer, slot, dtype, rank, dims, &t);
-    if (status == VKATTN_OK) status = vkattn_tensor_write(t, data, t->bytes);
-    if (status == VKATTN_OK) *out = t;
-    return status;
 }
 
 vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward_desc *d)
@@ -258,54 +145,37 @@ vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward
     if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = vka_check_alive(ctx);
-    if (status != VKATTN_OK) return status;
+    vka_args a;
     vka_problem p;
-    status = vka_problem_from_host(&layer->cfg, d, &p, &ctx->error);
+    if (status == VKATTN_OK) status = vka_args_from_host(&layer->cfg, d, &a, &ctx->error);
+    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->error);
     if (status != VKATTN_OK) return status;
-    if (p.path == VKATTN_PATH_CPU) return vka_reference_run(&p, &layer->host, d, layer->head_active, &ctx->error);
-
-    const vka_layer_config *c = &layer->cfg;
-    vkattn_forward_desc f = {.causal = d->causal, .average_weights = d->average_weights, .path = d->path};
-    VKA_TRY(upload_host(layer, VKA_HOST_QUERY, VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, p.L, c->E}, d->query, &f.query));
-    if (d->key && !p.self_attention) {
-        VKA_TRY(upload_host(layer, VKA_HOST_KEY, VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, p.S, c->kdim}, d->key, &f.key));
-        if (d->value)
-            VKA_TRY(upload_host(layer, VKA_HOST_VALUE, VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, p.S, c->vdim}, d->value,
-                                &f.value));
+    if (p.path == VKATTN_PATH_CPU) {
+        vka_host_arrays arrays;
+        vka_host_arrays_of(&a, &arrays);
+        return vka_reference_run(&p, &layer->host, &arrays, layer->head_active, &ctx->error);
     }
-    if (d->key_padding_mask)
-        VKA_TRY(upload_host(layer, VKA_HOST_KEY_PADDING_MASK, VKATTN_DTYPE_BOOL, 2, (uint32_t[]){p.B, p.S},
-                            d->key_padding_mask, &f.key_padding_mask));
-    if (d->valid_lens)
-        VKA_TRY(upload_host(layer, VKA_HOST_VALID_LENS, VKATTN_DTYPE_I32, d->valid_lens_per_query ? 2 : 1,
-                            (uint32_t[]){p.B, p.L}, d->valid_lens, &f.valid_lens));
-    if (d->attn_mask) {
-        vkattn_dtype dtype = p.attn_mask == VKA_ATTN_MASK_BOOL ? VKATTN_DTYPE_BOOL : VKATTN_DTYPE_F32;
-        if (p.attn_mask_per_head)
-            VKA_TRY(upload_host(layer, VKA_HOST_ATTN_MASK, dtype, 3, (uint32_t[]){p.B * c->H, p.L, p.S}, d->attn_mask,
-                                &f.attn_mask));
-        else
-            VKA_TRY(upload_host(layer, VKA_HOST_ATTN_MASK, dtype, 2, (uint32_t[]){p.L, p.S}, d->attn_mask, &f.attn_mask));
+    /* Every given argument through the layer's device tensor for it; an input that is an earlier
+     * one's array (self-attention's key and value, a value that is the key) shares its tensor. */
+    vka_args dev = a;
+    vkattn_tensor *t[VKA_ARG_COUNT] = {0};
+    for (int i = 0; i < VKA_ARG_COUNT; i++) {
+        const vka_arg_value *v = &a.v[i];
+        int output = vka_arg_get((vka_arg)i)->output, j = 0;
+        if (!v->given) continue;
+        while (j < i && (output || !a.v[j].given || a.v[j].host != v->host)) j++;
+        if (j < i) {
+            t[i] = t[j];
+        } else {
+            VKA_TRY(host_tensor(layer, (vka_arg)i, v, &t[i]));
+            if (!output) VKA_TRY(vkattn_tensor_write(t[i], v->host, t[i]->bytes));
+        }
+        dev.v[i].tensor = t[i];
     }
-    vkattn_tensor *output, *weights = NULL, *lse = NULL;
-    VKA_TRY(host_tensor(layer, VKA_HOST_OUTPUT, VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, p.L, c->E}, &output));
-    f.output = output;
-    if (d->lse) {
-        VKA_TRY(host_tensor(layer, VKA_HOST_LSE, VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, c->H, p.L}, &lse));
-        f.lse = lse;
-    }
-    if (d->attn_weights) {
-        if (d->average_weights)
-            VKA_TRY(host_tensor(layer, VKA_HOST_WEIGHTS, VKATTN_DTYPE_F32, 3, (uint32_t[]){p.B, p.L, p.S_ext}, &weights));
-        else
-            VKA_TRY(host_tensor(layer, VKA_HOST_WEIGHTS, VKATTN_DTYPE_F32, 4, (uint32_t[]){p.B, c->H, p.L, p.S_ext},
-                                &weights));
-        f.attn_weights = weights;
-    }
-    VKA_TRY(vkattn_forward(layer, &f));
-    VKA_TRY(vka_buffer_read(ctx, &output->buffer, 0, d->output, output->bytes));
-    if (weights) VKA_TRY(vka_buffer_read(ctx, &weights->buffer, 0, d->attn_weights, weights->bytes));
-    if (lse) VKA_TRY(vka_buffer_read(ctx, &lse->buffer, 0, d->lse, lse->bytes));
+    VKA_TRY(run_device(layer, &p, &dev));
+    for (int i = 0; i < VKA_ARG_COUNT; i++)
+        if (t[i] && vka_arg_get((vka_arg)i)->output)
+            VKA_TRY(vka_buffer_read(ctx, &t[i]->buffer, 0, (void *)a.v[i].host, t[i]->bytes));
 fail:
     return status;
 }

@@ -271,7 +271,7 @@ void vkattn_layer_destroy(vkattn_layer *layer)
     if (!layer) return;
     vkattn_context *ctx = layer->ctx;
     /* A forward always waits for its fence, so nothing of this layer is still running. */
-    for (int s = 0; s < VKA_HOST_SLOT_COUNT; s++) vkattn_tensor_destroy(layer->host_io[s]);
+    for (int a = 0; a < VKA_ARG_COUNT; a++) vkattn_tensor_destroy(layer->host_io[a]);
     vka_plan_free(&layer->plan);
     if (layer->query_pool) ctx->vk.vkDestroyQueryPool(ctx->device, layer->query_pool, NULL);
     if (layer->descriptor_pool) ctx->vk.vkDestroyDescriptorPool(ctx->device, layer->descriptor_pool, NULL);

@@ -3,23 +3,10 @@
 #ifndef VKA_LAYER_H
 #define VKA_LAYER_H
 
+#include "attention/args.h"
 #include "attention/config.h"
 #include "attention/plan.h"
 #include "device/context.h"
-
-/* Device tensors kept for vkattn_forward_host, one per host array it uploads or downloads. */
-typedef enum vka_host_slot {
-    VKA_HOST_QUERY,
-    VKA_HOST_KEY,
-    VKA_HOST_VALUE,
-    VKA_HOST_KEY_PADDING_MASK,
-    VKA_HOST_VALID_LENS,
-    VKA_HOST_ATTN_MASK,
-    VKA_HOST_OUTPUT,
-    VKA_HOST_WEIGHTS,
-    VKA_HOST_LSE,
-    VKA_HOST_SLOT_COUNT
-} vka_host_slot;
 
 struct vkattn_layer {
     vkattn_context *ctx;
@@ -44,7 +31,7 @@ struct vkattn_layer {
     VkQueryPool query_pool;
     uint32_t query_capacity;
     vkattn_forward_stats stats;   /* of the last successful device forward */
-    vkattn_tensor *host_io[VKA_HOST_SLOT_COUNT];
+    vkattn_tensor *host_io[VKA_ARG_COUNT]; /* vkattn_forward_host's device copies, by argument */
 };
 
 /* Runs a validated problem on the device with the given caller buffers (indexed by role). */

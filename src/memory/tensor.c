@@ -34,7 +34,7 @@ vkattn_status vka_tensor_create(vkattn_context *ctx, vkattn_dtype dtype, uint32_
     memcpy(t->dims, dims, rank * sizeof *dims);
     t->elems = elems;
     t->bytes = bytes;
-    t->values = VKA_VALUES_CHECKED_OK; /* zero-filled */
+    t->mask_checked = 1; /* zero-filled */
     char shape[96];
     vka_format_dims(shape, sizeof shape, dims, rank);
     char what[128];
@@ -65,21 +65,6 @@ void vkattn_tensor_destroy(vkattn_tensor *t)
     free(t);
 }
 
-/* Remembers whether float data holds NaN or +inf, so that masks can be refused cheaply later. */
-static void inspect_values(vkattn_tensor *t, const void *src)
-{
-    t->values = VKA_VALUES_CHECKED_OK;
-    if (t->dtype != VKATTN_DTYPE_F32) return;
-    const float *x = src;
-    for (size_t i = 0; i < t->elems; i++) {
-        if (isnan(x[i]) || (isinf(x[i]) && x[i] > 0)) {
-            t->values = VKA_VALUES_HAS_NAN_OR_POSINF;
-            t->first_bad = i;
-            return;
-        }
-    }
-}
-
 vkattn_status vkattn_tensor_write(vkattn_tensor *t, const void *src, size_t bytes)
 {
     if (!t) return VKATTN_ERROR_INVALID_ARGUMENT;
@@ -89,9 +74,8 @@ vkattn_status vkattn_tensor_write(vkattn_tensor *t, const void *src, size_t byte
     if (bytes != t->bytes)
         return vka_fail(t->ctx, VKATTN_ERROR_SHAPE, "vkattn_tensor_write: %zu bytes given, the tensor holds %zu", bytes,
                         t->bytes);
-    status = vka_buffer_write(t->ctx, &t->buffer, 0, src, bytes);
-    if (status == VKATTN_OK) inspect_values(t, src);
-    return status;
+    t->mask_checked = 0;
+    return vka_buffer_write(t->ctx, &t->buffer, 0, src, bytes);
 }
 
 vkattn_status vkattn_tensor_read(const vkattn_tensor *t, void *dst, size_t bytes)

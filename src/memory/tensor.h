@@ -4,13 +4,6 @@
 
 #include "memory/buffer.h"
 
-/* What the library knows about a float tensor's values (for masks that must not hold NaN/+inf). */
-typedef enum vka_values_state {
-    VKA_VALUES_UNKNOWN = 0,    /* written by the device: not inspected */
-    VKA_VALUES_CHECKED_OK = 1, /* written from the host; no NaN, no +inf */
-    VKA_VALUES_HAS_NAN_OR_POSINF = 2
-} vka_values_state;
-
 struct vkattn_tensor {
     vkattn_context *ctx;
     vkattn_dtype dtype;
@@ -18,8 +11,9 @@ struct vkattn_tensor {
     uint32_t dims[VKATTN_MAX_RANK];
     size_t elems, bytes;
     vka_buffer buffer;
-    vka_values_state values;
-    size_t first_bad;      /* index of the first NaN/+inf when values == HAS_NAN_OR_POSINF */
+    /* Its values were read and found fit for a float attn_mask (no NaN, no +inf) since it was
+     * last written: a mask is inspected on its first use, not every tensor on every write. */
+    int mask_checked;
 };
 
 /* Creates a tensor of rank <= 4 from a dims array (internal callers use this too). */

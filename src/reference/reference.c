@@ -49,21 +49,24 @@ static in_proj split_in_proj(const vka_layer_config *c, const vkattn_weights *w)
 }
 
 /* True if query i of batch b, head h may not attend to key j (< S); *add gets a float mask term. */
-static int masked(const vka_problem *p, const vkattn_host_forward_desc *d, size_t b, size_t h, size_t i, size_t j,
+static int masked(const vka_problem *p, const vka_host_arrays *d, size_t b, size_t h, size_t i, size_t j,
                   double *add)
 {
     *add = 0.0;
     if (p->causal && j > i) return 1;
-    if (p->key_padding_mask && d->key_padding_mask[b * p->S + j]) return 1;
+    const uint8_t *kpm = d->in[VKA_ARG_KEY_PADDING_MASK];
+    const int32_t *lens = d->in[VKA_ARG_VALID_LENS];
+    const void *mask = d->in[VKA_ARG_ATTN_MASK];
+    if (p->key_padding_mask && kpm[b * p->S + j]) return 1;
     if (p->valid_lens) {
-        int32_t len = p->valid_lens == VKA_VALID_LENS_PER_QUERY ? d->valid_lens[b * p->L + i] : d->valid_lens[b];
+        int32_t len = p->valid_lens == VKA_VALID_LENS_PER_QUERY ? lens[b * p->L + i] : lens[b];
         if ((int64_t)j >= (int64_t)len) return 1;
     }
     if (p->attn_mask) {
         size_t idx = i * p->S + j;
         if (p->attn_mask_per_head) idx += (b * p->cfg.H + h) * (size_t)p->L * p->S;
-        if (p->attn_mask == VKA_ATTN_MASK_BOOL) return ((const uint8_t *)d->attn_mask)[idx] != 0;
-        *add = ((const float *)d->attn_mask)[idx];
+        if (p->attn_mask == VKA_ATTN_MASK_BOOL) return ((const uint8_t *)mask)[idx] != 0;
+        *add = ((const float *)mask)[idx];
     }
     return 0;
 }
@@ -96,13 +99,13 @@ static double softmax_row(double *s, size_t n)
     return m + log(sum);
 }
 
-vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, const vkattn_host_forward_desc *d,
+vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, const vka_host_arrays *d,
                                 const uint8_t *head_mask, vkattn_error *error)
 {
     const vka_layer_config *c = &p->cfg;
     const size_t B = p->B, L = p->L, S = p->S, Sx = p->S_ext, E = c->E, H = c->H, D = c->D;
-    const float *key = d->key ? d->key : d->query;
-    const float *value = d->value ? d->value : key;
+    const float *query = d->in[VKA_ARG_QUERY], *key = d->in[VKA_ARG_KEY], *value = d->in[VKA_ARG_VALUE];
+    float *output = d->out[VKA_ARG_OUTPUT], *weights = d->out[VKA_ARG_WEIGHTS], *lse_out = d->out[VKA_ARG_LSE];
     in_proj ip = split_in_proj(c, w);
 
     double *q = malloc(B * L * E * sizeof *q);
@@ -120,7 +123,7 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
                              B, L, S, E);
     }
 
-    linear(d->query, B * L, E, ip.Wq, ip.bq, E, q);
+    linear(query, B * L, E, ip.Wq, ip.bq, E, q);
     for (size_t b = 0; b < B; b++) {
         /* Project this batch's keys and values, then append bias_k/bias_v and the zero key. */
         linear(key + b * S * c->kdim, S, c->kdim, ip.Wk, ip.bk, E, tmp);
@@ -159,20 +162,20 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
                     row[j] = dot * scale + add;
                 }
                 double lse = softmax_row(row, Sx);
-                if (d->lse) d->lse[(b * H + h) * L + i] = (float)lse;
+                if (lse_out) lse_out[(b * H + h) * L + i] = (float)lse;
                 double *ci = ctx + (b * L + i) * E + h * D;
                 for (size_t j = 0; j < Sx; j++) {
                     if (!seen[j]) continue; /* a masked key never contributes, whatever its row holds */
                     const double *vj = v + (b * Sx + j) * E + h * D;
                     for (size_t e = 0; e < D; e++) ci[e] += row[j] * vj[e];
                 }
-                if (d->attn_weights && p->weights == VKA_WEIGHTS_PER_HEAD)
-                    for (size_t j = 0; j < Sx; j++) d->attn_weights[((b * H + h) * L + i) * Sx + j] = (float)row[j];
+                if (weights && p->weights == VKATTN_WEIGHTS_PER_HEAD)
+                    for (size_t j = 0; j < Sx; j++) weights[((b * H + h) * L + i) * Sx + j] = (float)row[j];
                 for (size_t j = 0; j < Sx; j++) avg[i * Sx + j] += row[j];
             }
         }
-        if (d->attn_weights && p->weights == VKA_WEIGHTS_AVERAGED)
-            for (size_t x = 0; x < L * Sx; x++) d->attn_weights[b * L * Sx + x] = (float)(avg[x] / H);
+        if (weights && p->weights == VKATTN_WEIGHTS_AVERAGED)
+            for (size_t x = 0; x < L * Sx; x++) weights[b * L * Sx + x] = (float)(avg[x] / H);
     }
 
     for (size_t r = 0; r < B * L; r++) {
@@ -181,21 +184,33 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
             for (size_t e = 0; e < E; e++) acc += ctx[r * E + e] * w->out_proj_weight[o * E + e];
             out[o] = acc;
         }
-        for (size_t o = 0; o < E; o++) d->output[r * E + o] = (float)out[o];
+        for (size_t o = 0; o < E; o++) output[r * E + o] = (float)out[o];
     }
 
     free(q), free(k), free(v), free(ctx), free(row), free(seen), free(tmp), free(out), free(avg);
     return VKATTN_OK;
 }
 
+void vka_host_arrays_of(const vka_args *args, vka_host_arrays *out)
+{
+    for (int i = 0; i < VKA_ARG_COUNT; i++) {
+        const vka_arg_value *v = &args->v[i];
+        out->in[i] = vka_arg_get((vka_arg)i)->output ? NULL : v->host;
+        out->out[i] = vka_arg_get((vka_arg)i)->output ? (float *)v->host : NULL;
+    }
+}
+
 vkattn_status vkattn_reference_forward(const vkattn_layer_desc *layer, const vkattn_weights *weights,
                                        const vkattn_host_forward_desc *desc, vkattn_error *error)
 {
     vka_layer_config cfg;
+    vka_args args;
     vka_problem p;
     vkattn_status status = vka_layer_config_resolve(layer, weights, &cfg, error);
+    if (status == VKATTN_OK) status = vka_args_from_host(&cfg, desc, &args, error);
+    if (status == VKATTN_OK) status = vka_args_check(&cfg, &args, &p, error);
     if (status != VKATTN_OK) return status;
-    status = vka_problem_from_host(&cfg, desc, &p, error);
-    if (status != VKATTN_OK) return status;
-    return vka_reference_run(&p, weights, desc, layer->head_mask, error);
+    vka_host_arrays arrays;
+    vka_host_arrays_of(&args, &arrays);
+    return vka_reference_run(&p, weights, &arrays, layer->head_mask, error);
 }
