@@ -345,7 +345,7 @@ typedef struct vkattn_forward_desc {
     const vkattn_tensor *key_padding_mask; /* NULL or BOOL (B,S) */
     const vkattn_tensor *valid_lens;       /* NULL or I32 (B) or (B,L) */
     const vkattn_tensor *attn_mask;        /* NULL or BOOL/F32 (L,S) or (B*H,L,S) */
-    vkattn_tensor *output;                 /* required, F32 (B,L,E) */
+    vkattn_tensor *output;                 /* required, F32 or F16 (B,L,E) */
     vkattn_tensor *attn_weights;           /* NULL or F32 (B,H,L,S'), or (B,L,S') if averaged;
                                               needs the unfused path */
     int average_weights;                   /* 0 = per head */
@@ -439,12 +439,19 @@ typedef struct vkattn_cost {
     double total_flops, total_bytes;
 } vkattn_cost;
 
+/* Which attention weights a forward returns. */
+typedef enum vkattn_weights_kind {
+    VKATTN_WEIGHTS_NONE = 0,
+    VKATTN_WEIGHTS_PER_HEAD = 1, /* (B,H,L,S') */
+    VKATTN_WEIGHTS_AVERAGED = 2  /* (B,L,S') */
+} vkattn_weights_kind;
+
 /* Fills `out` for a layer description and shapes (B, L, S; S = 0 means L) on `path`
- * (UNFUSED: scores/softmax/P·V stages; FUSED: one fused stage; AUTO counts as UNFUSED).
- * `weights` is 0 (none), 1 (per head) or 2 (averaged). */
+ * (UNFUSED: scores/softmax/P·V stages; FUSED: one fused stage; AUTO counts as UNFUSED), with
+ * `weights` returned. With layer->head_mask, only the active heads count: projections use their
+ * H'·D rows. VKATTN_ERROR_INVALID_ARGUMENT for a description vkattn_layer_create would refuse. */
 vkattn_status vkattn_forward_cost(const vkattn_layer_desc *layer, uint32_t batch, uint32_t query_len,
-                                  uint32_t key_len, vkattn_path path, int weights, vkattn_cost *out);
-/* (With layer->head_mask, only the active heads count: projections use their H'·D rows.) */
+                                  uint32_t key_len, vkattn_path path, vkattn_weights_kind weights, vkattn_cost *out);
 
 /* The device's own ceilings, measured with microkernels (see `vkattn peak`). */
 typedef struct vkattn_peak {

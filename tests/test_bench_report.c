@@ -90,7 +90,7 @@ static bench_result make_result(uint32_t B, uint32_t L, uint32_t S, uint32_t E, 
     r.cpu_ms = cpu_ms;
     vkattn_layer_desc d = {.embed_dim = E, .num_heads = H};
     vkattn_cost c;
-    CHECK_STATUS(vkattn_forward_cost(&d, B, L, S == L ? 0 : S, path, 0, &c), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_cost(&d, B, L, S == L ? 0 : S, path, VKATTN_WEIGHTS_NONE, &c), VKATTN_OK);
     r.flops = c.total_flops, r.bytes = c.total_bytes;
     int n = 0;
     for (int s = 0; s < VKATTN_STAGE_COUNT; s++) n += c.flops[s] > 0 || c.bytes[s] > 0;
@@ -144,7 +144,7 @@ static void test_cost_cross_attention_unfused(void)
      *   total 1408 + 272 + 496 + 480 + 496                                           = 3152 */
     vkattn_layer_desc d = {.embed_dim = 4, .num_heads = 2, .kdim = 6, .vdim = 8};
     vkattn_cost c;
-    CHECK_STATUS(vkattn_forward_cost(&d, 2, 3, 5, VKATTN_PATH_UNFUSED, 0, &c), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_cost(&d, 2, 3, 5, VKATTN_PATH_UNFUSED, VKATTN_WEIGHTS_NONE, &c), VKATTN_OK);
     CHECK(c.flops[VKATTN_STAGE_QKV_PROJECTION] == 1312);
     CHECK(c.flops[VKATTN_STAGE_SCORES] == 240);
     CHECK(c.flops[VKATTN_STAGE_SOFTMAX] == 0);
@@ -161,7 +161,7 @@ static void test_cost_cross_attention_unfused(void)
     CHECK(c.total_bytes == 3152);
     /* AUTO counts as UNFUSED. */
     vkattn_cost a;
-    CHECK_STATUS(vkattn_forward_cost(&d, 2, 3, 5, VKATTN_PATH_AUTO, 0, &a), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_cost(&d, 2, 3, 5, VKATTN_PATH_AUTO, VKATTN_WEIGHTS_NONE, &a), VKATTN_OK);
     CHECK(a.total_flops == 1984 && a.total_bytes == 3152);
 }
 
@@ -175,7 +175,7 @@ static void test_cost_self_attention_fused_f16(void)
      *        fused: Q, K, V read 3·128, ctx written 128 -> 512 · 2 = 1024; total 4736. */
     vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 4, .storage = VKATTN_DTYPE_F16};
     vkattn_cost c;
-    CHECK_STATUS(vkattn_forward_cost(&d, 1, 8, 0, VKATTN_PATH_FUSED, 0, &c), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_cost(&d, 1, 8, 0, VKATTN_PATH_FUSED, VKATTN_WEIGHTS_NONE, &c), VKATTN_OK);
     CHECK(c.flops[VKATTN_STAGE_QKV_PROJECTION] == 12288);
     CHECK(c.flops[VKATTN_STAGE_OUT_PROJECTION] == 4096);
     CHECK(c.flops[VKATTN_STAGE_FUSED] == 4096);
@@ -200,7 +200,7 @@ static void test_cost_averaged_weights_extra_keys(void)
      *        total 368 + 144 + 96 + 64 + 96 + 96 = 864. */
     vkattn_layer_desc d = {.embed_dim = 4, .num_heads = 1, .add_bias_kv = 1, .add_zero_attn = 1};
     vkattn_cost c;
-    CHECK_STATUS(vkattn_forward_cost(&d, 1, 2, 0, VKATTN_PATH_UNFUSED, 2, &c), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_cost(&d, 1, 2, 0, VKATTN_PATH_UNFUSED, VKATTN_WEIGHTS_AVERAGED, &c), VKATTN_OK);
     CHECK(c.flops[VKATTN_STAGE_QKV_PROJECTION] == 192);
     CHECK(c.flops[VKATTN_STAGE_SCORES] == 32 && c.flops[VKATTN_STAGE_PV] == 32);
     CHECK(c.flops[VKATTN_STAGE_OUT_PROJECTION] == 64);
@@ -214,7 +214,7 @@ static void test_cost_averaged_weights_extra_keys(void)
     CHECK(c.bytes[VKATTN_STAGE_AVERAGE_HEADS] == 96);
     CHECK(c.total_bytes == 864);
     /* Per-head weights (1) add no averaging stage. */
-    CHECK_STATUS(vkattn_forward_cost(&d, 1, 2, 0, VKATTN_PATH_UNFUSED, 1, &c), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_cost(&d, 1, 2, 0, VKATTN_PATH_UNFUSED, VKATTN_WEIGHTS_PER_HEAD, &c), VKATTN_OK);
     CHECK(c.bytes[VKATTN_STAGE_AVERAGE_HEADS] == 0 && c.total_bytes == 768);
 }
 
@@ -225,11 +225,11 @@ static void test_cost_rejects_bad_arguments(void)
     memset(&c, 0x5A, sizeof c);
     unsigned char before[sizeof c];
     memcpy(before, &c, sizeof c);
-    CHECK_STATUS(vkattn_forward_cost(&d, 1, 4, 0, VKATTN_PATH_UNFUSED, 0, &c), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_forward_cost(&d, 1, 4, 0, VKATTN_PATH_UNFUSED, VKATTN_WEIGHTS_NONE, &c), VKATTN_ERROR_INVALID_ARGUMENT);
     d.num_heads = 2;
-    CHECK_STATUS(vkattn_forward_cost(&d, 0, 4, 0, VKATTN_PATH_UNFUSED, 0, &c), VKATTN_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(vkattn_forward_cost(&d, 1, 4, 0, VKATTN_PATH_UNFUSED, 3, &c), VKATTN_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(vkattn_forward_cost(NULL, 1, 4, 0, VKATTN_PATH_UNFUSED, 0, &c), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_forward_cost(&d, 0, 4, 0, VKATTN_PATH_UNFUSED, VKATTN_WEIGHTS_NONE, &c), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_forward_cost(&d, 1, 4, 0, VKATTN_PATH_UNFUSED, (vkattn_weights_kind)3, &c), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_forward_cost(NULL, 1, 4, 0, VKATTN_PATH_UNFUSED, VKATTN_WEIGHTS_NONE, &c), VKATTN_ERROR_INVALID_ARGUMENT);
     CHECK(memcmp(before, &c, sizeof c) == 0); /* untouched on failure */
 }
 

@@ -111,7 +111,7 @@ static void test_absurd_shapes(void)
     CHECK(t == NULL);
     /* The cost model takes absurd shapes without overflow (doubles). */
     vkattn_cost cost;
-    CHECK_STATUS(vkattn_forward_cost(&d, UINT32_MAX, UINT32_MAX, UINT32_MAX, VKATTN_PATH_FUSED, 0, &cost), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_cost(&d, UINT32_MAX, UINT32_MAX, UINT32_MAX, VKATTN_PATH_FUSED, VKATTN_WEIGHTS_NONE, &cost), VKATTN_OK);
     CHECK(cost.total_flops > 1e28 && isfinite(cost.total_flops));
     vkattn_layer_destroy(layer);
     test_weights_free(&tw);

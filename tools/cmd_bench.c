@@ -121,9 +121,10 @@ static int item_path(const char *s, uint32_t *out)
 
 static int item_dtype(const char *s, uint32_t *out)
 {
-    if (strcmp(s, "f32") == 0) return *out = VKATTN_DTYPE_F32, 0;
-    if (strcmp(s, "f16") == 0) return *out = VKATTN_DTYPE_F16, 0;
-    return 1;
+    vkattn_dtype dtype;
+    if (cli_storage_from_name(s, &dtype)) return 1;
+    *out = (uint32_t)dtype;
+    return 0;
 }
 
 /* A number in [0, max]; `unit` names it in the message ("seconds", "GFLOP"). */
@@ -368,7 +369,7 @@ static int run_config(vkattn_context *ctx, const bench_options *o, const bench_c
     free(samples);
 
     vkattn_cost cost;
-    BENCH_TRY(vkattn_forward_cost(&ld, B, L, self ? 0 : S, st.path, 0, &cost), "computing the cost");
+    BENCH_TRY(vkattn_forward_cost(&ld, B, L, self ? 0 : S, st.path, VKATTN_WEIGHTS_NONE, &cost), "computing the cost");
     r->flops = cost.total_flops;
     r->bytes = cost.total_bytes;
     for (int s = 0; s < VKATTN_STAGE_COUNT; s++) {

@@ -313,9 +313,9 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
     assign_dtypes(p, plan);
     assign_sizes(p, plan);
     plan->path = p->path != VKATTN_PATH_AUTO ? p->path
-                 : p->weights != VKA_WEIGHTS_NONE ? VKATTN_PATH_UNFUSED
+                 : p->weights != VKATTN_WEIGHTS_NONE ? VKATTN_PATH_UNFUSED
                                                   : VKATTN_PATH_FUSED;
-    if (plan->path == VKATTN_PATH_FUSED && p->weights != VKA_WEIGHTS_NONE)
+    if (plan->path == VKATTN_PATH_FUSED && p->weights != VKATTN_WEIGHTS_NONE)
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
                              "attention weights need the unfused path (the fused kernel never forms them)");
     if (plan->path == VKATTN_PATH_UNFUSED && p->lse)

@@ -375,7 +375,7 @@ static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role
 
     VKA_TRY(add_softmax(b, probs, g->bh_count * g->i_count));
 
-    if (p->weights == VKA_WEIGHTS_AVERAGED) {
+    if (p->weights == VKATTN_WEIGHTS_AVERAGED) {
         const uint32_t wg = 64;
         uint32_t b_begin = g->bh_begin / c->H_active, b_end = (g->bh_begin + g->bh_count - 1) / c->H_active;
         uint64_t items = (uint64_t)(b_end - b_begin + 1) * g->i_count * p->S_ext;
@@ -424,7 +424,7 @@ static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role
     }
 
     /* Per-head weights too big to be the probability buffer themselves: copy this group's rows. */
-    if (p->weights == VKA_WEIGHTS_PER_HEAD && probs != VKA_ROLE_WEIGHTS) {
+    if (p->weights == VKATTN_WEIGHTS_PER_HEAD && probs != VKA_ROLE_WEIGHTS) {
         vka_step copy = {.kind = VKA_STEP_COPY, .stage = VKATTN_STAGE_SOFTMAX, .binding_count = 2,
                          .copy_first = b->plan->copy_count, .barrier_before = 1};
         copy.bind[0].role = probs, copy.bind[1].role = VKA_ROLE_WEIGHTS;
@@ -452,7 +452,7 @@ vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l)
         return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                              "head dim %u needs more loop trips than this device's loop budget (%llu)", p->cfg.D,
                              (unsigned long long)b->budget);
-    if (p->weights == VKA_WEIGHTS_AVERAGED) {
+    if (p->weights == VKATTN_WEIGHTS_AVERAGED) {
         vka_step zero = {.kind = VKA_STEP_ZERO, .stage = VKATTN_STAGE_AVERAGE_HEADS, .binding_count = 1};
         VKA_TRY(vka_bind_whole(b, &zero.bind[0], VKA_ROLE_WEIGHTS, VKA_VIEW_BUFFER));
         VKA_TRY(vka_push_step(b, &zero, 0, 1));
@@ -466,7 +466,7 @@ vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l)
      * each group's rows copied into the weights. */
     grouping gr;
     vka_role probs = VKA_ROLE_SCORES;
-    if (p->weights == VKA_WEIGHTS_PER_HEAD &&
+    if (p->weights == VKATTN_WEIGHTS_PER_HEAD &&
         vka_fits_binding(b, VKA_ROLE_WEIGHTS, VKA_VIEW_SCALAR, b->plan->role_bytes[VKA_ROLE_WEIGHTS])) {
         VKA_TRY(choose_grouping(b, l, b->profile->scores_tile_q, 0, acc, &gr));
         if (gr.heads == p->B * p->cfg.H_active && gr.queries == p->L) probs = VKA_ROLE_WEIGHTS;

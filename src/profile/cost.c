@@ -6,18 +6,18 @@
 #include "common/error.h"
 
 vkattn_status vkattn_forward_cost(const vkattn_layer_desc *d, uint32_t batch, uint32_t query_len, uint32_t key_len,
-                                  vkattn_path path, int weights, vkattn_cost *out)
+                                  vkattn_path path, vkattn_weights_kind weights, vkattn_cost *out)
 {
-    if (!d || !out || !d->embed_dim || !d->num_heads || d->embed_dim % d->num_heads || !batch || !query_len ||
-        (unsigned)path > VKATTN_PATH_CPU || weights < 0 || weights > 2)
+    vka_layer_config cfg;
+    if (!out || !batch || !query_len || (unsigned)path > VKATTN_PATH_CPU || (unsigned)weights > VKATTN_WEIGHTS_AVERAGED ||
+        vka_layer_config_from_desc(d, &cfg, NULL) != VKATTN_OK)
         return VKATTN_ERROR_INVALID_ARGUMENT;
     const int self = key_len == 0;
     const double B = batch, L = query_len, S = self ? query_len : key_len;
     /* I: the projected width of the computed heads. */
-    const double E = d->embed_dim, H = vka_count_active_heads(d->num_heads, d->head_mask), D = E / d->num_heads, I = H * D;
-    const double kdim = d->kdim ? d->kdim : E, vdim = d->vdim ? d->vdim : E;
-    const double S_ext = S + (d->add_bias_kv != 0) + (d->add_zero_attn != 0);
-    const double a = d->storage == VKATTN_DTYPE_F16 ? 2.0 : 4.0; /* activation and weight element */
+    const double E = cfg.E, H = cfg.H_active, D = cfg.D, I = cfg.inner, kdim = cfg.kdim, vdim = cfg.vdim;
+    const double S_ext = S + cfg.extra_keys;
+    const double a = cfg.storage == VKATTN_DTYPE_F16 ? 2.0 : 4.0; /* activation and weight element */
     const double f32 = 4.0;                                       /* scores are always fp32 */
 
     vkattn_cost c;
@@ -41,7 +41,7 @@ vkattn_status vkattn_forward_cost(const vkattn_layer_desc *d, uint32_t batch, ui
         c.bytes[VKATTN_STAGE_SCORES] = q_k + probs;
         c.bytes[VKATTN_STAGE_SOFTMAX] = 2 * probs;
         c.bytes[VKATTN_STAGE_PV] = probs + v + ctx;
-        if (weights == 2) c.bytes[VKATTN_STAGE_AVERAGE_HEADS] = probs + 2 * f32 * B * L * S_ext;
+        if (weights == VKATTN_WEIGHTS_AVERAGED) c.bytes[VKATTN_STAGE_AVERAGE_HEADS] = probs + 2 * f32 * B * L * S_ext;
     }
     for (int s = 0; s < VKATTN_STAGE_COUNT; s++) {
         c.total_flops += c.flops[s];
