@@ -137,7 +137,7 @@ static void test_chunking_by_rows(void)
 static void test_averaged_weights(void)
 {
     vka_problem p = problem(3, 40, 40, 16, 4, 1);
-    p.weights = VKA_WEIGHTS_AVERAGED;
+    p.weights = VKATTN_WEIGHTS_AVERAGED;
     vka_plan_limits l = lavapipe_limits();
     l.scores_budget_bytes = 3 * 40 * 40 * 4; /* 3 heads per chunk, never across batch items: 3 + 1 */
     vka_plan plan = {0};
@@ -157,7 +157,7 @@ static void test_limits(void)
     /* Per-head weights past the range: scores in chunks of the score workspace, each chunk's rows
      * copied into the weights (256 MiB here). */
     vka_problem p = problem(1, 4096, 4096, 16, 4, 1);
-    p.weights = VKA_WEIGHTS_PER_HEAD;
+    p.weights = VKATTN_WEIGHTS_PER_HEAD;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_OK);
     CHECK(check_plan_limits(&plan, &l, "per-head weights of 256 MiB") == 0);
     uint32_t copies = 0;

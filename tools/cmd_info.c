@@ -43,6 +43,10 @@ int cmd_info(int argc, char **argv)
                d->storage_16bit ? "yes" : "no", d->shader_float16 ? "yes" : "no", d->cooperative_matrix ? "yes" : "no");
         if (d->timestamp_period_ns > 0) printf("    timestamps                %g ns per tick\n", d->timestamp_period_ns);
         else printf("    timestamps                not supported on the compute queue\n");
+        if (d->loop_budget)
+            printf("    loop budget               %u trips per invocation (the driver cuts longer loops short; vkattn "
+                   "splits its work to stay within it)\n", d->loop_budget);
+        else printf("    loop budget               none\n");
         printf("    kernel profile            %s", d->kernel_profile);
         if (profile_env && *profile_env) printf(" (contexts use VKATTN_KERNEL_PROFILE=%s instead)", profile_env);
         printf("\n");

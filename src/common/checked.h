@@ -32,13 +32,4 @@ static inline bool vka_product_size(const size_t *factors, size_t n, size_t *out
     return true;
 }
 
-/* Rounds `value` up to a multiple of `align` (a power of two or any positive number). */
-static inline bool vka_align_size(size_t value, size_t align, size_t *out)
-{
-    size_t padded;
-    if (!vka_add_size(value, align - 1, &padded)) return false;
-    *out = padded / align * align;
-    return true;
-}
-
 #endif

@@ -16,14 +16,6 @@ vkattn_status vka_error_set(vkattn_error *error, vkattn_status status, const cha
     return status;
 }
 
-void vka_error_clear(vkattn_error *error)
-{
-    if (error) {
-        error->status = VKATTN_OK;
-        error->message[0] = '\0';
-    }
-}
-
 const char *vka_format_dims(char *dst, size_t cap, const uint32_t *dims, uint32_t rank)
 {
     size_t used = (size_t)snprintf(dst, cap, "(");

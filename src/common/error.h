@@ -15,9 +15,6 @@
 vkattn_status vka_error_set(vkattn_error *error, vkattn_status status, const char *fmt, ...)
     VKA_PRINTF(3, 4);
 
-/* Clears `error` (may be NULL) to VKATTN_OK and an empty message. */
-void vka_error_clear(vkattn_error *error);
-
 /* Writes a shape for a message, "(2, 3, 4)" ("()" for rank 0), to `dst`. Returns dst. */
 const char *vka_format_dims(char *dst, size_t cap, const uint32_t *dims, uint32_t rank);
 

@@ -29,9 +29,19 @@ typedef struct vka_kernel_info {
     const char *spirv_f16_out; /* the build that writes fp16 activations (OUT_F16), or NULL */
     uint32_t push_size;        /* bytes of its push-constant struct */
     uint32_t binding_count;    /* its binding slots (abi.h), checked against the SPIR-V */
+    /* The GLSL name declared at each slot: what the host binds there must be what the kernel reads
+     * there, so a kernel whose slots were swapped (even two of one type) is caught. */
+    const char *const *slot_names;
 } vka_kernel_info;
 
 const vka_kernel_info *vka_kernel_get(vka_kernel kernel);
+
+struct vka_binding_layout;
+
+/* Checks a kernel's reflected layout against its slots: their count and the name at each.
+ * Returns 1 if they agree; else 0 with the first difference in `why`. */
+int vka_kernel_check_layout(const vka_kernel_info *kernel, const struct vka_binding_layout *layout, char *why,
+                            size_t cap);
 
 /* The generated lookup into the embedded SPIR-V (build/shaders/shaders_embedded.c). */
 int vka_embedded_spirv(const char *name, const uint32_t **code, size_t *bytes);

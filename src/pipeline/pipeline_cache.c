@@ -45,11 +45,11 @@ static vkattn_status create_pipeline(vkattn_context *ctx, vka_kernel kernel, int
     if (!name || !vka_embedded_spirv(name, &code, &bytes))
         return vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "kernel %d%s has no embedded SPIR-V (build mismatch)",
                         (int)kernel, f16_out ? " (fp16 output)" : "");
-    if (!vka_spirv_bindings(code, bytes / 4, &p->bindings))
+    if (!vka_spirv_bindings(code, bytes / 4, &ctx->faults, &p->bindings))
         return vka_fail(ctx, VKATTN_ERROR_VULKAN, "kernel %s: cannot read its bindings from SPIR-V", name);
-    if (p->bindings.count != info->binding_count)
-        return vka_fail(ctx, VKATTN_ERROR_VULKAN, "internal: kernel %s declares %u bindings, abi.h names %u", name,
-                        p->bindings.count, info->binding_count);
+    char why[160];
+    if (!vka_kernel_check_layout(info, &p->bindings, why, sizeof why))
+        return vka_fail(ctx, VKATTN_ERROR_VULKAN, "internal: %s", why);
     p->kernel = kernel;
     p->f16_out = f16_out;
     memcpy(p->spec, spec, sizeof p->spec);

@@ -3,8 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
+
 /* The few SPIR-V opcodes, decorations and storage classes this needs (SPIR-V spec, section 3). */
 enum {
+    OP_NAME = 5,
     OP_TYPE_IMAGE = 25,
     OP_TYPE_SAMPLED_IMAGE = 27,
     OP_TYPE_STRUCT = 30,
@@ -28,7 +31,20 @@ typedef struct spirv_id {
     uint32_t dim, sampled;  /* images */
     uint32_t binding, set;
     unsigned has_binding : 1, block : 1, buffer_block : 1;
+    uint32_t name_at; /* word of its OpName string, 0 if none */
 } spirv_id;
+
+/* Copies a SPIR-V literal string (nul-terminated, in words) into `dst`, cut to fit. */
+static void copy_name(const uint32_t *code, size_t words, uint32_t at, char *dst, size_t cap)
+{
+    size_t n = 0;
+    for (size_t byte = 0; at && at + byte / 4 < words && n + 1 < cap; byte++) {
+        char c = (char)((code[at + byte / 4] >> ((byte % 4) * 8)) & 0xFFu);
+        if (!c) break;
+        dst[n++] = c;
+    }
+    dst[n] = '\0';
+}
 
 static int descriptor_type(const spirv_id *ids, uint32_t bound, const spirv_id *var, VkDescriptorType *out)
 {
@@ -55,12 +71,12 @@ static int descriptor_type(const spirv_id *ids, uint32_t bound, const spirv_id *
     return 0;
 }
 
-int vka_spirv_bindings(const uint32_t *code, size_t words, vka_binding_layout *out)
+int vka_spirv_bindings(const uint32_t *code, size_t words, struct vka_faults *faults, vka_binding_layout *out)
 {
     if (words < 5 || code[0] != 0x07230203u) return 0;
     uint32_t bound = code[3];
     if (bound == 0 || bound > (1u << 22)) return 0;
-    spirv_id *ids = calloc(bound, sizeof *ids);
+    spirv_id *ids = vka_calloc(faults, bound, sizeof *ids);
     if (!ids) return 0;
 
     int ok = 1;
@@ -71,7 +87,9 @@ int vka_spirv_bindings(const uint32_t *code, size_t words, vka_binding_layout *o
             break;
         }
         const uint32_t *w = code + at;
-        if (op == OP_DECORATE && count >= 3 && w[1] < bound) {
+        if (op == OP_NAME && count >= 3 && w[1] < bound) {
+            ids[w[1]].name_at = (uint32_t)(at + 2);
+        } else if (op == OP_DECORATE && count >= 3 && w[1] < bound) {
             spirv_id *id = &ids[w[1]];
             if (w[2] == DECORATION_BINDING && count >= 4) id->binding = w[3], id->has_binding = 1;
             if (w[2] == DECORATION_DESCRIPTOR_SET && count >= 4) id->set = w[3];
@@ -101,11 +119,19 @@ int vka_spirv_bindings(const uint32_t *code, size_t words, vka_binding_layout *o
             ok = 0;
             break;
         }
+        /* The variable's name, or for an anonymous block variable its block's. */
+        uint32_t name_at = var->name_at;
+        char name[VKA_BINDING_NAME_MAX];
+        copy_name(code, words, name_at, name, sizeof name);
+        if (!name[0] && var->type < bound && ids[var->type].type < bound)
+            copy_name(code, words, ids[ids[var->type].type].name_at, name, sizeof name);
         /* Several variables may alias one binding (two views of one buffer); they must agree. */
         if ((seen >> var->binding) & 1u) {
             ok = layout.types[var->binding] == type;
+            memcpy(layout.names[var->binding][1], name, sizeof name);
             continue;
         }
+        memcpy(layout.names[var->binding][0], name, sizeof name);
         seen |= 1u << var->binding;
         layout.types[var->binding] = type;
         if (var->binding + 1 > layout.count) layout.count = var->binding + 1;

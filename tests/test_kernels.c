@@ -1,0 +1,67 @@
+/* The host/kernel ABI without a GPU: every embedded kernel's bindings, read from its SPIR-V, sit at
+ * the slots abi.h names for them (by GLSL name, so two slots of one type swapped are caught too),
+ * and its push-constant block has the size the C struct has. */
+#include "abi.h"
+#include "pipeline/kernels.h"
+#include "pipeline/spirv_reflect.h"
+#include "test_util.h"
+
+static int reflect(vka_kernel k, int f16, vka_binding_layout *layout)
+{
+    const vka_kernel_info *info = vka_kernel_get(k);
+    const char *name = f16 ? info->spirv_f16_out : info->spirv;
+    const uint32_t *code;
+    size_t bytes;
+    if (!name) return 0;
+    CHECK_MSG(vka_embedded_spirv(name, &code, &bytes), "kernel %s is not embedded", name);
+    CHECK_MSG(vka_spirv_bindings(code, bytes / 4, NULL, layout), "kernel %s: bindings unreadable", name);
+    return 1;
+}
+
+static void test_every_kernel_matches_its_slots(void)
+{
+    int checked = 0;
+    for (int k = 0; k < VKA_KERNEL_COUNT; k++) {
+        for (int f16 = 0; f16 < 2; f16++) {
+            vka_binding_layout layout;
+            if (!reflect((vka_kernel)k, f16, &layout)) continue;
+            char why[160] = "";
+            CHECK_MSG(vka_kernel_check_layout(vka_kernel_get((vka_kernel)k), &layout, why, sizeof why), "%s", why);
+            checked++;
+        }
+    }
+    printf("  %d kernel builds agree with abi.h's slots\n", checked);
+    CHECK(checked >= VKA_KERNEL_COUNT);
+}
+
+/* A copy of a kernel's layout with two slots of the same type swapped must be refused. */
+static void test_swapped_slots_are_caught(void)
+{
+    vka_binding_layout layout;
+    reflect(VKA_KERNEL_FUSED, 0, &layout);
+    const struct {
+        uint32_t a, b;
+    } swaps[] = {{VKA_FUSED_K, VKA_FUSED_V}, {VKA_FUSED_STATE_O, VKA_FUSED_STATE_LSE}};
+    for (size_t i = 0; i < sizeof swaps / sizeof swaps[0]; i++) {
+        vka_binding_layout swapped = layout;
+        uint32_t a = swaps[i].a, b = swaps[i].b;
+        CHECK(swapped.types[a] == swapped.types[b]); /* same type: a type check alone would pass */
+        memcpy(swapped.names[a], layout.names[b], sizeof swapped.names[a]);
+        memcpy(swapped.names[b], layout.names[a], sizeof swapped.names[b]);
+        char why[160] = "";
+        CHECK(!vka_kernel_check_layout(vka_kernel_get(VKA_KERNEL_FUSED), &swapped, why, sizeof why));
+        printf("  slots %u and %u swapped: %s\n", a, b, why);
+        CHECK(strstr(why, "binding") != NULL);
+    }
+    vka_binding_layout fewer = layout;
+    fewer.count--;
+    char why[160] = "";
+    CHECK(!vka_kernel_check_layout(vka_kernel_get(VKA_KERNEL_FUSED), &fewer, why, sizeof why));
+}
+
+int main(void)
+{
+    RUN_TEST(test_every_kernel_matches_its_slots);
+    RUN_TEST(test_swapped_slots_are_caught);
+    return test_finish();
+}
