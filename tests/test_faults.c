@@ -166,6 +166,49 @@ static void test_context_create_faults(void)
            (unsigned long long)host_points, (unsigned long long)vk_points);
 }
 
+/* A failed vkattn_layer_set_head_mask leaves the layer as it was: after a failure at each of its
+ * allocation and Vulkan call points, the next forward gives exactly the old result. */
+static void test_head_mask_failure_keeps_layer(void)
+{
+    vkattn_status s;
+    vkattn_context *ctx = open_context(NULL, &s);
+    CHECK_STATUS(s, VKATTN_OK);
+    if (!ctx) return;
+    vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 4};
+    test_weights tw;
+    vkattn_layer *layer = NULL;
+    CHECK_STATUS(make_layer(ctx, &d, &tw, &layer), VKATTN_OK);
+    float x[3 * 16], before[3 * 16], after[3 * 16];
+    for (int i = 0; i < 3 * 16; i++) x[i] = (float)(i % 5) * 0.2f - 0.4f;
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 3, .query = x, .output = before};
+    CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_OK);
+    const uint8_t keep[4] = {1, 0, 1, 0};
+    vka_context_set_faults(ctx, NULL);
+    CHECK_STATUS(vkattn_layer_set_head_mask(layer, keep), VKATTN_OK); /* count its points */
+    uint64_t host_points = ctx->faults.host_calls, vk_points = ctx->faults.vk_calls;
+    CHECK_STATUS(vkattn_layer_set_head_mask(layer, NULL), VKATTN_OK);
+    int bad = 0;
+    for (uint64_t n = 1; n <= host_points + vk_points; n++) {
+        vka_faults faults = {0};
+        if (n <= host_points) faults.host_fail_at = n;
+        else faults.vk_fail_at = n - host_points;
+        vka_context_set_faults(ctx, &faults);
+        s = vkattn_layer_set_head_mask(layer, keep);
+        vka_context_set_faults(ctx, NULL);
+        f.output = after;
+        bad += s == VKATTN_OK || vkattn_forward_host(layer, &f) != VKATTN_OK || memcmp(before, after, sizeof before);
+        vkattn_layer_desc now;
+        vkattn_layer_get_desc(layer, &now);
+        for (uint32_t h = 0; h < 4; h++) bad += now.head_mask[h] != 1;
+    }
+    CHECK_MSG(bad == 0, "%d failed head-mask changes left the layer changed", bad);
+    printf("  %llu host allocation and %llu Vulkan call points of set_head_mask: layer unchanged after each\n",
+           (unsigned long long)host_points, (unsigned long long)vk_points);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+    gpu_test_finish_context(ctx);
+}
+
 static walk_totals totals;
 
 static void test_fused_forward_faults(void) { walk("fused_forward", scenario_fused_forward, &totals); }
@@ -181,6 +224,7 @@ int main(int argc, char **argv)
     if (!*only || !strcmp(only, "context")) RUN_TEST(test_context_create_faults);
     if (!*only || !strcmp(only, "fused")) RUN_TEST(test_fused_forward_faults);
     if (!*only || !strcmp(only, "unfused")) RUN_TEST(test_unfused_tensor_faults);
+    if (!*only || !strcmp(only, "context")) RUN_TEST(test_head_mask_failure_keeps_layer);
     if (!*only || !strcmp(only, "peak")) RUN_TEST(test_peak_faults);
     printf("failure points covered: %llu host allocations, %llu Vulkan calls, %llu device losses\n",
            (unsigned long long)totals.host_points, (unsigned long long)totals.vk_points,

@@ -283,12 +283,6 @@ void vkattn_layer_destroy(vkattn_layer *layer)
     free(layer);
 }
 
-/* Drops the weight buffers so upload_weights can create them for a new head set. */
-static void release_weights(vkattn_layer *layer)
-{
-    for (int r = VKA_FIRST_LAYER_ROLE; r < VKA_FIRST_WORKSPACE_ROLE; r++) vka_buffer_destroy(layer->ctx, &layer->buffers[r]);
-}
-
 vkattn_status vkattn_layer_set_head_mask(vkattn_layer *layer, const uint8_t *active)
 {
     if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
@@ -298,11 +292,29 @@ vkattn_status vkattn_layer_set_head_mask(vkattn_layer *layer, const uint8_t *act
     if (vka_count_active_heads(layer->cfg.H, active) == 0)
         return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "a head mask must keep at least one of the %u heads",
                         layer->cfg.H);
+    /* Upload the new head set beside the old one and keep whichever stands at the end, so a
+     * failure leaves the layer exactly as it was. */
+    uint8_t *old_active = vka_malloc(&ctx->faults, layer->cfg.H);
+    if (!old_active) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory changing the head mask");
+    memcpy(old_active, layer->head_active, layer->cfg.H);
+    const vka_layer_config old_cfg = layer->cfg;
+    vka_buffer old[VKA_FIRST_WORKSPACE_ROLE];
+    for (int r = VKA_FIRST_LAYER_ROLE; r < VKA_FIRST_WORKSPACE_ROLE; r++) {
+        old[r] = layer->buffers[r];
+        memset(&layer->buffers[r], 0, sizeof layer->buffers[r]);
+    }
     apply_head_mask(layer, active);
-    /* The workspace sizes follow the plan; only the weights change shape. */
-    release_weights(layer);
     status = upload_weights(layer);
-    if (status != VKATTN_OK) release_weights(layer); /* forwards then fail cleanly until a retry */
+    for (int r = VKA_FIRST_LAYER_ROLE; r < VKA_FIRST_WORKSPACE_ROLE; r++) {
+        vka_buffer *drop = status == VKATTN_OK ? &old[r] : &layer->buffers[r];
+        vka_buffer_destroy(ctx, drop);
+        if (status != VKATTN_OK) layer->buffers[r] = old[r];
+    }
+    if (status != VKATTN_OK) {
+        memcpy(layer->head_active, old_active, old_cfg.H);
+        layer->cfg = old_cfg;
+    }
+    free(old_active);
     return status;
 }
 
