@@ -99,7 +99,7 @@ static void walk(const char *name, scenario_fn fn, walk_totals *totals)
     if (!ctx) return;
     vka_context_set_faults(ctx, NULL);
     CHECK_STATUS(fn(ctx), VKATTN_OK);
-    uint64_t host_points = ctx->faults.host_calls, vk_points = ctx->faults.vk_calls;
+    uint64_t host_points = ctx->dev.faults.host_calls, vk_points = ctx->dev.faults.vk_calls;
     gpu_test_finish_context(ctx);
 
     int bad = 0;
@@ -146,7 +146,7 @@ static void test_context_create_faults(void)
     vkattn_context *ctx = open_context(NULL, &s);
     CHECK_STATUS(s, VKATTN_OK);
     if (!ctx) return;
-    uint64_t host_points = ctx->faults.host_calls, vk_points = ctx->faults.vk_calls;
+    uint64_t host_points = ctx->dev.faults.host_calls, vk_points = ctx->dev.faults.vk_calls;
     vkattn_context_destroy(ctx);
     int bad = 0;
     for (uint64_t n = 1; n <= host_points + vk_points; n++) {
@@ -185,7 +185,7 @@ static void test_head_mask_failure_keeps_layer(void)
     const uint8_t keep[4] = {1, 0, 1, 0};
     vka_context_set_faults(ctx, NULL);
     CHECK_STATUS(vkattn_layer_set_head_mask(layer, keep), VKATTN_OK); /* count its points */
-    uint64_t host_points = ctx->faults.host_calls, vk_points = ctx->faults.vk_calls;
+    uint64_t host_points = ctx->dev.faults.host_calls, vk_points = ctx->dev.faults.vk_calls;
     CHECK_STATUS(vkattn_layer_set_head_mask(layer, NULL), VKATTN_OK);
     int bad = 0;
     for (uint64_t n = 1; n <= host_points + vk_points; n++) {

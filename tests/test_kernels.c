@@ -14,7 +14,7 @@ static int reflect(vka_kernel k, int f16, vka_binding_layout *layout)
     size_t bytes;
     if (!name) return 0;
     CHECK_MSG(vka_embedded_spirv(name, &code, &bytes), "kernel %s is not embedded", name);
-    CHECK_MSG(vka_spirv_bindings(code, bytes / 4, NULL, layout), "kernel %s: bindings unreadable", name);
+    CHECK_MSG(vka_spirv_bindings(code, bytes / 4, NULL, layout) == 1, "kernel %s: bindings unreadable", name);
     return 1;
 }
 

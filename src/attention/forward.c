@@ -15,9 +15,9 @@
 static vkattn_status read_to_host(vkattn_layer *layer, const vkattn_tensor *t, void **out)
 {
     int half = t->dtype == VKATTN_DTYPE_F16;
-    void *host = vka_malloc(&layer->ctx->faults, half ? t->elems * sizeof(float) : t->bytes);
-    if (!host) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory copying a tensor to the host");
-    vkattn_status status = vka_buffer_read(layer->ctx, &t->buffer, 0, host, t->bytes);
+    void *host = vka_malloc(&layer->ctx->dev.faults, half ? t->elems * sizeof(float) : t->bytes);
+    if (!host) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory copying a tensor to the host");
+    vkattn_status status = vka_buffer_read(&layer->ctx->transfer, &t->buffer, 0, host, t->bytes);
     if (status != VKATTN_OK) {
         free(host);
         return status;
@@ -36,7 +36,7 @@ static vkattn_status write_from_host(vkattn_layer *layer, vkattn_tensor *t, floa
         for (size_t i = 0; i < t->elems; i++) half[i] = vka_f32_to_f16(data[i]);
     }
     t->mask_checked = 0;
-    return vka_buffer_write(layer->ctx, &t->buffer, 0, data, t->bytes);
+    return vka_buffer_write(&layer->ctx->transfer, &t->buffer, 0, data, t->bytes);
 }
 
 /* A float attn_mask on the device is inspected on its first use after a write: NaN or +inf in it
@@ -46,7 +46,7 @@ static vkattn_status check_device_mask(vkattn_layer *layer, const vkattn_tensor 
     if (!mask || mask->dtype != VKATTN_DTYPE_F32 || mask->mask_checked) return VKATTN_OK;
     void *host = NULL;
     vkattn_status status = read_to_host(layer, mask, &host);
-    if (status == VKATTN_OK) status = vka_check_float_mask(host, mask->elems, &layer->ctx->error);
+    if (status == VKATTN_OK) status = vka_check_float_mask(host, mask->elems, &layer->ctx->dev.error);
     if (status == VKATTN_OK) ((vkattn_tensor *)mask)->mask_checked = 1;
     free(host);
     return status;
@@ -59,11 +59,11 @@ static vkattn_status check_tensors(vkattn_layer *layer, const vka_args *a)
     vkattn_context *ctx = layer->ctx;
     for (int i = 0; i < VKA_ARG_COUNT; i++)
         if (a->v[i].given && a->v[i].tensor->ctx != ctx)
-            return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "%s belongs to a different context than the layer",
+            return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s belongs to a different context than the layer",
                             vka_arg_get((vka_arg)i)->name);
-    if (a->v[VKA_ARG_OUTPUT].dtype == VKATTN_DTYPE_F16 && !ctx->caps.storage_16bit)
-        return vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "an f16 output needs storageBuffer16BitAccess, which \"%s\" lacks",
-                        ctx->info.name);
+    if (a->v[VKA_ARG_OUTPUT].dtype == VKATTN_DTYPE_F16 && !ctx->dev.info.storage_16bit)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "an f16 output needs storageBuffer16BitAccess, which \"%s\" lacks",
+                        ctx->dev.info.name);
     return check_device_mask(layer, a->v[VKA_ARG_ATTN_MASK].tensor);
 }
 
@@ -77,8 +77,8 @@ static vkattn_status run_cpu_on_tensors(vkattn_layer *layer, const vka_problem *
         const vka_arg_value *v = &a->v[i];
         if (!v->given) continue;
         if (vka_arg_get((vka_arg)i)->output) {
-            if (!(held[i] = vka_malloc(&layer->ctx->faults, v->tensor->elems * sizeof(float))))
-                status = vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the CPU path's outputs");
+            if (!(held[i] = vka_malloc(&layer->ctx->dev.faults, v->tensor->elems * sizeof(float))))
+                status = vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the CPU path's outputs");
             arrays.out[i] = held[i];
         } else if (i > VKA_ARG_QUERY && v->tensor == a->v[VKA_ARG_QUERY].tensor) {
             arrays.in[i] = arrays.in[VKA_ARG_QUERY]; /* self-attention: key and value are the query */
@@ -90,7 +90,7 @@ static vkattn_status run_cpu_on_tensors(vkattn_layer *layer, const vka_problem *
         }
     }
     if (status == VKATTN_OK)
-        status = vka_reference_run(p, &layer->host, &arrays, layer->head_active, &layer->ctx->error);
+        status = vka_reference_run(p, &layer->host, &arrays, layer->head_active, &layer->ctx->dev.error);
     for (int i = 0; i < VKA_ARG_COUNT && status == VKATTN_OK; i++)
         if (arrays.out[i]) status = write_from_host(layer, (vkattn_tensor *)a->v[i].tensor, arrays.out[i]);
     for (int i = 0; i < VKA_ARG_COUNT; i++) free(held[i]);
@@ -114,12 +114,12 @@ vkattn_status vkattn_forward(vkattn_layer *layer, const vkattn_forward_desc *d)
 {
     if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
     vkattn_context *ctx = layer->ctx;
-    vkattn_status status = vka_check_alive(ctx);
+    vkattn_status status = vka_check_alive(&ctx->dev);
     vka_args a;
     vka_problem p;
-    if (status == VKATTN_OK) status = vka_args_from_tensors(&layer->cfg, d, &a, &ctx->error);
+    if (status == VKATTN_OK) status = vka_args_from_tensors(&layer->cfg, d, &a, &ctx->dev.error);
     if (status == VKATTN_OK) status = check_tensors(layer, &a);
-    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->error);
+    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->dev.error);
     if (status != VKATTN_OK) return status;
     return p.path == VKATTN_PATH_CPU ? run_cpu_on_tensors(layer, &p, &a) : run_device(layer, &p, &a);
 }
@@ -144,16 +144,16 @@ vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward
 {
     if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
     vkattn_context *ctx = layer->ctx;
-    vkattn_status status = vka_check_alive(ctx);
+    vkattn_status status = vka_check_alive(&ctx->dev);
     vka_args a;
     vka_problem p;
-    if (status == VKATTN_OK) status = vka_args_from_host(&layer->cfg, d, &a, &ctx->error);
-    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->error);
+    if (status == VKATTN_OK) status = vka_args_from_host(&layer->cfg, d, &a, &ctx->dev.error);
+    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->dev.error);
     if (status != VKATTN_OK) return status;
     if (p.path == VKATTN_PATH_CPU) {
         vka_host_arrays arrays;
         vka_host_arrays_of(&a, &arrays);
-        return vka_reference_run(&p, &layer->host, &arrays, layer->head_active, &ctx->error);
+        return vka_reference_run(&p, &layer->host, &arrays, layer->head_active, &ctx->dev.error);
     }
     /* Every given argument through the layer's device tensor for it; an input that is an earlier
      * one's array (self-attention's key and value, a value that is the key) shares its tensor. */
@@ -175,7 +175,7 @@ vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward
     VKA_TRY(run_device(layer, &p, &dev));
     for (int i = 0; i < VKA_ARG_COUNT; i++)
         if (t[i] && vka_arg_get((vka_arg)i)->output)
-            VKA_TRY(vka_buffer_read(ctx, &t[i]->buffer, 0, (void *)a.v[i].host, t[i]->bytes));
+            VKA_TRY(vka_buffer_read(&ctx->transfer, &t[i]->buffer, 0, (void *)a.v[i].host, t[i]->bytes));
 fail:
     return status;
 }

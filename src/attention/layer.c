@@ -16,8 +16,8 @@ static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights
     const size_t E = c->E;
     size_t in_proj = c->packed_in_proj ? 3 * E * E : E * E + E * c->kdim + E * c->vdim;
     size_t total = in_proj + (c->bias ? 3 * E + E : 0) + E * E + (c->bias_kv ? 2 * E : 0);
-    float *block = vka_malloc(&layer->ctx->faults, total * sizeof *block);
-    if (!block) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the host weights");
+    float *block = vka_malloc(&layer->ctx->dev.faults, total * sizeof *block);
+    if (!block) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the host weights");
     float *at = block;
     vkattn_weights *h = &layer->host;
     memset(h, 0, sizeof *h);
@@ -63,7 +63,7 @@ static vkattn_status check_fp16_range(vkattn_context *ctx, const char *name, con
     for (size_t i = 0; w && i < rows * cols; i++) {
         uint16_t h = vka_f32_to_f16(w[i]);
         if ((h & 0x7c00u) == 0x7c00u && isfinite(w[i]))
-            return vka_fail(ctx, VKATTN_ERROR_NON_FINITE,
+            return vka_fail(&ctx->dev, VKATTN_ERROR_NON_FINITE,
                             "%s element (%zu, %zu) = %g overflows fp16 storage (largest finite fp16: 65504); use "
                             "F32 storage or scale the weights",
                             name, i / cols, i % cols, (double)w[i]);
@@ -95,13 +95,13 @@ static vkattn_status upload_as(vkattn_layer *layer, vka_role role, const char *w
     const void *src = data;
     uint16_t *half = NULL;
     if (dtype == VKATTN_DTYPE_F16) {
-        if (!(half = vka_malloc(&layer->ctx->faults, elems * sizeof *half)))
-            return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory converting %s to fp16", what);
+        if (!(half = vka_malloc(&layer->ctx->dev.faults, elems * sizeof *half)))
+            return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory converting %s to fp16", what);
         for (size_t i = 0; i < elems; i++) half[i] = vka_f32_to_f16(data[i]);
         src = half;
     }
-    vkattn_status status = vka_buffer_create(layer->ctx, bytes, VKA_MEMORY_DEVICE, what, b);
-    if (status == VKATTN_OK) status = vka_buffer_write(layer->ctx, b, 0, src, bytes);
+    vkattn_status status = vka_buffer_create(&layer->ctx->dev, bytes, VKA_MEMORY_DEVICE, what, b);
+    if (status == VKATTN_OK) status = vka_buffer_write(&layer->ctx->transfer, b, 0, src, bytes);
     free(half);
     return status;
 }
@@ -124,8 +124,8 @@ static vkattn_status upload_extra(vkattn_layer *layer, vka_role role, const floa
 {
     const vka_layer_config *c = &layer->cfg;
     if (c->extra_keys == 0) return VKATTN_OK;
-    float *rows = vka_calloc(&layer->ctx->faults, (size_t)c->extra_keys * c->inner, sizeof *rows);
-    if (!rows) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for %s", what);
+    float *rows = vka_calloc(&layer->ctx->dev.faults, (size_t)c->extra_keys * c->inner, sizeof *rows);
+    if (!rows) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for %s", what);
     if (c->bias_kv)
         for (uint32_t h = 0; h < c->H_active; h++)
             memcpy(rows + (size_t)h * c->extra_keys * c->D, bias + (size_t)h * c->D, c->D * sizeof(float));
@@ -162,8 +162,8 @@ static vkattn_status upload_weights(vkattn_layer *layer)
     vkattn_status status = VKATTN_OK;
     /* Scratch big enough for the largest gathered matrix: (3I, E), (I, kdim or vdim) or (E, I). */
     size_t scratch_elems = 3 * I * (E > widest ? E : widest) + 3 * I;
-    float *scratch = vka_malloc(&layer->ctx->faults, scratch_elems * sizeof *scratch);
-    if (!scratch) return vka_fail(layer->ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory gathering the weights");
+    float *scratch = vka_malloc(&layer->ctx->dev.faults, scratch_elems * sizeof *scratch);
+    if (!scratch) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory gathering the weights");
     if (c->packed_in_proj) {
         float *at = scratch;
         for (int m = 0; m < 3; m++) at = gather_head_rows(at, h->in_proj_weight + m * E * E, E, layer);
@@ -193,29 +193,6 @@ fail:
     return status;
 }
 
-static vkattn_status create_commands(vkattn_layer *layer)
-{
-    vkattn_context *ctx = layer->ctx;
-    vkattn_status status = VKATTN_OK;
-    VkCommandPoolCreateInfo pool = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-        .queueFamilyIndex = ctx->queue_family,
-    };
-    VKA_VK(ctx, ctx->vk.vkCreateCommandPool(ctx->device, &pool, NULL, &layer->command_pool));
-    VkCommandBufferAllocateInfo alloc = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-        .commandPool = layer->command_pool,
-        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = 1,
-    };
-    VKA_VK(ctx, ctx->vk.vkAllocateCommandBuffers(ctx->device, &alloc, &layer->cmd));
-    VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VKA_VK(ctx, ctx->vk.vkCreateFence(ctx->device, &fence, NULL, &layer->fence));
-fail:
-    return status;
-}
-
 /* Keeps the heads `mask` keeps (NULL: all): the layer's own copy, and the widths that follow. */
 static void apply_head_mask(vkattn_layer *layer, const uint8_t *mask)
 {
@@ -228,19 +205,19 @@ vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *
                                   vkattn_layer **out)
 {
     if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
-    vkattn_status status = vka_check_alive(ctx);
+    vkattn_status status = vka_check_alive(&ctx->dev);
     if (status != VKATTN_OK) return status;
-    if (!out) return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_layer_create: out is NULL");
+    if (!out) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_layer_create: out is NULL");
     vka_layer_config cfg;
-    status = vka_layer_config_resolve(desc, weights, &cfg, &ctx->error);
+    status = vka_layer_config_resolve(desc, weights, &cfg, &ctx->dev.error);
     if (status != VKATTN_OK) return status;
 
     /* fp16 activations are written through 16-bit storage; without it the layer stays fp32. */
-    if (cfg.storage == VKATTN_DTYPE_F16 && !ctx->caps.storage_16bit) cfg.storage = VKATTN_DTYPE_F32;
+    if (cfg.storage == VKATTN_DTYPE_F16 && !ctx->dev.info.storage_16bit) cfg.storage = VKATTN_DTYPE_F32;
     if (cfg.storage == VKATTN_DTYPE_F16 && (status = check_weights_fit_fp16(ctx, &cfg, weights)) != VKATTN_OK)
         return status;
-    vkattn_layer *layer = vka_calloc(&ctx->faults, 1, sizeof *layer);
-    if (!layer) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
+    vkattn_layer *layer = vka_calloc(&ctx->dev.faults, 1, sizeof *layer);
+    if (!layer) return vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
     layer->ctx = ctx;
     layer->cfg = cfg;
     layer->desc = *desc;
@@ -252,13 +229,13 @@ vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *
     layer->desc.add_bias_kv = cfg.bias_kv;
     layer->desc.add_zero_attn = cfg.zero_attn;
     VKA_TRY(copy_host_weights(layer, weights));
-    if (!(layer->head_active = vka_malloc(&ctx->faults, cfg.H))) {
-        status = vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
+    if (!(layer->head_active = vka_malloc(&ctx->dev.faults, cfg.H))) {
+        status = vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
         goto fail;
     }
     apply_head_mask(layer, desc->head_mask);
     VKA_TRY(upload_weights(layer));
-    VKA_TRY(create_commands(layer));
+    VKA_TRY(vka_commands_create(&ctx->dev, &layer->commands));
     *out = layer;
     return VKATTN_OK;
 fail:
@@ -273,11 +250,10 @@ void vkattn_layer_destroy(vkattn_layer *layer)
     /* A forward always waits for its fence, so nothing of this layer is still running. */
     for (int a = 0; a < VKA_ARG_COUNT; a++) vkattn_tensor_destroy(layer->host_io[a]);
     vka_plan_free(&layer->plan);
-    if (layer->query_pool) ctx->vk.vkDestroyQueryPool(ctx->device, layer->query_pool, NULL);
-    if (layer->descriptor_pool) ctx->vk.vkDestroyDescriptorPool(ctx->device, layer->descriptor_pool, NULL);
-    if (layer->fence) ctx->vk.vkDestroyFence(ctx->device, layer->fence, NULL);
-    if (layer->command_pool) ctx->vk.vkDestroyCommandPool(ctx->device, layer->command_pool, NULL);
-    for (int r = 0; r < VKA_ROLE_COUNT; r++) vka_buffer_destroy(ctx, &layer->buffers[r]);
+    if (layer->query_pool) ctx->dev.vk.vkDestroyQueryPool(ctx->dev.device, layer->query_pool, NULL);
+    if (layer->descriptor_pool) ctx->dev.vk.vkDestroyDescriptorPool(ctx->dev.device, layer->descriptor_pool, NULL);
+    vka_commands_destroy(&ctx->dev, &layer->commands);
+    for (int r = 0; r < VKA_ROLE_COUNT; r++) vka_buffer_destroy(&ctx->dev, &layer->buffers[r]);
     free(layer->head_active);
     free(layer->host_block);
     free(layer);
@@ -287,15 +263,15 @@ vkattn_status vkattn_layer_set_head_mask(vkattn_layer *layer, const uint8_t *act
 {
     if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
     vkattn_context *ctx = layer->ctx;
-    vkattn_status status = vka_check_alive(ctx);
+    vkattn_status status = vka_check_alive(&ctx->dev);
     if (status != VKATTN_OK) return status;
     if (vka_count_active_heads(layer->cfg.H, active) == 0)
-        return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "a head mask must keep at least one of the %u heads",
+        return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "a head mask must keep at least one of the %u heads",
                         layer->cfg.H);
     /* Upload the new head set beside the old one and keep whichever stands at the end, so a
      * failure leaves the layer exactly as it was. */
-    uint8_t *old_active = vka_malloc(&ctx->faults, layer->cfg.H);
-    if (!old_active) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory changing the head mask");
+    uint8_t *old_active = vka_malloc(&ctx->dev.faults, layer->cfg.H);
+    if (!old_active) return vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory changing the head mask");
     memcpy(old_active, layer->head_active, layer->cfg.H);
     const vka_layer_config old_cfg = layer->cfg;
     vka_buffer old[VKA_FIRST_WORKSPACE_ROLE];
@@ -307,7 +283,7 @@ vkattn_status vkattn_layer_set_head_mask(vkattn_layer *layer, const uint8_t *act
     status = upload_weights(layer);
     for (int r = VKA_FIRST_LAYER_ROLE; r < VKA_FIRST_WORKSPACE_ROLE; r++) {
         vka_buffer *drop = status == VKATTN_OK ? &old[r] : &layer->buffers[r];
-        vka_buffer_destroy(ctx, drop);
+        vka_buffer_destroy(&ctx->dev, drop);
         if (status != VKATTN_OK) layer->buffers[r] = old[r];
     }
     if (status != VKATTN_OK) {
@@ -328,9 +304,9 @@ void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out)
 vkattn_status vkattn_layer_set_profiling(vkattn_layer *layer, int enabled)
 {
     if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
-    if (enabled && !layer->ctx->caps.timestamps)
-        return vka_fail(layer->ctx, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" has no timestamps on its compute queue",
-                        layer->ctx->info.name);
+    if (enabled && !layer->ctx->dev.caps.timestamps)
+        return vka_fail(&layer->ctx->dev, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" has no timestamps on its compute queue",
+                        layer->ctx->dev.info.name);
     layer->profiling = enabled != 0;
     return VKATTN_OK;
 }

@@ -19,9 +19,7 @@ struct vkattn_layer {
 
     vka_buffer buffers[VKA_ROLE_COUNT]; /* the layer-owned roles: weights and workspace */
 
-    VkCommandPool command_pool;
-    VkCommandBuffer cmd;
-    VkFence fence;
+    vka_commands commands;        /* the forward's command buffer and fence */
     VkDescriptorPool descriptor_pool;
     uint32_t descriptor_sets;     /* sets the pool was made for */
 

@@ -6,22 +6,23 @@
 #include <time.h>
 
 #include "attention/layer.h"
+#include "pipeline/dispatch.h"
 
 static vka_plan_limits plan_limits(const vkattn_context *ctx)
 {
     vka_plan_limits limits = {0};
-    limits.max_storage_buffer_range = ctx->caps.max_storage_buffer_range;
+    limits.max_storage_buffer_range = ctx->dev.info.max_storage_buffer_range;
     /* A single buffer must also fit one allocation. */
-    if (ctx->caps.max_memory_allocation_size < limits.max_storage_buffer_range)
-        limits.max_storage_buffer_range = ctx->caps.max_memory_allocation_size;
-    for (int i = 0; i < 3; i++) limits.max_group_count[i] = ctx->caps.props.limits.maxComputeWorkGroupCount[i];
-    limits.max_texel_elements = ctx->caps.props.limits.maxTexelBufferElements;
-    limits.texel_offset_alignment = ctx->caps.props.limits.minTexelBufferOffsetAlignment;
-    limits.storage_offset_alignment = ctx->caps.props.limits.minStorageBufferOffsetAlignment;
-    limits.max_buffer_bytes = ctx->caps.max_memory_allocation_size;
+    if (ctx->dev.info.max_memory_allocation_size < limits.max_storage_buffer_range)
+        limits.max_storage_buffer_range = ctx->dev.info.max_memory_allocation_size;
+    for (int i = 0; i < 3; i++) limits.max_group_count[i] = ctx->dev.caps.props.limits.maxComputeWorkGroupCount[i];
+    limits.max_texel_elements = ctx->dev.caps.props.limits.maxTexelBufferElements;
+    limits.texel_offset_alignment = ctx->dev.caps.props.limits.minTexelBufferOffsetAlignment;
+    limits.storage_offset_alignment = ctx->dev.caps.props.limits.minStorageBufferOffsetAlignment;
+    limits.max_buffer_bytes = ctx->dev.info.max_memory_allocation_size;
     limits.loop_budget = ctx->loop_budget;
     limits.profile = ctx->profile;
-    limits.faults = (vka_faults *)&ctx->faults;
+    limits.faults = (vka_faults *)&ctx->dev.faults;
     /* Keep the unfused score buffer moderate on devices with huge ranges: chunks cost a few
      * dispatches, a multi-GiB workspace costs memory the application may need. */
     limits.scores_budget_bytes = (uint64_t)512 << 20;
@@ -39,24 +40,14 @@ static vkattn_status prepare_descriptor_pool(vkattn_layer *layer, const vka_plan
     for (uint32_t i = 0; i < plan->step_count; i++) sets += plan->steps[i].kind == VKA_STEP_DISPATCH;
     if (sets == 0) sets = 1;
     if (layer->descriptor_pool && layer->descriptor_sets >= sets) {
-        VKA_VK(ctx, ctx->vk.vkResetDescriptorPool(ctx->device, layer->descriptor_pool, 0));
+        VKA_VK(&ctx->dev, ctx->dev.vk.vkResetDescriptorPool(ctx->dev.device, layer->descriptor_pool, 0));
         return VKATTN_OK;
     }
-    if (layer->descriptor_pool) ctx->vk.vkDestroyDescriptorPool(ctx->device, layer->descriptor_pool, NULL);
+    if (layer->descriptor_pool) ctx->dev.vk.vkDestroyDescriptorPool(ctx->dev.device, layer->descriptor_pool, NULL);
     layer->descriptor_pool = VK_NULL_HANDLE;
     layer->descriptor_sets = 0;
     uint32_t capacity = sets < 16 ? 16 : sets;
-    VkDescriptorPoolSize sizes[] = {
-        {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, capacity * VKA_MAX_BINDINGS},
-        {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, capacity * VKA_MAX_BINDINGS},
-    };
-    VkDescriptorPoolCreateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-        .maxSets = capacity,
-        .poolSizeCount = 2,
-        .pPoolSizes = sizes,
-    };
-    VKA_VK(ctx, ctx->vk.vkCreateDescriptorPool(ctx->device, &info, NULL, &layer->descriptor_pool));
+    VKA_TRY(vka_descriptor_pool_create(&ctx->dev, capacity, &layer->descriptor_pool));
     layer->descriptor_sets = capacity;
 fail:
     return status;
@@ -67,24 +58,11 @@ static vkattn_status reserve_workspace(vkattn_layer *layer, const vka_plan *plan
 {
     for (int r = VKA_FIRST_WORKSPACE_ROLE; r < VKA_ROLE_COUNT; r++) {
         if (!plan->workspace_bytes[r]) continue;
-        vkattn_status status = vka_buffer_reserve(layer->ctx, &layer->buffers[r], plan->workspace_bytes[r],
+        vkattn_status status = vka_buffer_reserve(&layer->ctx->dev, &layer->buffers[r], plan->workspace_bytes[r],
                                                   VKA_MEMORY_DEVICE, vka_role_name((vka_role)r));
         if (status != VKATTN_OK) return status;
     }
     return VKATTN_OK;
-}
-
-/* Every earlier write (shader or fill) is visible to every later read or write. The unfused
- * stages depend on each other in sequence, so one global memory barrier is exact enough. */
-static void record_barrier(vkattn_context *ctx, VkCommandBuffer cmd)
-{
-    VkMemoryBarrier barrier = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-    };
-    VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    ctx->vk.vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &barrier, 0, NULL, 0, NULL);
 }
 
 /* The texel view a binding is read through: the role's element type, 1 or 4 per texel. */
@@ -95,58 +73,20 @@ static vka_view_format view_format(const vka_plan *plan, vka_role role, uint8_t 
     return half ? VKA_VIEW_R16F : VKA_VIEW_R32F;
 }
 
-static vkattn_status record_dispatch(vkattn_layer *layer, const vka_plan *plan, const vka_step *step,
-                                     const vka_pipeline *pipeline, vka_buffer *const bound[VKA_ROLE_COUNT])
+/* One step's bindings: each role's buffer, through the plan's window, in the role's view format. */
+static vkattn_status record_step(vkattn_layer *layer, const vka_plan *plan, const vka_step *step,
+                                 const vka_pipeline *pipeline, vka_buffer *const bound[VKA_ROLE_COUNT])
 {
-    vkattn_context *ctx = layer->ctx;
-    vkattn_status status = VKATTN_OK;
-    if (step->binding_count != pipeline->bindings.count)
-        return vka_fail(ctx, VKATTN_ERROR_VULKAN, "internal: stage %s binds %u buffers, its kernel declares %u",
-                        vkattn_stage_name(step->stage), step->binding_count, pipeline->bindings.count);
-    VkDescriptorSetAllocateInfo alloc = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-        .descriptorPool = layer->descriptor_pool,
-        .descriptorSetCount = 1,
-        .pSetLayouts = &pipeline->set_layout,
-    };
-    VkDescriptorSet set;
-    VKA_VK(ctx, ctx->vk.vkAllocateDescriptorSets(ctx->device, &alloc, &set));
-    VkDescriptorBufferInfo infos[VKA_MAX_BINDINGS];
-    VkBufferView views[VKA_MAX_BINDINGS];
-    VkWriteDescriptorSet writes[VKA_MAX_BINDINGS];
+    vka_binding bindings[VKA_MAX_BINDINGS];
     for (uint32_t i = 0; i < step->binding_count; i++) {
         const vka_bind *bind = &step->bind[i];
-        vka_buffer *b = bound[bind->role];
         /* Unused slots get the placeholder whole; the others the plan's window. */
-        VkDeviceSize offset = bind->role == VKA_ROLE_NONE ? 0 : bind->offset;
-        VkDeviceSize range = bind->role == VKA_ROLE_NONE ? b->size : bind->range;
-        VkDescriptorType type = pipeline->bindings.types[i];
-        writes[i] = (VkWriteDescriptorSet){
-            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-            .dstSet = set,
-            .dstBinding = i,
-            .descriptorCount = 1,
-            .descriptorType = type,
-        };
-        if (type == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER || type == VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER) {
-            vka_view_format format = view_format(plan, bind->role, bind->view);
-            if (bind->role == VKA_ROLE_NONE) range = 0;
-            VKA_TRY(vka_buffer_view(ctx, b, format, offset, range, &views[i]));
-            writes[i].pTexelBufferView = &views[i];
-        } else {
-            infos[i] = (VkDescriptorBufferInfo){b->buffer, offset, range};
-            writes[i].pBufferInfo = &infos[i];
-        }
+        int none = bind->role == VKA_ROLE_NONE;
+        bindings[i] = (vka_binding){bound[bind->role], none ? 0 : bind->offset, none ? 0 : bind->range,
+                                    view_format(plan, bind->role, bind->view)};
     }
-    ctx->vk.vkUpdateDescriptorSets(ctx->device, step->binding_count, writes, 0, NULL);
-    VkCommandBuffer cmd = layer->cmd;
-    ctx->vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->pipeline);
-    ctx->vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->layout, 0, 1, &set, 0, NULL);
-    ctx->vk.vkCmdPushConstants(cmd, pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, pipeline->push_size,
-                               &step->push);
-    ctx->vk.vkCmdDispatch(cmd, step->groups[0], step->groups[1], step->groups[2]);
-fail:
-    return status;
+    return vka_record_dispatch(&layer->ctx->dev, layer->commands.cmd, layer->descriptor_pool, pipeline, bindings,
+                               &step->push, step->groups);
 }
 
 static double now_ms(void)
@@ -162,7 +102,7 @@ static vkattn_status prepare_query_pool(vkattn_layer *layer, uint32_t queries)
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = VKATTN_OK;
     if (layer->query_pool && layer->query_capacity >= queries) return VKATTN_OK;
-    if (layer->query_pool) ctx->vk.vkDestroyQueryPool(ctx->device, layer->query_pool, NULL);
+    if (layer->query_pool) ctx->dev.vk.vkDestroyQueryPool(ctx->dev.device, layer->query_pool, NULL);
     layer->query_pool = VK_NULL_HANDLE;
     layer->query_capacity = 0;
     VkQueryPoolCreateInfo info = {
@@ -170,7 +110,7 @@ static vkattn_status prepare_query_pool(vkattn_layer *layer, uint32_t queries)
         .queryType = VK_QUERY_TYPE_TIMESTAMP,
         .queryCount = queries,
     };
-    VKA_VK(ctx, ctx->vk.vkCreateQueryPool(ctx->device, &info, NULL, &layer->query_pool));
+    VKA_VK(&ctx->dev, ctx->dev.vk.vkCreateQueryPool(ctx->dev.device, &info, NULL, &layer->query_pool));
     layer->query_capacity = queries;
 fail:
     return status;
@@ -182,13 +122,13 @@ static vkattn_status read_timestamps(vkattn_layer *layer, const vka_plan *plan, 
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = VKATTN_OK;
     uint32_t n = plan->step_count + 1;
-    uint64_t *ticks = vka_malloc(&ctx->faults, n * sizeof *ticks);
-    if (!ticks) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory reading timestamps");
-    VKA_VK(ctx, ctx->vk.vkGetQueryPoolResults(ctx->device, layer->query_pool, 0, n, n * sizeof *ticks, ticks,
+    uint64_t *ticks = vka_malloc(&ctx->dev.faults, n * sizeof *ticks);
+    if (!ticks) return vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory reading timestamps");
+    VKA_VK(&ctx->dev, ctx->dev.vk.vkGetQueryPoolResults(ctx->dev.device, layer->query_pool, 0, n, n * sizeof *ticks, ticks,
                                               sizeof *ticks, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
     for (uint32_t k = 0; k < plan->step_count; k++)
-        stats->stage_ms[plan->steps[k].stage] += vka_ticks_ms(&ctx->caps, ticks[k], ticks[k + 1]);
-    stats->gpu_ms = vka_ticks_ms(&ctx->caps, ticks[0], ticks[n - 1]);
+        stats->stage_ms[plan->steps[k].stage] += vka_ticks_ms(&ctx->dev, ticks[k], ticks[k + 1]);
+    stats->gpu_ms = vka_ticks_ms(&ctx->dev, ticks[0], ticks[n - 1]);
     stats->timed = 1;
 fail:
     free(ticks);
@@ -208,7 +148,7 @@ static vkattn_status record_copy(vkattn_layer *layer, const vka_plan *plan, cons
             const vka_copy *c = &plan->copies[step->copy_first + done + n];
             regions[n] = (VkBufferCopy){c->src_offset * esize, c->dst_offset * esize, c->count * esize};
         }
-        layer->ctx->vk.vkCmdCopyBuffer(layer->cmd, bound[src]->buffer, bound[dst]->buffer, n, regions);
+        layer->ctx->dev.vk.vkCmdCopyBuffer(layer->commands.cmd, bound[src]->buffer, bound[dst]->buffer, n, regions);
         done += n;
     }
     return VKATTN_OK;
@@ -218,34 +158,28 @@ static vkattn_status record_plan(vkattn_layer *layer, const vka_plan *plan, vka_
 {
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = VKATTN_OK;
-    VkCommandBuffer cmd = layer->cmd;
-    VKA_VK(ctx, ctx->vk.vkResetCommandBuffer(cmd, 0));
-    VkCommandBufferBeginInfo begin = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
-    };
-    VKA_VK(ctx, ctx->vk.vkBeginCommandBuffer(cmd, &begin));
+    VkCommandBuffer cmd = layer->commands.cmd;
+    VKA_TRY(vka_commands_begin(&ctx->dev, &layer->commands));
     const int timed = layer->profiling;
     const VkPipelineStageFlagBits after_all = VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT;
     if (timed) {
-        ctx->vk.vkCmdResetQueryPool(cmd, layer->query_pool, 0, plan->step_count + 1);
-        ctx->vk.vkCmdWriteTimestamp(cmd, after_all, layer->query_pool, 0);
+        ctx->dev.vk.vkCmdResetQueryPool(cmd, layer->query_pool, 0, plan->step_count + 1);
+        ctx->dev.vk.vkCmdWriteTimestamp(cmd, after_all, layer->query_pool, 0);
     }
     for (uint32_t i = 0; i < plan->step_count; i++) {
         const vka_step *step = &plan->steps[i];
-        if (step->barrier_before) record_barrier(ctx, cmd);
+        if (step->barrier_before) vka_record_barrier(&ctx->dev, cmd);
         if (step->kind == VKA_STEP_ZERO) {
-            ctx->vk.vkCmdFillBuffer(cmd, bound[step->bind[0].role]->buffer, 0, VK_WHOLE_SIZE, 0);
+            ctx->dev.vk.vkCmdFillBuffer(cmd, bound[step->bind[0].role]->buffer, 0, VK_WHOLE_SIZE, 0);
         } else if (step->kind == VKA_STEP_COPY) {
             VKA_TRY(record_copy(layer, plan, step, bound));
         } else {
             const vka_pipeline *pipeline;
-            VKA_TRY(vka_pipeline_get(ctx, step->kernel, step->f16_out, step->spec, &pipeline));
-            VKA_TRY(record_dispatch(layer, plan, step, pipeline, bound));
+            VKA_TRY(vka_pipeline_get(&ctx->dev, &ctx->pipelines, step->kernel, step->f16_out, step->spec, &pipeline));
+            VKA_TRY(record_step(layer, plan, step, pipeline, bound));
         }
-        if (timed) ctx->vk.vkCmdWriteTimestamp(cmd, after_all, layer->query_pool, i + 1);
+        if (timed) ctx->dev.vk.vkCmdWriteTimestamp(cmd, after_all, layer->query_pool, i + 1);
     }
-    VKA_VK(ctx, ctx->vk.vkEndCommandBuffer(cmd));
 fail:
     return status;
 }
@@ -255,7 +189,7 @@ vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffe
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = VKATTN_OK;
     vka_plan_limits limits = plan_limits(ctx);
-    VKA_TRY(vka_plan_build(p, &limits, &layer->plan, &ctx->error));
+    VKA_TRY(vka_plan_build(p, &limits, &layer->plan, &ctx->dev.error));
     VKA_TRY(reserve_workspace(layer, &layer->plan));
 
     /* Resolve every role to a buffer: the caller's tensors, the layer's own, or the placeholder. */
@@ -269,7 +203,7 @@ vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffe
         for (uint32_t j = 0; j < step->binding_count; j++) {
             vka_role role = step->bind[j].role;
             if (role != VKA_ROLE_NONE && bound[role] == &ctx->dummy)
-                return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "internal: stage %s needs buffer %s, which is missing",
+                return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "internal: stage %s needs buffer %s, which is missing",
                                 vkattn_stage_name(step->stage), vka_role_name(role));
         }
     }
@@ -283,14 +217,7 @@ vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffe
     double t0 = now_ms();
     VKA_TRY(record_plan(layer, &layer->plan, bound));
     double t1 = now_ms();
-    VkSubmitInfo submit = {
-        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-        .commandBufferCount = 1,
-        .pCommandBuffers = &layer->cmd,
-    };
-    VKA_VK(ctx, ctx->vk.vkResetFences(ctx->device, 1, &layer->fence));
-    VKA_VK(ctx, ctx->vk.vkQueueSubmit(ctx->queue, 1, &submit, layer->fence));
-    VKA_TRY(vka_wait_fence(ctx, layer->fence, "a forward"));
+    VKA_TRY(vka_commands_submit_wait(&ctx->dev, &layer->commands, "a forward"));
     stats.record_ms = t1 - t0;
     stats.submit_wait_ms = now_ms() - t1;
     if (layer->profiling) VKA_TRY(read_timestamps(layer, &layer->plan, &stats));

@@ -12,87 +12,6 @@
 #define VKA_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
 #define VKA_MAX_DEVICES 16
 
-const char *vka_vk_result_name(VkResult result)
-{
-    switch (result) {
-#define VKA_RESULT_CASE_(r)                                                                        \
-    case r: return #r;
-        VKA_RESULT_CASE_(VK_SUCCESS)
-        VKA_RESULT_CASE_(VK_NOT_READY)
-        VKA_RESULT_CASE_(VK_TIMEOUT)
-        VKA_RESULT_CASE_(VK_INCOMPLETE)
-        VKA_RESULT_CASE_(VK_ERROR_OUT_OF_HOST_MEMORY)
-        VKA_RESULT_CASE_(VK_ERROR_OUT_OF_DEVICE_MEMORY)
-        VKA_RESULT_CASE_(VK_ERROR_INITIALIZATION_FAILED)
-        VKA_RESULT_CASE_(VK_ERROR_DEVICE_LOST)
-        VKA_RESULT_CASE_(VK_ERROR_MEMORY_MAP_FAILED)
-        VKA_RESULT_CASE_(VK_ERROR_LAYER_NOT_PRESENT)
-        VKA_RESULT_CASE_(VK_ERROR_EXTENSION_NOT_PRESENT)
-        VKA_RESULT_CASE_(VK_ERROR_FEATURE_NOT_PRESENT)
-        VKA_RESULT_CASE_(VK_ERROR_INCOMPATIBLE_DRIVER)
-        VKA_RESULT_CASE_(VK_ERROR_TOO_MANY_OBJECTS)
-        VKA_RESULT_CASE_(VK_ERROR_FORMAT_NOT_SUPPORTED)
-        VKA_RESULT_CASE_(VK_ERROR_FRAGMENTED_POOL)
-        VKA_RESULT_CASE_(VK_ERROR_OUT_OF_POOL_MEMORY)
-        VKA_RESULT_CASE_(VK_ERROR_INVALID_SHADER_NV)
-#undef VKA_RESULT_CASE_
-    default: return "VkResult (unnamed)";
-    }
-}
-
-static vkattn_status status_of_result(VkResult result)
-{
-    switch (result) {
-    case VK_ERROR_OUT_OF_HOST_MEMORY: return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
-    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
-    case VK_ERROR_OUT_OF_POOL_MEMORY:
-    case VK_ERROR_FRAGMENTED_POOL: return VKATTN_ERROR_OUT_OF_DEVICE_MEMORY;
-    case VK_ERROR_DEVICE_LOST: return VKATTN_ERROR_DEVICE_LOST;
-    case VK_ERROR_FEATURE_NOT_PRESENT:
-    case VK_ERROR_EXTENSION_NOT_PRESENT:
-    case VK_ERROR_INCOMPATIBLE_DRIVER: return VKATTN_ERROR_UNSUPPORTED;
-    default: return VKATTN_ERROR_VULKAN;
-    }
-}
-
-vkattn_status vka_vk_fail(vkattn_context *ctx, VkResult result, const char *call, const char *file, int line)
-{
-    if (result == VK_ERROR_DEVICE_LOST) ctx->device_lost = 1;
-    /* The call text can be long; keep its function name only. */
-    int name_len = (int)strcspn(call, "(");
-    return vka_error_set(&ctx->error, status_of_result(result), "%.*s failed: %s (%s:%d)", name_len, call,
-                         vka_vk_result_name(result), file, line);
-}
-
-vkattn_status vka_fail(vkattn_context *ctx, vkattn_status status, const char *fmt, ...)
-{
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(ctx->error.message, sizeof ctx->error.message, fmt, args);
-    va_end(args);
-    ctx->error.status = status;
-    return status;
-}
-
-VkResult vka_injected_result(const vkattn_context *ctx)
-{
-    return ctx->faults.vk_result ? (VkResult)ctx->faults.vk_result : VK_ERROR_OUT_OF_DEVICE_MEMORY;
-}
-
-void vka_context_set_faults(vkattn_context *ctx, const vka_faults *faults)
-{
-    vka_faults none = {0};
-    ctx->faults = faults ? *faults : none;
-    ctx->faults.host_calls = ctx->faults.vk_calls = 0;
-}
-
-vkattn_status vka_check_alive(vkattn_context *ctx)
-{
-    if (!ctx->device_lost) return VKATTN_OK;
-    return vka_fail(ctx, VKATTN_ERROR_DEVICE_LOST,
-                    "the Vulkan device of this context was lost; destroy the context and create a new one");
-}
-
 /* Counts validation warnings and errors so tests can fail on them; prints each one. */
 static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                             VkDebugUtilsMessageTypeFlagsEXT type,
@@ -161,7 +80,7 @@ static vkattn_status create_instance(vkattn_context *ctx, int want_validation, V
     const char *layers[1];
     const char *extensions[2];
     uint32_t layer_count = 0, extension_count = 0;
-    vka_faults *faults = ctx ? &ctx->faults : NULL;
+    vka_faults *faults = ctx ? &ctx->dev.faults : NULL;
     int has_layer = want_validation ? instance_has_layer(faults, VKA_VALIDATION_LAYER) : 0;
     int has_utils = has_layer > 0 ? instance_has_extension(faults, NULL, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) : 0;
     int portability = has_layer >= 0 && has_utils >= 0
@@ -209,9 +128,9 @@ static vkattn_status create_instance(vkattn_context *ctx, int want_validation, V
         .enabledExtensionCount = extension_count,
         .ppEnabledExtensionNames = extensions,
     };
-    VkResult r = faults && vka_fault_vk(faults) ? vka_injected_result(ctx) : vkCreateInstance(&info, NULL, out);
+    VkResult r = faults && vka_fault_vk(faults) ? vka_injected_result(&ctx->dev) : vkCreateInstance(&info, NULL, out);
     if (r != VK_SUCCESS)
-        return vka_error_set(error, r == VK_ERROR_INCOMPATIBLE_DRIVER ? VKATTN_ERROR_NO_DEVICE : status_of_result(r),
+        return vka_error_set(error, r == VK_ERROR_INCOMPATIBLE_DRIVER ? VKATTN_ERROR_NO_DEVICE : vka_status_of_result(r),
                              "vkCreateInstance failed: %s", vka_vk_result_name(r));
     *validation_on = validation;
     return VKATTN_OK;
@@ -224,7 +143,7 @@ static vkattn_status describe_all(const vka_instance_fns *fns, VkInstance instan
     uint32_t n = VKA_MAX_DEVICES;
     VkResult r = fns->vkEnumeratePhysicalDevices(instance, &n, devices);
     if (r != VK_SUCCESS && r != VK_INCOMPLETE)
-        return vka_error_set(error, status_of_result(r), "vkEnumeratePhysicalDevices failed: %s",
+        return vka_error_set(error, vka_status_of_result(r), "vkEnumeratePhysicalDevices failed: %s",
                              vka_vk_result_name(r));
     for (uint32_t i = 0; i < n; i++) vka_describe_device(fns, devices[i], i, &infos[i], NULL);
     if (n > 0) infos[vka_default_device(infos, n)].is_default = 1;
@@ -262,31 +181,31 @@ static vkattn_status create_device(vkattn_context *ctx)
 {
     vkattn_status status = VKATTN_OK;
     uint32_t timestamp_bits = 0;
-    if (!vka_find_compute_queue(&ctx->ifn, ctx->physical, &ctx->queue_family, &timestamp_bits))
-        return vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" has no compute queue", ctx->info.name);
+    if (!vka_find_compute_queue(&ctx->dev.ifn, ctx->dev.physical, &ctx->dev.queue_family, &timestamp_bits))
+        return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" has no compute queue", ctx->dev.info.name);
 
     float priority = 1.0f;
     VkDeviceQueueCreateInfo queue = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-        .queueFamilyIndex = ctx->queue_family,
+        .queueFamilyIndex = ctx->dev.queue_family,
         .queueCount = 1,
         .pQueuePriorities = &priority,
     };
     /* float16 arithmetic is core in Vulkan 1.2 (the peak microkernel uses it where present). */
     VkPhysicalDeviceShaderFloat16Int8Features float16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
-        .shaderFloat16 = ctx->info.shader_float16 ? VK_TRUE : VK_FALSE,
+        .shaderFloat16 = ctx->dev.info.shader_float16 ? VK_TRUE : VK_FALSE,
     };
     VkPhysicalDevice16BitStorageFeatures storage16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
-        .pNext = ctx->info.api_version >= VK_API_VERSION_1_2 ? &float16 : NULL,
-        .storageBuffer16BitAccess = ctx->caps.storage_16bit ? VK_TRUE : VK_FALSE,
+        .pNext = ctx->dev.info.api_version >= VK_API_VERSION_1_2 ? &float16 : NULL,
+        .storageBuffer16BitAccess = ctx->dev.info.storage_16bit ? VK_TRUE : VK_FALSE,
     };
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &storage16};
     const char *extensions[1];
     uint32_t extension_count = 0;
     /* Required wherever the implementation advertises it (MoltenVK). */
-    if (vka_device_has_extension(&ctx->ifn, ctx->physical, "VK_KHR_portability_subset"))
+    if (vka_device_has_extension(&ctx->dev.ifn, ctx->dev.physical, "VK_KHR_portability_subset"))
         extensions[extension_count++] = "VK_KHR_portability_subset";
     VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
@@ -296,9 +215,9 @@ static vkattn_status create_device(vkattn_context *ctx)
         .enabledExtensionCount = extension_count,
         .ppEnabledExtensionNames = extensions,
     };
-    VKA_VK(ctx, ctx->ifn.vkCreateDevice(ctx->physical, &info, NULL, &ctx->device));
-    vka_load_device_table(&ctx->ifn, ctx->device, &ctx->vk);
-    ctx->vk.vkGetDeviceQueue(ctx->device, ctx->queue_family, 0, &ctx->queue);
+    VKA_VK(&ctx->dev, ctx->dev.ifn.vkCreateDevice(ctx->dev.physical, &info, NULL, &ctx->dev.device));
+    vka_load_device_table(&ctx->dev.ifn, ctx->dev.device, &ctx->dev.vk);
+    ctx->dev.vk.vkGetDeviceQueue(ctx->dev.device, ctx->dev.queue_family, 0, &ctx->dev.queue);
 fail:
     return status;
 }
@@ -306,25 +225,18 @@ fail:
 static vkattn_status create_shared_objects(vkattn_context *ctx)
 {
     vkattn_status status = VKATTN_OK;
-    VkCommandPoolCreateInfo pool = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-        .queueFamilyIndex = ctx->queue_family,
-    };
-    VKA_VK(ctx, ctx->vk.vkCreateCommandPool(ctx->device, &pool, NULL, &ctx->transfer_pool));
-    VkCommandBufferAllocateInfo alloc = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-        .commandPool = ctx->transfer_pool,
-        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = 1,
-    };
-    VKA_VK(ctx, ctx->vk.vkAllocateCommandBuffers(ctx->device, &alloc, &ctx->transfer_cmd));
-    VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VKA_VK(ctx, ctx->vk.vkCreateFence(ctx->device, &fence, NULL, &ctx->transfer_fence));
-    VKA_TRY(vka_buffer_create(ctx, 16, VKA_MEMORY_DEVICE, "the placeholder buffer", &ctx->dummy));
-    VKA_TRY(vka_pipeline_cache_init(ctx, &ctx->pipelines));
+    VKA_TRY(vka_transfer_create(&ctx->dev, &ctx->transfer));
+    VKA_TRY(vka_buffer_create(&ctx->dev, 16, VKA_MEMORY_DEVICE, "the placeholder buffer", &ctx->dummy));
+    VKA_TRY(vka_pipeline_cache_init(&ctx->dev, &ctx->pipelines));
 fail:
     return status;
+}
+
+void vka_context_set_faults(vkattn_context *ctx, const vka_faults *faults)
+{
+    vka_faults none = {0};
+    ctx->dev.faults = faults ? *faults : none;
+    ctx->dev.faults.host_calls = ctx->dev.faults.vk_calls = 0;
 }
 
 static int validation_wanted(vkattn_validation v)
@@ -348,13 +260,13 @@ static vkattn_status resolve_loop_budget(vkattn_context *ctx, uint32_t requested
         char *end;
         unsigned long long value = strtoull(env, &end, 10);
         if (*end || value == 0 || value > UINT32_MAX)
-            return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
+            return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
                             "VKATTN_LOOP_BUDGET=\"%s\" is not a loop-trip count from 1 to 4294967295", env);
         requested = (uint32_t)value;
     }
-    uint32_t device = ctx->info.loop_budget;
+    uint32_t device = ctx->dev.info.loop_budget;
     ctx->loop_budget = requested && (!device || requested < device) ? requested : device;
-    ctx->info.loop_budget = ctx->loop_budget;
+    ctx->dev.info.loop_budget = ctx->loop_budget;
     return VKATTN_OK;
 }
 
@@ -374,42 +286,42 @@ vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, co
     if (!ctx) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a context");
     vka_context_set_faults(ctx, faults);
 
-    VKA_TRY(create_instance(ctx, validation_wanted(desc->validation), &ctx->instance, &ctx->validation_enabled,
-                            &ctx->error));
-    VKA_TRY(vka_load_instance_functions(ctx->instance, &ctx->ifn, &ctx->error));
-    if (ctx->validation_enabled && ctx->ifn.vkCreateDebugUtilsMessengerEXT) {
+    VKA_TRY(create_instance(ctx, validation_wanted(desc->validation), &ctx->dev.instance, &ctx->validation_enabled,
+                            &ctx->dev.error));
+    VKA_TRY(vka_load_instance_functions(ctx->dev.instance, &ctx->dev.ifn, &ctx->dev.error));
+    if (ctx->validation_enabled && ctx->dev.ifn.vkCreateDebugUtilsMessengerEXT) {
         VkDebugUtilsMessengerCreateInfoEXT info = messenger_info(ctx, NULL);
-        VKA_VK(ctx, ctx->ifn.vkCreateDebugUtilsMessengerEXT(ctx->instance, &info, NULL, &ctx->messenger));
+        VKA_VK(&ctx->dev, ctx->dev.ifn.vkCreateDebugUtilsMessengerEXT(ctx->dev.instance, &info, NULL, &ctx->messenger));
     }
 
     VkPhysicalDevice devices[VKA_MAX_DEVICES];
     vkattn_device_info infos[VKA_MAX_DEVICES];
     uint32_t count = 0, chosen = 0;
-    VKA_TRY(describe_all(&ctx->ifn, ctx->instance, devices, infos, &count, &ctx->error));
+    VKA_TRY(describe_all(&ctx->dev.ifn, ctx->dev.instance, devices, infos, &count, &ctx->dev.error));
     const char *request = desc->device, *source = "the device name";
     if (!request) {
         request = getenv("VKATTN_DEVICE");
         source = "VKATTN_DEVICE";
     }
-    VKA_TRY(vka_select_device(infos, count, request, source, &chosen, &ctx->error));
-    ctx->physical = devices[chosen];
-    vka_describe_device(&ctx->ifn, ctx->physical, chosen, &ctx->info, &ctx->caps);
-    ctx->info.is_default = infos[chosen].is_default;
-    if (ctx->faults.hide_16bit_storage) ctx->info.storage_16bit = ctx->caps.storage_16bit = 0;
+    VKA_TRY(vka_select_device(infos, count, request, source, &chosen, &ctx->dev.error));
+    ctx->dev.physical = devices[chosen];
+    vka_describe_device(&ctx->dev.ifn, ctx->dev.physical, chosen, &ctx->dev.info, &ctx->dev.caps);
+    ctx->dev.info.is_default = infos[chosen].is_default;
+    if (ctx->dev.faults.hide_16bit_storage) ctx->dev.info.storage_16bit = 0;
     const char *profile = desc->kernel_profile, *profile_source = "kernel profile";
     if (!profile && (profile = getenv("VKATTN_KERNEL_PROFILE")) && !*profile) profile = NULL;
     if (profile && profile != desc->kernel_profile) profile_source = "VKATTN_KERNEL_PROFILE";
-    ctx->profile = vka_profile_for(&ctx->info, profile);
+    ctx->profile = vka_profile_for(&ctx->dev.info, profile);
     if (!ctx->profile) {
-        status = vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "%s \"%s\" does not exist (try lavapipe or gpu)",
+        status = vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s \"%s\" does not exist (try lavapipe or gpu)",
                           profile_source, profile);
         goto fail;
     }
-    snprintf(ctx->info.kernel_profile, sizeof ctx->info.kernel_profile, "%s", ctx->profile->name);
+    snprintf(ctx->dev.info.kernel_profile, sizeof ctx->dev.info.kernel_profile, "%s", ctx->profile->name);
     VKA_TRY(resolve_loop_budget(ctx, desc->loop_budget));
-    if (ctx->info.api_version < VK_API_VERSION_1_1) {
-        status = vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkattn needs 1.1",
-                          ctx->info.name);
+    if (ctx->dev.info.api_version < VK_API_VERSION_1_1) {
+        status = vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkattn needs 1.1",
+                          ctx->dev.info.name);
         goto fail;
     }
     VKA_TRY(create_device(ctx));
@@ -417,7 +329,7 @@ vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, co
     *out = ctx;
     return VKATTN_OK;
 fail:
-    if (error) *error = ctx->error;
+    if (error) *error = ctx->dev.error;
     vkattn_context_destroy(ctx);
     return status;
 }
@@ -425,31 +337,30 @@ fail:
 void vkattn_context_destroy(vkattn_context *ctx)
 {
     if (!ctx) return;
-    if (ctx->device) {
+    vka_device *dev = &ctx->dev;
+    if (dev->device) {
         /* Nothing may still run when objects go; a lost device has nothing left to wait for. */
-        if (!ctx->device_lost) ctx->vk.vkDeviceWaitIdle(ctx->device);
-        vka_pipeline_cache_destroy(ctx, &ctx->pipelines);
-        vka_buffer_destroy(ctx, &ctx->dummy);
-        vka_buffer_destroy(ctx, &ctx->staging);
-        if (ctx->transfer_fence) ctx->vk.vkDestroyFence(ctx->device, ctx->transfer_fence, NULL);
-        if (ctx->transfer_pool) ctx->vk.vkDestroyCommandPool(ctx->device, ctx->transfer_pool, NULL);
-        ctx->vk.vkDestroyDevice(ctx->device, NULL);
+        if (!dev->lost) dev->vk.vkDeviceWaitIdle(dev->device);
+        vka_pipeline_cache_destroy(dev, &ctx->pipelines);
+        vka_buffer_destroy(dev, &ctx->dummy);
+        vka_transfer_destroy(&ctx->transfer);
+        dev->vk.vkDestroyDevice(dev->device, NULL);
     }
-    if (ctx->messenger) ctx->ifn.vkDestroyDebugUtilsMessengerEXT(ctx->instance, ctx->messenger, NULL);
-    if (ctx->instance) {
-        PFN_vkDestroyInstance destroy = ctx->ifn.vkDestroyInstance;
-        if (!destroy) destroy = (PFN_vkDestroyInstance)vkGetInstanceProcAddr(ctx->instance, "vkDestroyInstance");
-        if (destroy) destroy(ctx->instance, NULL);
+    if (ctx->messenger) dev->ifn.vkDestroyDebugUtilsMessengerEXT(dev->instance, ctx->messenger, NULL);
+    if (dev->instance) {
+        PFN_vkDestroyInstance destroy = dev->ifn.vkDestroyInstance;
+        if (!destroy) destroy = (PFN_vkDestroyInstance)vkGetInstanceProcAddr(dev->instance, "vkDestroyInstance");
+        if (destroy) destroy(dev->instance, NULL);
     }
     free(ctx);
 }
 
-const char *vkattn_context_last_error(const vkattn_context *ctx) { return ctx ? ctx->error.message : ""; }
+const char *vkattn_context_last_error(const vkattn_context *ctx) { return ctx ? ctx->dev.error.message : ""; }
 
 vkattn_status vkattn_context_device(const vkattn_context *ctx, vkattn_device_info *out)
 {
     if (!ctx || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
-    *out = ctx->info;
+    *out = ctx->dev.info;
     return VKATTN_OK;
 }
 

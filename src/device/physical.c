@@ -131,17 +131,12 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
         memset(caps, 0, sizeof *caps);
         caps->props = *p;
         caps->memory = memory;
-        caps->max_storage_buffer_range = p->limits.maxStorageBufferRange;
-        caps->max_memory_allocation_size = info->max_memory_allocation_size;
-        caps->subgroup_size = subgroup.subgroupSize ? subgroup.subgroupSize : 1;
-        caps->storage_16bit = info->storage_16bit;
         /* Only devices without dedicated video memory count as unified: on a discrete GPU the
          * host-visible device-local heap is a small BAR window, not the place for big tensors. */
         caps->unified_memory = any_local && unified &&
                                (info->type == VKATTN_DEVICE_CPU || info->type == VKATTN_DEVICE_INTEGRATED_GPU);
         caps->timestamps = info->timestamp_period_ns > 0.0f;
         caps->timestamp_valid_bits = timestamp_bits;
-        caps->timestamp_period_ns = info->timestamp_period_ns;
     }
 }
 

@@ -2,7 +2,7 @@
 #ifndef VKA_PHYSICAL_H
 #define VKA_PHYSICAL_H
 
-#include "device/context.h"
+#include "device/device.h"
 
 /* Fills `info` (and `caps` unless NULL) for one device. */
 void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, uint32_t index,

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/context.h"
 
 /* Picks a memory type allowed by `type_bits` with all `required` flags, preferring `preferred`. */
 static int find_memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint32_t type_bits,
@@ -19,16 +18,16 @@ static int find_memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint
     return fallback;
 }
 
-vkattn_status vka_buffer_create(vkattn_context *ctx, VkDeviceSize size, vka_memory_use use, const char *what,
+vkattn_status vka_buffer_create(vka_device *dev, VkDeviceSize size, vka_memory_use use, const char *what,
                                 vka_buffer *out)
 {
     vkattn_status status = VKATTN_OK;
     vka_buffer b = {0};
-    if (size == 0) return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "%s: buffer size is 0", what);
-    if (size > ctx->caps.max_memory_allocation_size - 15)
-        return vka_fail(ctx, VKATTN_ERROR_DEVICE_LIMIT,
+    if (size == 0) return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s: buffer size is 0", what);
+    if (size > dev->info.max_memory_allocation_size - 15)
+        return vka_fail(dev, VKATTN_ERROR_DEVICE_LIMIT,
                         "%s needs %llu bytes, more than this device's maxMemoryAllocationSize (%llu)", what,
-                        (unsigned long long)size, (unsigned long long)ctx->caps.max_memory_allocation_size);
+                        (unsigned long long)size, (unsigned long long)dev->info.max_memory_allocation_size);
 
     size = (size + 15) / 16 * 16;
     VkBufferCreateInfo info = {
@@ -39,15 +38,15 @@ vkattn_status vka_buffer_create(vkattn_context *ctx, VkDeviceSize size, vka_memo
                  VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
-    VKA_VK(ctx, ctx->vk.vkCreateBuffer(ctx->device, &info, NULL, &b.buffer));
+    VKA_VK(dev, dev->vk.vkCreateBuffer(dev->device, &info, NULL, &b.buffer));
 
     VkMemoryRequirements req;
-    ctx->vk.vkGetBufferMemoryRequirements(ctx->device, b.buffer, &req);
+    dev->vk.vkGetBufferMemoryRequirements(dev->device, b.buffer, &req);
     VkMemoryPropertyFlags required, preferred;
     if (use == VKA_MEMORY_STAGING) {
         required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
         preferred = required | VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
-    } else if (ctx->caps.unified_memory) {
+    } else if (dev->caps.unified_memory) {
         /* CPU and integrated devices: map device memory directly, staging would only copy twice. */
         required = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
         preferred = required | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
@@ -55,10 +54,10 @@ vkattn_status vka_buffer_create(vkattn_context *ctx, VkDeviceSize size, vka_memo
         required = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
         preferred = required;
     }
-    int type = find_memory_type(&ctx->caps.memory, req.memoryTypeBits, required, preferred);
-    if (type < 0 && use == VKA_MEMORY_DEVICE) type = find_memory_type(&ctx->caps.memory, req.memoryTypeBits, 0, 0);
+    int type = find_memory_type(&dev->caps.memory, req.memoryTypeBits, required, preferred);
+    if (type < 0 && use == VKA_MEMORY_DEVICE) type = find_memory_type(&dev->caps.memory, req.memoryTypeBits, 0, 0);
     if (type < 0) {
-        status = vka_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "%s: no suitable memory type", what);
+        status = vka_fail(dev, VKATTN_ERROR_UNSUPPORTED, "%s: no suitable memory type", what);
         goto fail;
     }
     VkMemoryAllocateInfo alloc = {
@@ -66,22 +65,20 @@ vkattn_status vka_buffer_create(vkattn_context *ctx, VkDeviceSize size, vka_memo
         .allocationSize = req.size,
         .memoryTypeIndex = (uint32_t)type,
     };
-    VKA_VK(ctx, ctx->vk.vkAllocateMemory(ctx->device, &alloc, NULL, &b.memory));
-    VKA_VK(ctx, ctx->vk.vkBindBufferMemory(ctx->device, b.buffer, b.memory, 0));
+    VKA_VK(dev, dev->vk.vkAllocateMemory(dev->device, &alloc, NULL, &b.memory));
+    VKA_VK(dev, dev->vk.vkBindBufferMemory(dev->device, b.buffer, b.memory, 0));
     b.size = size;
 
-    VkMemoryPropertyFlags flags = ctx->caps.memory.memoryTypes[type].propertyFlags;
+    VkMemoryPropertyFlags flags = dev->caps.memory.memoryTypes[type].propertyFlags;
     const VkMemoryPropertyFlags mappable = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     if ((flags & mappable) == mappable) {
-        VKA_VK(ctx, ctx->vk.vkMapMemory(ctx->device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped));
+        VKA_VK(dev, dev->vk.vkMapMemory(dev->device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped));
         memset(b.mapped, 0, (size_t)size);
-    } else {
-        VKA_TRY(vka_buffer_fill_zero(ctx, &b));
     }
     *out = b;
     return VKATTN_OK;
 fail:
-    vka_buffer_destroy(ctx, &b);
+    vka_buffer_destroy(dev, &b);
     return status;
 }
 
@@ -99,12 +96,12 @@ static uint32_t vka_view_texel_bytes(vka_view_format format)
     return (unsigned)format < VKA_VIEW_FORMAT_COUNT ? bytes[format] : 0;
 }
 
-vkattn_status vka_buffer_view(vkattn_context *ctx, vka_buffer *b, vka_view_format format, VkDeviceSize offset,
+vkattn_status vka_buffer_view(vka_device *dev, vka_buffer *b, vka_view_format format, VkDeviceSize offset,
                               VkDeviceSize range, VkBufferView *out)
 {
     vkattn_status status = VKATTN_OK;
     VkDeviceSize texel = vka_view_texel_bytes(format);
-    if (offset > b->size) return vka_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "internal: a view starts past its buffer");
+    if (offset > b->size) return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "internal: a view starts past its buffer");
     if (range == 0) range = (b->size - offset) / texel * texel;
     for (uint32_t i = 0; i < b->view_count; i++) {
         const vka_view *v = &b->views[i];
@@ -113,14 +110,14 @@ vkattn_status vka_buffer_view(vkattn_context *ctx, vka_buffer *b, vka_view_forma
             return VKATTN_OK;
         }
     }
-    if (range / texel > ctx->caps.props.limits.maxTexelBufferElements)
-        return vka_fail(ctx, VKATTN_ERROR_DEVICE_LIMIT, "a %llu-byte view has %llu texels, more than maxTexelBufferElements (%u)",
+    if (range / texel > dev->caps.props.limits.maxTexelBufferElements)
+        return vka_fail(dev, VKATTN_ERROR_DEVICE_LIMIT, "a %llu-byte view has %llu texels, more than maxTexelBufferElements (%u)",
                         (unsigned long long)range, (unsigned long long)(range / texel),
-                        ctx->caps.props.limits.maxTexelBufferElements);
+                        dev->caps.props.limits.maxTexelBufferElements);
     if (b->view_count == b->view_capacity) {
         uint32_t capacity = b->view_capacity ? b->view_capacity * 2 : 4;
-        vka_view *views = vka_realloc(&ctx->faults, b->views, capacity * sizeof *views);
-        if (!views) return vka_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a buffer view");
+        vka_view *views = vka_realloc(&dev->faults, b->views, capacity * sizeof *views);
+        if (!views) return vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a buffer view");
         b->views = views;
         b->view_capacity = capacity;
     }
@@ -132,7 +129,7 @@ vkattn_status vka_buffer_view(vkattn_context *ctx, vka_buffer *b, vka_view_forma
         .range = range,
     };
     vka_view *v = &b->views[b->view_count];
-    VKA_VK(ctx, ctx->vk.vkCreateBufferView(ctx->device, &info, NULL, &v->view));
+    VKA_VK(dev, dev->vk.vkCreateBufferView(dev->device, &info, NULL, &v->view));
     v->format = format, v->offset = offset, v->range = range;
     b->view_count++;
     *out = v->view;
@@ -140,19 +137,19 @@ fail:
     return status;
 }
 
-void vka_buffer_destroy(vkattn_context *ctx, vka_buffer *b)
+void vka_buffer_destroy(vka_device *dev, vka_buffer *b)
 {
-    for (uint32_t i = 0; i < b->view_count; i++) ctx->vk.vkDestroyBufferView(ctx->device, b->views[i].view, NULL);
+    for (uint32_t i = 0; i < b->view_count; i++) dev->vk.vkDestroyBufferView(dev->device, b->views[i].view, NULL);
     free(b->views);
-    if (b->buffer) ctx->vk.vkDestroyBuffer(ctx->device, b->buffer, NULL);
-    if (b->memory) ctx->vk.vkFreeMemory(ctx->device, b->memory, NULL); /* also unmaps */
+    if (b->buffer) dev->vk.vkDestroyBuffer(dev->device, b->buffer, NULL);
+    if (b->memory) dev->vk.vkFreeMemory(dev->device, b->memory, NULL); /* also unmaps */
     memset(b, 0, sizeof *b);
 }
 
-vkattn_status vka_buffer_reserve(vkattn_context *ctx, vka_buffer *buffer, VkDeviceSize size, vka_memory_use use,
+vkattn_status vka_buffer_reserve(vka_device *dev, vka_buffer *buffer, VkDeviceSize size, vka_memory_use use,
                                  const char *what)
 {
     if (buffer->buffer && buffer->size >= size) return VKATTN_OK;
-    vka_buffer_destroy(ctx, buffer);
-    return vka_buffer_create(ctx, size, use, what, buffer);
+    vka_buffer_destroy(dev, buffer);
+    return vka_buffer_create(dev, size, use, what, buffer);
 }

@@ -3,12 +3,7 @@
 #ifndef VKA_BUFFER_H
 #define VKA_BUFFER_H
 
-#define VK_NO_PROTOTYPES
-#include <volk.h>
-
-#include "vkattn.h"
-
-typedef struct vkattn_context vkattn_context;
+#include "device/device.h"
 
 typedef enum vka_memory_use {
     VKA_MEMORY_DEVICE = 0, /* kernels read and write it; mapped only where memory is unified */
@@ -42,39 +37,23 @@ typedef struct vka_buffer {
 } vka_buffer;
 
 /* Creates a storage buffer (also usable as transfer source/destination and texel buffer) of
- * `size` bytes (> 0, rounded up to 16 so kernels may read whole words), zero-filled. On failure `out` stays zeroed and the context has the message. */
-vkattn_status vka_buffer_create(vkattn_context *ctx, VkDeviceSize size, vka_memory_use use, const char *what,
+ * `size` bytes (> 0, rounded up to 16 so kernels may read whole words), zero-filled where the
+ * host maps it; elsewhere its contents are undefined until written (vka_buffer_fill_zero).
+ * On failure `out` stays zeroed and the device has the message. */
+vkattn_status vka_buffer_create(vka_device *dev, VkDeviceSize size, vka_memory_use use, const char *what,
                                 vka_buffer *out);
 /* The view of bytes [offset, offset + range) of the buffer in `format` (range 0 = to the end, in
  * whole texels), created on first use and owned by the buffer. The offset must be a multiple of
  * minTexelBufferOffsetAlignment. VKATTN_ERROR_DEVICE_LIMIT if the range has more texels than
  * maxTexelBufferElements. */
-vkattn_status vka_buffer_view(vkattn_context *ctx, vka_buffer *buffer, vka_view_format format, VkDeviceSize offset,
+vkattn_status vka_buffer_view(vka_device *dev, vka_buffer *buffer, vka_view_format format, VkDeviceSize offset,
                               VkDeviceSize range, VkBufferView *out);
 
 /* Destroys a buffer made by vka_buffer_create (or a zeroed one) and zeroes it. */
-void vka_buffer_destroy(vkattn_context *ctx, vka_buffer *buffer);
+void vka_buffer_destroy(vka_device *dev, vka_buffer *buffer);
 
 /* Makes sure `buffer` holds at least `size` bytes, re-creating it (contents lost) if not. */
-vkattn_status vka_buffer_reserve(vkattn_context *ctx, vka_buffer *buffer, VkDeviceSize size, vka_memory_use use,
+vkattn_status vka_buffer_reserve(vka_device *dev, vka_buffer *buffer, VkDeviceSize size, vka_memory_use use,
                                  const char *what);
-
-/* Host <-> device copies of `bytes` at `offset`; direct through the mapping when there is one,
- * through the context's staging buffer otherwise. */
-vkattn_status vka_buffer_write(vkattn_context *ctx, vka_buffer *buffer, VkDeviceSize offset, const void *src,
-                               size_t bytes);
-vkattn_status vka_buffer_read(vkattn_context *ctx, const vka_buffer *buffer, VkDeviceSize offset, void *dst,
-                              size_t bytes);
-/* Zero-fills the whole buffer (one small submit, or a memset where it is mapped). */
-vkattn_status vka_buffer_fill_zero(vkattn_context *ctx, vka_buffer *buffer);
-
-/* Waits for `fence` with vkattn's one timeout; a timeout or a lost device marks the context lost,
- * since the work still in flight can then be neither reused nor freed safely. */
-vkattn_status vka_wait_fence(vkattn_context *ctx, VkFence fence, const char *what);
-
-/* The context's one-shot command buffer: reset and begun for recording (into *cmd), then ended,
- * submitted and waited for; `what` names the work in a timeout message. */
-vkattn_status vka_transfer_begin(vkattn_context *ctx, VkCommandBuffer *cmd);
-vkattn_status vka_transfer_submit_wait(vkattn_context *ctx, const char *what);
 
 #endif

@@ -77,7 +77,7 @@ int vka_spirv_bindings(const uint32_t *code, size_t words, struct vka_faults *fa
     uint32_t bound = code[3];
     if (bound == 0 || bound > (1u << 22)) return 0;
     spirv_id *ids = vka_calloc(faults, bound, sizeof *ids);
-    if (!ids) return 0;
+    if (!ids) return -1;
 
     int ok = 1;
     for (size_t at = 5; at < words && ok;) {

@@ -1,0 +1,91 @@
+/* The device core: one Vulkan device and its queue, what it can do, and the policy every Vulkan
+ * call shares: a failed call becomes a status with a message, a lost device (or a wait that never
+ * ends) is lost for good, and tests can make any call fail. Memory and pipelines build on this;
+ * the context (context.h) composes them on top. */
+#ifndef VKA_DEVICE_H
+#define VKA_DEVICE_H
+
+#define VK_NO_PROTOTYPES
+#include <volk.h>
+
+#include "vkattn.h"
+#include "common/alloc.h"
+#include "common/error.h"
+#include "device/loader.h"
+
+/* The Vulkan-typed facts of the device beside its public description (vkattn_device_info). */
+typedef struct vka_device_caps {
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceMemoryProperties memory;
+    int unified_memory; /* device-local memory is also host-visible and coherent (CPU, integrated) */
+    int timestamps;     /* the queue family can write timestamps */
+    uint32_t timestamp_valid_bits;
+} vka_device_caps;
+
+typedef struct vka_device {
+    vka_instance_fns ifn;
+    VkInstance instance;
+    VkPhysicalDevice physical;
+    VkDevice device;
+    struct VolkDeviceTable vk; /* every device-level call goes through this table */
+    VkQueue queue;
+    uint32_t queue_family;
+    vkattn_device_info info;
+    vka_device_caps caps;
+    vkattn_error error;        /* the last failure's message */
+    vka_faults faults;         /* test-only failure injection; unarmed in normal use */
+    int lost;                  /* VK_ERROR_DEVICE_LOST seen, or a wait timed out */
+} vka_device;
+
+/* Records a failed Vulkan call in the device and maps it to a status. VK_ERROR_DEVICE_LOST marks
+ * the device lost for good. */
+vkattn_status vka_vk_fail(vka_device *dev, VkResult result, const char *call, const char *file, int line);
+
+/* The VkResult an armed fault injector substitutes for the call (which is then not made). */
+VkResult vka_injected_result(const vka_device *dev);
+
+/* VKA_VK(dev, vkCall(...)): on failure records the call and jumps to `fail` with `status` set. */
+#define VKA_VK(dev, call)                                                                          \
+    do {                                                                                           \
+        VkResult vk_result_ = vka_fault_vk(&(dev)->faults) ? vka_injected_result(dev) : (call);    \
+        if (vk_result_ != VK_SUCCESS) {                                                            \
+            status = vka_vk_fail((dev), vk_result_, #call, __FILE__, __LINE__);                    \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/* Records a failure message in the device and returns `status`. */
+vkattn_status vka_fail(vka_device *dev, vkattn_status status, const char *fmt, ...) VKA_PRINTF(3, 4);
+
+/* VKATTN_ERROR_DEVICE_LOST (with a message) if the device is lost, else VKATTN_OK. */
+vkattn_status vka_check_alive(vka_device *dev);
+
+/* Waits for `fence` with vkattn's one timeout; a timeout or a lost device marks the device lost,
+ * since the work still in flight can then be neither reused nor freed safely. */
+vkattn_status vka_wait_fence(vka_device *dev, VkFence fence, const char *what);
+
+/* The status a VkResult stands for (out of memory, device lost, unsupported, else VULKAN). */
+vkattn_status vka_status_of_result(VkResult result);
+
+/* "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc. */
+const char *vka_vk_result_name(VkResult result);
+
+/* Milliseconds between two timestamps, counting only the valid bits (so a wrap is handled). */
+double vka_ticks_ms(const vka_device *dev, uint64_t t0, uint64_t t1);
+
+/* One lane of work: a command pool, its primary command buffer and a fence. */
+typedef struct vka_commands {
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+} vka_commands;
+
+vkattn_status vka_commands_create(vka_device *dev, vka_commands *out);
+void vka_commands_destroy(vka_device *dev, vka_commands *commands);
+/* Resets the command buffer and begins it for one submission. */
+vkattn_status vka_commands_begin(vka_device *dev, vka_commands *commands);
+/* Ends the command buffer, submits it on the device's queue and waits for it; `what` names the
+ * work in a timeout message. */
+vkattn_status vka_commands_submit_wait(vka_device *dev, vka_commands *commands, const char *what);
+
+#endif
