@@ -384,6 +384,16 @@ typedef struct vkattn_host_forward_desc {
  * are kept in the layer and reused while the shapes fit. */
 vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward_desc *desc);
 
+/* Describes, without running anything, the plan vkattn_forward_host would run for `desc`: the
+ * shapes it traces (q, k, v per head, the attention weights, ctx, out), how keys and rows are
+ * split, the workspace, then each step: its stage, kernel and parameters, the buffers (and
+ * windows of them) it reads and writes, its dispatch grid and loop trips. It is built by the same
+ * planner, from the same arguments, as the forward. Writes at most `capacity` bytes of
+ * nul-terminated text to `text` (NULL when capacity is 0) and the length the whole text needs
+ * to *length (may be NULL); a text cut short still ends in a nul. The layer is not changed. */
+vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forward_desc *desc, char *text,
+                                     size_t capacity, size_t *length);
+
 /* The CPU reference without any Vulkan: plain loops, double accumulation, straight from the
  * formula. `desc->path` is ignored. */
 vkattn_status vkattn_reference_forward(const vkattn_layer_desc *layer, const vkattn_weights *weights,

@@ -249,6 +249,40 @@ static void test_activations_past_the_range(void)
     test_weights_free(&tw);
 }
 
+/* vkattn_forward_explain: the plan as text, from the same planner as the forward (here: a split
+ * key range merged by log-sum-exp appears exactly where the forward splits), cut safely, and the
+ * layer left as it was. */
+static void test_explain(void)
+{
+    test_weights tw;
+    vkattn_layer_desc d = {.embed_dim = 128, .num_heads = 1};
+    vkattn_layer *layer = small_layer(&tw, &d);
+    float q[4 * 128], k[1], out[4 * 128];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 4, .key_len = 32768, .query = q, .key = k, .output = out};
+    size_t need = 0;
+    CHECK_STATUS(vkattn_forward_explain(layer, &f, NULL, 0, &need), VKATTN_OK);
+    char *text = malloc(need + 1);
+    CHECK_STATUS(vkattn_forward_explain(layer, &f, text, need + 1, NULL), VKATTN_OK);
+    CHECK(strlen(text) == need);
+    CHECK_MSG(strstr(text, "plan: fused path") && strstr(text, "attn_merge") && strstr(text, "(1, 1, 32768, 128)"),
+              "%s", text);
+    char cut[40];
+    size_t len = 0;
+    CHECK_STATUS(vkattn_forward_explain(layer, &f, cut, sizeof cut, &len), VKATTN_OK);
+    CHECK(len == need && strlen(cut) == sizeof cut - 1);
+    f.key_len = 64; /* short keys: one part, no merge */
+    CHECK_STATUS(vkattn_forward_explain(layer, &f, text, need + 1, NULL), VKATTN_OK);
+    CHECK(strstr(text, "attn_merge") == NULL && strstr(text, "keys in 1 part") != NULL);
+    f.key_len = 0, f.key = NULL, f.output = q; /* bad arguments get the forward's own message */
+    CHECK_ERROR(vkattn_forward_explain(layer, &f, text, need + 1, NULL), VKATTN_ERROR_INVALID_ARGUMENT, "output");
+    vkattn_forward_stats st;
+    CHECK_STATUS(vkattn_layer_last_stats(layer, &st), VKATTN_OK);
+    CHECK(st.dispatches == 0); /* nothing ran */
+    free(text);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
 static void test_device_selection(void)
 {
     vkattn_context *c = NULL;
@@ -462,6 +496,7 @@ int main(void)
     RUN_TEST(test_tensor_errors);
     RUN_TEST(test_forward_errors);
     RUN_TEST(test_activations_past_the_range);
+    RUN_TEST(test_explain);
     RUN_TEST(test_device_selection);
     RUN_TEST(test_chained_layers);
     RUN_TEST(test_reuse_across_shapes);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attention/layer.h"
+#include "attention/trace.h"
 #include "io/io.h"
 #include "memory/tensor.h"
 #include "reference/reference.h"
@@ -178,4 +179,31 @@ vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward
             VKA_TRY(vka_buffer_read(&ctx->transfer, &t[i]->buffer, 0, (void *)a.v[i].host, t[i]->bytes));
 fail:
     return status;
+}
+
+vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forward_desc *d, char *text,
+                                     size_t capacity, size_t *length)
+{
+    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
+    vkattn_context *ctx = layer->ctx;
+    if (!text && capacity) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "text is NULL but capacity is not 0");
+    vka_args a;
+    vka_problem p;
+    vkattn_status status = vka_args_from_host(&layer->cfg, d, &a, &ctx->dev.error);
+    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->dev.error);
+    if (status != VKATTN_OK) return status;
+    size_t n;
+    if (p.path == VKATTN_PATH_CPU) {
+        n = (size_t)snprintf(text, capacity, "plan: the CPU reference path (plain loops, double accumulation)\n");
+    } else {
+        /* The plan the forward would build, into a plan of its own: the layer's stays as it is. */
+        vka_plan plan = {0};
+        vka_plan_limits limits = vka_layer_plan_limits(ctx);
+        status = vka_plan_build(&p, &limits, &plan, &ctx->dev.error);
+        n = status == VKATTN_OK ? vka_plan_describe(&p, &plan, limits.loop_budget, text, capacity) : 0;
+        vka_plan_free(&plan);
+        if (status != VKATTN_OK) return status;
+    }
+    if (length) *length = n;
+    return VKATTN_OK;
 }

@@ -256,6 +256,7 @@ void vkattn_layer_destroy(vkattn_layer *layer)
     for (int r = 0; r < VKA_ROLE_COUNT; r++) vka_buffer_destroy(&ctx->dev, &layer->buffers[r]);
     free(layer->head_active);
     free(layer->host_block);
+    free(layer->ticks);
     free(layer);
 }
 

@@ -29,8 +29,13 @@ struct vkattn_layer {
     VkQueryPool query_pool;
     uint32_t query_capacity;
     vkattn_forward_stats stats;   /* of the last successful device forward */
+    uint64_t *ticks;              /* its timestamps when timed: before step 0, then after each step */
+    uint32_t ticks_capacity;
     vkattn_tensor *host_io[VKA_ARG_COUNT]; /* vkattn_forward_host's device copies, by argument */
 };
+
+/* The device facts a context's plans are built with. */
+vka_plan_limits vka_layer_plan_limits(const vkattn_context *ctx);
 
 /* Runs a validated problem on the device with the given caller buffers (indexed by role). */
 vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffer *caller[VKA_ROLE_COUNT]);

@@ -8,7 +8,7 @@
 #include "attention/layer.h"
 #include "pipeline/dispatch.h"
 
-static vka_plan_limits plan_limits(const vkattn_context *ctx)
+vka_plan_limits vka_layer_plan_limits(const vkattn_context *ctx)
 {
     vka_plan_limits limits = {0};
     limits.max_storage_buffer_range = ctx->dev.info.max_storage_buffer_range;
@@ -122,16 +122,21 @@ static vkattn_status read_timestamps(vkattn_layer *layer, const vka_plan *plan, 
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = VKATTN_OK;
     uint32_t n = plan->step_count + 1;
-    uint64_t *ticks = vka_malloc(&ctx->dev.faults, n * sizeof *ticks);
-    if (!ticks) return vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory reading timestamps");
-    VKA_VK(&ctx->dev, ctx->dev.vk.vkGetQueryPoolResults(ctx->dev.device, layer->query_pool, 0, n, n * sizeof *ticks, ticks,
-                                              sizeof *ticks, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+    if (layer->ticks_capacity < n) {
+        uint64_t *bigger = vka_realloc(&ctx->dev.faults, layer->ticks, n * sizeof *bigger);
+        if (!bigger) return vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory reading timestamps");
+        layer->ticks = bigger;
+        layer->ticks_capacity = n;
+    }
+    uint64_t *ticks = layer->ticks;
+    VKA_VK(&ctx->dev, ctx->dev.vk.vkGetQueryPoolResults(ctx->dev.device, layer->query_pool, 0, n, n * sizeof *ticks,
+                                                        ticks, sizeof *ticks,
+                                                        VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
     for (uint32_t k = 0; k < plan->step_count; k++)
         stats->stage_ms[plan->steps[k].stage] += vka_ticks_ms(&ctx->dev, ticks[k], ticks[k + 1]);
     stats->gpu_ms = vka_ticks_ms(&ctx->dev, ticks[0], ticks[n - 1]);
     stats->timed = 1;
 fail:
-    free(ticks);
     return status;
 }
 
@@ -188,7 +193,7 @@ vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffe
 {
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = VKATTN_OK;
-    vka_plan_limits limits = plan_limits(ctx);
+    vka_plan_limits limits = vka_layer_plan_limits(ctx);
     VKA_TRY(vka_plan_build(p, &limits, &layer->plan, &ctx->dev.error));
     VKA_TRY(reserve_workspace(layer, &layer->plan));
 
