@@ -41,17 +41,17 @@ static void test_small_self_attention(void)
     vka_problem p = problem(1, 16, 16, 64, 4, 1);
     vka_plan_limits l = lavapipe_limits();
     vka_plan plan = {0};
-    /* Default (fused) path: fused QKV matmul, fused attention, output projection. */
+    /* Default (fused) path: one Q/K/V matmul, fused attention, output projection. */
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(plan.path == VKATTN_PATH_FUSED);
     CHECK(plan.step_count == 3);
     CHECK(plan.steps[1].kernel == VKA_KERNEL_FUSED);
     CHECK(plan.workspace_bytes[VKA_ROLE_SCORES] == 0);
-    /* Unfused: fused QKV, scores, softmax, P·V, output projection */
+    /* Unfused: the Q/K/V matmul, scores, softmax, P·V, output projection */
     p.path = VKATTN_PATH_UNFUSED;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(plan.step_count == 5);
-    CHECK(plan.fused_qkv == 1);
+    CHECK(plan.qkv_one_matmul == 1);
     CHECK(plan.chunks == 1);
     CHECK(plan.workspace_bytes[VKA_ROLE_QKV] == 16ull * 3 * 64 * 4);
     CHECK(plan.workspace_bytes[VKA_ROLE_SCORES] == 4ull * 16 * 16 * 4);
@@ -69,7 +69,7 @@ static void test_cross_attention(void)
     vka_plan_limits l = lavapipe_limits();
     vka_plan plan = {0};
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(plan.fused_qkv == 0);
+    CHECK(plan.qkv_one_matmul == 0);
     CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) == 3);
     /* K is counted in texels: kdim 24 and vdim 40 are read four floats at a time. */
     CHECK(plan.steps[1].push.matmul.K == 24 / 4 && plan.steps[1].bind[VKA_MATMUL_B].role == VKA_ROLE_W_K);
@@ -181,14 +181,14 @@ static void test_limits(void)
     l.scores_budget_bytes = 1024;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
     CHECK(strstr(err.message, "one row") != NULL);
-    /* Self-attention whose fused Q/K/V buffer (192 MiB) exceeds the range still takes one buffer,
+    /* Self-attention whose one Q/K/V buffer (192 MiB) exceeds the range still takes one buffer,
      * written and read through windows. */
     p = problem(1, 16384, 16384, 1024, 16, 1);
     l.scores_budget_bytes = 1u << 20;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_OK);
-    CHECK(plan.fused_qkv == 1);
+    CHECK(plan.qkv_one_matmul == 1);
     CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) > 1);
-    CHECK(check_plan_limits(&plan, &l, "fused QKV of 192 MiB") == 0);
+    CHECK(check_plan_limits(&plan, &l, "one Q/K/V buffer of 192 MiB") == 0);
     CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 16384ull * 3 * 1024, 256) == 0);
     vka_plan_free(&plan);
 }

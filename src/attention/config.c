@@ -178,7 +178,7 @@ vkattn_status vka_problem_check(const vka_problem *p, vkattn_error *error)
     VKA_TRY(check_count("query", q, 3, error));
     VKA_TRY(check_count("key", k, 3, error));
     VKA_TRY(check_count("value", v, 3, error));
-    VKA_TRY(check_count("the fused Q/K/V projection", qkv, 4, error));
+    VKA_TRY(check_count("the Q/K/V projection", qkv, 4, error));
     VKA_TRY(check_count("the projected key", (uint32_t[]){p->B, p->S, c->E}, 3, error));
     if (p->attn_mask_per_head) VKA_TRY(check_count("attn_mask", mask, 4, error));
     else if (p->attn_mask) VKA_TRY(check_count("attn_mask", mask + 2, 2, error));

@@ -38,7 +38,7 @@ typedef struct vka_problem {
     vka_layer_config cfg;
     uint32_t B, L, S;
     uint32_t S_ext;         /* S' = S + cfg.extra_keys */
-    int self_attention;     /* key and value are the query itself: one fused QKV projection */
+    int self_attention;     /* key and value are the query itself: one Q/K/V projection */
     int causal;
     int key_padding_mask;
     vka_valid_lens_mode valid_lens;

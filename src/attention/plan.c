@@ -308,7 +308,7 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
     plan->copy_count = 0;
     plan->chunks = 0;
     plan->key_parts = plan->key_chunks = 0;
-    plan->fused_qkv = 0;
+    plan->qkv_one_matmul = 0;
     memset(plan->workspace_bytes, 0, sizeof plan->workspace_bytes);
     assign_dtypes(p, plan);
     assign_sizes(p, plan);

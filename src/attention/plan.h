@@ -3,7 +3,7 @@
  * steps a forward records and the workspace they need. No Vulkan objects here, so the plan is
  * tested on the CPU (tests/test_plan.c) and the recording code only walks the list.
  *
- *   query ─┬─ matmul ─► Q ┐   one fused QKV matmul for self-attention; the extra keys (bias_k,
+ *   query ─┬─ matmul ─► Q ┐   one Q/K/V matmul for self-attention; the extra keys (bias_k,
  *   key  ──┼─ matmul ─► K ├─ zero key) are copied in after each batch item's S projected keys
  *   value ─┴─ matmul ─► V ┘
  *            fused path:    attn_fused [per key part, merged by log-sum-exp: attn_merge] ──► ctx
@@ -144,7 +144,7 @@ typedef struct vka_plan {
     uint32_t chunks;                          /* score-row chunks (unfused) */
     uint32_t key_parts;                       /* fused: key parts run side by side (1 = unsplit) */
     uint32_t key_chunks;                      /* fused: chunks each part is visited in, in turn */
-    int fused_qkv;                            /* one matmul makes Q, K and V */
+    int qkv_one_matmul;                            /* one matmul makes Q, K and V */
 } vka_plan;
 
 /* Builds the plan for `p` into `plan` (its arrays are reused across calls; start from a zeroed

@@ -176,8 +176,8 @@ vkattn_status vka_plan_input_projections(vka_builder *b, vka_qkv_layout *out)
     const matmul_args base = {.stage = VKATTN_STAGE_QKV_PROJECTION, .a = VKA_ROLE_QUERY, .w = VKA_ROLE_W_IN,
                               .bias = c->bias ? VKA_ROLE_B_IN : VKA_ROLE_NONE, .c_row = D, .c_col_block = D};
     vkattn_status status;
-    b->plan->fused_qkv = p->self_attention;
-    if (b->plan->fused_qkv) {
+    b->plan->qkv_one_matmul = p->self_attention;
+    if (b->plan->qkv_one_matmul) {
         /* One matmul, one buffer (B, 3, H', S', D): Q, K and V head by head, S' rows per head. */
         VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_QKV, B * 3 * H * Sx * D));
         matmul_args m = base;
