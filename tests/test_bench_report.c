@@ -1,19 +1,19 @@
 /* The bench's reporting, without a GPU: the cost model against hand-computed FLOPs and bytes, the
- * roofline arithmetic of bench_derive, the JSON file (read back with the tools' own reader, every
- * field by name), the CSV rows, the SVG chart, bench --compare on files with known times, and the
- * JSON reader on hostile input. Records are built by hand; nothing here opens a Vulkan device. */
+ * roofline arithmetic of bench_derive, the JSON file (read back through cJSON, every field by
+ * name), the CSV rows, the chart (its content, then the PNG read back through cairo and the SVG),
+ * bench --compare on files with known times, and the CLI's JSON reader on hostile input. Records
+ * are built by hand; nothing here opens a Vulkan device. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
+#include <fontconfig/fontconfig.h>
 #include <unistd.h>
 
+#include "test_tmp.h"
 #include "test_util.h"
 
 #include "bench.h"
-#include "json_read.h"
-
-static char tmp_dir[64];
-
-static void tmp_path(char *buf, size_t size, const char *name) { snprintf(buf, size, "%s/%s", tmp_dir, name); }
+#include "bench_plot.h"
+#include "cli_json.h"
 
 /* The whole content of a file (NUL-terminated, caller frees), or NULL. */
 static char *slurp(const char *path, size_t *size)
@@ -52,6 +52,11 @@ static int count_lines(const char *s)
     int n = 0;
     for (; *s; s++) n += *s == '\n';
     return n;
+}
+
+static int same_rgb(rgb_color a, rgb_color b)
+{
+    return a.r == b.r && a.g == b.g && a.b == b.b;
 }
 
 #define VK_API(major, minor, patch) (((uint32_t)(major) << 22) | ((uint32_t)(minor) << 12) | (uint32_t)(patch))
@@ -299,89 +304,122 @@ static void test_derive_without_peak(void)
 }
 
 /* ---------------------------------------------------------------------------------------------- */
-/* The JSON reader                                                                                 */
+/* The JSON reader (cJSON, with the checks of cli_json.c)                                          */
 /* ---------------------------------------------------------------------------------------------- */
 
+/* Whether `obj` has a member `name` of a cJSON type (cJSON_Number, cJSON_String, cJSON_NULL, ...). */
+static int has(const cJSON *obj, const char *name, int type)
+{
+    const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, name) : NULL;
+    return v && (v->type & 0xFF) == type;
+}
+
+/* A number member, or 0 when missing. */
+static double num(const cJSON *obj, const char *name)
+{
+    return cli_json_number(obj, name, NULL);
+}
+
+/* What the CLI relies on: scalars and escapes decoded, the first of duplicate names, numbers past
+ * 2^32 exact, underflow to 0, lookups that answer only for the type asked. */
 static void test_json_reader_values(void)
 {
-    const char *text = " {\"a\": [1, -2.5e3, 0.125E+1, true, false, null, \"x\\\"\\\\\\n\\u0041\\u00e9\\/\"],\n"
-                       "  \"b\": {}, \"c\": [], \"a\": 2, \"big\": 12345678901, \"tiny\": 1e-400}  ";
+    const char *text = " {\"a\": [1, -2.5e3, true, null, \"x\\\"\\\\\\n\\u0041\\u00e9\\/\"],\n"
+                       "  \"b\": {}, \"a\": 2, \"big\": 12345678901, \"tiny\": 1e-400}  ";
     char err[200];
-    json_doc *doc = json_parse(text, strlen(text), err, sizeof err);
-    CHECK_MSG(doc != NULL, "%s", err);
-    if (!doc) return;
-    const json_value *root = json_root(doc), *a = json_get(root, "a");
-    CHECK(root->type == JSON_OBJECT && root->count == 6);
-    CHECK(a && a->type == JSON_ARRAY && a->count == 7); /* the first "a" wins */
-    const json_value *v = a ? a->child : NULL;
-    CHECK(v && v->type == JSON_NUMBER && v->number == 1);
-    v = v ? v->next : NULL;
-    CHECK(v && v->number == -2500);
-    v = v ? v->next : NULL;
-    CHECK(v && v->number == 1.25);
-    v = v ? v->next : NULL;
-    CHECK(v && v->type == JSON_BOOL && v->boolean == 1);
-    v = v ? v->next : NULL;
-    CHECK(v && v->type == JSON_BOOL && v->boolean == 0);
-    v = v ? v->next : NULL;
-    CHECK(v && v->type == JSON_NULL);
-    v = v ? v->next : NULL;
-    CHECK(v && v->type == JSON_STRING && strcmp(v->string, "x\"\\\nA\xc3\xa9/") == 0);
-    CHECK(v && v->next == NULL);
-    CHECK(json_get(root, "b") && json_get(root, "b")->type == JSON_OBJECT && json_get(root, "b")->count == 0);
-    CHECK(json_get(root, "c") && json_get(root, "c")->child == NULL);
+    cJSON *root = cli_json_parse(text, strlen(text), err, sizeof err);
+    CHECK_MSG(root != NULL, "%s", err);
+    if (!root) return;
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "a"), *v = cJSON_GetArrayItem(a, 4);
+    CHECK(cJSON_GetArraySize(root) == 5 && cJSON_GetArraySize(a) == 5); /* the first "a" wins */
+    CHECK(cJSON_GetArrayItem(a, 1)->valuedouble == -2500 && cJSON_IsTrue(cJSON_GetArrayItem(a, 2)));
+    CHECK(cJSON_IsNull(cJSON_GetArrayItem(a, 3)));
+    CHECK(cJSON_IsString(v) && strcmp(v->valuestring, "x\"\\\nA\xc3\xa9/") == 0);
     int ok = 0;
-    CHECK(json_get_number(root, "big", &ok) == 12345678901.0 && ok);
-    CHECK(json_get_number(root, "tiny", &ok) == 0 && ok);
-    CHECK(json_get_number(root, "a", &ok) == 0 && !ok);
-    CHECK(json_get_string(root, "a") == NULL && json_get(root, "missing") == NULL && json_get(NULL, "a") == NULL);
-    json_free(doc);
-    json_free(NULL);
+    CHECK(cli_json_number(root, "big", &ok) == 12345678901.0 && ok);
+    CHECK(cli_json_number(root, "tiny", &ok) == 0 && ok); /* underflow to 0 is fine */
+    CHECK(cli_json_number(root, "a", &ok) == 0 && !ok && cli_json_number(root, "missing", &ok) == 0 && !ok);
+    CHECK(cli_json_string(root, "a") == NULL && cli_json_string(root, "missing") == NULL);
+    CHECK(cli_json_string(NULL, "a") == NULL && cli_json_string(a, "a") == NULL); /* only objects have members */
+    cJSON_Delete(root);
 }
 
 static void test_json_reader_hostile(void)
 {
+    /* cJSON itself accepts a few forms RFC 8259 forbids (leading zeros, "1.", control characters
+     * in strings); these it does not, nor do the checks around it. */
     static const char *const bad[] = {
         "", "   ", "{", "[", "]", "[1,]", "[,1]", "{\"a\":}", "{\"a\" 1}", "{1:2}", "{\"a\":1,}", "\"abc",
-        "\"\\x\"", "\"\\u12\"", "\"\\u12g4\"", "\"\\u0000\"", "\"\\ud800\"", "\"\\", "01", "1.", ".5", "-", "+1",
-        "1e", "1e+", "1e999", "-1e999", "tru", "nul", "falsey", "[1 2]", "{} x", "\"a\001b\"", "NaN", "Infinity",
-        "[\"a\"\"b\"]", "{\"a\":1 \"b\":2}", "123456789012345678901234567890123456789012345678901234567890123456789"};
+        "\"\\x\"", "\"\\u12\"", "\"\\ud800\"", "\"\\", ".5", "-", "+1", "1e", "1e+", "tru", "nul", "falsey",
+        "[1 2]", "{} x", "1 2", "NaN", "Infinity", "[\"a\"\"b\"]", "{\"a\":1 \"b\":2}"};
     char err[200];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
-        json_doc *doc = json_parse(bad[i], strlen(bad[i]), err, sizeof err);
-        CHECK_MSG(doc == NULL, "accepted \"%s\"", bad[i]);
+        cJSON *root = cli_json_parse(bad[i], strlen(bad[i]), err, sizeof err);
+        CHECK_MSG(root == NULL, "accepted \"%s\"", bad[i]);
         CHECK_MSG(strstr(err, "line 1, column") == err, "message \"%s\" for \"%s\"", err, bad[i]);
-        json_free(doc);
+        cJSON_Delete(root);
     }
-    /* A NUL byte inside the text is not the end of it. */
-    json_doc *doc = json_parse("[1,\0 2]", 7, err, sizeof err);
-    CHECK(doc == NULL);
-    json_free(doc);
-    /* Nesting: JSON_READ_MAX_DEPTH levels are fine, one more is refused (no stack overflow). */
+    /* Numbers that overflow a double: cJSON reads them as infinity, the checks refuse them. */
+    static const char *const huge[] = {"1e999", "-1e999", "{\"a\": [0, 1e400]}"};
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+        cJSON *root = cli_json_parse(huge[i], strlen(huge[i]), err, sizeof err);
+        CHECK_MSG(root == NULL && strstr(err, "too large"), "\"%s\": %s", huge[i], root ? "accepted" : err);
+        cJSON_Delete(root);
+    }
+    /* A NUL byte inside the text is not whitespace, nor the end of it. */
+    CHECK(cli_json_parse("[1,\0 2]", 7, err, sizeof err) == NULL && strstr(err, "line 1, column 4: a NUL byte"));
+    CHECK(cli_json_parse("\"a\0b\"", 5, err, sizeof err) == NULL);
+    /* Nesting: cJSON's limit (CJSON_NESTING_LIMIT) is fine, deeper is refused (no stack overflow). */
     static char deep[2 * 4096];
-    const int depths[] = {JSON_READ_MAX_DEPTH, JSON_READ_MAX_DEPTH + 1, 4096};
+    const int depths[] = {CJSON_NESTING_LIMIT, CJSON_NESTING_LIMIT + 1, 4096};
     for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
         size_t depth = (size_t)depths[i];
         memset(deep, '[', depth);
         memset(deep + depth, ']', depth);
-        doc = json_parse(deep, 2 * depth, err, sizeof err);
-        CHECK_MSG((doc != NULL) == (depth <= JSON_READ_MAX_DEPTH), "depth %zu: %s", depth, doc ? "ok" : err);
-        json_free(doc);
+        cJSON *root = cli_json_parse(deep, 2 * depth, err, sizeof err);
+        CHECK_MSG((root != NULL) == (depth <= CJSON_NESTING_LIMIT), "depth %zu: %s", depth, root ? "ok" : err);
+        cJSON_Delete(root);
     }
     /* Line and column in messages. */
     const char *where = "{\n  \"a\": 1,\n  \"b\": x\n}";
-    doc = json_parse(where, strlen(where), err, sizeof err);
-    CHECK_MSG(doc == NULL && strstr(err, "line 3, column 8") == err, "%s", err);
-    json_free(doc);
-    CHECK(json_parse(NULL, 0, err, sizeof err) == NULL);
-    doc = json_parse("1", 1, NULL, 0); /* err may be NULL */
-    CHECK(doc != NULL);
-    json_free(doc);
-    CHECK(json_parse("[", 1, NULL, 0) == NULL);
-    doc = json_parse("-0.5", 4, err, sizeof err);
-    CHECK(doc && json_root(doc)->number == -0.5);
-    json_free(doc);
+    CHECK(cli_json_parse(where, strlen(where), err, sizeof err) == NULL);
+    CHECK_MSG(strstr(err, "line 3, column 8") == err, "%s", err);
+    CHECK(cli_json_parse(NULL, 0, err, sizeof err) == NULL);
+    CHECK(cli_json_parse(where, (size_t)CLI_JSON_MAX_BYTES + 1, err, sizeof err) == NULL && strstr(err, "larger"));
+    CHECK(cli_json_parse("[", 1, NULL, 0) == NULL);
+    cJSON *root = cli_json_parse("-0.5", 4, NULL, 0); /* err may be NULL */
+    CHECK(cJSON_IsNumber(root) && root->valuedouble == -0.5);
+    cJSON_Delete(root);
+    /* Files: missing, empty. */
+    char path[300];
+    test_tmp_path(path, sizeof path, "empty.json");
+    FILE *f = fopen(path, "w");
+    if (f) fclose(f);
+    CHECK(cli_json_read_file(path, err, sizeof err) == NULL && strstr(err, "empty.json: empty file"));
+    remove(path);
+    CHECK(cli_json_read_file(path, err, sizeof err) == NULL && strstr(err, "cannot open"));
+}
+
+/* Numbers that are not finite are written as null; a write that fails says why. */
+static void test_json_writer(void)
+{
+    cJSON *root = cJSON_CreateObject();
+    CHECK(cli_json_add_number(root, "nan", NAN) && cli_json_add_number(root, "inf", -INFINITY));
+    CHECK(cli_json_add_number(root, "x", 0.1) && cli_json_add_number(root, "big", 12345678901.0));
+    char path[300], err[600];
+    test_tmp_path(path, sizeof path, "w.json");
+    CHECK(cli_json_write_file(root, path, err, sizeof err) == 0);
+    cJSON *back = cli_json_read_file(path, err, sizeof err);
+    CHECK_MSG(back != NULL, "%s", err);
+    CHECK(has(back, "nan", cJSON_NULL) && has(back, "inf", cJSON_NULL));
+    CHECK(num(back, "x") == 0.1 && num(back, "big") == 12345678901.0);
+    cJSON_Delete(back);
+    remove(path);
+    CHECK(cli_json_write_file(root, "/nonexistent-dir/x.json", err, sizeof err) == 1 && strstr(err, "cannot create"));
+    if (access("/dev/full", W_OK) == 0)
+        CHECK(cli_json_write_file(root, "/dev/full", err, sizeof err) == 1 && strstr(err, "No space"));
+    cJSON_Delete(root);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -400,20 +438,14 @@ static uint32_t sample_results(bench_result *out, const vkattn_peak *peak)
 }
 
 /* A string member, or "" when missing (so a broken writer fails checks instead of crashing). */
-static const char *str(const json_value *obj, const char *name)
+static const char *str(const cJSON *obj, const char *name)
 {
-    const char *s = json_get_string(obj, name);
+    const char *s = cli_json_string(obj, name);
     return s ? s : "";
 }
 
-static int has(const json_value *obj, const char *name, json_type type)
-{
-    const json_value *v = json_get(obj, name);
-    return v && v->type == type;
-}
-
 /* Every field of one bench_result in the JSON file, by name, and their values. */
-static void check_json_result(const json_value *o, const bench_result *r, uint32_t i)
+static void check_json_result(const cJSON *o, const bench_result *r, uint32_t i)
 {
     static const char *const result_numbers[] = {
         "batch", "query_len", "key_len", "embed_dim", "heads", "repeats", "dispatches", "submits",
@@ -423,43 +455,42 @@ static void check_json_result(const json_value *o, const bench_result *r, uint32
     static const char *const stage_numbers[] = {"ms_median", "ms_min", "flops", "bytes", "gflops", "gbs",
                                                 "roofline_pct"};
     for (size_t k = 0; k < sizeof result_numbers / sizeof result_numbers[0]; k++)
-        CHECK_MSG(has(o, result_numbers[k], JSON_NUMBER), "results[%u].%s", i, result_numbers[k]);
+        CHECK_MSG(has(o, result_numbers[k], cJSON_Number), "results[%u].%s", i, result_numbers[k]);
     for (size_t k = 0; k < sizeof result_strings / sizeof result_strings[0]; k++)
-        CHECK_MSG(has(o, result_strings[k], JSON_STRING), "results[%u].%s", i, result_strings[k]);
+        CHECK_MSG(has(o, result_strings[k], cJSON_String), "results[%u].%s", i, result_strings[k]);
     char key[128];
     bench_config_key(&r->config, key, sizeof key);
     CHECK(strcmp(str(o, "key"), key) == 0);
-    CHECK(json_get_number(o, "query_len", NULL) == r->config.query_len);
+    CHECK(num(o, "query_len") == r->config.query_len);
     CHECK(strcmp(str(o, "mask"), bench_mask_name(r->config.mask)) == 0);
     CHECK(strcmp(str(o, "path"), vkattn_path_name(r->config.path)) == 0);
     CHECK(strcmp(str(o, "path_ran"), vkattn_path_name(r->path_ran)) == 0);
     CHECK(strcmp(str(o, "dtype"), "f32") == 0);
-    CHECK(json_get_number(o, "workspace_bytes", NULL) == 12345678901.0);
-    CHECK(json_get_number(o, "flops", NULL) == r->flops); /* exact */
-    CHECK(json_get_number(o, "bytes", NULL) == r->bytes);
-    CHECK(json_get_number(o, "gpu_ms_median", NULL) == r->gpu.median_ms);
-    CHECK(json_get_number(o, "gpu_ms_min", NULL) == r->gpu.min_ms);
-    CHECK(json_get_number(o, "host_overhead_ms_median", NULL) == 0.5);
-    CHECK_NEAR(json_get_number(o, "gflops", NULL), r->gflops, 1e-5 * r->gflops);
-    CHECK_NEAR(json_get_number(o, "roofline_pct", NULL), r->roofline_pct, 1e-5 * r->roofline_pct);
-    const json_value *cpu = json_get(o, "cpu_ms");
-    CHECK(cpu && (r->cpu_ms < 0 ? cpu->type == JSON_NULL : cpu->type == JSON_NUMBER && cpu->number == 40.0));
-    const json_value *stages = json_get(o, "stages");
+    CHECK(num(o, "workspace_bytes") == 12345678901.0);
+    CHECK(num(o, "flops") == r->flops); /* exact */
+    CHECK(num(o, "bytes") == r->bytes);
+    CHECK(num(o, "gpu_ms_median") == r->gpu.median_ms);
+    CHECK(num(o, "gpu_ms_min") == r->gpu.min_ms);
+    CHECK(num(o, "host_overhead_ms_median") == 0.5);
+    CHECK_NEAR(num(o, "gflops"), r->gflops, 1e-5 * r->gflops);
+    CHECK_NEAR(num(o, "roofline_pct"), r->roofline_pct, 1e-5 * r->roofline_pct);
+    CHECK(r->cpu_ms < 0 ? has(o, "cpu_ms", cJSON_NULL) : has(o, "cpu_ms", cJSON_Number) && num(o, "cpu_ms") == 40.0);
+    const cJSON *stages = cJSON_GetObjectItemCaseSensitive(o, "stages"), *st;
     uint32_t present = 0;
     for (int s = 0; s < VKATTN_STAGE_COUNT; s++) present += (uint32_t)r->stages[s].present;
-    CHECK(stages && stages->type == JSON_ARRAY && stages->count == present);
-    for (const json_value *st = stages ? stages->child : NULL; st; st = st->next) {
-        CHECK(has(st, "stage", JSON_STRING));
+    CHECK(cJSON_IsArray(stages) && cJSON_GetArraySize(stages) == (int)present);
+    cJSON_ArrayForEach(st, stages) {
+        CHECK(has(st, "stage", cJSON_String));
         for (size_t k = 0; k < sizeof stage_numbers / sizeof stage_numbers[0]; k++)
-            CHECK_MSG(has(st, stage_numbers[k], JSON_NUMBER), "results[%u].stages.%s", i, stage_numbers[k]);
+            CHECK_MSG(has(st, stage_numbers[k], cJSON_Number), "results[%u].stages.%s", i, stage_numbers[k]);
         int found = 0;
         for (int s = 0; s < VKATTN_STAGE_COUNT; s++) {
             if (!r->stages[s].present || strcmp(str(st, "stage"), vkattn_stage_name(s))) continue;
             found = 1;
-            CHECK(json_get_number(st, "flops", NULL) == r->stages[s].flops);
-            CHECK(json_get_number(st, "bytes", NULL) == r->stages[s].bytes);
+            CHECK(num(st, "flops") == r->stages[s].flops);
+            CHECK(num(st, "bytes") == r->stages[s].bytes);
             double ms = r->stages[s].time.median_ms; /* 9 significant digits */
-            CHECK_NEAR(json_get_number(st, "ms_median", NULL), ms, 1e-8 * ms);
+            CHECK_NEAR(num(st, "ms_median"), ms, 1e-8 * ms);
         }
         CHECK(found);
     }
@@ -470,47 +501,51 @@ static void test_json_file_fields(void)
     bench_run_info info = make_info("Test GPU & Co, rev. 2");
     bench_result r[3];
     uint32_t n = sample_results(r, &info.peak);
-    char path[128], err[600];
-    tmp_path(path, sizeof path, "results.json");
+    char path[300], err[600];
+    test_tmp_path(path, sizeof path, "results.json");
     CHECK(bench_write_json(path, &info, r, n) == 0);
-    json_doc *doc = json_read_file(path, err, sizeof err);
-    CHECK_MSG(doc != NULL, "%s", err);
-    if (!doc) return;
-    const json_value *root = json_root(doc), *dev = json_get(root, "device"), *peak = json_get(root, "peak");
-    CHECK(has(root, "vkattn_version", JSON_STRING) &&
+    cJSON *root = cli_json_read_file(path, err, sizeof err);
+    CHECK_MSG(root != NULL, "%s", err);
+    if (!root) return;
+    const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device");
+    const cJSON *peak = cJSON_GetObjectItemCaseSensitive(root, "peak");
+    CHECK(has(root, "vkattn_version", cJSON_String) &&
           strcmp(str(root, "vkattn_version"), vkattn_version_string()) == 0);
     /* bench_run_info: device, peak, min_time_s, preset */
     static const char *const device_strings[] = {"name", "driver_name", "driver_info", "api_version", "type",
                                                  "kernel_profile"};
     for (size_t i = 0; i < sizeof device_strings / sizeof device_strings[0]; i++)
-        CHECK_MSG(has(dev, device_strings[i], JSON_STRING), "device.%s", device_strings[i]);
-    CHECK(has(dev, "index", JSON_NUMBER) && json_get_number(dev, "index", NULL) == 1);
+        CHECK_MSG(has(dev, device_strings[i], cJSON_String), "device.%s", device_strings[i]);
+    CHECK(has(dev, "index", cJSON_Number) && num(dev, "index") == 1);
     CHECK(strcmp(str(dev, "name"), "Test GPU & Co, rev. 2") == 0);
     CHECK(strcmp(str(dev, "driver_info"), "Mesa \"23.0\"\\dev") == 0); /* quote and backslash escaped */
     CHECK(strcmp(str(dev, "api_version"), "1.3.230") == 0);
     CHECK(strcmp(str(dev, "type"), "discrete_gpu") == 0);
-    CHECK(json_get_number(peak, "fp32_gflops", NULL) == 1000);
-    CHECK(json_get_number(peak, "fp16_gflops", NULL) == 2000);
-    CHECK(json_get_number(peak, "bandwidth_gbs", NULL) == 100);
-    CHECK(has(root, "min_time_s", JSON_NUMBER) && json_get_number(root, "min_time_s", NULL) == 0.25);
+    CHECK(num(peak, "fp32_gflops") == 1000);
+    CHECK(num(peak, "fp16_gflops") == 2000);
+    CHECK(num(peak, "bandwidth_gbs") == 100);
+    CHECK(has(root, "min_time_s", cJSON_Number) && num(root, "min_time_s") == 0.25);
     CHECK(strcmp(str(root, "preset"), "quick") == 0);
 
     /* bench_result: every field, by name */
-    const json_value *results = json_get(root, "results");
-    CHECK(results && results->type == JSON_ARRAY && results->count == n);
+    const cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results"), *o;
+    CHECK(cJSON_IsArray(results) && cJSON_GetArraySize(results) == (int)n);
     uint32_t i = 0;
-    for (const json_value *o = results ? results->child : NULL; o && i < n; o = o->next, i++)
-        check_json_result(o, &r[i], i);
-    json_free(doc);
+    cJSON_ArrayForEach(o, results) {
+        if (i < n) check_json_result(o, &r[i], i);
+        i++;
+    }
+    cJSON_Delete(root);
 
     /* preset NULL is written as null; an empty result list is still a valid file */
     info.preset = NULL;
     CHECK(bench_write_json(path, &info, r, 0) == 0);
-    doc = json_read_file(path, err, sizeof err);
-    CHECK_MSG(doc != NULL, "%s", err);
-    CHECK(doc && has(json_root(doc), "preset", JSON_NULL));
-    CHECK(doc && json_get(json_root(doc), "results")->count == 0);
-    json_free(doc);
+    root = cli_json_read_file(path, err, sizeof err);
+    CHECK_MSG(root != NULL, "%s", err);
+    CHECK(has(root, "preset", cJSON_NULL));
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "results")) == 0 &&
+          has(root, "results", cJSON_Array));
+    cJSON_Delete(root);
     CHECK(bench_write_json("/nonexistent-dir/x.json", &info, r, n) != 0);
     remove(path);
 }
@@ -520,8 +555,8 @@ static void test_csv_rows(void)
     bench_run_info info = make_info("Test GPU & Co, rev. 2");
     bench_result r[3];
     uint32_t n = sample_results(r, &info.peak);
-    char path[128];
-    tmp_path(path, sizeof path, "results.csv");
+    char path[300];
+    test_tmp_path(path, sizeof path, "results.csv");
     CHECK(bench_write_csv(path, &info, r, n) == 0);
     char *text = slurp(path, NULL);
     CHECK(text != NULL);
@@ -555,49 +590,54 @@ static void test_csv_rows(void)
     remove(path);
 }
 
-static void test_plot_svg(void)
+/* The chart's content: series, labels, ticks and notes, before anything is drawn. */
+static void test_plot_content(void)
 {
     bench_run_info info = make_info("Test GPU & Co, rev. 2");
     bench_result r[3];
     uint32_t n = sample_results(r, &info.peak);
-    /* Only .svg names are accepted (vkattn bench checks before its sweep). */
-    CHECK(bench_plot_path_ok("a.svg") && bench_plot_path_ok("dir/A.SVG"));
-    CHECK(!bench_plot_path_ok("a.png") && !bench_plot_path_ok("svg") && !bench_plot_path_ok(".svg") &&
-          !bench_plot_path_ok("a.svgz"));
-    char path[128];
-    tmp_path(path, sizeof path, "chart.svg");
-    CHECK(bench_write_plot(path, &info, r, n) == 0);
-    char *svg = slurp(path, NULL);
-    CHECK(svg != NULL);
-    if (!svg) return;
-    CHECK(strncmp(svg, "<svg", 4) == 0);
-    CHECK(strstr(svg, "Test GPU &amp; Co, rev. 2") != NULL); /* the device, XML-escaped */
-    CHECK(strstr(svg, "TestDriver") != NULL);
-    CHECK(strstr(svg, "<polyline") != NULL);
-    CHECK(strstr(svg, "unfused total") != NULL && strstr(svg, "fused fused") != NULL);
-    CHECK(strstr(svg, "unfused qkv_projection") != NULL);
-    CHECK(strstr(svg, "softmax") == NULL); /* no FLOPs, no GFLOP/s */
-    CHECK(strstr(svg, "and per mask") != NULL);   /* the masks differ: series are split by them */
-    CHECK(strstr(svg, ">64<") != NULL && strstr(svg, ">256<") != NULL); /* x ticks at the L present */
-    CHECK(strstr(svg, "</svg>") != NULL);
+    /* .png and .svg names are accepted (vkattn bench checks before its sweep), nothing else. */
+    CHECK(bench_plot_path_ok("a.svg") && bench_plot_path_ok("dir/A.SVG") && bench_plot_path_ok("a.png") &&
+          bench_plot_path_ok("B.PnG"));
+    CHECK(!bench_plot_path_ok("a.gif") && !bench_plot_path_ok("svg") && !bench_plot_path_ok(".svg") &&
+          !bench_plot_path_ok("a.svgz") && !bench_plot_path_ok("a.png.txt"));
+    bench_plot p;
+    CHECK(bench_plot_build(&info, r, n, &p) == 0);
+    CHECK(strstr(p.title, "Test GPU & Co, rev. 2") && strstr(p.device, "TestDriver") && p.cpu_note[0] == '\0');
+    CHECK(p.width == BENCH_PLOT_WIDTH && p.height >= BENCH_PLOT_MIN_HEIGHT);
+    CHECK(strcmp(p.legend[1], "and per mask") == 0); /* the masks differ: series are split by them */
+    const char *wanted[] = {"unfused total none", "unfused qkv_projection none", "unfused total causal",
+                            "fused total none", "fused fused none"};
+    for (size_t w = 0; w < sizeof wanted / sizeof wanted[0]; w++) {
+        int found = 0;
+        for (uint32_t k = 0; k < p.ns; k++) found += strcmp(p.series[k].label, wanted[w]) == 0;
+        CHECK_MSG(found == 1, "series \"%s\" found %d times", wanted[w], found);
+    }
+    for (uint32_t k = 0; k < p.ns; k++) CHECK(!strstr(p.series[k].label, "softmax")); /* no FLOPs, no GFLOP/s */
+    CHECK(p.ns >= 2 && !same_rgb(p.series[0].color, p.series[1].color) && !p.series[0].dashed);
+    /* Points: sorted by L within a series, inside the plot area. */
+    for (uint32_t k = 0; k < p.ns; k++)
+        for (uint32_t i = p.series[k].first; i < p.series[k].first + p.series[k].n; i++) {
+            const plot_point *pt = &p.points[i];
+            double x = bench_plot_x(&p, pt->l), y = bench_plot_y(&p, pt->gflops);
+            CHECK(pt->series == k && (i == p.series[k].first || pt->l > p.points[i - 1].l));
+            CHECK(x > p.left && x < p.right && y > p.top && y <= p.bottom);
+        }
+    CHECK(p.nticks == 2 && p.ticks[0].l == 64 && p.ticks[1].l == 256 && p.ticks[0].labelled && p.ticks[1].labelled);
+    CHECK(strstr(p.xlabel, "sequence length L") != NULL);
     /* The sample's peak (1000 GFLOP/s) is far above tiny shapes' figures: named, not drawn. */
-    CHECK(strstr(svg, "off the scale") != NULL && strstr(svg, "stroke-dasharray=\"6,4\"") == NULL);
-    free(svg);
+    CHECK(!p.peak_drawn && strstr(p.note, "off the scale") != NULL);
+    bench_plot_free(&p);
 
-    /* A peak within 20x of the data is drawn as a dashed line. */
+    /* A peak within 20x of the data is drawn as a dashed line; a CPU device says so. */
     info.peak.fp32_gflops = 2.0 * r[0].gflops;
-    CHECK(bench_write_plot(path, &info, r, n) == 0);
-    svg = slurp(path, NULL);
-    CHECK(svg && strstr(svg, "stroke-dasharray=\"6,4\"") != NULL && strstr(svg, "off the scale") == NULL);
-    free(svg);
-
-    /* A CPU device says so. */
     info.device.type = VKATTN_DEVICE_CPU;
-    CHECK(bench_write_plot(path, &info, r, 1) == 0);
-    svg = slurp(path, NULL);
-    CHECK(svg && strstr(svg, "not GPU figures") != NULL);
-    free(svg);
-    CHECK(bench_write_plot(path, &info, r, 0) == 0); /* nothing to plot is not an error */
+    CHECK(bench_plot_build(&info, r, n, &p) == 0);
+    CHECK(p.peak_drawn && strstr(p.note, "dashed: measured fp32 peak") && !strstr(p.note, "off the scale"));
+    CHECK(p.ytop >= p.peak && strstr(p.cpu_note, "not GPU figures") != NULL);
+    bench_plot_free(&p);
+    CHECK(bench_plot_build(&info, r, 0, &p) == 0 && p.ns == 0 && p.np == 0); /* nothing to plot */
+    bench_plot_free(&p);
 
     /* E and S vary: series split by them and labelled; x is the query length. */
     bench_result g[4] = {make_result(1, 64, 128, 32, 4, VKATTN_PATH_UNFUSED, 1, -1),
@@ -605,22 +645,138 @@ static void test_plot_svg(void)
                          make_result(1, 64, 128, 64, 4, VKATTN_PATH_UNFUSED, 3, -1),
                          make_result(1, 128, 128, 64, 4, VKATTN_PATH_UNFUSED, 4, -1)};
     for (int i = 0; i < 4; i++) bench_derive(&g[i], &info.peak);
-    CHECK(bench_write_plot(path, &info, g, 4) == 0);
+    CHECK(bench_plot_build(&info, g, 4, &p) == 0);
+    CHECK(strcmp(p.legend[1], "and per E, S") == 0 && strstr(p.xlabel, "query length L"));
+    CHECK(strcmp(p.series[0].label, "unfused total E=32 S=128") == 0);
+    int e64 = 0;
+    for (uint32_t k = 0; k < p.ns; k++) e64 += strcmp(p.series[k].label, "unfused total E=64 S=128") == 0;
+    CHECK(e64 == 1);
+    /* one series per (total + 4 stages with FLOPs) x 2 values of E, two points each */
+    CHECK_MSG(p.ns == 10 && p.np == 20, "%u series, %u points", p.ns, p.np);
+    bench_plot_free(&p);
+}
+
+/* A light well-formedness check of XML: every element closed, in order (entities are not checked). */
+static int xml_balanced(const char *xml)
+{
+    const char *open[64];
+    size_t len[64], depth = 0;
+    for (const char *p = strchr(xml, '<'); p; p = strchr(p + 1, '<')) {
+        const char *end = strchr(p, '>');
+        if (!end) return 0;
+        if (p[1] == '?' || p[1] == '!') continue;
+        if (p[1] == '/') {
+            size_t n = strcspn(p + 2, " >");
+            if (!depth || len[depth - 1] != n || strncmp(open[depth - 1], p + 2, n) != 0) return 0;
+            depth--;
+        } else if (end[-1] != '/') {
+            if (depth == 64) return 0;
+            open[depth] = p + 1, len[depth++] = strcspn(p + 1, " >\n");
+        }
+    }
+    return depth == 0;
+}
+
+/* The pixel at (x, y) of a cairo RGB24 image; black outside it. */
+static rgb_color image_pixel(cairo_surface_t *img, double fx, double fy)
+{
+    rgb_color c = {0, 0, 0};
+    int64_t x = (int64_t)floor(fx), y = (int64_t)floor(fy);
+    if (cairo_surface_status(img) != CAIRO_STATUS_SUCCESS || x < 0 || y < 0 ||
+        x >= cairo_image_surface_get_width(img) || y >= cairo_image_surface_get_height(img))
+        return c;
+    uint32_t v = ((const uint32_t *)(cairo_image_surface_get_data(img) + y * cairo_image_surface_get_stride(img)))[x];
+    c.r = (uint8_t)(v >> 16), c.g = (uint8_t)(v >> 8), c.b = (uint8_t)v;
+    return c;
+}
+
+/* --plot x.png: an 8-bit RGB PNG of the chart's size, read back through cairo, with each series'
+ * colour on its legend marker and the last series' colour on its points. */
+static void test_plot_png(void)
+{
+    bench_run_info info = make_info("Test GPU & Co, rev. 2");
+    bench_result r[3];
+    uint32_t n = sample_results(r, &info.peak);
+    info.peak.fp32_gflops = 2.0 * r[0].gflops; /* drawn: a dashed line */
+    bench_plot p;
+    CHECK(bench_plot_build(&info, r, n, &p) == 0);
+    char path[300];
+    test_tmp_path(path, sizeof path, "chart.png");
+    CHECK(bench_write_plot(path, &info, r, n) == 0);
+    unsigned char head[26] = {0};
+    FILE *f = fopen(path, "rb");
+    CHECK(f && fread(head, 1, sizeof head, f) == sizeof head && memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0);
+    if (f) fclose(f);
+    CHECK(head[24] == 8 && head[25] == 2); /* 8-bit RGB */
+    cairo_surface_t *img = cairo_image_surface_create_from_png(path);
+    CHECK(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
+    cairo_surface_flush(img);
+    const int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
+    CHECK_MSG(w == (int)p.width && h == (int)p.height, "%d x %d, expected %u x %u", w, h, p.width, p.height);
+    CHECK(same_rgb(image_pixel(img, 3, 3), (rgb_color){255, 255, 255}));
+    for (uint32_t k = 0; k < p.ns; k++) {
+        double x, y;
+        bench_plot_legend_at(&p, k, &x, &y);
+        CHECK_MSG(same_rgb(image_pixel(img, x, y), p.series[k].color), "legend marker of series %u", k);
+    }
+    const plot_series *last = &p.series[p.ns - 1];
+    for (uint32_t i = last->first; i < last->first + last->n; i++)
+        CHECK(same_rgb(image_pixel(img, bench_plot_x(&p, p.points[i].l), bench_plot_y(&p, p.points[i].gflops)),
+                       last->color));
+    /* The peak line: dashes 6 on, 4 off, from the left edge. */
+    double y = bench_plot_y(&p, p.peak);
+    rgb_color on = image_pixel(img, p.left + 2, y), off = image_pixel(img, p.left + 8, y);
+    CHECK_MSG(on.r < 64 && off.r > 128, "peak line: %u at a dash, %u in a gap", on.r, off.r);
+    cairo_surface_destroy(img);
+    bench_plot_free(&p);
+    remove(path);
+}
+
+/* --plot x.svg: a well-formed SVG document of the chart's size, with the series' lines and text
+ * (as glyph outlines: cairo writes no <text>); other names and bad directories are refused. */
+static void test_plot_svg(void)
+{
+    bench_run_info info = make_info("Test GPU & Co, rev. 2");
+    bench_result r[3];
+    uint32_t n = sample_results(r, &info.peak);
+    bench_plot p;
+    CHECK(bench_plot_build(&info, r, n, &p) == 0);
+    char path[300], size[64];
+    test_tmp_path(path, sizeof path, "chart.svg");
+    CHECK(bench_write_plot(path, &info, r, n) == 0);
+    char *svg = slurp(path, NULL);
+    CHECK(svg != NULL);
+    if (svg) {
+        snprintf(size, sizeof size, "width=\"%upx\" height=\"%upx\"", p.width, p.height);
+        CHECK(strncmp(svg, "<?xml", 5) == 0 && strstr(svg, "<svg") && strstr(svg, size));
+        CHECK(xml_balanced(svg));
+        CHECK(strstr(svg, "</svg>") != NULL && strstr(svg, "<use xlink:href=\"#glyph") != NULL);
+        /* Each total has a thick legend sample, and a thick line when it has two points or more. */
+        int expected = 0, lines = 0;
+        for (uint32_t k = 0; k < p.ns; k++) expected += p.series[k].stage < 0 ? 1 + (p.series[k].n > 1) : 0;
+        for (const char *q = svg; (q = strstr(q, "fill:none;stroke-width:2.5")); q++) lines++;
+        CHECK_MSG(lines == expected && expected >= 3, "%d thick lines, expected %d", lines, expected);
+        CHECK(strstr(svg, "stroke-dasharray:6,4") == NULL); /* the peak is off the scale */
+        /* Colours repeat after 12 series, and the repeats are dashed. */
+        CHECK(p.ns > 12 && p.series[12].dashed && same_rgb(p.series[12].color, p.series[0].color));
+        CHECK(strstr(svg, "stroke-dasharray:5,3") != NULL);
+    }
+    free(svg);
+    info.peak.fp32_gflops = 2.0 * r[0].gflops;
+    CHECK(bench_write_plot(path, &info, r, n) == 0);
     svg = slurp(path, NULL);
-    CHECK(svg && strstr(svg, "and per E, S") && strstr(svg, "unfused total E=32 S=128") &&
-          strstr(svg, "unfused total E=64 S=128") && strstr(svg, "query length L"));
-    /* one polyline per series: (total + 4 stages with FLOPs) x 2 values of E */
-    int polylines = 0;
-    for (const char *p = svg; p && (p = strstr(p, "<polyline")); p++) polylines++;
-    CHECK_MSG(polylines == 10, "%d polylines", polylines);
+    CHECK(svg && strstr(svg, "stroke-dasharray:6,4") != NULL && xml_balanced(svg));
     free(svg);
     remove(path);
+    bench_plot_free(&p);
 
-    tmp_path(path, sizeof path, "chart.png");
+    test_tmp_path(path, sizeof path, "chart.gif");
     CHECK(bench_write_plot(path, &info, r, n) != 0);
     FILE *f = fopen(path, "r");
     CHECK(f == NULL); /* nothing written */
     if (f) fclose(f);
+    CHECK(bench_write_plot("/nonexistent-dir/chart.svg", &info, r, n) != 0);
+    CHECK(bench_write_plot("/nonexistent-dir/chart.png", &info, r, n) != 0);
 }
 
 static void test_table(void)
@@ -663,20 +819,17 @@ static int scan_row(const char *text, const char *after, const char *label, doub
     return 0;
 }
 
-/* Runs bench_compare into a buffer (caller frees); its error messages go to /dev/null so that the
- * many malformed files below do not flood the log. */
+/* Runs bench_compare into a buffer (caller frees); its error messages are captured and dropped so
+ * that the many malformed files below do not flood the log. */
 static char *run_compare(const char *old_path, const char *new_path, int *rc)
 {
+    static char dropped[1 << 12];
     FILE *f = tmpfile();
     if (!f) return NULL;
-    fflush(stderr);
-    int saved = dup(STDERR_FILENO);
-    FILE *null = fopen("/dev/null", "w");
-    if (saved >= 0 && null) dup2(fileno(null), STDERR_FILENO);
+    test_capture c;
+    test_capture_begin(&c, 1);
     *rc = bench_compare(f, old_path, new_path);
-    fflush(stderr);
-    if (saved >= 0) dup2(saved, STDERR_FILENO), close(saved);
-    if (null) fclose(null);
+    test_capture_end(&c, dropped, sizeof dropped);
     char *text = drain(f);
     fclose(f);
     return text;
@@ -710,15 +863,15 @@ static void write_compare_files(const char *old_path, const char *new_path, cons
 
 static void test_compare_ratios(void)
 {
-    char old_path[128], new_path[128];
-    tmp_path(old_path, sizeof old_path, "old.json");
-    tmp_path(new_path, sizeof new_path, "new.json");
+    char old_path[300], new_path[300];
+    test_tmp_path(old_path, sizeof old_path, "old.json");
+    test_tmp_path(new_path, sizeof new_path, "new.json");
     write_compare_files(old_path, new_path, "Test GPU", "gpu");
     int rc = -1;
     char *text = run_compare(old_path, new_path, &rc);
     CHECK(rc == 0 && text != NULL);
     if (!text) return;
-    double a, b, ratio;
+    double a = 0, b = 0, ratio = 0;
     CHECK(scan_row(text, NULL, "B1_L64_S64_E32_H4_none_unfused_f32", &a, &b, &ratio));
     CHECK(a == 10 && b == 5);
     CHECK_NEAR(ratio, 2, 1e-3);
@@ -750,15 +903,15 @@ static void test_compare_ratios(void)
 /* Same device, other kernel profile: a note, no warning, ratios as usual. */
 static void test_compare_profile_mismatch(void)
 {
-    char old_path[128], new_path[128];
-    tmp_path(old_path, sizeof old_path, "old.json");
-    tmp_path(new_path, sizeof new_path, "new.json");
+    char old_path[300], new_path[300];
+    test_tmp_path(old_path, sizeof old_path, "old.json");
+    test_tmp_path(new_path, sizeof new_path, "new.json");
     write_compare_files(old_path, new_path, "Test GPU", "lavapipe");
     int rc = -1;
     char *text = run_compare(old_path, new_path, &rc);
     CHECK(rc == 0);
     CHECK(text && strstr(text, "note: different kernel profiles (gpu and lavapipe)") && !strstr(text, "WARNING"));
-    double a, b, ratio;
+    double a = 0, b = 0, ratio = 0;
     CHECK(text && scan_row(text, NULL, "B1_L64_S64_E32_H4_none_unfused_f32", &a, &b, &ratio));
     CHECK_NEAR(ratio, 2, 1e-3);
     free(text);
@@ -767,9 +920,9 @@ static void test_compare_profile_mismatch(void)
 
 static void test_compare_device_mismatch(void)
 {
-    char old_path[128], new_path[128];
-    tmp_path(old_path, sizeof old_path, "old.json");
-    tmp_path(new_path, sizeof new_path, "new.json");
+    char old_path[300], new_path[300];
+    test_tmp_path(old_path, sizeof old_path, "old.json");
+    test_tmp_path(new_path, sizeof new_path, "new.json");
     write_compare_files(old_path, new_path, "llvmpipe (LLVM 15.0.6, 256 bits)", "gpu");
     int rc = -1;
     char *text = run_compare(old_path, new_path, &rc);
@@ -791,10 +944,10 @@ static void write_text(const char *path, const char *text, size_t size)
 
 static void test_compare_bad_files(void)
 {
-    char good[128], broken[128], missing[128];
-    tmp_path(good, sizeof good, "good.json");
-    tmp_path(broken, sizeof broken, "broken.json");
-    tmp_path(missing, sizeof missing, "missing.json");
+    char good[300], broken[300], missing[300];
+    test_tmp_path(good, sizeof good, "good.json");
+    test_tmp_path(broken, sizeof broken, "broken.json");
+    test_tmp_path(missing, sizeof missing, "missing.json");
     write_compare_files(good, broken, "Test GPU", "gpu");
     size_t size = 0;
     char *text = slurp(good, &size);
@@ -854,13 +1007,7 @@ static void test_compare_bad_files(void)
 
 int main(void)
 {
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/vkattn_bench_test_XXXXXX");
-    const char *env = getenv("TMPDIR");
-    if (env && strlen(env) + 30 < sizeof tmp_dir) snprintf(tmp_dir, sizeof tmp_dir, "%s/vkattn_bench_XXXXXX", env);
-    if (!mkdtemp(tmp_dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmp_make("bench")) return 1;
     RUN_TEST(test_names_and_keys);
     RUN_TEST(test_cost_cross_attention_unfused);
     RUN_TEST(test_cost_self_attention_fused_f16);
@@ -872,12 +1019,19 @@ int main(void)
     RUN_TEST(test_json_reader_hostile);
     RUN_TEST(test_json_file_fields);
     RUN_TEST(test_csv_rows);
+    RUN_TEST(test_json_writer);
+    RUN_TEST(test_plot_content);
+    RUN_TEST(test_plot_png);
     RUN_TEST(test_plot_svg);
     RUN_TEST(test_table);
     RUN_TEST(test_compare_ratios);
     RUN_TEST(test_compare_device_mismatch);
     RUN_TEST(test_compare_profile_mismatch);
     RUN_TEST(test_compare_bad_files);
-    rmdir(tmp_dir);
+    test_tmp_remove();
+    /* cairo's font caches and fontconfig's configuration live until exit: released here, or
+     * LeakSanitizer reports them. */
+    cairo_debug_reset_static_data();
+    FcFini();
     return test_finish();
 }

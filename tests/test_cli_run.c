@@ -11,46 +11,25 @@
  * must hold no validation message.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <fcntl.h>
 #include <stdint.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "gpu_test.h" /* gpu_test_pin_drivers, for LeakSanitizer */
+#include "test_tmp.h"
 
 #include "cli.h"
 
-static char tmp_dir[64];
 static const char *fixtures;
 static char captured[1 << 16]; /* the last command's stdout and stderr */
 
-static void tmp_path(char *buf, size_t size, const char *name)
-{
-    snprintf(buf, size, "%s/%s", tmp_dir, name);
-}
-
-/* Runs `fn` with stdout and stderr going to a file, then reads that file into `captured` and
- * echoes it (so the ctest log shows every command's output). */
+/* Runs `fn` with stdout and stderr captured into `captured`, then echoes them (so the ctest log
+ * shows every command's output). */
 static int capture(int (*fn)(int, char **), int argc, char **argv)
 {
-    char path[128];
-    tmp_path(path, sizeof path, "captured.txt");
-    fflush(stdout), fflush(stderr);
-    int saved_out = dup(1), saved_err = dup(2);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || saved_out < 0 || saved_err < 0) {
-        perror("capture");
-        exit(1);
-    }
-    dup2(fd, 1), dup2(fd, 2), close(fd);
+    test_capture c;
+    test_capture_begin(&c, 1);
     int rc = fn(argc, argv);
-    fflush(stdout), fflush(stderr);
-    dup2(saved_out, 1), dup2(saved_err, 2), close(saved_out), close(saved_err);
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(captured, 1, sizeof captured - 1, f) : 0;
-    if (f) fclose(f);
-    captured[n] = '\0';
-    remove(path);
+    test_capture_end(&c, captured, sizeof captured);
     fputs(captured, stdout);
     printf("  -> exit %d\n", rc);
     CHECK_MSG(strstr(captured, "vkattn: validation ") == NULL, "a validation message (above)");
@@ -149,19 +128,10 @@ static void test_tolerance(void)
     const uint32_t dims[3] = {2, 4, 8};
     cli_tolerance t = cli_tolerance_for(VKATTN_DTYPE_F32);
     got[8 * 4 + 2 * 8 + 5] += 0.5f; /* (1, 2, 5) */
-    char path[128];
-    tmp_path(path, sizeof path, "report.txt");
-    fflush(stdout);
-    int saved = dup(1), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(fd, 1), close(fd);
+    test_capture c;
+    test_capture_begin(&c, 0);
     int ok = cli_check_report("output", got, want, 3, dims, &t);
-    fflush(stdout);
-    dup2(saved, 1), close(saved);
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(captured, 1, sizeof captured - 1, f) : 0;
-    if (f) fclose(f);
-    captured[n] = '\0';
-    remove(path);
+    test_capture_end(&c, captured, sizeof captured);
     fputs(captured, stdout);
     CHECK(!ok);
     CHECK_SAID("max-abs 0.5 at (1, 2, 5)");
@@ -300,7 +270,7 @@ static int device_has_fp16_storage(void)
 static void test_run_check(const fixture *fx, int fp16)
 {
     char out[128], weights[128];
-    tmp_path(out, sizeof out, "out.npy"), tmp_path(weights, sizeof weights, "weights.npy");
+    test_tmp_path(out, sizeof out, "out.npy"), test_tmp_path(weights, sizeof weights, "weights.npy");
     CHECK(RUN(fx->weights, fx->query, out, "--check") == CLI_EXIT_OK);
     CHECK_SAID("tolerance for f32 storage");
     CHECK_SAID("check: OK");
@@ -332,7 +302,7 @@ static void test_run_check(const fixture *fx, int fp16)
 static void test_run_fp16_overflow(const fixture *fx)
 {
     char query[128], out[128];
-    tmp_path(query, sizeof query, "big_query.npy"), tmp_path(out, sizeof out, "out.npy");
+    test_tmp_path(query, sizeof query, "big_query.npy"), test_tmp_path(out, sizeof out, "out.npy");
     write_query(fx, query, 1e6f, -1, 0, 0);
     CHECK(RUN(fx->weights, query, out, "--dtype", "f16", "--check") == CLI_EXIT_MISMATCH);
     CHECK_SAID("tolerance for f16 storage");
@@ -356,7 +326,7 @@ static void test_run_fp16_overflow(const fixture *fx)
 static void test_run_nan_query(const fixture *fx)
 {
     char query[128], out[128];
-    tmp_path(query, sizeof query, "nan_query.npy"), tmp_path(out, sizeof out, "out.npy");
+    test_tmp_path(query, sizeof query, "nan_query.npy"), test_tmp_path(out, sizeof out, "out.npy");
     write_query(fx, query, 1, (1 * 5 + 2) * 16 + 3, NAN, 0); /* (1, 2, 3) */
     CHECK(RUN(fx->weights, query, out, "--check-finite") == CLI_EXIT_NON_FINITE);
     CHECK_SAID("check-finite: query (2, 5, 16): 1 NaN, first at (1, 2, 3)\n");
@@ -381,7 +351,7 @@ static void test_run_nan_query(const fixture *fx)
 static void test_run_bad_weights(const fixture *fx, int fp16)
 {
     char weights[128], out[128];
-    tmp_path(weights, sizeof weights, "big.safetensors"), tmp_path(out, sizeof out, "out.npy");
+    test_tmp_path(weights, sizeof weights, "big.safetensors"), test_tmp_path(out, sizeof out, "out.npy");
     write_weights(fx, weights, 5, 3, 70000.0f, -1, 0);
     int rc = RUN(weights, fx->query, out, "--dtype", "f16", "--check-finite");
     CHECK_SAID("check-finite: in_proj_weight (48, 16): 1 value overflows fp16 storage to inf (|x| >= 65520), first at "
@@ -422,13 +392,7 @@ int main(int argc, char **argv)
     }
     fixtures = argv[1];
     gpu_test_pin_drivers();
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/vkattn_cli_run_XXXXXX");
-    const char *env = getenv("TMPDIR");
-    if (env && strlen(env) + 30 < sizeof tmp_dir) snprintf(tmp_dir, sizeof tmp_dir, "%s/vkattn_cli_run_XXXXXX", env);
-    if (!mkdtemp(tmp_dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmp_make("cli_run")) return 1;
     RUN_TEST(test_tolerance);
     RUN_TEST(test_formatting);
     RUN_TEST(test_storage_names);
@@ -444,6 +408,6 @@ int main(int argc, char **argv)
         RUN_TEST_WITH(test_demo, fp16);
     }
     fixture_close(&fx);
-    rmdir(tmp_dir);
+    test_tmp_remove();
     return test_finish();
 }

@@ -1,26 +1,21 @@
-/* vkattn heatmap without a GPU: the bitmap font, the RGB image and its PNG round trip through
- * libpng (errors included), the heatmap renderer on a known pattern checked pixel by pixel after
- * reading the PNG back, downsampling, the command's errors, and (given the PyTorch fixture directory
- * as argv[1]) the masks a forward knows against PyTorch's zero weights, on the CPU path. */
+/* vkattn heatmap without a GPU: the drawing layer (text cleaning, PNG and SVG files through cairo,
+ * write errors included, anti-aliased text), the heatmap renderer on a known pattern checked pixel by
+ * pixel after reading the PNG back through cairo, where the text lands, downsampling, the
+ * command's errors, and (given the PyTorch fixture directory as argv[1]) the masks a forward knows
+ * against PyTorch's zero weights, on the CPU path. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <sys/stat.h>
+#include <fontconfig/fontconfig.h>
 #include <unistd.h>
 
+#include "test_tmp.h"
 #include "test_util.h"
 
-#include "bitmap_font.h"
+#include "canvas.h"
 #include "cli.h"
 #include "forward_inputs.h"
 #include "heatmap.h"
-#include "png_image.h"
-
-static char tmp_dir[64];
-
-static void tmp_path(char *buf, size_t size, const char *name)
-{
-    snprintf(buf, size, "%s/%s", tmp_dir, name);
-}
 
 static int same_color(rgb_color a, rgb_color b)
 {
@@ -32,23 +27,84 @@ static int is_mask_color(rgb_color c)
     return same_color(c, HEATMAP_MASK_LIGHT) || same_color(c, HEATMAP_MASK_DARK);
 }
 
-/* Ink pixels of `text` as the font draws it. */
-static int glyph_ink(const char *text)
+/* The pixel at (x, y) of a cairo RGB24 or ARGB32 image; black outside it (or without one). */
+static rgb_color pixel(cairo_surface_t *img, int64_t x, int64_t y)
 {
-    int ink = 0;
-    char c;
-    while ((c = bitmap_font_next(&text)))
-        for (int y = 0; y < BITMAP_FONT_HEIGHT; y++)
-            for (int x = 0; x < BITMAP_FONT_GLYPH_WIDTH; x++) ink += bitmap_font_pixel(c, x, y);
-    return ink;
+    rgb_color c = {0, 0, 0};
+    if (!img || cairo_surface_status(img) != CAIRO_STATUS_SUCCESS || x < 0 || y < 0 ||
+        x >= cairo_image_surface_get_width(img) || y >= cairo_image_surface_get_height(img))
+        return c;
+    const unsigned char *row = cairo_image_surface_get_data(img) + y * cairo_image_surface_get_stride(img);
+    uint32_t v = ((const uint32_t *)row)[x];
+    c.r = (uint8_t)(v >> 16), c.g = (uint8_t)(v >> 8), c.b = (uint8_t)v;
+    return c;
 }
 
-static int count_color(const rgb_image *img, int64_t x, int64_t y, int64_t w, int64_t h, rgb_color c)
+static int count_color(cairo_surface_t *img, int64_t x, int64_t y, int64_t w, int64_t h, rgb_color c)
 {
     int n = 0;
     for (int64_t yy = y; yy < y + h; yy++)
-        for (int64_t xx = x; xx < x + w; xx++) n += same_color(rgb_image_get(img, xx, yy), c);
+        for (int64_t xx = x; xx < x + w; xx++) n += same_color(pixel(img, xx, yy), c);
     return n;
+}
+
+/* Text pixels in a box of a black-on-white picture: dark ones (the strokes) and the greys between
+ * black and white that anti-aliasing puts at their edges. */
+typedef struct ink {
+    int dark, grey;
+    double mean_x; /* of the dark pixels */
+} ink;
+
+static ink ink_in(cairo_surface_t *img, int64_t x, int64_t y, int64_t w, int64_t h)
+{
+    ink k = {0, 0, 0};
+    for (int64_t yy = y; yy < y + h; yy++)
+        for (int64_t xx = x; xx < x + w; xx++) {
+            rgb_color c = pixel(img, xx, yy);
+            if (c.r != c.g || c.g != c.b) continue;
+            if (c.r < 96) k.dark++, k.mean_x += (double)xx;
+            else if (c.r < 255) k.grey++;
+        }
+    if (k.dark) k.mean_x /= k.dark;
+    return k;
+}
+
+/* Reads a PNG back through cairo (cairo_surface_destroy it); checks that it is 8-bit RGB first. */
+static cairo_surface_t *load_png(const char *path)
+{
+    unsigned char head[26] = {0};
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+    if (f) fclose(f);
+    CHECK_MSG(n == sizeof head && memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0, "%s is not a PNG", path);
+    CHECK_MSG(head[24] == 8 && head[25] == 2, "%s: bit depth %u, colour type %u, not 8-bit RGB", path, head[24],
+              head[25]);
+    cairo_surface_t *img = cairo_image_surface_create_from_png(path);
+    CHECK_MSG(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS, "%s: %s", path,
+              cairo_status_to_string(cairo_surface_status(img)));
+    cairo_surface_flush(img);
+    return img;
+}
+
+static uint32_t width_of(cairo_surface_t *img)
+{
+    return (uint32_t)cairo_image_surface_get_width(img);
+}
+
+static uint32_t height_of(cairo_surface_t *img)
+{
+    return (uint32_t)cairo_image_surface_get_height(img);
+}
+
+/* The width of `text` in the heatmap's fonts. */
+static double measured(const char *text, double size, int bold)
+{
+    canvas m;
+    if (canvas_open_measure(&m, NULL) != VKATTN_OK) return 0;
+    canvas_font(m.cr, size, bold);
+    double w = canvas_text_width(m.cr, text);
+    canvas_destroy(&m);
+    return w;
 }
 
 /* Runs a subcommand on a NULL-terminated argument list. */
@@ -60,134 +116,109 @@ static int run_cmd(int (*cmd)(int, char **), const char **args)
 }
 
 /* ---------------------------------------------------------------------------------------------- */
+/* The drawing layer                                                                               */
+/* ---------------------------------------------------------------------------------------------- */
 
-static void test_font(void)
+static void test_clean_text(void)
 {
-    /* Every printable glyph but the space has ink, and no two glyphs are the same. */
-    for (int c = 0x21; c <= 0x7E; c++) {
-        char s[2] = {(char)c, 0};
-        CHECK_MSG(glyph_ink(s) > 0, "glyph '%c' is empty", c);
-        for (int d = 0x21; d < c; d++) {
-            int differ = 0;
-            for (int y = 0; y < BITMAP_FONT_HEIGHT; y++)
-                for (int x = 0; x < BITMAP_FONT_GLYPH_WIDTH; x++)
-                    differ |= bitmap_font_pixel((char)c, x, y) != bitmap_font_pixel((char)d, x, y);
-            CHECK_MSG(differ, "glyphs '%c' and '%c' are identical", c, d);
-        }
-    }
-    CHECK(glyph_ink(" ") == 0);
-    CHECK(bitmap_font_pixel('A', -1, 0) == 0 && bitmap_font_pixel('A', 5, 0) == 0 && bitmap_font_pixel('A', 0, 9) == 0);
-    /* Non-ASCII: one '?' per UTF-8 sequence; control bytes give '?' too. */
-    const char *s = "a\xc3\xa9" "b\xe6\x97\xa5\xe6\x9c\xac\t";
-    char out[16];
-    size_t n = 0;
-    char c;
-    while ((c = bitmap_font_next(&s)) && n < sizeof out - 1) out[n++] = c;
-    out[n] = 0;
-    CHECK_MSG(strcmp(out, "a?b???") == 0, "got \"%s\"", out);
-    CHECK(bitmap_font_length("\x80\x80x", 0) == 2); /* stray continuation bytes: one '?' */
-    CHECK(bitmap_font_text_width("") == 0);
-    CHECK(bitmap_font_text_width("abc") == 3 * BITMAP_FONT_ADVANCE - 1);
-    CHECK(bitmap_font_length("abcdef", 4) == 4);
+    char buf[64];
+    /* Valid UTF-8 passes; each invalid byte and each control character becomes '?'. */
+    CHECK(canvas_clean_text("a\xc3\xa9" "b\xe6\x97\xa5", 0, buf, sizeof buf) == 4);
+    CHECK(strcmp(buf, "a\xc3\xa9" "b\xe6\x97\xa5") == 0);
+    canvas_clean_text("x\ty\x80\xc3z\xed\xa0\x80\xc0\xaf\xf4\x90\x80\x80!", 0, buf, sizeof buf);
+    CHECK_MSG(strcmp(buf, "x?y?" "?z?????????" "!") == 0, "got \"%s\"", buf); /* surrogate, overlong, > U+10FFFF */
+    /* Cut to max_chars characters, not bytes: 14 of them and "..". */
+    CHECK(canvas_clean_text("\xe2\x80\xa6\xe2\x80\xa6" "abcdefghijklmnopq", 16, buf, sizeof buf) == 16);
+    CHECK_MSG(strcmp(buf, "\xe2\x80\xa6\xe2\x80\xa6" "abcdefghijkl..") == 0, "got \"%s\"", buf);
+    CHECK(canvas_clean_text("abcdefghijklmnop", 16, buf, sizeof buf) == 16 && strcmp(buf, "abcdefghijklmnop") == 0);
+    /* A small buffer cuts too, and still ends in "..". */
+    canvas_clean_text("abcdefghij", 0, buf, 8);
+    CHECK_MSG(strcmp(buf, "abcde..") == 0, "got \"%s\"", buf);
+    CHECK(canvas_clean_text(NULL, 0, buf, sizeof buf) == 0 && buf[0] == '\0');
+    CHECK(canvas_format_of("a.png") == CANVAS_PNG && canvas_format_of("dir/B.PNG") == CANVAS_PNG);
+    CHECK(canvas_format_of("a.svg") == CANVAS_SVG && canvas_format_of("a.SvG") == CANVAS_SVG);
+    CHECK(canvas_format_of(".png") == CANVAS_NONE && canvas_format_of("a.svgz") == CANVAS_NONE);
+    CHECK(canvas_format_of("png") == CANVAS_NONE && canvas_format_of("a.gif") == CANVAS_NONE);
+    CHECK(canvas_format_of(NULL) == CANVAS_NONE);
 }
 
-static void test_drawing(void)
+/* Rectangles at whole pixels come back exactly; text is anti-aliased; invalid UTF-8 draws as '?'
+ * instead of breaking the context. */
+static void test_canvas_png(void)
 {
-    rgb_image img = {0};
-    rgb_color white = {255, 255, 255}, red = {255, 0, 0}, blue = {0, 0, 255};
-    CHECK_STATUS(rgb_image_create(40, 30, white, &img, NULL), VKATTN_OK);
-    rgb_image_fill_rect(&img, -5, -5, 10, 10, red); /* clipped to 5 x 5 */
-    CHECK(count_color(&img, 0, 0, 40, 30, red) == 25);
-    rgb_image_line(&img, 0, 29, 39, 29, blue);
-    CHECK(count_color(&img, 0, 29, 40, 1, blue) == 40);
-    rgb_image_line(&img, 10, 10, 14, 14, blue); /* diagonal: 5 pixels, both ends */
-    CHECK(same_color(rgb_image_get(&img, 10, 10), blue) && same_color(rgb_image_get(&img, 14, 14), blue));
-    CHECK(same_color(rgb_image_get(&img, -1, 0), (rgb_color){0, 0, 0}));
-    rgb_image_fill_rect(&img, 0, 0, 40, 30, white);
-    CHECK(rgb_image_text(&img, 2, 2, "Hi!", 1, red) == 3 * BITMAP_FONT_ADVANCE - 1);
-    CHECK(count_color(&img, 0, 0, 40, 30, red) == glyph_ink("Hi!"));
-    rgb_image_fill_rect(&img, 0, 0, 40, 30, white);
-    rgb_image_text(&img, 1, 1, "T", 2, red);
-    CHECK(count_color(&img, 0, 0, 40, 30, red) == 4 * glyph_ink("T"));
-    /* Upright text: glyph pixel (gx, gy) lands at (x + gy, bottom - gx). */
-    rgb_image_fill_rect(&img, 0, 0, 40, 30, white);
-    rgb_image_text_up(&img, 5, 20, "L", blue);
-    int agree = 1;
-    for (int gy = 0; gy < BITMAP_FONT_HEIGHT; gy++)
-        for (int gx = 0; gx < BITMAP_FONT_GLYPH_WIDTH; gx++)
-            agree &= bitmap_font_pixel('L', gx, gy) == same_color(rgb_image_get(&img, 5 + gy, 20 - gx), blue);
-    CHECK(agree);
-    rgb_image_destroy(&img);
-    rgb_image_destroy(&img); /* twice is fine */
-    rgb_image_destroy(NULL);
+    char path[300];
+    test_tmp_path(path, sizeof path, "canvas.png");
+    canvas c;
+    CHECK_STATUS(canvas_open(&c, CANVAS_PNG, path, 37, 23, NULL), VKATTN_OK);
+    canvas_set_color(c.cr, (rgb_color){12, 34, 56});
+    cairo_rectangle(c.cr, 3, 4, 10, 5);
+    cairo_fill(c.cr);
+    canvas_font(c.cr, 11, 0);
+    canvas_set_color(c.cr, (rgb_color){0, 0, 0});
+    canvas_text(c.cr, 16, 15, "Hi \xff", CANVAS_LEFT);
+    CHECK_STATUS(canvas_finish(&c, NULL), VKATTN_OK);
+    canvas_destroy(&c);
+    canvas_destroy(&c); /* twice is fine */
+    canvas_destroy(NULL);
+    cairo_surface_t *img = load_png(path);
+    CHECK(width_of(img) == 37 && height_of(img) == 23);
+    CHECK(count_color(img, 0, 0, 37, 23, (rgb_color){12, 34, 56}) == 50);
+    CHECK(same_color(pixel(img, 0, 0), (rgb_color){255, 255, 255})); /* the background */
+    ink k = ink_in(img, 16, 0, 21, 23);
+    CHECK_MSG(k.dark > 10 && k.grey > 5, "text: %d dark, %d grey pixels", k.dark, k.grey);
+    cairo_surface_destroy(img);
+    remove(path);
+
     vkattn_error e = {0};
-    CHECK_STATUS(rgb_image_create(0, 5, white, &img, &e), VKATTN_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(rgb_image_create(RGB_IMAGE_MAX_SIDE, RGB_IMAGE_MAX_SIDE, white, &img, &e),
+    CHECK_STATUS(canvas_open(&c, CANVAS_PNG, path, 0, 5, &e), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(canvas_open(&c, CANVAS_PNG, path, CANVAS_MAX_SIDE, CANVAS_MAX_SIDE, &e),
                  VKATTN_ERROR_INVALID_ARGUMENT);
-    CHECK(img.pixels == NULL);
+    CHECK(c.cr == NULL && strstr(e.message, "pixels") != NULL);
+    CHECK_STATUS(canvas_open(&c, CANVAS_NONE, path, 5, 5, &e), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(canvas_open(&c, CANVAS_SVG, NULL, 5, 5, &e), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(canvas_open(&c, CANVAS_PNG, "", 5, 5, &e), VKATTN_ERROR_INVALID_ARGUMENT);
 }
 
-static void test_png_round_trip(void)
+/* Writes a w x h PNG of noise (which does not compress) to `path`. */
+static vkattn_status write_noise_png(const char *path, int w, int h, vkattn_error *e)
 {
-    rgb_image img = {0}, back = {0};
-    CHECK_STATUS(rgb_image_create(37, 23, (rgb_color){0, 0, 0}, &img, NULL), VKATTN_OK);
-    for (size_t i = 0; i < (size_t)37 * 23 * 3; i++) img.pixels[i] = (uint8_t)(i * 7 + i / 5);
-    char path[128];
-    tmp_path(path, sizeof path, "round.png");
-    CHECK_STATUS(rgb_image_write_png(&img, path, NULL), VKATTN_OK);
-    CHECK_STATUS(rgb_image_read_png(path, &back, NULL), VKATTN_OK);
-    CHECK(back.width == 37 && back.height == 23);
-    CHECK(back.pixels && memcmp(back.pixels, img.pixels, (size_t)37 * 23 * 3) == 0);
-    rgb_image_destroy(&back);
-
-    /* A truncated PNG is a FORMAT error (libpng longjmps out of the middle of decoding). */
-    FILE *f = fopen(path, "rb");
-    unsigned char buf[4096];
-    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
-    if (f) fclose(f);
-    char cut[128];
-    tmp_path(cut, sizeof cut, "cut.png");
-    f = fopen(cut, "wb");
-    if (f) fwrite(buf, 1, n / 2, f), fclose(f);
-    vkattn_error e = {0};
-    CHECK_STATUS(rgb_image_read_png(cut, &back, &e), VKATTN_ERROR_FORMAT);
-    CHECK(back.pixels == NULL && strstr(e.message, "cut.png"));
-    /* Not a PNG at all; a missing file. */
-    f = fopen(cut, "wb");
-    if (f) fputs("GIF89a, not a PNG", f), fclose(f);
-    CHECK_STATUS(rgb_image_read_png(cut, &back, &e), VKATTN_ERROR_FORMAT);
-    tmp_path(cut, sizeof cut, "missing.png");
-    CHECK_STATUS(rgb_image_read_png(cut, &back, &e), VKATTN_ERROR_IO);
-    remove(path);
-    tmp_path(path, sizeof path, "cut.png");
-    remove(path);
-    rgb_image_destroy(&img);
+    canvas c;
+    vkattn_status s = canvas_open(&c, CANVAS_PNG, path, (uint32_t)w, (uint32_t)h, e);
+    if (s != VKATTN_OK) return s;
+    cairo_surface_flush(c.surface);
+    unsigned char *data = cairo_image_surface_get_data(c.surface);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            ((uint32_t *)(data + y * cairo_image_surface_get_stride(c.surface)))[x] =
+                (uint32_t)((y * w + x) * 2654435761u) >> 8;
+    cairo_surface_mark_dirty(c.surface);
+    s = canvas_finish(&c, e);
+    canvas_destroy(&c);
+    return s;
 }
 
-static void test_png_write_errors(void)
+static void test_canvas_write_errors(void)
 {
-    rgb_image img = {0};
-    CHECK_STATUS(rgb_image_create(600, 600, (rgb_color){1, 2, 3}, &img, NULL), VKATTN_OK);
     vkattn_error e = {0};
-    CHECK_STATUS(rgb_image_write_png(&img, "/nonexistent-dir/x.png", &e), VKATTN_ERROR_IO);
+    CHECK_STATUS(write_noise_png("/nonexistent-dir/x.png", 4, 4, &e), VKATTN_ERROR_IO);
     CHECK(strstr(e.message, "/nonexistent-dir/x.png") != NULL);
-    CHECK_STATUS(rgb_image_write_png(&img, "", &e), VKATTN_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(rgb_image_write_png(&img, tmp_dir, &e), VKATTN_ERROR_IO); /* a directory */
-    /* A full disk: noise that does not compress overflows the stdio buffer inside libpng's writes
-     * (the longjmp path); a tiny image fails only when fclose flushes. /dev/full must survive. */
+    CHECK_STATUS(write_noise_png(test_tmp_dir, 4, 4, &e), VKATTN_ERROR_IO); /* a directory */
+    canvas c;
+    CHECK_STATUS(canvas_open(&c, CANVAS_SVG, "/nonexistent-dir/x.svg", 4, 4, &e), VKATTN_ERROR_IO);
+    /* A full disk: a big PNG overflows the stdio buffer while cairo writes; a tiny one fails only
+     * when the file is flushed. Both keep the errno's text, and /dev/full must survive. */
     struct stat st;
     if (stat("/dev/full", &st) == 0) {
-        for (size_t i = 0; i < (size_t)600 * 600 * 3; i++) img.pixels[i] = (uint8_t)((i * 2654435761u) >> 13);
-        CHECK_STATUS(rgb_image_write_png(&img, "/dev/full", &e), VKATTN_ERROR_IO);
-        CHECK_MSG(strstr(e.message, "Write Error") != NULL, "%s", e.message); /* libpng's own error */
-        rgb_image tiny = {0};
-        CHECK_STATUS(rgb_image_create(2, 2, (rgb_color){9, 9, 9}, &tiny, NULL), VKATTN_OK);
-        CHECK_STATUS(rgb_image_write_png(&tiny, "/dev/full", &e), VKATTN_ERROR_IO);
-        CHECK_MSG(strstr(e.message, "No space") != NULL, "%s", e.message); /* ENOSPC from fflush */
-        rgb_image_destroy(&tiny);
+        CHECK_STATUS(write_noise_png("/dev/full", 600, 600, &e), VKATTN_ERROR_IO);
+        CHECK_MSG(strstr(e.message, "No space") && strstr(e.message, "/dev/full"), "%s", e.message);
+        CHECK_STATUS(write_noise_png("/dev/full", 2, 2, &e), VKATTN_ERROR_IO);
+        CHECK_MSG(strstr(e.message, "No space") != NULL, "%s", e.message);
+        CHECK_STATUS(canvas_open(&c, CANVAS_SVG, "/dev/full", 40, 40, &e), VKATTN_OK);
+        canvas_text(c.cr, 2, 20, "svg", CANVAS_LEFT);
+        CHECK_STATUS(canvas_finish(&c, &e), VKATTN_ERROR_IO);
+        canvas_destroy(&c);
         CHECK(stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode));
     }
-    rgb_image_destroy(&img);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -206,43 +237,68 @@ static void known_pattern(float *w, uint8_t *masked)
             }
 }
 
-static rgb_color cell_pixel(const rgb_image *img, const heatmap_layout *l, uint32_t h, uint32_t r, uint32_t c)
+static rgb_color cell_pixel(cairo_surface_t *img, const heatmap_layout *l, uint32_t h, uint32_t r, uint32_t c)
 {
     uint32_t x, y;
     heatmap_cell_center(l, h, r, c, &x, &y);
-    return rgb_image_get(img, x, y);
+    return pixel(img, x, y);
 }
 
-static void check_known_pixels(const rgb_image *img, const heatmap_layout *l, const char *title)
+/* The title, "head 2" centred over the second panel, a label left of each row's tick. */
+static void check_known_text(cairo_surface_t *img, const heatmap_layout *l, const char *title)
+{
+    int64_t title_w = (int64_t)measured(title, HEATMAP_TITLE_PX, 0);
+    ink k = ink_in(img, l->title_x, l->title_y, title_w + 1, l->title_line_h);
+    CHECK_MSG(k.dark > 3 * (int)strlen(title) && k.grey > (int)strlen(title), "title: %d dark, %d grey pixels",
+              k.dark, k.grey);
+    k = ink_in(img, l->title_x + title_w + 2, l->title_y, l->width - l->title_x - title_w - 2, l->title_line_h);
+    CHECK_MSG(k.dark == 0 && k.grey == 0, "ink right of the title");
+    uint32_t px, py;
+    heatmap_panel_origin(l, 1, &px, &py);
+    k = ink_in(img, px, (int64_t)py - l->panel_dy, l->panel_w, l->panel_dy - 1);
+    CHECK_MSG(k.dark > 20 && fabs(k.mean_x - (px + l->panel_w / 2.0)) < 4, "\"head 2\": %d dark pixels around x %.1f",
+              k.dark, k.mean_x);
+    heatmap_panel_origin(l, 0, &px, &py);
+    for (uint32_t r = 0; r < l->rows; r += l->row_step) {
+        uint32_t x, y;
+        heatmap_cell_center(l, 0, r, 0, &x, &y);
+        k = ink_in(img, (int64_t)px - l->ylabel_w - 8, (int64_t)y - l->line_h / 2, l->ylabel_w + 2, l->line_h);
+        CHECK_MSG(k.dark > 0, "no label at row %u", r);
+    }
+}
+
+static void check_known_pixels(cairo_surface_t *img, const heatmap_layout *l, const char *title)
 {
     rgb_color top = heatmap_colormap(1.0), bottom = heatmap_colormap(0.0);
     CHECK(same_color(cell_pixel(img, l, 0, 3, 0), top));    /* the max weight */
     CHECK(same_color(cell_pixel(img, l, 0, 7, 0), top));
     CHECK(same_color(cell_pixel(img, l, 0, 3, 1), bottom)); /* a zero weight: dark, not masked */
     CHECK(!is_mask_color(bottom));
-    CHECK(is_mask_color(cell_pixel(img, l, 0, 0, 5)));     /* masked: hatched, both greys present */
+    CHECK(is_mask_color(cell_pixel(img, l, 0, 0, 5)));     /* masked: hatched, both greys, nothing else */
     uint32_t x, y;
     heatmap_cell_center(l, 0, 0, 5, &x, &y);
     int64_t x0 = x - l->cell_w / 2, y0 = y - l->cell_h / 2;
-    CHECK(count_color(img, x0, y0, l->cell_w, l->cell_h, HEATMAP_MASK_DARK) > 0);
-    CHECK(count_color(img, x0, y0, l->cell_w, l->cell_h, HEATMAP_MASK_LIGHT) > 0);
-    CHECK(same_color(cell_pixel(img, l, 1, 3, 1), heatmap_colormap(0.25))); /* uniform 1/4, scale 0..1 */
+    int dark = count_color(img, x0, y0, l->cell_w, l->cell_h, HEATMAP_MASK_DARK);
+    int light = count_color(img, x0, y0, l->cell_w, l->cell_h, HEATMAP_MASK_LIGHT);
+    CHECK(dark > 0 && light > 0 && dark + light == (int)(l->cell_w * l->cell_h));
+    CHECK(same_color(pixel(img, x0, y0), heatmap_mask_color((uint32_t)x0, (uint32_t)y0)));
+    /* Every pixel of a visible cell has the cell's colour: no smoothing between cells. */
+    heatmap_cell_center(l, 1, 3, 1, &x, &y);
+    CHECK(count_color(img, x - l->cell_w / 2, y - l->cell_h / 2, l->cell_w, l->cell_h, heatmap_colormap(0.25)) ==
+          (int)(l->cell_w * l->cell_h)); /* uniform 1/4, scale 0..1 */
     CHECK(same_color(cell_pixel(img, l, 1, 7, 7), heatmap_colormap(0.125)));
     CHECK(same_color(cell_pixel(img, l, 1, 0, 0), top));
     CHECK(is_mask_color(cell_pixel(img, l, 1, 2, 6)));
+    /* Panel frames in ink, just outside the cells. */
+    uint32_t px, py;
+    heatmap_panel_origin(l, 0, &px, &py);
+    CHECK(same_color(pixel(img, px - 1, py + 3), HEATMAP_INK) && same_color(pixel(img, px + 3, py - 1), HEATMAP_INK));
     /* The legend: the bar runs from the minimum colour at the bottom to the maximum at the top, and
      * the masked swatch is hatched. */
-    CHECK(same_color(rgb_image_get(img, l->bar_x + l->bar_w / 2, l->bar_y), top));
-    CHECK(same_color(rgb_image_get(img, l->bar_x + l->bar_w / 2, l->bar_y + l->bar_h - 1), bottom));
-    CHECK(is_mask_color(rgb_image_get(img, l->swatch_x + l->swatch_size / 2, l->swatch_y + l->swatch_size / 2)));
-    /* Text: exactly the title's glyph pixels in the title line; "head 2" above the second panel. */
-    int ink = count_color(img, l->title_x, l->title_y, (int64_t)bitmap_font_text_width(title), BITMAP_FONT_HEIGHT,
-                          HEATMAP_INK);
-    CHECK_MSG(ink == glyph_ink(title), "title ink %d, expected %d", ink, glyph_ink(title));
-    uint32_t px, py;
-    heatmap_panel_origin(l, 1, &px, &py);
-    CHECK(count_color(img, px, py - 1 - 3 - BITMAP_FONT_HEIGHT, l->panel_w, BITMAP_FONT_HEIGHT, HEATMAP_INK) ==
-          glyph_ink("head 2"));
+    CHECK(same_color(pixel(img, l->bar_x + l->bar_w / 2, l->bar_y), top));
+    CHECK(same_color(pixel(img, l->bar_x + l->bar_w / 2, l->bar_y + l->bar_h - 1), bottom));
+    CHECK(is_mask_color(pixel(img, l->swatch_x + l->swatch_size / 2, l->swatch_y + l->swatch_size / 2)));
+    check_known_text(img, l, title);
 }
 
 static void test_known_pattern(void)
@@ -258,33 +314,35 @@ static void test_known_pattern(void)
     CHECK(expected.heads_per_row == 2 && expected.grid_rows == 1 && expected.rows == 8 && expected.cols == 8);
     CHECK(expected.row_bin == 1 && expected.col_bin == 1 && expected.title_lines == 1);
     CHECK(expected.panel_w >= 128 && expected.panel_w <= 256 && expected.cell_w == expected.cell_h);
-    char path[128];
-    tmp_path(path, sizeof path, "known.png");
+    CHECK(expected.text_h >= 10 && expected.text_h <= 20); /* 11-pixel text */
+    char path[300];
+    test_tmp_path(path, sizeof path, "known.png");
     CHECK_STATUS(heatmap_write_png(&d, path, &got, NULL), VKATTN_OK);
     CHECK(memcmp(&got, &expected, sizeof got) == 0);
-    rgb_image img = {0};
-    CHECK_STATUS(rgb_image_read_png(path, &img, NULL), VKATTN_OK);
-    CHECK(img.width == expected.width && img.height == expected.height);
-    if (img.pixels) check_known_pixels(&img, &expected, title);
-    rgb_image_destroy(&img);
+    cairo_surface_t *img = load_png(path);
+    CHECK(width_of(img) == expected.width && height_of(img) == expected.height);
+    check_known_pixels(img, &expected, title);
+    cairo_surface_destroy(img);
 
-    /* Bigger cells, one head per row, token labels: the same colours at the new places. */
+    /* Bigger cells, one head per row, token labels (one not ASCII): the same colours at the new places. */
     const char *tokens[KP_S] = {"<s>", "the", "cat", "sat", "on", "the", "mat", "\xe2\x80\xa6"};
     d.cell = 30, d.heads_per_row = 1, d.query_labels = tokens, d.key_labels = tokens;
     CHECK_STATUS(heatmap_write_png(&d, path, &got, NULL), VKATTN_OK);
     CHECK(got.cell_w == 30 && got.heads_per_row == 1 && got.grid_rows == 2 && got.row_labels && got.col_labels);
-    CHECK_STATUS(rgb_image_read_png(path, &img, NULL), VKATTN_OK);
-    CHECK(img.width == got.width && img.height == got.height);
-    if (img.pixels) check_known_pixels(&img, &got, title);
-    rgb_image_destroy(&img);
+    CHECK(got.row_step == 1 && got.col_step == 1); /* 30-pixel cells leave room for every label */
+    img = load_png(path);
+    CHECK(width_of(img) == got.width && height_of(img) == got.height);
+    check_known_pixels(img, &got, title);
+    cairo_surface_destroy(img);
     remove(path);
 
     /* --scale-one with a smaller maximum: 0.5 is the middle colour, not the top one. */
     for (size_t k = 0; k < sizeof w / sizeof w[0]; k++) w[k] *= 0.5f;
     d.scale_one = 1;
+    img = NULL;
     CHECK_STATUS(heatmap_render(&d, &img, &got, NULL), VKATTN_OK);
-    if (img.pixels) CHECK(same_color(cell_pixel(&img, &got, 0, 3, 0), heatmap_colormap(0.5)));
-    rgb_image_destroy(&img);
+    CHECK(same_color(cell_pixel(img, &got, 0, 3, 0), heatmap_colormap(0.5)));
+    if (img) cairo_surface_destroy(img);
 }
 
 static void test_downsampling(void)
@@ -307,19 +365,20 @@ static void test_downsampling(void)
         }
     masked[(size_t)4 * N + 4] = 1, w[(size_t)4 * N + 4] = 123.0f; /* masked: ignored */
     heatmap_desc d = {.heads = 1, .query_len = N, .key_len = N, .weights = w, .masked = masked, .title = "long"};
-    rgb_image img = {0};
+    cairo_surface_t *img = NULL;
     heatmap_layout l;
     CHECK_STATUS(heatmap_render(&d, &img, &l, NULL), VKATTN_OK);
     CHECK(l.row_bin == 3 && l.col_bin == 3 && l.rows == 700 && l.cols == 700 && l.cell_w == 1);
     CHECK(l.title_lines == 2); /* the title says it is downsampled */
-    if (img.pixels) {
-        CHECK(same_color(cell_pixel(&img, &l, 0, 0, 0), heatmap_colormap(1.0)));
-        CHECK(same_color(cell_pixel(&img, &l, 0, 1, 1), heatmap_colormap(0.5)));
-        CHECK(is_mask_color(cell_pixel(&img, &l, 0, 2, 2)));
-        CHECK(same_color(cell_pixel(&img, &l, 0, 0, 1), heatmap_colormap(0.0)));
-        CHECK(count_color(&img, l.title_x, l.title_y + BITMAP_FONT_LINE, l.width, BITMAP_FONT_HEIGHT, HEATMAP_INK) > 0);
+    if (img) {
+        CHECK(width_of(img) == l.width && height_of(img) == l.height);
+        CHECK(same_color(cell_pixel(img, &l, 0, 0, 0), heatmap_colormap(1.0)));
+        CHECK(same_color(cell_pixel(img, &l, 0, 1, 1), heatmap_colormap(0.5)));
+        CHECK(is_mask_color(cell_pixel(img, &l, 0, 2, 2)));
+        CHECK(same_color(cell_pixel(img, &l, 0, 0, 1), heatmap_colormap(0.0)));
+        CHECK(ink_in(img, l.title_x, l.title_y + l.title_line_h, l.width, l.title_line_h).dark > 0);
+        cairo_surface_destroy(img);
     }
-    rgb_image_destroy(&img);
     free(w), free(masked);
 }
 
@@ -342,14 +401,14 @@ static void test_layout_errors(void)
     /* NaN and negative weights: drawn as masked and as the bottom colour. */
     float odd[4] = {NAN, -1.0f, 0.5f, 1.0f};
     heatmap_desc o = {.heads = 1, .query_len = 2, .key_len = 2, .weights = odd};
-    rgb_image img = {0};
+    cairo_surface_t *img = NULL;
     CHECK_STATUS(heatmap_render(&o, &img, &l, NULL), VKATTN_OK);
-    if (img.pixels) {
-        CHECK(is_mask_color(cell_pixel(&img, &l, 0, 0, 0)));
-        CHECK(same_color(cell_pixel(&img, &l, 0, 0, 1), heatmap_colormap(0.0)));
-        CHECK(same_color(cell_pixel(&img, &l, 0, 1, 1), heatmap_colormap(1.0)));
+    if (img) {
+        CHECK(is_mask_color(cell_pixel(img, &l, 0, 0, 0)));
+        CHECK(same_color(cell_pixel(img, &l, 0, 0, 1), heatmap_colormap(0.0)));
+        CHECK(same_color(cell_pixel(img, &l, 0, 1, 1), heatmap_colormap(1.0)));
+        cairo_surface_destroy(img);
     }
-    rgb_image_destroy(&img);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -368,11 +427,12 @@ static void test_command(void)
     uint8_t masked[KP_H * KP_L * KP_S];
     known_pattern(w, masked);
     memcpy(w + KP_H * KP_L * KP_S, w, sizeof w / 2);
-    char w4[128], w3[128], w2[128], out[128], bad_out[160], tokens[128], short_tokens[128];
-    tmp_path(w4, sizeof w4, "w4.npy"), tmp_path(w3, sizeof w3, "w3.npy"), tmp_path(w2, sizeof w2, "w2.npy");
-    tmp_path(out, sizeof out, "cmd.png"), tmp_path(tokens, sizeof tokens, "tokens.txt");
-    tmp_path(short_tokens, sizeof short_tokens, "short.txt");
-    snprintf(bad_out, sizeof bad_out, "%s/no-such-dir/x.png", tmp_dir);
+    char w4[300], w3[300], w2[300], out[300], bad_out[320], tokens[300], short_tokens[300];
+    test_tmp_path(w4, sizeof w4, "w4.npy"), test_tmp_path(w3, sizeof w3, "w3.npy");
+    test_tmp_path(w2, sizeof w2, "w2.npy");
+    test_tmp_path(out, sizeof out, "cmd.png"), test_tmp_path(tokens, sizeof tokens, "tokens.txt");
+    test_tmp_path(short_tokens, sizeof short_tokens, "short.txt");
+    snprintf(bad_out, sizeof bad_out, "%s/no-such-dir/x.png", test_tmp_dir);
     uint32_t d4[4] = {2, KP_H, KP_L, KP_S};
     CHECK(write_npy(w4, 4, d4, w) && write_npy(w3, 3, d4 + 1, w) && write_npy(w2, 2, d4 + 2, w));
     FILE *f = fopen(tokens, "w");
@@ -381,10 +441,9 @@ static void test_command(void)
     if (f) fputs("a\nb\n", f), fclose(f);
 
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w4, "--out", out, NULL}) == 0);
-    rgb_image img = {0};
-    CHECK_STATUS(rgb_image_read_png(out, &img, NULL), VKATTN_OK);
-    CHECK(img.width > 200 && img.height > 200);
-    rgb_image_destroy(&img);
+    cairo_surface_t *img = load_png(out);
+    CHECK(width_of(img) > 200 && height_of(img) > 200);
+    cairo_surface_destroy(img);
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w3, "--out", out, "--tokens", tokens, "--zeros-masked",
                                                 "--cell", "20", "--heads-per-row", "1", "--scale-one", NULL}) == 0);
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w4, "--batch-index", "1", "--out", out,
@@ -399,7 +458,8 @@ static void test_command(void)
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--out", out, NULL}) == 2);                         /* no input */
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w4, "--out", out, "--causal", NULL}) == 2);
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w4, "--out", out, "--tokens", short_tokens, NULL}) == 1);
-    CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w4, "--out", out, "--tokens", "/no/such/file", NULL}) == 1);
+    CHECK(run_cmd(cmd_heatmap,
+                  (const char *[]){"--from-npy", w4, "--out", out, "--tokens", "/no/such/file", NULL}) == 1);
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", "/no/such.npy", "--out", out, NULL}) == 1);
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w4, "--out", out, "--cell", "0", NULL}) == 2);
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w4, "--out", out, "--bogus", NULL}) == 2);
@@ -512,8 +572,8 @@ static void check_fixture_picture(const char *dir, const fixture_case *c, uint32
 {
     fixture_paths p;
     (void)fixture_options(dir, c, &p);
-    char a[128], b[128], heads[16], item[16];
-    tmp_path(a, sizeof a, "forward.png"), tmp_path(b, sizeof b, "torch.png");
+    char a[300], b[300], heads[16], item[16];
+    test_tmp_path(a, sizeof a, "forward.png"), test_tmp_path(b, sizeof b, "torch.png");
     snprintf(heads, sizeof heads, "%u", c->heads);
     snprintf(item, sizeof item, "%u", batch ? batch - 1 : 0); /* the last batch item */
     const char *args[32] = {"--weights", p.weights, "--heads", heads, "--query", p.query,
@@ -527,20 +587,23 @@ static void check_fixture_picture(const char *dir, const fixture_case *c, uint32
     CHECK(run_cmd(cmd_heatmap, args) == 0);
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", p.torch, "--zeros-masked", "--batch-index", item,
                                                 "--out", b, NULL}) == 0);
-    rgb_image x = {0}, y = {0};
-    CHECK_STATUS(rgb_image_read_png(a, &x, NULL), VKATTN_OK);
-    CHECK_STATUS(rgb_image_read_png(b, &y, NULL), VKATTN_OK);
-    /* The titles differ, and so may the widths they give the pictures; the rest must agree. */
-    CHECK(x.height == y.height);
+    cairo_surface_t *x = load_png(a), *y = load_png(b);
+    /* The titles differ, and so may the widths they give the pictures; from the grid on (the
+     * layout of any one-line title says where that starts), the rest must agree. */
+    float one = 1;
+    heatmap_desc probe = {.heads = 1, .query_len = 1, .key_len = 1, .weights = &one, .title = "t"};
+    heatmap_layout l = {0};
+    CHECK_STATUS(heatmap_layout_compute(&probe, &l, NULL), VKATTN_OK);
+    CHECK(height_of(x) == height_of(y) && l.grid_y > 0);
     size_t differ = 0;
-    uint32_t width = x.width < y.width ? x.width : y.width;
-    for (uint32_t row = 10 + BITMAP_FONT_LINE; x.pixels && y.pixels && row < x.height && row < y.height; row++)
+    uint32_t width = width_of(x) < width_of(y) ? width_of(x) : width_of(y);
+    for (uint32_t row = l.grid_y; row < height_of(x) && row < height_of(y); row++)
         for (uint32_t col = 0; col < width; col++) {
-            rgb_color u = rgb_image_get(&x, col, row), v = rgb_image_get(&y, col, row);
+            rgb_color u = pixel(x, col, row), v = pixel(y, col, row);
             differ += abs(u.r - v.r) > 2 || abs(u.g - v.g) > 2 || abs(u.b - v.b) > 2;
         }
     CHECK_MSG(differ == 0, "%s: %zu pixels differ", c->name, differ);
-    rgb_image_destroy(&x), rgb_image_destroy(&y);
+    cairo_surface_destroy(x), cairo_surface_destroy(y);
     remove(a), remove(b);
 }
 
@@ -569,17 +632,10 @@ static void test_fixtures(const char *dir)
 
 int main(int argc, char **argv)
 {
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/vkattn_heatmap_XXXXXX");
-    const char *env = getenv("TMPDIR");
-    if (env && strlen(env) + 30 < sizeof tmp_dir) snprintf(tmp_dir, sizeof tmp_dir, "%s/vkattn_heatmap_XXXXXX", env);
-    if (!mkdtemp(tmp_dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    RUN_TEST(test_font);
-    RUN_TEST(test_drawing);
-    RUN_TEST(test_png_round_trip);
-    RUN_TEST(test_png_write_errors);
+    if (test_tmp_make("heatmap")) return 1;
+    RUN_TEST(test_clean_text);
+    RUN_TEST(test_canvas_png);
+    RUN_TEST(test_canvas_write_errors);
     RUN_TEST(test_known_pattern);
     RUN_TEST(test_downsampling);
     RUN_TEST(test_layout_errors);
@@ -592,6 +648,10 @@ int main(int argc, char **argv)
     } else {
         printf("%-48s skipped (no fixture directory given)\n", "test_fixtures");
     }
-    rmdir(tmp_dir);
+    test_tmp_remove();
+    /* cairo's font caches and fontconfig's configuration live until exit: released here, or
+     * LeakSanitizer reports them. */
+    cairo_debug_reset_static_data();
+    FcFini();
     return test_finish();
 }

@@ -75,9 +75,12 @@ void bench_print_table(FILE *out, const bench_run_info *info, const bench_result
 /* Machine-readable files; 0 on success, else a message on stderr and non-zero. */
 int bench_write_json(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
 int bench_write_csv(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
-/* 1 if `path` names a plot bench_write_plot can write (it ends in .svg, any case). */
+/* 1 if `path` names a plot bench_write_plot can write: it ends in .png or .svg (any case), which
+ * chooses the format. */
 int bench_plot_path_ok(const char *path);
-/* GFLOP/s against sequence length, one line per path and stage, titled with the device (SVG). */
+#define BENCH_PLOT_NAMES "a file name ending in .png or .svg"
+/* GFLOP/s against sequence length, one line per path and stage, titled with the device, drawn with
+ * cairo as a PNG or an SVG file (bench_plot.h). */
 int bench_write_plot(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
 
 /* `vkattn bench --compare OLD.json NEW.json`: per-configuration speed ratios (old time / new time,

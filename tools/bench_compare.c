@@ -2,7 +2,8 @@
  *
  * Configurations are matched by their "key" (bench_config_key). The ratio is old time / new time,
  * so > 1 means NEW is faster; the summary is the geometric mean of the whole-forward ratios, the
- * mean that treats a 2x gain and a 2x loss as cancelling out.
+ * mean that treats a 2x gain and a 2x loss as cancelling out. The files are read with cJSON
+ * (cli_json.h); tests/fuzz/fuzz_bench_json.c fuzzes this loader.
  */
 #include <math.h>
 #include <stdio.h>
@@ -10,19 +11,19 @@
 #include <string.h>
 
 #include "bench.h"
-#include "json_read.h"
+#include "cli_json.h"
 
 #define KEY_WIDTH 54
 
 typedef struct cmp_entry {
     const char *key;
-    const json_value *result;
+    const cJSON *result;
     size_t index; /* position in the file */
 } cmp_entry;
 
 typedef struct cmp_file {
     const char *path;
-    json_doc *doc;
+    cJSON *doc;
     const char *device, *type, *driver_name, *driver_info, *kernel_profile;
     cmp_entry *entries; /* file order */
     cmp_entry *sorted;  /* by key, then file order */
@@ -55,22 +56,28 @@ static int bad(const cmp_file *f, const char *what, size_t index)
     return 1;
 }
 
-/* A time member: a number, or null (not measured). Anything else is an error. */
-static int check_time(const json_value *obj, const char *name)
+/* The member `name` of an object, or NULL. */
+static const cJSON *member(const cJSON *obj, const char *name)
 {
-    const json_value *v = json_get(obj, name);
-    return v && (v->type == JSON_NUMBER || v->type == JSON_NULL);
+    return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, name) : NULL;
 }
 
-static int check_result(const cmp_file *f, const json_value *r, size_t i)
+/* A time member: a number, or null (not measured). Anything else is an error. */
+static int check_time(const cJSON *obj, const char *name)
 {
-    if (r->type != JSON_OBJECT) return bad(f, "not an object", i);
-    if (!json_get_string(r, "key")) return bad(f, "\"key\" is missing or not a string", i);
+    const cJSON *v = member(obj, name);
+    return cJSON_IsNumber(v) || cJSON_IsNull(v);
+}
+
+static int check_result(const cmp_file *f, const cJSON *r, size_t i)
+{
+    if (!cJSON_IsObject(r)) return bad(f, "not an object", i);
+    if (!cli_json_string(r, "key")) return bad(f, "\"key\" is missing or not a string", i);
     if (!check_time(r, "gpu_ms_median")) return bad(f, "\"gpu_ms_median\" is missing or not a number", i);
-    const json_value *stages = json_get(r, "stages");
-    if (!stages || stages->type != JSON_ARRAY) return bad(f, "\"stages\" is missing or not an array", i);
-    for (const json_value *s = stages->child; s; s = s->next) {
-        if (s->type != JSON_OBJECT || !json_get_string(s, "stage") || !check_time(s, "ms_median"))
+    const cJSON *stages = member(r, "stages"), *s;
+    if (!cJSON_IsArray(stages)) return bad(f, "\"stages\" is missing or not an array", i);
+    cJSON_ArrayForEach(s, stages) {
+        if (!cJSON_IsObject(s) || !cli_json_string(s, "stage") || !check_time(s, "ms_median"))
             return bad(f, "a stage entry lacks a \"stage\" name or a \"ms_median\" time", i);
     }
     return 0;
@@ -81,26 +88,28 @@ static int load(cmp_file *f, const char *path)
     char err[600];
     memset(f, 0, sizeof *f);
     f->path = path;
-    if (!(f->doc = json_read_file(path, err, sizeof err))) {
+    if (!(f->doc = cli_json_read_file(path, err, sizeof err))) {
         fprintf(stderr, "vkattn bench --compare: %s\n", err);
         return 1;
     }
-    const json_value *root = json_root(f->doc), *device = json_get(root, "device");
-    const json_value *results = json_get(root, "results");
-    if (!root || root->type != JSON_OBJECT) return bad(f, "the top level is not an object", (size_t)-1);
-    if (!(f->device = json_get_string(device, "name")))
+    const cJSON *root = f->doc, *device = member(root, "device"), *results = member(root, "results"), *r;
+    if (!cJSON_IsObject(root)) return bad(f, "the top level is not an object", (size_t)-1);
+    if (!(f->device = cli_json_string(device, "name")))
         return bad(f, "no \"device\" object with a \"name\" string (not a vkattn bench --json file?)", (size_t)-1);
-    f->type = json_get_string(device, "type");
-    f->driver_name = json_get_string(device, "driver_name");
-    f->driver_info = json_get_string(device, "driver_info");
-    f->kernel_profile = json_get_string(device, "kernel_profile");
-    if (!results || results->type != JSON_ARRAY) return bad(f, "no \"results\" array", (size_t)-1);
-    f->entries = calloc(results->count + 1, sizeof *f->entries);
-    f->sorted = calloc(results->count + 1, sizeof *f->sorted);
+    f->type = cli_json_string(device, "type");
+    f->driver_name = cli_json_string(device, "driver_name");
+    f->driver_info = cli_json_string(device, "driver_info");
+    f->kernel_profile = cli_json_string(device, "kernel_profile");
+    if (!cJSON_IsArray(results)) return bad(f, "no \"results\" array", (size_t)-1);
+    size_t n = 0;
+    cJSON_ArrayForEach(r, results) n++;
+    f->entries = calloc(n + 1, sizeof *f->entries);
+    f->sorted = calloc(n + 1, sizeof *f->sorted);
     if (!f->entries || !f->sorted) return bad(f, "out of memory", (size_t)-1);
-    for (const json_value *r = results->child; r; r = r->next, f->count++) {
+    cJSON_ArrayForEach(r, results) {
         if (check_result(f, r, f->count)) return 1;
-        f->entries[f->count] = (cmp_entry){json_get_string(r, "key"), r, f->count};
+        f->entries[f->count] = (cmp_entry){cli_json_string(r, "key"), r, f->count};
+        f->count++;
     }
     memcpy(f->sorted, f->entries, f->count * sizeof *f->sorted);
     qsort(f->sorted, f->count, sizeof *f->sorted, entry_order);
@@ -114,7 +123,7 @@ static int load(cmp_file *f, const char *path)
 
 static void unload(cmp_file *f)
 {
-    json_free(f->doc);
+    cJSON_Delete(f->doc);
     free(f->entries), free(f->sorted);
 }
 
@@ -126,10 +135,10 @@ static void describe(FILE *out, const char *which, const cmp_file *f)
 }
 
 /* A time in ms, or -1 when null or not positive (then no ratio is computed). */
-static double time_of(const json_value *obj, const char *name)
+static double time_of(const cJSON *obj, const char *name)
 {
     int ok;
-    double v = json_get_number(obj, name, &ok);
+    double v = cli_json_number(obj, name, &ok);
     return ok && v > 0 ? v : -1;
 }
 
@@ -147,13 +156,13 @@ static double row(FILE *out, int indent, const char *name, double old_ms, double
     return ratio;
 }
 
-static void compare_stages(FILE *out, const json_value *old_r, const json_value *new_r)
+static void compare_stages(FILE *out, const cJSON *old_r, const cJSON *new_r)
 {
-    const json_value *old_stages = json_get(old_r, "stages"), *new_stages = json_get(new_r, "stages");
-    for (const json_value *s = old_stages->child; s; s = s->next) {
-        const char *name = json_get_string(s, "stage");
-        for (const json_value *t = new_stages->child; t; t = t->next) {
-            if (strcmp(name, json_get_string(t, "stage")) != 0) continue;
+    const cJSON *old_stages = member(old_r, "stages"), *new_stages = member(new_r, "stages"), *s, *t;
+    cJSON_ArrayForEach(s, old_stages) {
+        const char *name = cli_json_string(s, "stage");
+        cJSON_ArrayForEach(t, new_stages) {
+            if (strcmp(name, cli_json_string(t, "stage")) != 0) continue;
             row(out, 4, name, time_of(s, "ms_median"), time_of(t, "ms_median"));
             break;
         }

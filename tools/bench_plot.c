@@ -1,37 +1,35 @@
-/* vkattn bench --plot: GFLOP/s against sequence length as a hand-written SVG line chart.
- *
- * One series per (path, stage) — "total" being the whole forward — and, when the sweep varies them,
- * per E, H, B, mask, dtype and S. Stages without FLOPs (softmax, head averaging) have no GFLOP/s and
- * are left out. x is log2(L) with ticks at the L values present; y is linear from 0. The title
- * names the device and driver, so a lavapipe chart cannot pass for a GPU chart.
- */
+/* vkattn bench --plot: GFLOP/s against sequence length, drawn with cairo into a PNG or an SVG file
+ * (see bench_plot.h for what the chart shows). */
+#include "bench_plot.h"
+
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
 #include "cli.h"
 
-#define WIDTH 1120
-#define MIN_HEIGHT 580
 #define PLOT_LEFT 90
 #define PLOT_TOP 100
-#define PLOT_RIGHT (WIDTH - 330)
+#define PLOT_RIGHT (BENCH_PLOT_WIDTH - 330)
 #define PLOT_HEIGHT 400
 #define LEGEND_ROW 18
+#define TICK_LABEL_GAP 38    /* pixels between the x tick labels drawn */
 #define PEAK_DRAW_LIMIT 20.0 /* a peak further above the data than this would flatten it */
 
-typedef struct plot_series {
-    const bench_config *like; /* the group's configuration (L aside) */
-    int stage;                /* a vkattn_stage, or -1 for the whole forward */
-    uint32_t first, n;        /* its points, after sorting */
-} plot_series;
+static const rgb_color INK = {0, 0, 0}, TEXT = {0x33, 0x33, 0x33}, GRID = {0xe4, 0xe4, 0xe4},
+                       FRAME = {0x55, 0x55, 0x55}, WARNING = {0xc0, 0x00, 0x00}, WHITE = {255, 255, 255};
 
-typedef struct plot_point {
-    uint32_t series;
-    double l, gflops;
-} plot_point;
+/* Colours repeat after PALETTE_SIZE series; the repeats are dashed to stay distinguishable. */
+static const rgb_color palette[] = {{0x1f, 0x77, 0xb4}, {0xd6, 0x27, 0x28}, {0x2c, 0xa0, 0x2c}, {0xff, 0x7f, 0x0e},
+                                    {0x94, 0x67, 0xbd}, {0x8c, 0x56, 0x4b}, {0xe3, 0x77, 0xc2}, {0x17, 0xbe, 0xcf},
+                                    {0x7f, 0x7f, 0x7f}, {0xbc, 0xbd, 0x22}, {0x39, 0x3b, 0x79}, {0xad, 0x49, 0x4a}};
+#define PALETTE_SIZE (sizeof palette / sizeof palette[0])
+
+/* ---------------------------------------------------------------------------------------------- */
+/* What the chart shows                                                                            */
+/* ---------------------------------------------------------------------------------------------- */
 
 /* Which fields besides L vary across the sweep: those split series and appear in labels. */
 typedef struct plot_varies {
@@ -51,166 +49,6 @@ static int point_order(const void *pa, const void *pb)
     return (a->l > b->l) - (a->l < b->l);
 }
 
-static void xml_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&apos;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20) fputc(*s, f); /* XML 1.0 forbids most control characters */
-        }
-    }
-}
-
-static void series_label(const plot_series *s, const plot_varies *v, char *buf, size_t size)
-{
-    const bench_config *c = s->like;
-    int n = snprintf(buf, size, "%s %s", vkattn_path_name(c->path),
-                     s->stage < 0 ? "total" : vkattn_stage_name((vkattn_stage)s->stage));
-    char more[160] = "";
-    if (v->embed) snprintf(more + strlen(more), sizeof more - strlen(more), " E=%u", c->embed_dim);
-    if (v->heads) snprintf(more + strlen(more), sizeof more - strlen(more), " H=%u", c->heads);
-    if (v->batch) snprintf(more + strlen(more), sizeof more - strlen(more), " B=%u", c->batch);
-    if (v->key_len) snprintf(more + strlen(more), sizeof more - strlen(more), " S=%u", c->key_len);
-    if (v->mask) snprintf(more + strlen(more), sizeof more - strlen(more), " %s", bench_mask_name(c->mask));
-    if (v->dtype) snprintf(more + strlen(more), sizeof more - strlen(more), " %s", vkattn_dtype_name(c->dtype));
-    if (n >= 0 && (size_t)n < size) snprintf(buf + n, size - (size_t)n, "%s", more);
-}
-
-/* A round step (1, 2 or 5 times a power of ten) giving about five intervals up to `top`. */
-static double nice_step(double top)
-{
-    double raw = top / 5, mag = pow(10, floor(log10(raw))), norm = raw / mag;
-    return (norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 5 ? 5 : 10) * mag;
-}
-
-/* Colours repeat after PALETTE_SIZE series; the repeats are dashed (dash_of) to stay distinguishable. */
-static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-                                      "#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#393b79", "#ad494a"};
-#define PALETTE_SIZE (sizeof palette / sizeof palette[0])
-
-static const char *dash_of(uint32_t k) { return k / PALETTE_SIZE % 2 ? " stroke-dasharray=\"5,3\"" : ""; }
-
-static void marker(FILE *f, vkattn_path path, double x, double y, const char *color)
-{
-    if (path == VKATTN_PATH_FUSED)
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"7\" height=\"7\" fill=\"%s\"/>", x - 3.5, y - 3.5, color);
-    else fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.8\" fill=\"%s\"/>", x, y, color);
-}
-
-typedef struct plot_scale {
-    double xmin, xmax, ytop;
-} plot_scale;
-
-static double px_x(const plot_scale *s, double l)
-{
-    return PLOT_LEFT + 15 + (log2(l) - s->xmin) / (s->xmax - s->xmin) * (PLOT_RIGHT - PLOT_LEFT - 30);
-}
-
-static double px_y(const plot_scale *s, double g) { return PLOT_TOP + PLOT_HEIGHT * (1 - g / s->ytop); }
-
-static void write_axes(FILE *f, const plot_scale *sc, const plot_point *pts, uint32_t np, int cross)
-{
-    const int bottom = PLOT_TOP + PLOT_HEIGHT;
-    double step = nice_step(sc->ytop);
-    fprintf(f, "<g font-size=\"12\" fill=\"#333\">\n");
-    for (int i = 0; i * step <= sc->ytop * (1 + 1e-9); i++) {
-        double y = px_y(sc, i * step);
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>", PLOT_LEFT, y, PLOT_RIGHT, y);
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", PLOT_LEFT - 6, y + 4, i * step);
-    }
-    /* x ticks at the L values present, skipping labels that would collide with the previous one. */
-    double *ls = malloc((np ? np : 1) * sizeof *ls);
-    uint32_t nl = 0;
-    for (uint32_t i = 0; ls && i < np; i++) ls[nl++] = pts[i].l;
-    if (ls) {
-        for (uint32_t i = 1; i < nl; i++) /* insertion sort: np is at most a few thousand */
-            for (uint32_t j = i; j > 0 && ls[j - 1] > ls[j]; j--) {
-                double t = ls[j];
-                ls[j] = ls[j - 1], ls[j - 1] = t;
-            }
-        double last = -1e9;
-        for (uint32_t i = 0; i < nl; i++) {
-            if (i && ls[i] == ls[i - 1]) continue;
-            double x = px_x(sc, ls[i]);
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e4e4e4\"/>", x, PLOT_TOP, x, bottom);
-            if (x - last >= 38) {
-                fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.0f</text>\n", x, bottom + 18, ls[i]);
-                last = x;
-            }
-        }
-    }
-    free(ls);
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#555\"/>\n", PLOT_LEFT,
-            PLOT_TOP, PLOT_RIGHT - PLOT_LEFT, PLOT_HEIGHT);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"14\">%s length L (log2 scale)</text>\n",
-            (PLOT_LEFT + PLOT_RIGHT) / 2, bottom + 42, cross ? "query" : "sequence");
-    fprintf(f, "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\" font-size=\"14\">"
-               "GFLOP/s (at the median GPU time)</text>\n</g>\n", PLOT_LEFT - 58, PLOT_TOP + PLOT_HEIGHT / 2);
-}
-
-static void write_titles(FILE *f, const bench_run_info *info, int peak_drawn, double max_gflops)
-{
-    char device[900], note[300];
-    cli_describe_device(&info->device, device, sizeof device);
-    fprintf(f, "<text x=\"20\" y=\"30\" font-size=\"18\" font-weight=\"bold\">vkattn bench: GFLOP/s against "
-               "sequence length on ");
-    xml_text(f, info->device.name);
-    fprintf(f, "</text>\n<text x=\"20\" y=\"52\" font-size=\"13\">");
-    xml_text(f, device);
-    fprintf(f, "</text>\n");
-    if (info->device.type == VKATTN_DEVICE_CPU)
-        fprintf(f, "<text x=\"20\" y=\"70\" font-size=\"13\" fill=\"#c00000\">a CPU implementation of Vulkan "
-                   "(software rasterizer): these are not GPU figures</text>\n");
-    const double peak = info->peak.fp32_gflops;
-    if (peak_drawn) snprintf(note, sizeof note, "dashed: measured fp32 peak %.1f GFLOP/s", peak);
-    else if (peak > 0)
-        snprintf(note, sizeof note, "measured fp32 peak %.1f GFLOP/s is off the scale (%.0fx the highest point)",
-                 peak, max_gflops > 0 ? peak / max_gflops : INFINITY);
-    else snprintf(note, sizeof note, "no measured peak");
-    fprintf(f, "<text x=\"20\" y=\"88\" font-size=\"12\" fill=\"#555\">medians of GPU timestamps, at least %.2f s "
-               "per configuration; ", info->min_time_s);
-    xml_text(f, note);
-    fprintf(f, "</text>\n");
-}
-
-/* The series and their points; returns 0 or 1 when out of memory. */
-static int collect(const bench_result *results, uint32_t count, const plot_varies *v, plot_series **out_series,
-                   uint32_t *out_ns, plot_point **out_points, uint32_t *out_np)
-{
-    const size_t cap = (size_t)count * (VKATTN_STAGE_COUNT + 1) + 1;
-    plot_series *series = calloc(cap, sizeof *series);
-    plot_point *pts = calloc(cap, sizeof *pts);
-    uint32_t ns = 0, np = 0;
-    if (!series || !pts) {
-        free(series), free(pts);
-        return 1;
-    }
-    for (uint32_t i = 0; i < count; i++) {
-        const bench_result *r = &results[i];
-        for (int s = -1; s < VKATTN_STAGE_COUNT; s++) {
-            double g = s < 0 ? r->gflops : r->stages[s].gflops;
-            double flops = s < 0 ? r->flops : r->stages[s].flops;
-            if (s >= 0 && !r->stages[s].present) continue;
-            if (!(flops > 0) || !isfinite(g) || g < 0 || r->config.query_len == 0) continue;
-            uint32_t k = 0;
-            while (k < ns && !(series[k].stage == s && same_group(series[k].like, &r->config, v))) k++;
-            if (k == ns) series[ns++] = (plot_series){&r->config, s, 0, 0};
-            pts[np++] = (plot_point){k, r->config.query_len, g};
-        }
-    }
-    qsort(pts, np, sizeof *pts, point_order);
-    for (uint32_t i = 0; i < np; i++) {
-        if (series[pts[i].series].n++ == 0) series[pts[i].series].first = i;
-    }
-    *out_series = series, *out_ns = ns, *out_points = pts, *out_np = np;
-    return 0;
-}
-
 static void find_varies(const bench_result *results, uint32_t count, plot_varies *v)
 {
     memset(v, 0, sizeof *v);
@@ -225,123 +63,362 @@ static void find_varies(const bench_result *results, uint32_t count, plot_varies
     for (uint32_t i = 0; i < count; i++) v->key_len |= results[i].config.key_len != results[i].config.query_len;
 }
 
-static void write_legend(FILE *f, const plot_series *series, uint32_t ns, const plot_varies *v)
+/* Appends printf-style text to the string in buf. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void append(char *buf, size_t size, const char *format, ...)
 {
-    char label[256], by[128] = "";
+    size_t n = strlen(buf);
+    if (n + 1 >= size) return;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(buf + n, size - n, format, args);
+    va_end(args);
+}
+
+static void series_label(plot_series *s, const plot_varies *v)
+{
+    const bench_config *c = s->like;
+    char *buf = s->label;
+    const size_t size = sizeof s->label;
+    snprintf(buf, size, "%s %s", vkattn_path_name(c->path),
+             s->stage < 0 ? "total" : vkattn_stage_name((vkattn_stage)s->stage));
+    if (v->embed) append(buf, size, " E=%u", c->embed_dim);
+    if (v->heads) append(buf, size, " H=%u", c->heads);
+    if (v->batch) append(buf, size, " B=%u", c->batch);
+    if (v->key_len) append(buf, size, " S=%u", c->key_len);
+    if (v->mask) append(buf, size, " %s", bench_mask_name(c->mask));
+    if (v->dtype) append(buf, size, " %s", vkattn_dtype_name(c->dtype));
+}
+
+/* The series and their points, in order; 0, or 1 when out of memory. */
+static int collect(const bench_result *results, uint32_t count, const plot_varies *v, bench_plot *p)
+{
+    const size_t cap = (size_t)count * (VKATTN_STAGE_COUNT + 1) + 1;
+    p->series = calloc(cap, sizeof *p->series);
+    p->points = calloc(cap, sizeof *p->points);
+    if (!p->series || !p->points) return 1;
+    for (uint32_t i = 0; i < count; i++) {
+        const bench_result *r = &results[i];
+        for (int s = -1; s < VKATTN_STAGE_COUNT; s++) {
+            double g = s < 0 ? r->gflops : r->stages[s].gflops;
+            double flops = s < 0 ? r->flops : r->stages[s].flops;
+            if (s >= 0 && !r->stages[s].present) continue;
+            if (!(flops > 0) || !isfinite(g) || g < 0 || r->config.query_len == 0) continue;
+            uint32_t k = 0;
+            while (k < p->ns && !(p->series[k].stage == s && same_group(p->series[k].like, &r->config, v))) k++;
+            if (k == p->ns) {
+                plot_series *n = &p->series[p->ns++];
+                n->like = &r->config, n->stage = s;
+                n->color = palette[k % PALETTE_SIZE], n->dashed = k / PALETTE_SIZE % 2;
+                series_label(n, v);
+            }
+            p->points[p->np++] = (plot_point){k, r->config.query_len, g};
+        }
+    }
+    qsort(p->points, p->np, sizeof *p->points, point_order);
+    for (uint32_t i = 0; i < p->np; i++)
+        if (p->series[p->points[i].series].n++ == 0) p->series[p->points[i].series].first = i;
+    return 0;
+}
+
+/* A round step (1, 2 or 5 times a power of ten) giving about five intervals up to `top`. */
+static double nice_step(double top)
+{
+    double raw = top / 5, mag = pow(10, floor(log10(raw))), norm = raw / mag;
+    return (norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 5 ? 5 : 10) * mag;
+}
+
+/* The axes' ranges and the peak line. */
+static void scale(const bench_run_info *info, bench_plot *p)
+{
+    double max_g = 0;
+    p->xmin = INFINITY, p->xmax = -INFINITY;
+    for (uint32_t i = 0; i < p->np; i++) {
+        p->xmin = fmin(p->xmin, log2(p->points[i].l));
+        p->xmax = fmax(p->xmax, log2(p->points[i].l));
+        max_g = fmax(max_g, p->points[i].gflops);
+    }
+    if (p->np == 0) p->xmin = 0, p->xmax = 1;
+    if (p->xmax - p->xmin < 1e-9) p->xmin -= 0.5, p->xmax += 0.5;
+    p->peak = info->peak.fp32_gflops > 0 ? info->peak.fp32_gflops : 0;
+    p->peak_drawn = p->peak > 0 && max_g > 0 && p->peak <= PEAK_DRAW_LIMIT * max_g;
+    double top = fmax(max_g, p->peak_drawn ? p->peak : 0) * 1.08;
+    if (!(top > 0)) top = 1;
+    p->ystep = nice_step(top);
+    p->ytop = ceil(top / p->ystep) * p->ystep;
+    char peak_note[200];
+    if (p->peak_drawn) snprintf(peak_note, sizeof peak_note, "dashed: measured fp32 peak %.1f GFLOP/s", p->peak);
+    else if (p->peak > 0)
+        snprintf(peak_note, sizeof peak_note, "measured fp32 peak %.1f GFLOP/s is off the scale (%.0fx the highest "
+                 "point)", p->peak, max_g > 0 ? p->peak / max_g : INFINITY);
+    else snprintf(peak_note, sizeof peak_note, "no measured peak");
+    snprintf(p->note, sizeof p->note, "medians of GPU timestamps, at least %.2f s per configuration; %s",
+             info->min_time_s, peak_note);
+}
+
+/* x ticks at the L values present, labelled unless a label would crowd the previous one. */
+static int make_ticks(bench_plot *p)
+{
+    p->ticks = calloc(p->np ? p->np : 1, sizeof *p->ticks);
+    double *ls = malloc((p->np ? p->np : 1) * sizeof *ls);
+    if (!p->ticks || !ls) {
+        free(ls);
+        return 1;
+    }
+    for (uint32_t i = 0; i < p->np; i++) ls[i] = p->points[i].l;
+    qsort(ls, p->np, sizeof *ls, cli_compare_doubles);
+    double last = -1e9;
+    for (uint32_t i = 0; i < p->np; i++) {
+        if (i && ls[i] == ls[i - 1]) continue;
+        double x = bench_plot_x(p, ls[i]);
+        plot_tick *t = &p->ticks[p->nticks++];
+        t->l = ls[i], t->labelled = x - last >= TICK_LABEL_GAP;
+        if (t->labelled) last = x;
+    }
+    free(ls);
+    return 0;
+}
+
+static void describe(const bench_run_info *info, const plot_varies *v, bench_plot *p)
+{
+    snprintf(p->title, sizeof p->title, "vkattn bench: GFLOP/s against sequence length on %s", info->device.name);
+    cli_describe_device(&info->device, p->device, sizeof p->device);
+    snprintf(p->cpu_note, sizeof p->cpu_note, "%s", info->device.type == VKATTN_DEVICE_CPU ?
+             "a CPU implementation of Vulkan (software rasterizer): these are not GPU figures" : "");
+    snprintf(p->legend[0], sizeof p->legend[0], "one line per path and stage");
     const char *names[] = {"E", "H", "B", "S", "mask", "dtype"};
     const int on[] = {v->embed, v->heads, v->batch, v->key_len, v->mask, v->dtype};
     for (int i = 0; i < 6; i++)
-        if (on[i]) snprintf(by + strlen(by), sizeof by - strlen(by), "%s%s", by[0] ? ", " : "", names[i]);
-    int x = PLOT_RIGHT + 24, y = PLOT_TOP + 4;
-    fprintf(f, "<g font-size=\"12\">\n<text x=\"%d\" y=\"%d\" font-weight=\"bold\">one line per path and stage"
-               "</text>\n", x, y);
-    if (by[0]) {
-        y += LEGEND_ROW;
-        fprintf(f, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">and per %s</text>\n", x, y, by);
-    }
-    y += LEGEND_ROW + 4;
-    for (uint32_t k = 0; k < ns; k++, y += LEGEND_ROW) {
-        const char *color = palette[k % PALETTE_SIZE];
-        series_label(&series[k], v, label, sizeof label);
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"%s\"%s/>", x, y - 4,
-                x + 26, y - 4, color, series[k].stage < 0 ? "2.5" : "1.5", dash_of(k));
-        marker(f, series[k].like->path, x + 13, y - 4, color);
-        fprintf(f, "<text x=\"%d\" y=\"%d\">", x + 34, y);
-        xml_text(f, label);
-        fprintf(f, "</text>\n");
-    }
-    fprintf(f, "</g>\n");
+        if (on[i]) append(p->legend[1], sizeof p->legend[1], p->legend[1][0] ? ", %s" : "and per %s", names[i]);
+    snprintf(p->xlabel, sizeof p->xlabel, "%s length L (log2 scale)", v->key_len ? "query" : "sequence");
 }
 
-/* Each series: a polyline through its points (sorted by L) and a marker on each. */
-static void write_series(FILE *f, const plot_series *series, uint32_t ns, const plot_point *pts,
-                         const plot_scale *sc, const plot_varies *v)
+int bench_plot_build(const bench_run_info *info, const bench_result *results, uint32_t count, bench_plot *out)
 {
-    char label[256];
-    for (uint32_t k = 0; k < ns; k++) {
-        const plot_series *s = &series[k];
-        const char *color = palette[k % PALETTE_SIZE];
-        series_label(s, v, label, sizeof label);
-        fprintf(f, "<g><title>");
-        xml_text(f, label);
-        fprintf(f, "</title>\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"", color,
-                s->stage < 0 ? "2.5" : "1.5", dash_of(k));
+    bench_plot p;
+    memset(&p, 0, sizeof p);
+    plot_varies v;
+    find_varies(results, count, &v);
+    if (collect(results, count, &v, &p)) {
+        bench_plot_free(&p);
+        return 1;
+    }
+    scale(info, &p);
+    if (make_ticks(&p)) {
+        bench_plot_free(&p);
+        return 1;
+    }
+    describe(info, &v, &p);
+    p.width = BENCH_PLOT_WIDTH;
+    p.left = PLOT_LEFT, p.top = PLOT_TOP, p.right = PLOT_RIGHT, p.bottom = PLOT_TOP + PLOT_HEIGHT;
+    p.height = PLOT_TOP + (p.ns + 3) * LEGEND_ROW + 20;
+    if (p.height < BENCH_PLOT_MIN_HEIGHT) p.height = BENCH_PLOT_MIN_HEIGHT;
+    *out = p;
+    return 0;
+}
+
+void bench_plot_free(bench_plot *p)
+{
+    free(p->series), free(p->points), free(p->ticks);
+    memset(p, 0, sizeof *p);
+}
+
+double bench_plot_x(const bench_plot *p, double l)
+{
+    return PLOT_LEFT + 15 + (log2(l) - p->xmin) / (p->xmax - p->xmin) * (PLOT_RIGHT - PLOT_LEFT - 30);
+}
+
+double bench_plot_y(const bench_plot *p, double g)
+{
+    return PLOT_TOP + PLOT_HEIGHT * (1 - g / p->ytop);
+}
+
+/* The legend: two heading lines (the second may be empty), then one row per series. */
+static double legend_row_y(const bench_plot *p, uint32_t k)
+{
+    return PLOT_TOP + 4 + (p->legend[1][0] ? LEGEND_ROW : 0) + LEGEND_ROW + 4 + (double)k * LEGEND_ROW;
+}
+
+void bench_plot_legend_at(const bench_plot *p, uint32_t k, double *x, double *y)
+{
+    *x = PLOT_RIGHT + 24 + 13;
+    *y = legend_row_y(p, k) - 4;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Drawing                                                                                         */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* The middle of the pixel row or column that holds v: a 1-pixel line there is sharp in a PNG. */
+static double sharp(double v)
+{
+    return floor(v) + 0.5;
+}
+
+static void line(cairo_t *cr, double x0, double y0, double x1, double y1, double width)
+{
+    cairo_set_line_width(cr, width);
+    cairo_move_to(cr, x0, y0);
+    cairo_line_to(cr, x1, y1);
+    cairo_stroke(cr);
+}
+
+static void text(cairo_t *cr, double x, double y, const char *s, double size, int bold, rgb_color color,
+                 canvas_align align)
+{
+    canvas_font(cr, size, bold);
+    canvas_set_color(cr, color);
+    canvas_text(cr, x, y, s, align);
+}
+
+/* Fused points are squares, unfused ones circles. */
+static void marker(cairo_t *cr, vkattn_path path, double x, double y, rgb_color color)
+{
+    canvas_set_color(cr, color);
+    if (path == VKATTN_PATH_FUSED) cairo_rectangle(cr, x - 3.5, y - 3.5, 7, 7);
+    else cairo_arc(cr, x, y, 3.8, 0, 6.283185307179586);
+    cairo_fill(cr);
+}
+
+static void series_stroke(cairo_t *cr, const plot_series *s)
+{
+    static const double dash[2] = {5, 3};
+    canvas_set_color(cr, s->color);
+    cairo_set_line_width(cr, s->stage < 0 ? 2.5 : 1.5);
+    cairo_set_dash(cr, dash, s->dashed ? 2 : 0, 0);
+    cairo_stroke(cr);
+    cairo_set_dash(cr, NULL, 0, 0);
+}
+
+static void draw_titles(cairo_t *cr, const bench_plot *p)
+{
+    text(cr, 20, 30, p->title, 18, 1, INK, CANVAS_LEFT);
+    text(cr, 20, 52, p->device, 13, 0, INK, CANVAS_LEFT);
+    if (p->cpu_note[0]) text(cr, 20, 70, p->cpu_note, 13, 0, WARNING, CANVAS_LEFT);
+    text(cr, 20, 88, p->note, 12, 0, FRAME, CANVAS_LEFT);
+}
+
+static void draw_axes(cairo_t *cr, const bench_plot *p)
+{
+    const double bottom = PLOT_TOP + PLOT_HEIGHT;
+    char buf[64];
+    for (int i = 0; i * p->ystep <= p->ytop * (1 + 1e-9); i++) {
+        double y = bench_plot_y(p, i * p->ystep);
+        canvas_set_color(cr, GRID);
+        line(cr, PLOT_LEFT, sharp(y), PLOT_RIGHT, sharp(y), 1);
+        snprintf(buf, sizeof buf, "%g", i * p->ystep);
+        text(cr, PLOT_LEFT - 6, round(y + 4), buf, 12, 0, TEXT, CANVAS_RIGHT);
+    }
+    for (uint32_t i = 0; i < p->nticks; i++) {
+        double x = bench_plot_x(p, p->ticks[i].l);
+        canvas_set_color(cr, GRID);
+        line(cr, sharp(x), PLOT_TOP, sharp(x), bottom, 1);
+        snprintf(buf, sizeof buf, "%.0f", p->ticks[i].l);
+        if (p->ticks[i].labelled) text(cr, x, bottom + 18, buf, 12, 0, TEXT, CANVAS_CENTER);
+    }
+    canvas_set_color(cr, FRAME);
+    cairo_set_line_width(cr, 1);
+    cairo_rectangle(cr, PLOT_LEFT + 0.5, PLOT_TOP + 0.5, PLOT_RIGHT - PLOT_LEFT, PLOT_HEIGHT);
+    cairo_stroke(cr);
+    text(cr, (PLOT_LEFT + PLOT_RIGHT) / 2.0, bottom + 42, p->xlabel, 14, 0, TEXT, CANVAS_CENTER);
+    canvas_font(cr, 14, 0);
+    canvas_text_up(cr, PLOT_LEFT - 52, PLOT_TOP + PLOT_HEIGHT / 2.0, "GFLOP/s (at the median GPU time)", CANVAS_CENTER);
+    if (p->np == 0)
+        text(cr, (PLOT_LEFT + PLOT_RIGHT) / 2.0, PLOT_TOP + PLOT_HEIGHT / 2.0, "no data with FLOPs to plot", 16, 0,
+             INK, CANVAS_CENTER);
+}
+
+/* Each series: a line through its points (sorted by L), then a marker on each. */
+static void draw_series(cairo_t *cr, const bench_plot *p)
+{
+    for (uint32_t k = 0; k < p->ns; k++) {
+        const plot_series *s = &p->series[k];
         for (uint32_t i = s->first; i < s->first + s->n; i++)
-            fprintf(f, "%s%.1f,%.1f", i == s->first ? "" : " ", px_x(sc, pts[i].l), px_y(sc, pts[i].gflops));
-        fprintf(f, "\"/>\n");
+            cairo_line_to(cr, bench_plot_x(p, p->points[i].l), bench_plot_y(p, p->points[i].gflops));
+        series_stroke(cr, s);
         for (uint32_t i = s->first; i < s->first + s->n; i++)
-            marker(f, s->like->path, px_x(sc, pts[i].l), px_y(sc, pts[i].gflops), color);
-        fprintf(f, "\n</g>\n");
+            marker(cr, s->like->path, bench_plot_x(p, p->points[i].l), bench_plot_y(p, p->points[i].gflops),
+                   s->color);
     }
 }
+
+/* The peak as a dashed line, labelled in black on a white halo so that series under it stay legible. */
+static void draw_peak(cairo_t *cr, const bench_plot *p)
+{
+    static const double dash[2] = {6, 4};
+    const double y = sharp(bench_plot_y(p, p->peak));
+    canvas_set_color(cr, INK);
+    cairo_set_dash(cr, dash, 2, 0);
+    line(cr, PLOT_LEFT, y, PLOT_RIGHT, y, 1);
+    cairo_set_dash(cr, NULL, 0, 0);
+    char label[80];
+    snprintf(label, sizeof label, "measured fp32 peak %.1f GFLOP/s", p->peak); /* plain ASCII */
+    canvas_font(cr, 11, 0);
+    cairo_move_to(cr, PLOT_LEFT + 6, round(y - 5));
+    cairo_text_path(cr, label);
+    canvas_set_color(cr, WHITE);
+    cairo_set_line_width(cr, 3);
+    cairo_stroke_preserve(cr);
+    canvas_set_color(cr, INK);
+    cairo_fill(cr);
+}
+
+static void draw_legend(cairo_t *cr, const bench_plot *p)
+{
+    const double x = PLOT_RIGHT + 24;
+    text(cr, x, PLOT_TOP + 4, p->legend[0], 12, 1, INK, CANVAS_LEFT);
+    if (p->legend[1][0]) text(cr, x, PLOT_TOP + 4 + LEGEND_ROW, p->legend[1], 12, 1, INK, CANVAS_LEFT);
+    for (uint32_t k = 0; k < p->ns; k++) {
+        const plot_series *s = &p->series[k];
+        const double y = legend_row_y(p, k);
+        cairo_move_to(cr, x, y - 4);
+        cairo_line_to(cr, x + 26, y - 4);
+        series_stroke(cr, s);
+        marker(cr, s->like->path, x + 13, y - 4, s->color);
+        text(cr, x + 34, y, s->label, 12, 0, INK, CANVAS_LEFT);
+    }
+}
+
+void bench_plot_draw(cairo_t *cr, const bench_plot *p)
+{
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    draw_titles(cr, p);
+    draw_axes(cr, p);
+    draw_series(cr, p);
+    if (p->peak_drawn) draw_peak(cr, p);
+    draw_legend(cr, p);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
 
 int bench_plot_path_ok(const char *path)
 {
-    size_t n = strlen(path);
-    if (n <= 4 || path[n - 4] != '.') return 0;
-    const char *ext = path + n - 3;
-    return (ext[0] | 0x20) == 's' && (ext[1] | 0x20) == 'v' && (ext[2] | 0x20) == 'g';
+    return canvas_format_of(path) != CANVAS_NONE;
 }
 
 int bench_write_plot(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count)
 {
-    if (!bench_plot_path_ok(path)) {
-        fprintf(stderr, "vkattn bench: --plot %s: only .svg is supported (give a file name ending in .svg)\n", path);
+    canvas_format format = canvas_format_of(path);
+    if (format == CANVAS_NONE) {
+        fprintf(stderr, "vkattn bench: --plot %s: give %s (the format)\n", path, BENCH_PLOT_NAMES);
         return 1;
     }
-    plot_varies v;
-    plot_series *series;
-    plot_point *pts;
-    uint32_t ns, np;
-    find_varies(results, count, &v);
-    if (collect(results, count, &v, &series, &ns, &pts, &np)) {
+    bench_plot plot;
+    if (bench_plot_build(info, results, count, &plot)) {
         fprintf(stderr, "vkattn bench: out of memory for the plot\n");
         return 1;
     }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "vkattn bench: cannot create the plot file %s\n", path);
-        free(series), free(pts);
-        return 1;
+    canvas c;
+    vkattn_error error = {0};
+    vkattn_status status = canvas_open(&c, format, path, plot.width, plot.height, &error);
+    if (status == VKATTN_OK) {
+        bench_plot_draw(c.cr, &plot);
+        status = canvas_finish(&c, &error);
     }
-
-    plot_scale sc = {INFINITY, -INFINITY, 0};
-    double max_g = 0;
-    for (uint32_t i = 0; i < np; i++) {
-        sc.xmin = fmin(sc.xmin, log2(pts[i].l));
-        sc.xmax = fmax(sc.xmax, log2(pts[i].l));
-        max_g = fmax(max_g, pts[i].gflops);
-    }
-    if (np == 0) sc.xmin = 0, sc.xmax = 1;
-    if (sc.xmax - sc.xmin < 1e-9) sc.xmin -= 0.5, sc.xmax += 0.5;
-    const double peak = info->peak.fp32_gflops;
-    const int peak_drawn = peak > 0 && max_g > 0 && peak <= PEAK_DRAW_LIMIT * max_g;
-    double top = fmax(max_g, peak_drawn ? peak : 0) * 1.08;
-    if (!(top > 0)) top = 1;
-    const double step = nice_step(top);
-    sc.ytop = ceil(top / step) * step;
-
-    int height = PLOT_TOP + (int)(ns + 3) * LEGEND_ROW + 20;
-    if (height < MIN_HEIGHT) height = MIN_HEIGHT;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-               "font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-            WIDTH, height, WIDTH, height);
-    write_titles(f, info, peak_drawn, max_g);
-    write_axes(f, &sc, pts, np, v.key_len);
-    if (np == 0)
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"16\">no data with FLOPs to plot"
-                   "</text>\n", (PLOT_LEFT + PLOT_RIGHT) / 2, PLOT_TOP + PLOT_HEIGHT / 2);
-    write_series(f, series, ns, pts, &sc, &v);
-    if (peak_drawn)
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\" stroke-dasharray=\"6,4\"/>"
-                   "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" stroke=\"white\" stroke-width=\"3\" "
-                   "paint-order=\"stroke\">measured fp32 peak %.1f GFLOP/s</text>\n",
-                PLOT_LEFT, px_y(&sc, peak), PLOT_RIGHT, px_y(&sc, peak), PLOT_LEFT + 6, px_y(&sc, peak) - 5, peak);
-    write_legend(f, series, ns, &v);
-    fprintf(f, "</svg>\n");
-    free(series), free(pts);
-    int bad = ferror(f);
-    if (fclose(f) != 0) bad = 1;
-    if (bad) fprintf(stderr, "vkattn bench: writing the plot file %s failed\n", path);
-    return bad;
+    canvas_destroy(&c);
+    bench_plot_free(&plot);
+    if (status != VKATTN_OK) fprintf(stderr, "vkattn bench: the plot: %s\n", error.message);
+    return status != VKATTN_OK;
 }

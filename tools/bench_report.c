@@ -5,6 +5,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "cli_json.h"
 
 const char *bench_mask_name(bench_mask mask)
 {
@@ -163,59 +164,119 @@ static const char *device_type_name(vkattn_device_type t)
     }
 }
 
-/* Writes `"name": value` (with a leading ", " unless first). */
-static void json_field(FILE *f, int first, const char *name, const char *fmt, double v)
+/* Members of one JSON object, added in order: numbers (null when not finite) and strings. */
+typedef struct json_number {
+    const char *name;
+    double value;
+} json_number;
+
+typedef struct json_string {
+    const char *name;
+    const char *value;
+} json_string;
+
+/* 0, or 1 when out of memory (the object then lacks members and must not be written). */
+static int add_numbers(cJSON *o, const json_number *f, size_t n)
 {
-    fprintf(f, "%s\"%s\": ", first ? "" : ", ", name);
-    cli_json_number(f, fmt, v);
+    for (size_t i = 0; i < n; i++)
+        if (!cli_json_add_number(o, f[i].name, f[i].value)) return 1;
+    return 0;
 }
 
-static void json_result(FILE *f, const bench_result *r)
+static int add_strings(cJSON *o, const json_string *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!cJSON_AddStringToObject(o, f[i].name, f[i].value)) return 1;
+    return 0;
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Appends `item` (NULL: out of memory) to `array`; 0, or 1 with `item` freed. */
+static int append(cJSON *array, cJSON *item)
+{
+    if (item && cJSON_AddItemToArray(array, item)) return 0;
+    cJSON_Delete(item);
+    return 1;
+}
+
+static cJSON *json_stage(const bench_stage_result *st, vkattn_stage s)
+{
+    const json_number numbers[] = {{"ms_median", st->time.median_ms}, {"ms_min", st->time.min_ms},
+                                   {"flops", st->flops}, {"bytes", st->bytes}, {"gflops", st->gflops},
+                                   {"gbs", st->gbs}, {"roofline_pct", st->roofline_pct}};
+    cJSON *o = cJSON_CreateObject();
+    if (o && cJSON_AddStringToObject(o, "stage", vkattn_stage_name(s)) && !add_numbers(o, numbers, COUNT(numbers)))
+        return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static cJSON *json_result(const bench_result *r)
 {
     const bench_config *c = &r->config;
     char key[160];
     bench_config_key(c, key, sizeof key);
-    fprintf(f, "    {\"key\": ");
-    cli_json_string(f, key);
-    fprintf(f, ", \"batch\": %u, \"query_len\": %u, \"key_len\": %u, \"embed_dim\": %u, \"heads\": %u,\n", c->batch,
-            c->query_len, c->key_len, c->embed_dim, c->heads);
-    fprintf(f, "     \"active_heads\": %u,\n", c->head_mask ? c->active_heads : c->heads);
-    fprintf(f, "     \"mask\": \"%s\", \"path\": \"%s\", \"path_ran\": \"%s\", \"dtype\": \"%s\",\n",
-            bench_mask_name(c->mask), vkattn_path_name(c->path), vkattn_path_name(r->path_ran),
-            vkattn_dtype_name(c->dtype));
-    fprintf(f, "     \"repeats\": %u, \"dispatches\": %u, \"submits\": %u, \"workspace_bytes\": %llu,\n     ", r->repeats,
-            r->dispatches, r->submits, (unsigned long long)r->workspace_bytes);
-    json_field(f, 1, "gpu_ms_median", "%.9g", r->gpu.median_ms);
-    json_field(f, 0, "gpu_ms_min", "%.9g", r->gpu.min_ms);
-    json_field(f, 0, "host_ms_median", "%.9g", r->host.median_ms);
-    json_field(f, 0, "host_ms_min", "%.9g", r->host.min_ms);
-    fprintf(f, ",\n     ");
-    json_field(f, 1, "host_overhead_ms_median", "%.9g", r->host_overhead.median_ms);
-    json_field(f, 0, "host_overhead_ms_min", "%.9g", r->host_overhead.min_ms);
-    fprintf(f, ",\n     ");
-    json_field(f, 1, "flops", "%.17g", r->flops);
-    json_field(f, 0, "bytes", "%.17g", r->bytes);
-    json_field(f, 0, "gflops", "%.6g", r->gflops);
-    json_field(f, 0, "gbs", "%.6g", r->gbs);
-    json_field(f, 0, "roofline_pct", "%.6g", r->roofline_pct);
-    json_field(f, 0, "cpu_ms", "%.9g", r->cpu_ms >= 0 ? r->cpu_ms : NAN);
-    fprintf(f, ",\n     \"stages\": [");
-    int first = 1;
-    for (int s = 0; s < VKATTN_STAGE_COUNT; s++) {
-        const bench_stage_result *st = &r->stages[s];
-        if (!st->present) continue;
-        fprintf(f, "%s\n      {\"stage\": \"%s\", ", first ? "" : ",", vkattn_stage_name((vkattn_stage)s));
-        json_field(f, 1, "ms_median", "%.9g", st->time.median_ms);
-        json_field(f, 0, "ms_min", "%.9g", st->time.min_ms);
-        json_field(f, 0, "flops", "%.17g", st->flops);
-        json_field(f, 0, "bytes", "%.17g", st->bytes);
-        json_field(f, 0, "gflops", "%.6g", st->gflops);
-        json_field(f, 0, "gbs", "%.6g", st->gbs);
-        json_field(f, 0, "roofline_pct", "%.6g", st->roofline_pct);
-        fputc('}', f);
-        first = 0;
+    const json_number shape[] = {{"batch", c->batch}, {"query_len", c->query_len}, {"key_len", c->key_len},
+                                 {"embed_dim", c->embed_dim}, {"heads", c->heads},
+                                 {"active_heads", c->head_mask ? c->active_heads : c->heads}};
+    const json_string names[] = {{"mask", bench_mask_name(c->mask)}, {"path", vkattn_path_name(c->path)},
+                                 {"path_ran", vkattn_path_name(r->path_ran)}, {"dtype", vkattn_dtype_name(c->dtype)}};
+    const json_number figures[] = {
+        {"repeats", r->repeats}, {"dispatches", r->dispatches}, {"submits", r->submits},
+        {"workspace_bytes", (double)r->workspace_bytes}, {"gpu_ms_median", r->gpu.median_ms},
+        {"gpu_ms_min", r->gpu.min_ms}, {"host_ms_median", r->host.median_ms}, {"host_ms_min", r->host.min_ms},
+        {"host_overhead_ms_median", r->host_overhead.median_ms}, {"host_overhead_ms_min", r->host_overhead.min_ms},
+        {"flops", r->flops}, {"bytes", r->bytes}, {"gflops", r->gflops}, {"gbs", r->gbs},
+        {"roofline_pct", r->roofline_pct}, {"cpu_ms", r->cpu_ms >= 0 ? r->cpu_ms : NAN}};
+    cJSON *o = cJSON_CreateObject(), *stages = NULL;
+    int bad = !o || !cJSON_AddStringToObject(o, "key", key) || add_numbers(o, shape, COUNT(shape)) ||
+              add_strings(o, names, COUNT(names)) || add_numbers(o, figures, COUNT(figures)) ||
+              !(stages = cJSON_AddArrayToObject(o, "stages"));
+    for (int s = 0; !bad && s < VKATTN_STAGE_COUNT; s++)
+        if (r->stages[s].present) bad = append(stages, json_stage(&r->stages[s], (vkattn_stage)s));
+    if (!bad) return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* The run's description: version, device, peak, timing and preset. */
+static int json_run_info(cJSON *root, const bench_run_info *info)
+{
+    const vkattn_device_info *d = &info->device;
+    char api[32];
+    snprintf(api, sizeof api, "%u.%u.%u", d->api_version >> 22, (d->api_version >> 12) & 0x3FFu,
+             d->api_version & 0xFFFu);
+    const json_string device_names[] = {{"name", d->name}, {"driver_name", d->driver_name},
+                                        {"driver_info", d->driver_info}, {"api_version", api},
+                                        {"type", device_type_name(d->type)}};
+    const json_number peak[] = {{"fp32_gflops", info->peak.fp32_gflops}, {"fp16_gflops", info->peak.fp16_gflops},
+                                {"bandwidth_gbs", info->peak.bandwidth_gbs}};
+    cJSON *device = NULL, *peak_obj = NULL;
+    cJSON *preset = info->preset ? cJSON_CreateString(info->preset) : cJSON_CreateNull();
+    if (!preset || !cJSON_AddStringToObject(root, "vkattn_version", vkattn_version_string()) ||
+        !(device = cJSON_AddObjectToObject(root, "device")) ||
+        add_strings(device, device_names, COUNT(device_names)) || !cJSON_AddNumberToObject(device, "index", d->index) ||
+        !cJSON_AddStringToObject(device, "kernel_profile", d->kernel_profile) ||
+        !(peak_obj = cJSON_AddObjectToObject(root, "peak")) || add_numbers(peak_obj, peak, COUNT(peak)) ||
+        !cli_json_add_number(root, "min_time_s", info->min_time_s) || !cJSON_AddItemToObject(root, "preset", preset)) {
+        cJSON_Delete(preset); /* not added: still ours */
+        return 1;
     }
-    fprintf(f, "%s]}", first ? "" : "\n     ");
+    return 0;
+}
+
+int bench_write_json(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count)
+{
+    cJSON *root = cJSON_CreateObject(), *list = NULL;
+    int bad = !root || json_run_info(root, info) || !(list = cJSON_AddArrayToObject(root, "results"));
+    for (uint32_t i = 0; !bad && i < count; i++) bad = append(list, json_result(&results[i]));
+    char err[600];
+    if (bad) snprintf(err, sizeof err, "out of memory for the JSON file %s", path);
+    else bad = cli_json_write_file(root, path, err, sizeof err);
+    cJSON_Delete(root);
+    if (bad) fprintf(stderr, "vkattn bench: %s\n", err);
+    return bad;
 }
 
 /* Closes `f`, reporting any write error on the way (disk full shows up here). */
@@ -225,46 +286,6 @@ static int finish_file(FILE *f, const char *path, const char *what)
     if (fclose(f) != 0) bad = 1;
     if (bad) fprintf(stderr, "vkattn bench: writing the %s file %s failed\n", what, path);
     return bad;
-}
-
-int bench_write_json(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count)
-{
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "vkattn bench: cannot create the JSON file %s\n", path);
-        return 1;
-    }
-    const vkattn_device_info *d = &info->device;
-    char api[32];
-    snprintf(api, sizeof api, "%u.%u.%u", d->api_version >> 22, (d->api_version >> 12) & 0x3FFu,
-             d->api_version & 0xFFFu);
-    fprintf(f, "{\n  \"vkattn_version\": ");
-    cli_json_string(f, vkattn_version_string());
-    fprintf(f, ",\n  \"device\": {\"name\": ");
-    cli_json_string(f, d->name);
-    fprintf(f, ", \"driver_name\": ");
-    cli_json_string(f, d->driver_name);
-    fprintf(f, ", \"driver_info\": ");
-    cli_json_string(f, d->driver_info);
-    fprintf(f, ",\n             \"api_version\": \"%s\", \"type\": \"%s\", \"index\": %u, \"kernel_profile\": ", api,
-            device_type_name(d->type), d->index);
-    cli_json_string(f, d->kernel_profile);
-    fprintf(f, "},\n  \"peak\": {");
-    json_field(f, 1, "fp32_gflops", "%.6g", info->peak.fp32_gflops);
-    json_field(f, 0, "fp16_gflops", "%.6g", info->peak.fp16_gflops);
-    json_field(f, 0, "bandwidth_gbs", "%.6g", info->peak.bandwidth_gbs);
-    fprintf(f, "},\n  ");
-    json_field(f, 1, "min_time_s", "%.6g", info->min_time_s);
-    fprintf(f, ",\n  \"preset\": ");
-    if (info->preset) cli_json_string(f, info->preset);
-    else fputs("null", f);
-    fprintf(f, ",\n  \"results\": [");
-    for (uint32_t i = 0; i < count; i++) {
-        fputs(i ? ",\n" : "\n", f);
-        json_result(f, &results[i]);
-    }
-    fprintf(f, "%s]\n}\n", count ? "\n  " : "");
-    return finish_file(f, path, "JSON");
 }
 
 /* A CSV field: quoted (quotes doubled) when it holds a comma, quote or line break. */

@@ -250,21 +250,3 @@ int cli_compare_doubles(const void *a, const void *b)
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
-
-void cli_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-void cli_json_number(FILE *f, const char *fmt, double v)
-{
-    if (isfinite(v)) fprintf(f, fmt, v);
-    else fputs("null", f);
-}

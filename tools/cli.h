@@ -116,9 +116,4 @@ double cli_now(void);
 /* Orders doubles ascending, for qsort. */
 int cli_compare_doubles(const void *a, const void *b);
 
-/* JSON output: a quoted string with ", \ and control characters escaped; a number printed with
- * `fmt` (e.g. "%.9g"), or null when it is not finite (JSON has no NaN or infinity). */
-void cli_json_string(FILE *f, const char *s);
-void cli_json_number(FILE *f, const char *fmt, double v);
-
 #endif

@@ -59,7 +59,7 @@ static void bench_usage(FILE *out)
             "                    [--heads H,..] [--mask none,causal,padding,causal+padding] [--path unfused,fused]\n"
             "                    [--dtype f32,f16] [--min-time SEC] [--warmup N] [--no-cpu] [--cpu-max-gflop X]\n"
             "                    [--no-peak] [--peak-seconds SEC] [--device N|NAME] [--head-mask m.npy]\n"
-            "                    [--json FILE] [--csv FILE] [--plot FILE.svg]\n"
+            "                    [--json FILE] [--csv FILE] [--plot FILE.png|FILE.svg]\n"
             "       vkattn bench --compare OLD.json NEW.json\n"
             "  Lists are comma-separated; the sweep is their product. Without --kv-len, S = L (self-attention).\n"
             "  Each configuration warms up, then repeats until --min-time seconds (default 0.5) and 3 runs.\n"
@@ -434,7 +434,7 @@ int cmd_bench(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     /* Output problems are said now, not after a sweep of minutes. */
     if (o.plot && !bench_plot_path_ok(o.plot)) {
-        fprintf(stderr, "vkattn bench: --plot %s: only .svg is supported (give a file name ending in .svg)\n", o.plot);
+        fprintf(stderr, "vkattn bench: --plot %s: give %s (the format)\n", o.plot, BENCH_PLOT_NAMES);
         return 2;
     }
     if (!writable("--json", o.json) || !writable("--csv", o.csv) || !writable("--plot", o.plot)) return 2;

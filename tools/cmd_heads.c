@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_json.h"
 #include "forward_inputs.h"
 #include "head_importance.h"
 
@@ -128,42 +129,56 @@ static void print_table(const head_score *ranked, uint32_t H)
     }
 }
 
+/* One head's row: its rank (0 when pruned by --head-mask), 1-based number and figures. */
+static cJSON *json_head(const head_score *h, uint32_t rank)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o && cJSON_AddNumberToObject(o, "rank", h->active ? rank : 0) &&
+        cJSON_AddNumberToObject(o, "head", h->head + 1) && cJSON_AddBoolToObject(o, "active", h->active) &&
+        cli_json_add_number(o, "rel_l2", h->rel_l2) && cli_json_add_number(o, "max_abs", h->max_abs))
+        return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* --prune: what was kept and what it cost. 0, or 1 when out of memory. */
+static int json_prune(cJSON *root, const heads_options *o, const prune_result *pr, uint32_t H)
+{
+    cJSON *p = cJSON_AddObjectToObject(root, "prune"), *keep = NULL;
+    if (!p || !cJSON_AddNumberToObject(p, "k", o->prune) || !cJSON_AddStringToObject(p, "mask_file", o->write_mask) ||
+        !(keep = cJSON_AddArrayToObject(p, "keep")))
+        return 1;
+    for (uint32_t h = 0; h < H; h++) {
+        cJSON *v = cJSON_CreateNumber(pr->keep[h]);
+        if (!v || !cJSON_AddItemToArray(keep, v)) {
+            cJSON_Delete(v);
+            return 1;
+        }
+    }
+    const char *names[] = {"rel_l2", "max_abs", "full_ms", "pruned_ms", "speedup"};
+    double values[] = {pr->rel_l2, pr->max_abs, pr->full_ms, pr->pruned_ms,
+                       pr->pruned_ms > 0 ? pr->full_ms / pr->pruned_ms : 0};
+    for (int i = 0; i < 5; i++)
+        if (!cli_json_add_number(p, names[i], values[i])) return 1;
+    return 0;
+}
+
 static int write_json(const char *path, const vkattn_device_info *dev, const head_score *ranked, uint32_t H,
                       const heads_options *o, const prune_result *pr)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) return cli_fail("heads", "writing the JSON file", VKATTN_ERROR_IO, path);
-    fprintf(f, "{\n  \"device\": ");
-    cli_json_string(f, dev ? dev->name : "CPU reference path");
-    fprintf(f, ",\n  \"heads\": [\n");
-    for (uint32_t k = 0; k < H; k++) {
-        fprintf(f, "    {\"rank\": %u, \"head\": %u, \"active\": %s, \"rel_l2\": ", ranked[k].active ? k + 1 : 0,
-                ranked[k].head + 1, ranked[k].active ? "true" : "false");
-        cli_json_number(f, "%.9g", ranked[k].rel_l2);
-        fprintf(f, ", \"max_abs\": ");
-        cli_json_number(f, "%.9g", ranked[k].max_abs);
-        fprintf(f, "}%s\n", k + 1 < H ? "," : "");
+    cJSON *root = cJSON_CreateObject(), *heads = NULL;
+    int bad = !root || !cJSON_AddStringToObject(root, "device", dev ? dev->name : "CPU reference path") ||
+              !(heads = cJSON_AddArrayToObject(root, "heads"));
+    for (uint32_t k = 0; !bad && k < H; k++) {
+        cJSON *h = json_head(&ranked[k], k + 1);
+        bad = !h || !cJSON_AddItemToArray(heads, h);
+        if (bad) cJSON_Delete(h);
     }
-    fprintf(f, "  ]");
-    if (pr->keep) {
-        fprintf(f, ",\n  \"prune\": {\"k\": %u, \"mask_file\": ", o->prune);
-        cli_json_string(f, o->write_mask);
-        fprintf(f, ", \"keep\": [");
-        for (uint32_t h = 0; h < H; h++) fprintf(f, "%s%u", h ? ", " : "", pr->keep[h]);
-        const char *names[] = {"rel_l2", "max_abs", "full_ms", "pruned_ms", "speedup"};
-        const char *formats[] = {"%.9g", "%.9g", "%.6g", "%.6g", "%.6g"};
-        double values[] = {pr->rel_l2, pr->max_abs, pr->full_ms, pr->pruned_ms,
-                           pr->pruned_ms > 0 ? pr->full_ms / pr->pruned_ms : 0};
-        fprintf(f, "]");
-        for (int i = 0; i < 5; i++) {
-            fprintf(f, ", \"%s\": ", names[i]);
-            cli_json_number(f, formats[i], values[i]);
-        }
-        fprintf(f, "}");
-    }
-    fprintf(f, "\n}\n");
-    int bad = ferror(f);
-    if (fclose(f) || bad) return cli_fail("heads", "writing the JSON file", VKATTN_ERROR_IO, path);
+    if (!bad && pr->keep) bad = json_prune(root, o, pr, H);
+    char err[600] = "out of host memory";
+    if (!bad) bad = cli_json_write_file(root, path, err, sizeof err);
+    cJSON_Delete(root);
+    if (bad) return cli_fail("heads", "writing the JSON file", VKATTN_ERROR_IO, err);
     printf("wrote %s\n", path);
     return 0;
 }

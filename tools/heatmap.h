@@ -1,6 +1,6 @@
 /* Attention heatmaps: one panel per head in a grid, query positions down, key positions across,
- * one colour scale shared by every head, masked positions hatched in grey. `vkattn heatmap` and its
- * tests render through heatmap_render / heatmap_write_png.
+ * one colour scale shared by every head, masked positions hatched in grey, drawn with cairo
+ * (canvas.h). `vkattn heatmap` and its tests render through heatmap_render / heatmap_write_png.
  *
  * Picture layout (all sizes in pixels; heatmap_layout holds the numbers):
  *
@@ -23,13 +23,16 @@
 #ifndef VKATTN_HEATMAP_H
 #define VKATTN_HEATMAP_H
 
+#include <cairo.h>
 #include <stdint.h>
 
-#include "png_image.h"
+#include "canvas.h"
 
 #define HEATMAP_MAX_CELLS 1024u  /* cells per panel axis; longer axes are downsampled by averaging */
 #define HEATMAP_MAX_CELL_PX 256u /* --cell limit */
 #define HEATMAP_LABEL_CHARS 16u  /* token labels longer than this are cut */
+#define HEATMAP_TEXT_PX 11.0     /* font size of labels, axis and panel titles and the legend */
+#define HEATMAP_TITLE_PX 12.0    /* font size of the overall title lines */
 
 typedef struct heatmap_desc {
     uint32_t heads, query_len, key_len; /* H, L, S: panels, and the rows and columns of each (>= 1) */
@@ -59,12 +62,13 @@ typedef struct heatmap_layout {
     uint32_t ylabel_w, xlabel_h;     /* room for the tick labels left of / below a panel */
     int row_labels, col_labels;      /* tick labels are the caller's labels, not numbers */
     uint32_t row_step, col_step;     /* positions between ticks (labels: cells between ticks) */
-    uint32_t title_x, title_y, title_lines;
+    uint32_t text_h, line_h;         /* HEATMAP_TEXT_PX text: ascent + descent, and a line's pitch */
+    uint32_t title_x, title_y, title_lines, title_line_h; /* title_y: the top of the first line */
     uint32_t bar_x, bar_y, bar_w, bar_h;     /* the colour bar: bottom row = 0, top row = the maximum */
     uint32_t swatch_x, swatch_y, swatch_size; /* the "masked" legend entry */
 } heatmap_layout;
 
-/* Text, ticks and frames; the background is white. */
+/* Text, ticks and frames (text is anti-aliased: its edges are greys); the background is white. */
 #define HEATMAP_BACKGROUND ((rgb_color){255, 255, 255})
 #define HEATMAP_INK ((rgb_color){0, 0, 0})
 /* Masked cells: light grey with dark grey diagonal lines, (x + y) % 4 == 0 dark, in image
@@ -77,8 +81,9 @@ rgb_color heatmap_colormap(double t);
 /* The masked hatch colour at image pixel (x, y). */
 rgb_color heatmap_mask_color(uint32_t x, uint32_t y);
 
-/* Computes the picture's geometry. VKATTN_ERROR_INVALID_ARGUMENT for zero sizes, a missing weights
- * pointer or a picture larger than RGB_IMAGE_MAX_SIDE / RGB_IMAGE_MAX_PIXELS. */
+/* Computes the picture's geometry (text measured in the font it is drawn in).
+ * VKATTN_ERROR_INVALID_ARGUMENT for zero sizes, a missing weights pointer or a picture larger than
+ * CANVAS_MAX_SIDE / CANVAS_MAX_PIXELS. */
 vkattn_status heatmap_layout_compute(const heatmap_desc *desc, heatmap_layout *out, vkattn_error *error);
 /* The top-left pixel of `head`'s panel (0-based head). */
 void heatmap_panel_origin(const heatmap_layout *layout, uint32_t head, uint32_t *x, uint32_t *y);
@@ -86,11 +91,12 @@ void heatmap_panel_origin(const heatmap_layout *layout, uint32_t head, uint32_t 
 void heatmap_cell_center(const heatmap_layout *layout, uint32_t head, uint32_t row, uint32_t col, uint32_t *x,
                          uint32_t *y);
 
-/* Renders the picture into a new image (destroy it with rgb_image_destroy); `layout` (may be NULL)
- * receives the geometry. *image is written only on success. */
-vkattn_status heatmap_render(const heatmap_desc *desc, rgb_image *image, heatmap_layout *layout,
+/* Renders the picture into a new RGB24 cairo image surface (release it with cairo_surface_destroy);
+ * `layout` (may be NULL) receives the geometry. *image is written only on success. */
+vkattn_status heatmap_render(const heatmap_desc *desc, cairo_surface_t **image, heatmap_layout *layout,
                              vkattn_error *error);
-/* Renders and writes the picture as a PNG; `layout` may be NULL. */
+/* Renders and writes the picture as an 8-bit RGB PNG (whatever the file name); `layout` may be
+ * NULL. A failed write is VKATTN_ERROR_IO, and the partial file is removed (canvas_finish). */
 vkattn_status heatmap_write_png(const heatmap_desc *desc, const char *path, heatmap_layout *layout,
                                 vkattn_error *error);
 

@@ -9,7 +9,8 @@ packages=(
   glslang-tools spirv-tools           # GLSL -> SPIR-V at build time
   mesa-vulkan-drivers                 # lavapipe: Vulkan on the CPU, for machines without a GPU
   vulkan-validationlayers vulkan-tools  # the tests run under VK_LAYER_KHRONOS_validation
-  libpng-dev                          # vkattn heatmap writes PNG through libpng
+  libcjson-dev                        # the CLI reads and writes its JSON files with cJSON
+  libcairo2-dev fonts-dejavu-core     # the CLI draws its PNG/SVG pictures with cairo, text in DejaVu Sans
   clang libclang-rt-14-dev            # libFuzzer targets and sanitizer runs
 )
 

@@ -1,18 +1,20 @@
-/* libFuzzer target: the tools' JSON reader (tools/json_read.c) and the loader behind
- * `vkattn bench --compare` (tools/bench_compare.c).
+/* libFuzzer target: the CLI's reader of bench files (cli_json_parse: cJSON with the checks of
+ * tools/cli_json.c around it) and the loader behind `vkattn bench --compare` (tools/bench_compare.c).
  *
  * Input: OLD, optionally followed by a NUL byte and NEW (NEW = OLD when there is no NUL; a NUL can
  * never be part of valid JSON text, so the split loses nothing). Each part is parsed with
- * json_parse and the tree is checked (a broken invariant is __builtin_trap):
+ * cli_json_parse and the tree is checked (a broken invariant is __builtin_trap):
  *   - failure: NULL and a non-empty, NUL-terminated message;
- *   - success: the root exists; every container's count is its number of children; object members
- *     have keys and array elements do not; strings are NUL-terminated within the text's length;
- *     numbers are finite; containers nest at most JSON_READ_MAX_DEPTH deep; json_get finds the
- *     first member of a name, and json_get_string / json_get_number agree with it.
+ *   - success: the root exists; every value has a known type; numbers are finite; strings and
+ *     member names are NUL-terminated within the text's length; object members have names and
+ *     array elements do not; containers nest at most CJSON_NESTING_LIMIT deep and hold as many
+ *     children as cJSON_GetArraySize says; cJSON_GetObjectItemCaseSensitive finds the first member
+ *     of a name, and cli_json_string / cli_json_number agree with it.
  * When both parts parse, they are written to two temporary files and compared with bench_compare,
  * which only sees files (its loader is static). bench_compare reports bad files on stderr; run the
  * target with -close_fd_mask=2 to keep the fuzzer's log readable (tools/run-fuzz.sh does).
- * Everything allocated is freed, so LeakSanitizer reports any leak.
+ * Everything allocated is freed, so LeakSanitizer reports any leak. (cJSON itself comes from the
+ * system, not built with the sanitizers: its own bugs show up only as crashes or broken invariants.)
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -25,15 +27,15 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "json_read.h"
+#include "cli_json.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond)) __builtin_trap();                                                             \
     } while (0)
 
-/* json_get is checked against the first this many members of each object, which keeps one
- * input's work linear in its size. */
+/* The first member of each name is checked against this many members of each object, which keeps
+ * one input's work linear in its size. */
 #define GET_CHECKS 16
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -72,64 +74,62 @@ static int write_file(const char *path, const uint8_t *data, size_t size)
     return fclose(f) == 0 && ok;
 }
 
-static void check_get(const json_value *object, const json_value *member)
+static void check_get(const cJSON *object, const cJSON *member)
 {
-    const json_value *first = object->child;
-    while (strcmp(first->key, member->key) != 0) first = first->next;
-    CHECK(json_get(object, member->key) == first);
-    const char *s = json_get_string(object, member->key);
-    CHECK(first->type == JSON_STRING ? s == first->string : s == NULL);
+    const cJSON *first = object->child;
+    while (strcmp(first->string, member->string) != 0) first = first->next;
+    CHECK(cJSON_GetObjectItemCaseSensitive(object, member->string) == first);
+    const char *s = cli_json_string(object, member->string);
+    CHECK(cJSON_IsString(first) ? s == first->valuestring : s == NULL);
     int ok = -1;
-    double v = json_get_number(object, member->key, &ok);
-    CHECK(ok == (first->type == JSON_NUMBER));
-    CHECK(ok ? v == first->number : v == 0);
+    double v = cli_json_number(object, member->string, &ok);
+    CHECK(ok == cJSON_IsNumber(first));
+    CHECK(ok ? v == first->valuedouble : v == 0);
 }
 
 /* Checks `v` and everything under it; returns the number of values in that subtree. */
-static size_t check_value(const json_value *v, int depth, size_t text_size)
+static size_t check_value(const cJSON *v, int depth, size_t text_size)
 {
-    CHECK((unsigned)v->type <= JSON_OBJECT);
-    if (v->type == JSON_NUMBER) CHECK(isfinite(v->number));
-    if (v->type == JSON_BOOL) CHECK(v->boolean == 0 || v->boolean == 1);
-    if (v->type == JSON_STRING) CHECK(v->string && memchr(v->string, '\0', text_size + 1));
-    if (v->type != JSON_ARRAY && v->type != JSON_OBJECT) {
-        CHECK(v->count == 0 && v->child == NULL);
+    const int type = v->type & 0xFF;
+    CHECK(type == cJSON_False || type == cJSON_True || type == cJSON_NULL || type == cJSON_Number ||
+          type == cJSON_String || type == cJSON_Array || type == cJSON_Object);
+    if (type == cJSON_Number) CHECK(isfinite(v->valuedouble));
+    if (type == cJSON_String) CHECK(v->valuestring && memchr(v->valuestring, '\0', text_size + 1));
+    if (type != cJSON_Array && type != cJSON_Object) {
+        CHECK(v->child == NULL);
         return 1;
     }
-    /* The limit is on containers: a scalar may sit one level below the deepest one. */
-    CHECK(depth <= JSON_READ_MAX_DEPTH);
+    CHECK(depth <= CJSON_NESTING_LIMIT);
     size_t children = 0, values = 1;
-    for (const json_value *c = v->child; c; c = c->next, children++) {
-        CHECK(children < v->count);
-        if (v->type == JSON_OBJECT) {
-            CHECK(c->key && memchr(c->key, '\0', text_size + 1));
+    for (const cJSON *c = v->child; c; c = c->next, children++) {
+        if (type == cJSON_Object) {
+            CHECK(c->string && memchr(c->string, '\0', text_size + 1));
             if (children < GET_CHECKS) check_get(v, c);
         } else {
-            CHECK(c->key == NULL);
+            CHECK(c->string == NULL);
         }
         values += check_value(c, depth + 1, text_size);
     }
-    CHECK(children == v->count);
-    /* json_get looks only into objects. */
-    if (v->type == JSON_ARRAY) CHECK(json_get(v, "") == NULL && json_get_string(v, "") == NULL);
+    CHECK(children == (size_t)cJSON_GetArraySize(v));
+    /* Lookups by name answer only for objects. */
+    if (type == cJSON_Array) CHECK(cli_json_string(v, "") == NULL);
     return values;
 }
 
-static json_doc *parse_and_check(const uint8_t *data, size_t size)
+static cJSON *parse_and_check(const uint8_t *data, size_t size)
 {
     char err[256];
     memset(err, 'x', sizeof err);
-    json_doc *doc = json_parse((const char *)data, size, err, sizeof err);
-    if (!doc) {
+    cJSON *root = cli_json_parse((const char *)data, size, err, sizeof err);
+    if (!root) {
         CHECK(memchr(err, '\0', sizeof err) && err[0] != '\0');
         return NULL;
     }
-    const json_value *root = json_root(doc);
-    CHECK(root && root->key == NULL && root->next == NULL);
-    CHECK(json_get(NULL, "") == NULL);
+    CHECK(root->string == NULL && root->next == NULL);
+    CHECK(cli_json_string(NULL, "") == NULL);
     /* Every value takes at least one byte of text. */
     CHECK(check_value(root, 1, size) <= size);
-    return doc;
+    return root;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -139,11 +139,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint8_t *new_data = nul ? nul + 1 : data;
     size_t new_size = nul ? size - old_size - 1 : size;
 
-    json_doc *old_doc = parse_and_check(data, old_size);
-    json_doc *new_doc = nul ? parse_and_check(new_data, new_size) : NULL;
+    cJSON *old_doc = parse_and_check(data, old_size);
+    cJSON *new_doc = nul ? parse_and_check(new_data, new_size) : NULL;
     int both = old_doc && (!nul || new_doc);
-    json_free(old_doc);
-    json_free(new_doc);
+    cJSON_Delete(old_doc);
+    cJSON_Delete(new_doc);
     if (!both) return 0;
 
     CHECK(setup_scratch());
