@@ -2,13 +2,12 @@
 # The whole test suite on a fresh machine (what CI runs):
 #   1. install what is missing, build, run every test but the failure-injection walks (GPU tests on
 #      lavapipe under the Khronos validation layer, failing on any message);
-#   2. the GPU tests again on a second driver, Mesa 25 lavapipe from bookworm-backports, fetched
-#      into build/mesa25 without installing it (tools/fetch-mesa25.sh; needs deb.debian.org),
-#      but for the walks and the full-model-shape rows (label `heavy`), whose kernels Mesa 25
-#      would first spend minutes compiling;
+#   2. GPU tests again on a second driver, Mesa 25 lavapipe from bookworm-backports, fetched into
+#      build/mesa25 without installing it (tools/fetch-mesa25.sh; needs deb.debian.org): the rows
+#      labelled `driver`, every kernel and path once (its compiler is ~4x slower cold, so not all);
 #   3. the suite built with AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on), with
-#      the failure-injection walks (label `faults`: leaks on error paths show here) and without
-#      the `heavy` rows (numerics, already run in 1);
+#      the failure-injection walks (label `faults`: leaks on error paths show here; every 3rd
+#      point, VKATTN_FAULT_STRIDE) and without the `numerics` rows (accuracy, run in 1);
 #   4. a short libFuzzer run over every parser of outside data (tools/run-fuzz.sh), if present.
 # `ctest --test-dir build` alone runs everything.
 # Set VKATTN_SKIP_MESA25=1, VKATTN_SKIP_SANITIZERS=1 or VKATTN_SKIP_FUZZ=1 to leave a phase out locally.
@@ -36,7 +35,7 @@ if [ "${VKATTN_SKIP_MESA25:-0}" != 1 ]; then
     . build/mesa25/env.sh
     # a loader that ignored the private driver would rerun Mesa 22 and pass: check it first
     grep -q 'Mesa 25\.' <<<"$(build/vkattn info)" || { echo "run-tests: Mesa 25 lavapipe not in use" >&2; exit 1; }
-    ctest --test-dir build -L gpu -LE 'faults|heavy' --output-on-failure -j "$jobs"
+    ctest --test-dir build -L driver --output-on-failure -j "$jobs"
   )
   mesa25_s=$((SECONDS - t))
 fi
@@ -48,7 +47,7 @@ if [ "${VKATTN_SKIP_SANITIZERS:-0}" != 1 ]; then
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKATTN_SANITIZE=ON \
         -DVKATTN_SHADER_CACHE_DIR="$cache" >/dev/null
   cmake --build build-asan -j "$jobs"
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE heavy
+  VKATTN_FAULT_STRIDE=3 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE numerics
   san_s=$((SECONDS - t))
 fi
 
@@ -56,7 +55,7 @@ fuzz_s=0
 if [ "${VKATTN_SKIP_FUZZ:-0}" != 1 ] && [ -f tools/run-fuzz.sh ]; then
   t=$SECONDS
   phase "short fuzz run (build-fuzz/)"
-  bash tools/run-fuzz.sh
+  VKATTN_FUZZ_SECONDS=${VKATTN_FUZZ_SECONDS:-12} bash tools/run-fuzz.sh
   fuzz_s=$((SECONDS - t))
 fi
 
