@@ -77,8 +77,8 @@
  *                      vkattn_context_desc.device is NULL
  *   VKATTN_VALIDATION  "1" enables VK_LAYER_KHRONOS_validation (with synchronization validation)
  *                      when vkattn_context_desc.validation is VKATTN_VALIDATION_DEFAULT
- *   VKATTN_KERNEL_PROFILE  "lavapipe" or "gpu": the kernel shapes, when
- *                      vkattn_context_desc.kernel_profile is NULL (default: chosen from the device)
+ *   VKATTN_TUNING      "lavapipe" or "gpu": the kernel shapes (tile sizes), when
+ *                      vkattn_context_desc.tuning is NULL (default: chosen from the device)
  *   VKATTN_LOOP_BUDGET  loop trips per shader invocation to plan within, when
  *                      vkattn_context_desc.loop_budget is 0; lowers the device's own, never raises it
  */
@@ -180,7 +180,7 @@ typedef struct vkattn_device_info {
     int shader_float16;
     int cooperative_matrix;           /* VK_KHR_cooperative_matrix present */
     float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
-    char kernel_profile[32];          /* the kernel shapes vkattn picks for this device */
+    char tuning[32];                  /* the kernel shapes vkattn picks for this device */
     uint32_t loop_budget;             /* loop trips one shader invocation may run before the driver
                                          cuts its loops short, which vkattn plans within (0 = no
                                          limit known; 65535 on lavapipe, docs/KNOWN_ISSUES.md) */
@@ -203,10 +203,10 @@ typedef struct vkattn_context_desc {
      * (discrete GPU > integrated > virtual > CPU > other, first of each kind). */
     const char *device;
     vkattn_validation validation; /* default: VKATTN_VALIDATION_DEFAULT */
-    /* Kernel shapes: NULL = the VKATTN_KERNEL_PROFILE environment variable, else chosen from the
-     * device (see `vkattn info`); "lavapipe" or "gpu" force one profile (for tests and tuning;
+    /* Kernel shapes (tile sizes): NULL = the VKATTN_TUNING environment variable, else chosen from
+     * the device (see `vkattn info`); "lavapipe" or "gpu" force one (for tests and comparisons:
      * results are the same, speed is not). */
-    const char *kernel_profile;
+    const char *tuning;
     /* Loop trips per shader invocation the plan keeps every kernel within: 0 = the
      * VKATTN_LOOP_BUDGET environment variable, else the device's own (vkattn_device_info).
      * A value may lower the device's budget (tests do, to exercise the splits at small shapes),
@@ -427,15 +427,15 @@ typedef struct vkattn_forward_stats {
     uint64_t workspace_bytes;    /* the layer's workspace this forward needed */
     /* Host side, always measured: recording, and submit + wait for the fence. */
     double record_ms, submit_wait_ms;
-    /* GPU side, only with profiling on and a device with timestamps (`timed` = 1). */
+    /* GPU side, only with timing on and a device with timestamps (`timed` = 1). */
     int timed;
     double gpu_ms;                          /* first to last timestamp of the forward */
-    double stage_ms[VKATTN_STAGE_COUNT];    /* per stage; they add up to gpu_ms */
+    double stage_ms[VKATTN_STAGE_COUNT];    /* per stage: the time between its steps' timestamps */
 } vkattn_forward_stats;
 
 /* Turns per-stage GPU timestamps on or off for later forwards (off by default: the default path
  * records no queries). VKATTN_ERROR_UNSUPPORTED if the device's queue has no timestamps. */
-vkattn_status vkattn_layer_set_profiling(vkattn_layer *layer, int enabled);
+vkattn_status vkattn_layer_set_timing(vkattn_layer *layer, int enabled);
 /* Statistics of the layer's last successful device forward (zeros before the first). */
 vkattn_status vkattn_layer_last_stats(const vkattn_layer *layer, vkattn_forward_stats *out);
 

@@ -8,7 +8,7 @@
  * Register-blocked, no shared memory: each invocation owns a TILE_A x TILE_B block of C and reads
  * its operands through texel views (VEC floats per fetch, the view format carries fp32 or fp16).
  * On lavapipe texel fetches are the fastest load path and register blocking is what counts
- * (../docs/KNOWN_ISSUES.md); tile sizes come from the device profile (src/device/quirks.c).
+ * (../docs/KNOWN_ISSUES.md); tile sizes come from the device profile (src/device/tuning.c).
  *
  * Output: C element (m, n) lands where vka_matmul_push says, so the projections can write Q, K and
  * V head by head (each head's rows together) and leave room for the extra keys (bias_k, zero key)

@@ -298,27 +298,27 @@ static void test_device_selection(void)
     vkattn_context_destroy(c);
     vkattn_context_destroy(NULL);
 
-    /* VKATTN_KERNEL_PROFILE picks the kernel shapes when the description does not. */
+    /* VKATTN_TUNING picks the kernel shapes when the description does not. */
     vkattn_device_info info;
     c = NULL;
-    const char *before = getenv("VKATTN_KERNEL_PROFILE");
+    const char *before = getenv("VKATTN_TUNING");
     char saved[64] = "";
     if (before) snprintf(saved, sizeof saved, "%s", before);
-    setenv("VKATTN_KERNEL_PROFILE", "nope", 1);
+    setenv("VKATTN_TUNING", "nope", 1);
     CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_ERROR_INVALID_ARGUMENT);
-    CHECK_MSG(c == NULL && strstr(err.message, "VKATTN_KERNEL_PROFILE") && strstr(err.message, "nope"), "%s",
+    CHECK_MSG(c == NULL && strstr(err.message, "VKATTN_TUNING") && strstr(err.message, "nope"), "%s",
               err.message);
-    setenv("VKATTN_KERNEL_PROFILE", "gpu", 1);
+    setenv("VKATTN_TUNING", "gpu", 1);
     CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
-    if (c && vkattn_context_device(c, &info) == VKATTN_OK) CHECK(strcmp(info.kernel_profile, "gpu") == 0);
+    if (c && vkattn_context_device(c, &info) == VKATTN_OK) CHECK(strcmp(info.tuning, "gpu") == 0);
     vkattn_context_destroy(c);
     c = NULL;
-    d.kernel_profile = "lavapipe"; /* the description wins */
+    d.tuning = "lavapipe"; /* the description wins */
     CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
-    if (c && vkattn_context_device(c, &info) == VKATTN_OK) CHECK(strcmp(info.kernel_profile, "lavapipe") == 0);
+    if (c && vkattn_context_device(c, &info) == VKATTN_OK) CHECK(strcmp(info.tuning, "lavapipe") == 0);
     vkattn_context_destroy(c);
-    if (before) setenv("VKATTN_KERNEL_PROFILE", saved, 1);
-    else unsetenv("VKATTN_KERNEL_PROFILE");
+    if (before) setenv("VKATTN_TUNING", saved, 1);
+    else unsetenv("VKATTN_TUNING");
 
     uint32_t count = 0;
     CHECK_STATUS(vkattn_list_devices(NULL, 0, &count, &err), VKATTN_OK);

@@ -68,7 +68,7 @@ static bench_run_info make_info(const char *device_name)
     snprintf(info.device.name, sizeof info.device.name, "%s", device_name);
     snprintf(info.device.driver_name, sizeof info.device.driver_name, "TestDriver");
     snprintf(info.device.driver_info, sizeof info.device.driver_info, "Mesa \"23.0\"\\dev");
-    snprintf(info.device.kernel_profile, sizeof info.device.kernel_profile, "gpu");
+    snprintf(info.device.tuning, sizeof info.device.tuning, "gpu");
     info.device.api_version = VK_API(1, 3, 230);
     info.device.type = VKATTN_DEVICE_DISCRETE_GPU;
     info.device.index = 1;
@@ -513,7 +513,7 @@ static void test_json_file_fields(void)
           strcmp(str(root, "vkattn_version"), vkattn_version_string()) == 0);
     /* bench_run_info: device, peak, min_time_s, preset */
     static const char *const device_strings[] = {"name", "driver_name", "driver_info", "api_version", "type",
-                                                 "kernel_profile"};
+                                                 "tuning"};
     for (size_t i = 0; i < sizeof device_strings / sizeof device_strings[0]; i++)
         CHECK_MSG(has(dev, device_strings[i], cJSON_String), "device.%s", device_strings[i]);
     CHECK(has(dev, "index", cJSON_Number) && num(dev, "index") == 1);
@@ -792,7 +792,7 @@ static void test_table(void)
     fclose(f);
     CHECK(text && strstr(text, "Test GPU & Co, rev. 2") && strstr(text, "Vulkan 1.3.230"));
     CHECK(text && strstr(text, "TestDriver") && strstr(text, "fp32 1000.0 GFLOP/s"));
-    CHECK(text && strstr(text, "kernels: gpu profile"));
+    CHECK(text && strstr(text, "tuning: gpu"));
     CHECK(text && strstr(text, "qkv_projection") && strstr(text, "softmax") && strstr(text, "fused"));
     CHECK(text && strstr(text, "20.0x")); /* CPU 40 ms / GPU 2 ms */
     for (const char *line = text; text && *line; line = strchr(line, '\n') + 1)
@@ -835,9 +835,9 @@ static char *run_compare(const char *old_path, const char *new_path, int *rc)
     return text;
 }
 
-/* OLD from "Test GPU" with the gpu kernel profile, NEW from `new_device` with `new_profile`. */
+/* OLD from "Test GPU" with the gpu tuning, NEW from `new_device` with `new_tuning`. */
 static void write_compare_files(const char *old_path, const char *new_path, const char *new_device,
-                                const char *new_profile)
+                                const char *new_tuning)
 {
     bench_run_info info = make_info("Test GPU");
     bench_result o[4], n[4];
@@ -857,7 +857,7 @@ static void write_compare_files(const char *old_path, const char *new_path, cons
     n[0].stages[VKATTN_STAGE_PV].time.median_ms = 2;
     CHECK(bench_write_json(old_path, &info, o, 4) == 0);
     snprintf(info.device.name, sizeof info.device.name, "%s", new_device);
-    snprintf(info.device.kernel_profile, sizeof info.device.kernel_profile, "%s", new_profile);
+    snprintf(info.device.tuning, sizeof info.device.tuning, "%s", new_tuning);
     CHECK(bench_write_json(new_path, &info, n, 4) == 0);
 }
 
@@ -894,14 +894,14 @@ static void test_compare_ratios(void)
     CHECK(strstr(text, "only in") && strstr(text, "old.json: B1_L512_S512_E32_H4_none_unfused_f32"));
     CHECK(strstr(text, "new.json: B1_L1024_S1024_E32_H4_none_unfused_f32"));
     CHECK(strstr(text, "WARNING") == NULL);
-    CHECK(strstr(text, "kernels gpu") != NULL && strstr(text, "different kernel profiles") == NULL);
+    CHECK(strstr(text, "kernels gpu") != NULL && strstr(text, "different tunings") == NULL);
     CHECK(scan_row(text, NULL, "B1_L512_S512_E32_H4_none_unfused_f32", &a, &b, &ratio) == 0);
     free(text);
     remove(old_path), remove(new_path);
 }
 
-/* Same device, other kernel profile: a note, no warning, ratios as usual. */
-static void test_compare_profile_mismatch(void)
+/* Same device, other tuning: a note, no warning, ratios as usual. */
+static void test_compare_tuning_mismatch(void)
 {
     char old_path[300], new_path[300];
     test_tmp_path(old_path, sizeof old_path, "old.json");
@@ -910,7 +910,7 @@ static void test_compare_profile_mismatch(void)
     int rc = -1;
     char *text = run_compare(old_path, new_path, &rc);
     CHECK(rc == 0);
-    CHECK(text && strstr(text, "note: different kernel profiles (gpu and lavapipe)") && !strstr(text, "WARNING"));
+    CHECK(text && strstr(text, "note: different tunings (gpu and lavapipe)") && !strstr(text, "WARNING"));
     double a = 0, b = 0, ratio = 0;
     CHECK(text && scan_row(text, NULL, "B1_L64_S64_E32_H4_none_unfused_f32", &a, &b, &ratio));
     CHECK_NEAR(ratio, 2, 1e-3);
@@ -1026,7 +1026,7 @@ int main(void)
     RUN_TEST(test_table);
     RUN_TEST(test_compare_ratios);
     RUN_TEST(test_compare_device_mismatch);
-    RUN_TEST(test_compare_profile_mismatch);
+    RUN_TEST(test_compare_tuning_mismatch);
     RUN_TEST(test_compare_bad_files);
     test_tmp_remove();
     /* cairo's font caches and fontconfig's configuration live until exit: released here, or

@@ -30,7 +30,7 @@ static vkattn_status scenario_fused_forward(vkattn_context *ctx)
     for (int i = 0; i < 2 * 5 * 16; i++) x[i] = (float)(i % 7) * 0.1f;
     vkattn_host_forward_desc f = {.batch = 2, .query_len = 5, .query = x, .output = y, .causal = 1, .lse = lse};
     s = vkattn_forward_host(layer, &f);
-    if (s == VKATTN_OK) s = vkattn_layer_set_profiling(layer, 1);
+    if (s == VKATTN_OK) s = vkattn_layer_set_timing(layer, 1);
     if (s == VKATTN_OK) s = vkattn_forward_host(layer, &f);
     vkattn_layer_destroy(layer);
     test_weights_free(&tw);

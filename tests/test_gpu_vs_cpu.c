@@ -43,7 +43,7 @@ typedef struct test_case {
     float input_scale;  /* 0 = 1 */
     int fully_masked;   /* force some rows to have every key masked */
     vkattn_dtype storage;
-    const char *profile; /* kernel profile of the context: NULL = the device's own */
+    const char *tuning;  /* kernel tuning of the context: NULL = the device's own */
     int also_f16;        /* run the row with fp16 storage too, against the same reference */
     int nan_masked;      /* NaN in every key/value row no query may see */
     uint32_t loop_budget; /* 0 = the device's own */
@@ -178,14 +178,14 @@ static const test_case cases[] = {
     {"budget_edge", "D256_two_parts", 1, 8, 5313, 256, 1},
     {"budget_edge", "matmul_K262136", 1, 3, 2, 8, 1, 262136, 8},
     {"budget_edge", "matmul_K262140", 1, 3, 2, 8, 1, 262140, 8},
-    /* the GPU profile's kernel shapes, run on this device */
-    {"gpu_profile", "self", 2, 33, 0, 32, 4, .causal = 1, .profile = "gpu"},
-    {"gpu_profile", "cross_odd", 2, 7, 9, 21, 3, 5, 11, .bias_kv = 1, .zero_attn = 1, .key_padding = 1,
-     .profile = "gpu"},
-    {"gpu_profile", "D128_masks", 1, 64, 0, 256, 2, .mask = MASK_FLOAT, .mask_per_head = 1, .profile = "gpu"},
-    {"gpu_profile", "weights", 2, 17, 23, 32, 4, .weights = WEIGHTS_PER_HEAD, .lens = LENS_PER_QUERY,
-     .profile = "gpu"},
-    {"gpu_profile", "fp16", 2, 17, 0, 32, 4, .storage = VKATTN_DTYPE_F16, .profile = "gpu"},
+    /* the GPU tuning's kernel shapes, run on this device */
+    {"gpu_tuning", "self", 2, 33, 0, 32, 4, .causal = 1, .tuning = "gpu"},
+    {"gpu_tuning", "cross_odd", 2, 7, 9, 21, 3, 5, 11, .bias_kv = 1, .zero_attn = 1, .key_padding = 1,
+     .tuning = "gpu"},
+    {"gpu_tuning", "D128_masks", 1, 64, 0, 256, 2, .mask = MASK_FLOAT, .mask_per_head = 1, .tuning = "gpu"},
+    {"gpu_tuning", "weights", 2, 17, 23, 32, 4, .weights = WEIGHTS_PER_HEAD, .lens = LENS_PER_QUERY,
+     .tuning = "gpu"},
+    {"gpu_tuning", "fp16", 2, 17, 0, 32, 4, .storage = VKATTN_DTYPE_F16, .tuning = "gpu"},
 };
 
 /* Inputs and masks of one case, generated from its parameters. */
@@ -435,9 +435,9 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
     test_weights_free(&tw);
 }
 
-/* Contexts by kernel profile and loop budget; the first is the device's own. */
+/* Contexts by kernel tuning and loop budget; the first is the device's own. */
 typedef struct context_slot {
-    const char *profile;
+    const char *tuning;
     uint32_t loop_budget;
     vkattn_context *ctx;
 } context_slot;
@@ -446,17 +446,17 @@ static vkattn_context *context_for(const test_case *c, context_slot *slots, int 
 {
     for (int i = 0; i < *count; i++)
         if (slots[i].loop_budget == c->loop_budget &&
-            (slots[i].profile == c->profile || (slots[i].profile && c->profile && !strcmp(slots[i].profile, c->profile))))
+            (slots[i].tuning == c->tuning || (slots[i].tuning && c->tuning && !strcmp(slots[i].tuning, c->tuning))))
             return slots[i].ctx;
     context_slot *s = &slots[(*count)++];
-    s->profile = c->profile, s->loop_budget = c->loop_budget;
-    if (!c->profile && !c->loop_budget) return s->ctx = gpu_test_context();
+    s->tuning = c->tuning, s->loop_budget = c->loop_budget;
+    if (!c->tuning && !c->loop_budget) return s->ctx = gpu_test_context();
     gpu_test_pin_drivers();
     vkattn_error error = {0};
-    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .kernel_profile = c->profile,
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = c->tuning,
                                 .loop_budget = c->loop_budget};
     vkattn_status status = vkattn_context_create(&desc, &s->ctx, &error);
-    CHECK_MSG(status == VKATTN_OK, "context (profile %s, loop budget %u): %s", c->profile ? c->profile : "default",
+    CHECK_MSG(status == VKATTN_OK, "context (tuning %s, loop budget %u): %s", c->tuning ? c->tuning : "default",
               c->loop_budget, error.message);
     if (s->ctx && c->loop_budget) {
         vkattn_device_info info;

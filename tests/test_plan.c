@@ -20,7 +20,7 @@ static vka_plan_limits lavapipe_limits(void)
                          .texel_offset_alignment = 16,
                          .storage_offset_alignment = 16,
                          .loop_budget = 65535,
-                         .profile = vka_profile_for(&cpu, NULL)};
+                         .tuning = vka_tuning_for(&cpu, NULL)};
     return l;
 }
 

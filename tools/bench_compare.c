@@ -24,7 +24,7 @@ typedef struct cmp_entry {
 typedef struct cmp_file {
     const char *path;
     cJSON *doc;
-    const char *device, *type, *driver_name, *driver_info, *kernel_profile;
+    const char *device, *type, *driver_name, *driver_info, *tuning;
     cmp_entry *entries; /* file order */
     cmp_entry *sorted;  /* by key, then file order */
     size_t count;
@@ -99,7 +99,7 @@ static int load(cmp_file *f, const char *path)
     f->type = cli_json_string(device, "type");
     f->driver_name = cli_json_string(device, "driver_name");
     f->driver_info = cli_json_string(device, "driver_info");
-    f->kernel_profile = cli_json_string(device, "kernel_profile");
+    f->tuning = cli_json_string(device, "tuning");
     if (!cJSON_IsArray(results)) return bad(f, "no \"results\" array", (size_t)-1);
     size_t n = 0;
     cJSON_ArrayForEach(r, results) n++;
@@ -131,7 +131,7 @@ static void describe(FILE *out, const char *which, const cmp_file *f)
 {
     fprintf(out, "%s: %s: %s [%s, driver %s %s] kernels %s\n", which, f->path, f->device, f->type ? f->type : "?",
             f->driver_name && *f->driver_name ? f->driver_name : "unknown", f->driver_info ? f->driver_info : "",
-            f->kernel_profile ? f->kernel_profile : "?");
+            f->tuning ? f->tuning : "?");
 }
 
 /* A time in ms, or -1 when null or not positive (then no ratio is computed). */
@@ -188,9 +188,9 @@ int bench_compare(FILE *out, const char *old_path, const char *new_path)
                      "ratios across devices are not meaningful\n", old_f.device, new_f.device);
     else if (!same(old_f.driver_name, new_f.driver_name) || !same(old_f.driver_info, new_f.driver_info))
         fprintf(out, "note: same device, different drivers\n");
-    if (!same(old_f.kernel_profile, new_f.kernel_profile))
-        fprintf(out, "note: different kernel profiles (%s and %s)\n", old_f.kernel_profile ? old_f.kernel_profile : "?",
-                new_f.kernel_profile ? new_f.kernel_profile : "?");
+    if (!same(old_f.tuning, new_f.tuning))
+        fprintf(out, "note: different tunings (%s and %s)\n", old_f.tuning ? old_f.tuning : "?",
+                new_f.tuning ? new_f.tuning : "?");
 
     fprintf(out, "\n%-*s %11s %11s %9s\n", KEY_WIDTH, "configuration / stage", "old ms", "new ms", "old/new");
     size_t matched = 0, rated = 0;

@@ -79,7 +79,7 @@ static void print_header(FILE *out, const bench_run_info *info)
     fprintf(out, "device: %s\n", device);
     if (info->device.type == VKATTN_DEVICE_CPU)
         fprintf(out, "        (a CPU implementation of Vulkan: these are not GPU figures)\n");
-    fprintf(out, "kernels: %s profile\n", info->device.kernel_profile[0] ? info->device.kernel_profile : "?");
+    fprintf(out, "tuning: %s\n", info->device.tuning[0] ? info->device.tuning : "?");
     const vkattn_peak *p = &info->peak;
     if (p->fp32_gflops > 0 || p->bandwidth_gbs > 0) {
         fprintf(out, "peak:   fp32 %.1f GFLOP/s, fp16 ", p->fp32_gflops);
@@ -257,7 +257,7 @@ static int json_run_info(cJSON *root, const bench_run_info *info)
     if (!preset || !cJSON_AddStringToObject(root, "vkattn_version", vkattn_version_string()) ||
         !(device = cJSON_AddObjectToObject(root, "device")) ||
         add_strings(device, device_names, COUNT(device_names)) || !cJSON_AddNumberToObject(device, "index", d->index) ||
-        !cJSON_AddStringToObject(device, "kernel_profile", d->kernel_profile) ||
+        !cJSON_AddStringToObject(device, "tuning", d->tuning) ||
         !(peak_obj = cJSON_AddObjectToObject(root, "peak")) || add_numbers(peak_obj, peak, COUNT(peak)) ||
         !cli_json_add_number(root, "min_time_s", info->min_time_s) || !cJSON_AddItemToObject(root, "preset", preset)) {
         cJSON_Delete(preset); /* not added: still ours */

@@ -330,7 +330,7 @@ static int run_config(vkattn_context *ctx, const bench_options *o, const bench_c
                              .causal = (c->mask & BENCH_MASK_CAUSAL) != 0, .path = c->path};
 
     for (uint32_t i = 0; i < o->warmup; i++) BENCH_TRY(vkattn_forward(bc.layer, &f), "warm-up forward");
-    BENCH_TRY(vkattn_layer_set_profiling(bc.layer, 1), "turning profiling on");
+    BENCH_TRY(vkattn_layer_set_timing(bc.layer, 1), "turning stage timing on");
     /* Samples per repeat: whole forward on the GPU, on the host, their difference, each stage. */
     double(*samples)[MAX_REPEATS] = calloc(3 + VKATTN_STAGE_COUNT, sizeof *samples);
     if (!samples) {

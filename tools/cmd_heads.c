@@ -103,7 +103,7 @@ static int prune(head_runner *r, const heads_options *o, const head_score *ranke
     if (!res->keep || !full || !pruned) goto done;
     for (uint32_t h = 0; h < H; h++) res->keep[h] = !start || start[h];
     for (uint32_t k = 0; k < o->prune; k++) res->keep[ranked[active - 1 - k].head] = 0; /* the least important */
-    if (r->layer) vkattn_layer_set_profiling(r->layer, 1);
+    if (r->layer) vkattn_layer_set_timing(r->layer, 1);
     vkattn_status s = time_forwards(r, start, o->repeats, full, &res->full_ms);
     if (s == VKATTN_OK) s = time_forwards(r, res->keep, o->repeats, pruned, &res->pruned_ms);
     if (s != VKATTN_OK) {

@@ -1,4 +1,4 @@
-/* vkattn info: the Vulkan devices vkattn can see, their limits, the kernel profile each gets, and
+/* vkattn info: the Vulkan devices vkattn can see, their limits, the kernel tuning each gets, and
  * the default choice. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@ int cmd_info(int argc, char **argv)
     vkattn_error error = {0};
     vkattn_status status = vkattn_list_devices(infos, MAX_DEVICES, &count, &error);
     if (status != VKATTN_OK) return cli_fail("info", "listing devices", status, error.message);
-    const char *profile_env = getenv("VKATTN_KERNEL_PROFILE");
+    const char *tuning_env = getenv("VKATTN_TUNING");
     printf("vkattn %s, %u Vulkan device%s\n", vkattn_version_string(), count, count == 1 ? "" : "s");
     for (uint32_t i = 0; i < count && i < MAX_DEVICES; i++) {
         const vkattn_device_info *d = &infos[i];
@@ -47,8 +47,8 @@ int cmd_info(int argc, char **argv)
             printf("    loop budget               %u trips per invocation (the driver cuts longer loops short; vkattn "
                    "splits its work to stay within it)\n", d->loop_budget);
         else printf("    loop budget               none\n");
-        printf("    kernel profile            %s", d->kernel_profile);
-        if (profile_env && *profile_env) printf(" (contexts use VKATTN_KERNEL_PROFILE=%s instead)", profile_env);
+        printf("    tuning                    %s", d->tuning);
+        if (tuning_env && *tuning_env) printf(" (contexts use VKATTN_TUNING=%s instead)", tuning_env);
         printf("\n");
     }
     if (count > 0) printf("\n* default device (override with --device N|NAME or VKATTN_DEVICE)\n");

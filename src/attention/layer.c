@@ -302,13 +302,13 @@ void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out)
     out->head_mask = layer->head_active;
 }
 
-vkattn_status vkattn_layer_set_profiling(vkattn_layer *layer, int enabled)
+vkattn_status vkattn_layer_set_timing(vkattn_layer *layer, int enabled)
 {
     if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
     if (enabled && !layer->ctx->dev.caps.timestamps)
         return vka_fail(&layer->ctx->dev, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" has no timestamps on its compute queue",
                         layer->ctx->dev.info.name);
-    layer->profiling = enabled != 0;
+    layer->timing = enabled != 0;
     return VKATTN_OK;
 }
 

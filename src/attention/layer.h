@@ -25,7 +25,7 @@ struct vkattn_layer {
 
     vka_plan plan;                /* reused across forwards */
 
-    int profiling;                /* record a timestamp around every step */
+    int timing;                   /* record a timestamp around every step */
     VkQueryPool query_pool;
     uint32_t query_capacity;
     vkattn_forward_stats stats;   /* of the last successful device forward */

@@ -303,7 +303,7 @@ static void assign_sizes(const vka_problem *p, vka_plan *plan)
 
 vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits, vka_plan *plan, vkattn_error *error)
 {
-    vka_builder b = {p, limits, limits->profile, plan, error, limits->loop_budget ? limits->loop_budget : UINT64_MAX};
+    vka_builder b = {p, limits, limits->tuning, plan, error, limits->loop_budget ? limits->loop_budget : UINT64_MAX};
     plan->step_count = 0;
     plan->copy_count = 0;
     plan->chunks = 0;

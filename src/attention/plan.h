@@ -1,5 +1,5 @@
 /*
- * The plan: a pure function from (problem shapes, device limits, device profile) to the list of
+ * The plan: a pure function from (problem shapes, device limits, kernel tuning) to the list of
  * steps a forward records and the workspace they need. No Vulkan objects here, so the plan is
  * tested on the CPU (tests/test_plan.c) and the recording code only walks the list.
  *
@@ -28,7 +28,7 @@
 
 #include "abi.h"
 #include "attention/config.h"
-#include "device/quirks.h"
+#include "device/tuning.h"
 #include "pipeline/kernels.h"
 
 /* Every buffer a step can bind, resolved to a real buffer when recording. */
@@ -128,7 +128,7 @@ typedef struct vka_plan_limits {
     uint64_t scores_budget_bytes;      /* the most the score buffer may take (0 = the range) */
     uint64_t state_budget_bytes;       /* the most the fused key parts' states may take (0 = the range) */
     uint32_t loop_budget;              /* loop trips per invocation (0 = unlimited) */
-    const vka_profile *profile;        /* kernel shapes for this device */
+    const vka_tuning *tuning;        /* kernel shapes for this device */
     struct vka_faults *faults;        /* test-only failure injection; NULL in pure tests */
 } vka_plan_limits;
 

@@ -180,9 +180,9 @@ static vkattn_status fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k
 vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
 {
     const vka_problem *p = b->p;
-    const vka_profile *pr = b->profile;
+    const vka_tuning *pr = b->tuning;
     const uint32_t vec = attention_vec(p), D = p->cfg.D, DV = D / vec;
-    const uint32_t tile_q = vka_profile_fused_tile_q(pr, D), tile_k = pr->fused_tile_k;
+    const uint32_t tile_q = vka_tuning_fused_tile_q(pr, D), tile_k = pr->fused_tile_k;
     const int f16_out = b->plan->role_dtype[VKA_ROLE_CTX] == VKATTN_DTYPE_F16;
     vkattn_status status;
 
@@ -290,7 +290,7 @@ fail:
 static vkattn_status add_softmax(vka_builder *b, vka_role probs, uint32_t rows)
 {
     const vka_problem *p = b->p;
-    const uint32_t wg = b->profile->softmax_wg, S = p->S_ext;
+    const uint32_t wg = b->tuning->softmax_wg, S = p->S_ext;
     uint32_t log2_wg = 0;
     while ((1u << log2_wg) < wg) log2_wg++;
     const uint64_t tree = vka_loop(log2_wg), per_wg = vka_ceil_div(S, wg);
@@ -340,7 +340,7 @@ static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role
 {
     const vka_problem *p = b->p;
     const vka_layer_config *c = &p->cfg;
-    const vka_profile *pr = b->profile;
+    const vka_tuning *pr = b->tuning;
     const uint32_t vec = attention_vec(p), DV = c->D / vec;
     vkattn_status status;
     group_binds gb;
@@ -468,7 +468,7 @@ vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l)
     vka_role probs = VKA_ROLE_SCORES;
     if (p->weights == VKATTN_WEIGHTS_PER_HEAD &&
         vka_fits_binding(b, VKA_ROLE_WEIGHTS, VKA_VIEW_SCALAR, b->plan->role_bytes[VKA_ROLE_WEIGHTS])) {
-        VKA_TRY(choose_grouping(b, l, b->profile->scores_tile_q, 0, acc, &gr));
+        VKA_TRY(choose_grouping(b, l, b->tuning->scores_tile_q, 0, acc, &gr));
         if (gr.heads == p->B * p->cfg.H_active && gr.queries == p->L) probs = VKA_ROLE_WEIGHTS;
     }
     if (probs == VKA_ROLE_SCORES) {
@@ -480,7 +480,7 @@ vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l)
             return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                                  "one row of %u scores (%llu bytes) exceeds the score buffer limit of %llu bytes",
                                  p->S_ext, (unsigned long long)(row * 4), (unsigned long long)budget);
-        VKA_TRY(choose_grouping(b, l, b->profile->scores_tile_q, budget / (row * 4), acc, &gr));
+        VKA_TRY(choose_grouping(b, l, b->tuning->scores_tile_q, budget / (row * 4), acc, &gr));
         VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_SCORES, (uint64_t)gr.heads * gr.queries * row));
     }
     group g = {0};

@@ -9,7 +9,7 @@
 typedef struct vka_builder {
     const vka_problem *p;
     const vka_plan_limits *limits;
-    const vka_profile *profile;
+    const vka_tuning *tuning;
     vka_plan *plan;
     vkattn_error *error;
     uint64_t budget; /* loop trips per invocation, UINT64_MAX when unlimited */

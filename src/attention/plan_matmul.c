@@ -32,7 +32,7 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
                                   uint32_t n0, uint32_t nc, uint32_t k0, uint32_t kc, int first_part, int barrier,
                                   int emit)
 {
-    const vka_profile *pr = b->profile;
+    const vka_tuning *pr = b->tuning;
     vkattn_status status;
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = m->stage, .kernel = VKA_KERNEL_MATMUL,
                   .f16_out = b->plan->role_dtype[m->c] == VKATTN_DTYPE_F16, .barrier_before = barrier,
@@ -107,7 +107,7 @@ fail:
  * head-major C keeps whole heads together), then rows (whole batch items where they fit). */
 static vkattn_status add_matmul(vka_builder *b, const matmul_args *m)
 {
-    const vka_profile *pr = b->profile;
+    const vka_tuning *pr = b->tuning;
     uint32_t vec = m->K % 4 == 0 && m->lda % 4 == 0 && m->a_offset % 4 == 0 && m->w_offset % 4 == 0 ? 4 : 1;
     uint32_t K = m->K / vec;
     uint64_t part = vka_budget_left(b, 1);

@@ -21,7 +21,7 @@ vka_plan_limits vka_layer_plan_limits(const vkattn_context *ctx)
     limits.storage_offset_alignment = ctx->dev.caps.props.limits.minStorageBufferOffsetAlignment;
     limits.max_buffer_bytes = ctx->dev.info.max_memory_allocation_size;
     limits.loop_budget = ctx->loop_budget;
-    limits.profile = ctx->profile;
+    limits.tuning = ctx->tuning;
     limits.faults = (vka_faults *)&ctx->dev.faults;
     /* Keep the unfused score buffer moderate on devices with huge ranges: chunks cost a few
      * dispatches, a multi-GiB workspace costs memory the application may need. */
@@ -165,7 +165,7 @@ static vkattn_status record_plan(vkattn_layer *layer, const vka_plan *plan, vka_
     vkattn_status status = VKATTN_OK;
     VkCommandBuffer cmd = layer->commands.cmd;
     VKA_TRY(vka_commands_begin(&ctx->dev, &layer->commands));
-    const int timed = layer->profiling;
+    const int timed = layer->timing;
     const VkPipelineStageFlagBits after_all = VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT;
     if (timed) {
         ctx->dev.vk.vkCmdResetQueryPool(cmd, layer->query_pool, 0, plan->step_count + 1);
@@ -214,7 +214,7 @@ vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffe
     }
 
     VKA_TRY(prepare_descriptor_pool(layer, &layer->plan));
-    if (layer->profiling) VKA_TRY(prepare_query_pool(layer, layer->plan.step_count + 1));
+    if (layer->timing) VKA_TRY(prepare_query_pool(layer, layer->plan.step_count + 1));
     vkattn_forward_stats stats = {.path = layer->plan.path, .submits = 1, .chunks = layer->plan.chunks,
                                   .workspace_bytes = vka_plan_workspace_total(&layer->plan)};
     for (uint32_t i = 0; i < layer->plan.step_count; i++) stats.dispatches += layer->plan.steps[i].kind == VKA_STEP_DISPATCH;
@@ -225,7 +225,7 @@ vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffe
     VKA_TRY(vka_commands_submit_wait(&ctx->dev, &layer->commands, "a forward"));
     stats.record_ms = t1 - t0;
     stats.submit_wait_ms = now_ms() - t1;
-    if (layer->profiling) VKA_TRY(read_timestamps(layer, &layer->plan, &stats));
+    if (layer->timing) VKA_TRY(read_timestamps(layer, &layer->plan, &stats));
     layer->stats = stats;
 fail:
     return status;

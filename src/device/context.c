@@ -308,16 +308,16 @@ vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, co
     vka_describe_device(&ctx->dev.ifn, ctx->dev.physical, chosen, &ctx->dev.info, &ctx->dev.caps);
     ctx->dev.info.is_default = infos[chosen].is_default;
     if (ctx->dev.faults.hide_16bit_storage) ctx->dev.info.storage_16bit = 0;
-    const char *profile = desc->kernel_profile, *profile_source = "kernel profile";
-    if (!profile && (profile = getenv("VKATTN_KERNEL_PROFILE")) && !*profile) profile = NULL;
-    if (profile && profile != desc->kernel_profile) profile_source = "VKATTN_KERNEL_PROFILE";
-    ctx->profile = vka_profile_for(&ctx->dev.info, profile);
-    if (!ctx->profile) {
+    const char *tuning = desc->tuning, *tuning_source = "tuning";
+    if (!tuning && (tuning = getenv("VKATTN_TUNING")) && !*tuning) tuning = NULL;
+    if (tuning && tuning != desc->tuning) tuning_source = "VKATTN_TUNING";
+    ctx->tuning = vka_tuning_for(&ctx->dev.info, tuning);
+    if (!ctx->tuning) {
         status = vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s \"%s\" does not exist (try lavapipe or gpu)",
-                          profile_source, profile);
+                          tuning_source, tuning);
         goto fail;
     }
-    snprintf(ctx->dev.info.kernel_profile, sizeof ctx->dev.info.kernel_profile, "%s", ctx->profile->name);
+    snprintf(ctx->dev.info.tuning, sizeof ctx->dev.info.tuning, "%s", ctx->tuning->name);
     VKA_TRY(resolve_loop_budget(ctx, desc->loop_budget));
     if (ctx->dev.info.api_version < VK_API_VERSION_1_1) {
         status = vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkattn needs 1.1",

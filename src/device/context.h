@@ -1,11 +1,11 @@
 /* The context: the device core (instance, device, queue, errors; device/device.h) and what the
  * library shares on top of it: a transfer lane with staging memory, the pipelines, the kernel
- * profile and loop budget the plans use, a placeholder buffer, the validation messenger. */
+ * tuning and loop budget the plans use, a placeholder buffer, the validation messenger. */
 #ifndef VKA_CONTEXT_H
 #define VKA_CONTEXT_H
 
 #include "device/device.h"
-#include "device/quirks.h"
+#include "device/tuning.h"
 #include "memory/buffer.h"
 #include "memory/transfer.h"
 #include "pipeline/pipeline_cache.h"
@@ -15,7 +15,7 @@ struct vkattn_context {
     VkDebugUtilsMessengerEXT messenger;
     vka_transfer transfer;      /* host <-> device copies for memory the host cannot map */
     vka_pipeline_cache pipelines;
-    const vka_profile *profile; /* kernel shapes for this device (src/device/quirks.c) */
+    const vka_tuning *tuning; /* kernel shapes for this device (src/device/tuning.c) */
     uint32_t loop_budget;       /* loop trips per invocation the plan keeps to, 0 = unlimited */
     vka_buffer dummy;           /* bound to descriptor slots a dispatch does not use */
     int validation_enabled;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "device/quirks.h"
+#include "device/tuning.h"
 
 static vkattn_device_type device_type(VkPhysicalDeviceType type)
 {
@@ -49,7 +49,7 @@ int vka_find_compute_queue(const vka_instance_fns *fns, VkPhysicalDevice device,
     int best = -1;
     for (uint32_t i = 0; i < count; i++) {
         if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || families[i].queueCount == 0) continue;
-        /* Prefer a family with timestamps: the profiler needs them. */
+        /* Prefer a family with timestamps: stage timing needs them. */
         if (best < 0 || (families[i].timestampValidBits > 0 && families[best].timestampValidBits == 0)) best = (int)i;
     }
     if (best < 0) return 0;
@@ -124,7 +124,7 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
     uint32_t family, timestamp_bits = 0;
     int has_queue = vka_find_compute_queue(fns, device, &family, &timestamp_bits);
     info->timestamp_period_ns = has_queue && timestamp_bits > 0 ? p->limits.timestampPeriod : 0.0f;
-    snprintf(info->kernel_profile, sizeof info->kernel_profile, "%s", vka_profile_for(info, NULL)->name);
+    snprintf(info->tuning, sizeof info->tuning, "%s", vka_tuning_for(info, NULL)->name);
     info->loop_budget = vka_device_loop_budget(info);
 
     if (caps) {

@@ -1,10 +1,10 @@
-/* The device-profile table. Each row says what it is tuned for and why; `vkattn info` prints the
- * profile a device gets. Figures behind the lavapipe row: ../../docs/PERFORMANCE.md. */
-#include "quirks.h"
+/* The kernel-tuning table. Each row says what it is tuned for and why; `vkattn info` prints the
+ * tuning a device gets. Figures behind the lavapipe row: ../../docs/PERFORMANCE.md. */
+#include "tuning.h"
 
 #include <string.h>
 
-static const vka_profile profiles[] = {
+static const vka_tuning tunings[] = {
     {
         .name = "lavapipe",
         .why = "CPU rasterizer: texel fetches are the fast load path, shared memory is not faster than "
@@ -29,16 +29,16 @@ static const vka_profile profiles[] = {
     },
 };
 
-const vka_profile *vka_profile_for(const vkattn_device_info *device, const char *name)
+const vka_tuning *vka_tuning_for(const vkattn_device_info *device, const char *name)
 {
     if (name) {
-        for (size_t i = 0; i < sizeof profiles / sizeof profiles[0]; i++)
-            if (strcmp(profiles[i].name, name) == 0) return &profiles[i];
+        for (size_t i = 0; i < sizeof tunings / sizeof tunings[0]; i++)
+            if (strcmp(tunings[i].name, name) == 0) return &tunings[i];
         return NULL;
     }
     /* lavapipe, and any other CPU implementation (SwiftShader), behave alike. */
-    if (device->type == VKATTN_DEVICE_CPU || strstr(device->driver_name, "llvmpipe")) return &profiles[0];
-    return &profiles[1];
+    if (device->type == VKATTN_DEVICE_CPU || strstr(device->driver_name, "llvmpipe")) return &tunings[0];
+    return &tunings[1];
 }
 
 uint32_t vka_device_loop_budget(const vkattn_device_info *device)
@@ -48,7 +48,7 @@ uint32_t vka_device_loop_budget(const vkattn_device_info *device)
     return 0;
 }
 
-uint32_t vka_profile_fused_tile_q(const vka_profile *p, uint32_t D)
+uint32_t vka_tuning_fused_tile_q(const vka_tuning *p, uint32_t D)
 {
     uint32_t q = p->fused_q_dims / (D ? D : 1);
     if (q < 1) q = 1;

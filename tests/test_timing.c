@@ -27,7 +27,7 @@ static void run_timed(const vkattn_layer_desc *d, uint32_t L, int causal, int av
     test_fill(&rng, x, n, 1.0f);
     vkattn_host_forward_desc f = {.batch = 1, .query_len = L, .query = x, .output = y, .causal = causal,
                                   .attn_weights = w, .average_weights = average};
-    CHECK_STATUS(vkattn_layer_set_profiling(r->layer, 1), VKATTN_OK);
+    CHECK_STATUS(vkattn_layer_set_timing(r->layer, 1), VKATTN_OK);
     for (int i = 0; i < 2; i++) CHECK_STATUS(vkattn_forward_host(r->layer, &f), VKATTN_OK);
     CHECK_STATUS(vkattn_layer_last_stats(r->layer, &r->stats), VKATTN_OK);
     free(x), free(y), free(w);
@@ -115,7 +115,7 @@ static void test_small_shapes_dispatch_count(void)
     }
 }
 
-static void test_profiling_off_by_default(void)
+static void test_timing_off_by_default(void)
 {
     vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 2};
     test_weights tw;
@@ -149,7 +149,7 @@ int main(void)
     RUN_TEST(test_unfused_stages);
     RUN_TEST(test_time_follows_work);
     RUN_TEST(test_small_shapes_dispatch_count);
-    RUN_TEST(test_profiling_off_by_default);
+    RUN_TEST(test_timing_off_by_default);
     RUN_TEST(test_peak_positive);
     gpu_test_finish_context(ctx);
     return test_finish();

@@ -1,13 +1,13 @@
-/* Device profiles: the one place that knows which kernel shapes suit which kind of device.
- * Operator code asks for the context's profile and never tests vendors or drivers itself. */
-#ifndef VKA_QUIRKS_H
-#define VKA_QUIRKS_H
+/* Kernel tuning: the one place that knows which kernel shapes suit which kind of device.
+ * Operator code asks for the context's tuning and never tests vendors or drivers itself. */
+#ifndef VKA_TUNING_H
+#define VKA_TUNING_H
 
 #include <stdint.h>
 
 #include "vkattn.h"
 
-typedef struct vka_profile {
+typedef struct vka_tuning {
     const char *name;
     const char *why;             /* one line for `vkattn info` and the docs */
     /* matmul.comp register tile (rows x columns per invocation) and workgroup size */
@@ -20,19 +20,19 @@ typedef struct vka_profile {
     uint32_t fused_tile_k, fused_q_dims, fused_max_tile_q, fused_wg;
     /* softmax.comp workgroup size (a power of two) */
     uint32_t softmax_wg;
-} vka_profile;
+} vka_tuning;
 
-/* The profile for a device: by explicit name ("lavapipe", "gpu") when `name` is non-NULL, else
- * from the table of device properties. NULL if `name` matches no profile. */
-const vka_profile *vka_profile_for(const vkattn_device_info *device, const char *name);
+/* The tuning for a device: by explicit name ("lavapipe", "gpu") when `name` is non-NULL, else
+ * from the table of device properties. NULL if `name` matches no tuning. */
+const vka_tuning *vka_tuning_for(const vkattn_device_info *device, const char *name);
 
 /* The loop trips one shader invocation may run on this device before the driver ends its loops
  * early, without an error (0 = no such limit known). lavapipe's compiler (gallivm) ends them
  * after 65535 trips in total per invocation, counted across all its loops. This is a fact of the
- * driver, not of a kernel profile: a forced profile does not change it. */
+ * driver, not of a kernel tuning: a forced tuning does not change it. */
 uint32_t vka_device_loop_budget(const vkattn_device_info *device);
 
-/* Queries per fused invocation for head dim D under a profile. */
-uint32_t vka_profile_fused_tile_q(const vka_profile *p, uint32_t D);
+/* Queries per fused invocation for head dim D under a tuning. */
+uint32_t vka_tuning_fused_tile_q(const vka_tuning *p, uint32_t D);
 
 #endif
