@@ -390,7 +390,8 @@ vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward
  * windows of them) it reads and writes, its dispatch grid and loop trips. It is built by the same
  * planner, from the same arguments, as the forward. Writes at most `capacity` bytes of
  * nul-terminated text to `text` (NULL when capacity is 0) and the length the whole text needs
- * to *length (may be NULL); a text cut short still ends in a nul. The layer is not changed. */
+ * to *length (may be NULL); a text cut short still ends in a nul. The layer is not changed, and
+ * no array is read or written: only the shapes and which arrays are given matter. */
 vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forward_desc *desc, char *text,
                                      size_t capacity, size_t *length);
 

@@ -40,7 +40,7 @@ static int run_cmd(int (*cmd)(int, char **), const char **args)
 {
     int argc = 0;
     while (args[argc]) argc++;
-    printf("$ vkattn %s", cmd == cmd_run ? "run" : "demo");
+    printf("$ vkattn %s", cmd == cmd_run ? "run" : cmd == cmd_bench ? "bench" : "demo");
     for (int i = 0; i < argc; i++) printf(" %s", args[i]);
     printf("\n");
     return capture(cmd, argc, (char **)args);
@@ -297,6 +297,48 @@ static void test_run_check(const fixture *fx, int fp16)
     remove(out), remove(weights);
 }
 
+/* --trace prints the plan that then runs: the fused path here, three steps (Q/K/V matmul, fused
+ * attention, output matmul) with this fixture's shapes, and the forward's output is the same as
+ * without --trace. With --cpu it says the CPU reference runs. */
+static void test_run_trace(const fixture *fx)
+{
+    char out[128], plain[128];
+    test_tmp_path(out, sizeof out, "trace.npy"), test_tmp_path(plain, sizeof plain, "plain.npy");
+    CHECK(RUN(fx->weights, fx->query, plain, "--causal") == CLI_EXIT_OK);
+    CHECK(!said("steps ("));
+    CHECK(RUN(fx->weights, fx->query, out, "--causal", "--trace") == CLI_EXIT_OK);
+    CHECK_SAID("plan: fused path, B=2 L=5 S=5 S'=5 E=16 H=4 D=4, f32 storage");
+    CHECK_SAID("q: query (2, 5, 16) x W_Q^T -> (2, 4, 5, 4) per head");
+    CHECK_SAID("steps (3):");
+    CHECK_SAID("qkv_projection  matmul");
+    CHECK_SAID("fused           attn_fused");
+    CHECK_SAID("out_projection  matmul");
+    CHECK_SAID("binds: Q=qkv K=qkv V=qkv Ctx=ctx");
+    /* The plan comes before the forward's own line. */
+    const char *plan = strstr(captured, "steps ("), *ran = strstr(captured, "path: fused,");
+    CHECK(plan && ran && plan < ran);
+    vkattn_array a = {0}, b = {0};
+    CHECK_STATUS(vkattn_npy_read(out, &a, NULL), VKATTN_OK);
+    CHECK_STATUS(vkattn_npy_read(plain, &b, NULL), VKATTN_OK);
+    CHECK(a.bytes == b.bytes && a.bytes && memcmp(a.data, b.data, a.bytes) == 0);
+    vkattn_array_free(&a), vkattn_array_free(&b);
+    /* Attention weights need the unfused path: its plan has the scores and softmax steps. */
+    CHECK(RUN(fx->weights, fx->query, out, "--trace", "--attn-weights", plain) == CLI_EXIT_OK);
+    CHECK_SAID("plan: unfused path");
+    CHECK_SAID("softmax(q k^T / sqrt(4) + mask) (2, 4, 5, 5)");
+    CHECK(RUN(fx->weights, fx->query, out, "--trace", "--cpu") == CLI_EXIT_OK);
+    CHECK_SAID("plan: the CPU reference path");
+    /* bench --trace: each configuration's plan, then its timing row. */
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "quick", "--len", "16", "--mask", "causal", "--path",
+                                              "fused", "--no-peak", "--no-cpu", "--min-time", "0", "--trace",
+                                              NULL}) == CLI_EXIT_OK);
+    CHECK_SAID("plan: fused path, B=1 L=16 S=16 S'=16 E=64 H=4 D=16, f32 storage");
+    CHECK_SAID("steps (3):");
+    plan = strstr(captured, "steps ("), ran = strstr(captured, " causal         fused");
+    CHECK(plan && ran && plan < ran);
+    remove(out), remove(plain);
+}
+
 /* A query 1e6 times larger: the projections exceed fp16's 65504, so with fp16 storage the device
  * computes inf/NaN where the CPU reference (double) stays finite -- a real disagreement. */
 static void test_run_fp16_overflow(const fixture *fx)
@@ -402,6 +444,7 @@ int main(int argc, char **argv)
         printf("device fp16 storage: %s\n",
                fp16 ? "yes" : "no (f16 falls back to f32; the overflow cases are skipped)");
         RUN_TEST_WITH(test_run_check, &fx, fp16);
+        RUN_TEST_WITH(test_run_trace, &fx);
         if (fp16) RUN_TEST_WITH(test_run_fp16_overflow, &fx);
         RUN_TEST_WITH(test_run_nan_query, &fx);
         RUN_TEST_WITH(test_run_bad_weights, &fx, fp16);

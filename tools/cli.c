@@ -90,6 +90,27 @@ int cli_storage_from_name(const char *name, vkattn_dtype *out)
     return 1;
 }
 
+int cli_print_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer,
+                   const vkattn_host_forward_desc *f)
+{
+    if (!layer) {
+        printf("plan: the CPU reference path (plain loops, double accumulation)\n");
+        return 0;
+    }
+    size_t need = 0;
+    vkattn_status status = vkattn_forward_explain(layer, f, NULL, 0, &need);
+    char *text = status == VKATTN_OK ? malloc(need + 1) : NULL;
+    if (text) status = vkattn_forward_explain(layer, f, text, need + 1, NULL);
+    if (status != VKATTN_OK || !text) {
+        free(text);
+        return cli_fail(command, "explaining the plan", status ? status : VKATTN_ERROR_OUT_OF_HOST_MEMORY,
+                        vkattn_context_last_error(ctx));
+    }
+    fputs(text, stdout);
+    free(text);
+    return 0;
+}
+
 int cli_parse_storage(const char *command, const char *option, const char *text, vkattn_dtype *out)
 {
     if (cli_storage_from_name(text, out) == 0) return 0;

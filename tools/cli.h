@@ -56,6 +56,11 @@ void cli_describe_device(const vkattn_device_info *info, char *buf, size_t size)
  * cli_storage_from_name returns 0 and sets *out, or 1 for any other name. */
 #define CLI_STORAGE_NAMES "f32 or f16"
 int cli_storage_from_name(const char *name, vkattn_dtype *out);
+
+/* --trace: prints the plan `layer` (made in `ctx`) would run for `f` (vkattn_forward_explain), or
+ * says the CPU reference runs when `layer` is NULL. 0, or 1 after printing why it could not. */
+int cli_print_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer,
+                   const vkattn_host_forward_desc *f);
 /* The same for option `option` of `command`: 0, or prints "vkattn run: --dtype takes f32 or f16,
  * not "f8"" and returns 2. */
 int cli_parse_storage(const char *command, const char *option, const char *text, vkattn_dtype *out);

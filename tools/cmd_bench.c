@@ -26,7 +26,7 @@ typedef struct bench_options {
     u32_list batch, len, kv_len, embed, heads, mask, path, dtype;
     double min_time_s, peak_seconds, cpu_max_gflop;
     uint32_t warmup;
-    int no_cpu, no_peak;
+    int no_cpu, no_peak, trace;
 } bench_options;
 
 /* A named sweep: the lists it sets (flags given explicitly replace them). */
@@ -58,11 +58,12 @@ static void bench_usage(FILE *out)
             "usage: vkattn bench [--preset NAME] [--batch B,..] [--len L,..] [--kv-len S,..] [--embed E,..]\n"
             "                    [--heads H,..] [--mask none,causal,padding,causal+padding] [--path unfused,fused]\n"
             "                    [--dtype f32,f16] [--min-time SEC] [--warmup N] [--no-cpu] [--cpu-max-gflop X]\n"
-            "                    [--no-peak] [--peak-seconds SEC] [--device N|NAME] [--head-mask m.npy]\n"
+            "                    [--no-peak] [--peak-seconds SEC] [--device N|NAME] [--head-mask m.npy] [--trace]\n"
             "                    [--json FILE] [--csv FILE] [--plot FILE.png|FILE.svg]\n"
             "       vkattn bench --compare OLD.json NEW.json\n"
             "  Lists are comma-separated; the sweep is their product. Without --kv-len, S = L (self-attention).\n"
             "  Each configuration warms up, then repeats until --min-time seconds (default 0.5) and 3 runs.\n"
+            "  --trace prints each configuration's plan (its steps, kernels, grids, loop trips) before timing it.\n"
             "presets:\n");
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         fprintf(out, "  %-12s %s\n", presets[i].name, presets[i].summary);
@@ -154,6 +155,9 @@ static int parse(int argc, char **argv, bench_options *o)
             continue;
         } else if (strcmp(opt, "--no-peak") == 0) {
             o->no_peak = 1;
+            continue;
+        } else if (strcmp(opt, "--trace") == 0) {
+            o->trace = 1;
             continue;
         }
         if (!(v = cli_value(&a, opt))) return 2;
@@ -329,6 +333,18 @@ static int run_config(vkattn_context *ctx, const bench_options *o, const bench_c
     vkattn_forward_desc f = {.query = bc.tq, .key = bc.tk, .output = bc.tout, .key_padding_mask = bc.tkpm,
                              .causal = (c->mask & BENCH_MASK_CAUSAL) != 0, .path = c->path};
 
+    if (o->trace) {
+        /* The plan comes from the host description of the same forward (explaining writes no
+         * array, but the output must still be one of its own). */
+        float *output = malloc((size_t)B * L * E * sizeof(float));
+        vkattn_host_forward_desc hf = {.batch = B, .query_len = L, .key_len = S, .query = bc.query, .key = bc.key,
+                                       .key_padding_mask = bc.kpm, .causal = f.causal, .output = output,
+                                       .path = c->path};
+        int traced = output ? cli_print_plan("bench", ctx, bc.layer, &hf)
+                            : cli_fail("bench", "allocating host data", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+        free(output);
+        if (traced) goto fail;
+    }
     for (uint32_t i = 0; i < o->warmup; i++) BENCH_TRY(vkattn_forward(bc.layer, &f), "warm-up forward");
     BENCH_TRY(vkattn_layer_set_timing(bc.layer, 1), "turning stage timing on");
     /* Samples per repeat: whole forward on the GPU, on the host, their difference, each stage. */

@@ -20,7 +20,7 @@ static void run_usage(FILE *out)
             "                  [--key-padding-mask m.npy] [--valid-lens v.npy] [--attn-mask m.npy] [--causal]\n"
             "                  [--add-zero-attn] --out out.npy [--attn-weights a.npy [--average-weights]]\n"
             "                  [--head-mask m.npy] [--path auto|fused|unfused] [--dtype f32|f16] [--device N|NAME]\n"
-            "                  [--cpu] [--check] [--check-finite]\n");
+            "                  [--cpu] [--check] [--check-finite] [--trace]\n");
     forward_options_usage(out);
     fprintf(out,
             "  --cpu runs the CPU reference instead of Vulkan.\n"

@@ -28,6 +28,7 @@ int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
     if (strcmp(opt, "--causal") == 0) o->causal = 1;
     else if (strcmp(opt, "--add-zero-attn") == 0) o->add_zero_attn = 1;
     else if (strcmp(opt, "--cpu") == 0) o->cpu = 1;
+    else if (strcmp(opt, "--trace") == 0) o->trace = 1;
     else if (strcmp(opt, "--heads") == 0) {
         const char *v = cli_value(a, opt);
         if (!v || cli_parse_u32(opt, v, 1, &o->heads)) return 2;
@@ -65,7 +66,10 @@ void forward_options_usage(FILE *out)
     fprintf(out, "  query (B,L,E) or (L,E) float32; key (B,S,kdim), value (B,S,vdim) default to the query;\n"
                  "  key-padding-mask (B,S) bool, true = ignore; valid-lens (B) or (B,L) integers;\n"
                  "  attn-mask (L,S) or (B*H,L,S), bool (true = blocked) or float32 (added to the scores).\n"
-                 "  head-mask (H) bool: true = keep the head, false = prune it (see vkattn heads --prune).\n");
+                 "  head-mask (H) bool: true = keep the head, false = prune it (see vkattn heads --prune).\n"
+                 "  --trace prints the plan before the forward runs: the shapes (q, k, v per head, weights,\n"
+                 "  ctx, out), how keys and rows are split, the workspace, and every step with its kernel,\n"
+                 "  bindings, grid and loop trips (the plan that then runs).\n");
 }
 
 void forward_inputs_free(forward_inputs *in)
@@ -269,7 +273,8 @@ int forward_inputs_run_storage(const char *command, const forward_options *o, co
         vkattn_layer_get_desc(layer, &d);
         *storage = d.storage;
     }
-    double t0 = cli_now(), elapsed = 0;
+    if (o->trace && (rc = cli_print_plan(command, ctx, layer, f))) goto done;
+    double t0 = cli_now(), elapsed;
     if (o->cpu) {
         status = vkattn_reference_forward(&in->layer, vkattn_weight_file_weights(in->weights), f, &error);
         elapsed = cli_now() - t0;

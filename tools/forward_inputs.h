@@ -30,6 +30,7 @@ typedef struct forward_options {
     vkattn_path path;                         /* --path auto|fused|unfused; default auto */
     int path_given;                           /* --path appeared */
     int cpu;                                  /* --cpu: the CPU reference instead of Vulkan */
+    int trace;                                /* --trace: print the plan before running it */
     int given;                                /* any of these options appeared */
 } forward_options;
 

@@ -49,7 +49,7 @@ static void put_step_shape(text *t, const vka_step *s)
     }
     case VKA_KERNEL_SCORES: {
         const vka_scores_push *c = &s->push.scores;
-        put(t, "scores of heads %u..%u x queries %u..%u x %u keys", c->bh_begin, c->bh_begin + c->bh_count - 1,
+        put(t, "scores of (batch, head) pairs %u..%u x queries %u..%u x %u keys", c->bh_begin, c->bh_begin + c->bh_count - 1,
             c->i_begin, c->i_begin + c->i_count - 1, c->S_ext);
         break;
     }
@@ -61,7 +61,7 @@ static void put_step_shape(text *t, const vka_step *s)
     }
     case VKA_KERNEL_PV: {
         const vka_pv_push *c = &s->push.pv;
-        put(t, "P·V of heads %u..%u x queries %u..%u, keys %u..%u%s%s", c->bh_begin, c->bh_begin + c->bh_count - 1,
+        put(t, "P·V of (batch, head) pairs %u..%u x queries %u..%u, keys %u..%u%s%s", c->bh_begin, c->bh_begin + c->bh_count - 1,
             c->i_begin, c->i_begin + c->i_count - 1, c->j_begin, c->j_begin + c->j_count - 1,
             (s->spec[VKA_SPEC_FLAGS] & VKA_PV_ACC_IN) ? " + accumulator" : "",
             (s->spec[VKA_SPEC_FLAGS] & VKA_PV_ACC_OUT) ? " -> accumulator" : "");
@@ -69,7 +69,7 @@ static void put_step_shape(text *t, const vka_step *s)
     }
     case VKA_KERNEL_FUSED: {
         const vka_fused_push *c = &s->push.fused;
-        put(t, "heads %u..%u x queries %u..%u, keys: %u part%s of %u, chunk at %u of %u keys%s%s", c->bh_begin,
+        put(t, "(batch, head) pairs %u..%u x queries %u..%u, keys: %u part%s of %u, chunk at %u of %u keys%s%s", c->bh_begin,
             c->bh_begin + c->bh_count - 1, c->i_begin, c->i_begin + c->i_count - 1, c->splits, c->splits > 1 ? "s" : "",
             c->split_len, c->chunk_begin, c->chunk_len, (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_LOAD) ? ", carried in" : "",
             (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
@@ -77,7 +77,7 @@ static void put_step_shape(text *t, const vka_step *s)
     }
     case VKA_KERNEL_MERGE: {
         const vka_merge_push *c = &s->push.merge;
-        put(t, "merge %u parts of heads %u..%u x queries %u..%u by log-sum-exp", c->splits, c->bh_begin,
+        put(t, "merge %u parts of (batch, head) pairs %u..%u x queries %u..%u by log-sum-exp", c->splits, c->bh_begin,
             c->bh_begin + c->bh_count - 1, c->i_begin, c->i_begin + c->i_count - 1);
         break;
     }
