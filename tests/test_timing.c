@@ -3,6 +3,8 @@
  * GPU time fits inside the host's submit-to-fence wait, the stage that does the most work takes
  * the most time (attention at long L and small E, the projections at short L and large E), and
  * the default path records no timestamps; the peak microkernels give positive figures. */
+#include <math.h>
+
 #include "attention/layer.h"
 #include "gpu_test.h"
 
@@ -12,9 +14,12 @@ typedef struct timed_run {
     vkattn_layer *layer;
     test_weights tw;
     vkattn_forward_stats stats;
+    double best_ms[VKATTN_STAGE_COUNT]; /* each stage's least time over the timed forwards */
 } timed_run;
 
-/* A warm forward with timing on (the first one compiles kernels, which lavapipe times as work). */
+/* Warm forwards with timing on (the first one compiles kernels, which lavapipe times as work).
+ * The machine is shared: a stage's time only ever grows by noise, so comparisons between stages
+ * use each stage's minimum over several forwards. */
 static void run_timed(const vkattn_layer_desc *d, uint32_t L, int causal, int average, timed_run *r)
 {
     test_weights_make(&r->tw, d, 3);
@@ -28,8 +33,13 @@ static void run_timed(const vkattn_layer_desc *d, uint32_t L, int causal, int av
     vkattn_host_forward_desc f = {.batch = 1, .query_len = L, .query = x, .output = y, .causal = causal,
                                   .attn_weights = w, .average_weights = average};
     CHECK_STATUS(vkattn_layer_set_timing(r->layer, 1), VKATTN_OK);
-    for (int i = 0; i < 2; i++) CHECK_STATUS(vkattn_forward_host(r->layer, &f), VKATTN_OK);
-    CHECK_STATUS(vkattn_layer_last_stats(r->layer, &r->stats), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_host(r->layer, &f), VKATTN_OK);
+    for (int s = 0; s < VKATTN_STAGE_COUNT; s++) r->best_ms[s] = INFINITY;
+    for (int i = 0; i < 5; i++) {
+        CHECK_STATUS(vkattn_forward_host(r->layer, &f), VKATTN_OK);
+        CHECK_STATUS(vkattn_layer_last_stats(r->layer, &r->stats), VKATTN_OK);
+        for (int s = 0; s < VKATTN_STAGE_COUNT; s++) r->best_ms[s] = fmin(r->best_ms[s], r->stats.stage_ms[s]);
+    }
     free(x), free(y), free(w);
 }
 
@@ -80,24 +90,24 @@ static void test_unfused_stages(void)
 }
 
 /* Where the work is, the time is: attention (4·L²·D per head) dwarfs the projections at
- * L = 512, E = 32 (8x the FLOPs), and the projections dwarf attention at L = 16, E = 1024 (128x). */
+ * L = 1024, E = 32 (16x the FLOPs), and the projections dwarf attention at L = 16, E = 1024 (128x). */
 static void test_time_follows_work(void)
 {
     timed_run r;
     vkattn_layer_desc narrow = {.embed_dim = 32, .num_heads = 1};
-    run_timed(&narrow, 512, 0, 0, &r);
+    run_timed(&narrow, 1024, 0, 0, &r);
     CHECK(r.stats.path == VKATTN_PATH_FUSED);
     check_attribution(&r);
-    const double *ms = r.stats.stage_ms;
+    const double *ms = r.best_ms;
     CHECK_MSG(ms[VKATTN_STAGE_FUSED] > ms[VKATTN_STAGE_QKV_PROJECTION] + ms[VKATTN_STAGE_OUT_PROJECTION],
-              "L=512 E=32: attention %.3f ms, projections %.3f + %.3f ms", ms[VKATTN_STAGE_FUSED],
+              "L=1024 E=32: attention %.3f ms, projections %.3f + %.3f ms (least of 5)", ms[VKATTN_STAGE_FUSED],
               ms[VKATTN_STAGE_QKV_PROJECTION], ms[VKATTN_STAGE_OUT_PROJECTION]);
     finish(&r);
     vkattn_layer_desc wide = {.embed_dim = 1024, .num_heads = 8};
     run_timed(&wide, 16, 0, 0, &r);
     check_attribution(&r);
-    CHECK_MSG(ms[VKATTN_STAGE_QKV_PROJECTION] > ms[VKATTN_STAGE_FUSED], "L=16 E=1024: projection %.3f ms, attention %.3f ms",
-              r.stats.stage_ms[VKATTN_STAGE_QKV_PROJECTION], r.stats.stage_ms[VKATTN_STAGE_FUSED]);
+    CHECK_MSG(ms[VKATTN_STAGE_QKV_PROJECTION] > ms[VKATTN_STAGE_FUSED], "L=16 E=1024: projection %.3f ms, attention %.3f ms (least of 5)",
+              ms[VKATTN_STAGE_QKV_PROJECTION], ms[VKATTN_STAGE_FUSED]);
     finish(&r);
 }
 
