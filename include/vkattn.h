@@ -67,9 +67,14 @@
  * There is no global mutable state: independent contexts may be used from different threads at the
  * same time. A context, and every layer and tensor created from it, must be externally synchronized:
  * the application must not call into the same context, or any object created from it, from two
- * threads at once. Objects are owned by the caller; each *_create has a *_destroy that accepts NULL.
- * Layers and tensors must be destroyed before the context they were created from. Input pointers
- * are only read during the call; the library copies what it keeps.
+ * threads at once. That rule is checked, cheaply: a call that enters while another thread is inside
+ * a call on the same context (or any object of it) returns VKATTN_ERROR_BUSY at once, changes
+ * nothing and sets no message (the message slot belongs to the call inside). Destroy functions
+ * cannot report it: never destroy an object while another thread uses its context.
+ * Objects are owned by the caller; each *_create has a *_destroy that accepts NULL. Destroying a
+ * context also destroys the layers, tensors and submissions still made from it (after waiting for
+ * whatever of theirs is still running); their handles are invalid afterwards. Input pointers are
+ * only read during the call; the library copies what it keeps.
  *
  * Environment variables
  * ---------------------
@@ -128,7 +133,8 @@ const char *vkattn_version_string(void);
     X(VKATTN_ERROR_DEVICE_LOST, 13, "the Vulkan device was lost")                                  \
     X(VKATTN_ERROR_IO, 14, "file could not be opened, read or written")                            \
     X(VKATTN_ERROR_FORMAT, 15, "malformed or unsupported file contents")                           \
-    X(VKATTN_ERROR_NOT_FOUND, 16, "a required tensor is missing")
+    X(VKATTN_ERROR_NOT_FOUND, 16, "a required tensor is missing")                                 \
+    X(VKATTN_ERROR_BUSY, 17, "the object is in use by another call or an unfinished submission")
 
 typedef enum vkattn_status {
 #define VKATTN_STATUS_ENUM_(name, value, text) name = value,
@@ -220,7 +226,9 @@ typedef struct vkattn_context vkattn_context;
  * On failure *out is untouched and `error` (may be NULL) holds the reason. */
 vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_context **out,
                                     vkattn_error *error);
-/* Destroys the context; NULL is a no-op. Layers and tensors must already be destroyed. */
+/* Destroys the context; NULL is a no-op. Layers, tensors and submissions still made from it are
+ * destroyed first (their handles become invalid). A context made by
+ * vkattn_context_create_external leaves the application's instance, device and queue alone. */
 void vkattn_context_destroy(vkattn_context *ctx);
 /* The detailed message of the most recent failed call on this context (or an object made from it);
  * "" if none. The string lives until the next failing call or destroy. */
@@ -262,6 +270,11 @@ void vkattn_tensor_destroy(vkattn_tensor *tensor);
 vkattn_status vkattn_tensor_write(vkattn_tensor *tensor, const void *src, size_t bytes);
 /* Copies the whole tensor (`bytes` must equal its size) to host memory. */
 vkattn_status vkattn_tensor_read(const vkattn_tensor *tensor, void *dst, size_t bytes);
+/* Copies `bytes` between host memory and the tensor's bytes [offset, offset + bytes): whole
+ * elements (offset and bytes multiples of the dtype's size), inside the tensor. The rest of the
+ * tensor is left as it is. */
+vkattn_status vkattn_tensor_write_region(vkattn_tensor *tensor, size_t offset, const void *src, size_t bytes);
+vkattn_status vkattn_tensor_read_region(const vkattn_tensor *tensor, size_t offset, void *dst, size_t bytes);
 vkattn_dtype vkattn_tensor_dtype(const vkattn_tensor *tensor);
 uint32_t vkattn_tensor_rank(const vkattn_tensor *tensor);
 /* Dim i (0 if i >= rank). */
@@ -357,6 +370,34 @@ typedef struct vkattn_forward_desc {
 
 /* Runs one forward: one command buffer, one submit, waits for completion. */
 vkattn_status vkattn_forward(vkattn_layer *layer, const vkattn_forward_desc *desc);
+
+/* Several forwards on the context's queue in one submission, without waiting: add forwards (on
+ * device tensors), submit, do other work, then wait (or poll). Forwards run in the order added,
+ * each after the one before has finished (a barrier between them), so one's output may be the
+ * next one's input. From add until the submission finishes (wait, or a poll that says so), its
+ * layers and tensors belong to it: other calls on them (forward, tensor read/write, another
+ * submission) return VKATTN_ERROR_BUSY; destroying one waits for the submission to finish, or
+ * drops what was added if it was not yet submitted (the next submit then fails, saying so). A
+ * layer appears at most once per submission (its workspace holds one forward); make one layer
+ * per position in a stack. Forwards in a submission are not timed. */
+typedef struct vkattn_submission vkattn_submission;
+
+vkattn_status vkattn_submission_create(vkattn_context *ctx, vkattn_submission **out);
+/* Waits for it if it was submitted, then destroys it; NULL is a no-op. */
+void vkattn_submission_destroy(vkattn_submission *submission);
+/* Checks the forward as vkattn_forward would and appends it (nothing runs yet). The CPU path
+ * cannot be added (VKATTN_ERROR_UNSUPPORTED). A failed add leaves the submission as it was. */
+vkattn_status vkattn_submission_add(vkattn_submission *submission, vkattn_layer *layer, const vkattn_forward_desc *desc);
+/* Records what was added into one command buffer and submits it; returns without waiting.
+ * Submitting an empty submission does nothing. On failure nothing was submitted and what was
+ * added is kept (submit again, or destroy). */
+vkattn_status vkattn_submission_submit(vkattn_submission *submission);
+/* Waits until the submitted work has finished; then the submission is empty, ready for new adds,
+ * and its layers and tensors are free. VKATTN_OK at once when nothing was submitted. */
+vkattn_status vkattn_submission_wait(vkattn_submission *submission);
+/* VKATTN_OK if the submitted work has finished (and then as after a wait), VKATTN_ERROR_BUSY while
+ * it still runs (without a message), another status if the device failed. */
+vkattn_status vkattn_submission_poll(vkattn_submission *submission);
 
 /* Forward on host arrays (same shapes and rules as vkattn_forward_desc). */
 typedef struct vkattn_host_forward_desc {

@@ -63,14 +63,6 @@ static int said(const char *text)
     return strstr(captured, text) != NULL;
 }
 
-/* RUN_TEST for a test function with arguments. */
-#define RUN_TEST_WITH(fn, ...)                                                                     \
-    do {                                                                                           \
-        int before_ = test_g.failures;                                                             \
-        fn(__VA_ARGS__);                                                                           \
-        printf("%-48s %s\n", #fn, test_g.failures == before_ ? "ok" : "FAILED");                   \
-    } while (0)
-
 #define CHECK_SAID(text) CHECK_MSG(said(text), "the output lacks \"%s\"", text)
 
 /* ---------------------------------------------------------------------------------------------- */

@@ -73,6 +73,38 @@ static vkattn_status scenario_unfused_tensors(vkattn_context *ctx)
     return s;
 }
 
+/* Two chained forwards in one submission, submitted, polled, waited for, read back. */
+static vkattn_status scenario_submission(vkattn_context *ctx)
+{
+    vkattn_layer_desc d = {.embed_dim = 8, .num_heads = 2};
+    test_weights tw;
+    vkattn_layer *a = NULL, *b = NULL;
+    vkattn_tensor *x = NULL, *y = NULL, *z = NULL;
+    vkattn_submission *sub = NULL;
+    vkattn_status s = make_layer(ctx, &d, &tw, &a);
+    if (s != VKATTN_OK) return s;
+    s = vkattn_layer_create(ctx, &d, &tw.w, &b);
+    float host[2 * 3 * 8];
+    for (int i = 0; i < 2 * 3 * 8; i++) host[i] = (float)(i % 5) * 0.3f - 0.6f;
+    const uint32_t dims[3] = {2, 3, 8};
+    if (s == VKATTN_OK) s = vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, dims, &x);
+    if (s == VKATTN_OK) s = vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, dims, &y);
+    if (s == VKATTN_OK) s = vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, dims, &z);
+    if (s == VKATTN_OK) s = vkattn_tensor_write(x, host, sizeof host);
+    if (s == VKATTN_OK) s = vkattn_submission_create(ctx, &sub);
+    vkattn_forward_desc f1 = {.query = x, .output = y, .causal = 1}, f2 = {.query = y, .output = z};
+    if (s == VKATTN_OK) s = vkattn_submission_add(sub, a, &f1);
+    if (s == VKATTN_OK) s = vkattn_submission_add(sub, b, &f2);
+    if (s == VKATTN_OK) s = vkattn_submission_submit(sub);
+    if (s == VKATTN_OK && (s = vkattn_submission_poll(sub)) == VKATTN_ERROR_BUSY) s = vkattn_submission_wait(sub);
+    if (s == VKATTN_OK) s = vkattn_tensor_read_region(z, 8 * sizeof(float), host, 8 * sizeof(float));
+    vkattn_submission_destroy(sub);
+    vkattn_tensor_destroy(x), vkattn_tensor_destroy(y), vkattn_tensor_destroy(z);
+    vkattn_layer_destroy(a), vkattn_layer_destroy(b);
+    test_weights_free(&tw);
+    return s;
+}
+
 static vkattn_status scenario_peak(vkattn_context *ctx)
 {
     vkattn_peak peak;
@@ -226,8 +258,9 @@ static walk_totals totals;
 static void test_fused_forward_faults(void) { walk("fused_forward", scenario_fused_forward, &totals); }
 static void test_unfused_tensor_faults(void) { walk("unfused_tensors", scenario_unfused_tensors, &totals); }
 static void test_peak_faults(void) { walk("peak", scenario_peak, &totals); }
+static void test_submission_faults(void) { walk("submission", scenario_submission, &totals); }
 
-/* Usage: test_faults [context|fused|unfused|peak] (no argument = all; ctest runs them apart, in
+/* Usage: test_faults [context|fused|unfused|submission|peak] (no argument = all; ctest runs them apart, in
  * parallel). */
 int main(int argc, char **argv)
 {
@@ -235,6 +268,7 @@ int main(int argc, char **argv)
     gpu_test_pin_drivers();
     if (!*only || !strcmp(only, "context")) RUN_TEST(test_context_create_faults);
     if (!*only || !strcmp(only, "fused")) RUN_TEST(test_fused_forward_faults);
+    if (!*only || !strcmp(only, "submission")) RUN_TEST(test_submission_faults);
     if (!*only || !strcmp(only, "unfused")) RUN_TEST(test_unfused_tensor_faults);
     if (!*only || !strcmp(only, "context")) RUN_TEST(test_head_mask_failure_keeps_layer);
     if (!*only || !strcmp(only, "peak")) RUN_TEST(test_peak_faults);

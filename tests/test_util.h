@@ -69,6 +69,14 @@ static test_state test_g;
         printf("%-48s %s\n", #fn, test_g.failures == before_ ? "ok" : "FAILED");                   \
     } while (0)
 
+/* RUN_TEST for a test function with arguments. */
+#define RUN_TEST_WITH(fn, ...)                                                                     \
+    do {                                                                                           \
+        int before_ = test_g.failures;                                                             \
+        fn(__VA_ARGS__);                                                                           \
+        printf("%-48s %s\n", #fn, test_g.failures == before_ ? "ok" : "FAILED");                   \
+    } while (0)
+
 /* Seconds (C11's wall clock), for the time lines tests print. */
 static inline double test_now_s(void)
 {

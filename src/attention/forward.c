@@ -1,13 +1,16 @@
 /* The public forward entry points: describe what the caller gave (args.c), check it once against
- * the argument table and the layer, then run the device plan (vka_layer_run) or the CPU
- * reference. The host entry point uploads its arrays into the layer's device tensors, one per
- * argument, and runs the same plan. */
+ * the argument table and the layer, then run the device plan (vka_layer_run), record it into the
+ * application's command buffer (vka_layer_record) or run the CPU reference. The host entry point
+ * uploads its arrays into the layer's device tensors, one per argument, and runs the same plan. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention/forward.h"
 #include "attention/layer.h"
+#include "attention/submission.h"
 #include "attention/trace.h"
+#include "vkattn_vulkan.h"
 #include "io/io.h"
 #include "memory/tensor.h"
 #include "reference/reference.h"
@@ -18,7 +21,7 @@ static vkattn_status read_to_host(vkattn_layer *layer, const vkattn_tensor *t, v
     int half = t->dtype == VKATTN_DTYPE_F16;
     void *host = vka_malloc(&layer->ctx->dev.faults, half ? t->elems * sizeof(float) : t->bytes);
     if (!host) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory copying a tensor to the host");
-    vkattn_status status = vka_buffer_read(&layer->ctx->transfer, &t->buffer, 0, host, t->bytes);
+    vkattn_status status = vka_tensor_read(t, 0, host, t->bytes);
     if (status != VKATTN_OK) {
         free(host);
         return status;
@@ -30,14 +33,13 @@ static vkattn_status read_to_host(vkattn_layer *layer, const vkattn_tensor *t, v
 }
 
 /* Writes fp32 host data into a tensor of dtype F32 or F16. */
-static vkattn_status write_from_host(vkattn_layer *layer, vkattn_tensor *t, float *data)
+static vkattn_status write_from_host(vkattn_tensor *t, float *data)
 {
     if (t->dtype == VKATTN_DTYPE_F16) {
         uint16_t *half = (uint16_t *)data; /* narrowing front to back never overtakes the reads */
         for (size_t i = 0; i < t->elems; i++) half[i] = vka_f32_to_f16(data[i]);
     }
-    t->mask_checked = 0;
-    return vka_buffer_write(&layer->ctx->transfer, &t->buffer, 0, data, t->bytes);
+    return vka_tensor_write(t, 0, data, t->bytes);
 }
 
 /* A float attn_mask on the device is inspected on its first use after a write: NaN or +inf in it
@@ -53,15 +55,20 @@ static vkattn_status check_device_mask(vkattn_layer *layer, const vkattn_tensor 
     return status;
 }
 
-/* The checks a device forward adds to the table's: its tensors are this context's, and an fp16
- * output needs 16-bit storage. */
-static vkattn_status check_tensors(vkattn_layer *layer, const vka_args *a)
+/* The checks a device forward adds to the table's: its tensors are this context's and free (in no
+ * unfinished submission but `owner`), and an fp16 output needs 16-bit storage. */
+static vkattn_status check_tensors(vkattn_layer *layer, const vka_args *a, const vkattn_submission *owner)
 {
     vkattn_context *ctx = layer->ctx;
-    for (int i = 0; i < VKA_ARG_COUNT; i++)
-        if (a->v[i].given && a->v[i].tensor->ctx != ctx)
+    for (int i = 0; i < VKA_ARG_COUNT; i++) {
+        const vka_arg_value *v = &a->v[i];
+        if (!v->given) continue;
+        if (v->tensor->ctx != ctx)
             return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s belongs to a different context than the layer",
                             vka_arg_get((vka_arg)i)->name);
+        if (v->tensor->submission && v->tensor->submission != owner)
+            return vka_tensor_check_free(v->tensor, vka_arg_get((vka_arg)i)->name);
+    }
     if (a->v[VKA_ARG_OUTPUT].dtype == VKATTN_DTYPE_F16 && !ctx->dev.info.storage_16bit)
         return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "an f16 output needs storageBuffer16BitAccess, which \"%s\" lacks",
                         ctx->dev.info.name);
@@ -93,36 +100,93 @@ static vkattn_status run_cpu_on_tensors(vkattn_layer *layer, const vka_problem *
     if (status == VKATTN_OK)
         status = vka_reference_run(p, &layer->host, &arrays, layer->head_active, &layer->ctx->dev.error);
     for (int i = 0; i < VKA_ARG_COUNT && status == VKATTN_OK; i++)
-        if (arrays.out[i]) status = write_from_host(layer, (vkattn_tensor *)a->v[i].tensor, arrays.out[i]);
+        if (arrays.out[i]) status = write_from_host((vkattn_tensor *)a->v[i].tensor, arrays.out[i]);
     for (int i = 0; i < VKA_ARG_COUNT; i++) free(held[i]);
     return status;
 }
 
-/* Runs a checked problem on the device with the arguments' buffers, each bound to its role. */
-static vkattn_status run_device(vkattn_layer *layer, const vka_problem *p, const vka_args *a)
+vkattn_status vka_forward_check(vkattn_layer *layer, const vkattn_forward_desc *d, const vkattn_submission *owner,
+                                vka_args *a, vka_problem *p)
 {
-    vka_buffer *caller[VKA_ROLE_COUNT] = {0};
-    /* The tensors are the caller's; only lazily created texel views of them are added. */
+    vkattn_context *ctx = layer->ctx;
+    vkattn_status status = vka_check_alive(&ctx->dev);
+    if (status != VKATTN_OK) return status;
+    if (layer->submission)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_BUSY, layer->submission == owner
+                            ? "the layer already has a forward in this submission (its workspace holds one)"
+                            : "the layer is in a submission that has not finished (vkattn_submission_wait or _poll first)");
+    status = vka_args_from_tensors(&layer->cfg, d, a, &ctx->dev.error);
+    if (status == VKATTN_OK) status = check_tensors(layer, a, owner);
+    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, a, p, &ctx->dev.error);
+    return status;
+}
+
+/* Every argument's buffer, bound to its role. The tensors are the caller's; only lazily created
+ * texel views of them are added. */
+static void caller_buffers(const vka_args *a, vka_buffer *caller[VKA_ROLE_COUNT])
+{
+    for (int r = 0; r < VKA_ROLE_COUNT; r++) caller[r] = NULL;
     for (int i = 0; i < VKA_ARG_COUNT; i++)
         if (a->v[i].given) caller[vka_arg_get((vka_arg)i)->role] = (vka_buffer *)&a->v[i].tensor->buffer;
-    vkattn_status status = vka_layer_run(layer, p, caller);
+}
+
+/* Outputs are rewritten by the device: a float mask read from one must be inspected again. */
+static void outputs_written(const vka_args *a)
+{
     for (int i = 0; i < VKA_ARG_COUNT; i++)
         if (a->v[i].given && vka_arg_get((vka_arg)i)->output) ((vkattn_tensor *)a->v[i].tensor)->mask_checked = 0;
+}
+
+vkattn_status vka_forward_record(vkattn_layer *layer, const vka_args *a, const vka_problem *p, VkCommandBuffer cmd)
+{
+    vka_buffer *caller[VKA_ROLE_COUNT];
+    caller_buffers(a, caller);
+    vkattn_status status = vka_layer_record(layer, p, caller, cmd);
+    outputs_written(a);
     return status;
+}
+
+/* Runs a checked problem on the device with the arguments' buffers. */
+static vkattn_status run_device(vkattn_layer *layer, const vka_problem *p, const vka_args *a)
+{
+    vka_buffer *caller[VKA_ROLE_COUNT];
+    caller_buffers(a, caller);
+    vkattn_status status = vka_layer_run(layer, p, caller);
+    outputs_written(a);
+    return status;
+}
+
+static vkattn_status forward(vkattn_layer *layer, const vkattn_forward_desc *d)
+{
+    vka_args a;
+    vka_problem p;
+    vkattn_status status = vka_forward_check(layer, d, NULL, &a, &p);
+    if (status != VKATTN_OK) return status;
+    return p.path == VKATTN_PATH_CPU ? run_cpu_on_tensors(layer, &p, &a) : run_device(layer, &p, &a);
 }
 
 vkattn_status vkattn_forward(vkattn_layer *layer, const vkattn_forward_desc *d)
 {
     if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
-    vkattn_context *ctx = layer->ctx;
-    vkattn_status status = vka_check_alive(&ctx->dev);
+    VKA_GUARDED(layer->ctx, forward(layer, d));
+}
+
+static vkattn_status forward_record(vkattn_layer *layer, const vkattn_forward_desc *d, VkCommandBuffer cmd)
+{
     vka_args a;
     vka_problem p;
-    if (status == VKATTN_OK) status = vka_args_from_tensors(&layer->cfg, d, &a, &ctx->dev.error);
-    if (status == VKATTN_OK) status = check_tensors(layer, &a);
-    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->dev.error);
+    vkattn_status status = vka_forward_check(layer, d, NULL, &a, &p);
     if (status != VKATTN_OK) return status;
-    return p.path == VKATTN_PATH_CPU ? run_cpu_on_tensors(layer, &p, &a) : run_device(layer, &p, &a);
+    if (!cmd) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_forward_record: cmd is VK_NULL_HANDLE");
+    if (p.path == VKATTN_PATH_CPU)
+        return vka_fail(&layer->ctx->dev, VKATTN_ERROR_UNSUPPORTED, "the CPU path runs on the host: it cannot be recorded");
+    return vka_forward_record(layer, &a, &p, cmd);
+}
+
+vkattn_status vkattn_forward_record(vkattn_layer *layer, const vkattn_forward_desc *d, VkCommandBuffer cmd)
+{
+    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(layer->ctx, forward_record(layer, d, cmd));
 }
 
 /* The layer's device tensor for one argument of host forwards, re-created only when its dtype or
@@ -141,11 +205,13 @@ static vkattn_status host_tensor(vkattn_layer *layer, vka_arg arg, const vka_arg
     return VKATTN_OK;
 }
 
-vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward_desc *d)
+static vkattn_status forward_host(vkattn_layer *layer, const vkattn_host_forward_desc *d)
 {
-    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = vka_check_alive(&ctx->dev);
+    if (status == VKATTN_OK && layer->submission)
+        status = vka_fail(&ctx->dev, VKATTN_ERROR_BUSY,
+                          "the layer is in a submission that has not finished (vkattn_submission_wait or _poll first)");
     vka_args a;
     vka_problem p;
     if (status == VKATTN_OK) status = vka_args_from_host(&layer->cfg, d, &a, &ctx->dev.error);
@@ -169,22 +235,27 @@ vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward
             t[i] = t[j];
         } else {
             VKA_TRY(host_tensor(layer, (vka_arg)i, v, &t[i]));
-            if (!output) VKA_TRY(vkattn_tensor_write(t[i], v->host, t[i]->bytes));
+            if (!output) VKA_TRY(vka_tensor_write(t[i], 0, v->host, t[i]->bytes));
         }
         dev.v[i].tensor = t[i];
     }
     VKA_TRY(run_device(layer, &p, &dev));
     for (int i = 0; i < VKA_ARG_COUNT; i++)
         if (t[i] && vka_arg_get((vka_arg)i)->output)
-            VKA_TRY(vka_buffer_read(&ctx->transfer, &t[i]->buffer, 0, (void *)a.v[i].host, t[i]->bytes));
+            VKA_TRY(vka_tensor_read(t[i], 0, (void *)a.v[i].host, t[i]->bytes));
 fail:
     return status;
 }
 
-vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forward_desc *d, char *text,
-                                     size_t capacity, size_t *length)
+vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward_desc *d)
 {
     if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(layer->ctx, forward_host(layer, d));
+}
+
+static vkattn_status forward_explain(vkattn_layer *layer, const vkattn_host_forward_desc *d, char *text,
+                                     size_t capacity, size_t *length)
+{
     vkattn_context *ctx = layer->ctx;
     if (!text && capacity) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "text is NULL but capacity is not 0");
     vka_args a;
@@ -206,4 +277,11 @@ vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forw
     }
     if (length) *length = n;
     return VKATTN_OK;
+}
+
+vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forward_desc *d, char *text,
+                                     size_t capacity, size_t *length)
+{
+    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(layer->ctx, forward_explain(layer, d, text, capacity, length));
 }

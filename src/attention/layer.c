@@ -1,6 +1,7 @@
 /* Layer creation: resolve the description, keep a host copy of the weights, upload them in the
  * layout the kernels read, and create the per-layer command objects. */
 #include "attention/layer.h"
+#include "attention/submission.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -201,10 +202,9 @@ static void apply_head_mask(vkattn_layer *layer, const uint8_t *mask)
     layer->cfg.inner = layer->cfg.H_active * layer->cfg.D;
 }
 
-vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *desc, const vkattn_weights *weights,
+static vkattn_status layer_create(vkattn_context *ctx, const vkattn_layer_desc *desc, const vkattn_weights *weights,
                                   vkattn_layer **out)
 {
-    if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
     vkattn_status status = vka_check_alive(&ctx->dev);
     if (status != VKATTN_OK) return status;
     if (!out) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_layer_create: out is NULL");
@@ -219,6 +219,7 @@ vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *
     vkattn_layer *layer = vka_calloc(&ctx->dev.faults, 1, sizeof *layer);
     if (!layer) return vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
     layer->ctx = ctx;
+    vka_list_push(&ctx->layers, &layer->link);
     layer->cfg = cfg;
     layer->desc = *desc;
     layer->desc.storage = cfg.storage;
@@ -243,11 +244,21 @@ fail:
     return status;
 }
 
+vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *desc, const vkattn_weights *weights,
+                                  vkattn_layer **out)
+{
+    if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(ctx, layer_create(ctx, desc, weights, out));
+}
+
 void vkattn_layer_destroy(vkattn_layer *layer)
 {
     if (!layer) return;
     vkattn_context *ctx = layer->ctx;
-    /* A forward always waits for its fence, so nothing of this layer is still running. */
+    /* A forward waits for its fence; a submission is waited for (or dropped) here: nothing of this
+     * layer is still running after this line. */
+    if (layer->submission) vka_submission_release(layer->submission);
+    vka_list_remove(&layer->link);
     for (int a = 0; a < VKA_ARG_COUNT; a++) vkattn_tensor_destroy(layer->host_io[a]);
     vka_plan_free(&layer->plan);
     if (layer->query_pool) ctx->dev.vk.vkDestroyQueryPool(ctx->dev.device, layer->query_pool, NULL);
@@ -260,11 +271,19 @@ void vkattn_layer_destroy(vkattn_layer *layer)
     free(layer);
 }
 
-vkattn_status vkattn_layer_set_head_mask(vkattn_layer *layer, const uint8_t *active)
+/* VKATTN_ERROR_BUSY if the layer is in an unfinished submission (its weights are in use). */
+static vkattn_status check_layer_free(vkattn_layer *layer)
 {
-    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
+    if (!layer->submission) return VKATTN_OK;
+    return vka_fail(&layer->ctx->dev, VKATTN_ERROR_BUSY,
+                    "the layer is in a submission that has not finished (vkattn_submission_wait or _poll first)");
+}
+
+static vkattn_status layer_set_head_mask(vkattn_layer *layer, const uint8_t *active)
+{
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = vka_check_alive(&ctx->dev);
+    if (status == VKATTN_OK) status = check_layer_free(layer);
     if (status != VKATTN_OK) return status;
     if (vka_count_active_heads(layer->cfg.H, active) == 0)
         return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "a head mask must keep at least one of the %u heads",
@@ -295,6 +314,12 @@ vkattn_status vkattn_layer_set_head_mask(vkattn_layer *layer, const uint8_t *act
     return status;
 }
 
+vkattn_status vkattn_layer_set_head_mask(vkattn_layer *layer, const uint8_t *active)
+{
+    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(layer->ctx, layer_set_head_mask(layer, active));
+}
+
 void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out)
 {
     if (!layer || !out) return;
@@ -302,9 +327,8 @@ void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out)
     out->head_mask = layer->head_active;
 }
 
-vkattn_status vkattn_layer_set_timing(vkattn_layer *layer, int enabled)
+static vkattn_status layer_set_timing(vkattn_layer *layer, int enabled)
 {
-    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
     if (enabled && !layer->ctx->dev.caps.timestamps)
         return vka_fail(&layer->ctx->dev, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" has no timestamps on its compute queue",
                         layer->ctx->dev.info.name);
@@ -312,9 +336,20 @@ vkattn_status vkattn_layer_set_timing(vkattn_layer *layer, int enabled)
     return VKATTN_OK;
 }
 
+vkattn_status vkattn_layer_set_timing(vkattn_layer *layer, int enabled)
+{
+    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(layer->ctx, layer_set_timing(layer, enabled));
+}
+
+static vkattn_status layer_last_stats(const vkattn_layer *layer, vkattn_forward_stats *out)
+{
+    *out = layer->stats;
+    return VKATTN_OK;
+}
+
 vkattn_status vkattn_layer_last_stats(const vkattn_layer *layer, vkattn_forward_stats *out)
 {
     if (!layer || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
-    *out = layer->stats;
-    return VKATTN_OK;
+    VKA_GUARDED(layer->ctx, layer_last_stats(layer, out));
 }

@@ -10,6 +10,8 @@
 
 struct vkattn_layer {
     vkattn_context *ctx;
+    vka_link link;                /* in ctx->layers */
+    struct vkattn_submission *submission; /* the unfinished submission it is in, if any */
     vka_layer_config cfg;
     vkattn_layer_desc desc; /* resolved */
 
@@ -37,7 +39,12 @@ struct vkattn_layer {
 /* The device facts a context's plans are built with. */
 vka_plan_limits vka_layer_plan_limits(const vkattn_context *ctx);
 
-/* Runs a validated problem on the device with the given caller buffers (indexed by role). */
+/* Runs a validated problem on the device with the given caller buffers (indexed by role): records
+ * it into the layer's command buffer, submits and waits. */
 vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffer *caller[VKA_ROLE_COUNT]);
+/* Records it into `cmd` (begun, someone else's to submit); the layer's workspace and descriptor
+ * sets are then in use until that submission completes. */
+vkattn_status vka_layer_record(vkattn_layer *layer, const vka_problem *p, vka_buffer *caller[VKA_ROLE_COUNT],
+                               VkCommandBuffer cmd);
 
 #endif

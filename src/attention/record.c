@@ -1,5 +1,7 @@
-/* Turning a plan into one command buffer: bind, push, dispatch, barrier; then one submit and one
- * wait. Descriptor sets come from a per-layer pool that is reset at the start of every forward. */
+/* Turning a plan into commands: bind, push, dispatch, barrier; into the layer's own command buffer
+ * (one submit, one wait) or a command buffer someone else submits (a vkattn_submission, the
+ * application's). Descriptor sets come from a per-layer pool that is reset at the start of every
+ * forward, which is why a layer runs one forward at a time. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +76,7 @@ static vka_view_format view_format(const vka_plan *plan, vka_role role, uint8_t 
 }
 
 /* One step's bindings: each role's buffer, through the plan's window, in the role's view format. */
-static vkattn_status record_step(vkattn_layer *layer, const vka_plan *plan, const vka_step *step,
+static vkattn_status record_step(vkattn_layer *layer, VkCommandBuffer cmd, const vka_plan *plan, const vka_step *step,
                                  const vka_pipeline *pipeline, vka_buffer *const bound[VKA_ROLE_COUNT])
 {
     vka_binding bindings[VKA_MAX_BINDINGS];
@@ -85,7 +87,7 @@ static vkattn_status record_step(vkattn_layer *layer, const vka_plan *plan, cons
         bindings[i] = (vka_binding){bound[bind->role], none ? 0 : bind->offset, none ? 0 : bind->range,
                                     view_format(plan, bind->role, bind->view)};
     }
-    return vka_record_dispatch(&layer->ctx->dev, layer->commands.cmd, layer->descriptor_pool, pipeline, bindings,
+    return vka_record_dispatch(&layer->ctx->dev, cmd, layer->descriptor_pool, pipeline, bindings,
                                &step->push, step->groups);
 }
 
@@ -141,7 +143,7 @@ fail:
 }
 
 /* Copies regions (in elements of the destination) from bind[0] to bind[1]. */
-static vkattn_status record_copy(vkattn_layer *layer, const vka_plan *plan, const vka_step *step,
+static vkattn_status record_copy(vkattn_layer *layer, VkCommandBuffer cmd, const vka_plan *plan, const vka_step *step,
                                  vka_buffer *const bound[VKA_ROLE_COUNT])
 {
     VkBufferCopy regions[8];
@@ -151,21 +153,21 @@ static vkattn_status record_copy(vkattn_layer *layer, const vka_plan *plan, cons
         uint32_t n = 0;
         for (; n < 8 && done + n < step->copy_count; n++) {
             const vka_copy *c = &plan->copies[step->copy_first + done + n];
-            regions[n] = (VkBufferCopy){c->src_offset * esize, c->dst_offset * esize, c->count * esize};
+            regions[n] = (VkBufferCopy){bound[src]->base + c->src_offset * esize, bound[dst]->base + c->dst_offset * esize,
+                                        c->count * esize};
         }
-        layer->ctx->dev.vk.vkCmdCopyBuffer(layer->commands.cmd, bound[src]->buffer, bound[dst]->buffer, n, regions);
+        layer->ctx->dev.vk.vkCmdCopyBuffer(cmd, bound[src]->buffer, bound[dst]->buffer, n, regions);
         done += n;
     }
     return VKATTN_OK;
 }
 
-static vkattn_status record_plan(vkattn_layer *layer, const vka_plan *plan, vka_buffer *const bound[VKA_ROLE_COUNT])
+/* Records the plan's steps into `cmd` (already begun), with a timestamp around each when timed. */
+static vkattn_status record_plan(vkattn_layer *layer, VkCommandBuffer cmd, const vka_plan *plan,
+                                 vka_buffer *const bound[VKA_ROLE_COUNT], int timed)
 {
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = VKATTN_OK;
-    VkCommandBuffer cmd = layer->commands.cmd;
-    VKA_TRY(vka_commands_begin(&ctx->dev, &layer->commands));
-    const int timed = layer->timing;
     const VkPipelineStageFlagBits after_all = VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT;
     if (timed) {
         ctx->dev.vk.vkCmdResetQueryPool(cmd, layer->query_pool, 0, plan->step_count + 1);
@@ -175,13 +177,14 @@ static vkattn_status record_plan(vkattn_layer *layer, const vka_plan *plan, vka_
         const vka_step *step = &plan->steps[i];
         if (step->barrier_before) vka_record_barrier(&ctx->dev, cmd);
         if (step->kind == VKA_STEP_ZERO) {
-            ctx->dev.vk.vkCmdFillBuffer(cmd, bound[step->bind[0].role]->buffer, 0, VK_WHOLE_SIZE, 0);
+            const vka_buffer *b = bound[step->bind[0].role];
+            ctx->dev.vk.vkCmdFillBuffer(cmd, b->buffer, b->base, b->size, 0);
         } else if (step->kind == VKA_STEP_COPY) {
-            VKA_TRY(record_copy(layer, plan, step, bound));
+            VKA_TRY(record_copy(layer, cmd, plan, step, bound));
         } else {
             const vka_pipeline *pipeline;
             VKA_TRY(vka_pipeline_get(&ctx->dev, &ctx->pipelines, step->kernel, step->f16_out, step->spec, &pipeline));
-            VKA_TRY(record_step(layer, plan, step, pipeline, bound));
+            VKA_TRY(record_step(layer, cmd, plan, step, pipeline, bound));
         }
         if (timed) ctx->dev.vk.vkCmdWriteTimestamp(cmd, after_all, layer->query_pool, i + 1);
     }
@@ -189,16 +192,17 @@ fail:
     return status;
 }
 
-vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffer *caller[VKA_ROLE_COUNT])
+/* Plans `p` into the layer and gets what recording it needs ready: the workspace, the descriptor
+ * pool, the query pool when timed, and every role's buffer in `bound` (the caller's tensors, the
+ * layer's own buffers, or the placeholder). Starts the stats of the forward. */
+static vkattn_status prepare(vkattn_layer *layer, const vka_problem *p, vka_buffer *caller[VKA_ROLE_COUNT],
+                             int timed, vka_buffer *bound[VKA_ROLE_COUNT], vkattn_forward_stats *stats)
 {
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = VKATTN_OK;
     vka_plan_limits limits = vka_layer_plan_limits(ctx);
     VKA_TRY(vka_plan_build(p, &limits, &layer->plan, &ctx->dev.error));
     VKA_TRY(reserve_workspace(layer, &layer->plan));
-
-    /* Resolve every role to a buffer: the caller's tensors, the layer's own, or the placeholder. */
-    vka_buffer *bound[VKA_ROLE_COUNT];
     for (int r = 0; r < VKA_ROLE_COUNT; r++) {
         vka_buffer *b = r < VKA_FIRST_LAYER_ROLE ? caller[r] : &layer->buffers[r];
         bound[r] = b && b->buffer ? b : &ctx->dummy;
@@ -212,20 +216,46 @@ vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffe
                                 vkattn_stage_name(step->stage), vka_role_name(role));
         }
     }
-
     VKA_TRY(prepare_descriptor_pool(layer, &layer->plan));
-    if (layer->timing) VKA_TRY(prepare_query_pool(layer, layer->plan.step_count + 1));
-    vkattn_forward_stats stats = {.path = layer->plan.path, .submits = 1, .chunks = layer->plan.chunks,
-                                  .workspace_bytes = vka_plan_workspace_total(&layer->plan)};
-    for (uint32_t i = 0; i < layer->plan.step_count; i++) stats.dispatches += layer->plan.steps[i].kind == VKA_STEP_DISPATCH;
+    if (timed) VKA_TRY(prepare_query_pool(layer, layer->plan.step_count + 1));
+    *stats = (vkattn_forward_stats){.path = layer->plan.path, .chunks = layer->plan.chunks,
+                                    .workspace_bytes = vka_plan_workspace_total(&layer->plan)};
+    for (uint32_t i = 0; i < layer->plan.step_count; i++) stats->dispatches += layer->plan.steps[i].kind == VKA_STEP_DISPATCH;
+fail:
+    return status;
+}
 
+vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffer *caller[VKA_ROLE_COUNT])
+{
+    vkattn_context *ctx = layer->ctx;
+    vkattn_status status = VKATTN_OK;
+    vka_buffer *bound[VKA_ROLE_COUNT];
+    vkattn_forward_stats stats;
+    VKA_TRY(prepare(layer, p, caller, layer->timing, bound, &stats));
     double t0 = now_ms();
-    VKA_TRY(record_plan(layer, &layer->plan, bound));
+    VKA_TRY(vka_commands_begin(&ctx->dev, &layer->commands));
+    VKA_TRY(record_plan(layer, layer->commands.cmd, &layer->plan, bound, layer->timing));
     double t1 = now_ms();
     VKA_TRY(vka_commands_submit_wait(&ctx->dev, &layer->commands, "a forward"));
+    stats.submits = 1;
     stats.record_ms = t1 - t0;
     stats.submit_wait_ms = now_ms() - t1;
     if (layer->timing) VKA_TRY(read_timestamps(layer, &layer->plan, &stats));
+    layer->stats = stats;
+fail:
+    return status;
+}
+
+vkattn_status vka_layer_record(vkattn_layer *layer, const vka_problem *p, vka_buffer *caller[VKA_ROLE_COUNT],
+                               VkCommandBuffer cmd)
+{
+    vkattn_status status = VKATTN_OK;
+    vka_buffer *bound[VKA_ROLE_COUNT];
+    vkattn_forward_stats stats;
+    VKA_TRY(prepare(layer, p, caller, 0, bound, &stats));
+    double t0 = now_ms();
+    VKA_TRY(record_plan(layer, cmd, &layer->plan, bound, 0));
+    stats.record_ms = now_ms() - t0;
     layer->stats = stats;
 fail:
     return status;

@@ -1,5 +1,7 @@
 /* Context lifetime: instance (with optional validation), device choice, logical device, queue,
- * and the objects the rest of the library shares. Setup and teardown are mirror images. */
+ * and the objects the rest of the library shares; or the same on an application's instance,
+ * device and queue (vkattn_context_create_external), which are then never destroyed here. Setup
+ * and teardown are mirror images. */
 #include "device/context.h"
 
 #include <stdarg.h>
@@ -7,7 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention/layer.h"
+#include "attention/submission.h"
 #include "device/physical.h"
+#include "memory/tensor.h"
+#include "vkattn_vulkan.h"
 
 #define VKA_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
 #define VKA_MAX_DEVICES 16
@@ -166,13 +172,13 @@ vkattn_status vkattn_list_devices(vkattn_device_info *infos, uint32_t capacity, 
     VkPhysicalDevice devices[VKA_MAX_DEVICES];
     vkattn_device_info all[VKA_MAX_DEVICES];
     uint32_t n = 0;
-    status = vka_load_instance_functions(instance, &fns, error);
+    status = vka_load_instance_functions(vka_loader_entry(), instance, &fns, error);
     if (status == VKATTN_OK) status = describe_all(&fns, instance, devices, all, &n, error);
     if (status == VKATTN_OK) {
         for (uint32_t i = 0; i < n && i < capacity; i++) infos[i] = all[i];
         *count = n;
     }
-    PFN_vkDestroyInstance destroy = (PFN_vkDestroyInstance)vkGetInstanceProcAddr(instance, "vkDestroyInstance");
+    PFN_vkDestroyInstance destroy = (PFN_vkDestroyInstance)vka_loader_entry()(instance, "vkDestroyInstance");
     if (destroy) destroy(instance, NULL);
     return status;
 }
@@ -270,6 +276,46 @@ static vkattn_status resolve_loop_budget(vkattn_context *ctx, uint32_t requested
     return VKATTN_OK;
 }
 
+/* A zeroed context with empty object lists. */
+static vkattn_context *context_alloc(const vka_faults *faults)
+{
+    vkattn_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return NULL;
+    vka_context_set_faults(ctx, faults);
+    vka_list_init(&ctx->layers);
+    vka_list_init(&ctx->tensors);
+    vka_list_init(&ctx->submissions);
+    return ctx;
+}
+
+/* What follows the device's description, for both kinds of context: the kernel tuning, the loop
+ * budget, the Vulkan 1.1 check, then (`make_device`) the logical device, then the shared objects. */
+static vkattn_status context_finish(vkattn_context *ctx, const vkattn_context_desc *desc, int make_device)
+{
+    vkattn_status status = VKATTN_OK;
+    if (ctx->dev.faults.hide_16bit_storage) ctx->dev.info.storage_16bit = 0;
+    const char *tuning = desc->tuning, *tuning_source = "tuning";
+    if (!tuning && (tuning = getenv("VKATTN_TUNING")) && !*tuning) tuning = NULL;
+    if (tuning && tuning != desc->tuning) tuning_source = "VKATTN_TUNING";
+    ctx->tuning = vka_tuning_for(&ctx->dev.info, tuning);
+    if (!ctx->tuning) {
+        status = vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s \"%s\" does not exist (try lavapipe or gpu)",
+                          tuning_source, tuning);
+        goto fail;
+    }
+    snprintf(ctx->dev.info.tuning, sizeof ctx->dev.info.tuning, "%s", ctx->tuning->name);
+    VKA_TRY(resolve_loop_budget(ctx, desc->loop_budget));
+    if (ctx->dev.info.api_version < VK_API_VERSION_1_1) {
+        status = vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkattn needs 1.1",
+                          ctx->dev.info.name);
+        goto fail;
+    }
+    if (make_device) VKA_TRY(create_device(ctx));
+    VKA_TRY(create_shared_objects(ctx));
+fail:
+    return status;
+}
+
 vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, const vka_faults *faults,
                                              vkattn_context **out, vkattn_error *error)
 {
@@ -282,13 +328,12 @@ vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, co
     vkattn_status status = vka_loader_init(error);
     if (status != VKATTN_OK) return status;
 
-    vkattn_context *ctx = calloc(1, sizeof *ctx);
+    vkattn_context *ctx = context_alloc(faults);
     if (!ctx) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a context");
-    vka_context_set_faults(ctx, faults);
 
     VKA_TRY(create_instance(ctx, validation_wanted(desc->validation), &ctx->dev.instance, &ctx->validation_enabled,
                             &ctx->dev.error));
-    VKA_TRY(vka_load_instance_functions(ctx->dev.instance, &ctx->dev.ifn, &ctx->dev.error));
+    VKA_TRY(vka_load_instance_functions(vka_loader_entry(), ctx->dev.instance, &ctx->dev.ifn, &ctx->dev.error));
     if (ctx->validation_enabled && ctx->dev.ifn.vkCreateDebugUtilsMessengerEXT) {
         VkDebugUtilsMessengerCreateInfoEXT info = messenger_info(ctx, NULL);
         VKA_VK(&ctx->dev, ctx->dev.ifn.vkCreateDebugUtilsMessengerEXT(ctx->dev.instance, &info, NULL, &ctx->messenger));
@@ -307,25 +352,7 @@ vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, co
     ctx->dev.physical = devices[chosen];
     vka_describe_device(&ctx->dev.ifn, ctx->dev.physical, chosen, &ctx->dev.info, &ctx->dev.caps);
     ctx->dev.info.is_default = infos[chosen].is_default;
-    if (ctx->dev.faults.hide_16bit_storage) ctx->dev.info.storage_16bit = 0;
-    const char *tuning = desc->tuning, *tuning_source = "tuning";
-    if (!tuning && (tuning = getenv("VKATTN_TUNING")) && !*tuning) tuning = NULL;
-    if (tuning && tuning != desc->tuning) tuning_source = "VKATTN_TUNING";
-    ctx->tuning = vka_tuning_for(&ctx->dev.info, tuning);
-    if (!ctx->tuning) {
-        status = vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s \"%s\" does not exist (try lavapipe or gpu)",
-                          tuning_source, tuning);
-        goto fail;
-    }
-    snprintf(ctx->dev.info.tuning, sizeof ctx->dev.info.tuning, "%s", ctx->tuning->name);
-    VKA_TRY(resolve_loop_budget(ctx, desc->loop_budget));
-    if (ctx->dev.info.api_version < VK_API_VERSION_1_1) {
-        status = vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkattn needs 1.1",
-                          ctx->dev.info.name);
-        goto fail;
-    }
-    VKA_TRY(create_device(ctx));
-    VKA_TRY(create_shared_objects(ctx));
+    VKA_TRY(context_finish(ctx, desc, 1));
     *out = ctx;
     return VKATTN_OK;
 fail:
@@ -334,22 +361,145 @@ fail:
     return status;
 }
 
+/* The checks of an application's device description that need no Vulkan call. */
+static vkattn_status check_external(const vkattn_external_device *ext, vkattn_context **out, vkattn_error *error)
+{
+    const char *fn = "vkattn_context_create_external";
+    if (!ext || !out) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, ext ? "out" : "device");
+    const char *missing = !ext->instance ? "instance" : !ext->physical_device ? "physical_device"
+                        : !ext->device ? "device" : !ext->queue ? "queue"
+                        : !ext->get_instance_proc_addr ? "get_instance_proc_addr" : NULL;
+    if (missing) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "%s: %s is not given", fn, missing);
+    if (!ext->queue_lock != !ext->queue_unlock)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "%s: give both queue_lock and queue_unlock, or neither", fn);
+    uint32_t api = ext->api_version ? ext->api_version : VK_API_VERSION_1_1;
+    if (api < VK_API_VERSION_1_1)
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED, "%s: the instance was made for Vulkan %u.%u; vkattn needs 1.1",
+                             fn, VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api));
+    if (ext->features & ~(uint32_t)(VKATTN_FEATURE_STORAGE_16BIT | VKATTN_FEATURE_SHADER_FLOAT16))
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "%s: features 0x%x has bits that are no vkattn_feature", fn,
+                             ext->features);
+    const vkattn_context_desc *o = ext->options;
+    if (o && (o->device || o->validation))
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "%s: options.device and options.validation do not apply to an application's device (its "
+                             "validation layers are its own)", fn);
+    return VKATTN_OK;
+}
+
+vkattn_status vka_context_create_external_with_faults(const vkattn_external_device *ext, const vka_faults *faults,
+                                                      vkattn_context **out, vkattn_error *error)
+{
+    vkattn_status status = check_external(ext, out, error);
+    if (status != VKATTN_OK) return status;
+    vkattn_context_desc defaults = {0};
+    const vkattn_context_desc *desc = ext->options ? ext->options : &defaults;
+    vkattn_context *ctx = context_alloc(faults);
+    if (!ctx) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a context");
+    vka_device *dev = &ctx->dev;
+    dev->external = 1;
+    dev->instance = ext->instance;
+    dev->physical = ext->physical_device;
+    dev->device = ext->device;
+    dev->queue = ext->queue;
+    dev->queue_family = ext->queue_family_index;
+    dev->queue_lock.lock = ext->queue_lock;
+    dev->queue_lock.unlock = ext->queue_unlock;
+    dev->queue_lock.user = ext->queue_lock_user;
+    VKA_TRY(vka_load_instance_functions(ext->get_instance_proc_addr, dev->instance, &dev->ifn, &dev->error));
+    vka_describe_device(&dev->ifn, dev->physical, 0, &dev->info, &dev->caps);
+    dev->info.index = UINT32_MAX; /* not chosen from a list */
+    /* What the application's instance and device allow, not what the hardware could do. */
+    uint32_t api = ext->api_version ? ext->api_version : VK_API_VERSION_1_1;
+    if (api < dev->info.api_version) dev->info.api_version = api;
+    dev->info.storage_16bit &= (ext->features & VKATTN_FEATURE_STORAGE_16BIT) != 0;
+    dev->info.shader_float16 &= (ext->features & VKATTN_FEATURE_SHADER_FLOAT16) != 0;
+    VkQueueFamilyProperties family;
+    if (!vka_queue_family(&dev->ifn, dev->physical, dev->queue_family, &family) ||
+        !(family.queueFlags & VK_QUEUE_COMPUTE_BIT)) {
+        status = vka_fail(dev, VKATTN_ERROR_UNSUPPORTED, "queue family %u of \"%s\" %s", dev->queue_family, dev->info.name,
+                          vka_queue_family(&dev->ifn, dev->physical, dev->queue_family, &family) ? "has no compute"
+                                                                                                 : "does not exist");
+        goto fail;
+    }
+    dev->caps.timestamp_valid_bits = family.timestampValidBits;
+    dev->caps.timestamps = family.timestampValidBits > 0 && dev->caps.props.limits.timestampPeriod > 0;
+    dev->info.timestamp_period_ns = dev->caps.timestamps ? dev->caps.props.limits.timestampPeriod : 0.0f;
+    vka_load_device_table(&dev->ifn, dev->device, &dev->vk);
+    VKA_TRY(context_finish(ctx, desc, 0));
+    *out = ctx;
+    return VKATTN_OK;
+fail:
+    if (error) *error = ctx->dev.error;
+    vkattn_context_destroy(ctx);
+    return status;
+}
+
+vkattn_status vkattn_context_create_external(const vkattn_external_device *ext, vkattn_context **out,
+                                             vkattn_error *error)
+{
+    return vka_context_create_external_with_faults(ext, NULL, out, error);
+}
+
+vkattn_status vkattn_device_requirements_get(PFN_vkGetInstanceProcAddr entry, VkInstance instance,
+                                             VkPhysicalDevice physical, vkattn_device_requirements *out,
+                                             vkattn_error *error)
+{
+    if (!entry || !instance || !physical || !out)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "vkattn_device_requirements_get: get_instance_proc_addr, instance, physical_device and out "
+                             "are all required");
+    vka_instance_fns fns;
+    vkattn_status status = vka_load_instance_functions(entry, instance, &fns, error);
+    if (status != VKATTN_OK) return status;
+    vkattn_device_info info;
+    vka_describe_device(&fns, physical, 0, &info, NULL);
+    vkattn_device_requirements r = {.api_version = VK_API_VERSION_1_1};
+    uint32_t timestamp_bits;
+    if (!vka_find_compute_queue(&fns, physical, &r.queue_family_index, &timestamp_bits))
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" has no compute queue", info.name);
+    if (info.api_version < VK_API_VERSION_1_1)
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkattn needs 1.1",
+                             info.name);
+    if (vka_device_has_extension(&fns, physical, "VK_KHR_portability_subset"))
+        r.extensions[r.extension_count++] = "VK_KHR_portability_subset";
+    if (info.storage_16bit) r.features |= VKATTN_FEATURE_STORAGE_16BIT;
+    if (info.shader_float16) r.features |= VKATTN_FEATURE_SHADER_FLOAT16;
+    *out = r;
+    return VKATTN_OK;
+}
+
+/* Destroys the objects still made from the context: submissions first (each waits for its work),
+ * then layers (with their own tensors), then the remaining tensors. */
+static void destroy_children(vkattn_context *ctx)
+{
+    if (!ctx->layers.next) return; /* a context that failed before its lists existed */
+    while (!vka_list_empty(&ctx->submissions))
+        vkattn_submission_destroy(VKA_CONTAINER_OF(ctx->submissions.next, vkattn_submission, link));
+    while (!vka_list_empty(&ctx->layers)) vkattn_layer_destroy(VKA_CONTAINER_OF(ctx->layers.next, vkattn_layer, link));
+    while (!vka_list_empty(&ctx->tensors))
+        vkattn_tensor_destroy(VKA_CONTAINER_OF(ctx->tensors.next, vkattn_tensor, link));
+}
+
 void vkattn_context_destroy(vkattn_context *ctx)
 {
     if (!ctx) return;
     vka_device *dev = &ctx->dev;
+    destroy_children(ctx);
     if (dev->device) {
-        /* Nothing may still run when objects go; a lost device has nothing left to wait for. */
-        if (!dev->lost) dev->vk.vkDeviceWaitIdle(dev->device);
+        /* Nothing may still run when objects go; a lost device has nothing left to wait for. An
+         * application's device is not idled (that would wait for, and race with, its own queues):
+         * all of vkattn's own submits have been waited for by now. */
+        if (!dev->lost && !dev->external) dev->vk.vkDeviceWaitIdle(dev->device);
         vka_pipeline_cache_destroy(dev, &ctx->pipelines);
         vka_buffer_destroy(dev, &ctx->dummy);
         vka_transfer_destroy(&ctx->transfer);
-        dev->vk.vkDestroyDevice(dev->device, NULL);
+        if (!dev->external) dev->vk.vkDestroyDevice(dev->device, NULL);
     }
     if (ctx->messenger) dev->ifn.vkDestroyDebugUtilsMessengerEXT(dev->instance, ctx->messenger, NULL);
-    if (dev->instance) {
+    if (dev->instance && !dev->external) {
         PFN_vkDestroyInstance destroy = dev->ifn.vkDestroyInstance;
-        if (!destroy) destroy = (PFN_vkDestroyInstance)vkGetInstanceProcAddr(dev->instance, "vkDestroyInstance");
+        if (!destroy) destroy = (PFN_vkDestroyInstance)vka_loader_entry()(dev->instance, "vkDestroyInstance");
         if (destroy) destroy(dev->instance, NULL);
     }
     free(ctx);

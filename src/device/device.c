@@ -151,7 +151,18 @@ fail:
     return status;
 }
 
-vkattn_status vka_commands_submit_wait(vka_device *dev, vka_commands *c, const char *what)
+vkattn_status vka_queue_submit(vka_device *dev, const VkSubmitInfo *submit, VkFence fence)
+{
+    vkattn_status status = VKATTN_OK;
+    /* An application that shares its queue serialises every thread's submits with its own lock. */
+    if (dev->queue_lock.lock) dev->queue_lock.lock(dev->queue_lock.user);
+    VkResult r = vka_fault_vk(&dev->faults) ? vka_injected_result(dev) : dev->vk.vkQueueSubmit(dev->queue, 1, submit, fence);
+    if (dev->queue_lock.unlock) dev->queue_lock.unlock(dev->queue_lock.user);
+    if (r != VK_SUCCESS) status = vka_vk_fail(dev, r, "vkQueueSubmit", __FILE__, __LINE__);
+    return status;
+}
+
+vkattn_status vka_commands_submit(vka_device *dev, vka_commands *c)
 {
     vkattn_status status = VKATTN_OK;
     VKA_VK(dev, dev->vk.vkEndCommandBuffer(c->cmd));
@@ -161,8 +172,13 @@ vkattn_status vka_commands_submit_wait(vka_device *dev, vka_commands *c, const c
         .pCommandBuffers = &c->cmd,
     };
     VKA_VK(dev, dev->vk.vkResetFences(dev->device, 1, &c->fence));
-    VKA_VK(dev, dev->vk.vkQueueSubmit(dev->queue, 1, &submit, c->fence));
-    VKA_TRY(vka_wait_fence(dev, c->fence, what));
+    VKA_TRY(vka_queue_submit(dev, &submit, c->fence));
 fail:
     return status;
+}
+
+vkattn_status vka_commands_submit_wait(vka_device *dev, vka_commands *c, const char *what)
+{
+    vkattn_status status = vka_commands_submit(dev, c);
+    return status == VKATTN_OK ? vka_wait_fence(dev, c->fence, what) : status;
 }

@@ -32,6 +32,11 @@ typedef struct vka_device {
     uint32_t queue_family;
     vkattn_device_info info;
     vka_device_caps caps;
+    struct {                   /* the application's lock around submits to a shared queue */
+        void (*lock)(void *user), (*unlock)(void *user);
+        void *user;
+    } queue_lock;
+    int external;              /* instance, device and queue are the application's, not ours */
     vkattn_error error;        /* the last failure's message */
     vka_faults faults;         /* test-only failure injection; unarmed in normal use */
     int lost;                  /* VK_ERROR_DEVICE_LOST seen, or a wait timed out */
@@ -84,8 +89,13 @@ vkattn_status vka_commands_create(vka_device *dev, vka_commands *out);
 void vka_commands_destroy(vka_device *dev, vka_commands *commands);
 /* Resets the command buffer and begins it for one submission. */
 vkattn_status vka_commands_begin(vka_device *dev, vka_commands *commands);
-/* Ends the command buffer, submits it on the device's queue and waits for it; `what` names the
- * work in a timeout message. */
+/* Ends the command buffer and submits it on the device's queue, signalling its fence. */
+vkattn_status vka_commands_submit(vka_device *dev, vka_commands *commands);
+/* The same, then waits for it; `what` names the work in a timeout message. */
 vkattn_status vka_commands_submit_wait(vka_device *dev, vka_commands *commands, const char *what);
+
+/* vkQueueSubmit of one batch on the device's queue, inside the application's queue lock if it
+ * gave one. */
+vkattn_status vka_queue_submit(vka_device *dev, const VkSubmitInfo *submit, VkFence fence);
 
 #endif

@@ -22,10 +22,19 @@ vkattn_status vka_loader_init(vkattn_error *error)
     return VKATTN_OK;
 }
 
-vkattn_status vka_load_instance_functions(VkInstance instance, vka_instance_fns *fns, vkattn_error *error)
+PFN_vkGetInstanceProcAddr vka_loader_entry(void)
+{
+    pthread_mutex_lock(&volk_globals_lock);
+    PFN_vkGetInstanceProcAddr entry = vkGetInstanceProcAddr;
+    pthread_mutex_unlock(&volk_globals_lock);
+    return entry;
+}
+
+vkattn_status vka_load_instance_functions(PFN_vkGetInstanceProcAddr entry, VkInstance instance, vka_instance_fns *fns,
+                                          vkattn_error *error)
 {
 #define VKA_LOAD_INSTANCE_FN_(name, required)                                                      \
-    fns->name = (PFN_##name)vkGetInstanceProcAddr(instance, #name);                                \
+    fns->name = (PFN_##name)entry(instance, #name);                                                \
     if ((required) && !fns->name)                                                                  \
         return vka_error_set(error, VKATTN_ERROR_VULKAN, "the Vulkan loader has no %s", #name);
     VKA_INSTANCE_FUNCTIONS(VKA_LOAD_INSTANCE_FN_)
@@ -35,10 +44,12 @@ vkattn_status vka_load_instance_functions(VkInstance instance, vka_instance_fns 
 
 void vka_load_device_table(const vka_instance_fns *fns, VkDevice device, struct VolkDeviceTable *table)
 {
-    /* volkLoadDeviceTable resolves names through volk's global vkGetDeviceProcAddr. The loader's
-     * vkGetDeviceProcAddr dispatches on the device handle, so one value serves every instance. */
+    /* volkLoadDeviceTable resolves names through volk's global vkGetDeviceProcAddr: point it at
+     * this context's (an application's device may come from another loader) for the call only. */
     pthread_mutex_lock(&volk_globals_lock);
-    if (!vkGetDeviceProcAddr) vkGetDeviceProcAddr = fns->vkGetDeviceProcAddr;
+    PFN_vkGetDeviceProcAddr saved = vkGetDeviceProcAddr;
+    vkGetDeviceProcAddr = fns->vkGetDeviceProcAddr;
     volkLoadDeviceTable(table, device);
+    vkGetDeviceProcAddr = saved;
     pthread_mutex_unlock(&volk_globals_lock);
 }

@@ -38,6 +38,19 @@ int vka_device_has_extension(const vka_instance_fns *fns, VkPhysicalDevice devic
     return has_extension(fns, device, name);
 }
 
+int vka_queue_family(const vka_instance_fns *fns, VkPhysicalDevice device, uint32_t family,
+                     VkQueueFamilyProperties *out)
+{
+    uint32_t count = 0;
+    fns->vkGetPhysicalDeviceQueueFamilyProperties(device, &count, NULL);
+    VkQueueFamilyProperties families[16];
+    if (count > 16) count = 16;
+    fns->vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families);
+    if (family >= count) return 0;
+    *out = families[family];
+    return 1;
+}
+
 int vka_find_compute_queue(const vka_instance_fns *fns, VkPhysicalDevice device, uint32_t *family,
                            uint32_t *timestamp_bits)
 {

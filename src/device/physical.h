@@ -12,6 +12,10 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
 int vka_find_compute_queue(const vka_instance_fns *fns, VkPhysicalDevice device, uint32_t *family,
                            uint32_t *timestamp_bits);
 
+/* The properties of queue family `family`; 0 if the device has no such family. */
+int vka_queue_family(const vka_instance_fns *fns, VkPhysicalDevice device, uint32_t family,
+                     VkQueueFamilyProperties *out);
+
 int vka_device_has_extension(const vka_instance_fns *fns, VkPhysicalDevice device, const char *name);
 
 /* Index of the default device: discrete > integrated > virtual > CPU > other, first of each. */

@@ -125,7 +125,7 @@ vkattn_status vka_buffer_view(vka_device *dev, vka_buffer *b, vka_view_format fo
         .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
         .buffer = b->buffer,
         .format = view_formats[format],
-        .offset = offset,
+        .offset = b->base + offset,
         .range = range,
     };
     vka_view *v = &b->views[b->view_count];
@@ -137,11 +137,16 @@ fail:
     return status;
 }
 
+vka_buffer vka_buffer_borrow(VkBuffer buffer, VkDeviceSize base, VkDeviceSize size)
+{
+    return (vka_buffer){.buffer = buffer, .base = base, .size = size, .borrowed = 1};
+}
+
 void vka_buffer_destroy(vka_device *dev, vka_buffer *b)
 {
     for (uint32_t i = 0; i < b->view_count; i++) dev->vk.vkDestroyBufferView(dev->device, b->views[i].view, NULL);
     free(b->views);
-    if (b->buffer) dev->vk.vkDestroyBuffer(dev->device, b->buffer, NULL);
+    if (b->buffer && !b->borrowed) dev->vk.vkDestroyBuffer(dev->device, b->buffer, NULL);
     if (b->memory) dev->vk.vkFreeMemory(dev->device, b->memory, NULL); /* also unmaps */
     memset(b, 0, sizeof *b);
 }

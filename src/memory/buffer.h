@@ -29,8 +29,10 @@ typedef struct vka_view {
 
 typedef struct vka_buffer {
     VkBuffer buffer;
-    VkDeviceMemory memory;
+    VkDeviceMemory memory; /* VK_NULL_HANDLE when borrowed */
+    VkDeviceSize base;     /* where this buffer's bytes start in `buffer` (0 unless borrowed) */
     VkDeviceSize size;     /* bytes requested, rounded up to 16 */
+    int borrowed;          /* the application's VkBuffer (vka_buffer_borrow): never destroyed here */
     void *mapped;          /* non-NULL when host-visible and coherent */
     vka_view *views;       /* created on first use, kept until the buffer goes */
     uint32_t view_count, view_capacity;
@@ -49,7 +51,13 @@ vkattn_status vka_buffer_create(vka_device *dev, VkDeviceSize size, vka_memory_u
 vkattn_status vka_buffer_view(vka_device *dev, vka_buffer *buffer, vka_view_format format, VkDeviceSize offset,
                               VkDeviceSize range, VkBufferView *out);
 
-/* Destroys a buffer made by vka_buffer_create (or a zeroed one) and zeroes it. */
+/* Describes bytes [base, base + size) of the application's `buffer` as a vka_buffer; nothing is
+ * created (views are, on use, and destroyed with it) and the VkBuffer stays the application's.
+ * `size` is a multiple of 16. */
+vka_buffer vka_buffer_borrow(VkBuffer buffer, VkDeviceSize base, VkDeviceSize size);
+
+/* Destroys a buffer made by vka_buffer_create or vka_buffer_borrow (or a zeroed one; for a borrowed
+ * one, only its views) and zeroes it. */
 void vka_buffer_destroy(vka_device *dev, vka_buffer *buffer);
 
 /* Makes sure `buffer` holds at least `size` bytes, re-creating it (contents lost) if not. */

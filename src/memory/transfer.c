@@ -47,7 +47,7 @@ static vkattn_status submit_copy(vka_transfer *t, const copy_region *region)
     vkattn_status status = vka_transfer_begin(t, &cmd);
     if (status != VKATTN_OK) return status;
     if (region->fill_zero) {
-        t->dev->vk.vkCmdFillBuffer(cmd, region->dst, 0, VK_WHOLE_SIZE, 0);
+        t->dev->vk.vkCmdFillBuffer(cmd, region->dst, region->dst_offset, region->size, 0);
     } else {
         VkBufferCopy copy = {region->src_offset, region->dst_offset, region->size};
         t->dev->vk.vkCmdCopyBuffer(cmd, region->src, region->dst, 1, &copy);
@@ -61,7 +61,7 @@ vkattn_status vka_buffer_fill_zero(vka_transfer *t, vka_buffer *buffer)
         memset(buffer->mapped, 0, (size_t)buffer->size);
         return VKATTN_OK;
     }
-    copy_region region = {.dst = buffer->buffer, .fill_zero = 1};
+    copy_region region = {.dst = buffer->buffer, .dst_offset = buffer->base, .size = buffer->size, .fill_zero = 1};
     return submit_copy(t, &region);
 }
 
@@ -82,7 +82,7 @@ vkattn_status vka_buffer_write(vka_transfer *t, vka_buffer *buffer, VkDeviceSize
     for (size_t done = 0; status == VKATTN_OK && done < bytes;) {
         size_t n = bytes - done < t->staging.size ? bytes - done : (size_t)t->staging.size;
         memcpy(t->staging.mapped, (const char *)src + done, n);
-        copy_region region = {t->staging.buffer, buffer->buffer, 0, offset + done, n, 0};
+        copy_region region = {t->staging.buffer, buffer->buffer, 0, buffer->base + offset + done, n, 0};
         status = submit_copy(t, &region);
         done += n;
     }
@@ -99,7 +99,7 @@ vkattn_status vka_buffer_read(vka_transfer *t, const vka_buffer *buffer, VkDevic
     vkattn_status status = reserve_staging(t, bytes);
     for (size_t done = 0; status == VKATTN_OK && done < bytes;) {
         size_t n = bytes - done < t->staging.size ? bytes - done : (size_t)t->staging.size;
-        copy_region region = {buffer->buffer, t->staging.buffer, offset + done, 0, n, 0};
+        copy_region region = {buffer->buffer, t->staging.buffer, buffer->base + offset + done, 0, n, 0};
         status = submit_copy(t, &region);
         if (status == VKATTN_OK) memcpy((char *)dst + done, t->staging.mapped, n);
         done += n;

@@ -95,9 +95,8 @@ static vkattn_status measure_copy(peak_run *run, vka_buffer *src, vka_buffer *ds
     return VKATTN_OK;
 }
 
-vkattn_status vkattn_measure_peak(vkattn_context *ctx, double seconds, vkattn_peak *out)
+static vkattn_status measure_peak(vkattn_context *ctx, double seconds, vkattn_peak *out)
 {
-    if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
     vkattn_status status = vka_check_alive(&ctx->dev);
     if (status != VKATTN_OK) return status;
     if (!out) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_measure_peak: out is NULL");
@@ -136,4 +135,10 @@ fail:
     if (run.queries) ctx->dev.vk.vkDestroyQueryPool(ctx->dev.device, run.queries, NULL);
     if (run.pool) ctx->dev.vk.vkDestroyDescriptorPool(ctx->dev.device, run.pool, NULL);
     return status;
+}
+
+vkattn_status vkattn_measure_peak(vkattn_context *ctx, double seconds, vkattn_peak *out)
+{
+    if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(ctx, measure_peak(ctx, seconds, out));
 }

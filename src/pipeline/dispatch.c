@@ -48,7 +48,8 @@ vkattn_status vka_record_dispatch(vka_device *dev, VkCommandBuffer cmd, VkDescri
             VKA_TRY(vka_buffer_view(dev, b->buffer, b->format, b->offset, b->range, &views[i]));
             writes[i].pTexelBufferView = &views[i];
         } else {
-            infos[i] = (VkDescriptorBufferInfo){b->buffer->buffer, b->offset, b->range ? b->range : VK_WHOLE_SIZE};
+            infos[i] = (VkDescriptorBufferInfo){b->buffer->buffer, b->buffer->base + b->offset,
+                                                b->range ? b->range : b->buffer->size - b->offset};
             writes[i].pBufferInfo = &infos[i];
         }
     }

@@ -1,0 +1,17 @@
+/* What the forward entry points share with submissions (submission.c): the checks of a forward on
+ * device tensors, and recording one into a command buffer someone else submits. */
+#ifndef VKA_FORWARD_H
+#define VKA_FORWARD_H
+
+#include "attention/args.h"
+#include "attention/layer.h"
+
+/* The device is alive, the layer and tensors are free (in no unfinished submission; tensors may be
+ * in `owner`, the submission asking), and the arguments match the table and the layer. */
+vkattn_status vka_forward_check(vkattn_layer *layer, const vkattn_forward_desc *d, const struct vkattn_submission *owner,
+                                vka_args *a, vka_problem *p);
+
+/* Records a checked device forward into `cmd`. */
+vkattn_status vka_forward_record(vkattn_layer *layer, const vka_args *a, const vka_problem *p, VkCommandBuffer cmd);
+
+#endif
