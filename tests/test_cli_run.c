@@ -171,6 +171,53 @@ static void test_storage_names(void)
         CHECK_MSG(cli_storage_from_name(bad[i], &d) == 1, "%s", bad[i]);
 }
 
+/* A typo gets the nearest name (Damerau-Levenshtein: "bnech" is one swap from "bench"), the
+ * first on a tie, and nothing when no name is near: main.c's list of commands here. */
+static void test_nearest(void)
+{
+    const char *commands[] = {"--help", "--version", "info", "demo", "run", "peak", "bench", "heads", "heatmap"};
+    const size_t n = sizeof commands / sizeof commands[0];
+    const char *cases[][2] = {
+        {"bnech", "bench"}, {"rnu", "run"}, {"rum", "run"}, {"ifno", "info"}, {"heatmpa", "heatmap"},
+        {"hedas", "heads"}, {"head", "heads"}, {"--verison", "--version"}, {"dmeo", "demo"}, {"pek", "peak"},
+        {"xyz", NULL}, {"r", NULL}, {"runner", NULL}, {"", NULL}, {"benchmarking", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = cli_nearest(cases[i][0], commands, n);
+        CHECK_MSG(cases[i][1] ? got && strcmp(got, cases[i][1]) == 0 : got == NULL, "\"%s\" -> %s, expected %s",
+                  cases[i][0], got ? got : "none", cases[i][1] ? cases[i][1] : "none");
+    }
+    char long_word[200];
+    memset(long_word, 'a', sizeof long_word - 1), long_word[sizeof long_word - 1] = '\0';
+    CHECK(cli_nearest(long_word, commands, n) == NULL);
+}
+
+/* Each command's unknown options get the nearest of its own (its parser's cli_is names, the shared
+ * forward options included), on one line without the usage text; none is made up. */
+static void test_option_typos(void)
+{
+    CHECK(run_cmd(cmd_run, (const char *[]){"--heads", "4", "--weigths", "w.safetensors", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn run: unknown option \"--weigths\"; did you mean \"--weights\"?\n");
+    CHECK(!said("usage:"));
+    CHECK(run_cmd(cmd_run, (const char *[]){"--atn-mask", "m.npy", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("did you mean \"--attn-mask\"?");
+    CHECK(run_cmd(cmd_run, (const char *[]){"--out", "o.npy", "--check-finte", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("did you mean \"--check-finite\"?");
+    CHECK(run_cmd(cmd_run, (const char *[]){"--bogus", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn run: unknown option \"--bogus\" (vkattn run --help lists the options)");
+    CHECK(!said("did you mean"));
+    CHECK(run_cmd(cmd_run, (const char *[]){"q.npy", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("unexpected argument \"q.npy\"");
+    CHECK(run_cmd(cmd_demo, (const char *[]){"--lenght", "7", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn demo: unknown option \"--lenght\"; did you mean \"--length\"?");
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--lne", "16", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn bench: unknown option \"--lne\"; did you mean \"--len\"?");
+    /* A flag's typo at the end is not taken for an option that needs a value. */
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--no-cpuu", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("did you mean \"--no-cpu\"?");
+    CHECK(!said("needs a value"));
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* The commands, on lavapipe. */
 
@@ -438,6 +485,8 @@ int main(int argc, char **argv)
     RUN_TEST(test_tolerance);
     RUN_TEST(test_formatting);
     RUN_TEST(test_storage_names);
+    RUN_TEST(test_nearest);
+    RUN_TEST(test_option_typos);
     fixture fx = {0};
     if (fixture_open(&fx)) {
         int fp16 = device_has_fp16_storage();

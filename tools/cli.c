@@ -8,16 +8,73 @@
 #include <string.h>
 #include <time.h>
 
+#define CLI_WORD_MAX 64 /* longer words get no suggestion */
+
+/* Optimal string alignment distance: inserting, deleting or changing a character, or swapping two
+ * adjacent ones, costs 1 ("bnech" is 1 from "bench"). SIZE_MAX for words past CLI_WORD_MAX. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > CLI_WORD_MAX || m > CLI_WORD_MAX) return SIZE_MAX;
+    size_t rows[3][CLI_WORD_MAX + 1]; /* rows i-2, i-1 and i of the table, in turn */
+    for (size_t j = 0; j <= m; j++) rows[0][j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        size_t *two = rows[(i + 1) % 3], *prev = rows[(i + 2) % 3], *cur = rows[i % 3];
+        cur[0] = i;
+        for (size_t j = 1; j <= m; j++) {
+            size_t d = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            if (prev[j] + 1 < d) d = prev[j] + 1;
+            if (cur[j - 1] + 1 < d) d = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && two[j - 2] + 1 < d) d = two[j - 2] + 1;
+            cur[j] = d;
+        }
+    }
+    return rows[n % 3][m];
+}
+
+const char *cli_nearest(const char *word, const char *const *names, size_t count)
+{
+    const char *best = NULL;
+    size_t best_distance = SIZE_MAX;
+    for (size_t i = 0; i < count; i++) {
+        size_t letters = strlen(names[i] + strspn(names[i], "-")); /* "--out" is as short as "out" */
+        size_t d = edit_distance(word, names[i]);
+        if (d <= (letters <= 3 ? 1u : 2u) && d < best_distance) best = names[i], best_distance = d;
+    }
+    return best;
+}
+
 cli_args cli_args_make(const char *command, int argc, char **argv)
 {
-    cli_args a = {argc, argv, 0, command};
+    cli_args a = {.argc = argc, .argv = argv, .command = command};
     return a;
 }
 
 const char *cli_next(cli_args *a)
 {
+    a->tried_count = 0; /* a new option: the names it is compared with start over */
     if (a->next >= a->argc) return NULL;
     return a->argv[a->next++];
+}
+
+int cli_is(cli_args *a, const char *opt, const char *name)
+{
+    if (a->tried_count < CLI_MAX_OPTIONS) a->tried[a->tried_count++] = name;
+    return strcmp(opt, name) == 0;
+}
+
+int cli_unknown_option(const cli_args *a, const char *opt)
+{
+    const char *near = cli_nearest(opt, a->tried, a->tried_count);
+    if (near)
+        fprintf(stderr, "vkattn %s: unknown option \"%s\"; did you mean \"%s\"?\n", a->command, opt, near);
+    else if (opt[0] != '-')
+        fprintf(stderr, "vkattn %s: unexpected argument \"%s\": every input and output is given by an option "
+                        "(vkattn %s --help lists them)\n", a->command, opt, a->command);
+    else
+        fprintf(stderr, "vkattn %s: unknown option \"%s\" (vkattn %s --help lists the options)\n", a->command, opt,
+                a->command);
+    return CLI_EXIT_USAGE;
 }
 
 const char *cli_value(cli_args *a, const char *option)

@@ -27,17 +27,36 @@ int cmd_bench(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
 int cmd_heatmap(int argc, char **argv);
 
-/* A tiny option scanner: `--name value` and `--flag`. Unknown options are usage errors. */
+/* The name in `names` nearest to `word` that is close enough to be a typo of it (Damerau-Levenshtein
+ * distance 1 for names of up to 3 letters, else up to 2; the first such name on a tie), or NULL. */
+const char *cli_nearest(const char *word, const char *const *names, size_t count);
+
+#define CLI_MAX_OPTIONS 64 /* the most option names one command compares against */
+
+/* A tiny option scanner: `--name value` and `--flag`. Unknown options are usage errors.
+ *
+ *   while ((opt = cli_next(&a))) {
+ *       if (cli_is(&a, opt, "--out")) ...
+ *       else return cli_unknown_option(&a, opt);   // suggests the nearest name cli_is saw
+ *   }
+ */
 typedef struct cli_args {
     int argc;
     char **argv;
     int next;
-    const char *command; /* for messages */
+    const char *command;                 /* for messages */
+    const char *tried[CLI_MAX_OPTIONS];  /* the names cli_is compared the current option with */
+    size_t tried_count;
 } cli_args;
 
 cli_args cli_args_make(const char *command, int argc, char **argv);
 /* The next option name ("--out"), or NULL at the end. Positional arguments are errors. */
 const char *cli_next(cli_args *a);
+/* 1 if `opt` is `name`. Remembers `name`, so that the parser is the one list of the command's options. */
+int cli_is(cli_args *a, const char *opt, const char *name);
+/* Prints "vkattn <command>: unknown option "--weigths"; did you mean "--weights"?" (or says where the
+ * options are listed when none is near) and returns 2. */
+int cli_unknown_option(const cli_args *a, const char *opt);
 /* The value of the option just returned; NULL (and a message) if it is missing. */
 const char *cli_value(cli_args *a, const char *option);
 /* Parses a decimal uint32 >= min; 0 on success, else prints a message and returns 2. */

@@ -32,23 +32,21 @@ static int parse(int argc, char **argv, heads_options *o)
     const char *opt, *v;
     while ((opt = cli_next(&a))) {
         int taken = 0;
-        if (strcmp(opt, "--help") == 0) {
+        if (cli_is(&a, opt, "--help")) {
             heads_usage(stdout);
             return -1;
         }
         if (forward_option(&a, opt, &o->fwd, &taken)) return 2;
         if (taken) continue;
-        if (strcmp(opt, "--json") == 0) {
+        if (cli_is(&a, opt, "--json")) {
             if (!(o->json = cli_value(&a, opt))) return 2;
-        } else if (strcmp(opt, "--write-mask") == 0) {
+        } else if (cli_is(&a, opt, "--write-mask")) {
             if (!(o->write_mask = cli_value(&a, opt))) return 2;
-        } else if (strcmp(opt, "--prune") == 0 || strcmp(opt, "--repeats") == 0) {
+        } else if (cli_is(&a, opt, "--prune") || cli_is(&a, opt, "--repeats")) {
             uint32_t *target = opt[2] == 'p' ? &o->prune : &o->repeats;
             if (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, 1, target)) return 2;
         } else {
-            fprintf(stderr, "vkattn heads: unknown option \"%s\"\n", opt);
-            heads_usage(stderr);
-            return 2;
+            return cli_unknown_option(&a, opt);
         }
     }
     const char *missing = forward_options_missing(&o->fwd);

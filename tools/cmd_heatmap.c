@@ -82,27 +82,23 @@ static int parse(int argc, char **argv, heatmap_options *o)
         const char **text = NULL;
         uint32_t *number = NULL, min = 1;
         int taken = 0;
-        if (strcmp(opt, "--help") == 0) {
+        if (cli_is(&a, opt, "--help")) {
             heatmap_usage(stdout);
             return -1;
         }
         if (forward_option(&a, opt, &o->fwd, &taken)) return 2;
         if (taken) continue;
-        if (strcmp(opt, "--zeros-masked") == 0) o->zeros_masked = 1;
-        else if (strcmp(opt, "--scale-one") == 0) o->scale_one = 1;
-        else if (strcmp(opt, "--batch-index") == 0) number = &o->batch_index, min = 0;
-        else if (strcmp(opt, "--heads-per-row") == 0) number = &o->heads_per_row;
-        else if (strcmp(opt, "--cell") == 0) number = &o->cell;
-        else if (strcmp(opt, "--from-npy") == 0) text = &o->from_npy;
-        else if (strcmp(opt, "--out") == 0) text = &o->out;
-        else if (strcmp(opt, "--tokens") == 0) text = &o->tokens;
-        else if (strcmp(opt, "--query-tokens") == 0) text = &o->query_tokens;
-        else if (strcmp(opt, "--key-tokens") == 0) text = &o->key_tokens;
-        else {
-            fprintf(stderr, "vkattn heatmap: unknown option \"%s\"\n", opt);
-            heatmap_usage(stderr);
-            return 2;
-        }
+        if (cli_is(&a, opt, "--zeros-masked")) o->zeros_masked = 1;
+        else if (cli_is(&a, opt, "--scale-one")) o->scale_one = 1;
+        else if (cli_is(&a, opt, "--batch-index")) number = &o->batch_index, min = 0;
+        else if (cli_is(&a, opt, "--heads-per-row")) number = &o->heads_per_row;
+        else if (cli_is(&a, opt, "--cell")) number = &o->cell;
+        else if (cli_is(&a, opt, "--from-npy")) text = &o->from_npy;
+        else if (cli_is(&a, opt, "--out")) text = &o->out;
+        else if (cli_is(&a, opt, "--tokens")) text = &o->tokens;
+        else if (cli_is(&a, opt, "--query-tokens")) text = &o->query_tokens;
+        else if (cli_is(&a, opt, "--key-tokens")) text = &o->key_tokens;
+        else return cli_unknown_option(&a, opt);
         if (text && !(*text = cli_value(&a, opt))) return 2;
         if (number && (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, min, number))) return 2;
     }

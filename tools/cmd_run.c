@@ -45,24 +45,22 @@ static int parse(int argc, char **argv, run_options *o)
     while ((opt = cli_next(&a))) {
         const char **target = NULL;
         int taken = 0;
-        if (strcmp(opt, "--help") == 0) {
+        if (cli_is(&a, opt, "--help")) {
             run_usage(stdout);
             return -1;
         }
         if (forward_option(&a, opt, &o->fwd, &taken)) return 2;
         if (taken) continue;
-        if (strcmp(opt, "--average-weights") == 0) o->average_weights = 1;
-        else if (strcmp(opt, "--check") == 0) o->check = 1;
-        else if (strcmp(opt, "--check-finite") == 0) o->check_finite = 1;
-        else if (strcmp(opt, "--out") == 0) target = &o->out;
-        else if (strcmp(opt, "--attn-weights") == 0) target = &o->attn_weights;
-        else if (strcmp(opt, "--dtype") == 0) {
+        if (cli_is(&a, opt, "--average-weights")) o->average_weights = 1;
+        else if (cli_is(&a, opt, "--check")) o->check = 1;
+        else if (cli_is(&a, opt, "--check-finite")) o->check_finite = 1;
+        else if (cli_is(&a, opt, "--out")) target = &o->out;
+        else if (cli_is(&a, opt, "--attn-weights")) target = &o->attn_weights;
+        else if (cli_is(&a, opt, "--dtype")) {
             const char *v = cli_value(&a, opt);
             if (!v || cli_parse_storage("run", opt, v, &o->storage)) return 2;
         } else {
-            fprintf(stderr, "vkattn run: unknown option \"%s\"\n", opt);
-            run_usage(stderr);
-            return 2;
+            return cli_unknown_option(&a, opt);
         }
         if (target && !(*target = cli_value(&a, opt))) return 2;
     }

@@ -25,24 +25,24 @@ int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
 {
     const char **target = NULL;
     *taken = 1;
-    if (strcmp(opt, "--causal") == 0) o->causal = 1;
-    else if (strcmp(opt, "--add-zero-attn") == 0) o->add_zero_attn = 1;
-    else if (strcmp(opt, "--cpu") == 0) o->cpu = 1;
-    else if (strcmp(opt, "--trace") == 0) o->trace = 1;
-    else if (strcmp(opt, "--heads") == 0) {
+    if (cli_is(a, opt, "--causal")) o->causal = 1;
+    else if (cli_is(a, opt, "--add-zero-attn")) o->add_zero_attn = 1;
+    else if (cli_is(a, opt, "--cpu")) o->cpu = 1;
+    else if (cli_is(a, opt, "--trace")) o->trace = 1;
+    else if (cli_is(a, opt, "--heads")) {
         const char *v = cli_value(a, opt);
         if (!v || cli_parse_u32(opt, v, 1, &o->heads)) return 2;
-    } else if (strcmp(opt, "--path") == 0) {
+    } else if (cli_is(a, opt, "--path")) {
         if (parse_path(a, opt, o)) return 2;
-    } else if (strcmp(opt, "--weights") == 0) target = &o->weights;
-    else if (strcmp(opt, "--query") == 0) target = &o->query;
-    else if (strcmp(opt, "--key") == 0) target = &o->key;
-    else if (strcmp(opt, "--value") == 0) target = &o->value;
-    else if (strcmp(opt, "--key-padding-mask") == 0) target = &o->key_padding_mask;
-    else if (strcmp(opt, "--valid-lens") == 0) target = &o->valid_lens;
-    else if (strcmp(opt, "--attn-mask") == 0) target = &o->attn_mask;
-    else if (strcmp(opt, "--head-mask") == 0) target = &o->head_mask;
-    else if (strcmp(opt, "--device") == 0) target = &o->device;
+    } else if (cli_is(a, opt, "--weights")) target = &o->weights;
+    else if (cli_is(a, opt, "--query")) target = &o->query;
+    else if (cli_is(a, opt, "--key")) target = &o->key;
+    else if (cli_is(a, opt, "--value")) target = &o->value;
+    else if (cli_is(a, opt, "--key-padding-mask")) target = &o->key_padding_mask;
+    else if (cli_is(a, opt, "--valid-lens")) target = &o->valid_lens;
+    else if (cli_is(a, opt, "--attn-mask")) target = &o->attn_mask;
+    else if (cli_is(a, opt, "--head-mask")) target = &o->head_mask;
+    else if (cli_is(a, opt, "--device")) target = &o->device;
     else {
         *taken = 0;
         return 0;
