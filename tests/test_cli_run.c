@@ -218,6 +218,22 @@ static void test_option_typos(void)
     CHECK(!said("needs a value"));
 }
 
+/* Every missing required option in one message, exit status 2, whatever else is missing too. */
+static void test_missing_options(void)
+{
+    CHECK(run_cmd(cmd_run, (const char *[]){"--heads", "4", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn run: missing --weights, --query and --out\n");
+    CHECK(run_cmd(cmd_run, (const char *[]){NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn run: missing --weights, --heads, --query and --out\n");
+    CHECK(run_cmd(cmd_run, (const char *[]){"--weights", "w.safetensors", "--query", "q.npy", "--value", "v.npy",
+                                            "--average-weights", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn run: missing --heads, --key (--value needs it), --out and --attn-weights (--average-weights "
+               "needs it)\n");
+    /* The usage text follows, once. */
+    const char *first = strstr(captured, "usage: vkattn run");
+    CHECK(first && !strstr(first + 1, "usage: vkattn run"));
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* The commands, on lavapipe. */
 
@@ -487,6 +503,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_storage_names);
     RUN_TEST(test_nearest);
     RUN_TEST(test_option_typos);
+    RUN_TEST(test_missing_options);
     fixture fx = {0};
     if (fixture_open(&fx)) {
         int fp16 = device_has_fp16_storage();

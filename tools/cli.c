@@ -86,6 +86,21 @@ const char *cli_value(cli_args *a, const char *option)
     return a->argv[a->next++];
 }
 
+void cli_missing_add(cli_missing *m, const char *name)
+{
+    if (m->count < sizeof m->names / sizeof m->names[0]) m->names[m->count++] = name;
+}
+
+int cli_missing_report(const char *command, const cli_missing *m, const char *note)
+{
+    if (!m->count) return 0;
+    fprintf(stderr, "vkattn %s: missing ", command);
+    for (size_t i = 0; i < m->count; i++)
+        fprintf(stderr, "%s%s", i == 0 ? "" : i + 1 < m->count ? ", " : " and ", m->names[i]);
+    fprintf(stderr, "%s%s\n", note ? " " : "", note ? note : "");
+    return CLI_EXIT_USAGE;
+}
+
 int cli_parse_u32(const char *option, const char *text, uint32_t min, uint32_t *out)
 {
     char *end = NULL;

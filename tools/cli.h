@@ -59,6 +59,16 @@ int cli_is(cli_args *a, const char *opt, const char *name);
 int cli_unknown_option(const cli_args *a, const char *opt);
 /* The value of the option just returned; NULL (and a message) if it is missing. */
 const char *cli_value(cli_args *a, const char *option);
+/* The required options a command found missing, named together in one message. */
+typedef struct cli_missing {
+    const char *names[8];
+    size_t count;
+} cli_missing;
+void cli_missing_add(cli_missing *m, const char *name);
+/* When any is missing: prints "vkattn run: missing --weights, --query and --out" (then `note`, unless
+ * NULL) and returns 2; else returns 0. */
+int cli_missing_report(const char *command, const cli_missing *m, const char *note);
+
 /* Parses a decimal uint32 >= min; 0 on success, else prints a message and returns 2. */
 int cli_parse_u32(const char *option, const char *text, uint32_t min, uint32_t *out);
 

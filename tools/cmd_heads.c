@@ -49,10 +49,10 @@ static int parse(int argc, char **argv, heads_options *o)
             return cli_unknown_option(&a, opt);
         }
     }
-    const char *missing = forward_options_missing(&o->fwd);
-    if (!missing && o->prune && !o->write_mask) missing = "--write-mask (--prune needs it)";
-    if (missing) {
-        fprintf(stderr, "vkattn heads: missing %s\n", missing);
+    cli_missing missing = {0};
+    forward_options_missing(&o->fwd, &missing);
+    if (o->prune && !o->write_mask) cli_missing_add(&missing, "--write-mask (--prune needs it)");
+    if (cli_missing_report("heads", &missing, NULL)) {
         heads_usage(stderr);
         return 2;
     }

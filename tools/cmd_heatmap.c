@@ -52,15 +52,16 @@ static int usage_error(const char *message)
 
 static int check_options(const heatmap_options *o)
 {
-    if (!o->out) return usage_error("missing --out");
+    cli_missing missing = {0};
+    if (!o->from_npy) forward_options_missing(&o->fwd, &missing);
+    size_t inputs = missing.count;
+    if (!o->out) cli_missing_add(&missing, "--out");
+    if (cli_missing_report("heatmap", &missing, inputs ? "(or --from-npy instead of the forward inputs)" : NULL)) {
+        heatmap_usage(stderr);
+        return 2;
+    }
     if (o->from_npy && o->fwd.given)
         return usage_error("--from-npy reads weights from a file; it takes none of the forward inputs");
-    const char *missing = o->from_npy ? NULL : forward_options_missing(&o->fwd);
-    if (missing) {
-        char text[160];
-        snprintf(text, sizeof text, "missing %s (or --from-npy)", missing);
-        return usage_error(text);
-    }
     if (o->fwd.path_given && o->fwd.path == VKATTN_PATH_FUSED)
         return usage_error("the fused path returns no attention weights; heatmap runs the unfused path");
     if (o->zeros_masked && !o->from_npy)

@@ -64,11 +64,11 @@ static int parse(int argc, char **argv, run_options *o)
         }
         if (target && !(*target = cli_value(&a, opt))) return 2;
     }
-    const char *missing = forward_options_missing(&o->fwd);
-    if (!missing && !o->out) missing = "--out";
-    if (!missing && o->average_weights && !o->attn_weights) missing = "--attn-weights (--average-weights needs it)";
-    if (missing) {
-        fprintf(stderr, "vkattn run: missing %s\n", missing);
+    cli_missing missing = {0};
+    forward_options_missing(&o->fwd, &missing);
+    if (!o->out) cli_missing_add(&missing, "--out");
+    if (o->average_weights && !o->attn_weights) cli_missing_add(&missing, "--attn-weights (--average-weights needs it)");
+    if (cli_missing_report("run", &missing, NULL)) {
         run_usage(stderr);
         return 2;
     }

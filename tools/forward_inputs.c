@@ -52,13 +52,12 @@ int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
     return 0;
 }
 
-const char *forward_options_missing(const forward_options *o)
+void forward_options_missing(const forward_options *o, cli_missing *m)
 {
-    if (!o->weights) return "--weights";
-    if (!o->heads) return "--heads";
-    if (!o->query) return "--query";
-    if (o->value && !o->key) return "--key (--value needs it)";
-    return NULL;
+    if (!o->weights) cli_missing_add(m, "--weights");
+    if (!o->heads) cli_missing_add(m, "--heads");
+    if (!o->query) cli_missing_add(m, "--query");
+    if (o->value && !o->key) cli_missing_add(m, "--key (--value needs it)");
 }
 
 void forward_options_usage(FILE *out)
