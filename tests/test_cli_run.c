@@ -319,6 +319,32 @@ static void write_weights(const fixture *fx, const char *path, long row, long co
     fclose(f);
 }
 
+/* A .npy file of any descr, as numpy writes it (vkattn_npy_write writes only the dtypes vkattn uses):
+ * `shape` as in the header ("2, 5" or "4,"), `bytes` of raw data. */
+static void write_npy(const char *path, const char *descr, const char *shape, const void *data, size_t bytes)
+{
+    char header[256];
+    int len = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr,
+                       shape);
+    while ((10 + len + 1) % 64) header[len++] = ' ';
+    header[len++] = '\n';
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc(len & 0xFF, f), fputc(len >> 8, f);
+    fwrite(header, 1, (size_t)len, f);
+    fwrite(data, 1, bytes, f);
+    fclose(f);
+}
+
+static void write_text(const char *path, const char *text, size_t bytes)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) fwrite(text, 1, bytes, f), fclose(f);
+}
+
 /* Whether the test device keeps fp16 storage (lavapipe does); without it, f16 falls back to f32. */
 static int device_has_fp16_storage(void)
 {
@@ -477,6 +503,99 @@ static void test_run_bad_weights(const fixture *fx, int fp16)
     remove(weights), remove(out);
 }
 
+/* An input of a dtype it does not take names the option, the file, the dtype the file holds (not
+ * the one the reader converted it to), the dtypes it takes and the numpy call that converts, exit
+ * status 1; dtypes the reader converts (float64, int64 lengths) run. */
+static void test_input_dtypes(const fixture *fx)
+{
+    char path[128], out[128];
+    test_tmp_path(path, sizeof path, "input.npy"), test_tmp_path(out, sizeof out, "out.npy");
+    const size_t n = fx->q.bytes / sizeof(float);
+    double *q64 = malloc(n * sizeof *q64);
+    int64_t *i64 = calloc(n, sizeof *i64);
+    float f32[16] = {0};
+    int32_t i32[4] = {1, 1, 1, 1};
+    uint8_t u8[10] = {0};
+    for (size_t i = 0; i < n; i++) q64[i] = ((const float *)fx->q.data)[i];
+    write_npy(path, "<f8", "2, 5, 16", q64, n * sizeof *q64);
+    CHECK(RUN(fx->weights, path, out, "--cpu") == CLI_EXIT_OK); /* converted, as vkattn.h says */
+    write_npy(path, "<i8", "2, 5, 16", i64, n * sizeof *i64);
+    CHECK(RUN(fx->weights, path, out, "--cpu") == CLI_EXIT_FAILURE);
+    char text[512];
+    snprintf(text, sizeof text, "vkattn run: --query %s holds int64 (<i8); the query must be float32 (<f4", path);
+    CHECK_SAID(text);
+    CHECK_SAID("(numpy: q.astype(np.float32))\n");
+
+    const struct {
+        const char *option, *descr, *shape;
+        const void *data;
+        size_t bytes;
+        const char *said;
+    } cases[] = {
+        {"--key-padding-mask", "<f4", "2, 5", f32, 10 * sizeof(float),
+         "holds float32 (<f4); the key padding mask must be bool (|b1)"},
+        {"--key-padding-mask", "|u1", "2, 5", u8, 10, "holds uint8 (|u1); the key padding mask must be bool (|b1)"},
+        {"--attn-mask", "<i8", "5, 5", i64, 25 * sizeof(int64_t),
+         "holds int64 (<i8); the attention mask must be bool (|b1, true = blocked) or float32 (<f4"},
+        {"--valid-lens", "<f4", "2,", f32, 2 * sizeof(float), "holds float32 (<f4); the valid lengths must be int32"},
+        {"--head-mask", "<i4", "4,", i32, sizeof i32, "holds int32 (<i4); the head mask must be bool (|b1)"},
+        {"--query", "<f4", "2, 5, 16, 1", q64, n * sizeof(float), "has shape (2, 5, 16, 1); the query must be (B, L, E)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_npy(path, cases[i].descr, cases[i].shape, cases[i].data, cases[i].bytes);
+        int rc = i + 1 < sizeof cases / sizeof cases[0] ? RUN(fx->weights, fx->query, out, "--cpu", cases[i].option, path)
+                                                        : RUN(fx->weights, path, out, "--cpu");
+        CHECK_MSG(rc == CLI_EXIT_FAILURE, "case %zu: exit %d", i, rc);
+        snprintf(text, sizeof text, "%s %s %s", cases[i].option, path, cases[i].said);
+        CHECK_SAID(text);
+    }
+    const int64_t lens[2] = {5, 3};
+    write_npy(path, "<i8", "2,", lens, sizeof lens);
+    CHECK(RUN(fx->weights, fx->query, out, "--cpu", "--valid-lens", path) == CLI_EXIT_OK);
+    free(q64), free(i64);
+    remove(path), remove(out);
+}
+
+/* A file of the wrong kind is named for what it is, with what the option takes, exit status 1: a
+ * .npy as --weights, safetensors as an array, an empty file, text, a zip archive, a directory. A
+ * missing file and a broken .npy keep the reader's own message. */
+static void test_input_kinds(const fixture *fx)
+{
+    char path[128], out[128], text[1200];
+    test_tmp_path(path, sizeof path, "input.bin"), test_tmp_path(out, sizeof out, "out.npy");
+    CHECK(RUN(fx->query, fx->query, out, "--cpu") == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text,
+             "vkattn run: --weights %s is a .npy array, not a safetensors file: --weights takes the layer's weights "
+             "as safetensors (see README, \"Command-line tool\")\n", fx->query);
+    CHECK_SAID(text);
+    CHECK(RUN(fx->weights, fx->weights, out, "--cpu") == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "--query %s is a safetensors file, not a .npy array: --query takes a .npy array",
+             fx->weights);
+    CHECK_SAID(text);
+
+    write_text(path, "", 0);
+    CHECK(RUN(fx->weights, fx->query, out, "--cpu", "--key", path) == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "--key %s is empty (0 bytes): --key takes a .npy array", path);
+    CHECK_SAID(text);
+    write_text(path, "0.5,0.25\n1,2\n", 13);
+    CHECK(RUN(path, fx->query, out, "--cpu") == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "--weights %s is a text file (it starts \"0.5,0.25\"): --weights takes", path);
+    CHECK_SAID(text);
+    write_text(path, "PK\3\4\0\0\0\0", 8);
+    CHECK(RUN(fx->weights, path, out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK_SAID("is a zip archive (np.savez and torch.save write these): --query takes a .npy array");
+    CHECK(RUN(fx->weights, test_tmp_dir, out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK_SAID("is a directory: --query takes");
+
+    CHECK(RUN(fx->weights, "/no/such/query.npy", out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK_SAID("VKATTN_ERROR_IO: /no/such/query.npy: cannot open: No such file or directory");
+    write_npy(path, "<f4", "2, 5, 16", fx->q.data, 16); /* truncated */
+    CHECK(RUN(fx->weights, path, out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK_SAID("reading --query: VKATTN_ERROR_FORMAT:");
+    CHECK_SAID("(truncated?)");
+    remove(path), remove(out);
+}
+
 static void test_demo(int fp16)
 {
     CHECK(run_cmd(cmd_demo, (const char *[]){"--length", "7", "--embed", "32", "--heads", "4", "--repeats", "1",
@@ -515,6 +634,8 @@ int main(int argc, char **argv)
         RUN_TEST_WITH(test_run_nan_query, &fx);
         RUN_TEST_WITH(test_run_bad_weights, &fx, fp16);
         RUN_TEST_WITH(test_demo, fp16);
+        RUN_TEST_WITH(test_input_dtypes, &fx);
+        RUN_TEST_WITH(test_input_kinds, &fx);
     }
     fixture_close(&fx);
     test_tmp_remove();

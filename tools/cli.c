@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define CLI_WORD_MAX 64 /* longer words get no suggestion */
@@ -119,6 +120,107 @@ int cli_fail(const char *command, const char *what, vkattn_status status, const 
     fflush(stdout); /* the message follows what was printed before it, also when both go to one file */
     fprintf(stderr, "vkattn %s: %s: %s: %s\n", command, what, vkattn_status_name(status),
             message && *message ? message : vkattn_status_string(status));
+    return 1;
+}
+
+/* The kind of `path` from its first bytes; for text, its first line (shortened) goes into `line`. */
+static cli_file_kind sniff(const char *path, char *line, size_t size)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return CLI_FILE_UNREADABLE;
+    if (S_ISDIR(st.st_mode)) return CLI_FILE_DIRECTORY;
+    FILE *f = fopen(path, "rb");
+    if (!f) return CLI_FILE_UNREADABLE;
+    unsigned char b[256];
+    size_t n = fread(b, 1, sizeof b, f);
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) return CLI_FILE_UNREADABLE;
+    if (n == 0) return CLI_FILE_EMPTY;
+    if (n >= 6 && memcmp(b, "\x93NUMPY", 6) == 0) return CLI_FILE_NPY;
+    if (n >= 9 && b[8] == '{') {
+        uint64_t len = 0;
+        for (int i = 7; i >= 0; i--) len = len << 8 | b[i];
+        if (len <= (uint64_t)st.st_size - 8) return CLI_FILE_SAFETENSORS;
+    }
+    if (n >= 4 && memcmp(b, "PK\3\4", 4) == 0) return CLI_FILE_ZIP;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] < 0x20 && b[i] != '\t' && b[i] != '\n' && b[i] != '\r') return CLI_FILE_OTHER;
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 4 < size && b[i] != '\n' && b[i] != '\r'; i++) line[k++] = b[i] < 0x7F ? b[i] : '?';
+    if (k + 4 >= size) memcpy(line + k, "...", 3), k += 3;
+    line[k] = '\0';
+    return CLI_FILE_TEXT;
+}
+
+int cli_fail_input(const char *command, const char *option, const char *path, cli_file_kind want,
+                   vkattn_status status, const char *message)
+{
+    char line[48] = "", is[160];
+    cli_file_kind kind = sniff(path, line, sizeof line);
+    if (kind == want || kind == CLI_FILE_UNREADABLE) {
+        char what[160];
+        snprintf(what, sizeof what, "reading %s", option);
+        return cli_fail(command, what, status, message);
+    }
+    switch (kind) {
+    case CLI_FILE_DIRECTORY: snprintf(is, sizeof is, "is a directory"); break;
+    case CLI_FILE_EMPTY: snprintf(is, sizeof is, "is empty (0 bytes)"); break;
+    case CLI_FILE_NPY: snprintf(is, sizeof is, "is a .npy array, not a safetensors file"); break;
+    case CLI_FILE_SAFETENSORS: snprintf(is, sizeof is, "is a safetensors file, not a .npy array"); break;
+    case CLI_FILE_ZIP: snprintf(is, sizeof is, "is a zip archive (np.savez and torch.save write these)"); break;
+    case CLI_FILE_TEXT: snprintf(is, sizeof is, "is a text file (it starts \"%s\")", line); break;
+    default: snprintf(is, sizeof is, "is neither a .npy array nor a safetensors file"); break;
+    }
+    const char *takes = want == CLI_FILE_NPY
+                            ? "a .npy array (numpy.save)"
+                            : "the layer's weights as safetensors (see README, \"Command-line tool\")";
+    fflush(stdout);
+    fprintf(stderr, "vkattn %s: %s %s %s: %s takes %s\n", command, option, path, is, option, takes);
+    return CLI_EXIT_FAILURE;
+}
+
+/* The numpy dtypes by descr (without its byte-order character), and what vkattn_npy_read loads
+ * each as (-1: refused), as vkattn.h documents it. */
+static const struct {
+    const char *code, *name;
+    int loads_as;
+} k_npy_dtypes[] = {
+    {"f4", "float32", VKATTN_DTYPE_F32}, {"f2", "float16", VKATTN_DTYPE_F32}, {"f8", "float64", VKATTN_DTYPE_F32},
+    {"i4", "int32", VKATTN_DTYPE_I32},   {"i8", "int64", VKATTN_DTYPE_I32},   {"b1", "bool", VKATTN_DTYPE_BOOL},
+    {"i1", "int8", -1},   {"i2", "int16", -1},  {"u1", "uint8", -1},      {"u2", "uint16", -1},
+    {"u4", "uint32", -1}, {"u8", "uint64", -1}, {"c8", "complex64", -1}, {"c16", "complex128", -1},
+};
+
+int cli_npy_stored_dtype(const char *path, char *buf, size_t size, int *loads_as)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char head[1024]; /* numpy writes the descr first, within the first 128 bytes */
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (head[i] == '\0') head[i] = ' ';
+    const char *at = n >= 10 && memcmp(head, "\x93NUMPY", 6) == 0 ? strstr(head + 8, "descr") : NULL;
+    if (!at) return 0;
+    at += strlen("descr");
+    if (*at == '\'' || *at == '"') at++; /* the key's closing quote */
+    at += strspn(at, " :");
+    char quote = *at, descr[32];
+    const char *end = quote == '\'' || quote == '"' ? strchr(at + 1, quote) : NULL;
+    if (!end || end - at - 1 < 1 || (size_t)(end - at - 1) >= sizeof descr) return 0;
+    memcpy(descr, at + 1, (size_t)(end - at - 1));
+    descr[end - at - 1] = '\0';
+    const char *code = strchr("<>|=", descr[0]) ? descr + 1 : descr;
+    *loads_as = -1;
+    for (size_t i = 0; i < sizeof k_npy_dtypes / sizeof k_npy_dtypes[0]; i++)
+        if (strcmp(code, k_npy_dtypes[i].code) == 0) {
+            snprintf(buf, size, "%s (%s)", k_npy_dtypes[i].name, descr);
+            *loads_as = k_npy_dtypes[i].loads_as;
+            return 1;
+        }
+    snprintf(buf, size, "%s", descr);
     return 1;
 }
 

@@ -75,6 +75,31 @@ int cli_parse_u32(const char *option, const char *text, uint32_t min, uint32_t *
 /* Prints "vkattn <command>: <what>: STATUS_NAME: message" to stderr and returns 1. */
 int cli_fail(const char *command, const char *what, vkattn_status status, const char *message);
 
+/* What a file holds, judged from its first bytes, to explain a file that a reader refused. */
+typedef enum cli_file_kind {
+    CLI_FILE_UNREADABLE,  /* cannot be opened or read */
+    CLI_FILE_DIRECTORY,
+    CLI_FILE_EMPTY,
+    CLI_FILE_NPY,         /* "\x93NUMPY" */
+    CLI_FILE_SAFETENSORS, /* an 8-byte little-endian header length, then '{' */
+    CLI_FILE_ZIP,         /* what np.savez and torch.save write */
+    CLI_FILE_TEXT,        /* printable text: np.savetxt, CSV, JSON */
+    CLI_FILE_OTHER
+} cli_file_kind;
+
+/* After a reader refused `path`, given as `option` (`want`: CLI_FILE_NPY for vkattn_npy_read,
+ * CLI_FILE_SAFETENSORS for vkattn_weight_file_load): when the file is of another kind, prints what
+ * it is and what the option takes ("vkattn run: --weights q.npy is a .npy array, not a safetensors
+ * file: --weights takes ..."); otherwise the reader's own message, as cli_fail does. Returns 1. */
+int cli_fail_input(const char *command, const char *option, const char *path, cli_file_kind want,
+                   vkattn_status status, const char *message);
+
+/* The dtype a .npy file stores, as numpy names it with its descr: "int64 (<i8)". Returns 1 and sets
+ * *loads_as to the vkattn_dtype vkattn_npy_read loads it as (-1 for a dtype it refuses), or returns 0
+ * when the file has no readable .npy header. vkattn_npy_read converts float16/float64 to F32 and
+ * int64 to I32, so only the file can say what it held. */
+int cli_npy_stored_dtype(const char *path, char *buf, size_t size, int *loads_as);
+
 /* Opens a context on the requested device (NULL = VKATTN_DEVICE or the default) and prints which
  * device it is, on stdout. Returns 0 or an exit code. */
 int cli_open_context(const char *command, const char *device, vkattn_context **out);

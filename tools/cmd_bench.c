@@ -425,7 +425,7 @@ static int attach_head_mask(bench_options *o, bench_config *configs, uint32_t co
 {
     vkattn_error err = {0};
     vkattn_status s = vkattn_npy_read(o->head_mask_path, &o->head_mask, &err);
-    if (s != VKATTN_OK) return cli_fail("bench", "reading the head mask", s, err.message);
+    if (s != VKATTN_OK) return cli_fail_input("bench", "--head-mask", o->head_mask_path, CLI_FILE_NPY, s, err.message);
     const vkattn_array *m = &o->head_mask;
     uint32_t active = 0;
     for (size_t h = 0; m->dtype == VKATTN_DTYPE_BOOL && m->rank == 1 && h < m->dims[0]; h++)

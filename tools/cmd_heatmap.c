@@ -142,7 +142,8 @@ static int source_from_npy(const heatmap_options *o, heatmap_source *s)
 {
     vkattn_error error = {0};
     vkattn_status status = vkattn_npy_read(o->from_npy, &s->npy, &error);
-    if (status != VKATTN_OK) return cli_fail("heatmap", "reading the attention weights", status, error.message);
+    if (status != VKATTN_OK)
+        return cli_fail_input("heatmap", "--from-npy", o->from_npy, CLI_FILE_NPY, status, error.message);
     const vkattn_array *a = &s->npy;
     if (a->dtype != VKATTN_DTYPE_F32 || (a->rank != 3 && a->rank != 4)) {
         fprintf(stderr,
