@@ -596,6 +596,53 @@ static void test_input_kinds(const fixture *fx)
     remove(path), remove(out);
 }
 
+/* 1 if `path` exists; with `text`, also if it holds exactly that. */
+static int file_holds(const char *path, const char *text)
+{
+    char buf[64] = "";
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return !text || strcmp(buf, text) == 0;
+}
+
+/* An output that cannot be written is refused before the inputs are read and before any device
+ * is opened (no "shapes:" or "device:" line), naming the option, the path and the OS reason, exit
+ * status 1. The check leaves no file behind, and a run that fails early keeps an existing output. */
+static void test_outputs_checked_first(const fixture *fx)
+{
+    char out[128], text[600];
+    test_tmp_path(out, sizeof out, "out.npy");
+    CHECK(RUN(fx->weights, fx->query, "/no/such/dir/o.npy", "--causal") == CLI_EXIT_FAILURE);
+    CHECK_SAID("vkattn run: --out /no/such/dir/o.npy: cannot write this file (No such file or directory)\n");
+    CHECK(!said("shapes:") && !said("device:"));
+    CHECK(RUN(fx->weights, fx->query, out, "--attn-weights", test_tmp_dir) == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "--attn-weights %s: cannot write this file (Is a directory)", test_tmp_dir);
+    CHECK_SAID(text);
+    CHECK(!said("device:"));
+    CHECK_MSG(!file_holds(out, NULL), "%s was left behind", out);
+    remove(out);
+    snprintf(text, sizeof text, "%s/o.npy", fx->query); /* a file as a directory */
+    CHECK(RUN(fx->weights, fx->query, text, "--causal") == CLI_EXIT_FAILURE);
+    CHECK_SAID("cannot write this file (Not a directory)");
+
+    /* Writable outputs pass the check untouched, and an early failure leaves them so. */
+    CHECK(RUN(fx->weights, "/no/such/query.npy", out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK_MSG(!file_holds(out, NULL), "%s was left behind", out);
+    write_text(out, "keep", 4);
+    CHECK(RUN(fx->weights, "/no/such/query.npy", out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK(file_holds(out, "keep"));
+    remove(out);
+
+    /* bench says it before the sweep, with the same message and status. */
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "quick", "--json", "/no/such/dir/b.json", NULL}) ==
+          CLI_EXIT_FAILURE);
+    CHECK_SAID("vkattn bench: --json /no/such/dir/b.json: cannot write this file (No such file or directory)\n");
+    CHECK(!said("device:"));
+}
+
 static void test_demo(int fp16)
 {
     CHECK(run_cmd(cmd_demo, (const char *[]){"--length", "7", "--embed", "32", "--heads", "4", "--repeats", "1",
@@ -636,6 +683,7 @@ int main(int argc, char **argv)
         RUN_TEST_WITH(test_demo, fp16);
         RUN_TEST_WITH(test_input_dtypes, &fx);
         RUN_TEST_WITH(test_input_kinds, &fx);
+        RUN_TEST_WITH(test_outputs_checked_first, &fx);
     }
     fixture_close(&fx);
     test_tmp_remove();

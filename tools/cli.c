@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CLI_WORD_MAX 64 /* longer words get no suggestion */
 
@@ -177,6 +178,29 @@ int cli_fail_input(const char *command, const char *option, const char *path, cl
                             : "the layer's weights as safetensors (see README, \"Command-line tool\")";
     fflush(stdout);
     fprintf(stderr, "vkattn %s: %s %s %s: %s takes %s\n", command, option, path, is, option, takes);
+    return CLI_EXIT_FAILURE;
+}
+
+int cli_check_output(const char *command, const char *option, const char *path)
+{
+    if (!path) return 0;
+    struct stat st;
+    int err = 0;
+    if (stat(path, &st) == 0) {
+        /* Asked, not opened: opening a FIFO (or a process substitution's pipe) to check it would block
+         * or end the reader's input before the real write. */
+        if (S_ISDIR(st.st_mode)) err = EISDIR;
+        else if (access(path, W_OK) != 0) err = errno;
+    } else if (errno != ENOENT) {
+        err = errno;
+    } else if (lstat(path, &st) != 0) { /* a dangling link is left alone: creating would follow it */
+        FILE *f = fopen(path, "wx");    /* "x": never truncates a file that appeared meanwhile */
+        if (f) fclose(f), remove(path);
+        else err = errno;
+    }
+    if (!err) return 0;
+    fflush(stdout);
+    fprintf(stderr, "vkattn %s: %s %s: cannot write this file (%s)\n", command, option, path, strerror(err));
     return CLI_EXIT_FAILURE;
 }
 

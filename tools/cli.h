@@ -100,6 +100,11 @@ int cli_fail_input(const char *command, const char *option, const char *path, cl
  * int64 to I32, so only the file can say what it held. */
 int cli_npy_stored_dtype(const char *path, char *buf, size_t size, int *loads_as);
 
+/* Checks, before any work, that output `path` (given as `option`; NULL: none asked for) can be
+ * written, leaving an existing file as it is and removing one the check had to create. 0, or prints
+ * "vkattn run: --out /no/dir/o.npy: cannot write this file (No such file or directory)" and returns 1. */
+int cli_check_output(const char *command, const char *option, const char *path);
+
 /* Opens a context on the requested device (NULL = VKATTN_DEVICE or the default) and prints which
  * device it is, on stdout. Returns 0 or an exit code. */
 int cli_open_context(const char *command, const char *device, vkattn_context **out);

@@ -1,12 +1,10 @@
 /* vkattn bench: forwards over a sweep of configurations, timed per stage with GPU timestamps,
  * reported against the device's measured peak and the CPU path. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -215,23 +213,6 @@ static int apply_preset(bench_options *o)
     if (!o->dtype.n) o->dtype = (u32_list){1, {VKATTN_DTYPE_F32}};
     o->no_cpu |= p->no_cpu;
     return 0;
-}
-
-/* 1 if `path` (NULL: none asked for) can be written; leaves an existing file as it is and removes
- * one it had to create. */
-static int writable(const char *option, const char *path)
-{
-    if (!path) return 1;
-    struct stat st;
-    int existed = lstat(path, &st) == 0; /* a dangling link counts as existing: never removed */
-    FILE *f = fopen(path, "a");
-    if (!f) {
-        fprintf(stderr, "vkattn bench: %s %s: cannot write this file (%s)\n", option, path, strerror(errno));
-        return 0;
-    }
-    fclose(f);
-    if (!existed) remove(path);
-    return 1;
 }
 
 /* The product of the lists, in a stable order (L varies fastest, for plots). */
@@ -459,7 +440,9 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "vkattn bench: --plot %s: give %s (the format)\n", o.plot, BENCH_PLOT_NAMES);
         return 2;
     }
-    if (!writable("--json", o.json) || !writable("--csv", o.csv) || !writable("--plot", o.plot)) return 2;
+    if ((rc = cli_check_output("bench", "--json", o.json)) || (rc = cli_check_output("bench", "--csv", o.csv)) ||
+        (rc = cli_check_output("bench", "--plot", o.plot)))
+        return rc;
     if ((rc = apply_preset(&o))) return rc;
     bench_config *configs = malloc(MAX_CONFIGS * sizeof *configs);
     if (!configs) return cli_fail("bench", "allocating", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);

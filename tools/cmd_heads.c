@@ -186,6 +186,10 @@ int cmd_heads(int argc, char **argv)
     heads_options o = {.repeats = 5};
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
+    /* Output problems are said now, not after the measurements. */
+    if ((rc = cli_check_output("heads", "--json", o.json)) ||
+        (rc = cli_check_output("heads", "--write-mask", o.write_mask)))
+        return rc;
     forward_inputs in = {0};
     vkattn_context *ctx = NULL;
     vkattn_device_info dev;

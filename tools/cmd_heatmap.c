@@ -339,6 +339,7 @@ int cmd_heatmap(int argc, char **argv)
     heatmap_options o = {0};
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
+    if ((rc = cli_check_output("heatmap", "--out", o.out))) return rc; /* before the forward, not after */
     heatmap_source s = {0};
     token_list q = {0}, k = {0};
     rc = o.from_npy ? source_from_npy(&o, &s) : source_from_forward(&o, &s);

@@ -209,6 +209,9 @@ int cmd_run(int argc, char **argv)
     run_options o = {0};
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
+    /* An output that cannot be written is said now, not after the forward. */
+    if ((rc = cli_check_output("run", "--out", o.out)) || (rc = cli_check_output("run", "--attn-weights", o.attn_weights)))
+        return rc;
 
     forward_inputs in = {0};
     float *out = NULL, *weights = NULL;
