@@ -643,6 +643,42 @@ static void test_outputs_checked_first(const fixture *fx)
     CHECK(!said("device:"));
 }
 
+/* A device that is not there: the CLI names the option (or VKATTN_DEVICE) and lists the devices,
+ * "1 device" or "N devices"; so does the library's own message, for embedders. */
+static void test_device_choice(void)
+{
+    uint32_t count = 0;
+    CHECK_STATUS(vkattn_list_devices(NULL, 0, &count, NULL), VKATTN_OK);
+    char index[16], there[64], text[300];
+    snprintf(index, sizeof index, "%u", count); /* one past the last */
+    if (count == 1) snprintf(there, sizeof there, "there is only 1 device (0: ");
+    else snprintf(there, sizeof there, "there are only %u devices (0: ", count);
+    CHECK(run_cmd(cmd_demo, (const char *[]){"--device", index, NULL}) == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "vkattn demo: --device %u: %s", count, there);
+    CHECK_SAID(text);
+    CHECK(run_cmd(cmd_demo, (const char *[]){"--device", "no-such-gpu", NULL}) == CLI_EXIT_FAILURE);
+    CHECK_SAID("vkattn demo: --device no-such-gpu: no device's name contains \"no-such-gpu\"; there ");
+    CHECK_SAID(count == 1 ? "there is 1 device (0: " : " devices (0: ");
+
+    /* VKATTN_DEVICE (the GPU tests set it) when no --device is given. */
+    const char *env = getenv("VKATTN_DEVICE");
+    char saved[256] = "";
+    if (env) snprintf(saved, sizeof saved, "%s", env);
+    setenv("VKATTN_DEVICE", index, 1);
+    CHECK(run_cmd(cmd_demo, (const char *[]){NULL}) == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "vkattn demo: VKATTN_DEVICE=%u: %s", count, there);
+    CHECK_SAID(text);
+    if (env) setenv("VKATTN_DEVICE", saved, 1);
+    else unsetenv("VKATTN_DEVICE");
+
+    vkattn_context_desc d = {.device = index};
+    vkattn_context *c = NULL;
+    vkattn_error err = {0};
+    CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_ERROR_NO_DEVICE);
+    snprintf(text, sizeof text, "asks for device %u but %s", count, there);
+    CHECK_MSG(strstr(err.message, text) != NULL, "%s", err.message);
+}
+
 static void test_demo(int fp16)
 {
     CHECK(run_cmd(cmd_demo, (const char *[]){"--length", "7", "--embed", "32", "--heads", "4", "--repeats", "1",
@@ -684,6 +720,7 @@ int main(int argc, char **argv)
         RUN_TEST_WITH(test_input_dtypes, &fx);
         RUN_TEST_WITH(test_input_kinds, &fx);
         RUN_TEST_WITH(test_outputs_checked_first, &fx);
+        RUN_TEST(test_device_choice);
     }
     fixture_close(&fx);
     test_tmp_remove();

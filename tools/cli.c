@@ -267,11 +267,35 @@ void cli_describe_device(const vkattn_device_info *info, char *buf, size_t size)
              info->driver_info);
 }
 
+/* --device (or VKATTN_DEVICE) named no device that is there: says which devices are, in the
+ * option's own words. Returns 1. */
+static int no_such_device(const char *command, const char *device, const char *message)
+{
+    enum { MAX_LISTED = 16 };
+    const char *env = getenv("VKATTN_DEVICE"), *request = device ? device : env && *env ? env : NULL;
+    vkattn_device_info infos[MAX_LISTED];
+    uint32_t count = 0;
+    if (!request || vkattn_list_devices(infos, MAX_LISTED, &count, NULL) != VKATTN_OK || count == 0)
+        return cli_fail(command, "opening a Vulkan device", VKATTN_ERROR_NO_DEVICE, message);
+    char list[MAX_LISTED * 80] = "";
+    for (uint32_t i = 0, at = 0; i < count && i < MAX_LISTED && at < sizeof list; i++)
+        at += (uint32_t)snprintf(list + at, sizeof list - at, "%s%u: %s", i ? ", " : "", infos[i].index, infos[i].name);
+    const char *are = count == 1 ? "is" : "are", *s = count == 1 ? "" : "s";
+    fflush(stdout);
+    fprintf(stderr, "vkattn %s: %s%s: ", command, device ? "--device " : "VKATTN_DEVICE=", request);
+    if (request[strspn(request, "0123456789")] == '\0') /* an index, as the library reads one */
+        fprintf(stderr, "there %s only %u device%s (%s)\n", are, count, s, list);
+    else
+        fprintf(stderr, "no device's name contains \"%s\"; there %s %u device%s (%s)\n", request, are, count, s, list);
+    return CLI_EXIT_FAILURE;
+}
+
 int cli_open_context(const char *command, const char *device, vkattn_context **out)
 {
     vkattn_error error = {0};
     vkattn_context_desc desc = {.device = device};
     vkattn_status status = vkattn_context_create(&desc, out, &error);
+    if (status == VKATTN_ERROR_NO_DEVICE) return no_such_device(command, device, error.message);
     if (status != VKATTN_OK) return cli_fail(command, "opening a Vulkan device", status, error.message);
     vkattn_device_info info;
     vkattn_context_device(*out, &info);
