@@ -18,6 +18,11 @@ enum {
                                 path beyond the tolerance (wins over 3 when both apply) */
 };
 
+/* The exit statuses every command's --help states, as lines (run and demo add 3 and 4 after them). */
+#define CLI_EXIT_HELP                                                                                  \
+    "exit status: 0 ok; 1 error, with a message on stderr (a file that cannot be read or written, or\n"  \
+    "holds the wrong kind, dtype or shape; no such device; a Vulkan failure); 2 bad or missing options.\n"
+
 /* Each subcommand: returns the process exit code (CLI_EXIT_*). */
 int cmd_info(int argc, char **argv);
 int cmd_demo(int argc, char **argv);

@@ -62,6 +62,8 @@ static void bench_usage(FILE *out)
             "  Lists are comma-separated; the sweep is their product. Without --kv-len, S = L (self-attention).\n"
             "  Each configuration warms up, then repeats until --min-time seconds (default 0.5) and 3 runs.\n"
             "  --trace prints each configuration's plan (its steps, kernels, grids, loop trips) before timing it.\n"
+            "  --json, --csv and --plot are checked before the sweep.\n"
+            CLI_EXIT_HELP
             "presets:\n");
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         fprintf(out, "  %-12s %s\n", presets[i].name, presets[i].summary);

@@ -18,7 +18,7 @@ static void demo_usage(FILE *out)
                  "                   [--dtype f32|f16]\n"
                  "  causal self-attention on random data (defaults B=2 L=128 E=256 H=8, f32 storage), checked\n"
                  "  against the CPU path: OK within max-abs 1e-4 x max(1, max|ref|) and NMSE 1e-9 (f16 storage:\n"
-                 "  1e-2 x max(1, max|ref|) and 2e-6), else MISMATCH and exit status %d.\n",
+                 "  1e-2 x max(1, max|ref|) and 2e-6), else MISMATCH.\n" CLI_EXIT_HELP "%d MISMATCH.\n",
             CLI_EXIT_MISMATCH);
 }
 

@@ -24,6 +24,7 @@ static void heads_usage(FILE *out)
                  "  --head-mask starts from an already pruned layer. --prune K writes a mask keeping all but the K\n"
                  "  least important heads, and reports the pruned layer's error and speedup (median of N runs).\n");
     forward_options_usage(out);
+    fprintf(out, "  --json and --write-mask are checked before anything runs.\n" CLI_EXIT_HELP);
 }
 
 static int parse(int argc, char **argv, heads_options *o)

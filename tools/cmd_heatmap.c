@@ -39,7 +39,8 @@ static void heatmap_usage(FILE *out)
             "  --heads-per-row N panels per row (default ceil(sqrt(H)))\n"
             "  --cell PX         pixels per cell (default: panels of about 128..256 pixels; an axis longer than\n"
             "                    %u positions is averaged down to at most %u cells, as the title then says)\n"
-            "  --scale-one       colour scale 0..1 (default 0..the largest weight shown)\n",
+            "  --scale-one       colour scale 0..1 (default 0..the largest weight shown)\n"
+            "  --out is checked before anything runs.\n" CLI_EXIT_HELP,
             HEATMAP_MAX_CELLS, HEATMAP_MAX_CELLS);
 }
 

@@ -9,7 +9,8 @@
 static void peak_usage(FILE *out)
 {
     fprintf(out, "usage: vkattn peak [--device N|NAME] [--seconds T]\n"
-                 "  measures fp32 (and fp16) FMA throughput and copy bandwidth with microkernels, ~T s (default 1)\n");
+                 "  measures fp32 (and fp16) FMA throughput and copy bandwidth with microkernels, ~T s (default 1)\n"
+                 CLI_EXIT_HELP);
 }
 
 int cmd_peak(int argc, char **argv)

@@ -33,9 +33,9 @@ static void run_usage(FILE *out)
             "  --check-finite reports NaN/inf where they first appear, in forward order: inputs, weights, weights\n"
             "  fp16 storage overflows (with --dtype f16), outputs; and when only the outputs hold them, whether\n"
             "  the CPU reference path does too. (NaN and inf propagate as IEEE arithmetic says.)\n"
-            "exit status: 0 ok; 1 error (message on stderr); 2 bad options; 3 --check-finite: an output holds\n"
-            "NaN or inf; 4 --check: MISMATCH, the result disagrees with the CPU reference path (4 wins over 3).\n"
-            "The outputs are written in every case but 1 and 2.\n");
+            CLI_EXIT_HELP "3 --check-finite: an output holds NaN or inf; 4 --check: MISMATCH, the result disagrees\n"
+            "with the CPU reference path (4 wins over 3).\n"
+            "The outputs are checked before anything runs, and written in every case but 1 and 2.\n");
 }
 
 static int parse(int argc, char **argv, run_options *o)

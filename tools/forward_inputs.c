@@ -62,7 +62,9 @@ void forward_options_missing(const forward_options *o, cli_missing *m)
 
 void forward_options_usage(FILE *out)
 {
-    fprintf(out, "  query (B,L,E) or (L,E) float32; key (B,S,kdim), value (B,S,vdim) default to the query;\n"
+    fprintf(out, "  --weights: a safetensors file of an nn.MultiheadAttention state_dict; the arrays: .npy files\n"
+                 "  (numpy.save; float16 and float64 are converted to float32, int64 to int32).\n"
+                 "  query (B,L,E) or (L,E) float32; key (B,S,kdim), value (B,S,vdim) default to the query;\n"
                  "  key-padding-mask (B,S) bool, true = ignore; valid-lens (B) or (B,L) integers;\n"
                  "  attn-mask (L,S) or (B*H,L,S), bool (true = blocked) or float32 (added to the scores).\n"
                  "  head-mask (H) bool: true = keep the head, false = prune it (see vkattn heads --prune).\n"
