@@ -163,6 +163,69 @@ static void test_storage_names(void)
         CHECK_MSG(cli_storage_from_name(bad[i], &d) == 1, "%s", bad[i]);
 }
 
+/* A typo gets the nearest name (Damerau-Levenshtein: "bnech" is one swap from "bench"), the
+ * first on a tie, and nothing when no name is near: main.c's list of commands here. */
+static void test_nearest(void)
+{
+    const char *commands[] = {"--help", "--version", "info", "demo", "run", "peak", "bench", "heads", "heatmap"};
+    const size_t n = sizeof commands / sizeof commands[0];
+    const char *cases[][2] = {
+        {"bnech", "bench"}, {"rnu", "run"}, {"rum", "run"}, {"ifno", "info"}, {"heatmpa", "heatmap"},
+        {"hedas", "heads"}, {"head", "heads"}, {"--verison", "--version"}, {"dmeo", "demo"}, {"pek", "peak"},
+        {"xyz", NULL}, {"r", NULL}, {"runner", NULL}, {"", NULL}, {"benchmarking", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = cli_nearest(cases[i][0], commands, n);
+        CHECK_MSG(cases[i][1] ? got && strcmp(got, cases[i][1]) == 0 : got == NULL, "\"%s\" -> %s, expected %s",
+                  cases[i][0], got ? got : "none", cases[i][1] ? cases[i][1] : "none");
+    }
+    char long_word[200];
+    memset(long_word, 'a', sizeof long_word - 1), long_word[sizeof long_word - 1] = '\0';
+    CHECK(cli_nearest(long_word, commands, n) == NULL);
+}
+
+/* Each command's unknown options get the nearest of its own (its parser's cli_is names, the shared
+ * forward options included), on one line without the usage text; none is made up. */
+static void test_option_typos(void)
+{
+    CHECK(run_cmd(cmd_run, (const char *[]){"--heads", "4", "--weigths", "w.safetensors", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn run: unknown option \"--weigths\"; did you mean \"--weights\"?\n");
+    CHECK(!said("usage:"));
+    CHECK(run_cmd(cmd_run, (const char *[]){"--atn-mask", "m.npy", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("did you mean \"--attn-mask\"?");
+    CHECK(run_cmd(cmd_run, (const char *[]){"--out", "o.npy", "--check-finte", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("did you mean \"--check-finite\"?");
+    CHECK(run_cmd(cmd_run, (const char *[]){"--bogus", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn run: unknown option \"--bogus\" (vkattn run --help lists the options)");
+    CHECK(!said("did you mean"));
+    CHECK(run_cmd(cmd_run, (const char *[]){"q.npy", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("unexpected argument \"q.npy\"");
+    CHECK(run_cmd(cmd_demo, (const char *[]){"--lenght", "7", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn demo: unknown option \"--lenght\"; did you mean \"--length\"?");
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--lne", "16", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn bench: unknown option \"--lne\"; did you mean \"--len\"?");
+    /* A flag's typo at the end is not taken for an option that needs a value. */
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--no-cpuu", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("did you mean \"--no-cpu\"?");
+    CHECK(!said("needs a value"));
+}
+
+/* Every missing required option in one message, exit status 2, whatever else is missing too. */
+static void test_missing_options(void)
+{
+    CHECK(run_cmd(cmd_run, (const char *[]){"--heads", "4", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn run: missing --weights, --query and --out\n");
+    CHECK(run_cmd(cmd_run, (const char *[]){NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn run: missing --weights, --heads, --query and --out\n");
+    CHECK(run_cmd(cmd_run, (const char *[]){"--weights", "w.safetensors", "--query", "q.npy", "--value", "v.npy",
+                                            "--average-weights", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn run: missing --heads, --key (--value needs it), --out and --attn-weights (--average-weights "
+               "needs it)\n");
+    /* The usage text follows, once. */
+    const char *first = strstr(captured, "usage: vkattn run");
+    CHECK(first && !strstr(first + 1, "usage: vkattn run"));
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* The commands, on lavapipe. */
 
@@ -246,6 +309,32 @@ static void write_weights(const fixture *fx, const char *path, long row, long co
     for (int i = 0; i < 4; i++) /* F32 is little-endian, as the host is */
         fwrite(t[i].data, sizeof(float), t[i].dims[0] * (t[i].rank == 2 ? t[i].dims[1] : 1), f);
     fclose(f);
+}
+
+/* A .npy file of any descr, as numpy writes it (vkattn_npy_write writes only the dtypes vkattn uses):
+ * `shape` as in the header ("2, 5" or "4,"), `bytes` of raw data. */
+static void write_npy(const char *path, const char *descr, const char *shape, const void *data, size_t bytes)
+{
+    char header[256];
+    int len = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr,
+                       shape);
+    while ((10 + len + 1) % 64) header[len++] = ' ';
+    header[len++] = '\n';
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc(len & 0xFF, f), fputc(len >> 8, f);
+    fwrite(header, 1, (size_t)len, f);
+    fwrite(data, 1, bytes, f);
+    fclose(f);
+}
+
+static void write_text(const char *path, const char *text, size_t bytes)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) fwrite(text, 1, bytes, f), fclose(f);
 }
 
 /* Whether the test device keeps fp16 storage (lavapipe does); without it, f16 falls back to f32. */
@@ -406,6 +495,182 @@ static void test_run_bad_weights(const fixture *fx, int fp16)
     remove(weights), remove(out);
 }
 
+/* An input of a dtype it does not take names the option, the file, the dtype the file holds (not
+ * the one the reader converted it to), the dtypes it takes and the numpy call that converts, exit
+ * status 1; dtypes the reader converts (float64, int64 lengths) run. */
+static void test_input_dtypes(const fixture *fx)
+{
+    char path[128], out[128];
+    test_tmp_path(path, sizeof path, "input.npy"), test_tmp_path(out, sizeof out, "out.npy");
+    const size_t n = fx->q.bytes / sizeof(float);
+    double *q64 = malloc(n * sizeof *q64);
+    int64_t *i64 = calloc(n, sizeof *i64);
+    float f32[16] = {0};
+    int32_t i32[4] = {1, 1, 1, 1};
+    uint8_t u8[10] = {0};
+    for (size_t i = 0; i < n; i++) q64[i] = ((const float *)fx->q.data)[i];
+    write_npy(path, "<f8", "2, 5, 16", q64, n * sizeof *q64);
+    CHECK(RUN(fx->weights, path, out, "--cpu") == CLI_EXIT_OK); /* converted, as vkattn.h says */
+    write_npy(path, "<i8", "2, 5, 16", i64, n * sizeof *i64);
+    CHECK(RUN(fx->weights, path, out, "--cpu") == CLI_EXIT_FAILURE);
+    char text[512];
+    snprintf(text, sizeof text, "vkattn run: --query %s holds int64 (<i8); the query must be float32 (<f4", path);
+    CHECK_SAID(text);
+    CHECK_SAID("(numpy: q.astype(np.float32))\n");
+
+    const struct {
+        const char *option, *descr, *shape;
+        const void *data;
+        size_t bytes;
+        const char *said;
+    } cases[] = {
+        {"--key-padding-mask", "<f4", "2, 5", f32, 10 * sizeof(float),
+         "holds float32 (<f4); the key padding mask must be bool (|b1)"},
+        {"--key-padding-mask", "|u1", "2, 5", u8, 10, "holds uint8 (|u1); the key padding mask must be bool (|b1)"},
+        {"--attn-mask", "<i8", "5, 5", i64, 25 * sizeof(int64_t),
+         "holds int64 (<i8); the attention mask must be bool (|b1, true = blocked) or float32 (<f4"},
+        {"--valid-lens", "<f4", "2,", f32, 2 * sizeof(float), "holds float32 (<f4); the valid lengths must be int32"},
+        {"--head-mask", "<i4", "4,", i32, sizeof i32, "holds int32 (<i4); the head mask must be bool (|b1)"},
+        {"--query", "<f4", "2, 5, 16, 1", q64, n * sizeof(float), "has shape (2, 5, 16, 1); the query must be (B, L, E)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_npy(path, cases[i].descr, cases[i].shape, cases[i].data, cases[i].bytes);
+        int rc = i + 1 < sizeof cases / sizeof cases[0] ? RUN(fx->weights, fx->query, out, "--cpu", cases[i].option, path)
+                                                        : RUN(fx->weights, path, out, "--cpu");
+        CHECK_MSG(rc == CLI_EXIT_FAILURE, "case %zu: exit %d", i, rc);
+        snprintf(text, sizeof text, "%s %s %s", cases[i].option, path, cases[i].said);
+        CHECK_SAID(text);
+    }
+    const int64_t lens[2] = {5, 3};
+    write_npy(path, "<i8", "2,", lens, sizeof lens);
+    CHECK(RUN(fx->weights, fx->query, out, "--cpu", "--valid-lens", path) == CLI_EXIT_OK);
+    free(q64), free(i64);
+    remove(path), remove(out);
+}
+
+/* A file of the wrong kind is named for what it is, with what the option takes, exit status 1: a
+ * .npy as --weights, safetensors as an array, an empty file, text, a zip archive, a directory. A
+ * missing file and a broken .npy keep the reader's own message. */
+static void test_input_kinds(const fixture *fx)
+{
+    char path[128], out[128], text[1200];
+    test_tmp_path(path, sizeof path, "input.bin"), test_tmp_path(out, sizeof out, "out.npy");
+    CHECK(RUN(fx->query, fx->query, out, "--cpu") == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text,
+             "vkattn run: --weights %s is a .npy array, not a safetensors file: --weights takes the layer's weights "
+             "as safetensors (see README, \"Command-line tool\")\n", fx->query);
+    CHECK_SAID(text);
+    CHECK(RUN(fx->weights, fx->weights, out, "--cpu") == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "--query %s is a safetensors file, not a .npy array: --query takes a .npy array",
+             fx->weights);
+    CHECK_SAID(text);
+
+    write_text(path, "", 0);
+    CHECK(RUN(fx->weights, fx->query, out, "--cpu", "--key", path) == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "--key %s is empty (0 bytes): --key takes a .npy array", path);
+    CHECK_SAID(text);
+    write_text(path, "0.5,0.25\n1,2\n", 13);
+    CHECK(RUN(path, fx->query, out, "--cpu") == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "--weights %s is a text file (it starts \"0.5,0.25\"): --weights takes", path);
+    CHECK_SAID(text);
+    write_text(path, "PK\3\4\0\0\0\0", 8);
+    CHECK(RUN(fx->weights, path, out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK_SAID("is a zip archive (np.savez and torch.save write these): --query takes a .npy array");
+    CHECK(RUN(fx->weights, test_tmp_dir, out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK_SAID("is a directory: --query takes");
+
+    CHECK(RUN(fx->weights, "/no/such/query.npy", out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK_SAID("VKATTN_ERROR_IO: /no/such/query.npy: cannot open: No such file or directory");
+    write_npy(path, "<f4", "2, 5, 16", fx->q.data, 16); /* truncated */
+    CHECK(RUN(fx->weights, path, out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK_SAID("reading --query: VKATTN_ERROR_FORMAT:");
+    CHECK_SAID("(truncated?)");
+    remove(path), remove(out);
+}
+
+/* 1 if `path` exists; with `text`, also if it holds exactly that. */
+static int file_holds(const char *path, const char *text)
+{
+    char buf[64] = "";
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return !text || strcmp(buf, text) == 0;
+}
+
+/* An output that cannot be written is refused before the inputs are read and before any device
+ * is opened (no "shapes:" or "device:" line), naming the option, the path and the OS reason, exit
+ * status 1. The check leaves no file behind, and a run that fails early keeps an existing output. */
+static void test_outputs_checked_first(const fixture *fx)
+{
+    char out[128], text[600];
+    test_tmp_path(out, sizeof out, "out.npy");
+    CHECK(RUN(fx->weights, fx->query, "/no/such/dir/o.npy", "--causal") == CLI_EXIT_FAILURE);
+    CHECK_SAID("vkattn run: --out /no/such/dir/o.npy: cannot write this file (No such file or directory)\n");
+    CHECK(!said("shapes:") && !said("device:"));
+    CHECK(RUN(fx->weights, fx->query, out, "--attn-weights", test_tmp_dir) == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "--attn-weights %s: cannot write this file (Is a directory)", test_tmp_dir);
+    CHECK_SAID(text);
+    CHECK(!said("device:"));
+    CHECK_MSG(!file_holds(out, NULL), "%s was left behind", out);
+    remove(out);
+    snprintf(text, sizeof text, "%s/o.npy", fx->query); /* a file as a directory */
+    CHECK(RUN(fx->weights, fx->query, text, "--causal") == CLI_EXIT_FAILURE);
+    CHECK_SAID("cannot write this file (Not a directory)");
+
+    /* Writable outputs pass the check untouched, and an early failure leaves them so. */
+    CHECK(RUN(fx->weights, "/no/such/query.npy", out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK_MSG(!file_holds(out, NULL), "%s was left behind", out);
+    write_text(out, "keep", 4);
+    CHECK(RUN(fx->weights, "/no/such/query.npy", out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK(file_holds(out, "keep"));
+    remove(out);
+
+    /* bench says it before the sweep, with the same message and status. */
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "quick", "--json", "/no/such/dir/b.json", NULL}) ==
+          CLI_EXIT_FAILURE);
+    CHECK_SAID("vkattn bench: --json /no/such/dir/b.json: cannot write this file (No such file or directory)\n");
+    CHECK(!said("device:"));
+}
+
+/* A device that is not there: the CLI names the option (or VKATTN_DEVICE) and lists the devices,
+ * "1 device" or "N devices"; so does the library's own message, for embedders. */
+static void test_device_choice(void)
+{
+    uint32_t count = 0;
+    CHECK_STATUS(vkattn_list_devices(NULL, 0, &count, NULL), VKATTN_OK);
+    char index[16], there[64], text[300];
+    snprintf(index, sizeof index, "%u", count); /* one past the last */
+    if (count == 1) snprintf(there, sizeof there, "there is only 1 device (0: ");
+    else snprintf(there, sizeof there, "there are only %u devices (0: ", count);
+    CHECK(run_cmd(cmd_demo, (const char *[]){"--device", index, NULL}) == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "vkattn demo: --device %u: %s", count, there);
+    CHECK_SAID(text);
+    CHECK(run_cmd(cmd_demo, (const char *[]){"--device", "no-such-gpu", NULL}) == CLI_EXIT_FAILURE);
+    CHECK_SAID("vkattn demo: --device no-such-gpu: no device's name contains \"no-such-gpu\"; there ");
+    CHECK_SAID(count == 1 ? "there is 1 device (0: " : " devices (0: ");
+
+    /* VKATTN_DEVICE (the GPU tests set it) when no --device is given. */
+    const char *env = getenv("VKATTN_DEVICE");
+    char saved[256] = "";
+    if (env) snprintf(saved, sizeof saved, "%s", env);
+    setenv("VKATTN_DEVICE", index, 1);
+    CHECK(run_cmd(cmd_demo, (const char *[]){NULL}) == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "vkattn demo: VKATTN_DEVICE=%u: %s", count, there);
+    CHECK_SAID(text);
+    if (env) setenv("VKATTN_DEVICE", saved, 1);
+    else unsetenv("VKATTN_DEVICE");
+
+    vkattn_context_desc d = {.device = index};
+    vkattn_context *c = NULL;
+    vkattn_error err = {0};
+    CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_ERROR_NO_DEVICE);
+    snprintf(text, sizeof text, "asks for device %u but %s", count, there);
+    CHECK_MSG(strstr(err.message, text) != NULL, "%s", err.message);
+}
+
 static void test_demo(int fp16)
 {
     CHECK(run_cmd(cmd_demo, (const char *[]){"--length", "7", "--embed", "32", "--heads", "4", "--repeats", "1",
@@ -430,6 +695,9 @@ int main(int argc, char **argv)
     RUN_TEST(test_tolerance);
     RUN_TEST(test_formatting);
     RUN_TEST(test_storage_names);
+    RUN_TEST(test_nearest);
+    RUN_TEST(test_option_typos);
+    RUN_TEST(test_missing_options);
     fixture fx = {0};
     if (fixture_open(&fx)) {
         int fp16 = device_has_fp16_storage();
@@ -441,6 +709,10 @@ int main(int argc, char **argv)
         RUN_TEST_WITH(test_run_nan_query, &fx);
         RUN_TEST_WITH(test_run_bad_weights, &fx, fp16);
         RUN_TEST_WITH(test_demo, fp16);
+        RUN_TEST_WITH(test_input_dtypes, &fx);
+        RUN_TEST_WITH(test_input_kinds, &fx);
+        RUN_TEST_WITH(test_outputs_checked_first, &fx);
+        RUN_TEST(test_device_choice);
     }
     fixture_close(&fx);
     test_tmp_remove();

@@ -6,18 +6,77 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+#define CLI_WORD_MAX 64 /* longer words get no suggestion */
+
+/* Optimal string alignment distance: inserting, deleting or changing a character, or swapping two
+ * adjacent ones, costs 1 ("bnech" is 1 from "bench"). SIZE_MAX for words past CLI_WORD_MAX. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > CLI_WORD_MAX || m > CLI_WORD_MAX) return SIZE_MAX;
+    size_t rows[3][CLI_WORD_MAX + 1]; /* rows i-2, i-1 and i of the table, in turn */
+    for (size_t j = 0; j <= m; j++) rows[0][j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        size_t *two = rows[(i + 1) % 3], *prev = rows[(i + 2) % 3], *cur = rows[i % 3];
+        cur[0] = i;
+        for (size_t j = 1; j <= m; j++) {
+            size_t d = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            if (prev[j] + 1 < d) d = prev[j] + 1;
+            if (cur[j - 1] + 1 < d) d = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && two[j - 2] + 1 < d) d = two[j - 2] + 1;
+            cur[j] = d;
+        }
+    }
+    return rows[n % 3][m];
+}
+
+const char *cli_nearest(const char *word, const char *const *names, size_t count)
+{
+    const char *best = NULL;
+    size_t best_distance = SIZE_MAX;
+    for (size_t i = 0; i < count; i++) {
+        size_t letters = strlen(names[i] + strspn(names[i], "-")); /* "--out" is as short as "out" */
+        size_t d = edit_distance(word, names[i]);
+        if (d <= (letters <= 3 ? 1u : 2u) && d < best_distance) best = names[i], best_distance = d;
+    }
+    return best;
+}
 
 cli_args cli_args_make(const char *command, int argc, char **argv)
 {
-    cli_args a = {argc, argv, 0, command};
+    cli_args a = {.argc = argc, .argv = argv, .command = command};
     return a;
 }
 
 const char *cli_next(cli_args *a)
 {
+    a->tried_count = 0; /* a new option: the names it is compared with start over */
     if (a->next >= a->argc) return NULL;
     return a->argv[a->next++];
+}
+
+int cli_is(cli_args *a, const char *opt, const char *name)
+{
+    if (a->tried_count < CLI_MAX_OPTIONS) a->tried[a->tried_count++] = name;
+    return strcmp(opt, name) == 0;
+}
+
+int cli_unknown_option(const cli_args *a, const char *opt)
+{
+    const char *near = cli_nearest(opt, a->tried, a->tried_count);
+    if (near)
+        fprintf(stderr, "vkattn %s: unknown option \"%s\"; did you mean \"%s\"?\n", a->command, opt, near);
+    else if (opt[0] != '-')
+        fprintf(stderr, "vkattn %s: unexpected argument \"%s\": every input and output is given by an option "
+                        "(vkattn %s --help lists them)\n", a->command, opt, a->command);
+    else
+        fprintf(stderr, "vkattn %s: unknown option \"%s\" (vkattn %s --help lists the options)\n", a->command, opt,
+                a->command);
+    return CLI_EXIT_USAGE;
 }
 
 const char *cli_value(cli_args *a, const char *option)
@@ -27,6 +86,21 @@ const char *cli_value(cli_args *a, const char *option)
         return NULL;
     }
     return a->argv[a->next++];
+}
+
+void cli_missing_add(cli_missing *m, const char *name)
+{
+    if (m->count < sizeof m->names / sizeof m->names[0]) m->names[m->count++] = name;
+}
+
+int cli_missing_report(const char *command, const cli_missing *m, const char *note)
+{
+    if (!m->count) return 0;
+    fprintf(stderr, "vkattn %s: missing ", command);
+    for (size_t i = 0; i < m->count; i++)
+        fprintf(stderr, "%s%s", i == 0 ? "" : i + 1 < m->count ? ", " : " and ", m->names[i]);
+    fprintf(stderr, "%s%s\n", note ? " " : "", note ? note : "");
+    return CLI_EXIT_USAGE;
 }
 
 int cli_parse_u32(const char *option, const char *text, uint32_t min, uint32_t *out)
@@ -50,6 +124,130 @@ int cli_fail(const char *command, const char *what, vkattn_status status, const 
     return 1;
 }
 
+/* The kind of `path` from its first bytes; for text, its first line (shortened) goes into `line`. */
+static cli_file_kind sniff(const char *path, char *line, size_t size)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return CLI_FILE_UNREADABLE;
+    if (S_ISDIR(st.st_mode)) return CLI_FILE_DIRECTORY;
+    FILE *f = fopen(path, "rb");
+    if (!f) return CLI_FILE_UNREADABLE;
+    unsigned char b[256];
+    size_t n = fread(b, 1, sizeof b, f);
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) return CLI_FILE_UNREADABLE;
+    if (n == 0) return CLI_FILE_EMPTY;
+    if (n >= 6 && memcmp(b, "\x93NUMPY", 6) == 0) return CLI_FILE_NPY;
+    if (n >= 9 && b[8] == '{') {
+        uint64_t len = 0;
+        for (int i = 7; i >= 0; i--) len = len << 8 | b[i];
+        if (len <= (uint64_t)st.st_size - 8) return CLI_FILE_SAFETENSORS;
+    }
+    if (n >= 4 && memcmp(b, "PK\3\4", 4) == 0) return CLI_FILE_ZIP;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] < 0x20 && b[i] != '\t' && b[i] != '\n' && b[i] != '\r') return CLI_FILE_OTHER;
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 4 < size && b[i] != '\n' && b[i] != '\r'; i++) line[k++] = b[i] < 0x7F ? b[i] : '?';
+    if (k + 4 >= size) memcpy(line + k, "...", 3), k += 3;
+    line[k] = '\0';
+    return CLI_FILE_TEXT;
+}
+
+int cli_fail_input(const char *command, const char *option, const char *path, cli_file_kind want,
+                   vkattn_status status, const char *message)
+{
+    char line[48] = "", is[160];
+    cli_file_kind kind = sniff(path, line, sizeof line);
+    if (kind == want || kind == CLI_FILE_UNREADABLE) {
+        char what[160];
+        snprintf(what, sizeof what, "reading %s", option);
+        return cli_fail(command, what, status, message);
+    }
+    switch (kind) {
+    case CLI_FILE_DIRECTORY: snprintf(is, sizeof is, "is a directory"); break;
+    case CLI_FILE_EMPTY: snprintf(is, sizeof is, "is empty (0 bytes)"); break;
+    case CLI_FILE_NPY: snprintf(is, sizeof is, "is a .npy array, not a safetensors file"); break;
+    case CLI_FILE_SAFETENSORS: snprintf(is, sizeof is, "is a safetensors file, not a .npy array"); break;
+    case CLI_FILE_ZIP: snprintf(is, sizeof is, "is a zip archive (np.savez and torch.save write these)"); break;
+    case CLI_FILE_TEXT: snprintf(is, sizeof is, "is a text file (it starts \"%s\")", line); break;
+    default: snprintf(is, sizeof is, "is neither a .npy array nor a safetensors file"); break;
+    }
+    const char *takes = want == CLI_FILE_NPY
+                            ? "a .npy array (numpy.save)"
+                            : "the layer's weights as safetensors (see README, \"Command-line tool\")";
+    fflush(stdout);
+    fprintf(stderr, "vkattn %s: %s %s %s: %s takes %s\n", command, option, path, is, option, takes);
+    return CLI_EXIT_FAILURE;
+}
+
+int cli_check_output(const char *command, const char *option, const char *path)
+{
+    if (!path) return 0;
+    struct stat st;
+    int err = 0;
+    if (stat(path, &st) == 0) {
+        /* Asked, not opened: opening a FIFO (or a process substitution's pipe) to check it would block
+         * or end the reader's input before the real write. */
+        if (S_ISDIR(st.st_mode)) err = EISDIR;
+        else if (access(path, W_OK) != 0) err = errno;
+    } else if (errno != ENOENT) {
+        err = errno;
+    } else if (lstat(path, &st) != 0) { /* a dangling link is left alone: creating would follow it */
+        FILE *f = fopen(path, "wx");    /* "x": never truncates a file that appeared meanwhile */
+        if (f) fclose(f), remove(path);
+        else err = errno;
+    }
+    if (!err) return 0;
+    fflush(stdout);
+    fprintf(stderr, "vkattn %s: %s %s: cannot write this file (%s)\n", command, option, path, strerror(err));
+    return CLI_EXIT_FAILURE;
+}
+
+/* The numpy dtypes by descr (without its byte-order character), and what vkattn_npy_read loads
+ * each as (-1: refused), as vkattn.h documents it. */
+static const struct {
+    const char *code, *name;
+    int loads_as;
+} k_npy_dtypes[] = {
+    {"f4", "float32", VKATTN_DTYPE_F32}, {"f2", "float16", VKATTN_DTYPE_F32}, {"f8", "float64", VKATTN_DTYPE_F32},
+    {"i4", "int32", VKATTN_DTYPE_I32},   {"i8", "int64", VKATTN_DTYPE_I32},   {"b1", "bool", VKATTN_DTYPE_BOOL},
+    {"i1", "int8", -1},   {"i2", "int16", -1},  {"u1", "uint8", -1},      {"u2", "uint16", -1},
+    {"u4", "uint32", -1}, {"u8", "uint64", -1}, {"c8", "complex64", -1}, {"c16", "complex128", -1},
+};
+
+int cli_npy_stored_dtype(const char *path, char *buf, size_t size, int *loads_as)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char head[1024]; /* numpy writes the descr first, within the first 128 bytes */
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (head[i] == '\0') head[i] = ' ';
+    const char *at = n >= 10 && memcmp(head, "\x93NUMPY", 6) == 0 ? strstr(head + 8, "descr") : NULL;
+    if (!at) return 0;
+    at += strlen("descr");
+    if (*at == '\'' || *at == '"') at++; /* the key's closing quote */
+    at += strspn(at, " :");
+    char quote = *at, descr[32];
+    const char *end = quote == '\'' || quote == '"' ? strchr(at + 1, quote) : NULL;
+    if (!end || end - at - 1 < 1 || (size_t)(end - at - 1) >= sizeof descr) return 0;
+    memcpy(descr, at + 1, (size_t)(end - at - 1));
+    descr[end - at - 1] = '\0';
+    const char *code = strchr("<>|=", descr[0]) ? descr + 1 : descr;
+    *loads_as = -1;
+    for (size_t i = 0; i < sizeof k_npy_dtypes / sizeof k_npy_dtypes[0]; i++)
+        if (strcmp(code, k_npy_dtypes[i].code) == 0) {
+            snprintf(buf, size, "%s (%s)", k_npy_dtypes[i].name, descr);
+            *loads_as = k_npy_dtypes[i].loads_as;
+            return 1;
+        }
+    snprintf(buf, size, "%s", descr);
+    return 1;
+}
+
 static const char *type_name(vkattn_device_type t)
 {
     switch (t) {
@@ -69,11 +267,35 @@ void cli_describe_device(const vkattn_device_info *info, char *buf, size_t size)
              info->driver_info);
 }
 
+/* --device (or VKATTN_DEVICE) named no device that is there: says which devices are, in the
+ * option's own words. Returns 1. */
+static int no_such_device(const char *command, const char *device, const char *message)
+{
+    enum { MAX_LISTED = 16 };
+    const char *env = getenv("VKATTN_DEVICE"), *request = device ? device : env && *env ? env : NULL;
+    vkattn_device_info infos[MAX_LISTED];
+    uint32_t count = 0;
+    if (!request || vkattn_list_devices(infos, MAX_LISTED, &count, NULL) != VKATTN_OK || count == 0)
+        return cli_fail(command, "opening a Vulkan device", VKATTN_ERROR_NO_DEVICE, message);
+    char list[MAX_LISTED * 80] = "";
+    for (uint32_t i = 0, at = 0; i < count && i < MAX_LISTED && at < sizeof list; i++)
+        at += (uint32_t)snprintf(list + at, sizeof list - at, "%s%u: %s", i ? ", " : "", infos[i].index, infos[i].name);
+    const char *are = count == 1 ? "is" : "are", *s = count == 1 ? "" : "s";
+    fflush(stdout);
+    fprintf(stderr, "vkattn %s: %s%s: ", command, device ? "--device " : "VKATTN_DEVICE=", request);
+    if (request[strspn(request, "0123456789")] == '\0') /* an index, as the library reads one */
+        fprintf(stderr, "there %s only %u device%s (%s)\n", are, count, s, list);
+    else
+        fprintf(stderr, "no device's name contains \"%s\"; there %s %u device%s (%s)\n", request, are, count, s, list);
+    return CLI_EXIT_FAILURE;
+}
+
 int cli_open_context(const char *command, const char *device, vkattn_context **out)
 {
     vkattn_error error = {0};
     vkattn_context_desc desc = {.device = device};
     vkattn_status status = vkattn_context_create(&desc, out, &error);
+    if (status == VKATTN_ERROR_NO_DEVICE) return no_such_device(command, device, error.message);
     if (status != VKATTN_OK) return cli_fail(command, "opening a Vulkan device", status, error.message);
     vkattn_device_info info;
     vkattn_context_device(*out, &info);

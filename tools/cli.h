@@ -18,6 +18,11 @@ enum {
                                 path beyond the tolerance (wins over 3 when both apply) */
 };
 
+/* The exit statuses every command's --help states, as lines (run and demo add 3 and 4 after them). */
+#define CLI_EXIT_HELP                                                                                  \
+    "exit status: 0 ok; 1 error, with a message on stderr (a file that cannot be read or written, or\n"  \
+    "holds the wrong kind, dtype or shape; no such device; a Vulkan failure); 2 bad or missing options.\n"
+
 /* Each subcommand: returns the process exit code (CLI_EXIT_*). */
 int cmd_info(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
@@ -27,24 +32,83 @@ int cmd_bench(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
 int cmd_heatmap(int argc, char **argv);
 
-/* A tiny option scanner: `--name value` and `--flag`. Unknown options are usage errors. */
+/* The name in `names` nearest to `word` that is close enough to be a typo of it (Damerau-Levenshtein
+ * distance 1 for names of up to 3 letters, else up to 2; the first such name on a tie), or NULL. */
+const char *cli_nearest(const char *word, const char *const *names, size_t count);
+
+#define CLI_MAX_OPTIONS 64 /* the most option names one command compares against */
+
+/* A tiny option scanner: `--name value` and `--flag`. Unknown options are usage errors.
+ *
+ *   while ((opt = cli_next(&a))) {
+ *       if (cli_is(&a, opt, "--out")) ...
+ *       else return cli_unknown_option(&a, opt);   // suggests the nearest name cli_is saw
+ *   }
+ */
 typedef struct cli_args {
     int argc;
     char **argv;
     int next;
-    const char *command; /* for messages */
+    const char *command;                 /* for messages */
+    const char *tried[CLI_MAX_OPTIONS];  /* the names cli_is compared the current option with */
+    size_t tried_count;
 } cli_args;
 
 cli_args cli_args_make(const char *command, int argc, char **argv);
 /* The next option name ("--out"), or NULL at the end. Positional arguments are errors. */
 const char *cli_next(cli_args *a);
+/* 1 if `opt` is `name`. Remembers `name`, so that the parser is the one list of the command's options. */
+int cli_is(cli_args *a, const char *opt, const char *name);
+/* Prints "vkattn <command>: unknown option "--weigths"; did you mean "--weights"?" (or says where the
+ * options are listed when none is near) and returns 2. */
+int cli_unknown_option(const cli_args *a, const char *opt);
 /* The value of the option just returned; NULL (and a message) if it is missing. */
 const char *cli_value(cli_args *a, const char *option);
+/* The required options a command found missing, named together in one message. */
+typedef struct cli_missing {
+    const char *names[8];
+    size_t count;
+} cli_missing;
+void cli_missing_add(cli_missing *m, const char *name);
+/* When any is missing: prints "vkattn run: missing --weights, --query and --out" (then `note`, unless
+ * NULL) and returns 2; else returns 0. */
+int cli_missing_report(const char *command, const cli_missing *m, const char *note);
+
 /* Parses a decimal uint32 >= min; 0 on success, else prints a message and returns 2. */
 int cli_parse_u32(const char *option, const char *text, uint32_t min, uint32_t *out);
 
 /* Prints "vkattn <command>: <what>: STATUS_NAME: message" to stderr and returns 1. */
 int cli_fail(const char *command, const char *what, vkattn_status status, const char *message);
+
+/* What a file holds, judged from its first bytes, to explain a file that a reader refused. */
+typedef enum cli_file_kind {
+    CLI_FILE_UNREADABLE,  /* cannot be opened or read */
+    CLI_FILE_DIRECTORY,
+    CLI_FILE_EMPTY,
+    CLI_FILE_NPY,         /* "\x93NUMPY" */
+    CLI_FILE_SAFETENSORS, /* an 8-byte little-endian header length, then '{' */
+    CLI_FILE_ZIP,         /* what np.savez and torch.save write */
+    CLI_FILE_TEXT,        /* printable text: np.savetxt, CSV, JSON */
+    CLI_FILE_OTHER
+} cli_file_kind;
+
+/* After a reader refused `path`, given as `option` (`want`: CLI_FILE_NPY for vkattn_npy_read,
+ * CLI_FILE_SAFETENSORS for vkattn_weight_file_load): when the file is of another kind, prints what
+ * it is and what the option takes ("vkattn run: --weights q.npy is a .npy array, not a safetensors
+ * file: --weights takes ..."); otherwise the reader's own message, as cli_fail does. Returns 1. */
+int cli_fail_input(const char *command, const char *option, const char *path, cli_file_kind want,
+                   vkattn_status status, const char *message);
+
+/* The dtype a .npy file stores, as numpy names it with its descr: "int64 (<i8)". Returns 1 and sets
+ * *loads_as to the vkattn_dtype vkattn_npy_read loads it as (-1 for a dtype it refuses), or returns 0
+ * when the file has no readable .npy header. vkattn_npy_read converts float16/float64 to F32 and
+ * int64 to I32, so only the file can say what it held. */
+int cli_npy_stored_dtype(const char *path, char *buf, size_t size, int *loads_as);
+
+/* Checks, before any work, that output `path` (given as `option`; NULL: none asked for) can be
+ * written, leaving an existing file as it is and removing one the check had to create. 0, or prints
+ * "vkattn run: --out /no/dir/o.npy: cannot write this file (No such file or directory)" and returns 1. */
+int cli_check_output(const char *command, const char *option, const char *path);
 
 /* Opens a context on the requested device (NULL = VKATTN_DEVICE or the default) and prints which
  * device it is, on stdout. Returns 0 or an exit code. */

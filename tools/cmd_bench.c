@@ -1,12 +1,10 @@
 /* vkattn bench: forwards over a sweep of configurations, timed per stage with GPU timestamps,
  * reported against the device's measured peak and the CPU path. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -64,14 +62,18 @@ static void bench_usage(FILE *out)
             "  Lists are comma-separated; the sweep is their product. Without --kv-len, S = L (self-attention).\n"
             "  Each configuration warms up, then repeats until --min-time seconds (default 0.5) and 3 runs.\n"
             "  --trace prints each configuration's plan (its steps, kernels, grids, loop trips) before timing it.\n"
+            "  --json, --csv and --plot are checked before the sweep.\n"
+            CLI_EXIT_HELP
             "presets:\n");
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         fprintf(out, "  %-12s %s\n", presets[i].name, presets[i].summary);
 }
 
-/* Parses "a,b,c" through `item` (returns 0 on success). */
-static int parse_list(const char *option, const char *text, u32_list *out, int (*item)(const char *, uint32_t *))
+/* Parses the value of `option`, "a,b,c", through `item` (returns 0 on success). */
+static int parse_list(cli_args *a, const char *option, u32_list *out, int (*item)(const char *, uint32_t *))
 {
+    const char *text = cli_value(a, option);
+    if (!text) return 2;
     char buf[256];
     if (strlen(text) >= sizeof buf) {
         fprintf(stderr, "vkattn bench: %s list too long\n", option);
@@ -128,9 +130,11 @@ static int item_dtype(const char *s, uint32_t *out)
     return 0;
 }
 
-/* A number in [0, max]; `unit` names it in the message ("seconds", "GFLOP"). */
-static int parse_number(const char *option, const char *text, double max, const char *unit, double *out)
+/* The value of `option`, a number in [0, max]; `unit` names it in the message ("seconds", "GFLOP"). */
+static int parse_number(cli_args *a, const char *option, double max, const char *unit, double *out)
 {
+    const char *text = cli_value(a, option);
+    if (!text) return 2;
     char *end;
     double v = strtod(text, &end);
     if (*end || end == text || !(v >= 0 && v <= max)) {
@@ -141,49 +145,51 @@ static int parse_number(const char *option, const char *text, double max, const 
     return 0;
 }
 
+/* The value of `option` as text into *out: 0, or 2 when it is missing. */
+static int parse_text(cli_args *a, const char *option, const char **out)
+{
+    return (*out = cli_value(a, option)) ? 0 : 2;
+}
+
 static int parse(int argc, char **argv, bench_options *o)
 {
     cli_args a = cli_args_make("bench", argc, argv);
     const char *opt, *v;
     while ((opt = cli_next(&a))) {
         int rc = 0;
-        if (strcmp(opt, "--help") == 0) {
+        if (cli_is(&a, opt, "--help")) {
             bench_usage(stdout);
             return -1;
-        } else if (strcmp(opt, "--no-cpu") == 0) {
+        } else if (cli_is(&a, opt, "--no-cpu")) {
             o->no_cpu = 1;
             continue;
-        } else if (strcmp(opt, "--no-peak") == 0) {
+        } else if (cli_is(&a, opt, "--no-peak")) {
             o->no_peak = 1;
             continue;
-        } else if (strcmp(opt, "--trace") == 0) {
+        } else if (cli_is(&a, opt, "--trace")) {
             o->trace = 1;
             continue;
         }
-        if (!(v = cli_value(&a, opt))) return 2;
-        if (strcmp(opt, "--preset") == 0) o->preset = v;
-        else if (strcmp(opt, "--device") == 0) o->device = v;
-        else if (strcmp(opt, "--json") == 0) o->json = v;
-        else if (strcmp(opt, "--csv") == 0) o->csv = v;
-        else if (strcmp(opt, "--plot") == 0) o->plot = v;
-        else if (strcmp(opt, "--head-mask") == 0) o->head_mask_path = v;
-        else if (strcmp(opt, "--batch") == 0) rc = parse_list(opt, v, &o->batch, item_u32);
-        else if (strcmp(opt, "--len") == 0) rc = parse_list(opt, v, &o->len, item_u32);
-        else if (strcmp(opt, "--kv-len") == 0) rc = parse_list(opt, v, &o->kv_len, item_u32);
-        else if (strcmp(opt, "--embed") == 0) rc = parse_list(opt, v, &o->embed, item_u32);
-        else if (strcmp(opt, "--heads") == 0) rc = parse_list(opt, v, &o->heads, item_u32);
-        else if (strcmp(opt, "--mask") == 0) rc = parse_list(opt, v, &o->mask, item_mask);
-        else if (strcmp(opt, "--path") == 0) rc = parse_list(opt, v, &o->path, item_path);
-        else if (strcmp(opt, "--dtype") == 0) rc = parse_list(opt, v, &o->dtype, item_dtype);
-        else if (strcmp(opt, "--min-time") == 0) rc = parse_number(opt, v, 3600, "seconds", &o->min_time_s);
-        else if (strcmp(opt, "--peak-seconds") == 0) rc = parse_number(opt, v, 3600, "seconds", &o->peak_seconds);
-        else if (strcmp(opt, "--cpu-max-gflop") == 0) rc = parse_number(opt, v, 1e9, "GFLOP", &o->cpu_max_gflop);
-        else if (strcmp(opt, "--warmup") == 0) rc = cli_parse_u32(opt, v, 0, &o->warmup);
-        else {
-            fprintf(stderr, "vkattn bench: unknown option \"%s\"\n", opt);
-            bench_usage(stderr);
-            return 2;
-        }
+        /* Each option takes its value once its name is known: an unknown one never swallows the next. */
+        if (cli_is(&a, opt, "--preset")) rc = parse_text(&a, opt, &o->preset);
+        else if (cli_is(&a, opt, "--device")) rc = parse_text(&a, opt, &o->device);
+        else if (cli_is(&a, opt, "--json")) rc = parse_text(&a, opt, &o->json);
+        else if (cli_is(&a, opt, "--csv")) rc = parse_text(&a, opt, &o->csv);
+        else if (cli_is(&a, opt, "--plot")) rc = parse_text(&a, opt, &o->plot);
+        else if (cli_is(&a, opt, "--head-mask")) rc = parse_text(&a, opt, &o->head_mask_path);
+        else if (cli_is(&a, opt, "--batch")) rc = parse_list(&a, opt, &o->batch, item_u32);
+        else if (cli_is(&a, opt, "--len")) rc = parse_list(&a, opt, &o->len, item_u32);
+        else if (cli_is(&a, opt, "--kv-len")) rc = parse_list(&a, opt, &o->kv_len, item_u32);
+        else if (cli_is(&a, opt, "--embed")) rc = parse_list(&a, opt, &o->embed, item_u32);
+        else if (cli_is(&a, opt, "--heads")) rc = parse_list(&a, opt, &o->heads, item_u32);
+        else if (cli_is(&a, opt, "--mask")) rc = parse_list(&a, opt, &o->mask, item_mask);
+        else if (cli_is(&a, opt, "--path")) rc = parse_list(&a, opt, &o->path, item_path);
+        else if (cli_is(&a, opt, "--dtype")) rc = parse_list(&a, opt, &o->dtype, item_dtype);
+        else if (cli_is(&a, opt, "--min-time")) rc = parse_number(&a, opt, 3600, "seconds", &o->min_time_s);
+        else if (cli_is(&a, opt, "--peak-seconds")) rc = parse_number(&a, opt, 3600, "seconds", &o->peak_seconds);
+        else if (cli_is(&a, opt, "--cpu-max-gflop")) rc = parse_number(&a, opt, 1e9, "GFLOP", &o->cpu_max_gflop);
+        else if (cli_is(&a, opt, "--warmup")) rc = (v = cli_value(&a, opt)) ? cli_parse_u32(opt, v, 0, &o->warmup) : 2;
+        else return cli_unknown_option(&a, opt);
         if (rc) return rc;
     }
     return 0;
@@ -209,23 +215,6 @@ static int apply_preset(bench_options *o)
     if (!o->dtype.n) o->dtype = (u32_list){1, {VKATTN_DTYPE_F32}};
     o->no_cpu |= p->no_cpu;
     return 0;
-}
-
-/* 1 if `path` (NULL: none asked for) can be written; leaves an existing file as it is and removes
- * one it had to create. */
-static int writable(const char *option, const char *path)
-{
-    if (!path) return 1;
-    struct stat st;
-    int existed = lstat(path, &st) == 0; /* a dangling link counts as existing: never removed */
-    FILE *f = fopen(path, "a");
-    if (!f) {
-        fprintf(stderr, "vkattn bench: %s %s: cannot write this file (%s)\n", option, path, strerror(errno));
-        return 0;
-    }
-    fclose(f);
-    if (!existed) remove(path);
-    return 1;
 }
 
 /* The product of the lists, in a stable order (L varies fastest, for plots). */
@@ -419,7 +408,7 @@ static int attach_head_mask(bench_options *o, bench_config *configs, uint32_t co
 {
     vkattn_error err = {0};
     vkattn_status s = vkattn_npy_read(o->head_mask_path, &o->head_mask, &err);
-    if (s != VKATTN_OK) return cli_fail("bench", "reading the head mask", s, err.message);
+    if (s != VKATTN_OK) return cli_fail_input("bench", "--head-mask", o->head_mask_path, CLI_FILE_NPY, s, err.message);
     const vkattn_array *m = &o->head_mask;
     uint32_t active = 0;
     for (size_t h = 0; m->dtype == VKATTN_DTYPE_BOOL && m->rank == 1 && h < m->dims[0]; h++)
@@ -453,7 +442,9 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "vkattn bench: --plot %s: give %s (the format)\n", o.plot, BENCH_PLOT_NAMES);
         return 2;
     }
-    if (!writable("--json", o.json) || !writable("--csv", o.csv) || !writable("--plot", o.plot)) return 2;
+    if ((rc = cli_check_output("bench", "--json", o.json)) || (rc = cli_check_output("bench", "--csv", o.csv)) ||
+        (rc = cli_check_output("bench", "--plot", o.plot)))
+        return rc;
     if ((rc = apply_preset(&o))) return rc;
     bench_config *configs = malloc(MAX_CONFIGS * sizeof *configs);
     if (!configs) return cli_fail("bench", "allocating", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);

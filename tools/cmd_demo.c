@@ -18,7 +18,7 @@ static void demo_usage(FILE *out)
                  "                   [--dtype f32|f16]\n"
                  "  causal self-attention on random data (defaults B=2 L=128 E=256 H=8, f32 storage), checked\n"
                  "  against the CPU path: OK within max-abs 1e-4 x max(1, max|ref|) and NMSE 1e-9 (f16 storage:\n"
-                 "  1e-2 x max(1, max|ref|) and 2e-6), else MISMATCH and exit status %d.\n",
+                 "  1e-2 x max(1, max|ref|) and 2e-6), else MISMATCH.\n" CLI_EXIT_HELP "%d MISMATCH.\n",
             CLI_EXIT_MISMATCH);
 }
 
@@ -28,25 +28,21 @@ static int parse(int argc, char **argv, demo_options *o)
     const char *opt, *v;
     while ((opt = cli_next(&a))) {
         uint32_t *target = NULL, min = 1;
-        if (strcmp(opt, "--help") == 0) {
+        if (cli_is(&a, opt, "--help")) {
             demo_usage(stdout);
             return -1;
-        } else if (strcmp(opt, "--device") == 0) {
+        } else if (cli_is(&a, opt, "--device")) {
             if (!(o->device = cli_value(&a, opt))) return 2;
             continue;
-        } else if (strcmp(opt, "--dtype") == 0) {
+        } else if (cli_is(&a, opt, "--dtype")) {
             if (!(v = cli_value(&a, opt)) || cli_parse_storage("demo", opt, v, &o->storage)) return 2;
             continue;
-        } else if (strcmp(opt, "--batch") == 0) target = &o->batch;
-        else if (strcmp(opt, "--length") == 0) target = &o->length;
-        else if (strcmp(opt, "--embed") == 0) target = &o->embed;
-        else if (strcmp(opt, "--heads") == 0) target = &o->heads;
-        else if (strcmp(opt, "--repeats") == 0) target = &o->repeats;
-        else {
-            fprintf(stderr, "vkattn demo: unknown option \"%s\"\n", opt);
-            demo_usage(stderr);
-            return 2;
-        }
+        } else if (cli_is(&a, opt, "--batch")) target = &o->batch;
+        else if (cli_is(&a, opt, "--length")) target = &o->length;
+        else if (cli_is(&a, opt, "--embed")) target = &o->embed;
+        else if (cli_is(&a, opt, "--heads")) target = &o->heads;
+        else if (cli_is(&a, opt, "--repeats")) target = &o->repeats;
+        else return cli_unknown_option(&a, opt);
         if (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, min, target)) return 2;
     }
     return 0;

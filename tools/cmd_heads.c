@@ -24,6 +24,7 @@ static void heads_usage(FILE *out)
                  "  --head-mask starts from an already pruned layer. --prune K writes a mask keeping all but the K\n"
                  "  least important heads, and reports the pruned layer's error and speedup (median of N runs).\n");
     forward_options_usage(out);
+    fprintf(out, "  --json and --write-mask are checked before anything runs.\n" CLI_EXIT_HELP);
 }
 
 static int parse(int argc, char **argv, heads_options *o)
@@ -32,29 +33,27 @@ static int parse(int argc, char **argv, heads_options *o)
     const char *opt, *v;
     while ((opt = cli_next(&a))) {
         int taken = 0;
-        if (strcmp(opt, "--help") == 0) {
+        if (cli_is(&a, opt, "--help")) {
             heads_usage(stdout);
             return -1;
         }
         if (forward_option(&a, opt, &o->fwd, &taken)) return 2;
         if (taken) continue;
-        if (strcmp(opt, "--json") == 0) {
+        if (cli_is(&a, opt, "--json")) {
             if (!(o->json = cli_value(&a, opt))) return 2;
-        } else if (strcmp(opt, "--write-mask") == 0) {
+        } else if (cli_is(&a, opt, "--write-mask")) {
             if (!(o->write_mask = cli_value(&a, opt))) return 2;
-        } else if (strcmp(opt, "--prune") == 0 || strcmp(opt, "--repeats") == 0) {
+        } else if (cli_is(&a, opt, "--prune") || cli_is(&a, opt, "--repeats")) {
             uint32_t *target = opt[2] == 'p' ? &o->prune : &o->repeats;
             if (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, 1, target)) return 2;
         } else {
-            fprintf(stderr, "vkattn heads: unknown option \"%s\"\n", opt);
-            heads_usage(stderr);
-            return 2;
+            return cli_unknown_option(&a, opt);
         }
     }
-    const char *missing = forward_options_missing(&o->fwd);
-    if (!missing && o->prune && !o->write_mask) missing = "--write-mask (--prune needs it)";
-    if (missing) {
-        fprintf(stderr, "vkattn heads: missing %s\n", missing);
+    cli_missing missing = {0};
+    forward_options_missing(&o->fwd, &missing);
+    if (o->prune && !o->write_mask) cli_missing_add(&missing, "--write-mask (--prune needs it)");
+    if (cli_missing_report("heads", &missing, NULL)) {
         heads_usage(stderr);
         return 2;
     }
@@ -188,6 +187,10 @@ int cmd_heads(int argc, char **argv)
     heads_options o = {.repeats = 5};
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
+    /* Output problems are said now, not after the measurements. */
+    if ((rc = cli_check_output("heads", "--json", o.json)) ||
+        (rc = cli_check_output("heads", "--write-mask", o.write_mask)))
+        return rc;
     forward_inputs in = {0};
     vkattn_context *ctx = NULL;
     vkattn_device_info dev;

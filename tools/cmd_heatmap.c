@@ -39,7 +39,8 @@ static void heatmap_usage(FILE *out)
             "  --heads-per-row N panels per row (default ceil(sqrt(H)))\n"
             "  --cell PX         pixels per cell (default: panels of about 128..256 pixels; an axis longer than\n"
             "                    %u positions is averaged down to at most %u cells, as the title then says)\n"
-            "  --scale-one       colour scale 0..1 (default 0..the largest weight shown)\n",
+            "  --scale-one       colour scale 0..1 (default 0..the largest weight shown)\n"
+            "  --out is checked before anything runs.\n" CLI_EXIT_HELP,
             HEATMAP_MAX_CELLS, HEATMAP_MAX_CELLS);
 }
 
@@ -52,15 +53,16 @@ static int usage_error(const char *message)
 
 static int check_options(const heatmap_options *o)
 {
-    if (!o->out) return usage_error("missing --out");
+    cli_missing missing = {0};
+    if (!o->from_npy) forward_options_missing(&o->fwd, &missing);
+    size_t inputs = missing.count;
+    if (!o->out) cli_missing_add(&missing, "--out");
+    if (cli_missing_report("heatmap", &missing, inputs ? "(or --from-npy instead of the forward inputs)" : NULL)) {
+        heatmap_usage(stderr);
+        return 2;
+    }
     if (o->from_npy && o->fwd.given)
         return usage_error("--from-npy reads weights from a file; it takes none of the forward inputs");
-    const char *missing = o->from_npy ? NULL : forward_options_missing(&o->fwd);
-    if (missing) {
-        char text[160];
-        snprintf(text, sizeof text, "missing %s (or --from-npy)", missing);
-        return usage_error(text);
-    }
     if (o->fwd.path_given && o->fwd.path == VKATTN_PATH_FUSED)
         return usage_error("the fused path returns no attention weights; heatmap runs the unfused path");
     if (o->zeros_masked && !o->from_npy)
@@ -82,27 +84,23 @@ static int parse(int argc, char **argv, heatmap_options *o)
         const char **text = NULL;
         uint32_t *number = NULL, min = 1;
         int taken = 0;
-        if (strcmp(opt, "--help") == 0) {
+        if (cli_is(&a, opt, "--help")) {
             heatmap_usage(stdout);
             return -1;
         }
         if (forward_option(&a, opt, &o->fwd, &taken)) return 2;
         if (taken) continue;
-        if (strcmp(opt, "--zeros-masked") == 0) o->zeros_masked = 1;
-        else if (strcmp(opt, "--scale-one") == 0) o->scale_one = 1;
-        else if (strcmp(opt, "--batch-index") == 0) number = &o->batch_index, min = 0;
-        else if (strcmp(opt, "--heads-per-row") == 0) number = &o->heads_per_row;
-        else if (strcmp(opt, "--cell") == 0) number = &o->cell;
-        else if (strcmp(opt, "--from-npy") == 0) text = &o->from_npy;
-        else if (strcmp(opt, "--out") == 0) text = &o->out;
-        else if (strcmp(opt, "--tokens") == 0) text = &o->tokens;
-        else if (strcmp(opt, "--query-tokens") == 0) text = &o->query_tokens;
-        else if (strcmp(opt, "--key-tokens") == 0) text = &o->key_tokens;
-        else {
-            fprintf(stderr, "vkattn heatmap: unknown option \"%s\"\n", opt);
-            heatmap_usage(stderr);
-            return 2;
-        }
+        if (cli_is(&a, opt, "--zeros-masked")) o->zeros_masked = 1;
+        else if (cli_is(&a, opt, "--scale-one")) o->scale_one = 1;
+        else if (cli_is(&a, opt, "--batch-index")) number = &o->batch_index, min = 0;
+        else if (cli_is(&a, opt, "--heads-per-row")) number = &o->heads_per_row;
+        else if (cli_is(&a, opt, "--cell")) number = &o->cell;
+        else if (cli_is(&a, opt, "--from-npy")) text = &o->from_npy;
+        else if (cli_is(&a, opt, "--out")) text = &o->out;
+        else if (cli_is(&a, opt, "--tokens")) text = &o->tokens;
+        else if (cli_is(&a, opt, "--query-tokens")) text = &o->query_tokens;
+        else if (cli_is(&a, opt, "--key-tokens")) text = &o->key_tokens;
+        else return cli_unknown_option(&a, opt);
         if (text && !(*text = cli_value(&a, opt))) return 2;
         if (number && (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, min, number))) return 2;
     }
@@ -145,7 +143,8 @@ static int source_from_npy(const heatmap_options *o, heatmap_source *s)
 {
     vkattn_error error = {0};
     vkattn_status status = vkattn_npy_read(o->from_npy, &s->npy, &error);
-    if (status != VKATTN_OK) return cli_fail("heatmap", "reading the attention weights", status, error.message);
+    if (status != VKATTN_OK)
+        return cli_fail_input("heatmap", "--from-npy", o->from_npy, CLI_FILE_NPY, status, error.message);
     const vkattn_array *a = &s->npy;
     if (a->dtype != VKATTN_DTYPE_F32 || (a->rank != 3 && a->rank != 4)) {
         fprintf(stderr,
@@ -341,6 +340,7 @@ int cmd_heatmap(int argc, char **argv)
     heatmap_options o = {0};
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
+    if ((rc = cli_check_output("heatmap", "--out", o.out))) return rc; /* before the forward, not after */
     heatmap_source s = {0};
     token_list q = {0}, k = {0};
     rc = o.from_npy ? source_from_npy(&o, &s) : source_from_forward(&o, &s);

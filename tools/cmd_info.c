@@ -13,7 +13,7 @@ int cmd_info(int argc, char **argv)
     if (argc > 0) {
         int help = strcmp(argv[0], "--help") == 0;
         fprintf(help ? stdout : stderr, "usage: vkattn info\n  lists the Vulkan devices; the one marked * is used when "
-                                        "neither --device nor VKATTN_DEVICE names another\n");
+                                        "neither --device nor VKATTN_DEVICE names another\n" CLI_EXIT_HELP);
         return help ? 0 : 2;
     }
     vkattn_device_info infos[MAX_DEVICES];

@@ -9,7 +9,8 @@
 static void peak_usage(FILE *out)
 {
     fprintf(out, "usage: vkattn peak [--device N|NAME] [--seconds T]\n"
-                 "  measures fp32 (and fp16) FMA throughput and copy bandwidth with microkernels, ~T s (default 1)\n");
+                 "  measures fp32 (and fp16) FMA throughput and copy bandwidth with microkernels, ~T s (default 1)\n"
+                 CLI_EXIT_HELP);
 }
 
 int cmd_peak(int argc, char **argv)
@@ -19,12 +20,12 @@ int cmd_peak(int argc, char **argv)
     cli_args a = cli_args_make("peak", argc, argv);
     const char *opt, *v;
     while ((opt = cli_next(&a))) {
-        if (strcmp(opt, "--help") == 0) {
+        if (cli_is(&a, opt, "--help")) {
             peak_usage(stdout);
             return 0;
-        } else if (strcmp(opt, "--device") == 0) {
+        } else if (cli_is(&a, opt, "--device")) {
             if (!(device = cli_value(&a, opt))) return 2;
-        } else if (strcmp(opt, "--seconds") == 0) {
+        } else if (cli_is(&a, opt, "--seconds")) {
             if (!(v = cli_value(&a, opt))) return 2;
             seconds = atof(v);
             if (!(seconds > 0 && seconds < 600)) {
@@ -32,9 +33,7 @@ int cmd_peak(int argc, char **argv)
                 return 2;
             }
         } else {
-            fprintf(stderr, "vkattn peak: unknown option \"%s\"\n", opt);
-            peak_usage(stderr);
-            return 2;
+            return cli_unknown_option(&a, opt);
         }
     }
     vkattn_context *ctx = NULL;

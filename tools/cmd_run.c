@@ -33,9 +33,9 @@ static void run_usage(FILE *out)
             "  --check-finite reports NaN/inf where they first appear, in forward order: inputs, weights, weights\n"
             "  fp16 storage overflows (with --dtype f16), outputs; and when only the outputs hold them, whether\n"
             "  the CPU reference path does too. (NaN and inf propagate as IEEE arithmetic says.)\n"
-            "exit status: 0 ok; 1 error (message on stderr); 2 bad options; 3 --check-finite: an output holds\n"
-            "NaN or inf; 4 --check: MISMATCH, the result disagrees with the CPU reference path (4 wins over 3).\n"
-            "The outputs are written in every case but 1 and 2.\n");
+            CLI_EXIT_HELP "3 --check-finite: an output holds NaN or inf; 4 --check: MISMATCH, the result disagrees\n"
+            "with the CPU reference path (4 wins over 3).\n"
+            "The outputs are checked before anything runs, and written in every case but 1 and 2.\n");
 }
 
 static int parse(int argc, char **argv, run_options *o)
@@ -45,32 +45,30 @@ static int parse(int argc, char **argv, run_options *o)
     while ((opt = cli_next(&a))) {
         const char **target = NULL;
         int taken = 0;
-        if (strcmp(opt, "--help") == 0) {
+        if (cli_is(&a, opt, "--help")) {
             run_usage(stdout);
             return -1;
         }
         if (forward_option(&a, opt, &o->fwd, &taken)) return 2;
         if (taken) continue;
-        if (strcmp(opt, "--average-weights") == 0) o->average_weights = 1;
-        else if (strcmp(opt, "--check") == 0) o->check = 1;
-        else if (strcmp(opt, "--check-finite") == 0) o->check_finite = 1;
-        else if (strcmp(opt, "--out") == 0) target = &o->out;
-        else if (strcmp(opt, "--attn-weights") == 0) target = &o->attn_weights;
-        else if (strcmp(opt, "--dtype") == 0) {
+        if (cli_is(&a, opt, "--average-weights")) o->average_weights = 1;
+        else if (cli_is(&a, opt, "--check")) o->check = 1;
+        else if (cli_is(&a, opt, "--check-finite")) o->check_finite = 1;
+        else if (cli_is(&a, opt, "--out")) target = &o->out;
+        else if (cli_is(&a, opt, "--attn-weights")) target = &o->attn_weights;
+        else if (cli_is(&a, opt, "--dtype")) {
             const char *v = cli_value(&a, opt);
             if (!v || cli_parse_storage("run", opt, v, &o->storage)) return 2;
         } else {
-            fprintf(stderr, "vkattn run: unknown option \"%s\"\n", opt);
-            run_usage(stderr);
-            return 2;
+            return cli_unknown_option(&a, opt);
         }
         if (target && !(*target = cli_value(&a, opt))) return 2;
     }
-    const char *missing = forward_options_missing(&o->fwd);
-    if (!missing && !o->out) missing = "--out";
-    if (!missing && o->average_weights && !o->attn_weights) missing = "--attn-weights (--average-weights needs it)";
-    if (missing) {
-        fprintf(stderr, "vkattn run: missing %s\n", missing);
+    cli_missing missing = {0};
+    forward_options_missing(&o->fwd, &missing);
+    if (!o->out) cli_missing_add(&missing, "--out");
+    if (o->average_weights && !o->attn_weights) cli_missing_add(&missing, "--attn-weights (--average-weights needs it)");
+    if (cli_missing_report("run", &missing, NULL)) {
         run_usage(stderr);
         return 2;
     }
@@ -211,6 +209,9 @@ int cmd_run(int argc, char **argv)
     run_options o = {0};
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
+    /* An output that cannot be written is said now, not after the forward. */
+    if ((rc = cli_check_output("run", "--out", o.out)) || (rc = cli_check_output("run", "--attn-weights", o.attn_weights)))
+        return rc;
 
     forward_inputs in = {0};
     float *out = NULL, *weights = NULL;

@@ -25,24 +25,24 @@ int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
 {
     const char **target = NULL;
     *taken = 1;
-    if (strcmp(opt, "--causal") == 0) o->causal = 1;
-    else if (strcmp(opt, "--add-zero-attn") == 0) o->add_zero_attn = 1;
-    else if (strcmp(opt, "--cpu") == 0) o->cpu = 1;
-    else if (strcmp(opt, "--trace") == 0) o->trace = 1;
-    else if (strcmp(opt, "--heads") == 0) {
+    if (cli_is(a, opt, "--causal")) o->causal = 1;
+    else if (cli_is(a, opt, "--add-zero-attn")) o->add_zero_attn = 1;
+    else if (cli_is(a, opt, "--cpu")) o->cpu = 1;
+    else if (cli_is(a, opt, "--trace")) o->trace = 1;
+    else if (cli_is(a, opt, "--heads")) {
         const char *v = cli_value(a, opt);
         if (!v || cli_parse_u32(opt, v, 1, &o->heads)) return 2;
-    } else if (strcmp(opt, "--path") == 0) {
+    } else if (cli_is(a, opt, "--path")) {
         if (parse_path(a, opt, o)) return 2;
-    } else if (strcmp(opt, "--weights") == 0) target = &o->weights;
-    else if (strcmp(opt, "--query") == 0) target = &o->query;
-    else if (strcmp(opt, "--key") == 0) target = &o->key;
-    else if (strcmp(opt, "--value") == 0) target = &o->value;
-    else if (strcmp(opt, "--key-padding-mask") == 0) target = &o->key_padding_mask;
-    else if (strcmp(opt, "--valid-lens") == 0) target = &o->valid_lens;
-    else if (strcmp(opt, "--attn-mask") == 0) target = &o->attn_mask;
-    else if (strcmp(opt, "--head-mask") == 0) target = &o->head_mask;
-    else if (strcmp(opt, "--device") == 0) target = &o->device;
+    } else if (cli_is(a, opt, "--weights")) target = &o->weights;
+    else if (cli_is(a, opt, "--query")) target = &o->query;
+    else if (cli_is(a, opt, "--key")) target = &o->key;
+    else if (cli_is(a, opt, "--value")) target = &o->value;
+    else if (cli_is(a, opt, "--key-padding-mask")) target = &o->key_padding_mask;
+    else if (cli_is(a, opt, "--valid-lens")) target = &o->valid_lens;
+    else if (cli_is(a, opt, "--attn-mask")) target = &o->attn_mask;
+    else if (cli_is(a, opt, "--head-mask")) target = &o->head_mask;
+    else if (cli_is(a, opt, "--device")) target = &o->device;
     else {
         *taken = 0;
         return 0;
@@ -52,18 +52,19 @@ int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
     return 0;
 }
 
-const char *forward_options_missing(const forward_options *o)
+void forward_options_missing(const forward_options *o, cli_missing *m)
 {
-    if (!o->weights) return "--weights";
-    if (!o->heads) return "--heads";
-    if (!o->query) return "--query";
-    if (o->value && !o->key) return "--key (--value needs it)";
-    return NULL;
+    if (!o->weights) cli_missing_add(m, "--weights");
+    if (!o->heads) cli_missing_add(m, "--heads");
+    if (!o->query) cli_missing_add(m, "--query");
+    if (o->value && !o->key) cli_missing_add(m, "--key (--value needs it)");
 }
 
 void forward_options_usage(FILE *out)
 {
-    fprintf(out, "  query (B,L,E) or (L,E) float32; key (B,S,kdim), value (B,S,vdim) default to the query;\n"
+    fprintf(out, "  --weights: a safetensors file of an nn.MultiheadAttention state_dict; the arrays: .npy files\n"
+                 "  (numpy.save; float16 and float64 are converted to float32, int64 to int32).\n"
+                 "  query (B,L,E) or (L,E) float32; key (B,S,kdim), value (B,S,vdim) default to the query;\n"
                  "  key-padding-mask (B,S) bool, true = ignore; valid-lens (B) or (B,L) integers;\n"
                  "  attn-mask (L,S) or (B*H,L,S), bool (true = blocked) or float32 (added to the scores).\n"
                  "  head-mask (H) bool: true = keep the head, false = prune it (see vkattn heads --prune).\n"
@@ -81,44 +82,95 @@ void forward_inputs_free(forward_inputs *in)
     memset(in, 0, sizeof *in);
 }
 
-static int load_array(const char *command, const char *path, const char *what, vkattn_array *out)
+/* What each input array must be, as the messages that refuse one say it. */
+typedef struct input_spec {
+    const char *option, *what;
+    unsigned dtypes;     /* the vkattn_dtype values it takes, as bits 1u << dtype */
+    const char *accepts; /* the same, in numpy's words */
+    const char *convert; /* the numpy call that makes one */
+    const char *shapes;
+} input_spec;
+
+#define DTYPE_BIT(d) (1u << VKATTN_DTYPE_##d)
+#define FLOAT_INPUT "float32 (<f4; float16 and float64 are converted)"
+enum { QUERY, KEY, VALUE, KEY_PADDING_MASK, VALID_LENS, ATTN_MASK, HEAD_MASK };
+static const input_spec k_inputs[] = {
+    [QUERY] = {"--query", "the query", DTYPE_BIT(F32), FLOAT_INPUT, "q.astype(np.float32)", "(B, L, E) or (L, E)"},
+    [KEY] = {"--key", "the key", DTYPE_BIT(F32), FLOAT_INPUT, "k.astype(np.float32)",
+             "(B, S, kdim), or (S, kdim) with an (L, E) query"},
+    [VALUE] = {"--value", "the value", DTYPE_BIT(F32), FLOAT_INPUT, "v.astype(np.float32)",
+               "(B, S, vdim), or (S, vdim) with an (L, E) query"},
+    [KEY_PADDING_MASK] = {"--key-padding-mask", "the key padding mask", DTYPE_BIT(BOOL),
+                          "bool (|b1), true = ignore the key", "m.astype(bool)", "(B, S), or (S) with an (L, E) query"},
+    [VALID_LENS] = {"--valid-lens", "the valid lengths", DTYPE_BIT(I32), "int32 (<i4; int64 is converted)",
+                    "lens.astype(np.int32)", "(B) or (B, L)"},
+    [ATTN_MASK] = {"--attn-mask", "the attention mask", DTYPE_BIT(BOOL) | DTYPE_BIT(F32),
+                   "bool (|b1, true = blocked) or float32 (<f4, added to the scores)",
+                   "m.astype(bool) or m.astype(np.float32)", "(L, S) or (B*H, L, S)"},
+    [HEAD_MASK] = {"--head-mask", "the head mask", DTYPE_BIT(BOOL), "bool (|b1), true = keep the head",
+                   "m.astype(bool)", "(H)"},
+};
+
+/* "vkattn run: --query q.npy holds int64 (<i8); the query must be float32 (...) (numpy: ...)". */
+static int wrong_dtype(const char *command, const input_spec *spec, const char *path, const char *stored)
+{
+    fflush(stdout);
+    fprintf(stderr, "vkattn %s: %s %s holds %s; %s must be %s (numpy: %s)\n", command, spec->option, path, stored,
+            spec->what, spec->accepts, spec->convert);
+    return 1;
+}
+
+static int load_array(const char *command, const input_spec *spec, const char *path, vkattn_array *out)
 {
     if (!path) return 0;
     vkattn_error error = {0};
     vkattn_status status = vkattn_npy_read(path, out, &error);
-    if (status != VKATTN_OK) {
-        char text[600];
-        snprintf(text, sizeof text, "reading %s", what);
-        return cli_fail(command, text, status, error.message);
-    }
-    return 0;
+    if (status == VKATTN_OK) return 0;
+    char stored[64];
+    int loads_as;
+    /* A dtype the reader takes for no input (uint8, say) is still this input's wrong dtype. */
+    if (cli_npy_stored_dtype(path, stored, sizeof stored, &loads_as) && loads_as < 0)
+        return wrong_dtype(command, spec, path, stored);
+    return cli_fail_input(command, spec->option, path, CLI_FILE_NPY, status, error.message);
 }
 
-static int expect(const char *command, const vkattn_array *a, const char *what, int dtype_ok, uint32_t min_rank,
-                  uint32_t max_rank)
+/* An optional array's dtype, then its rank. */
+static int expect(const char *command, const input_spec *spec, const char *path, const vkattn_array *a,
+                  uint32_t min_rank, uint32_t max_rank)
 {
     if (!a->data) return 0;
-    if (!dtype_ok || a->rank < min_rank || a->rank > max_rank) {
-        fprintf(stderr, "vkattn %s: %s has dtype %s and rank %u; see vkattn %s --help for what it takes\n", command,
-                what, vkattn_dtype_name(a->dtype), a->rank, command);
-        return 2;
+    if (!(spec->dtypes & (1u << a->dtype))) {
+        char stored[64];
+        int loads_as;
+        if (!cli_npy_stored_dtype(path, stored, sizeof stored, &loads_as))
+            snprintf(stored, sizeof stored, "%s", vkattn_dtype_name(a->dtype));
+        return wrong_dtype(command, spec, path, stored);
+    }
+    if (a->rank < min_rank || a->rank > max_rank) {
+        char shape[128];
+        cli_format_shape(shape, sizeof shape, a->rank, a->dims);
+        fflush(stdout);
+        fprintf(stderr, "vkattn %s: %s %s has shape %s; %s must be %s\n", command, spec->option, path, shape,
+                spec->what, spec->shapes);
+        return 1;
     }
     return 0;
 }
 
 /* Checks an optional array's exact shape. */
-static int check_shape(const char *command, const vkattn_array *a, const char *what, uint32_t rank,
-                       const uint32_t *dims, const char *names)
+static int check_shape(const char *command, const input_spec *spec, const char *path, const vkattn_array *a,
+                       uint32_t rank, const uint32_t *dims, const char *names)
 {
     if (!a->data) return 0;
     int same = a->rank == rank;
     for (uint32_t i = 0; same && i < rank; i++) same = a->dims[i] == dims[i];
     if (same) return 0;
-    fprintf(stderr, "vkattn %s: %s has shape (", command, what);
-    for (uint32_t i = 0; i < a->rank; i++) fprintf(stderr, i ? ", %u" : "%u", a->dims[i]);
-    fprintf(stderr, "), expected (%s) = (", names);
-    for (uint32_t i = 0; i < rank; i++) fprintf(stderr, i ? ", %u" : "%u", dims[i]);
-    fprintf(stderr, ")\n");
+    char got[128], want[128];
+    cli_format_shape(got, sizeof got, a->rank, a->dims);
+    cli_format_shape(want, sizeof want, rank, dims);
+    fflush(stdout);
+    fprintf(stderr, "vkattn %s: %s %s has shape %s, expected (%s) = %s\n", command, spec->option, path, got, names,
+            want);
     return 1;
 }
 
@@ -126,53 +178,55 @@ static int load_files(const char *command, const forward_options *o, forward_inp
 {
     vkattn_error error = {0};
     vkattn_status status = vkattn_weight_file_load(o->weights, &in->weights, &error);
-    if (status != VKATTN_OK) return cli_fail(command, "reading the weights", status, error.message);
+    if (status != VKATTN_OK)
+        return cli_fail_input(command, "--weights", o->weights, CLI_FILE_SAFETENSORS, status, error.message);
     int rc;
-    if ((rc = load_array(command, o->query, "the query", &in->query)) ||
-        (rc = load_array(command, o->key, "the key", &in->key)) ||
-        (rc = load_array(command, o->value, "the value", &in->value)) ||
-        (rc = load_array(command, o->key_padding_mask, "the key padding mask", &in->key_padding_mask)) ||
-        (rc = load_array(command, o->valid_lens, "the valid lengths", &in->valid_lens)) ||
-        (rc = load_array(command, o->attn_mask, "the attention mask", &in->attn_mask)) ||
-        (rc = load_array(command, o->head_mask, "the head mask", &in->head_mask)))
+    if ((rc = load_array(command, &k_inputs[QUERY], o->query, &in->query)) ||
+        (rc = load_array(command, &k_inputs[KEY], o->key, &in->key)) ||
+        (rc = load_array(command, &k_inputs[VALUE], o->value, &in->value)) ||
+        (rc = load_array(command, &k_inputs[KEY_PADDING_MASK], o->key_padding_mask, &in->key_padding_mask)) ||
+        (rc = load_array(command, &k_inputs[VALID_LENS], o->valid_lens, &in->valid_lens)) ||
+        (rc = load_array(command, &k_inputs[ATTN_MASK], o->attn_mask, &in->attn_mask)) ||
+        (rc = load_array(command, &k_inputs[HEAD_MASK], o->head_mask, &in->head_mask)))
         return rc;
     return 0;
 }
 
 /* Dtypes and ranks, before any dimension is read from them. */
-static int check_kinds(const char *command, const forward_inputs *in)
+static int check_kinds(const char *command, const forward_options *o, const forward_inputs *in)
 {
-    const vkattn_array *q = &in->query, *k = &in->key, *v = &in->value, *m = &in->attn_mask;
+    const uint32_t q = in->query.rank;
     int rc;
-    if ((rc = expect(command, q, "the query", q->dtype == VKATTN_DTYPE_F32, 2, 3)) ||
-        (rc = expect(command, k, "the key", k->dtype == VKATTN_DTYPE_F32, q->rank, q->rank)) ||
-        (rc = expect(command, v, "the value", v->dtype == VKATTN_DTYPE_F32, q->rank, q->rank)) ||
-        (rc = expect(command, &in->key_padding_mask, "the key padding mask",
-                     in->key_padding_mask.dtype == VKATTN_DTYPE_BOOL, 1, 2)) ||
-        (rc = expect(command, &in->valid_lens, "the valid lengths", in->valid_lens.dtype == VKATTN_DTYPE_I32, 1, 2)) ||
-        (rc = expect(command, m, "the attention mask", m->dtype == VKATTN_DTYPE_BOOL || m->dtype == VKATTN_DTYPE_F32,
-                     2, 3)))
+    if ((rc = expect(command, &k_inputs[QUERY], o->query, &in->query, 2, 3)) ||
+        (rc = expect(command, &k_inputs[KEY], o->key, &in->key, q, q)) ||
+        (rc = expect(command, &k_inputs[VALUE], o->value, &in->value, q, q)) ||
+        (rc = expect(command, &k_inputs[KEY_PADDING_MASK], o->key_padding_mask, &in->key_padding_mask, 1, 2)) ||
+        (rc = expect(command, &k_inputs[VALID_LENS], o->valid_lens, &in->valid_lens, 1, 2)) ||
+        (rc = expect(command, &k_inputs[ATTN_MASK], o->attn_mask, &in->attn_mask, 2, 3)) ||
+        (rc = expect(command, &k_inputs[HEAD_MASK], o->head_mask, &in->head_mask, 1, 1)))
         return rc;
     return 0;
 }
 
 /* The host call trusts B, L and S, so every array's own shape must agree with them here. */
-static int check_shapes(const char *command, const forward_inputs *in)
+static int check_shapes(const char *command, const forward_options *o, const forward_inputs *in)
 {
     int batched = in->batched;
     uint32_t B = in->B, L = in->L, S = in->S, H = in->H;
     uint32_t BS[3] = {B, S, in->layer.kdim}, BSv[3] = {B, S, in->layer.vdim}, BL[2] = {B, L}, mask3[3] = {B * H, L, S};
     const vkattn_array *vl = &in->valid_lens, *m = &in->attn_mask;
     int rc;
-    if ((rc = check_shape(command, &in->key, "the key", batched ? 3 : 2, batched ? BS : BS + 1,
+    if ((rc = check_shape(command, &k_inputs[KEY], o->key, &in->key, batched ? 3 : 2, batched ? BS : BS + 1,
                           batched ? "B, S, kdim" : "S, kdim")) ||
-        (rc = check_shape(command, &in->value, "the value", batched ? 3 : 2, batched ? BSv : BSv + 1,
+        (rc = check_shape(command, &k_inputs[VALUE], o->value, &in->value, batched ? 3 : 2, batched ? BSv : BSv + 1,
                           batched ? "B, S, vdim" : "S, vdim")) ||
-        (rc = check_shape(command, &in->key_padding_mask, "the key padding mask", batched ? 2 : 1,
-                          batched ? BS : BS + 1, batched ? "B, S" : "S")) ||
-        (rc = check_shape(command, vl, "the valid lengths", vl->rank == 2 ? 2 : 1, BL, vl->rank == 2 ? "B, L" : "B")) ||
-        (rc = check_shape(command, m, "the attention mask", m->rank, m->rank == 3 ? mask3 : mask3 + 1,
-                          m->rank == 3 ? "B*H, L, S" : "L, S")))
+        (rc = check_shape(command, &k_inputs[KEY_PADDING_MASK], o->key_padding_mask, &in->key_padding_mask,
+                          batched ? 2 : 1, batched ? BS : BS + 1, batched ? "B, S" : "S")) ||
+        (rc = check_shape(command, &k_inputs[VALID_LENS], o->valid_lens, vl, vl->rank == 2 ? 2 : 1, BL,
+                          vl->rank == 2 ? "B, L" : "B")) ||
+        (rc = check_shape(command, &k_inputs[ATTN_MASK], o->attn_mask, m, m->rank, m->rank == 3 ? mask3 : mask3 + 1,
+                          m->rank == 3 ? "B*H, L, S" : "L, S")) ||
+        (rc = check_shape(command, &k_inputs[HEAD_MASK], o->head_mask, &in->head_mask, 1, &in->H, "H")))
         return rc;
     return 0;
 }
@@ -180,7 +234,7 @@ static int check_shapes(const char *command, const forward_inputs *in)
 int forward_inputs_load(const char *command, const forward_options *o, forward_inputs *in)
 {
     int rc;
-    if ((rc = load_files(command, o, in)) || (rc = check_kinds(command, in))) return rc;
+    if ((rc = load_files(command, o, in)) || (rc = check_kinds(command, o, in))) return rc;
     vkattn_weight_file_describe(in->weights, &in->layer);
     in->layer.num_heads = o->heads;
     in->layer.add_zero_attn = o->add_zero_attn;
@@ -198,14 +252,7 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
                 in->layer.embed_dim);
         return 1;
     }
-    if (in->head_mask.data) {
-        if (in->head_mask.dtype != VKATTN_DTYPE_BOOL || in->head_mask.rank != 1 || in->head_mask.dims[0] != in->H) {
-            fprintf(stderr, "vkattn %s: the head mask must be a bool array of shape (%u,), one entry per head\n",
-                    command, in->H);
-            return 1;
-        }
-        in->layer.head_mask = in->head_mask.data;
-    }
+    in->layer.head_mask = in->head_mask.data; /* its dtype is checked; its shape with the others' */
     vkattn_host_forward_desc f = {
         .batch = in->B, .query_len = in->L, .key_len = in->key.data ? in->S : 0,
         .query = in->query.data, .key = in->key.data, .value = in->value.data,
@@ -216,7 +263,7 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
         .path = o->path,
     };
     in->desc = f;
-    return check_shapes(command, in);
+    return check_shapes(command, o, in);
 }
 
 void forward_inputs_print_shapes(const forward_inputs *in, const forward_options *o)

@@ -39,9 +39,9 @@ typedef struct forward_options {
  * *taken = 0 and returns 0. */
 int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken);
 
-/* The first required option that is missing ("--weights", "--heads", "--query", or
- * "--key (--value needs it)"), or NULL when none is. */
-const char *forward_options_missing(const forward_options *o);
+/* Adds to `m` each required option that is missing: "--weights", "--heads", "--query", and
+ * "--key (--value needs it)". */
+void forward_options_missing(const forward_options *o, cli_missing *m);
 
 /* Prints the lines of a usage message that say what the input arrays hold (their shapes and dtypes). */
 void forward_options_usage(FILE *out);

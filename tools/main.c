@@ -38,9 +38,18 @@ int main(int argc, char **argv)
         printf("vkattn %s\n", vkattn_version_string());
         return 0;
     }
-    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+    enum { COUNT = sizeof subcommands / sizeof subcommands[0] };
+    const char *names[COUNT + 2] = {"--help", "--version"};
+    for (size_t i = 0; i < COUNT; i++) {
         if (strcmp(argv[1], subcommands[i].name) == 0) return subcommands[i].run(argc - 2, argv + 2);
-    fprintf(stderr, "vkattn: unknown command \"%s\"\n", argv[1]);
-    usage(stderr);
+        names[2 + i] = subcommands[i].name;
+    }
+    const char *near = cli_nearest(argv[1], names, COUNT + 2);
+    if (near) {
+        fprintf(stderr, "vkattn: unknown command \"%s\"; did you mean \"%s\"?\n", argv[1], near);
+    } else {
+        fprintf(stderr, "vkattn: unknown command \"%s\"\n", argv[1]);
+        usage(stderr);
+    }
     return 2;
 }

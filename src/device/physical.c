@@ -191,12 +191,18 @@ vkattn_status vka_select_device(const vkattn_device_info *infos, uint32_t count,
         *out = vka_default_device(infos, count);
         return VKATTN_OK;
     }
+    char names[384] = ""; /* for the messages: which devices there are */
+    for (uint32_t i = 0; i < count; i++) {
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%u: %s", i ? ", " : "", i, infos[i].name);
+    }
     char *end = NULL;
     unsigned long index = strtoul(request, &end, 10);
     if (isdigit((unsigned char)request[0]) && end && *end == '\0') {
         if (index >= count)
-            return vka_error_set(error, VKATTN_ERROR_NO_DEVICE, "%s asks for device %lu but there are only %u devices",
-                                 source, index, count);
+            return vka_error_set(error, VKATTN_ERROR_NO_DEVICE,
+                                 "%s asks for device %lu but there %s only %u device%s (%s)", source, index,
+                                 count == 1 ? "is" : "are", count, count == 1 ? "" : "s", names);
         *out = (uint32_t)index;
         return VKATTN_OK;
     }
@@ -205,11 +211,6 @@ vkattn_status vka_select_device(const vkattn_device_info *infos, uint32_t count,
             *out = i;
             return VKATTN_OK;
         }
-    }
-    char names[384] = "";
-    for (uint32_t i = 0; i < count; i++) {
-        size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s%u: %s", i ? ", " : "", i, infos[i].name);
     }
     return vka_error_set(error, VKATTN_ERROR_NO_DEVICE, "%s \"%s\" matches no device (have %s)", source, request,
                          names);
