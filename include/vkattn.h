@@ -86,6 +86,9 @@
  *                      vkattn_context_desc.tuning is NULL (default: chosen from the device)
  *   VKATTN_LOOP_BUDGET  loop trips per shader invocation to plan within, when
  *                      vkattn_context_desc.loop_budget is 0; lowers the device's own, never raises it
+ *   VKATTN_PIPELINE_CACHE  a pipeline cache file to read and write, when
+ *                      vkattn_context_desc has neither pipeline_cache_path nor pipeline_cache_data
+ *                      ("" = none)
  */
 #ifndef VKATTN_H
 #define VKATTN_H
@@ -218,6 +221,17 @@ typedef struct vkattn_context_desc {
      * A value may lower the device's budget (tests do, to exercise the splits at small shapes),
      * never raise it. */
     uint32_t loop_budget;
+    /* The pipeline cache file (see "Pipeline cache" above vkattn_context_pipeline_cache_info): read
+     * here, written back by vkattn_context_destroy when kernels were compiled. NULL = the
+     * VKATTN_PIPELINE_CACHE environment variable when pipeline_cache_data is NULL too, else no file.
+     * A missing, unreadable, foreign or corrupt file is never an error, only a note. */
+    const char *pipeline_cache_path;
+    /* Pipeline cache data kept by the caller (from vkattn_context_pipeline_cache_data, in this or
+     * an earlier process): checked and handed to the driver here, read only during this call.
+     * NULL = none (pipeline_cache_size must then be 0). Data that does not fit this device is
+     * ignored with a note. Not together with pipeline_cache_path. */
+    const void *pipeline_cache_data;
+    size_t pipeline_cache_size;
 } vkattn_context_desc;
 
 typedef struct vkattn_context vkattn_context;
@@ -240,6 +254,61 @@ vkattn_status vkattn_context_device(const vkattn_context *ctx, vkattn_device_inf
 uint32_t vkattn_context_validation_messages(const vkattn_context *ctx);
 /* 1 if the validation layer is active on this context. */
 int vkattn_context_validation_enabled(const vkattn_context *ctx);
+
+/* Pipeline cache
+ * --------------
+ * A context compiles each kernel it uses into a VkPipeline on first use, through one VkPipelineCache.
+ * On GPU drivers that cache holds the compiled code, so a later process handed its data skips the
+ * compilation. Two ways to keep it:
+ *   - a file: vkattn_context_desc.pipeline_cache_path (or VKATTN_PIPELINE_CACHE) is read when the
+ *     context is created and written back when it is destroyed, if pipelines were created and the
+ *     data changed. Written to a temporary file in the same directory, then renamed over the file,
+ *     so a crash or two processes saving at once never leave a torn file: the last one wins.
+ *     One file holds one device's cache: give each device (and driver) its own path, or each
+ *     process rewrites what the other wrote.
+ *   - the data: vkattn_context_pipeline_cache_data gives it, vkattn_context_desc.pipeline_cache_data
+ *     takes it back; the bytes are the same as the file's.
+ * The data is vkattn's 32-byte header (magic, format version, size, checksum) followed by what
+ * vkGetPipelineCacheData returned. Before anything reaches the driver, vkattn checks the size, the
+ * checksum and the Vulkan header (headerSize, headerVersion, vendorID, deviceID and
+ * pipelineCacheUUID equal to this device's, which changes with the driver version). Data that fails
+ * a check is ignored, never an error: the context starts with an empty cache and says why in
+ * vkattn_context_pipeline_cache_info. Some drivers keep no compiled code in a VkPipelineCache
+ * (lavapipe, which has its own on-disk cache instead): the file then holds little more than the
+ * headers and saves nothing. */
+
+/* What became of the pipeline cache data given at context creation. */
+typedef enum vkattn_pipeline_cache_state {
+    VKATTN_PIPELINE_CACHE_NONE = 0,     /* no file and no data given: the cache starts empty */
+    VKATTN_PIPELINE_CACHE_NEW_FILE = 1, /* the file does not exist yet; it is written when the context saves */
+    VKATTN_PIPELINE_CACHE_LOADED = 2,   /* the data passed every check and was handed to the driver */
+    VKATTN_PIPELINE_CACHE_IGNORED = 3   /* the file could not be read, or the data failed a check
+                                           (the note says which); the cache starts empty */
+} vkattn_pipeline_cache_state;
+
+typedef struct vkattn_pipeline_cache_info {
+    vkattn_pipeline_cache_state state;
+    size_t loaded_bytes;      /* bytes handed to the driver (LOADED), else 0 */
+    uint32_t pipelines;       /* pipelines the context has created so far */
+    int has_file;             /* 1 when the context reads and writes a file */
+    char note[512];           /* one line for people, e.g. "loaded 1234 bytes from PATH",
+                                 "ignored PATH: made by another device (...)", "none" */
+} vkattn_pipeline_cache_info;
+
+/* Describes the context's pipeline cache: what became of the data given at creation. */
+vkattn_status vkattn_context_pipeline_cache_info(const vkattn_context *ctx, vkattn_pipeline_cache_info *out);
+/* The pipeline cache data (see above), to store and pass back through
+ * vkattn_context_desc.pipeline_cache_data. Two calls, like vkGetPipelineCacheData: with data NULL,
+ * sets *size to the bytes needed; with data, *size must be at least that many (else
+ * VKATTN_ERROR_INVALID_ARGUMENT, naming the size needed, and nothing is written) and is set to
+ * the bytes written. The cache can grow between the calls when pipelines are created. */
+vkattn_status vkattn_context_pipeline_cache_data(vkattn_context *ctx, void *data, size_t *size);
+/* Writes the pipeline cache to the context's file now, if pipelines were created since it was
+ * read or last saved and the data changed (else writes nothing). VKATTN_OK without a file.
+ * VKATTN_ERROR_IO with the path and the reason when the file cannot be written; the old file is
+ * then left as it was. vkattn_context_destroy saves the same way but cannot report a failure:
+ * call this first where a failed save matters. */
+vkattn_status vkattn_context_save_pipeline_cache(vkattn_context *ctx);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Tensors (device memory)                                                                         */

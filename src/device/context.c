@@ -228,12 +228,13 @@ fail:
     return status;
 }
 
-static vkattn_status create_shared_objects(vkattn_context *ctx)
+static vkattn_status create_shared_objects(vkattn_context *ctx, const vkattn_context_desc *desc)
 {
     vkattn_status status = VKATTN_OK;
     VKA_TRY(vka_transfer_create(&ctx->dev, &ctx->transfer));
     VKA_TRY(vka_buffer_create(&ctx->dev, 16, VKA_MEMORY_DEVICE, "the placeholder buffer", &ctx->dummy));
-    VKA_TRY(vka_pipeline_cache_init(&ctx->dev, &ctx->pipelines));
+    VKA_TRY(vka_pipeline_cache_init(&ctx->dev, &ctx->pipelines, desc->pipeline_cache_path, desc->pipeline_cache_data,
+                                    desc->pipeline_cache_size));
 fail:
     return status;
 }
@@ -311,9 +312,22 @@ static vkattn_status context_finish(vkattn_context *ctx, const vkattn_context_de
         goto fail;
     }
     if (make_device) VKA_TRY(create_device(ctx));
-    VKA_TRY(create_shared_objects(ctx));
+    VKA_TRY(create_shared_objects(ctx, desc));
 fail:
     return status;
+}
+
+/* The pipeline cache comes from a file or from the caller's bytes, not both. */
+static vkattn_status check_pipeline_cache_options(const vkattn_context_desc *desc, vkattn_error *error)
+{
+    if (desc->pipeline_cache_path && desc->pipeline_cache_data)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "pipeline_cache_path and pipeline_cache_data are both given; give one");
+    if (!desc->pipeline_cache_data != !desc->pipeline_cache_size)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "pipeline_cache_data is %s but pipeline_cache_size is %zu",
+                             desc->pipeline_cache_data ? "given" : "NULL", desc->pipeline_cache_size);
+    return VKATTN_OK;
 }
 
 vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, const vka_faults *faults,
@@ -325,7 +339,9 @@ vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, co
     if ((unsigned)desc->validation > VKATTN_VALIDATION_OFF)
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "validation %d is not a vkattn_validation",
                              (int)desc->validation);
-    vkattn_status status = vka_loader_init(error);
+    vkattn_status status = check_pipeline_cache_options(desc, error);
+    if (status != VKATTN_OK) return status;
+    status = vka_loader_init(error);
     if (status != VKATTN_OK) return status;
 
     vkattn_context *ctx = context_alloc(faults);
@@ -384,7 +400,7 @@ static vkattn_status check_external(const vkattn_external_device *ext, vkattn_co
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
                              "%s: options.device and options.validation do not apply to an application's device (its "
                              "validation layers are its own)", fn);
-    return VKATTN_OK;
+    return o ? check_pipeline_cache_options(o, error) : VKATTN_OK;
 }
 
 vkattn_status vka_context_create_external_with_faults(const vkattn_external_device *ext, const vka_faults *faults,
@@ -515,5 +531,41 @@ vkattn_status vkattn_context_device(const vkattn_context *ctx, vkattn_device_inf
 }
 
 uint32_t vkattn_context_validation_messages(const vkattn_context *ctx) { return ctx ? ctx->validation_messages : 0; }
+
+vkattn_status vkattn_context_pipeline_cache_info(const vkattn_context *ctx, vkattn_pipeline_cache_info *out)
+{
+    if (!ctx || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
+    const vka_pipeline_cache *cache = &ctx->pipelines;
+    *out = (vkattn_pipeline_cache_info){.state = cache->state, .loaded_bytes = cache->loaded_bytes,
+                                        .pipelines = cache->count, .has_file = cache->path != NULL};
+    memcpy(out->note, cache->note, sizeof out->note);
+    return VKATTN_OK;
+}
+
+static vkattn_status pipeline_cache_data(vkattn_context *ctx, void *data, size_t *size)
+{
+    if (!size)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_context_pipeline_cache_data: size is NULL");
+    vkattn_status status = vka_check_alive(&ctx->dev);
+    return status != VKATTN_OK ? status : vka_pipeline_cache_data(&ctx->dev, &ctx->pipelines, data, size);
+}
+
+vkattn_status vkattn_context_pipeline_cache_data(vkattn_context *ctx, void *data, size_t *size)
+{
+    if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(ctx, pipeline_cache_data(ctx, data, size));
+}
+
+static vkattn_status save_pipeline_cache(vkattn_context *ctx)
+{
+    vkattn_status status = vka_check_alive(&ctx->dev);
+    return status != VKATTN_OK ? status : vka_pipeline_cache_save(&ctx->dev, &ctx->pipelines);
+}
+
+vkattn_status vkattn_context_save_pipeline_cache(vkattn_context *ctx)
+{
+    if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(ctx, save_pipeline_cache(ctx));
+}
 
 int vkattn_context_validation_enabled(const vkattn_context *ctx) { return ctx ? ctx->validation_enabled : 0; }

@@ -1,17 +1,251 @@
+/* The pipelines of a context, and the VkPipelineCache behind them: read from a file or the
+ * caller's data at creation, written back to the file when pipelines were created.
+ *
+ * Pipeline cache data (the file's bytes, and what vkattn_context_pipeline_cache_data gives):
+ *
+ *   offset  bytes
+ *        0      8  "VKATTNPC"                              magic
+ *        8      4  1                                       format version
+ *       12      4  32                                      bytes of this header
+ *       16      8  n                                       bytes of Vulkan data that follow
+ *       24      8  64-bit FNV-1a of those n bytes          (a torn or corrupt file shows here)
+ *       32      n  what vkGetPipelineCacheData returned, starting with the Vulkan header
+ *                  (VkPipelineCacheHeaderVersionOne): headerSize 4, headerVersion 4, vendorID 4,
+ *                  deviceID 4, pipelineCacheUUID 16
+ *
+ * Every integer is little-endian (as Vulkan defines its own header). Nothing reaches the driver
+ * before vka_pipeline_cache_check has passed it. */
+#define _POSIX_C_SOURCE 200809L /* open, fstat, fsync, rename over a file, getpid */
+
 #include "pipeline_cache.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#define MAGIC "VKATTNPC"
+#define FORMAT_VERSION 1u
+#define VK_HEADER_BYTES 32u /* sizeof(VkPipelineCacheHeaderVersionOne) */
 
-vkattn_status vka_pipeline_cache_init(vka_device *dev, vka_pipeline_cache *cache)
+static uint32_t get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_u64(const uint8_t *p) { return get_u32(p) | (uint64_t)get_u32(p + 4) << 32; }
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> 8 * i);
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    put_u32(p, (uint32_t)v);
+    put_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+uint64_t vka_pipeline_cache_checksum(const uint8_t *bytes, size_t size)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < size; i++) h = (h ^ bytes[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void write_uuid(char *dst, const uint8_t uuid[VK_UUID_SIZE])
+{
+    for (unsigned i = 0; i < VK_UUID_SIZE; i++) snprintf(dst + 2 * i, 3, "%02x", uuid[i]);
+}
+
+/* The Vulkan header's checks: the spec leaves a cache from another device, driver or driver
+ * version to each driver to detect, and not every driver has been careful. */
+static int check_vulkan_header(const uint8_t *vk, uint64_t n, const VkPhysicalDeviceProperties *props, char *why,
+                               size_t why_size)
+{
+    if (n < VK_HEADER_BYTES) {
+        snprintf(why, why_size, "its Vulkan data (%llu bytes) is shorter than a Vulkan pipeline cache header",
+                 (unsigned long long)n);
+        return 0;
+    }
+    uint32_t header_size = get_u32(vk), version = get_u32(vk + 4), vendor = get_u32(vk + 8), device = get_u32(vk + 12);
+    if (header_size < VK_HEADER_BYTES || header_size > n) {
+        snprintf(why, why_size, "corrupt: Vulkan headerSize %u (at least 32 and at most the data's %llu bytes)",
+                 header_size, (unsigned long long)n);
+        return 0;
+    }
+    if (version != VK_PIPELINE_CACHE_HEADER_VERSION_ONE) {
+        snprintf(why, why_size, "Vulkan headerVersion %u, not VK_PIPELINE_CACHE_HEADER_VERSION_ONE", version);
+        return 0;
+    }
+    if (vendor != props->vendorID || device != props->deviceID) {
+        snprintf(why, why_size,
+                 "made by another device (vendor 0x%x, device 0x%x; this one is vendor 0x%x, device 0x%x)",
+                 vendor, device, props->vendorID, props->deviceID);
+        return 0;
+    }
+    if (memcmp(vk + 16, props->pipelineCacheUUID, VK_UUID_SIZE) != 0) {
+        char theirs[2 * VK_UUID_SIZE + 1], ours[2 * VK_UUID_SIZE + 1];
+        write_uuid(theirs, vk + 16);
+        write_uuid(ours, props->pipelineCacheUUID);
+        snprintf(why, why_size, "made by another driver or driver version (pipelineCacheUUID %s; this one is %s)",
+                 theirs, ours);
+        return 0;
+    }
+    return 1;
+}
+
+int vka_pipeline_cache_check(const uint8_t *data, size_t size, const VkPhysicalDeviceProperties *props, char *why,
+                             size_t why_size)
+{
+    if (size == 0) {
+        snprintf(why, why_size, "empty");
+        return 0;
+    }
+    if (size > VKA_PIPELINE_CACHE_MAX_BYTES) {
+        snprintf(why, why_size, "%zu bytes, more than the %zu MiB a pipeline cache may have", size,
+                 VKA_PIPELINE_CACHE_MAX_BYTES >> 20);
+        return 0;
+    }
+    if (size < 8 || memcmp(data, MAGIC, 8) != 0) {
+        snprintf(why, why_size, "not vkattn pipeline cache data (it does not start with \"" MAGIC "\")");
+        return 0;
+    }
+    if (size < VKA_PIPELINE_CACHE_HEADER_BYTES) {
+        snprintf(why, why_size, "truncated: %zu bytes, shorter than vkattn's %d-byte header", size,
+                 VKA_PIPELINE_CACHE_HEADER_BYTES);
+        return 0;
+    }
+    uint32_t version = get_u32(data + 8), header_bytes = get_u32(data + 12);
+    if (version != FORMAT_VERSION || header_bytes != VKA_PIPELINE_CACHE_HEADER_BYTES) {
+        snprintf(why, why_size, "format version %u with a %u-byte header; this vkattn reads version %u", version,
+                 header_bytes, FORMAT_VERSION);
+        return 0;
+    }
+    uint64_t announced = get_u64(data + 16), present = size - VKA_PIPELINE_CACHE_HEADER_BYTES;
+    if (announced != present) {
+        snprintf(why, why_size, "%s: %llu bytes of Vulkan data where its header announces %llu",
+                 present < announced ? "truncated" : "corrupt", (unsigned long long)present,
+                 (unsigned long long)announced);
+        return 0;
+    }
+    const uint8_t *vk = data + VKA_PIPELINE_CACHE_HEADER_BYTES;
+    if (vka_pipeline_cache_checksum(vk, present) != get_u64(data + 24)) {
+        snprintf(why, why_size, "corrupt: the checksum of its %llu bytes of Vulkan data does not match",
+                 (unsigned long long)present);
+        return 0;
+    }
+    return check_vulkan_header(vk, present, props, why, why_size);
+}
+
+/* Reads the cache file into *out (vka_malloc'ed) or says in cache->note why not. Only running out
+ * of memory is a failure: a file that cannot be read is a note, since no cache was ever needed. */
+static vkattn_status read_file(vka_device *dev, vka_pipeline_cache *cache, uint8_t **out, size_t *size)
+{
+    const char *path = cache->path;
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        cache->state = e == ENOENT ? VKATTN_PIPELINE_CACHE_NEW_FILE : VKATTN_PIPELINE_CACHE_IGNORED;
+        if (e == ENOENT)
+            snprintf(cache->note, sizeof cache->note, "%s does not exist yet: it is written when the context saves",
+                     path);
+        else
+            snprintf(cache->note, sizeof cache->note, "ignored %s: cannot open it: %s", path, strerror(e));
+        return VKATTN_OK;
+    }
+    const char *problem = NULL;
+    char too_large[96];
+    struct stat st;
+    int e = 0;
+    if (fstat(fd, &st) != 0) e = errno;
+    else if (!S_ISREG(st.st_mode)) problem = "not a regular file";
+    else if (st.st_size == 0) problem = "empty";
+    else if ((unsigned long long)st.st_size > VKA_PIPELINE_CACHE_MAX_BYTES) {
+        snprintf(too_large, sizeof too_large, "%llu bytes, more than the %zu MiB a pipeline cache may have",
+                 (unsigned long long)st.st_size, VKA_PIPELINE_CACHE_MAX_BYTES >> 20);
+        problem = too_large;
+    }
+    uint8_t *bytes = NULL;
+    size_t got = 0;
+    if (!e && !problem) {
+        size_t want = (size_t)st.st_size;
+        bytes = vka_malloc(&dev->faults, want);
+        if (!bytes) {
+            close(fd);
+            return vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory reading the pipeline cache %s", path);
+        }
+        /* A file that shrank meanwhile reads short: the size check then tells it is truncated. */
+        while (got < want) {
+            ssize_t n = read(fd, bytes + got, want - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) e = errno;
+            if (n <= 0) break;
+            got += (size_t)n;
+        }
+    }
+    close(fd);
+    if (e || problem) {
+        free(bytes);
+        cache->state = VKATTN_PIPELINE_CACHE_IGNORED;
+        snprintf(cache->note, sizeof cache->note, "ignored %s: %s%s", path, problem ? problem : "cannot read it: ",
+                 problem ? "" : strerror(e));
+        return VKATTN_OK;
+    }
+    *out = bytes;
+    *size = got;
+    return VKATTN_OK;
+}
+
+static char *copy_string(vka_faults *faults, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *copy = vka_malloc(faults, n);
+    if (copy) memcpy(copy, s, n);
+    return copy;
+}
+
+vkattn_status vka_pipeline_cache_init(vka_device *dev, vka_pipeline_cache *cache, const char *path, const void *data,
+                                      size_t size)
 {
     vkattn_status status = VKATTN_OK;
+    uint8_t *file = NULL;
     memset(cache, 0, sizeof *cache);
+    if (!path && !data && (path = getenv("VKATTN_PIPELINE_CACHE")) && !*path) path = NULL;
+    snprintf(cache->note, sizeof cache->note, "none");
+    if (path) {
+        if (!(cache->path = copy_string(&dev->faults, path))) {
+            status = vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the pipeline cache path");
+            goto fail;
+        }
+        VKA_TRY(read_file(dev, cache, &file, &size));
+        data = file;
+    }
     VkPipelineCacheCreateInfo info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    if (data) {
+        char why[400];
+        const char *source = path ? path : "pipeline_cache_data";
+        if (vka_pipeline_cache_check(data, size, &dev->caps.props, why, sizeof why)) {
+            info.initialDataSize = size - VKA_PIPELINE_CACHE_HEADER_BYTES;
+            info.pInitialData = (const uint8_t *)data + VKA_PIPELINE_CACHE_HEADER_BYTES;
+            cache->state = VKATTN_PIPELINE_CACHE_LOADED;
+            cache->loaded_bytes = size;
+            snprintf(cache->note, sizeof cache->note, "loaded %zu bytes from %s", size, source);
+            cache->file_known = path != NULL;
+            cache->file_size = info.initialDataSize;
+            cache->file_checksum = get_u64((const uint8_t *)data + 24);
+        } else {
+            cache->state = VKATTN_PIPELINE_CACHE_IGNORED;
+            snprintf(cache->note, sizeof cache->note, "ignored %s: %s", source, why);
+        }
+    }
     VKA_VK(dev, dev->vk.vkCreatePipelineCache(dev->device, &info, NULL, &cache->vk_cache));
 fail:
+    free(file);
     return status;
 }
 
@@ -26,10 +260,112 @@ static void destroy_pipeline(vka_device *dev, vka_pipeline *p)
 
 void vka_pipeline_cache_destroy(vka_device *dev, vka_pipeline_cache *cache)
 {
+    /* Best effort: nobody is left to tell of a failure (vkattn_context_save_pipeline_cache is). */
+    if (cache->vk_cache && !dev->lost) vka_pipeline_cache_save(dev, cache);
     for (uint32_t i = 0; i < cache->count; i++) destroy_pipeline(dev, cache->items[i]);
     free(cache->items);
     if (cache->vk_cache) dev->vk.vkDestroyPipelineCache(dev->device, cache->vk_cache, NULL);
+    free(cache->path);
     memset(cache, 0, sizeof *cache);
+}
+
+/* The driver's data behind vkattn's header: with `data` NULL sets *size to the bytes it has; else
+ * writes at most *size bytes and sets *size to those written. */
+static vkattn_status get_vulkan_data(vka_device *dev, vka_pipeline_cache *cache, uint8_t *data, size_t *size)
+{
+    vkattn_status status = VKATTN_OK;
+    VKA_VK(dev, dev->vk.vkGetPipelineCacheData(dev->device, cache->vk_cache, size, data));
+fail:
+    return status;
+}
+
+/* vkattn's header for `n` bytes of Vulkan data at header + VKA_PIPELINE_CACHE_HEADER_BYTES. */
+static void write_header(uint8_t *header, uint64_t n)
+{
+    memcpy(header, MAGIC, 8);
+    put_u32(header + 8, FORMAT_VERSION);
+    put_u32(header + 12, VKA_PIPELINE_CACHE_HEADER_BYTES);
+    put_u64(header + 16, n);
+    put_u64(header + 24, vka_pipeline_cache_checksum(header + VKA_PIPELINE_CACHE_HEADER_BYTES, n));
+}
+
+vkattn_status vka_pipeline_cache_data(vka_device *dev, vka_pipeline_cache *cache, void *data, size_t *size)
+{
+    vkattn_status status = VKATTN_OK;
+    size_t vk_size = 0;
+    VKA_TRY(get_vulkan_data(dev, cache, NULL, &vk_size));
+    size_t need = VKA_PIPELINE_CACHE_HEADER_BYTES + vk_size;
+    if (!data) {
+        *size = need;
+        return VKATTN_OK;
+    }
+    if (*size < need)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "vkattn_context_pipeline_cache_data: a %zu-byte buffer, the data needs %zu", *size, need);
+    /* The driver writes at most vk_size bytes, all of them unless the cache changed meanwhile. */
+    uint8_t *bytes = data;
+    VKA_TRY(get_vulkan_data(dev, cache, bytes + VKA_PIPELINE_CACHE_HEADER_BYTES, &vk_size));
+    write_header(bytes, vk_size);
+    *size = VKA_PIPELINE_CACHE_HEADER_BYTES + vk_size;
+fail:
+    return status;
+}
+
+/* Writes `bytes` to a new file beside `path`, flushed to disk, then renames it over `path`: a
+ * reader sees the old file or the new one, never a torn one, whatever crashes or races. */
+static vkattn_status replace_file(vka_device *dev, const char *path, const uint8_t *bytes, size_t size)
+{
+    size_t cap = strlen(path) + 48;
+    char *tmp = vka_malloc(&dev->faults, cap);
+    if (!tmp) return vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory saving the pipeline cache %s", path);
+    int fd = -1;
+    /* Unique among processes (pid) and among the contexts of one process (attempts). */
+    for (unsigned attempt = 0; attempt < 64 && fd < 0; attempt++) {
+        snprintf(tmp, cap, "%s.%ld-%u.tmp", path, (long)getpid(), attempt);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    const char *step = "cannot create a temporary file beside it";
+    int e = fd < 0 ? errno : 0;
+    for (size_t done = 0; !e && done < size;) {
+        ssize_t n = write(fd, bytes + done, size - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) e = n < 0 ? errno : EIO, step = "cannot write the temporary file";
+        else done += (size_t)n;
+    }
+    if (!e && fsync(fd) != 0) e = errno, step = "cannot flush the temporary file";
+    if (fd >= 0 && close(fd) != 0 && !e) e = errno, step = "cannot close the temporary file";
+    if (!e && rename(tmp, path) != 0) e = errno, step = "cannot rename the temporary file over it";
+    if (e && fd >= 0) unlink(tmp);
+    free(tmp);
+    if (e) return vka_fail(dev, VKATTN_ERROR_IO, "pipeline cache %s: %s: %s", path, step, strerror(e));
+    return VKATTN_OK;
+}
+
+vkattn_status vka_pipeline_cache_save(vka_device *dev, vka_pipeline_cache *cache)
+{
+    if (!cache->path || !cache->dirty) return VKATTN_OK;
+    vkattn_status status = VKATTN_OK;
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    VKA_TRY(vka_pipeline_cache_data(dev, cache, NULL, &size));
+    if (!(bytes = vka_malloc(&dev->faults, size))) {
+        status = vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory saving the pipeline cache %s",
+                          cache->path);
+        goto fail;
+    }
+    VKA_TRY(vka_pipeline_cache_data(dev, cache, bytes, &size));
+    uint64_t n = size - VKA_PIPELINE_CACHE_HEADER_BYTES, checksum = get_u64(bytes + 24);
+    /* Pipelines the driver already had (from the file) change nothing: the file stays as it is. */
+    if (!cache->file_known || cache->file_size != n || cache->file_checksum != checksum)
+        VKA_TRY(replace_file(dev, cache->path, bytes, size));
+    cache->dirty = 0;
+    cache->file_known = 1;
+    cache->file_size = n;
+    cache->file_checksum = checksum;
+fail:
+    free(bytes);
+    return status;
 }
 
 static vkattn_status create_pipeline(vka_device *dev, VkPipelineCache vk_cache, vka_kernel kernel, int f16_out,
@@ -138,6 +474,7 @@ vkattn_status vka_pipeline_get(vka_device *dev, vka_pipeline_cache *cache, vka_k
         return status;
     }
     cache->items[cache->count++] = p;
+    cache->dirty = 1;
     *out = p;
     return VKATTN_OK;
 }
