@@ -4,8 +4,9 @@
 # temporary copy of its committed seed corpus and regression inputs (so the committed corpus does
 # not grow), prints per target the executions, the corpus size and the crashes found, and exits
 # non-zero if any target crashed, hung, leaked or ran out of memory. Crash inputs are kept in
-# build-fuzz/artifacts/<target>/; minimise one with `build-fuzz/fuzz_<target> -minimize_crash=1
-# -runs=10000 FILE`, and once the bug is fixed add it to tests/fuzz/regressions/<target>/.
+# build-fuzz/artifacts/<target>/; minimise one with `build-fuzz/vkattn_fuzz_<target>
+# -minimize_crash=1 -runs=10000 FILE`, and once the bug is fixed add it to
+# tests/fuzz/regressions/<target>/.
 #
 # usage: tools/run-fuzz.sh [TARGET...]     TARGET: npy, safetensors, bench_json (default: all)
 # env:   VKATTN_FUZZ_SECONDS  seconds per target (default 20)
@@ -37,7 +38,7 @@ command -v ninja >/dev/null && [ ! -f "$build/CMakeCache.txt" ] && generator=(-G
 mkdir -p "$build"
 if ! { cmake -S tests/fuzz -B "$build" ${generator[@]+"${generator[@]}"} -DCMAKE_C_COMPILER="${CC:-clang}" \
          -DVKATTN_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug &&
-       cmake --build "$build" -j "$(getconf _NPROCESSORS_ONLN)" --target "${targets[@]/#/fuzz_}"; } \
+       cmake --build "$build" -j "$(getconf _NPROCESSORS_ONLN)" --target "${targets[@]/#/vkattn_fuzz_}"; } \
      >"$build/build.log" 2>&1; then
   echo "run-fuzz: building the fuzz targets failed; the end of $build/build.log:" >&2
   tail -40 "$build/build.log" >&2
@@ -63,7 +64,7 @@ for t in "${targets[@]}"; do
   # -close_fd_mask=2: the targets' own stderr (bench_compare's messages) is dropped; libFuzzer and
   # the sanitizers still report on the original stderr, which goes to the log.
   rc=0
-  "$build/fuzz_$t" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -close_fd_mask=2 \
+  "$build/vkattn_fuzz_$t" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -close_fd_mask=2 \
     -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
@@ -75,7 +76,7 @@ for t in "${targets[@]}"; do
   printf '%-12s %12s %10s %22s %8s\n' "$t" "${execs:-?}" "${rate:-?}" "$seeds -> $files files, ${size:-?}" "$crashes"
   if [ $rc -ne 0 ]; then
     failed+=("$t")
-    echo "---- fuzz_$t failed (exit $rc); the end of $log:"
+    echo "---- vkattn_fuzz_$t failed (exit $rc); the end of $log:"
     grep -v '^#[0-9]' "$log" | tail -40
     echo "---- inputs: $(find "$artifacts" -type f -newer "$work/$t.started" | tr '\n' ' ')"
   fi
