@@ -40,7 +40,7 @@ static int run_cmd(int (*cmd)(int, char **), const char **args)
 {
     int argc = 0;
     while (args[argc]) argc++;
-    printf("$ vkattn %s", cmd == cmd_run ? "run" : cmd == cmd_bench ? "bench" : "demo");
+    printf("$ vkattn %s", cmd == cmd_run ? "run" : cmd == cmd_bench ? "bench" : cmd == cmd_overhead ? "overhead" : "demo");
     for (int i = 0; i < argc; i++) printf(" %s", args[i]);
     printf("\n");
     return capture(cmd, argc, (char **)args);
@@ -683,6 +683,20 @@ static void test_demo(int fp16)
     CHECK_SAID("--dtype takes f32 or f16");
 }
 
+/* overhead runs the same stack blocking and as one submission; it fails (exit 1) when the two
+ * outputs differ in any bit, and refuses bad counts. */
+static void test_overhead(void)
+{
+    CHECK(run_cmd(cmd_overhead, (const char *[]){"--layers", "3", "--rounds", "2", "--embed", "16", "--heads", "2",
+                                                 NULL}) == CLI_EXIT_OK);
+    CHECK_SAID("one submission of 3");
+    CHECK_SAID("outputs identical: yes");
+    CHECK(run_cmd(cmd_overhead, (const char *[]){"--layers", "0", NULL}) == CLI_EXIT_USAGE);
+    CHECK(run_cmd(cmd_overhead, (const char *[]){"--embed", "30", "--heads", "4", "--rounds", "1", NULL}) ==
+          CLI_EXIT_FAILURE);
+    CHECK_SAID("divisible");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -713,6 +727,7 @@ int main(int argc, char **argv)
         RUN_TEST_WITH(test_input_kinds, &fx);
         RUN_TEST_WITH(test_outputs_checked_first, &fx);
         RUN_TEST(test_device_choice);
+        RUN_TEST(test_overhead);
     }
     fixture_close(&fx);
     test_tmp_remove();

@@ -29,6 +29,7 @@ int cmd_demo(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_peak(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_overhead(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
 int cmd_heatmap(int argc, char **argv);
 

@@ -16,6 +16,7 @@ static const subcommand subcommands[] = {
     {"run", cmd_run, "run a forward on .npy inputs with safetensors weights"},
     {"peak", cmd_peak, "measure this device's fp32/fp16 FMA throughput and memory bandwidth"},
     {"bench", cmd_bench, "time forwards over a sweep of shapes, per stage, against the measured peak"},
+    {"overhead", cmd_overhead, "host time per forward: blocking forwards against one submission of a layer stack"},
     {"heads", cmd_heads, "rank heads by importance (ablation); --prune K writes a head mask and measures it"},
     {"heatmap", cmd_heatmap, "draw per-head attention weights as a PNG heatmap grid"},
 };
