@@ -25,7 +25,7 @@ other=$(grep -v '^vkattn_' <<<"$in_shared" || true)
 [ -z "$other" ] || problem "libvkattn.so exports $(wc -l <<<"$other") other symbols, e.g. $(head -3 <<<"$other" | tr '\n' ' ')"
 [ "$versions" = "VKATTN_$major" ] || problem "libvkattn.so's symbol versions: $(tr '\n' ' ' <<<"$versions")"
 for lib in archive shared; do
-  eval "names=\$in_$lib"
+  if [ "$lib" = archive ]; then names=$in_archive; else names=$in_shared; fi
   missing=$(comm -23 <(echo "$declared") <(echo "$names"))
   extra=$(comm -13 <(echo "$declared") <(grep '^vkattn_' <<<"$names" || true))
   [ -z "$missing" ] || problem "$lib lacks declared functions: $(tr '\n' ' ' <<<"$missing")"
