@@ -107,8 +107,9 @@ pkg-config)
 
 subdirectory)
   source=$1 work=$2 cc=$3 generator=$4
-  # Kept between runs (its build of vkattn is the slow part): CMake rebuilds what changed, and
-  # reruns the configure-time checks when any CMakeLists.txt changes.
+  # The build is kept between runs (its build of vkattn is the slow part), the cache is not: the
+  # configure-time checks compare the cache before and after add_subdirectory.
+  rm -f "$work/CMakeCache.txt"
   cmake -S "$source/tests/consumer" -B "$work" -G "$generator" -DCMAKE_C_COMPILER="$cc" \
         -DVKATTN_CONSUMER_MODE=subdirectory -DVKATTN_SOURCE_DIR="$source" -DCMAKE_BUILD_TYPE=Debug
   cmake --build "$work" -j "$jobs"
