@@ -365,6 +365,8 @@ typedef struct vkattn_layer_desc {
     vkattn_dtype storage; /* 0 = F32. F16 stores weights and activations (Q, K, V, the attention
                              output) as fp16 and accumulates in fp32; falls back to F32 on devices
                              without storageBuffer16BitAccess (vkattn_layer_get_desc tells). */
+    uint32_t num_kv_heads; /* H_kv, key/value heads (grouped-query attention); 0 = H. Not yet
+                              implemented: a value other than 0 or H is VKATTN_ERROR_UNSUPPORTED. */
     const uint8_t *head_mask; /* NULL = every head computed; else H entries, 0 = head pruned: its
                                  Q/K/V projections, scores and context are not computed and its
                                  columns of W_O contribute nothing (as if its context were zero).

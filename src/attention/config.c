@@ -61,6 +61,10 @@ vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_laye
         return vka_error_set(error, VKATTN_ERROR_HEADS,
                              "embed_dim %u is not divisible by num_heads %u (head dim would be %.3g)",
                              desc->embed_dim, desc->num_heads, (double)desc->embed_dim / desc->num_heads);
+    if (desc->num_kv_heads != 0 && desc->num_kv_heads != desc->num_heads)
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
+                             "num_kv_heads %u differs from num_heads %u: grouped-query attention is not implemented yet",
+                             desc->num_kv_heads, desc->num_heads);
     if (desc->storage != VKATTN_DTYPE_F32 && desc->storage != VKATTN_DTYPE_F16)
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "storage must be F32 or F16, not %s",
                              vkattn_dtype_name(desc->storage));
