@@ -137,11 +137,12 @@ static void outputs_written(const vka_args *a)
         if (a->v[i].given && vka_arg_get((vka_arg)i)->output) ((vkattn_tensor *)a->v[i].tensor)->mask_checked = 0;
 }
 
-vkattn_status vka_forward_record(vkattn_layer *layer, const vka_args *a, const vka_problem *p, VkCommandBuffer cmd)
+vkattn_status vka_forward_record(vkattn_layer *layer, const vka_args *a, const vka_problem *p, VkCommandBuffer cmd,
+                                 vkattn_forward_stats *stats)
 {
     vka_buffer *caller[VKA_ROLE_COUNT];
     caller_buffers(a, caller);
-    vkattn_status status = vka_layer_record(layer, p, caller, cmd);
+    vkattn_status status = vka_layer_record(layer, p, caller, cmd, stats);
     outputs_written(a);
     return status;
 }
@@ -180,7 +181,10 @@ static vkattn_status forward_record(vkattn_layer *layer, const vkattn_forward_de
     if (!cmd) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_forward_record: cmd is VK_NULL_HANDLE");
     if (p.path == VKATTN_PATH_CPU)
         return vka_fail(&layer->ctx->dev, VKATTN_ERROR_UNSUPPORTED, "the CPU path runs on the host: it cannot be recorded");
-    return vka_forward_record(layer, &a, &p, cmd);
+    vkattn_forward_stats stats;
+    status = vka_forward_record(layer, &a, &p, cmd, &stats);
+    if (status == VKATTN_OK) layer->stats = stats;
+    return status;
 }
 
 vkattn_status vkattn_forward_record(vkattn_layer *layer, const vkattn_forward_desc *d, VkCommandBuffer cmd)

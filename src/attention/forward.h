@@ -11,7 +11,8 @@
 vkattn_status vka_forward_check(vkattn_layer *layer, const vkattn_forward_desc *d, const struct vkattn_submission *owner,
                                 vka_args *a, vka_problem *p);
 
-/* Records a checked device forward into `cmd`. */
-vkattn_status vka_forward_record(vkattn_layer *layer, const vka_args *a, const vka_problem *p, VkCommandBuffer cmd);
+/* Records a checked device forward into `cmd` (nothing, on failure); its stats go to *stats. */
+vkattn_status vka_forward_record(vkattn_layer *layer, const vka_args *a, const vka_problem *p, VkCommandBuffer cmd,
+                                 vkattn_forward_stats *stats);
 
 #endif

@@ -268,6 +268,8 @@ void vkattn_layer_destroy(vkattn_layer *layer)
     free(layer->head_active);
     free(layer->host_block);
     free(layer->ticks);
+    free(layer->step_sets);
+    free(layer->step_pipelines);
     free(layer);
 }
 

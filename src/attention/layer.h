@@ -24,6 +24,9 @@ struct vkattn_layer {
     vka_commands commands;        /* the forward's command buffer and fence */
     VkDescriptorPool descriptor_pool;
     uint32_t descriptor_sets;     /* sets the pool was made for */
+    VkDescriptorSet *step_sets;   /* per plan step: its set (dispatch steps), made before recording */
+    const vka_pipeline **step_pipelines; /* per plan step: its pipeline (dispatch steps) */
+    uint32_t step_capacity;
 
     vka_plan plan;                /* reused across forwards */
 
@@ -43,8 +46,10 @@ vka_plan_limits vka_layer_plan_limits(const vkattn_context *ctx);
  * it into the layer's command buffer, submits and waits. */
 vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffer *caller[VKA_ROLE_COUNT]);
 /* Records it into `cmd` (begun, someone else's to submit); the layer's workspace and descriptor
- * sets are then in use until that submission completes. */
+ * sets are then in use until that submission completes. On failure nothing was recorded into
+ * `cmd`. The forward's stats go to *stats, not to the layer: the caller sets layer->stats once
+ * the whole recording or submission has succeeded. */
 vkattn_status vka_layer_record(vkattn_layer *layer, const vka_problem *p, vka_buffer *caller[VKA_ROLE_COUNT],
-                               VkCommandBuffer cmd);
+                               VkCommandBuffer cmd, vkattn_forward_stats *stats);
 
 #endif

@@ -75,9 +75,11 @@ static vka_view_format view_format(const vka_plan *plan, vka_role role, uint8_t 
     return half ? VKA_VIEW_R16F : VKA_VIEW_R32F;
 }
 
-/* One step's bindings: each role's buffer, through the plan's window, in the role's view format. */
-static vkattn_status record_step(vkattn_layer *layer, VkCommandBuffer cmd, const vka_plan *plan, const vka_step *step,
-                                 const vka_pipeline *pipeline, vka_buffer *const bound[VKA_ROLE_COUNT])
+/* One step's descriptor set: each role's buffer, through the plan's window, in the role's view
+ * format. */
+static vkattn_status make_step_set(vkattn_layer *layer, const vka_plan *plan, const vka_step *step,
+                                   const vka_pipeline *pipeline, vka_buffer *const bound[VKA_ROLE_COUNT],
+                                   VkDescriptorSet *out)
 {
     vka_binding bindings[VKA_MAX_BINDINGS];
     for (uint32_t i = 0; i < step->binding_count; i++) {
@@ -87,8 +89,33 @@ static vkattn_status record_step(vkattn_layer *layer, VkCommandBuffer cmd, const
         bindings[i] = (vka_binding){bound[bind->role], none ? 0 : bind->offset, none ? 0 : bind->range,
                                     view_format(plan, bind->role, bind->view)};
     }
-    return vka_record_dispatch(&layer->ctx->dev, cmd, layer->descriptor_pool, pipeline, bindings,
-                               &step->push, step->groups);
+    return vka_descriptor_set_make(&layer->ctx->dev, layer->descriptor_pool, pipeline, bindings, out);
+}
+
+/* Every dispatch step's pipeline (compiled now if new) and descriptor set, so that recording
+ * itself cannot fail halfway through someone's command buffer. */
+static vkattn_status make_step_sets(vkattn_layer *layer, const vka_plan *plan, vka_buffer *const bound[VKA_ROLE_COUNT])
+{
+    vkattn_context *ctx = layer->ctx;
+    vkattn_status status = VKATTN_OK;
+    if (layer->step_capacity < plan->step_count) {
+        uint32_t n = plan->step_count;
+        VkDescriptorSet *sets = vka_realloc(&ctx->dev.faults, layer->step_sets, n * sizeof *sets);
+        if (sets) layer->step_sets = sets;
+        const vka_pipeline **pipes = sets ? vka_realloc(&ctx->dev.faults, layer->step_pipelines, n * sizeof *pipes) : NULL;
+        if (pipes) layer->step_pipelines = pipes;
+        if (!sets || !pipes) return vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory recording a forward");
+        layer->step_capacity = n;
+    }
+    for (uint32_t i = 0; i < plan->step_count; i++) {
+        const vka_step *step = &plan->steps[i];
+        if (step->kind != VKA_STEP_DISPATCH) continue;
+        VKA_TRY(vka_pipeline_get(&ctx->dev, &ctx->pipelines, step->kernel, step->f16_out, step->spec,
+                                 &layer->step_pipelines[i]));
+        VKA_TRY(make_step_set(layer, plan, step, layer->step_pipelines[i], bound, &layer->step_sets[i]));
+    }
+fail:
+    return status;
 }
 
 static double now_ms(void)
@@ -143,8 +170,8 @@ fail:
 }
 
 /* Copies regions (in elements of the destination) from bind[0] to bind[1]. */
-static vkattn_status record_copy(vkattn_layer *layer, VkCommandBuffer cmd, const vka_plan *plan, const vka_step *step,
-                                 vka_buffer *const bound[VKA_ROLE_COUNT])
+static void record_copy(vkattn_layer *layer, VkCommandBuffer cmd, const vka_plan *plan, const vka_step *step,
+                        vka_buffer *const bound[VKA_ROLE_COUNT])
 {
     VkBufferCopy regions[8];
     vka_role src = step->bind[0].role, dst = step->bind[1].role;
@@ -159,15 +186,14 @@ static vkattn_status record_copy(vkattn_layer *layer, VkCommandBuffer cmd, const
         layer->ctx->dev.vk.vkCmdCopyBuffer(cmd, bound[src]->buffer, bound[dst]->buffer, n, regions);
         done += n;
     }
-    return VKATTN_OK;
 }
 
-/* Records the plan's steps into `cmd` (already begun), with a timestamp around each when timed. */
-static vkattn_status record_plan(vkattn_layer *layer, VkCommandBuffer cmd, const vka_plan *plan,
-                                 vka_buffer *const bound[VKA_ROLE_COUNT], int timed)
+/* Records the plan's steps into `cmd` (already begun), with a timestamp around each when timed.
+ * Everything that can fail happened in prepare(). */
+static void record_plan(vkattn_layer *layer, VkCommandBuffer cmd, const vka_plan *plan,
+                        vka_buffer *const bound[VKA_ROLE_COUNT], int timed)
 {
     vkattn_context *ctx = layer->ctx;
-    vkattn_status status = VKATTN_OK;
     const VkPipelineStageFlagBits after_all = VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT;
     if (timed) {
         ctx->dev.vk.vkCmdResetQueryPool(cmd, layer->query_pool, 0, plan->step_count + 1);
@@ -180,21 +206,19 @@ static vkattn_status record_plan(vkattn_layer *layer, VkCommandBuffer cmd, const
             const vka_buffer *b = bound[step->bind[0].role];
             ctx->dev.vk.vkCmdFillBuffer(cmd, b->buffer, b->base, b->size, 0);
         } else if (step->kind == VKA_STEP_COPY) {
-            VKA_TRY(record_copy(layer, cmd, plan, step, bound));
+            record_copy(layer, cmd, plan, step, bound);
         } else {
-            const vka_pipeline *pipeline;
-            VKA_TRY(vka_pipeline_get(&ctx->dev, &ctx->pipelines, step->kernel, step->f16_out, step->spec, &pipeline));
-            VKA_TRY(record_step(layer, cmd, plan, step, pipeline, bound));
+            vka_record_dispatch_set(&ctx->dev, cmd, layer->step_pipelines[i], layer->step_sets[i], &step->push,
+                                    step->groups);
         }
         if (timed) ctx->dev.vk.vkCmdWriteTimestamp(cmd, after_all, layer->query_pool, i + 1);
     }
-fail:
-    return status;
 }
 
 /* Plans `p` into the layer and gets what recording it needs ready: the workspace, the descriptor
- * pool, the query pool when timed, and every role's buffer in `bound` (the caller's tensors, the
- * layer's own buffers, or the placeholder). Starts the stats of the forward. */
+ * pool and every step's set and pipeline, the query pool when timed, and every role's buffer in
+ * `bound` (the caller's tensors, the layer's own buffers, or the placeholder). Starts the stats
+ * of the forward. */
 static vkattn_status prepare(vkattn_layer *layer, const vka_problem *p, vka_buffer *caller[VKA_ROLE_COUNT],
                              int timed, vka_buffer *bound[VKA_ROLE_COUNT], vkattn_forward_stats *stats)
 {
@@ -217,6 +241,7 @@ static vkattn_status prepare(vkattn_layer *layer, const vka_problem *p, vka_buff
         }
     }
     VKA_TRY(prepare_descriptor_pool(layer, &layer->plan));
+    VKA_TRY(make_step_sets(layer, &layer->plan, bound));
     if (timed) VKA_TRY(prepare_query_pool(layer, layer->plan.step_count + 1));
     *stats = (vkattn_forward_stats){.path = layer->plan.path, .chunks = layer->plan.chunks,
                                     .workspace_bytes = vka_plan_workspace_total(&layer->plan)};
@@ -234,7 +259,7 @@ vkattn_status vka_layer_run(vkattn_layer *layer, const vka_problem *p, vka_buffe
     VKA_TRY(prepare(layer, p, caller, layer->timing, bound, &stats));
     double t0 = now_ms();
     VKA_TRY(vka_commands_begin(&ctx->dev, &layer->commands));
-    VKA_TRY(record_plan(layer, layer->commands.cmd, &layer->plan, bound, layer->timing));
+    record_plan(layer, layer->commands.cmd, &layer->plan, bound, layer->timing);
     double t1 = now_ms();
     VKA_TRY(vka_commands_submit_wait(&ctx->dev, &layer->commands, "a forward"));
     stats.submits = 1;
@@ -247,16 +272,13 @@ fail:
 }
 
 vkattn_status vka_layer_record(vkattn_layer *layer, const vka_problem *p, vka_buffer *caller[VKA_ROLE_COUNT],
-                               VkCommandBuffer cmd)
+                               VkCommandBuffer cmd, vkattn_forward_stats *stats)
 {
-    vkattn_status status = VKATTN_OK;
     vka_buffer *bound[VKA_ROLE_COUNT];
-    vkattn_forward_stats stats;
-    VKA_TRY(prepare(layer, p, caller, 0, bound, &stats));
+    vkattn_status status = prepare(layer, p, caller, 0, bound, stats);
+    if (status != VKATTN_OK) return status;
     double t0 = now_ms();
-    VKA_TRY(record_plan(layer, cmd, &layer->plan, bound, 0));
-    stats.record_ms = now_ms() - t0;
-    layer->stats = stats;
-fail:
-    return status;
+    record_plan(layer, cmd, &layer->plan, bound, 0);
+    stats->record_ms = now_ms() - t0;
+    return VKATTN_OK;
 }

@@ -18,9 +18,8 @@ fail:
     return status;
 }
 
-vkattn_status vka_record_dispatch(vka_device *dev, VkCommandBuffer cmd, VkDescriptorPool pool,
-                                  const vka_pipeline *pipeline, const vka_binding *bindings, const void *push,
-                                  const uint32_t groups[3])
+vkattn_status vka_descriptor_set_make(vka_device *dev, VkDescriptorPool pool, const vka_pipeline *pipeline,
+                                      const vka_binding *bindings, VkDescriptorSet *out)
 {
     vkattn_status status = VKATTN_OK;
     VkDescriptorSetAllocateInfo alloc = {
@@ -54,11 +53,27 @@ vkattn_status vka_record_dispatch(vka_device *dev, VkCommandBuffer cmd, VkDescri
         }
     }
     dev->vk.vkUpdateDescriptorSets(dev->device, pipeline->bindings.count, writes, 0, NULL);
+    *out = set;
+fail:
+    return status;
+}
+
+void vka_record_dispatch_set(vka_device *dev, VkCommandBuffer cmd, const vka_pipeline *pipeline, VkDescriptorSet set,
+                             const void *push, const uint32_t groups[3])
+{
     dev->vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->pipeline);
     dev->vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->layout, 0, 1, &set, 0, NULL);
     dev->vk.vkCmdPushConstants(cmd, pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, pipeline->push_size, push);
     dev->vk.vkCmdDispatch(cmd, groups[0], groups[1], groups[2]);
-fail:
+}
+
+vkattn_status vka_record_dispatch(vka_device *dev, VkCommandBuffer cmd, VkDescriptorPool pool,
+                                  const vka_pipeline *pipeline, const vka_binding *bindings, const void *push,
+                                  const uint32_t groups[3])
+{
+    VkDescriptorSet set;
+    vkattn_status status = vka_descriptor_set_make(dev, pool, pipeline, bindings, &set);
+    if (status == VKATTN_OK) vka_record_dispatch_set(dev, cmd, pipeline, set, push, groups);
     return status;
 }
 

@@ -18,8 +18,14 @@ typedef struct vka_binding {
 /* A descriptor pool for `sets` dispatches of up to VKA_MAX_BINDINGS bindings each. */
 vkattn_status vka_descriptor_pool_create(vka_device *dev, uint32_t sets, VkDescriptorPool *out);
 
-/* Records one dispatch of `groups` workgroups into `cmd`: a descriptor set from `pool` (which
- * must have one left) holding the pipeline's bindings, then bind, push, dispatch. */
+/* A descriptor set from `pool` (which must have one left) holding the pipeline's bindings. */
+vkattn_status vka_descriptor_set_make(vka_device *dev, VkDescriptorPool pool, const vka_pipeline *pipeline,
+                                      const vka_binding *bindings, VkDescriptorSet *out);
+/* Records bind, push and one dispatch of `groups` workgroups with a set made above; cannot fail,
+ * so a recorder that makes every set first never leaves a half-recorded command buffer. */
+void vka_record_dispatch_set(vka_device *dev, VkCommandBuffer cmd, const vka_pipeline *pipeline, VkDescriptorSet set,
+                             const void *push, const uint32_t groups[3]);
+/* Both of the above in one: for recorders whose command buffer is their own. */
 vkattn_status vka_record_dispatch(vka_device *dev, VkCommandBuffer cmd, VkDescriptorPool pool,
                                   const vka_pipeline *pipeline, const vka_binding *bindings, const void *push,
                                   const uint32_t groups[3]);
