@@ -67,10 +67,12 @@
  * There is no global mutable state: independent contexts may be used from different threads at the
  * same time. A context, and every layer and tensor created from it, must be externally synchronized:
  * the application must not call into the same context, or any object created from it, from two
- * threads at once. That rule is checked, cheaply: a call that enters while another thread is inside
- * a call on the same context (or any object of it) returns VKATTN_ERROR_BUSY at once, changes
- * nothing and sets no message (the message slot belongs to the call inside). Destroy functions
- * cannot report it: never destroy an object while another thread uses its context.
+ * threads at once. That rule is checked, cheaply, by every call that returns a vkattn_status: one
+ * that enters while another
+ * thread is inside a call on the same context (or any object of it) returns VKATTN_ERROR_BUSY at
+ * once, changes nothing and sets no message (the message slot belongs to the call inside).
+ * Destroy functions, vkattn_layer_get_desc and vkattn_context_last_error cannot report it: never
+ * call them while another thread uses the context.
  * Objects are owned by the caller; each *_create has a *_destroy that accepts NULL. Destroying a
  * context also destroys the layers, tensors and submissions still made from it (after waiting for
  * whatever of theirs is still running); their handles are invalid afterwards. Input pointers are
@@ -448,7 +450,9 @@ vkattn_status vkattn_forward(vkattn_layer *layer, const vkattn_forward_desc *des
  * next one's input. From add until the submission finishes (wait, or a poll that says so), its
  * layers and tensors belong to it: other calls on them (forward, tensor read/write, another
  * submission) return VKATTN_ERROR_BUSY; destroying one waits for the submission to finish, or
- * drops what was added if it was not yet submitted (the next submit then fails, saying so). A
+ * drops what was added if it was not yet submitted (the next add or submit then fails once,
+ * saying so; add the forwards again). Submitted and recorded forwards set the layer's
+ * vkattn_layer_last_stats (submits 0, not timed) once the submit succeeded. A
  * layer appears at most once per submission (its workspace holds one forward); make one layer
  * per position in a stack. Forwards in a submission are not timed. */
 typedef struct vkattn_submission vkattn_submission;
@@ -464,10 +468,13 @@ vkattn_status vkattn_submission_add(vkattn_submission *submission, vkattn_layer 
  * added is kept (submit again, or destroy). */
 vkattn_status vkattn_submission_submit(vkattn_submission *submission);
 /* Waits until the submitted work has finished; then the submission is empty, ready for new adds,
- * and its layers and tensors are free. VKATTN_OK at once when nothing was submitted. */
+ * and its layers and tensors are free. VKATTN_OK at once when nothing was submitted;
+ * VKATTN_ERROR_INVALID_ARGUMENT when forwards were added but not submitted; on a lost device
+ * VKATTN_ERROR_DEVICE_LOST, and the submission is empty. */
 vkattn_status vkattn_submission_wait(vkattn_submission *submission);
 /* VKATTN_OK if the submitted work has finished (and then as after a wait), VKATTN_ERROR_BUSY while
- * it still runs (without a message), another status if the device failed. */
+ * it still runs (without a message), another status if the device failed; otherwise as
+ * vkattn_submission_wait. */
 vkattn_status vkattn_submission_poll(vkattn_submission *submission);
 
 /* Forward on host arrays (same shapes and rules as vkattn_forward_desc). */

@@ -42,7 +42,22 @@
  * One VkMemoryBarrier each way is enough (see tests/test_external.c). The layer's workspace and
  * descriptor sets are in use from the record until that submission completes: do not record, run
  * or submit the same layer again, nor destroy it, until then (another layer is fine: each has its
- * own). Forwards in a command buffer are not timed (vkattn_forward_stats.timed = 0).
+ * own). A recorded command buffer stays valid only until the next forward, record or submission
+ * of that layer, vkattn_layer_set_head_mask on it, or the destruction of the layer or of any
+ * tensor the forward uses (their descriptor sets and buffer views are rewritten or destroyed):
+ * to run a forward again, record it again rather than resubmitting an old command buffer. A failed
+ * vkattn_forward_record records nothing into `cmd`. A recorded forward is not timed; the layer's
+ * vkattn_layer_last_stats then describes it with submits = 0 and timed = 0.
+ *
+ * Ordering with the application's own submissions
+ * -----------------------------------------------
+ * vkattn's own queue work (vkattn_tensor_read/write and their regions, vkattn_forward,
+ * vkattn_forward_host, submissions) waits for nothing of the application's: before such a call
+ * touches a tensor that the application's submitted work writes or reads (a wrapped buffer, or a
+ * tensor used by a recorded forward), wait for that work (its fence, or vkQueueWaitIdle). Recording
+ * a forward whose float attn_mask vkattn has not yet inspected (a vkattn tensor written by a
+ * forward since) reads the mask back at record time through the queue, under queue_lock: do not
+ * hold that lock while recording.
  */
 #ifndef VKATTN_VULKAN_H
 #define VKATTN_VULKAN_H
@@ -128,7 +143,10 @@ vkattn_status vkattn_forward_record(vkattn_layer *layer, const vkattn_forward_de
 /* A tensor over bytes [offset, offset + size) of the application's `buffer`, where size is the
  * tensor's bytes rounded up to 16 (kernels read whole 16-byte words). The buffer must belong to
  * the context's device, have memory bound and have been created with VKATTN_BUFFER_USAGE; offset
- * must be a multiple of the device's storage and texel buffer offset alignments. The VkBuffer
+ * must be a multiple of the device's storage and texel buffer offset alignments. vkattn checks
+ * the range against the buffer's VkMemoryRequirements.size (VKATTN_ERROR_SHAPE beyond it), which
+ * a driver may round up past the buffer's own size: the range must lie inside the VkBuffer. An
+ * output given as a wrapped tensor must not overlap another argument's bytes (checked). The VkBuffer
  * stays the application's: vkattn_tensor_destroy forgets it. The library cannot see what the
  * application writes into it, so a float attn_mask wrapped this way is not checked for NaN/+inf. */
 vkattn_status vkattn_tensor_wrap(vkattn_context *ctx, VkBuffer buffer, VkDeviceSize offset, vkattn_dtype dtype,

@@ -149,7 +149,7 @@ static void test_forward_errors(void)
     f = ok, f.value = k;
     CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_INVALID_ARGUMENT, "key is NULL");
     f = ok, f.output = q;
-    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_INVALID_ARGUMENT, "must not be");
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_INVALID_ARGUMENT, "output shares memory with query");
     f = ok, f.key_padding_mask = kpm_f32;
     CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_DTYPE, "key_padding_mask");
     f = ok, f.key_padding_mask = kpm_short;

@@ -152,6 +152,40 @@ static void test_submission_errors(vkattn_context *ctx)
     CHECK_STATUS(vkattn_submission_submit(sub), VKATTN_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(vkattn_context_last_error(ctx), "destroyed before it was submitted") != NULL);
     CHECK_STATUS(vkattn_forward(s.layer[1], &f), VKATTN_OK); /* free again */
+    /* Said once: a forward added after the drop is refused with the same news (so it cannot run
+     * without the ones before it unnoticed), and the next add is taken. */
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, L, E}, &extra), VKATTN_OK);
+    g.output = extra;
+    CHECK_STATUS(vkattn_submission_add(sub, s.layer[1], &g), VKATTN_OK);
+    vkattn_tensor_destroy(extra);
+    CHECK_STATUS(vkattn_submission_add(sub, s.layer[0], &f), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(vkattn_context_last_error(ctx), "destroyed before it was submitted") != NULL);
+    CHECK_STATUS(vkattn_submission_add(sub, s.layer[0], &f), VKATTN_OK);
+    CHECK_STATUS(vkattn_submission_submit(sub), VKATTN_OK);
+    CHECK_STATUS(vkattn_submission_wait(sub), VKATTN_OK);
+
+    /* An output shares no memory with another argument: not an input, not another output (a
+     * layer where L = E = S makes the averaged weights and the output the same shape). */
+    vkattn_forward_desc in_place = {.query = s.act[0], .key = s.act[1], .value = s.act[1], .output = s.act[1]};
+    CHECK_STATUS(vkattn_submission_add(sub, s.layer[0], &in_place), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(vkattn_context_last_error(ctx), "output shares memory with key") != NULL);
+    vkattn_layer_desc square = {.embed_dim = 8, .num_heads = 2};
+    test_weights sw;
+    test_weights_make(&sw, &square, 9);
+    vkattn_layer *sq = NULL;
+    vkattn_tensor *q8 = NULL, *y8 = NULL, *w8 = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, &square, &sw.w, &sq), VKATTN_OK);
+    for (vkattn_tensor **t = &q8; t; t = t == &q8 ? &y8 : t == &y8 ? &w8 : NULL)
+        CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){1, 8, 8}, t), VKATTN_OK);
+    vkattn_forward_desc two = {.query = q8, .output = y8, .attn_weights = y8, .average_weights = 1};
+    CHECK_STATUS(vkattn_forward(sq, &two), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(vkattn_context_last_error(ctx), "output shares memory with attn_weights") != NULL);
+    CHECK_STATUS(vkattn_submission_add(sub, sq, &two), VKATTN_ERROR_INVALID_ARGUMENT);
+    two.attn_weights = w8;
+    CHECK_STATUS(vkattn_forward(sq, &two), VKATTN_OK);
+    vkattn_tensor_destroy(q8), vkattn_tensor_destroy(y8), vkattn_tensor_destroy(w8);
+    vkattn_layer_destroy(sq);
+    test_weights_free(&sw);
 
     /* A layer destroyed while its submission runs: the destroy waits, the result is complete. */
     float want[N], got[N];
@@ -206,11 +240,25 @@ static void test_busy_flag(vkattn_context *ctx)
     CHECK_STATUS(vkattn_layer_last_stats(s.layer[0], &st), VKATTN_ERROR_BUSY);
     CHECK_STATUS(vkattn_submission_create(ctx, &sub), VKATTN_ERROR_BUSY);
     CHECK(t == NULL && l == NULL && sub == NULL);
+    atomic_store(&ctx->busy, 0);
+    CHECK_STATUS(vkattn_submission_create(ctx, &sub), VKATTN_OK);
+    atomic_store(&ctx->busy, 1);
+    CHECK_STATUS(vkattn_submission_add(sub, s.layer[0], &f), VKATTN_ERROR_BUSY);
+    CHECK_STATUS(vkattn_submission_submit(sub), VKATTN_ERROR_BUSY);
+    CHECK_STATUS(vkattn_submission_wait(sub), VKATTN_ERROR_BUSY);
+    CHECK_STATUS(vkattn_submission_poll(sub), VKATTN_ERROR_BUSY);
+    CHECK_STATUS(vkattn_tensor_read_region(s.act[1], 0, after, 16), VKATTN_ERROR_BUSY);
+    size_t cache_bytes = 0;
+    CHECK_STATUS(vkattn_context_pipeline_cache_data(ctx, NULL, &cache_bytes), VKATTN_ERROR_BUSY);
+    CHECK_STATUS(vkattn_context_save_pipeline_cache(ctx), VKATTN_ERROR_BUSY);
+    vkattn_peak peak;
+    CHECK_STATUS(vkattn_measure_peak(ctx, 0.001, &peak), VKATTN_ERROR_BUSY);
     CHECK(strcmp(vkattn_context_last_error(ctx), kept) == 0); /* no message written */
     atomic_store(&ctx->busy, 0);
 
     CHECK_STATUS(vkattn_tensor_read(s.act[1], after, sizeof after), VKATTN_OK);
     CHECK(memcmp(before, after, sizeof after) == 0); /* the refused write changed nothing */
+    vkattn_submission_destroy(sub);
     stack_free(&s);
 }
 
@@ -279,6 +327,45 @@ static void test_regions(vkattn_context *ctx)
 
 /* A context destroyed with a layer, tensors and a running submission still alive: the destroy
  * waits and frees them all (the sanitizer build's leak check is the judge of "all"). */
+/* A lost device ends a submission: wait and poll say DEVICE_LOST without asking the device. */
+static void test_lost_device(void)
+{
+    vkattn_context *ctx = NULL;
+    CHECK_STATUS(vkattn_context_create(&(vkattn_context_desc){.validation = VKATTN_VALIDATION_DEFAULT}, &ctx, NULL),
+                 VKATTN_OK);
+    if (!ctx) return;
+    float x[N];
+    test_rng rng = test_rng_make(5);
+    test_fill(&rng, x, N, 1.0f);
+    stack s;
+    stack_make(ctx, &s, x);
+    vkattn_submission *a = NULL, *b = NULL;
+    CHECK_STATUS(vkattn_submission_create(ctx, &a), VKATTN_OK);
+    CHECK_STATUS(vkattn_submission_create(ctx, &b), VKATTN_OK);
+    vkattn_forward_desc f0 = step(&s, 0), f1 = step(&s, 2); /* independent: act 0 -> 1, act 2 -> 3 */
+    CHECK_STATUS(vkattn_submission_add(a, s.layer[0], &f0), VKATTN_OK);
+    CHECK_STATUS(vkattn_submission_add(b, s.layer[1], &f1), VKATTN_OK);
+    CHECK_STATUS(vkattn_submission_submit(a), VKATTN_OK);
+    CHECK_STATUS(vkattn_submission_submit(b), VKATTN_OK);
+    /* Let the work finish first, so that the objects can be destroyed at the end as after a loss
+     * that came late; then the context is lost. */
+    vkattn_tensor *probe = NULL;
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 1, (uint32_t[]){4}, &probe), VKATTN_OK);
+    ctx->dev.vk.vkDeviceWaitIdle(ctx->dev.device);
+    ctx->dev.lost = 1;
+    CHECK_STATUS(vkattn_submission_poll(a), VKATTN_ERROR_DEVICE_LOST);
+    CHECK_STATUS(vkattn_submission_wait(b), VKATTN_ERROR_DEVICE_LOST);
+    /* Both ended: their layers are no longer held by them, only the loss answers. */
+    vkattn_forward_stats st;
+    CHECK_STATUS(vkattn_layer_last_stats(s.layer[0], &st), VKATTN_OK);
+    CHECK_STATUS(vkattn_submission_wait(a), VKATTN_ERROR_DEVICE_LOST);
+    vkattn_tensor_destroy(probe);
+    vkattn_submission_destroy(a);
+    vkattn_submission_destroy(b);
+    stack_free(&s);
+    vkattn_context_destroy(ctx);
+}
+
 static void test_destroy_with_children(void)
 {
     vkattn_context *ctx = gpu_test_context();
@@ -310,6 +397,7 @@ int main(void)
     RUN_TEST_WITH(test_threads, ctx);
     RUN_TEST_WITH(test_regions, ctx);
     gpu_test_finish_context(ctx);
+    RUN_TEST(test_lost_device);
     RUN_TEST(test_destroy_with_children);
     return test_finish();
 }

@@ -191,6 +191,36 @@ static vkattn_status check_arg(const vka_problem *p, vka_arg arg, const char *as
     return VKATTN_OK;
 }
 
+
+/* Whether two given arguments share bytes: the same tensor or host array, or device tensors whose
+ * byte ranges overlap in one VkBuffer (wrapped tensors may). */
+static int overlap(const vka_arg_value *x, const vka_arg_value *y)
+{
+    if (x->tensor && y->tensor) {
+        if (x->tensor == y->tensor) return 1;
+        const vka_buffer *bx = &x->tensor->buffer, *by = &y->tensor->buffer;
+        return bx->buffer == by->buffer && bx->base < by->base + by->size && by->base < bx->base + bx->size;
+    }
+    return !x->tensor && !y->tensor && x->host && x->host == y->host;
+}
+
+/* An output the device writes must share no bytes with any other argument: inputs would be read
+ * after being overwritten, and two outputs would overwrite each other. (Key and value may be one
+ * tensor; so may the query be the key and value: all are read only.) */
+static vkattn_status check_no_overlap(const vka_args *a, const char *const names[VKA_ARG_COUNT], vkattn_error *error)
+{
+    for (int i = 0; i < VKA_ARG_COUNT; i++) {
+        if (!a->v[i].given || !vka_arg_get((vka_arg)i)->output) continue;
+        for (int j = 0; j < VKA_ARG_COUNT; j++) {
+            if (j == i || !a->v[j].given || !overlap(&a->v[i], &a->v[j])) continue;
+            if (vka_arg_get((vka_arg)j)->output && j < i) continue; /* reported from the other side */
+            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "%s shares memory with %s: an output must have "
+                                 "memory of its own", names[i], names[j]);
+        }
+    }
+    return VKATTN_OK;
+}
+
 vkattn_status vka_args_check(const vka_layer_config *cfg, const vka_args *a, vka_problem *out, vkattn_error *error)
 {
     const vka_arg_value *q = &a->v[VKA_ARG_QUERY], *k = &a->v[VKA_ARG_KEY];
@@ -230,12 +260,7 @@ vkattn_status vka_args_check(const vka_layer_config *cfg, const vka_args *a, vka
     p.key_dtype = k->dtype;
     p.value_dtype = a->v[VKA_ARG_VALUE].dtype;
     p.output_dtype = a->v[VKA_ARG_OUTPUT].dtype;
-    for (int i = VKA_ARG_QUERY; i <= VKA_ARG_VALUE; i++) {
-        int same = a->v[VKA_ARG_OUTPUT].tensor ? a->v[VKA_ARG_OUTPUT].tensor == a->v[i].tensor
-                                               : a->v[VKA_ARG_OUTPUT].host == a->v[i].host;
-        if (same)
-            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "output must not be the query, key or value");
-    }
+    VKA_TRY(check_no_overlap(a, names, error));
     p.key_padding_mask = a->v[VKA_ARG_KEY_PADDING_MASK].given;
     if (a->v[VKA_ARG_VALID_LENS].given)
         p.valid_lens = form[VKA_ARG_VALID_LENS] ? VKA_VALID_LENS_PER_QUERY : VKA_VALID_LENS_PER_BATCH;

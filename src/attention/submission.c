@@ -50,16 +50,30 @@ static void empty(vkattn_submission *s)
     s->state = VKA_SUBMISSION_OPEN;
 }
 
+/* Tells, once, that the submission's forwards were dropped (vka_submission_release): a later add
+ * or submit fails with this message, so no forward added after the drop runs without the
+ * caller knowing that the ones before it are gone. */
+static vkattn_status report_dropped(vkattn_submission *s)
+{
+    if (!s->dropped) return VKATTN_OK;
+    s->dropped = 0;
+    return vka_fail(&s->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                    "a layer or tensor of this submission was destroyed before it was submitted: its forwards "
+                    "were dropped (add them again)");
+}
+
 static vkattn_status submission_add(vkattn_submission *s, vkattn_layer *layer, const vkattn_forward_desc *d)
 {
     vkattn_context *ctx = s->ctx;
+    vkattn_status status = report_dropped(s);
+    if (status != VKATTN_OK) return status;
     if (!layer) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_submission_add: layer is NULL");
     if (layer->ctx != ctx)
         return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "the layer belongs to a different context than the submission");
     if (s->state == VKA_SUBMISSION_RUNNING)
         return vka_fail(&ctx->dev, VKATTN_ERROR_BUSY, "the submission is running: wait for it before adding forwards");
     vka_submitted_forward f = {.layer = layer};
-    vkattn_status status = vka_forward_check(layer, d, s, &f.args, &f.problem);
+    status = vka_forward_check(layer, d, s, &f.args, &f.problem);
     if (status != VKATTN_OK) return status;
     if (f.problem.path == VKATTN_PATH_CPU)
         return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "the CPU path runs on the host: it cannot be submitted");
@@ -88,23 +102,18 @@ static vkattn_status submission_submit(vkattn_submission *s)
     if (status != VKATTN_OK) return status;
     if (s->state == VKA_SUBMISSION_RUNNING)
         return vka_fail(&ctx->dev, VKATTN_ERROR_BUSY, "the submission is already running: wait for it first");
-    if (s->dropped) {
-        s->dropped = 0;
-        empty(s);
-        return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
-                        "a layer or tensor of this submission was destroyed before it was submitted: its forwards "
-                        "were dropped (add them again)");
-    }
+    VKA_TRY(report_dropped(s));
     if (s->count == 0) return VKATTN_OK;
     VKA_TRY(vka_commands_begin(&ctx->dev, &s->commands));
     for (uint32_t i = 0; i < s->count; i++) {
+        vka_submitted_forward *f = &s->forwards[i];
         /* Each forward may read what the one before wrote. */
         if (i > 0) vka_record_barrier(&ctx->dev, s->commands.cmd);
-        VKA_TRY(vka_forward_record(s->forwards[i].layer, &s->forwards[i].args, &s->forwards[i].problem,
-                                   s->commands.cmd));
+        VKA_TRY(vka_forward_record(f->layer, &f->args, &f->problem, s->commands.cmd, &f->stats));
     }
     VKA_TRY(vka_commands_submit(&ctx->dev, &s->commands));
     s->state = VKA_SUBMISSION_RUNNING;
+    for (uint32_t i = 0; i < s->count; i++) s->forwards[i].layer->stats = s->forwards[i].stats;
 fail:
     return status;
 }
@@ -115,17 +124,28 @@ vkattn_status vkattn_submission_submit(vkattn_submission *s)
     VKA_GUARDED(s->ctx, submission_submit(s));
 }
 
+/* A lost device runs nothing and is not asked again: the submission ends, with the loss. */
+static vkattn_status ended_by_loss(vkattn_submission *s)
+{
+    vkattn_status status = vka_check_alive(&s->ctx->dev);
+    if (status != VKATTN_OK) empty(s);
+    return status;
+}
+
 static vkattn_status submission_wait(vkattn_submission *s)
 {
+    vkattn_status status = ended_by_loss(s);
+    if (status != VKATTN_OK) return status;
     if (s->state != VKA_SUBMISSION_RUNNING) {
         if (s->count == 0) return VKATTN_OK;
         return vka_fail(&s->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
                         "the submission holds %u forward%s not yet submitted: nothing to wait for", s->count,
                         s->count == 1 ? "" : "s");
     }
-    vkattn_status status = vka_wait_fence(&s->ctx->dev, s->commands.fence, "a submission");
-    /* Finished, or the device is gone and nothing will ever finish: either way nothing runs. */
-    empty(s);
+    status = vka_wait_fence(&s->ctx->dev, s->commands.fence, "a submission");
+    /* Finished, or the device is gone and nothing will ever finish: either way nothing runs. Any
+     * other failure of the wait says nothing about the work: it may still run. */
+    if (status == VKATTN_OK || status == VKATTN_ERROR_DEVICE_LOST) empty(s);
     return status;
 }
 
@@ -138,8 +158,9 @@ vkattn_status vkattn_submission_wait(vkattn_submission *s)
 static vkattn_status submission_poll(vkattn_submission *s)
 {
     vka_device *dev = &s->ctx->dev;
+    vkattn_status status = ended_by_loss(s);
+    if (status != VKATTN_OK) return status;
     if (s->state != VKA_SUBMISSION_RUNNING) return submission_wait(s);
-    vkattn_status status = VKATTN_OK;
     VkResult r = dev->vk.vkGetFenceStatus(dev->device, s->commands.fence);
     /* As in vka_wait_fence: an injected failure only follows finished work. */
     if (r == VK_SUCCESS && vka_fault_vk(&dev->faults)) r = vka_injected_result(dev);

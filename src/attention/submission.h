@@ -11,6 +11,7 @@ typedef struct vka_submitted_forward {
     vkattn_layer *layer;
     vka_args args;
     vka_problem problem;
+    vkattn_forward_stats stats; /* recorded at submit, given to the layer once the submit succeeded */
 } vka_submitted_forward;
 
 typedef enum vka_submission_state {
@@ -23,7 +24,8 @@ struct vkattn_submission {
     vka_link link; /* in ctx->submissions */
     vka_commands commands;
     vka_submission_state state;
-    int dropped; /* an object it used was destroyed before it was submitted */
+    int dropped; /* an object it used was destroyed before it was submitted: its forwards are gone,
+                    and the next add or submit says so */
     vka_submitted_forward *forwards;
     uint32_t count, capacity;
 };

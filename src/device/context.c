@@ -532,14 +532,20 @@ vkattn_status vkattn_context_device(const vkattn_context *ctx, vkattn_device_inf
 
 uint32_t vkattn_context_validation_messages(const vkattn_context *ctx) { return ctx ? ctx->validation_messages : 0; }
 
-vkattn_status vkattn_context_pipeline_cache_info(const vkattn_context *ctx, vkattn_pipeline_cache_info *out)
+static vkattn_status pipeline_cache_info(const vkattn_context *ctx, vkattn_pipeline_cache_info *out)
 {
-    if (!ctx || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
     const vka_pipeline_cache *cache = &ctx->pipelines;
     *out = (vkattn_pipeline_cache_info){.state = cache->state, .loaded_bytes = cache->loaded_bytes,
                                         .pipelines = cache->count, .has_file = cache->path != NULL};
     memcpy(out->note, cache->note, sizeof out->note);
     return VKATTN_OK;
+}
+
+vkattn_status vkattn_context_pipeline_cache_info(const vkattn_context *ctx, vkattn_pipeline_cache_info *out)
+{
+    if (!ctx || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
+    /* The guard's flag is the one mutable field a reader touches: the context is otherwise read only. */
+    VKA_GUARDED((vkattn_context *)ctx, pipeline_cache_info(ctx, out));
 }
 
 static vkattn_status pipeline_cache_data(vkattn_context *ctx, void *data, size_t *size)
