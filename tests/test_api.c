@@ -111,6 +111,12 @@ static void test_gqa_layer_errors(void)
     vkattn_layer_desc got;
     vkattn_layer_get_desc(layer, &got);
     CHECK(got.num_kv_heads == 2);
+    /* The plan as text names the K/V heads and their shape: (B, H_kv, S, D). */
+    float q[2 * 3 * 16] = {0}, out[2 * 3 * 16];
+    vkattn_host_forward_desc f = {.batch = 2, .query_len = 3, .query = q, .output = out};
+    char text[8192];
+    CHECK_STATUS(vkattn_forward_explain(layer, &f, text, sizeof text, NULL), VKATTN_OK);
+    CHECK_MSG(strstr(text, "H_kv=2") && strstr(text, "-> (2, 2, 3, 4) per K/V head"), "explain: %s", text);
     vkattn_layer_destroy(layer);
     layer = NULL;
     /* num_kv_heads 0 resolves to H */

@@ -321,6 +321,14 @@ static void test_gqa_kv_heads_equal_heads(void)
     vkattn_layer_desc grouped = {.embed_dim = E, .num_heads = H, .num_kv_heads = 2};
     CHECK_STATUS(vkattn_reference_forward(&grouped, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(err.message, "k_proj_weight") != NULL);
+    /* The cost model: K and V are projected, and read, for the H_kv heads only. */
+    vkattn_cost c0, c1;
+    CHECK_STATUS(vkattn_forward_cost(&d0, 3, 10, 20, VKATTN_PATH_FUSED, VKATTN_WEIGHTS_NONE, &c0), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_cost(&grouped, 3, 10, 20, VKATTN_PATH_FUSED, VKATTN_WEIGHTS_NONE, &c1), VKATTN_OK);
+    CHECK(c0.flops[VKATTN_STAGE_QKV_PROJECTION] == 2.0 * 3 * (10 * E * E + 2 * 20 * E * E));
+    CHECK(c1.flops[VKATTN_STAGE_QKV_PROJECTION] == 2.0 * 3 * (10 * E * E + 2 * 20 * E * (E / 2)));
+    CHECK(c1.flops[VKATTN_STAGE_FUSED] == c0.flops[VKATTN_STAGE_FUSED]);
+    CHECK(c1.bytes[VKATTN_STAGE_FUSED] < c0.bytes[VKATTN_STAGE_FUSED]);
 }
 
 static void test_status_names(void)
