@@ -126,7 +126,7 @@ const char *vkattn_version_string(void);
     X(VKATTN_ERROR_INVALID_ARGUMENT, 1, "invalid argument")                                        \
     X(VKATTN_ERROR_SHAPE, 2, "tensor shape does not match")                                        \
     X(VKATTN_ERROR_DTYPE, 3, "tensor dtype does not match")                                        \
-    X(VKATTN_ERROR_HEADS, 4, "embed_dim is not divisible by num_heads")                            \
+    X(VKATTN_ERROR_HEADS, 4, "embed_dim is not divisible by num_heads, or num_heads by num_kv_heads") \
     X(VKATTN_ERROR_NON_FINITE, 5, "a value is NaN, infinite or out of the storage dtype's range")                                        \
     X(VKATTN_ERROR_SIZE_OVERFLOW, 6, "size computation overflows")                                 \
     X(VKATTN_ERROR_DEVICE_LIMIT, 7, "exceeds a device limit")                                      \
@@ -367,8 +367,13 @@ typedef struct vkattn_layer_desc {
     vkattn_dtype storage; /* 0 = F32. F16 stores weights and activations (Q, K, V, the attention
                              output) as fp16 and accumulates in fp32; falls back to F32 on devices
                              without storageBuffer16BitAccess (vkattn_layer_get_desc tells). */
-    uint32_t num_kv_heads; /* H_kv, key/value heads (grouped-query attention); 0 = H. Not yet
-                              implemented: a value other than 0 or H is VKATTN_ERROR_UNSUPPORTED. */
+    uint32_t num_kv_heads; /* H_kv, key/value heads; 0 = H. H % H_kv must be 0
+                              (VKATTN_ERROR_HEADS). H_kv < H is grouped-query attention (H_kv = 1:
+                              multi-query): query head h attends with K/V head h / (H / H_kv), as
+                              PyTorch's repeat_interleave and Hugging Face's repeat_kv do; K and V
+                              are projected for the H_kv heads only. See vkattn_weights for the
+                              shapes. With H_kv < H, pruning heads (head_mask below,
+                              vkattn_layer_set_head_mask) is VKATTN_ERROR_UNSUPPORTED. */
     const uint8_t *head_mask; /* NULL = every head computed; else H entries, 0 = head pruned: its
                                  Q/K/V projections, scores and context are not computed and its
                                  columns of W_O contribute nothing (as if its context were zero).
@@ -377,35 +382,48 @@ typedef struct vkattn_layer_desc {
 } vkattn_layer_desc;
 
 /* Host weights in PyTorch's state_dict layout (row-major float32). When kdim == vdim == E, give
- * in_proj_weight (3E,E); otherwise q_proj_weight (E,E), k_proj_weight (E,kdim),
- * v_proj_weight (E,vdim). Biases are required unless no_bias; bias_k/bias_v only with add_bias_kv. */
+ * in_proj_weight (3E,E) or q/k/v_proj_weight; otherwise q_proj_weight (E,E), k_proj_weight
+ * (E,kdim), v_proj_weight (E,vdim). Biases are required unless no_bias; bias_k/bias_v only with
+ * add_bias_kv.
+ *
+ * Grouped-query layers (num_kv_heads = H_kv < H; E_kv = H_kv·D, D = E / H): nn.MHA's separate
+ * projections, with W_K and W_V narrowed to the H_kv heads: q_proj_weight (E,E), k_proj_weight
+ * (E_kv,kdim), v_proj_weight (E_kv,vdim), in_proj_bias (E + 2·E_kv) = [q bias | k bias | v bias],
+ * bias_k and bias_v (E_kv), out_proj_weight (E,E) and out_proj_bias (E) as usual; rows
+ * [k·D, (k+1)·D) of W_K and W_V belong to K/V head k. in_proj_weight is refused
+ * (VKATTN_ERROR_INVALID_ARGUMENT): give q/k/v_proj_weight. */
 typedef struct vkattn_weights {
     const float *in_proj_weight;  /* (3E,E): rows [0,E) = W_Q, [E,2E) = W_K, [2E,3E) = W_V */
     const float *q_proj_weight;   /* (E,E) */
-    const float *k_proj_weight;   /* (E,kdim) */
-    const float *v_proj_weight;   /* (E,vdim) */
-    const float *in_proj_bias;    /* (3E) */
+    const float *k_proj_weight;   /* (E,kdim); (E_kv,kdim) grouped */
+    const float *v_proj_weight;   /* (E,vdim); (E_kv,vdim) grouped */
+    const float *in_proj_bias;    /* (3E); (E + 2·E_kv) grouped */
     const float *out_proj_weight; /* (E,E) */
     const float *out_proj_bias;   /* (E) */
-    const float *bias_k;          /* (1,1,E) */
-    const float *bias_v;          /* (1,1,E) */
+    const float *bias_k;          /* (1,1,E); (E_kv) grouped */
+    const float *bias_v;          /* (1,1,E); (E_kv) grouped */
 } vkattn_weights;
 
 typedef struct vkattn_layer vkattn_layer;
 
 /* Validates the configuration, copies the weights to the device (and keeps a host copy for the
- * CPU path). Errors: VKATTN_ERROR_HEADS if E % H != 0, VKATTN_ERROR_INVALID_ARGUMENT for a missing
+ * CPU path). Errors: VKATTN_ERROR_HEADS if E % H != 0 or H % num_kv_heads != 0,
+ * VKATTN_ERROR_UNSUPPORTED for a head_mask that prunes heads of a grouped-query layer,
+ * VKATTN_ERROR_INVALID_ARGUMENT for a missing
  * or superfluous weight pointer or zero sizes, VKATTN_ERROR_NON_FINITE with F16 storage for a
  * weight beyond fp16's range (|w| > 65504 would become inf; the message names the tensor, the
  * element and its value). */
 vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *desc,
                                   const vkattn_weights *weights, vkattn_layer **out);
 void vkattn_layer_destroy(vkattn_layer *layer);
-/* The layer's resolved description (defaults filled in, storage after any fp16 fall-back); its
+/* The layer's resolved description (defaults filled in: kdim, vdim, num_kv_heads = H when 0 was
+ * given; storage after any fp16 fall-back); its
  * head_mask points into the layer and lives until the next set_head_mask or destroy. */
 void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out);
 /* Prunes heads (see vkattn_layer_desc.head_mask; NULL = all heads). Re-uploads the active heads'
- * weights, so the change costs one weight upload; later forwards do only the active heads' work. */
+ * weights, so the change costs one weight upload; later forwards do only the active heads' work.
+ * A grouped-query layer (num_kv_heads < H) takes only masks that keep every head
+ * (else VKATTN_ERROR_UNSUPPORTED). */
 vkattn_status vkattn_layer_set_head_mask(vkattn_layer *layer, const uint8_t *active);
 
 /* Which implementation runs a forward. */

@@ -89,8 +89,10 @@ VKA_STRUCT(vka_matmul_push) {
  *
  * Projected Q, K and V are read through texel views, DV texels of VEC floats per head row:
  * Q row (b, h, i) at q_offset + b*q_batch + h*q_head + i*q_row, K row (b, h, j) at
- * k_offset + b*kv_batch + h*kv_head + j*kv_row for every j < S_ext (the extra keys were copied
- * after each head's S real ones), V row (b, h, j) at v_offset + the same. The attention output
+ * k_offset + b*kv_batch + (h / kv_group)*kv_head + j*kv_row for every j < S_ext (the extra keys
+ * were copied after each K/V head's S real ones), V row (b, h, j) at v_offset + the same.
+ * kv_group is the number of query heads that share one K/V head (grouped-query attention:
+ * H / H_kv; 1 for plain multi-head attention). The attention output
  * ctx (B*L, ctx_stride) holds the heads side by side: row (b, h, i) at
  * ctx_offset + (b*L + i) * ctx_stride + h*D (elements). */
 
@@ -111,6 +113,7 @@ VKA_STRUCT(vka_scores_push) {
     uint32_t mask_flags;
     uint32_t mask_heads;         /* heads in a per-head attn_mask (its dim 0 is B * mask_heads) */
     uint32_t tiles_j, tiles_i;
+    uint32_t kv_group;           /* query heads per K/V head */
 } VKA_STRUCT_END(vka_scores_push)
 
 /* attn_pv.comp: ctx row (b, h, i) = sum_j P[r, j] v_j over the keys j in [j_begin, j_begin + j_count)
@@ -131,6 +134,7 @@ VKA_STRUCT(vka_pv_push) {
     uint32_t bh_begin, bh_count, i_begin, i_count;
     uint32_t j_begin, j_count;
     uint32_t tiles_d, tiles_i;
+    uint32_t kv_group;           /* query heads per K/V head */
 } VKA_STRUCT_END(vka_pv_push)
 
 /* attn_fused.comp: flash attention over a range of keys. One invocation owns TILE_A query rows of
@@ -172,6 +176,7 @@ VKA_STRUCT(vka_fused_push) {
     uint32_t mask_flags, mask_heads;
     uint32_t splits, split_len, chunk_begin, chunk_len;
     uint32_t has_lse;
+    uint32_t kv_group;           /* query heads per K/V head */
 } VKA_STRUCT_END(vka_fused_push)
 
 /* attn_merge.comp: combines the states of `splits` parts of each row (layout as in attn_fused)

@@ -106,7 +106,7 @@ void main()
         uint end = real ? real_hi : k_hi;
 
         uint krow[TILE_B], vrow[TILE_B];
-        uint kv_base = b * pc.kv_batch + h * pc.kv_head;
+        uint kv_base = b * pc.kv_batch + h / pc.kv_group * pc.kv_head; /* K/V head h / kv_group */
         [[unroll]] for (uint c = 0; c < TILE_B; c++) {
             uint row = kv_base + min(j0 + c, end - 1) * pc.kv_row;
             krow[c] = pc.k_offset + row;

@@ -45,8 +45,8 @@ void main()
     uint prow[TILE_A];
     [[unroll]] for (uint r = 0; r < TILE_A; r++)
         prow[r] = (bh_local * pc.i_count + min(i_local0 + r, pc.i_count - 1)) * pc.S_ext;
-    uint vhead = pc.v_offset + b * pc.kv_batch + h * pc.kv_head; /* t0 < DV; texels past the row's
-                                                                  * end read its last one, unstored */
+    /* K/V head h / kv_group; t0 < DV; texels past the row's end read its last one, unstored */
+    uint vhead = pc.v_offset + b * pc.kv_batch + h / pc.kv_group * pc.kv_head;
 
     vec4 acc[TILE_A][TILE_B];
     [[unroll]] for (uint r = 0; r < TILE_A; r++)

@@ -47,7 +47,7 @@ void main()
         qrow[r] = pc.q_offset + b * pc.q_batch + h * pc.q_head + i * pc.q_row;
     }
     [[unroll]] for (uint c = 0; c < TILE_B; c++)
-        krow[c] = pc.k_offset + b * pc.kv_batch + h * pc.kv_head + min(j0 + c, pc.S_ext - 1) * pc.kv_row;
+        krow[c] = pc.k_offset + b * pc.kv_batch + h / pc.kv_group * pc.kv_head + min(j0 + c, pc.S_ext - 1) * pc.kv_row;
 
     float s[TILE_A][TILE_B];
     VKA_QK_TILE(s, qrow, krow);

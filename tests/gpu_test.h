@@ -59,29 +59,31 @@ typedef struct test_weights {
 static inline void test_weights_make(test_weights *tw, const vkattn_layer_desc *desc, unsigned long long seed)
 {
     const size_t E = desc->embed_dim, kd = desc->kdim ? desc->kdim : E, vd = desc->vdim ? desc->vdim : E;
-    int packed = kd == E && vd == E;
+    /* Ek: the rows of W_K and W_V, H_kv·D (E unless grouped-query); such layers take q/k/v_proj_weight. */
+    const size_t Ek = desc->num_kv_heads ? desc->num_kv_heads * (E / desc->num_heads) : E;
+    int packed = kd == E && vd == E && Ek == E;
     size_t n = 3 * E * E + E * kd + E * vd + 3 * E + E * E + E + 2 * E;
     tw->desc = *desc;
     tw->block = malloc(n * sizeof(float));
     memset(&tw->w, 0, sizeof tw->w);
     test_rng rng = test_rng_make(seed);
     float *at = tw->block;
-    float a_in = sqrtf(6.0f / (float)(E + E)), a_k = sqrtf(6.0f / (float)(E + kd)), a_v = sqrtf(6.0f / (float)(E + vd));
+    float a_in = sqrtf(6.0f / (float)(E + E)), a_k = sqrtf(6.0f / (float)(Ek + kd)), a_v = sqrtf(6.0f / (float)(Ek + vd));
     if (packed) {
         test_fill(&rng, at, 3 * E * E, a_in), tw->w.in_proj_weight = at, at += 3 * E * E;
     } else {
         test_fill(&rng, at, E * E, a_in), tw->w.q_proj_weight = at, at += E * E;
-        test_fill(&rng, at, E * kd, a_k), tw->w.k_proj_weight = at, at += E * kd;
-        test_fill(&rng, at, E * vd, a_v), tw->w.v_proj_weight = at, at += E * vd;
+        test_fill(&rng, at, Ek * kd, a_k), tw->w.k_proj_weight = at, at += Ek * kd;
+        test_fill(&rng, at, Ek * vd, a_v), tw->w.v_proj_weight = at, at += Ek * vd;
     }
     test_fill(&rng, at, E * E, a_in), tw->w.out_proj_weight = at, at += E * E;
     if (!desc->no_bias) {
-        test_fill(&rng, at, 3 * E, 0.1f), tw->w.in_proj_bias = at, at += 3 * E;
+        test_fill(&rng, at, E + 2 * Ek, 0.1f), tw->w.in_proj_bias = at, at += E + 2 * Ek;
         test_fill(&rng, at, E, 0.1f), tw->w.out_proj_bias = at, at += E;
     }
     if (desc->add_bias_kv) {
-        test_fill(&rng, at, E, 0.5f), tw->w.bias_k = at, at += E;
-        test_fill(&rng, at, E, 0.5f), tw->w.bias_v = at, at += E;
+        test_fill(&rng, at, Ek, 0.5f), tw->w.bias_k = at, at += Ek;
+        test_fill(&rng, at, Ek, 0.5f), tw->w.bias_v = at, at += Ek;
     }
 }
 

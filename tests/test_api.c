@@ -82,6 +82,52 @@ static void test_layer_errors(void)
     test_weights_free(&tw);
 }
 
+/* Grouped-query layers: what is refused, and what get_desc reports. */
+static void test_gqa_layer_errors(void)
+{
+    test_weights mha, gqa;
+    vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 4};
+    vkattn_layer_desc g = {.embed_dim = 16, .num_heads = 4, .num_kv_heads = 2};
+    test_weights_make(&mha, &d, 3);
+    test_weights_make(&gqa, &g, 4);
+    vkattn_layer *layer = NULL;
+    vkattn_layer_desc bad = {.embed_dim = 16, .num_heads = 4, .num_kv_heads = 3};
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &gqa.w, &layer), VKATTN_ERROR_HEADS, "not a multiple of num_kv_heads 3");
+    bad.num_kv_heads = 8; /* more K/V heads than heads */
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &gqa.w, &layer), VKATTN_ERROR_HEADS, "num_kv_heads 8");
+    /* in_proj_weight (3E, E) cannot hold a grouped layer's K/V rows */
+    CHECK_ERROR(vkattn_layer_create(ctx, &g, &mha.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "in_proj_weight");
+    CHECK(strstr(vkattn_context_last_error(ctx), "k_proj_weight (8,kdim)") != NULL);
+    /* Pruning heads of a grouped layer is not implemented: refused at create and at set_head_mask. */
+    const uint8_t prune[4] = {1, 0, 1, 1}, keep[4] = {1, 1, 1, 1};
+    vkattn_layer_desc pruned = g;
+    pruned.head_mask = prune;
+    CHECK_ERROR(vkattn_layer_create(ctx, &pruned, &gqa.w, &layer), VKATTN_ERROR_UNSUPPORTED, "grouped-query");
+    CHECK(layer == NULL);
+    pruned.head_mask = keep; /* a mask that keeps every head is fine */
+    CHECK_STATUS(vkattn_layer_create(ctx, &pruned, &gqa.w, &layer), VKATTN_OK);
+    CHECK_ERROR(vkattn_layer_set_head_mask(layer, prune), VKATTN_ERROR_UNSUPPORTED, "grouped-query");
+    CHECK_STATUS(vkattn_layer_set_head_mask(layer, NULL), VKATTN_OK);
+    vkattn_layer_desc got;
+    vkattn_layer_get_desc(layer, &got);
+    CHECK(got.num_kv_heads == 2);
+    /* The plan as text names the K/V heads and their shape: (B, H_kv, S, D). */
+    float q[2 * 3 * 16] = {0}, out[2 * 3 * 16];
+    vkattn_host_forward_desc f = {.batch = 2, .query_len = 3, .query = q, .output = out};
+    char text[8192];
+    CHECK_STATUS(vkattn_forward_explain(layer, &f, text, sizeof text, NULL), VKATTN_OK);
+    CHECK_MSG(strstr(text, "H_kv=2") && strstr(text, "-> (2, 2, 3, 4) per K/V head"), "explain: %s", text);
+    vkattn_layer_destroy(layer);
+    layer = NULL;
+    /* num_kv_heads 0 resolves to H */
+    CHECK_STATUS(vkattn_layer_create(ctx, &d, &mha.w, &layer), VKATTN_OK);
+    vkattn_layer_get_desc(layer, &got);
+    CHECK(got.num_kv_heads == 4);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&mha);
+    test_weights_free(&gqa);
+}
+
 static void test_tensor_errors(void)
 {
     vkattn_tensor *t = NULL;
@@ -493,6 +539,7 @@ int main(void)
 {
     ctx = gpu_test_context();
     RUN_TEST(test_layer_errors);
+    RUN_TEST(test_gqa_layer_errors);
     RUN_TEST(test_tensor_errors);
     RUN_TEST(test_forward_errors);
     RUN_TEST(test_activations_past_the_range);

@@ -47,6 +47,7 @@ typedef struct test_case {
     int also_f16;        /* run the row with fp16 storage too, against the same reference */
     int nan_masked;      /* NaN in every key/value row no query may see */
     uint32_t loop_budget; /* 0 = the device's own */
+    uint32_t kv_heads;    /* num_kv_heads: 0 = H */
 } test_case;
 
 /* Real head dims at L = S = 1024 and 2048, causal and not, fp32 and fp16, both paths. A layer
@@ -186,6 +187,28 @@ static const test_case cases[] = {
     {"gpu_tuning", "weights", 2, 17, 23, 32, 4, .weights = WEIGHTS_PER_HEAD, .lens = LENS_PER_QUERY,
      .tuning = "gpu"},
     {"gpu_tuning", "fp16", 2, 17, 0, 32, 4, .storage = VKATTN_DTYPE_F16, .tuning = "gpu"},
+    /* grouped-query attention: H_kv of H heads hold K and V, query head h reads K/V head h / (H / H_kv) */
+    {"gqa", "self_kv1", 2, 17, 0, 128, 8, .kv_heads = 1},
+    {"gqa", "self_kv2_causal", 2, 33, 0, 128, 8, .causal = 1, .kv_heads = 2},
+    {"gqa", "self_kv8", 2, 17, 0, 128, 8, .key_padding = 1, .kv_heads = 8},
+    {"gqa", "cross_kdim_vdim", 2, 9, 23, 128, 8, 24, 40, .key_padding = 1, .kv_heads = 2},
+    {"gqa", "cross_extra_keys", 2, 17, 5, 128, 8, .bias_kv = 1, .zero_attn = 1, .lens = LENS_PER_QUERY, .kv_heads = 2},
+    {"gqa", "zero_attn_fully_masked", 2, 9, 12, 128, 8, .zero_attn = 1, .key_padding = 1, .fully_masked = 1,
+     .kv_heads = 1},
+    {"gqa", "weights_per_head_masks", 2, 17, 23, 128, 8, .causal = 1, .mask = MASK_FLOAT, .mask_per_head = 1,
+     .weights = WEIGHTS_PER_HEAD, .kv_heads = 2},
+    {"gqa", "weights_averaged_bias_kv", 2, 17, 0, 128, 8, .bias_kv = 1, .lens = LENS_PER_BATCH,
+     .weights = WEIGHTS_AVERAGED, .kv_heads = 1},
+    {"gqa", "odd_D7", 2, 9, 7, 42, 6, 5, 11, .causal = 1, .also_f16 = 1, .kv_heads = 3},
+    {"gqa", "fp16_cross", 2, 17, 23, 128, 8, 24, 40, .bias_kv = 1, .key_padding = 1, .storage = VKATTN_DTYPE_F16,
+     .kv_heads = 2},
+    {"gqa", "D64_kv2", 1, 64, 0, 512, 8, .causal = 1, .also_f16 = 1, .kv_heads = 2},
+    {"gqa", "D128_kv1", 1, 64, 0, 1024, 8, .mask = MASK_BOOL, .also_f16 = 1, .kv_heads = 1},
+    {"gqa", "budget_fused_parts", 2, 20, 700, 64, 8, .zero_attn = 1, .key_padding = 1, .loop_budget = 512,
+     .kv_heads = 2},
+    {"gqa", "budget_self_causal", 1, 300, 0, 128, 8, .causal = 1, .loop_budget = 512, .kv_heads = 2},
+    {"gqa", "budget_softmax_ranges", 1, 5, 3000, 32, 4, .weights = WEIGHTS_PER_HEAD, .loop_budget = 100,
+     .kv_heads = 1},
 };
 
 /* Inputs and masks of one case, generated from its parameters. */
@@ -358,7 +381,7 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
 {
     vkattn_layer_desc ld = {.embed_dim = c->E, .num_heads = c->H, .kdim = c->kdim, .vdim = c->vdim,
                             .no_bias = c->no_bias, .add_bias_kv = c->bias_kv, .add_zero_attn = c->zero_attn,
-                            .storage = c->storage};
+                            .storage = c->storage, .num_kv_heads = c->kv_heads};
     test_weights tw;
     test_weights_make(&tw, &ld, seed);
     test_rng rng = test_rng_make(seed + 1);

@@ -7,6 +7,7 @@ static vka_problem problem(uint32_t B, uint32_t L, uint32_t S, uint32_t E, uint3
 {
     vka_problem p = {0};
     p.cfg.E = E, p.cfg.H = H, p.cfg.D = E / H, p.cfg.H_active = H, p.cfg.inner = E, p.cfg.kdim = E, p.cfg.vdim = E, p.cfg.bias = 1, p.cfg.packed_in_proj = 1;
+    p.cfg.H_kv = H, p.cfg.group = 1, p.cfg.E_kv = E, p.cfg.inner_kv = E;
     p.B = B, p.L = L, p.S = S, p.S_ext = S, p.self_attention = self;
     return p;
 }
@@ -414,6 +415,143 @@ static void test_weights_past_the_range(void)
     vka_plan_free(&plan);
 }
 
+/* Makes `p` a grouped-query problem: H_kv K/V heads, each read by H / H_kv query heads. */
+static void gqa(vka_problem *p, uint32_t H_kv)
+{
+    p->cfg.H_kv = H_kv, p->cfg.group = p->cfg.H / H_kv, p->cfg.E_kv = H_kv * p->cfg.D, p->cfg.inner_kv = p->cfg.E_kv;
+}
+
+/* K and V are projected for the H_kv heads only: their workspace and matmuls are H_kv·D wide. */
+static void test_gqa_workspace(void)
+{
+    vka_plan_limits l = lavapipe_limits();
+    vka_plan plan = {0};
+    const uint64_t B = 2, L = 5, S = 17, E = 64, H = 8, Hk = 2, D = E / H;
+    vka_problem p = problem((uint32_t)B, (uint32_t)L, (uint32_t)S, (uint32_t)E, (uint32_t)H, 0);
+    gqa(&p, (uint32_t)Hk);
+    for (int path = VKATTN_PATH_UNFUSED; path <= VKATTN_PATH_FUSED; path++) {
+        p.path = (vkattn_path)path;
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK(plan.workspace_bytes[VKA_ROLE_QKV] == B * H * L * D * 4);
+        CHECK(plan.workspace_bytes[VKA_ROLE_K_PROJ] == B * Hk * S * D * 4);
+        CHECK(plan.workspace_bytes[VKA_ROLE_V_PROJ] == B * Hk * S * D * 4);
+        CHECK(plan.role_bytes[VKA_ROLE_W_IN] == (H + 2 * Hk) * D * E * 4); /* packed W_Q, W_K, W_V */
+        CHECK(plan.role_bytes[VKA_ROLE_B_IN] == (H + 2 * Hk) * D * 4);
+        CHECK(plan.steps[0].push.matmul.N == H * D);
+        CHECK(plan.steps[1].push.matmul.N == Hk * D && plan.steps[2].push.matmul.N == Hk * D);
+        CHECK(plan.steps[3].push.fused.kv_group == H / Hk || plan.steps[3].push.scores.kv_group == H / Hk);
+    }
+    /* Self-attention: one matmul makes the H Q heads, then the H_kv K heads and H_kv V heads. */
+    p = problem((uint32_t)B, (uint32_t)L, (uint32_t)L, (uint32_t)E, (uint32_t)H, 1);
+    gqa(&p, (uint32_t)Hk);
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(plan.qkv_one_matmul == 1);
+    CHECK(plan.workspace_bytes[VKA_ROLE_QKV] == B * (H + 2 * Hk) * L * D * 4);
+    CHECK(plan.workspace_bytes[VKA_ROLE_K_PROJ] == 0);
+    CHECK(plan.steps[0].push.matmul.N == (H + 2 * Hk) * D);
+    /* The extra keys: one copy region per batch item and K/V head. */
+    p.cfg.extra_keys = 2, p.cfg.bias_kv = p.cfg.zero_attn = 1, p.S_ext = p.S + 2;
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(plan.steps[1].kind == VKA_STEP_COPY && plan.steps[1].copy_count == B * Hk);
+    CHECK(plan.role_bytes[VKA_ROLE_EXTRA_K] == 2 * Hk * D * 4);
+    vka_plan_free(&plan);
+}
+
+/* Every attention step reads, through its K (or V) window and push offsets, exactly the rows of
+ * K/V head h / group for each of its query heads h. */
+static int check_kv_windows(const vka_problem *p, const vka_plan *plan)
+{
+    const uint64_t D = p->cfg.D, Hk = p->cfg.inner_kv / D, Sx = p->S_ext, H = p->cfg.H_active;
+    const uint64_t vec = D % 4 == 0 ? 4 : 1, texel = vec * 4; /* fp32 storage */
+    int bad = 0, checked = 0;
+    for (uint32_t i = 0; i < plan->step_count; i++) {
+        const vka_step *st = &plan->steps[i];
+        uint32_t bh0, bhn, offs[2], kv_batch, kv_head, kv_row, group, slots[2];
+        int n = 0;
+        if (st->kind != VKA_STEP_DISPATCH) continue;
+        if (st->kernel == VKA_KERNEL_FUSED) {
+            const vka_fused_push *f = &st->push.fused;
+            bh0 = f->bh_begin, bhn = f->bh_count, kv_batch = f->kv_batch, kv_head = f->kv_head, kv_row = f->kv_row;
+            group = f->kv_group, offs[0] = f->k_offset, offs[1] = f->v_offset, slots[0] = VKA_FUSED_K;
+            slots[1] = VKA_FUSED_V, n = 2;
+        } else if (st->kernel == VKA_KERNEL_SCORES) {
+            const vka_scores_push *f = &st->push.scores;
+            bh0 = f->bh_begin, bhn = f->bh_count, kv_batch = f->kv_batch, kv_head = f->kv_head, kv_row = f->kv_row;
+            group = f->kv_group, offs[0] = f->k_offset, slots[0] = VKA_SCORES_K, n = 1;
+        } else if (st->kernel == VKA_KERNEL_PV) {
+            const vka_pv_push *f = &st->push.pv;
+            bh0 = f->bh_begin, bhn = f->bh_count, kv_batch = f->kv_batch, kv_head = f->kv_head, kv_row = f->kv_row;
+            group = f->kv_group, offs[0] = f->v_offset, slots[0] = VKA_PV_V, n = 1;
+        } else {
+            continue;
+        }
+        bad += group != p->cfg.group;
+        for (int k = 0; k < n; k++) {
+            const vka_bind *bd = &st->bind[slots[k]];
+            for (uint32_t bh = bh0; bh < bh0 + bhn; bh++) {
+                uint64_t b = bh / H, kvh = bh % H / p->cfg.group;
+                uint64_t want = (b * Hk + kvh) * Sx * D * 4; /* byte of row 0 of K/V head kvh, batch b */
+                uint32_t idx = offs[k] + (uint32_t)b * kv_batch + (uint32_t)kvh * kv_head; /* what the kernel adds */
+                uint64_t at = bd->offset + (uint64_t)idx * texel, end = at + ((Sx - 1) * kv_row + D / vec) * texel;
+                if (at != want || end - bd->offset > bd->range) {
+                    if (bad < 5)
+                        fprintf(stderr, "step %u %s: bh %u reads byte %llu, K/V head %llu is at %llu (window %llu+%llu)\n",
+                                i, vka_role_name(bd->role), bh, (unsigned long long)at, (unsigned long long)kvh,
+                                (unsigned long long)want, (unsigned long long)bd->offset,
+                                (unsigned long long)bd->range);
+                    bad++;
+                }
+                checked++;
+            }
+        }
+    }
+    return checked ? bad : 1;
+}
+
+/* GQA at extreme shapes: the loop budget holds, every key of every row is visited once, and the
+ * K/V windows (tensors bound in pieces when past the binding range) hold the right K/V head. */
+static void test_gqa_budget_and_windows(void)
+{
+    /* lavapipe's budget, and one small enough that the fused keys are split into parts (not
+     * smaller: at 512 these shapes need more parts than attn_merge's loop over them may run, and
+     * the plan refuses them) */
+    const uint32_t budgets[] = {65535, 2048};
+    /* 128 MiB, and one and a half K/V heads' keys: then K and V are bound head by head */
+    const int small_range[] = {0, 1};
+    const uint32_t shapes[][4] = {{64, 8, 1, 4096}, {64, 8, 2, 4096}, {128, 8, 1, 32768}, {16, 8, 4, 131072}, {7, 6, 3, 5000}};
+    vka_plan plan = {0};
+    int plans = 0;
+    for (size_t bi = 0; bi < 2; bi++) {
+        for (size_t ri = 0; ri < 2; ri++) {
+            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+                for (int path = VKATTN_PATH_UNFUSED; path <= VKATTN_PATH_FUSED; path++) {
+                    uint32_t D = shapes[si][0], H = shapes[si][1], Hk = shapes[si][2], S = shapes[si][3];
+                    vka_problem p = problem(2, 16, S, D * H, H, 0);
+                    gqa(&p, Hk);
+                    p.path = (vkattn_path)path;
+                    p.cfg.extra_keys = 1, p.cfg.zero_attn = 1, p.S_ext = S + 1;
+                    vka_plan_limits l = lavapipe_limits();
+                    l.loop_budget = budgets[bi];
+                    uint64_t head_bytes = (uint64_t)p.S_ext * D * 4;
+                    l.max_storage_buffer_range = small_range[ri] ? (head_bytes * 3 / 2 + 255) / 256 * 256 : 128u << 20;
+                    vkattn_error err = {0};
+                    vkattn_status status = vka_plan_build(&p, &l, &plan, &err);
+                    CHECK_MSG(status == VKATTN_OK, "D %u H %u H_kv %u S %u budget %u range %llu %s: %s", D, H, Hk, S,
+                              budgets[bi], (unsigned long long)l.max_storage_buffer_range, vkattn_path_name(p.path), err.message);
+                    if (status != VKATTN_OK) continue;
+                    plans++;
+                    CHECK(check_plan_limits(&plan, &l, "gqa") == 0);
+                    if (path == VKATTN_PATH_FUSED) CHECK(check_fused_cover(&p, &plan) == 0);
+                    CHECK_MSG(check_kv_windows(&p, &plan) == 0, "D %u H %u H_kv %u S %u budget %u range %llu %s", D, H,
+                              Hk, S, budgets[bi], (unsigned long long)l.max_storage_buffer_range, vkattn_path_name(p.path));
+                }
+            }
+        }
+    }
+    CHECK(plans == 40);
+    vka_plan_free(&plan);
+}
+
 static void test_fold_groups(void)
 {
     const uint32_t max[3] = {65535, 65535, 65535};
@@ -439,6 +577,8 @@ int main(void)
     RUN_TEST(test_loop_budget_everywhere);
     RUN_TEST(test_splits_where_lavapipe_failed);
     RUN_TEST(test_weights_past_the_range);
+    RUN_TEST(test_gqa_workspace);
+    RUN_TEST(test_gqa_budget_and_windows);
     RUN_TEST(test_fold_groups);
     return test_finish();
 }

@@ -225,6 +225,112 @@ static void test_errors(void)
     CHECK_STATUS(vkattn_reference_forward(&huge, &w, &f, &err), VKATTN_ERROR_SIZE_OVERFLOW);
 }
 
+/* Grouped-query attention against plain multi-head attention: a layer with H_kv K/V heads must
+ * equal the MHA layer whose W_K, W_V, their biases and bias_k/bias_v are the GQA ones repeated
+ * per query head (PyTorch's repeat_interleave: head h gets K/V head h / (H / H_kv)). The MHA side
+ * runs the reference's H_kv = H code, so this checks the grouping against a known answer, not
+ * against itself; the same doubles are summed in the same order, so the match is exact. */
+static void check_gqa_vs_repeated(uint32_t H_kv, uint32_t kdim, uint32_t vdim, int self)
+{
+    enum { B = 2, L = 5, S = 7, E = 12, H = 6, D = E / H };
+    const uint32_t G = H / H_kv, Ek = H_kv * D, kd = kdim ? kdim : E, vd = vdim ? vdim : E, Skeys = self ? L : S;
+    test_rng rng = test_rng_make(77 + H_kv + kdim);
+    float wq[E * E], wo[E * E], bo[E], wk[E * 16], wv[E * 16], b_in[3 * E], bk[E], bv[E];
+    float wk_rep[E * 16], wv_rep[E * 16], b_rep[3 * E], bk_rep[E], bv_rep[E];
+    test_fill(&rng, wq, E * E, 0.5f), test_fill(&rng, wo, E * E, 0.5f), test_fill(&rng, bo, E, 0.1f);
+    test_fill(&rng, wk, Ek * kd, 0.5f), test_fill(&rng, wv, Ek * vd, 0.5f);
+    test_fill(&rng, b_in, E + 2 * Ek, 0.1f), test_fill(&rng, bk, Ek, 0.5f), test_fill(&rng, bv, Ek, 0.5f);
+    memcpy(b_rep, b_in, E * sizeof(float));
+    for (uint32_t h = 0; h < H; h++) {
+        uint32_t k = h / G;
+        memcpy(wk_rep + h * D * kd, wk + k * D * kd, D * kd * sizeof(float));
+        memcpy(wv_rep + h * D * vd, wv + k * D * vd, D * vd * sizeof(float));
+        memcpy(b_rep + E + h * D, b_in + E + k * D, D * sizeof(float));
+        memcpy(b_rep + 2 * E + h * D, b_in + E + Ek + k * D, D * sizeof(float));
+        memcpy(bk_rep + h * D, bk + k * D, D * sizeof(float));
+        memcpy(bv_rep + h * D, bv + k * D, D * sizeof(float));
+    }
+    float query[B * L * E], key[B * S * 16], value[B * S * 16];
+    test_fill(&rng, query, B * L * E, 1.0f), test_fill(&rng, key, B * S * kd, 1.0f), test_fill(&rng, value, B * S * vd, 1.0f);
+    uint8_t kpm[B * S];
+    for (uint32_t i = 0; i < B * Skeys; i++) kpm[i] = i % 3 == 1;
+
+    vkattn_layer_desc gqa = {.embed_dim = E, .num_heads = H, .num_kv_heads = H_kv, .kdim = kdim, .vdim = vdim,
+                             .add_bias_kv = 1, .add_zero_attn = 1};
+    vkattn_layer_desc mha = gqa;
+    mha.num_kv_heads = 0;
+    vkattn_weights wg = {.q_proj_weight = wq, .k_proj_weight = wk, .v_proj_weight = wv, .in_proj_bias = b_in,
+                         .out_proj_weight = wo, .out_proj_bias = bo, .bias_k = bk, .bias_v = bv};
+    vkattn_weights wm = {.q_proj_weight = wq, .k_proj_weight = wk_rep, .v_proj_weight = wv_rep, .in_proj_bias = b_rep,
+                         .out_proj_weight = wo, .out_proj_bias = bo, .bias_k = bk_rep, .bias_v = bv_rep};
+    enum { SX = S + 2 };
+    float out_g[B * L * E], out_m[B * L * E], w_g[B * H * L * SX], w_m[B * H * L * SX];
+    vkattn_host_forward_desc f = {.batch = B, .query_len = L, .key_len = self ? 0 : S, .query = query,
+                                  .key = self ? NULL : key, .value = self ? NULL : value, .causal = self,
+                                  .key_padding_mask = kpm};
+    vkattn_host_forward_desc fg = f, fm = f;
+    fg.output = out_g, fg.attn_weights = w_g, fm.output = out_m, fm.attn_weights = w_m;
+    vkattn_error err = {0};
+    CHECK_STATUS(vkattn_reference_forward(&gqa, &wg, &fg, &err), VKATTN_OK);
+    CHECK_STATUS(vkattn_reference_forward(&mha, &wm, &fm, &err), VKATTN_OK);
+    const size_t n_w = (size_t)B * H * L * (Skeys + 2);
+    CHECK_MSG(memcmp(out_g, out_m, sizeof out_g) == 0, "H_kv %u kdim %u: GQA output differs from repeated MHA", H_kv,
+              kdim);
+    CHECK_MSG(memcmp(w_g, w_m, n_w * sizeof(float)) == 0, "H_kv %u kdim %u: GQA weights differ from repeated MHA",
+              H_kv, kdim);
+    /* The grouping matters: K/V head h % H_kv (a wrong mapping) gives another answer. */
+    if (H_kv > 1 && H_kv < H) {
+        for (uint32_t h = 0; h < H; h++) {
+            uint32_t k = h % H_kv;
+            memcpy(wk_rep + h * D * kd, wk + k * D * kd, D * kd * sizeof(float));
+        }
+        CHECK_STATUS(vkattn_reference_forward(&mha, &wm, &fm, &err), VKATTN_OK);
+        CHECK(memcmp(out_g, out_m, sizeof out_g) != 0);
+    }
+}
+
+static void test_gqa_equals_repeated_mha(void)
+{
+    check_gqa_vs_repeated(1, 0, 0, 1);  /* multi-query, self-attention, causal */
+    check_gqa_vs_repeated(2, 0, 0, 0);  /* packed weights (kdim = vdim = E) given as q/k/v_proj_weight */
+    check_gqa_vs_repeated(3, 16, 5, 0); /* cross-attention, kdim and vdim differ */
+    check_gqa_vs_repeated(6, 16, 5, 0); /* H_kv = H */
+}
+
+/* num_kv_heads = H is plain multi-head attention: the very same result as num_kv_heads = 0, with
+ * in_proj_weight (which grouped layers refuse). */
+static void test_gqa_kv_heads_equal_heads(void)
+{
+    enum { B = 2, L = 4, E = 8, H = 4 };
+    test_rng rng = test_rng_make(5);
+    float w_in[3 * E * E], b_in[3 * E], wo[E * E], bo[E], query[B * L * E], out0[B * L * E], out1[B * L * E];
+    test_fill(&rng, w_in, 3 * E * E, 0.5f), test_fill(&rng, b_in, 3 * E, 0.1f);
+    test_fill(&rng, wo, E * E, 0.5f), test_fill(&rng, bo, E, 0.1f), test_fill(&rng, query, B * L * E, 1.0f);
+    vkattn_weights w = {.in_proj_weight = w_in, .in_proj_bias = b_in, .out_proj_weight = wo, .out_proj_bias = bo};
+    vkattn_layer_desc d0 = {.embed_dim = E, .num_heads = H}, d1 = {.embed_dim = E, .num_heads = H, .num_kv_heads = H};
+    vkattn_host_forward_desc f = {.batch = B, .query_len = L, .query = query, .causal = 1, .output = out0};
+    CHECK_STATUS(vkattn_reference_forward(&d0, &w, &f, NULL), VKATTN_OK);
+    f.output = out1;
+    CHECK_STATUS(vkattn_reference_forward(&d1, &w, &f, NULL), VKATTN_OK);
+    CHECK(memcmp(out0, out1, sizeof out0) == 0);
+    /* Grouped layers: H % H_kv must be 0, and in_proj_weight cannot hold them. */
+    vkattn_error err = {0};
+    vkattn_layer_desc bad = {.embed_dim = E, .num_heads = H, .num_kv_heads = 3};
+    CHECK_STATUS(vkattn_reference_forward(&bad, &w, &f, &err), VKATTN_ERROR_HEADS);
+    CHECK(strstr(err.message, "num_kv_heads") != NULL);
+    vkattn_layer_desc grouped = {.embed_dim = E, .num_heads = H, .num_kv_heads = 2};
+    CHECK_STATUS(vkattn_reference_forward(&grouped, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(err.message, "k_proj_weight") != NULL);
+    /* The cost model: K and V are projected, and read, for the H_kv heads only. */
+    vkattn_cost c0, c1;
+    CHECK_STATUS(vkattn_forward_cost(&d0, 3, 10, 20, VKATTN_PATH_FUSED, VKATTN_WEIGHTS_NONE, &c0), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_cost(&grouped, 3, 10, 20, VKATTN_PATH_FUSED, VKATTN_WEIGHTS_NONE, &c1), VKATTN_OK);
+    CHECK(c0.flops[VKATTN_STAGE_QKV_PROJECTION] == 2.0 * 3 * (10 * E * E + 2 * 20 * E * E));
+    CHECK(c1.flops[VKATTN_STAGE_QKV_PROJECTION] == 2.0 * 3 * (10 * E * E + 2 * 20 * E * (E / 2)));
+    CHECK(c1.flops[VKATTN_STAGE_FUSED] == c0.flops[VKATTN_STAGE_FUSED]);
+    CHECK(c1.bytes[VKATTN_STAGE_FUSED] < c0.bytes[VKATTN_STAGE_FUSED]);
+}
+
 static void test_status_names(void)
 {
     CHECK(strcmp(vkattn_status_name(VKATTN_ERROR_SHAPE), "VKATTN_ERROR_SHAPE") == 0);
@@ -247,6 +353,8 @@ int main(void)
     RUN_TEST(test_scale_and_cross);
     RUN_TEST(test_nan_propagates);
     RUN_TEST(test_errors);
+    RUN_TEST(test_gqa_equals_repeated_mha);
+    RUN_TEST(test_gqa_kv_heads_equal_heads);
     RUN_TEST(test_status_names);
     return test_finish();
 }

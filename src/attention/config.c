@@ -23,6 +23,11 @@ static vkattn_status check_weight_pointers(const vka_layer_config *c, const vkat
 {
     vkattn_status status;
     bool separate = w->q_proj_weight || w->k_proj_weight || w->v_proj_weight;
+    if (c->group > 1 && w->in_proj_weight)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "weights: in_proj_weight is given but num_kv_heads %u differs from num_heads %u; give "
+                             "q_proj_weight (E,E), k_proj_weight (%u,kdim) and v_proj_weight (%u,vdim) instead",
+                             c->H_kv, c->H, c->E_kv, c->E_kv);
     if (!c->packed_in_proj) {
         const char *why = "kdim/vdim differ from embed_dim (PyTorch uses q/k/v_proj_weight then)";
         VKA_TRY(require_pointer(w->in_proj_weight, false, "in_proj_weight", why, error));
@@ -61,10 +66,11 @@ vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_laye
         return vka_error_set(error, VKATTN_ERROR_HEADS,
                              "embed_dim %u is not divisible by num_heads %u (head dim would be %.3g)",
                              desc->embed_dim, desc->num_heads, (double)desc->embed_dim / desc->num_heads);
-    if (desc->num_kv_heads != 0 && desc->num_kv_heads != desc->num_heads)
-        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
-                             "num_kv_heads %u differs from num_heads %u: grouped-query attention is not implemented yet",
-                             desc->num_kv_heads, desc->num_heads);
+    if (desc->num_kv_heads != 0 && desc->num_heads % desc->num_kv_heads != 0)
+        return vka_error_set(error, VKATTN_ERROR_HEADS,
+                             "num_heads %u is not a multiple of num_kv_heads %u (each key/value head serves "
+                             "num_heads / num_kv_heads query heads)",
+                             desc->num_heads, desc->num_kv_heads);
     if (desc->storage != VKATTN_DTYPE_F32 && desc->storage != VKATTN_DTYPE_F16)
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "storage must be F32 or F16, not %s",
                              vkattn_dtype_name(desc->storage));
@@ -73,11 +79,18 @@ vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_laye
     c.E = desc->embed_dim;
     c.H = desc->num_heads;
     c.D = c.E / c.H;
-    c.H_active = vka_count_active_heads(c.H, desc->head_mask);
+    c.H_kv = desc->num_kv_heads ? desc->num_kv_heads : c.H;
+    c.group = c.H / c.H_kv;
+    c.E_kv = c.H_kv * c.D;
+    vka_layer_config_apply_mask(&c, desc->head_mask);
     if (c.H_active == 0)
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "head_mask prunes all %u heads; keep at least one",
                              c.H);
-    c.inner = c.H_active * c.D;
+    if (c.group > 1 && c.H_active < c.H)
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
+                             "head_mask prunes heads of a grouped-query layer (num_kv_heads %u of num_heads %u): "
+                             "pruning is implemented for num_kv_heads = num_heads only",
+                             c.H_kv, c.H);
     c.kdim = desc->kdim ? desc->kdim : c.E;
     c.vdim = desc->vdim ? desc->vdim : c.E;
     c.bias = !desc->no_bias;
@@ -160,6 +173,16 @@ uint32_t vka_count_active_heads(uint32_t H, const uint8_t *mask)
     uint32_t count = 0;
     for (uint32_t h = 0; h < H; h++) count += !mask || mask[h] != 0;
     return count;
+}
+
+void vka_layer_config_apply_mask(vka_layer_config *c, const uint8_t *mask)
+{
+    uint32_t kv_active = 0;
+    for (uint32_t k = 0; k < c->H_kv; k++)
+        kv_active += vka_count_active_heads(c->group, mask ? mask + (size_t)k * c->group : NULL) > 0;
+    c->H_active = vka_count_active_heads(c->H, mask);
+    c->inner = c->H_active * c->D;
+    c->inner_kv = kv_active * c->D;
 }
 
 vkattn_status vka_problem_check(const vka_problem *p, vkattn_error *error)

@@ -11,14 +11,18 @@
 
 typedef struct vka_layer_config {
     uint32_t E, H, D;    /* embed_dim, heads, head dim */
+    uint32_t H_kv;       /* key/value heads (num_kv_heads resolved): H, or a divisor of H */
+    uint32_t group;      /* H / H_kv: query heads per key/value head (query head h reads K/V head h / group) */
+    uint32_t E_kv;       /* H_kv * D: rows of W_K and W_V, width of k and v in the reference */
     uint32_t H_active;   /* heads computed: H minus the pruned ones (vkattn_layer_set_head_mask) */
-    uint32_t inner;      /* H_active * D: width of the projected Q/K/V and of ctx on the device */
+    uint32_t inner;      /* H_active * D: width of the projected Q and of ctx on the device */
+    uint32_t inner_kv;   /* the projected K/V width on the device: the K/V heads some active head reads, times D */
     uint32_t kdim, vdim; /* defaults resolved */
     int bias;            /* in/out projections have biases */
     int bias_kv;         /* add_bias_kv */
     int zero_attn;       /* add_zero_attn */
     uint32_t extra_keys; /* bias_kv + zero_attn: keys appended after the S real ones */
-    int packed_in_proj;  /* kdim == vdim == E: W_Q, W_K, W_V stored as one (3E,E) matrix */
+    int packed_in_proj;  /* kdim == vdim == E: W_Q, W_K, W_V stored as one (E + 2 E_kv, E) matrix */
     vkattn_dtype storage;
 } vka_layer_config;
 
@@ -60,6 +64,10 @@ vkattn_status vka_layer_config_resolve(const vkattn_layer_desc *desc, const vkat
 
 /* The heads a mask keeps (mask[h] != 0); all H when `mask` is NULL. */
 uint32_t vka_count_active_heads(uint32_t H, const uint8_t *mask);
+
+/* Fills H_active, inner and inner_kv from a head mask (NULL: all heads): a K/V head counts when
+ * any of its query heads is active. */
+void vka_layer_config_apply_mask(vka_layer_config *c, const uint8_t *mask);
 
 /* The checks every problem passes, however it was described: outputs that can be asked for
  * together (weights and lse cannot; pruned heads give neither), and every element count the

@@ -10,13 +10,14 @@
 #include "io/io.h"
 #include "memory/tensor.h"
 
-/* Copies the weights into one block in canonical form (packed when kdim == vdim == E). */
+/* Copies the weights into one block in canonical form (packed when kdim == vdim == E: W_Q, W_K,
+ * W_V as one (E + 2 E_kv, E) matrix, E_kv = H_kv·D). */
 static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights *w)
 {
     const vka_layer_config *c = &layer->cfg;
-    const size_t E = c->E;
-    size_t in_proj = c->packed_in_proj ? 3 * E * E : E * E + E * c->kdim + E * c->vdim;
-    size_t total = in_proj + (c->bias ? 3 * E + E : 0) + E * E + (c->bias_kv ? 2 * E : 0);
+    const size_t E = c->E, Ek = c->E_kv;
+    size_t in_proj = E * E + Ek * c->kdim + Ek * c->vdim;
+    size_t total = in_proj + (c->bias ? E + 2 * Ek + E : 0) + E * E + (c->bias_kv ? 2 * Ek : 0);
     float *block = vka_malloc(&layer->ctx->dev.faults, total * sizeof *block);
     if (!block) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the host weights");
     float *at = block;
@@ -30,27 +31,27 @@ static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights
     } while (0)
     if (c->packed_in_proj) {
         if (w->in_proj_weight) {
-            VKA_TAKE_(in_proj_weight, w->in_proj_weight, 3 * E * E);
+            VKA_TAKE_(in_proj_weight, w->in_proj_weight, E * E + 2 * Ek * E);
         } else {
             memcpy(at, w->q_proj_weight, E * E * sizeof(float));
-            memcpy(at + E * E, w->k_proj_weight, E * E * sizeof(float));
-            memcpy(at + 2 * E * E, w->v_proj_weight, E * E * sizeof(float));
+            memcpy(at + E * E, w->k_proj_weight, Ek * E * sizeof(float));
+            memcpy(at + E * E + Ek * E, w->v_proj_weight, Ek * E * sizeof(float));
             h->in_proj_weight = at;
-            at += 3 * E * E;
+            at += E * E + 2 * Ek * E;
         }
     } else {
         VKA_TAKE_(q_proj_weight, w->q_proj_weight, E * E);
-        VKA_TAKE_(k_proj_weight, w->k_proj_weight, E * c->kdim);
-        VKA_TAKE_(v_proj_weight, w->v_proj_weight, E * c->vdim);
+        VKA_TAKE_(k_proj_weight, w->k_proj_weight, Ek * c->kdim);
+        VKA_TAKE_(v_proj_weight, w->v_proj_weight, Ek * c->vdim);
     }
     if (c->bias) {
-        VKA_TAKE_(in_proj_bias, w->in_proj_bias, 3 * E);
+        VKA_TAKE_(in_proj_bias, w->in_proj_bias, E + 2 * Ek);
         VKA_TAKE_(out_proj_bias, w->out_proj_bias, E);
     }
     VKA_TAKE_(out_proj_weight, w->out_proj_weight, E * E);
     if (c->bias_kv) {
-        VKA_TAKE_(bias_k, w->bias_k, E);
-        VKA_TAKE_(bias_v, w->bias_v, E);
+        VKA_TAKE_(bias_k, w->bias_k, Ek);
+        VKA_TAKE_(bias_v, w->bias_v, Ek);
     }
 #undef VKA_TAKE_
     layer->host_block = block;
@@ -75,14 +76,14 @@ static vkattn_status check_fp16_range(vkattn_context *ctx, const char *name, con
 static vkattn_status check_weights_fit_fp16(vkattn_context *ctx, const vka_layer_config *c, const vkattn_weights *w)
 {
     vkattn_status status;
-    const size_t E = c->E;
-    VKA_TRY(check_fp16_range(ctx, "in_proj_weight", w->in_proj_weight, 3 * E, E));
+    const size_t E = c->E, Ek = c->E_kv;
+    VKA_TRY(check_fp16_range(ctx, "in_proj_weight", w->in_proj_weight, E + 2 * Ek, E));
     VKA_TRY(check_fp16_range(ctx, "q_proj_weight", w->q_proj_weight, E, E));
-    VKA_TRY(check_fp16_range(ctx, "k_proj_weight", w->k_proj_weight, E, c->kdim));
-    VKA_TRY(check_fp16_range(ctx, "v_proj_weight", w->v_proj_weight, E, c->vdim));
+    VKA_TRY(check_fp16_range(ctx, "k_proj_weight", w->k_proj_weight, Ek, c->kdim));
+    VKA_TRY(check_fp16_range(ctx, "v_proj_weight", w->v_proj_weight, Ek, c->vdim));
     VKA_TRY(check_fp16_range(ctx, "out_proj.weight", w->out_proj_weight, E, E));
-    VKA_TRY(check_fp16_range(ctx, "bias_k", w->bias_k, 1, E));
-    VKA_TRY(check_fp16_range(ctx, "bias_v", w->bias_v, 1, E));
+    VKA_TRY(check_fp16_range(ctx, "bias_k", w->bias_k, 1, Ek));
+    VKA_TRY(check_fp16_range(ctx, "bias_v", w->bias_v, 1, Ek));
 fail:
     return status;
 }
@@ -118,19 +119,19 @@ static vkattn_status upload_f32(vkattn_layer *layer, vka_role role, const char *
     return upload_as(layer, role, what, data, elems, VKATTN_DTYPE_F32);
 }
 
-/* The extra keys (or values) head by head, (H_active, extra_keys, D): per head row 0 = its slice of
- * bias_k (bias_v) when add_bias_kv, then the zero row; the plan copies each head's rows after
- * that head's projected keys. */
+/* The extra keys (or values) K/V head by head, (inner_kv / D, extra_keys, D): per head row 0 = its
+ * slice of bias_k (bias_v) when add_bias_kv, then the zero row; the plan copies each head's rows
+ * after that head's projected keys. */
 static vkattn_status upload_extra(vkattn_layer *layer, vka_role role, const float *bias, const char *what)
 {
     const vka_layer_config *c = &layer->cfg;
     if (c->extra_keys == 0) return VKATTN_OK;
-    float *rows = vka_calloc(&layer->ctx->dev.faults, (size_t)c->extra_keys * c->inner, sizeof *rows);
+    float *rows = vka_calloc(&layer->ctx->dev.faults, (size_t)c->extra_keys * c->inner_kv, sizeof *rows);
     if (!rows) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for %s", what);
     if (c->bias_kv)
-        for (uint32_t h = 0; h < c->H_active; h++)
+        for (uint32_t h = 0; h < c->inner_kv / c->D; h++)
             memcpy(rows + (size_t)h * c->extra_keys * c->D, bias + (size_t)h * c->D, c->D * sizeof(float));
-    vkattn_status status = upload(layer, role, what, rows, (size_t)c->extra_keys * c->inner);
+    vkattn_status status = upload(layer, role, what, rows, (size_t)c->extra_keys * c->inner_kv);
     free(rows);
     return status;
 }
@@ -141,6 +142,18 @@ static float *gather_head_rows(float *dst, const float *src, size_t cols, const 
     const size_t D = layer->cfg.D, block = D * cols;
     for (uint32_t h = 0; h < layer->cfg.H; h++)
         if (layer->head_active[h]) memcpy(dst, src + h * block, block * sizeof(float)), dst += block;
+    return dst;
+}
+
+/* The same for a (H_kv*D, cols) K or V matrix: the K/V heads any active query head reads. */
+static float *gather_kv_head_rows(float *dst, const float *src, size_t cols, const vkattn_layer *layer)
+{
+    const size_t D = layer->cfg.D, block = D * cols, G = layer->cfg.group;
+    for (uint32_t k = 0; k < layer->cfg.H_kv; k++) {
+        int used = 0;
+        for (size_t h = k * G; h < (k + 1) * G; h++) used |= layer->head_active[h] != 0;
+        if (used) memcpy(dst, src + k * block, block * sizeof(float)), dst += block;
+    }
     return dst;
 }
 
@@ -159,35 +172,39 @@ static vkattn_status upload_weights(vkattn_layer *layer)
 {
     const vka_layer_config *c = &layer->cfg;
     const vkattn_weights *h = &layer->host;
-    const size_t E = c->E, I = c->inner, widest = c->kdim > c->vdim ? c->kdim : c->vdim;
+    const size_t E = c->E, Ek = c->E_kv, I = c->inner, Ik = c->inner_kv;
+    const size_t widest = c->kdim > c->vdim ? c->kdim : c->vdim;
     vkattn_status status = VKATTN_OK;
-    /* Scratch big enough for the largest gathered matrix: (3I, E), (I, kdim or vdim) or (E, I). */
+    /* Scratch big enough for the largest gathered matrix: (I + 2 I_kv, E), (I_kv, kdim or vdim) or
+     * (E, I) (I_kv <= I). */
     size_t scratch_elems = 3 * I * (E > widest ? E : widest) + 3 * I;
     float *scratch = vka_malloc(&layer->ctx->dev.faults, scratch_elems * sizeof *scratch);
     if (!scratch) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory gathering the weights");
     if (c->packed_in_proj) {
-        float *at = scratch;
-        for (int m = 0; m < 3; m++) at = gather_head_rows(at, h->in_proj_weight + m * E * E, E, layer);
-        VKA_TRY(upload(layer, VKA_ROLE_W_IN, "in_proj_weight", scratch, 3 * I * E));
+        float *at = gather_head_rows(scratch, h->in_proj_weight, E, layer);
+        at = gather_kv_head_rows(at, h->in_proj_weight + E * E, E, layer);
+        gather_kv_head_rows(at, h->in_proj_weight + E * E + Ek * E, E, layer);
+        VKA_TRY(upload(layer, VKA_ROLE_W_IN, "in_proj_weight", scratch, (I + 2 * Ik) * E));
     } else {
         gather_head_rows(scratch, h->q_proj_weight, E, layer);
         VKA_TRY(upload(layer, VKA_ROLE_W_IN, "q_proj_weight", scratch, I * E));
-        gather_head_rows(scratch, h->k_proj_weight, c->kdim, layer);
-        VKA_TRY(upload(layer, VKA_ROLE_W_K, "k_proj_weight", scratch, I * c->kdim));
-        gather_head_rows(scratch, h->v_proj_weight, c->vdim, layer);
-        VKA_TRY(upload(layer, VKA_ROLE_W_V, "v_proj_weight", scratch, I * c->vdim));
+        gather_kv_head_rows(scratch, h->k_proj_weight, c->kdim, layer);
+        VKA_TRY(upload(layer, VKA_ROLE_W_K, "k_proj_weight", scratch, Ik * c->kdim));
+        gather_kv_head_rows(scratch, h->v_proj_weight, c->vdim, layer);
+        VKA_TRY(upload(layer, VKA_ROLE_W_V, "v_proj_weight", scratch, Ik * c->vdim));
     }
     if (c->bias) {
-        float *at = scratch;
-        for (int m = 0; m < 3; m++) at = gather_head_rows(at, h->in_proj_bias + m * E, 1, layer);
-        VKA_TRY(upload_f32(layer, VKA_ROLE_B_IN, "in_proj_bias", scratch, 3 * I));
+        float *at = gather_head_rows(scratch, h->in_proj_bias, 1, layer);
+        at = gather_kv_head_rows(at, h->in_proj_bias + E, 1, layer);
+        gather_kv_head_rows(at, h->in_proj_bias + E + Ek, 1, layer);
+        VKA_TRY(upload_f32(layer, VKA_ROLE_B_IN, "in_proj_bias", scratch, I + 2 * Ik));
         VKA_TRY(upload_f32(layer, VKA_ROLE_B_OUT, "out_proj.bias", h->out_proj_bias, E));
     }
     gather_head_cols(scratch, h->out_proj_weight, E, layer);
     VKA_TRY(upload(layer, VKA_ROLE_W_OUT, "out_proj.weight", scratch, E * I));
-    if (c->bias_kv) gather_head_rows(scratch, h->bias_k, 1, layer);
+    if (c->bias_kv) gather_kv_head_rows(scratch, h->bias_k, 1, layer);
     VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_K, scratch, "the extra keys"));
-    if (c->bias_kv) gather_head_rows(scratch, h->bias_v, 1, layer);
+    if (c->bias_kv) gather_kv_head_rows(scratch, h->bias_v, 1, layer);
     VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_V, scratch, "the extra values"));
 fail:
     free(scratch);
@@ -198,8 +215,7 @@ fail:
 static void apply_head_mask(vkattn_layer *layer, const uint8_t *mask)
 {
     for (uint32_t h = 0; h < layer->cfg.H; h++) layer->head_active[h] = !mask || mask[h] != 0;
-    layer->cfg.H_active = vka_count_active_heads(layer->cfg.H, mask);
-    layer->cfg.inner = layer->cfg.H_active * layer->cfg.D;
+    vka_layer_config_apply_mask(&layer->cfg, mask);
 }
 
 static vkattn_status layer_create(vkattn_context *ctx, const vkattn_layer_desc *desc, const vkattn_weights *weights,
@@ -229,6 +245,7 @@ static vkattn_status layer_create(vkattn_context *ctx, const vkattn_layer_desc *
     layer->desc.no_bias = !cfg.bias;
     layer->desc.add_bias_kv = cfg.bias_kv;
     layer->desc.add_zero_attn = cfg.zero_attn;
+    layer->desc.num_kv_heads = cfg.H_kv;
     VKA_TRY(copy_host_weights(layer, weights));
     if (!(layer->head_active = vka_malloc(&ctx->dev.faults, cfg.H))) {
         status = vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
@@ -290,6 +307,11 @@ static vkattn_status layer_set_head_mask(vkattn_layer *layer, const uint8_t *act
     if (vka_count_active_heads(layer->cfg.H, active) == 0)
         return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "a head mask must keep at least one of the %u heads",
                         layer->cfg.H);
+    if (layer->cfg.group > 1 && vka_count_active_heads(layer->cfg.H, active) < layer->cfg.H)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED,
+                        "a head mask that prunes heads of a grouped-query layer (num_kv_heads %u of num_heads %u) is "
+                        "not implemented; pruning works for num_kv_heads = num_heads only",
+                        layer->cfg.H_kv, layer->cfg.H);
     /* Upload the new head set beside the old one and keep whichever stands at the end, so a
      * failure leaves the layer exactly as it was. */
     uint8_t *old_active = vka_malloc(&ctx->dev.faults, layer->cfg.H);

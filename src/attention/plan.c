@@ -281,7 +281,7 @@ static void assign_sizes(const vka_problem *p, vka_plan *plan)
 {
     const vka_layer_config *c = &p->cfg;
     uint64_t elems[VKA_ROLE_COUNT] = {0};
-    const uint64_t I = c->inner, kv = (uint64_t)p->B * p->S;
+    const uint64_t I = c->inner, Ik = c->inner_kv, kv = (uint64_t)p->B * p->S;
     elems[VKA_ROLE_QUERY] = vka_problem_query_elems(p);
     elems[VKA_ROLE_KEY] = p->self_attention ? elems[VKA_ROLE_QUERY] : kv * c->kdim;
     elems[VKA_ROLE_VALUE] = p->self_attention ? elems[VKA_ROLE_QUERY] : kv * c->vdim;
@@ -291,13 +291,13 @@ static void assign_sizes(const vka_problem *p, vka_plan *plan)
     elems[VKA_ROLE_OUTPUT] = vka_problem_output_elems(p);
     elems[VKA_ROLE_WEIGHTS] = vka_problem_weights_elems(p);
     elems[VKA_ROLE_LSE] = p->lse ? (uint64_t)p->B * c->H * p->L : 0;
-    elems[VKA_ROLE_W_IN] = (c->packed_in_proj ? 3 : 1) * I * c->E;
-    elems[VKA_ROLE_W_K] = c->packed_in_proj ? 0 : I * c->kdim;
-    elems[VKA_ROLE_W_V] = c->packed_in_proj ? 0 : I * c->vdim;
-    elems[VKA_ROLE_B_IN] = c->bias ? 3 * I : 0;
+    elems[VKA_ROLE_W_IN] = (c->packed_in_proj ? I + 2 * Ik : I) * c->E;
+    elems[VKA_ROLE_W_K] = c->packed_in_proj ? 0 : Ik * c->kdim;
+    elems[VKA_ROLE_W_V] = c->packed_in_proj ? 0 : Ik * c->vdim;
+    elems[VKA_ROLE_B_IN] = c->bias ? I + 2 * Ik : 0;
     elems[VKA_ROLE_W_OUT] = (uint64_t)c->E * I;
     elems[VKA_ROLE_B_OUT] = c->bias ? c->E : 0;
-    elems[VKA_ROLE_EXTRA_K] = elems[VKA_ROLE_EXTRA_V] = (uint64_t)c->extra_keys * I;
+    elems[VKA_ROLE_EXTRA_K] = elems[VKA_ROLE_EXTRA_V] = (uint64_t)c->extra_keys * Ik;
     for (int r = 0; r < VKA_ROLE_COUNT; r++) plan->role_bytes[r] = elems[r] * vkattn_dtype_size(plan->role_dtype[r]);
 }
 

@@ -45,18 +45,18 @@ typedef enum vka_role {
     VKA_ROLE_WEIGHTS,
     VKA_ROLE_LSE,
     /* layer weights (storage dtype; biases fp32) */
-    VKA_ROLE_W_IN,    /* (3E,E) when packed, else W_Q (E,E) */
-    VKA_ROLE_W_K,     /* (E,kdim), only when not packed */
-    VKA_ROLE_W_V,     /* (E,vdim), only when not packed */
-    VKA_ROLE_B_IN,    /* (3E) */
+    VKA_ROLE_W_IN,    /* (I + 2 I_kv, E) when packed, else W_Q (I, E) (I_kv = inner_kv) */
+    VKA_ROLE_W_K,     /* (I_kv, kdim), only when not packed */
+    VKA_ROLE_W_V,     /* (I_kv, vdim), only when not packed */
+    VKA_ROLE_B_IN,    /* (I + 2 I_kv) */
     VKA_ROLE_W_OUT,   /* (E,E) */
     VKA_ROLE_B_OUT,   /* (E) */
-    VKA_ROLE_EXTRA_K, /* (extra_keys, E): bias_k and/or the zero key */
+    VKA_ROLE_EXTRA_K, /* (I_kv / D, extra_keys, D): bias_k and/or the zero key per K/V head */
     VKA_ROLE_EXTRA_V,
     /* workspace, owned by the layer and sized by the plan */
-    VKA_ROLE_QKV,    /* (B·S', 3E) fused, or Q alone (B·L, E) */
-    VKA_ROLE_K_PROJ, /* (B·S', E): S projected keys then the extra keys, per batch item */
-    VKA_ROLE_V_PROJ, /* (B·S', E) */
+    VKA_ROLE_QKV,    /* (B, H' + 2 H_kv', S', D) one matmul, or Q alone (B, H', L, D) */
+    VKA_ROLE_K_PROJ, /* (B, H_kv', S', D): S projected keys then the extra keys, per K/V head */
+    VKA_ROLE_V_PROJ, /* (B, H_kv', S', D) */
     VKA_ROLE_SCORES, /* chunk rows × S' (fp32) */
     VKA_ROLE_CTX,    /* (B·L, E), heads concatenated */
     VKA_ROLE_CTX_ACC,       /* (B·L, E) fp32: P·V sums of long rows, key range by key range */

@@ -96,10 +96,12 @@ static vkattn_status bind_group(vka_builder *b, const vka_qkv_layout *l, const g
     last = l->q_offset + b1 * l->q_batch + h1 * l->q_head + i1 * l->q_row + D;
     VKA_TRY(vka_bind_elems(b, &out->q, l->q, (uint8_t)vec, first, last - first, &shift));
     out->q_offset = vka_window_offset(l->q_offset, first, shift, vec);
+    /* K and V: the K/V heads h / group the group's query heads read */
+    const uint64_t G = p->cfg.group;
     for (int kv = 0; kv < 2; kv++) {
         uint64_t base = kv ? l->v_offset : l->k_offset;
-        first = base + b0 * l->kv_batch + h0 * l->kv_head;
-        last = base + b1 * l->kv_batch + h1 * l->kv_head + (uint64_t)(p->S_ext - 1) * l->kv_row + D;
+        first = base + b0 * l->kv_batch + h0 / G * l->kv_head;
+        last = base + b1 * l->kv_batch + h1 / G * l->kv_head + (uint64_t)(p->S_ext - 1) * l->kv_row + D;
         VKA_TRY(vka_bind_elems(b, kv ? &out->v : &out->k, kv ? l->v : l->k, (uint8_t)vec, first, last - first, &shift));
         *(kv ? &out->v_offset : &out->k_offset) = vka_window_offset(base, first, shift, vec);
     }
@@ -259,6 +261,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                 .q_head = (uint32_t)(l->q_head / vec), .q_row = (uint32_t)(l->q_row / vec),
                 .k_offset = gb.k_offset, .v_offset = gb.v_offset, .kv_batch = (uint32_t)(l->kv_batch / vec),
                 .kv_head = (uint32_t)(l->kv_head / vec), .kv_row = (uint32_t)(l->kv_row / vec),
+                .kv_group = p->cfg.group,
                 .ctx_offset = gb.ctx_offset, .ctx_stride = p->cfg.inner, .scale = 1.0f / sqrtf((float)D),
                 .mask_flags = mask_flags(p), .mask_heads = p->cfg.H,
                 .splits = (uint32_t)parts, .split_len = (uint32_t)part_len,
@@ -365,7 +368,7 @@ static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role
         .q_offset = gb.q_offset, .q_batch = (uint32_t)(l->q_batch / vec), .q_head = (uint32_t)(l->q_head / vec),
         .q_row = (uint32_t)(l->q_row / vec),
         .k_offset = gb.k_offset, .kv_batch = (uint32_t)(l->kv_batch / vec), .kv_head = (uint32_t)(l->kv_head / vec),
-        .kv_row = (uint32_t)(l->kv_row / vec),
+        .kv_row = (uint32_t)(l->kv_row / vec), .kv_group = c->group,
         .bh_begin = g->bh_begin, .bh_count = g->bh_count, .i_begin = g->i_begin, .i_count = g->i_count,
         .scale = 1.0f / sqrtf((float)c->D),
         .mask_flags = mask_flags(p), .mask_heads = c->H,
@@ -414,7 +417,7 @@ static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role
         pv.push.pv = (vka_pv_push){
             .L = p->L, .S_ext = p->S_ext, .H = c->H_active,
             .v_offset = gb.v_offset, .kv_batch = (uint32_t)(l->kv_batch / vec), .kv_head = (uint32_t)(l->kv_head / vec),
-            .kv_row = (uint32_t)(l->kv_row / vec),
+            .kv_row = (uint32_t)(l->kv_row / vec), .kv_group = c->group,
             .ctx_offset = gb.ctx_offset, .ctx_stride = c->inner, .acc_offset = gb.acc_offset,
             .bh_begin = g->bh_begin, .bh_count = g->bh_count, .i_begin = g->i_begin, .i_count = g->i_count,
             .j_begin = (uint32_t)j0, .j_count = (uint32_t)vka_min64(range_len, p->S_ext - j0),

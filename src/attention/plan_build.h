@@ -16,8 +16,9 @@ typedef struct vka_builder {
 } vka_builder;
 
 /* Where the projected Q, K and V live, in elements: Q row (b, h, i) at
- * q_offset + b*q_batch + h*q_head + i*q_row, K and V rows (b, h, j) at k_offset (v_offset)
- * + b*kv_batch + h*kv_head + j*kv_row. Each head's rows are contiguous (D elements apart). */
+ * q_offset + b*q_batch + h*q_head + i*q_row, K and V rows (b, k, j) of K/V head k = h / group at
+ * k_offset (v_offset) + b*kv_batch + k*kv_head + j*kv_row. Each head's rows are contiguous (D
+ * elements apart). */
 typedef struct vka_qkv_layout {
     vka_role q, k, v;
     uint64_t q_offset, q_batch, q_head, q_row;

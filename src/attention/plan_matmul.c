@@ -145,7 +145,7 @@ static vkattn_status add_matmul(vka_builder *b, const matmul_args *m)
 static vkattn_status add_extra_key_copies(vka_builder *b, const vka_qkv_layout *l)
 {
     const vka_problem *p = b->p;
-    const uint32_t D = p->cfg.D, extra = p->cfg.extra_keys, H = p->cfg.H_active;
+    const uint32_t D = p->cfg.D, extra = p->cfg.extra_keys, H = p->cfg.inner_kv / p->cfg.D; /* K/V heads */
     vkattn_status status = VKATTN_OK;
     if (extra == 0) return VKATTN_OK;
     for (int kv = 0; kv < 2; kv++) {
@@ -171,45 +171,49 @@ vkattn_status vka_plan_input_projections(vka_builder *b, vka_qkv_layout *out)
 {
     const vka_problem *p = b->p;
     const vka_layer_config *c = &p->cfg;
-    /* E: the query's features; I = H'·D: the projected width (all heads, or the active ones). */
+    /* E: the query's features; I = H'·D: the projected width (all heads, or the active ones);
+     * Ik = Hk·D: the projected K/V width (Hk = H' / group, the K/V heads those heads read). */
     const uint64_t E = c->E, I = c->inner, H = c->H_active, D = c->D, B = p->B, L = p->L, S = p->S, Sx = p->S_ext;
+    const uint64_t Ik = c->inner_kv, Hk = Ik / D;
     const matmul_args base = {.stage = VKATTN_STAGE_QKV_PROJECTION, .a = VKA_ROLE_QUERY, .w = VKA_ROLE_W_IN,
                               .bias = c->bias ? VKA_ROLE_B_IN : VKA_ROLE_NONE, .c_row = D, .c_col_block = D};
     vkattn_status status;
     b->plan->qkv_one_matmul = p->self_attention;
     if (b->plan->qkv_one_matmul) {
-        /* One matmul, one buffer (B, 3, H', S', D): Q, K and V head by head, S' rows per head. */
-        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_QKV, B * 3 * H * Sx * D));
+        /* One matmul, one buffer (B, H' + 2 Hk, S', D): the Q heads, then the K heads, then the V
+         * heads, S' rows per head. */
+        const uint64_t heads = H + 2 * Hk;
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_QKV, B * heads * Sx * D));
         matmul_args m = base;
-        m.c = VKA_ROLE_QKV, m.M = (uint32_t)(B * L), m.N = (uint32_t)(3 * I), m.K = (uint32_t)E, m.lda = E;
-        m.rows_per_batch = L, m.batch_stride = 3 * H * Sx * D, m.c_block = Sx * D;
+        m.c = VKA_ROLE_QKV, m.M = (uint32_t)(B * L), m.N = (uint32_t)(I + 2 * Ik), m.K = (uint32_t)E, m.lda = E;
+        m.rows_per_batch = L, m.batch_stride = heads * Sx * D, m.c_block = Sx * D;
         VKA_TRY(add_matmul(b, &m));
         *out = (vka_qkv_layout){.q = VKA_ROLE_QKV, .k = VKA_ROLE_QKV, .v = VKA_ROLE_QKV,
-                                .q_offset = 0, .q_batch = 3 * H * Sx * D, .q_head = Sx * D, .q_row = D,
-                                .k_offset = H * Sx * D, .v_offset = 2 * H * Sx * D,
-                                .kv_batch = 3 * H * Sx * D, .kv_head = Sx * D, .kv_row = D};
+                                .q_offset = 0, .q_batch = heads * Sx * D, .q_head = Sx * D, .q_row = D,
+                                .k_offset = H * Sx * D, .v_offset = (H + Hk) * Sx * D,
+                                .kv_batch = heads * Sx * D, .kv_head = Sx * D, .kv_row = D};
     } else {
-        /* Q (B, H', L, D), K and V (B, H', S', D). Packed weights: W_Q, W_K, W_V are row blocks of
-         * one (3I, E) matrix, and the bias is always (3I). */
+        /* Q (B, H', L, D), K and V (B, Hk, S', D). Packed weights: W_Q, W_K, W_V are row blocks of
+         * one (I + 2 Ik, E) matrix, and the bias is always (I + 2 Ik). */
         VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_QKV, B * H * L * D));
-        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_K_PROJ, B * H * Sx * D));
-        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_V_PROJ, B * H * Sx * D));
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_K_PROJ, B * Hk * Sx * D));
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_V_PROJ, B * Hk * Sx * D));
         int packed = c->packed_in_proj;
         matmul_args q = base, k = base, v = base;
         q.c = VKA_ROLE_QKV, q.M = (uint32_t)(B * L), q.N = (uint32_t)I, q.K = (uint32_t)E, q.lda = E;
         q.rows_per_batch = L, q.batch_stride = H * L * D, q.c_block = L * D;
         k.a = VKA_ROLE_KEY, k.w = packed ? VKA_ROLE_W_IN : VKA_ROLE_W_K, k.c = VKA_ROLE_K_PROJ;
-        k.M = (uint32_t)(B * S), k.N = (uint32_t)I, k.K = c->kdim, k.lda = c->kdim, k.w_offset = packed ? I * E : 0;
-        k.bias_offset = I, k.rows_per_batch = S, k.batch_stride = H * Sx * D, k.c_block = Sx * D;
+        k.M = (uint32_t)(B * S), k.N = (uint32_t)Ik, k.K = c->kdim, k.lda = c->kdim, k.w_offset = packed ? I * E : 0;
+        k.bias_offset = I, k.rows_per_batch = S, k.batch_stride = Hk * Sx * D, k.c_block = Sx * D;
         v = k;
         v.a = VKA_ROLE_VALUE, v.w = packed ? VKA_ROLE_W_IN : VKA_ROLE_W_V, v.c = VKA_ROLE_V_PROJ;
-        v.K = c->vdim, v.lda = c->vdim, v.w_offset = packed ? 2 * I * E : 0, v.bias_offset = 2 * I;
+        v.K = c->vdim, v.lda = c->vdim, v.w_offset = packed ? (I + Ik) * E : 0, v.bias_offset = I + Ik;
         VKA_TRY(add_matmul(b, &q));
         VKA_TRY(add_matmul(b, &k));
         VKA_TRY(add_matmul(b, &v));
         *out = (vka_qkv_layout){.q = VKA_ROLE_QKV, .k = VKA_ROLE_K_PROJ, .v = VKA_ROLE_V_PROJ,
                                 .q_offset = 0, .q_batch = H * L * D, .q_head = L * D, .q_row = D,
-                                .k_offset = 0, .v_offset = 0, .kv_batch = H * Sx * D, .kv_head = Sx * D, .kv_row = D};
+                                .k_offset = 0, .v_offset = 0, .kv_batch = Hk * Sx * D, .kv_head = Sx * D, .kv_row = D};
     }
     return add_extra_key_copies(b, out);
 fail:

@@ -123,10 +123,11 @@ size_t vka_plan_describe(const vka_problem *p, const vka_plan *plan, uint32_t lo
     const uint32_t B = p->B, L = p->L, S = p->S, Sx = p->S_ext, E = c->E, H = c->H_active, D = c->D;
     put(&t, "plan: %s path, B=%u L=%u S=%u S'=%u E=%u H=%u", vkattn_path_name(plan->path), B, L, S, Sx, E, c->H);
     if (H < c->H) put(&t, " (%u computed)", H);
+    if (c->group > 1) put(&t, " H_kv=%u (%u query heads per K/V head)", c->H_kv, c->group);
     put(&t, " D=%u, %s storage\n", D, vkattn_dtype_name(c->storage));
     put(&t, "  q: query (%u, %u, %u) x W_Q^T -> (%u, %u, %u, %u) per head\n", B, L, E, B, H, L, D);
-    put(&t, "  k, v: %s (%u, %u, %u) x W_K^T, W_V^T -> (%u, %u, %u, %u) per head", p->self_attention ? "query" : "key",
-        B, S, p->self_attention ? E : c->kdim, B, H, Sx, D);
+    put(&t, "  k, v: %s (%u, %u, %u) x W_K^T, W_V^T -> (%u, %u, %u, %u) per %shead", p->self_attention ? "query" : "key",
+        B, S, p->self_attention ? E : c->kdim, B, c->inner_kv / D, Sx, D, c->group > 1 ? "K/V " : "");
     if (c->extra_keys) put(&t, ", %u extra key%s after each head's %u", c->extra_keys, c->extra_keys > 1 ? "s" : "", S);
     put(&t, plan->qkv_one_matmul ? " [one Q/K/V matmul]\n" : "\n");
     if (plan->path == VKATTN_PATH_UNFUSED)

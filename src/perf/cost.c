@@ -14,23 +14,25 @@ vkattn_status vkattn_forward_cost(const vkattn_layer_desc *d, uint32_t batch, ui
         return VKATTN_ERROR_INVALID_ARGUMENT;
     const int self = key_len == 0;
     const double B = batch, L = query_len, S = self ? query_len : key_len;
-    /* I: the projected width of the computed heads. */
+    /* I: the projected width of the computed heads; Ik: of the K/V heads they read (I / group
+     * with grouped-query attention, where K and V are projected once per K/V head). */
     const double E = cfg.E, H = cfg.H_active, D = cfg.D, I = cfg.inner, kdim = cfg.kdim, vdim = cfg.vdim;
+    const double Ik = cfg.inner_kv;
     const double S_ext = S + cfg.extra_keys;
     const double a = cfg.storage == VKATTN_DTYPE_F16 ? 2.0 : 4.0; /* activation and weight element */
     const double f32 = 4.0;                                       /* scores are always fp32 */
 
     vkattn_cost c;
     memset(&c, 0, sizeof c);
-    c.flops[VKATTN_STAGE_QKV_PROJECTION] = 2.0 * B * (L * E * I + S * kdim * I + S * vdim * I);
+    c.flops[VKATTN_STAGE_QKV_PROJECTION] = 2.0 * B * (L * E * I + S * kdim * Ik + S * vdim * Ik);
     c.flops[VKATTN_STAGE_OUT_PROJECTION] = 2.0 * B * L * I * E;
     double inputs = self ? B * L * E : B * L * E + B * S * kdim + B * S * vdim;
     c.bytes[VKATTN_STAGE_QKV_PROJECTION] =
-        a * (inputs + I * E + I * kdim + I * vdim + 3 * I) + a * (B * L * I + 2 * B * S * I);
+        a * (inputs + I * E + Ik * kdim + Ik * vdim + I + 2 * Ik) + a * (B * L * I + 2 * B * S * Ik);
     c.bytes[VKATTN_STAGE_OUT_PROJECTION] = a * (B * L * I + E * I + E + B * L * E);
 
     const double attention = 4.0 * B * H * L * S * D;
-    const double q_k = a * (B * L * I + B * S * I), v = a * B * S * I, ctx = a * B * L * I;
+    const double q_k = a * (B * L * I + B * S * Ik), v = a * B * S * Ik, ctx = a * B * L * I;
     const double probs = f32 * B * H * L * S_ext;
     if (path == VKATTN_PATH_FUSED) {
         c.flops[VKATTN_STAGE_FUSED] = attention;

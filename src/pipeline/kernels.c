@@ -10,10 +10,10 @@
 /* Every field is a 4-byte scalar, so the C and std430 layouts agree; these catch a wider type
  * slipping in. Push constants must also fit the 128 bytes every Vulkan device guarantees. */
 _Static_assert(sizeof(vka_matmul_push) == 16 * 4, "vka_matmul_push has padding");
-_Static_assert(sizeof(vka_scores_push) == 21 * 4, "vka_scores_push has padding");
+_Static_assert(sizeof(vka_scores_push) == 22 * 4, "vka_scores_push has padding");
 _Static_assert(sizeof(vka_softmax_push) == 5 * 4, "vka_softmax_push has padding");
-_Static_assert(sizeof(vka_pv_push) == 18 * 4, "vka_pv_push has padding");
-_Static_assert(sizeof(vka_fused_push) == 27 * 4, "vka_fused_push has padding");
+_Static_assert(sizeof(vka_pv_push) == 19 * 4, "vka_pv_push has padding");
+_Static_assert(sizeof(vka_fused_push) == 28 * 4, "vka_fused_push has padding");
 _Static_assert(sizeof(vka_merge_push) == 10 * 4, "vka_merge_push has padding");
 _Static_assert(sizeof(vka_average_push) == 11 * 4, "vka_average_push has padding");
 _Static_assert(sizeof(vka_peak_push) == 4 * 4, "vka_peak_push has padding");
@@ -26,10 +26,13 @@ VKA_PUSH_AT(vka_matmul_push, c_offset, 8);
 VKA_PUSH_AT(vka_matmul_push, tiles_n, 15);
 VKA_PUSH_AT(vka_scores_push, scale, 16);
 VKA_PUSH_AT(vka_scores_push, tiles_i, 20);
+VKA_PUSH_AT(vka_scores_push, kv_group, 21);
 VKA_PUSH_AT(vka_pv_push, j_begin, 14);
 VKA_PUSH_AT(vka_pv_push, tiles_i, 17);
+VKA_PUSH_AT(vka_pv_push, kv_group, 18);
 VKA_PUSH_AT(vka_fused_push, scale, 19);
 VKA_PUSH_AT(vka_fused_push, has_lse, 26);
+VKA_PUSH_AT(vka_fused_push, kv_group, 27);
 VKA_PUSH_AT(vka_merge_push, has_lse, 9);
 VKA_PUSH_AT(vka_softmax_push, group_count, 4);
 VKA_PUSH_AT(vka_average_push, inv_heads, 9);

@@ -5,6 +5,9 @@
  *   p_ij = softmax_j(q_i · k_j / sqrt(D) + mask_ij)   per head, masked keys excluded (skipped:
  *                                                      NaN in a masked key or value row stays out)
  *   ctx_i = sum_j p_ij v_j,  output = ctx W_O^T + b_O
+ *
+ * k and v have H_kv heads (E_kv = H_kv·D columns); query head h reads K/V head h / (H / H_kv)
+ * (grouped-query attention; H_kv = H is plain multi-head attention).
  */
 #include "reference.h"
 
@@ -34,16 +37,16 @@ typedef struct in_proj {
 static in_proj split_in_proj(const vka_layer_config *c, const vkattn_weights *w)
 {
     in_proj ip = {w->q_proj_weight, w->k_proj_weight, w->v_proj_weight, NULL, NULL, NULL};
-    size_t E = c->E;
+    size_t E = c->E, E_kv = c->E_kv; /* in_proj_weight (E + 2 E_kv, E), in_proj_bias (E + 2 E_kv) */
     if (w->in_proj_weight) {
         ip.Wq = w->in_proj_weight;
         ip.Wk = w->in_proj_weight + E * E;
-        ip.Wv = w->in_proj_weight + 2 * E * E;
+        ip.Wv = w->in_proj_weight + E * E + E_kv * E;
     }
     if (w->in_proj_bias) {
         ip.bq = w->in_proj_bias;
         ip.bk = w->in_proj_bias + E;
-        ip.bv = w->in_proj_bias + 2 * E;
+        ip.bv = w->in_proj_bias + E + E_kv;
     }
     return ip;
 }
@@ -104,17 +107,18 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
 {
     const vka_layer_config *c = &p->cfg;
     const size_t B = p->B, L = p->L, S = p->S, Sx = p->S_ext, E = c->E, H = c->H, D = c->D;
+    const size_t Ek = c->E_kv, G = c->group; /* k and v rows are Ek wide; head h reads K/V head h / G */
     const float *query = d->in[VKA_ARG_QUERY], *key = d->in[VKA_ARG_KEY], *value = d->in[VKA_ARG_VALUE];
     float *output = d->out[VKA_ARG_OUTPUT], *weights = d->out[VKA_ARG_WEIGHTS], *lse_out = d->out[VKA_ARG_LSE];
     in_proj ip = split_in_proj(c, w);
 
     double *q = malloc(B * L * E * sizeof *q);
-    double *k = malloc(B * Sx * E * sizeof *k); /* (B, S', E): rows S.. are the extra keys */
-    double *v = malloc(B * Sx * E * sizeof *v);
+    double *k = malloc(B * Sx * Ek * sizeof *k); /* (B, S', E_kv): rows S.. are the extra keys */
+    double *v = malloc(B * Sx * Ek * sizeof *v);
     double *ctx = calloc(B * L * E, sizeof *ctx);
     double *row = malloc(Sx * sizeof *row);
     unsigned char *seen = malloc(Sx); /* which keys the current query row may attend to */
-    double *tmp = malloc(S * E * sizeof *tmp);
+    double *tmp = malloc(S * Ek * sizeof *tmp);
     double *out = malloc(E * sizeof *out);
     double *avg = malloc(L * Sx * sizeof *avg); /* one batch item's head-averaged weights */
     if (!q || !k || !v || !ctx || !row || !seen || !tmp || !out || !avg) {
@@ -126,19 +130,19 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
     linear(query, B * L, E, ip.Wq, ip.bq, E, q);
     for (size_t b = 0; b < B; b++) {
         /* Project this batch's keys and values, then append bias_k/bias_v and the zero key. */
-        linear(key + b * S * c->kdim, S, c->kdim, ip.Wk, ip.bk, E, tmp);
-        for (size_t x = 0; x < S * E; x++) k[b * Sx * E + x] = tmp[x];
-        linear(value + b * S * c->vdim, S, c->vdim, ip.Wv, ip.bv, E, tmp);
-        for (size_t x = 0; x < S * E; x++) v[b * Sx * E + x] = tmp[x];
+        linear(key + b * S * c->kdim, S, c->kdim, ip.Wk, ip.bk, Ek, tmp);
+        for (size_t x = 0; x < S * Ek; x++) k[b * Sx * Ek + x] = tmp[x];
+        linear(value + b * S * c->vdim, S, c->vdim, ip.Wv, ip.bv, Ek, tmp);
+        for (size_t x = 0; x < S * Ek; x++) v[b * Sx * Ek + x] = tmp[x];
         size_t j = S;
         if (c->bias_kv) {
-            for (size_t e = 0; e < E; e++) k[(b * Sx + j) * E + e] = w->bias_k[e];
-            for (size_t e = 0; e < E; e++) v[(b * Sx + j) * E + e] = w->bias_v[e];
+            for (size_t e = 0; e < Ek; e++) k[(b * Sx + j) * Ek + e] = w->bias_k[e];
+            for (size_t e = 0; e < Ek; e++) v[(b * Sx + j) * Ek + e] = w->bias_v[e];
             j++;
         }
         if (c->zero_attn) {
-            for (size_t e = 0; e < E; e++) k[(b * Sx + j) * E + e] = 0.0;
-            for (size_t e = 0; e < E; e++) v[(b * Sx + j) * E + e] = 0.0;
+            for (size_t e = 0; e < Ek; e++) k[(b * Sx + j) * Ek + e] = 0.0;
+            for (size_t e = 0; e < Ek; e++) v[(b * Sx + j) * Ek + e] = 0.0;
         }
     }
 
@@ -156,7 +160,7 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
                         row[j] = -INFINITY;
                         continue;
                     }
-                    const double *kj = k + (b * Sx + j) * E + h * D;
+                    const double *kj = k + (b * Sx + j) * Ek + h / G * D;
                     double dot = 0.0;
                     for (size_t e = 0; e < D; e++) dot += qi[e] * kj[e];
                     row[j] = dot * scale + add;
@@ -166,7 +170,7 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
                 double *ci = ctx + (b * L + i) * E + h * D;
                 for (size_t j = 0; j < Sx; j++) {
                     if (!seen[j]) continue; /* a masked key never contributes, whatever its row holds */
-                    const double *vj = v + (b * Sx + j) * E + h * D;
+                    const double *vj = v + (b * Sx + j) * Ek + h / G * D;
                     for (size_t e = 0; e < D; e++) ci[e] += row[j] * vj[e];
                 }
                 if (weights && p->weights == VKATTN_WEIGHTS_PER_HEAD)
