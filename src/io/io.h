@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "vkattn.h"
 
@@ -47,6 +48,10 @@
  * VKATTN_ERROR_IO before they are read in full; open and read errors are VKATTN_ERROR_IO. */
 vkattn_status vka_read_file(const char *path, size_t max_bytes, uint8_t **out_data, size_t *out_size,
                             vkattn_error *error);
+/* vka_read_file's reading, from a stream already open (a pipe, say); `path` names it in messages.
+ * The caller closes `f`. */
+vkattn_status vka_read_stream(FILE *f, const char *path, size_t max_bytes, uint8_t **out_data, size_t *out_size,
+                              vkattn_error *error);
 /* Writes `size` bytes to `path`, replacing the file. A failed write removes the partial file. */
 vkattn_status vka_write_file(const char *path, const uint8_t *data, size_t size, vkattn_error *error);
 

@@ -1008,11 +1008,18 @@ vkattn_status vkattn_weight_file_open(const char *path, const char *prefix, vkat
         status = load_layer(&src, prefix, out, error);
         close(fd);
     } else {
-        /* A pipe or device cannot be read at offsets: read it whole, as before. */
-        close(fd);
-        uint8_t *data;
-        size_t size;
-        status = vka_read_file(path, VKA_IO_MAX_FILE_BYTES, &data, &size, error);
+        /* A pipe or device cannot be read at offsets: read it whole, as before (from this open,
+         * since a pipe opened twice would be two readers). */
+        FILE *f = fdopen(fd, "rb");
+        if (!f) {
+            status = vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot read: %s", path, strerror(errno));
+            close(fd);
+            return status;
+        }
+        uint8_t *data = NULL;
+        size_t size = 0;
+        status = vka_read_stream(f, path, VKA_IO_MAX_FILE_BYTES, &data, &size, error);
+        fclose(f);
         if (status != VKATTN_OK) return status;
         status = vka_weight_file_parse_prefix(data, size, prefix, out, error);
         free(data);
