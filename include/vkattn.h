@@ -638,21 +638,98 @@ vkattn_status vkattn_npy_write(const char *path, const vkattn_array *array, vkat
 /* Frees array->data and zeroes the struct; NULL is a no-op. */
 void vkattn_array_free(vkattn_array *array);
 
-/* Weights read from a safetensors file holding an nn.MultiheadAttention state_dict
- * ("in_proj_weight", "in_proj_bias", "q_proj_weight", "k_proj_weight", "v_proj_weight",
- * "out_proj.weight", "out_proj.bias", "bias_k", "bias_v"; an optional common prefix such as
- * "attn." is accepted when every name carries it). F32 tensors load as is; F16 and BF16 are
- * converted to F32. */
+/* Weights of one attention layer read from a safetensors file: a file holding an
+ * nn.MultiheadAttention state_dict, or one layer of a whole checkpoint (a Hugging Face
+ * model.safetensors of many gigabytes). Only the 8-byte length, the JSON header (at most 100 MB)
+ * and the layer's own tensors are read, with pread, straight into their float32 arrays; the rest
+ * of the file is checked through the header (every tensor's offsets must tile the data, in bounds,
+ * with sizes that match their shapes and dtypes) but never read. F32 tensors load as is; F16 and
+ * BF16 are converted to F32.
+ *
+ * Names, after the layer's prefix (see vkattn_weight_file_open):
+ *   nn.MultiheadAttention  in_proj_weight or q_proj_weight, k_proj_weight, v_proj_weight;
+ *                          out_proj.weight; in_proj_bias with out_proj.bias; bias_k with bias_v
+ *   Hugging Face           q_proj.weight, k_proj.weight, v_proj.weight, o_proj.weight (Llama,
+ *                          Mistral, Qwen2, ...) or out_proj.weight (BART, CLIP, Whisper); the
+ *                          biases q_proj.bias, k_proj.bias, v_proj.bias, o_proj.bias (out_proj.bias)
+ * One layer uses one naming (a mix is VKATTN_ERROR_FORMAT). A Hugging Face layer maps to
+ * q/k/v_proj_weight, out_proj_weight, in_proj_bias = [q_proj.bias, k_proj.bias, v_proj.bias]
+ * (E + 2 * kv_rows floats) and out_proj_bias. A layer's biases are all or nothing (no_bias): all
+ * four present, or none (no_bias = 1), or q/k/v biases without the output's (Qwen2), which loads
+ * out_proj_bias as zeros (vkattn_weight_file_info.out_bias_zero_filled); any other set is
+ * VKATTN_ERROR_NOT_FOUND naming what is missing. Other tensors under the prefix (rotary
+ * frequencies, Qwen3's q_norm/k_norm) are ignored and counted in the info: vkattn computes plain
+ * multi-head attention on the projections, without rotary embeddings or per-head norms.
+ *
+ * Grouped-query layers: Hugging Face's k_proj.weight and v_proj.weight may have fewer rows than
+ * q_proj.weight: kv_rows = H_kv * D, which must divide E (else VKATTN_ERROR_FORMAT); they load as
+ * k_proj_weight (kv_rows, kdim) and v_proj_weight (kv_rows, vdim). nn.MultiheadAttention's names
+ * always have E rows. The output projection must be square (E, E), i.e. num_heads * head_dim =
+ * hidden_size; a model where they differ is VKATTN_ERROR_FORMAT. */
 typedef struct vkattn_weight_file vkattn_weight_file;
 
-/* Reads and checks the whole file. Hostile or truncated files give VKATTN_ERROR_FORMAT. */
+/* Reads one attention layer from the safetensors file at `path`. `prefix` names the layer: its
+ * tensors are "<prefix>q_proj.weight" and so on (e.g. "model.layers.0.self_attn."; a prefix given
+ * without its final '.' also matches with it). NULL or "" takes the only layer in the file, whose
+ * names may share any common prefix ending in '.' ("attn.", "encoder.layers.0.self_attn.").
+ * Errors (the message starts with the path): VKATTN_ERROR_IO when the file cannot be opened or
+ * read; VKATTN_ERROR_FORMAT for a malformed or hostile file, several layers without a prefix (the
+ * message lists them), mixed namings, wrong shapes or dtypes; VKATTN_ERROR_NOT_FOUND when no
+ * layer has the prefix (the message lists a few prefixes that do hold attention weights, e.g.
+ * "'model.layers.0.self_attn.', 'model.layers.1.self_attn.', ... and 30 more") or a tensor the
+ * layer needs is missing (the message names it); VKATTN_ERROR_INVALID_ARGUMENT for a NULL path or
+ * out; VKATTN_ERROR_OUT_OF_HOST_MEMORY. On failure *out is untouched. Files that are not regular
+ * files (pipes) are read whole, up to 4 GiB. */
+vkattn_status vkattn_weight_file_open(const char *path, const char *prefix, vkattn_weight_file **out,
+                                      vkattn_error *error);
+/* vkattn_weight_file_open(path, NULL, out, error). */
 vkattn_status vkattn_weight_file_load(const char *path, vkattn_weight_file **out, vkattn_error *error);
 void vkattn_weight_file_destroy(vkattn_weight_file *file);
 /* Pointers into the file object, valid until it is destroyed. */
 const vkattn_weights *vkattn_weight_file_weights(const vkattn_weight_file *file);
-/* Fills embed_dim, kdim, vdim, no_bias and add_bias_kv from the tensors present; leaves num_heads,
- * add_zero_attn and storage as they are (the file cannot know them). */
+
+/* vkattn_weight_file_describe's num_kv_heads when the file's key/value rows are not a whole
+ * number of heads of D = E / num_heads (or num_heads is 0 or does not divide E):
+ * vkattn_layer_create refuses it, since num_heads is never a multiple of it. */
+#define VKATTN_KV_HEADS_UNKNOWN 0xFFFFFFFFu
+
+/* Fills embed_dim, kdim, vdim, no_bias and add_bias_kv from the tensors present, and num_kv_heads:
+ * 0 (= num_heads) when k_proj/v_proj have E rows; otherwise, with desc->num_heads already set,
+ * kv_rows / (E / num_heads), or VKATTN_KV_HEADS_UNKNOWN when that is not a whole number (or
+ * num_heads is 0 or does not divide E), so that the layer is refused rather than read with the
+ * wrong widths: set num_heads first. Leaves num_heads, add_zero_attn and storage as they are
+ * (the file cannot know them). */
 void vkattn_weight_file_describe(const vkattn_weight_file *file, vkattn_layer_desc *desc);
+
+typedef enum vkattn_weight_names {
+    VKATTN_WEIGHT_NAMES_TORCH = 0, /* nn.MultiheadAttention's state_dict names */
+    VKATTN_WEIGHT_NAMES_HF = 1     /* Hugging Face's q_proj.weight, ..., o_proj.weight or out_proj.weight */
+} vkattn_weight_names;
+
+/* The most attention tensors one layer reads (nn.MultiheadAttention: at most 8; Hugging Face: 8). */
+#define VKATTN_WEIGHT_FILE_MAX_TENSORS 12
+
+/* What a load found, for reports. Strings point into the file object (valid until it is
+ * destroyed), printable ASCII: other bytes appear as \xNN, names longer than 180 bytes end in "...". */
+typedef struct vkattn_weight_file_info {
+    vkattn_weight_names naming;
+    const char *prefix;             /* the layer's prefix, "" for none */
+    uint32_t embed_dim;             /* E: rows (and columns) of the output projection */
+    uint32_t q_rows;                /* rows of the query projection: E */
+    uint32_t kv_rows;               /* rows of the key and value projections: E, or H_kv * D */
+    uint32_t kdim, vdim;            /* columns of the key and value projections */
+    int out_bias_zero_filled;       /* 1: q/k/v biases without an output bias (Qwen2): out_proj_bias is zeros */
+    uint32_t tensor_count;          /* attention tensors read */
+    const char *tensor_names[VKATTN_WEIGHT_FILE_MAX_TENSORS];  /* their full names in the file */
+    const char *tensor_dtypes[VKATTN_WEIGHT_FILE_MAX_TENSORS]; /* as stored: "F32", "F16" or "BF16" */
+    uint32_t ignored_under_prefix;  /* other tensors under a non-empty prefix, not read */
+    uint64_t file_tensor_count;     /* tensors the header lists */
+    uint64_t file_bytes;            /* the file's size */
+    uint64_t bytes_read;            /* bytes read from it: 8 + the header + the layer's tensors */
+} vkattn_weight_file_info;
+
+/* Copies the file's info to *out. VKATTN_ERROR_INVALID_ARGUMENT if either is NULL. */
+vkattn_status vkattn_weight_file_get_info(const vkattn_weight_file *file, vkattn_weight_file_info *out);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,7 @@ typedef struct run_options {
 static void run_usage(FILE *out)
 {
     fprintf(out,
-            "usage: vkattn run --weights W.safetensors --heads H --query q.npy [--key k.npy [--value v.npy]]\n"
+            "usage: vkattn run --weights W.safetensors [--prefix P] --heads H --query q.npy [--key k.npy [--value v.npy]]\n"
             "                  [--key-padding-mask m.npy] [--valid-lens v.npy] [--attn-mask m.npy] [--causal]\n"
             "                  [--add-zero-attn] --out out.npy [--attn-weights a.npy [--average-weights]]\n"
             "                  [--head-mask m.npy] [--path auto|fused|unfused] [--dtype f32|f16] [--device N|NAME]\n"
@@ -230,6 +230,7 @@ int cmd_run(int argc, char **argv)
     f.attn_weights = weights;
     f.average_weights = o.average_weights;
 
+    forward_inputs_print_weights(&in);
     forward_inputs_print_shapes(&in, &o.fwd);
     if (o.fwd.cpu && o.storage == VKATTN_DTYPE_F16)
         printf("vkattn run: note: --dtype f16 does not change the CPU reference path (double accumulation)\n");

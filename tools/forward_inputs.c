@@ -35,6 +35,7 @@ int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
     } else if (cli_is(a, opt, "--path")) {
         if (parse_path(a, opt, o)) return 2;
     } else if (cli_is(a, opt, "--weights")) target = &o->weights;
+    else if (cli_is(a, opt, "--prefix")) target = &o->prefix;
     else if (cli_is(a, opt, "--query")) target = &o->query;
     else if (cli_is(a, opt, "--key")) target = &o->key;
     else if (cli_is(a, opt, "--value")) target = &o->value;
@@ -62,7 +63,10 @@ void forward_options_missing(const forward_options *o, cli_missing *m)
 
 void forward_options_usage(FILE *out)
 {
-    fprintf(out, "  --weights: a safetensors file of an nn.MultiheadAttention state_dict; the arrays: .npy files\n"
+    fprintf(out, "  --weights: a safetensors file of an nn.MultiheadAttention state_dict, or a checkpoint with\n"
+                 "  --prefix naming one layer (e.g. model.layers.0.self_attn.: nn.MultiheadAttention or Hugging Face\n"
+                 "  names q_proj.weight, k_proj.weight, v_proj.weight, o_proj.weight; only that layer is read).\n"
+                 "  The arrays: .npy files\n"
                  "  (numpy.save; float16 and float64 are converted to float32, int64 to int32).\n"
                  "  query (B,L,E) or (L,E) float32; key (B,S,kdim), value (B,S,vdim) default to the query;\n"
                  "  key-padding-mask (B,S) bool, true = ignore; valid-lens (B) or (B,L) integers;\n"
@@ -177,7 +181,7 @@ static int check_shape(const char *command, const input_spec *spec, const char *
 static int load_files(const char *command, const forward_options *o, forward_inputs *in)
 {
     vkattn_error error = {0};
-    vkattn_status status = vkattn_weight_file_load(o->weights, &in->weights, &error);
+    vkattn_status status = vkattn_weight_file_open(o->weights, o->prefix, &in->weights, &error);
     if (status != VKATTN_OK)
         return cli_fail_input(command, "--weights", o->weights, CLI_FILE_SAFETENSORS, status, error.message);
     int rc;
@@ -235,8 +239,8 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
 {
     int rc;
     if ((rc = load_files(command, o, in)) || (rc = check_kinds(command, o, in))) return rc;
+    in->layer.num_heads = o->heads; /* first: describe derives num_kv_heads from it */
     vkattn_weight_file_describe(in->weights, &in->layer);
-    in->layer.num_heads = o->heads;
     in->layer.add_zero_attn = o->add_zero_attn;
     /* (L,E) is an unbatched query, as in PyTorch: B = 1. */
     in->batched = in->query.rank == 3;
@@ -250,6 +254,14 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
     if (in->E != in->layer.embed_dim) {
         fprintf(stderr, "vkattn %s: the query has %u features but the weights have embed_dim %u\n", command, in->E,
                 in->layer.embed_dim);
+        return 1;
+    }
+    if (in->layer.num_kv_heads == VKATTN_KV_HEADS_UNKNOWN && in->layer.embed_dim % o->heads == 0) {
+        vkattn_weight_file_info info;
+        vkattn_weight_file_get_info(in->weights, &info);
+        fprintf(stderr, "vkattn %s: the weights' k_proj/v_proj have %u rows (key/value heads x head dim) but --heads %u "
+                        "gives head dim %u, which does not divide them\n",
+                command, info.kv_rows, o->heads, in->layer.embed_dim / o->heads);
         return 1;
     }
     in->layer.head_mask = in->head_mask.data; /* its dtype is checked; its shape with the others' */
@@ -271,6 +283,21 @@ void forward_inputs_print_shapes(const forward_inputs *in, const forward_options
     printf("shapes: query (%u, %u, %u), key/value %s (S = %u), heads %u (head dim %u)%s%s%s\n", in->B, in->L, in->E,
            in->key.data ? "given" : "= query", in->S, in->H, in->H ? in->E / in->H : 0, o->causal ? ", causal" : "",
            in->layer.add_bias_kv ? ", bias_kv" : "", in->layer.storage == VKATTN_DTYPE_F16 ? ", f16 storage" : "");
+}
+
+void forward_inputs_print_weights(const forward_inputs *in)
+{
+    vkattn_weight_file_info info;
+    if (vkattn_weight_file_get_info(in->weights, &info) != VKATTN_OK) return;
+    if (!info.prefix[0] && info.naming == VKATTN_WEIGHT_NAMES_TORCH) return; /* a plain state_dict says nothing new */
+    printf("weights: layer '%s' (%s names, %u tensors, %s), q rows %u, k/v rows %u", info.prefix,
+           info.naming == VKATTN_WEIGHT_NAMES_HF ? "Hugging Face" : "nn.MultiheadAttention", info.tensor_count,
+           info.tensor_count ? info.tensor_dtypes[0] : "-", info.q_rows, info.kv_rows);
+    if (in->layer.num_kv_heads && in->layer.num_kv_heads != VKATTN_KV_HEADS_UNKNOWN)
+        printf(" (%u key/value heads)", in->layer.num_kv_heads);
+    if (info.out_bias_zero_filled) printf(", no o_proj.bias (zeros)");
+    if (info.ignored_under_prefix) printf(", %u other tensors under the prefix ignored", info.ignored_under_prefix);
+    printf("; read %.1f KiB of %.1f MiB\n", (double)info.bytes_read / 1024, (double)info.file_bytes / (1024 * 1024));
 }
 
 int forward_inputs_open(const char *command, const forward_options *o, const forward_inputs *in,

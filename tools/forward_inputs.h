@@ -21,6 +21,7 @@
 
 typedef struct forward_options {
     const char *weights;                      /* --weights W.safetensors (required) */
+    const char *prefix;                       /* --prefix STR: the layer's name prefix in the file */
     uint32_t heads;                           /* --heads H (required) */
     const char *query, *key, *value;          /* --query (required), --key, --value (.npy) */
     const char *key_padding_mask, *valid_lens, *attn_mask;
@@ -58,6 +59,10 @@ typedef struct forward_inputs {
     vkattn_host_forward_desc desc; /* every input set; output, attn_weights, average_weights and
                                       path are for the caller (path = the --path option) */
 } forward_inputs;
+
+/* When the weights are not a plain nn.MultiheadAttention file (a prefix, Hugging Face names or
+ * grouped-query widths), prints one line saying which layer was read and how much of the file. */
+void forward_inputs_print_weights(const forward_inputs *in);
 
 /* Loads and checks everything `o` names. Returns 0, or an exit code after printing a message
  * ("vkattn <command>: ..."). `in` must start zeroed; free it with forward_inputs_free either way. */

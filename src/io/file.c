@@ -46,14 +46,9 @@ static vkattn_status grow(uint8_t **buf, size_t *cap, size_t used, size_t max_by
     return VKATTN_OK;
 }
 
-vkattn_status vka_read_file(const char *path, size_t max_bytes, uint8_t **out_data, size_t *out_size,
-                            vkattn_error *error)
+vkattn_status vka_read_stream(FILE *f, const char *path, size_t max_bytes, uint8_t **out_data, size_t *out_size,
+                              vkattn_error *error)
 {
-    if (!path || !out_data || !out_size)
-        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "read_file: path or output is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
-
     vkattn_status status = VKATTN_OK;
     uint8_t *buf = NULL;
     size_t cap = 0, used = 0;
@@ -84,12 +79,22 @@ vkattn_status vka_read_file(const char *path, size_t max_bytes, uint8_t **out_da
             break;
         }
     }
-    fclose(f);
     *out_data = buf;
     *out_size = used;
     return VKATTN_OK;
 fail:
     free(buf);
+    return status;
+}
+
+vkattn_status vka_read_file(const char *path, size_t max_bytes, uint8_t **out_data, size_t *out_size,
+                            vkattn_error *error)
+{
+    if (!path || !out_data || !out_size)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "read_file: path or output is NULL");
+    FILE *f = fopen(path, "rb");
+    if (!f) return vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
+    vkattn_status status = vka_read_stream(f, path, max_bytes, out_data, out_size, error);
     fclose(f);
     return status;
 }

@@ -1,8 +1,9 @@
 /* File readers and writers: .npy arrays and safetensors weights.
  *
- * The public calls (vkattn_npy_read, vkattn_weight_file_load, ...) read a whole file with
- * vka_read_file and hand the bytes to a parser that works on memory only; the parsers are what the
- * tests and fuzz targets call. Parsers trust nothing in their input: every length, offset and shape
+ * vkattn_npy_read reads a whole file with vka_read_file and hands the bytes to a parser that works
+ * on memory only. vkattn_weight_file_open reads a safetensors file piece by piece (the header,
+ * then only the layer's tensors) through the same code that vka_weight_file_parse* runs on a file
+ * held in memory; the memory parsers are what the tests and fuzz targets call. Parsers trust nothing in their input: every length, offset and shape
  * product is checked, and every failure is VKATTN_ERROR_FORMAT with a message that names the field
  * (VKATTN_ERROR_NOT_FOUND when a well-formed weight file lacks a tensor the layer needs;
  * VKATTN_ERROR_OUT_OF_HOST_MEMORY when an allocation fails). Messages from the memory parsers do not
@@ -25,11 +26,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "vkattn.h"
 
-/* The largest file vkattn_npy_read and vkattn_weight_file_load read: 4 GiB (less where size_t is
- * 32 bits wide). */
+/* The largest file vkattn_npy_read reads whole (and vkattn_weight_file_open when the file is a
+ * pipe, not a regular file): 4 GiB (less where size_t is 32 bits wide). */
 #if SIZE_MAX > 0xFFFFFFFFu
 #define VKA_IO_MAX_FILE_BYTES ((size_t)4 << 30)
 #else
@@ -46,6 +48,10 @@
  * VKATTN_ERROR_IO before they are read in full; open and read errors are VKATTN_ERROR_IO. */
 vkattn_status vka_read_file(const char *path, size_t max_bytes, uint8_t **out_data, size_t *out_size,
                             vkattn_error *error);
+/* vka_read_file's reading, from a stream already open (a pipe, say); `path` names it in messages.
+ * The caller closes `f`. */
+vkattn_status vka_read_stream(FILE *f, const char *path, size_t max_bytes, uint8_t **out_data, size_t *out_size,
+                              vkattn_error *error);
 /* Writes `size` bytes to `path`, replacing the file. A failed write removes the partial file. */
 vkattn_status vka_write_file(const char *path, const uint8_t *data, size_t size, vkattn_error *error);
 
@@ -68,8 +74,12 @@ vkattn_status vka_npy_encode(const vkattn_array *array, uint8_t **out_data, size
 
 /* ---- safetensors (safetensors.c) --------------------------------------------------------------- */
 
-/* Parses a whole safetensors file held in memory; the rules are vkattn_weight_file_load's. The
- * result copies what it needs: `data` may be freed afterwards. */
+/* Parses a whole safetensors file held in memory; the rules are vkattn_weight_file_open's with the
+ * layer `prefix` (NULL or "": the only layer). The result copies what it needs: `data` may be freed
+ * afterwards. Its info counts the bytes the parser touched as bytes_read. */
+vkattn_status vka_weight_file_parse_prefix(const uint8_t *data, size_t size, const char *prefix,
+                                           vkattn_weight_file **out, vkattn_error *error);
+/* vka_weight_file_parse_prefix(data, size, NULL, out, error). */
 vkattn_status vka_weight_file_parse(const uint8_t *data, size_t size, vkattn_weight_file **out,
                                     vkattn_error *error);
 

@@ -1,7 +1,9 @@
 /* libFuzzer target: the safetensors weight-file parser (vka_weight_file_parse), which also drives
  * the library's JSON reader (src/io/json.c) over the header.
  *
- * Input: the bytes of a safetensors file. Invariants checked (a broken one is __builtin_trap):
+ * Input: the bytes of a safetensors file, parsed twice: for its only layer (no prefix) and for the
+ * layer "model.layers.0.self_attn." (the prefix search, its list of layers in messages, and Hugging
+ * Face names). Invariants checked (a broken one is __builtin_trap):
  *   - failure: the status is FORMAT, NOT_FOUND or OUT_OF_HOST_MEMORY, the error holds that status
  *     and a message, and *out is untouched;
  *   - success: the weights and the description agree (one projection form, biases and bias_k/v in
@@ -48,6 +50,14 @@ static void check_file(const vkattn_weight_file *file, size_t file_size)
     uint64_t E = d.embed_dim, kdim = d.kdim, vdim = d.vdim;
     CHECK(E >= 1 && kdim >= 1 && vdim >= 1);
 
+    vkattn_weight_file_info info;
+    CHECK(vkattn_weight_file_get_info(file, &info) == VKATTN_OK);
+    uint64_t R = info.kv_rows; /* rows of k/v_proj: E, or fewer for a grouped-query layer */
+    CHECK(R >= 1 && R <= E && E % R == 0 && info.embed_dim == E);
+    CHECK(info.tensor_count <= VKATTN_WEIGHT_FILE_MAX_TENSORS && info.bytes_read <= file_size);
+    CHECK(R == E || info.naming == VKATTN_WEIGHT_NAMES_HF);
+    uint64_t D = E % 7 == 0 ? E / 7 : 0; /* num_heads is 7 */
+    CHECK(d.num_kv_heads == (R == E ? 0 : D && R % D == 0 ? R / D : VKATTN_KV_HEADS_UNKNOWN));
     int separate = w->q_proj_weight || w->k_proj_weight || w->v_proj_weight;
     CHECK(w->out_proj_weight != NULL);
     CHECK(!w->in_proj_weight != !separate);
@@ -62,32 +72,39 @@ static void check_file(const vkattn_weight_file *file, size_t file_size)
     size_t total = 0;
     total += touch(w->in_proj_weight, 3 * E, E);
     total += touch(w->q_proj_weight, E, E);
-    total += touch(w->k_proj_weight, E, kdim);
-    total += touch(w->v_proj_weight, E, vdim);
-    total += touch(w->in_proj_bias, 3 * E, 1);
+    total += touch(w->k_proj_weight, R, kdim);
+    total += touch(w->v_proj_weight, R, vdim);
+    total += touch(w->in_proj_bias, E + 2 * R, 1);
     total += touch(w->out_proj_weight, E, E);
     total += touch(w->out_proj_bias, E, 1);
     total += touch(w->bias_k, E, 1);
     total += touch(w->bias_v, E, 1);
+    if (info.out_bias_zero_filled) total -= E; /* zeros, not read */
     CHECK(total * 2 <= file_size);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void parse_one(const uint8_t *data, size_t size, const char *prefix)
 {
     vkattn_error error = {0};
     vkattn_weight_file *const untouched = (vkattn_weight_file *)&error;
     vkattn_weight_file *file = untouched;
-    vkattn_status status = vka_weight_file_parse(data, size, &file, &error);
+    vkattn_status status = vka_weight_file_parse_prefix(data, size, prefix, &file, &error);
     if (status != VKATTN_OK) {
         CHECK(status == VKATTN_ERROR_FORMAT || status == VKATTN_ERROR_NOT_FOUND ||
               status == VKATTN_ERROR_OUT_OF_HOST_MEMORY);
         CHECK(error.status == status);
         CHECK(memchr(error.message, '\0', sizeof error.message) != NULL && error.message[0] != '\0');
         CHECK(file == untouched);
-        return 0;
+        return;
     }
     CHECK(file != NULL && file != untouched);
     check_file(file, size);
     vkattn_weight_file_destroy(file);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    parse_one(data, size, NULL);
+    parse_one(data, size, "model.layers.0.self_attn.");
     return 0;
 }

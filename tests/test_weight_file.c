@@ -1,0 +1,650 @@
+/* Tests for loading one attention layer from a checkpoint (vkattn_weight_file_open): synthetic
+ * Hugging Face style safetensors files written to a temporary folder, with a large unrelated tensor
+ * made sparse (ftruncate) so that the file is 64 MiB on paper and costs nothing to write. Checks
+ * every loaded element against what was written (F32, F16, BF16), that only the header and the
+ * layer's tensors are read, the prefix and naming rules, the bias rules (Qwen2's missing o_proj.bias),
+ * grouped-query widths and describe's num_kv_heads, and hostile files read through the file path.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "io/io.h"
+#include "test_util.h"
+
+static char dir_g[256];
+
+/* ---- writing checkpoints ---------------------------------------------------------------------- */
+
+#define CK_MAX 64
+
+typedef struct ck_tensor {
+    char name[128];
+    const char *dtype; /* "F32", "F16", "BF16" */
+    uint32_t rank, dims[2];
+    int seed;          /* values: ck_value(seed, i); 0 = sparse zeros, never written */
+} ck_tensor;
+
+typedef struct ck_file {
+    ck_tensor t[CK_MAX];
+    size_t count;
+    uint64_t header_len, size; /* set by ck_write */
+    uint64_t begin[CK_MAX];    /* each tensor's offset in the file */
+} ck_file;
+
+static float ck_value(int seed, size_t i) { return (float)((int)((i * 7 + (size_t)seed * 13) % 29) - 14) * 0.0625f + (float)seed * 0.001953125f; }
+
+static size_t dtype_width(const char *dtype) { return strcmp(dtype, "F32") == 0 ? 4 : 2; }
+
+static size_t ck_count(const ck_tensor *t) { return t->rank == 1 ? t->dims[0] : (size_t)t->dims[0] * t->dims[1]; }
+
+/* What a stored value reads back as after the dtype's rounding. */
+static float ck_stored(const char *dtype, float v)
+{
+    if (strcmp(dtype, "F16") == 0) return vka_f16_to_f32(vka_f32_to_f16(v));
+    if (strcmp(dtype, "BF16") == 0) return vka_bf16_to_f32(vka_f32_to_bf16(v));
+    return v;
+}
+
+static void ck_add(ck_file *f, const char *prefix, const char *name, const char *dtype, uint32_t rank, uint32_t d0,
+                   uint32_t d1, int seed)
+{
+    ck_tensor *t = &f->t[f->count++];
+    snprintf(t->name, sizeof t->name, "%s%s", prefix, name);
+    t->dtype = dtype;
+    t->rank = rank;
+    t->dims[0] = d0;
+    t->dims[1] = d1;
+    t->seed = seed;
+}
+
+/* One Hugging Face attention layer: q (E,E), k/v (kv,E), o (E,E); biases by the mask q,k,v,o = 1,2,4,8.
+ * Seeds are base + 1.. so every tensor holds different values. */
+static void ck_add_hf_layer(ck_file *f, const char *prefix, const char *dtype, uint32_t E, uint32_t kv, unsigned biases,
+                            int base)
+{
+    ck_add(f, prefix, "k_proj.weight", dtype, 2, kv, E, base + 2); /* not in state_dict order */
+    ck_add(f, prefix, "q_proj.weight", dtype, 2, E, E, base + 1);
+    ck_add(f, prefix, "v_proj.weight", dtype, 2, kv, E, base + 3);
+    ck_add(f, prefix, "o_proj.weight", dtype, 2, E, E, base + 4);
+    if (biases & 1) ck_add(f, prefix, "q_proj.bias", dtype, 1, E, 0, base + 5);
+    if (biases & 2) ck_add(f, prefix, "k_proj.bias", dtype, 1, kv, 0, base + 6);
+    if (biases & 4) ck_add(f, prefix, "v_proj.bias", dtype, 1, kv, 0, base + 7);
+    if (biases & 8) ck_add(f, prefix, "o_proj.bias", dtype, 1, E, 0, base + 8);
+}
+
+static const ck_tensor *ck_find(const ck_file *f, const char *name)
+{
+    for (size_t i = 0; i < f->count; i++)
+        if (strcmp(f->t[i].name, name) == 0) return &f->t[i];
+    return NULL;
+}
+
+static void put(int fd, const void *data, size_t n, uint64_t at)
+{
+    CHECK(pwrite(fd, data, n, (off_t)at) == (ssize_t)n);
+}
+
+/* Writes the file: header padded to 8 bytes, tensors tiled in order; sparse tensors only extend the
+ * file. Returns the path in `path`. */
+static void ck_write(ck_file *f, const char *name, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/%s", dir_g, name);
+    static char header[65536];
+    size_t hl = (size_t)snprintf(header, sizeof header, "{\"__metadata__\":{\"format\":\"pt\"}");
+    uint64_t at = 0;
+    for (size_t i = 0; i < f->count; i++) {
+        const ck_tensor *t = &f->t[i];
+        uint64_t bytes = (uint64_t)ck_count(t) * dtype_width(t->dtype);
+        char shape[48];
+        if (t->rank == 1) snprintf(shape, sizeof shape, "%u", t->dims[0]);
+        else snprintf(shape, sizeof shape, "%u,%u", t->dims[0], t->dims[1]);
+        hl += (size_t)snprintf(header + hl, sizeof header - hl,
+                               ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%s],\"data_offsets\":[%llu,%llu]}", t->name, t->dtype,
+                               shape, (unsigned long long)at, (unsigned long long)(at + bytes));
+        f->begin[i] = at;
+        at += bytes;
+    }
+    header[hl++] = '}';
+    while (hl % 8) header[hl++] = ' ';
+    f->header_len = hl;
+    f->size = 8 + hl + at;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    if (fd < 0) return;
+    uint8_t len[8];
+    for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)hl >> (8 * i));
+    put(fd, len, 8, 0);
+    put(fd, header, hl, 8);
+    for (size_t i = 0; i < f->count; i++) {
+        const ck_tensor *t = &f->t[i];
+        if (!t->seed) continue;
+        size_t n = ck_count(t), w = dtype_width(t->dtype);
+        uint8_t *bytes = malloc(n * w);
+        for (size_t e = 0; e < n; e++) {
+            float v = ck_value(t->seed, e);
+            uint32_t bits;
+            if (w == 4) memcpy(&bits, &v, 4);
+            else bits = strcmp(t->dtype, "F16") == 0 ? vka_f32_to_f16(v) : vka_f32_to_bf16(v);
+            for (size_t k = 0; k < w; k++) bytes[e * w + k] = (uint8_t)(bits >> (8 * k));
+        }
+        put(fd, bytes, n * w, 8 + hl + f->begin[i]);
+        free(bytes);
+    }
+    CHECK(ftruncate(fd, (off_t)f->size) == 0);
+    close(fd);
+}
+
+/* A file with the given header text and `data_len` zero bytes after it. */
+static void raw_write(const char *name, const char *header, size_t data_len, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/%s", dir_g, name);
+    FILE *out = fopen(path, "wb");
+    CHECK(out != NULL);
+    if (!out) return;
+    size_t hl = strlen(header);
+    for (int i = 0; i < 8; i++) fputc((int)((uint64_t)hl >> (8 * i)) & 0xff, out);
+    fwrite(header, 1, hl, out);
+    for (size_t i = 0; i < data_len; i++) fputc(0, out);
+    fclose(out);
+}
+
+/* Compares `count` loaded floats with tensor `name` as written. */
+static void check_values(const ck_file *f, const char *name, const float *got, size_t count)
+{
+    const ck_tensor *t = ck_find(f, name);
+    CHECK_MSG(t != NULL && got != NULL, "%s: written %d, loaded %d", name, t != NULL, got != NULL);
+    if (!t || !got) return;
+    CHECK_MSG(ck_count(t) == count, "%s: %zu elements written, %zu expected", name, ck_count(t), count);
+    size_t bad = 0;
+    for (size_t i = 0; i < count; i++) bad += got[i] != ck_stored(t->dtype, ck_value(t->seed, i));
+    CHECK_MSG(bad == 0, "%s (%s): %zu of %zu values differ", name, t->dtype, bad, count);
+}
+
+static uint64_t ck_bytes(const ck_file *f, const char *name)
+{
+    const ck_tensor *t = ck_find(f, name);
+    return t ? (uint64_t)ck_count(t) * dtype_width(t->dtype) : 0;
+}
+
+static int contains(const char *haystack, const char *needle) { return strstr(haystack, needle) != NULL; }
+
+/* Opens `path` and expects `want`; on failure, that the message holds each needle. */
+static vkattn_weight_file *open_expect(const char *path, const char *prefix, vkattn_status want, const char *needle1,
+                                       const char *needle2)
+{
+    vkattn_weight_file *file = NULL;
+    vkattn_error err = {0};
+    vkattn_status got = vkattn_weight_file_open(path, prefix, &file, &err);
+    CHECK_MSG(got == want, "%s [%s]: got %s, expected %s (%s)", path, prefix ? prefix : "NULL", vkattn_status_name(got),
+              vkattn_status_name(want), err.message);
+    if (got != VKATTN_OK) {
+        CHECK(file == NULL);
+        CHECK_MSG(contains(err.message, path), "message lacks the path: %s", err.message);
+        if (needle1) CHECK_MSG(contains(err.message, needle1), "message '%s' lacks '%s'", err.message, needle1);
+        if (needle2) CHECK_MSG(contains(err.message, needle2), "message '%s' lacks '%s'", err.message, needle2);
+    }
+    if (got == VKATTN_OK && want != VKATTN_OK) {
+        vkattn_weight_file_destroy(file);
+        file = NULL;
+    }
+    return file;
+}
+
+/* ---- (a) a big checkpoint: element by element, and bytes read -------------------------------- */
+
+#define P0 "model.layers.0.self_attn."
+#define P1 "model.layers.1.self_attn."
+
+static void test_big_checkpoint(const char *dtype)
+{
+    const uint32_t E = 64, KV = 16; /* 8 heads of 8, 2 key/value heads */
+    static ck_file f;
+    memset(&f, 0, sizeof f);
+    /* Hugging Face files list names sorted: the embedding comes first, 64 MiB of it. */
+    uint32_t vocab = (64u << 20) / (1024 * (uint32_t)dtype_width(dtype));
+    ck_add(&f, "", "model.embed_tokens.weight", dtype, 2, vocab, 1024, 0);
+    ck_add(&f, "", "model.layers.0.input_layernorm.weight", dtype, 1, E, 0, 90);
+    ck_add(&f, "", "model.layers.0.mlp.down_proj.weight", dtype, 2, E, 4 * E, 91);
+    ck_add_hf_layer(&f, P0, dtype, E, KV, 15, 10);
+    ck_add(&f, P0, "rotary_emb.inv_freq", "F32", 1, 4, 0, 92);
+    ck_add_hf_layer(&f, P1, dtype, E, KV, 15, 20);
+    ck_add(&f, "", "model.norm.weight", dtype, 1, E, 0, 93);
+    char path[512], name[64];
+    snprintf(name, sizeof name, "checkpoint_%s.safetensors", dtype);
+    ck_write(&f, name, path, sizeof path);
+
+    double t0 = test_now_s();
+    vkattn_weight_file *file = open_expect(path, P1, VKATTN_OK, NULL, NULL);
+    double ms = (test_now_s() - t0) * 1e3;
+    if (!file) return;
+    const vkattn_weights *w = vkattn_weight_file_weights(file);
+    check_values(&f, P1 "q_proj.weight", w->q_proj_weight, (size_t)E * E);
+    check_values(&f, P1 "k_proj.weight", w->k_proj_weight, (size_t)KV * E);
+    check_values(&f, P1 "v_proj.weight", w->v_proj_weight, (size_t)KV * E);
+    check_values(&f, P1 "o_proj.weight", w->out_proj_weight, (size_t)E * E);
+    check_values(&f, P1 "o_proj.bias", w->out_proj_bias, E);
+    CHECK(w->in_proj_bias != NULL && !w->in_proj_weight && !w->bias_k && !w->bias_v);
+    if (w->in_proj_bias) {
+        check_values(&f, P1 "q_proj.bias", w->in_proj_bias, E);
+        check_values(&f, P1 "k_proj.bias", w->in_proj_bias + E, KV);
+        check_values(&f, P1 "v_proj.bias", w->in_proj_bias + E + KV, KV);
+    }
+    vkattn_weight_file_info info;
+    CHECK_STATUS(vkattn_weight_file_get_info(file, &info), VKATTN_OK);
+    CHECK(info.naming == VKATTN_WEIGHT_NAMES_HF && strcmp(info.prefix, P1) == 0);
+    CHECK(info.embed_dim == E && info.q_rows == E && info.kv_rows == KV && info.kdim == E && info.vdim == E);
+    CHECK(info.out_bias_zero_filled == 0 && info.tensor_count == 8 && info.ignored_under_prefix == 0);
+    CHECK(info.file_tensor_count == f.count && info.file_bytes == f.size);
+    for (uint32_t i = 0; i < info.tensor_count; i++) {
+        CHECK_MSG(ck_find(&f, info.tensor_names[i]) != NULL, "info names '%s'", info.tensor_names[i]);
+        CHECK(strcmp(info.tensor_dtypes[i], dtype) == 0);
+    }
+    /* Exactly the length, the header and the layer's eight tensors. */
+    uint64_t want = 8 + f.header_len;
+    static const char *const layer[] = {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight",
+                                        "q_proj.bias",   "k_proj.bias",   "v_proj.bias",   "o_proj.bias"};
+    for (int i = 0; i < 8; i++) {
+        char full[128];
+        snprintf(full, sizeof full, "%s%s", P1, layer[i]);
+        want += ck_bytes(&f, full);
+    }
+    CHECK_MSG(info.bytes_read == want, "read %llu bytes, expected %llu", (unsigned long long)info.bytes_read,
+              (unsigned long long)want);
+    CHECK(info.bytes_read * 100 < info.file_bytes);
+    printf("  %s: read %llu of %llu bytes (%.4f%%) in %.2f ms\n", dtype, (unsigned long long)info.bytes_read,
+           (unsigned long long)info.file_bytes, 100.0 * (double)info.bytes_read / (double)info.file_bytes, ms);
+
+    vkattn_layer_desc d = {.num_heads = 8};
+    vkattn_weight_file_describe(file, &d);
+    CHECK(d.embed_dim == E && d.kdim == E && d.vdim == E && d.no_bias == 0 && d.add_bias_kv == 0);
+    CHECK_MSG(d.num_kv_heads == 2, "num_kv_heads %u", d.num_kv_heads);
+    vkattn_weight_file_destroy(file);
+
+    /* Layer 0 has an extra tensor under its prefix, which is counted and left. */
+    file = open_expect(path, "model.layers.0.self_attn", VKATTN_OK, NULL, NULL); /* without the final '.' */
+    if (file) {
+        CHECK_STATUS(vkattn_weight_file_get_info(file, &info), VKATTN_OK);
+        CHECK(strcmp(info.prefix, P0) == 0 && info.ignored_under_prefix == 1);
+        check_values(&f, P0 "q_proj.weight", vkattn_weight_file_weights(file)->q_proj_weight, (size_t)E * E);
+        vkattn_weight_file_destroy(file);
+    }
+    /* Without a prefix the file holds two layers: refused, naming them. */
+    open_expect(path, NULL, VKATTN_ERROR_FORMAT, "'" P0 "', '" P1 "'", "prefix");
+    open_expect(path, "", VKATTN_ERROR_FORMAT, "one layer", NULL);
+    remove(path);
+}
+
+static void test_big_checkpoints(void)
+{
+    test_big_checkpoint("F32");
+    test_big_checkpoint("F16");
+    test_big_checkpoint("BF16");
+}
+
+/* ---- (b) a prefix that matches nothing -------------------------------------------------------- */
+
+static void test_prefix_not_found(void)
+{
+    static ck_file f;
+    memset(&f, 0, sizeof f);
+    for (int l = 0; l < 12; l++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "model.layers.%d.self_attn.", l);
+        ck_add_hf_layer(&f, prefix, "BF16", 8, 8, 0, 10 * l + 1);
+    }
+    char path[512];
+    ck_write(&f, "twelve.safetensors", path, sizeof path);
+    /* Natural order (2 before 10), four shown. */
+    open_expect(path, "model.layers.12.self_attn.", VKATTN_ERROR_NOT_FOUND,
+                "12 layers in the file: 'model.layers.0.self_attn.', 'model.layers.1.self_attn.', "
+                "'model.layers.2.self_attn.', 'model.layers.3.self_attn.' and 8 more",
+                "no attention layer has the prefix 'model.layers.12.self_attn.'");
+    open_expect(path, "model.layers.1.", VKATTN_ERROR_NOT_FOUND, "'model.layers.0.self_attn.'", NULL);
+    open_expect(path, "model.layers.1.self", VKATTN_ERROR_NOT_FOUND, "'model.layers.0.self_attn.'", NULL);
+    vkattn_weight_file *file = open_expect(path, "model.layers.11.self_attn.", VKATTN_OK, NULL, NULL);
+    if (file) {
+        check_values(&f, "model.layers.11.self_attn.v_proj.weight", vkattn_weight_file_weights(file)->v_proj_weight, 64);
+        vkattn_layer_desc d = {.num_heads = 2, .num_kv_heads = 5};
+        vkattn_weight_file_describe(file, &d);
+        CHECK(d.no_bias == 1 && d.num_kv_heads == 0);
+        CHECK(vkattn_weight_file_weights(file)->in_proj_bias == NULL);
+        vkattn_weight_file_destroy(file);
+    }
+    remove(path);
+
+    /* A file with no attention layer at all says so. */
+    memset(&f, 0, sizeof f);
+    ck_add(&f, "", "model.embed_tokens.weight", "F32", 2, 4, 4, 1);
+    ck_write(&f, "none.safetensors", path, sizeof path);
+    open_expect(path, "model.layers.0.self_attn.", VKATTN_ERROR_NOT_FOUND, "0 layers in the file: none", NULL);
+    open_expect(path, NULL, VKATTN_ERROR_NOT_FOUND, "o_proj.weight", NULL);
+    remove(path);
+}
+
+/* ---- (c) a missing projection, (d) the bias rules --------------------------------------------- */
+
+static void test_missing_and_biases(void)
+{
+    static ck_file f;
+    char path[512];
+
+    memset(&f, 0, sizeof f);
+    ck_add(&f, P0, "q_proj.weight", "F32", 2, 8, 8, 1);
+    ck_add(&f, P0, "v_proj.weight", "F32", 2, 8, 8, 2);
+    ck_add(&f, P0, "o_proj.weight", "F32", 2, 8, 8, 3);
+    ck_write(&f, "no_k.safetensors", path, sizeof path);
+    open_expect(path, P0, VKATTN_ERROR_NOT_FOUND, "'" P0 "k_proj.weight'", "missing");
+    open_expect(path, NULL, VKATTN_ERROR_NOT_FOUND, "'" P0 "k_proj.weight'", NULL);
+    remove(path);
+
+    /* Qwen2: q/k/v biases, no o_proj.bias: the output bias loads as zeros. */
+    memset(&f, 0, sizeof f);
+    ck_add_hf_layer(&f, P0, "BF16", 16, 4, 7, 1);
+    ck_write(&f, "qwen2.safetensors", path, sizeof path);
+    vkattn_weight_file *file = open_expect(path, P0, VKATTN_OK, NULL, NULL);
+    if (file) {
+        const vkattn_weights *w = vkattn_weight_file_weights(file);
+        CHECK(w->out_proj_bias != NULL && w->in_proj_bias != NULL);
+        size_t nonzero = 0;
+        for (int i = 0; w->out_proj_bias && i < 16; i++) nonzero += w->out_proj_bias[i] != 0.0f;
+        CHECK(nonzero == 0);
+        if (w->in_proj_bias) {
+            check_values(&f, P0 "q_proj.bias", w->in_proj_bias, 16);
+            check_values(&f, P0 "k_proj.bias", w->in_proj_bias + 16, 4);
+            check_values(&f, P0 "v_proj.bias", w->in_proj_bias + 20, 4);
+        }
+        vkattn_weight_file_info info;
+        CHECK_STATUS(vkattn_weight_file_get_info(file, &info), VKATTN_OK);
+        CHECK(info.out_bias_zero_filled == 1 && info.tensor_count == 7 && info.kv_rows == 4);
+        vkattn_layer_desc d = {.num_heads = 4};
+        vkattn_weight_file_describe(file, &d);
+        CHECK(d.no_bias == 0 && d.num_kv_heads == 1);
+        vkattn_weight_file_destroy(file);
+    }
+    /* The same, without a prefix: the file holds one layer. */
+    file = open_expect(path, NULL, VKATTN_OK, NULL, NULL);
+    vkattn_weight_file_destroy(file);
+    remove(path);
+
+    /* Any other partial set names what is missing. */
+    static const struct {
+        unsigned biases;
+        const char *present, *missing;
+    } partial[] = {
+        {1 | 8, "'" P0 "q_proj.bias', '" P0 "o_proj.bias' present", "'" P0 "k_proj.bias', '" P0 "v_proj.bias' missing"},
+        {8, "'" P0 "o_proj.bias' present", "'" P0 "q_proj.bias', '" P0 "k_proj.bias', '" P0 "v_proj.bias' missing"},
+        {1 | 2, "present", "'" P0 "v_proj.bias', '" P0 "o_proj.bias' missing"},
+    };
+    for (size_t c = 0; c < sizeof partial / sizeof partial[0]; c++) {
+        memset(&f, 0, sizeof f);
+        ck_add_hf_layer(&f, P0, "F16", 8, 8, partial[c].biases, 1);
+        ck_write(&f, "partial.safetensors", path, sizeof path);
+        open_expect(path, P0, VKATTN_ERROR_NOT_FOUND, partial[c].present, partial[c].missing);
+        remove(path);
+    }
+}
+
+/* ---- (e) grouped-query widths ------------------------------------------------------------------ */
+
+static void test_grouped_query(void)
+{
+    static ck_file f;
+    char path[512];
+    memset(&f, 0, sizeof f);
+    ck_add_hf_layer(&f, P0, "F32", 64, 16, 15, 1);
+    ck_write(&f, "gqa.safetensors", path, sizeof path);
+    vkattn_weight_file *file = open_expect(path, P0, VKATTN_OK, NULL, NULL);
+    if (file) {
+        /* num_heads -> num_kv_heads: D = 64 / H must divide the 16 key/value rows. */
+        static const uint32_t cases[][2] = {{8, 2}, {16, 4}, {32, 8}, {64, 16}, {4, 1},
+                                            {2, VKATTN_KV_HEADS_UNKNOWN}, {0, VKATTN_KV_HEADS_UNKNOWN},
+                                            {3, VKATTN_KV_HEADS_UNKNOWN}};
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            vkattn_layer_desc d = {.num_heads = cases[c][0]};
+            vkattn_weight_file_describe(file, &d);
+            CHECK_MSG(d.num_kv_heads == cases[c][1], "H %u: num_kv_heads %u, expected %u", cases[c][0], d.num_kv_heads,
+                      cases[c][1]);
+            CHECK(d.num_heads == cases[c][0] && d.embed_dim == 64 && d.kdim == 64);
+        }
+        vkattn_weight_file_destroy(file);
+    }
+    remove(path);
+
+    /* Key/value rows that are no divisor of E, and k and v that disagree, are refused at load. */
+    memset(&f, 0, sizeof f);
+    ck_add_hf_layer(&f, P0, "F32", 64, 24, 0, 1);
+    ck_write(&f, "gqa_bad.safetensors", path, sizeof path);
+    open_expect(path, P0, VKATTN_ERROR_FORMAT, "'" P0 "k_proj.weight' has 24 rows", "must divide E = 64");
+    remove(path);
+    memset(&f, 0, sizeof f);
+    ck_add(&f, P0, "q_proj.weight", "F32", 2, 8, 8, 1);
+    ck_add(&f, P0, "k_proj.weight", "F32", 2, 4, 8, 2);
+    ck_add(&f, P0, "v_proj.weight", "F32", 2, 2, 8, 3);
+    ck_add(&f, P0, "o_proj.weight", "F32", 2, 8, 8, 4);
+    ck_write(&f, "kv_disagree.safetensors", path, sizeof path);
+    open_expect(path, P0, VKATTN_ERROR_FORMAT, "'" P0 "v_proj.weight' has 2 rows but", NULL);
+    remove(path);
+    /* hidden_size != num_heads * head_dim (Gemma-like): the output projection is not square. */
+    memset(&f, 0, sizeof f);
+    ck_add(&f, P0, "q_proj.weight", "F32", 2, 16, 8, 1);
+    ck_add(&f, P0, "k_proj.weight", "F32", 2, 16, 8, 2);
+    ck_add(&f, P0, "v_proj.weight", "F32", 2, 16, 8, 3);
+    ck_add(&f, P0, "o_proj.weight", "F32", 2, 8, 16, 4);
+    ck_write(&f, "not_square.safetensors", path, sizeof path);
+    open_expect(path, P0, VKATTN_ERROR_FORMAT, "it must be (E, E)", "hidden_size");
+    remove(path);
+}
+
+/* ---- namings: BART's out_proj, nn.MultiheadAttention under a prefix, mixes ------------------- */
+
+static void test_namings(void)
+{
+    static ck_file f;
+    char path[512];
+    /* BART / CLIP / Whisper: q_proj.weight & co with out_proj. */
+    memset(&f, 0, sizeof f);
+    ck_add(&f, "", "model.encoder.layers.0.fc1.weight", "F16", 2, 8, 8, 9);
+    ck_add(&f, "model.encoder.layers.0.self_attn.", "q_proj.weight", "F16", 2, 8, 8, 1);
+    ck_add(&f, "model.encoder.layers.0.self_attn.", "k_proj.weight", "F16", 2, 8, 8, 2);
+    ck_add(&f, "model.encoder.layers.0.self_attn.", "v_proj.weight", "F16", 2, 8, 8, 3);
+    ck_add(&f, "model.encoder.layers.0.self_attn.", "out_proj.weight", "F16", 2, 8, 8, 4);
+    ck_add(&f, "model.encoder.layers.0.self_attn.", "q_proj.bias", "F16", 1, 8, 0, 5);
+    ck_add(&f, "model.encoder.layers.0.self_attn.", "k_proj.bias", "F16", 1, 8, 0, 6);
+    ck_add(&f, "model.encoder.layers.0.self_attn.", "v_proj.bias", "F16", 1, 8, 0, 7);
+    ck_add(&f, "model.encoder.layers.0.self_attn.", "out_proj.bias", "F16", 1, 8, 0, 8);
+    ck_write(&f, "bart.safetensors", path, sizeof path);
+    vkattn_weight_file *file = open_expect(path, "model.encoder.layers.0.self_attn.", VKATTN_OK, NULL, NULL);
+    if (file) {
+        const vkattn_weights *w = vkattn_weight_file_weights(file);
+        check_values(&f, "model.encoder.layers.0.self_attn.out_proj.weight", w->out_proj_weight, 64);
+        check_values(&f, "model.encoder.layers.0.self_attn.out_proj.bias", w->out_proj_bias, 8);
+        check_values(&f, "model.encoder.layers.0.self_attn.v_proj.bias", w->in_proj_bias ? w->in_proj_bias + 16 : NULL, 8);
+        vkattn_weight_file_info info;
+        CHECK_STATUS(vkattn_weight_file_get_info(file, &info), VKATTN_OK);
+        CHECK(info.naming == VKATTN_WEIGHT_NAMES_HF);
+        vkattn_weight_file_destroy(file);
+    }
+    remove(path);
+
+    /* nn.MultiheadAttention names under a caller's prefix, beside other tensors. */
+    memset(&f, 0, sizeof f);
+    ck_add(&f, "", "encoder.embed.weight", "F32", 2, 16, 4, 9);
+    ck_add(&f, "encoder.layers.3.attn.", "in_proj_weight", "F32", 2, 12, 4, 1);
+    ck_add(&f, "encoder.layers.3.attn.", "in_proj_bias", "F32", 1, 12, 0, 2);
+    ck_add(&f, "encoder.layers.3.attn.", "out_proj.weight", "F32", 2, 4, 4, 3);
+    ck_add(&f, "encoder.layers.3.attn.", "out_proj.bias", "F32", 1, 4, 0, 4);
+    ck_add(&f, "encoder.layers.4.attn.", "in_proj_weight", "F32", 2, 12, 4, 5);
+    ck_add(&f, "encoder.layers.4.attn.", "out_proj.weight", "F32", 2, 4, 4, 6);
+    ck_write(&f, "torch_prefix.safetensors", path, sizeof path);
+    file = open_expect(path, "encoder.layers.3.attn.", VKATTN_OK, NULL, NULL);
+    if (file) {
+        const vkattn_weights *w = vkattn_weight_file_weights(file);
+        check_values(&f, "encoder.layers.3.attn.in_proj_weight", w->in_proj_weight, 48);
+        check_values(&f, "encoder.layers.3.attn.in_proj_bias", w->in_proj_bias, 12);
+        vkattn_weight_file_info info;
+        CHECK_STATUS(vkattn_weight_file_get_info(file, &info), VKATTN_OK);
+        CHECK(info.naming == VKATTN_WEIGHT_NAMES_TORCH && info.kv_rows == 4 && info.tensor_count == 4);
+        vkattn_weight_file_destroy(file);
+    }
+    file = open_expect(path, "encoder.layers.4.attn.", VKATTN_OK, NULL, NULL);
+    if (file) CHECK(vkattn_weight_file_weights(file)->in_proj_bias == NULL);
+    vkattn_weight_file_destroy(file);
+    remove(path);
+
+    /* Two namings under one prefix. */
+    static const struct {
+        const char *a, *b, *needle;
+    } mixes[] = {
+        {"o_proj.weight", "in_proj_weight", "'" P0 "in_proj_weight' is nn.MultiheadAttention's"},
+        {"o_proj.weight", "out_proj.weight", "both present"},
+        {"out_proj.weight", "o_proj.bias", "'" P0 "o_proj.bias' is Hugging Face's"},
+    };
+    for (size_t c = 0; c < sizeof mixes / sizeof mixes[0]; c++) {
+        memset(&f, 0, sizeof f);
+        ck_add(&f, P0, "q_proj.weight", "F32", 2, 4, 4, 1);
+        ck_add(&f, P0, "k_proj.weight", "F32", 2, 4, 4, 2);
+        ck_add(&f, P0, "v_proj.weight", "F32", 2, 4, 4, 3);
+        ck_add(&f, P0, mixes[c].a, "F32", 2, 4, 4, 4);
+        uint32_t rank = strstr(mixes[c].b, "bias") ? 1 : 2;
+        ck_add(&f, P0, mixes[c].b, "F32", rank, strcmp(mixes[c].b, "in_proj_weight") == 0 ? 12 : 4, 4, 5);
+        ck_write(&f, "mixed.safetensors", path, sizeof path);
+        open_expect(path, P0, VKATTN_ERROR_FORMAT, "mixed", mixes[c].needle);
+        remove(path);
+    }
+}
+
+/* ---- (f) hostile files through the file path, (g) the old API ---------------------------------- */
+
+#define ENTRY(name, dtype, shape, b, e) \
+    "\"" name "\":{\"dtype\":\"" dtype "\",\"shape\":[" shape "],\"data_offsets\":[" #b "," #e "]}"
+#define HF(p, b) \
+    "{" ENTRY(p "q_proj.weight", "F32", "1,1", 0, 4) "," ENTRY(p "k_proj.weight", "F32", "1,1", 4, 8) "," \
+    ENTRY(p "v_proj.weight", "F32", "1,1", 8, 12) "," ENTRY(p "o_proj.weight", "F32", "1,1", 12, 16) b "}"
+
+static void test_hostile_files(void)
+{
+    static const struct {
+        const char *name, *header;
+        size_t data_len;
+        vkattn_status want;
+        const char *needle;
+    } cases[] = {
+        {"valid", HF("a.", ""), 16, VKATTN_OK, NULL},
+        {"offsets past the end of the file", HF("a.", "," ENTRY("big", "F32", "1000000000", 16, 4000000016)), 16,
+         VKATTN_ERROR_FORMAT, "beyond"},
+        {"overlapping tensors", HF("a.", "," ENTRY("x", "F32", "2", 8, 16)), 16, VKATTN_ERROR_FORMAT, "overlap"},
+        {"shape and bytes disagree", HF("a.", "," ENTRY("x", "F32", "3", 16, 20)), 20, VKATTN_ERROR_FORMAT,
+         "span 4 bytes"},
+        {"hole before an unrelated tensor", HF("a.", "," ENTRY("x", "F32", "1", 20, 24)), 24, VKATTN_ERROR_FORMAT,
+         "belong to no tensor"},
+        {"trailing bytes", HF("a.", ""), 17, VKATTN_ERROR_FORMAT, "after the last tensor"},
+        {"truncated header", "{", 0, VKATTN_ERROR_FORMAT, "end of the text"},
+        {"bias shape", HF("a.", "," ENTRY("a.q_proj.bias", "F32", "2", 16, 24) "," ENTRY("a.k_proj.bias", "F32", "1", 24, 28)
+                                 "," ENTRY("a.v_proj.bias", "F32", "1", 28, 32)), 32, VKATTN_ERROR_FORMAT,
+         "'a.q_proj.bias' has shape (2)"},
+        {"I8 projection", "{" ENTRY("a.q_proj.weight", "I8", "1,1", 0, 1) "," ENTRY("a.k_proj.weight", "F32", "1,1", 1, 5)
+                          "," ENTRY("a.v_proj.weight", "F32", "1,1", 5, 9) "," ENTRY("a.o_proj.weight", "F32", "1,1", 9, 13) "}",
+         13, VKATTN_ERROR_FORMAT, "dtype I8"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char path[512];
+        raw_write("hostile.safetensors", cases[c].header, cases[c].data_len, path, sizeof path);
+        vkattn_weight_file *file = open_expect(path, "a.", cases[c].want, cases[c].needle, NULL);
+        vkattn_weight_file_destroy(file);
+        remove(path);
+    }
+    /* A file shorter than its length field, and one that does not exist. */
+    char path[512];
+    snprintf(path, sizeof path, "%s/short.safetensors", dir_g);
+    FILE *out = fopen(path, "wb");
+    if (out) fwrite("\x10\0\0", 1, 3, out), fclose(out);
+    open_expect(path, NULL, VKATTN_ERROR_FORMAT, "shorter than the 8-byte", NULL);
+    out = fopen(path, "wb");
+    if (out) fwrite("\x64\0\0\0\0\0\0\0{}", 1, 10, out), fclose(out);
+    open_expect(path, NULL, VKATTN_ERROR_FORMAT, "header length 100 runs past the end of the 10-byte file", NULL);
+    remove(path);
+    open_expect(path, NULL, VKATTN_ERROR_IO, "cannot open", NULL);
+    vkattn_weight_file *file = NULL;
+    CHECK_STATUS(vkattn_weight_file_open(NULL, NULL, &file, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_weight_file_open(path, NULL, NULL, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    vkattn_weight_file_info info;
+    CHECK_STATUS(vkattn_weight_file_get_info(NULL, &info), VKATTN_ERROR_INVALID_ARGUMENT);
+}
+
+static void test_old_api(void)
+{
+    /* An nn.MultiheadAttention state_dict with a common prefix, through vkattn_weight_file_load. */
+    static ck_file f;
+    memset(&f, 0, sizeof f);
+    ck_add(&f, "attn.", "in_proj_weight", "BF16", 2, 12, 4, 1);
+    ck_add(&f, "attn.", "in_proj_bias", "BF16", 1, 12, 0, 2);
+    ck_add(&f, "attn.", "out_proj.weight", "BF16", 2, 4, 4, 3);
+    ck_add(&f, "attn.", "out_proj.bias", "BF16", 1, 4, 0, 4);
+    char path[512];
+    ck_write(&f, "mha.safetensors", path, sizeof path);
+    vkattn_weight_file *file = NULL;
+    vkattn_error err = {0};
+    CHECK_STATUS(vkattn_weight_file_load(path, &file, &err), VKATTN_OK);
+    if (file) {
+        const vkattn_weights *w = vkattn_weight_file_weights(file);
+        check_values(&f, "attn.in_proj_weight", w->in_proj_weight, 48);
+        check_values(&f, "attn.in_proj_bias", w->in_proj_bias, 12);
+        check_values(&f, "attn.out_proj.weight", w->out_proj_weight, 16);
+        check_values(&f, "attn.out_proj.bias", w->out_proj_bias, 4);
+        vkattn_layer_desc d = {.num_heads = 2, .num_kv_heads = 2};
+        vkattn_weight_file_describe(file, &d);
+        CHECK(d.embed_dim == 4 && d.kdim == 4 && d.vdim == 4 && d.no_bias == 0 && d.num_kv_heads == 0);
+        vkattn_weight_file_destroy(file);
+    }
+    /* The same file through a pipe (no pread): read whole, as before. */
+    char fifo[512];
+    snprintf(fifo, sizeof fifo, "%s/pipe.safetensors", dir_g);
+    if (mkfifo(fifo, 0600) == 0) {
+        fflush(NULL); /* or the child's exit would print this process's buffered output again */
+        pid_t pid = fork();
+        if (pid == 0) {
+            FILE *in = fopen(path, "rb"), *out = fopen(fifo, "wb");
+            int c;
+            while (in && out && (c = fgetc(in)) != EOF) fputc(c, out);
+            if (out) fclose(out); /* _exit flushes nothing */
+            _exit(0);
+        }
+        file = open_expect(fifo, "attn", VKATTN_OK, NULL, NULL);
+        if (file) check_values(&f, "attn.out_proj.bias", vkattn_weight_file_weights(file)->out_proj_bias, 4);
+        vkattn_weight_file_destroy(file);
+        int st;
+        CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+        remove(fifo);
+    }
+    remove(path);
+}
+
+int main(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir_g, sizeof dir_g, "%s/vkattn_test_weight_file_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir_g)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    RUN_TEST(test_big_checkpoints);
+    RUN_TEST(test_prefix_not_found);
+    RUN_TEST(test_missing_and_biases);
+    RUN_TEST(test_grouped_query);
+    RUN_TEST(test_namings);
+    RUN_TEST(test_hostile_files);
+    RUN_TEST(test_old_api);
+    if (rmdir(dir_g) != 0) {
+        fprintf(stderr, "test_weight_file: %s was not left empty\n", dir_g);
+        test_g.failures++;
+    }
+    return test_finish();
+}
