@@ -272,24 +272,18 @@ static void write_query(const fixture *fx, const char *path, float scale, long i
     free(x);
 }
 
-/* A safetensors file (F32) of the fixture's weights, with in_proj_weight[row][col] and
- * out_proj.bias[bias_index] replaced when the index is >= 0. */
-static void write_weights(const fixture *fx, const char *path, long row, long col, float value, long bias_index,
-                          float bias_value)
+/* One F32 tensor of a safetensors file written by write_safetensors. */
+typedef struct st_tensor {
+    const char *name;
+    const float *data;
+    uint32_t rank, dims[2];
+} st_tensor;
+
+static void write_safetensors(const char *path, const st_tensor *t, int count)
 {
-    const vkattn_weights *w = vkattn_weight_file_weights(fx->file);
-    enum { E = 16 };
-    float in_w[3 * E * E], in_b[3 * E], out_w[E * E], out_b[E];
-    memcpy(in_w, w->in_proj_weight, sizeof in_w), memcpy(in_b, w->in_proj_bias, sizeof in_b);
-    memcpy(out_w, w->out_proj_weight, sizeof out_w), memcpy(out_b, w->out_proj_bias, sizeof out_b);
-    if (row >= 0) in_w[row * E + col] = value;
-    if (bias_index >= 0) out_b[bias_index] = bias_value;
-    const struct { const char *name; const float *data; uint32_t rank, dims[2]; } t[4] = {
-        {"in_proj_weight", in_w, 2, {3 * E, E}}, {"in_proj_bias", in_b, 1, {3 * E}},
-        {"out_proj.weight", out_w, 2, {E, E}}, {"out_proj.bias", out_b, 1, {E}}};
-    char header[1024];
+    char header[2048];
     size_t len = (size_t)snprintf(header, sizeof header, "{"), offset = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < count; i++) {
         size_t bytes = sizeof(float) * t[i].dims[0] * (t[i].rank == 2 ? t[i].dims[1] : 1);
         char shape[32];
         if (t[i].rank == 2) snprintf(shape, sizeof shape, "%u,%u", t[i].dims[0], t[i].dims[1]);
@@ -306,9 +300,27 @@ static void write_weights(const fixture *fx, const char *path, long row, long co
     if (!f) return;
     for (int i = 0; i < 8; i++) fputc((int)(((uint64_t)len >> (8 * i)) & 0xFF), f);
     fwrite(header, 1, len, f);
-    for (int i = 0; i < 4; i++) /* F32 is little-endian, as the host is */
+    for (int i = 0; i < count; i++) /* F32 is little-endian, as the host is */
         fwrite(t[i].data, sizeof(float), t[i].dims[0] * (t[i].rank == 2 ? t[i].dims[1] : 1), f);
     fclose(f);
+}
+
+/* A safetensors file (F32) of the fixture's weights, with in_proj_weight[row][col] and
+ * out_proj.bias[bias_index] replaced when the index is >= 0. */
+static void write_weights(const fixture *fx, const char *path, long row, long col, float value, long bias_index,
+                          float bias_value)
+{
+    const vkattn_weights *w = vkattn_weight_file_weights(fx->file);
+    enum { E = 16 };
+    float in_w[3 * E * E], in_b[3 * E], out_w[E * E], out_b[E];
+    memcpy(in_w, w->in_proj_weight, sizeof in_w), memcpy(in_b, w->in_proj_bias, sizeof in_b);
+    memcpy(out_w, w->out_proj_weight, sizeof out_w), memcpy(out_b, w->out_proj_bias, sizeof out_b);
+    if (row >= 0) in_w[row * E + col] = value;
+    if (bias_index >= 0) out_b[bias_index] = bias_value;
+    const st_tensor t[4] = {
+        {"in_proj_weight", in_w, 2, {3 * E, E}}, {"in_proj_bias", in_b, 1, {3 * E}},
+        {"out_proj.weight", out_w, 2, {E, E}}, {"out_proj.bias", out_b, 1, {E}}};
+    write_safetensors(path, t, 4);
 }
 
 /* A .npy file of any descr, as numpy writes it (vkattn_npy_write writes only the dtypes vkattn uses):
@@ -683,6 +695,47 @@ static void test_demo(int fp16)
     CHECK_SAID("--dtype takes f32 or f16");
 }
 
+/* A Hugging Face checkpoint layer with grouped-query widths (H = 4, H_kv = 2, E = 16) and
+ * Qwen2-style biases (q/k/v, no o_proj.bias), read under its prefix: --check compares the GPU
+ * with the CPU path; --kv-heads must agree with the file. */
+static void test_run_hf_gqa(const fixture *fx)
+{
+    enum { E = 16, KV = 8 };
+    float q_w[E * E], k_w[KV * E], v_w[KV * E], o_w[E * E], q_b[E], k_b[KV], v_b[KV], other[4] = {1, 2, 3, 4};
+    test_rng rng = test_rng_make(77);
+    float *all[] = {q_w, k_w, v_w, o_w, q_b, k_b, v_b};
+    size_t counts[] = {E * E, KV * E, KV * E, E * E, E, KV, KV};
+    for (int i = 0; i < 7; i++) test_fill(&rng, all[i], counts[i], 0.5f);
+    const st_tensor t[] = {
+        {"model.embed_tokens.weight", other, 2, {2, 2}},
+        {"model.layers.0.self_attn.q_proj.weight", q_w, 2, {E, E}},
+        {"model.layers.0.self_attn.k_proj.weight", k_w, 2, {KV, E}},
+        {"model.layers.0.self_attn.v_proj.weight", v_w, 2, {KV, E}},
+        {"model.layers.0.self_attn.o_proj.weight", o_w, 2, {E, E}},
+        {"model.layers.0.self_attn.q_proj.bias", q_b, 1, {E}},
+        {"model.layers.0.self_attn.k_proj.bias", k_b, 1, {KV}},
+        {"model.layers.0.self_attn.v_proj.bias", v_b, 1, {KV}},
+    };
+    char weights[512], query[512], out[512];
+    test_tmp_path(weights, sizeof weights, "hf_gqa.safetensors");
+    test_tmp_path(query, sizeof query, "hf_gqa.query.npy");
+    test_tmp_path(out, sizeof out, "hf_gqa.out.npy");
+    write_safetensors(weights, t, 8);
+    write_query(fx, query, 1.0f, -1, 0, 0);
+    const char *args[] = {"--weights", weights, "--prefix", "model.layers.0.self_attn.", "--heads", "4", "--kv-heads",
+                          "2", "--query", query, "--out", out, "--check", "--causal", NULL};
+    CHECK(run_cmd(cmd_run, args) == CLI_EXIT_OK);
+    CHECK_SAID("k/v rows 8 (2 key/value heads)");
+    CHECK_SAID("check: OK");
+    args[7] = "4";
+    CHECK(run_cmd(cmd_run, args) == CLI_EXIT_FAILURE);
+    CHECK_SAID("--kv-heads 4, but the weights' k/v projections hold 2 key/value heads");
+    args[3] = "model.layers.7.self_attn.";
+    args[7] = "2";
+    CHECK(run_cmd(cmd_run, args) == CLI_EXIT_FAILURE);
+    CHECK_SAID("model.layers.0.self_attn.");
+}
+
 /* overhead runs the same stack blocking and as one submission; it fails (exit 1) when the two
  * outputs differ in any bit, and refuses bad counts. */
 static void test_overhead(void)
@@ -728,6 +781,7 @@ int main(int argc, char **argv)
         RUN_TEST_WITH(test_outputs_checked_first, &fx);
         RUN_TEST(test_device_choice);
         RUN_TEST(test_overhead);
+        RUN_TEST_WITH(test_run_hf_gqa, &fx);
     }
     fixture_close(&fx);
     test_tmp_remove();

@@ -32,6 +32,9 @@ int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
     else if (cli_is(a, opt, "--heads")) {
         const char *v = cli_value(a, opt);
         if (!v || cli_parse_u32(opt, v, 1, &o->heads)) return 2;
+    } else if (cli_is(a, opt, "--kv-heads")) {
+        const char *v = cli_value(a, opt);
+        if (!v || cli_parse_u32(opt, v, 1, &o->kv_heads)) return 2;
     } else if (cli_is(a, opt, "--path")) {
         if (parse_path(a, opt, o)) return 2;
     } else if (cli_is(a, opt, "--weights")) target = &o->weights;
@@ -72,6 +75,8 @@ void forward_options_usage(FILE *out)
                  "  key-padding-mask (B,S) bool, true = ignore; valid-lens (B) or (B,L) integers;\n"
                  "  attn-mask (L,S) or (B*H,L,S), bool (true = blocked) or float32 (added to the scores).\n"
                  "  head-mask (H) bool: true = keep the head, false = prune it (see vkattn heads --prune).\n"
+                 "  --kv-heads N: grouped-query attention with N key/value heads; the weights' k/v projections have\n"
+                 "  N x head dim rows, which is how vkattn knows N: the option checks it (default: what they say).\n"
                  "  --trace prints the plan before the forward runs: the shapes (q, k, v per head, weights,\n"
                  "  ctx, out), how keys and rows are split, the workspace, and every step with its kernel,\n"
                  "  bindings, grid and loop trips (the plan that then runs).\n");
@@ -262,6 +267,13 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
         fprintf(stderr, "vkattn %s: the weights' k_proj/v_proj have %u rows (key/value heads x head dim) but --heads %u "
                         "gives head dim %u, which does not divide them\n",
                 command, info.kv_rows, o->heads, in->layer.embed_dim / o->heads);
+        return 1;
+    }
+    /* The file's k/v widths say how many key/value heads there are; --kv-heads states it too. */
+    uint32_t kv_heads = in->layer.num_kv_heads ? in->layer.num_kv_heads : o->heads;
+    if (o->kv_heads && kv_heads != o->kv_heads) {
+        fprintf(stderr, "vkattn %s: --kv-heads %u, but the weights' k/v projections hold %u key/value heads of head dim %u\n",
+                command, o->kv_heads, kv_heads, in->layer.embed_dim / o->heads);
         return 1;
     }
     in->layer.head_mask = in->head_mask.data; /* its dtype is checked; its shape with the others' */
