@@ -1,53 +1,24 @@
-/* safetensors weights for one attention layer.
- *
- *   0             8                        8 + N                                       size
- *   | N (u64 LE)  | JSON header (N bytes)  | byte buffer: every tensor's data, tiled     |
- *
- *   header: {"<name>": {"dtype": "F32", "shape": [3, 4], "data_offsets": [begin, end]}, ...,
- *            "__metadata__": {...}}
- *   data_offsets are [begin, end) relative to the byte buffer; data is little-endian, C order.
- *
- * A file is read through an st_source: the 8-byte length, then the header (at most
- * VKA_SAFETENSORS_MAX_HEADER_BYTES), then only the layer's tensors, each straight into its float
- * array (pread on a file, so a checkpoint of many gigabytes costs what its one layer costs).
- *
- * Checks happen in this order: the header's JSON and each entry (FORMAT), the byte buffer's tiling
- * and unique names (FORMAT) - over every tensor, so the file is checked as a whole although most of
- * it is never read -, finding the layer (NOT_FOUND when nothing carries the prefix; FORMAT for
- * several layers without a prefix, or mixed names), which tensors are present (NOT_FOUND for a
- * missing one), their dtypes and shapes (FORMAT), then reading and conversion to float32 (IO when
- * the file shrank or a read failed).
- *
- * Finding the layer: its output projection anchors it: "<prefix>out_proj.weight" or
- * "<prefix>o_proj.weight", where the prefix is empty or ends in '.'. Without a caller's prefix there
- * must be exactly one such tensor in the file; with one, the anchor is the tensor under that prefix.
- * The naming follows from the names under the prefix (see k_names): nn.MultiheadAttention's
- * (in_proj_weight or q_proj_weight..., out_proj.*), or Hugging Face's (q_proj.weight, ...,
- * o_proj.* or, as BART, CLIP and Whisper name it, out_proj.*); names of two namings under one
- * prefix are refused. Without a caller's prefix, a layer name also found without the prefix mixes
- * names and is refused, as before. Every other tensor is ignored once its offsets are checked.
- */
-#define _POSIX_C_SOURCE 200809L /* open, fstat, pread */
+/* The safetensors format (safetensors.h): the 8-byte length, the JSON header, and the check that
+ * every entry's bytes lie inside the byte buffer and tile it. Bounded and fuzzed
+ * (tests/fuzz/fuzz_safetensors.c): the header is read with vkattn's own strict JSON reader. */
+#define _POSIX_C_SOURCE 200809L /* pread */
 #define _FILE_OFFSET_BITS 64    /* files above 2 GiB where off_t would be 32 bits */
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/checked.h"
 #include "common/error.h"
 #include "io/io.h"
 #include "io/json.h"
+#include "io/safetensors.h"
 
 /* Entries with more dimensions than this are refused (any real tensor has far fewer). */
 #define ST_MAX_RANK 64
-/* Tensor names are quoted in messages up to this many bytes. */
-#define ST_QUOTE 96
 
 /* Every dtype the format defines with a whole number of bytes; only the first three load. */
 static const struct {
@@ -57,72 +28,16 @@ static const struct {
     {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F64", 8}, {"I64", 8}, {"U64", 8}, {"I32", 4}, {"U32", 4},
     {"I16", 2}, {"U16", 2}, {"I8", 1},   {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1},
 };
-enum { ST_F32 = 0, ST_F16 = 1, ST_BF16 = 2 };
 
-/* The attention tensors: the slots of vkattn_weights, then the q/k/v biases that Hugging Face
- * stores one by one and the loader concatenates into in_proj_bias. */
-enum { T_IN_W, T_Q_W, T_K_W, T_V_W, T_IN_B, T_OUT_W, T_OUT_B, T_BIAS_K, T_BIAS_V, T_Q_B, T_K_B, T_V_B, T_COUNT };
+size_t vka_st_dtype_size(int index) { return k_st_dtypes[index].size; }
+const char *vka_st_dtype_name(int index) { return k_st_dtypes[index].name; }
 
-/* The namings of a layer's tensors (after its prefix); NULL = not in that naming. */
-enum { NAMES_TORCH, NAMES_HF, NAMES_HF_OUT, NAMES_COUNT };
-static const char *const k_names[NAMES_COUNT][T_COUNT] = {
-    [NAMES_TORCH] = {[T_IN_W] = "in_proj_weight", [T_Q_W] = "q_proj_weight", [T_K_W] = "k_proj_weight",
-                     [T_V_W] = "v_proj_weight", [T_IN_B] = "in_proj_bias", [T_OUT_W] = "out_proj.weight",
-                     [T_OUT_B] = "out_proj.bias", [T_BIAS_K] = "bias_k", [T_BIAS_V] = "bias_v"},
-    /* Llama, Mistral, Qwen2, ... */
-    [NAMES_HF] = {[T_Q_W] = "q_proj.weight", [T_K_W] = "k_proj.weight", [T_V_W] = "v_proj.weight",
-                  [T_OUT_W] = "o_proj.weight", [T_OUT_B] = "o_proj.bias", [T_Q_B] = "q_proj.bias",
-                  [T_K_B] = "k_proj.bias", [T_V_B] = "v_proj.bias"},
-    /* BART, CLIP, OPT, Whisper: Hugging Face's q/k/v names with an out_proj */
-    [NAMES_HF_OUT] = {[T_Q_W] = "q_proj.weight", [T_K_W] = "k_proj.weight", [T_V_W] = "v_proj.weight",
-                      [T_OUT_W] = "out_proj.weight", [T_OUT_B] = "out_proj.bias", [T_Q_B] = "q_proj.bias",
-                      [T_K_B] = "k_proj.bias", [T_V_B] = "v_proj.bias"},
-};
-static const char *const k_naming_names[NAMES_COUNT] = {"nn.MultiheadAttention", "Hugging Face", "Hugging Face"};
-
-typedef struct st_tensor {
-    const char *name, *dtype;       /* in the header's arena, not NUL-terminated */
-    size_t name_len, dtype_len;
-    int dtype_index;                /* into k_st_dtypes; -1 for a dtype this reader does not know */
-    uint32_t rank;
-    uint64_t dims[VKATTN_MAX_RANK]; /* the first dims; attention tensors have at most 3 */
-    size_t count;                   /* elements */
-    uint64_t begin, end;
-} st_tensor;
-
-typedef struct st_header {
-    st_tensor *tensors;
-    size_t count, capacity;
-    char *arena; /* decoded names and dtypes; as large as the header, which always suffices */
-    size_t arena_cap, arena_used;
-} st_header;
-
-/* Names in vkattn_weight_file_info are kept quoted (printable ASCII) in this many bytes. */
-#define ST_INFO_NAME 192
-
-struct vkattn_weight_file {
-    vkattn_weights weights;  /* points into data[] */
-    vkattn_layer_desc desc;  /* embed_dim, kdim, vdim, no_bias, add_bias_kv */
-    uint32_t kv_rows;        /* rows of k_proj/v_proj: E, or H_kv * D */
-    float *data[T_COUNT];
-    vkattn_weight_file_info info; /* its strings point into the arrays below */
-    char prefix[ST_INFO_NAME];
-    char names[T_COUNT][ST_INFO_NAME];
-    char dtypes[T_COUNT][8];
-};
-
-static bool name_is(const char *name, size_t len, const char *want)
-{
-    return len == strlen(want) && memcmp(name, want, len) == 0;
-}
-
-static const char *quote_name(char buf[ST_QUOTE], const st_tensor *t)
+const char *vka_st_quote_name(char buf[ST_QUOTE], const st_tensor *t)
 {
     return vka_io_quote(buf, ST_QUOTE, t->name, t->name_len);
 }
 
-/* "(3, 4)"; ranks above VKATTN_MAX_RANK end in ", ...". */
-static const char *format_u64_dims(char *buf, size_t cap, const uint64_t *dims, uint32_t rank)
+const char *vka_st_format_u64_dims(char *buf, size_t cap, const uint64_t *dims, uint32_t rank)
 {
     size_t n = (size_t)snprintf(buf, cap, "(");
     for (uint32_t i = 0; i < rank && n < cap; i++) {
@@ -136,9 +51,9 @@ static const char *format_u64_dims(char *buf, size_t cap, const uint64_t *dims, 
     return buf;
 }
 
-static const char *format_dims(char *buf, size_t cap, const st_tensor *t)
+const char *vka_st_format_dims(char *buf, size_t cap, const st_tensor *t)
 {
-    return format_u64_dims(buf, cap, t->dims, t->rank);
+    return vka_st_format_u64_dims(buf, cap, t->dims, t->rank);
 }
 
 /* ---- the JSON header ---------------------------------------------------------------------------- */
@@ -201,7 +116,7 @@ static vkattn_status parse_dtype(vka_json *j, st_header *h, st_tensor *t)
     h->arena_used += len;
     t->dtype_index = -1;
     for (size_t i = 0; i < sizeof k_st_dtypes / sizeof k_st_dtypes[0]; i++)
-        if (name_is(dst, len, k_st_dtypes[i].name)) t->dtype_index = (int)i;
+        if (vka_st_name_is(dst, len, vka_st_dtype_name(i))) t->dtype_index = (int)i;
     return VKATTN_OK;
 }
 
@@ -211,7 +126,7 @@ static vkattn_status parse_tensor(vka_json *j, st_header *h, st_tensor *t)
     static const char *const keys[] = {"dtype", "shape", "data_offsets"};
     vkattn_status status;
     char name[ST_QUOTE];
-    quote_name(name, t);
+    vka_st_quote_name(name, t);
     unsigned seen = 0;
     bool done;
     VKA_TRY(vka_json_expect(j, '{', "a tensor entry"));
@@ -222,7 +137,7 @@ static vkattn_status parse_tensor(vka_json *j, st_header *h, st_tensor *t)
         VKA_TRY(vka_json_member(j, i, &done, key, h->arena_cap - h->arena_used, &len));
         if (done) break;
         unsigned which = 0;
-        while (which < 3 && !name_is(key, len, keys[which])) which++;
+        while (which < 3 && !vka_st_name_is(key, len, keys[which])) which++;
         if (which == 3) {
             VKA_TRY(vka_json_skip(j, 2));
             continue;
@@ -280,7 +195,7 @@ static vkattn_status parse_header(const uint8_t *text, size_t size, st_header *h
         size_t len = 0;
         VKA_TRY(vka_json_member(&j, i, &done, key, h->arena_cap - h->arena_used, &len));
         if (done) break;
-        if (name_is(key, len, "__metadata__")) {
+        if (vka_st_name_is(key, len, "__metadata__")) {
             if (metadata) return vka_json_fail(&j, "\"__metadata__\" appears twice");
             metadata = true;
             if (!vka_json_peek(&j, '{')) return vka_json_fail(&j, "\"__metadata__\" must be an object");
@@ -325,18 +240,18 @@ static vkattn_status check_extent(const st_tensor *t, uint64_t buffer_len, vkatt
     char name[ST_QUOTE], shape[96], dtype[48];
     if (t->begin > t->end)
         return vka_error_set(error, VKATTN_ERROR_FORMAT, "safetensors: tensor '%s' has data_offsets [%llu, %llu] out of order",
-                             quote_name(name, t), (unsigned long long)t->begin, (unsigned long long)t->end);
+                             vka_st_quote_name(name, t), (unsigned long long)t->begin, (unsigned long long)t->end);
     if (t->end > buffer_len)
         return vka_error_set(error, VKATTN_ERROR_FORMAT,
                              "safetensors: tensor '%s' has data_offsets [%llu, %llu] beyond the %llu-byte data buffer",
-                             quote_name(name, t), (unsigned long long)t->begin, (unsigned long long)t->end,
+                             vka_st_quote_name(name, t), (unsigned long long)t->begin, (unsigned long long)t->end,
                              (unsigned long long)buffer_len);
     if (t->dtype_index < 0) return VKATTN_OK;
     size_t bytes;
-    if (!vka_mul_size(t->count, k_st_dtypes[t->dtype_index].size, &bytes) || bytes != t->end - t->begin)
+    if (!vka_mul_size(t->count, vka_st_dtype_size(t->dtype_index), &bytes) || bytes != t->end - t->begin)
         return vka_error_set(error, VKATTN_ERROR_FORMAT,
                              "safetensors: tensor '%s' has shape %s of %s but data_offsets [%llu, %llu] span %llu bytes",
-                             quote_name(name, t), format_dims(shape, sizeof shape, t),
+                             vka_st_quote_name(name, t), vka_st_format_dims(shape, sizeof shape, t),
                              vka_io_quote(dtype, sizeof dtype, t->dtype, t->dtype_len), (unsigned long long)t->begin,
                              (unsigned long long)t->end, (unsigned long long)(t->end - t->begin));
     return VKATTN_OK;
@@ -351,11 +266,11 @@ static vkattn_status check_tiling(const st_tensor **sorted, size_t count, uint64
         const st_tensor *t = sorted[i];
         if (t->begin < at)
             return vka_error_set(error, VKATTN_ERROR_FORMAT, "safetensors: tensors '%s' and '%s' overlap in the data buffer",
-                                 quote_name(a, sorted[i - 1]), quote_name(b, t));
+                                 vka_st_quote_name(a, sorted[i - 1]), vka_st_quote_name(b, t));
         if (t->begin > at)
             return vka_error_set(error, VKATTN_ERROR_FORMAT,
                                  "safetensors: bytes [%llu, %llu) of the data buffer belong to no tensor (before '%s')",
-                                 (unsigned long long)at, (unsigned long long)t->begin, quote_name(a, t));
+                                 (unsigned long long)at, (unsigned long long)t->begin, vka_st_quote_name(a, t));
         at = t->end;
     }
     if (at != buffer_len)
@@ -378,7 +293,7 @@ static vkattn_status check_buffer(const st_header *h, uint64_t buffer_len, vkatt
         if (compare_names(&sorted[i - 1], &sorted[i]) == 0) {
             char name[ST_QUOTE];
             status = vka_error_set(error, VKATTN_ERROR_FORMAT, "safetensors: tensor name '%s' appears twice",
-                                   quote_name(name, sorted[i]));
+                                   vka_st_quote_name(name, sorted[i]));
         }
     }
     if (status == VKATTN_OK) {
@@ -393,17 +308,8 @@ fail:
 
 /* ---- where the bytes come from ------------------------------------------------------------------ */
 
-/* The whole file in memory (vka_weight_file_parse*) or an open file read with pread
- * (vkattn_weight_file_open); bytes_read counts what the loader asked of it. */
-typedef struct st_source {
-    const uint8_t *data; /* the file in memory, or NULL */
-    int fd;              /* else the open file */
-    uint64_t size;
-    uint64_t bytes_read;
-} st_source;
 
-/* Reads bytes [offset, offset + n), which the caller has checked lie inside the file's size. */
-static vkattn_status source_read(st_source *s, uint64_t offset, void *dst, size_t n, vkattn_error *error)
+vkattn_status vka_st_source_read(st_source *s, uint64_t offset, void *dst, size_t n, vkattn_error *error)
 {
     if (s->data) {
         if (n) memcpy(dst, s->data + offset, n);
@@ -431,517 +337,19 @@ static vkattn_status source_read(st_source *s, uint64_t offset, void *dst, size_
     return VKATTN_OK;
 }
 
-/* ---- the attention layer ------------------------------------------------------------------------ */
+/* ---- the header, read and checked --------------------------------------------------------------- */
 
-typedef struct st_layer {
-    const st_tensor *t[T_COUNT];
-    int names;                   /* NAMES_* */
-    const char *raw_prefix;      /* the anchor's name, of which the first prefix_len bytes */
-    size_t prefix_len;
-    char prefix[ST_QUOTE];       /* quoted for messages */
-    int zero_out_bias;           /* q/k/v_proj.bias without o_proj.bias: out_proj_bias is zeros */
-    uint32_t ignored;            /* other tensors under a non-empty prefix */
-} st_layer;
-
-typedef struct st_dims {
-    uint64_t E, kdim, vdim, kv_rows;
-} st_dims;
-
-static const char *layer_name(const st_layer *l, int k) { return k_names[l->names][k]; }
-
-static const st_tensor *find_name(const st_header *h, const char *prefix, size_t prefix_len, const char *name)
-{
-    size_t len = strlen(name);
-    for (size_t i = 0; i < h->count; i++) {
-        const st_tensor *t = &h->tensors[i];
-        if (t->name_len == prefix_len + len && memcmp(t->name, prefix, prefix_len) == 0 &&
-            memcmp(t->name + prefix_len, name, len) == 0)
-            return t;
-    }
-    return NULL;
-}
-
-/* The output projections that anchor a layer, in either naming. */
-static const char *const k_anchors[] = {"out_proj.weight", "o_proj.weight"};
-
-/* The prefix length when t is "<prefix>out_proj.weight" or "<prefix>o_proj.weight" with an empty
- * prefix or one ending in '.'; SIZE_MAX otherwise. */
-static size_t anchor_prefix_len(const st_tensor *t)
-{
-    for (size_t a = 0; a < sizeof k_anchors / sizeof k_anchors[0]; a++) {
-        size_t n = strlen(k_anchors[a]);
-        if (t->name_len < n || memcmp(t->name + t->name_len - n, k_anchors[a], n) != 0) continue;
-        size_t p = t->name_len - n;
-        if (p == 0 || t->name[p - 1] == '.') return p;
-    }
-    return SIZE_MAX;
-}
-
-/* Orders "layers.2." before "layers.10.": runs of digits compare as numbers. */
-static int natural_compare(const char *a, size_t na, const char *b, size_t nb)
-{
-    size_t i = 0, j = 0;
-    while (i < na && j < nb) {
-        bool da = a[i] >= '0' && a[i] <= '9', db = b[j] >= '0' && b[j] <= '9';
-        if (da && db) {
-            while (i < na && a[i] == '0') i++;
-            while (j < nb && b[j] == '0') j++;
-            size_t ea = i, eb = j;
-            while (ea < na && a[ea] >= '0' && a[ea] <= '9') ea++;
-            while (eb < nb && b[eb] >= '0' && b[eb] <= '9') eb++;
-            if (ea - i != eb - j) return ea - i < eb - j ? -1 : 1;
-            int c = memcmp(a + i, b + j, ea - i);
-            if (c) return c;
-            i = ea, j = eb;
-            continue;
-        }
-        if (a[i] != b[j]) return (unsigned char)a[i] < (unsigned char)b[j] ? -1 : 1;
-        i++, j++;
-    }
-    return (na - i > nb - j) - (na - i < nb - j);
-}
-
-static int compare_anchor_prefixes(const void *a, const void *b)
-{
-    const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
-    return natural_compare(x->name, anchor_prefix_len(x), y->name, anchor_prefix_len(y));
-}
-
-/* Writes the prefixes of the file's attention layers, in natural order, into buf: "'a.', 'b.',
- * 'c.', 'd.' and 12 more", or "none". *count gets how many there are. */
-#define ST_LIST_SHOWN 4
-static vkattn_status list_layers(const st_header *h, char *buf, size_t cap, size_t *count, vkattn_error *error)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < h->count; i++) n += anchor_prefix_len(&h->tensors[i]) != SIZE_MAX;
-    *count = 0;
-    snprintf(buf, cap, "none");
-    if (n == 0) return VKATTN_OK;
-    const st_tensor **anchors = malloc(n * sizeof *anchors);
-    if (!anchors)
-        return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors: cannot sort %zu layer names", n);
-    n = 0;
-    for (size_t i = 0; i < h->count; i++)
-        if (anchor_prefix_len(&h->tensors[i]) != SIZE_MAX) anchors[n++] = &h->tensors[i];
-    qsort(anchors, n, sizeof *anchors, compare_anchor_prefixes);
-    size_t used = 0, distinct = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0 && compare_anchor_prefixes(&anchors[i - 1], &anchors[i]) == 0) continue; /* o_proj and out_proj */
-        if (distinct++ >= ST_LIST_SHOWN || used >= cap) continue;
-        char q[ST_QUOTE];
-        vka_io_quote(q, sizeof q, anchors[i]->name, anchor_prefix_len(anchors[i]));
-        used += (size_t)snprintf(buf + used, cap - used, "%s'%s'%s", distinct > 1 ? ", " : "", q,
-                                 q[0] ? "" : " (no prefix)");
-    }
-    if (distinct > ST_LIST_SHOWN && used < cap)
-        snprintf(buf + used, cap - used, " and %zu more", distinct - ST_LIST_SHOWN);
-    *count = distinct;
-    free(anchors);
-    return VKATTN_OK;
-}
-
-/* Does the anchor t lie under the caller's prefix? "p." matches "p." and, for a prefix given without
- * its final '.', "p" matches "p." too. */
-static bool under_prefix(const st_tensor *t, size_t p, const char *want, size_t want_len)
-{
-    if (p == want_len) return memcmp(t->name, want, p) == 0;
-    return want[want_len - 1] != '.' && p == want_len + 1 && memcmp(t->name, want, want_len) == 0;
-}
-
-static vkattn_status find_anchor(const st_header *h, const char *want, st_layer *layer, vkattn_error *error)
-{
-    size_t want_len = want ? strlen(want) : 0;
-    const st_tensor *anchor = NULL;
-    size_t anchor_len = 0, layers = 0;
-    char a[ST_QUOTE], b[ST_QUOTE], list[400];
-    vkattn_status status;
-    for (size_t i = 0; i < h->count; i++) {
-        const st_tensor *t = &h->tensors[i];
-        size_t p = anchor_prefix_len(t);
-        if (p == SIZE_MAX || (want_len && !under_prefix(t, p, want, want_len))) continue;
-        if (anchor && p == anchor_len && memcmp(anchor->name, t->name, p) == 0)
-            return vka_error_set(error, VKATTN_ERROR_FORMAT,
-                                 "safetensors: names are mixed: '%s' and '%s' are both present; a layer has one "
-                                 "output projection (o_proj in Hugging Face's naming, out_proj in "
-                                 "nn.MultiheadAttention's)",
-                                 quote_name(a, anchor), quote_name(b, t));
-        if (anchor) {
-            VKA_TRY(list_layers(h, list, sizeof list, &layers, error));
-            return vka_error_set(error, VKATTN_ERROR_FORMAT,
-                                 "safetensors: '%s' and '%s' both look like an attention layer's output projection; "
-                                 "a file must hold one layer unless a prefix names it (the file's layers: %s)",
-                                 quote_name(a, anchor), quote_name(b, t), list);
-        }
-        anchor = t;
-        anchor_len = p;
-    }
-    if (!anchor) {
-        VKA_TRY(list_layers(h, list, sizeof list, &layers, error));
-        if (!want_len)
-            return vka_error_set(error, VKATTN_ERROR_NOT_FOUND,
-                                 "safetensors: no out_proj.weight or o_proj.weight tensor (with or without a prefix "
-                                 "such as 'attn.')");
-        return vka_error_set(error, VKATTN_ERROR_NOT_FOUND,
-                             "safetensors: no attention layer has the prefix '%s' (no '%sout_proj.weight' or "
-                             "'%so_proj.weight'); %zu layer%s in the file: %s",
-                             vka_io_quote(a, sizeof a, want, want_len), a, a, layers, layers == 1 ? "" : "s", list);
-    }
-    layer->raw_prefix = anchor->name;
-    layer->prefix_len = anchor_len;
-    vka_io_quote(layer->prefix, sizeof layer->prefix, anchor->name, anchor_len);
-    layer->names = memcmp(anchor->name + anchor_len, "o_proj", 6) == 0 ? NAMES_HF : NAMES_TORCH;
-    return VKATTN_OK;
-fail:
-    return status;
-}
-
-static const st_tensor *find_in_layer(const st_header *h, const st_layer *l, const char *name)
-{
-    return find_name(h, l->raw_prefix, l->prefix_len, name);
-}
-
-static bool in_naming(int names, const char *name)
-{
-    for (int k = 0; k < T_COUNT; k++)
-        if (k_names[names][k] && strcmp(k_names[names][k], name) == 0) return true;
-    return false;
-}
-
-/* Picks the naming from the names under the prefix and refuses a mix of two. */
-static vkattn_status find_layer(const st_header *h, const char *want, st_layer *layer, vkattn_error *error)
+vkattn_status vka_st_header_read(st_source *src, st_header *h, uint64_t *buffer_at, vkattn_error *error)
 {
     vkattn_status status;
-    VKA_TRY(find_anchor(h, want, layer, error));
-    const char *p = layer->prefix;
-    /* out_proj with q_proj.weight & co is Hugging Face's naming too (BART, CLIP, Whisper). */
-    if (layer->names == NAMES_TORCH)
-        for (int k = T_Q_W; k <= T_V_B; k++)
-            if (k_names[NAMES_HF_OUT][k] && k != T_OUT_W && k != T_OUT_B &&
-                find_in_layer(h, layer, k_names[NAMES_HF_OUT][k]))
-                layer->names = NAMES_HF_OUT;
-    /* A name of the chosen naming that is present, for the message: the anchor, or for BART's
-     * naming (whose out_proj is nn.MultiheadAttention's too) one of its q/k/v names. */
-    const char *own = layer_name(layer, T_OUT_W);
-    for (int k = T_Q_W; layer->names == NAMES_HF_OUT && k < T_COUNT; k++)
-        if (k != T_OUT_W && k != T_OUT_B && layer_name(layer, k) && find_in_layer(h, layer, layer_name(layer, k))) {
-            own = layer_name(layer, k);
-            break;
-        }
-    for (int c = 0; c < NAMES_COUNT; c++)
-        for (int k = 0; k < T_COUNT; k++) {
-            const char *other = k_names[c][k];
-            if (c == layer->names || !other || in_naming(layer->names, other) || !find_in_layer(h, layer, other)) continue;
-            return vka_error_set(error, VKATTN_ERROR_FORMAT,
-                                 "safetensors: names are mixed under the prefix '%s': '%s%s' is %s's naming but "
-                                 "'%s%s' is %s's; a layer uses one naming",
-                                 p, p, own, k_naming_names[layer->names], p, other,
-                                 k_naming_names[c]);
-        }
-    for (int k = 0; k < T_COUNT; k++) {
-        const char *name = layer_name(layer, k);
-        if (!name) continue;
-        layer->t[k] = find_in_layer(h, layer, name);
-        /* Without a caller's prefix the layer is whatever the anchor says; the same name without
-         * it would be a second, partial layer. */
-        if (!(want && *want) && layer->prefix_len > 0 && find_name(h, "", 0, name))
-            return vka_error_set(error, VKATTN_ERROR_FORMAT,
-                                 "safetensors: names are mixed: '%s%s' has the prefix '%s' but '%s' has none", p,
-                                 layer_name(layer, T_OUT_W), p, name);
-    }
-    if (layer->prefix_len > 0)
-        for (size_t i = 0; i < h->count; i++) {
-            const st_tensor *t = &h->tensors[i];
-            if (t->name_len < layer->prefix_len || memcmp(t->name, layer->raw_prefix, layer->prefix_len) != 0) continue;
-            bool used = false;
-            for (int k = 0; k < T_COUNT; k++) used |= layer->t[k] == t;
-            layer->ignored += !used;
-        }
-    return VKATTN_OK;
-fail:
-    return status;
-}
-
-/* nn.MultiheadAttention: one projection form, biases and bias_k/bias_v in pairs. */
-static vkattn_status check_presence_torch(const st_layer *l, vkattn_error *error)
-{
-    const char *p = l->prefix;
-    bool separate = l->t[T_Q_W] || l->t[T_K_W] || l->t[T_V_W];
-    if (l->t[T_IN_W] && separate)
-        return vka_error_set(error, VKATTN_ERROR_FORMAT,
-                             "safetensors: '%sin_proj_weight' and '%sq/k/v_proj_weight' are both present; give one form",
-                             p, p);
-    if (!l->t[T_IN_W] && !separate)
-        return vka_error_set(error, VKATTN_ERROR_NOT_FOUND,
-                             "safetensors: neither '%sin_proj_weight' nor '%sq_proj_weight', '%sk_proj_weight', "
-                             "'%sv_proj_weight' is present", p, p, p, p);
-    for (int k = T_Q_W; separate && k <= T_V_W; k++)
-        if (!l->t[k])
-            return vka_error_set(error, VKATTN_ERROR_NOT_FOUND,
-                                 "safetensors: '%s%s' is missing (q/k/v_proj_weight come as a set of three)", p,
-                                 layer_name(l, k));
-    static const int pairs[2][2] = {{T_IN_B, T_OUT_B}, {T_BIAS_K, T_BIAS_V}};
-    for (int i = 0; i < 2; i++) {
-        int x = pairs[i][0], y = pairs[i][1];
-        if (!l->t[x] != !l->t[y]) {
-            int have = l->t[x] ? x : y, lack = l->t[x] ? y : x;
-            return vka_error_set(error, VKATTN_ERROR_NOT_FOUND,
-                                 "safetensors: '%s%s' is present but '%s%s' is missing (they come as a pair)", p,
-                                 layer_name(l, have), p, layer_name(l, lack));
-        }
-    }
-    return VKATTN_OK;
-}
-
-/* Appends "'<prefix><name>'" to a list of names for a message. */
-static void append_name(char *buf, size_t cap, const char *prefix, const char *name)
-{
-    size_t used = strlen(buf);
-    if (used < cap) snprintf(buf + used, cap - used, "%s'%s%s'", used ? ", " : "", prefix, name);
-}
-
-/* Hugging Face: the three input projections; the biases all or none, except that o_proj.bias alone
- * may be absent (Qwen2: biased q/k/v, unbiased output), which loads as a zero output bias. */
-static vkattn_status check_presence_hf(st_layer *l, vkattn_error *error)
-{
-    const char *p = l->prefix;
-    char missing[3 * ST_QUOTE + 200] = "", present[3 * ST_QUOTE + 200] = "";
-    for (int k = T_Q_W; k <= T_V_W; k++)
-        if (!l->t[k]) append_name(missing, sizeof missing, p, layer_name(l, k));
-    if (missing[0])
-        return vka_error_set(error, VKATTN_ERROR_NOT_FOUND,
-                             "safetensors: %s missing (a Hugging Face attention layer has q_proj.weight, "
-                             "k_proj.weight, v_proj.weight and %s)",
-                             missing, layer_name(l, T_OUT_W));
-    static const int biases[4] = {T_Q_B, T_K_B, T_V_B, T_OUT_B};
-    int have = 0;
-    for (int i = 0; i < 4; i++) {
-        if (l->t[biases[i]]) have++, append_name(present, sizeof present, p, layer_name(l, biases[i]));
-        else append_name(missing, sizeof missing, p, layer_name(l, biases[i]));
-    }
-    l->zero_out_bias = have == 3 && !l->t[T_OUT_B];
-    if (have == 0 || have == 4 || l->zero_out_bias) return VKATTN_OK;
-    return vka_error_set(error, VKATTN_ERROR_NOT_FOUND,
-                         "safetensors: %s present but %s missing: a layer's biases are all present or all absent "
-                         "(only %s alone may be absent, as in Qwen2; it loads as zeros)",
-                         present, missing, layer_name(l, T_OUT_B));
-}
-
-static vkattn_status check_presence(st_layer *l, vkattn_error *error)
-{
-    vkattn_status status = l->names == NAMES_TORCH ? check_presence_torch(l, error) : check_presence_hf(l, error);
-    if (status != VKATTN_OK) return status;
-    for (int k = 0; k < T_COUNT; k++) {
-        const st_tensor *t = l->t[k];
-        if (t && t->dtype_index != ST_F32 && t->dtype_index != ST_F16 && t->dtype_index != ST_BF16) {
-            char dtype[48];
-            return vka_error_set(error, VKATTN_ERROR_FORMAT,
-                                 "safetensors: '%s%s' has dtype %s; only F32, F16 and BF16 are supported", l->prefix,
-                                 layer_name(l, k), vka_io_quote(dtype, sizeof dtype, t->dtype, t->dtype_len));
-        }
-    }
-    return VKATTN_OK;
-}
-
-/* Compares a tensor's shape with what E, the key/value rows and its own kdim/vdim say it must be. */
-static vkattn_status check_shape(const st_layer *l, int k, const uint64_t *want, uint32_t rank, uint64_t E,
-                                 vkattn_error *error)
-{
-    const st_tensor *t = l->t[k];
-    if (!t) return VKATTN_OK;
-    bool same = t->rank == rank;
-    for (uint32_t i = 0; same && i < rank; i++) same = t->dims[i] == want[i];
-    if (same) return VKATTN_OK;
-    char have[96], expected[96];
-    if (k == T_K_W || k == T_V_W) /* the last dim is the tensor's own kdim/vdim */
-        snprintf(expected, sizeof expected, "(%llu, %s)", (unsigned long long)want[0], k == T_K_W ? "kdim" : "vdim");
-    else
-        format_u64_dims(expected, sizeof expected, want, rank);
-    return vka_error_set(error, VKATTN_ERROR_FORMAT, "safetensors: '%s%s' has shape %s but %s%s says E = %llu (expected %s)",
-                         l->prefix, layer_name(l, k), format_dims(have, sizeof have, t), l->prefix,
-                         layer_name(l, T_OUT_W), (unsigned long long)E, expected);
-}
-
-/* Hugging Face's key/value projections have H_kv * D rows (grouped-query attention when fewer than
- * E): the same for both, and a divisor of E = H * D, since H_kv divides H. */
-static vkattn_status check_kv_rows(const st_layer *l, uint64_t E, uint64_t *kv_rows, vkattn_error *error)
-{
-    const st_tensor *k = l->t[T_K_W], *v = l->t[T_V_W];
-    *kv_rows = E;
-    if (l->names == NAMES_TORCH || k->rank != 2) return VKATTN_OK; /* a wrong rank is check_shape's */
-    uint64_t rows = k->dims[0];
-    if (rows == 0 || rows > E || E % rows != 0)
-        return vka_error_set(error, VKATTN_ERROR_FORMAT,
-                             "safetensors: '%sk_proj.weight' has %llu rows; key/value projections have H_kv * D rows, "
-                             "which must divide E = %llu (each key/value head serves H / H_kv query heads)",
-                             l->prefix, (unsigned long long)rows, (unsigned long long)E);
-    if (v->rank == 2 && v->dims[0] != rows)
-        return vka_error_set(error, VKATTN_ERROR_FORMAT,
-                             "safetensors: '%sv_proj.weight' has %llu rows but '%sk_proj.weight' has %llu; both have "
-                             "H_kv * D",
-                             l->prefix, (unsigned long long)v->dims[0], l->prefix, (unsigned long long)rows);
-    *kv_rows = rows;
-    return VKATTN_OK;
-}
-
-static vkattn_status check_shapes(const st_layer *l, st_dims *dims, vkattn_error *error)
-{
-    vkattn_status status;
-    const st_tensor *out_w = l->t[T_OUT_W];
-    char have[96];
-    if (out_w->rank != 2 || out_w->dims[0] != out_w->dims[1] || out_w->dims[0] == 0 || out_w->dims[0] > UINT32_MAX)
-        return vka_error_set(error, VKATTN_ERROR_FORMAT,
-                             "safetensors: '%s%s' has shape %s; it must be (E, E) with 1 <= E <= %u (for a Hugging "
-                             "Face layer: num_heads * head_dim = hidden_size)",
-                             l->prefix, layer_name(l, T_OUT_W), format_dims(have, sizeof have, out_w), (unsigned)UINT32_MAX);
-    uint64_t E = out_w->dims[0], kdim = E, vdim = E, r = E;
-    for (int k = T_K_W; k <= T_V_W; k++) {
-        const st_tensor *t = l->t[k];
-        if (!t || t->rank != 2) continue; /* a wrong rank is reported by check_shape */
-        if (t->dims[1] == 0 || t->dims[1] > UINT32_MAX)
-            return vka_error_set(error, VKATTN_ERROR_FORMAT, "safetensors: '%s%s' has shape %s; %s must be 1 to %u",
-                                 l->prefix, layer_name(l, k), format_dims(have, sizeof have, t),
-                                 k == T_K_W ? "kdim" : "vdim", (unsigned)UINT32_MAX);
-        *(k == T_K_W ? &kdim : &vdim) = t->dims[1];
-    }
-    if (l->t[T_K_W]) VKA_TRY(check_kv_rows(l, E, &r, error));
-    const uint64_t shapes[T_COUNT][3] = {
-        [T_IN_W] = {3 * E, E}, [T_Q_W] = {E, E},     [T_K_W] = {r, kdim},    [T_V_W] = {r, vdim},
-        [T_IN_B] = {3 * E},    [T_OUT_W] = {E, E},   [T_OUT_B] = {E},        [T_BIAS_K] = {1, 1, E},
-        [T_BIAS_V] = {1, 1, E}, [T_Q_B] = {E},       [T_K_B] = {r},          [T_V_B] = {r},
-    };
-    static const uint32_t ranks[T_COUNT] = {2, 2, 2, 2, 1, 2, 1, 3, 3, 1, 1, 1};
-    for (int k = 0; k < T_COUNT; k++) VKA_TRY(check_shape(l, k, shapes[k], ranks[k], E, error));
-    dims->E = E;
-    dims->kdim = kdim;
-    dims->vdim = vdim;
-    dims->kv_rows = r;
-    return VKATTN_OK;
-fail:
-    return status;
-}
-
-/* Reads tensor t into dst (t->count floats), converting to float32 in place: the stored bytes are
- * read into the end of dst and widened front to back, so each element is read before an element
- * written later can overwrite it. */
-static vkattn_status read_tensor(st_source *src, uint64_t buffer_at, const st_tensor *t, float *dst,
-                                 vkattn_error *error)
-{
-    size_t width = k_st_dtypes[t->dtype_index].size, n = t->count;
-    uint8_t *bytes = (uint8_t *)dst + (4 - width) * n;
-    vkattn_status status = source_read(src, buffer_at + t->begin, bytes, width * n, error);
-    if (status != VKATTN_OK) return status;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *p = bytes + width * i;
-        if (t->dtype_index == ST_F32) {
-            uint32_t bits = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-            memcpy(&dst[i], &bits, sizeof bits);
-        } else {
-            uint16_t bits = (uint16_t)(p[0] | p[1] << 8);
-            dst[i] = t->dtype_index == ST_F16 ? vka_f16_to_f32(bits) : vka_bf16_to_f32(bits);
-        }
-    }
-    return VKATTN_OK;
-}
-
-/* A zeroed array of `count` floats for slot k. */
-static vkattn_status alloc_floats(const st_layer *l, int k, size_t count, float **out, vkattn_error *error)
-{
-    size_t bytes;
-    if (!vka_mul_size(count, sizeof(float), &bytes))
-        return vka_error_set(error, VKATTN_ERROR_FORMAT, "safetensors: '%s%s' is too large", l->prefix, layer_name(l, k));
-    *out = calloc(1, bytes ? bytes : 1);
-    if (!*out)
-        return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors: cannot allocate %zu bytes for '%s%s'",
-                             bytes, l->prefix, layer_name(l, k ? k : T_IN_B));
-    return VKATTN_OK;
-}
-
-static void fill_info(vkattn_weight_file *file, const st_layer *l, const st_header *h, const st_dims *d)
-{
-    vkattn_weight_file_info *info = &file->info;
-    info->naming = l->names == NAMES_TORCH ? VKATTN_WEIGHT_NAMES_TORCH : VKATTN_WEIGHT_NAMES_HF;
-    vka_io_quote(file->prefix, sizeof file->prefix, l->raw_prefix, l->prefix_len);
-    info->prefix = file->prefix;
-    info->embed_dim = (uint32_t)d->E;
-    info->q_rows = (uint32_t)d->E;
-    info->kv_rows = (uint32_t)d->kv_rows;
-    info->kdim = (uint32_t)d->kdim;
-    info->vdim = (uint32_t)d->vdim;
-    info->out_bias_zero_filled = l->zero_out_bias;
-    info->ignored_under_prefix = l->ignored;
-    info->file_tensor_count = h->count;
-    for (int k = 0; k < T_COUNT; k++) {
-        const st_tensor *t = l->t[k];
-        if (!t) continue;
-        uint32_t i = info->tensor_count++;
-        vka_io_quote(file->names[i], sizeof file->names[i], t->name, t->name_len);
-        snprintf(file->dtypes[i], sizeof file->dtypes[i], "%s", k_st_dtypes[t->dtype_index].name);
-        info->tensor_names[i] = file->names[i];
-        info->tensor_dtypes[i] = file->dtypes[i];
-    }
-}
-
-static vkattn_status build_file(const st_layer *l, const st_header *h, const st_dims *d, st_source *src,
-                                uint64_t buffer_at, vkattn_weight_file **out, vkattn_error *error)
-{
-    vkattn_status status;
-    vkattn_weight_file *file = calloc(1, sizeof *file);
-    if (!file) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors: cannot allocate the weight file");
-    for (int k = 0; k < T_COUNT; k++) {
-        if (!l->t[k] || k == T_Q_B || k == T_K_B || k == T_V_B) continue;
-        VKA_TRY(alloc_floats(l, k, l->t[k]->count, &file->data[k], error));
-        VKA_TRY(read_tensor(src, buffer_at, l->t[k], file->data[k], error));
-    }
-    if (l->t[T_Q_B]) { /* in_proj_bias = [q_proj.bias, k_proj.bias, v_proj.bias]: E + 2 * kv_rows */
-        size_t E = (size_t)d->E, r = (size_t)d->kv_rows;
-        VKA_TRY(alloc_floats(l, T_IN_B, E + 2 * r, &file->data[T_IN_B], error));
-        VKA_TRY(read_tensor(src, buffer_at, l->t[T_Q_B], file->data[T_IN_B], error));
-        VKA_TRY(read_tensor(src, buffer_at, l->t[T_K_B], file->data[T_IN_B] + E, error));
-        VKA_TRY(read_tensor(src, buffer_at, l->t[T_V_B], file->data[T_IN_B] + E + r, error));
-        if (l->zero_out_bias) VKA_TRY(alloc_floats(l, T_OUT_B, E, &file->data[T_OUT_B], error));
-    }
-    file->weights.in_proj_weight = file->data[T_IN_W];
-    file->weights.q_proj_weight = file->data[T_Q_W];
-    file->weights.k_proj_weight = file->data[T_K_W];
-    file->weights.v_proj_weight = file->data[T_V_W];
-    file->weights.in_proj_bias = file->data[T_IN_B];
-    file->weights.out_proj_weight = file->data[T_OUT_W];
-    file->weights.out_proj_bias = file->data[T_OUT_B];
-    file->weights.bias_k = file->data[T_BIAS_K];
-    file->weights.bias_v = file->data[T_BIAS_V];
-    file->desc.embed_dim = (uint32_t)d->E;
-    file->desc.kdim = (uint32_t)d->kdim;
-    file->desc.vdim = (uint32_t)d->vdim;
-    file->desc.no_bias = file->data[T_OUT_B] == NULL;
-    file->desc.add_bias_kv = file->data[T_BIAS_K] != NULL;
-    file->kv_rows = (uint32_t)d->kv_rows;
-    fill_info(file, l, h, d);
-    file->info.file_bytes = src->size;
-    file->info.bytes_read = src->bytes_read;
-    *out = file;
-    return VKATTN_OK;
-fail:
-    vkattn_weight_file_destroy(file);
-    return status;
-}
-
-/* ---- entry points ------------------------------------------------------------------------------- */
-
-/* The 8-byte length, the header, the checks, then the layer's tensors and nothing else. */
-static vkattn_status load_layer(st_source *src, const char *prefix, vkattn_weight_file **out, vkattn_error *error)
-{
-    vkattn_status status;
-    st_header h = {0};
-    st_layer layer = {0};
-    st_dims dims = {0};
     uint8_t *owned = NULL;
+    memset(h, 0, sizeof *h);
     if (src->size < 8)
         return vka_error_set(error, VKATTN_ERROR_FORMAT,
                              "safetensors: file is %llu bytes, shorter than the 8-byte header length",
                              (unsigned long long)src->size);
     uint8_t length[8];
-    VKA_TRY(source_read(src, 0, length, sizeof length, error));
+    VKA_TRY(vka_st_source_read(src, 0, length, sizeof length, error));
     uint64_t header_len = 0;
     for (int i = 0; i < 8; i++) header_len |= (uint64_t)length[i] << (8 * i);
     if (header_len > VKA_SAFETENSORS_MAX_HEADER_BYTES)
@@ -960,108 +368,21 @@ static vkattn_status load_layer(st_source *src, const char *prefix, vkattn_weigh
         if (!owned)
             return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors: cannot allocate %llu bytes for the header",
                                  (unsigned long long)header_len);
-        VKA_TRY(source_read(src, 8, owned, (size_t)header_len, error));
+        VKA_TRY(vka_st_source_read(src, 8, owned, (size_t)header_len, error));
         text = owned;
     }
-    VKA_TRY(parse_header(text, (size_t)header_len, &h, error));
-    VKA_TRY(check_buffer(&h, src->size - 8 - header_len, error));
-    VKA_TRY(find_layer(&h, prefix, &layer, error));
-    VKA_TRY(check_presence(&layer, error));
-    VKA_TRY(check_shapes(&layer, &dims, error));
-    VKA_TRY(build_file(&layer, &h, &dims, src, 8 + header_len, out, error));
+    VKA_TRY(parse_header(text, (size_t)header_len, h, error));
+    VKA_TRY(check_buffer(h, src->size - 8 - header_len, error));
+    *buffer_at = 8 + header_len;
 fail:
     free(owned);
-    free(h.tensors);
-    free(h.arena);
+    if (status != VKATTN_OK) vka_st_header_free(h);
     return status;
 }
 
-vkattn_status vka_weight_file_parse_prefix(const uint8_t *data, size_t size, const char *prefix,
-                                           vkattn_weight_file **out, vkattn_error *error)
+void vka_st_header_free(st_header *h)
 {
-    if ((!data && size) || !out)
-        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "weight_file_parse: data or out is NULL");
-    st_source src = {.data = data ? data : (const uint8_t *)"", .fd = -1, .size = size};
-    return load_layer(&src, prefix, out, error);
-}
-
-vkattn_status vka_weight_file_parse(const uint8_t *data, size_t size, vkattn_weight_file **out, vkattn_error *error)
-{
-    return vka_weight_file_parse_prefix(data, size, NULL, out, error);
-}
-
-vkattn_status vkattn_weight_file_open(const char *path, const char *prefix, vkattn_weight_file **out,
-                                      vkattn_error *error)
-{
-    if (!path || !out) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "weight file: path or out is NULL");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        vkattn_status status = vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot stat: %s", path, strerror(errno));
-        close(fd);
-        return status;
-    }
-    vkattn_status status;
-    if (S_ISREG(st.st_mode)) {
-        st_source src = {.fd = fd, .size = (uint64_t)st.st_size};
-        status = load_layer(&src, prefix, out, error);
-        close(fd);
-    } else {
-        /* A pipe or device cannot be read at offsets: read it whole, as before (from this open,
-         * since a pipe opened twice would be two readers). */
-        FILE *f = fdopen(fd, "rb");
-        if (!f) {
-            status = vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot read: %s", path, strerror(errno));
-            close(fd);
-            return status;
-        }
-        uint8_t *data = NULL;
-        size_t size = 0;
-        status = vka_read_stream(f, path, VKA_IO_MAX_FILE_BYTES, &data, &size, error);
-        fclose(f);
-        if (status != VKATTN_OK) return status;
-        status = vka_weight_file_parse_prefix(data, size, prefix, out, error);
-        free(data);
-    }
-    if (status != VKATTN_OK) vka_io_error_in_file(error, path);
-    return status;
-}
-
-vkattn_status vkattn_weight_file_load(const char *path, vkattn_weight_file **out, vkattn_error *error)
-{
-    return vkattn_weight_file_open(path, NULL, out, error);
-}
-
-void vkattn_weight_file_destroy(vkattn_weight_file *file)
-{
-    if (!file) return;
-    for (int k = 0; k < T_COUNT; k++) free(file->data[k]);
-    free(file);
-}
-
-const vkattn_weights *vkattn_weight_file_weights(const vkattn_weight_file *file)
-{
-    return file ? &file->weights : NULL;
-}
-
-vkattn_status vkattn_weight_file_get_info(const vkattn_weight_file *file, vkattn_weight_file_info *out)
-{
-    if (!file || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
-    *out = file->info;
-    return VKATTN_OK;
-}
-
-void vkattn_weight_file_describe(const vkattn_weight_file *file, vkattn_layer_desc *desc)
-{
-    if (!file || !desc) return;
-    desc->embed_dim = file->desc.embed_dim;
-    desc->kdim = file->desc.kdim;
-    desc->vdim = file->desc.vdim;
-    desc->no_bias = file->desc.no_bias;
-    desc->add_bias_kv = file->desc.add_bias_kv;
-    uint32_t E = file->desc.embed_dim, H = desc->num_heads, r = file->kv_rows;
-    if (r == E) desc->num_kv_heads = 0; /* = num_heads */
-    else if (H != 0 && E % H == 0 && r % (E / H) == 0) desc->num_kv_heads = r / (E / H);
-    else desc->num_kv_heads = VKATTN_KV_HEADS_UNKNOWN;
+    free(h->tensors);
+    free(h->arena);
+    memset(h, 0, sizeof *h);
 }
