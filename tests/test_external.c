@@ -625,6 +625,87 @@ static void test_external_errors(app *a)
     test_weights_free(&tw);
 }
 
+/* A record that fails at any of its failure points (host allocation or Vulkan call, in a fresh
+ * context so that pipelines and pools are made inside the record) leaves the application's
+ * command buffer as it was: the producer and consumer around it run, and the validation layer
+ * sees nothing invalid (the reviewer's half-recorded forward would be an invalid descriptor set). */
+static void test_record_faults(app *a)
+{
+    vkattn_external_device ext = external_of(a, NULL);
+    vkattn_layer_desc ld = {.embed_dim = 16, .num_heads = 2};
+    test_weights tw;
+    test_weights_make(&tw, &ld, 31);
+    const uint32_t dims[3] = {1, 4, 16};
+    app_buffer buf = app_buffer_make(a, 1024);
+    uint64_t points[2] = {0, 0}; /* host, Vulkan: counted on an unarmed record */
+    int bad = 0;
+    for (int kind = -1; kind < 2; kind++) {
+        for (uint64_t n = 1; kind < 0 ? n == 1 : n <= points[kind]; n++) {
+            vkattn_context *ctx = NULL;
+            CHECK_STATUS(vkattn_context_create_external(&ext, &ctx, NULL), VKATTN_OK);
+            if (!ctx) break;
+            vkattn_layer *layer = NULL;
+            vkattn_tensor *q = NULL, *y = NULL;
+            CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+            CHECK_STATUS(vkattn_tensor_wrap(ctx, buf.buffer, 0, VKATTN_DTYPE_F32, 3, dims, &q), VKATTN_OK);
+            CHECK_STATUS(vkattn_tensor_wrap(ctx, buf.buffer, 256, VKATTN_DTYPE_F32, 3, dims, &y), VKATTN_OK);
+            for (int i = 0; i < 64; i++) buf.data[i] = 0.25f * (float)(i % 7), buf.data[192 + i] = 0.0f;
+            vka_faults f = {0};
+            if (kind == 0) f.host_fail_at = n;
+            if (kind == 1) f.vk_fail_at = n;
+            vka_context_set_faults(ctx, &f);
+            app_begin(a);
+            app_scale(a, buf.buffer, 0, buf.buffer, 128, 64, 2.0f); /* producer: 2x of [0, 64) into [128, 192) */
+            app_barrier(a, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VKATTN_PIPELINE_STAGES,
+                        VKATTN_ACCESS_READ | VKATTN_ACCESS_WRITE);
+            vkattn_forward_desc fd = {.query = q, .output = y};
+            vkattn_status st = vkattn_forward_record(layer, &fd, a->cmd);
+            if (kind >= 0) {
+                /* The layer runs a forward of its own before the application submits: had the
+                 * failed record left commands behind, their descriptor sets would now be reset
+                 * under the application's command buffer. */
+                vka_context_set_faults(ctx, NULL);
+                vkattn_tensor *q2 = NULL, *y2 = NULL;
+                CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, dims, &q2), VKATTN_OK);
+                CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, dims, &y2), VKATTN_OK);
+                vkattn_forward_desc own = {.query = q2, .output = y2};
+                CHECK_STATUS(vkattn_forward(layer, &own), VKATTN_OK);
+            }
+            uint32_t messages_before = a->messages;
+            app_barrier(a, VKATTN_PIPELINE_STAGES, VKATTN_ACCESS_WRITE, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+            app_scale(a, buf.buffer, 128, buf.buffer, 192, 64, 0.5f); /* consumer of the producer's output */
+            app_submit_wait(a);
+            if (kind < 0) {
+                CHECK_STATUS(st, VKATTN_OK);
+                points[0] = ctx->dev.faults.host_calls, points[1] = ctx->dev.faults.vk_calls;
+            } else {
+                vkattn_status want = kind == 0 ? VKATTN_ERROR_OUT_OF_HOST_MEMORY : VKATTN_ERROR_OUT_OF_DEVICE_MEMORY;
+                if (st != want) {
+                    bad++;
+                    printf("  record fault %d at point %llu gave %s\n", kind, (unsigned long long)n, vkattn_status_name(st));
+                }
+            }
+            int consumed = 1;
+            for (int i = 0; i < 64; i++) consumed &= buf.data[192 + i] == buf.data[i];
+            if (!consumed || a->messages != messages_before) {
+                bad++;
+                printf("  record fault %d at point %llu: consumer %s, %u validation messages\n", kind,
+                       (unsigned long long)n, consumed ? "ok" : "wrong", a->messages - messages_before);
+            }
+            vka_context_set_faults(ctx, NULL);
+            vkattn_layer_destroy(layer);
+            vkattn_context_destroy(ctx); /* takes the wrapped tensors (forgetting the buffer) */
+        }
+    }
+    CHECK_MSG(bad == 0, "%d failure points misbehaved", bad);
+    CHECK_MSG(points[1] > 0, "the unarmed record made no Vulkan call to fail");
+    printf("  %llu host allocation and %llu Vulkan call points of a first record\n", (unsigned long long)points[0],
+           (unsigned long long)points[1]);
+    app_buffer_free(a, &buf);
+    test_weights_free(&tw);
+}
+
 /* Every host allocation and Vulkan call of vkattn_context_create_external failed in turn: the
  * right status, no context, nothing leaked (sanitizer build), the application's device untouched. */
 static void test_external_create_faults(app *a)
@@ -674,6 +755,7 @@ int main(void)
     RUN_TEST_WITH(test_external_context, &a);
     RUN_TEST_WITH(test_record, &a);
     RUN_TEST_WITH(test_external_errors, &a);
+    RUN_TEST_WITH(test_record_faults, &a);
     RUN_TEST_WITH(test_external_create_faults, &a);
     CHECK_MSG(a.messages == 0, "%u validation messages on the application's instance (above)", a.messages);
     app_close(&a);
