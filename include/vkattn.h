@@ -26,6 +26,12 @@
  *     vkattn_layer_destroy(layer);
  *     vkattn_context_destroy(ctx);
  *
+ * Beyond that: device tensors and vkattn_forward keep data on the device between layers;
+ * vkattn_submission_* runs a stack of forwards with one submit and no wait; vkattn_weight_file_open
+ * reads one layer of a (Hugging Face or PyTorch) safetensors checkpoint. An application that uses
+ * Vulkan itself includes vkattn_vulkan.h too: vkattn on its device, in its command buffers, on its
+ * buffers.
+ *
  * Glossary (used the same way in code, shaders, tests and docs)
  * --------------------------------------------------------------
  *   B  batch                    E  embed_dim (query features, output features)
