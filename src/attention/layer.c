@@ -246,6 +246,7 @@ static vkattn_status layer_create(vkattn_context *ctx, const vkattn_layer_desc *
     layer->desc.add_bias_kv = cfg.bias_kv;
     layer->desc.add_zero_attn = cfg.zero_attn;
     layer->desc.num_kv_heads = cfg.H_kv;
+    layer->desc.rope_dim = cfg.rope_dim;
     VKA_TRY(copy_host_weights(layer, weights));
     if (!(layer->head_active = vka_malloc(&ctx->dev.faults, cfg.H))) {
         status = vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");

@@ -323,6 +323,9 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
     if (plan->path != VKATTN_PATH_FUSED && plan->path != VKATTN_PATH_UNFUSED)
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "the device plan serves the fused and unfused paths");
 
+    if (p->cfg.rope_dim)
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
+                             "rotary position embedding (rope_theta > 0) runs on the CPU path only so far");
     vkattn_status status;
     vka_qkv_layout l;
     VKA_TRY(vka_reserve_workspace(&b, VKA_ROLE_CTX, (uint64_t)p->B * p->L * p->cfg.inner));
