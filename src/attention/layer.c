@@ -206,6 +206,10 @@ static vkattn_status upload_weights(vkattn_layer *layer)
     VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_K, scratch, "the extra keys"));
     if (c->bias_kv) gather_kv_head_rows(scratch, h->bias_v, 1, layer);
     VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_V, scratch, "the extra values"));
+    if (c->rope_dim) { /* scratch holds at least 3 I >= rope_dim / 2 floats */
+        vka_rope_inv_freq(c, scratch);
+        VKA_TRY(upload_f32(layer, VKA_ROLE_ROPE_FREQ, "the RoPE frequencies", scratch, c->rope_dim / 2));
+    }
 fail:
     free(scratch);
     return status;
