@@ -395,7 +395,9 @@ typedef struct vkattn_layer_desc {
                             index in its sequence (query i, key j) plus the forward's rope_offset.
                             Negative or non-finite: VKATTN_ERROR_INVALID_ARGUMENT. With
                             add_bias_kv or add_zero_attn (appended keys have no position):
-                            VKATTN_ERROR_UNSUPPORTED. */
+                            VKATTN_ERROR_UNSUPPORTED. On the device the projected Q and K are
+                            rotated in place, each bound whole: one larger than
+                            maxStorageBufferRange is VKATTN_ERROR_DEVICE_LIMIT. */
     uint32_t rope_dim;   /* rotary dims per head; 0 = D. Must be even and <= D
                             (VKATTN_ERROR_INVALID_ARGUMENT); dims >= rope_dim pass unchanged. */
     vkattn_rope_style rope_style; /* how dims pair up; 0 = VKATTN_ROPE_NEOX */
