@@ -362,6 +362,12 @@ size_t vkattn_tensor_bytes(const vkattn_tensor *tensor);
 /* Layers                                                                                          */
 /* ---------------------------------------------------------------------------------------------- */
 
+/* Which dims of a head a rotary position embedding rotates together (vkattn_layer_desc.rope_style). */
+typedef enum vkattn_rope_style {
+    VKATTN_ROPE_NEOX = 0, /* pairs (i, i + rope_dim/2): Hugging Face LLaMA/Qwen/Mistral rotate_half */
+    VKATTN_ROPE_GPTJ = 1  /* pairs (2i, 2i + 1): GPT-J, interleaved */
+} vkattn_rope_style;
+
 typedef struct vkattn_layer_desc {
     uint32_t embed_dim;  /* E, required */
     uint32_t num_heads;  /* H, required; E % H must be 0 */
@@ -385,6 +391,22 @@ typedef struct vkattn_layer_desc {
                                  columns of W_O contribute nothing (as if its context were zero).
                                  At least one head must stay. Pruned layers cannot return per-head
                                  or averaged attention weights, per-head attn_masks or the lse. */
+    float rope_theta;    /* 0 = no rotary position embedding. > 0: RoPE on the projected q and k of
+                            every head, before the scores (LLaMA/Qwen/Mistral style). Pairs
+                            (x1, x2) of a head's first rope_dim dims are rotated by the angle
+                            pos * inv_freq_i: (x1 cos - x2 sin, x2 cos + x1 sin), with
+                            inv_freq_i = rope_theta^(-2i / rope_dim), i < rope_dim / 2 (computed
+                            in double, rounded to fp32; the angle is the fp32 product
+                            float(pos) * inv_freq_i, as Hugging Face computes it). pos is a token's
+                            index in its sequence (query i, key j) plus the forward's rope_offset.
+                            Negative or non-finite: VKATTN_ERROR_INVALID_ARGUMENT. With
+                            add_bias_kv or add_zero_attn (appended keys have no position):
+                            VKATTN_ERROR_UNSUPPORTED. On the device the projected Q and K are
+                            rotated in place, each bound whole: one larger than
+                            maxStorageBufferRange is VKATTN_ERROR_DEVICE_LIMIT. */
+    uint32_t rope_dim;   /* rotary dims per head; 0 = D. Must be even and <= D
+                            (VKATTN_ERROR_INVALID_ARGUMENT); dims >= rope_dim pass unchanged. */
+    vkattn_rope_style rope_style; /* how dims pair up; 0 = VKATTN_ROPE_NEOX */
 } vkattn_layer_desc;
 
 /* Host weights in PyTorch's state_dict layout (row-major float32). When kdim == vdim == E, give
@@ -463,6 +485,11 @@ typedef struct vkattn_forward_desc {
                                               scaled, masked scores (-inf when fully masked);
                                               needs the fused path */
     vkattn_path path;                      /* default AUTO */
+    uint32_t rope_offset;                  /* 0 = none; with rope_theta > 0, added to the position
+                                              of every query and key (query i is at rope_offset + i,
+                                              key j at rope_offset + j): a chunk of a longer
+                                              sequence that starts at rope_offset. Ignored
+                                              without RoPE. */
 } vkattn_forward_desc;
 
 /* Runs one forward: one command buffer, one submit, waits for completion. */
@@ -521,6 +548,7 @@ typedef struct vkattn_host_forward_desc {
     int average_weights;
     float *lse;                       /* NULL or (B,H,L): per-row log-sum-exp (fused and CPU paths) */
     vkattn_path path;
+    uint32_t rope_offset;             /* as in vkattn_forward_desc */
 } vkattn_host_forward_desc;
 
 /* Uploads, runs vkattn_forward (or the CPU path), downloads. Device buffers for the host arrays

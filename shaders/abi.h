@@ -224,6 +224,22 @@ VKA_STRUCT(vka_average_push) {
     uint32_t group_count;
 } VKA_STRUCT_END(vka_average_push)
 
+/* rope.comp: rotary position embedding in place on head-major rows (the projected Q or K). Row r
+ * of head h of batch item b starts at offset + b*batch_stride + h*head_stride + r*row_stride
+ * (elements) and sits at position pos_offset + r; its `pairs` pairs are (p, p + pairs) or, with
+ * gptj, (2p, 2p + 1), rotated by float(position) * freq[p]. count = batches*heads*rows*pairs
+ * invocations. */
+#define VKA_ROPE_X 0    /* storage buffer, read and written, fp16 with OUT_F16 */
+#define VKA_ROPE_FREQ 1 /* texel view (R32F): inv_freq, `pairs` floats */
+#define VKA_ROPE_BINDINGS 2
+VKA_STRUCT(vka_rope_push) {
+    uint32_t offset, batch_stride, head_stride, row_stride;
+    uint32_t heads, rows, pairs;
+    uint32_t pos_offset;
+    uint32_t gptj;
+    uint32_t count;
+} VKA_STRUCT_END(vka_rope_push)
+
 /* peak_fma.comp and peak_copy.comp: the microkernels behind vkattn_measure_peak. */
 #define VKA_PEAK_WG_SIZE 64      /* local_size_x of both */
 #define VKA_PEAK_CHAINS 32       /* independent vec4 FMA chains per invocation */

@@ -128,6 +128,46 @@ static void test_gqa_layer_errors(void)
     test_weights_free(&gqa);
 }
 
+/* RoPE layers: what is refused, what get_desc reports, and the plan text. */
+static void test_rope_layer_errors(void)
+{
+    vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 2, .rope_theta = 10000}; /* D = 8 */
+    test_weights tw, kv;
+    test_weights_make(&tw, &d, 5);
+    vkattn_layer *layer = NULL;
+    vkattn_layer_desc bad = d;
+    bad.rope_dim = 5;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "rope_dim 5");
+    bad.rope_dim = 10;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "at most the head dim 8");
+    bad = d, bad.rope_theta = -10000;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "rope_theta");
+    bad.rope_theta = NAN;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "rope_theta");
+    bad = d, bad.add_zero_attn = 1;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_UNSUPPORTED, "add_zero_attn");
+    bad = d, bad.add_bias_kv = 1;
+    test_weights_make(&kv, &bad, 6);
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &kv.w, &layer), VKATTN_ERROR_UNSUPPORTED, "add_bias_kv");
+    CHECK(layer == NULL);
+    test_weights_free(&kv);
+    /* rope_dim 0 resolves to D */
+    CHECK_STATUS(vkattn_layer_create(ctx, &d, &tw.w, &layer), VKATTN_OK);
+    vkattn_layer_desc got;
+    vkattn_layer_get_desc(layer, &got);
+    CHECK(got.rope_dim == 8 && got.rope_theta == 10000 && got.rope_style == VKATTN_ROPE_NEOX);
+    float q[2 * 3 * 16] = {0}, out[2 * 3 * 16];
+    vkattn_host_forward_desc f = {.batch = 2, .query_len = 3, .query = q, .output = out, .rope_offset = 40};
+    char text[8192];
+    CHECK_STATUS(vkattn_forward_explain(layer, &f, text, sizeof text, NULL), VKATTN_OK);
+    CHECK_MSG(strstr(text, "rope: q and k rotated in place, 8 of 8 dims") && strstr(text, "positions 40..42"),
+              "explain: %s", text);
+    f.rope_offset = UINT32_MAX;
+    CHECK_ERROR(vkattn_forward_host(layer, &f), VKATTN_ERROR_INVALID_ARGUMENT, "rope_offset");
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
 static void test_tensor_errors(void)
 {
     vkattn_tensor *t = NULL;
@@ -540,6 +580,7 @@ int main(void)
     ctx = gpu_test_context();
     RUN_TEST(test_layer_errors);
     RUN_TEST(test_gqa_layer_errors);
+    RUN_TEST(test_rope_layer_errors);
     RUN_TEST(test_tensor_errors);
     RUN_TEST(test_forward_errors);
     RUN_TEST(test_activations_past_the_range);

@@ -48,6 +48,10 @@ typedef struct test_case {
     int nan_masked;      /* NaN in every key/value row no query may see */
     uint32_t loop_budget; /* 0 = the device's own */
     uint32_t kv_heads;    /* num_kv_heads: 0 = H */
+    float rope_theta;     /* 0 = no RoPE */
+    uint32_t rope_dim;    /* 0 = D */
+    int rope_gptj;        /* 0 = NeoX pairs */
+    uint32_t rope_offset;
 } test_case;
 
 /* Real head dims at L = S = 1024 and 2048, causal and not, fp32 and fp16, both paths. A layer
@@ -209,6 +213,15 @@ static const test_case cases[] = {
     {"gqa", "budget_self_causal", 1, 300, 0, 128, 8, .causal = 1, .loop_budget = 512, .kv_heads = 2},
     {"gqa", "budget_softmax_ranges", 1, 5, 3000, 32, 4, .weights = WEIGHTS_PER_HEAD, .loop_budget = 100,
      .kv_heads = 1},
+    /* rotary position embedding on q and k (NeoX and GPT-J pairs, partial rope_dim); rope_offset
+     * 100000 makes angles of up to 1e5 rad, which the kernel must reduce to [-pi, pi] first */
+    {"rope", "neox_self_causal", 2, 33, 0, 128, 4, .causal = 1, .rope_theta = 10000},
+    {"rope", "gptj_partial_D64", 2, 17, 0, 128, 2, .rope_theta = 500000, .rope_dim = 32, .rope_gptj = 1},
+    {"rope", "gqa_kv2_causal", 2, 17, 0, 128, 8, .causal = 1, .kv_heads = 2, .rope_theta = 10000, .also_f16 = 1},
+    {"rope", "cross_offset_1e5", 2, 5, 23, 128, 2, .key_padding = 1, .rope_theta = 10000, .rope_offset = 100000,
+     .also_f16 = 1},
+    {"rope", "gptj_partial_offset", 1, 9, 0, 128, 2, .causal = 1, .rope_theta = 500000, .rope_dim = 32,
+     .rope_gptj = 1, .rope_offset = 100000, .storage = VKATTN_DTYPE_F16},
 };
 
 /* Inputs and masks of one case, generated from its parameters. */
@@ -381,7 +394,8 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
 {
     vkattn_layer_desc ld = {.embed_dim = c->E, .num_heads = c->H, .kdim = c->kdim, .vdim = c->vdim,
                             .no_bias = c->no_bias, .add_bias_kv = c->bias_kv, .add_zero_attn = c->zero_attn,
-                            .storage = c->storage, .num_kv_heads = c->kv_heads};
+                            .storage = c->storage, .num_kv_heads = c->kv_heads, .rope_theta = c->rope_theta,
+                            .rope_dim = c->rope_dim, .rope_style = c->rope_gptj ? VKATTN_ROPE_GPTJ : VKATTN_ROPE_NEOX};
     test_weights tw;
     test_weights_make(&tw, &ld, seed);
     test_rng rng = test_rng_make(seed + 1);
@@ -405,6 +419,7 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
         .attn_mask_dtype = c->mask == MASK_BOOL ? VKATTN_DTYPE_BOOL : VKATTN_DTYPE_F32,
         .attn_mask_per_head = c->mask_per_head,
         .average_weights = c->weights == WEIGHTS_AVERAGED,
+        .rope_offset = c->rope_offset,
     };
     vkattn_error error = {0};
     vkattn_host_forward_desc ref = f;

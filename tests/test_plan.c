@@ -552,6 +552,46 @@ static void test_gqa_budget_and_windows(void)
     vka_plan_free(&plan);
 }
 
+/* RoPE: one step for Q and one for K after the projections, each behind a barrier and before
+ * attention, bound to the right buffer with the right strides, with no loop trips; K has H_kv
+ * heads. Over the range it is refused, naming the limit. */
+static void test_rope_steps(void)
+{
+    vka_plan_limits l = lavapipe_limits();
+    vka_plan plan = {0};
+    for (int self = 0; self < 2; self++) {
+        vka_problem p = problem(2, 5, self ? 5 : 7, 64, 8, self); /* D = 8 */
+        p.cfg.H_kv = 2, p.cfg.group = 4, p.cfg.E_kv = p.cfg.inner_kv = 16, p.cfg.packed_in_proj = !self ? 0 : 1;
+        p.cfg.rope_theta = 10000, p.cfg.rope_dim = 6, p.cfg.rope_style = VKATTN_ROPE_GPTJ, p.rope_offset = 9;
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        uint32_t first = self ? 1 : 3; /* after the one Q/K/V matmul, or the three */
+        CHECK(plan.step_count == first + 2 + 2);
+        const vka_step *q = &plan.steps[first], *k = &plan.steps[first + 1];
+        CHECK(q->kernel == VKA_KERNEL_ROPE && k->kernel == VKA_KERNEL_ROPE);
+        CHECK(q->barrier_before && k->barrier_before && plan.steps[first + 2].barrier_before);
+        CHECK(plan.steps[first + 2].kernel == VKA_KERNEL_FUSED);
+        CHECK(vka_step_loop_trips(q) == 0 && vka_step_loop_trips(k) == 0);
+        CHECK(q->bind[VKA_ROPE_X].role == VKA_ROLE_QKV && q->bind[VKA_ROPE_FREQ].role == VKA_ROLE_ROPE_FREQ);
+        CHECK(q->bind[VKA_ROPE_FREQ].view == VKA_VIEW_SCALAR && plan.role_bytes[VKA_ROLE_ROPE_FREQ] == 3 * 4);
+        CHECK(k->bind[VKA_ROPE_X].role == (self ? VKA_ROLE_QKV : VKA_ROLE_K_PROJ));
+        CHECK(q->push.rope.heads == 8 && q->push.rope.rows == 5 && q->push.rope.pairs == 3);
+        CHECK(k->push.rope.heads == 2 && k->push.rope.rows == (self ? 5u : 7u) && k->push.rope.gptj == 1);
+        CHECK(q->push.rope.pos_offset == 9 && k->push.rope.pos_offset == 9);
+        CHECK(q->push.rope.count == 2 * 8 * 5 * 3 && k->push.rope.count == 2 * 2 * k->push.rope.rows * 3);
+        CHECK(q->push.rope.row_stride == 8 && q->push.rope.head_stride == 8 * 5);
+        /* self-attention: K heads start after the Q heads of the one buffer, (B, H + 2 H_kv, L, D) */
+        CHECK(k->push.rope.offset == (self ? 8u * 5 * 8 : 0u));
+        CHECK(k->push.rope.batch_stride == (self ? (8u + 4) * 5 * 8 : 2u * 7 * 8));
+    }
+    /* Q past one binding: refused, naming maxStorageBufferRange */
+    vka_problem big = problem(1, 1u << 16, 1u << 16, 1024, 8, 0);
+    big.cfg.rope_theta = 10000, big.cfg.rope_dim = 128;
+    vkattn_error err = {0};
+    CHECK_STATUS(vka_plan_build(&big, &l, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
+    CHECK(strstr(err.message, "maxStorageBufferRange") != NULL);
+    vka_plan_free(&plan);
+}
+
 static void test_fold_groups(void)
 {
     const uint32_t max[3] = {65535, 65535, 65535};
@@ -579,6 +619,7 @@ int main(void)
     RUN_TEST(test_weights_past_the_range);
     RUN_TEST(test_gqa_workspace);
     RUN_TEST(test_gqa_budget_and_windows);
+    RUN_TEST(test_rope_steps);
     RUN_TEST(test_fold_groups);
     return test_finish();
 }

@@ -331,6 +331,166 @@ static void test_gqa_kv_heads_equal_heads(void)
     CHECK(c1.bytes[VKATTN_STAGE_FUSED] < c0.bytes[VKATTN_STAGE_FUSED]);
 }
 
+/* RoPE by hand. E = D = 4, one head, W_Q = W_K = W_V = W_O = I, no biases, theta 100 (inv_freq
+ * 1 and 0.1 for rope_dim 4). Queries x = (e0, e0) at positions 0 and 1, keys (e0, k1) at 0 and 1,
+ * so score(i, j) = (R(i) e0) . (R(j) k_j) / 2 = e0 . R(j - i) k_j / 2. R(d) rotates pair
+ * (x1, x2) by d * inv_freq: e0 is x1 of the first pair; k1 is that pair's x2 (e2 for NeoX pairs
+ * (0, 2), e1 for GPT-J pairs (0, 1)), and e0 . R(d) x2 = -sin(d). Scores: row 0 (1/2, -sin(1)/2),
+ * row 1 (cos(1)/2, 0). */
+static void check_rope_by_hand(vkattn_rope_style style, uint32_t second_key)
+{
+    static float in_proj[12 * 4], eye[16];
+    for (int i = 0; i < 16; i++) eye[i] = i % 5 == 0;
+    for (int b = 0; b < 3; b++)
+        for (int i = 0; i < 16; i++) in_proj[b * 16 + i] = eye[i];
+    vkattn_layer_desc d = {.embed_dim = 4, .num_heads = 1, .no_bias = 1, .rope_theta = 100, .rope_style = style};
+    vkattn_weights w = {.in_proj_weight = in_proj, .out_proj_weight = eye};
+    float q[8] = {1, 0, 0, 0, 1, 0, 0, 0}, k[8] = {1, 0, 0, 0, 0, 0, 0, 0}, out[8], weights[4];
+    k[4 + second_key] = 1;
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .key_len = 2, .query = q, .key = k,
+                                  .output = out, .attn_weights = weights};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    double s[2][2] = {{0.5, -sin(1.0) / 2}, {cos(1.0) / 2, 0.0}};
+    for (int i = 0; i < 2; i++) {
+        double z = exp(s[i][0]) + exp(s[i][1]);
+        CHECK_NEAR(weights[i * 2 + 0], exp(s[i][0]) / z, TOL);
+        CHECK_NEAR(weights[i * 2 + 1], exp(s[i][1]) / z, TOL);
+    }
+    /* The same chunk at positions 1000 and 1001: only differences of positions count. */
+    f.rope_offset = 1000;
+    float shifted[4];
+    f.attn_weights = shifted;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    for (int i = 0; i < 4; i++) CHECK_NEAR(shifted[i], weights[i], 1e-5);
+}
+
+static void test_rope_by_hand(void)
+{
+    check_rope_by_hand(VKATTN_ROPE_NEOX, 2);
+    check_rope_by_hand(VKATTN_ROPE_GPTJ, 1);
+}
+
+/* rope_dim 2 of D = 4 (NeoX): dims 2 and 3 pass unchanged, so queries and keys along e2 give
+ * scores 1/2 everywhere (uniform weights), and e0 against e1 keys is rotated within pair (0, 1):
+ * e0 . R(d) e1 = -sin(d). */
+static void test_rope_partial_by_hand(void)
+{
+    static float in_proj[12 * 4], eye[16];
+    for (int i = 0; i < 16; i++) eye[i] = i % 5 == 0;
+    for (int b = 0; b < 3; b++)
+        for (int i = 0; i < 16; i++) in_proj[b * 16 + i] = eye[i];
+    vkattn_layer_desc d = {.embed_dim = 4, .num_heads = 1, .no_bias = 1, .rope_theta = 100, .rope_dim = 2};
+    vkattn_weights w = {.in_proj_weight = in_proj, .out_proj_weight = eye};
+    float q[8] = {0, 0, 1, 0, 0, 0, 1, 0}, k[8] = {0, 0, 1, 0, 0, 0, 1, 0}, out[8], weights[4];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .key_len = 2, .query = q, .key = k,
+                                  .output = out, .attn_weights = weights};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    for (int i = 0; i < 4; i++) CHECK_NEAR(weights[i], 0.5, TOL);
+    float q2[8] = {1, 0, 0, 0, 1, 0, 0, 0}, k2[8] = {1, 0, 0, 0, 0, 1, 0, 0};
+    f.query = q2, f.key = k2;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    double s1 = -sin(1.0) / 2, s2 = cos(1.0) / 2; /* (0,1): d = 1; (1,0): d = -1 */
+    CHECK_NEAR(weights[0], exp(0.5) / (exp(0.5) + exp(s1)), TOL);
+    CHECK_NEAR(weights[2], exp(s2) / (exp(s2) + 1.0), TOL);
+}
+
+/* rope_theta 0 is no RoPE, bit for bit, whatever rope_dim and rope_style say. */
+static void test_rope_theta_zero_is_off(void)
+{
+    enum { B = 2, L = 6, E = 16, H = 2 };
+    test_rng rng = test_rng_make(91);
+    float in_proj[3 * E * E], b_in[3 * E], wo[E * E], bo[E], x[B * L * E], a[B * L * E], b[B * L * E];
+    test_fill(&rng, in_proj, 3 * E * E, 0.5f), test_fill(&rng, b_in, 3 * E, 0.1f);
+    test_fill(&rng, wo, E * E, 0.5f), test_fill(&rng, bo, E, 0.1f), test_fill(&rng, x, B * L * E, 1.0f);
+    vkattn_weights w = {.in_proj_weight = in_proj, .in_proj_bias = b_in, .out_proj_weight = wo, .out_proj_bias = bo};
+    vkattn_layer_desc plain = {.embed_dim = E, .num_heads = H};
+    vkattn_layer_desc off = {.embed_dim = E, .num_heads = H, .rope_dim = 4, .rope_style = VKATTN_ROPE_GPTJ};
+    vkattn_host_forward_desc f = {.batch = B, .query_len = L, .query = x, .output = a, .causal = 1};
+    CHECK_STATUS(vkattn_reference_forward(&plain, &w, &f, NULL), VKATTN_OK);
+    f.output = b, f.rope_offset = 77;
+    CHECK_STATUS(vkattn_reference_forward(&off, &w, &f, NULL), VKATTN_OK);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    /* and RoPE on changes the output, so the comparison above could fail */
+    off.rope_theta = 10000;
+    CHECK_STATUS(vkattn_reference_forward(&off, &w, &f, NULL), VKATTN_OK);
+    CHECK(memcmp(a, b, sizeof a) != 0);
+}
+
+/* The RoPE relative-position property: with the same vector at every position, the score of
+ * query i and key j depends on i - j only (and not on rope_offset). Scores are recovered as
+ * log(weight) + lse of the row (two runs: weights and lse cannot be asked for together). */
+static void check_rope_relative(vkattn_rope_style style, uint32_t rope_dim, uint32_t offset)
+{
+    enum { L = 9, E = 16, H = 2, D = E / H };
+    test_rng rng = test_rng_make(92 + style);
+    float in_proj[3 * E * E], wo[E * E], row[E], x[L * E], out[L * E], weights[H * L * L], lse[H * L];
+    test_fill(&rng, in_proj, 3 * E * E, 0.5f), test_fill(&rng, wo, E * E, 0.5f), test_fill(&rng, row, E, 1.0f);
+    for (int i = 0; i < L; i++) memcpy(x + i * E, row, sizeof row);
+    vkattn_weights w = {.in_proj_weight = in_proj, .out_proj_weight = wo};
+    vkattn_layer_desc d = {.embed_dim = E, .num_heads = H, .no_bias = 1, .rope_theta = 10000, .rope_dim = rope_dim,
+                           .rope_style = style};
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = L, .query = x, .output = out, .attn_weights = weights,
+                                  .rope_offset = offset};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    f.attn_weights = NULL, f.lse = lse;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    double spread = 0, varies = 0;
+    for (int h = 0; h < H; h++) {
+        for (int delta = -(L - 1); delta < L; delta++) {
+            double first = NAN;
+            for (int i = 0; i < L; i++) {
+                int j = i - delta;
+                if (j < 0 || j >= L) continue;
+                double s = log(weights[(h * L + i) * L + j]) + lse[h * L + i];
+                if (isnan(first)) first = s;
+                spread = fmax(spread, fabs(s - first));
+            }
+        }
+        varies = fmax(varies, fabs(log(weights[h * L * L + 0]) - log(weights[h * L * L + 1])));
+    }
+    CHECK_MSG(spread <= 1e-5, "RoPE scores vary along a diagonal by %.3g", spread);
+    CHECK_MSG(varies > 1e-3, "RoPE scores do not depend on i - j at all (%.3g): the test tests nothing", varies);
+}
+
+static void test_rope_relative_positions(void)
+{
+    check_rope_relative(VKATTN_ROPE_NEOX, 0, 0);
+    check_rope_relative(VKATTN_ROPE_GPTJ, 4, 0);
+    /* Past a few thousand the fp32 angle float(pos) * inv_freq is itself rounded by up to
+     * ulp(pos)/2 (Hugging Face computes it the same way), and the property holds less tightly:
+     * 1.4e-5 at offset 10000, 2.2e-4 at 100000. */
+    check_rope_relative(VKATTN_ROPE_NEOX, 0, 1000);
+}
+
+static void test_rope_errors(void)
+{
+    float q[8] = {0}, out[8];
+    static float in_proj[12 * 4], eye[16];
+    vkattn_weights w = {.in_proj_weight = in_proj, .out_proj_weight = eye};
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = q, .output = out};
+    vkattn_error err = {0};
+    vkattn_layer_desc d = {.embed_dim = 4, .num_heads = 1, .no_bias = 1, .rope_theta = 10000, .rope_dim = 3};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(err.message, "rope_dim 3") != NULL);
+    d.rope_dim = 6;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    d.rope_dim = 0, d.rope_theta = -1;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    d.rope_theta = INFINITY;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    d.rope_theta = 10000, d.rope_style = (vkattn_rope_style)2;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    d.rope_style = VKATTN_ROPE_NEOX, d.add_zero_attn = 1;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_UNSUPPORTED);
+    CHECK(strstr(err.message, "add_zero_attn") != NULL);
+    f.rope_offset = UINT32_MAX; /* position UINT32_MAX + 1 for the second token */
+    d.add_zero_attn = 0;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(err.message, "rope_offset") != NULL);
+    f.rope_offset = UINT32_MAX - 1;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_OK);
+}
+
 static void test_status_names(void)
 {
     CHECK(strcmp(vkattn_status_name(VKATTN_ERROR_SHAPE), "VKATTN_ERROR_SHAPE") == 0);
@@ -355,6 +515,11 @@ int main(void)
     RUN_TEST(test_errors);
     RUN_TEST(test_gqa_equals_repeated_mha);
     RUN_TEST(test_gqa_kv_heads_equal_heads);
+    RUN_TEST(test_rope_by_hand);
+    RUN_TEST(test_rope_partial_by_hand);
+    RUN_TEST(test_rope_theta_zero_is_off);
+    RUN_TEST(test_rope_relative_positions);
+    RUN_TEST(test_rope_errors);
     RUN_TEST(test_status_names);
     return test_finish();
 }

@@ -96,6 +96,7 @@ vkattn_status vka_args_from_tensors(const vka_layer_config *cfg, const vkattn_fo
     a.weights_averaged = d->average_weights != 0;
     a.causal = d->causal != 0;
     a.path = d->path;
+    a.rope_offset = d->rope_offset;
     *out = a;
     return VKATTN_OK;
 }
@@ -151,6 +152,7 @@ vkattn_status vka_args_from_host(const vka_layer_config *cfg, const vkattn_host_
     a.weights_averaged = d->average_weights != 0;
     a.causal = d->causal != 0;
     a.path = d->path;
+    a.rope_offset = d->rope_offset;
     *out = a;
     return VKATTN_OK;
 }
@@ -243,6 +245,7 @@ vkattn_status vka_args_check(const vka_layer_config *cfg, const vka_args *a, vka
     p.self_attention = a->key_is_query;
     p.causal = a->causal;
     p.path = a->path;
+    p.rope_offset = cfg->rope_dim ? a->rope_offset : 0;
 
     /* Names in messages say what stood in for a missing key or value. */
     const char *names[VKA_ARG_COUNT];

@@ -72,6 +72,7 @@ typedef struct vka_args {
     int weights_averaged; /* the attn_weights asked for are the head average (its second form) */
     int causal;
     vkattn_path path;
+    uint32_t rope_offset;
     int key_is_query; /* key (and value) not given: self-attention on the query */
 } vka_args;
 

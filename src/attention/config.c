@@ -55,6 +55,37 @@ fail:
     return status;
 }
 
+/* RoPE: theta finite and >= 0; rope_dim even and <= D; no appended keys (they have no position). */
+static vkattn_status resolve_rope(const vkattn_layer_desc *desc, vka_layer_config *c, vkattn_error *error)
+{
+    if (!isfinite(desc->rope_theta) || desc->rope_theta < 0.0f)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "rope_theta %g must be finite and >= 0 (0 = no rotary position embedding)",
+                             (double)desc->rope_theta);
+    if ((unsigned)desc->rope_style > VKATTN_ROPE_GPTJ)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "rope_style %d is not a vkattn_rope_style",
+                             (int)desc->rope_style);
+    if (desc->rope_theta == 0.0f) return VKATTN_OK;
+    uint32_t dim = desc->rope_dim ? desc->rope_dim : c->D;
+    if (dim > c->D || dim % 2 != 0)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "rope_dim %u must be even and at most the head dim %u (0 = the whole head)", dim, c->D);
+    if (desc->add_bias_kv || desc->add_zero_attn)
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
+                             "rope_theta > 0 with %s is not supported: the appended key has no position to rotate by",
+                             desc->add_bias_kv ? "add_bias_kv" : "add_zero_attn");
+    c->rope_theta = desc->rope_theta;
+    c->rope_dim = dim;
+    c->rope_style = desc->rope_style;
+    return VKATTN_OK;
+}
+
+void vka_rope_inv_freq(const vka_layer_config *c, float *out)
+{
+    for (uint32_t i = 0; i < c->rope_dim / 2; i++)
+        out[i] = (float)pow((double)c->rope_theta, -2.0 * i / (double)c->rope_dim);
+}
+
 vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_layer_config *out, vkattn_error *error)
 {
     if (!desc) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "layer description is NULL");
@@ -99,6 +130,8 @@ vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_laye
     c.extra_keys = (uint32_t)c.bias_kv + (uint32_t)c.zero_attn;
     c.packed_in_proj = c.kdim == c.E && c.vdim == c.E;
     c.storage = desc->storage;
+    vkattn_status status = resolve_rope(desc, &c, error);
+    if (status != VKATTN_OK) return status;
 
     /* The largest weight matrix is (3E, max(E,kdim,vdim)) when packed; shaders index it with uint. */
     uint32_t widest = c.E > c.kdim ? c.E : c.kdim;
@@ -197,6 +230,11 @@ vkattn_status vka_problem_check(const vka_problem *p, vkattn_error *error)
                              p->cfg.H_active, p->cfg.H);
     const vka_layer_config *c = &p->cfg;
     uint32_t H = c->H;
+    uint32_t longest = p->L > p->S ? p->L : p->S;
+    if (c->rope_dim && longest && p->rope_offset > UINT32_MAX - (longest - 1))
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "rope_offset %u + sequence length %u passes the largest position 2^32 - 1",
+                             p->rope_offset, longest);
     uint32_t q[] = {p->B, p->L, c->E}, k[] = {p->B, p->S, c->kdim}, v[] = {p->B, p->S, c->vdim};
     uint32_t qkv[] = {p->B, p->L, 3, c->E};
     uint32_t mask[] = {p->B, H, p->L, p->S};

@@ -24,7 +24,15 @@ typedef struct vka_layer_config {
     uint32_t extra_keys; /* bias_kv + zero_attn: keys appended after the S real ones */
     int packed_in_proj;  /* kdim == vdim == E: W_Q, W_K, W_V stored as one (E + 2 E_kv, E) matrix */
     vkattn_dtype storage;
+    /* rotary position embedding (rope_theta 0 = off) */
+    float rope_theta;
+    uint32_t rope_dim;   /* resolved: D when the desc says 0; 0 when off */
+    vkattn_rope_style rope_style;
 } vka_layer_config;
+
+/* inv_freq_i = theta^(-2i / rope_dim) for i < rope_dim / 2, computed in double and rounded to
+ * float: the one table both the CPU path and the device kernel use. */
+void vka_rope_inv_freq(const vka_layer_config *c, float *out);
 
 typedef enum vka_valid_lens_mode {
     VKA_VALID_LENS_NONE = 0,
@@ -51,6 +59,7 @@ typedef struct vka_problem {
     vkattn_weights_kind weights;
     int lse;                /* the log-sum-exp of every row is wanted (fused path) */
     vkattn_path path;       /* as requested */
+    uint32_t rope_offset;   /* added to every query and key position (RoPE only) */
     /* element types of the caller's tensors (F32 for host forwards) */
     vkattn_dtype query_dtype, key_dtype, value_dtype, output_dtype;
 } vka_problem;

@@ -206,6 +206,10 @@ static vkattn_status upload_weights(vkattn_layer *layer)
     VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_K, scratch, "the extra keys"));
     if (c->bias_kv) gather_kv_head_rows(scratch, h->bias_v, 1, layer);
     VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_V, scratch, "the extra values"));
+    if (c->rope_dim) { /* scratch holds at least 3 I >= rope_dim / 2 floats */
+        vka_rope_inv_freq(c, scratch);
+        VKA_TRY(upload_f32(layer, VKA_ROLE_ROPE_FREQ, "the RoPE frequencies", scratch, c->rope_dim / 2));
+    }
 fail:
     free(scratch);
     return status;
@@ -246,6 +250,7 @@ static vkattn_status layer_create(vkattn_context *ctx, const vkattn_layer_desc *
     layer->desc.add_bias_kv = cfg.bias_kv;
     layer->desc.add_zero_attn = cfg.zero_attn;
     layer->desc.num_kv_heads = cfg.H_kv;
+    layer->desc.rope_dim = cfg.rope_dim;
     VKA_TRY(copy_host_weights(layer, weights));
     if (!(layer->head_active = vka_malloc(&ctx->dev.faults, cfg.H))) {
         status = vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");

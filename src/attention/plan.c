@@ -30,6 +30,7 @@ const char *vka_role_name(vka_role role)
         [VKA_ROLE_B_OUT] = "b_out",
         [VKA_ROLE_EXTRA_K] = "extra_k",
         [VKA_ROLE_EXTRA_V] = "extra_v",
+        [VKA_ROLE_ROPE_FREQ] = "rope_freq",
         [VKA_ROLE_QKV] = "qkv",
         [VKA_ROLE_K_PROJ] = "k_proj",
         [VKA_ROLE_V_PROJ] = "v_proj",
@@ -121,6 +122,7 @@ uint64_t vka_step_loop_trips(const vka_step *s)
     }
     case VKA_KERNEL_MERGE: return 2 * vka_loop(s->push.merge.splits);
     case VKA_KERNEL_AVERAGE_HEADS: return vka_loop(s->push.average.H);
+    case VKA_KERNEL_ROPE: return 0; /* no loops */
     default: return 0; /* the peak microkernels are not planned */
     }
 }
@@ -298,6 +300,7 @@ static void assign_sizes(const vka_problem *p, vka_plan *plan)
     elems[VKA_ROLE_W_OUT] = (uint64_t)c->E * I;
     elems[VKA_ROLE_B_OUT] = c->bias ? c->E : 0;
     elems[VKA_ROLE_EXTRA_K] = elems[VKA_ROLE_EXTRA_V] = (uint64_t)c->extra_keys * Ik;
+    elems[VKA_ROLE_ROPE_FREQ] = c->rope_dim / 2;
     for (int r = 0; r < VKA_ROLE_COUNT; r++) plan->role_bytes[r] = elems[r] * vkattn_dtype_size(plan->role_dtype[r]);
 }
 
@@ -327,6 +330,7 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
     vka_qkv_layout l;
     VKA_TRY(vka_reserve_workspace(&b, VKA_ROLE_CTX, (uint64_t)p->B * p->L * p->cfg.inner));
     VKA_TRY(vka_plan_input_projections(&b, &l));
+    VKA_TRY(vka_plan_rope(&b, &l));
     if (plan->path == VKATTN_PATH_FUSED) VKA_TRY(vka_plan_fused(&b, &l));
     else VKA_TRY(vka_plan_unfused(&b, &l));
     VKA_TRY(vka_plan_output_projection(&b));

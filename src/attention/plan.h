@@ -53,6 +53,7 @@ typedef enum vka_role {
     VKA_ROLE_B_OUT,   /* (E) */
     VKA_ROLE_EXTRA_K, /* (I_kv / D, extra_keys, D): bias_k and/or the zero key per K/V head */
     VKA_ROLE_EXTRA_V,
+    VKA_ROLE_ROPE_FREQ, /* (rope_dim / 2) fp32: RoPE's inv_freq table */
     /* workspace, owned by the layer and sized by the plan */
     VKA_ROLE_QKV,    /* (B, H' + 2 H_kv', S', D) one matmul, or Q alone (B, H', L, D) */
     VKA_ROLE_K_PROJ, /* (B, H_kv', S', D): S projected keys then the extra keys, per K/V head */
@@ -106,6 +107,7 @@ typedef struct vka_step {
         vka_fused_push fused;
         vka_merge_push merge;
         vka_average_push average;
+        vka_rope_push rope;
     } push;
     uint32_t groups[3];
     uint32_t copy_first, copy_count;

@@ -61,6 +61,8 @@ uint64_t vka_budget_left(const vka_builder *b, uint64_t fixed);
  * each head's real ones), and the output projection. */
 vkattn_status vka_plan_input_projections(vka_builder *b, vka_qkv_layout *out);
 vkattn_status vka_plan_output_projection(vka_builder *b);
+/* Rotary position embedding in place on the projected Q and K (nothing when the layer has none). */
+vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l);
 
 /* plan_attention.c: the fused path (key parts, chunks, merge) and the unfused one (score chunks,
  * softmax, averaged weights, P·V key ranges). */

@@ -232,3 +232,44 @@ vkattn_status vka_plan_output_projection(vka_builder *b)
                        .barrier_before = 1};
     return add_matmul(b, &out);
 }
+
+/* One rope step over `heads` heads of B batch items, `rows` rows each, starting at element
+ * `offset` of `role`. The buffer is bound whole: Q and K are read whole by the attention kernels'
+ * windows only when they exceed one binding, and RoPE refuses that case (DEVICE_LIMIT) rather than
+ * cutting it. The barrier waits for the projection (and, for K after Q in one buffer, orders the
+ * two writes to the same binding). */
+static vkattn_status add_rope(vka_builder *b, vka_role role, uint64_t offset, uint64_t batch_stride,
+                              uint64_t head_stride, uint64_t heads, uint64_t rows)
+{
+    const vka_problem *p = b->p;
+    const uint32_t pairs = p->cfg.rope_dim / 2;
+    vkattn_status status;
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_QKV_PROJECTION, .kernel = VKA_KERNEL_ROPE,
+                  .f16_out = b->plan->role_dtype[role] == VKATTN_DTYPE_F16, .barrier_before = 1,
+                  .binding_count = VKA_ROPE_BINDINGS};
+    s.spec[VKA_SPEC_WG_SIZE] = 64;
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_X], role, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_FREQ], VKA_ROLE_ROPE_FREQ, VKA_VIEW_SCALAR));
+    uint64_t count = (uint64_t)p->B * heads * rows * pairs;
+    s.push.rope = (vka_rope_push){
+        .offset = (uint32_t)offset, .batch_stride = (uint32_t)batch_stride, .head_stride = (uint32_t)head_stride,
+        .row_stride = p->cfg.D, .heads = (uint32_t)heads, .rows = (uint32_t)rows, .pairs = pairs,
+        .pos_offset = p->rope_offset, .gptj = p->cfg.rope_style == VKATTN_ROPE_GPTJ, .count = (uint32_t)count,
+    };
+    return vka_push_step(b, &s, count, s.spec[VKA_SPEC_WG_SIZE]);
+fail:
+    return status;
+}
+
+vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l)
+{
+    const vka_problem *p = b->p;
+    const uint64_t D = p->cfg.D;
+    vkattn_status status;
+    if (p->cfg.rope_dim == 0) return VKATTN_OK;
+    /* Q (B, H', L, D) and K (B, H_kv', S, D): S' = S, RoPE takes no extra keys. */
+    VKA_TRY(add_rope(b, l->q, l->q_offset, l->q_batch, l->q_head, p->cfg.inner / D, p->L));
+    VKA_TRY(add_rope(b, l->k, l->k_offset, l->kv_batch, l->kv_head, p->cfg.inner_kv / D, p->S));
+fail:
+    return status;
+}

@@ -82,6 +82,12 @@ static void put_step_shape(text *t, const vka_step *s)
         break;
     }
     case VKA_KERNEL_AVERAGE_HEADS: put(t, "average over heads"); break;
+    case VKA_KERNEL_ROPE: {
+        const vka_rope_push *c = &s->push.rope;
+        put(t, "RoPE (%s) of %u pairs x %u rows x %u heads per batch item, positions %u..%u",
+            c->gptj ? "gptj" : "neox", c->pairs, c->rows, c->heads, c->pos_offset, c->pos_offset + c->rows - 1);
+        break;
+    }
     default: break;
     }
 }
@@ -130,6 +136,9 @@ size_t vka_plan_describe(const vka_problem *p, const vka_plan *plan, uint32_t lo
         B, S, p->self_attention ? E : c->kdim, B, c->inner_kv / D, Sx, D, c->group > 1 ? "K/V " : "");
     if (c->extra_keys) put(&t, ", %u extra key%s after each head's %u", c->extra_keys, c->extra_keys > 1 ? "s" : "", S);
     put(&t, plan->qkv_one_matmul ? " [one Q/K/V matmul]\n" : "\n");
+    if (c->rope_dim)
+        put(&t, "  rope: q and k rotated in place, %u of %u dims per head (%s pairs), theta %g, positions from %u\n",
+            c->rope_dim, D, c->rope_style == VKATTN_ROPE_GPTJ ? "gptj" : "neox", (double)c->rope_theta, p->rope_offset);
     if (plan->path == VKATTN_PATH_UNFUSED)
         put(&t, "  weights: softmax(q k^T / sqrt(%u) + mask) (%u, %u, %u, %u), in %u group%s of rows\n", D, B, H, L, Sx,
             plan->chunks, plan->chunks == 1 ? "" : "s");

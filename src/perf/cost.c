@@ -30,6 +30,11 @@ vkattn_status vkattn_forward_cost(const vkattn_layer_desc *d, uint32_t batch, ui
     c.bytes[VKATTN_STAGE_QKV_PROJECTION] =
         a * (inputs + I * E + Ik * kdim + Ik * vdim + I + 2 * Ik) + a * (B * L * I + 2 * B * S * Ik);
     c.bytes[VKATTN_STAGE_OUT_PROJECTION] = a * (B * L * I + E * I + E + B * L * E);
+    if (cfg.rope_dim) { /* RoPE, planned with the projections: 6 FLOPs per rotated pair, read and written in place */
+        const double rotated = B * (L * H + S * (Ik / D)) * cfg.rope_dim;
+        c.flops[VKATTN_STAGE_QKV_PROJECTION] += 3.0 * rotated;
+        c.bytes[VKATTN_STAGE_QKV_PROJECTION] += 2.0 * a * rotated;
+    }
 
     const double attention = 4.0 * B * H * L * S * D;
     const double q_k = a * (B * L * I + B * S * Ik), v = a * B * S * Ik, ctx = a * B * L * I;

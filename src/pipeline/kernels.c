@@ -17,6 +17,7 @@ _Static_assert(sizeof(vka_fused_push) == 28 * 4, "vka_fused_push has padding");
 _Static_assert(sizeof(vka_merge_push) == 10 * 4, "vka_merge_push has padding");
 _Static_assert(sizeof(vka_average_push) == 11 * 4, "vka_average_push has padding");
 _Static_assert(sizeof(vka_peak_push) == 4 * 4, "vka_peak_push has padding");
+_Static_assert(sizeof(vka_rope_push) == 10 * 4, "vka_rope_push has padding");
 _Static_assert(sizeof(vka_fused_push) <= 128 && sizeof(vka_pv_push) <= 128 && sizeof(vka_scores_push) <= 128,
                "push constants over 128 bytes");
 /* GLSL lays the same struct out by std430: each member where its C twin is, i.e. 4 bytes apart. */
@@ -37,6 +38,8 @@ VKA_PUSH_AT(vka_merge_push, has_lse, 9);
 VKA_PUSH_AT(vka_softmax_push, group_count, 4);
 VKA_PUSH_AT(vka_average_push, inv_heads, 9);
 VKA_PUSH_AT(vka_peak_push, addend, 3);
+VKA_PUSH_AT(vka_rope_push, pos_offset, 7);
+VKA_PUSH_AT(vka_rope_push, count, 9);
 _Static_assert(VKA_FUSED_BINDINGS <= VKA_MAX_BINDINGS, "a kernel has more bindings than VKA_MAX_BINDINGS");
 
 /* The GLSL name at each slot (the variable's, or its block's when the variable is anonymous). */
@@ -58,6 +61,7 @@ static const char *const merge_slots[VKA_MERGE_BINDINGS] = {
     [VKA_MERGE_LSE_OUT] = "Lse_"};
 static const char *const average_slots[VKA_AVERAGE_BINDINGS] = {[VKA_AVERAGE_P] = "P_", [VKA_AVERAGE_W] = "W_"};
 static const char *const peak_fma_slots[1] = {[VKA_PEAK_OUT] = "Out_"};
+static const char *const rope_slots[VKA_ROPE_BINDINGS] = {[VKA_ROPE_X] = "X_", [VKA_ROPE_FREQ] = "Freq"};
 static const char *const peak_copy_slots[2] = {[VKA_PEAK_SRC] = "Src_", [VKA_PEAK_DST] = "Dst_"};
 
 static const vka_kernel_info kernels[VKA_KERNEL_COUNT] = {
@@ -72,6 +76,7 @@ static const vka_kernel_info kernels[VKA_KERNEL_COUNT] = {
     [VKA_KERNEL_PEAK_FMA_F32] = {"peak_fma_f32", NULL, sizeof(vka_peak_push), 1, peak_fma_slots},
     [VKA_KERNEL_PEAK_FMA_F16] = {"peak_fma_f16", NULL, sizeof(vka_peak_push), 1, peak_fma_slots},
     [VKA_KERNEL_PEAK_COPY] = {"peak_copy", NULL, sizeof(vka_peak_push), 2, peak_copy_slots},
+    [VKA_KERNEL_ROPE] = {"rope", "rope_f16", sizeof(vka_rope_push), VKA_ROPE_BINDINGS, rope_slots},
 };
 
 const vka_kernel_info *vka_kernel_get(vka_kernel kernel)

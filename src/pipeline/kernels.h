@@ -16,6 +16,7 @@ typedef enum vka_kernel {
     VKA_KERNEL_PEAK_FMA_F32,
     VKA_KERNEL_PEAK_FMA_F16,
     VKA_KERNEL_PEAK_COPY,
+    VKA_KERNEL_ROPE,
     VKA_KERNEL_COUNT
 } vka_kernel;
 

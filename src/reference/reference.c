@@ -6,6 +6,11 @@
  *                                                      NaN in a masked key or value row stays out)
  *   ctx_i = sum_j p_ij v_j,  output = ctx W_O^T + b_O
  *
+ * With RoPE (rope_theta > 0) q and k are rotated after the projection, each head alike: pair
+ * (x1, x2) of dims (i, i + rope_dim/2) (NeoX) or (2i, 2i+1) (GPT-J) becomes
+ * (x1 cos a - x2 sin a, x2 cos a + x1 sin a), a = float(pos) * inv_freq_i in fp32 (the table of
+ * vka_rope_inv_freq), pos = rope_offset + the token's index; cos and sin in double.
+ *
  * k and v have H_kv heads (E_kv = H_kv·D columns); query head h reads K/V head h / (H / H_kv)
  * (grouped-query attention; H_kv = H is plain multi-head attention).
  */
@@ -49,6 +54,28 @@ static in_proj split_in_proj(const vka_layer_config *c, const vkattn_weights *w)
         ip.bv = w->in_proj_bias + E + E_kv;
     }
     return ip;
+}
+
+/* Rotates `rows` rows of `heads` heads of D dims (row r, head h at x + r*stride + h*D); row r of
+ * each batch item of `per_batch` rows is at position offset + r % per_batch. */
+static void rope_rotate(const vka_layer_config *c, const float *inv_freq, double *x, size_t rows, size_t per_batch,
+                        size_t stride, size_t heads, uint32_t offset)
+{
+    const size_t half = c->rope_dim / 2;
+    for (size_t r = 0; r < rows; r++) {
+        uint32_t pos = offset + (uint32_t)(r % per_batch);
+        for (size_t h = 0; h < heads; h++) {
+            double *head = x + r * stride + h * c->D;
+            for (size_t i = 0; i < half; i++) {
+                float angle = (float)pos * inv_freq[i];
+                size_t i1 = c->rope_style == VKATTN_ROPE_GPTJ ? 2 * i : i;
+                size_t i2 = c->rope_style == VKATTN_ROPE_GPTJ ? 2 * i + 1 : i + half;
+                double x1 = head[i1], x2 = head[i2], cs = cos((double)angle), sn = sin((double)angle);
+                head[i1] = x1 * cs - x2 * sn;
+                head[i2] = x2 * cs + x1 * sn;
+            }
+        }
+    }
 }
 
 /* True if query i of batch b, head h may not attend to key j (< S); *add gets a float mask term. */
@@ -144,6 +171,18 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
             for (size_t e = 0; e < Ek; e++) k[(b * Sx + j) * Ek + e] = 0.0;
             for (size_t e = 0; e < Ek; e++) v[(b * Sx + j) * Ek + e] = 0.0;
         }
+    }
+
+    if (c->rope_dim) {
+        float *inv_freq = malloc(c->rope_dim / 2 * sizeof *inv_freq);
+        if (!inv_freq) {
+            free(q), free(k), free(v), free(ctx), free(row), free(seen), free(tmp), free(out), free(avg);
+            return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "CPU path: out of memory for the RoPE table");
+        }
+        vka_rope_inv_freq(c, inv_freq);
+        rope_rotate(c, inv_freq, q, B * L, L, E, H, p->rope_offset);
+        rope_rotate(c, inv_freq, k, B * Sx, Sx, Ek, c->H_kv, p->rope_offset); /* S' = S: no extra keys with RoPE */
+        free(inv_freq);
     }
 
     const double scale = 1.0 / sqrt((double)D);
