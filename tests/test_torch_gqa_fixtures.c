@@ -10,9 +10,8 @@
  * only one side is finite. The reference is float64 rounded once to float32, so a correct fp32
  * device path lands ~1e-7 from it for |values| <= 1, and the double CPU reference closer still.
  *
- * Cases with RoPE (rope_style neox or gptj) need vkattn_layer_desc.rope_theta/rope_dim/rope_style
- * and vkattn_host_forward_desc.rope_offset. They run only where VKATTN_HAS_ROPE is defined (the
- * guard goes when RoPE is merged); elsewhere each prints "skipped: RoPE not in this build".
+ * Cases with RoPE (rope_style neox or gptj) set vkattn_layer_desc.rope_theta/rope_dim/rope_style
+ * and vkattn_host_forward_desc.rope_offset from the manifest.
  *
  * Usage: test_torch_gqa_fixtures FIXTURES_DIR [cpu|gpu [CASE...]]
  *   cpu (the default) runs the CPU reference only; gpu runs it and the device's default path.
@@ -72,33 +71,23 @@ static void case_data_free(case_data *d)
     memset(d, 0, sizeof *d);
 }
 
-/* Sets the RoPE fields of d->desc and d->fwd from the manifest. Returns 0 (and says so) when this
- * build has no RoPE; the case is then skipped. */
-static int set_rope(const gqa_case *c, case_data *d)
+/* Sets the RoPE fields of d->desc and d->fwd from the manifest. */
+static void set_rope(const gqa_case *c, case_data *d)
 {
-#ifdef VKATTN_HAS_ROPE
     d->desc.rope_theta = (float)c->rope_theta;
     d->desc.rope_dim = c->rope_dim;
     d->desc.rope_style = strcmp(c->rope_style, "gptj") == 0 ? VKATTN_ROPE_GPTJ : VKATTN_ROPE_NEOX;
     d->fwd.rope_offset = c->rope_offset;
-    return 1;
-#else
-    (void)d;
-    printf("  %-24s skipped: RoPE not in this build (%s, theta %g, rope_dim %u, offset %u)\n", c->name,
-           c->rope_style, c->rope_theta, c->rope_dim, c->rope_offset);
-    return 0;
-#endif
 }
 
 /* Checks the files against the manifest and each other; fills d->desc and d->fwd. Returns 1 when
- * the case is ready to run, 0 on a failure or a skip (*skipped set). */
-static int case_data_load(const gqa_case *c, case_data *d, int *skipped)
+ * the case is ready to run, 0 on a failure. */
+static int case_data_load(const gqa_case *c, case_data *d)
 {
     char path[1024];
     vkattn_error error = {0};
     const int failures_before = test_g.failures;
     memset(d, 0, sizeof *d);
-    *skipped = 0;
     snprintf(path, sizeof path, "%s/%s.safetensors", dir_g, c->name);
     vkattn_status status = vkattn_weight_file_open(path, PREFIX, &d->file, &error);
     CHECK_MSG(status == VKATTN_OK, "%s: %s: %s", path, vkattn_status_name(status), error.message);
@@ -136,10 +125,7 @@ static int case_data_load(const gqa_case *c, case_data *d, int *skipped)
         .query = d->query.data, /* self-attention: keys and values are the query */
         .causal = c->causal,
     };
-    if (has_rope(c) && !set_rope(c, d)) {
-        *skipped = 1;
-        return 0;
-    }
+    if (has_rope(c)) set_rope(c, d);
     return 1;
 }
 
@@ -230,32 +216,32 @@ int main(int argc, char **argv)
         return 1;
     }
     vkattn_context *ctx = gpu ? gpu_test_context() : NULL;
-    int cases = 0, ran = 0, skipped_total = 0;
+    int cases = 0, ran = 0;
     while (fgets(line, sizeof line, manifest)) {
         if (line[0] == '#' || line[0] == '\n') continue;
         gqa_case c;
         int parsed = read_case(line, &c);
         CHECK_MSG(parsed, "malformed line in %s: %s", path, line);
         if (!parsed || !selected(c.name, wanted, names)) continue;
-        int before = test_g.failures, skipped = 0;
+        int before = test_g.failures;
         double start = seconds_now();
         case_data d;
-        if (case_data_load(&c, &d, &skipped)) {
+        if (case_data_load(&c, &d)) {
             run_cpu(&c, &d);
             if (gpu) run_device(ctx, &c, &d);
             ran++;
         }
-        skipped_total += skipped;
         case_data_free(&d);
         printf("%-40s %6.1f s %s\n", c.name, seconds_now() - start,
-               test_g.failures != before ? "FAILED" : skipped ? "skipped" : "ok");
+               test_g.failures != before ? "FAILED" : "ok");
         fflush(stdout);
         cases++;
     }
     fclose(manifest);
     CHECK_MSG(cases > 0, "no cases in %s", path);
     CHECK_MSG(wanted == 0 || cases == wanted, "%d of the %d named cases are in %s", cases, wanted, path);
-    printf("%d cases: %d ran, %d skipped\n", cases, ran, skipped_total);
+    CHECK_MSG(ran == cases, "%d of %d cases ran", ran, cases);
+    printf("%d cases ran\n", ran);
     if (ctx) gpu_test_finish_context(ctx);
     return test_finish();
 }
