@@ -734,6 +734,24 @@ static void test_run_hf_gqa(const fixture *fx)
     args[7] = "2";
     CHECK(run_cmd(cmd_run, args) == CLI_EXIT_FAILURE);
     CHECK_SAID("model.layers.0.self_attn.");
+
+    /* The same layer with rotary positions (GPT-J pairs on half of each head), --check again. */
+    const char *rope[] = {"--weights", weights, "--prefix", "model.layers.0.self_attn.", "--heads", "4", "--query",
+                          query, "--out", out, "--check", "--causal", "--rope-theta", "10000", "--rope-dim", "2",
+                          "--rope-style", "gptj", NULL};
+    CHECK(run_cmd(cmd_run, rope) == CLI_EXIT_OK);
+    CHECK_SAID("rope gptj theta 10000 on 2 dims");
+    CHECK_SAID("check: OK");
+    rope[15] = "3"; /* odd: refused by the layer */
+    CHECK(run_cmd(cmd_run, rope) == CLI_EXIT_FAILURE);
+    CHECK_SAID("rope_dim");
+    rope[17] = "rotate";
+    CHECK(run_cmd(cmd_run, rope) == CLI_EXIT_USAGE);
+    CHECK_SAID("--rope-style takes neox or gptj");
+    const char *no_theta[] = {"--weights", weights, "--prefix", "model.layers.0.self_attn.", "--heads", "4",
+                              "--query", query, "--out", out, "--rope-dim", "2", NULL};
+    CHECK(run_cmd(cmd_run, no_theta) == CLI_EXIT_USAGE);
+    CHECK_SAID("need --rope-theta");
 }
 
 /* overhead runs the same stack blocking and as one submission; it fails (exit 1) when the two

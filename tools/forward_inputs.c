@@ -35,6 +35,28 @@ int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
     } else if (cli_is(a, opt, "--kv-heads")) {
         const char *v = cli_value(a, opt);
         if (!v || cli_parse_u32(opt, v, 1, &o->kv_heads)) return 2;
+    } else if (cli_is(a, opt, "--rope-theta")) {
+        const char *v = cli_value(a, opt);
+        char *end = NULL;
+        if (!v) return 2;
+        o->rope_theta = strtof(v, &end);
+        if (end == v || *end || !(o->rope_theta > 0) || !isfinite(o->rope_theta)) {
+            fprintf(stderr, "vkattn: --rope-theta expects a positive number (10000, 500000, ...), got \"%s\"\n", v);
+            return 2;
+        }
+    } else if (cli_is(a, opt, "--rope-dim")) {
+        const char *v = cli_value(a, opt);
+        if (!v || cli_parse_u32(opt, v, 2, &o->rope_dim)) return 2;
+    } else if (cli_is(a, opt, "--rope-style")) {
+        const char *v = cli_value(a, opt);
+        if (!v) return 2;
+        if (!strcmp(v, "neox")) o->rope_style = VKATTN_ROPE_NEOX;
+        else if (!strcmp(v, "gptj")) o->rope_style = VKATTN_ROPE_GPTJ;
+        else {
+            fprintf(stderr, "vkattn: --rope-style takes neox or gptj, not \"%s\"\n", v);
+            return 2;
+        }
+        o->rope_style_given = 1;
     } else if (cli_is(a, opt, "--path")) {
         if (parse_path(a, opt, o)) return 2;
     } else if (cli_is(a, opt, "--weights")) target = &o->weights;
@@ -76,7 +98,9 @@ void forward_options_usage(FILE *out)
                  "  attn-mask (L,S) or (B*H,L,S), bool (true = blocked) or float32 (added to the scores).\n"
                  "  head-mask (H) bool: true = keep the head, false = prune it (see vkattn heads --prune).\n"
                  "  --kv-heads N: grouped-query attention with N key/value heads; the weights' k/v projections have\n"
-                 "  N x head dim rows, which is how vkattn knows N: the option checks it (default: what they say).\n"
+                 "  N x head dim rows, which is how vkattn knows N: the option checks it (default: what they say).\n"                 "  --rope-theta X [--rope-dim R] [--rope-style neox|gptj]: rotary positions on q and k (the model's\n"
+                 "  rope_theta; R rotated dims per head, default all; neox pairs i and i + R/2, as Hugging Face\n"
+                 "  LLaMA/Qwen/Mistral, gptj pairs 2i and 2i + 1). Positions are the token indices.\n"
                  "  --trace prints the plan before the forward runs: the shapes (q, k, v per head, weights,\n"
                  "  ctx, out), how keys and rows are split, the workspace, and every step with its kernel,\n"
                  "  bindings, grid and loop trips (the plan that then runs).\n");
@@ -276,6 +300,13 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
                 command, o->kv_heads, kv_heads, in->layer.embed_dim / o->heads);
         return 1;
     }
+    if ((o->rope_dim || o->rope_style_given) && !o->rope_theta) {
+        fprintf(stderr, "vkattn %s: --rope-dim and --rope-style need --rope-theta (the model's rope_theta)\n", command);
+        return 2;
+    }
+    in->layer.rope_theta = o->rope_theta;
+    in->layer.rope_dim = o->rope_dim;
+    in->layer.rope_style = o->rope_style;
     in->layer.head_mask = in->head_mask.data; /* its dtype is checked; its shape with the others' */
     vkattn_host_forward_desc f = {
         .batch = in->B, .query_len = in->L, .key_len = in->key.data ? in->S : 0,
@@ -292,9 +323,13 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
 
 void forward_inputs_print_shapes(const forward_inputs *in, const forward_options *o)
 {
-    printf("shapes: query (%u, %u, %u), key/value %s (S = %u), heads %u (head dim %u)%s%s%s\n", in->B, in->L, in->E,
+    char rope[96] = "";
+    if (in->layer.rope_theta > 0)
+        snprintf(rope, sizeof rope, ", rope %s theta %g on %u dims", in->layer.rope_style == VKATTN_ROPE_GPTJ ? "gptj" : "neox",
+                 (double)in->layer.rope_theta, in->layer.rope_dim ? in->layer.rope_dim : (in->H ? in->E / in->H : 0));
+    printf("shapes: query (%u, %u, %u), key/value %s (S = %u), heads %u (head dim %u)%s%s%s%s\n", in->B, in->L, in->E,
            in->key.data ? "given" : "= query", in->S, in->H, in->H ? in->E / in->H : 0, o->causal ? ", causal" : "",
-           in->layer.add_bias_kv ? ", bias_kv" : "", in->layer.storage == VKATTN_DTYPE_F16 ? ", f16 storage" : "");
+           in->layer.add_bias_kv ? ", bias_kv" : "", in->layer.storage == VKATTN_DTYPE_F16 ? ", f16 storage" : "", rope);
 }
 
 void forward_inputs_print_weights(const forward_inputs *in)

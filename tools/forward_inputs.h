@@ -24,6 +24,10 @@ typedef struct forward_options {
     const char *prefix;                       /* --prefix STR: the layer's name prefix in the file */
     uint32_t heads;                           /* --heads H (required) */
     uint32_t kv_heads;                        /* --kv-heads H_kv: checked against the weights; 0 = not given */
+    float rope_theta;                         /* --rope-theta (0 = no rotary positions) */
+    uint32_t rope_dim;                        /* --rope-dim (0 = the head dim) */
+    vkattn_rope_style rope_style;             /* --rope-style */
+    int rope_style_given;
     const char *query, *key, *value;          /* --query (required), --key, --value (.npy) */
     const char *key_padding_mask, *valid_lens, *attn_mask;
     const char *head_mask;                    /* --head-mask m.npy: bool (H), true = keep the head */
