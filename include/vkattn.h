@@ -397,8 +397,12 @@ typedef struct vkattn_layer_desc {
                             pos * inv_freq_i: (x1 cos - x2 sin, x2 cos + x1 sin), with
                             inv_freq_i = rope_theta^(-2i / rope_dim), i < rope_dim / 2 (computed
                             in double, rounded to fp32; the angle is the fp32 product
-                            float(pos) * inv_freq_i, as Hugging Face computes it). pos is a token's
-                            index in its sequence (query i, key j) plus the forward's rope_offset.
+                            float(pos) * inv_freq_i, as Hugging Face computes it). Positions: the
+                            queries and the keys end at the same position, rope_offset +
+                            max(L, S) - 1; query i is at rope_offset + max(L, S) - L + i, key j at
+                            rope_offset + max(L, S) - S + j. With L = S (self-attention) that is
+                            the token's index plus rope_offset; one new token with the S tokens
+                            so far as key/value (decoding) is at position S - 1.
                             Negative or non-finite: VKATTN_ERROR_INVALID_ARGUMENT. With
                             add_bias_kv or add_zero_attn (appended keys have no position):
                             VKATTN_ERROR_UNSUPPORTED. On the device the projected Q and K are
@@ -485,11 +489,12 @@ typedef struct vkattn_forward_desc {
                                               scaled, masked scores (-inf when fully masked);
                                               needs the fused path */
     vkattn_path path;                      /* default AUTO */
-    uint32_t rope_offset;                  /* 0 = none; with rope_theta > 0, added to the position
-                                              of every query and key (query i is at rope_offset + i,
-                                              key j at rope_offset + j): a chunk of a longer
-                                              sequence that starts at rope_offset. Ignored
-                                              without RoPE. */
+    uint32_t rope_offset;                  /* 0 = none; with rope_theta > 0, the position of the
+                                              first key (of the first query when L > S): keys
+                                              that start later in their sequence, e.g. a window.
+                                              Only the difference of positions changes scores,
+                                              so it matters for rounding only. Ignored without
+                                              RoPE (see vkattn_layer_desc.rope_theta). */
 } vkattn_forward_desc;
 
 /* Runs one forward: one command buffer, one submit, waits for completion. */

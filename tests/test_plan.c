@@ -576,7 +576,8 @@ static void test_rope_steps(void)
         CHECK(k->bind[VKA_ROPE_X].role == (self ? VKA_ROLE_QKV : VKA_ROLE_K_PROJ));
         CHECK(q->push.rope.heads == 8 && q->push.rope.rows == 5 && q->push.rope.pairs == 3);
         CHECK(k->push.rope.heads == 2 && k->push.rope.rows == (self ? 5u : 7u) && k->push.rope.gptj == 1);
-        CHECK(q->push.rope.pos_offset == 9 && k->push.rope.pos_offset == 9);
+        /* Queries and keys end at one position: L = 5 queries after S = 7 keys start at 9 + 2. */
+        CHECK(q->push.rope.pos_offset == (self ? 9u : 11u) && k->push.rope.pos_offset == 9);
         CHECK(q->push.rope.count == 2 * 8 * 5 * 3 && k->push.rope.count == 2 * 2 * k->push.rope.rows * 3);
         CHECK(q->push.rope.row_stride == 8 && q->push.rope.head_stride == 8 * 5);
         /* self-attention: K heads start after the Q heads of the one buffer, (B, H + 2 H_kv, L, D) */

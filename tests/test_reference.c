@@ -462,6 +462,45 @@ static void test_rope_relative_positions(void)
     check_rope_relative(VKATTN_ROPE_NEOX, 0, 1000);
 }
 
+/* Decoding without a cache: the last token as the query with every token so far as key/value,
+ * and the last 3 tokens with a mask that hides later keys (a chunk), give the last rows of one
+ * causal forward over all tokens: queries and keys end at the same RoPE position. GQA, NeoX and
+ * GPT-J. Without that alignment (the query at position 0) the rows differ by about 0.1. */
+static void check_rope_decode(vkattn_rope_style style)
+{
+    enum { T = 8, E = 16, H = 4, KV = 2, D = E / H, C = 3 };
+    test_rng rng = test_rng_make(44 + style);
+    float wq[E * E], wk[KV * D * E], wv[KV * D * E], wo[E * E], x[T * E], full[T * E], last[E], chunk[C * E];
+    test_fill(&rng, wq, E * E, 0.5f), test_fill(&rng, wk, KV * D * E, 0.5f), test_fill(&rng, wv, KV * D * E, 0.5f);
+    test_fill(&rng, wo, E * E, 0.5f), test_fill(&rng, x, T * E, 1.0f);
+    vkattn_weights w = {.q_proj_weight = wq, .k_proj_weight = wk, .v_proj_weight = wv, .out_proj_weight = wo};
+    vkattn_layer_desc d = {.embed_dim = E, .num_heads = H, .num_kv_heads = KV, .no_bias = 1, .rope_theta = 10000,
+                           .rope_style = style};
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = T, .query = x, .output = full, .causal = 1};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    vkattn_host_forward_desc step = {.batch = 1, .query_len = 1, .key_len = T, .query = x + (T - 1) * E,
+                                     .key = x, .value = x, .output = last};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &step, NULL), VKATTN_OK);
+    uint8_t later[C * T]; /* chunk row i (token T - C + i) may not see keys after it */
+    for (int i = 0; i < C; i++)
+        for (int j = 0; j < T; j++) later[i * T + j] = j > T - C + i;
+    vkattn_host_forward_desc part = {.batch = 1, .query_len = C, .key_len = T, .query = x + (T - C) * E, .key = x,
+                                     .value = x, .output = chunk, .attn_mask = later,
+                                     .attn_mask_dtype = VKATTN_DTYPE_BOOL};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &part, NULL), VKATTN_OK);
+    double last_err = 0, chunk_err = 0;
+    for (int e = 0; e < E; e++) last_err = fmax(last_err, fabs(last[e] - full[(T - 1) * E + e]));
+    for (int e = 0; e < C * E; e++) chunk_err = fmax(chunk_err, fabs(chunk[e] - full[(T - C) * E + e]));
+    CHECK_MSG(last_err <= 1e-6 && chunk_err <= 1e-6, "decode step %.3g, chunk %.3g from the causal forward's rows",
+              last_err, chunk_err);
+}
+
+static void test_rope_decode_positions(void)
+{
+    check_rope_decode(VKATTN_ROPE_NEOX);
+    check_rope_decode(VKATTN_ROPE_GPTJ);
+}
+
 static void test_rope_errors(void)
 {
     float q[8] = {0}, out[8];
@@ -519,6 +558,7 @@ int main(void)
     RUN_TEST(test_rope_partial_by_hand);
     RUN_TEST(test_rope_theta_zero_is_off);
     RUN_TEST(test_rope_relative_positions);
+    RUN_TEST(test_rope_decode_positions);
     RUN_TEST(test_rope_errors);
     RUN_TEST(test_status_names);
     return test_finish();

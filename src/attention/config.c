@@ -218,6 +218,13 @@ void vka_layer_config_apply_mask(vka_layer_config *c, const uint8_t *mask)
     c->inner_kv = kv_active * c->D;
 }
 
+void vka_rope_first_positions(const vka_problem *p, uint32_t *query, uint32_t *key)
+{
+    uint32_t longest = p->L > p->S ? p->L : p->S;
+    *query = p->rope_offset + (longest - p->L);
+    *key = p->rope_offset + (longest - p->S);
+}
+
 vkattn_status vka_problem_check(const vka_problem *p, vkattn_error *error)
 {
     if (p->weights && p->lse)

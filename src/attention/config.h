@@ -82,6 +82,11 @@ void vka_layer_config_apply_mask(vka_layer_config *c, const uint8_t *mask);
  * together (weights and lse cannot; pruned heads give neither), and every element count the
  * problem implies fits in size_t and in uint32_t where shaders index with 32-bit integers
  * (element counts of each tensor and of one head's scores). */
+/* RoPE positions of query 0 and key 0. The queries and the keys end at the same position: query i
+ * is at rope_offset + (max(L, S) - L) + i and key j at rope_offset + (max(L, S) - S) + j. So
+ * with L = S a token's position is its index (plus rope_offset), and L new tokens attending to
+ * S >= L keys that end with them (decoding, a chunk of a prompt) sit at the end of the keys. */
+void vka_rope_first_positions(const vka_problem *p, uint32_t *query, uint32_t *key);
 vkattn_status vka_problem_check(const vka_problem *p, vkattn_error *error);
 
 /* Element counts of the tensors of a problem (valid after vka_problem_check). */

@@ -239,7 +239,7 @@ vkattn_status vka_plan_output_projection(vka_builder *b)
  * cutting it. The barrier waits for the projection (and, for K after Q in one buffer, orders the
  * two writes to the same binding). */
 static vkattn_status add_rope(vka_builder *b, vka_role role, uint64_t offset, uint64_t batch_stride,
-                              uint64_t head_stride, uint64_t heads, uint64_t rows)
+                              uint64_t head_stride, uint64_t heads, uint64_t rows, uint32_t first_position)
 {
     const vka_problem *p = b->p;
     const uint32_t pairs = p->cfg.rope_dim / 2;
@@ -254,7 +254,7 @@ static vkattn_status add_rope(vka_builder *b, vka_role role, uint64_t offset, ui
     s.push.rope = (vka_rope_push){
         .offset = (uint32_t)offset, .batch_stride = (uint32_t)batch_stride, .head_stride = (uint32_t)head_stride,
         .row_stride = p->cfg.D, .heads = (uint32_t)heads, .rows = (uint32_t)rows, .pairs = pairs,
-        .pos_offset = p->rope_offset, .gptj = p->cfg.rope_style == VKATTN_ROPE_GPTJ, .count = (uint32_t)count,
+        .pos_offset = first_position, .gptj = p->cfg.rope_style == VKATTN_ROPE_GPTJ, .count = (uint32_t)count,
     };
     return vka_push_step(b, &s, count, s.spec[VKA_SPEC_WG_SIZE]);
 fail:
@@ -267,9 +267,12 @@ vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l)
     const uint64_t D = p->cfg.D;
     vkattn_status status;
     if (p->cfg.rope_dim == 0) return VKATTN_OK;
-    /* Q (B, H', L, D) and K (B, H_kv', S, D): S' = S, RoPE takes no extra keys. */
-    VKA_TRY(add_rope(b, l->q, l->q_offset, l->q_batch, l->q_head, p->cfg.inner / D, p->L));
-    VKA_TRY(add_rope(b, l->k, l->k_offset, l->kv_batch, l->kv_head, p->cfg.inner_kv / D, p->S));
+    /* Q (B, H', L, D) and K (B, H_kv', S, D): S' = S, RoPE takes no extra keys. Positions are
+     * aligned at the end (vka_rope_first_positions). */
+    uint32_t q_first, k_first;
+    vka_rope_first_positions(p, &q_first, &k_first);
+    VKA_TRY(add_rope(b, l->q, l->q_offset, l->q_batch, l->q_head, p->cfg.inner / D, p->L, q_first));
+    VKA_TRY(add_rope(b, l->k, l->k_offset, l->kv_batch, l->kv_head, p->cfg.inner_kv / D, p->S, k_first));
 fail:
     return status;
 }

@@ -9,7 +9,8 @@
  * With RoPE (rope_theta > 0) q and k are rotated after the projection, each head alike: pair
  * (x1, x2) of dims (i, i + rope_dim/2) (NeoX) or (2i, 2i+1) (GPT-J) becomes
  * (x1 cos a - x2 sin a, x2 cos a + x1 sin a), a = float(pos) * inv_freq_i in fp32 (the table of
- * vka_rope_inv_freq), pos = rope_offset + the token's index; cos and sin in double.
+ * vka_rope_inv_freq), pos = the token's index + the first position of its side
+ * (vka_rope_first_positions: queries and keys end at the same position); cos and sin in double.
  *
  * k and v have H_kv heads (E_kv = H_kv·D columns); query head h reads K/V head h / (H / H_kv)
  * (grouped-query attention; H_kv = H is plain multi-head attention).
@@ -180,8 +181,10 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
             return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "CPU path: out of memory for the RoPE table");
         }
         vka_rope_inv_freq(c, inv_freq);
-        rope_rotate(c, inv_freq, q, B * L, L, E, H, p->rope_offset);
-        rope_rotate(c, inv_freq, k, B * Sx, Sx, Ek, c->H_kv, p->rope_offset); /* S' = S: no extra keys with RoPE */
+        uint32_t q_first, k_first;
+        vka_rope_first_positions(p, &q_first, &k_first);
+        rope_rotate(c, inv_freq, q, B * L, L, E, H, q_first);
+        rope_rotate(c, inv_freq, k, B * Sx, Sx, Ek, c->H_kv, k_first); /* S' = S: no extra keys with RoPE */
         free(inv_freq);
     }
 
