@@ -696,9 +696,12 @@ void vkattn_array_free(vkattn_array *array);
  * (E + 2 * kv_rows floats) and out_proj_bias. A layer's biases are all or nothing (no_bias): all
  * four present, or none (no_bias = 1), or q/k/v biases without the output's (Qwen2), which loads
  * out_proj_bias as zeros (vkattn_weight_file_info.out_bias_zero_filled); any other set is
- * VKATTN_ERROR_NOT_FOUND naming what is missing. Other tensors under the prefix (rotary
- * frequencies, Qwen3's q_norm/k_norm) are ignored and counted in the info: vkattn computes plain
- * multi-head attention on the projections, without rotary embeddings or per-head norms.
+ * VKATTN_ERROR_NOT_FOUND naming what is missing. Per-head norms of q or k under the prefix
+ * (q_norm/k_norm: Qwen3, OLMo2, Gemma 3) would change the result and are refused
+ * (VKATTN_ERROR_UNSUPPORTED); other tensors under the prefix (e.g. rotary frequencies) are ignored
+ * and counted in the info. The file holds no rotary settings: set rope_theta/rope_dim/rope_style
+ * from the model's config (rope_scaling, as Llama 3.1's, is not supported: its frequencies
+ * differ from theta's).
  *
  * Grouped-query layers: Hugging Face's k_proj.weight and v_proj.weight may have fewer rows than
  * q_proj.weight: kv_rows = H_kv * D, which must divide E (else VKATTN_ERROR_FORMAT); they load as

@@ -441,6 +441,13 @@ static void test_grouped_query(void)
     ck_write(&f, "not_square.safetensors", path, sizeof path);
     open_expect(path, P0, VKATTN_ERROR_FORMAT, "it must be (E, E)", "hidden_size");
     remove(path);
+    /* Per-head q/k norms (Qwen3) change the result: refused, not skipped. */
+    memset(&f, 0, sizeof f);
+    ck_add_hf_layer(&f, P0, "F32", 64, 16, 0, 1);
+    ck_add(&f, P0, "k_norm.weight", "F32", 1, 8, 0, 5);
+    ck_write(&f, "qwen3_norms.safetensors", path, sizeof path);
+    open_expect(path, P0, VKATTN_ERROR_UNSUPPORTED, "'" P0 "k_norm.weight', a per-head norm", "wrong");
+    remove(path);
 }
 
 /* ---- namings: BART's out_proj, nn.MultiheadAttention under a prefix, mixes ------------------- */

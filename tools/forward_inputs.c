@@ -100,7 +100,8 @@ void forward_options_usage(FILE *out)
                  "  --kv-heads N: grouped-query attention with N key/value heads; the weights' k/v projections have\n"
                  "  N x head dim rows, which is how vkattn knows N: the option checks it (default: what they say).\n"                 "  --rope-theta X [--rope-dim R] [--rope-style neox|gptj]: rotary positions on q and k (the model's\n"
                  "  rope_theta; R rotated dims per head, default all; neox pairs i and i + R/2, as Hugging Face\n"
-                 "  LLaMA/Qwen/Mistral, gptj pairs 2i and 2i + 1). Positions are the token indices.\n"
+                 "  LLaMA/Qwen/Mistral, gptj pairs 2i and 2i + 1). Positions are the token indices. A model with\n"
+                 "  rope_scaling (Llama 3.1) uses other frequencies: not supported.\n"
                  "  --trace prints the plan before the forward runs: the shapes (q, k, v per head, weights,\n"
                  "  ctx, out), how keys and rows are split, the workspace, and every step with its kernel,\n"
                  "  bindings, grid and loop trips (the plan that then runs).\n");

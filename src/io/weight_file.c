@@ -286,6 +286,19 @@ static vkattn_status find_layer(const st_header *h, const char *want, st_layer *
             if (t->name_len < layer->prefix_len || memcmp(t->name, layer->raw_prefix, layer->prefix_len) != 0) continue;
             bool used = false;
             for (int k = 0; k < T_COUNT; k++) used |= layer->t[k] == t;
+            /* Tensors that change the layer's result are refused, not skipped: per-head norms of
+             * q and k (Qwen3, OLMo2, Gemma 3) act between the projection and the scores. */
+            const char *rest = t->name + layer->prefix_len;
+            size_t rest_len = t->name_len - layer->prefix_len;
+            static const char *const changes_result[] = {"q_norm.weight", "k_norm.weight", "q_layernorm.weight",
+                                                         "k_layernorm.weight"};
+            for (size_t c = 0; !used && c < sizeof changes_result / sizeof *changes_result; c++)
+                if (vka_st_name_is(rest, rest_len, changes_result[c]))
+                    return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
+                                         "safetensors: layer '%s' has '%s%s', a per-head norm of q or k (Qwen3, OLMo2, "
+                                         "Gemma 3): vkattn does not apply such norms yet, and without it the layer's "
+                                         "output would be wrong",
+                                         p, p, changes_result[c]);
             layer->ignored += !used;
         }
     return VKATTN_OK;
