@@ -90,8 +90,9 @@ static void parse_one(const uint8_t *data, size_t size, const char *prefix)
     vkattn_weight_file *file = untouched;
     vkattn_status status = vka_weight_file_parse_prefix(data, size, prefix, &file, &error);
     if (status != VKATTN_OK) {
+        /* UNSUPPORTED: a layer with tensors vkattn cannot apply yet (per-head q/k norms). */
         CHECK(status == VKATTN_ERROR_FORMAT || status == VKATTN_ERROR_NOT_FOUND ||
-              status == VKATTN_ERROR_OUT_OF_HOST_MEMORY);
+              status == VKATTN_ERROR_UNSUPPORTED || status == VKATTN_ERROR_OUT_OF_HOST_MEMORY);
         CHECK(error.status == status);
         CHECK(memchr(error.message, '\0', sizeof error.message) != NULL && error.message[0] != '\0');
         CHECK(file == untouched);
