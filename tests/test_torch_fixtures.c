@@ -22,9 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gpu_test.h"
+#include "fixture_manifest.h"
 #include "test_util.h"
 
 #define TOL 1e-5
@@ -209,21 +209,6 @@ static void run_device(vkattn_context *ctx, const torch_case *c, const case_data
     vkattn_layer_destroy(layer);
 }
 
-static double seconds_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* True if no case names were given, or `name` is one of them. */
-static int selected(const char *name, int count, char **names)
-{
-    for (int i = 0; i < count; i++)
-        if (strcmp(names[i], name) == 0) return 1;
-    return count == 0;
-}
-
 static int read_case(const char *line, torch_case *c)
 {
     memset(c, 0, sizeof *c);
@@ -234,48 +219,30 @@ static int read_case(const char *line, torch_case *c)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s FIXTURES_DIR [cpu|gpu [CASE...]]\n", argv[0]);
-        return 2;
-    }
-    dir_g = argv[1];
-    int gpu = argc > 2 && strcmp(argv[2], "gpu") == 0;
-    if (argc > 2 && !gpu && strcmp(argv[2], "cpu") != 0) {
-        fprintf(stderr, "%s: expected cpu or gpu, got '%s'\n", argv[0], argv[2]);
-        return 2;
-    }
-    int wanted = argc > 3 ? argc - 3 : 0;
-    char **names = argv + 3;
-    char path[1024], line[512];
-    snprintf(path, sizeof path, "%s/cases.txt", dir_g);
-    FILE *manifest = fopen(path, "r");
-    if (!manifest) {
-        fprintf(stderr, "cannot open %s\n", path);
-        return 1;
-    }
-    vkattn_context *ctx = gpu ? gpu_test_context() : NULL;
-    int cases = 0;
-    while (fgets(line, sizeof line, manifest)) {
-        if (line[0] == '#' || line[0] == '\n') continue;
+    fixture_manifest m;
+    int rc = fixture_manifest_open(&m, argc, argv);
+    if (rc) return rc;
+    dir_g = m.dir;
+    vkattn_context *ctx = m.gpu ? gpu_test_context() : NULL;
+    char line[512];
+    while (fixture_manifest_next(&m, line, sizeof line)) {
         torch_case c;
         int parsed = read_case(line, &c);
-        CHECK_MSG(parsed, "malformed line in %s: %s", path, line);
-        if (!parsed || !selected(c.name, wanted, names)) continue;
+        CHECK_MSG(parsed, "malformed line in %s: %s", m.path, line);
+        if (!parsed || !fixture_manifest_selected(&m, c.name)) continue;
         int before = test_g.failures;
-        double start = seconds_now();
+        double start = fixture_seconds();
         case_data d;
         if (case_data_load(&c, &d)) {
             run_cpu(&c, &d);
-            if (gpu) run_device(ctx, &c, &d);
+            if (m.gpu) run_device(ctx, &c, &d);
         }
         case_data_free(&d);
-        printf("%-40s %6.1f s %s\n", c.name, seconds_now() - start, test_g.failures == before ? "ok" : "FAILED");
+        printf("%-40s %6.1f s %s\n", c.name, fixture_seconds() - start, test_g.failures == before ? "ok" : "FAILED");
         fflush(stdout);
-        cases++;
+        m.cases++;
     }
-    fclose(manifest);
-    CHECK_MSG(cases > 0, "no cases in %s", path);
-    CHECK_MSG(wanted == 0 || cases == wanted, "%d of the %d named cases are in %s", cases, wanted, path);
+    fixture_manifest_close(&m);
     if (ctx) gpu_test_finish_context(ctx);
     return test_finish();
 }

@@ -1,0 +1,83 @@
+/* What the PyTorch fixture tests (test_torch_fixtures.c, test_torch_gqa_fixtures.c) share: their
+ * command line, TEST FIXTURES_DIR [cpu|gpu [CASE...]], and the walk over FIXTURES_DIR/cases.txt,
+ * one case per line ('#' lines are comments), of which only the named cases run when some are
+ * named. Each test parses a line into its own case struct. */
+#ifndef VKATTN_TEST_FIXTURE_MANIFEST_H
+#define VKATTN_TEST_FIXTURE_MANIFEST_H
+
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#endif
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "test_util.h"
+
+typedef struct fixture_manifest {
+    const char *dir; /* FIXTURES_DIR */
+    int gpu;         /* "gpu": the device paths too */
+    int wanted;      /* how many CASE names were given (0 = all) */
+    char **names;
+    char path[1024]; /* of cases.txt, for messages */
+    FILE *file;
+    int cases; /* selected lines seen so far */
+} fixture_manifest;
+
+/* Reads the command line and opens the manifest; 0, or the process exit code after a message. */
+static inline int fixture_manifest_open(fixture_manifest *m, int argc, char **argv)
+{
+    memset(m, 0, sizeof *m);
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s FIXTURES_DIR [cpu|gpu [CASE...]]\n", argv[0]);
+        return 2;
+    }
+    m->dir = argv[1];
+    m->gpu = argc > 2 && strcmp(argv[2], "gpu") == 0;
+    if (argc > 2 && !m->gpu && strcmp(argv[2], "cpu") != 0) {
+        fprintf(stderr, "%s: expected cpu or gpu, got '%s'\n", argv[0], argv[2]);
+        return 2;
+    }
+    m->wanted = argc > 3 ? argc - 3 : 0;
+    m->names = argv + 3;
+    snprintf(m->path, sizeof m->path, "%s/cases.txt", m->dir);
+    if (!(m->file = fopen(m->path, "r"))) {
+        fprintf(stderr, "cannot open %s\n", m->path);
+        return 1;
+    }
+    return 0;
+}
+
+/* The next line that is not a comment, or NULL at the end. */
+static inline const char *fixture_manifest_next(fixture_manifest *m, char *line, int cap)
+{
+    while (fgets(line, cap, m->file))
+        if (line[0] != '#' && line[0] != '\n') return line;
+    return NULL;
+}
+
+/* True if no case names were given, or `name` is one of them. */
+static inline int fixture_manifest_selected(const fixture_manifest *m, const char *name)
+{
+    for (int i = 0; i < m->wanted; i++)
+        if (strcmp(m->names[i], name) == 0) return 1;
+    return m->wanted == 0;
+}
+
+/* Closes the manifest; it must have held cases, and every named one. */
+static inline void fixture_manifest_close(fixture_manifest *m)
+{
+    fclose(m->file);
+    CHECK_MSG(m->cases > 0, "no cases in %s", m->path);
+    CHECK_MSG(m->wanted == 0 || m->cases == m->wanted, "%d of the %d named cases are in %s", m->cases, m->wanted,
+              m->path);
+}
+
+static inline double fixture_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+#endif
