@@ -145,7 +145,8 @@ const char *vkattn_version_string(void);
     X(VKATTN_ERROR_IO, 14, "file could not be opened, read or written")                            \
     X(VKATTN_ERROR_FORMAT, 15, "malformed or unsupported file contents")                           \
     X(VKATTN_ERROR_NOT_FOUND, 16, "a required tensor is missing")                                 \
-    X(VKATTN_ERROR_BUSY, 17, "the object is in use by another call or an unfinished submission")
+    X(VKATTN_ERROR_BUSY, 17, "the object is in use by another call or an unfinished submission")  \
+    X(VKATTN_ERROR_CACHE_FULL, 18, "the KV cache has no free block left for the new tokens")
 
 typedef enum vkattn_status {
 #define VKATTN_STATUS_ENUM_(name, value, text) name = value,
@@ -575,6 +576,86 @@ vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forw
  * formula. `desc->path` is ignored. */
 vkattn_status vkattn_reference_forward(const vkattn_layer_desc *layer, const vkattn_weights *weights,
                                        const vkattn_host_forward_desc *desc, vkattn_error *error);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Decoding: the paged KV cache                                                                    */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* A KV cache keeps one layer's keys (projected and rotated) and values of every token seen so far,
+ * on the device, for many sequences at once. Its storage is a pool of fixed-size blocks (the paged
+ * layout of vLLM and MLC): each sequence owns a list of blocks, its block table, takes a free block
+ * when its last one is full and gives its blocks back when freed, so sequences of any lengths
+ * grow independently in one pool. Sequences are named by ids 0 .. max_sequences - 1 and are empty
+ * until a forward adds tokens to them.
+ *
+ * A cached forward (vkattn_forward_cached) takes, for each sequence of its batch, that sequence's
+ * new tokens (one for a decoding step, many for a prompt; each sequence its own count, as in
+ * continuous batching). It projects them, rotates q and k at their absolute positions (the
+ * sequence's length before them, plus their index), appends k and v to the cache, and attends each
+ * new token to every cached key of its sequence up to and including its own position (causal,
+ * aligned at the end). So prefill and decode are the same call, a long prompt may be fed in chunks,
+ * and a token's output is the same as in one causal vkattn_forward over the whole sequence (up to
+ * rounding; the tests check it against the CPU reference, vkattn_reference_forward with causal = 1
+ * over the sequence's tokens). One cache serves one layer: a model has a cache per layer. */
+typedef struct vkattn_kv_cache vkattn_kv_cache;
+
+typedef struct vkattn_kv_cache_desc {
+    uint32_t num_kv_heads;  /* H_kv of the layer it serves, required */
+    uint32_t head_dim;      /* D of that layer, required */
+    uint32_t num_blocks;    /* blocks in the pool, required: num_blocks * block_size tokens in all */
+    uint32_t block_size;    /* tokens per block; 0 = 16 */
+    uint32_t max_sequences; /* sequence ids 0 .. max_sequences - 1; 0 = 1 */
+    vkattn_dtype dtype;     /* what the pool stores: F32 (0, default) or F16 (needs 16-bit storage,
+                               else VKATTN_ERROR_UNSUPPORTED; values beyond fp16's range become inf) */
+} vkattn_kv_cache_desc;
+
+/* Creates the pool (2 * num_blocks * block_size * H_kv * D elements: K and V, each one device
+ * buffer, which must fit maxStorageBufferRange, else VKATTN_ERROR_DEVICE_LIMIT naming the most
+ * blocks that fit). Its contents start undefined; only slots a forward wrote are ever read. */
+vkattn_status vkattn_kv_cache_create(vkattn_context *ctx, const vkattn_kv_cache_desc *desc, vkattn_kv_cache **out);
+/* NULL is a no-op. Destroying the context destroys its caches too. */
+void vkattn_kv_cache_destroy(vkattn_kv_cache *cache);
+
+typedef struct vkattn_kv_cache_info {
+    vkattn_kv_cache_desc desc;  /* resolved: defaults filled in */
+    uint32_t free_blocks;       /* blocks no sequence holds */
+    uint32_t sequences;         /* sequences that hold tokens */
+    uint64_t tokens;            /* tokens held, summed over sequences */
+    uint64_t bytes;             /* device memory of the pool (K and V) */
+    uint32_t bytes_per_token;   /* of K and V, all heads: 2 * H_kv * D * dtype size */
+} vkattn_kv_cache_info;
+
+vkattn_status vkattn_kv_cache_get_info(const vkattn_kv_cache *cache, vkattn_kv_cache_info *out);
+/* The tokens sequence `seq` holds (its next token's position). */
+vkattn_status vkattn_kv_cache_seq_length(const vkattn_kv_cache *cache, uint32_t seq, uint32_t *length);
+/* Empties a sequence: its blocks go back to the pool (those another sequence shares after a fork
+ * stay with it). Freeing an empty sequence does nothing. */
+vkattn_status vkattn_kv_cache_free_seq(vkattn_kv_cache *cache, uint32_t seq);
+/* Makes the empty sequence `dst` a copy of `src` (beam search, a shared prompt): its full blocks are
+ * shared, not copied (a full block is never written again), and a partly filled last block is
+ * copied on the device into a block of dst's own. VKATTN_ERROR_INVALID_ARGUMENT if dst holds
+ * tokens or equals src; VKATTN_ERROR_CACHE_FULL if no block is free for the copy. */
+vkattn_status vkattn_kv_cache_fork(vkattn_kv_cache *cache, uint32_t src, uint32_t dst);
+
+typedef struct vkattn_cached_forward_desc {
+    uint32_t batch;             /* sequences in this forward, required (>= 1) */
+    const uint32_t *seq_ids;    /* (batch) distinct sequence ids; NULL = 0 .. batch - 1 */
+    const uint32_t *new_tokens; /* (batch) tokens each sequence adds, each >= 1; NULL = 1 each (a decoding step) */
+    const float *query;         /* (T, E), required: the new tokens, sequence after sequence, T = sum of new_tokens */
+    float *output;              /* (T, E), required: the layer's output for each new token */
+    uint32_t kv_splits;         /* split-KV: parts of each sequence's keys run side by side and merged
+                                   by log-sum-exp. 0 = chosen from the device and the batch (more
+                                   parts when the batch alone cannot fill the device); N >= 1 = N
+                                   parts (1 = unsplit), or more when the loop budget needs them. */
+} vkattn_cached_forward_desc;
+
+/* Runs a forward through the cache on the device (see above) and waits for it. The layer must be
+ * self-attention shaped (kdim = vdim = E) with the cache's num_kv_heads and head dim, without
+ * add_bias_kv, add_zero_attn or pruned heads (VKATTN_ERROR_INVALID_ARGUMENT / _UNSUPPORTED, named).
+ * VKATTN_ERROR_CACHE_FULL when the pool has too few free blocks for the new tokens: nothing is
+ * appended, and freeing sequences makes room. On any failure every sequence keeps its length and
+ * blocks, and no output is written. */
+vkattn_status vkattn_forward_cached(vkattn_layer *layer, vkattn_kv_cache *cache, const vkattn_cached_forward_desc *desc);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Profiling and cost model                                                                        */

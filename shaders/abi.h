@@ -186,7 +186,11 @@ VKA_STRUCT(vka_fused_push) {
 #define VKA_MERGE_STATE_LSE 1 /* float */
 #define VKA_MERGE_CTX 2       /* storage buffer, out, fp16 with OUT_F16 */
 #define VKA_MERGE_LSE_OUT 3   /* float */
-#define VKA_MERGE_BINDINGS 4
+#define VKA_MERGE_META 4      /* uint, with RAGGED: the paged forward's sequences (see attn_paged) */
+#define VKA_MERGE_BINDINGS 5
+#define VKA_MERGE_RAGGED 1u   /* VKA_SPEC_FLAGS: rows (b, h, i) of the paged forward: row i of
+                                 sequence b exists only below its new-token count, and its ctx row
+                                 is the sequence's first row plus i (not b * L + i) */
 VKA_STRUCT(vka_merge_push) {
     uint32_t L, H;
     uint32_t bh_begin, bh_count, i_begin, i_count;
@@ -194,6 +198,66 @@ VKA_STRUCT(vka_merge_push) {
     uint32_t ctx_offset, ctx_stride;
     uint32_t has_lse;
 } VKA_STRUCT_END(vka_merge_push)
+
+/* The paged KV cache (vkattn_kv_cache) and the forwards through it.
+ *
+ * Pools: K and V each (num_blocks, H_kv, block_size, D) in the cache's dtype; token `slot`
+ * (= block * block_size + offset) of K/V head k is row (block * H_kv + k) * block_size + offset.
+ * A forward's `meta` buffer (uint) holds, per sequence b of its batch, VKA_SEQ_WORDS words at
+ * b * VKA_SEQ_WORDS, then the sequences' block tables, then per new token (t < T, the tokens of
+ * the batch one sequence after another) its position and then its slot. */
+#define VKA_SEQ_Q_START 0 /* the sequence's first row among the T new tokens */
+#define VKA_SEQ_NEW 1     /* its new tokens this forward */
+#define VKA_SEQ_LEN 2     /* its length with them: the keys it attends over */
+#define VKA_SEQ_TABLE 3   /* where its block table (block ids, in order) starts in meta */
+#define VKA_SEQ_WORDS 4
+
+/* kv_append.comp: K and V rows of the new tokens (the projected, rotated K/V heads of the qkv
+ * workspace: head k, token t at k_offset (v_offset) + k * head_stride + t * row_stride, elements)
+ * into the pools at each token's slot, converted to the cache's dtype (OUT_F16 builds write fp16).
+ * count = T * H_kv * D invocations, one element each. */
+#define VKA_APPEND_SRC 0  /* texel view (R) */
+#define VKA_APPEND_META 1 /* uint */
+#define VKA_APPEND_K 2    /* storage buffer, out */
+#define VKA_APPEND_V 3    /* storage buffer, out */
+#define VKA_APPEND_BINDINGS 4
+VKA_STRUCT(vka_append_push) {
+    uint32_t H_kv, D;
+    uint32_t k_offset, v_offset, head_stride, row_stride;
+    uint32_t slot_offset;        /* meta index of token 0's slot */
+    uint32_t block_size;
+    uint32_t count;
+} VKA_STRUCT_END(vka_append_push)
+
+/* attn_paged.comp: flash attention of the new tokens over their sequences' cached keys (the pools,
+ * through the block tables), bottom-right causal: query i of sequence b sits at position
+ * len - new + i and sees keys [0, len - new + i]. One invocation owns TILE_A rows of one
+ * (sequence, K/V head): the pairs (i, h) of its kv_group query heads, so that K/V rows are read
+ * once for the whole group (row r: i = i_begin + r / kv_group, h = k * kv_group + r % kv_group).
+ * Queries of each sequence in [i_begin, i_begin + i_count) (cut so that split states fit), keys
+ * in `splits` parts of split_len side by side (split-KV), merged by attn_merge (RAGGED) from the
+ * state layout of attn_fused with bh = b * H + h, rows i - i_begin. Q row (t, h) at
+ * h * q_head + t * q_row (texels of the qkv workspace); ctx row t at t * ctx_stride. K/V row of
+ * token j of head k: block * block_stride + k * kv_head + (j % block_size) * kv_row, texels,
+ * block = the table's entry j / block_size. Flags: VKA_FUSED_STORE (write the state, not ctx). */
+#define VKA_PAGED_Q 0         /* texel view */
+#define VKA_PAGED_K 1         /* texel view, the cache's dtype */
+#define VKA_PAGED_V 2         /* texel view */
+#define VKA_PAGED_CTX 3       /* storage buffer, out, fp16 with OUT_F16 */
+#define VKA_PAGED_META 4      /* uint */
+#define VKA_PAGED_STATE_O 5   /* float, written with STORE */
+#define VKA_PAGED_STATE_LSE 6 /* float */
+#define VKA_PAGED_BINDINGS 7
+VKA_STRUCT(vka_paged_push) {
+    uint32_t seqs, H, kv_group;
+    uint32_t i_begin, i_count;
+    uint32_t q_head, q_row;
+    uint32_t block_stride, kv_head, kv_row, block_size;
+    uint32_t ctx_stride;
+    float scale;
+    uint32_t splits, split_len;
+    uint32_t tiles;              /* row tiles per (sequence, K/V head): ceil(kv_group * i_count / TILE_A) */
+} VKA_STRUCT_END(vka_paged_push)
 
 /* softmax.comp: rows of S_ext scores become probabilities, in place. A row is cut into `chunks`
  * ranges of chunk_len keys, one workgroup each (grid = rows x chunks). The mode is VKA_SPEC_FLAGS:
@@ -226,12 +290,15 @@ VKA_STRUCT(vka_average_push) {
 
 /* rope.comp: rotary position embedding in place on head-major rows (the projected Q or K). Row r
  * of head h of batch item b starts at offset + b*batch_stride + h*head_stride + r*row_stride
- * (elements) and sits at position pos_offset + r; its `pairs` pairs are (p, p + pairs) or, with
+ * (elements) and sits at position pos_offset + r (or as VKA_ROPE_POSITIONS says); its `pairs` pairs are (p, p + pairs) or, with
  * gptj, (2p, 2p + 1), rotated by float(position) * freq[p]. count = batches*heads*rows*pairs
  * invocations. */
 #define VKA_ROPE_X 0    /* storage buffer, read and written, fp16 with OUT_F16 */
 #define VKA_ROPE_FREQ 1 /* texel view (R32F): inv_freq, `pairs` floats */
-#define VKA_ROPE_BINDINGS 2
+#define VKA_ROPE_META 2 /* uint, with POSITIONS */
+#define VKA_ROPE_BINDINGS 3
+#define VKA_ROPE_POSITIONS 1u /* VKA_SPEC_FLAGS: row r is at position meta[pos_offset + r] (the
+                                 paged forward's tokens), not pos_offset + r */
 VKA_STRUCT(vka_rope_push) {
     uint32_t offset, batch_stride, head_stride, row_stride;
     uint32_t heads, rows, pairs;

@@ -4,7 +4,8 @@
  * The includer declares, before including: the push-constant block `pc` with fields L, S,
  * mask_flags and mask_heads; specialization constant VEC; and bindings named kpm (uint words),
  * valid_lens (int), mask_bytes (uint words) and mask_floats (float) when it uses vka_mask_term;
- * specialization constants TILE_A, TILE_B, DV and samplers Q, K when it uses VKA_QK_TILE.
+ * specialization constants TILE_A, TILE_B, DV and samplers Q, K when it uses VKA_QK_TILE (and
+ * sampler V for VKA_ONLINE_SOFTMAX_BLOCK).
  */
 
 /* A texel as four floats; with VEC == 1 (R32F/R16F views) the unused lanes are zero, so dot
@@ -28,6 +29,70 @@ vec4 vka_fetch(samplerBuffer t, uint index)
         [[unroll]] for (uint c_ = 0; c_ < TILE_B; c_++) {                                          \
             vec4 k_ = vka_fetch(K, krow[c_] + d_);                                                 \
             [[unroll]] for (uint r_ = 0; r_ < TILE_A; r_++) s[r_][c_] += dot(q_[r_], k_);          \
+        }                                                                                          \
+    }
+
+/* One block of TILE_B keys into the running softmax of TILE_A rows (the fused and paged kernels):
+ * s[r][c] holds the scaled, masked scores (-inf where masked) and becomes the probabilities; m, l
+ * (running max and sum), saw_nan and o (unnormalised output, DV texels per row) are updated; vrow
+ * holds each key's first texel in sampler V. Branch-free (divergent branches cost both sides on
+ * lavapipe's SIMD lanes): a row that has seen no visible key keeps m = -inf, l = 0 and o = 0, and a
+ * zero probability (a masked key) skips the V row instead of multiplying it, so NaN or inf in a
+ * masked key's V row cannot leak in. Loop trips: two DV loops, DV + 1 each. */
+#define VKA_ONLINE_SOFTMAX_BLOCK(s, m, l, o, saw_nan, vrow)                                         \
+    {                                                                                              \
+        const float ninf_ = -1.0 / 0.0;                                                            \
+        float alpha_[TILE_A];                                                                      \
+        [[unroll]] for (uint r_ = 0; r_ < TILE_A; r_++) {                                          \
+            float block_max_ = ninf_;                                                              \
+            [[unroll]] for (uint c_ = 0; c_ < TILE_B; c_++) {                                      \
+                saw_nan[r_] = saw_nan[r_] || isnan(s[r_][c_]);                                     \
+                block_max_ = max(block_max_, s[r_][c_]);                                           \
+            }                                                                                      \
+            float m_new_ = max(m[r_], block_max_);                                                 \
+            float m_ref_ = m_new_ == ninf_ ? 0.0 : m_new_; /* exp(-inf - -inf) would be NaN */     \
+            alpha_[r_] = exp(m[r_] - m_ref_);                                                      \
+            float sum_ = 0.0;                                                                      \
+            [[unroll]] for (uint c_ = 0; c_ < TILE_B; c_++) {                                      \
+                s[r_][c_] = exp(s[r_][c_] - m_ref_);                                               \
+                sum_ += s[r_][c_];                                                                 \
+            }                                                                                      \
+            l[r_] = l[r_] * alpha_[r_] + sum_;                                                     \
+            m[r_] = m_new_;                                                                        \
+        }                                                                                          \
+        for (uint d_ = 0; d_ < DV; d_++)                                                           \
+            [[unroll]] for (uint r_ = 0; r_ < TILE_A; r_++) o[r_][d_] *= alpha_[r_];               \
+        for (uint d_ = 0; d_ < DV; d_++) {                                                         \
+            [[unroll]] for (uint c_ = 0; c_ < TILE_B; c_++) {                                      \
+                vec4 v_ = vka_fetch(V, vrow[c_] + d_);                                             \
+                [[unroll]] for (uint r_ = 0; r_ < TILE_A; r_++)                                    \
+                    o[r_][d_] += s[r_][c_] != 0.0 ? s[r_][c_] * v_ : vec4(0.0);                    \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+/* Writes TILE_A rows' outputs o / l (NaN for a row that saw a NaN score, zero for one that saw no
+ * key): rows with valid[r] go to the softmax state (store_state: state_o / state_o4 at state[r]) or
+ * to ctx at element out_row[r] (ctx / ctx4, the includer's output buffers). Loop trips: DV + 1. */
+#define VKA_STORE_ROWS(o, l, saw_nan, valid, state, out_row, store_state)                           \
+    {                                                                                              \
+        float inv_[TILE_A], poison_[TILE_A];                                                       \
+        [[unroll]] for (uint r_ = 0; r_ < TILE_A; r_++) {                                          \
+            inv_[r_] = l[r_] > 0.0 ? 1.0 / l[r_] : 0.0;                                            \
+            poison_[r_] = saw_nan[r_] ? 0.0 / 0.0 : 0.0;                                           \
+        }                                                                                          \
+        for (uint d_ = 0; d_ < DV; d_++) {                                                         \
+            [[unroll]] for (uint r_ = 0; r_ < TILE_A; r_++) {                                      \
+                vec4 value_ = o[r_][d_] * inv_[r_] + poison_[r_];                                  \
+                /* whole vec4 stores when rows are vec4-aligned: 4x fewer stores on lavapipe */    \
+                if (valid[r_] && store_state) {                                                    \
+                    if (VEC == 4) state_o4[state[r_] * DV + d_] = value_;                          \
+                    else state_o[state[r_] * DV + d_] = value_.x;                                  \
+                } else if (valid[r_]) {                                                            \
+                    if (VEC == 4) ctx4[out_row[r_] / 4 + d_] = VKA_TO_OUT_VEC4(value_);            \
+                    else ctx[out_row[r_] + d_] = VKA_TO_OUT(value_.x);                             \
+                }                                                                                  \
+            }                                                                                      \
         }                                                                                          \
     }
 

@@ -129,63 +129,21 @@ void main()
                     if (j0 + c < end)
                         s[r][c] = vka_add_mask(s[r][c], vka_mask_term(b, h, pc.i_begin + min(il0 + r, pc.i_count - 1), j0 + c));
 
-        /* Online softmax, branch-free (divergent branches cost both sides on lavapipe's SIMD
-         * lanes): a row that has seen no visible key keeps m = -inf, l = 0 and o = 0. */
-        float alpha[TILE_A];
-        [[unroll]] for (uint r = 0; r < TILE_A; r++) {
-            float block_max = neg_inf;
-            [[unroll]] for (uint c = 0; c < TILE_B; c++) {
-                saw_nan[r] = saw_nan[r] || isnan(s[r][c]);
-                block_max = max(block_max, s[r][c]);
-            }
-            float m_new = max(m[r], block_max);
-            float m_ref = m_new == neg_inf ? 0.0 : m_new; /* exp(-inf - -inf) would be NaN */
-            alpha[r] = exp(m[r] - m_ref);
-            float sum = 0.0;
-            [[unroll]] for (uint c = 0; c < TILE_B; c++) {
-                s[r][c] = exp(s[r][c] - m_ref);
-                sum += s[r][c];
-            }
-            l[r] = l[r] * alpha[r] + sum;
-            m[r] = m_new;
-        }
-        for (uint d = 0; d < DV; d++)
-            [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][d] *= alpha[r];
-
-        /* P·V; a zero probability (a masked key) skips the V row instead of multiplying it. */
-        for (uint d = 0; d < DV; d++) {
-            [[unroll]] for (uint c = 0; c < TILE_B; c++) {
-                vec4 v = vka_fetch(V, vrow[c] + d);
-                [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][d] += s[r][c] != 0.0 ? s[r][c] * v : vec4(0.0);
-            }
-        }
+        VKA_ONLINE_SOFTMAX_BLOCK(s, m, l, o, saw_nan, vrow);
     }
 
-    float inv[TILE_A], poison[TILE_A];
     uint out_row[TILE_A];
+    bool valid[TILE_A];
     const bool store_state = (FLAGS & VKA_FUSED_STORE) != 0;
     [[unroll]] for (uint r = 0; r < TILE_A; r++) {
-        inv[r] = l[r] > 0.0 ? 1.0 / l[r] : 0.0;
-        poison[r] = saw_nan[r] ? 0.0 / 0.0 : 0.0;
         uint i = pc.i_begin + min(il0 + r, pc.i_count - 1);
+        valid[r] = il0 + r < pc.i_count;
         out_row[r] = pc.ctx_offset + (b * pc.L + i) * pc.ctx_stride + h * DV * VEC;
         float row_lse = saw_nan[r] ? 0.0 / 0.0 : l[r] > 0.0 ? m[r] + log(l[r]) : neg_inf;
-        if (il0 + r < pc.i_count) {
+        if (valid[r]) {
             if (store_state) state_lse[state[r]] = row_lse;
             else if (pc.has_lse != 0) lse[bh * pc.L + i] = row_lse;
         }
     }
-    for (uint d = 0; d < DV; d++) {
-        [[unroll]] for (uint r = 0; r < TILE_A; r++) {
-            vec4 value = o[r][d] * inv[r] + poison[r];
-            /* Whole vec4 stores when rows are vec4-aligned: 4x fewer (scalarised) stores on lavapipe. */
-            if (il0 + r < pc.i_count && store_state) {
-                if (VEC == 4) state_o4[state[r] * DV + d] = value;
-                else state_o[state[r] * DV + d] = value.x;
-            } else if (il0 + r < pc.i_count) {
-                if (VEC == 4) ctx4[out_row[r] / 4 + d] = VKA_TO_OUT_VEC4(value);
-                else ctx[out_row[r] + d] = VKA_TO_OUT(value.x);
-            }
-        }
-    }
+    VKA_STORE_ROWS(o, l, saw_nan, valid, state, out_row, store_state);
 }

@@ -7,6 +7,7 @@
  * zero context and lse = -inf; a NaN in any part makes the row NaN.
  *
  * Grid: bh_count * i_count * DV invocations, one texel of a row's head slice each.
+ * With RAGGED, rows are the paged forward's (attn_paged.comp): see VKA_MERGE_RAGGED.
  * Bindings: VKA_MERGE_* (abi.h).
  * Loop trips per invocation: two loops over the parts, splits + 1 each.
  */
@@ -19,11 +20,13 @@
 layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
 layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
 layout(constant_id = VKA_SPEC_DV) const uint DV = 16;
+layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
 
 layout(std430, binding = VKA_MERGE_STATE_O) readonly buffer StateO_ { float state_o[]; };
 layout(std430, binding = VKA_MERGE_STATE_O) readonly buffer StateO4_ { vec4 state_o4[]; };
 layout(std430, binding = VKA_MERGE_STATE_LSE) readonly buffer StateLse_ { float state_lse[]; };
 layout(std430, binding = VKA_MERGE_LSE_OUT) writeonly buffer Lse_ { float lse[]; };
+layout(std430, binding = VKA_MERGE_META) readonly buffer Meta_ { uint meta[]; };
 layout(push_constant) uniform Push { vka_merge_push pc; };
 #include "attention_common.glsl"
 layout(std430, binding = VKA_MERGE_CTX) writeonly buffer Ctx_ { VKA_OUT_TYPE ctx[]; };
@@ -38,6 +41,11 @@ void main()
     uint bh = pc.bh_begin + bh_local, b = bh / pc.H, h = bh % pc.H, i = pc.i_begin + il;
     uint part_stride = pc.bh_count * pc.i_count; /* state rows between one part and the next */
     const float neg_inf = -1.0 / 0.0;
+    uint out_first = b * pc.L; /* the ctx row of the row's query 0 */
+    if ((FLAGS & VKA_MERGE_RAGGED) != 0) {
+        if (i >= meta[b * VKA_SEQ_WORDS + VKA_SEQ_NEW]) return; /* past the sequence's new tokens */
+        out_first = meta[b * VKA_SEQ_WORDS + VKA_SEQ_Q_START];
+    }
 
     float top = neg_inf;
     bool saw_nan = false;
@@ -57,7 +65,7 @@ void main()
         sum += w;
     }
     vec4 value = (sum > 0.0 ? acc / sum : vec4(0.0)) + (saw_nan ? 0.0 / 0.0 : 0.0);
-    uint out_row = pc.ctx_offset + (b * pc.L + i) * pc.ctx_stride + h * DV * VEC;
+    uint out_row = pc.ctx_offset + (out_first + i) * pc.ctx_stride + h * DV * VEC;
     if (VEC == 4) ctx4[out_row / 4 + t] = VKA_TO_OUT_VEC4(value);
     else ctx[out_row + t] = VKA_TO_OUT(value.x);
     if (t == 0 && pc.has_lse != 0) lse[bh * pc.L + i] = saw_nan ? 0.0 / 0.0 : top == neg_inf ? neg_inf : top + log(sum);

@@ -2,7 +2,7 @@
 /*
  * rope.comp — rotary position embedding, in place on the projected Q or K (head-major rows of D
  * elements). Pair p < pairs of a row holds dims (p, p + pairs) (NeoX) or (2p, 2p + 1) (GPT-J);
- * the row of token r is at position pos_offset + r and its pair is rotated by
+ * the row of token r is at position pos_offset + r (or meta[pos_offset + r] with POSITIONS) and its pair is rotated by
  * angle = float(pos) * inv_freq[p] (fp32, the host's table): (x1, x2) -> (x1 c - x2 s, x2 c + x1 s).
  * GLSL only bounds sin/cos errors on [-pi, pi], so the angle is first reduced to that range
  * (Cody-Waite, 2pi in three parts; see reduce()).
@@ -18,8 +18,10 @@
 #include "abi.h"
 
 layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
+layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
 
 layout(binding = VKA_ROPE_FREQ) uniform samplerBuffer Freq;
+layout(std430, binding = VKA_ROPE_META) readonly buffer Meta_ { uint meta[]; };
 const uint VEC = 1; /* attention_common.glsl's texel width; only its VKA_OUT_TYPE is used here */
 #include "attention_common.glsl"
 layout(std430, binding = VKA_ROPE_X) buffer X_ { VKA_OUT_TYPE x[]; };
@@ -56,7 +58,8 @@ void main()
     uint i1 = base + (pc.gptj != 0u ? 2u * p : p);
     uint i2 = base + (pc.gptj != 0u ? 2u * p + 1u : p + pc.pairs);
 
-    precise float angle = float(pc.pos_offset + r) * texelFetch(Freq, int(p)).x;
+    uint position = (FLAGS & VKA_ROPE_POSITIONS) != 0 ? meta[pc.pos_offset + r] : pc.pos_offset + r;
+    precise float angle = float(position) * texelFetch(Freq, int(p)).x;
     float a = reduce(angle);
     float c = cos(a), s = sin(a);
     float x1 = float(x[i1]), x2 = float(x[i2]);

@@ -46,6 +46,20 @@ typedef enum vka_attn_mask_mode {
     VKA_ATTN_MASK_FLOAT = 2
 } vka_attn_mask_mode;
 
+/* A forward through a paged KV cache (vkattn_forward_cached): `seqs` sequences whose new tokens,
+ * T in all, are the problem's L = S = T query rows (B = 1, self-attention); the keys come from the
+ * cache's pools, through a `meta` buffer laid out as shaders/abi.h says. seqs = 0: no cache. */
+typedef struct vka_cache_problem {
+    uint32_t seqs;
+    uint32_t max_new;       /* the most new tokens of one sequence */
+    uint32_t max_len;       /* the longest sequence, its new tokens included */
+    uint32_t block_size, num_blocks;
+    vkattn_dtype dtype;     /* of the pools */
+    uint32_t positions_at;  /* meta index of the T positions, then the T slots */
+    uint32_t meta_words;
+    uint32_t splits;        /* vkattn_cached_forward_desc.kv_splits */
+} vka_cache_problem;
+
 typedef struct vka_problem {
     vka_layer_config cfg;
     uint32_t B, L, S;
@@ -62,6 +76,7 @@ typedef struct vka_problem {
     uint32_t rope_offset;   /* added to every query and key position (RoPE only) */
     /* element types of the caller's tensors (F32 for host forwards) */
     vkattn_dtype query_dtype, key_dtype, value_dtype, output_dtype;
+    vka_cache_problem cache;
 } vka_problem;
 
 /* Checks a layer description (no weights); fills `out`. */

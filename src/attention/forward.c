@@ -193,9 +193,7 @@ vkattn_status vkattn_forward_record(vkattn_layer *layer, const vkattn_forward_de
     VKA_GUARDED(layer->ctx, forward_record(layer, d, cmd));
 }
 
-/* The layer's device tensor for one argument of host forwards, re-created only when its dtype or
- * shape changes. */
-static vkattn_status host_tensor(vkattn_layer *layer, vka_arg arg, const vka_arg_value *v, vkattn_tensor **out)
+vkattn_status vka_layer_host_tensor(vkattn_layer *layer, vka_arg arg, const vka_arg_value *v, vkattn_tensor **out)
 {
     vkattn_tensor *t = layer->host_io[arg];
     int same = t && t->dtype == v->dtype && t->rank == v->rank && !memcmp(t->dims, v->dims, v->rank * sizeof *v->dims);
@@ -238,7 +236,7 @@ static vkattn_status forward_host(vkattn_layer *layer, const vkattn_host_forward
         if (j < i) {
             t[i] = t[j];
         } else {
-            VKA_TRY(host_tensor(layer, (vka_arg)i, v, &t[i]));
+            VKA_TRY(vka_layer_host_tensor(layer, (vka_arg)i, v, &t[i]));
             if (!output) VKA_TRY(vka_tensor_write(t[i], 0, v->host, t[i]->bytes));
         }
         dev.v[i].tensor = t[i];

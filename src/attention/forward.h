@@ -15,4 +15,8 @@ vkattn_status vka_forward_check(vkattn_layer *layer, const vkattn_forward_desc *
 vkattn_status vka_forward_record(vkattn_layer *layer, const vka_args *a, const vka_problem *p, VkCommandBuffer cmd,
                                  vkattn_forward_stats *stats);
 
+/* The layer's device tensor for one argument of host forwards (layer->host_io), re-created only
+ * when its dtype or shape (v's) changes. */
+vkattn_status vka_layer_host_tensor(vkattn_layer *layer, vka_arg arg, const vka_arg_value *v, vkattn_tensor **out);
+
 #endif

@@ -22,6 +22,9 @@ const char *vka_role_name(vka_role role)
         [VKA_ROLE_OUTPUT] = "output",
         [VKA_ROLE_WEIGHTS] = "weights",
         [VKA_ROLE_LSE] = "lse",
+        [VKA_ROLE_CACHE_K] = "cache_k",
+        [VKA_ROLE_CACHE_V] = "cache_v",
+        [VKA_ROLE_CACHE_META] = "cache_meta",
         [VKA_ROLE_W_IN] = "w_in",
         [VKA_ROLE_W_K] = "w_k",
         [VKA_ROLE_W_V] = "w_v",
@@ -122,7 +125,10 @@ uint64_t vka_step_loop_trips(const vka_step *s)
     }
     case VKA_KERNEL_MERGE: return 2 * vka_loop(s->push.merge.splits);
     case VKA_KERNEL_AVERAGE_HEADS: return vka_loop(s->push.average.H);
-    case VKA_KERNEL_ROPE: return 0; /* no loops */
+    case VKA_KERNEL_PAGED: /* attn_fused's loops without the carried state's load */
+        return fused_trips(s->spec[VKA_SPEC_DV], s->spec[VKA_SPEC_TILE_B], s->push.paged.split_len, 0);
+    case VKA_KERNEL_ROPE:
+    case VKA_KERNEL_APPEND: return 0; /* no loops */
     default: return 0; /* the peak microkernels are not planned */
     }
 }
@@ -272,6 +278,8 @@ static void assign_dtypes(const vka_problem *p, vka_plan *plan)
     plan->role_dtype[VKA_ROLE_VALID_LENS] = VKATTN_DTYPE_I32;
     plan->role_dtype[VKA_ROLE_ATTN_MASK] =
         p->attn_mask == VKA_ATTN_MASK_BOOL ? VKATTN_DTYPE_BOOL : VKATTN_DTYPE_F32;
+    plan->role_dtype[VKA_ROLE_CACHE_K] = plan->role_dtype[VKA_ROLE_CACHE_V] = p->cache.dtype;
+    plan->role_dtype[VKA_ROLE_CACHE_META] = VKATTN_DTYPE_I32;
     const vka_role stored[] = {VKA_ROLE_W_IN,    VKA_ROLE_W_K,    VKA_ROLE_W_V,   VKA_ROLE_W_OUT,
                                VKA_ROLE_EXTRA_K, VKA_ROLE_EXTRA_V, VKA_ROLE_QKV,  VKA_ROLE_K_PROJ,
                                VKA_ROLE_V_PROJ,  VKA_ROLE_CTX};
@@ -301,6 +309,9 @@ static void assign_sizes(const vka_problem *p, vka_plan *plan)
     elems[VKA_ROLE_B_OUT] = c->bias ? c->E : 0;
     elems[VKA_ROLE_EXTRA_K] = elems[VKA_ROLE_EXTRA_V] = (uint64_t)c->extra_keys * Ik;
     elems[VKA_ROLE_ROPE_FREQ] = c->rope_dim / 2;
+    elems[VKA_ROLE_CACHE_K] = elems[VKA_ROLE_CACHE_V] =
+        (uint64_t)p->cache.num_blocks * p->cache.block_size * c->H_kv * c->D;
+    elems[VKA_ROLE_CACHE_META] = p->cache.meta_words;
     for (int r = 0; r < VKA_ROLE_COUNT; r++) plan->role_bytes[r] = elems[r] * vkattn_dtype_size(plan->role_dtype[r]);
 }
 
@@ -310,7 +321,7 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
     plan->step_count = 0;
     plan->copy_count = 0;
     plan->chunks = 0;
-    plan->key_parts = plan->key_chunks = 0;
+    plan->key_parts = plan->key_chunks = plan->query_groups = 0;
     plan->qkv_one_matmul = 0;
     memset(plan->workspace_bytes, 0, sizeof plan->workspace_bytes);
     assign_dtypes(p, plan);
@@ -331,7 +342,10 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
     VKA_TRY(vka_reserve_workspace(&b, VKA_ROLE_CTX, (uint64_t)p->B * p->L * p->cfg.inner));
     VKA_TRY(vka_plan_input_projections(&b, &l));
     VKA_TRY(vka_plan_rope(&b, &l));
-    if (plan->path == VKATTN_PATH_FUSED) VKA_TRY(vka_plan_fused(&b, &l));
+    if (p->cache.seqs) {
+        VKA_TRY(vka_plan_kv_append(&b, &l));
+        VKA_TRY(vka_plan_paged(&b, &l));
+    } else if (plan->path == VKATTN_PATH_FUSED) VKA_TRY(vka_plan_fused(&b, &l));
     else VKA_TRY(vka_plan_unfused(&b, &l));
     VKA_TRY(vka_plan_output_projection(&b));
     return VKATTN_OK;

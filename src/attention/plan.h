@@ -44,6 +44,10 @@ typedef enum vka_role {
     VKA_ROLE_OUTPUT,
     VKA_ROLE_WEIGHTS,
     VKA_ROLE_LSE,
+    /* a cached forward's KV cache: its pools (the cache's dtype) and the forward's sequence table */
+    VKA_ROLE_CACHE_K,
+    VKA_ROLE_CACHE_V,
+    VKA_ROLE_CACHE_META, /* uint32 words, see "The paged KV cache" in abi.h */
     /* layer weights (storage dtype; biases fp32) */
     VKA_ROLE_W_IN,    /* (I + 2 I_kv, E) when packed, else W_Q (I, E) (I_kv = inner_kv) */
     VKA_ROLE_W_K,     /* (I_kv, kdim), only when not packed */
@@ -108,6 +112,8 @@ typedef struct vka_step {
         vka_merge_push merge;
         vka_average_push average;
         vka_rope_push rope;
+        vka_paged_push paged;
+        vka_append_push append;
     } push;
     uint32_t groups[3];
     uint32_t copy_first, copy_count;
@@ -146,6 +152,7 @@ typedef struct vka_plan {
     uint32_t chunks;                          /* score-row chunks (unfused) */
     uint32_t key_parts;                       /* fused: key parts run side by side (1 = unsplit) */
     uint32_t key_chunks;                      /* fused: chunks each part is visited in, in turn */
+    uint32_t query_groups;                    /* paged: dispatches the new tokens are cut into */
     int qkv_one_matmul;                            /* one matmul makes Q, K and V */
 } vka_plan;
 

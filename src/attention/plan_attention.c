@@ -22,8 +22,7 @@ static uint32_t mask_flags(const vka_problem *p)
     return f;
 }
 
-/* Texel width of the attention kernels' Q/K/V reads: whole vec4s when the head dim allows. */
-static uint32_t attention_vec(const vka_problem *p) { return p->cfg.D % 4 == 0 ? 4 : 1; }
+uint32_t vka_attention_vec(const vka_problem *p) { return p->cfg.D % 4 == 0 ? 4 : 1; }
 
 /* The mask bindings every attention kernel takes, whole (they are small next to the scores). */
 static vkattn_status bind_masks(vka_builder *b, vka_bind *kpm, vka_bind *lens, vka_bind *mask)
@@ -85,7 +84,7 @@ static vkattn_status bind_group(vka_builder *b, const vka_qkv_layout *l, const g
                                 group_binds *out)
 {
     const vka_problem *p = b->p;
-    const uint32_t H = p->cfg.H_active, vec = attention_vec(p);
+    const uint32_t H = p->cfg.H_active, vec = vka_attention_vec(p);
     const uint64_t D = p->cfg.D, I = p->cfg.inner;
     const uint64_t b0 = g->bh_begin / H, h0 = g->bh_begin % H;
     const uint64_t b1 = (g->bh_begin + g->bh_count - 1) / H, h1 = (g->bh_begin + g->bh_count - 1) % H;
@@ -164,7 +163,7 @@ static vkattn_status choose_grouping(vka_builder *b, const vka_qkv_layout *l, ui
 
 /* The most keys one fused invocation may visit: whole blocks within the budget, counting a
  * carried state's load and one block for the boundary between real and extra keys. */
-static vkattn_status fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, uint64_t *out)
+vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, uint64_t *out)
 {
     *out = UINT32_MAX / 2 / tile_k * tile_k;
     if (b->budget == UINT64_MAX) return VKATTN_OK;
@@ -183,7 +182,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
 {
     const vka_problem *p = b->p;
     const vka_tuning *pr = b->tuning;
-    const uint32_t vec = attention_vec(p), D = p->cfg.D, DV = D / vec;
+    const uint32_t vec = vka_attention_vec(p), D = p->cfg.D, DV = D / vec;
     const uint32_t tile_q = vka_tuning_fused_tile_q(pr, D), tile_k = pr->fused_tile_k;
     const int f16_out = b->plan->role_dtype[VKA_ROLE_CTX] == VKATTN_DTYPE_F16;
     vkattn_status status;
@@ -191,7 +190,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     /* Keys: parts side by side (as many as the state budget holds for one query tile), each
      * visited in chunks in turn when it is longer than one invocation may visit. */
     uint64_t max_keys;
-    VKA_TRY(fused_max_keys(b, DV, tile_k, &max_keys));
+    VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
     uint64_t parts = 1, part_len = p->S_ext, chunks = 1, chunk_len = p->S_ext, max_rows = 0;
     uint64_t state_budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
                                                                      : b->limits->max_storage_buffer_range,
@@ -242,6 +241,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     merge.bind[VKA_MERGE_STATE_O] = s.bind[VKA_FUSED_STATE_O];
     merge.bind[VKA_MERGE_STATE_LSE] = s.bind[VKA_FUSED_STATE_LSE];
     merge.bind[VKA_MERGE_LSE_OUT] = s.bind[VKA_FUSED_LSE_OUT];
+    VKA_TRY(vka_bind_whole(b, &merge.bind[VKA_MERGE_META], VKA_ROLE_NONE, VKA_VIEW_BUFFER));
 
     /* Per group (their states share the workspace): the key chunks in turn, each over every part
      * side by side; then the parts' merge. */
@@ -344,7 +344,7 @@ static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role
     const vka_problem *p = b->p;
     const vka_layer_config *c = &p->cfg;
     const vka_tuning *pr = b->tuning;
-    const uint32_t vec = attention_vec(p), DV = c->D / vec;
+    const uint32_t vec = vka_attention_vec(p), DV = c->D / vec;
     vkattn_status status;
     group_binds gb;
     VKA_TRY(bind_group(b, l, g, pv_ranges > 1 ? VKA_ROLE_CTX_ACC : VKA_ROLE_NONE, &gb));
@@ -451,7 +451,7 @@ vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l)
     const uint64_t row = p->S_ext; /* floats per score row */
     vkattn_status status;
 
-    if (vka_loop(p->cfg.D / attention_vec(p)) > b->budget)
+    if (vka_loop(p->cfg.D / vka_attention_vec(p)) > b->budget)
         return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                              "head dim %u needs more loop trips than this device's loop budget (%llu)", p->cfg.D,
                              (unsigned long long)b->budget);

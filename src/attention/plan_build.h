@@ -68,5 +68,14 @@ vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l);
  * softmax, averaged weights, P·V key ranges). */
 vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l);
 vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l);
+/* The most keys one attn_fused or attn_paged invocation may visit within the loop budget. */
+vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, uint64_t *out);
+/* Texel width of the attention kernels' Q/K/V reads: whole vec4s when the head dim allows. */
+uint32_t vka_attention_vec(const vka_problem *p);
+
+/* plan_cache.c: a cached forward's append of the new K/V rows to the pools, and its attention over
+ * the paged cache (key parts side by side, merged). */
+vkattn_status vka_plan_kv_append(vka_builder *b, const vka_qkv_layout *l);
+vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l);
 
 #endif

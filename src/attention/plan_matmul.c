@@ -239,7 +239,8 @@ vkattn_status vka_plan_output_projection(vka_builder *b)
  * cutting it. The barrier waits for the projection (and, for K after Q in one buffer, orders the
  * two writes to the same binding). */
 static vkattn_status add_rope(vka_builder *b, vka_role role, uint64_t offset, uint64_t batch_stride,
-                              uint64_t head_stride, uint64_t heads, uint64_t rows, uint32_t first_position)
+                              uint64_t head_stride, uint64_t heads, uint64_t rows, uint32_t first_position,
+                              int positions_in_meta)
 {
     const vka_problem *p = b->p;
     const uint32_t pairs = p->cfg.rope_dim / 2;
@@ -250,6 +251,9 @@ static vkattn_status add_rope(vka_builder *b, vka_role role, uint64_t offset, ui
     s.spec[VKA_SPEC_WG_SIZE] = 64;
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_X], role, VKA_VIEW_BUFFER));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_FREQ], VKA_ROLE_ROPE_FREQ, VKA_VIEW_SCALAR));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_META], positions_in_meta ? VKA_ROLE_CACHE_META : VKA_ROLE_NONE,
+                           VKA_VIEW_BUFFER));
+    s.spec[VKA_SPEC_FLAGS] = positions_in_meta ? VKA_ROPE_POSITIONS : 0;
     uint64_t count = (uint64_t)p->B * heads * rows * pairs;
     s.push.rope = (vka_rope_push){
         .offset = (uint32_t)offset, .batch_stride = (uint32_t)batch_stride, .head_stride = (uint32_t)head_stride,
@@ -267,12 +271,15 @@ vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l)
     const uint64_t D = p->cfg.D;
     vkattn_status status;
     if (p->cfg.rope_dim == 0) return VKATTN_OK;
+    if (p->cache.seqs) /* Q heads then K heads of one (1, H + 2 H_kv, T, D) buffer, the positions in meta */
+        return add_rope(b, l->q, l->q_offset, 0, l->q_head, (p->cfg.inner + p->cfg.inner_kv) / D, p->L,
+                        p->cache.positions_at, 1);
     /* Q (B, H', L, D) and K (B, H_kv', S, D): S' = S, RoPE takes no extra keys. Positions are
      * aligned at the end (vka_rope_first_positions). */
     uint32_t q_first, k_first;
     vka_rope_first_positions(p, &q_first, &k_first);
-    VKA_TRY(add_rope(b, l->q, l->q_offset, l->q_batch, l->q_head, p->cfg.inner / D, p->L, q_first));
-    VKA_TRY(add_rope(b, l->k, l->k_offset, l->kv_batch, l->kv_head, p->cfg.inner_kv / D, p->S, k_first));
+    VKA_TRY(add_rope(b, l->q, l->q_offset, l->q_batch, l->q_head, p->cfg.inner / D, p->L, q_first, 0));
+    VKA_TRY(add_rope(b, l->k, l->k_offset, l->kv_batch, l->kv_head, p->cfg.inner_kv / D, p->S, k_first, 0));
 fail:
     return status;
 }

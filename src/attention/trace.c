@@ -88,6 +88,19 @@ static void put_step_shape(text *t, const vka_step *s)
             c->gptj ? "gptj" : "neox", c->pairs, c->rows, c->heads, c->pos_offset, c->pos_offset + c->rows - 1);
         break;
     }
+    case VKA_KERNEL_PAGED: {
+        const vka_paged_push *c = &s->push.paged;
+        put(t, "%u sequences x %u heads (%u per K/V head) x new tokens %u..%u over the paged cache, keys: %u part%s "
+            "of %u%s", c->seqs, c->H, c->kv_group, c->i_begin, c->i_begin + c->i_count - 1, c->splits,
+            c->splits > 1 ? "s" : "", c->split_len, (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
+        break;
+    }
+    case VKA_KERNEL_APPEND: {
+        const vka_append_push *c = &s->push.append;
+        put(t, "append %u tokens x %u K/V heads to the cache's blocks of %u", c->count / c->D / c->H_kv, c->H_kv,
+            c->block_size);
+        break;
+    }
     default: break;
     }
 }

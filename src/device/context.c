@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention/kv_cache.h"
 #include "attention/layer.h"
 #include "attention/submission.h"
 #include "device/physical.h"
@@ -286,6 +287,7 @@ static vkattn_context *context_alloc(const vka_faults *faults)
     vka_list_init(&ctx->layers);
     vka_list_init(&ctx->tensors);
     vka_list_init(&ctx->submissions);
+    vka_list_init(&ctx->caches);
     return ctx;
 }
 
@@ -486,7 +488,7 @@ vkattn_status vkattn_device_requirements_get(PFN_vkGetInstanceProcAddr entry, Vk
 }
 
 /* Destroys the objects still made from the context: submissions first (each waits for its work),
- * then layers (with their own tensors), then the remaining tensors. */
+ * then layers (with their own tensors), then the remaining tensors, then the KV caches. */
 static void destroy_children(vkattn_context *ctx)
 {
     if (!ctx->layers.next) return; /* a context that failed before its lists existed */
@@ -495,6 +497,8 @@ static void destroy_children(vkattn_context *ctx)
     while (!vka_list_empty(&ctx->layers)) vkattn_layer_destroy(VKA_CONTAINER_OF(ctx->layers.next, vkattn_layer, link));
     while (!vka_list_empty(&ctx->tensors))
         vkattn_tensor_destroy(VKA_CONTAINER_OF(ctx->tensors.next, vkattn_tensor, link));
+    while (!vka_list_empty(&ctx->caches))
+        vkattn_kv_cache_destroy(VKA_CONTAINER_OF(ctx->caches.next, vkattn_kv_cache, link));
 }
 
 void vkattn_context_destroy(vkattn_context *ctx)

@@ -26,7 +26,7 @@ struct vkattn_context {
     atomic_int busy;            /* a call is inside (vka_enter): the threading rule, checked */
     /* The objects made from this context and not yet destroyed (their `link` members), so that
      * destroying the context destroys them too. */
-    vka_link layers, tensors, submissions;
+    vka_link layers, tensors, submissions, caches;
 };
 
 /* One call at a time per context: entry fails (VKATTN_ERROR_BUSY, no message: the message slot

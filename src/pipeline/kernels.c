@@ -18,6 +18,8 @@ _Static_assert(sizeof(vka_merge_push) == 10 * 4, "vka_merge_push has padding");
 _Static_assert(sizeof(vka_average_push) == 11 * 4, "vka_average_push has padding");
 _Static_assert(sizeof(vka_peak_push) == 4 * 4, "vka_peak_push has padding");
 _Static_assert(sizeof(vka_rope_push) == 10 * 4, "vka_rope_push has padding");
+_Static_assert(sizeof(vka_paged_push) == 16 * 4, "vka_paged_push has padding");
+_Static_assert(sizeof(vka_append_push) == 9 * 4, "vka_append_push has padding");
 _Static_assert(sizeof(vka_fused_push) <= 128 && sizeof(vka_pv_push) <= 128 && sizeof(vka_scores_push) <= 128,
                "push constants over 128 bytes");
 /* GLSL lays the same struct out by std430: each member where its C twin is, i.e. 4 bytes apart. */
@@ -40,6 +42,9 @@ VKA_PUSH_AT(vka_average_push, inv_heads, 9);
 VKA_PUSH_AT(vka_peak_push, addend, 3);
 VKA_PUSH_AT(vka_rope_push, pos_offset, 7);
 VKA_PUSH_AT(vka_rope_push, count, 9);
+VKA_PUSH_AT(vka_paged_push, scale, 12);
+VKA_PUSH_AT(vka_paged_push, tiles, 15);
+VKA_PUSH_AT(vka_append_push, count, 8);
 _Static_assert(VKA_FUSED_BINDINGS <= VKA_MAX_BINDINGS, "a kernel has more bindings than VKA_MAX_BINDINGS");
 
 /* The GLSL name at each slot (the variable's, or its block's when the variable is anonymous). */
@@ -58,10 +63,16 @@ static const char *const fused_slots[VKA_FUSED_BINDINGS] = {
     [VKA_FUSED_LSE_OUT] = "Lse_", [VKA_FUSED_STATE_O] = "StateO_", [VKA_FUSED_STATE_LSE] = "StateLse_"};
 static const char *const merge_slots[VKA_MERGE_BINDINGS] = {
     [VKA_MERGE_STATE_O] = "StateO_", [VKA_MERGE_STATE_LSE] = "StateLse_", [VKA_MERGE_CTX] = "Ctx_",
-    [VKA_MERGE_LSE_OUT] = "Lse_"};
+    [VKA_MERGE_LSE_OUT] = "Lse_", [VKA_MERGE_META] = "Meta_"};
 static const char *const average_slots[VKA_AVERAGE_BINDINGS] = {[VKA_AVERAGE_P] = "P_", [VKA_AVERAGE_W] = "W_"};
 static const char *const peak_fma_slots[1] = {[VKA_PEAK_OUT] = "Out_"};
-static const char *const rope_slots[VKA_ROPE_BINDINGS] = {[VKA_ROPE_X] = "X_", [VKA_ROPE_FREQ] = "Freq"};
+static const char *const rope_slots[VKA_ROPE_BINDINGS] = {[VKA_ROPE_X] = "X_", [VKA_ROPE_FREQ] = "Freq",
+                                                          [VKA_ROPE_META] = "Meta_"};
+static const char *const paged_slots[VKA_PAGED_BINDINGS] = {
+    [VKA_PAGED_Q] = "Q", [VKA_PAGED_K] = "K", [VKA_PAGED_V] = "V", [VKA_PAGED_CTX] = "Ctx_",
+    [VKA_PAGED_META] = "Meta_", [VKA_PAGED_STATE_O] = "StateO_", [VKA_PAGED_STATE_LSE] = "StateLse_"};
+static const char *const append_slots[VKA_APPEND_BINDINGS] = {
+    [VKA_APPEND_SRC] = "Src", [VKA_APPEND_META] = "Meta_", [VKA_APPEND_K] = "KPool_", [VKA_APPEND_V] = "VPool_"};
 static const char *const peak_copy_slots[2] = {[VKA_PEAK_SRC] = "Src_", [VKA_PEAK_DST] = "Dst_"};
 
 static const vka_kernel_info kernels[VKA_KERNEL_COUNT] = {
@@ -77,6 +88,9 @@ static const vka_kernel_info kernels[VKA_KERNEL_COUNT] = {
     [VKA_KERNEL_PEAK_FMA_F16] = {"peak_fma_f16", NULL, sizeof(vka_peak_push), 1, peak_fma_slots},
     [VKA_KERNEL_PEAK_COPY] = {"peak_copy", NULL, sizeof(vka_peak_push), 2, peak_copy_slots},
     [VKA_KERNEL_ROPE] = {"rope", "rope_f16", sizeof(vka_rope_push), VKA_ROPE_BINDINGS, rope_slots},
+    [VKA_KERNEL_PAGED] = {"attn_paged", "attn_paged_f16_out", sizeof(vka_paged_push), VKA_PAGED_BINDINGS, paged_slots},
+    /* "f16 out" here is the cache's dtype: the build that writes fp16 pools */
+    [VKA_KERNEL_APPEND] = {"kv_append", "kv_append_f16", sizeof(vka_append_push), VKA_APPEND_BINDINGS, append_slots},
 };
 
 const vka_kernel_info *vka_kernel_get(vka_kernel kernel)

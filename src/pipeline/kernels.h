@@ -17,6 +17,8 @@ typedef enum vka_kernel {
     VKA_KERNEL_PEAK_FMA_F16,
     VKA_KERNEL_PEAK_COPY,
     VKA_KERNEL_ROPE,
+    VKA_KERNEL_PAGED,
+    VKA_KERNEL_APPEND,
     VKA_KERNEL_COUNT
 } vka_kernel;
 

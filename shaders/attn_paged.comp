@@ -1,0 +1,104 @@
+#version 450
+/*
+ * attn_paged.comp — flash attention of a batch's new tokens over their sequences' paged KV cache:
+ * continuous batching (each sequence its own count of new tokens and its own length), prefill and
+ * decode in one kernel. Which rows and keys, and the addressing through the block tables: see
+ * vka_paged_push in abi.h. The online softmax and the stores are attn_fused's
+ * (attention_common.glsl); what differs is where rows and keys come from.
+ *
+ * An invocation's TILE_A rows are (query, head) pairs of one K/V head's group, so for decoding
+ * (one query per sequence) the group's heads share each K/V row fetched: grouped-query attention
+ * reads the cache once per K/V head, not once per query head. Keys past a row's position are
+ * masked (bottom-right causal), keys past every row's position are never visited, and a visited
+ * key's slot is always one the sequence wrote: stale data in free or unused slots is never read.
+ *
+ * Grid: splits * seqs * H_kv * tiles invocations, WG_SIZE per workgroup.
+ * Bindings: VKA_PAGED_* (abi.h).
+ * Loop trips per invocation (the plan's model, src/attention/plan.c): the key-block loop, blocks + 1;
+ * per block three loops over the DV texels of a head row (Q·K^T, rescale, P·V), DV + 1 each;
+ * once each, a DV loop to clear the output and one to store. Tile loops are unrolled.
+ */
+#ifdef OUT_F16
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+#extension GL_GOOGLE_include_directive : require
+#include "abi.h"
+
+layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
+layout(constant_id = VKA_SPEC_TILE_A) const uint TILE_A = 8;
+layout(constant_id = VKA_SPEC_TILE_B) const uint TILE_B = 16;
+layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
+layout(constant_id = VKA_SPEC_DV) const uint DV = 16;
+layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
+
+layout(binding = VKA_PAGED_Q) uniform samplerBuffer Q;
+layout(binding = VKA_PAGED_K) uniform samplerBuffer K;
+layout(binding = VKA_PAGED_V) uniform samplerBuffer V;
+layout(std430, binding = VKA_PAGED_META) readonly buffer Meta_ { uint meta[]; };
+layout(std430, binding = VKA_PAGED_STATE_O) writeonly buffer StateO_ { float state_o[]; };
+layout(std430, binding = VKA_PAGED_STATE_O) writeonly buffer StateO4_ { vec4 state_o4[]; };
+layout(std430, binding = VKA_PAGED_STATE_LSE) writeonly buffer StateLse_ { float state_lse[]; };
+layout(push_constant) uniform Push { vka_paged_push pc; };
+#include "attention_common.glsl"
+layout(std430, binding = VKA_PAGED_CTX) writeonly buffer Ctx_ { VKA_OUT_TYPE ctx[]; };
+layout(std430, binding = VKA_PAGED_CTX) writeonly buffer Ctx4_ { VKA_OUT_VEC4 ctx4[]; };
+
+void main()
+{
+    uint id = vka_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    uint H_kv = pc.H / pc.kv_group;
+    uint per_split = pc.seqs * H_kv * pc.tiles;
+    uint split = id / per_split;
+    if (split >= pc.splits) return;
+    uint tile = id % pc.tiles, kvh = id / pc.tiles % H_kv, b = id % per_split / (pc.tiles * H_kv);
+    uint q_start = meta[b * VKA_SEQ_WORDS + VKA_SEQ_Q_START], n_new = meta[b * VKA_SEQ_WORDS + VKA_SEQ_NEW];
+    uint len = meta[b * VKA_SEQ_WORDS + VKA_SEQ_LEN], table = meta[b * VKA_SEQ_WORDS + VKA_SEQ_TABLE];
+    uint i_end = min(pc.i_begin + pc.i_count, n_new);
+    uint rows = i_end > pc.i_begin ? (i_end - pc.i_begin) * pc.kv_group : 0, r0 = tile * TILE_A;
+    if (r0 >= rows) return; /* a sequence with fewer new tokens than the longest */
+    const float neg_inf = -1.0 / 0.0;
+
+    /* Rows past `rows` repeat the last one (loads stay in bounds) and are not stored. */
+    float m[TILE_A], l[TILE_A];
+    bool saw_nan[TILE_A], valid[TILE_A];
+    vec4 o[TILE_A][DV];
+    uint qrow[TILE_A], limit[TILE_A], state[TILE_A], out_row[TILE_A];
+    uint real_end = 0;
+    [[unroll]] for (uint r = 0; r < TILE_A; r++) {
+        uint rr = min(r0 + r, rows - 1), i = pc.i_begin + rr / pc.kv_group, h = kvh * pc.kv_group + rr % pc.kv_group;
+        m[r] = neg_inf;
+        l[r] = 0.0;
+        saw_nan[r] = false;
+        valid[r] = r0 + r < rows;
+        qrow[r] = h * pc.q_head + (q_start + i) * pc.q_row;
+        limit[r] = len - n_new + i + 1; /* its own position, and every key before it */
+        real_end = max(real_end, limit[r]);
+        state[r] = ((split * pc.seqs + b) * pc.H + h) * pc.i_count + (i - pc.i_begin);
+        out_row[r] = (q_start + i) * pc.ctx_stride + h * DV * VEC;
+    }
+    for (uint d = 0; d < DV; d++)
+        [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][d] = vec4(0.0);
+
+    uint k_lo = split * pc.split_len, k_hi = min(k_lo + pc.split_len, real_end);
+    uint blocks = k_hi > k_lo ? (k_hi - k_lo + TILE_B - 1) / TILE_B : 0;
+    for (uint n = 0; n < blocks; n++) {
+        uint j0 = k_lo + n * TILE_B;
+        uint krow[TILE_B];
+        [[unroll]] for (uint c = 0; c < TILE_B; c++) {
+            uint j = min(j0 + c, k_hi - 1);
+            uint block = meta[table + j / pc.block_size];
+            krow[c] = block * pc.block_stride + kvh * pc.kv_head + (j % pc.block_size) * pc.kv_row;
+        }
+        float s[TILE_A][TILE_B];
+        VKA_QK_TILE(s, qrow, krow);
+        [[unroll]] for (uint r = 0; r < TILE_A; r++)
+            [[unroll]] for (uint c = 0; c < TILE_B; c++)
+                s[r][c] = j0 + c < k_hi && j0 + c < limit[r] ? s[r][c] * pc.scale : neg_inf;
+        VKA_ONLINE_SOFTMAX_BLOCK(s, m, l, o, saw_nan, krow); /* V rows sit where K rows do */
+    }
+
+    const bool store_state = (FLAGS & VKA_FUSED_STORE) != 0;
+    [[unroll]] for (uint r = 0; r < TILE_A; r++)
+        if (valid[r] && store_state) state_lse[state[r]] = saw_nan[r] ? 0.0 / 0.0 : l[r] > 0.0 ? m[r] + log(l[r]) : neg_inf;
+    VKA_STORE_ROWS(o, l, saw_nan, valid, state, out_row, store_state);
+}

@@ -1,0 +1,37 @@
+#version 450
+/*
+ * kv_append.comp — appends the new tokens' K and V rows to the paged KV cache: each element from
+ * the projected (and, for K, rotated) heads of the qkv workspace to the token's slot in the K and
+ * V pools, converted to the cache's dtype. Layouts: vka_append_push and the paged cache in abi.h.
+ *
+ * Grid: one invocation per (token, K/V head, element), WG_SIZE per workgroup.
+ * Bindings: VKA_APPEND_* (abi.h); the pools are written in fp16 by the OUT_F16 build.
+ * Loop trips per invocation: none (no loops).
+ */
+#ifdef OUT_F16
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+#extension GL_GOOGLE_include_directive : require
+#include "abi.h"
+
+layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
+
+layout(binding = VKA_APPEND_SRC) uniform samplerBuffer Src;
+layout(std430, binding = VKA_APPEND_META) readonly buffer Meta_ { uint meta[]; };
+layout(push_constant) uniform Push { vka_append_push pc; };
+const uint VEC = 1; /* attention_common.glsl's texel width; only its VKA_OUT_TYPE is used here */
+#include "attention_common.glsl"
+layout(std430, binding = VKA_APPEND_K) writeonly buffer KPool_ { VKA_OUT_TYPE k_pool[]; };
+layout(std430, binding = VKA_APPEND_V) writeonly buffer VPool_ { VKA_OUT_TYPE v_pool[]; };
+
+void main()
+{
+    uint index = vka_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    if (index >= pc.count) return;
+    uint e = index % pc.D, k = index / pc.D % pc.H_kv, t = index / pc.D / pc.H_kv;
+    uint slot = meta[pc.slot_offset + t];
+    uint dst = ((slot / pc.block_size * pc.H_kv + k) * pc.block_size + slot % pc.block_size) * pc.D + e;
+    uint src = k * pc.head_stride + t * pc.row_stride + e;
+    k_pool[dst] = VKA_TO_OUT(texelFetch(Src, int(pc.k_offset + src)).x);
+    v_pool[dst] = VKA_TO_OUT(texelFetch(Src, int(pc.v_offset + src)).x);
+}

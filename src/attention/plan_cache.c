@@ -1,0 +1,148 @@
+/* A cached forward's own steps: appending the new tokens' K and V rows to the paged cache, and
+ * attention of the new tokens over their sequences' cached keys (attn_paged), split into key
+ * parts side by side (split-KV) where the loop budget needs it or the batch alone cannot fill the
+ * device, merged by log-sum-exp (attn_merge, RAGGED). The projections, RoPE and the output
+ * projection are the plain forward's, over the T new tokens as one batch item. */
+#include "attention/plan_build.h"
+
+#include <math.h>
+
+#include "common/error.h"
+
+vkattn_status vka_plan_kv_append(vka_builder *b, const vka_qkv_layout *l)
+{
+    const vka_problem *p = b->p;
+    const vka_layer_config *c = &p->cfg;
+    const uint32_t T = p->L;
+    vkattn_status status;
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_QKV_PROJECTION, .kernel = VKA_KERNEL_APPEND,
+                  .f16_out = p->cache.dtype == VKATTN_DTYPE_F16, .barrier_before = 1,
+                  .binding_count = VKA_APPEND_BINDINGS};
+    s.spec[VKA_SPEC_WG_SIZE] = 64;
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_SRC], l->k, VKA_VIEW_SCALAR));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_META], VKA_ROLE_CACHE_META, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_K], VKA_ROLE_CACHE_K, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_V], VKA_ROLE_CACHE_V, VKA_VIEW_BUFFER));
+    uint64_t count = (uint64_t)T * c->H_kv * c->D;
+    s.push.append = (vka_append_push){
+        .H_kv = c->H_kv, .D = c->D, .k_offset = (uint32_t)l->k_offset, .v_offset = (uint32_t)l->v_offset,
+        .head_stride = (uint32_t)l->kv_head, .row_stride = (uint32_t)l->kv_row,
+        .slot_offset = p->cache.positions_at + T, .block_size = p->cache.block_size, .count = (uint32_t)count,
+    };
+    return vka_push_step(b, &s, count, s.spec[VKA_SPEC_WG_SIZE]);
+fail:
+    return status;
+}
+
+static uint32_t pow2_at_least(uint32_t x)
+{
+    uint32_t n = 1;
+    while (n < x && n < (1u << 31)) n <<= 1;
+    return n;
+}
+
+vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
+{
+    const vka_problem *p = b->p;
+    const vka_cache_problem *cp = &p->cache;
+    const vka_layer_config *c = &p->cfg;
+    const vka_tuning *pr = b->tuning;
+    const uint32_t vec = vka_attention_vec(p), D = c->D, DV = D / vec, group = c->group;
+    const uint32_t tile_k = pr->fused_tile_k;
+    /* rows of one (sequence, K/V head): its group's heads times its new tokens; no wider than that */
+    uint32_t tile_a = vka_tuning_fused_tile_q(pr, D);
+    if (tile_a > pow2_at_least(group * cp->max_new)) tile_a = pow2_at_least(group * cp->max_new);
+    const int f16_out = b->plan->role_dtype[VKA_ROLE_CTX] == VKATTN_DTYPE_F16;
+    vkattn_status status;
+
+    /* Key parts: what the loop budget needs, or what the caller asked for, or (0) enough to give
+     * the device about paged_target invocations, in parts of at least paged_min_part keys. */
+    uint64_t max_keys;
+    VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
+    uint64_t needed = vka_ceil_div(cp->max_len, max_keys), parts = cp->splits;
+    uint64_t work = (uint64_t)cp->seqs * c->H_kv * vka_ceil_div((uint64_t)group * cp->max_new, tile_a);
+    if (parts == 0) {
+        parts = vka_ceil_div(pr->paged_target, work);
+        parts = vka_min64(parts, vka_ceil_div(cp->max_len, pr->paged_min_part));
+    }
+    if (parts < needed) parts = needed;
+    if (parts < 1) parts = 1;
+    uint64_t part_len = vka_ceil_div(vka_ceil_div(cp->max_len, parts), tile_k) * tile_k;
+    parts = vka_ceil_div(cp->max_len, part_len);
+
+    /* Split states of every row at once when they fit the state budget, else the new tokens in
+     * groups (a long prompt's chunk): each group's states reuse the workspace. */
+    uint64_t i_count = cp->max_new;
+    if (parts > 1) {
+        uint64_t budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
+                                                                   : b->limits->max_storage_buffer_range,
+                                    b->limits->max_storage_buffer_range);
+        uint64_t per_query = parts * cp->seqs * c->H * (uint64_t)D * 4;
+        i_count = vka_min64(budget / per_query, cp->max_new);
+        if (i_count == 0)
+            return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                                 "split-KV states of %u sequences x %llu key parts (%llu bytes per query) exceed the "
+                                 "state budget of %llu bytes: run fewer sequences per forward",
+                                 cp->seqs, (unsigned long long)parts, (unsigned long long)per_query,
+                                 (unsigned long long)budget);
+        uint64_t states = parts * cp->seqs * c->H * i_count;
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_STATE_O, states * D));
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_STATE_LSE, states));
+    }
+    b->plan->key_parts = (uint32_t)parts;
+    b->plan->key_chunks = 1;
+
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = VKA_KERNEL_PAGED,
+                  .f16_out = f16_out, .barrier_before = 1, .binding_count = VKA_PAGED_BINDINGS};
+    s.spec[VKA_SPEC_WG_SIZE] = pr->paged_wg;
+    s.spec[VKA_SPEC_TILE_A] = tile_a;
+    s.spec[VKA_SPEC_TILE_B] = tile_k;
+    s.spec[VKA_SPEC_VEC] = vec;
+    s.spec[VKA_SPEC_DV] = DV;
+    s.spec[VKA_SPEC_FLAGS] = parts > 1 ? VKA_FUSED_STORE : 0;
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_Q], l->q, (uint8_t)vec));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_K], VKA_ROLE_CACHE_K, (uint8_t)vec));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_V], VKA_ROLE_CACHE_V, (uint8_t)vec));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_CTX], VKA_ROLE_CTX, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_META], VKA_ROLE_CACHE_META, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_STATE_O], parts > 1 ? VKA_ROLE_STATE_O : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_STATE_LSE], parts > 1 ? VKA_ROLE_STATE_LSE : VKA_ROLE_NONE,
+                           VKA_VIEW_BUFFER));
+    vka_step merge = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = VKA_KERNEL_MERGE,
+                      .f16_out = f16_out, .barrier_before = 1, .binding_count = VKA_MERGE_BINDINGS};
+    merge.spec[VKA_SPEC_WG_SIZE] = pr->fused_wg;
+    merge.spec[VKA_SPEC_VEC] = vec;
+    merge.spec[VKA_SPEC_DV] = DV;
+    merge.spec[VKA_SPEC_FLAGS] = VKA_MERGE_RAGGED;
+    merge.bind[VKA_MERGE_STATE_O] = s.bind[VKA_PAGED_STATE_O];
+    merge.bind[VKA_MERGE_STATE_LSE] = s.bind[VKA_PAGED_STATE_LSE];
+    merge.bind[VKA_MERGE_CTX] = s.bind[VKA_PAGED_CTX];
+    merge.bind[VKA_MERGE_META] = s.bind[VKA_PAGED_META];
+    VKA_TRY(vka_bind_whole(b, &merge.bind[VKA_MERGE_LSE_OUT], VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+
+    /* Pools: token slots of block_size rows per K/V head, H_kv heads per block (abi.h). */
+    const uint32_t row = D / vec, head = cp->block_size * row;
+    b->plan->query_groups = 0;
+    for (uint64_t i0 = 0; i0 < cp->max_new; i0 += i_count) {
+        uint32_t ic = (uint32_t)vka_min64(i_count, cp->max_new - i0);
+        uint32_t tiles = (uint32_t)vka_ceil_div((uint64_t)group * ic, tile_a);
+        s.push.paged = (vka_paged_push){
+            .seqs = cp->seqs, .H = c->H, .kv_group = group, .i_begin = (uint32_t)i0, .i_count = ic,
+            .q_head = (uint32_t)(l->q_head / vec), .q_row = (uint32_t)(l->q_row / vec),
+            .block_stride = c->H_kv * head, .kv_head = head, .kv_row = row, .block_size = cp->block_size,
+            .ctx_stride = c->inner, .scale = 1.0f / sqrtf((float)D),
+            .splits = (uint32_t)parts, .split_len = (uint32_t)part_len, .tiles = tiles,
+        };
+        VKA_TRY(vka_push_step(b, &s, parts * cp->seqs * c->H_kv * tiles, pr->paged_wg));
+        if (parts > 1) {
+            merge.push.merge = (vka_merge_push){
+                .L = 0, .H = c->H, .bh_begin = 0, .bh_count = cp->seqs * c->H, .i_begin = (uint32_t)i0,
+                .i_count = ic, .splits = (uint32_t)parts, .ctx_offset = 0, .ctx_stride = c->inner, .has_lse = 0,
+            };
+            VKA_TRY(vka_push_step(b, &merge, (uint64_t)cp->seqs * c->H * ic * DV, pr->fused_wg));
+        }
+        b->plan->query_groups++;
+    }
+fail:
+    return status;
+}

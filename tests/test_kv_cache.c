@@ -1,0 +1,310 @@
+/* The paged KV cache and cached forwards, against the CPU reference: every token a sequence gets
+ * through the cache (prefill, chunks, decode steps, ragged batches, forks) must come out as that
+ * token's row of one causal forward over the whole sequence (vkattn_reference_forward, causal).
+ * Families (argv[1]): decode, ragged, split, paging, errors. */
+#define _POSIX_C_SOURCE 200809L
+#include "gpu_test.h"
+
+/* One sequence as the test feeds it: its input tokens, and the outputs the cache gave for them. */
+typedef struct seq_run {
+    uint32_t id, len, cap;
+    float *tokens, *out; /* (cap, E) */
+} seq_run;
+
+static void run_make(seq_run *r, uint32_t id, uint32_t cap, uint32_t E, unsigned long long seed)
+{
+    test_rng rng = test_rng_make(seed);
+    *r = (seq_run){.id = id, .cap = cap};
+    r->tokens = malloc((size_t)cap * E * sizeof(float));
+    r->out = calloc((size_t)cap * E, sizeof(float));
+    test_fill(&rng, r->tokens, (size_t)cap * E, 1.0f);
+}
+
+static void run_free(seq_run *r)
+{
+    free(r->tokens);
+    free(r->out);
+}
+
+/* One cached forward: sequence runs[k] adds news[k] tokens. Returns the status. */
+static vkattn_status feed(vkattn_layer *layer, vkattn_kv_cache *cache, uint32_t E, seq_run **runs, const uint32_t *news,
+                          uint32_t n, uint32_t splits)
+{
+    uint32_t T = 0, ids[16];
+    for (uint32_t k = 0; k < n; k++) T += news[k], ids[k] = runs[k]->id;
+    float *q = malloc((size_t)T * E * sizeof(float)), *o = malloc((size_t)T * E * sizeof(float));
+    for (uint32_t k = 0, t = 0; k < n; t += news[k], k++)
+        memcpy(q + (size_t)t * E, runs[k]->tokens + (size_t)runs[k]->len * E, (size_t)news[k] * E * sizeof(float));
+    vkattn_cached_forward_desc d = {.batch = n, .seq_ids = ids, .new_tokens = news, .query = q, .output = o,
+                                    .kv_splits = splits};
+    vkattn_status status = vkattn_forward_cached(layer, cache, &d);
+    if (status == VKATTN_OK) {
+        for (uint32_t k = 0, t = 0; k < n; t += news[k], k++) {
+            memcpy(runs[k]->out + (size_t)runs[k]->len * E, o + (size_t)t * E, (size_t)news[k] * E * sizeof(float));
+            runs[k]->len += news[k];
+        }
+    }
+    free(q);
+    free(o);
+    return status;
+}
+
+/* The run's outputs so far against one causal reference forward over its tokens. */
+static void check_run(const test_weights *tw, const seq_run *r, double tol, const char *what)
+{
+    const uint32_t E = tw->desc.embed_dim;
+    float *want = malloc((size_t)r->len * E * sizeof(float));
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = r->len, .query = r->tokens, .output = want, .causal = 1};
+    vkattn_error error = {0};
+    CHECK_STATUS(vkattn_reference_forward(&tw->desc, &tw->w, &f, &error), VKATTN_OK);
+    test_error e = test_compare(r->out, want, (size_t)r->len * E);
+    printf("  %-44s seq %u, %4u tokens: nmse %.2e max_abs %.2e\n", what, r->id, r->len, e.nmse, e.max_abs);
+    CHECK_MSG(e.nonfinite == 0 && e.nmse <= tol, "%s: seq %u nmse %.3e > %.1e (%zu non-finite)", what, r->id, e.nmse, tol,
+              e.nonfinite);
+    free(want);
+}
+
+static vkattn_layer *make_layer(vkattn_context *ctx, test_weights *tw, const vkattn_layer_desc *desc, unsigned long long seed)
+{
+    test_weights_make(tw, desc, seed);
+    vkattn_layer *layer = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, desc, &tw->w, &layer), VKATTN_OK);
+    return layer;
+}
+
+static vkattn_kv_cache *make_cache(vkattn_context *ctx, const vkattn_layer_desc *desc, uint32_t blocks, uint32_t block_size,
+                                   uint32_t seqs, vkattn_dtype dtype)
+{
+    vkattn_kv_cache_desc cd = {.num_kv_heads = desc->num_kv_heads ? desc->num_kv_heads : desc->num_heads,
+                               .head_dim = desc->embed_dim / desc->num_heads, .num_blocks = blocks,
+                               .block_size = block_size, .max_sequences = seqs, .dtype = dtype};
+    vkattn_kv_cache *cache = NULL;
+    CHECK_STATUS(vkattn_kv_cache_create(ctx, &cd, &cache), VKATTN_OK);
+    return cache;
+}
+
+/* A prompt of `prefill` tokens (in chunks of `chunk`), then one token at a time up to `total`. */
+static void decode_case(vkattn_context *ctx, const char *name, const vkattn_layer_desc *desc, uint32_t prefill,
+                        uint32_t chunk, uint32_t total, uint32_t block_size, vkattn_dtype dtype, uint32_t splits, double tol,
+                        int split_at_end)
+{
+    test_weights tw;
+    vkattn_layer *layer = make_layer(ctx, &tw, desc, 11);
+    vkattn_kv_cache *cache = make_cache(ctx, desc, (total + block_size - 1) / block_size, block_size, 1, dtype);
+    seq_run r, *rp = &r;
+    run_make(&r, 0, total, desc->embed_dim, 5);
+    while (r.len < total) {
+        uint32_t n = r.len < prefill ? (prefill - r.len < chunk ? prefill - r.len : chunk) : 1;
+        CHECK_STATUS(feed(layer, cache, desc->embed_dim, &rp, &n, 1, splits), VKATTN_OK);
+    }
+    uint32_t length = 0;
+    CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 0, &length), VKATTN_OK);
+    CHECK(length == total);
+    /* The last step's dispatches: projections, RoPE, append, attention, output; + the merge when split. */
+    vkattn_forward_stats stats;
+    CHECK_STATUS(vkattn_layer_last_stats(layer, &stats), VKATTN_OK);
+    uint32_t want = 4 + (desc->rope_theta > 0) + (split_at_end > 0);
+    CHECK_MSG(split_at_end < 0 || stats.dispatches == want, "%s: the last step ran %u dispatches, not %u", name,
+              stats.dispatches, want);
+    check_run(&tw, &r, tol, name);
+    run_free(&r);
+    vkattn_kv_cache_destroy(cache);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
+static void family_decode(vkattn_context *ctx)
+{
+    /* GQA (2 query heads per K/V head) with NeoX RoPE; MQA at a real head dim; GPT-J partial RoPE
+     * with plain multi-head attention; no RoPE; an odd head dim (scalar texels). */
+    vkattn_layer_desc gqa = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
+    decode_case(ctx, "gqa rope neox, prefill 7 then decode", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    decode_case(ctx, "gqa rope neox, f16 cache", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_F16, 0, 1e-5, -1);
+    decode_case(ctx, "gqa, prompt in chunks of 5", &gqa, 23, 5, 30, 8, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    decode_case(ctx, "gqa, 1-token prefill (all decode)", &gqa, 1, 1, 24, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    vkattn_layer_desc mqa = {.embed_dim = 512, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 500000};
+    decode_case(ctx, "mqa D=128 theta 500000", &mqa, 40, 40, 72, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    vkattn_layer_desc mha = {.embed_dim = 96, .num_heads = 3, .rope_theta = 10000, .rope_dim = 16,
+                             .rope_style = VKATTN_ROPE_GPTJ};
+    decode_case(ctx, "mha gptj rope_dim 16", &mha, 9, 9, 33, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    vkattn_layer_desc plain = {.embed_dim = 30, .num_heads = 2, .num_kv_heads = 1};
+    decode_case(ctx, "no rope, D=15 (scalar texels)", &plain, 5, 5, 20, 3, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+}
+
+static void family_split(vkattn_context *ctx)
+{
+    /* Split-KV forced, and parts that the loop budget needs (this context's budget is lowered). */
+    vkattn_layer_desc gqa = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000};
+    decode_case(ctx, "split-KV 1 part (unsplit)", &gqa, 300, 300, 310, 16, VKATTN_DTYPE_F32, 1, 1e-10, 0);
+    decode_case(ctx, "split-KV 7 parts", &gqa, 300, 300, 310, 16, VKATTN_DTYPE_F32, 7, 1e-10, 1);
+    decode_case(ctx, "split-KV 7 parts, f16 cache", &gqa, 300, 300, 310, 16, VKATTN_DTYPE_F16, 7, 1e-5, 1);
+    /* the budget (600 trips) holds 560 keys per invocation at D=16: 1300 keys need 3 parts */
+    decode_case(ctx, "loop budget: parts it needs", &gqa, 1290, 1290, 1300, 32, VKATTN_DTYPE_F32, 1, 1e-10, 1);
+}
+
+static void family_ragged(vkattn_context *ctx)
+{
+    vkattn_layer_desc desc = {.embed_dim = 64, .num_heads = 8, .num_kv_heads = 2, .rope_theta = 10000};
+    test_weights tw;
+    vkattn_layer *layer = make_layer(ctx, &tw, &desc, 3);
+    vkattn_kv_cache *cache = make_cache(ctx, &desc, 64, 4, 5, VKATTN_DTYPE_F32);
+    seq_run r[3];
+    for (uint32_t k = 0; k < 3; k++) run_make(&r[k], k == 0 ? 4 : k, 40, 64, 100 + k);
+    /* prompts of 5, 1 and 12 tokens in one forward; then mixed steps in other orders */
+    seq_run *all[3] = {&r[0], &r[1], &r[2]}, *mix[3] = {&r[2], &r[0], &r[1]}, *two[2] = {&r[1], &r[2]};
+    CHECK_STATUS(feed(layer, cache, 64, all, (uint32_t[]){5, 1, 12}, 3, 0), VKATTN_OK);
+    CHECK_STATUS(feed(layer, cache, 64, mix, (uint32_t[]){1, 3, 1}, 3, 0), VKATTN_OK);
+    for (int step = 0; step < 6; step++) CHECK_STATUS(feed(layer, cache, 64, two, (uint32_t[]){1, 1}, 2, 0), VKATTN_OK);
+    CHECK_STATUS(feed(layer, cache, 64, mix, (uint32_t[]){2, 1, 9}, 3, 0), VKATTN_OK);
+    for (uint32_t k = 0; k < 3; k++) check_run(&tw, &r[k], 1e-10, "ragged batch");
+    for (uint32_t k = 0; k < 3; k++) run_free(&r[k]);
+    vkattn_kv_cache_destroy(cache);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
+static void family_paging(vkattn_context *ctx)
+{
+    vkattn_layer_desc desc = {.embed_dim = 32, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
+    test_weights tw;
+    vkattn_layer *layer = make_layer(ctx, &tw, &desc, 9);
+    vkattn_kv_cache *cache = make_cache(ctx, &desc, 16, 3, 4, VKATTN_DTYPE_F32);
+    vkattn_kv_cache_info info;
+    seq_run a, b, c;
+    run_make(&a, 0, 24, 32, 1);
+    run_make(&b, 1, 24, 32, 2);
+    run_make(&c, 2, 24, 32, 3);
+    /* Interleaved decoding: a's and b's blocks alternate in the pool (not contiguous). */
+    seq_run *ab[2] = {&a, &b}, *pa = &a, *pb = &b, *pc = &c;
+    for (int step = 0; step < 10; step++) CHECK_STATUS(feed(layer, cache, 32, ab, (uint32_t[]){1, 1}, 2, 0), VKATTN_OK);
+    check_run(&tw, &a, 1e-10, "interleaved blocks");
+    check_run(&tw, &b, 1e-10, "interleaved blocks");
+
+    /* Fork b into c mid-block (10 tokens, blocks of 3): c shares 3 blocks and copies the 4th. */
+    CHECK_STATUS(vkattn_kv_cache_get_info(cache, &info), VKATTN_OK);
+    uint32_t free_before = info.free_blocks;
+    CHECK_STATUS(vkattn_kv_cache_fork(cache, 1, 2), VKATTN_OK);
+    CHECK_STATUS(vkattn_kv_cache_get_info(cache, &info), VKATTN_OK);
+    CHECK(info.free_blocks == free_before - 1 && info.sequences == 3);
+    memcpy(c.tokens, b.tokens, 10 * 32 * sizeof(float));
+    memcpy(c.out, b.out, 10 * 32 * sizeof(float));
+    c.len = 10;
+    for (int step = 0; step < 5; step++) {
+        CHECK_STATUS(feed(layer, cache, 32, &pc, (uint32_t[]){1}, 1, 0), VKATTN_OK);
+        CHECK_STATUS(feed(layer, cache, 32, &pb, (uint32_t[]){1}, 1, 0), VKATTN_OK);
+    }
+    check_run(&tw, &b, 1e-10, "after a fork (the source)");
+    check_run(&tw, &c, 1e-10, "a fork, then its own tokens");
+
+    /* Stale data: a sequence that wrote NaN (a NaN prompt makes NaN keys and values) is freed; a
+     * new sequence takes its blocks, whose unused slots still hold NaN. Nothing of it may leak. */
+    CHECK_STATUS(vkattn_kv_cache_free_seq(cache, 0), VKATTN_OK);
+    seq_run poison;
+    run_make(&poison, 0, 24, 32, 4);
+    for (size_t i = 0; i < 24 * 32; i++) poison.tokens[i] = NAN;
+    CHECK_STATUS(feed(layer, cache, 32, &pa, (uint32_t[]){0}, 0, 0), VKATTN_ERROR_INVALID_ARGUMENT);
+    seq_run *pp = &poison;
+    CHECK_STATUS(feed(layer, cache, 32, &pp, (uint32_t[]){12}, 1, 0), VKATTN_OK);
+    CHECK_STATUS(vkattn_kv_cache_free_seq(cache, 0), VKATTN_OK);
+    seq_run fresh, *pf = &fresh;
+    run_make(&fresh, 0, 24, 32, 6);
+    CHECK_STATUS(feed(layer, cache, 32, &pf, (uint32_t[]){4}, 1, 0), VKATTN_OK);
+    for (int step = 0; step < 3; step++) CHECK_STATUS(feed(layer, cache, 32, &pf, (uint32_t[]){1}, 1, 0), VKATTN_OK);
+    check_run(&tw, &fresh, 1e-10, "blocks reused after NaN, stale slots");
+    check_run(&tw, &c, 1e-10, "the fork, untouched by the rest");
+    CHECK_STATUS(vkattn_kv_cache_free_seq(cache, 1), VKATTN_OK);
+    CHECK_STATUS(vkattn_kv_cache_free_seq(cache, 2), VKATTN_OK);
+    CHECK_STATUS(vkattn_kv_cache_free_seq(cache, 0), VKATTN_OK);
+    CHECK_STATUS(vkattn_kv_cache_get_info(cache, &info), VKATTN_OK);
+    CHECK_MSG(info.free_blocks == 16 && info.tokens == 0, "free blocks %u of 16, %llu tokens after freeing all",
+              info.free_blocks, (unsigned long long)info.tokens);
+    run_free(&a), run_free(&b), run_free(&c), run_free(&poison), run_free(&fresh);
+    vkattn_kv_cache_destroy(cache);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
+static void family_errors(vkattn_context *ctx)
+{
+    vkattn_layer_desc desc = {.embed_dim = 32, .num_heads = 4, .num_kv_heads = 2};
+    test_weights tw;
+    vkattn_layer *layer = make_layer(ctx, &tw, &desc, 2);
+    vkattn_kv_cache *cache = make_cache(ctx, &desc, 4, 4, 2, VKATTN_DTYPE_F32); /* 16 tokens in all */
+    vkattn_kv_cache_info info;
+    seq_run a, b, *pa = &a, *pb = &b, *ab[2] = {&a, &b};
+    run_make(&a, 0, 20, 32, 1);
+    run_make(&b, 1, 20, 32, 2);
+    CHECK_STATUS(feed(layer, cache, 32, &pa, (uint32_t[]){10}, 1, 0), VKATTN_OK);
+    /* a: 12 tokens in 3 blocks, b: 3 in 1; then a's 13th token needs a 5th block: nothing changes,
+     * and the message says what to do. */
+    CHECK_STATUS(feed(layer, cache, 32, ab, (uint32_t[]){2, 3}, 2, 0), VKATTN_OK);
+    CHECK_STATUS(feed(layer, cache, 32, ab, (uint32_t[]){1, 1}, 2, 0), VKATTN_ERROR_CACHE_FULL);
+    printf("  cache full: %s\n", vkattn_context_last_error(ctx));
+    CHECK(strstr(vkattn_context_last_error(ctx), "full") != NULL);
+    CHECK_STATUS(vkattn_kv_cache_get_info(cache, &info), VKATTN_OK);
+    CHECK(info.free_blocks == 0 && info.tokens == 15);
+    uint32_t len = 0;
+    CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 0, &len), VKATTN_OK);
+    CHECK(len == 12);
+    CHECK_STATUS(feed(layer, cache, 32, &pb, (uint32_t[]){1}, 1, 0), VKATTN_OK); /* b's block has room */
+    check_run(&tw, &a, 1e-10, "after a refused forward");
+    check_run(&tw, &b, 1e-10, "after a refused forward");
+    CHECK_STATUS(vkattn_kv_cache_fork(cache, 0, 1), VKATTN_ERROR_INVALID_ARGUMENT); /* dst holds tokens */
+    CHECK_STATUS(vkattn_kv_cache_fork(cache, 0, 0), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 2, &len), VKATTN_ERROR_INVALID_ARGUMENT);
+    /* Bad batches */
+    uint32_t dup[2] = {0, 0}, one = 1, far = 7;
+    float x[2 * 32] = {0}, y[2 * 32];
+    vkattn_cached_forward_desc d = {.batch = 2, .seq_ids = dup, .query = x, .output = y};
+    CHECK_STATUS(vkattn_forward_cached(layer, cache, &d), VKATTN_ERROR_INVALID_ARGUMENT);
+    d = (vkattn_cached_forward_desc){.batch = 1, .seq_ids = &far, .query = x, .output = y};
+    CHECK_STATUS(vkattn_forward_cached(layer, cache, &d), VKATTN_ERROR_INVALID_ARGUMENT);
+    d = (vkattn_cached_forward_desc){.batch = 3, .query = x, .output = y};
+    CHECK_STATUS(vkattn_forward_cached(layer, cache, &d), VKATTN_ERROR_INVALID_ARGUMENT);
+    d = (vkattn_cached_forward_desc){.batch = 1, .seq_ids = &one, .output = y};
+    CHECK_STATUS(vkattn_forward_cached(layer, cache, &d), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_forward_cached(layer, cache, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_forward_cached(layer, NULL, &d), VKATTN_ERROR_INVALID_ARGUMENT);
+    /* A cache of another shape, and bad cache descriptions */
+    vkattn_layer_desc other = {.embed_dim = 32, .num_heads = 4};
+    vkattn_kv_cache *wrong = make_cache(ctx, &other, 2, 4, 1, VKATTN_DTYPE_F32);
+    d = (vkattn_cached_forward_desc){.batch = 1, .query = x, .output = y};
+    CHECK_STATUS(vkattn_forward_cached(layer, wrong, &d), VKATTN_ERROR_SHAPE);
+    printf("  wrong cache: %s\n", vkattn_context_last_error(ctx));
+    vkattn_kv_cache *none = NULL;
+    vkattn_kv_cache_desc bad = {.num_kv_heads = 2, .head_dim = 8};
+    CHECK_STATUS(vkattn_kv_cache_create(ctx, &bad, &none), VKATTN_ERROR_INVALID_ARGUMENT);
+    bad.num_blocks = 4, bad.dtype = VKATTN_DTYPE_I32;
+    CHECK_STATUS(vkattn_kv_cache_create(ctx, &bad, &none), VKATTN_ERROR_DTYPE);
+    bad.dtype = VKATTN_DTYPE_F32, bad.num_blocks = 0xFFFFFFFFu, bad.block_size = 4096;
+    CHECK_STATUS(vkattn_kv_cache_create(ctx, &bad, &none), VKATTN_ERROR_DEVICE_LIMIT);
+    printf("  too big: %s\n", vkattn_context_last_error(ctx));
+    CHECK(none == NULL);
+    /* A layer the cache cannot serve: appended keys */
+    vkattn_layer_desc biased = {.embed_dim = 32, .num_heads = 4, .add_bias_kv = 1};
+    test_weights tb;
+    vkattn_layer *bl = make_layer(ctx, &tb, &biased, 4);
+    CHECK_STATUS(vkattn_forward_cached(bl, wrong, &d), VKATTN_ERROR_UNSUPPORTED);
+    vkattn_layer_destroy(bl);
+    test_weights_free(&tb);
+    run_free(&a), run_free(&b);
+    vkattn_kv_cache_destroy(wrong);
+    /* `cache` is left for the context to destroy */
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
+int main(int argc, char **argv)
+{
+    const char *family = argc > 1 ? argv[1] : "decode";
+    if (strcmp(family, "split") == 0) setenv("VKATTN_LOOP_BUDGET", "600", 1);
+    vkattn_context *ctx = gpu_test_context();
+    if (strcmp(family, "decode") == 0) family_decode(ctx);
+    else if (strcmp(family, "split") == 0) family_split(ctx);
+    else if (strcmp(family, "ragged") == 0) family_ragged(ctx);
+    else if (strcmp(family, "paging") == 0) family_paging(ctx);
+    else if (strcmp(family, "errors") == 0) family_errors(ctx);
+    else CHECK_MSG(0, "unknown family %s", family);
+    gpu_test_finish_context(ctx);
+    return test_finish();
+}
