@@ -105,6 +105,38 @@ static vkattn_status scenario_submission(vkattn_context *ctx)
     return s;
 }
 
+/* A KV cache: a prompt of two sequences, a decode step, a fork with a block copy, a free; a
+ * refused forward must leave the sequences' lengths as they were (checked after every fault). */
+static vkattn_status scenario_cached(vkattn_context *ctx)
+{
+    vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
+    test_weights tw;
+    vkattn_layer *layer = NULL;
+    vkattn_kv_cache *cache = NULL;
+    vkattn_status s = make_layer(ctx, &d, &tw, &layer);
+    if (s != VKATTN_OK) return s;
+    vkattn_kv_cache_desc cd = {.num_kv_heads = 2, .head_dim = 4, .num_blocks = 8, .block_size = 4, .max_sequences = 3};
+    s = vkattn_kv_cache_create(ctx, &cd, &cache);
+    float x[7 * 16], y[7 * 16];
+    for (int i = 0; i < 7 * 16; i++) x[i] = (float)(i % 5) * 0.2f;
+    uint32_t len0 = 0, len1 = 0;
+    vkattn_cached_forward_desc f = {.batch = 2, .new_tokens = (uint32_t[]){5, 2}, .query = x, .output = y};
+    if (s == VKATTN_OK) s = vkattn_forward_cached(layer, cache, &f);
+    f.new_tokens = NULL, f.kv_splits = 2;
+    vkattn_status step = s == VKATTN_OK ? vkattn_forward_cached(layer, cache, &f) : s;
+    if (s == VKATTN_OK) {
+        vkattn_kv_cache_seq_length(cache, 0, &len0), vkattn_kv_cache_seq_length(cache, 1, &len1);
+        if (step != VKATTN_OK && (len0 != 5 || len1 != 2)) fprintf(stderr, "a failed step changed the lengths\n"), s = 99;
+        else s = step;
+    }
+    if (s == VKATTN_OK) s = vkattn_kv_cache_fork(cache, 0, 2);
+    if (s == VKATTN_OK) s = vkattn_kv_cache_free_seq(cache, 1);
+    vkattn_kv_cache_destroy(cache);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+    return s;
+}
+
 static vkattn_status scenario_peak(vkattn_context *ctx)
 {
     vkattn_peak peak;
@@ -259,6 +291,7 @@ static void test_fused_forward_faults(void) { walk("fused_forward", scenario_fus
 static void test_unfused_tensor_faults(void) { walk("unfused_tensors", scenario_unfused_tensors, &totals); }
 static void test_peak_faults(void) { walk("peak", scenario_peak, &totals); }
 static void test_submission_faults(void) { walk("submission", scenario_submission, &totals); }
+static void test_cached_faults(void) { walk("cached", scenario_cached, &totals); }
 
 /* Usage: test_faults [context|fused|unfused|submission|peak] (no argument = all; ctest runs them apart, in
  * parallel). */
@@ -272,6 +305,7 @@ int main(int argc, char **argv)
     if (!*only || !strcmp(only, "unfused")) RUN_TEST(test_unfused_tensor_faults);
     if (!*only || !strcmp(only, "context")) RUN_TEST(test_head_mask_failure_keeps_layer);
     if (!*only || !strcmp(only, "peak")) RUN_TEST(test_peak_faults);
+    if (!*only || !strcmp(only, "cached")) RUN_TEST(test_cached_faults);
     printf("failure points covered: %llu host allocations, %llu Vulkan calls, %llu device losses\n",
            (unsigned long long)totals.host_points, (unsigned long long)totals.vk_points,
            (unsigned long long)totals.lost_points);

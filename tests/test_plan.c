@@ -593,6 +593,88 @@ static void test_rope_steps(void)
     vka_plan_free(&plan);
 }
 
+/* A cached forward (decoding, a chunk of a prompt) of `seqs` sequences, each adding `new_tokens`
+ * and reaching `len` tokens, over an f16 cache of blocks of 16. */
+static vka_problem cached_problem(uint32_t E, uint32_t H, uint32_t H_kv, uint32_t seqs, uint32_t new_tokens, uint32_t len,
+                                  uint32_t splits)
+{
+    uint32_t T = seqs * new_tokens;
+    vka_problem p = problem(1, T, T, E, H, 1);
+    gqa(&p, H_kv);
+    p.cfg.packed_in_proj = 1, p.cfg.rope_theta = 10000, p.cfg.rope_dim = p.cfg.D;
+    uint32_t tables = seqs * ((len + 15) / 16);
+    p.cache = (vka_cache_problem){.seqs = seqs, .max_new = new_tokens, .max_len = len, .block_size = 16,
+                                  .num_blocks = tables, .dtype = VKATTN_DTYPE_F16,
+                                  .positions_at = seqs * VKA_SEQ_WORDS + tables,
+                                  .meta_words = seqs * VKA_SEQ_WORDS + tables + 2 * T, .splits = splits};
+    return p;
+}
+
+/* Cached forwards at the shapes decoding uses (LLaMA-sized layers, head dims 64 to 256, contexts to
+ * 128k keys, a batch of decoding sequences, a prompt chunk): within lavapipe's loop budget, every
+ * binding fits, the key parts cover every sequence's keys exactly, the new tokens are covered by
+ * the query groups, a merge follows every split dispatch, and the GQA group shares an invocation. */
+static void test_paged_real_shapes(void)
+{
+    vka_plan_limits l = lavapipe_limits();
+    l.max_storage_buffer_range = 1u << 31;
+    vka_plan plan = {0};
+    const struct { uint32_t E, H, H_kv; } layers[] = {{4096, 32, 8}, {2048, 32, 32}, {2048, 8, 1}, {4096, 32, 1}};
+    const uint32_t lens[] = {1, 700, 4096, 32768, 131072};
+    const struct { uint32_t seqs, new_tokens; } batches[] = {{1, 1}, {8, 1}, {1, 512}};
+    uint32_t plans = 0;
+    for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
+        for (size_t ki = 0; ki < sizeof lens / sizeof lens[0]; ki++) {
+            for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
+                uint32_t len = lens[ki] < batches[bi].new_tokens ? batches[bi].new_tokens : lens[ki];
+                vka_problem p = cached_problem(layers[li].E, layers[li].H, layers[li].H_kv, batches[bi].seqs,
+                                               batches[bi].new_tokens, len, 0);
+                uint64_t pool = (uint64_t)p.cache.num_blocks * 16 * p.cfg.H_kv * p.cfg.D; /* elements */
+                if (pool * 2 > l.max_storage_buffer_range || pool / 4 > l.max_texel_elements) continue; /* no such cache */
+                vkattn_error err = {0};
+                vkattn_status status = vka_plan_build(&p, &l, &plan, &err);
+                CHECK_MSG(status == VKATTN_OK, "E %u H %u/%u len %u seqs %u new %u: %s", p.cfg.E, p.cfg.H, p.cfg.H_kv, len,
+                          p.cache.seqs, p.cache.max_new, err.message);
+                if (status != VKATTN_OK) continue;
+                plans++;
+                CHECK(check_plan_limits(&plan, &l, "paged") == 0);
+                uint32_t covered = 0, merges = 0, dispatches = 0;
+                for (uint32_t i = 0; i < plan.step_count; i++) {
+                    const vka_step *st = &plan.steps[i];
+                    if (st->kernel == VKA_KERNEL_MERGE) {
+                        merges++;
+                        CHECK(st->spec[VKA_SPEC_FLAGS] == VKA_MERGE_RAGGED && st->push.merge.splits == plan.key_parts);
+                    }
+                    if (st->kernel != VKA_KERNEL_PAGED) continue;
+                    const vka_paged_push *pp = &st->push.paged;
+                    dispatches++;
+                    CHECK(pp->i_begin == covered);
+                    covered += pp->i_count;
+                    /* the parts cover [0, len): none empty, none missing */
+                    CHECK((uint64_t)pp->splits * pp->split_len >= len && (uint64_t)(pp->splits - 1) * pp->split_len < len);
+                    CHECK(pp->kv_group == p.cfg.group && st->spec[VKA_SPEC_TILE_A] <= 8);
+                    CHECK(((st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) != 0) == (pp->splits > 1));
+                }
+                CHECK(covered == p.cache.max_new && dispatches == plan.query_groups);
+                CHECK(merges == (plan.key_parts > 1 ? dispatches : 0));
+            }
+        }
+    }
+    CHECK_MSG(plans >= 50, "%u plans", plans);
+    /* Split-KV by default for one decoding query of MQA at 32k keys; unsplit when asked, as far as
+     * the budget allows (4096 keys at D=128 fit one invocation; 32768 do not). */
+    vka_problem p = cached_problem(1024, 8, 1, 1, 1, 32768, 0);
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK_MSG(plan.key_parts >= 8, "auto split-KV gave %u parts", plan.key_parts);
+    p = cached_problem(1024, 8, 1, 1, 1, 4096, 1);
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(plan.key_parts == 1);
+    p = cached_problem(1024, 8, 1, 1, 1, 32768, 1);
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK_MSG(plan.key_parts > 1 && plan.key_parts <= 4, "budget-needed parts %u", plan.key_parts);
+    vka_plan_free(&plan);
+}
+
 static void test_fold_groups(void)
 {
     const uint32_t max[3] = {65535, 65535, 65535};
@@ -621,6 +703,7 @@ int main(void)
     RUN_TEST(test_gqa_workspace);
     RUN_TEST(test_gqa_budget_and_windows);
     RUN_TEST(test_rope_steps);
+    RUN_TEST(test_paged_real_shapes);
     RUN_TEST(test_fold_groups);
     return test_finish();
 }

@@ -24,6 +24,22 @@ static uint64_t c_index(const matmul_args *m, uint64_t row, uint64_t col)
            col / m->c_col_block * m->c_block + col % m->c_col_block;
 }
 
+/* The register tile and workgroup of a matmul of M rows: the tuning's, or for a few rows (decoding
+ * steps) only as many rows as there are, with narrow column tiles in small workgroups, so that the
+ * weight, the whole cost, is read by many invocations spread over the device instead of a few
+ * computing the same row 16 times. */
+typedef struct matmul_shape {
+    uint32_t tile_m, tile_n, wg;
+} matmul_shape;
+
+static matmul_shape shape_for(const vka_tuning *pr, uint32_t M)
+{
+    if (M >= pr->matmul_tile_m) return (matmul_shape){pr->matmul_tile_m, pr->matmul_tile_n, pr->matmul_wg};
+    uint32_t rows = 1;
+    while (rows < M) rows <<= 1;
+    return (matmul_shape){rows, pr->matmul_skinny_tile_n, pr->matmul_skinny_wg};
+}
+
 /* One dispatch: rows [m0, m0 + mc) and columns [n0, n0 + nc) of C, reduction texels [k0, k0 + kc).
  * n0 is a multiple of c_col_block; the rows are whole batch items of C's row mapping or stay
  * inside one (then they are addressed as one plain block). With `emit` 0 it only checks that
@@ -32,14 +48,14 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
                                   uint32_t n0, uint32_t nc, uint32_t k0, uint32_t kc, int first_part, int barrier,
                                   int emit)
 {
-    const vka_tuning *pr = b->tuning;
+    const matmul_shape sh = shape_for(b->tuning, m->M);
     vkattn_status status;
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = m->stage, .kernel = VKA_KERNEL_MATMUL,
                   .f16_out = b->plan->role_dtype[m->c] == VKATTN_DTYPE_F16, .barrier_before = barrier,
                   .binding_count = VKA_MATMUL_BINDINGS};
-    s.spec[VKA_SPEC_WG_SIZE] = pr->matmul_wg;
-    s.spec[VKA_SPEC_TILE_A] = pr->matmul_tile_m;
-    s.spec[VKA_SPEC_TILE_B] = pr->matmul_tile_n;
+    s.spec[VKA_SPEC_WG_SIZE] = sh.wg;
+    s.spec[VKA_SPEC_TILE_A] = sh.tile_m;
+    s.spec[VKA_SPEC_TILE_B] = sh.tile_n;
     s.spec[VKA_SPEC_VEC] = vec;
     s.spec[VKA_SPEC_FLAGS] = first_part ? 0 : VKA_MATMUL_ACCUMULATE;
     uint64_t rpb = m->rows_per_batch, bs = m->batch_stride;
@@ -57,7 +73,7 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
         VKA_TRY(vka_bind_whole(b, &s.bind[VKA_MATMUL_BIAS], VKA_ROLE_NONE, VKA_VIEW_SCALAR));
     VKA_TRY(vka_bind_elems(b, &s.bind[VKA_MATMUL_C], m->c, VKA_VIEW_BUFFER, c_first, c_last - c_first + 1, &c_shift));
     if (!emit) return VKATTN_OK;
-    uint32_t tiles_m = (uint32_t)vka_ceil_div(mc, pr->matmul_tile_m), tiles_n = (uint32_t)vka_ceil_div(nc, pr->matmul_tile_n);
+    uint32_t tiles_m = (uint32_t)vka_ceil_div(mc, sh.tile_m), tiles_n = (uint32_t)vka_ceil_div(nc, sh.tile_n);
     s.push.matmul = (vka_matmul_push){
         .M = mc, .N = nc, .K = kc,
         .a_offset = (uint32_t)(a_shift / vec) + k0, .lda = (uint32_t)(m->lda / vec),
@@ -69,7 +85,7 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
         .has_bias = m->bias != VKA_ROLE_NONE && first_part,
         .tiles_n = tiles_n,
     };
-    return vka_push_step(b, &s, (uint64_t)tiles_m * tiles_n, pr->matmul_wg);
+    return vka_push_step(b, &s, (uint64_t)tiles_m * tiles_n, sh.wg);
 fail:
     return status;
 }

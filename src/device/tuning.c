@@ -11,6 +11,7 @@ static const vka_tuning tunings[] = {
                "global memory, register blocking is what counts",
         /* 16x16 outputs per invocation: ~32 products per texel fetch (30-45 GFLOP/s of ~51 peak). */
         .matmul_tile_m = 16, .matmul_tile_n = 16, .matmul_wg = 64,
+        .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 8,
         .scores_tile_q = 8, .scores_tile_k = 8, .scores_wg = 64,
         .pv_tile_q = 8, .pv_tile_d = 4, .pv_wg = 64,
         /* 8 queries x 16 keys at D = 64: ~37 GFLOP/s; larger D gets fewer queries (register spills). */
@@ -25,6 +26,7 @@ static const vka_tuning tunings[] = {
         .why = "GPUs: many light threads hide latency; small per-thread tiles keep registers free "
                "(untuned: no GPU was available when these were chosen)",
         .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
+        .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 64,
         .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
         .pv_tile_q = 4, .pv_tile_d = 2, .pv_wg = 64,
         .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4, .fused_wg = 64,

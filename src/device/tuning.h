@@ -12,6 +12,8 @@ typedef struct vka_tuning {
     const char *why;             /* one line for `vkattn info` and the docs */
     /* matmul.comp register tile (rows x columns per invocation) and workgroup size */
     uint32_t matmul_tile_m, matmul_tile_n, matmul_wg;
+    /* matmuls of fewer rows than matmul_tile_m (decoding): columns per invocation, workgroup size */
+    uint32_t matmul_skinny_tile_n, matmul_skinny_wg;
     /* attn_scores.comp: queries x keys per invocation */
     uint32_t scores_tile_q, scores_tile_k, scores_wg;
     /* attn_pv.comp: queries x texels of the head dim per invocation */
