@@ -4,7 +4,8 @@
  * files on lavapipe: an honest --check pass (exit 0) in f32 and f16, an honest fp16-storage overflow
  * the CPU reference does not have (--check: exit 4; --check-finite says fp16 storage overflowed),
  * a NaN in one query row (reported at its index, exit 3), weights fp16 rounds to inf (refused with
- * VKATTN_ERROR_NON_FINITE, exit 1) and an infinite bias, and --dtype f8 refused.
+ * VKATTN_ERROR_NON_FINITE, exit 1) and an infinite bias, and --dtype f8 refused; --decode-from
+ * (through a KV cache) against the plain causal run, and what it refuses.
  *
  * Usage: test_cli_run FIXTURES_DIR   (tests/fixtures/torch: self_attn.safetensors, 4 heads, E = 16,
  * and its (2, 5, 16) query). Every command's stdout and stderr are captured, echoed, searched, and
@@ -696,9 +697,8 @@ static void test_demo(int fp16)
 }
 
 /* A Hugging Face checkpoint layer with grouped-query widths (H = 4, H_kv = 2, E = 16) and
- * Qwen2-style biases (q/k/v, no o_proj.bias), read under its prefix: --check compares the GPU
- * with the CPU path; --kv-heads must agree with the file. */
-static void test_run_hf_gqa(const fixture *fx)
+ * Qwen2-style biases (q/k/v, no o_proj.bias), under the prefix model.layers.0.self_attn. */
+static void write_hf_gqa(const char *path)
 {
     enum { E = 16, KV = 8 };
     float q_w[E * E], k_w[KV * E], v_w[KV * E], o_w[E * E], q_b[E], k_b[KV], v_b[KV], other[4] = {1, 2, 3, 4};
@@ -716,11 +716,18 @@ static void test_run_hf_gqa(const fixture *fx)
         {"model.layers.0.self_attn.k_proj.bias", k_b, 1, {KV}},
         {"model.layers.0.self_attn.v_proj.bias", v_b, 1, {KV}},
     };
+    write_safetensors(path, t, 8);
+}
+
+/* The layer of write_hf_gqa, read under its prefix: --check compares the GPU with the CPU path;
+ * --kv-heads must agree with the file. */
+static void test_run_hf_gqa(const fixture *fx)
+{
     char weights[512], query[512], out[512];
     test_tmp_path(weights, sizeof weights, "hf_gqa.safetensors");
     test_tmp_path(query, sizeof query, "hf_gqa.query.npy");
     test_tmp_path(out, sizeof out, "hf_gqa.out.npy");
-    write_safetensors(weights, t, 8);
+    write_hf_gqa(weights);
     write_query(fx, query, 1.0f, -1, 0, 0);
     const char *args[] = {"--weights", weights, "--prefix", "model.layers.0.self_attn.", "--heads", "4", "--kv-heads",
                           "2", "--query", query, "--out", out, "--check", "--causal", NULL};
@@ -752,6 +759,143 @@ static void test_run_hf_gqa(const fixture *fx)
                               "--query", query, "--out", out, "--rope-dim", "2", NULL};
     CHECK(run_cmd(cmd_run, no_theta) == CLI_EXIT_USAGE);
     CHECK_SAID("need --rope-theta");
+}
+
+/* vkattn run on write_hf_gqa's layer with NeoX rotary positions: --weights W --prefix ... --heads 4
+ * --kv-heads 2 --rope-theta 10000 --query Q --out OUT, then the NULL-terminated `extra`. */
+static int run_gqa_rope(const char *weights, const char *query, const char *out, const char **extra)
+{
+    const char *args[32] = {"--weights", weights, "--prefix", "model.layers.0.self_attn.", "--heads", "4",
+                            "--kv-heads", "2", "--rope-theta", "10000", "--query", query, "--out", out};
+    int n = 14;
+    while (*extra && n < 31) args[n++] = *extra++;
+    args[n] = NULL;
+    return run_cmd(cmd_run, args);
+}
+
+#define RUN_GQA(weights, query, out, ...) run_gqa_rope(weights, query, out, (const char *[]){__VA_ARGS__, NULL})
+
+/* max |a - b| over two .npy files of one shape; +inf when they cannot be read or differ in shape. */
+static double npy_max_abs(const char *a_path, const char *b_path)
+{
+    vkattn_array a = {0}, b = {0};
+    double m = INFINITY;
+    if (vkattn_npy_read(a_path, &a, NULL) == VKATTN_OK && vkattn_npy_read(b_path, &b, NULL) == VKATTN_OK &&
+        a.rank == b.rank && a.bytes == b.bytes && memcmp(a.dims, b.dims, a.rank * sizeof *a.dims) == 0) {
+        m = 0;
+        for (size_t i = 0; i < a.bytes / sizeof(float); i++) {
+            double d = fabs((double)((const float *)a.data)[i] - ((const float *)b.data)[i]);
+            m = d > m || isnan(d) ? d : m;
+        }
+    }
+    vkattn_array_free(&a), vkattn_array_free(&b);
+    return m;
+}
+
+/* --decode-from P on a GQA + RoPE layer, B = 2 sequences of T = 20 tokens (two cache blocks of 16
+ * each): the prefill and the decode steps give the plain causal run's output (max-abs 1e-5), for
+ * a prefill of 1, 7 and all 20 tokens, batched and unbatched; --check passes (also with an f16
+ * cache, under the f16 tolerance). Every combination that cannot work is refused with exit 2 and a
+ * message, those the options alone decide before any device opens. */
+static void test_run_decode(int fp16)
+{
+    enum { B = 2, T = 20, E = 16 };
+    char weights[512], query[512], single[512], plain[512], plain1[512], out[512], bias_kv[512];
+    test_tmp_path(weights, sizeof weights, "decode.safetensors");
+    test_tmp_path(query, sizeof query, "decode.query.npy");
+    test_tmp_path(single, sizeof single, "decode.single.npy");
+    test_tmp_path(plain, sizeof plain, "decode.plain.npy");
+    test_tmp_path(plain1, sizeof plain1, "decode.plain1.npy");
+    test_tmp_path(out, sizeof out, "decode.out.npy");
+    snprintf(bias_kv, sizeof bias_kv, "%s/bias_kv.safetensors", fixtures);
+    write_hf_gqa(weights);
+    static float x[B * T * E];
+    test_rng rng = test_rng_make(31);
+    test_fill(&rng, x, B * T * E, 1.0f);
+    vkattn_array q = {.dtype = VKATTN_DTYPE_F32, .rank = 3, .dims = {B, T, E}, .data = x, .bytes = sizeof x};
+    CHECK_STATUS(vkattn_npy_write(query, &q, NULL), VKATTN_OK);
+    q.rank = 2, q.dims[0] = T, q.dims[1] = E, q.bytes = sizeof x / B; /* the first sequence, (T, E) */
+    CHECK_STATUS(vkattn_npy_write(single, &q, NULL), VKATTN_OK);
+
+    CHECK(RUN_GQA(weights, query, plain, "--causal") == CLI_EXIT_OK);
+    const char *froms[] = {"7", "1", "20"};
+    for (size_t i = 0; i < sizeof froms / sizeof froms[0]; i++) {
+        CHECK(RUN_GQA(weights, query, out, "--causal", "--decode-from", froms[i]) == CLI_EXIT_OK);
+        double m = npy_max_abs(out, plain);
+        printf("  --decode-from %s against the plain causal run: max-abs %.3g\n", froms[i], m);
+        CHECK_MSG(m <= 1e-5, "--decode-from %s: max-abs %g against the plain causal run", froms[i], m);
+    }
+    CHECK_SAID("decode: 2 sequences, each 20 tokens prefilled in one forward");
+    CHECK_SAID("and 0 decoded one at a time; f32 KV cache of 4 blocks of 16 tokens");
+    CHECK(RUN_GQA(weights, query, out, "--causal", "--decode-from", "7", "--check", "--check-finite") == CLI_EXIT_OK);
+    CHECK_SAID("decode: 2 sequences, each 7 tokens prefilled in one forward");
+    CHECK_SAID("and 13 decoded one at a time: ");
+    CHECK_SAID(" ms per step (median; min ");
+    CHECK_SAID("tolerance for f32 storage");
+    CHECK_SAID("check: OK");
+    CHECK_SAID("check-finite: outputs are finite");
+    if (fp16) {
+        CHECK(RUN_GQA(weights, query, out, "--causal", "--decode-from", "5", "--kv-cache-dtype", "f16", "--check") ==
+              CLI_EXIT_OK);
+        CHECK_SAID("f16 KV cache of 4 blocks");
+        CHECK_SAID("tolerance for f16 storage");
+        CHECK_SAID("check: OK");
+        /* fp16 keys and values round: not the plain run's bits (so the comparison above reads values). */
+        double m = npy_max_abs(out, plain);
+        CHECK_MSG(m > 0 && m < 1e-2, "f16 cache: max-abs %g against the plain causal run", m);
+    }
+    CHECK(RUN_GQA(weights, single, plain1, "--causal") == CLI_EXIT_OK);
+    CHECK(RUN_GQA(weights, single, out, "--causal", "--decode-from", "3", "--check") == CLI_EXIT_OK);
+    CHECK_SAID("decode: 1 sequence, each 3 tokens prefilled");
+    CHECK_SAID("check: OK");
+    CHECK_MSG(npy_max_abs(out, plain1) <= 1e-5, "unbatched: max-abs %g", npy_max_abs(out, plain1));
+
+    /* Refused by the options alone, before the inputs are read. */
+    const struct {
+        const char *extra[4];
+        const char *said;
+    } options[] = {
+        {{"--decode-from", "4"}, "--decode-from needs --causal"},
+        {{"--causal", "--decode-from", "0"}, "--decode-from 0: the prefill takes at least the first token"},
+        {{"--causal", "--decode-from", "4", "--key"}, "takes no --key or --value"},
+        {{"--causal", "--decode-from", "4", "--attn-mask"}, "takes no --key-padding-mask, --valid-lens or --attn-mask"},
+        {{"--causal", "--decode-from", "4", "--valid-lens"}, "the only mask a decode applies is --causal"},
+        {{"--causal", "--decode-from", "4", "--attn-weights"}, "--decode-from returns no --attn-weights"},
+        {{"--causal", "--decode-from", "4", "--head-mask"}, "--decode-from computes every head: it takes no --head-mask"},
+        {{"--causal", "--decode-from", "4", "--add-zero-attn"}, "takes no --add-zero-attn"},
+        {{"--causal", "--decode-from", "4", "--cpu"}, "the CPU reference has no KV cache"},
+        {{"--causal", "--decode-from", "4", "--trace"}, "--trace prints a plain forward's plan"},
+        {{"--causal", "--kv-cache-dtype", "f16"}, "--kv-cache-dtype is what the KV cache of --decode-from stores"},
+        {{"--causal", "--decode-from", "4", "--kv-cache-dtype"}, "--kv-cache-dtype needs a value"},
+    };
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+        const char *extra[8] = {0};
+        size_t n = 0;
+        for (; n < 4 && options[i].extra[n]; n++) extra[n] = options[i].extra[n];
+        /* An option that takes a file gets one that is never read. */
+        if (n && strncmp(extra[n - 1], "--", 2) == 0 && strcmp(extra[n - 1], "--causal") &&
+            strcmp(extra[n - 1], "--add-zero-attn") && strcmp(extra[n - 1], "--cpu") && strcmp(extra[n - 1], "--trace") &&
+            strcmp(extra[n - 1], "--kv-cache-dtype"))
+            extra[n++] = "/no/such/file.npy";
+        int rc = run_gqa_rope(weights, query, out, extra);
+        CHECK_MSG(rc == CLI_EXIT_USAGE, "case %zu: exit %d", i, rc);
+        CHECK_MSG(said(options[i].said), "case %zu: the output lacks \"%s\"", i, options[i].said);
+        CHECK_MSG(!said("device:") && !said("shapes:"), "case %zu: refused only after it started", i);
+    }
+    CHECK(RUN_GQA(weights, query, out, "--causal", "--decode-from", "4", "--path", "unfused") == CLI_EXIT_USAGE);
+    CHECK_SAID("it takes no --path unfused");
+    CHECK(RUN_GQA(weights, query, out, "--causal", "--decode-from", "4", "--kv-cache-dtype", "f8") == CLI_EXIT_USAGE);
+    CHECK_SAID("--kv-cache-dtype takes f32 or f16 (what the KV cache stores), not \"f8\"");
+    /* Refused by what the inputs hold: P beyond T, a layer with bias_k/bias_v. */
+    CHECK(RUN_GQA(weights, query, out, "--causal", "--decode-from", "21") == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn run: --decode-from 21 is beyond the query's 20 tokens (P is 1 to 20");
+    CHECK(!said("device:"));
+    CHECK(RUN(bias_kv, query, out, "--causal", "--decode-from", "2") == CLI_EXIT_USAGE);
+    CHECK_SAID("the weights hold bias_k/bias_v (add_bias_kv), keys a KV cache does not hold");
+    CHECK(run_cmd(cmd_run, (const char *[]){"--help", NULL}) == CLI_EXIT_OK);
+    CHECK_SAID("--decode-from P (with --causal)");
+    CHECK_SAID("--kv-cache-dtype f32|f16 (with --decode-from)");
+    remove(weights), remove(query), remove(single), remove(plain), remove(plain1), remove(out);
 }
 
 /* overhead runs the same stack blocking and as one submission; it fails (exit 1) when the two
@@ -800,6 +944,7 @@ int main(int argc, char **argv)
         RUN_TEST(test_device_choice);
         RUN_TEST(test_overhead);
         RUN_TEST_WITH(test_run_hf_gqa, &fx);
+        RUN_TEST_WITH(test_run_decode, fp16);
     }
     fixture_close(&fx);
     test_tmp_remove();

@@ -5,12 +5,14 @@
 
 #include "cli.h"
 #include "forward_inputs.h"
+#include "run_decode.h"
 
 typedef struct run_options {
     forward_options fwd;
     const char *out, *attn_weights;
     int average_weights, check, check_finite;
     vkattn_dtype storage; /* --dtype f32|f16 */
+    run_decode_options decode; /* --decode-from P, --kv-cache-dtype */
 } run_options;
 
 static void run_usage(FILE *out)
@@ -20,7 +22,8 @@ static void run_usage(FILE *out)
             "                  [--key-padding-mask m.npy] [--valid-lens v.npy] [--attn-mask m.npy] [--causal]\n"
             "                  [--add-zero-attn] --out out.npy [--attn-weights a.npy [--average-weights]]\n"
             "                  [--head-mask m.npy] [--path auto|fused|unfused] [--dtype f32|f16] [--device N|NAME]\n"
-            "                  [--cpu] [--check] [--check-finite] [--trace]\n");
+            "                  [--cpu] [--check] [--check-finite] [--trace]\n"
+            "                  [--decode-from P [--kv-cache-dtype f32|f16]]\n");
     forward_options_usage(out);
     fprintf(out,
             "  --cpu runs the CPU reference instead of Vulkan.\n"
@@ -32,7 +35,9 @@ static void run_usage(FILE *out)
             "  differs; else MISMATCH.\n"
             "  --check-finite reports NaN/inf where they first appear, in forward order: inputs, weights, weights\n"
             "  fp16 storage overflows (with --dtype f16), outputs; and when only the outputs hold them, whether\n"
-            "  the CPU reference path does too. (NaN and inf propagate as IEEE arithmetic says.)\n"
+            "  the CPU reference path does too. (NaN and inf propagate as IEEE arithmetic says.)\n");
+    run_decode_usage(out);
+    fprintf(out,
             CLI_EXIT_HELP "3 --check-finite: an output holds NaN or inf; 4 --check: MISMATCH, the result disagrees\n"
             "with the CPU reference path (4 wins over 3).\n"
             "The outputs are checked before anything runs, and written in every case but 1 and 2.\n");
@@ -50,6 +55,8 @@ static int parse(int argc, char **argv, run_options *o)
             return -1;
         }
         if (forward_option(&a, opt, &o->fwd, &taken)) return 2;
+        if (taken) continue;
+        if (run_decode_option(&a, opt, &o->decode, &taken)) return 2;
         if (taken) continue;
         if (cli_is(&a, opt, "--average-weights")) o->average_weights = 1;
         else if (cli_is(&a, opt, "--check")) o->check = 1;
@@ -72,7 +79,7 @@ static int parse(int argc, char **argv, run_options *o)
         run_usage(stderr);
         return 2;
     }
-    return 0;
+    return run_decode_check_options("run", &o->fwd, &o->decode, o->attn_weights != NULL);
 }
 
 /* The shapes of the two outputs as written: (B, L, E) and (B, H, L, S') or (B, L, S') averaged,
@@ -218,6 +225,7 @@ int cmd_run(int argc, char **argv)
     reference_outputs ref = {0};
     if ((rc = forward_inputs_load("run", &o.fwd, &in))) goto done;
     in.layer.storage = o.storage;
+    if (o.decode.given && (rc = run_decode_check_inputs("run", &in, &o.decode))) goto done;
     output_shapes s = shapes_of(&o, &in);
     out = malloc(s.out_elems * sizeof(float));
     if (o.attn_weights) weights = malloc(s.weight_elems * sizeof(float));
@@ -240,8 +248,10 @@ int cmd_run(int argc, char **argv)
         if (!o.fwd.cpu && o.storage == VKATTN_DTYPE_F16) inputs_bad += forward_inputs_report_fp16_overflow(&in);
         if (!inputs_bad) printf("check-finite: inputs and weights are finite\n");
     }
-    vkattn_dtype storage;
-    if ((rc = forward_inputs_run_storage("run", &o.fwd, &in, &f, &storage))) goto done;
+    vkattn_dtype storage; /* whose tolerance --check applies */
+    if (o.decode.given) rc = run_decode("run", &o.fwd, &in, &o.decode, out, &storage);
+    else rc = forward_inputs_run_storage("run", &o.fwd, &in, &f, &storage);
+    if (rc) goto done;
     int agree = 1;
     if (o.check && (rc = check_against_cpu(&in, &f, &s, storage, &ref, &agree))) goto done;
     if ((rc = write_outputs(&o, &s, out, weights))) goto done;
