@@ -122,6 +122,9 @@ static void family_decode(vkattn_context *ctx)
     decode_case(ctx, "gqa rope neox, f16 cache", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_F16, 0, 1e-5, -1);
     decode_case(ctx, "gqa, prompt in chunks of 5", &gqa, 23, 5, 30, 8, VKATTN_DTYPE_F32, 0, 1e-10, -1);
     decode_case(ctx, "gqa, 1-token prefill (all decode)", &gqa, 1, 1, 24, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    vkattn_layer_desc gqa16 = gqa;
+    gqa16.storage = VKATTN_DTYPE_F16; /* fp16 weights and activations, the cache in f16 too */
+    decode_case(ctx, "gqa, f16 layer storage and cache", &gqa16, 7, 7, 40, 4, VKATTN_DTYPE_F16, 0, 2e-5, -1);
     vkattn_layer_desc mqa = {.embed_dim = 512, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 500000};
     decode_case(ctx, "mqa D=128 theta 500000", &mqa, 40, 40, 72, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1);
     vkattn_layer_desc mha = {.embed_dim = 96, .num_heads = 3, .rope_theta = 10000, .rope_dim = 16,
