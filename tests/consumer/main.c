@@ -1,7 +1,8 @@
 /* A program that uses vkattn from outside, as an application would: public headers only, linked
  * against an installed vkattn (find_package or pkg-config) or one built with it (add_subdirectory).
  * Checks that the header and the library it runs with agree on the version, that the library is
- * linked the way it was asked for, and runs one small forward (tiny_forward.h).
+ * linked the way it was asked for, and runs one small forward (tiny_forward.h) and a few decoding
+ * steps through a KV cache (tiny_decode.h).
  *
  * usage: vkattn_consumer shared|static */
 #define _GNU_SOURCE /* dladdr */
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tiny_decode.h"
 #include "tiny_forward.h"
 #include "vkattn.h"
 
@@ -42,5 +44,6 @@ int main(int argc, char **argv)
     }
 
     failures += tiny_forward_check(argv[0]);
+    failures += tiny_decode_check(argv[0]);
     return failures ? 1 : 0;
 }
