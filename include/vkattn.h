@@ -202,6 +202,9 @@ typedef struct vkattn_device_info {
     uint32_t loop_budget;             /* loop trips one shader invocation may run before the driver
                                          cuts its loops short, which vkattn plans within (0 = no
                                          limit known; 65535 on lavapipe, docs/KNOWN_ISSUES.md) */
+    uint32_t compute_units;           /* SMs / CUs / shader cores, where the driver says (VK_NV_shader_sm_builtins,
+                                         VK_AMD_shader_core_properties, VK_ARM_shader_core_builtins); 0 = unknown.
+                                         Split-KV decoding sizes its key parts by it. */
 } vkattn_device_info;
 
 /* Lists the Vulkan devices. Writes at most `capacity` entries to `infos` (may be NULL when

@@ -672,6 +672,18 @@ static void test_paged_real_shapes(void)
     p = cached_problem(1024, 8, 1, 1, 1, 32768, 1);
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK_MSG(plan.key_parts > 1 && plan.key_parts <= 4, "budget-needed parts %u", plan.key_parts);
+    /* A GPU that reports its compute units gets parts for paged_per_unit invocations per unit: 8
+     * sequences x 8 K/V heads x 4 row tiles (the GPU tuning's one row each) are 256 invocations,
+     * 16 units of 128 want 2048: 8 parts; without the count, the profile's 16384: 64 parts. */
+    vkattn_device_info gpu = {.type = VKATTN_DEVICE_DISCRETE_GPU};
+    vka_plan_limits g = l;
+    g.tuning = vka_tuning_for(&gpu, NULL), g.loop_budget = 0, g.compute_units = 16;
+    p = cached_problem(4096, 32, 8, 8, 1, 32768, 0);
+    CHECK_STATUS(vka_plan_build(&p, &g, &plan, NULL), VKATTN_OK);
+    CHECK_MSG(plan.key_parts == 8, "16 compute units: %u parts", plan.key_parts);
+    g.compute_units = 0;
+    CHECK_STATUS(vka_plan_build(&p, &g, &plan, NULL), VKATTN_OK);
+    CHECK_MSG(plan.key_parts == 64, "no unit count: %u parts", plan.key_parts);
     vka_plan_free(&plan);
 }
 

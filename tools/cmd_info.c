@@ -39,6 +39,8 @@ int cmd_info(int argc, char **argv)
         printf("    workgroup count           %u x %u x %u\n", d->max_workgroup_count[0], d->max_workgroup_count[1],
                d->max_workgroup_count[2]);
         printf("    subgroup size             %u\n", d->subgroup_size);
+        if (d->compute_units) printf("    compute units             %u\n", d->compute_units);
+        else printf("    compute units             not reported by the driver\n");
         printf("    16-bit storage            %s, shaderFloat16 %s, cooperative matrix %s\n",
                d->storage_16bit ? "yes" : "no", d->shader_float16 ? "yes" : "no", d->cooperative_matrix ? "yes" : "no");
         if (d->timestamp_period_ns > 0) printf("    timestamps                %g ns per tick\n", d->timestamp_period_ns);

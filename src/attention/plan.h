@@ -136,6 +136,7 @@ typedef struct vka_plan_limits {
     uint64_t scores_budget_bytes;      /* the most the score buffer may take (0 = the range) */
     uint64_t state_budget_bytes;       /* the most the fused key parts' states may take (0 = the range) */
     uint32_t loop_budget;              /* loop trips per invocation (0 = unlimited) */
+    uint32_t compute_units;            /* SMs / CUs where the driver says, else 0 (split-KV sizing) */
     const vka_tuning *tuning;        /* kernel shapes for this device */
     struct vka_faults *faults;        /* test-only failure injection; NULL in pure tests */
 } vka_plan_limits;

@@ -56,13 +56,16 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     vkattn_status status;
 
     /* Key parts: what the loop budget needs, or what the caller asked for, or (0) enough to give
-     * the device about paged_target invocations, in parts of at least paged_min_part keys. */
+     * the device about paged_per_unit invocations per compute unit (paged_target where the device
+     * does not say), in parts of at least paged_min_part keys. */
     uint64_t max_keys;
     VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
     uint64_t needed = vka_ceil_div(cp->max_len, max_keys), parts = cp->splits;
     uint64_t work = (uint64_t)cp->seqs * c->H_kv * vka_ceil_div((uint64_t)group * cp->max_new, tile_a);
     if (parts == 0) {
-        parts = vka_ceil_div(pr->paged_target, work);
+        uint64_t target = b->limits->compute_units ? (uint64_t)b->limits->compute_units * pr->paged_per_unit
+                                                   : pr->paged_target;
+        parts = vka_ceil_div(target, work);
         parts = vka_min64(parts, vka_ceil_div(cp->max_len, pr->paged_min_part));
     }
     if (parts < needed) parts = needed;

@@ -23,6 +23,7 @@ vka_plan_limits vka_layer_plan_limits(const vkattn_context *ctx)
     limits.storage_offset_alignment = ctx->dev.caps.props.limits.minStorageBufferOffsetAlignment;
     limits.max_buffer_bytes = ctx->dev.info.max_memory_allocation_size;
     limits.loop_budget = ctx->loop_budget;
+    limits.compute_units = ctx->dev.info.compute_units;
     limits.tuning = ctx->tuning;
     limits.faults = (vka_faults *)&ctx->dev.faults;
     /* Keep the unfused score buffer moderate on devices with huge ranges: chunks cost a few

@@ -71,6 +71,27 @@ int vka_find_compute_queue(const vka_instance_fns *fns, VkPhysicalDevice device,
     return 1;
 }
 
+/* The device's compute units (SMs, CUs, shader cores) where an extension tells: NVIDIA's SM
+ * count, AMD's CUs (engines x arrays x CUs per array), Arm's shader cores; 0 elsewhere. */
+static uint32_t count_compute_units(const vka_instance_fns *fns, VkPhysicalDevice device)
+{
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceShaderCorePropertiesAMD amd = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM arm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM};
+    VkPhysicalDeviceProperties2 props2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    if (has_extension(fns, device, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) props2.pNext = &nv;
+    else if (has_extension(fns, device, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) props2.pNext = &amd;
+    else if (has_extension(fns, device, VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME)) props2.pNext = &arm;
+    else return 0;
+    fns->vkGetPhysicalDeviceProperties2(device, &props2);
+    if (props2.pNext == &nv) return nv.shaderSMCount;
+    if (props2.pNext == &amd)
+        return amd.shaderEngineCount * amd.shaderArraysPerEngineCount * amd.computeUnitsPerShaderArray;
+    return arm.shaderCoreCount;
+}
+
 void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, uint32_t index,
                          vkattn_device_info *info, vka_device_caps *caps)
 {
@@ -85,6 +106,7 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
         base.apiVersion >= VK_API_VERSION_1_2 || has_extension(fns, device, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
     if (has_driver_props) m3.pNext = &driver;
     fns->vkGetPhysicalDeviceProperties2(device, &props2);
+    uint32_t compute_units = count_compute_units(fns, device);
 
     VkPhysicalDevice16BitStorageFeatures storage16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
@@ -117,6 +139,7 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
     info->max_workgroup_invocations = p->limits.maxComputeWorkGroupInvocations;
     for (int i = 0; i < 3; i++) info->max_workgroup_count[i] = p->limits.maxComputeWorkGroupCount[i];
     info->subgroup_size = subgroup.subgroupSize;
+    info->compute_units = compute_units;
     info->storage_16bit = storage16.storageBuffer16BitAccess != 0;
     info->shader_float16 = float16.shaderFloat16 != 0;
     info->cooperative_matrix = has_extension(fns, device, "VK_KHR_cooperative_matrix");

@@ -18,7 +18,7 @@ static const vka_tuning tunings[] = {
         .fused_tile_k = 16, .fused_q_dims = 512, .fused_max_tile_q = 8, .fused_wg = 64,
         /* decoding has few rows: small workgroups (one SIMD batch of 8 lanes) spread over the
          * worker threads; 64 invocations keep a few cores busy */
-        .paged_wg = 8, .paged_target = 64, .paged_min_part = 256,
+        .paged_wg = 8, .paged_target = 64, .paged_per_unit = 32, .paged_min_part = 256,
         .softmax_wg = 64,
     },
     {
@@ -30,7 +30,8 @@ static const vka_tuning tunings[] = {
         .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
         .pv_tile_q = 4, .pv_tile_d = 2, .pv_wg = 64,
         .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4, .fused_wg = 64,
-        .paged_wg = 64, .paged_target = 16384, .paged_min_part = 128,
+        /* untuned: two workgroups of 64 per unit */
+        .paged_wg = 64, .paged_target = 16384, .paged_per_unit = 128, .paged_min_part = 128,
         .softmax_wg = 256,
     },
 };

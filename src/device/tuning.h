@@ -21,8 +21,9 @@ typedef struct vka_tuning {
     /* attn_fused.comp: keys per block; queries per invocation = clamp(fused_q_dims / D, 1, max) */
     uint32_t fused_tile_k, fused_q_dims, fused_max_tile_q, fused_wg;
     /* attn_paged.comp: its workgroup size; split-KV gives each sequence's keys more parts until
-     * the dispatch has about paged_target invocations, parts of at least paged_min_part keys */
-    uint32_t paged_wg, paged_target, paged_min_part;
+     * the dispatch has about paged_target invocations (paged_per_unit per compute unit where the
+     * device reports its units), parts of at least paged_min_part keys */
+    uint32_t paged_wg, paged_target, paged_per_unit, paged_min_part;
     /* softmax.comp workgroup size (a power of two) */
     uint32_t softmax_wg;
 } vka_tuning;
