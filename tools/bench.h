@@ -67,13 +67,24 @@ typedef struct bench_run_info {
     const char *preset;                  /* NULL when shapes came from flags */
 } bench_run_info;
 
+/* Median and min of `n` >= 1 samples (sorts `v` in place). */
+bench_time bench_stats(double *v, uint32_t n);
+/* `n` values uniform in [-scale, scale), the same for the same seed (xorshift). */
+void bench_fill_random(float *x, size_t n, unsigned long long seed, float scale);
+
 /* Per-stage GFLOP/s, GB/s and % of the roofline from times, costs and the peak (in place). */
 void bench_derive(bench_result *r, const vkattn_peak *peak);
 
+/* The device, tuning and peak lines every report opens with. */
+void bench_print_device(FILE *out, const bench_run_info *info);
 /* Human-readable table on `out`: one line per configuration, then one per stage. */
 void bench_print_table(FILE *out, const bench_run_info *info, const bench_result *results, uint32_t count);
 /* Machine-readable files; 0 on success, else a message on stderr and non-zero. */
 int bench_write_json(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
+/* Adds vkattn_version, device, peak, min_time_s and preset to a JSON object; 0, or 1 when out of
+ * memory. */
+struct cJSON;
+int bench_json_run_info(struct cJSON *root, const bench_run_info *info);
 int bench_write_csv(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
 /* 1 if `path` names a plot bench_write_plot can write: it ends in .png or .svg (any case), which
  * chooses the format. */

@@ -238,14 +238,14 @@ static uint32_t expand(const bench_options *o, bench_config *out)
     return n;
 }
 
-static bench_time stats_of(double *v, uint32_t n)
+bench_time bench_stats(double *v, uint32_t n)
 {
     qsort(v, n, sizeof *v, cli_compare_doubles);
     bench_time t = {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v[0]};
     return t;
 }
 
-static void fill_random(float *x, size_t n, unsigned long long seed, float scale)
+void bench_fill_random(float *x, size_t n, unsigned long long seed, float scale)
 {
     unsigned long long s = seed * 0x9E3779B97F4A7C15ull + 1;
     for (size_t i = 0; i < n; i++) {
@@ -299,9 +299,9 @@ static int run_config(vkattn_context *ctx, const bench_options *o, const bench_c
         cli_fail("bench", "allocating host data", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
         goto fail;
     }
-    fill_random(bc.weights, wn, 1, sqrtf(3.0f / E));
-    fill_random(bc.query, (size_t)B * L * E, 2, 1.0f);
-    if (bc.key) fill_random(bc.key, (size_t)B * S * E, 3, 1.0f);
+    bench_fill_random(bc.weights, wn, 1, sqrtf(3.0f / E));
+    bench_fill_random(bc.query, (size_t)B * L * E, 2, 1.0f);
+    if (bc.key) bench_fill_random(bc.key, (size_t)B * S * E, 3, 1.0f);
     for (size_t b = 0; bc.kpm && b < B; b++)
         for (size_t j = S - S / 4; j < S; j++) bc.kpm[b * S + j] = 1; /* the last quarter is padding */
     vkattn_weights w = {.in_proj_weight = bc.weights, .in_proj_bias = bc.weights + 3 * (size_t)E * E,
@@ -366,11 +366,11 @@ static int run_config(vkattn_context *ctx, const bench_options *o, const bench_c
     r->dispatches = st.dispatches;
     r->submits = st.submits;
     r->workspace_bytes = st.workspace_bytes;
-    r->gpu = stats_of(gpu, n);
-    r->host = stats_of(host, n);
-    r->host_overhead = stats_of(over, n);
+    r->gpu = bench_stats(gpu, n);
+    r->host = bench_stats(host, n);
+    r->host_overhead = bench_stats(over, n);
     bench_time stage_times[VKATTN_STAGE_COUNT];
-    for (int s = 0; s < VKATTN_STAGE_COUNT; s++) stage_times[s] = stats_of(stage[s], n);
+    for (int s = 0; s < VKATTN_STAGE_COUNT; s++) stage_times[s] = bench_stats(stage[s], n);
     free(samples);
 
     vkattn_cost cost;
