@@ -94,6 +94,24 @@ int bench_plot_path_ok(const char *path);
  * cairo as a PNG or an SVG file (bench_plot.h). */
 int bench_write_plot(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
 
+/* `vkattn bench --preset decode` (bench_decode.c): decoding one token at a time through the paged KV
+ * cache against context length, beside re-projecting the prefix, and the decode targets. */
+#define BENCH_DECODE_MAX_LENS 16
+typedef struct bench_decode_options {
+    const char *device, *json;           /* --device, --json (NULL: none) */
+    uint32_t lens[BENCH_DECODE_MAX_LENS], len_count; /* contexts, each >= 2; 0 = 512 ... 16384 */
+    uint32_t embed_dim, heads, kv_heads; /* the layer; 0 = 512, 8, 2 */
+    vkattn_dtype dtypes[2];              /* cache dtypes */
+    uint32_t dtype_count;                /* 0 = F32 and F16 */
+    double min_time_s;                   /* per point */
+    double peak_seconds;                 /* vkattn_measure_peak */
+    uint32_t warmup;                     /* untimed runs before each point */
+    int no_peak, no_mqa;                 /* skip the peak; skip target (d), the 32768-token MQA cache */
+} bench_decode_options;
+
+/* Runs the decode benchmark on `out`; returns the exit code. */
+int bench_decode(FILE *out, const bench_decode_options *o);
+
 /* `vkattn bench --compare OLD.json NEW.json`: per-configuration speed ratios (old time / new time,
  * so > 1 means NEW is faster), whole forward and per stage, printed on `out`. Returns the exit code. */
 int bench_compare(FILE *out, const char *old_path, const char *new_path);
