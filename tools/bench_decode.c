@@ -428,6 +428,7 @@ typedef struct decode_report {
     target_d d;
     double load[2];                  /* 1-minute load average at the start and the end; < 0 unknown */
     double elapsed_s[4];             /* the points (fills included), re-projection, (a), (d) */
+    double peak_bandwidth[2];        /* copy bandwidth measured at the start and the end; 0 not measured */
 } decode_report;
 
 static const decode_point *point_at(const decode_report *r, uint32_t d, uint32_t c, uint32_t s)
@@ -473,6 +474,9 @@ static void print_point(FILE *out, const decode_point *p, const vkattn_peak *pea
 static void print_table(FILE *out, const decode_report *r)
 {
     bench_print_device(out, &r->info);
+    if (r->peak_bandwidth[1] > 0)
+        fprintf(out, "        (the better of two measurements, before and after the points: bandwidth %.2f and %.2f GB/s)\n",
+                r->peak_bandwidth[0], r->peak_bandwidth[1]);
     if (r->load[0] >= 0)
         fprintf(out, "load:   1-minute load average %.2f at the start on %ld cores (other work on the machine slows "
                      "every figure)\n", r->load[0], sysconf(_SC_NPROCESSORS_ONLN));
@@ -774,6 +778,20 @@ fail:
     return rc;
 }
 
+/* The peak once more after the measurements, keeping the better of each figure: on a machine
+ * shared with other work one measurement can land in a busy second and understate the ceiling
+ * that (c) is judged against. */
+static void peak_again(vkattn_context *ctx, decode_report *r)
+{
+    vkattn_peak end, *p = &r->info.peak;
+    r->peak_bandwidth[0] = p->bandwidth_gbs;
+    if (vkattn_measure_peak(ctx, r->o.peak_seconds, &end) != VKATTN_OK) return;
+    r->peak_bandwidth[1] = end.bandwidth_gbs;
+    if (end.fp32_gflops > p->fp32_gflops) p->fp32_gflops = end.fp32_gflops, p->fp32_ms = end.fp32_ms;
+    if (end.fp16_gflops > p->fp16_gflops) p->fp16_gflops = end.fp16_gflops, p->fp16_ms = end.fp16_ms;
+    if (end.bandwidth_gbs > p->bandwidth_gbs) p->bandwidth_gbs = end.bandwidth_gbs, p->bandwidth_ms = end.bandwidth_ms;
+}
+
 int bench_decode(FILE *out, const bench_decode_options *options)
 {
     decode_report r = {.load = {load_average(), -1}};
@@ -803,6 +821,7 @@ int bench_decode(FILE *out, const bench_decode_options *options)
         goto fail;
     }
     if ((rc = measure(ctx, &r, rows))) goto fail;
+    if (r.info.peak.bandwidth_gbs > 0) peak_again(ctx, &r);
     for (size_t i = 0; i < (size_t)r.o.dtype_count * r.o.len_count * 2; i++)
         if (r.info.peak.bandwidth_gbs > 0) r.points[i].peak_pct = 100.0 * r.points[i].cache_gbs / r.info.peak.bandwidth_gbs;
     r.load[1] = load_average();
