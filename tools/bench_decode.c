@@ -566,8 +566,8 @@ static void print_target_c(FILE *out, const decode_report *r)
     else fprintf(out, "    %s\n", verdict(met));
     for (size_t i = 0; peak > 0 && i < (size_t)r->o.dtype_count * r->o.len_count * 2; i++)
         if (r->points[i].peak_pct > 100) {
-            fprintf(out, "    (some points read faster than the peak copy: the peak, measured once at the start, is\n"
-                         "    not a ceiling here; a copy both reads and writes, and load on the machine moves it)\n");
+            fprintf(out, "    (some points read faster than the peak copy runs: that peak is no ceiling for reads\n"
+                         "    alone, and load on the machine moves both)\n");
             break;
         }
 }
