@@ -8,8 +8,9 @@
  * (through a KV cache) against the plain causal run, and what it refuses.
  *
  * Usage: test_cli_run FIXTURES_DIR   (tests/fixtures/torch: self_attn.safetensors, 4 heads, E = 16,
- * and its (2, 5, 16) query). Every command's stdout and stderr are captured, echoed, searched, and
- * must hold no validation message.
+ * and its (2, 5, 16) query); test_cli_run FIXTURES_DIR bench_decode runs only bench --preset decode.
+ * Every command's stdout and stderr are captured, echoed, searched, and must hold no validation
+ * message.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -19,6 +20,7 @@
 #include "test_tmp.h"
 
 #include "cli.h"
+#include "cli_json.h"
 
 static const char *fixtures;
 static char captured[1 << 16]; /* the last command's stdout and stderr */
@@ -912,15 +914,60 @@ static void test_overhead(void)
     CHECK_SAID("divisible");
 }
 
+/* bench --preset decode on tiny contexts: the table and every target line, its --json file, and the
+ * sweep's options refused. A separate ctest (cli_bench_decode): target (a) alone runs 1024 steps. */
+static void test_bench_decode(void)
+{
+    char json[128];
+    test_tmp_path(json, sizeof json, "decode.json");
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "decode", "--len", "128,64", "--dtype", "f32", "--min-time",
+                                              "0", "--no-mqa", "--no-peak", "--json", json, NULL}) == CLI_EXIT_OK);
+    CHECK_SAID("   ctx cache split steps ms/token   min ms tokens/s");
+    CHECK_SAID("    64 f32   auto ");
+    CHECK_SAID("   128 f32   1    ");
+    CHECK_SAID("(a) 1023 decode steps after a 1-token prefill");
+    CHECK_SAID("    f32 cache: steps ");
+    CHECK_SAID("(b) per-token time grows linearly");
+    CHECK_SAID("not judged (fewer than 3 contexts)");
+    CHECK_SAID("(c) attention reads an F16 cache");
+    CHECK_SAID("not measured: needs an f16 cache and a context >= 4096");
+    CHECK_SAID("(d) split-KV");
+    CHECK_SAID("not measured (--no-mqa)");
+    char err[256];
+    cJSON *root = cli_json_read_file(json, err, sizeof err);
+    CHECK_MSG(root != NULL, "%s", err);
+    cJSON *points = cJSON_GetObjectItemCaseSensitive(root, "points");
+    CHECK(cJSON_GetArraySize(points) == 4);
+    int ok = 0;
+    CHECK(cli_json_number(cJSON_GetArrayItem(points, 0), "ctx", &ok) == 64 && ok);
+    CHECK(cli_json_number(cJSON_GetArrayItem(points, 0), "ms_per_token_median", &ok) > 0 && ok);
+    cJSON *a = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "targets"), "a");
+    CHECK(cJSON_GetArraySize(a) == 1 && cli_json_number(cJSON_GetArrayItem(a, 0), "ratio", &ok) > 0 && ok);
+    cJSON_Delete(root);
+    remove(json);
+
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "decode", "--path", "fused", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn bench: --preset decode takes no --path");
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "decode", "--len", "1", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("contexts (--len) must be at least 2");
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "quick", "--no-mqa", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("--no-mqa is an option of --preset decode");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: test_cli_run FIXTURES_DIR (tests/fixtures/torch)\n");
+        fprintf(stderr, "usage: test_cli_run FIXTURES_DIR [bench_decode] (tests/fixtures/torch)\n");
         return 2;
     }
     fixtures = argv[1];
     gpu_test_pin_drivers();
     if (test_tmp_make("cli_run")) return 1;
+    if (argc > 2 && strcmp(argv[2], "bench_decode") == 0) {
+        RUN_TEST(test_bench_decode);
+        test_tmp_remove();
+        return test_finish();
+    }
     RUN_TEST(test_tolerance);
     RUN_TEST(test_formatting);
     RUN_TEST(test_storage_names);

@@ -67,13 +67,24 @@ typedef struct bench_run_info {
     const char *preset;                  /* NULL when shapes came from flags */
 } bench_run_info;
 
+/* Median and min of `n` >= 1 samples (sorts `v` in place). */
+bench_time bench_stats(double *v, uint32_t n);
+/* `n` values uniform in [-scale, scale), the same for the same seed (xorshift). */
+void bench_fill_random(float *x, size_t n, unsigned long long seed, float scale);
+
 /* Per-stage GFLOP/s, GB/s and % of the roofline from times, costs and the peak (in place). */
 void bench_derive(bench_result *r, const vkattn_peak *peak);
 
+/* The device, tuning and peak lines every report opens with. */
+void bench_print_device(FILE *out, const bench_run_info *info);
 /* Human-readable table on `out`: one line per configuration, then one per stage. */
 void bench_print_table(FILE *out, const bench_run_info *info, const bench_result *results, uint32_t count);
 /* Machine-readable files; 0 on success, else a message on stderr and non-zero. */
 int bench_write_json(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
+/* Adds vkattn_version, device, peak, min_time_s and preset to a JSON object; 0, or 1 when out of
+ * memory. */
+struct cJSON;
+int bench_json_run_info(struct cJSON *root, const bench_run_info *info);
 int bench_write_csv(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
 /* 1 if `path` names a plot bench_write_plot can write: it ends in .png or .svg (any case), which
  * chooses the format. */
@@ -82,6 +93,24 @@ int bench_plot_path_ok(const char *path);
 /* GFLOP/s against sequence length, one line per path and stage, titled with the device, drawn with
  * cairo as a PNG or an SVG file (bench_plot.h). */
 int bench_write_plot(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
+
+/* `vkattn bench --preset decode` (bench_decode.c): decoding one token at a time through the paged KV
+ * cache against context length, beside re-projecting the prefix, and the decode targets. */
+#define BENCH_DECODE_MAX_LENS 16
+typedef struct bench_decode_options {
+    const char *device, *json;           /* --device, --json (NULL: none) */
+    uint32_t lens[BENCH_DECODE_MAX_LENS], len_count; /* contexts, each >= 2; 0 = 512 ... 16384 */
+    uint32_t embed_dim, heads, kv_heads; /* the layer; 0 = 512, 8, 2 */
+    vkattn_dtype dtypes[2];              /* cache dtypes */
+    uint32_t dtype_count;                /* 0 = F32 and F16 */
+    double min_time_s;                   /* per point */
+    double peak_seconds;                 /* vkattn_measure_peak */
+    uint32_t warmup;                     /* untimed runs before each point */
+    int no_peak, no_mqa;                 /* skip the peak; skip target (d), the 32768-token MQA cache */
+} bench_decode_options;
+
+/* Runs the decode benchmark on `out`; returns the exit code. */
+int bench_decode(FILE *out, const bench_decode_options *o);
 
 /* `vkattn bench --compare OLD.json NEW.json`: per-configuration speed ratios (old time / new time,
  * so > 1 means NEW is faster), whole forward and per stage, printed on `out`. Returns the exit code. */

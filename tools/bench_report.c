@@ -72,7 +72,7 @@ void bench_derive(bench_result *r, const vkattn_peak *peak)
  * part is CONFIG_WIDTH characters wide so stage lines can put their name and share there. */
 #define CONFIG_WIDTH 54
 
-static void print_header(FILE *out, const bench_run_info *info)
+void bench_print_device(FILE *out, const bench_run_info *info)
 {
     char device[900];
     cli_describe_device(&info->device, device, sizeof device);
@@ -89,6 +89,11 @@ static void print_header(FILE *out, const bench_run_info *info)
     } else {
         fprintf(out, "peak:   not measured: no roofline percentages\n");
     }
+}
+
+static void print_header(FILE *out, const bench_run_info *info)
+{
+    bench_print_device(out, info);
     fprintf(out, "timing: median and min of GPU timestamps over repeats for at least %.2f s per configuration",
             info->min_time_s);
     if (info->preset) fprintf(out, "; preset %s", info->preset);
@@ -241,7 +246,7 @@ static cJSON *json_result(const bench_result *r)
 }
 
 /* The run's description: version, device, peak, timing and preset. */
-static int json_run_info(cJSON *root, const bench_run_info *info)
+int bench_json_run_info(cJSON *root, const bench_run_info *info)
 {
     const vkattn_device_info *d = &info->device;
     char api[32];
@@ -269,7 +274,7 @@ static int json_run_info(cJSON *root, const bench_run_info *info)
 int bench_write_json(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count)
 {
     cJSON *root = cJSON_CreateObject(), *list = NULL;
-    int bad = !root || json_run_info(root, info) || !(list = cJSON_AddArrayToObject(root, "results"));
+    int bad = !root || bench_json_run_info(root, info) || !(list = cJSON_AddArrayToObject(root, "results"));
     for (uint32_t i = 0; !bad && i < count; i++) bad = append(list, json_result(&results[i]));
     char err[600];
     if (bad) snprintf(err, sizeof err, "out of memory for the JSON file %s", path);

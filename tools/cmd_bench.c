@@ -13,6 +13,7 @@
 #define MAX_LIST 16
 #define MAX_CONFIGS 512
 #define MAX_REPEATS 1000
+_Static_assert(MAX_LIST <= BENCH_DECODE_MAX_LENS, "--len of --preset decode takes a list");
 
 typedef struct u32_list {
     uint32_t n, v[MAX_LIST];
@@ -23,8 +24,9 @@ typedef struct bench_options {
     vkattn_array head_mask; /* loaded from --head-mask */
     u32_list batch, len, kv_len, embed, heads, mask, path, dtype;
     double min_time_s, peak_seconds, cpu_max_gflop;
-    uint32_t warmup;
-    int no_cpu, no_peak, trace;
+    uint32_t warmup, kv_heads;
+    int no_cpu, no_peak, trace, no_mqa;
+    int cpu_max_gflop_given;
 } bench_options;
 
 /* A named sweep: the lists it sets (flags given explicitly replace them). */
@@ -58,6 +60,9 @@ static void bench_usage(FILE *out)
             "                    [--dtype f32,f16] [--min-time SEC] [--warmup N] [--no-cpu] [--cpu-max-gflop X]\n"
             "                    [--no-peak] [--peak-seconds SEC] [--device N|NAME] [--head-mask m.npy] [--trace]\n"
             "                    [--json FILE] [--csv FILE] [--plot FILE.png|FILE.svg]\n"
+            "       vkattn bench --preset decode [--len CTX,..] [--embed E] [--heads H] [--kv-heads H_kv]\n"
+            "                    [--dtype f32,f16] [--min-time SEC] [--warmup N] [--no-mqa] [--no-peak]\n"
+            "                    [--peak-seconds SEC] [--device N|NAME] [--json FILE]\n"
             "       vkattn bench --compare OLD.json NEW.json\n"
             "  Lists are comma-separated; the sweep is their product. Without --kv-len, S = L (self-attention).\n"
             "  Each configuration warms up, then repeats until --min-time seconds (default 0.5) and 3 runs.\n"
@@ -67,6 +72,13 @@ static void bench_usage(FILE *out)
             "presets:\n");
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         fprintf(out, "  %-12s %s\n", presets[i].name, presets[i].summary);
+    fprintf(out,
+            "  %-12s not a sweep: decoding one token at a time through the paged KV cache at contexts 512 to\n"
+            "  %-12s 16384 (--len), cache f32 and f16 (--dtype), kv_splits auto and 1, against re-projecting the\n"
+            "  %-12s prefix; then the decode targets, met or not. Layer E=512 H=8 H_kv=2 (--embed, --heads,\n"
+            "  %-12s --kv-heads); 2-3 minutes on lavapipe, of which --no-mqa skips about 40 s: target (d), a\n"
+            "  %-12s 32768-token MQA cache\n",
+            "decode", "", "", "", "");
 }
 
 /* Parses the value of `option`, "a,b,c", through `item` (returns 0 on success). */
@@ -169,6 +181,9 @@ static int parse(int argc, char **argv, bench_options *o)
         } else if (cli_is(&a, opt, "--trace")) {
             o->trace = 1;
             continue;
+        } else if (cli_is(&a, opt, "--no-mqa")) {
+            o->no_mqa = 1;
+            continue;
         }
         /* Each option takes its value once its name is known: an unknown one never swallows the next. */
         if (cli_is(&a, opt, "--preset")) rc = parse_text(&a, opt, &o->preset);
@@ -187,7 +202,9 @@ static int parse(int argc, char **argv, bench_options *o)
         else if (cli_is(&a, opt, "--dtype")) rc = parse_list(&a, opt, &o->dtype, item_dtype);
         else if (cli_is(&a, opt, "--min-time")) rc = parse_number(&a, opt, 3600, "seconds", &o->min_time_s);
         else if (cli_is(&a, opt, "--peak-seconds")) rc = parse_number(&a, opt, 3600, "seconds", &o->peak_seconds);
-        else if (cli_is(&a, opt, "--cpu-max-gflop")) rc = parse_number(&a, opt, 1e9, "GFLOP", &o->cpu_max_gflop);
+        else if (cli_is(&a, opt, "--cpu-max-gflop"))
+            rc = parse_number(&a, opt, 1e9, "GFLOP", &o->cpu_max_gflop), o->cpu_max_gflop_given = 1;
+        else if (cli_is(&a, opt, "--kv-heads")) rc = (v = cli_value(&a, opt)) ? cli_parse_u32(opt, v, 1, &o->kv_heads) : 2;
         else if (cli_is(&a, opt, "--warmup")) rc = (v = cli_value(&a, opt)) ? cli_parse_u32(opt, v, 0, &o->warmup) : 2;
         else return cli_unknown_option(&a, opt);
         if (rc) return rc;
@@ -238,14 +255,14 @@ static uint32_t expand(const bench_options *o, bench_config *out)
     return n;
 }
 
-static bench_time stats_of(double *v, uint32_t n)
+bench_time bench_stats(double *v, uint32_t n)
 {
     qsort(v, n, sizeof *v, cli_compare_doubles);
     bench_time t = {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v[0]};
     return t;
 }
 
-static void fill_random(float *x, size_t n, unsigned long long seed, float scale)
+void bench_fill_random(float *x, size_t n, unsigned long long seed, float scale)
 {
     unsigned long long s = seed * 0x9E3779B97F4A7C15ull + 1;
     for (size_t i = 0; i < n; i++) {
@@ -299,9 +316,9 @@ static int run_config(vkattn_context *ctx, const bench_options *o, const bench_c
         cli_fail("bench", "allocating host data", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
         goto fail;
     }
-    fill_random(bc.weights, wn, 1, sqrtf(3.0f / E));
-    fill_random(bc.query, (size_t)B * L * E, 2, 1.0f);
-    if (bc.key) fill_random(bc.key, (size_t)B * S * E, 3, 1.0f);
+    bench_fill_random(bc.weights, wn, 1, sqrtf(3.0f / E));
+    bench_fill_random(bc.query, (size_t)B * L * E, 2, 1.0f);
+    if (bc.key) bench_fill_random(bc.key, (size_t)B * S * E, 3, 1.0f);
     for (size_t b = 0; bc.kpm && b < B; b++)
         for (size_t j = S - S / 4; j < S; j++) bc.kpm[b * S + j] = 1; /* the last quarter is padding */
     vkattn_weights w = {.in_proj_weight = bc.weights, .in_proj_bias = bc.weights + 3 * (size_t)E * E,
@@ -366,11 +383,11 @@ static int run_config(vkattn_context *ctx, const bench_options *o, const bench_c
     r->dispatches = st.dispatches;
     r->submits = st.submits;
     r->workspace_bytes = st.workspace_bytes;
-    r->gpu = stats_of(gpu, n);
-    r->host = stats_of(host, n);
-    r->host_overhead = stats_of(over, n);
+    r->gpu = bench_stats(gpu, n);
+    r->host = bench_stats(host, n);
+    r->host_overhead = bench_stats(over, n);
     bench_time stage_times[VKATTN_STAGE_COUNT];
-    for (int s = 0; s < VKATTN_STAGE_COUNT; s++) stage_times[s] = stats_of(stage[s], n);
+    for (int s = 0; s < VKATTN_STAGE_COUNT; s++) stage_times[s] = bench_stats(stage[s], n);
     free(samples);
 
     vkattn_cost cost;
@@ -425,6 +442,40 @@ static int attach_head_mask(bench_options *o, bench_config *configs, uint32_t co
     return 0;
 }
 
+/* --preset decode: its own options (bench_decode.h); the sweep's are refused by name. */
+static int run_decode(const bench_options *o)
+{
+    const struct {
+        int given;
+        const char *name;
+    } sweep_only[] = {
+        {o->batch.n > 0, "--batch"}, {o->kv_len.n > 0, "--kv-len"}, {o->mask.n > 0, "--mask"},
+        {o->path.n > 0, "--path"}, {o->head_mask_path != NULL, "--head-mask"}, {o->trace, "--trace"},
+        {o->csv != NULL, "--csv"}, {o->plot != NULL, "--plot"}, {o->no_cpu, "--no-cpu"},
+        {o->cpu_max_gflop_given, "--cpu-max-gflop"}, {o->embed.n > 1, "--embed with more than one value"},
+        {o->heads.n > 1, "--heads with more than one value"},
+    };
+    for (size_t i = 0; i < sizeof sweep_only / sizeof sweep_only[0]; i++)
+        if (sweep_only[i].given) {
+            fprintf(stderr, "vkattn bench: --preset decode takes no %s (see vkattn bench --help)\n", sweep_only[i].name);
+            return 2;
+        }
+    int rc = cli_check_output("bench", "--json", o->json);
+    if (rc) return rc;
+    bench_decode_options d = {.device = o->device, .json = o->json, .len_count = o->len.n,
+                              .embed_dim = o->embed.n ? o->embed.v[0] : 0, .heads = o->heads.n ? o->heads.v[0] : 0,
+                              .kv_heads = o->kv_heads, .dtype_count = o->dtype.n, .min_time_s = o->min_time_s,
+                              .peak_seconds = o->peak_seconds, .warmup = o->warmup, .no_peak = o->no_peak,
+                              .no_mqa = o->no_mqa};
+    memcpy(d.lens, o->len.v, o->len.n * sizeof o->len.v[0]);
+    if (o->dtype.n > 2) {
+        fprintf(stderr, "vkattn bench: --preset decode: --dtype takes f32, f16 or both\n");
+        return 2;
+    }
+    for (uint32_t i = 0; i < o->dtype.n; i++) d.dtypes[i] = (vkattn_dtype)o->dtype.v[i];
+    return bench_decode(stdout, &d);
+}
+
 int cmd_bench(int argc, char **argv)
 {
     if (argc >= 1 && strcmp(argv[0], "--compare") == 0) {
@@ -437,6 +488,11 @@ int cmd_bench(int argc, char **argv)
     bench_options o = {.min_time_s = 0.5, .peak_seconds = 1.0, .cpu_max_gflop = 20.0, .warmup = 1};
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
+    if (o.preset && strcmp(o.preset, "decode") == 0) return run_decode(&o);
+    if (o.kv_heads || o.no_mqa) {
+        fprintf(stderr, "vkattn bench: %s is an option of --preset decode\n", o.kv_heads ? "--kv-heads" : "--no-mqa");
+        return 2;
+    }
     /* Output problems are said now, not after a sweep of minutes. */
     if (o.plot && !bench_plot_path_ok(o.plot)) {
         fprintf(stderr, "vkattn bench: --plot %s: give %s (the format)\n", o.plot, BENCH_PLOT_NAMES);
