@@ -327,20 +327,37 @@ typedef enum vkattn_dtype {
     VKATTN_DTYPE_F32 = 0,
     VKATTN_DTYPE_F16 = 1,  /* IEEE binary16 */
     VKATTN_DTYPE_BOOL = 2, /* one byte per element, 0 = false, anything else = true */
-    VKATTN_DTYPE_I32 = 3
+    VKATTN_DTYPE_I32 = 3,
+    /* Block formats, for a KV cache only (vkattn_kv_cache_desc.dtype; tensors, layer storage and
+     * arrays refuse them): ggml/llama.cpp's blocks of 32 values, bit for bit, so that a cache's
+     * rows are theirs. A block is an fp16 scale d (2 bytes, little-endian) then the quants, no
+     * padding; 1/d below is computed in fp32 from d before its rounding to fp16 (0 when d is 0),
+     * and loads multiply by the fp16 d. A block holding NaN or an infinity stores d = NaN. */
+    VKATTN_DTYPE_Q8_0 = 4, /* 34 bytes per 32 values: d = max|x| / 127, then 32 int8
+                              q = round(x * (1/d)) (halves away from zero); x ~ d * q */
+    VKATTN_DTYPE_Q4_0 = 5  /* 18 bytes per 32 values: d = m / -8, m the first value of largest
+                              magnitude (with its sign), then 32 4-bit q = min(15, floor(x * (1/d) + 8.5)),
+                              value j < 16 in the low nibble of byte j and value j + 16 in its
+                              high nibble; x ~ d * (q - 8) */
 } vkattn_dtype;
 
 #define VKATTN_MAX_RANK 4
 
-/* Bytes per element of a dtype (0 for values outside the enum). */
+/* Bytes per element of an element dtype; 0 for the block formats (Q8_0, Q4_0: they have no size
+ * per element, see vkattn_dtype_row_size) and for values outside the enum. */
 size_t vkattn_dtype_size(vkattn_dtype dtype);
-/* "f32", "f16", "bool", "i32". */
+/* Bytes that `count` consecutive values take: count * vkattn_dtype_size, or count / 32 blocks of a
+ * block format (34 bytes for Q8_0, 18 for Q4_0). 0 when a block format's count is not a multiple
+ * of 32, or for values outside the enum. (ggml_row_size's counterpart.) */
+size_t vkattn_dtype_row_size(vkattn_dtype dtype, size_t count);
+/* "f32", "f16", "bool", "i32", "q8_0", "q4_0". */
 const char *vkattn_dtype_name(vkattn_dtype dtype);
 
 typedef struct vkattn_tensor vkattn_tensor;
 
-/* Creates a dense device tensor of `rank` (1..VKATTN_MAX_RANK) dims, each >= 1. Contents start
- * zeroed. Fails with VKATTN_ERROR_DEVICE_LIMIT if it would not fit one allocation. */
+/* Creates a dense device tensor of `rank` (1..VKATTN_MAX_RANK) dims, each >= 1, of an element
+ * dtype (a block format is VKATTN_ERROR_DTYPE). Contents start zeroed. Fails with
+ * VKATTN_ERROR_DEVICE_LIMIT if it would not fit one allocation. */
 vkattn_status vkattn_tensor_create(vkattn_context *ctx, vkattn_dtype dtype, uint32_t rank,
                                    const uint32_t *dims, vkattn_tensor **out);
 void vkattn_tensor_destroy(vkattn_tensor *tensor);
@@ -555,6 +572,13 @@ typedef struct vkattn_host_forward_desc {
     float *lse;                       /* NULL or (B,H,L): per-row log-sum-exp (fused and CPU paths) */
     vkattn_path path;
     uint32_t rope_offset;             /* as in vkattn_forward_desc */
+    /* The CPU path only (vkattn_reference_forward, path = VKATTN_PATH_CPU): round k (after RoPE)
+     * and v as a KV cache of this dtype stores them, so that a cached forward can be checked
+     * against exactly what its cache holds: F16 (nearest even), Q8_0 or Q4_0 (each head's row in
+     * blocks of 32, as vkattn_dtype says; needs a head dim that is a multiple of 32). 0 = F32 = no
+     * rounding. Device forwards and vkattn_forward_explain take only 0 (else
+     * VKATTN_ERROR_INVALID_ARGUMENT). */
+    vkattn_dtype kv_cache_dtype;
 } vkattn_host_forward_desc;
 
 /* Uploads, runs vkattn_forward (or the CPU path), downloads. Device buffers for the host arrays
