@@ -26,6 +26,11 @@ uint64_t vka_dtype_bytes(vkattn_dtype dtype, uint64_t count)
     return count * vkattn_dtype_size(dtype);
 }
 
+uint64_t vka_kv_pool_bytes(vkattn_dtype dtype, uint64_t values)
+{
+    return vka_dtype_bytes(dtype, values) + (vka_dtype_is_block(dtype) ? 4 : 0);
+}
+
 static void put_half(uint8_t *at, uint16_t h)
 {
     at[0] = (uint8_t)(h & 0xFFu);

@@ -18,11 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "abi.h" /* the block sizes, shared with the kernels */
 #include "vkattn.h"
 
-#define VKA_QUANT_BLOCK 32    /* values per block */
-#define VKA_Q8_0_BYTES 34
-#define VKA_Q4_0_BYTES 18
+#define VKA_QUANT_BLOCK VKA_QUANT_VALUES /* 32 values per block */
 
 /* 1 for the block formats (Q8_0, Q4_0), else 0. */
 int vka_dtype_is_block(vkattn_dtype dtype);
@@ -33,6 +32,10 @@ uint32_t vka_block_bytes(vkattn_dtype dtype);
 /* Bytes of `count` values: count * the element size, or count / 32 blocks for a block format;
  * 0 when count is not a whole number of blocks or the dtype is not in the enum. */
 uint64_t vka_dtype_bytes(vkattn_dtype dtype, uint64_t count);
+
+/* Bytes of one pool of a KV cache holding `values` values of `dtype`: their bytes, plus for a
+ * block format one spare word (abi.h: the kernels may read the word after a row's last 4 bytes). */
+uint64_t vka_kv_pool_bytes(vkattn_dtype dtype, uint64_t values);
 
 void vka_quantize_q8_0(const float x[VKA_QUANT_BLOCK], uint8_t block[VKA_Q8_0_BYTES]);
 void vka_dequantize_q8_0(const uint8_t block[VKA_Q8_0_BYTES], float y[VKA_QUANT_BLOCK]);
