@@ -101,7 +101,8 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     b->plan->key_parts = (uint32_t)parts;
     b->plan->key_chunks = 1;
 
-    /* A block format's pools are read as uint words, addressed in bytes (abi.h). */
+    /* A block format's pools are read as uint words, addressed in bytes (abi.h); its D is whole
+     * blocks, so vec = 4 and a texel of Q meets 4 values of one block. */
     const uint8_t pool_view = quant ? VKA_VIEW_SCALAR : (uint8_t)vec;
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED,
                   .kernel = quant ? VKA_KERNEL_PAGED_QUANT : VKA_KERNEL_PAGED, .f16_out = f16_out,
