@@ -330,20 +330,37 @@ typedef enum vkattn_dtype {
     VKATTN_DTYPE_F32 = 0,
     VKATTN_DTYPE_F16 = 1,  /* IEEE binary16 */
     VKATTN_DTYPE_BOOL = 2, /* one byte per element, 0 = false, anything else = true */
-    VKATTN_DTYPE_I32 = 3
+    VKATTN_DTYPE_I32 = 3,
+    /* Block formats, for a KV cache only (vkattn_kv_cache_desc.dtype; tensors, layer storage and
+     * arrays refuse them): ggml/llama.cpp's blocks of 32 values, bit for bit, so that a cache's
+     * rows are theirs. A block is an fp16 scale d (2 bytes, little-endian) then the quants, no
+     * padding; 1/d below is computed in fp32 from d before its rounding to fp16 (0 when d is 0),
+     * and loads multiply by the fp16 d. A block holding NaN or an infinity stores d = NaN. */
+    VKATTN_DTYPE_Q8_0 = 4, /* 34 bytes per 32 values: d = max|x| / 127, then 32 int8
+                              q = round(x * (1/d)) (halves away from zero); x ~ d * q */
+    VKATTN_DTYPE_Q4_0 = 5  /* 18 bytes per 32 values: d = m / -8, m the first value of largest
+                              magnitude (with its sign), then 32 4-bit q = min(15, floor(x * (1/d) + 8.5)),
+                              value j < 16 in the low nibble of byte j and value j + 16 in its
+                              high nibble; x ~ d * (q - 8) */
 } vkattn_dtype;
 
 #define VKATTN_MAX_RANK 4
 
-/* Bytes per element of a dtype (0 for values outside the enum). */
+/* Bytes per element of an element dtype; 0 for the block formats (Q8_0, Q4_0: they have no size
+ * per element, see vkattn_dtype_row_size) and for values outside the enum. */
 size_t vkattn_dtype_size(vkattn_dtype dtype);
-/* "f32", "f16", "bool", "i32". */
+/* Bytes that `count` consecutive values take: count * vkattn_dtype_size, or count / 32 blocks of a
+ * block format (34 bytes for Q8_0, 18 for Q4_0). 0 when a block format's count is not a multiple
+ * of 32, or for values outside the enum. (ggml_row_size's counterpart.) */
+size_t vkattn_dtype_row_size(vkattn_dtype dtype, size_t count);
+/* "f32", "f16", "bool", "i32", "q8_0", "q4_0". */
 const char *vkattn_dtype_name(vkattn_dtype dtype);
 
 typedef struct vkattn_tensor vkattn_tensor;
 
-/* Creates a dense device tensor of `rank` (1..VKATTN_MAX_RANK) dims, each >= 1. Contents start
- * zeroed. Fails with VKATTN_ERROR_DEVICE_LIMIT if it would not fit one allocation. */
+/* Creates a dense device tensor of `rank` (1..VKATTN_MAX_RANK) dims, each >= 1, of an element
+ * dtype (a block format is VKATTN_ERROR_DTYPE). Contents start zeroed. Fails with
+ * VKATTN_ERROR_DEVICE_LIMIT if it would not fit one allocation. */
 vkattn_status vkattn_tensor_create(vkattn_context *ctx, vkattn_dtype dtype, uint32_t rank,
                                    const uint32_t *dims, vkattn_tensor **out);
 void vkattn_tensor_destroy(vkattn_tensor *tensor);
@@ -558,6 +575,14 @@ typedef struct vkattn_host_forward_desc {
     float *lse;                       /* NULL or (B,H,L): per-row log-sum-exp (fused and CPU paths) */
     vkattn_path path;
     uint32_t rope_offset;             /* as in vkattn_forward_desc */
+    /* The CPU path only (vkattn_reference_forward, path = VKATTN_PATH_CPU): round k (after RoPE)
+     * and v to float and as a KV cache of this dtype stores them, so that a cached forward can be
+     * checked against what its cache holds: Q8_0 or Q4_0 (each head's row in blocks of 32, exactly
+     * as the device quantizes; needs a head dim that is a multiple of 32), or F16 (to nearest even;
+     * a device whose fp16 stores round otherwise, as lavapipe's toward zero, differs by an ulp).
+     * 0 = F32 = no rounding. Device forwards and vkattn_forward_explain take only 0 (else
+     * VKATTN_ERROR_INVALID_ARGUMENT). */
+    vkattn_dtype kv_cache_dtype;
 } vkattn_host_forward_desc;
 
 /* Uploads, runs vkattn_forward (or the CPU path), downloads. Device buffers for the host arrays
@@ -608,13 +633,21 @@ typedef struct vkattn_kv_cache_desc {
     uint32_t num_blocks;    /* blocks in the pool, required: num_blocks * block_size tokens in all */
     uint32_t block_size;    /* tokens per block; 0 = 16 */
     uint32_t max_sequences; /* sequence ids 0 .. max_sequences - 1; 0 = 1 */
-    vkattn_dtype dtype;     /* what the pool stores: F32 (0, default) or F16 (needs 16-bit storage,
-                               else VKATTN_ERROR_UNSUPPORTED; values beyond fp16's range become inf) */
+    vkattn_dtype dtype;     /* what the pool stores: F32 (0, default); F16 (needs 16-bit storage,
+                               else VKATTN_ERROR_UNSUPPORTED; values beyond fp16's range become inf);
+                               or a block format, Q8_0 or Q4_0 (see vkattn_dtype): each head's row of
+                               a token is quantized on the device as it is appended, D / 32 ggml
+                               blocks back to back, and dequantized as attention reads it. A block
+                               format needs head_dim % 32 == 0 (else VKATTN_ERROR_INVALID_ARGUMENT).
+                               Against an F32 cache it costs NMSE ~5e-5 (Q8_0) and ~1.3e-2 (Q4_0)
+                               on the output of a D = 128 layer with N(0,1) inputs (README). */
 } vkattn_kv_cache_desc;
 
-/* Creates the pool (2 * num_blocks * block_size * H_kv * D elements: K and V, each one device
- * buffer, which must fit maxStorageBufferRange, else VKATTN_ERROR_DEVICE_LIMIT naming the most
- * blocks that fit). Its contents start undefined; only slots a forward wrote are ever read. */
+/* Creates the pool (K and V, each one device buffer of num_blocks * block_size tokens of H_kv
+ * rows: vkattn_dtype_row_size(dtype, D) bytes each, plus 4 spare bytes for a block format), which
+ * must fit maxStorageBufferRange and maxTexelBufferElements texels, else VKATTN_ERROR_DEVICE_LIMIT
+ * naming the most blocks that fit. Its contents start undefined; only slots a forward wrote are
+ * ever read. */
 vkattn_status vkattn_kv_cache_create(vkattn_context *ctx, const vkattn_kv_cache_desc *desc, vkattn_kv_cache **out);
 /* NULL is a no-op. Destroying the context destroys its caches too. */
 void vkattn_kv_cache_destroy(vkattn_kv_cache *cache);
@@ -625,7 +658,7 @@ typedef struct vkattn_kv_cache_info {
     uint32_t sequences;         /* sequences that hold tokens */
     uint64_t tokens;            /* tokens held, summed over sequences */
     uint64_t bytes;             /* device memory of the pool (K and V) */
-    uint32_t bytes_per_token;   /* of K and V, all heads: 2 * H_kv * D * dtype size */
+    uint32_t bytes_per_token;   /* of K and V, all heads: 2 * H_kv * vkattn_dtype_row_size(dtype, D) */
 } vkattn_kv_cache_info;
 
 vkattn_status vkattn_kv_cache_get_info(const vkattn_kv_cache *cache, vkattn_kv_cache_info *out);

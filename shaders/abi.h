@@ -203,6 +203,23 @@ VKA_STRUCT(vka_merge_push) {
  *
  * Pools: K and V each (num_blocks, H_kv, block_size, D) in the cache's dtype; token `slot`
  * (= block * block_size + offset) of K/V head k is row (block * H_kv + k) * block_size + offset.
+ * A row of a block format (Q8_0, Q4_0) is its D / 32 ggml blocks back to back, no padding:
+ *
+ *   row r at byte r * (D / 32) * B,  B = VKA_Q8_0_BYTES (34) or VKA_Q4_0_BYTES (18)
+ *   +-------+----------------------------+-------+------------------
+ *   | d f16 | 32 int8 q (Q8_0)           | d f16 | ...   block 1 of the row, then row r + 1
+ *   |       | 16 bytes of nibbles (Q4_0) |       |
+ *   +-------+----------------------------+-------+------------------
+ *
+ * exactly ggml's block_q8_0 / block_q4_0 arrays (a pool block per K/V head is a ggml tensor of
+ * shape (D, block_size) in that type), so rows copy to and from ggml's caches byte for byte. B is
+ * even but not a multiple of 4, so a block starts on an even byte: the kernels read and write the
+ * pools as uint words (no 8- or 16-bit storage needed; kv_append through a storage buffer,
+ * attn_paged through R32UI texel views), a block's first or last halfword sharing a word with its
+ * neighbour (kv_quant.glsl). A quantized pool keeps one spare word after its last block, so that a
+ * 4-byte read at an even offset may always fetch the word after. The kernels'
+ * KV_QUANT builds take the format from VKA_SPEC_FLAGS (VKA_KV_Q4_0 set: Q4_0, else Q8_0), and
+ * their pool offsets and strides are in bytes.
  * A forward's `meta` buffer (uint) holds, per sequence b of its batch, VKA_SEQ_WORDS words at
  * b * VKA_SEQ_WORDS, then the sequences' block tables, then per new token (t < T, the tokens of
  * the batch one sequence after another) its position and then its slot. */
@@ -211,11 +228,16 @@ VKA_STRUCT(vka_merge_push) {
 #define VKA_SEQ_LEN 2     /* its length with them: the keys it attends over */
 #define VKA_SEQ_TABLE 3   /* where its block table (block ids, in order) starts in meta */
 #define VKA_SEQ_WORDS 4
+#define VKA_QUANT_VALUES 32  /* values per block of a block format */
+#define VKA_Q8_0_BYTES 34
+#define VKA_Q4_0_BYTES 18
+#define VKA_KV_Q4_0 4u       /* VKA_SPEC_FLAGS of the KV_QUANT builds: the pools hold Q4_0 (else Q8_0) */
 
 /* kv_append.comp: K and V rows of the new tokens (the projected, rotated K/V heads of the qkv
  * workspace: head k, token t at k_offset (v_offset) + k * head_stride + t * row_stride, elements)
  * into the pools at each token's slot, converted to the cache's dtype (OUT_F16 builds write fp16).
- * count = T * H_kv * D invocations, one element each. */
+ * count = T * H_kv * D invocations, one element each; the KV_QUANT build quantizes a block of 32
+ * values per invocation (count = T * H_kv * D / 32) and writes it as kv_quant.glsl says. */
 #define VKA_APPEND_SRC 0  /* texel view (R) */
 #define VKA_APPEND_META 1 /* uint */
 #define VKA_APPEND_K 2    /* storage buffer, out */
@@ -239,10 +261,12 @@ VKA_STRUCT(vka_append_push) {
  * state layout of attn_fused with bh = b * H + h, rows i - i_begin. Q row (t, h) at
  * h * q_head + t * q_row (texels of the qkv workspace); ctx row t at t * ctx_stride. K/V row of
  * token j of head k: block * block_stride + k * kv_head + (j % block_size) * kv_row, texels,
- * block = the table's entry j / block_size. Flags: VKA_FUSED_STORE (write the state, not ctx). */
+ * block = the table's entry j / block_size (in bytes for a block format, whose rows the KV_QUANT
+ * build reads as uint words and dequantizes). Flags: VKA_FUSED_STORE (write the state, not ctx),
+ * VKA_KV_Q4_0. */
 #define VKA_PAGED_Q 0         /* texel view */
-#define VKA_PAGED_K 1         /* texel view, the cache's dtype */
-#define VKA_PAGED_V 2         /* texel view */
+#define VKA_PAGED_K 1         /* texel view, the cache's dtype; R32UI words for a block format */
+#define VKA_PAGED_V 2         /* texel view; R32UI words for a block format */
 #define VKA_PAGED_CTX 3       /* storage buffer, out, fp16 with OUT_F16 */
 #define VKA_PAGED_META 4      /* uint */
 #define VKA_PAGED_STATE_O 5   /* float, written with STORE */

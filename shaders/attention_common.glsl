@@ -5,7 +5,9 @@
  * mask_flags and mask_heads; specialization constant VEC; and bindings named kpm (uint words),
  * valid_lens (int), mask_bytes (uint words) and mask_floats (float) when it uses vka_mask_term;
  * specialization constants TILE_A, TILE_B, DV and samplers Q, K when it uses VKA_QK_TILE (and
- * sampler V for VKA_ONLINE_SOFTMAX_BLOCK).
+ * sampler V for VKA_ONLINE_SOFTMAX_BLOCK). An includer whose keys and values are not texel views
+ * defines VKA_FETCH_K(row, t) and VKA_FETCH_V(row, t) first: texel t (4 floats) of the row that
+ * krow / vrow name.
  */
 
 /* A texel as four floats; with VEC == 1 (R32F/R16F views) the unused lanes are zero, so dot
@@ -15,6 +17,11 @@ vec4 vka_fetch(samplerBuffer t, uint index)
     vec4 v = texelFetch(t, int(index));
     return VEC == 4 ? v : vec4(v.x, 0.0, 0.0, 0.0);
 }
+
+#ifndef VKA_FETCH_K
+#define VKA_FETCH_K(row, t) vka_fetch(K, (row) + (t))
+#define VKA_FETCH_V(row, t) vka_fetch(V, (row) + (t))
+#endif
 
 /* s[r][c] = q_r · k_c over the DV texels of one head: the register tile of TILE_A queries by TILE_B
  * keys that the scores and fused kernels share. qrow/krow hold each row's first texel in the
@@ -27,7 +34,7 @@ vec4 vka_fetch(samplerBuffer t, uint index)
         vec4 q_[TILE_A];                                                                           \
         [[unroll]] for (uint r_ = 0; r_ < TILE_A; r_++) q_[r_] = vka_fetch(Q, qrow[r_] + d_);      \
         [[unroll]] for (uint c_ = 0; c_ < TILE_B; c_++) {                                          \
-            vec4 k_ = vka_fetch(K, krow[c_] + d_);                                                 \
+            vec4 k_ = VKA_FETCH_K(krow[c_], d_);                                                   \
             [[unroll]] for (uint r_ = 0; r_ < TILE_A; r_++) s[r_][c_] += dot(q_[r_], k_);          \
         }                                                                                          \
     }
@@ -64,7 +71,7 @@ vec4 vka_fetch(samplerBuffer t, uint index)
             [[unroll]] for (uint r_ = 0; r_ < TILE_A; r_++) o[r_][d_] *= alpha_[r_];               \
         for (uint d_ = 0; d_ < DV; d_++) {                                                         \
             [[unroll]] for (uint c_ = 0; c_ < TILE_B; c_++) {                                      \
-                vec4 v_ = vka_fetch(V, vrow[c_] + d_);                                             \
+                vec4 v_ = VKA_FETCH_V(vrow[c_], d_);                                               \
                 [[unroll]] for (uint r_ = 0; r_ < TILE_A; r_++)                                    \
                     o[r_][d_] += s[r_][c_] != 0.0 ? s[r_][c_] * v_ : vec4(0.0);                    \
             }                                                                                      \

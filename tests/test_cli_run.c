@@ -794,6 +794,55 @@ static double npy_max_abs(const char *a_path, const char *b_path)
     return m;
 }
 
+/* --kv-cache-dtype q8_0 and q4_0: a layer of head dim 32 (E = 64, 2 heads, 1 K/V head, RoPE), B = 2
+ * sequences of T = 20 tokens, the last 13 decoded: --check passes under the format's tolerance, and
+ * the output differs from the plain run by what the format rounds (more for q4_0). */
+static void test_run_decode_quant(void)
+{
+    enum { B = 2, T = 20, E = 64, KV = 32 };
+    char weights[512], query[512], plain[512], out[512];
+    test_tmp_path(weights, sizeof weights, "decode_q.safetensors");
+    test_tmp_path(query, sizeof query, "decode_q.query.npy");
+    test_tmp_path(plain, sizeof plain, "decode_q.plain.npy");
+    test_tmp_path(out, sizeof out, "decode_q.out.npy");
+    static float q_w[E * E], k_w[KV * E], v_w[KV * E], o_w[E * E], x[B * T * E];
+    test_rng rng = test_rng_make(78);
+    float *all[] = {q_w, k_w, v_w, o_w};
+    size_t counts[] = {E * E, KV * E, KV * E, E * E};
+    for (int i = 0; i < 4; i++) test_fill(&rng, all[i], counts[i], 0.2f);
+    const st_tensor t[] = {
+        {"q_proj.weight", q_w, 2, {E, E}},
+        {"k_proj.weight", k_w, 2, {KV, E}},
+        {"v_proj.weight", v_w, 2, {KV, E}},
+        {"o_proj.weight", o_w, 2, {E, E}},
+    };
+    write_safetensors(weights, t, 4);
+    test_fill(&rng, x, B * T * E, 1.7f);
+    vkattn_array q = {.dtype = VKATTN_DTYPE_F32, .rank = 3, .dims = {B, T, E}, .data = x, .bytes = sizeof x};
+    CHECK_STATUS(vkattn_npy_write(query, &q, NULL), VKATTN_OK);
+    const char *base[] = {"--weights", weights, "--heads", "2", "--kv-heads", "1", "--rope-theta", "10000", "--query",
+                          query, "--causal", "--out", plain, NULL, NULL, NULL, NULL, NULL, NULL};
+    CHECK(run_cmd(cmd_run, base) == CLI_EXIT_OK);
+    base[12] = out, base[13] = "--decode-from", base[14] = "7", base[15] = "--kv-cache-dtype", base[17] = "--check";
+    const char *names[2] = {"q8_0", "q4_0"};
+    double diff[2];
+    for (int i = 0; i < 2; i++) {
+        base[16] = names[i];
+        CHECK(run_cmd(cmd_run, base) == CLI_EXIT_OK);
+        char line[96];
+        snprintf(line, sizeof line, "%s KV cache of 4 blocks of 16 tokens (%d bytes per token)", names[i],
+                 i == 0 ? 2 * 34 : 2 * 18);
+        CHECK_SAID(line);
+        snprintf(line, sizeof line, "tolerance for a %s KV cache", names[i]);
+        CHECK_SAID(line);
+        CHECK_SAID("check: OK");
+        diff[i] = npy_max_abs(out, plain);
+        printf("  --kv-cache-dtype %s against the plain causal run: max-abs %.3g\n", names[i], diff[i]);
+    }
+    CHECK(diff[0] > 0 && diff[0] < diff[1] && diff[1] < 0.5);
+    remove(weights), remove(query), remove(plain), remove(out);
+}
+
 /* --decode-from P on a GQA + RoPE layer, B = 2 sequences of T = 20 tokens (two cache blocks of 16
  * each): the prefill and the decode steps give the plain causal run's output (max-abs 1e-5), for
  * a prefill of 1, 7 and all 20 tokens, batched and unbatched; --check passes (also with an f16
@@ -828,7 +877,7 @@ static void test_run_decode(int fp16)
         CHECK_MSG(m <= 1e-5, "--decode-from %s: max-abs %g against the plain causal run", froms[i], m);
     }
     CHECK_SAID("decode: 2 sequences, each 20 tokens prefilled in one forward");
-    CHECK_SAID("and 0 decoded one at a time; f32 KV cache of 4 blocks of 16 tokens");
+    CHECK_SAID("and 0 decoded one at a time; f32 KV cache of 4 blocks of 16 tokens (64 bytes per token)");
     CHECK(RUN_GQA(weights, query, out, "--causal", "--decode-from", "7", "--check", "--check-finite") == CLI_EXIT_OK);
     CHECK_SAID("decode: 2 sequences, each 7 tokens prefilled in one forward");
     CHECK_SAID("and 13 decoded one at a time: ");
@@ -887,7 +936,11 @@ static void test_run_decode(int fp16)
     CHECK(RUN_GQA(weights, query, out, "--causal", "--decode-from", "4", "--path", "unfused") == CLI_EXIT_USAGE);
     CHECK_SAID("it takes no --path unfused");
     CHECK(RUN_GQA(weights, query, out, "--causal", "--decode-from", "4", "--kv-cache-dtype", "f8") == CLI_EXIT_USAGE);
-    CHECK_SAID("--kv-cache-dtype takes f32 or f16 (what the KV cache stores), not \"f8\"");
+    CHECK_SAID("--kv-cache-dtype takes f32, f16, q8_0 or q4_0 (what the KV cache stores), not \"f8\"");
+    /* A block format needs head dims of whole blocks: this layer's are 4. */
+    CHECK(RUN_GQA(weights, query, out, "--causal", "--decode-from", "4", "--kv-cache-dtype", "q4_0") == CLI_EXIT_USAGE);
+    CHECK_SAID("--kv-cache-dtype q4_0 stores each head's row in blocks of 32 values: the layer's head dim is 4");
+    CHECK(!said("device:"));
     /* Refused by what the inputs hold: P beyond T, a layer with bias_k/bias_v. */
     CHECK(RUN_GQA(weights, query, out, "--causal", "--decode-from", "21") == CLI_EXIT_USAGE);
     CHECK_SAID("vkattn run: --decode-from 21 is beyond the query's 20 tokens (P is 1 to 20");
@@ -896,7 +949,7 @@ static void test_run_decode(int fp16)
     CHECK_SAID("the weights hold bias_k/bias_v (add_bias_kv), keys a KV cache does not hold");
     CHECK(run_cmd(cmd_run, (const char *[]){"--help", NULL}) == CLI_EXIT_OK);
     CHECK_SAID("--decode-from P (with --causal)");
-    CHECK_SAID("--kv-cache-dtype f32|f16 (with --decode-from)");
+    CHECK_SAID("--kv-cache-dtype f32|f16|q8_0|q4_0 (with --decode-from)");
     remove(weights), remove(query), remove(single), remove(plain), remove(plain1), remove(out);
 }
 
@@ -992,6 +1045,7 @@ int main(int argc, char **argv)
         RUN_TEST(test_overhead);
         RUN_TEST_WITH(test_run_hf_gqa, &fx);
         RUN_TEST_WITH(test_run_decode, fp16);
+        RUN_TEST(test_run_decode_quant);
     }
     fixture_close(&fx);
     test_tmp_remove();

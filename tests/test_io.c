@@ -164,6 +164,7 @@ static void fill_element(vkattn_dtype dtype, void *data, size_t i)
     case VKATTN_DTYPE_F16: ((uint16_t *)data)[i] = vka_f32_to_f16((float)i * 0.5f - 2.0f); break;
     case VKATTN_DTYPE_BOOL: ((uint8_t *)data)[i] = (uint8_t)(i % 3); break; /* 2 must read back as 1 */
     case VKATTN_DTYPE_I32: ((int32_t *)data)[i] = (int32_t)(i * 1000003u) - 7; break;
+    default: break; /* the block formats: no array holds them */
     }
 }
 
@@ -175,6 +176,7 @@ static int element_matches(vkattn_dtype written, const vkattn_array *a, size_t i
     case VKATTN_DTYPE_F16: return ((const float *)a->data)[i] == (float)i * 0.5f - 2.0f;
     case VKATTN_DTYPE_BOOL: return ((const uint8_t *)a->data)[i] == (i % 3 != 0);
     case VKATTN_DTYPE_I32: return ((const int32_t *)a->data)[i] == (int32_t)(i * 1000003u) - 7;
+    default: break;
     }
     return 0;
 }

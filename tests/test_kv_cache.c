@@ -1,9 +1,15 @@
 /* The paged KV cache and cached forwards, against the CPU reference: every token a sequence gets
  * through the cache (prefill, chunks, decode steps, ragged batches, forks) must come out as that
  * token's row of one causal forward over the whole sequence (vkattn_reference_forward, causal).
- * Families (argv[1]): decode, ragged, split, paging, errors. */
+ * Families (argv[1]): decode, ragged, split, paging, errors; quant and quant_accuracy for the caches
+ * of a block format (Q8_0, Q4_0), checked against a reference that rounds k and v the same way
+ * (kv_cache_dtype) and, for what the format costs, against the unrounded one. */
 #define _POSIX_C_SOURCE 200809L
+#include "attention/kv_cache.h"
+#include "device/context.h"
 #include "gpu_test.h"
+#include "io/quant.h"
+#include "memory/transfer.h"
 
 /* One sequence as the test feeds it: its input tokens, and the outputs the cache gave for them. */
 typedef struct seq_run {
@@ -49,19 +55,28 @@ static vkattn_status feed(vkattn_layer *layer, vkattn_kv_cache *cache, uint32_t 
     return status;
 }
 
-/* The run's outputs so far against one causal reference forward over its tokens. */
-static void check_run(const test_weights *tw, const seq_run *r, double tol, const char *what)
+/* The run's outputs so far against one causal reference forward over its tokens, whose k and v
+ * are rounded as a cache of `round` holds them (F32: not rounded). Returns the NMSE. */
+static double check_run_as(const test_weights *tw, const seq_run *r, vkattn_dtype round, double tol, const char *what)
 {
     const uint32_t E = tw->desc.embed_dim;
     float *want = malloc((size_t)r->len * E * sizeof(float));
-    vkattn_host_forward_desc f = {.batch = 1, .query_len = r->len, .query = r->tokens, .output = want, .causal = 1};
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = r->len, .query = r->tokens, .output = want, .causal = 1,
+                                  .kv_cache_dtype = round};
     vkattn_error error = {0};
     CHECK_STATUS(vkattn_reference_forward(&tw->desc, &tw->w, &f, &error), VKATTN_OK);
     test_error e = test_compare(r->out, want, (size_t)r->len * E);
-    printf("  %-44s seq %u, %4u tokens: nmse %.2e max_abs %.2e\n", what, r->id, r->len, e.nmse, e.max_abs);
+    printf("  %-44s seq %u, %4u tokens: nmse %.2e max_abs %.2e%s%s\n", what, r->id, r->len, e.nmse, e.max_abs,
+           round ? " vs reference rounded as " : "", round ? vkattn_dtype_name(round) : "");
     CHECK_MSG(e.nonfinite == 0 && e.nmse <= tol, "%s: seq %u nmse %.3e > %.1e (%zu non-finite)", what, r->id, e.nmse, tol,
               e.nonfinite);
     free(want);
+    return e.nmse;
+}
+
+static void check_run(const test_weights *tw, const seq_run *r, double tol, const char *what)
+{
+    check_run_as(tw, r, VKATTN_DTYPE_F32, tol, what);
 }
 
 static vkattn_layer *make_layer(vkattn_context *ctx, test_weights *tw, const vkattn_layer_desc *desc, unsigned long long seed)
@@ -297,6 +312,224 @@ static void family_errors(vkattn_context *ctx)
     test_weights_free(&tw);
 }
 
+/* ---- caches of a block format (Q8_0, Q4_0) ------------------------------------------------- */
+
+/* N(0,1) values: Box-Muller over the test generator. */
+static void fill_normal(test_rng *rng, float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i += 2) {
+        double u1 = (test_rng_float(rng) + 1.0) / 2.0, u2 = (test_rng_float(rng) + 1.0) / 2.0;
+        double r = sqrt(-2.0 * log(u1 > 1e-12 ? u1 : 1e-12)), a = 6.283185307179586 * u2;
+        x[i] = (float)(r * cos(a));
+        if (i + 1 < n) x[i + 1] = (float)(r * sin(a));
+    }
+}
+
+/* A decode through a cache of `dtype` (a prompt of `prefill` tokens in chunks, then one token at a
+ * time up to `total`) on N(0,1) tokens: against the reference that rounds k and v as the cache
+ * does, to fp32 accuracy (`tol`); against the unrounded reference, within what the format costs
+ * (`bound`). Returns that last NMSE.
+ *
+ * The rounding reference agrees to about 1e-13 NMSE, except where a value lies within an ulp of a
+ * rounding boundary of the format: the device's fp32 projections and the reference's double ones
+ * differ in the last bit, and one side lands on the neighbouring level. Such a flip moved the NMSE
+ * to 2e-8 (split-KV, q8_0) and 6e-10 (D=128, q4_0); perturbing the inputs by a few ulps moved it
+ * by up to 1e-8. Hence tol 1e-6: far below the formats' own error, far above a flip. */
+static double quant_case(vkattn_context *ctx, const char *name, const vkattn_layer_desc *desc, uint32_t prefill,
+                         uint32_t chunk, uint32_t total, uint32_t block_size, vkattn_dtype dtype, uint32_t splits,
+                         double tol, double bound)
+{
+    test_weights tw;
+    vkattn_layer *layer = make_layer(ctx, &tw, desc, 11);
+    vkattn_kv_cache *cache = make_cache(ctx, desc, (total + block_size - 1) / block_size, block_size, 1, dtype);
+    seq_run r, *rp = &r;
+    run_make(&r, 0, total, desc->embed_dim, 5);
+    test_rng rng = test_rng_make(21);
+    fill_normal(&rng, r.tokens, (size_t)total * desc->embed_dim);
+    while (r.len < total) {
+        uint32_t n = r.len < prefill ? (prefill - r.len < chunk ? prefill - r.len : chunk) : 1;
+        CHECK_STATUS(feed(layer, cache, desc->embed_dim, &rp, &n, 1, splits), VKATTN_OK);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s, %s cache", name, vkattn_dtype_name(dtype));
+    check_run_as(&tw, &r, dtype, tol, what);
+    double nmse = check_run_as(&tw, &r, VKATTN_DTYPE_F32, bound, what);
+    run_free(&r);
+    vkattn_kv_cache_destroy(cache);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+    return nmse;
+}
+
+/* Every row the sequences of `runs` wrote, in both pools, is the host's blocks of its tokens
+ * (k = v = the token: identity projections). Returns the blocks that differ. */
+static uint32_t check_pools(vkattn_context *ctx, vkattn_kv_cache *cache, seq_run *const *runs, uint32_t n, uint32_t E)
+{
+    const vkattn_kv_cache_desc *d = &cache->desc;
+    const uint32_t D = d->head_dim, nb = D / 32, bb = (uint32_t)vka_dtype_bytes(d->dtype, 32), bs = d->block_size;
+    const size_t bytes = (size_t)vka_kv_pool_bytes(d->dtype, (uint64_t)d->num_blocks * bs * d->num_kv_heads * D);
+    uint8_t *pool[2] = {malloc(bytes), malloc(bytes)}, want[34];
+    CHECK_STATUS(vka_buffer_read(&ctx->transfer, &cache->k, 0, pool[0], bytes), VKATTN_OK);
+    CHECK_STATUS(vka_buffer_read(&ctx->transfer, &cache->v, 0, pool[1], bytes), VKATTN_OK);
+    uint32_t differ = 0, checked = 0;
+    for (uint32_t s = 0; s < n; s++) {
+        const vka_kv_seq *seq = &cache->seqs[runs[s]->id];
+        for (uint32_t pos = 0; pos < seq->length; pos++) {
+            uint32_t slot = seq->blocks[pos / bs] * bs + pos % bs;
+            for (uint32_t k = 0; k < d->num_kv_heads; k++) {
+                uint32_t row = (slot / bs * d->num_kv_heads + k) * bs + slot % bs;
+                /* k = v = the token, but for a non-finite value anywhere in it: 0 * NaN and 0 * inf
+                 * in the projection make the whole row NaN */
+                const float *token = runs[s]->tokens + (size_t)pos * E;
+                int finite = 1;
+                for (uint32_t e = 0; e < E; e++) finite &= isfinite(token[e]) != 0;
+                for (uint32_t b = 0; b < nb; b++) {
+                    float x[32];
+                    for (int j = 0; j < 32; j++) x[j] = finite ? token[k * D + b * 32 + j] : NAN;
+                    if (d->dtype == VKATTN_DTYPE_Q8_0) vka_quantize_q8_0(x, want);
+                    else vka_quantize_q4_0(x, want);
+                    for (int p = 0; p < 2; p++) {
+                        const uint8_t *got = pool[p] + ((size_t)row * nb + b) * bb;
+                        checked++;
+                        if (memcmp(got, want, bb) == 0) continue;
+                        if (differ++ < 4)
+                            fprintf(stderr, "  %s pool %c, seq %u token %u head %u block %u: d 0x%02x%02x vs 0x%02x%02x, "
+                                    "q0 0x%02x vs 0x%02x\n", vkattn_dtype_name(d->dtype), p ? 'V' : 'K', runs[s]->id,
+                                    pos, k, b, got[1], got[0], want[1], want[0], got[2], want[2]);
+                    }
+                }
+            }
+        }
+    }
+    printf("  %s pools: %u of %u blocks as the host quantizes them\n", vkattn_dtype_name(d->dtype), checked - differ,
+           checked);
+    free(pool[0]), free(pool[1]);
+    return differ;
+}
+
+/* Hand-picked blocks of 32 at the start of `x`, then N(0,1) values: Q8_0 ties (amax 63.5: d = 0.5,
+ * q = roundf(2x)); zeros; all negative, the largest magnitude negative; a scale fp16 holds only as a
+ * subnormal (amax 1e-3); one that underflows fp16 (amax 1e-30); wide values (x 100). */
+static void fill_blocks(test_rng *rng, float *x, size_t n)
+{
+    fill_normal(rng, x, n);
+    for (int j = 0; j < 32; j++) {
+        x[j] = j == 0 ? 63.5f : (float)(j - 16) * 0.75f; /* 2x = 1.5 (j - 16): halves on odd j */
+        x[32 + j] = 0.0f;
+        x[64 + j] = -(float)(j % 9) * 0.37f - 0.01f;
+        x[96 + j] *= 1e-3f / 4;
+        x[128 + j] *= 1e-30f;
+        x[160 + j] *= 100.0f;
+    }
+    x[64 + 20] = -9.0f;
+}
+
+/* The device's blocks are the host's, bit for bit (a layer whose projections are identities, so
+ * k = v = the token exactly), for both formats: a ragged prompt of 17 and 10 tokens in one
+ * forward, decode steps, a fork, and a sequence with NaN and values beyond fp16's range (its
+ * output is not checked). Blocks of 3 tokens and D = 32: rows of one 34- or 18-byte block, every
+ * other one starting on an odd halfword, so neighbouring rows that one dispatch writes share a
+ * word. */
+static void quant_pools(vkattn_context *ctx)
+{
+    enum { E = 64 };
+    static float in_proj[3 * E * E], out_proj[E * E];
+    for (int i = 0; i < E; i++) {
+        for (int p = 0; p < 3; p++) in_proj[(p * E + i) * E + i] = 1;
+        out_proj[i * E + i] = 1;
+    }
+    vkattn_layer_desc desc = {.embed_dim = E, .num_heads = 2, .no_bias = 1};
+    vkattn_weights w = {.in_proj_weight = in_proj, .out_proj_weight = out_proj};
+    vkattn_layer *layer = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, &desc, &w, &layer), VKATTN_OK);
+    const vkattn_dtype dts[2] = {VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
+    for (int t = 0; t < 2; t++) {
+        vkattn_kv_cache *cache = make_cache(ctx, &desc, 24, 3, 4, dts[t]);
+        seq_run a, b, c, bad;
+        run_make(&a, 0, 24, E, 1), run_make(&b, 1, 24, E, 2), run_make(&c, 2, 24, E, 3), run_make(&bad, 3, 24, E, 4);
+        test_rng rng = test_rng_make(40 + t);
+        fill_blocks(&rng, a.tokens, 24 * E);
+        fill_normal(&rng, b.tokens, 24 * E);
+        fill_normal(&rng, c.tokens + 20 * E, 4 * E);
+        fill_normal(&rng, bad.tokens, 24 * E);
+        bad.tokens[5] = NAN, bad.tokens[E + 40] = INFINITY, bad.tokens[2 * E + 3] = 1e7f; /* d = 78740: fp16 inf */
+        seq_run *ab[2] = {&a, &b}, *pc = &c, *pbad = &bad;
+        CHECK_STATUS(feed(layer, cache, E, ab, (uint32_t[]){17, 10}, 2, 0), VKATTN_OK);
+        for (int step = 0; step < 3; step++) CHECK_STATUS(feed(layer, cache, E, ab, (uint32_t[]){1, 1}, 2, 0), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_fork(cache, 0, 2), VKATTN_OK); /* 20 tokens: its 7th block is copied */
+        memcpy(c.tokens, a.tokens, 20 * E * sizeof(float));
+        c.len = 20;
+        CHECK_STATUS(feed(layer, cache, E, &pc, (uint32_t[]){2}, 1, 0), VKATTN_OK);
+        CHECK_STATUS(feed(layer, cache, E, &pbad, (uint32_t[]){5}, 1, 0), VKATTN_OK);
+        seq_run *all[4] = {&a, &b, &c, &bad};
+        CHECK(check_pools(ctx, cache, all, 4, E) == 0);
+        run_free(&a), run_free(&b), run_free(&c), run_free(&bad);
+        vkattn_kv_cache_destroy(cache);
+    }
+    vkattn_layer_destroy(layer);
+}
+
+static void family_quant(vkattn_context *ctx)
+{
+    quant_pools(ctx);
+    /* Both formats through GQA + RoPE decoding (D = 32: a block per row), and Q4_0 at D = 64 without
+     * RoPE (two blocks per row, rows 36 bytes apart); against the rounding reference and the exact one. */
+    vkattn_layer_desc gqa = {.embed_dim = 128, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
+    quant_case(ctx, "gqa rope neox, prefill 7 then decode", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_Q8_0, 0, 1e-6, 5e-4);
+    quant_case(ctx, "gqa rope neox, prefill 7 then decode", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_Q4_0, 0, 1e-6, 5e-2);
+    vkattn_layer_desc mha = {.embed_dim = 128, .num_heads = 2};
+    quant_case(ctx, "mha D=64, prompt in chunks of 5", &mha, 23, 5, 30, 8, VKATTN_DTYPE_Q4_0, 0, 1e-6, 5e-2);
+
+    /* Refusals: a head dim that is not whole blocks; tensors of a block format. */
+    vkattn_kv_cache *none = NULL;
+    vkattn_kv_cache_desc bad = {.num_kv_heads = 2, .head_dim = 48, .num_blocks = 4, .dtype = VKATTN_DTYPE_Q8_0};
+    CHECK_STATUS(vkattn_kv_cache_create(ctx, &bad, &none), VKATTN_ERROR_INVALID_ARGUMENT);
+    printf("  D = 48: %s\n", vkattn_context_last_error(ctx));
+    CHECK(none == NULL && strstr(vkattn_context_last_error(ctx), "multiple of 32") != NULL);
+    vkattn_tensor *t = NULL;
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_Q4_0, 1, (uint32_t[]){32}, &t), VKATTN_ERROR_DTYPE);
+    printf("  tensor: %s\n", vkattn_context_last_error(ctx));
+    CHECK(t == NULL);
+    /* The size it reports: 2 x H_kv x D / 32 blocks of 34 or 18 bytes per token */
+    bad.head_dim = 128;
+    vkattn_kv_cache_info info;
+    const vkattn_dtype dts[2] = {VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
+    const uint32_t per_token[2] = {2 * 2 * 4 * 34, 2 * 2 * 4 * 18};
+    for (int i = 0; i < 2; i++) {
+        bad.dtype = dts[i];
+        CHECK_STATUS(vkattn_kv_cache_create(ctx, &bad, &none), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_get_info(none, &info), VKATTN_OK);
+        CHECK(info.bytes_per_token == per_token[i] && info.bytes == 4ull * 16 * per_token[i]);
+        vkattn_kv_cache_destroy(none);
+    }
+    /* The reference's rounding is for the CPU path: a device forward refuses it */
+    test_weights tw;
+    vkattn_layer *layer = make_layer(ctx, &tw, &gqa, 2);
+    float x[128] = {0}, y[128];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 1, .query = x, .output = y,
+                                  .kv_cache_dtype = VKATTN_DTYPE_Q8_0};
+    CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_ERROR_INVALID_ARGUMENT);
+    printf("  device forward: %s\n", vkattn_context_last_error(ctx));
+    f.path = VKATTN_PATH_CPU;
+    CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_OK);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
+/* What the formats cost at a real head dim (D = 128), and the paths that split the keys. */
+static void family_quant_accuracy(vkattn_context *ctx)
+{
+    vkattn_layer_desc gqa = {.embed_dim = 512, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
+    double q8 = quant_case(ctx, "D=128 gqa rope, prefill 40 then decode", &gqa, 40, 40, 72, 16, VKATTN_DTYPE_Q8_0, 0,
+                           1e-6, 5e-4);
+    double q4 = quant_case(ctx, "D=128 gqa rope, prefill 40 then decode", &gqa, 40, 40, 72, 16, VKATTN_DTYPE_Q4_0, 0,
+                           1e-6, 5e-2);
+    printf("  D=128 against an f32 cache: nmse %.2e (q8_0), %.2e (q4_0)\n", q8, q4);
+    vkattn_layer_desc mqa = {.embed_dim = 128, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000};
+    quant_case(ctx, "split-KV 7 parts", &mqa, 300, 300, 310, 16, VKATTN_DTYPE_Q4_0, 7, 1e-6, 5e-2);
+    quant_case(ctx, "split-KV 7 parts", &mqa, 300, 300, 310, 16, VKATTN_DTYPE_Q8_0, 7, 1e-6, 5e-4);
+}
+
 int main(int argc, char **argv)
 {
     const char *family = argc > 1 ? argv[1] : "decode";
@@ -307,6 +540,8 @@ int main(int argc, char **argv)
     else if (strcmp(family, "ragged") == 0) family_ragged(ctx);
     else if (strcmp(family, "paging") == 0) family_paging(ctx);
     else if (strcmp(family, "errors") == 0) family_errors(ctx);
+    else if (strcmp(family, "quant") == 0) family_quant(ctx);
+    else if (strcmp(family, "quant_accuracy") == 0) family_quant_accuracy(ctx);
     else CHECK_MSG(0, "unknown family %s", family);
     gpu_test_finish_context(ctx);
     return test_finish();

@@ -1,6 +1,7 @@
 /* The plan is pure: shapes and device limits in, kernel steps and workspace sizes out. These tests
  * run it with made-up limits (no Vulkan), to check dispatch counts, chunking and limit errors. */
 #include "attention/plan.h"
+#include "io/quant.h"
 #include "test_util.h"
 
 static vka_problem problem(uint32_t B, uint32_t L, uint32_t S, uint32_t E, uint32_t H, int self)
@@ -594,9 +595,9 @@ static void test_rope_steps(void)
 }
 
 /* A cached forward (decoding, a chunk of a prompt) of `seqs` sequences, each adding `new_tokens`
- * and reaching `len` tokens, over an f16 cache of blocks of 16. */
-static vka_problem cached_problem(uint32_t E, uint32_t H, uint32_t H_kv, uint32_t seqs, uint32_t new_tokens, uint32_t len,
-                                  uint32_t splits)
+ * and reaching `len` tokens, over a cache of `dtype` in blocks of 16. */
+static vka_problem cached_problem_of(uint32_t E, uint32_t H, uint32_t H_kv, uint32_t seqs, uint32_t new_tokens,
+                                     uint32_t len, uint32_t splits, vkattn_dtype dtype)
 {
     uint32_t T = seqs * new_tokens;
     vka_problem p = problem(1, T, T, E, H, 1);
@@ -604,16 +605,24 @@ static vka_problem cached_problem(uint32_t E, uint32_t H, uint32_t H_kv, uint32_
     p.cfg.packed_in_proj = 1, p.cfg.rope_theta = 10000, p.cfg.rope_dim = p.cfg.D;
     uint32_t tables = seqs * ((len + 15) / 16);
     p.cache = (vka_cache_problem){.seqs = seqs, .max_new = new_tokens, .max_len = len, .block_size = 16,
-                                  .num_blocks = tables, .dtype = VKATTN_DTYPE_F16,
+                                  .num_blocks = tables, .dtype = dtype,
                                   .positions_at = seqs * VKA_SEQ_WORDS + tables,
                                   .meta_words = seqs * VKA_SEQ_WORDS + tables + 2 * T, .splits = splits};
     return p;
 }
 
+static vka_problem cached_problem(uint32_t E, uint32_t H, uint32_t H_kv, uint32_t seqs, uint32_t new_tokens, uint32_t len,
+                                  uint32_t splits)
+{
+    return cached_problem_of(E, H, H_kv, seqs, new_tokens, len, splits, VKATTN_DTYPE_F16);
+}
+
 /* Cached forwards at the shapes decoding uses (LLaMA-sized layers, head dims 64 to 256, contexts to
- * 128k keys, a batch of decoding sequences, a prompt chunk): within lavapipe's loop budget, every
- * binding fits, the key parts cover every sequence's keys exactly, the new tokens are covered by
- * the query groups, a merge follows every split dispatch, and the GQA group shares an invocation. */
+ * 128k keys, a batch of decoding sequences, a prompt chunk; caches of f16, q8_0 and q4_0): within
+ * lavapipe's loop budget, every binding fits, the key parts cover every sequence's keys exactly,
+ * the new tokens are covered by the query groups, a merge follows every split dispatch, and the
+ * GQA group shares an invocation. A block format's kernels are the KV_QUANT builds, with its flag,
+ * tiles of 8 keys, byte strides of its rows, and the append's block per invocation. */
 static void test_paged_real_shapes(void)
 {
     vka_plan_limits l = lavapipe_limits();
@@ -622,15 +631,19 @@ static void test_paged_real_shapes(void)
     const struct { uint32_t E, H, H_kv; } layers[] = {{4096, 32, 8}, {2048, 32, 32}, {2048, 8, 1}, {4096, 32, 1}};
     const uint32_t lens[] = {1, 700, 4096, 32768, 131072};
     const struct { uint32_t seqs, new_tokens; } batches[] = {{1, 1}, {8, 1}, {1, 512}};
+    const vkattn_dtype dtypes[] = {VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
     uint32_t plans = 0;
     for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
         for (size_t ki = 0; ki < sizeof lens / sizeof lens[0]; ki++) {
-            for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
-                uint32_t len = lens[ki] < batches[bi].new_tokens ? batches[bi].new_tokens : lens[ki];
-                vka_problem p = cached_problem(layers[li].E, layers[li].H, layers[li].H_kv, batches[bi].seqs,
-                                               batches[bi].new_tokens, len, 0);
+            for (size_t bi = 0; bi < sizeof batches / sizeof batches[0] * 3; bi++) {
+                const vkattn_dtype dtype = dtypes[bi / 3];
+                const int quant = dtype != VKATTN_DTYPE_F16;
+                uint32_t len = lens[ki] < batches[bi % 3].new_tokens ? batches[bi % 3].new_tokens : lens[ki];
+                vka_problem p = cached_problem_of(layers[li].E, layers[li].H, layers[li].H_kv, batches[bi % 3].seqs,
+                                                  batches[bi % 3].new_tokens, len, 0, dtype);
                 uint64_t pool = (uint64_t)p.cache.num_blocks * 16 * p.cfg.H_kv * p.cfg.D; /* elements */
-                if (pool * 2 > l.max_storage_buffer_range || pool / 4 > l.max_texel_elements) continue; /* no such cache */
+                uint64_t bytes = vka_kv_pool_bytes(dtype, pool), texels = quant ? bytes / 4 : pool / 4;
+                if (bytes > l.max_storage_buffer_range || texels > l.max_texel_elements) continue; /* no such cache */
                 vkattn_error err = {0};
                 vkattn_status status = vka_plan_build(&p, &l, &plan, &err);
                 CHECK_MSG(status == VKATTN_OK, "E %u H %u/%u len %u seqs %u new %u: %s", p.cfg.E, p.cfg.H, p.cfg.H_kv, len,
@@ -645,7 +658,19 @@ static void test_paged_real_shapes(void)
                         merges++;
                         CHECK(st->spec[VKA_SPEC_FLAGS] == VKA_MERGE_RAGGED && st->push.merge.splits == plan.key_parts);
                     }
-                    if (st->kernel != VKA_KERNEL_PAGED) continue;
+                    const uint32_t q4 = dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0;
+                    if (st->kernel == VKA_KERNEL_APPEND || st->kernel == VKA_KERNEL_APPEND_QUANT) {
+                        CHECK((st->kernel == VKA_KERNEL_APPEND_QUANT) == quant && st->spec[VKA_SPEC_FLAGS] == q4);
+                        CHECK(st->push.append.count == p.L * p.cfg.H_kv * p.cfg.D / (quant ? 32 : 1));
+                    }
+                    if (st->kernel == VKA_KERNEL_PAGED || st->kernel == VKA_KERNEL_PAGED_QUANT) {
+                        CHECK((st->kernel == VKA_KERNEL_PAGED_QUANT) == quant);
+                        CHECK((st->spec[VKA_SPEC_FLAGS] & VKA_KV_Q4_0) == q4);
+                        CHECK(!quant || (st->spec[VKA_SPEC_TILE_B] == 8 &&
+                                         st->push.paged.kv_row == vka_dtype_bytes(dtype, p.cfg.D) &&
+                                         st->bind[VKA_PAGED_K].range >= bytes - 4));
+                    }
+                    if (st->kernel != VKA_KERNEL_PAGED && st->kernel != VKA_KERNEL_PAGED_QUANT) continue;
                     const vka_paged_push *pp = &st->push.paged;
                     dispatches++;
                     CHECK(pp->i_begin == covered);
@@ -660,7 +685,7 @@ static void test_paged_real_shapes(void)
             }
         }
     }
-    CHECK_MSG(plans >= 50, "%u plans", plans);
+    CHECK_MSG(plans >= 150, "%u plans", plans);
     /* Split-KV by default for one decoding query of MQA at 32k keys; unsplit when asked, as far as
      * the budget allows (4096 keys at D=128 fit one invocation; 32768 do not). */
     vka_problem p = cached_problem(1024, 8, 1, 1, 1, 32768, 0);

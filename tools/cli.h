@@ -154,7 +154,8 @@ cli_error_stats cli_compare(const float *got, const float *want, size_t n);
 
 /* The tolerance `vkattn run --check` and `vkattn demo` apply to a device result against the CPU
  * reference: max-abs <= max_abs * max(1, max |ref|) and NMSE <= nmse, with no differing
- * non-finite value. For F32 storage max-abs 1e-4 and NMSE 1e-9; for F16 1e-2 and 2e-6. */
+ * non-finite value. For F32 storage max-abs 1e-4 and NMSE 1e-9; for F16 1e-2 and 2e-6; for a KV
+ * cache of Q8_0 5e-2 and 5e-4, of Q4_0 5e-1 and 5e-2 (the error those formats allow). */
 typedef struct cli_tolerance {
     vkattn_dtype storage;
     double max_abs, nmse;

@@ -23,7 +23,7 @@ static void run_usage(FILE *out)
             "                  [--add-zero-attn] --out out.npy [--attn-weights a.npy [--average-weights]]\n"
             "                  [--head-mask m.npy] [--path auto|fused|unfused] [--dtype f32|f16] [--device N|NAME]\n"
             "                  [--cpu] [--check] [--check-finite] [--trace]\n"
-            "                  [--decode-from P [--kv-cache-dtype f32|f16]]\n");
+            "                  [--decode-from P [--kv-cache-dtype f32|f16|q8_0|q4_0]]\n");
     forward_options_usage(out);
     fprintf(out,
             "  --cpu runs the CPU reference instead of Vulkan.\n"

@@ -6,6 +6,19 @@
 
 enum { DECODE_BLOCK_SIZE = 16 };
 
+#define CACHE_DTYPE_NAMES "f32, f16, q8_0 or q4_0"
+
+/* What --kv-cache-dtype names: 0, or 1 for any other name. */
+static int cache_dtype_from_name(const char *name, vkattn_dtype *out)
+{
+    const vkattn_dtype all[] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (strcmp(name, vkattn_dtype_name(all[i])) == 0) return *out = all[i], 0;
+    return 1;
+}
+
+static int is_block_format(vkattn_dtype d) { return d == VKATTN_DTYPE_Q8_0 || d == VKATTN_DTYPE_Q4_0; }
+
 int run_decode_option(cli_args *a, const char *opt, run_decode_options *d, int *taken)
 {
     *taken = 1;
@@ -17,9 +30,9 @@ int run_decode_option(cli_args *a, const char *opt, run_decode_options *d, int *
     } else if (cli_is(a, opt, "--kv-cache-dtype")) {
         const char *v = cli_value(a, opt);
         if (!v) return 2;
-        if (cli_storage_from_name(v, &d->cache_dtype)) {
+        if (cache_dtype_from_name(v, &d->cache_dtype)) {
             fprintf(stderr, "vkattn %s: --kv-cache-dtype takes %s (what the KV cache stores), not \"%s\"\n", a->command,
-                    CLI_STORAGE_NAMES, v);
+                    CACHE_DTYPE_NAMES, v);
             return 2;
         }
         d->cache_dtype_given = 1;
@@ -40,8 +53,12 @@ void run_decode_usage(FILE *out)
             "  --value, other masks, --attn-weights, --head-mask, --add-zero-attn, bias_k/bias_v weights, --cpu\n"
             "  (the CPU reference has no cache: a plain --causal --cpu run gives the same output), --path\n"
             "  unfused or --trace.\n"
-            "  --kv-cache-dtype f32|f16 (with --decode-from): what the KV cache stores, default f32; an f16\n"
-            "  cache is checked under the f16 tolerance.\n");
+            "  --kv-cache-dtype f32|f16|q8_0|q4_0 (with --decode-from): what the KV cache stores, default f32.\n"
+            "  q8_0 and q4_0 are ggml's blocks of 32 values (8 and 4 bits each, and an fp16 scale per block),\n"
+            "  quantized as the tokens are appended; they need a head dim that is a multiple of 32. --check\n"
+            "  applies the tolerance of what the cache stores: f16's (as --dtype f16), or for q8_0 and q4_0 the\n"
+            "  error the format allows against the exact reference: max-abs 5e-2 and 5e-1 x max(1, max|ref|),\n"
+            "  NMSE 5e-4 and 5e-2.\n");
 }
 
 const char *run_decode_refusal(const forward_options *o, const run_decode_options *d, int attn_weights)
@@ -87,6 +104,12 @@ int run_decode_check_inputs(const char *command, const forward_inputs *in, const
     if (d->from > in->L) {
         fprintf(stderr, "vkattn %s: --decode-from %u is beyond the query's %u tokens (P is 1 to %u; P = %u prefills them "
                         "all)\n", command, d->from, in->L, in->L, in->L);
+        return 2;
+    }
+    uint32_t D = in->layer.num_heads ? in->layer.embed_dim / in->layer.num_heads : 0;
+    if (is_block_format(d->cache_dtype) && D % 32 != 0) {
+        fprintf(stderr, "vkattn %s: --kv-cache-dtype %s stores each head's row in blocks of 32 values: the layer's "
+                        "head dim is %u (use f16 or f32)\n", command, vkattn_dtype_name(d->cache_dtype), D);
         return 2;
     }
     if (in->layer.add_bias_kv) {
@@ -172,8 +195,8 @@ static int decode_all(const char *command, vkattn_context *ctx, vkattn_layer *la
     }
     vkattn_kv_cache_info info;
     if (vkattn_kv_cache_get_info(cache, &info) == VKATTN_OK)
-        printf("; %s KV cache of %u blocks of %u tokens\n", info.desc.dtype == VKATTN_DTYPE_F16 ? "f16" : "f32",
-               info.desc.num_blocks, info.desc.block_size);
+        printf("; %s KV cache of %u blocks of %u tokens (%u bytes per token)\n", vkattn_dtype_name(info.desc.dtype),
+               info.desc.num_blocks, info.desc.block_size, info.bytes_per_token);
     else
         printf("\n");
 done:
@@ -192,7 +215,9 @@ int run_decode(const char *command, const forward_options *o, const forward_inpu
     if (cache) rc = decode_all(command, ctx, layer, cache, in, d, out);
     vkattn_layer_desc l;
     vkattn_layer_get_desc(layer, &l);
-    *tolerance = l.storage == VKATTN_DTYPE_F16 || d->cache_dtype == VKATTN_DTYPE_F16 ? VKATTN_DTYPE_F16
+    /* the larger error rules: a block format's, then fp16's */
+    *tolerance = is_block_format(d->cache_dtype)                                            ? d->cache_dtype
+                 : l.storage == VKATTN_DTYPE_F16 || d->cache_dtype == VKATTN_DTYPE_F16 ? VKATTN_DTYPE_F16
                                                                                       : VKATTN_DTYPE_F32;
     vkattn_kv_cache_destroy(cache);
     vkattn_layer_destroy(layer);

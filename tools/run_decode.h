@@ -21,7 +21,7 @@
 typedef struct run_decode_options {
     int given;                /* --decode-from appeared */
     uint32_t from;            /* --decode-from P: the tokens of the prefill, 1 .. L */
-    vkattn_dtype cache_dtype; /* --kv-cache-dtype f32|f16; default f32 */
+    vkattn_dtype cache_dtype; /* --kv-cache-dtype f32|f16|q8_0|q4_0; default f32 */
     int cache_dtype_given;
 } run_decode_options;
 

@@ -7,6 +7,7 @@
 
 #include "common/checked.h"
 #include "common/error.h"
+#include "io/quant.h"
 #include "memory/tensor.h"
 
 #define F32 (1u << VKATTN_DTYPE_F32)
@@ -153,6 +154,16 @@ vkattn_status vka_args_from_host(const vka_layer_config *cfg, const vkattn_host_
     a.causal = d->causal != 0;
     a.path = d->path;
     a.rope_offset = d->rope_offset;
+    a.kv_round = d->kv_cache_dtype;
+    if (!vka_is_cache_dtype(a.kv_round))
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "kv_cache_dtype is %s: a KV cache stores f32, f16, q8_0 or q4_0",
+                             vkattn_dtype_name(a.kv_round));
+    if (vka_dtype_is_block(a.kv_round) && cfg->D % VKA_QUANT_BLOCK != 0)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "kv_cache_dtype %s rounds each head's row in blocks of %d values: the head dim %u is "
+                             "not a multiple of %d",
+                             vkattn_dtype_name(a.kv_round), VKA_QUANT_BLOCK, cfg->D, VKA_QUANT_BLOCK);
     *out = a;
     return VKATTN_OK;
 }
@@ -246,6 +257,7 @@ vkattn_status vka_args_check(const vka_layer_config *cfg, const vka_args *a, vka
     p.causal = a->causal;
     p.path = a->path;
     p.rope_offset = cfg->rope_dim ? a->rope_offset : 0;
+    p.kv_round = a->kv_round;
 
     /* Names in messages say what stood in for a missing key or value. */
     const char *names[VKA_ARG_COUNT];

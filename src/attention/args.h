@@ -73,6 +73,7 @@ typedef struct vka_args {
     int causal;
     vkattn_path path;
     uint32_t rope_offset;
+    vkattn_dtype kv_round; /* the CPU path rounds k and v as this KV cache dtype stores them */
     int key_is_query; /* key (and value) not given: self-attention on the query */
 } vka_args;
 

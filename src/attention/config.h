@@ -77,6 +77,7 @@ typedef struct vka_problem {
     /* element types of the caller's tensors (F32 for host forwards) */
     vkattn_dtype query_dtype, key_dtype, value_dtype, output_dtype;
     vka_cache_problem cache;
+    vkattn_dtype kv_round;  /* the CPU path rounds k and v as a KV cache of this dtype stores them (F32: not) */
 } vka_problem;
 
 /* Checks a layer description (no weights); fills `out`. */

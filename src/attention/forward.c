@@ -207,6 +207,17 @@ vkattn_status vka_layer_host_tensor(vkattn_layer *layer, vka_arg arg, const vka_
     return VKATTN_OK;
 }
 
+/* kv_cache_dtype asks the CPU path to round k and v as a cache would; a device forward has no
+ * cache to round through. */
+static vkattn_status check_kv_round(vka_device *dev, const vka_problem *p)
+{
+    if (p->path == VKATTN_PATH_CPU || p->kv_round == VKATTN_DTYPE_F32) return VKATTN_OK;
+    return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                    "kv_cache_dtype (%s) rounds k and v as a KV cache stores them on the CPU path only: a device "
+                    "forward takes 0 (vkattn_forward_cached rounds through its cache)",
+                    vkattn_dtype_name(p->kv_round));
+}
+
 static vkattn_status forward_host(vkattn_layer *layer, const vkattn_host_forward_desc *d)
 {
     vkattn_context *ctx = layer->ctx;
@@ -218,6 +229,7 @@ static vkattn_status forward_host(vkattn_layer *layer, const vkattn_host_forward
     vka_problem p;
     if (status == VKATTN_OK) status = vka_args_from_host(&layer->cfg, d, &a, &ctx->dev.error);
     if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->dev.error);
+    if (status == VKATTN_OK) status = check_kv_round(&ctx->dev, &p);
     if (status != VKATTN_OK) return status;
     if (p.path == VKATTN_PATH_CPU) {
         vka_host_arrays arrays;
@@ -264,6 +276,7 @@ static vkattn_status forward_explain(vkattn_layer *layer, const vkattn_host_forw
     vka_problem p;
     vkattn_status status = vka_args_from_host(&layer->cfg, d, &a, &ctx->dev.error);
     if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->dev.error);
+    if (status == VKATTN_OK) status = check_kv_round(&ctx->dev, &p);
     if (status != VKATTN_OK) return status;
     size_t n;
     if (p.path == VKATTN_PATH_CPU) {

@@ -7,6 +7,7 @@
 
 #include "attention/layer.h"
 #include "device/context.h"
+#include "io/quant.h"
 
 /* Elements of one block in one pool: H_kv heads of block_size rows of D. */
 static uint64_t block_elems(const vkattn_kv_cache_desc *d)
@@ -25,28 +26,43 @@ static vkattn_status check_desc(vkattn_context *ctx, const vkattn_kv_cache_desc 
         return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
                         "vkattn_kv_cache_create: num_kv_heads (%u), head_dim (%u) and num_blocks (%u) must be > 0",
                         d.num_kv_heads, d.head_dim, d.num_blocks);
-    if (d.dtype != VKATTN_DTYPE_F32 && d.dtype != VKATTN_DTYPE_F16)
-        return vka_fail(dev, VKATTN_ERROR_DTYPE, "vkattn_kv_cache_create: a cache stores f32 or f16, not %s",
+    if (!vka_is_cache_dtype(d.dtype))
+        return vka_fail(dev, VKATTN_ERROR_DTYPE, "vkattn_kv_cache_create: a cache stores f32, f16, q8_0 or q4_0, not %s",
                         vkattn_dtype_name(d.dtype));
+    if (vka_dtype_is_block(d.dtype) && d.head_dim % VKA_QUANT_BLOCK != 0)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "vkattn_kv_cache_create: a %s cache stores each head's row in blocks of %d values: head_dim "
+                        "(%u) must be a multiple of %d (use f16 or f32 for this layer)",
+                        vkattn_dtype_name(d.dtype), VKA_QUANT_BLOCK, d.head_dim, VKA_QUANT_BLOCK);
     if (d.dtype == VKATTN_DTYPE_F16 && !dev->info.storage_16bit)
         return vka_fail(dev, VKATTN_ERROR_UNSUPPORTED, "an f16 KV cache needs storageBuffer16BitAccess, which \"%s\" lacks",
                         dev->info.name);
     if (d.max_sequences > (1u << 24) || d.block_size > (1u << 16))
         return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
                         "vkattn_kv_cache_create: at most 2^24 sequences and 2^16 tokens per block");
-    /* Each pool is one binding, read through texel views and indexed with 32-bit integers. */
+    /* Each pool is one binding, read through texel views and indexed with 32-bit integers; a block
+     * format's pool is written as a storage buffer and read through a view of uint words, indexed by
+     * byte (abi.h). */
     vka_plan_limits limits = vka_layer_plan_limits(ctx);
-    uint64_t esize = vkattn_dtype_size(d.dtype), texel = d.head_dim % 4 == 0 ? 4 : 1;
-    uint64_t max_elems = limits.max_storage_buffer_range / esize;
-    if (limits.max_texel_elements * texel < max_elems) max_elems = limits.max_texel_elements * texel;
-    if (max_elems > UINT32_MAX) max_elems = UINT32_MAX;
-    uint64_t fit = max_elems / block_elems(&d);
+    uint64_t fit;
+    if (vka_dtype_is_block(d.dtype)) {
+        uint64_t max_bytes = limits.max_storage_buffer_range < UINT32_MAX ? limits.max_storage_buffer_range : UINT32_MAX;
+        if (limits.max_texel_elements * 4 < max_bytes) max_bytes = limits.max_texel_elements * 4;
+        fit = (max_bytes - 4) / vka_dtype_bytes(d.dtype, block_elems(&d)); /* 4: the spare word */
+    } else {
+        uint64_t esize = vkattn_dtype_size(d.dtype), texel = d.head_dim % 4 == 0 ? 4 : 1;
+        uint64_t max_elems = limits.max_storage_buffer_range / esize;
+        if (limits.max_texel_elements * texel < max_elems) max_elems = limits.max_texel_elements * texel;
+        if (max_elems > UINT32_MAX) max_elems = UINT32_MAX;
+        fit = max_elems / block_elems(&d);
+    }
     if (d.num_blocks > fit)
         return vka_fail(dev, VKATTN_ERROR_DEVICE_LIMIT,
                         "a KV cache of %u blocks of %u tokens x %u heads x %u dims (%s) needs %llu bytes per pool; "
                         "one binding of this device holds %llu blocks",
                         d.num_blocks, d.block_size, d.num_kv_heads, d.head_dim, vkattn_dtype_name(d.dtype),
-                        (unsigned long long)(d.num_blocks * block_elems(&d) * esize), (unsigned long long)fit);
+                        (unsigned long long)vka_kv_pool_bytes(d.dtype, d.num_blocks * block_elems(&d)),
+                        (unsigned long long)fit);
     *out = d;
     return VKATTN_OK;
 }
@@ -88,7 +104,7 @@ static vkattn_status cache_create(vkattn_context *ctx, const vkattn_kv_cache_des
     /* A stack popped from the top: blocks are handed out 0, 1, 2, ... at first. */
     for (uint32_t i = 0; i < d.num_blocks; i++) cache->free_blocks[i] = d.num_blocks - 1 - i;
     cache->free_count = d.num_blocks;
-    uint64_t bytes = (uint64_t)d.num_blocks * block_elems(&d) * vkattn_dtype_size(d.dtype);
+    uint64_t bytes = vka_kv_pool_bytes(d.dtype, (uint64_t)d.num_blocks * block_elems(&d));
     VKA_TRY(vka_buffer_create(dev, bytes, VKA_MEMORY_DEVICE, "the KV cache's key pool", &cache->k));
     VKA_TRY(vka_buffer_create(dev, bytes, VKA_MEMORY_DEVICE, "the KV cache's value pool", &cache->v));
     vka_list_push(&ctx->caches, &cache->link);
@@ -163,8 +179,8 @@ static vkattn_status get_info(const vkattn_kv_cache *cache, vkattn_kv_cache_info
         info.sequences += cache->seqs[i].length > 0;
         info.tokens += cache->seqs[i].length;
     }
-    info.bytes_per_token = (uint32_t)(2 * cache->desc.num_kv_heads * cache->desc.head_dim *
-                                      vkattn_dtype_size(cache->desc.dtype));
+    info.bytes_per_token =
+        (uint32_t)(2 * cache->desc.num_kv_heads * vka_dtype_bytes(cache->desc.dtype, cache->desc.head_dim));
     info.bytes = (uint64_t)info.bytes_per_token * cache->desc.block_size * cache->desc.num_blocks;
     *out = info;
     return VKATTN_OK;
@@ -215,7 +231,7 @@ vkattn_status vkattn_kv_cache_free_seq(vkattn_kv_cache *cache, uint32_t seq)
 static vkattn_status copy_block(vkattn_kv_cache *cache, uint32_t from, uint32_t to)
 {
     vkattn_context *ctx = cache->ctx;
-    VkDeviceSize bytes = block_elems(&cache->desc) * vkattn_dtype_size(cache->desc.dtype);
+    VkDeviceSize bytes = vka_dtype_bytes(cache->desc.dtype, block_elems(&cache->desc));
     VkCommandBuffer cmd;
     vkattn_status status = vka_transfer_begin(&ctx->transfer, &cmd);
     if (status != VKATTN_OK) return status;

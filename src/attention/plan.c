@@ -8,6 +8,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "io/quant.h"
 
 const char *vka_role_name(vka_role role)
 {
@@ -126,9 +127,11 @@ uint64_t vka_step_loop_trips(const vka_step *s)
     case VKA_KERNEL_MERGE: return 2 * vka_loop(s->push.merge.splits);
     case VKA_KERNEL_AVERAGE_HEADS: return vka_loop(s->push.average.H);
     case VKA_KERNEL_PAGED: /* attn_fused's loops without the carried state's load */
+    case VKA_KERNEL_PAGED_QUANT: /* the same loops, dequantizing as it fetches */
         return fused_trips(s->spec[VKA_SPEC_DV], s->spec[VKA_SPEC_TILE_B], s->push.paged.split_len, 0);
     case VKA_KERNEL_ROPE:
-    case VKA_KERNEL_APPEND: return 0; /* no loops */
+    case VKA_KERNEL_APPEND:
+    case VKA_KERNEL_APPEND_QUANT: return 0; /* no loops (the quantizing build's are unrolled) */
     default: return 0; /* the peak microkernels are not planned */
     }
 }
@@ -185,6 +188,7 @@ vkattn_status vka_push_copy(vka_builder *b, const vka_copy *copy)
 
 static uint64_t texel_bytes(const vka_builder *b, vka_role role, uint8_t view)
 {
+    if (view != VKA_VIEW_BUFFER && vka_dtype_is_block(b->plan->role_dtype[role])) return 4; /* uint words */
     return view == VKA_VIEW_BUFFER ? 1 : vka_elem_bytes(b, role) * view;
 }
 
@@ -309,10 +313,12 @@ static void assign_sizes(const vka_problem *p, vka_plan *plan)
     elems[VKA_ROLE_B_OUT] = c->bias ? c->E : 0;
     elems[VKA_ROLE_EXTRA_K] = elems[VKA_ROLE_EXTRA_V] = (uint64_t)c->extra_keys * Ik;
     elems[VKA_ROLE_ROPE_FREQ] = c->rope_dim / 2;
-    elems[VKA_ROLE_CACHE_K] = elems[VKA_ROLE_CACHE_V] =
-        (uint64_t)p->cache.num_blocks * p->cache.block_size * c->H_kv * c->D;
     elems[VKA_ROLE_CACHE_META] = p->cache.meta_words;
     for (int r = 0; r < VKA_ROLE_COUNT; r++) plan->role_bytes[r] = elems[r] * vkattn_dtype_size(plan->role_dtype[r]);
+    /* the pools as the cache allocated them (a block format has no size per element) */
+    const uint64_t pool = (uint64_t)p->cache.num_blocks * p->cache.block_size * c->H_kv * c->D;
+    plan->role_bytes[VKA_ROLE_CACHE_K] = plan->role_bytes[VKA_ROLE_CACHE_V] =
+        p->cache.seqs ? vka_kv_pool_bytes(p->cache.dtype, pool) : 0;
 }
 
 vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits, vka_plan *plan, vkattn_error *error)

@@ -8,22 +8,27 @@
 #include <math.h>
 
 #include "common/error.h"
+#include "io/quant.h"
 
 vkattn_status vka_plan_kv_append(vka_builder *b, const vka_qkv_layout *l)
 {
     const vka_problem *p = b->p;
     const vka_layer_config *c = &p->cfg;
     const uint32_t T = p->L;
+    const int quant = vka_dtype_is_block(p->cache.dtype);
     vkattn_status status;
-    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_QKV_PROJECTION, .kernel = VKA_KERNEL_APPEND,
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_QKV_PROJECTION,
+                  .kernel = quant ? VKA_KERNEL_APPEND_QUANT : VKA_KERNEL_APPEND,
                   .f16_out = p->cache.dtype == VKATTN_DTYPE_F16, .barrier_before = 1,
                   .binding_count = VKA_APPEND_BINDINGS};
     s.spec[VKA_SPEC_WG_SIZE] = 64;
+    s.spec[VKA_SPEC_FLAGS] = p->cache.dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0;
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_SRC], l->k, VKA_VIEW_SCALAR));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_META], VKA_ROLE_CACHE_META, VKA_VIEW_BUFFER));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_K], VKA_ROLE_CACHE_K, VKA_VIEW_BUFFER));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_V], VKA_ROLE_CACHE_V, VKA_VIEW_BUFFER));
-    uint64_t count = (uint64_t)T * c->H_kv * c->D;
+    /* an invocation per element, or per block of 32 of a block format */
+    uint64_t count = (uint64_t)T * c->H_kv * c->D / (quant ? VKA_QUANT_VALUES : 1);
     s.push.append = (vka_append_push){
         .H_kv = c->H_kv, .D = c->D, .k_offset = (uint32_t)l->k_offset, .v_offset = (uint32_t)l->v_offset,
         .head_stride = (uint32_t)l->kv_head, .row_stride = (uint32_t)l->kv_row,
@@ -48,7 +53,11 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     const vka_layer_config *c = &p->cfg;
     const vka_tuning *pr = b->tuning;
     const uint32_t vec = vka_attention_vec(p), D = c->D, DV = D / vec, group = c->group;
-    const uint32_t tile_k = pr->fused_tile_k;
+    /* A block format's fetch (kv_quant.glsl) is several times a texel fetch's code, and lavapipe's
+     * compile time grows faster than the unrolled key tile: the kv_cache quant_accuracy tests took
+     * 37 s cold with tiles of 16 keys, 18 s with 8, and decode steps (D = 128, 2000 keys) ran as fast. */
+    const int quant = vka_dtype_is_block(cp->dtype);
+    const uint32_t tile_k = quant && pr->fused_tile_k > 8 ? 8 : pr->fused_tile_k;
     /* rows of one (sequence, K/V head): its group's heads times its new tokens; no wider than that */
     uint32_t tile_a = vka_tuning_fused_tile_q(pr, D);
     if (tile_a > pow2_at_least(group * cp->max_new)) tile_a = pow2_at_least(group * cp->max_new);
@@ -95,17 +104,21 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     b->plan->key_parts = (uint32_t)parts;
     b->plan->key_chunks = 1;
 
-    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = VKA_KERNEL_PAGED,
-                  .f16_out = f16_out, .barrier_before = 1, .binding_count = VKA_PAGED_BINDINGS};
+    /* A block format's pools are read as uint words, addressed in bytes (abi.h); its D is whole
+     * blocks, so vec = 4 and a texel of Q meets 4 values of one block. */
+    const uint8_t pool_view = quant ? VKA_VIEW_SCALAR : (uint8_t)vec;
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED,
+                  .kernel = quant ? VKA_KERNEL_PAGED_QUANT : VKA_KERNEL_PAGED, .f16_out = f16_out,
+                  .barrier_before = 1, .binding_count = VKA_PAGED_BINDINGS};
     s.spec[VKA_SPEC_WG_SIZE] = pr->paged_wg;
     s.spec[VKA_SPEC_TILE_A] = tile_a;
     s.spec[VKA_SPEC_TILE_B] = tile_k;
     s.spec[VKA_SPEC_VEC] = vec;
     s.spec[VKA_SPEC_DV] = DV;
-    s.spec[VKA_SPEC_FLAGS] = parts > 1 ? VKA_FUSED_STORE : 0;
+    s.spec[VKA_SPEC_FLAGS] = (parts > 1 ? VKA_FUSED_STORE : 0) | (cp->dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0);
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_Q], l->q, (uint8_t)vec));
-    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_K], VKA_ROLE_CACHE_K, (uint8_t)vec));
-    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_V], VKA_ROLE_CACHE_V, (uint8_t)vec));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_K], VKA_ROLE_CACHE_K, pool_view));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_V], VKA_ROLE_CACHE_V, pool_view));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_CTX], VKA_ROLE_CTX, VKA_VIEW_BUFFER));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_META], VKA_ROLE_CACHE_META, VKA_VIEW_BUFFER));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_STATE_O], parts > 1 ? VKA_ROLE_STATE_O : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
@@ -123,8 +136,9 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     merge.bind[VKA_MERGE_META] = s.bind[VKA_PAGED_META];
     VKA_TRY(vka_bind_whole(b, &merge.bind[VKA_MERGE_LSE_OUT], VKA_ROLE_NONE, VKA_VIEW_BUFFER));
 
-    /* Pools: token slots of block_size rows per K/V head, H_kv heads per block (abi.h). */
-    const uint32_t row = D / vec, head = cp->block_size * row;
+    /* Pools: token slots of block_size rows per K/V head, H_kv heads per block (abi.h); a row is
+     * D / vec texels, or D / 32 blocks' bytes. */
+    const uint32_t row = quant ? (uint32_t)vka_dtype_bytes(cp->dtype, D) : D / vec, head = cp->block_size * row;
     b->plan->query_groups = 0;
     for (uint64_t i0 = 0; i0 < cp->max_new; i0 += i_count) {
         uint32_t ic = (uint32_t)vka_min64(i_count, cp->max_new - i0);

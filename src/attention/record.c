@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "attention/layer.h"
+#include "io/quant.h"
 #include "pipeline/dispatch.h"
 
 vka_plan_limits vka_layer_plan_limits(const vkattn_context *ctx)
@@ -68,9 +69,11 @@ static vkattn_status reserve_workspace(vkattn_layer *layer, const vka_plan *plan
     return VKATTN_OK;
 }
 
-/* The texel view a binding is read through: the role's element type, 1 or 4 per texel. */
+/* The texel view a binding is read through: the role's element type, 1 or 4 per texel; uint words
+ * for a KV cache pool of a block format. */
 static vka_view_format view_format(const vka_plan *plan, vka_role role, uint8_t view)
 {
+    if (role != VKA_ROLE_NONE && vka_dtype_is_block(plan->role_dtype[role])) return VKA_VIEW_R32UI;
     int half = plan->role_dtype[role] == VKATTN_DTYPE_F16 && role != VKA_ROLE_NONE;
     if (view == VKA_VIEW_VEC4) return half ? VKA_VIEW_RGBA16F : VKA_VIEW_RGBA32F;
     return half ? VKA_VIEW_R16F : VKA_VIEW_R32F;

@@ -37,6 +37,12 @@ static void put_bytes(text *t, uint64_t bytes)
     else put(t, "%llu B", (unsigned long long)bytes);
 }
 
+/* " (q8_0)" or " (q4_0)": the block format a KV_QUANT build reads or writes (VKA_SPEC_FLAGS). */
+static const char *quant_name(const vka_step *s)
+{
+    return (s->spec[VKA_SPEC_FLAGS] & VKA_KV_Q4_0) ? " (q4_0)" : " (q8_0)";
+}
+
 /* What a step is about: its shape parameters, from its push constants. */
 static void put_step_shape(text *t, const vka_step *s)
 {
@@ -88,17 +94,21 @@ static void put_step_shape(text *t, const vka_step *s)
             c->gptj ? "gptj" : "neox", c->pairs, c->rows, c->heads, c->pos_offset, c->pos_offset + c->rows - 1);
         break;
     }
-    case VKA_KERNEL_PAGED: {
+    case VKA_KERNEL_PAGED:
+    case VKA_KERNEL_PAGED_QUANT: {
         const vka_paged_push *c = &s->push.paged;
-        put(t, "%u sequences x %u heads (%u per K/V head) x new tokens %u..%u over the paged cache, keys: %u part%s "
-            "of %u%s", c->seqs, c->H, c->kv_group, c->i_begin, c->i_begin + c->i_count - 1, c->splits,
-            c->splits > 1 ? "s" : "", c->split_len, (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
+        put(t, "%u sequences x %u heads (%u per K/V head) x new tokens %u..%u over the paged cache%s, keys: %u "
+            "part%s of %u%s", c->seqs, c->H, c->kv_group, c->i_begin, c->i_begin + c->i_count - 1,
+            s->kernel == VKA_KERNEL_PAGED ? "" : quant_name(s), c->splits, c->splits > 1 ? "s" : "", c->split_len,
+            (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
         break;
     }
-    case VKA_KERNEL_APPEND: {
+    case VKA_KERNEL_APPEND:
+    case VKA_KERNEL_APPEND_QUANT: {
         const vka_append_push *c = &s->push.append;
-        put(t, "append %u tokens x %u K/V heads to the cache's blocks of %u", c->count / c->D / c->H_kv, c->H_kv,
-            c->block_size);
+        uint32_t per_token = c->H_kv * (s->kernel == VKA_KERNEL_APPEND ? c->D : c->D / VKA_QUANT_VALUES);
+        put(t, "append %u tokens x %u K/V heads to the cache's blocks of %u%s", c->count / per_token, c->H_kv,
+            c->block_size, s->kernel == VKA_KERNEL_APPEND ? "" : quant_name(s));
         break;
     }
     default: break;

@@ -1,6 +1,10 @@
 /* Names and sizes of the public enums, from the same tables as the enums themselves. */
 #include "vkattn.h"
 
+#include <stdint.h>
+
+#include "io/quant.h"
+
 #define VKA_STRINGIFY_(x) #x
 #define VKA_STRINGIFY(x) VKA_STRINGIFY_(x)
 
@@ -41,8 +45,16 @@ size_t vkattn_dtype_size(vkattn_dtype dtype)
     case VKATTN_DTYPE_F16: return 2;
     case VKATTN_DTYPE_BOOL: return 1;
     case VKATTN_DTYPE_I32: return 4;
+    case VKATTN_DTYPE_Q8_0:
+    case VKATTN_DTYPE_Q4_0: return 0; /* block formats: vkattn_dtype_row_size */
     }
     return 0;
+}
+
+size_t vkattn_dtype_row_size(vkattn_dtype dtype, size_t count)
+{
+    uint64_t bytes = vka_dtype_bytes(dtype, count);
+    return bytes <= SIZE_MAX ? (size_t)bytes : 0;
 }
 
 const char *vkattn_dtype_name(vkattn_dtype dtype)
@@ -52,6 +64,8 @@ const char *vkattn_dtype_name(vkattn_dtype dtype)
     case VKATTN_DTYPE_F16: return "f16";
     case VKATTN_DTYPE_BOOL: return "bool";
     case VKATTN_DTYPE_I32: return "i32";
+    case VKATTN_DTYPE_Q8_0: return "q8_0";
+    case VKATTN_DTYPE_Q4_0: return "q4_0";
     }
     return "unknown";
 }

@@ -366,6 +366,9 @@ static vkattn_status check_array(const vkattn_array *a, const char **descr, vkat
 {
     if (!a) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "npy write: array is NULL");
     static const char *const descrs[] = {"<f4", "<f2", "|b1", "<i4"};
+    if (a->dtype == VKATTN_DTYPE_Q8_0 || a->dtype == VKATTN_DTYPE_Q4_0)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "npy write: %s is a block format, which .npy cannot hold",
+                             vkattn_dtype_name(a->dtype));
     if ((unsigned)a->dtype > VKATTN_DTYPE_I32)
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "npy write: dtype %d is not a vkattn_dtype", (int)a->dtype);
     *descr = descrs[a->dtype];

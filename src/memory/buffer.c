@@ -87,12 +87,13 @@ static const VkFormat view_formats[VKA_VIEW_FORMAT_COUNT] = {
     [VKA_VIEW_RGBA32F] = VK_FORMAT_R32G32B32A32_SFLOAT,
     [VKA_VIEW_R16F] = VK_FORMAT_R16_SFLOAT,
     [VKA_VIEW_RGBA16F] = VK_FORMAT_R16G16B16A16_SFLOAT,
+    [VKA_VIEW_R32UI] = VK_FORMAT_R32_UINT,
 };
 
 /* Texel size in bytes of a view format. */
 static uint32_t vka_view_texel_bytes(vka_view_format format)
 {
-    static const uint32_t bytes[VKA_VIEW_FORMAT_COUNT] = {4, 16, 2, 8};
+    static const uint32_t bytes[VKA_VIEW_FORMAT_COUNT] = {4, 16, 2, 8, 4};
     return (unsigned)format < VKA_VIEW_FORMAT_COUNT ? bytes[format] : 0;
 }
 

@@ -17,6 +17,7 @@ typedef enum vka_view_format {
     VKA_VIEW_RGBA32F = 1,    /* four floats per texel */
     VKA_VIEW_R16F = 2,       /* one half per texel, read as float */
     VKA_VIEW_RGBA16F = 3,    /* four halves per texel */
+    VKA_VIEW_R32UI = 4,      /* one uint per texel: a KV cache pool of a block format, read as words */
     VKA_VIEW_FORMAT_COUNT
 } vka_view_format;
 

@@ -10,12 +10,17 @@
 #include "attention/submission.h"
 #include "common/checked.h"
 #include "device/context.h"
+#include "io/quant.h"
 
 /* Checks dtype, rank and dims and computes the element and byte counts. */
 static vkattn_status check_shape(vkattn_context *ctx, vkattn_dtype dtype, uint32_t rank, const uint32_t *dims,
                                  size_t *elems_out, size_t *bytes_out)
 {
     size_t elem_size = vkattn_dtype_size(dtype);
+    if (vka_dtype_is_block(dtype))
+        return vka_fail(&ctx->dev, VKATTN_ERROR_DTYPE,
+                        "a tensor holds elements (f32, f16, bool or i32): %s is a block format, for KV caches only",
+                        vkattn_dtype_name(dtype));
     if (elem_size == 0) return vka_fail(&ctx->dev, VKATTN_ERROR_DTYPE, "tensor dtype %d is not a vkattn_dtype", (int)dtype);
     if (rank == 0 || rank > VKATTN_MAX_RANK)
         return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "tensor rank %u is not in 1..%d", rank, VKATTN_MAX_RANK);

@@ -91,6 +91,9 @@ static const vka_kernel_info kernels[VKA_KERNEL_COUNT] = {
     [VKA_KERNEL_PAGED] = {"attn_paged", "attn_paged_f16_out", sizeof(vka_paged_push), VKA_PAGED_BINDINGS, paged_slots},
     /* "f16 out" here is the cache's dtype: the build that writes fp16 pools */
     [VKA_KERNEL_APPEND] = {"kv_append", "kv_append_f16", sizeof(vka_append_push), VKA_APPEND_BINDINGS, append_slots},
+    [VKA_KERNEL_PAGED_QUANT] = {"attn_paged_quant", "attn_paged_quant_f16_out", sizeof(vka_paged_push),
+                                VKA_PAGED_BINDINGS, paged_slots},
+    [VKA_KERNEL_APPEND_QUANT] = {"kv_append_quant", NULL, sizeof(vka_append_push), VKA_APPEND_BINDINGS, append_slots},
 };
 
 const vka_kernel_info *vka_kernel_get(vka_kernel kernel)

@@ -19,6 +19,8 @@ typedef enum vka_kernel {
     VKA_KERNEL_ROPE,
     VKA_KERNEL_PAGED,
     VKA_KERNEL_APPEND,
+    VKA_KERNEL_PAGED_QUANT,  /* attn_paged over a cache of a block format (KV_QUANT build) */
+    VKA_KERNEL_APPEND_QUANT, /* kv_append into a cache of a block format (KV_QUANT build) */
     VKA_KERNEL_COUNT
 } vka_kernel;
 

@@ -14,6 +14,9 @@
  *
  * k and v have H_kv heads (E_kv = H_kv·D columns); query head h reads K/V head h / (H / H_kv)
  * (grouped-query attention; H_kv = H is plain multi-head attention).
+ *
+ * With kv_cache_dtype (vkattn_host_forward_desc) k, after RoPE, and v are then rounded to float
+ * and through the KV cache's storage (io/quant.h), as a cached forward's cache holds them.
  */
 #include "reference.h"
 
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 
 #include "common/error.h"
+#include "io/quant.h"
 
 /* y (rows, out) = x (rows, in) W^T + b, with W (out, in) a row range of a bigger matrix. */
 static void linear(const float *x, size_t rows, size_t in, const float *W, const float *b, size_t out, double *y)
@@ -74,6 +78,26 @@ static void rope_rotate(const vka_layer_config *c, const float *inv_freq, double
                 double x1 = head[i1], x2 = head[i2], cs = cos((double)angle), sn = sin((double)angle);
                 head[i1] = x1 * cs - x2 * sn;
                 head[i2] = x2 * cs + x1 * sn;
+            }
+        }
+    }
+}
+
+/* What a KV cache of `dtype` holds of the S real rows of each batch item of x (B, S', Ek): each
+ * value rounded to float, then stored and loaded in the cache's dtype (32 values at a time: a
+ * block of a block format, as each head's row starts a block when D % 32 == 0). */
+static void round_as_cache(vkattn_dtype dtype, double *x, size_t B, size_t S, size_t Sx, size_t Ek)
+{
+    if (dtype == VKATTN_DTYPE_F32) return;
+    for (size_t b = 0; b < B; b++) {
+        for (size_t j = 0; j < S; j++) {
+            double *row = x + (b * Sx + j) * Ek;
+            for (size_t e = 0; e < Ek; e += VKA_QUANT_BLOCK) {
+                float part[VKA_QUANT_BLOCK];
+                size_t n = Ek - e < VKA_QUANT_BLOCK ? Ek - e : VKA_QUANT_BLOCK;
+                for (size_t i = 0; i < n; i++) part[i] = (float)row[e + i];
+                vka_dtype_round_trip(dtype, part, n); /* n is 32 for a block format (args.c checked D) */
+                for (size_t i = 0; i < n; i++) row[e + i] = part[i];
             }
         }
     }
@@ -187,6 +211,8 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
         rope_rotate(c, inv_freq, k, B * Sx, Sx, Ek, c->H_kv, k_first); /* S' = S: no extra keys with RoPE */
         free(inv_freq);
     }
+    round_as_cache(p->kv_round, k, B, S, Sx, Ek);
+    round_as_cache(p->kv_round, v, B, S, Sx, Ek);
 
     const double scale = 1.0 / sqrt((double)D);
     for (size_t b = 0; b < B; b++) {

@@ -1,0 +1,272 @@
+/* The KV cache's block formats (ggml's Q8_0 and Q4_0) on the host, against blocks computed by hand:
+ * the bytes a block of 32 values quantizes to and the values it dequantizes to, for zeros, ties,
+ * all-negative blocks, a largest-magnitude value that is negative (Q4_0 keeps its sign), the
+ * nibble order, fp16 rounding of the scale and non-finite values; then the sizes the API reports
+ * and the CPU reference's emulation of a quantized cache (vkattn_host_forward_desc.kv_cache_dtype). */
+#include <math.h>
+#include <string.h>
+
+#include "io/io.h"
+#include "io/quant.h"
+#include "test_util.h"
+
+static void check_bytes(const uint8_t *got, const uint8_t *want, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        CHECK_MSG(got[i] == want[i], "%s: byte %zu is 0x%02x, expected 0x%02x", what, i, got[i], want[i]);
+}
+
+static void check_values(const float *got, const float *want, const char *what)
+{
+    for (int j = 0; j < 32; j++)
+        CHECK_MSG(got[j] == want[j] || (isnan(got[j]) && isnan(want[j])), "%s: value %d is %.9g, expected %.9g", what, j,
+                  (double)got[j], (double)want[j]);
+}
+
+static void test_q8_0_zeros(void)
+{
+    float x[32] = {0}, y[32], want[32] = {0};
+    uint8_t b[34], expect[34] = {0}; /* d = 0, id = 0: every q = 0 */
+    vka_quantize_q8_0(x, b);
+    check_bytes(b, expect, 34, "q8_0 zeros");
+    vka_dequantize_q8_0(b, y);
+    check_values(y, want, "q8_0 zeros");
+}
+
+/* amax = 127: d = 1 (fp16 0x3C00) and 1/d = 1, so q = roundf(x): halves go away from zero. */
+static void test_q8_0_ties(void)
+{
+    float x[32] = {127, 2.5f, -2.5f, 0.5f, -0.5f, -127, 1.49f, -1.5f, 126.5f, 0.49999997f};
+    uint8_t b[34], expect[34] = {0x00, 0x3C, 127, 3, 0xFD /* -3 */, 1, 0xFF /* -1 */, 0x81 /* -127 */,
+                                 1, 0xFE /* -2 */, 127, 0};
+    float want[32] = {127, 3, -3, 1, -1, -127, 1, -2, 127, 0};
+    float y[32];
+    vka_quantize_q8_0(x, b);
+    check_bytes(b, expect, 34, "q8_0 ties");
+    vka_dequantize_q8_0(b, y);
+    check_values(y, want, "q8_0 ties");
+}
+
+/* All negative, amax = 63.5: d = 0.5 (fp16 0x3800), 1/d = 2, q = roundf(2x). x_j = -(2 + 1.75 j)
+ * makes 2x_j = -(4 + 3.5 j): whole for even j, a tie (away from zero) for odd j; x_31 = -63.5. */
+static void test_q8_0_all_negative(void)
+{
+    float x[32], want[32], y[32];
+    uint8_t b[34], expect[34] = {0x00, 0x38};
+    for (int j = 0; j < 32; j++) {
+        x[j] = j == 31 ? -63.5f : -(2.0f + 1.75f * j);
+        int q = j == 31 ? -127 : -(4 + (7 * j + 1) / 2); /* -(4 + 3.5 j) rounded away from zero */
+        expect[2 + j] = (uint8_t)(int8_t)q;
+        want[j] = q * 0.5f;
+    }
+    CHECK(expect[2 + 1] == (uint8_t)(int8_t)-8 && expect[2 + 2] == (uint8_t)(int8_t)-11); /* -7.5 -> -8, -11 */
+    vka_quantize_q8_0(x, b);
+    check_bytes(b, expect, 34, "q8_0 all negative");
+    vka_dequantize_q8_0(b, y);
+    check_values(y, want, "q8_0 all negative");
+}
+
+/* amax = 1: d = 1/127 = 0.0078740157 in fp32, 0.00787353515625 in fp16 (2^-7 * (1 + 8/1024),
+ * bits 0x2008). Quantization uses the fp32 d (1 -> 127, 0.5 -> 63.5 -> 64); loads use the fp16 d. */
+static void test_q8_0_scale_rounding(void)
+{
+    float x[32] = {1.0f, 0.5f, -0.25f}, y[32];
+    uint8_t b[34];
+    vka_quantize_q8_0(x, b);
+    CHECK(b[0] == 0x08 && b[1] == 0x20);
+    CHECK(b[2] == 127 && b[3] == 64 && b[4] == (uint8_t)(int8_t)-32); /* -31.75 -> -32 */
+    vka_dequantize_q8_0(b, y);
+    CHECK(y[0] == 127 * 0.00787353515625f && y[1] == 64 * 0.00787353515625f && y[2] == -32 * 0.00787353515625f);
+    CHECK(y[0] == 0.99993896484375f);
+}
+
+static void test_q4_0_zeros(void)
+{
+    float x[32] = {0}, y[32], want[32] = {0};
+    /* max stays 0: d = 0 / -8 = -0 (fp16 0x8000, as ggml stores it), id = 0: q = trunc(0 + 8.5) = 8 */
+    uint8_t b[18], expect[18] = {0x00, 0x80};
+    for (int i = 2; i < 18; i++) expect[i] = 0x88;
+    vka_quantize_q4_0(x, b);
+    check_bytes(b, expect, 18, "q4_0 zeros");
+    vka_dequantize_q4_0(b, y);
+    check_values(y, want, "q4_0 zeros");
+}
+
+/* The largest magnitude is negative, -16: d = -16 / -8 = 2 (fp16 0x4000), 1/d = 0.5,
+ * q = min(15, trunc(x / 2 + 8.5)). */
+static void test_q4_0_negative_max(void)
+{
+    float x[32] = {0}, y[32];
+    /* j:           0    1   2   3    4     5    6    7   8  */
+    const float v[] = {14, 15.9f, 1, -1, 3, -16, 2.9f, -3, 0.9f};
+    const int q[] = {15, 15, 9, 8, 10, 0, 9, 7, 8}; /* 15.5, 16.45 -> 15, 9, 8, 10, 0.5, 9.95, 7, 8.95 */
+    for (int j = 0; j < 9; j++) x[j] = v[j];
+    uint8_t b[18];
+    vka_quantize_q4_0(x, b);
+    CHECK(b[0] == 0x00 && b[1] == 0x40);
+    for (int j = 0; j < 16; j++) {
+        int lo = j < 9 ? q[j] : 8; /* values 16..31 are 0: q = 8 in every high nibble */
+        CHECK_MSG(b[2 + j] == (uint8_t)(lo | 8 << 4), "q4_0 negative max: byte %d is 0x%02x, expected 0x%02x", j,
+                  b[2 + j], lo | 8 << 4);
+    }
+    vka_dequantize_q4_0(b, y);
+    for (int j = 0; j < 32; j++) CHECK(y[j] == (float)(((j < 9 ? q[j] : 8) - 8) * 2));
+    CHECK(y[5] == -16 && y[0] == 14 && y[1] == 14); /* the max is exact; 15.9 clamps to 7 * 2 */
+}
+
+/* The first value of largest magnitude keeps its sign: 8 before -8 gives d = 8 / -8 = -1
+ * (fp16 0xBC00), 1/d = -1: q = min(15, trunc(8.5 - x)); -8 lands at 16.5 and clamps to 15. */
+static void test_q4_0_first_max_wins(void)
+{
+    float x[32] = {0}, y[32];
+    x[3] = 8, x[20] = -8, x[7] = -7.5f, x[8] = 0.5f;
+    uint8_t b[18];
+    vka_quantize_q4_0(x, b);
+    CHECK(b[0] == 0x00 && b[1] == 0xBC);
+    CHECK(b[2 + 3] == (0 | 8 << 4));   /* x3 = 8 -> 0.5 -> 0; x19 = 0 -> 8 */
+    CHECK(b[2 + 4] == (8 | 15 << 4));  /* x4 = 0 -> 8; x20 = -8 -> 16.5 -> 15 */
+    CHECK(b[2 + 7] == (15 | 8 << 4));  /* x7 = -7.5 -> 16 -> 15 */
+    CHECK(b[2 + 8] == (8 | 8 << 4));   /* x8 = 0.5 -> 8.0 -> 8 */
+    vka_dequantize_q4_0(b, y);
+    CHECK(y[3] == 8 && y[20] == -7 && y[7] == -7 && y[8] == 0 && y[0] == 0);
+}
+
+/* Value j < 16 in the low nibble of byte j, value j + 16 in its high nibble. With max = -8
+ * (d = 1, 1/d = 1), q = trunc(x + 8.5): x = q - 8 comes back exactly. The pattern gives values j
+ * and j + 16 different q. */
+static int nibble_pattern(int j) { return (7 * j + 3 * (j / 16)) % 16; }
+
+static void test_q4_0_nibble_order(void)
+{
+    float x[32], y[32];
+    for (int j = 0; j < 32; j++) x[j] = (float)(nibble_pattern(j) - 8); /* x_0 = -8: the max */
+    uint8_t b[18];
+    vka_quantize_q4_0(x, b);
+    CHECK(b[0] == 0x00 && b[1] == 0x3C);
+    for (int j = 0; j < 16; j++) {
+        uint8_t want = (uint8_t)(nibble_pattern(j) | nibble_pattern(j + 16) << 4);
+        CHECK_MSG(b[2 + j] == want, "nibble order: byte %d is 0x%02x, expected 0x%02x", j, b[2 + j], want);
+    }
+    CHECK(b[2 + 1] == 0xA7); /* value 1: q 7 (low); value 17: q (119 + 3) % 16 = 10 (high) */
+    vka_dequantize_q4_0(b, y);
+    check_values(y, x, "q4_0 nibble order");
+}
+
+/* NaN or an infinity in a block: d = NaN (0x7E00), every q = 0; the block loads as NaN. */
+static void test_non_finite_blocks(void)
+{
+    float x[32] = {1, 2, 3}, y[32], nan32[32];
+    for (int j = 0; j < 32; j++) nan32[j] = NAN;
+    uint8_t b8[34], b4[18];
+    x[9] = NAN;
+    vka_quantize_q8_0(x, b8);
+    CHECK(b8[0] == 0x00 && b8[1] == 0x7E && b8[2] == 0 && b8[33] == 0);
+    vka_dequantize_q8_0(b8, y);
+    check_values(y, nan32, "q8_0 with a NaN");
+    x[9] = -INFINITY;
+    vka_quantize_q4_0(x, b4);
+    CHECK(b4[0] == 0x00 && b4[1] == 0x7E && b4[2] == 0 && b4[17] == 0);
+    vka_dequantize_q4_0(b4, y);
+    check_values(y, nan32, "q4_0 with -inf");
+}
+
+static void test_sizes_and_names(void)
+{
+    CHECK(vkattn_dtype_size(VKATTN_DTYPE_Q8_0) == 0 && vkattn_dtype_size(VKATTN_DTYPE_Q4_0) == 0);
+    CHECK(vkattn_dtype_row_size(VKATTN_DTYPE_Q8_0, 128) == 4 * 34);
+    CHECK(vkattn_dtype_row_size(VKATTN_DTYPE_Q4_0, 128) == 4 * 18);
+    CHECK(vkattn_dtype_row_size(VKATTN_DTYPE_Q8_0, 100) == 0); /* not whole blocks */
+    CHECK(vkattn_dtype_row_size(VKATTN_DTYPE_F16, 100) == 200);
+    CHECK(vkattn_dtype_row_size(VKATTN_DTYPE_F32, 3) == 12);
+    CHECK(vkattn_dtype_row_size((vkattn_dtype)99, 32) == 0);
+    CHECK(strcmp(vkattn_dtype_name(VKATTN_DTYPE_Q8_0), "q8_0") == 0);
+    CHECK(strcmp(vkattn_dtype_name(VKATTN_DTYPE_Q4_0), "q4_0") == 0);
+    float x[64] = {1.0f / 3};
+    CHECK(vka_dtype_round_trip(VKATTN_DTYPE_Q8_0, x, 40) == -1 && x[0] == 1.0f / 3); /* not whole blocks */
+    CHECK(vka_dtype_round_trip(VKATTN_DTYPE_I32, x, 64) == -1);
+    CHECK(vka_dtype_round_trip(VKATTN_DTYPE_F16, x, 1) == 0 && x[0] == 0.333251953125f);
+    /* arrays hold elements: a block format cannot be written as .npy */
+    uint8_t raw[34] = {0}, *npy = NULL;
+    size_t size = 0;
+    vkattn_array a = {.dtype = VKATTN_DTYPE_Q8_0, .rank = 1, .dims = {32}, .data = raw, .bytes = 34};
+    vkattn_error error = {0};
+    CHECK_STATUS(vka_npy_encode(&a, &npy, &size, &error), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(npy == NULL && strstr(error.message, "block format") != NULL);
+}
+
+/* Round trips of N(0,1)-like blocks (uniform here, scaled to unit variance): the error each
+ * format allows, per value. Printed; bounded loosely (a format bug shows as a far larger error). */
+static void test_round_trip_error(void)
+{
+    enum { N = 32 * 256 };
+    static float x[N], y[N];
+    test_rng rng = test_rng_make(7);
+    test_fill(&rng, x, N, 1.7320508f);
+    const vkattn_dtype dts[2] = {VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
+    const double bound[2] = {1e-4, 2e-2};
+    for (int t = 0; t < 2; t++) {
+        memcpy(y, x, sizeof x);
+        CHECK(vka_dtype_round_trip(dts[t], y, N) == 0);
+        double err = 0, ref = 0;
+        for (int i = 0; i < N; i++) err += (double)(y[i] - x[i]) * (y[i] - x[i]), ref += (double)x[i] * x[i];
+        printf("  %s round trip of unit-variance values: nmse %.2e\n", vkattn_dtype_name(dts[t]), err / ref);
+        CHECK(err / ref < bound[t]);
+    }
+}
+
+/* The reference with kv_cache_dtype rounds k (after RoPE) and v as the cache would: one token, one
+ * head of D = 32 with identity projections attends to itself only, so its output is its value row
+ * after the round trip. */
+static void test_reference_emulates_the_cache(void)
+{
+    enum { E = 32 };
+    static float in_proj[3 * E * E], out_proj[E * E];
+    for (int i = 0; i < E; i++) {
+        for (int p = 0; p < 3; p++) in_proj[(p * E + i) * E + i] = 1;
+        out_proj[i * E + i] = 1;
+    }
+    vkattn_layer_desc layer = {.embed_dim = E, .num_heads = 1, .no_bias = 1};
+    vkattn_weights w = {.in_proj_weight = in_proj, .out_proj_weight = out_proj};
+    float x[E], out[E], want[E];
+    test_rng rng = test_rng_make(3);
+    test_fill(&rng, x, E, 2.0f);
+    const vkattn_dtype dts[4] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
+    for (int t = 0; t < 4; t++) {
+        vkattn_host_forward_desc f = {.batch = 1, .query_len = 1, .query = x, .output = out, .causal = 1,
+                                      .kv_cache_dtype = dts[t]};
+        vkattn_error error = {0};
+        CHECK_STATUS(vkattn_reference_forward(&layer, &w, &f, &error), VKATTN_OK);
+        memcpy(want, x, sizeof x);
+        CHECK(vka_dtype_round_trip(dts[t], want, E) == 0);
+        for (int i = 0; i < E; i++)
+            CHECK_MSG(fabsf(out[i] - want[i]) <= 1e-6f, "%s: output %d is %.9g, expected %.9g",
+                      vkattn_dtype_name(dts[t]), i, (double)out[i], (double)want[i]);
+    }
+    /* A head dim that is not whole blocks, and a dtype that is no cache's */
+    vkattn_layer_desc two = {.embed_dim = E, .num_heads = 2, .no_bias = 1};
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 1, .query = x, .output = out,
+                                  .kv_cache_dtype = VKATTN_DTYPE_Q4_0};
+    vkattn_error error = {0};
+    CHECK_STATUS(vkattn_reference_forward(&two, &w, &f, &error), VKATTN_ERROR_INVALID_ARGUMENT);
+    printf("  D = 16: %s\n", error.message);
+    f.kv_cache_dtype = VKATTN_DTYPE_BOOL;
+    CHECK_STATUS(vkattn_reference_forward(&layer, &w, &f, &error), VKATTN_ERROR_INVALID_ARGUMENT);
+    printf("  bool: %s\n", error.message);
+}
+
+int main(void)
+{
+    RUN_TEST(test_q8_0_zeros);
+    RUN_TEST(test_q8_0_ties);
+    RUN_TEST(test_q8_0_all_negative);
+    RUN_TEST(test_q8_0_scale_rounding);
+    RUN_TEST(test_q4_0_zeros);
+    RUN_TEST(test_q4_0_negative_max);
+    RUN_TEST(test_q4_0_first_max_wins);
+    RUN_TEST(test_q4_0_nibble_order);
+    RUN_TEST(test_non_finite_blocks);
+    RUN_TEST(test_sizes_and_names);
+    RUN_TEST(test_round_trip_error);
+    RUN_TEST(test_reference_emulates_the_cache);
+    return test_finish();
+}
