@@ -412,6 +412,37 @@ typedef struct vkattn_layer_desc {
     uint32_t rope_dim;   /* rotary dims per head; 0 = D. Must be even and <= D
                             (VKATTN_ERROR_INVALID_ARGUMENT); dims >= rope_dim pass unchanged. */
     vkattn_rope_style rope_style; /* how dims pair up; 0 = VKATTN_ROPE_NEOX */
+    /* Attention variants of current models. A score is computed as
+     *   x = q_i . k_j / sqrt(D);  x = softcap * tanh(x / softcap) (softcap > 0);
+     *   x += m_h * (pos_j - pos_i) (alibi);  then the masks (and window) exclude keys or add terms,
+     * and the softmax may hold a sink logit (vkattn_weights.sinks). Positions pos_i, pos_j are those
+     * of rope_theta's comment (queries and keys end at the same position; rope_offset cancels out),
+     * whether or not RoPE is on; in a cached forward they are the tokens' places in their sequence.
+     * So one decoding step gives the last row of a full forward. All of them work on every path
+     * (fused, unfused, CPU, cached forwards) and with grouped-query attention and every mask. */
+    uint32_t window;     /* sliding-window attention (Mistral, Gemma 2/3 local layers); 0 = off.
+                            W > 0: a key more than W - 1 positions before the query is masked, so a
+                            query at position p sees keys at positions p - W + 1 and later; with
+                            causal (and in cached forwards) exactly p - W + 1 ... p. Without causal the
+                            keys after p stay visible. Keys before every row's window are never
+                            visited, so causal and cached attention cost grows with W, not with the
+                            sequence. A KV cache keeps every block of a sequence (blocks wholly
+                            outside every window are not released). With add_bias_kv or
+                            add_zero_attn (appended keys have no position): VKATTN_ERROR_UNSUPPORTED. */
+    float softcap;       /* logit soft-capping (Gemma 2); 0 = off. c > 0: each scaled score x becomes
+                            c * tanh(x / c), before the ALiBi bias and the masks. Negative or
+                            non-finite: VKATTN_ERROR_INVALID_ARGUMENT. */
+    int alibi;           /* ALiBi (BLOOM, MPT); 0 = off. On: head h adds m_h * (pos_j - pos_i) to its
+                            scores (after softcap; <= 0 for the keys a causal query sees). Not with
+                            rope_theta > 0 (ALiBi replaces positional embeddings:
+                            VKATTN_ERROR_INVALID_ARGUMENT); with add_bias_kv or add_zero_attn:
+                            VKATTN_ERROR_UNSUPPORTED. */
+    const float *alibi_slopes; /* H slopes m_h (finite, else VKATTN_ERROR_NON_FINITE), copied; NULL = the
+                                  standard ones: m_h = 2^(-8(h+1)/H) when H is a power of two, else (as
+                                  BLOOM and Hugging Face do) those of the largest power of two n < H for
+                                  heads h < n, then 2^(-4(2k+1)/n) for heads n + k. Computed in double,
+                                  rounded to fp32. Only with alibi (else VKATTN_ERROR_INVALID_ARGUMENT).
+                                  vkattn_layer_get_desc returns the slopes in use. */
 } vkattn_layer_desc;
 
 /* Host weights in PyTorch's state_dict layout (row-major float32). When kdim == vdim == E, give
@@ -435,6 +466,13 @@ typedef struct vkattn_weights {
     const float *out_proj_bias;   /* (E) */
     const float *bias_k;          /* (1,1,E); (E_kv) grouped */
     const float *bias_v;          /* (1,1,E); (E_kv) grouped */
+    const float *sinks;           /* (H) or NULL = none: attention sinks (gpt-oss), a learned logit s_h per
+                                     head that joins each softmax denominator without a value:
+                                     p_j = exp(x_j - m) / (exp(s_h - m) + sum_k exp(x_k - m)), so a row's
+                                     weights sum to less than 1, a row with every key masked gets zero
+                                     weights and a zero context, and its log-sum-exp (lse) is
+                                     log(exp(s_h) + sum_k exp(x_k)). Finite (else VKATTN_ERROR_NON_FINITE);
+                                     kept in fp32 whatever the storage. */
 } vkattn_weights;
 
 typedef struct vkattn_layer vkattn_layer;

@@ -34,6 +34,7 @@ const char *vka_role_name(vka_role role)
         [VKA_ROLE_EXTRA_K] = "extra_k",
         [VKA_ROLE_EXTRA_V] = "extra_v",
         [VKA_ROLE_ROPE_FREQ] = "rope_freq",
+        [VKA_ROLE_HEAD_TERMS] = "head_terms",
         [VKA_ROLE_QKV] = "qkv",
         [VKA_ROLE_K_PROJ] = "k_proj",
         [VKA_ROLE_V_PROJ] = "v_proj",
@@ -309,6 +310,7 @@ static void assign_sizes(const vka_problem *p, vka_plan *plan)
     elems[VKA_ROLE_B_OUT] = c->bias ? c->E : 0;
     elems[VKA_ROLE_EXTRA_K] = elems[VKA_ROLE_EXTRA_V] = (uint64_t)c->extra_keys * Ik;
     elems[VKA_ROLE_ROPE_FREQ] = c->rope_dim / 2;
+    elems[VKA_ROLE_HEAD_TERMS] = c->alibi || c->sinks ? 2 * (uint64_t)c->H_active : 0;
     elems[VKA_ROLE_CACHE_K] = elems[VKA_ROLE_CACHE_V] =
         (uint64_t)p->cache.num_blocks * p->cache.block_size * c->H_kv * c->D;
     elems[VKA_ROLE_CACHE_META] = p->cache.meta_words;
