@@ -479,7 +479,8 @@ typedef struct vkattn_layer vkattn_layer;
 
 /* Validates the configuration, copies the weights to the device (and keeps a host copy for the
  * CPU path). Errors: VKATTN_ERROR_HEADS if E % H != 0 or H % num_kv_heads != 0,
- * VKATTN_ERROR_UNSUPPORTED for a head_mask that prunes heads of a grouped-query layer,
+ * VKATTN_ERROR_UNSUPPORTED for a head_mask that prunes heads of a grouped-query layer (or a window
+ * or ALiBi with appended keys), VKATTN_ERROR_NON_FINITE for non-finite sinks or ALiBi slopes,
  * VKATTN_ERROR_INVALID_ARGUMENT for a missing
  * or superfluous weight pointer or zero sizes, VKATTN_ERROR_NON_FINITE with F16 storage for a
  * weight beyond fp16's range (|w| > 65504 would become inf; the message names the tensor, the
@@ -488,8 +489,9 @@ vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *
                                   const vkattn_weights *weights, vkattn_layer **out);
 void vkattn_layer_destroy(vkattn_layer *layer);
 /* The layer's resolved description (defaults filled in: kdim, vdim, num_kv_heads = H when 0 was
- * given; storage after any fp16 fall-back); its
- * head_mask points into the layer and lives until the next set_head_mask or destroy. */
+ * given; storage after any fp16 fall-back; alibi_slopes = the slopes in use when alibi is on); its
+ * head_mask and alibi_slopes point into the layer and live until the next set_head_mask (the
+ * slopes: until destroy) or destroy. */
 void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out);
 /* Prunes heads (see vkattn_layer_desc.head_mask; NULL = all heads). Re-uploads the active heads'
  * weights, so the change costs one weight upload; later forwards do only the active heads' work.
@@ -525,7 +527,8 @@ typedef struct vkattn_forward_desc {
                                               needs the unfused path */
     int average_weights;                   /* 0 = per head */
     vkattn_tensor *lse;                    /* NULL or F32 (B,H,L): each row's log-sum-exp of its
-                                              scaled, masked scores (-inf when fully masked);
+                                              scaled, masked scores (-inf when fully masked), the
+                                              sink included when the layer has sinks;
                                               needs the fused path */
     vkattn_path path;                      /* default AUTO */
     uint32_t rope_offset;                  /* 0 = none; with rope_theta > 0, the position of the
@@ -631,7 +634,8 @@ vkattn_status vkattn_reference_forward(const vkattn_layer_desc *layer, const vka
  * continuous batching). It projects them, rotates q and k at their absolute positions (the
  * sequence's length before them, plus their index), appends k and v to the cache, and attends each
  * new token to every cached key of its sequence up to and including its own position (causal,
- * aligned at the end). So prefill and decode are the same call, a long prompt may be fed in chunks,
+ * aligned at the end; with the layer's sliding window, the last `window` of them; softcap, ALiBi
+ * and sinks as in a plain forward). So prefill and decode are the same call, a long prompt may be fed in chunks,
  * and a token's output is the same as in one causal vkattn_forward over the whole sequence (up to
  * rounding; the tests check it against the CPU reference, vkattn_reference_forward with causal = 1
  * over the sequence's tokens). One cache serves one layer: a model has a cache per layer. */
@@ -684,7 +688,9 @@ typedef struct vkattn_cached_forward_desc {
     uint32_t kv_splits;         /* split-KV: parts of each sequence's keys run side by side and merged
                                    by log-sum-exp. 0 = chosen from the device and the batch (more
                                    parts when the batch alone cannot fill the device); N >= 1 = N
-                                   parts (1 = unsplit), or more when the loop budget needs them. */
+                                   parts (1 = unsplit), or more when the loop budget needs them,
+                                   or fewer when the keys a query sees are fewer (a sliding
+                                   window, short sequences). */
 } vkattn_cached_forward_desc;
 
 /* Runs a forward through the cache on the device (see above) and waits for it. The layer must be
