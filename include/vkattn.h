@@ -439,8 +439,8 @@ typedef struct vkattn_layer_desc {
                             VKATTN_ERROR_UNSUPPORTED. */
     const float *alibi_slopes; /* H slopes m_h (finite, else VKATTN_ERROR_NON_FINITE), copied; NULL = the
                                   standard ones: m_h = 2^(-8(h+1)/H) when H is a power of two, else (as
-                                  BLOOM and Hugging Face do) those of the largest power of two n < H for
-                                  heads h < n, then 2^(-4(2k+1)/n) for heads n + k. Computed in double,
+                                  BLOOM and Hugging Face do) 2^(-8(h+1)/n) for heads h < n, n the largest
+                                  power of two below H, then 2^(-4(2k+1)/n) for heads n + k. Computed in double,
                                   rounded to fp32. Only with alibi (else VKATTN_ERROR_INVALID_ARGUMENT).
                                   vkattn_layer_get_desc returns the slopes in use. */
 } vkattn_layer_desc;
@@ -489,9 +489,9 @@ vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *
                                   const vkattn_weights *weights, vkattn_layer **out);
 void vkattn_layer_destroy(vkattn_layer *layer);
 /* The layer's resolved description (defaults filled in: kdim, vdim, num_kv_heads = H when 0 was
- * given; storage after any fp16 fall-back; alibi_slopes = the slopes in use when alibi is on); its
- * head_mask and alibi_slopes point into the layer and live until the next set_head_mask (the
- * slopes: until destroy) or destroy. */
+ * given; storage after any fp16 fall-back; alibi_slopes = the slopes in use when alibi is on). Its
+ * head_mask points into the layer and lives until the next set_head_mask or destroy; its
+ * alibi_slopes point into the layer too and live until destroy. */
 void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out);
 /* Prunes heads (see vkattn_layer_desc.head_mask; NULL = all heads). Re-uploads the active heads'
  * weights, so the change costs one weight upload; later forwards do only the active heads' work.
