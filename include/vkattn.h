@@ -432,6 +432,37 @@ typedef struct vkattn_layer_desc {
     uint32_t rope_dim;   /* rotary dims per head; 0 = D. Must be even and <= D
                             (VKATTN_ERROR_INVALID_ARGUMENT); dims >= rope_dim pass unchanged. */
     vkattn_rope_style rope_style; /* how dims pair up; 0 = VKATTN_ROPE_NEOX */
+    /* Attention variants of current models. A score is computed as
+     *   x = q_i . k_j / sqrt(D);  x = softcap * tanh(x / softcap) (softcap > 0);
+     *   x += m_h * (pos_j - pos_i) (alibi);  then the masks (and window) exclude keys or add terms,
+     * and the softmax may hold a sink logit (vkattn_weights.sinks). Positions pos_i, pos_j are those
+     * of rope_theta's comment (queries and keys end at the same position; rope_offset cancels out),
+     * whether or not RoPE is on; in a cached forward they are the tokens' places in their sequence.
+     * So one decoding step gives the last row of a full forward. All of them work on every path
+     * (fused, unfused, CPU, cached forwards) and with grouped-query attention and every mask. */
+    uint32_t window;     /* sliding-window attention (Mistral, Gemma 2/3 local layers); 0 = off.
+                            W > 0: a key more than W - 1 positions before the query is masked, so a
+                            query at position p sees keys at positions p - W + 1 and later; with
+                            causal (and in cached forwards) exactly p - W + 1 ... p. Without causal the
+                            keys after p stay visible. Keys before every row's window are never
+                            visited, so causal and cached attention cost grows with W, not with the
+                            sequence. A KV cache keeps every block of a sequence (blocks wholly
+                            outside every window are not released). With add_bias_kv or
+                            add_zero_attn (appended keys have no position): VKATTN_ERROR_UNSUPPORTED. */
+    float softcap;       /* logit soft-capping (Gemma 2); 0 = off. c > 0: each scaled score x becomes
+                            c * tanh(x / c), before the ALiBi bias and the masks. Negative or
+                            non-finite: VKATTN_ERROR_INVALID_ARGUMENT. */
+    int alibi;           /* ALiBi (BLOOM, MPT); 0 = off. On: head h adds m_h * (pos_j - pos_i) to its
+                            scores (after softcap; <= 0 for the keys a causal query sees). Not with
+                            rope_theta > 0 (ALiBi replaces positional embeddings:
+                            VKATTN_ERROR_INVALID_ARGUMENT); with add_bias_kv or add_zero_attn:
+                            VKATTN_ERROR_UNSUPPORTED. */
+    const float *alibi_slopes; /* H slopes m_h (finite, else VKATTN_ERROR_NON_FINITE), copied; NULL = the
+                                  standard ones: m_h = 2^(-8(h+1)/H) when H is a power of two, else (as
+                                  BLOOM and Hugging Face do) 2^(-8(h+1)/n) for heads h < n, n the largest
+                                  power of two below H, then 2^(-4(2k+1)/n) for heads n + k. Computed in double,
+                                  rounded to fp32. Only with alibi (else VKATTN_ERROR_INVALID_ARGUMENT).
+                                  vkattn_layer_get_desc returns the slopes in use. */
 } vkattn_layer_desc;
 
 /* Host weights in PyTorch's state_dict layout (row-major float32). When kdim == vdim == E, give
@@ -455,13 +486,21 @@ typedef struct vkattn_weights {
     const float *out_proj_bias;   /* (E) */
     const float *bias_k;          /* (1,1,E); (E_kv) grouped */
     const float *bias_v;          /* (1,1,E); (E_kv) grouped */
+    const float *sinks;           /* (H) or NULL = none: attention sinks (gpt-oss), a learned logit s_h per
+                                     head that joins each softmax denominator without a value:
+                                     p_j = exp(x_j - m) / (exp(s_h - m) + sum_k exp(x_k - m)), so a row's
+                                     weights sum to less than 1, a row with every key masked gets zero
+                                     weights and a zero context, and its log-sum-exp (lse) is
+                                     log(exp(s_h) + sum_k exp(x_k)). Finite (else VKATTN_ERROR_NON_FINITE);
+                                     kept in fp32 whatever the storage. */
 } vkattn_weights;
 
 typedef struct vkattn_layer vkattn_layer;
 
 /* Validates the configuration, copies the weights to the device (and keeps a host copy for the
  * CPU path). Errors: VKATTN_ERROR_HEADS if E % H != 0 or H % num_kv_heads != 0,
- * VKATTN_ERROR_UNSUPPORTED for a head_mask that prunes heads of a grouped-query layer,
+ * VKATTN_ERROR_UNSUPPORTED for a head_mask that prunes heads of a grouped-query layer (or a window
+ * or ALiBi with appended keys), VKATTN_ERROR_NON_FINITE for non-finite sinks or ALiBi slopes,
  * VKATTN_ERROR_INVALID_ARGUMENT for a missing
  * or superfluous weight pointer or zero sizes, VKATTN_ERROR_NON_FINITE with F16 storage for a
  * weight beyond fp16's range (|w| > 65504 would become inf; the message names the tensor, the
@@ -470,8 +509,9 @@ vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *
                                   const vkattn_weights *weights, vkattn_layer **out);
 void vkattn_layer_destroy(vkattn_layer *layer);
 /* The layer's resolved description (defaults filled in: kdim, vdim, num_kv_heads = H when 0 was
- * given; storage after any fp16 fall-back); its
- * head_mask points into the layer and lives until the next set_head_mask or destroy. */
+ * given; storage after any fp16 fall-back; alibi_slopes = the slopes in use when alibi is on). Its
+ * head_mask points into the layer and lives until the next set_head_mask or destroy; its
+ * alibi_slopes point into the layer too and live until destroy. */
 void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out);
 /* Prunes heads (see vkattn_layer_desc.head_mask; NULL = all heads). Re-uploads the active heads'
  * weights, so the change costs one weight upload; later forwards do only the active heads' work.
@@ -507,7 +547,8 @@ typedef struct vkattn_forward_desc {
                                               needs the unfused path */
     int average_weights;                   /* 0 = per head */
     vkattn_tensor *lse;                    /* NULL or F32 (B,H,L): each row's log-sum-exp of its
-                                              scaled, masked scores (-inf when fully masked);
+                                              scaled, masked scores (-inf when fully masked), the
+                                              sink included when the layer has sinks;
                                               needs the fused path */
     vkattn_path path;                      /* default AUTO */
     uint32_t rope_offset;                  /* 0 = none; with rope_theta > 0, the position of the
@@ -621,7 +662,8 @@ vkattn_status vkattn_reference_forward(const vkattn_layer_desc *layer, const vka
  * continuous batching). It projects them, rotates q and k at their absolute positions (the
  * sequence's length before them, plus their index), appends k and v to the cache, and attends each
  * new token to every cached key of its sequence up to and including its own position (causal,
- * aligned at the end). So prefill and decode are the same call, a long prompt may be fed in chunks,
+ * aligned at the end; with the layer's sliding window, the last `window` of them; softcap, ALiBi
+ * and sinks as in a plain forward). So prefill and decode are the same call, a long prompt may be fed in chunks,
  * and a token's output is the same as in one causal vkattn_forward over the whole sequence (up to
  * rounding; the tests check it against the CPU reference, vkattn_reference_forward with causal = 1
  * over the sequence's tokens). One cache serves one layer: a model has a cache per layer. */
@@ -682,7 +724,9 @@ typedef struct vkattn_cached_forward_desc {
     uint32_t kv_splits;         /* split-KV: parts of each sequence's keys run side by side and merged
                                    by log-sum-exp. 0 = chosen from the device and the batch (more
                                    parts when the batch alone cannot fill the device); N >= 1 = N
-                                   parts (1 = unsplit), or more when the loop budget needs them. */
+                                   parts (1 = unsplit), or more when the loop budget needs them,
+                                   or fewer when the keys a query sees are fewer (a sliding
+                                   window, short sequences). */
 } vkattn_cached_forward_desc;
 
 /* Runs a forward through the cache on the device (see above) and waits for it. The layer must be

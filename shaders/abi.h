@@ -38,6 +38,18 @@
 #define VKA_SPEC_DV 4      /* texels per head row: D / VEC */
 #define VKA_SPEC_ATTN_MASK 5 /* 1: compile the per-score attn_mask code in (it is slow to compile) */
 #define VKA_SPEC_FLAGS 6     /* kernel-specific code compiled in or out (see each kernel's flags) */
+#define VKA_SPEC_VARIANT 7   /* the attention variants compiled in (VKA_VARIANT_*; 0 = none, the default
+                                kernels): scores, softmax, fused and paged attention */
+
+/* Attention variants (vkattn_layer_desc.window, softcap, alibi; vkattn_weights.sinks). Each is code
+ * compiled in only when on. Positions: a row's query sits at key index `qk` (the key at its own
+ * position): i + S - L for the nn.MHA forward (queries and keys end at the same position), its
+ * position len - new + i for a cached forward. The per-head constants are the `head_terms` binding,
+ * (H', 2) floats: head h's ALiBi slope at 2h, its sink logit at 2h + 1 (H' = the computed heads). */
+#define VKA_VARIANT_WINDOW 1u  /* keys j < qk + 1 - window are masked (and skipped where whole blocks are) */
+#define VKA_VARIANT_SOFTCAP 2u /* a scaled score x becomes softcap * tanh(x / softcap) */
+#define VKA_VARIANT_ALIBI 4u   /* score += slope_h * (j - qk) */
+#define VKA_VARIANT_SINK 8u    /* the softmax denominator gets exp(sink_h - max), with no value */
 
 /* Mask flags of vka_scores_push.mask_flags (the fused kernel takes the same word). */
 #define VKA_MASK_CAUSAL 1u
@@ -103,7 +115,8 @@ VKA_STRUCT(vka_matmul_push) {
 #define VKA_SCORES_KEY_PADDING 3 /* bytes read as uint words */
 #define VKA_SCORES_VALID_LENS 4  /* int */
 #define VKA_SCORES_ATTN_MASK 5   /* bytes or floats */
-#define VKA_SCORES_BINDINGS 6
+#define VKA_SCORES_HEAD_TERMS 6  /* float (H', 2): ALiBi slopes, sinks (unused here) */
+#define VKA_SCORES_BINDINGS 7
 VKA_STRUCT(vka_scores_push) {
     uint32_t L, S, S_ext, H;
     uint32_t q_offset, q_batch, q_head, q_row;
@@ -114,6 +127,8 @@ VKA_STRUCT(vka_scores_push) {
     uint32_t mask_heads;         /* heads in a per-head attn_mask (its dim 0 is B * mask_heads) */
     uint32_t tiles_j, tiles_i;
     uint32_t kv_group;           /* query heads per K/V head */
+    float softcap;               /* with VKA_VARIANT_SOFTCAP */
+    uint32_t window;             /* with VKA_VARIANT_WINDOW */
 } VKA_STRUCT_END(vka_scores_push)
 
 /* attn_pv.comp: ctx row (b, h, i) = sum_j P[r, j] v_j over the keys j in [j_begin, j_begin + j_count)
@@ -165,7 +180,8 @@ VKA_STRUCT(vka_pv_push) {
 #define VKA_FUSED_LSE_OUT 7      /* float */
 #define VKA_FUSED_STATE_O 8      /* float, read with LOAD, written with STORE */
 #define VKA_FUSED_STATE_LSE 9    /* float */
-#define VKA_FUSED_BINDINGS 10
+#define VKA_FUSED_HEAD_TERMS 10  /* float (H', 2): ALiBi slopes, sinks */
+#define VKA_FUSED_BINDINGS 11
 VKA_STRUCT(vka_fused_push) {
     uint32_t L, S, S_ext, H;
     uint32_t bh_begin, bh_count, i_begin, i_count;
@@ -177,6 +193,8 @@ VKA_STRUCT(vka_fused_push) {
     uint32_t splits, split_len, chunk_begin, chunk_len;
     uint32_t has_lse;
     uint32_t kv_group;           /* query heads per K/V head */
+    float softcap;               /* with VKA_VARIANT_SOFTCAP */
+    uint32_t window;             /* with VKA_VARIANT_WINDOW */
 } VKA_STRUCT_END(vka_fused_push)
 
 /* attn_merge.comp: combines the states of `splits` parts of each row (layout as in attn_fused)
@@ -271,7 +289,8 @@ VKA_STRUCT(vka_append_push) {
 #define VKA_PAGED_META 4      /* uint */
 #define VKA_PAGED_STATE_O 5   /* float, written with STORE */
 #define VKA_PAGED_STATE_LSE 6 /* float */
-#define VKA_PAGED_BINDINGS 7
+#define VKA_PAGED_HEAD_TERMS 7 /* float (H, 2): ALiBi slopes, sinks */
+#define VKA_PAGED_BINDINGS 8
 VKA_STRUCT(vka_paged_push) {
     uint32_t seqs, H, kv_group;
     uint32_t i_begin, i_count;
@@ -281,6 +300,8 @@ VKA_STRUCT(vka_paged_push) {
     float scale;
     uint32_t splits, split_len;
     uint32_t tiles;              /* row tiles per (sequence, K/V head): ceil(kv_group * i_count / TILE_A) */
+    float softcap;               /* with VKA_VARIANT_SOFTCAP */
+    uint32_t window;             /* with VKA_VARIANT_WINDOW */
 } VKA_STRUCT_END(vka_paged_push)
 
 /* softmax.comp: rows of S_ext scores become probabilities, in place. A row is cut into `chunks`
@@ -292,11 +313,13 @@ VKA_STRUCT(vka_paged_push) {
 #define VKA_SOFTMAX_NORMALIZE 2u
 #define VKA_SOFTMAX_P 0     /* float, read and written */
 #define VKA_SOFTMAX_STATS_BUF 1 /* float: (max, sum, nan flag) per (row, chunk) */
-#define VKA_SOFTMAX_BINDINGS 2
+#define VKA_SOFTMAX_HEAD_TERMS 2 /* float (H', 2): the sinks, with VKA_VARIANT_SINK */
+#define VKA_SOFTMAX_BINDINGS 3
 VKA_STRUCT(vka_softmax_push) {
     uint32_t rows, S_ext;
     uint32_t chunks, chunk_len;
     uint32_t group_count;        /* rows * chunks */
+    uint32_t H, bh_begin, i_count; /* the rows' heads: row r is head (bh_begin + r / i_count) % H */
 } VKA_STRUCT_END(vka_softmax_push)
 
 /* average_heads.comp: W[(b*L + i) * S_ext + j] += inv_heads * sum of P rows of batch b's heads in

@@ -1,5 +1,5 @@
 /*
- * attention_common.glsl — pieces shared by the attention kernels (scores, P·V, fused), written once.
+ * attention_common.glsl — pieces shared by the attention kernels (scores, P·V, fused, paged), written once.
  *
  * The includer declares, before including: the push-constant block `pc` with fields L, S,
  * mask_flags and mask_heads; specialization constant VEC; and bindings named kpm (uint words),
@@ -142,6 +142,50 @@ float vka_add_mask(float score, float term)
 }
 
 const uint VKA_MASK_ATTN = VKA_MASK_ATTN_BOOL | VKA_MASK_ATTN_FLOAT;
+#endif
+
+#ifdef VKA_WITH_VARIANTS
+/* The attention variants (abi.h, VKA_VARIANT_*). The includer declares the specialization constant
+ * VARIANT, the binding head_terms (float) and push-constant fields softcap and window. With VARIANT
+ * 0 every function here is the identity or a constant, and the compiler drops it. */
+
+/* tanh(y) to about 1.5e-7 relative, finite for every y (tanh(+-inf) = +-1) and NaN for NaN: a Taylor
+ * series below |y| = 0.3, where 1 - e^(-2|y|) would cancel, else (1 - e^(-2|y|)) / (1 + e^(-2|y|)). */
+float vka_tanh(float y)
+{
+    float y2 = y * y, e = exp(-2.0 * abs(y));
+    float series = y * (1.0 + y2 * (-1.0 / 3.0 + y2 * (2.0 / 15.0 + y2 * (-17.0 / 315.0 + y2 * (62.0 / 2835.0)))));
+    float t = (1.0 - e) / (1.0 + e);
+    return abs(y) < 0.3 ? series : y < 0.0 ? -t : t;
+}
+
+/* A scaled score x of head h for the key `rel` positions after the row's query (negative before):
+ * soft-capped, then ALiBi's bias added. */
+float vka_variant_score(float x, uint h, int rel)
+{
+    if ((VARIANT & VKA_VARIANT_SOFTCAP) != 0) x = pc.softcap * vka_tanh(x / pc.softcap);
+    if ((VARIANT & VKA_VARIANT_ALIBI) != 0) x += head_terms[2 * h] * float(rel);
+    return x;
+}
+
+/* The first key a row sees through the window, for the row whose query is at key index `qk`: keys
+ * j <= qk - window are masked. 0 without a window. */
+uint vka_window_start(int qk)
+{
+    if ((VARIANT & VKA_VARIANT_WINDOW) == 0 || qk < 0) return 0u;
+    return uint(qk) + 1u > pc.window ? uint(qk) + 1u - pc.window : 0u;
+}
+
+/* A sink joins a row's online softmax as one more key whose value is zero: the running state starts
+ * at m = sink_h, l = 1 (o stays zero). `first` must hold for exactly one of a row's key ranges (the
+ * first chunk of the first part), so that the sink is counted once however the keys are split. */
+void vka_sink_start(uint h, bool first, inout float m, inout float l)
+{
+    if ((VARIANT & VKA_VARIANT_SINK) != 0 && first) {
+        m = head_terms[2 * h + 1];
+        l = 1.0;
+    }
+}
 #endif
 
 /* Stores one activation element in the output buffer's dtype (OUT_F16 builds write float16). */

@@ -11,6 +11,12 @@
  * cache slot): its score is replaced by -inf, not added to, and a zero probability skips its V
  * row. A row with no visible key gets a zero context (lse = -inf); a NaN score makes the row NaN.
  *
+ * Variants (VARIANT, abi.h), compiled in only when on: softcap and the ALiBi bias transform each
+ * scaled score (attention_common.glsl); a sliding window masks keys before each row's window start,
+ * and an invocation's key range begins at its first row's window start (the plan sizes the parts
+ * from there), so keys before every row's window are never visited; a sink starts the running
+ * softmax of part 0's first chunk (the lse then includes it, the merge combines it once).
+ *
  * Grid: splits * bh_count * ceil(i_count / TILE_A) invocations, WG_SIZE per workgroup.
  * Bindings: VKA_FUSED_* (abi.h).
  * Loop trips per invocation (the plan's model, src/attention/plan.c): the key-block loop, blocks + 1;
@@ -31,6 +37,7 @@ layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
 layout(constant_id = VKA_SPEC_DV) const uint DV = 16;
 layout(constant_id = VKA_SPEC_ATTN_MASK) const uint ATTN_MASK = 1;
 layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
+layout(constant_id = VKA_SPEC_VARIANT) const uint VARIANT = 0;
 
 layout(binding = VKA_FUSED_Q) uniform samplerBuffer Q;
 layout(binding = VKA_FUSED_K) uniform samplerBuffer K;
@@ -43,8 +50,10 @@ layout(std430, binding = VKA_FUSED_LSE_OUT) writeonly buffer Lse_ { float lse[];
 layout(std430, binding = VKA_FUSED_STATE_O) buffer StateO_ { float state_o[]; };
 layout(std430, binding = VKA_FUSED_STATE_O) buffer StateO4_ { vec4 state_o4[]; };
 layout(std430, binding = VKA_FUSED_STATE_LSE) buffer StateLse_ { float state_lse[]; };
+layout(std430, binding = VKA_FUSED_HEAD_TERMS) readonly buffer HeadTerms_ { float head_terms[]; };
 layout(push_constant) uniform Push { vka_fused_push pc; };
 #define VKA_WITH_MASKS
+#define VKA_WITH_VARIANTS
 #include "attention_common.glsl"
 layout(std430, binding = VKA_FUSED_CTX) writeonly buffer Ctx_ { VKA_OUT_TYPE ctx[]; };
 layout(std430, binding = VKA_FUSED_CTX) writeonly buffer Ctx4_ { VKA_OUT_VEC4 ctx4[]; };
@@ -65,16 +74,20 @@ void main()
     float m[TILE_A], l[TILE_A];
     bool saw_nan[TILE_A];
     vec4 o[TILE_A][DV];
-    uint qrow[TILE_A], limit[TILE_A], state[TILE_A];
+    uint qrow[TILE_A], limit[TILE_A], state[TILE_A], first[TILE_A];
+    int qk[TILE_A]; /* the key index at the row's query position (the queries and keys end together) */
     uint real_end = 0;
     [[unroll]] for (uint r = 0; r < TILE_A; r++) {
         uint il = min(il0 + r, pc.i_count - 1), i = pc.i_begin + il;
         m[r] = neg_inf;
         l[r] = 0.0;
         saw_nan[r] = false;
+        vka_sink_start(h, split == 0 && (FLAGS & VKA_FUSED_LOAD) == 0, m[r], l[r]);
         qrow[r] = pc.q_offset + b * pc.q_batch + h * pc.q_head + i * pc.q_row;
         limit[r] = vka_row_limit(b, i);
         real_end = max(real_end, limit[r]); /* keys past every row's limit are masked for all */
+        qk[r] = int(i) + int(pc.S) - int(pc.L);
+        first[r] = vka_window_start(qk[r]);
         state[r] = (split * pc.bh_count + bh_local) * pc.i_count + il;
     }
     for (uint d = 0; d < DV; d++)
@@ -93,8 +106,9 @@ void main()
                 o[r][d] = VEC == 4 ? state_o4[state[r] * DV + d] : vec4(state_o[state[r] * DV + d], 0.0, 0.0, 0.0);
     }
 
-    /* This invocation's keys [k_lo, k_hi): the real ones some row can see, then the extra keys. */
-    uint part = split * pc.split_len;
+    /* This invocation's keys [k_lo, k_hi): the real ones some row can see, then the extra keys.
+     * Parts count from the first row's window start (0 without a window): no row sees a key before. */
+    uint part = first[0] + split * pc.split_len;
     uint k_lo = part + pc.chunk_begin;
     uint k_hi = min(min(k_lo + pc.chunk_len, part + pc.split_len), pc.S_ext);
     uint real_hi = min(k_hi, min(real_end, pc.S)), extra_lo = max(k_lo, pc.S);
@@ -122,7 +136,9 @@ void main()
                         (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j0 + c));
         [[unroll]] for (uint r = 0; r < TILE_A; r++)
             [[unroll]] for (uint c = 0; c < TILE_B; c++)
-                s[r][c] = key_ok[c] && (!real || j0 + c < limit[r]) ? s[r][c] * pc.scale : neg_inf;
+                s[r][c] = key_ok[c] && (!real || (j0 + c < limit[r] && j0 + c >= first[r]))
+                              ? vka_variant_score(s[r][c] * pc.scale, h, int(j0 + c) - qk[r])
+                              : neg_inf;
         if (ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0)
             [[unroll]] for (uint r = 0; r < TILE_A; r++)
                 [[unroll]] for (uint c = 0; c < TILE_B; c++)

@@ -15,6 +15,9 @@
  * The KV_QUANT build reads a cache of a block format (Q8_0 or Q4_0, by FLAGS): its pools are read
  * as uint words, krow / vrow are byte offsets, and each texel of 4 values is dequantized as it is
  * fetched (kv_quant.glsl), in the same loops.
+ * Variants (VARIANT, abi.h) as in attn_fused.comp, at the tokens' own positions: a row at position
+ * len - new + i; with a window its parts start at the first row's window start, so a decoding step
+ * visits at most `window` keys; a sink starts part 0's running softmax.
  *
  * Grid: splits * seqs * H_kv * tiles invocations, WG_SIZE per workgroup.
  * Bindings: VKA_PAGED_* (abi.h).
@@ -34,6 +37,7 @@ layout(constant_id = VKA_SPEC_TILE_B) const uint TILE_B = 16;
 layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
 layout(constant_id = VKA_SPEC_DV) const uint DV = 16;
 layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
+layout(constant_id = VKA_SPEC_VARIANT) const uint VARIANT = 0;
 
 layout(binding = VKA_PAGED_Q) uniform samplerBuffer Q;
 #ifdef KV_QUANT
@@ -51,7 +55,9 @@ layout(std430, binding = VKA_PAGED_META) readonly buffer Meta_ { uint meta[]; };
 layout(std430, binding = VKA_PAGED_STATE_O) writeonly buffer StateO_ { float state_o[]; };
 layout(std430, binding = VKA_PAGED_STATE_O) writeonly buffer StateO4_ { vec4 state_o4[]; };
 layout(std430, binding = VKA_PAGED_STATE_LSE) writeonly buffer StateLse_ { float state_lse[]; };
+layout(std430, binding = VKA_PAGED_HEAD_TERMS) readonly buffer HeadTerms_ { float head_terms[]; };
 layout(push_constant) uniform Push { vka_paged_push pc; };
+#define VKA_WITH_VARIANTS
 #include "attention_common.glsl"
 layout(std430, binding = VKA_PAGED_CTX) writeonly buffer Ctx_ { VKA_OUT_TYPE ctx[]; };
 layout(std430, binding = VKA_PAGED_CTX) writeonly buffer Ctx4_ { VKA_OUT_VEC4 ctx4[]; };
@@ -75,16 +81,19 @@ void main()
     float m[TILE_A], l[TILE_A];
     bool saw_nan[TILE_A], valid[TILE_A];
     vec4 o[TILE_A][DV];
-    uint qrow[TILE_A], limit[TILE_A], state[TILE_A], out_row[TILE_A];
+    uint qrow[TILE_A], limit[TILE_A], state[TILE_A], out_row[TILE_A], head[TILE_A], first[TILE_A];
     uint real_end = 0;
     [[unroll]] for (uint r = 0; r < TILE_A; r++) {
         uint rr = min(r0 + r, rows - 1), i = pc.i_begin + rr / pc.kv_group, h = kvh * pc.kv_group + rr % pc.kv_group;
         m[r] = neg_inf;
         l[r] = 0.0;
         saw_nan[r] = false;
+        vka_sink_start(h, split == 0, m[r], l[r]);
         valid[r] = r0 + r < rows;
+        head[r] = h;
         qrow[r] = h * pc.q_head + (q_start + i) * pc.q_row;
         limit[r] = len - n_new + i + 1; /* its own position, and every key before it */
+        first[r] = vka_window_start(int(limit[r] - 1));
         real_end = max(real_end, limit[r]);
         state[r] = ((split * pc.seqs + b) * pc.H + h) * pc.i_count + (i - pc.i_begin);
         out_row[r] = (q_start + i) * pc.ctx_stride + h * DV * VEC;
@@ -92,7 +101,8 @@ void main()
     for (uint d = 0; d < DV; d++)
         [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][d] = vec4(0.0);
 
-    uint k_lo = split * pc.split_len, k_hi = min(k_lo + pc.split_len, real_end);
+    /* Parts count from the first row's window start (0 without a window): no row sees a key before. */
+    uint k_lo = first[0] + split * pc.split_len, k_hi = min(k_lo + pc.split_len, real_end);
     uint blocks = k_hi > k_lo ? (k_hi - k_lo + TILE_B - 1) / TILE_B : 0;
     for (uint n = 0; n < blocks; n++) {
         uint j0 = k_lo + n * TILE_B;
@@ -106,7 +116,9 @@ void main()
         VKA_QK_TILE(s, qrow, krow);
         [[unroll]] for (uint r = 0; r < TILE_A; r++)
             [[unroll]] for (uint c = 0; c < TILE_B; c++)
-                s[r][c] = j0 + c < k_hi && j0 + c < limit[r] ? s[r][c] * pc.scale : neg_inf;
+                s[r][c] = j0 + c < k_hi && j0 + c < limit[r] && j0 + c >= first[r]
+                              ? vka_variant_score(s[r][c] * pc.scale, head[r], int(j0 + c) - int(limit[r] - 1))
+                              : neg_inf;
         VKA_ONLINE_SOFTMAX_BLOCK(s, m, l, o, saw_nan, krow); /* V rows sit where K rows do */
     }
 

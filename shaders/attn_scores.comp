@@ -2,7 +2,10 @@
 /*
  * attn_scores.comp — P[r, j] = q_i · k_j * scale + mask terms for one chunk of score rows (see
  * vka_scores_push in abi.h). Masked scores are -inf; the softmax turns them into zeros. Keys
- * j >= S are the extra keys (bias_k, then the zero key) and are never masked.
+ * j >= S are the extra keys (bias_k, then the zero key) and are never masked. Variants (VARIANT,
+ * abi.h; compiled in only when on): softcap and the ALiBi bias transform each scaled score, a
+ * sliding window masks keys before each row's window start (attention_common.glsl); the sink is
+ * the softmax's.
  *
  * Register-blocked: invocation owns TILE_A queries x TILE_B keys of one (b, h) and reads Q and K
  * through texel views, DV texels of VEC floats per head row.
@@ -19,6 +22,7 @@ layout(constant_id = VKA_SPEC_TILE_B) const uint TILE_B = 8;
 layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
 layout(constant_id = VKA_SPEC_DV) const uint DV = 16;
 layout(constant_id = VKA_SPEC_ATTN_MASK) const uint ATTN_MASK = 1;
+layout(constant_id = VKA_SPEC_VARIANT) const uint VARIANT = 0;
 
 layout(binding = VKA_SCORES_Q) uniform samplerBuffer Q;
 layout(binding = VKA_SCORES_K) uniform samplerBuffer K;
@@ -27,8 +31,10 @@ layout(std430, binding = VKA_SCORES_KEY_PADDING) readonly buffer Kpm_ { uint kpm
 layout(std430, binding = VKA_SCORES_VALID_LENS) readonly buffer ValidLens_ { int valid_lens[]; };
 layout(std430, binding = VKA_SCORES_ATTN_MASK) readonly buffer MaskBytes_ { uint mask_bytes[]; };
 layout(std430, binding = VKA_SCORES_ATTN_MASK) readonly buffer MaskFloats_ { float mask_floats[]; };
+layout(std430, binding = VKA_SCORES_HEAD_TERMS) readonly buffer HeadTerms_ { float head_terms[]; };
 layout(push_constant) uniform Push { vka_scores_push pc; };
 #define VKA_WITH_MASKS
+#define VKA_WITH_VARIANTS
 #include "attention_common.glsl"
 
 void main()
@@ -59,12 +65,14 @@ void main()
     [[unroll]] for (uint r = 0; r < TILE_A; r++) {
         uint i_local = i_local0 + r;
         uint i = pc.i_begin + min(i_local, pc.i_count - 1), limit = vka_row_limit(b, i);
+        int qk = int(i) + int(pc.S) - int(pc.L); /* the key index at the query's position */
+        uint first = vka_window_start(qk);
         [[unroll]] for (uint c = 0; c < TILE_B; c++) {
             uint j = j0 + c;
             if (i_local < pc.i_count && j < pc.S_ext) {
-                float value = s[r][c] * pc.scale;
+                float value = vka_variant_score(s[r][c] * pc.scale, h, int(j) - qk);
                 if (j < pc.S) {
-                    value = key_ok[c] && j < limit ? value : -1.0 / 0.0;
+                    value = key_ok[c] && j < limit && j >= first ? value : -1.0 / 0.0;
                     if (ATTN_MASK != 0 && (pc.mask_flags & VKA_MASK_ATTN) != 0)
                         value = vka_add_mask(value, vka_mask_term(b, h, i, j));
                 }

@@ -2,7 +2,10 @@
 /*
  * softmax.comp — row-wise softmax in place: p_j = exp(s_j - max) / sum_k exp(s_k - max).
  * A row whose scores are all -inf (every key masked) becomes zeros, never NaN; a NaN score makes
- * the whole row NaN (IEEE propagation: bad input is not hidden).
+ * the whole row NaN (IEEE propagation: bad input is not hidden). With VKA_VARIANT_SINK (VARIANT) the
+ * row's head's sink logit s joins the denominator without a value: p_j = exp(s_j - m) /
+ * (exp(s - m) + sum_k exp(s_k - m)), m the max over the scores and s (added once per row: in ROW,
+ * and in NORMALIZE after the chunks' statistics are combined). A fully masked row is then zeros too.
  *
  * A row is cut into `chunks` key ranges, one workgroup each (see vka_softmax_push): with one chunk
  * the ROW mode does it all; longer rows (the loop budget) take a STATS pass that writes each
@@ -19,13 +22,25 @@
 
 layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
 layout(constant_id = VKA_SPEC_FLAGS) const uint MODE = VKA_SOFTMAX_ROW;
+layout(constant_id = VKA_SPEC_VARIANT) const uint VARIANT = 0;
 
 layout(std430, binding = VKA_SOFTMAX_P) buffer P_ { float p[]; };
 layout(std430, binding = VKA_SOFTMAX_STATS_BUF) buffer Stats_ { float stats[]; };
+layout(std430, binding = VKA_SOFTMAX_HEAD_TERMS) readonly buffer HeadTerms_ { float head_terms[]; };
 layout(push_constant) uniform Push { vka_softmax_push pc; };
 
 shared float red_value[gl_WorkGroupSize.x];
 shared uint red_nan[gl_WorkGroupSize.x];
+
+/* Adds the sink to a row's max m and sum of exp(s - m) (sum 0 when m is -inf). */
+void add_sink(uint row, inout float m, inout float sum)
+{
+    if ((VARIANT & VKA_VARIANT_SINK) == 0) return;
+    float sink = head_terms[2 * ((pc.bh_begin + row / pc.i_count) % pc.H) + 1];
+    float m_new = max(m, sink); /* finite unless m is +inf */
+    sum = (m == -1.0 / 0.0 ? 0.0 : sum * exp(m - m_new)) + exp(sink - m_new);
+    m = m_new;
+}
 
 /* Max (ignoring NaN) and whether a NaN was seen, over the workgroup. */
 void reduce_max(inout float m, inout uint saw_nan)
@@ -81,6 +96,7 @@ void main()
             m = m_new;
             saw_nan |= uint(stats[first + c * 3 + 2] != 0.0);
         }
+        if (saw_nan == 0 && m != 1.0 / 0.0) add_sink(row, m, sum);
     } else {
         for (uint j = begin + t; j < end; j += gl_WorkGroupSize.x) {
             float s = p[base + j];
@@ -93,6 +109,7 @@ void main()
             for (uint j = begin + t; j < end; j += gl_WorkGroupSize.x) part += exp(p[base + j] - m);
             sum = reduce_sum(part);
         }
+        if (MODE == VKA_SOFTMAX_ROW && saw_nan == 0 && m != 1.0 / 0.0) add_sink(row, m, sum);
         if (MODE == VKA_SOFTMAX_STATS) {
             if (t == 0) {
                 uint at = (row * pc.chunks + chunk) * 3;

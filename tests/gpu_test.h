@@ -54,6 +54,7 @@ typedef struct test_weights {
     vkattn_layer_desc desc;
     vkattn_weights w;
     float *block;
+    float *sinks; /* test_weights_add_sinks */
 } test_weights;
 
 static inline void test_weights_make(test_weights *tw, const vkattn_layer_desc *desc, unsigned long long seed)
@@ -64,6 +65,7 @@ static inline void test_weights_make(test_weights *tw, const vkattn_layer_desc *
     int packed = kd == E && vd == E && Ek == E;
     size_t n = 3 * E * E + E * kd + E * vd + 3 * E + E * E + E + 2 * E;
     tw->desc = *desc;
+    tw->sinks = NULL;
     tw->block = malloc(n * sizeof(float));
     memset(&tw->w, 0, sizeof tw->w);
     test_rng rng = test_rng_make(seed);
@@ -87,7 +89,20 @@ static inline void test_weights_make(test_weights *tw, const vkattn_layer_desc *
     }
 }
 
-static inline void test_weights_free(test_weights *tw) { free(tw->block); }
+/* Gives the weights a sink logit per head (vkattn_weights.sinks), uniform in [lo, hi). */
+static inline void test_weights_add_sinks(test_weights *tw, float lo, float hi, unsigned long long seed)
+{
+    test_rng rng = test_rng_make(seed);
+    tw->sinks = malloc(tw->desc.num_heads * sizeof(float));
+    for (uint32_t h = 0; h < tw->desc.num_heads; h++) tw->sinks[h] = lo + (hi - lo) * (test_rng_float(&rng) * 0.5f + 0.5f);
+    tw->w.sinks = tw->sinks;
+}
+
+static inline void test_weights_free(test_weights *tw)
+{
+    free(tw->block);
+    free(tw->sinks);
+}
 
 /* Max-abs error, NMSE and count of positions where exactly one side is non-finite. */
 typedef struct test_error {

@@ -168,6 +168,58 @@ static void test_rope_layer_errors(void)
     test_weights_free(&tw);
 }
 
+/* The attention variants: every bad field refused on the device entry point too, with a message
+ * naming it; the slopes in use come back from get_desc; explain names the variants; a head mask
+ * set later re-uploads the active heads' slopes and sinks (checked against the CPU path). */
+static void test_variant_layer_errors(void)
+{
+    vkattn_layer_desc d = {.embed_dim = 32, .num_heads = 4, .alibi = 1, .window = 5, .softcap = 3};
+    test_weights tw;
+    test_weights_make(&tw, &d, 5);
+    test_weights_add_sinks(&tw, -1, 2, 6);
+    vkattn_layer *layer = NULL;
+    vkattn_layer_desc bad = d;
+    bad.softcap = -2;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "softcap");
+    bad = d, bad.rope_theta = 10000;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "ALiBi replaces");
+    const float slopes[4] = {1, 2, INFINITY, 4};
+    bad = d, bad.alibi_slopes = slopes;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_NON_FINITE, "alibi_slopes[2]");
+    bad.alibi = 0;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "alibi is off");
+    bad = d, bad.add_zero_attn = 1;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_UNSUPPORTED, "no position");
+    tw.sinks[1] = NAN;
+    CHECK_ERROR(vkattn_layer_create(ctx, &d, &tw.w, &layer), VKATTN_ERROR_NON_FINITE, "sinks[1]");
+    tw.sinks[1] = 0.5f;
+    CHECK(layer == NULL);
+    CHECK_STATUS(vkattn_layer_create(ctx, &d, &tw.w, &layer), VKATTN_OK);
+    vkattn_layer_desc got;
+    vkattn_layer_get_desc(layer, &got);
+    CHECK(got.alibi && got.alibi_slopes && got.window == 5 && got.softcap == 3);
+    for (int h = 0; got.alibi_slopes && h < 4; h++) CHECK(got.alibi_slopes[h] == ldexpf(1.0f, -2 * (h + 1)));
+    enum { B = 2, L = 9, E = 32 };
+    float q[B * L * E], out[B * L * E], want[B * L * E];
+    test_rng rng = test_rng_make(3);
+    test_fill(&rng, q, B * L * E, 1.0f);
+    vkattn_host_forward_desc f = {.batch = B, .query_len = L, .query = q, .output = out, .causal = 1};
+    char text[8192];
+    CHECK_STATUS(vkattn_forward_explain(layer, &f, text, sizeof text, NULL), VKATTN_OK);
+    CHECK_MSG(strstr(text, "variants: window 5") && strstr(text, "softcap 3 alibi sinks"), "explain: %s", text);
+    const uint8_t keep[4] = {1, 1, 0, 1};
+    CHECK_STATUS(vkattn_layer_set_head_mask(layer, keep), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_OK);
+    vkattn_layer_desc masked = d;
+    masked.head_mask = keep;
+    f.output = want;
+    CHECK_STATUS(vkattn_reference_forward(&masked, &tw.w, &f, NULL), VKATTN_OK);
+    test_error e = test_compare(out, want, B * L * E);
+    CHECK_MSG(e.nonfinite == 0 && e.nmse < 1e-10, "pruned head 2: nmse %g", e.nmse);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
 static void test_tensor_errors(void)
 {
     vkattn_tensor *t = NULL;
@@ -581,6 +633,7 @@ int main(void)
     RUN_TEST(test_layer_errors);
     RUN_TEST(test_gqa_layer_errors);
     RUN_TEST(test_rope_layer_errors);
+    RUN_TEST(test_variant_layer_errors);
     RUN_TEST(test_tensor_errors);
     RUN_TEST(test_forward_errors);
     RUN_TEST(test_activations_past_the_range);

@@ -5,7 +5,8 @@
  * the CPU reference does not have (--check: exit 4; --check-finite says fp16 storage overflowed),
  * a NaN in one query row (reported at its index, exit 3), weights fp16 rounds to inf (refused with
  * VKATTN_ERROR_NON_FINITE, exit 1) and an infinite bias, and --dtype f8 refused; --decode-from
- * (through a KV cache) against the plain causal run, and what it refuses.
+ * (through a KV cache) against the plain causal run, and what it refuses; the attention variants'
+ * options against the PyTorch variant fixtures.
  *
  * Usage: test_cli_run FIXTURES_DIR   (tests/fixtures/torch: self_attn.safetensors, 4 heads, E = 16,
  * and its (2, 5, 16) query); test_cli_run FIXTURES_DIR bench_decode runs only bench --preset decode.
@@ -953,6 +954,58 @@ static void test_run_decode(int fp16)
     remove(weights), remove(query), remove(single), remove(plain), remove(plain1), remove(out);
 }
 
+/* --sliding-window, --softcap, --alibi and --sinks on the all_combined case of the PyTorch variant
+ * fixtures (tests/fixtures/torch_variants, beside FIXTURES_DIR): the plain run and --decode-from 3
+ * give PyTorch's output (max-abs 1e-5 x max(1, max|ref|)) and pass --check; bad values and
+ * combinations are refused with exit 2 (options) or 1 (the sinks' file), before a device opens. */
+static void test_run_variants(void)
+{
+    char weights[512], hidden[512], sinks[512], want[512], out[512], bad_sinks[512];
+    const char *dir = "../torch_variants/all_combined";
+    snprintf(weights, sizeof weights, "%s/%s.safetensors", fixtures, dir);
+    snprintf(hidden, sizeof hidden, "%s/%s.hidden.npy", fixtures, dir);
+    snprintf(sinks, sizeof sinks, "%s/%s.sinks.npy", fixtures, dir);
+    snprintf(want, sizeof want, "%s/%s.output.npy", fixtures, dir);
+    test_tmp_path(out, sizeof out, "variants.out.npy");
+    test_tmp_path(bad_sinks, sizeof bad_sinks, "variants.sinks5.npy");
+    const char *variants[] = {"--prefix", "model.layers.0.self_attn.", "--causal", "--sliding-window", "4",
+                              "--softcap", "1.5", "--alibi", "--sinks", sinks};
+    const char *extra[3][2] = {{"--check", NULL}, {"--decode-from", "3"}, {"--cpu", NULL}};
+    for (int k = 0; k < 3; k++) {
+        const char *args[16] = {0};
+        int n = 0;
+        for (size_t i = 0; i < sizeof variants / sizeof *variants; i++) args[n++] = variants[i];
+        for (int i = 0; i < 2 && extra[k][i]; i++) args[n++] = extra[k][i];
+        if (k == 1) args[n++] = "--check";
+        CHECK(run_forward(weights, hidden, out, args) == CLI_EXIT_OK);
+        CHECK_SAID("causal, window 4, softcap 1.5, alibi, sinks");
+        if (k < 2) CHECK_SAID("check: OK");
+        double m = npy_max_abs(out, want);
+        printf("  %s against PyTorch: max-abs %.3g\n", extra[k][0], m);
+        CHECK_MSG(m <= 1e-5 * 1.44, "%s: max-abs %g against PyTorch's output", extra[k][0], m);
+    }
+    /* Refused: bad values, ALiBi with RoPE, sinks of the wrong shape. */
+    float five[5] = {0};
+    vkattn_array a = {.dtype = VKATTN_DTYPE_F32, .rank = 1, .dims = {5}, .data = five, .bytes = sizeof five};
+    CHECK_STATUS(vkattn_npy_write(bad_sinks, &a, NULL), VKATTN_OK);
+    const struct { const char *opt, *value; int rc; const char *said; } refused[] = {
+        {"--sliding-window", "0", CLI_EXIT_USAGE, "--sliding-window"},
+        {"--softcap", "-1", CLI_EXIT_USAGE, "--softcap expects a positive number"},
+        {"--softcap", "inf", CLI_EXIT_USAGE, "--softcap expects a positive number"},
+        {"--rope-theta", "10000", CLI_EXIT_USAGE, "--alibi and --rope-theta"},
+        {"--sinks", bad_sinks, CLI_EXIT_FAILURE, "has shape (5), expected (H) = (4)"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        CHECK(RUN(weights, hidden, out, "--prefix", "model.layers.0.self_attn.", "--alibi", refused[i].opt,
+                  refused[i].value) == refused[i].rc);
+        CHECK_MSG(said(refused[i].said), "case %zu: the output lacks \"%s\"", i, refused[i].said);
+        CHECK_MSG(!said("device:"), "case %zu: refused only after a device opened", i);
+    }
+    CHECK(run_cmd(cmd_run, (const char *[]){"--help", NULL}) == CLI_EXIT_OK);
+    CHECK_SAID("[--sliding-window W] [--softcap C] [--alibi] [--sinks s.npy]");
+    remove(out), remove(bad_sinks);
+}
+
 /* overhead runs the same stack blocking and as one submission; it fails (exit 1) when the two
  * outputs differ in any bit, and refuses bad counts. */
 static void test_overhead(void)
@@ -1046,6 +1099,7 @@ int main(int argc, char **argv)
         RUN_TEST_WITH(test_run_hf_gqa, &fx);
         RUN_TEST_WITH(test_run_decode, fp16);
         RUN_TEST(test_run_decode_quant);
+        RUN_TEST(test_run_variants);
     }
     fixture_close(&fx);
     test_tmp_remove();

@@ -52,6 +52,13 @@ typedef struct test_case {
     uint32_t rope_dim;    /* 0 = D */
     int rope_gptj;        /* 0 = NeoX pairs */
     uint32_t rope_offset;
+    /* attention variants (vkattn_layer_desc; 0 = off) */
+    uint32_t window;
+    float softcap;
+    int alibi;
+    const float *slopes;  /* alibi_slopes: NULL = the standard ones */
+    int sinks;            /* a random sink logit per head in [-1, 3) */
+    const uint8_t *head_mask; /* NULL = every head */
 } test_case;
 
 /* Real head dims at L = S = 1024 and 2048, causal and not, fp32 and fp16, both paths. A layer
@@ -222,6 +229,59 @@ static const test_case cases[] = {
      .also_f16 = 1},
     {"rope", "gptj_partial_offset", 1, 9, 0, 128, 2, .causal = 1, .rope_theta = 500000, .rope_dim = 32,
      .rope_gptj = 1, .rope_offset = 100000, .storage = VKATTN_DTYPE_F16},
+    /* attention variants (vkattn_layer_desc.window, softcap, alibi; vkattn_weights.sinks), alone and
+     * together, with GQA, RoPE, masks and odd sizes; positions end together (L != S: bottom-right).
+     * Head dim 8 where nothing asks for another, so that a cold run compiles few kernels. */
+    {"variants", "window_self_causal", 2, 33, 0, 32, 4, .causal = 1, .window = 5},
+    {"variants", "window_gqa_rope", 2, 40, 0, 64, 8, .causal = 1, .kv_heads = 2, .rope_theta = 10000, .window = 7},
+    {"variants", "window_not_causal", 2, 17, 0, 32, 4, .window = 4},
+    {"variants", "window_L_lt_S", 2, 5, 23, 32, 4, .window = 6},
+    {"variants", "window_1", 1, 9, 0, 16, 2, .causal = 1, .window = 1},
+    {"variants", "softcap", 2, 17, 23, 32, 4, .input_scale = 3, .softcap = 2.0f},
+    {"variants", "softcap_50_causal", 2, 33, 0, 32, 4, .causal = 1, .softcap = 50.0f},
+    {"variants", "sinks", 2, 17, 0, 32, 4, .causal = 1, .sinks = 1},
+    {"variants", "sinks_fully_masked", 3, 17, 17, 32, 4, .key_padding = 1, .lens = LENS_PER_QUERY, .fully_masked = 1,
+     .sinks = 1},
+    {"variants", "softcap_sinks_weights", 2, 17, 23, 32, 4, .input_scale = 3, .softcap = 1.5f, .sinks = 1,
+     .weights = WEIGHTS_PER_HEAD},
+    {"variants", "alibi_H8_causal", 2, 33, 0, 64, 8, .causal = 1, .alibi = 1}, /* D = 8 */
+    {"variants", "alibi_H6_ragged", 3, 17, 0, 48, 6, .key_padding = 1, .lens = LENS_PER_BATCH, .alibi = 1},
+    {"variants", "alibi_cross_gqa", 2, 9, 31, 64, 8, .kv_heads = 2, .alibi = 1},
+    {"variants", "alibi_window_weights", 2, 17, 0, 32, 4, .causal = 1, .alibi = 1, .window = 6,
+     .weights = WEIGHTS_PER_HEAD},
+    {"variants", "rope_window_softcap_sinks", 2, 33, 0, 64, 8, .causal = 1, .kv_heads = 2, .rope_theta = 10000,
+     .window = 9, .softcap = 3.0f, .sinks = 1, .input_scale = 2},
+    {"variants", "odd_D7_all", 2, 9, 0, 42, 6, .causal = 1, .kv_heads = 3, .window = 3, .softcap = 1.0f, .alibi = 1,
+     .sinks = 1, .input_scale = 2},
+    /* ... with masks, extra keys, given slopes, fp16, pruned heads, the GPU tuning */
+    {"variants_mixed", "window_L_gt_S_causal_masks", 2, 17, 9, 32, 4, .causal = 1, .key_padding = 1,
+     .lens = LENS_PER_QUERY, .mask = MASK_FLOAT, .window = 4},
+    {"variants_mixed", "sinks_averaged_extra", 2, 17, 5, 48, 12, .bias_kv = 1, .zero_attn = 1, .sinks = 1,
+     .weights = WEIGHTS_AVERAGED},
+    {"variants_mixed", "softcap_extra_keys", 2, 9, 23, 32, 4, .bias_kv = 1, .zero_attn = 1, .key_padding = 1,
+     .input_scale = 3, .softcap = 1.0f},
+    {"variants_mixed", "alibi_slopes_given", 2, 17, 0, 48, 3, .causal = 1, .alibi = 1,
+     .slopes = (const float[]){0.5f, -0.25f, 2.0f}},
+    {"variants_mixed", "fp16_all", 2, 17, 23, 64, 8, .kv_heads = 2, .window = 9, .softcap = 3.0f, .alibi = 1, .sinks = 1,
+     .key_padding = 1, .storage = VKATTN_DTYPE_F16},
+    {"variants_mixed", "pruned_alibi_sinks", 2, 17, 0, 32, 4, .causal = 1, .alibi = 1, .sinks = 1,
+     .head_mask = (const uint8_t[]){1, 0, 1, 1}},
+    {"variants_mixed", "x30_softcap", 2, 17, 0, 32, 4, .causal = 1, .input_scale = 30, .softcap = 20.0f},
+    {"variants_mixed", "gpu_tuning_all", 2, 20, 0, 32, 4, .causal = 1, .window = 6, .softcap = 2.0f, .alibi = 1, .sinks = 1,
+     .tuning = "gpu"},
+    /* the same with a lowered loop budget: key parts (merged by log-sum-exp) and chunks (the state
+     * carried) that start at each tile's window, a part wholly outside every window, the sink once
+     * per row however the keys are split, softmax key ranges */
+    {"variants_budget", "window_parts", 1, 700, 0, 64, 2, .causal = 1, .window = 300, .loop_budget = 512},
+    {"variants_budget", "window_wide_parts", 2, 33, 1200, 64, 2, .window = 900, .loop_budget = 512},
+    {"variants_budget", "window_cross_parts", 1, 8, 3000, 64, 2, .window = 1000, .loop_budget = 512},
+    {"variants_budget", "sinks_parts_chunks", 2, 20, 1300, 64, 4, .key_padding = 1, .sinks = 1, .loop_budget = 300},
+    {"variants_budget", "all_parts", 1, 300, 0, 128, 8, .causal = 1, .kv_heads = 2, .window = 200, .alibi = 1,
+     .sinks = 1, .softcap = 4.0f, .loop_budget = 512},
+    {"variants_budget", "sinks_softmax_ranges", 1, 5, 3000, 32, 4, .weights = WEIGHTS_PER_HEAD, .sinks = 1,
+     .alibi = 1, .window = 1000, .loop_budget = 100},
+    {"variants_budget", "nan_outside_window", 1, 8, 3000, 64, 2, .causal = 0, .window = 700, .nan_masked = 1,
+     .loop_budget = 512},
 };
 
 /* Inputs and masks of one case, generated from its parameters. */
@@ -235,6 +295,8 @@ typedef struct case_data {
 static int unseen_key(const test_case *c, const case_data *d, uint32_t S, uint32_t b, uint32_t j)
 {
     if (d->kpm && d->kpm[(size_t)b * S + j]) return 1;
+    /* before query 0's window (at position S - L, it sees the most keys before it) */
+    if (c->window && (int64_t)j + c->window <= (int64_t)S - c->L) return 1;
     if (d->lens) {
         int32_t longest = 0;
         uint32_t n = c->lens == LENS_PER_QUERY ? c->L : 1;
@@ -395,9 +457,12 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
     vkattn_layer_desc ld = {.embed_dim = c->E, .num_heads = c->H, .kdim = c->kdim, .vdim = c->vdim,
                             .no_bias = c->no_bias, .add_bias_kv = c->bias_kv, .add_zero_attn = c->zero_attn,
                             .storage = c->storage, .num_kv_heads = c->kv_heads, .rope_theta = c->rope_theta,
-                            .rope_dim = c->rope_dim, .rope_style = c->rope_gptj ? VKATTN_ROPE_GPTJ : VKATTN_ROPE_NEOX};
+                            .rope_dim = c->rope_dim, .rope_style = c->rope_gptj ? VKATTN_ROPE_GPTJ : VKATTN_ROPE_NEOX,
+                            .head_mask = c->head_mask, .window = c->window, .softcap = c->softcap, .alibi = c->alibi,
+                            .alibi_slopes = c->slopes};
     test_weights tw;
     test_weights_make(&tw, &ld, seed);
+    if (c->sinks) test_weights_add_sinks(&tw, -1.0f, 3.0f, seed + 7);
     test_rng rng = test_rng_make(seed + 1);
     case_data d;
     make_data(c, &ld, &d, &rng);
@@ -423,7 +488,7 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
     };
     vkattn_error error = {0};
     vkattn_host_forward_desc ref = f;
-    ref.output = cpu, ref.attn_weights = cpu_w, ref.lse = w_n ? NULL : cpu_lse;
+    ref.output = cpu, ref.attn_weights = cpu_w, ref.lse = w_n || c->head_mask ? NULL : cpu_lse; /* pruned: no lse */
     double t0 = test_now_s();
     CHECK_STATUS(vkattn_reference_forward(&ld, &tw.w, &ref, &error), VKATTN_OK);
     double ref_s = test_now_s() - t0;
@@ -441,7 +506,7 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
             vkattn_host_forward_desc g = f;
             g.path = paths[k];
             g.output = gpu, g.attn_weights = gpu_w;
-            g.lse = paths[k] == VKATTN_PATH_FUSED && !w_n ? gpu_lse : NULL;
+            g.lse = paths[k] == VKATTN_PATH_FUSED && !w_n && !c->head_mask ? gpu_lse : NULL;
             t0 = test_now_s();
             status = vkattn_forward_host(layer, &g);
             device_s += test_now_s() - t0;

@@ -1,7 +1,7 @@
 /* The paged KV cache and cached forwards, against the CPU reference: every token a sequence gets
  * through the cache (prefill, chunks, decode steps, ragged batches, forks) must come out as that
  * token's row of one causal forward over the whole sequence (vkattn_reference_forward, causal).
- * Families (argv[1]): decode, ragged, split, paging, errors; quant and quant_accuracy for the caches
+ * Families (argv[1]): decode, ragged, split, paging, errors, variants; quant and quant_accuracy for the caches
  * of a block format (Q8_0, Q4_0), checked against a reference that rounds k and v the same way
  * (kv_cache_dtype) and, for what the format costs, against the unrounded one. */
 #define _POSIX_C_SOURCE 200809L
@@ -79,12 +79,20 @@ static void check_run(const test_weights *tw, const seq_run *r, double tol, cons
     check_run_as(tw, r, VKATTN_DTYPE_F32, tol, what);
 }
 
-static vkattn_layer *make_layer(vkattn_context *ctx, test_weights *tw, const vkattn_layer_desc *desc, unsigned long long seed)
+/* A layer with random weights; with `sinks`, a sink logit per head too (in [-1, 3)). */
+static vkattn_layer *make_layer_sinks(vkattn_context *ctx, test_weights *tw, const vkattn_layer_desc *desc,
+                                      unsigned long long seed, int sinks)
 {
     test_weights_make(tw, desc, seed);
+    if (sinks) test_weights_add_sinks(tw, -1.0f, 3.0f, seed + 1);
     vkattn_layer *layer = NULL;
     CHECK_STATUS(vkattn_layer_create(ctx, desc, &tw->w, &layer), VKATTN_OK);
     return layer;
+}
+
+static vkattn_layer *make_layer(vkattn_context *ctx, test_weights *tw, const vkattn_layer_desc *desc, unsigned long long seed)
+{
+    return make_layer_sinks(ctx, tw, desc, seed, 0);
 }
 
 static vkattn_kv_cache *make_cache(vkattn_context *ctx, const vkattn_layer_desc *desc, uint32_t blocks, uint32_t block_size,
@@ -99,12 +107,12 @@ static vkattn_kv_cache *make_cache(vkattn_context *ctx, const vkattn_layer_desc 
 }
 
 /* A prompt of `prefill` tokens (in chunks of `chunk`), then one token at a time up to `total`. */
-static void decode_case(vkattn_context *ctx, const char *name, const vkattn_layer_desc *desc, uint32_t prefill,
-                        uint32_t chunk, uint32_t total, uint32_t block_size, vkattn_dtype dtype, uint32_t splits, double tol,
-                        int split_at_end)
+static void decode_case_sinks(vkattn_context *ctx, const char *name, const vkattn_layer_desc *desc, int sinks,
+                              uint32_t prefill, uint32_t chunk, uint32_t total, uint32_t block_size, vkattn_dtype dtype,
+                              uint32_t splits, double tol, int split_at_end)
 {
     test_weights tw;
-    vkattn_layer *layer = make_layer(ctx, &tw, desc, 11);
+    vkattn_layer *layer = make_layer_sinks(ctx, &tw, desc, 11, sinks);
     vkattn_kv_cache *cache = make_cache(ctx, desc, (total + block_size - 1) / block_size, block_size, 1, dtype);
     seq_run r, *rp = &r;
     run_make(&r, 0, total, desc->embed_dim, 5);
@@ -126,6 +134,13 @@ static void decode_case(vkattn_context *ctx, const char *name, const vkattn_laye
     vkattn_kv_cache_destroy(cache);
     vkattn_layer_destroy(layer);
     test_weights_free(&tw);
+}
+
+static void decode_case(vkattn_context *ctx, const char *name, const vkattn_layer_desc *desc, uint32_t prefill,
+                        uint32_t chunk, uint32_t total, uint32_t block_size, vkattn_dtype dtype, uint32_t splits, double tol,
+                        int split_at_end)
+{
+    decode_case_sinks(ctx, name, desc, 0, prefill, chunk, total, block_size, dtype, splits, tol, split_at_end);
 }
 
 static void family_decode(vkattn_context *ctx)
@@ -158,13 +173,18 @@ static void family_split(vkattn_context *ctx)
     decode_case(ctx, "split-KV 7 parts, f16 cache", &gqa, 300, 300, 310, 16, VKATTN_DTYPE_F16, 7, 1e-5, 1);
     /* the budget (600 trips) holds 560 keys per invocation at D=16: 1300 keys need 3 parts */
     decode_case(ctx, "loop budget: parts it needs", &gqa, 1290, 1290, 1300, 32, VKATTN_DTYPE_F32, 1, 1e-10, 1);
+    /* with a window of 700 the parts cover 700 keys from each row's window start (2 parts, not 3),
+     * and a sink joins part 0 only */
+    gqa.window = 700;
+    decode_case_sinks(ctx, "loop budget: window 700, sinks", &gqa, 1, 1290, 1290, 1300, 32, VKATTN_DTYPE_F32, 1, 1e-10, 1);
 }
 
-static void family_ragged(vkattn_context *ctx)
+/* Three sequences of different lengths in one pool, in batches of mixed prompts and steps. */
+static void ragged_case(vkattn_context *ctx, const vkattn_layer_desc *desc_in, int sinks, const char *name)
 {
-    vkattn_layer_desc desc = {.embed_dim = 64, .num_heads = 8, .num_kv_heads = 2, .rope_theta = 10000};
+    vkattn_layer_desc desc = *desc_in;
     test_weights tw;
-    vkattn_layer *layer = make_layer(ctx, &tw, &desc, 3);
+    vkattn_layer *layer = make_layer_sinks(ctx, &tw, &desc, 3, sinks);
     vkattn_kv_cache *cache = make_cache(ctx, &desc, 64, 4, 5, VKATTN_DTYPE_F32);
     seq_run r[3];
     for (uint32_t k = 0; k < 3; k++) run_make(&r[k], k == 0 ? 4 : k, 40, 64, 100 + k);
@@ -174,11 +194,46 @@ static void family_ragged(vkattn_context *ctx)
     CHECK_STATUS(feed(layer, cache, 64, mix, (uint32_t[]){1, 3, 1}, 3, 0), VKATTN_OK);
     for (int step = 0; step < 6; step++) CHECK_STATUS(feed(layer, cache, 64, two, (uint32_t[]){1, 1}, 2, 0), VKATTN_OK);
     CHECK_STATUS(feed(layer, cache, 64, mix, (uint32_t[]){2, 1, 9}, 3, 0), VKATTN_OK);
-    for (uint32_t k = 0; k < 3; k++) check_run(&tw, &r[k], 1e-10, "ragged batch");
+    for (uint32_t k = 0; k < 3; k++) check_run(&tw, &r[k], 1e-10, name);
     for (uint32_t k = 0; k < 3; k++) run_free(&r[k]);
     vkattn_kv_cache_destroy(cache);
     vkattn_layer_destroy(layer);
     test_weights_free(&tw);
+}
+
+static void family_ragged(vkattn_context *ctx)
+{
+    vkattn_layer_desc desc = {.embed_dim = 64, .num_heads = 8, .num_kv_heads = 2, .rope_theta = 10000};
+    ragged_case(ctx, &desc, 0, "ragged batch");
+}
+
+/* The attention variants through the cache, each against the reference over the whole sequence
+ * (decode equals prefill): sliding window (with GQA and RoPE; a prompt in chunks; windows shorter
+ * than a block), softcap and sinks, ALiBi (power of two heads and not), all together in an fp16
+ * cache, a ragged batch, and split-KV with the sink counted once however many parts. */
+static void family_variants(vkattn_context *ctx)
+{
+    vkattn_layer_desc w = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000, .window = 5};
+    decode_case(ctx, "window 5, gqa rope, prefill 7 then decode", &w, 7, 7, 40, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    w.window = 8;
+    decode_case(ctx, "window 8, prompt in chunks of 5", &w, 23, 5, 30, 3, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    vkattn_layer_desc sc = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000, .softcap = 1.5f};
+    decode_case_sinks(ctx, "softcap 1.5 + sinks, mqa", &sc, 1, 9, 9, 30, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    vkattn_layer_desc al = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .alibi = 1};
+    decode_case(ctx, "alibi H=4, gqa", &al, 6, 6, 30, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    vkattn_layer_desc al6 = {.embed_dim = 42, .num_heads = 6, .num_kv_heads = 3, .alibi = 1};
+    decode_case(ctx, "alibi H=6 (not a power of two), D=7", &al6, 5, 5, 25, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    vkattn_layer_desc all = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .window = 6, .softcap = 2.0f,
+                             .alibi = 1};
+    decode_case_sinks(ctx, "window + softcap + alibi + sinks", &all, 1, 8, 8, 30, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    decode_case_sinks(ctx, "all variants, f16 cache", &all, 1, 8, 8, 30, 4, VKATTN_DTYPE_F16, 0, 1e-5, -1);
+    /* split-KV: 7 parts (most of them wholly outside the window, or past it), the sink once */
+    vkattn_layer_desc sp = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000, .window = 40};
+    decode_case_sinks(ctx, "split-KV 7 parts, window 40, sinks", &sp, 1, 300, 300, 310, 16, VKATTN_DTYPE_F32, 7, 1e-10, 1);
+    sp.window = 0;
+    decode_case_sinks(ctx, "split-KV 7 parts, sinks", &sp, 1, 300, 300, 310, 16, VKATTN_DTYPE_F32, 7, 1e-10, 1);
+    vkattn_layer_desc rg = {.embed_dim = 64, .num_heads = 8, .num_kv_heads = 2, .window = 4, .alibi = 1};
+    ragged_case(ctx, &rg, 1, "ragged batch, window 4 + alibi + sinks");
 }
 
 static void family_paging(vkattn_context *ctx)
@@ -542,6 +597,7 @@ int main(int argc, char **argv)
     else if (strcmp(family, "errors") == 0) family_errors(ctx);
     else if (strcmp(family, "quant") == 0) family_quant(ctx);
     else if (strcmp(family, "quant_accuracy") == 0) family_quant_accuracy(ctx);
+    else if (strcmp(family, "variants") == 0) family_variants(ctx);
     else CHECK_MSG(0, "unknown family %s", family);
     gpu_test_finish_context(ctx);
     return test_finish();

@@ -712,6 +712,92 @@ static void test_paged_real_shapes(void)
     vka_plan_free(&plan);
 }
 
+/* Loop trips of every fused or paged dispatch times its invocations: the attention's work. */
+static double attention_work(const vka_plan *plan)
+{
+    double work = 0;
+    for (uint32_t i = 0; i < plan->step_count; i++) {
+        const vka_step *st = &plan->steps[i];
+        if (st->kernel != VKA_KERNEL_FUSED && st->kernel != VKA_KERNEL_PAGED) continue;
+        double invocations = (double)st->groups[0] * st->groups[1] * st->groups[2] * st->spec[VKA_SPEC_WG_SIZE];
+        work += invocations * (double)vka_step_loop_trips(st);
+    }
+    return work;
+}
+
+/* A sliding window bounds the keys planned: causal attention over 32768 tokens with a window of
+ * 4096 plans (per row) the work of 4096 tokens, and a decoding step over 32768 cached keys the
+ * parts of 4096 keys; the variants' code is compiled in only where on. */
+static void test_window_span(void)
+{
+    vka_plan_limits l = lavapipe_limits();
+    l.max_storage_buffer_range = 1u << 31;
+    vka_plan plan = {0};
+    vka_problem full = problem(1, 4096, 4096, 1024, 8, 1), win = problem(1, 32768, 32768, 1024, 8, 1);
+    full.causal = win.causal = 1;
+    win.cfg.window = 4096;
+    CHECK_STATUS(vka_plan_build(&full, &l, &plan, NULL), VKATTN_OK);
+    double per_row_full = attention_work(&plan) / 4096;
+    CHECK_STATUS(vka_plan_build(&win, &l, &plan, NULL), VKATTN_OK);
+    CHECK(check_plan_limits(&plan, &l, "window") == 0);
+    double per_row_win = attention_work(&plan) / 32768;
+    printf("  fused, causal, D=128: loop trips x invocations per row: 4096 keys %.0f, 32768 keys with W=4096 %.0f\n",
+           per_row_full, per_row_win);
+    CHECK_MSG(per_row_win < 1.1 * per_row_full, "window plan %.0f per row, full 4096 %.0f", per_row_win, per_row_full);
+    for (uint32_t i = 0; i < plan.step_count; i++) {
+        const vka_step *st = &plan.steps[i];
+        if (st->kernel != VKA_KERNEL_FUSED) continue;
+        const vka_fused_push *f = &st->push.fused;
+        uint64_t span = 4096 + st->spec[VKA_SPEC_TILE_A] - 1;
+        CHECK((uint64_t)f->splits * f->split_len >= span && (uint64_t)(f->splits - 1) * f->split_len < span);
+        CHECK(st->spec[VKA_SPEC_VARIANT] == VKA_VARIANT_WINDOW && f->window == 4096);
+        CHECK(st->bind[VKA_FUSED_HEAD_TERMS].role == VKA_ROLE_NONE);
+    }
+    /* Not causal: the keys after a query stay visible, so every key is planned. */
+    win.causal = 0, win.L = 64;
+    CHECK_STATUS(vka_plan_build(&win, &l, &plan, NULL), VKATTN_OK);
+    CHECK(check_fused_cover(&win, &plan) == 0);
+
+    /* Decoding: the same parts and invocations as a sequence of 4096 keys. */
+    vka_problem dec_full = cached_problem(1024, 8, 1, 1, 1, 4096, 0), dec_win = cached_problem(1024, 8, 1, 1, 1, 32768, 0);
+    dec_win.cfg.window = 4096;
+    for (uint32_t splits = 0; splits < 3; splits++) {
+        dec_full.cache.splits = dec_win.cache.splits = splits;
+        CHECK_STATUS(vka_plan_build(&dec_full, &l, &plan, NULL), VKATTN_OK);
+        uint32_t parts = plan.key_parts;
+        double work = attention_work(&plan);
+        CHECK_STATUS(vka_plan_build(&dec_win, &l, &plan, NULL), VKATTN_OK);
+        CHECK_MSG(plan.key_parts == parts && attention_work(&plan) == work,
+                  "kv_splits %u: window parts %u (full %u), work %.0f (full %.0f)", splits, plan.key_parts, parts,
+                  attention_work(&plan), work);
+    }
+    /* Variant bits: ALiBi and sinks bind the per-head terms; the scores kernel takes all but the
+     * sink, the softmax only the sink. */
+    vka_problem u = problem(2, 17, 17, 64, 4, 1);
+    u.cfg.alibi = 1, u.cfg.sinks = 1, u.cfg.softcap = 2, u.path = VKATTN_PATH_UNFUSED;
+    CHECK_STATUS(vka_plan_build(&u, &l, &plan, NULL), VKATTN_OK);
+    CHECK(plan.role_bytes[VKA_ROLE_HEAD_TERMS] == 2 * 4 * 4);
+    for (uint32_t i = 0; i < plan.step_count; i++) {
+        const vka_step *st = &plan.steps[i];
+        if (st->kernel == VKA_KERNEL_SCORES)
+            CHECK(st->spec[VKA_SPEC_VARIANT] == (VKA_VARIANT_SOFTCAP | VKA_VARIANT_ALIBI) &&
+                  st->bind[VKA_SCORES_HEAD_TERMS].role == VKA_ROLE_HEAD_TERMS && st->push.scores.softcap == 2);
+        if (st->kernel == VKA_KERNEL_SOFTMAX)
+            CHECK(st->spec[VKA_SPEC_VARIANT] == VKA_VARIANT_SINK &&
+                  st->bind[VKA_SOFTMAX_HEAD_TERMS].role == VKA_ROLE_HEAD_TERMS && st->push.softmax.H == 4 &&
+                  st->push.softmax.i_count == 17);
+    }
+    /* Without variants: nothing compiled in, nothing bound. */
+    u = problem(2, 17, 17, 64, 4, 1);
+    for (int path = 0; path < 2; path++) {
+        u.path = path ? VKATTN_PATH_FUSED : VKATTN_PATH_UNFUSED;
+        CHECK_STATUS(vka_plan_build(&u, &l, &plan, NULL), VKATTN_OK);
+        for (uint32_t i = 0; i < plan.step_count; i++) CHECK(plan.steps[i].spec[VKA_SPEC_VARIANT] == 0);
+        CHECK(plan.role_bytes[VKA_ROLE_HEAD_TERMS] == 0);
+    }
+    vka_plan_free(&plan);
+}
+
 static void test_fold_groups(void)
 {
     const uint32_t max[3] = {65535, 65535, 65535};
@@ -741,6 +827,7 @@ int main(void)
     RUN_TEST(test_gqa_budget_and_windows);
     RUN_TEST(test_rope_steps);
     RUN_TEST(test_paged_real_shapes);
+    RUN_TEST(test_window_span);
     RUN_TEST(test_fold_groups);
     return test_finish();
 }

@@ -9,6 +9,7 @@
  */
 #include <math.h>
 
+#include "attention/config.h"
 #include "test_util.h"
 
 #define TOL 1e-6
@@ -530,6 +531,154 @@ static void test_rope_errors(void)
     CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_OK);
 }
 
+/* The variants by hand, on the scalar layer (q = k = v = x, scores x_i x_j). */
+static const float x012[3] = {0.0f, 1.0f, 2.0f};
+
+static void test_window_by_hand(void)
+{
+    vkattn_layer_desc d = scalar_layer();
+    vkattn_weights w = scalar_weights();
+    float out[3], weights[9];
+    d.window = 2;
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 3, .query = x012, .output = out, .attn_weights = weights,
+                                  .causal = 1};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    double e = exp(1.0), e2 = exp(2.0), e4 = exp(4.0);
+    CHECK_NEAR(out[0], 0.0, TOL);
+    CHECK_NEAR(out[1], e / (1 + e), TOL);                   /* keys 0, 1: scores (0, 1) */
+    CHECK_NEAR(out[2], (e2 + 2 * e4) / (e2 + e4), TOL);     /* keys 1, 2 (key 0 is 2 before): (2, 4) */
+    CHECK(weights[6] == 0.0f);
+    /* Without causal the keys after the query stay visible: row 0 sees all three (scores 0). */
+    f.causal = 0;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK_NEAR(out[0], 1.0, TOL);
+    CHECK_NEAR(out[2], (e2 + 2 * e4) / (e2 + e4), TOL);
+    /* One query with the three tokens as keys: it sits at position 2 and sees keys 1 and 2. */
+    const float one_q = 2.0f;
+    f = (vkattn_host_forward_desc){.batch = 1, .query_len = 1, .key_len = 3, .query = &one_q, .key = x012,
+                                   .output = out};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK_NEAR(out[0], (e2 + 2 * e4) / (e2 + e4), TOL);
+    d.window = 1; /* the query's own key only */
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK_NEAR(out[0], 2.0, TOL);
+}
+
+static void test_softcap_by_hand(void)
+{
+    vkattn_layer_desc d = scalar_layer();
+    vkattn_weights w = scalar_weights();
+    float out[2];
+    d.softcap = 0.5f;
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = x01, .output = out};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    double t = exp(0.5 * tanh(2.0)); /* row 1: scores (0, 1) -> (0, 0.5 tanh(1 / 0.5)) */
+    CHECK_NEAR(out[0], 0.5, TOL);
+    CHECK_NEAR(out[1], t / (1 + t), TOL);
+}
+
+static void test_sinks_by_hand(void)
+{
+    vkattn_layer_desc d = scalar_layer();
+    vkattn_weights w = scalar_weights();
+    const float sink = logf(2.0f);
+    w.sinks = &sink;
+    float out[2], weights[4], lse[2];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = x01, .output = out, .attn_weights = weights,
+                                  .causal = 1};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    double e = exp(1.0);
+    CHECK_NEAR(weights[0], 1.0 / 3.0, TOL); /* row 0: key 0 (score 0) against the sink: 1 / (2 + 1) */
+    CHECK_NEAR(weights[2], 1.0 / (3 + e), TOL);
+    CHECK_NEAR(weights[3], e / (3 + e), TOL);
+    CHECK_NEAR(out[1], e / (3 + e), TOL);
+    f.attn_weights = NULL, f.lse = lse;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK_NEAR(lse[0], log(3.0), TOL);
+    CHECK_NEAR(lse[1], log(3.0 + e), TOL);
+    /* every key masked: a zero context, and the lse is the sink's */
+    uint8_t kpm[2] = {1, 1};
+    f.key_padding_mask = kpm;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK(out[0] == 0.0f && out[1] == 0.0f);
+    CHECK_NEAR(lse[0], log(2.0), TOL);
+}
+
+static void test_alibi_by_hand(void)
+{
+    vkattn_layer_desc d = scalar_layer();
+    vkattn_weights w = scalar_weights();
+    float out[2];
+    d.alibi = 1; /* H = 1: m = 2^-8 */
+    const double m = 1.0 / 256;
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = x01, .output = out};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    double e = exp(1.0);
+    CHECK_NEAR(out[0], exp(m) / (1 + exp(m)), TOL); /* row 0: (0, 0 + m (1 - 0)) */
+    CHECK_NEAR(out[1], e / (exp(-m) + e), TOL);      /* row 1: (0 + m (0 - 1), 1) */
+    const float slope = 0.5f;
+    d.alibi_slopes = &slope;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK_NEAR(out[1], e / (exp(-0.5) + e), TOL);
+    /* One query (x = 1) over keys (0, 1): at position 1, as the last row above. */
+    f = (vkattn_host_forward_desc){.batch = 1, .query_len = 1, .key_len = 2, .query = &x01[1], .key = x01,
+                                   .output = out};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK_NEAR(out[0], e / (exp(-0.5) + e), TOL);
+}
+
+/* The standard slopes: BLOOM's and Hugging Face's build_alibi_tensor. */
+static void test_alibi_slopes(void)
+{
+    float s[12];
+    vka_alibi_slopes(8, NULL, s);
+    for (int h = 0; h < 8; h++) CHECK_NEAR(s[h], pow(2.0, -(h + 1)), 1e-9);
+    vka_alibi_slopes(6, NULL, s); /* 4 heads' 2^-2, 2^-4, 2^-6, 2^-8, then 8 heads' odd ones 2^-1, 2^-3 */
+    const double six[6] = {0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125};
+    for (int h = 0; h < 6; h++) CHECK_NEAR(s[h], six[h], 1e-9);
+    vka_alibi_slopes(12, NULL, s); /* 8 heads' 2^-1 .. 2^-8, then 16 heads' 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5 */
+    for (int h = 0; h < 8; h++) CHECK_NEAR(s[h], pow(2.0, -(h + 1)), 1e-9);
+    for (int k = 0; k < 4; k++) CHECK_NEAR(s[8 + k], pow(2.0, -(2 * k + 1) / 2.0), 1e-7);
+    vka_alibi_slopes(1, NULL, s);
+    CHECK_NEAR(s[0], 1.0 / 256, 1e-12);
+}
+
+static void test_variant_errors(void)
+{
+    float q[8] = {0}, out[8];
+    static float in_proj[12 * 4], eye[16], bias_kv[4];
+    vkattn_weights w = {.in_proj_weight = in_proj, .out_proj_weight = eye};
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = q, .output = out};
+    vkattn_error err = {0};
+    vkattn_layer_desc d = {.embed_dim = 4, .num_heads = 2, .no_bias = 1, .softcap = -1};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(err.message, "softcap") != NULL);
+    d.softcap = NAN;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    d.softcap = 0, d.alibi = 1, d.rope_theta = 10000;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(err.message, "alibi") != NULL && strstr(err.message, "rope_theta") != NULL);
+    const float slopes[2] = {0.5f, NAN};
+    d.rope_theta = 0, d.alibi_slopes = slopes;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_NON_FINITE);
+    CHECK(strstr(err.message, "alibi_slopes[1]") != NULL);
+    d.alibi = 0;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    d.alibi_slopes = NULL, d.alibi = 1, d.add_zero_attn = 1;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_UNSUPPORTED);
+    CHECK(strstr(err.message, "add_zero_attn") != NULL);
+    d.alibi = 0, d.add_zero_attn = 0, d.window = 3, d.add_bias_kv = 1;
+    w.bias_k = w.bias_v = bias_kv;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_UNSUPPORTED);
+    CHECK(strstr(err.message, "window") != NULL && strstr(err.message, "add_bias_kv") != NULL);
+    d.add_bias_kv = 0, w.bias_k = w.bias_v = NULL;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_OK);
+    const float sinks[2] = {1.0f, INFINITY};
+    w.sinks = sinks;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_NON_FINITE);
+    CHECK(strstr(err.message, "sinks[1]") != NULL);
+}
+
 static void test_status_names(void)
 {
     CHECK(strcmp(vkattn_status_name(VKATTN_ERROR_SHAPE), "VKATTN_ERROR_SHAPE") == 0);
@@ -560,6 +709,12 @@ int main(void)
     RUN_TEST(test_rope_relative_positions);
     RUN_TEST(test_rope_decode_positions);
     RUN_TEST(test_rope_errors);
+    RUN_TEST(test_window_by_hand);
+    RUN_TEST(test_softcap_by_hand);
+    RUN_TEST(test_sinks_by_hand);
+    RUN_TEST(test_alibi_by_hand);
+    RUN_TEST(test_alibi_slopes);
+    RUN_TEST(test_variant_errors);
     RUN_TEST(test_status_names);
     return test_finish();
 }

@@ -199,7 +199,7 @@ int cmd_heads(int argc, char **argv)
     head_runner r = {0};
     if ((rc = forward_inputs_load("heads", &o.fwd, &in))) goto done;
     forward_inputs_print_shapes(&in, &o.fwd);
-    r = (head_runner){.desc = in.layer, .weights = vkattn_weight_file_weights(in.weights), .forward = in.desc,
+    r = (head_runner){.desc = in.layer, .weights = forward_inputs_weights(&in), .forward = in.desc,
                       .out_elems = (size_t)in.B * in.L * in.E};
     if ((rc = forward_inputs_open("heads", &o.fwd, &in, &ctx, &r.layer))) goto done;
     if (ctx) vkattn_context_device(ctx, &dev);

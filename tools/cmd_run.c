@@ -23,6 +23,7 @@ static void run_usage(FILE *out)
             "                  [--add-zero-attn] --out out.npy [--attn-weights a.npy [--average-weights]]\n"
             "                  [--head-mask m.npy] [--path auto|fused|unfused] [--dtype f32|f16] [--device N|NAME]\n"
             "                  [--cpu] [--check] [--check-finite] [--trace]\n"
+            "                  [--sliding-window W] [--softcap C] [--alibi] [--sinks s.npy]\n"
             "                  [--decode-from P [--kv-cache-dtype f32|f16|q8_0|q4_0]]\n");
     forward_options_usage(out);
     fprintf(out,
@@ -148,7 +149,7 @@ static int reference_run(const forward_inputs *in, const vkattn_host_forward_des
     vkattn_layer_desc layer = in->layer;
     layer.storage = VKATTN_DTYPE_F32; /* the reference computes in double either way */
     vkattn_error error = {0};
-    vkattn_status status = vkattn_reference_forward(&layer, vkattn_weight_file_weights(in->weights), &r, &error);
+    vkattn_status status = vkattn_reference_forward(&layer, forward_inputs_weights(in), &r, &error);
     if (status != VKATTN_OK) {
         free(ref->out), free(ref->weights);
         ref->out = ref->weights = NULL;

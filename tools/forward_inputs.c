@@ -57,6 +57,20 @@ int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
             return 2;
         }
         o->rope_style_given = 1;
+    } else if (cli_is(a, opt, "--sliding-window")) {
+        const char *v = cli_value(a, opt);
+        if (!v || cli_parse_u32(opt, v, 1, &o->window)) return 2;
+    } else if (cli_is(a, opt, "--softcap")) {
+        const char *v = cli_value(a, opt);
+        char *end = NULL;
+        if (!v) return 2;
+        o->softcap = strtof(v, &end);
+        if (end == v || *end || !(o->softcap > 0) || !isfinite(o->softcap)) {
+            fprintf(stderr, "vkattn: --softcap expects a positive number (Gemma 2: 50), got \"%s\"\n", v);
+            return 2;
+        }
+    } else if (cli_is(a, opt, "--alibi")) {
+        o->alibi = 1;
     } else if (cli_is(a, opt, "--path")) {
         if (parse_path(a, opt, o)) return 2;
     } else if (cli_is(a, opt, "--weights")) target = &o->weights;
@@ -68,6 +82,7 @@ int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
     else if (cli_is(a, opt, "--valid-lens")) target = &o->valid_lens;
     else if (cli_is(a, opt, "--attn-mask")) target = &o->attn_mask;
     else if (cli_is(a, opt, "--head-mask")) target = &o->head_mask;
+    else if (cli_is(a, opt, "--sinks")) target = &o->sinks;
     else if (cli_is(a, opt, "--device")) target = &o->device;
     else {
         *taken = 0;
@@ -102,6 +117,12 @@ void forward_options_usage(FILE *out)
                  "  rope_theta; R rotated dims per head, default all; neox pairs i and i + R/2, as Hugging Face\n"
                  "  LLaMA/Qwen/Mistral, gptj pairs 2i and 2i + 1). Positions are the token indices. A model with\n"
                  "  rope_scaling (Llama 3.1) uses other frequencies: not supported.\n"
+                 "  --sliding-window W: a query sees no key more than W - 1 positions before it (Mistral, Gemma\n"
+                 "  local layers; with --causal the W keys up to its own). --softcap C: scores x become\n"
+                 "  C tanh(x / C) (Gemma 2). --alibi: ALiBi's linear position biases with the standard slopes\n"
+                 "  (BLOOM, MPT; not with --rope-theta). --sinks s.npy: float32 (H), a learned sink logit per\n"
+                 "  head that joins each softmax's denominator (gpt-oss). Positions are the token indices (with\n"
+                 "  L != S the queries sit at the last L of the S key positions).\n"
                  "  --trace prints the plan before the forward runs: the shapes (q, k, v per head, weights,\n"
                  "  ctx, out), how keys and rows are split, the workspace, and every step with its kernel,\n"
                  "  bindings, grid and loop trips (the plan that then runs).\n");
@@ -112,9 +133,11 @@ void forward_inputs_free(forward_inputs *in)
     vkattn_weight_file_destroy(in->weights);
     vkattn_array_free(&in->query), vkattn_array_free(&in->key), vkattn_array_free(&in->value);
     vkattn_array_free(&in->key_padding_mask), vkattn_array_free(&in->valid_lens), vkattn_array_free(&in->attn_mask);
-    vkattn_array_free(&in->head_mask);
+    vkattn_array_free(&in->head_mask), vkattn_array_free(&in->sinks);
     memset(in, 0, sizeof *in);
 }
+
+const vkattn_weights *forward_inputs_weights(const forward_inputs *in) { return &in->w; }
 
 /* What each input array must be, as the messages that refuse one say it. */
 typedef struct input_spec {
@@ -127,7 +150,7 @@ typedef struct input_spec {
 
 #define DTYPE_BIT(d) (1u << VKATTN_DTYPE_##d)
 #define FLOAT_INPUT "float32 (<f4; float16 and float64 are converted)"
-enum { QUERY, KEY, VALUE, KEY_PADDING_MASK, VALID_LENS, ATTN_MASK, HEAD_MASK };
+enum { QUERY, KEY, VALUE, KEY_PADDING_MASK, VALID_LENS, ATTN_MASK, HEAD_MASK, SINKS };
 static const input_spec k_inputs[] = {
     [QUERY] = {"--query", "the query", DTYPE_BIT(F32), FLOAT_INPUT, "q.astype(np.float32)", "(B, L, E) or (L, E)"},
     [KEY] = {"--key", "the key", DTYPE_BIT(F32), FLOAT_INPUT, "k.astype(np.float32)",
@@ -143,6 +166,7 @@ static const input_spec k_inputs[] = {
                    "m.astype(bool) or m.astype(np.float32)", "(L, S) or (B*H, L, S)"},
     [HEAD_MASK] = {"--head-mask", "the head mask", DTYPE_BIT(BOOL), "bool (|b1), true = keep the head",
                    "m.astype(bool)", "(H)"},
+    [SINKS] = {"--sinks", "the sinks", DTYPE_BIT(F32), FLOAT_INPUT, "s.astype(np.float32)", "(H)"},
 };
 
 /* "vkattn run: --query q.npy holds int64 (<i8); the query must be float32 (...) (numpy: ...)". */
@@ -221,7 +245,8 @@ static int load_files(const char *command, const forward_options *o, forward_inp
         (rc = load_array(command, &k_inputs[KEY_PADDING_MASK], o->key_padding_mask, &in->key_padding_mask)) ||
         (rc = load_array(command, &k_inputs[VALID_LENS], o->valid_lens, &in->valid_lens)) ||
         (rc = load_array(command, &k_inputs[ATTN_MASK], o->attn_mask, &in->attn_mask)) ||
-        (rc = load_array(command, &k_inputs[HEAD_MASK], o->head_mask, &in->head_mask)))
+        (rc = load_array(command, &k_inputs[HEAD_MASK], o->head_mask, &in->head_mask)) ||
+        (rc = load_array(command, &k_inputs[SINKS], o->sinks, &in->sinks)))
         return rc;
     return 0;
 }
@@ -237,7 +262,8 @@ static int check_kinds(const char *command, const forward_options *o, const forw
         (rc = expect(command, &k_inputs[KEY_PADDING_MASK], o->key_padding_mask, &in->key_padding_mask, 1, 2)) ||
         (rc = expect(command, &k_inputs[VALID_LENS], o->valid_lens, &in->valid_lens, 1, 2)) ||
         (rc = expect(command, &k_inputs[ATTN_MASK], o->attn_mask, &in->attn_mask, 2, 3)) ||
-        (rc = expect(command, &k_inputs[HEAD_MASK], o->head_mask, &in->head_mask, 1, 1)))
+        (rc = expect(command, &k_inputs[HEAD_MASK], o->head_mask, &in->head_mask, 1, 1)) ||
+        (rc = expect(command, &k_inputs[SINKS], o->sinks, &in->sinks, 1, 1)))
         return rc;
     return 0;
 }
@@ -260,7 +286,8 @@ static int check_shapes(const char *command, const forward_options *o, const for
                           vl->rank == 2 ? "B, L" : "B")) ||
         (rc = check_shape(command, &k_inputs[ATTN_MASK], o->attn_mask, m, m->rank, m->rank == 3 ? mask3 : mask3 + 1,
                           m->rank == 3 ? "B*H, L, S" : "L, S")) ||
-        (rc = check_shape(command, &k_inputs[HEAD_MASK], o->head_mask, &in->head_mask, 1, &in->H, "H")))
+        (rc = check_shape(command, &k_inputs[HEAD_MASK], o->head_mask, &in->head_mask, 1, &in->H, "H")) ||
+        (rc = check_shape(command, &k_inputs[SINKS], o->sinks, &in->sinks, 1, &in->H, "H")))
         return rc;
     return 0;
 }
@@ -305,9 +332,19 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
         fprintf(stderr, "vkattn %s: --rope-dim and --rope-style need --rope-theta (the model's rope_theta)\n", command);
         return 2;
     }
+    if (o->alibi && o->rope_theta) {
+        fprintf(stderr, "vkattn %s: --alibi and --rope-theta: ALiBi replaces positional embeddings, a layer has one "
+                        "or the other\n", command);
+        return 2;
+    }
     in->layer.rope_theta = o->rope_theta;
     in->layer.rope_dim = o->rope_dim;
     in->layer.rope_style = o->rope_style;
+    in->layer.window = o->window;
+    in->layer.softcap = o->softcap;
+    in->layer.alibi = o->alibi;
+    in->w = *vkattn_weight_file_weights(in->weights);
+    in->w.sinks = in->sinks.data; /* its dtype is checked; its shape with the others' */
     in->layer.head_mask = in->head_mask.data; /* its dtype is checked; its shape with the others' */
     vkattn_host_forward_desc f = {
         .batch = in->B, .query_len = in->L, .key_len = in->key.data ? in->S : 0,
@@ -328,9 +365,17 @@ void forward_inputs_print_shapes(const forward_inputs *in, const forward_options
     if (in->layer.rope_theta > 0)
         snprintf(rope, sizeof rope, ", rope %s theta %g on %u dims", in->layer.rope_style == VKATTN_ROPE_GPTJ ? "gptj" : "neox",
                  (double)in->layer.rope_theta, in->layer.rope_dim ? in->layer.rope_dim : (in->H ? in->E / in->H : 0));
-    printf("shapes: query (%u, %u, %u), key/value %s (S = %u), heads %u (head dim %u)%s%s%s%s\n", in->B, in->L, in->E,
+    char variants[128] = "";
+    size_t n = 0;
+    if (in->layer.window) n += snprintf(variants + n, sizeof variants - n, ", window %u", in->layer.window);
+    if (in->layer.softcap > 0)
+        n += snprintf(variants + n, sizeof variants - n, ", softcap %g", (double)in->layer.softcap);
+    if (in->layer.alibi) n += snprintf(variants + n, sizeof variants - n, ", alibi");
+    if (in->sinks.data) snprintf(variants + n, sizeof variants - n, ", sinks");
+    printf("shapes: query (%u, %u, %u), key/value %s (S = %u), heads %u (head dim %u)%s%s%s%s%s\n", in->B, in->L, in->E,
            in->key.data ? "given" : "= query", in->S, in->H, in->H ? in->E / in->H : 0, o->causal ? ", causal" : "",
-           in->layer.add_bias_kv ? ", bias_kv" : "", in->layer.storage == VKATTN_DTYPE_F16 ? ", f16 storage" : "", rope);
+           in->layer.add_bias_kv ? ", bias_kv" : "", in->layer.storage == VKATTN_DTYPE_F16 ? ", f16 storage" : "", rope,
+           variants);
 }
 
 void forward_inputs_print_weights(const forward_inputs *in)
@@ -359,7 +404,7 @@ int forward_inputs_open(const char *command, const forward_options *o, const for
     }
     int rc = cli_open_context(command, o->device, ctx);
     if (rc) return rc;
-    vkattn_status status = vkattn_layer_create(*ctx, &in->layer, vkattn_weight_file_weights(in->weights), layer);
+    vkattn_status status = vkattn_layer_create(*ctx, &in->layer, forward_inputs_weights(in), layer);
     if (status != VKATTN_OK) {
         rc = cli_fail(command, "creating the layer", status, vkattn_context_last_error(*ctx));
         if (status == VKATTN_ERROR_NON_FINITE && in->layer.storage == VKATTN_DTYPE_F16)
@@ -398,7 +443,7 @@ int forward_inputs_run_storage(const char *command, const forward_options *o, co
     if (o->trace && (rc = cli_print_plan(command, ctx, layer, f))) goto done;
     double t0 = cli_now(), elapsed;
     if (o->cpu) {
-        status = vkattn_reference_forward(&in->layer, vkattn_weight_file_weights(in->weights), f, &error);
+        status = vkattn_reference_forward(&in->layer, forward_inputs_weights(in), f, &error);
         elapsed = cli_now() - t0;
         if (status != VKATTN_OK) return cli_fail(command, "CPU forward", status, error.message);
     } else {
@@ -423,6 +468,7 @@ int forward_inputs_masked(const forward_inputs *in, uint32_t b, uint32_t h, uint
 {
     if (j >= in->S) return 0; /* bias_k / the zero key: never masked, as in PyTorch */
     if (in->desc.causal && j > i) return 1;
+    if (in->layer.window && (int64_t)i + in->S - in->L - j >= (int64_t)in->layer.window) return 1;
     if (in->key_padding_mask.data && ((const uint8_t *)in->key_padding_mask.data)[(size_t)b * in->S + j]) return 1;
     if (in->valid_lens.data) {
         const int32_t *lens = in->valid_lens.data;
@@ -448,24 +494,28 @@ typedef struct weight_tensor {
     int fp16;
 } weight_tensor;
 
-static size_t weight_tensors(const forward_inputs *in, weight_tensor t[9])
+static size_t weight_tensors(const forward_inputs *in, weight_tensor t[10])
 {
-    const vkattn_weights *w = vkattn_weight_file_weights(in->weights);
+    const vkattn_weights *w = forward_inputs_weights(in);
     const vkattn_layer_desc *l = &in->layer;
     const uint32_t E = l->embed_dim, kdim = l->kdim ? l->kdim : E, vdim = l->vdim ? l->vdim : E;
-    const weight_tensor all[9] = {
-        {"in_proj_weight", w->in_proj_weight, 2, {3 * E, E}, 1},
+    /* grouped-query layers have k/v projections of H_kv * D rows: as many as the file holds */
+    vkattn_weight_file_info info;
+    const uint32_t Ekv = vkattn_weight_file_get_info(in->weights, &info) == VKATTN_OK ? info.kv_rows : E;
+    const weight_tensor all[10] = {
+        {"in_proj_weight", w->in_proj_weight, 2, {E + 2 * Ekv, E}, 1},
         {"q_proj_weight", w->q_proj_weight, 2, {E, E}, 1},
-        {"k_proj_weight", w->k_proj_weight, 2, {E, kdim}, 1},
-        {"v_proj_weight", w->v_proj_weight, 2, {E, vdim}, 1},
-        {"in_proj_bias", w->in_proj_bias, 1, {3 * E}, 0},
-        {"bias_k", w->bias_k, 3, {1, 1, E}, 1},
-        {"bias_v", w->bias_v, 3, {1, 1, E}, 1},
+        {"k_proj_weight", w->k_proj_weight, 2, {Ekv, kdim}, 1},
+        {"v_proj_weight", w->v_proj_weight, 2, {Ekv, vdim}, 1},
+        {"in_proj_bias", w->in_proj_bias, 1, {E + 2 * Ekv}, 0},
+        {"bias_k", w->bias_k, 3, {1, 1, Ekv}, 1},
+        {"bias_v", w->bias_v, 3, {1, 1, Ekv}, 1},
         {"out_proj.weight", w->out_proj_weight, 2, {E, E}, 1},
         {"out_proj.bias", w->out_proj_bias, 1, {E}, 0},
+        {"sinks", w->sinks, 1, {in->H}, 0},
     };
     size_t n = 0;
-    for (size_t i = 0; i < 9; i++)
+    for (size_t i = 0; i < 10; i++)
         if (all[i].data) t[n++] = all[i];
     return n;
 }
@@ -479,7 +529,7 @@ size_t forward_inputs_report_nonfinite(const forward_inputs *in)
     if (in->attn_mask.dtype == VKATTN_DTYPE_F32) /* -inf there means "masked" */
         n += cli_report_nonfinite("attn_mask", in->attn_mask.data, in->attn_mask.rank,
                                   in->attn_mask.dims, 1);
-    weight_tensor t[9];
+    weight_tensor t[10];
     size_t count = weight_tensors(in, t);
     for (size_t i = 0; i < count; i++) n += cli_report_nonfinite(t[i].name, t[i].data, t[i].rank, t[i].dims, 0);
     return n;
@@ -489,7 +539,7 @@ size_t forward_inputs_report_fp16_overflow(const forward_inputs *in)
 {
     /* 65504 is the largest fp16; round to nearest even takes |x| >= 65520 to infinity. */
     const float limit = 65520.0f;
-    weight_tensor t[9];
+    weight_tensor t[10];
     size_t count = weight_tensors(in, t), total = 0;
     for (size_t i = 0; i < count; i++) {
         size_t n = 0, first = 0, elems = 1;

@@ -28,6 +28,10 @@ typedef struct forward_options {
     uint32_t rope_dim;                        /* --rope-dim (0 = the head dim) */
     vkattn_rope_style rope_style;             /* --rope-style */
     int rope_style_given;
+    uint32_t window;                          /* --sliding-window W (0 = none) */
+    float softcap;                            /* --softcap C (0 = none) */
+    int alibi;                                /* --alibi */
+    const char *sinks;                        /* --sinks s.npy: float32 (H), a sink logit per head */
     const char *query, *key, *value;          /* --query (required), --key, --value (.npy) */
     const char *key_padding_mask, *valid_lens, *attn_mask;
     const char *head_mask;                    /* --head-mask m.npy: bool (H), true = keep the head */
@@ -55,7 +59,8 @@ void forward_options_usage(FILE *out);
 /* The loaded inputs, released together by forward_inputs_free. */
 typedef struct forward_inputs {
     vkattn_weight_file *weights;
-    vkattn_array query, key, value, key_padding_mask, valid_lens, attn_mask, head_mask;
+    vkattn_array query, key, value, key_padding_mask, valid_lens, attn_mask, head_mask, sinks;
+    vkattn_weights w;             /* the file's weights, with the --sinks (forward_inputs_weights) */
     vkattn_layer_desc layer;      /* from the weight file, --heads, --add-zero-attn and --head-mask;
                                      storage is the caller's (F32 unless it sets it) */
     int batched;                  /* 0: the query was (L,E), an unbatched query: B = 1 */
@@ -73,6 +78,9 @@ void forward_inputs_print_weights(const forward_inputs *in);
  * ("vkattn <command>: ..."). `in` must start zeroed; free it with forward_inputs_free either way. */
 int forward_inputs_load(const char *command, const forward_options *o, forward_inputs *in);
 void forward_inputs_free(forward_inputs *in);
+
+/* The layer's weights: the file's, plus the sinks of --sinks. Valid until forward_inputs_free. */
+const vkattn_weights *forward_inputs_weights(const forward_inputs *in);
 
 /* Prints "shapes: query (B, L, E), key/value ..., heads H (head dim D)[, causal][, bias_kv][, f16 storage]". */
 void forward_inputs_print_shapes(const forward_inputs *in, const forward_options *o);
@@ -107,8 +115,9 @@ size_t forward_inputs_report_fp16_overflow(const forward_inputs *in);
 int forward_write_head_mask(const char *command, const char *path, const uint8_t *keep, uint32_t H);
 
 /* 1 if the masks exclude key j (0 <= j < S') for query i of batch item b in head h: causal
- * (j > i), the key padding mask, valid lengths (j >= valid length), a bool attn_mask that is true or
- * a float one that is -inf. The keys appended by add_bias_kv and add_zero_attn are never excluded. */
+ * (j > i), the sliding window (i + S - L - j >= W), the key padding mask, valid lengths
+ * (j >= valid length), a bool attn_mask that is true or a float one that is -inf. The keys appended
+ * by add_bias_kv and add_zero_attn are never excluded. */
 int forward_inputs_masked(const forward_inputs *in, uint32_t b, uint32_t h, uint32_t i, uint32_t j);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "common/checked.h"
 #include "common/error.h"
+#include "abi.h"
 
 /* Shaders index tensors with 32-bit unsigned integers. */
 #define VKA_MAX_ELEMS ((size_t)UINT32_MAX)
@@ -80,6 +81,52 @@ static vkattn_status resolve_rope(const vkattn_layer_desc *desc, vka_layer_confi
     return VKATTN_OK;
 }
 
+/* The variants: softcap finite and >= 0; ALiBi not with RoPE, its slopes finite and only with it;
+ * window and ALiBi need positions, which appended keys do not have. */
+static vkattn_status resolve_variants(const vkattn_layer_desc *desc, vka_layer_config *c, vkattn_error *error)
+{
+    if (!isfinite(desc->softcap) || desc->softcap < 0.0f)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "softcap %g must be finite and >= 0 (0 = no logit soft-capping)", (double)desc->softcap);
+    if (desc->alibi_slopes && !desc->alibi)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "alibi_slopes are given but alibi is off");
+    if (desc->alibi && desc->rope_theta > 0.0f)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "alibi with rope_theta %g: ALiBi replaces positional embeddings, a layer has one or "
+                             "the other",
+                             (double)desc->rope_theta);
+    for (uint32_t h = 0; desc->alibi && desc->alibi_slopes && h < c->H; h++)
+        if (!isfinite(desc->alibi_slopes[h]))
+            return vka_error_set(error, VKATTN_ERROR_NON_FINITE, "alibi_slopes[%u] is %g; slopes must be finite", h,
+                                 (double)desc->alibi_slopes[h]);
+    if ((desc->window || desc->alibi) && (desc->add_bias_kv || desc->add_zero_attn))
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
+                             "%s with %s is not supported: the appended key has no position",
+                             desc->window ? "a sliding window" : "alibi",
+                             desc->add_bias_kv ? "add_bias_kv" : "add_zero_attn");
+    c->window = desc->window;
+    c->softcap = desc->softcap;
+    c->alibi = desc->alibi != 0;
+    return VKATTN_OK;
+}
+
+void vka_alibi_slopes(uint32_t H, const float *given, float *out)
+{
+    uint32_t n = 1; /* the largest power of two <= H */
+    while (n <= H / 2) n *= 2;
+    for (uint32_t h = 0; h < H; h++) {
+        if (given) out[h] = given[h];
+        else if (h < n) out[h] = (float)pow(2.0, -8.0 * (h + 1) / n);
+        else out[h] = (float)pow(2.0, -4.0 * (2 * (h - n) + 1) / n); /* the odd ones of 2n heads' slopes */
+    }
+}
+
+uint32_t vka_variant_bits(const vka_layer_config *c)
+{
+    return (c->window ? VKA_VARIANT_WINDOW : 0) | (c->softcap > 0.0f ? VKA_VARIANT_SOFTCAP : 0) |
+           (c->alibi ? VKA_VARIANT_ALIBI : 0) | (c->sinks ? VKA_VARIANT_SINK : 0);
+}
+
 void vka_rope_inv_freq(const vka_layer_config *c, float *out)
 {
     for (uint32_t i = 0; i < c->rope_dim / 2; i++)
@@ -131,6 +178,7 @@ vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_laye
     c.packed_in_proj = c.kdim == c.E && c.vdim == c.E;
     c.storage = desc->storage;
     vkattn_status status = resolve_rope(desc, &c, error);
+    if (status == VKATTN_OK) status = resolve_variants(desc, &c, error);
     if (status != VKATTN_OK) return status;
 
     /* The largest weight matrix is (3E, max(E,kdim,vdim)) when packed; shaders index it with uint. */
@@ -153,6 +201,11 @@ vkattn_status vka_layer_config_resolve(const vkattn_layer_desc *desc, const vkat
     if (status != VKATTN_OK) return status;
     if (!weights) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "weights are NULL");
     status = check_weight_pointers(&c, weights, error);
+    for (uint32_t h = 0; status == VKATTN_OK && weights->sinks && h < c.H; h++)
+        if (!isfinite(weights->sinks[h]))
+            status = vka_error_set(error, VKATTN_ERROR_NON_FINITE, "weights: sinks[%u] is %g; sink logits must be finite",
+                                   h, (double)weights->sinks[h]);
+    c.sinks = weights->sinks != NULL;
     if (status == VKATTN_OK) *out = c;
     return status;
 }

@@ -28,7 +28,20 @@ typedef struct vka_layer_config {
     float rope_theta;
     uint32_t rope_dim;   /* resolved: D when the desc says 0; 0 when off */
     vkattn_rope_style rope_style;
+    /* attention variants (vkattn_layer_desc; 0 = off) */
+    uint32_t window;     /* sliding window: keys more than window - 1 positions before the query are masked */
+    float softcap;       /* scaled scores x become softcap * tanh(x / softcap) */
+    int alibi;           /* scores get m_h * (pos_j - pos_i); the slopes live with the layer (vka_alibi_slopes) */
+    int sinks;           /* the weights hold a sink logit per head (vkattn_weights.sinks) */
 } vka_layer_config;
+
+/* The ALiBi slope of each of the H heads: `given` (H floats) when not NULL, else the standard
+ * geometric slopes (vkattn_layer_desc.alibi_slopes), computed in double and rounded to float. */
+void vka_alibi_slopes(uint32_t H, const float *given, float *out);
+
+/* Whether any per-score variant (window, softcap, ALiBi, sinks) is on: the attention kernels'
+ * VKA_SPEC_VARIANT bits (abi.h). */
+uint32_t vka_variant_bits(const vka_layer_config *c);
 
 /* inv_freq_i = theta^(-2i / rope_dim) for i < rope_dim / 2, computed in double and rounded to
  * float: the one table both the CPU path and the device kernel use. */

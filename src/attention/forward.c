@@ -98,7 +98,7 @@ static vkattn_status run_cpu_on_tensors(vkattn_layer *layer, const vka_problem *
         }
     }
     if (status == VKATTN_OK)
-        status = vka_reference_run(p, &layer->host, &arrays, layer->head_active, &layer->ctx->dev.error);
+        status = vka_reference_run(p, &layer->host, layer->alibi_slopes, &arrays, layer->head_active, &layer->ctx->dev.error);
     for (int i = 0; i < VKA_ARG_COUNT && status == VKATTN_OK; i++)
         if (arrays.out[i]) status = write_from_host((vkattn_tensor *)a->v[i].tensor, arrays.out[i]);
     for (int i = 0; i < VKA_ARG_COUNT; i++) free(held[i]);
@@ -234,7 +234,7 @@ static vkattn_status forward_host(vkattn_layer *layer, const vkattn_host_forward
     if (p.path == VKATTN_PATH_CPU) {
         vka_host_arrays arrays;
         vka_host_arrays_of(&a, &arrays);
-        return vka_reference_run(&p, &layer->host, &arrays, layer->head_active, &ctx->dev.error);
+        return vka_reference_run(&p, &layer->host, layer->alibi_slopes, &arrays, layer->head_active, &ctx->dev.error);
     }
     /* Every given argument through the layer's device tensor for it; an input that is an earlier
      * one's array (self-attention's key and value, a value that is the key) shares its tensor. */

@@ -17,7 +17,8 @@ static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights
     const vka_layer_config *c = &layer->cfg;
     const size_t E = c->E, Ek = c->E_kv;
     size_t in_proj = E * E + Ek * c->kdim + Ek * c->vdim;
-    size_t total = in_proj + (c->bias ? E + 2 * Ek + E : 0) + E * E + (c->bias_kv ? 2 * Ek : 0);
+    size_t total = in_proj + (c->bias ? E + 2 * Ek + E : 0) + E * E + (c->bias_kv ? 2 * Ek : 0) +
+                   (c->sinks ? c->H : 0) + (c->alibi ? c->H : 0);
     float *block = vka_malloc(&layer->ctx->dev.faults, total * sizeof *block);
     if (!block) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the host weights");
     float *at = block;
@@ -53,7 +54,12 @@ static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights
         VKA_TAKE_(bias_k, w->bias_k, Ek);
         VKA_TAKE_(bias_v, w->bias_v, Ek);
     }
+    if (c->sinks) VKA_TAKE_(sinks, w->sinks, c->H);
 #undef VKA_TAKE_
+    if (c->alibi) {
+        vka_alibi_slopes(c->H, layer->desc.alibi_slopes, at);
+        layer->alibi_slopes = at;
+    }
     layer->host_block = block;
     return VKATTN_OK;
 }
@@ -210,6 +216,15 @@ static vkattn_status upload_weights(vkattn_layer *layer)
         vka_rope_inv_freq(c, scratch);
         VKA_TRY(upload_f32(layer, VKA_ROLE_ROPE_FREQ, "the RoPE frequencies", scratch, c->rope_dim / 2));
     }
+    if (c->alibi || c->sinks) { /* (H', 2): each active head's ALiBi slope and sink logit; 2 H' <= 3 I */
+        float *at = scratch;
+        for (uint32_t head = 0; head < c->H; head++) {
+            if (!layer->head_active[head]) continue;
+            *at++ = c->alibi ? layer->alibi_slopes[head] : 0.0f;
+            *at++ = c->sinks ? h->sinks[head] : 0.0f;
+        }
+        VKA_TRY(upload_f32(layer, VKA_ROLE_HEAD_TERMS, "the ALiBi slopes and sinks", scratch, 2 * (size_t)c->H_active));
+    }
 fail:
     free(scratch);
     return status;
@@ -252,6 +267,7 @@ static vkattn_status layer_create(vkattn_context *ctx, const vkattn_layer_desc *
     layer->desc.num_kv_heads = cfg.H_kv;
     layer->desc.rope_dim = cfg.rope_dim;
     VKA_TRY(copy_host_weights(layer, weights));
+    layer->desc.alibi_slopes = layer->alibi_slopes; /* the caller's array is not kept either */
     if (!(layer->head_active = vka_malloc(&ctx->dev.faults, cfg.H))) {
         status = vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
         goto fail;

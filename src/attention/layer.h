@@ -17,6 +17,7 @@ struct vkattn_layer {
 
     float *host_block;      /* one allocation behind `host` */
     vkattn_weights host;    /* canonical host copy: in_proj_weight when packed, else q/k/v */
+    float *alibi_slopes;    /* H slopes in host_block (resolved: given or standard), NULL without ALiBi */
     uint8_t *head_active;   /* H entries, 1 = computed; the device weights hold only these heads */
 
     vka_buffer buffers[VKA_ROLE_COUNT]; /* the layer-owned roles: weights and workspace */

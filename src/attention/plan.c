@@ -35,6 +35,7 @@ const char *vka_role_name(vka_role role)
         [VKA_ROLE_EXTRA_K] = "extra_k",
         [VKA_ROLE_EXTRA_V] = "extra_v",
         [VKA_ROLE_ROPE_FREQ] = "rope_freq",
+        [VKA_ROLE_HEAD_TERMS] = "head_terms",
         [VKA_ROLE_QKV] = "qkv",
         [VKA_ROLE_K_PROJ] = "k_proj",
         [VKA_ROLE_V_PROJ] = "v_proj",
@@ -313,6 +314,7 @@ static void assign_sizes(const vka_problem *p, vka_plan *plan)
     elems[VKA_ROLE_B_OUT] = c->bias ? c->E : 0;
     elems[VKA_ROLE_EXTRA_K] = elems[VKA_ROLE_EXTRA_V] = (uint64_t)c->extra_keys * Ik;
     elems[VKA_ROLE_ROPE_FREQ] = c->rope_dim / 2;
+    elems[VKA_ROLE_HEAD_TERMS] = c->alibi || c->sinks ? 2 * (uint64_t)c->H_active : 0;
     elems[VKA_ROLE_CACHE_META] = p->cache.meta_words;
     for (int r = 0; r < VKA_ROLE_COUNT; r++) plan->role_bytes[r] = elems[r] * vkattn_dtype_size(plan->role_dtype[r]);
     /* the pools as the cache allocated them (a block format has no size per element) */

@@ -58,6 +58,7 @@ typedef enum vka_role {
     VKA_ROLE_EXTRA_K, /* (I_kv / D, extra_keys, D): bias_k and/or the zero key per K/V head */
     VKA_ROLE_EXTRA_V,
     VKA_ROLE_ROPE_FREQ, /* (rope_dim / 2) fp32: RoPE's inv_freq table */
+    VKA_ROLE_HEAD_TERMS, /* (H', 2) fp32: each computed head's ALiBi slope and sink logit */
     /* workspace, owned by the layer and sized by the plan */
     VKA_ROLE_QKV,    /* (B, H' + 2 H_kv', S', D) one matmul, or Q alone (B, H', L, D) */
     VKA_ROLE_K_PROJ, /* (B, H_kv', S', D): S projected keys then the extra keys, per K/V head */

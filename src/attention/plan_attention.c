@@ -24,6 +24,12 @@ static uint32_t mask_flags(const vka_problem *p)
 
 uint32_t vka_attention_vec(const vka_problem *p) { return p->cfg.D % 4 == 0 ? 4 : 1; }
 
+vkattn_status vka_bind_head_terms(vka_builder *b, vka_bind *out)
+{
+    const vka_layer_config *c = &b->p->cfg;
+    return vka_bind_whole(b, out, c->alibi || c->sinks ? VKA_ROLE_HEAD_TERMS : VKA_ROLE_NONE, VKA_VIEW_BUFFER);
+}
+
 /* The mask bindings every attention kernel takes, whole (they are small next to the scores). */
 static vkattn_status bind_masks(vka_builder *b, vka_bind *kpm, vka_bind *lens, vka_bind *mask)
 {
@@ -161,6 +167,18 @@ static vkattn_status choose_grouping(vka_builder *b, const vka_qkv_layout *l, ui
 /* Fused                                                                                           */
 /* ---------------------------------------------------------------------------------------------- */
 
+/* The keys one fused invocation's rows (tile_q queries of one head) may see, from the first row's
+ * first visible key: all S' keys, or fewer with a sliding window and causal rows. Rows i0 .. i1 =
+ * i0 + tile_q - 1 see keys from max(0, i0 + S - L + 1 - W) (the window) to min(S, i1 + 1) (causal),
+ * at most W + tile_q - 1 - (S - L) of them. So a window of 4096 over 32768 keys plans (and costs)
+ * like 4096 keys: the kernel starts each invocation's parts at its first row's window. */
+static uint64_t fused_key_span(const vka_problem *p, uint32_t tile_q)
+{
+    if (!p->cfg.window || !p->causal) return p->S_ext;
+    int64_t span = (int64_t)p->cfg.window + tile_q - 1 + (int64_t)p->L - (int64_t)p->S;
+    return span < 1 ? 1 : (uint64_t)span < p->S_ext ? (uint64_t)span : p->S_ext;
+}
+
 /* The most keys one fused invocation may visit: whole blocks within the budget, counting a
  * carried state's load and one block for the boundary between real and extra keys. */
 vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, uint64_t *out)
@@ -191,11 +209,12 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
      * visited in chunks in turn when it is longer than one invocation may visit. */
     uint64_t max_keys;
     VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
-    uint64_t parts = 1, part_len = p->S_ext, chunks = 1, chunk_len = p->S_ext, max_rows = 0;
+    const uint64_t span = fused_key_span(p, tile_q);
+    uint64_t parts = 1, part_len = span, chunks = 1, chunk_len = span, max_rows = 0;
     uint64_t state_budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
                                                                      : b->limits->max_storage_buffer_range,
                                       b->limits->max_storage_buffer_range);
-    uint64_t pieces = vka_ceil_div(p->S_ext, max_keys);
+    uint64_t pieces = vka_ceil_div(span, max_keys);
     if (pieces > 1) {
         uint64_t row_bytes = (uint64_t)D * 4, rows_total = (uint64_t)p->B * p->cfg.H_active * p->L;
         uint64_t max_parts = state_budget / (row_bytes * vka_min64(rows_total, tile_q));
@@ -203,8 +222,8 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
             return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                                  "head dim %u: the softmax state of one query tile does not fit a binding", D);
         parts = vka_min64(pieces, max_parts);
-        part_len = vka_ceil_div(vka_ceil_div(p->S_ext, parts), tile_k) * tile_k;
-        parts = vka_ceil_div(p->S_ext, part_len);
+        part_len = vka_ceil_div(vka_ceil_div(span, parts), tile_k) * tile_k;
+        parts = vka_ceil_div(span, part_len);
         chunks = vka_ceil_div(part_len, max_keys);
         chunk_len = vka_min64(vka_ceil_div(vka_ceil_div(part_len, chunks), tile_k) * tile_k, max_keys);
         chunks = vka_ceil_div(part_len, chunk_len);
@@ -229,7 +248,9 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     s.spec[VKA_SPEC_VEC] = vec;
     s.spec[VKA_SPEC_DV] = DV;
     s.spec[VKA_SPEC_ATTN_MASK] = p->attn_mask != VKA_ATTN_MASK_NONE;
+    s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(&p->cfg);
     VKA_TRY(bind_masks(b, &s.bind[VKA_FUSED_KEY_PADDING], &s.bind[VKA_FUSED_VALID_LENS], &s.bind[VKA_FUSED_ATTN_MASK]));
+    VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_FUSED_HEAD_TERMS]));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_FUSED_LSE_OUT], p->lse ? VKA_ROLE_LSE : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_FUSED_STATE_O], split ? VKA_ROLE_STATE_O : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_FUSED_STATE_LSE], split ? VKA_ROLE_STATE_LSE : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
@@ -266,7 +287,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                 .mask_flags = mask_flags(p), .mask_heads = p->cfg.H,
                 .splits = (uint32_t)parts, .split_len = (uint32_t)part_len,
                 .chunk_begin = (uint32_t)(c * chunk_len), .chunk_len = (uint32_t)chunk_len,
-                .has_lse = p->lse && !store,
+                .has_lse = p->lse && !store, .softcap = p->cfg.softcap, .window = p->cfg.window,
             };
             uint64_t invocations = parts * g.bh_count * vka_ceil_div(g.i_count, tile_q);
             VKA_TRY(vka_push_step(b, &s, invocations, pr->fused_wg));
@@ -290,7 +311,7 @@ fail:
 
 /* Softmax of `rows` rows in place: one pass when a row fits the loop budget, else per key range
  * a pass for its statistics and one that normalises it. */
-static vkattn_status add_softmax(vka_builder *b, vka_role probs, uint32_t rows)
+static vkattn_status add_softmax(vka_builder *b, vka_role probs, const group *g)
 {
     const vka_problem *p = b->p;
     const uint32_t wg = b->tuning->softmax_wg, S = p->S_ext;
@@ -301,11 +322,17 @@ static vkattn_status add_softmax(vka_builder *b, vka_role probs, uint32_t rows)
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_SOFTMAX, .kernel = VKA_KERNEL_SOFTMAX,
                   .barrier_before = 1, .binding_count = VKA_SOFTMAX_BINDINGS};
     s.spec[VKA_SPEC_WG_SIZE] = wg;
+    const uint32_t rows = g->bh_count * g->i_count;
+    s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(&p->cfg) & VKA_VARIANT_SINK;
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_SOFTMAX_P], probs, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_SOFTMAX_HEAD_TERMS]));
+    const vka_softmax_push heads = {.H = p->cfg.H_active, .bh_begin = g->bh_begin, .i_count = g->i_count};
     if (3 * vka_loop(per_wg) + 2 * tree <= b->budget) {
         VKA_TRY(vka_bind_whole(b, &s.bind[VKA_SOFTMAX_STATS_BUF], VKA_ROLE_NONE, VKA_VIEW_BUFFER));
         s.spec[VKA_SPEC_FLAGS] = VKA_SOFTMAX_ROW;
-        s.push.softmax = (vka_softmax_push){.rows = rows, .S_ext = S, .chunks = 1, .chunk_len = S, .group_count = rows};
+        s.push.softmax = heads;
+        s.push.softmax.rows = rows, s.push.softmax.S_ext = S, s.push.softmax.chunks = 1;
+        s.push.softmax.chunk_len = S, s.push.softmax.group_count = rows;
         return vka_push_step(b, &s, (uint64_t)rows * wg, wg);
     }
     /* n strides of the workgroup per key range and `chunks` ranges per row: the stats pass takes
@@ -329,8 +356,9 @@ static vkattn_status add_softmax(vka_builder *b, vka_role probs, uint32_t rows)
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_SOFTMAX_STATS_BUF], VKA_ROLE_SOFTMAX_STATS, VKA_VIEW_BUFFER));
     for (int pass = 0; pass < 2; pass++) {
         s.spec[VKA_SPEC_FLAGS] = pass ? VKA_SOFTMAX_NORMALIZE : VKA_SOFTMAX_STATS;
-        s.push.softmax = (vka_softmax_push){.rows = rows, .S_ext = S, .chunks = (uint32_t)chunks,
-                                            .chunk_len = chunk_len, .group_count = (uint32_t)groups};
+        s.push.softmax = heads;
+        s.push.softmax.rows = rows, s.push.softmax.S_ext = S, s.push.softmax.chunks = (uint32_t)chunks;
+        s.push.softmax.chunk_len = chunk_len, s.push.softmax.group_count = (uint32_t)groups;
         VKA_TRY(vka_push_step(b, &s, groups * wg, wg));
     }
 fail:
@@ -357,7 +385,9 @@ static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role
     scores.spec[VKA_SPEC_VEC] = vec;
     scores.spec[VKA_SPEC_DV] = DV;
     scores.spec[VKA_SPEC_ATTN_MASK] = p->attn_mask != VKA_ATTN_MASK_NONE;
+    scores.spec[VKA_SPEC_VARIANT] = vka_variant_bits(c) & ~VKA_VARIANT_SINK; /* the softmax adds the sink */
     scores.bind[VKA_SCORES_Q] = gb.q, scores.bind[VKA_SCORES_K] = gb.k;
+    VKA_TRY(vka_bind_head_terms(b, &scores.bind[VKA_SCORES_HEAD_TERMS]));
     VKA_TRY(vka_bind_whole(b, &scores.bind[VKA_SCORES_P], probs, VKA_VIEW_BUFFER));
     VKA_TRY(bind_masks(b, &scores.bind[VKA_SCORES_KEY_PADDING], &scores.bind[VKA_SCORES_VALID_LENS],
                        &scores.bind[VKA_SCORES_ATTN_MASK]));
@@ -372,11 +402,11 @@ static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role
         .bh_begin = g->bh_begin, .bh_count = g->bh_count, .i_begin = g->i_begin, .i_count = g->i_count,
         .scale = 1.0f / sqrtf((float)c->D),
         .mask_flags = mask_flags(p), .mask_heads = c->H,
-        .tiles_j = tiles_j, .tiles_i = tiles_i,
+        .tiles_j = tiles_j, .tiles_i = tiles_i, .softcap = c->softcap, .window = c->window,
     };
     VKA_TRY(vka_push_step(b, &scores, (uint64_t)g->bh_count * tiles_i * tiles_j, pr->scores_wg));
 
-    VKA_TRY(add_softmax(b, probs, g->bh_count * g->i_count));
+    VKA_TRY(add_softmax(b, probs, g));
 
     if (p->weights == VKATTN_WEIGHTS_AVERAGED) {
         const uint32_t wg = 64;

@@ -69,18 +69,24 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
      * does not say), in parts of at least paged_min_part keys. */
     uint64_t max_keys;
     VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
-    uint64_t needed = vka_ceil_div(cp->max_len, max_keys), parts = cp->splits;
+    /* The keys one invocation's rows can see: every key of the longest sequence, or with a sliding
+     * window those from its first row's window start to its last row's position, at most
+     * W + (queries in a tile) - 1. Parts start at that window start (attn_paged), so decoding with a
+     * window of W plans and costs like a sequence of W keys, however long the sequence. */
+    uint64_t span = cp->max_len;
+    if (c->window) span = vka_min64(span, (uint64_t)c->window + vka_min64(cp->max_new, tile_a) - 1);
+    uint64_t needed = vka_ceil_div(span, max_keys), parts = cp->splits;
     uint64_t work = (uint64_t)cp->seqs * c->H_kv * vka_ceil_div((uint64_t)group * cp->max_new, tile_a);
     if (parts == 0) {
         uint64_t target = b->limits->compute_units ? (uint64_t)b->limits->compute_units * pr->paged_per_unit
                                                    : pr->paged_target;
         parts = vka_ceil_div(target, work);
-        parts = vka_min64(parts, vka_ceil_div(cp->max_len, pr->paged_min_part));
+        parts = vka_min64(parts, vka_ceil_div(span, pr->paged_min_part));
     }
     if (parts < needed) parts = needed;
     if (parts < 1) parts = 1;
-    uint64_t part_len = vka_ceil_div(vka_ceil_div(cp->max_len, parts), tile_k) * tile_k;
-    parts = vka_ceil_div(cp->max_len, part_len);
+    uint64_t part_len = vka_ceil_div(vka_ceil_div(span, parts), tile_k) * tile_k;
+    parts = vka_ceil_div(span, part_len);
 
     /* Split states of every row at once when they fit the state budget, else the new tokens in
      * groups (a long prompt's chunk): each group's states reuse the workspace. */
@@ -116,6 +122,8 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     s.spec[VKA_SPEC_VEC] = vec;
     s.spec[VKA_SPEC_DV] = DV;
     s.spec[VKA_SPEC_FLAGS] = (parts > 1 ? VKA_FUSED_STORE : 0) | (cp->dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0);
+    s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(c);
+    VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_PAGED_HEAD_TERMS]));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_Q], l->q, (uint8_t)vec));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_K], VKA_ROLE_CACHE_K, pool_view));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_V], VKA_ROLE_CACHE_V, pool_view));
@@ -149,6 +157,7 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
             .block_stride = c->H_kv * head, .kv_head = head, .kv_row = row, .block_size = cp->block_size,
             .ctx_stride = c->inner, .scale = 1.0f / sqrtf((float)D),
             .splits = (uint32_t)parts, .split_len = (uint32_t)part_len, .tiles = tiles,
+            .softcap = c->softcap, .window = c->window,
         };
         VKA_TRY(vka_push_step(b, &s, parts * cp->seqs * c->H_kv * tiles, pr->paged_wg));
         if (parts > 1) {

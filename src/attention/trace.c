@@ -162,6 +162,14 @@ size_t vka_plan_describe(const vka_problem *p, const vka_plan *plan, uint32_t lo
     if (c->rope_dim)
         put(&t, "  rope: q and k rotated in place, %u of %u dims per head (%s pairs), theta %g, positions from %u\n",
             c->rope_dim, D, c->rope_style == VKATTN_ROPE_GPTJ ? "gptj" : "neox", (double)c->rope_theta, p->rope_offset);
+    if (vka_variant_bits(c)) {
+        put(&t, "  variants:");
+        if (c->window) put(&t, " window %u (a query sees no key %u or more positions before it)", c->window, c->window);
+        if (c->softcap > 0) put(&t, " softcap %g", (double)c->softcap);
+        if (c->alibi) put(&t, " alibi");
+        if (c->sinks) put(&t, " sinks");
+        put(&t, "\n");
+    }
     if (plan->path == VKATTN_PATH_UNFUSED)
         put(&t, "  weights: softmax(q k^T / sqrt(%u) + mask) (%u, %u, %u, %u), in %u group%s of rows\n", D, B, H, L, Sx,
             plan->chunks, plan->chunks == 1 ? "" : "s");

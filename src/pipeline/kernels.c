@@ -10,15 +10,15 @@
 /* Every field is a 4-byte scalar, so the C and std430 layouts agree; these catch a wider type
  * slipping in. Push constants must also fit the 128 bytes every Vulkan device guarantees. */
 _Static_assert(sizeof(vka_matmul_push) == 16 * 4, "vka_matmul_push has padding");
-_Static_assert(sizeof(vka_scores_push) == 22 * 4, "vka_scores_push has padding");
-_Static_assert(sizeof(vka_softmax_push) == 5 * 4, "vka_softmax_push has padding");
+_Static_assert(sizeof(vka_scores_push) == 24 * 4, "vka_scores_push has padding");
+_Static_assert(sizeof(vka_softmax_push) == 8 * 4, "vka_softmax_push has padding");
 _Static_assert(sizeof(vka_pv_push) == 19 * 4, "vka_pv_push has padding");
-_Static_assert(sizeof(vka_fused_push) == 28 * 4, "vka_fused_push has padding");
+_Static_assert(sizeof(vka_fused_push) == 30 * 4, "vka_fused_push has padding");
 _Static_assert(sizeof(vka_merge_push) == 10 * 4, "vka_merge_push has padding");
 _Static_assert(sizeof(vka_average_push) == 11 * 4, "vka_average_push has padding");
 _Static_assert(sizeof(vka_peak_push) == 4 * 4, "vka_peak_push has padding");
 _Static_assert(sizeof(vka_rope_push) == 10 * 4, "vka_rope_push has padding");
-_Static_assert(sizeof(vka_paged_push) == 16 * 4, "vka_paged_push has padding");
+_Static_assert(sizeof(vka_paged_push) == 18 * 4, "vka_paged_push has padding");
 _Static_assert(sizeof(vka_append_push) == 9 * 4, "vka_append_push has padding");
 _Static_assert(sizeof(vka_fused_push) <= 128 && sizeof(vka_pv_push) <= 128 && sizeof(vka_scores_push) <= 128,
                "push constants over 128 bytes");
@@ -30,20 +30,24 @@ VKA_PUSH_AT(vka_matmul_push, tiles_n, 15);
 VKA_PUSH_AT(vka_scores_push, scale, 16);
 VKA_PUSH_AT(vka_scores_push, tiles_i, 20);
 VKA_PUSH_AT(vka_scores_push, kv_group, 21);
+VKA_PUSH_AT(vka_scores_push, window, 23);
 VKA_PUSH_AT(vka_pv_push, j_begin, 14);
 VKA_PUSH_AT(vka_pv_push, tiles_i, 17);
 VKA_PUSH_AT(vka_pv_push, kv_group, 18);
 VKA_PUSH_AT(vka_fused_push, scale, 19);
 VKA_PUSH_AT(vka_fused_push, has_lse, 26);
 VKA_PUSH_AT(vka_fused_push, kv_group, 27);
+VKA_PUSH_AT(vka_fused_push, window, 29);
 VKA_PUSH_AT(vka_merge_push, has_lse, 9);
 VKA_PUSH_AT(vka_softmax_push, group_count, 4);
+VKA_PUSH_AT(vka_softmax_push, i_count, 7);
 VKA_PUSH_AT(vka_average_push, inv_heads, 9);
 VKA_PUSH_AT(vka_peak_push, addend, 3);
 VKA_PUSH_AT(vka_rope_push, pos_offset, 7);
 VKA_PUSH_AT(vka_rope_push, count, 9);
 VKA_PUSH_AT(vka_paged_push, scale, 12);
 VKA_PUSH_AT(vka_paged_push, tiles, 15);
+VKA_PUSH_AT(vka_paged_push, window, 17);
 VKA_PUSH_AT(vka_append_push, count, 8);
 _Static_assert(VKA_FUSED_BINDINGS <= VKA_MAX_BINDINGS, "a kernel has more bindings than VKA_MAX_BINDINGS");
 
@@ -52,15 +56,17 @@ static const char *const matmul_slots[VKA_MATMUL_BINDINGS] = {
     [VKA_MATMUL_A] = "A", [VKA_MATMUL_B] = "B", [VKA_MATMUL_BIAS] = "Bias", [VKA_MATMUL_C] = "C_"};
 static const char *const scores_slots[VKA_SCORES_BINDINGS] = {
     [VKA_SCORES_Q] = "Q", [VKA_SCORES_K] = "K", [VKA_SCORES_P] = "P_", [VKA_SCORES_KEY_PADDING] = "Kpm_",
-    [VKA_SCORES_VALID_LENS] = "ValidLens_", [VKA_SCORES_ATTN_MASK] = "MaskBytes_"};
-static const char *const softmax_slots[VKA_SOFTMAX_BINDINGS] = {[VKA_SOFTMAX_P] = "P_",
-                                                                [VKA_SOFTMAX_STATS_BUF] = "Stats_"};
+    [VKA_SCORES_VALID_LENS] = "ValidLens_", [VKA_SCORES_ATTN_MASK] = "MaskBytes_",
+    [VKA_SCORES_HEAD_TERMS] = "HeadTerms_"};
+static const char *const softmax_slots[VKA_SOFTMAX_BINDINGS] = {
+    [VKA_SOFTMAX_P] = "P_", [VKA_SOFTMAX_STATS_BUF] = "Stats_", [VKA_SOFTMAX_HEAD_TERMS] = "HeadTerms_"};
 static const char *const pv_slots[VKA_PV_BINDINGS] = {
     [VKA_PV_P] = "P", [VKA_PV_V] = "V", [VKA_PV_CTX] = "Ctx_", [VKA_PV_ACC] = "Acc_"};
 static const char *const fused_slots[VKA_FUSED_BINDINGS] = {
     [VKA_FUSED_Q] = "Q", [VKA_FUSED_K] = "K", [VKA_FUSED_V] = "V", [VKA_FUSED_CTX] = "Ctx_",
     [VKA_FUSED_KEY_PADDING] = "Kpm_", [VKA_FUSED_VALID_LENS] = "ValidLens_", [VKA_FUSED_ATTN_MASK] = "MaskBytes_",
-    [VKA_FUSED_LSE_OUT] = "Lse_", [VKA_FUSED_STATE_O] = "StateO_", [VKA_FUSED_STATE_LSE] = "StateLse_"};
+    [VKA_FUSED_LSE_OUT] = "Lse_", [VKA_FUSED_STATE_O] = "StateO_", [VKA_FUSED_STATE_LSE] = "StateLse_",
+    [VKA_FUSED_HEAD_TERMS] = "HeadTerms_"};
 static const char *const merge_slots[VKA_MERGE_BINDINGS] = {
     [VKA_MERGE_STATE_O] = "StateO_", [VKA_MERGE_STATE_LSE] = "StateLse_", [VKA_MERGE_CTX] = "Ctx_",
     [VKA_MERGE_LSE_OUT] = "Lse_", [VKA_MERGE_META] = "Meta_"};
@@ -70,7 +76,8 @@ static const char *const rope_slots[VKA_ROPE_BINDINGS] = {[VKA_ROPE_X] = "X_", [
                                                           [VKA_ROPE_META] = "Meta_"};
 static const char *const paged_slots[VKA_PAGED_BINDINGS] = {
     [VKA_PAGED_Q] = "Q", [VKA_PAGED_K] = "K", [VKA_PAGED_V] = "V", [VKA_PAGED_CTX] = "Ctx_",
-    [VKA_PAGED_META] = "Meta_", [VKA_PAGED_STATE_O] = "StateO_", [VKA_PAGED_STATE_LSE] = "StateLse_"};
+    [VKA_PAGED_META] = "Meta_", [VKA_PAGED_STATE_O] = "StateO_", [VKA_PAGED_STATE_LSE] = "StateLse_",
+    [VKA_PAGED_HEAD_TERMS] = "HeadTerms_"};
 static const char *const append_slots[VKA_APPEND_BINDINGS] = {
     [VKA_APPEND_SRC] = "Src", [VKA_APPEND_META] = "Meta_", [VKA_APPEND_K] = "KPool_", [VKA_APPEND_V] = "VPool_"};
 static const char *const peak_copy_slots[2] = {[VKA_PEAK_SRC] = "Src_", [VKA_PEAK_DST] = "Dst_"};

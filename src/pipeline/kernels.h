@@ -26,8 +26,8 @@ typedef enum vka_kernel {
 
 /* Specialization constants per pipeline: ids 0..VKA_MAX_SPEC-1 (see shaders/abi.h); every pipeline
  * gets all of them, a kernel reads the ones it declares. */
-#define VKA_MAX_SPEC 7
-#define VKA_MAX_BINDINGS 10
+#define VKA_MAX_SPEC 8
+#define VKA_MAX_BINDINGS 11
 
 typedef struct vka_kernel_info {
     const char *spirv;         /* name in the embedded SPIR-V table (shaders/CMakeLists.txt) */

@@ -17,6 +17,12 @@
  *
  * With kv_cache_dtype (vkattn_host_forward_desc) k, after RoPE, and v are then rounded to float
  * and through the KV cache's storage (io/quant.h), as a cached forward's cache holds them.
+ *
+ * The variants (vkattn_layer_desc), with pos_i - pos_j = i - j + S - L (queries and keys end at the
+ * same position):
+ *   x_ij = q_i · k_j / sqrt(D);  softcap c: x_ij = c tanh(x_ij / c);  ALiBi: x_ij += m_h (pos_j - pos_i)
+ *   window W: key j < S masked when pos_i - pos_j >= W
+ *   sink s_h: p_ij = exp(x_ij - M) / (exp(s_h - M) + sum_k exp(x_ik - M)), M = max(s_h, max_k x_ik)
  */
 #include "reference.h"
 
@@ -109,6 +115,7 @@ static int masked(const vka_problem *p, const vka_host_arrays *d, size_t b, size
 {
     *add = 0.0;
     if (p->causal && j > i) return 1;
+    if (p->cfg.window && (int64_t)i - (int64_t)j + (int64_t)p->S - (int64_t)p->L >= (int64_t)p->cfg.window) return 1;
     const uint8_t *kpm = d->in[VKA_ARG_KEY_PADDING_MASK];
     const int32_t *lens = d->in[VKA_ARG_VALID_LENS];
     const void *mask = d->in[VKA_ARG_ATTN_MASK];
@@ -127,11 +134,11 @@ static int masked(const vka_problem *p, const vka_host_arrays *d, size_t b, size
 }
 
 /* Softmax of one row in place; returns the row's log-sum-exp. Masked entries are -inf. A row with
- * no unmasked key becomes all zeros (log-sum-exp -inf); a NaN anywhere makes the whole row NaN
- * (IEEE propagation, never hidden). */
-static double softmax_row(double *s, size_t n)
+ * no unmasked key becomes all zeros (log-sum-exp -inf, or the sink); a NaN anywhere makes the whole
+ * row NaN (IEEE propagation, never hidden). `sink` (-inf = none) joins the denominator only. */
+static double softmax_row(double *s, size_t n, double sink)
 {
-    double m = -INFINITY;
+    double m = sink;
     int any_nan = 0;
     for (size_t j = 0; j < n; j++) {
         if (isnan(s[j])) any_nan = 1;
@@ -145,7 +152,7 @@ static double softmax_row(double *s, size_t n)
         for (size_t j = 0; j < n; j++) s[j] = 0.0;
         return -INFINITY;
     }
-    double sum = 0.0;
+    double sum = exp(sink - m);
     for (size_t j = 0; j < n; j++) {
         s[j] = exp(s[j] - m);
         sum += s[j];
@@ -154,8 +161,8 @@ static double softmax_row(double *s, size_t n)
     return m + log(sum);
 }
 
-vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, const vka_host_arrays *d,
-                                const uint8_t *head_mask, vkattn_error *error)
+vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, const float *alibi_slopes,
+                                const vka_host_arrays *d, const uint8_t *head_mask, vkattn_error *error)
 {
     const vka_layer_config *c = &p->cfg;
     const size_t B = p->B, L = p->L, S = p->S, Sx = p->S_ext, E = c->E, H = c->H, D = c->D;
@@ -231,9 +238,12 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
                     const double *kj = k + (b * Sx + j) * Ek + h / G * D;
                     double dot = 0.0;
                     for (size_t e = 0; e < D; e++) dot += qi[e] * kj[e];
-                    row[j] = dot * scale + add;
+                    double x = dot * scale;
+                    if (c->softcap > 0.0f) x = c->softcap * tanh(x / c->softcap);
+                    if (c->alibi) x += alibi_slopes[h] * ((double)j - (double)i + (double)L - (double)S);
+                    row[j] = x + add;
                 }
-                double lse = softmax_row(row, Sx);
+                double lse = softmax_row(row, Sx, w->sinks ? (double)w->sinks[h] : -INFINITY);
                 if (lse_out) lse_out[(b * H + h) * L + i] = (float)lse;
                 double *ci = ctx + (b * L + i) * E + h * D;
                 for (size_t j = 0; j < Sx; j++) {
@@ -284,5 +294,11 @@ vkattn_status vkattn_reference_forward(const vkattn_layer_desc *layer, const vka
     if (status != VKATTN_OK) return status;
     vka_host_arrays arrays;
     vka_host_arrays_of(&args, &arrays);
-    return vka_reference_run(&p, weights, &arrays, layer->head_mask, error);
+    float *slopes = NULL;
+    if (cfg.alibi && !(slopes = malloc(cfg.H * sizeof *slopes)))
+        return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "CPU path: out of memory for the ALiBi slopes");
+    if (slopes) vka_alibi_slopes(cfg.H, layer->alibi_slopes, slopes);
+    status = vka_reference_run(&p, weights, slopes, &arrays, layer->head_mask, error);
+    free(slopes);
+    return status;
 }

@@ -15,9 +15,11 @@ typedef struct vka_host_arrays {
 void vka_host_arrays_of(const vka_args *args, vka_host_arrays *out);
 
 /* Runs the forward of `p` (checked by vka_args_check) on host arrays; `w` must satisfy
- * vka_layer_config_resolve for p->cfg. This function only allocates and computes. Heads whose
- * head_mask entry is 0 are skipped (their context stays zero); NULL = every head. */
-vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, const vka_host_arrays *d,
-                                const uint8_t *head_mask, vkattn_error *error);
+ * vka_layer_config_resolve for p->cfg (its sinks are used when not NULL). `alibi_slopes`: H
+ * resolved slopes (vka_alibi_slopes) when p->cfg.alibi, else unused. This function only allocates
+ * and computes. Heads whose head_mask entry is 0 are skipped (their context stays zero); NULL =
+ * every head. */
+vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, const float *alibi_slopes,
+                                const vka_host_arrays *d, const uint8_t *head_mask, vkattn_error *error);
 
 #endif
