@@ -583,6 +583,10 @@ static void family_quant_accuracy(vkattn_context *ctx)
     vkattn_layer_desc mqa = {.embed_dim = 128, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000};
     quant_case(ctx, "split-KV 7 parts", &mqa, 300, 300, 310, 16, VKATTN_DTYPE_Q4_0, 7, 1e-6, 5e-2);
     quant_case(ctx, "split-KV 7 parts", &mqa, 300, 300, 310, 16, VKATTN_DTYPE_Q8_0, 7, 1e-6, 5e-4);
+    /* a block format with the variants: a sliding window and soft-capping, split-KV */
+    vkattn_layer_desc windowed = mqa;
+    windowed.window = 40, windowed.softcap = 30;
+    quant_case(ctx, "window 40 + softcap, split-KV 7", &windowed, 100, 100, 130, 16, VKATTN_DTYPE_Q4_0, 7, 1e-6, 5e-2);
 }
 
 int main(int argc, char **argv)
