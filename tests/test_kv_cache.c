@@ -152,6 +152,7 @@ static void family_decode(vkattn_context *ctx)
     decode_case(ctx, "gqa rope neox, f16 cache", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_F16, 0, 1e-5, -1);
     decode_case(ctx, "gqa, prompt in chunks of 5", &gqa, 23, 5, 30, 8, VKATTN_DTYPE_F32, 0, 1e-10, -1);
     decode_case(ctx, "gqa, 1-token prefill (all decode)", &gqa, 1, 1, 24, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    decode_case(ctx, "gqa, split-KV 3 parts (the ragged merge)", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_F32, 3, 1e-10, 1);
     vkattn_layer_desc gqa16 = gqa;
     gqa16.storage = VKATTN_DTYPE_F16; /* fp16 weights and activations, the cache in f16 too */
     decode_case(ctx, "gqa, f16 layer storage and cache", &gqa16, 7, 7, 40, 4, VKATTN_DTYPE_F16, 0, 2e-5, -1);
