@@ -113,7 +113,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------- */
 
 #define VKATTN_VERSION_MAJOR 0
-#define VKATTN_VERSION_MINOR 2
+#define VKATTN_VERSION_MINOR 3
 #define VKATTN_VERSION_PATCH 0
 #define VKATTN_VERSION_NUMBER (VKATTN_VERSION_MAJOR * 10000 + VKATTN_VERSION_MINOR * 100 + VKATTN_VERSION_PATCH)
 
