@@ -14,7 +14,8 @@
  * E' = H_kv·D and H' = H_kv): a forward through the cache writes K/V rows of that shape whatever
  * the query heads, and the timed layer reads them the same way whatever their values. Its prompt
  * attention costs H_kv / H of the timed layer's, which is what makes the 32768-token MQA cache of
- * target (d) affordable on a CPU device. Filling is not timed. */
+ * target (d) affordable on a CPU device. Filling is not timed. Target (f)'s filler also has the
+ * sliding window: the rows it writes do not depend on it, and its prompts then cost W keys a row. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +33,8 @@
 #define TARGET_A_TOKENS 1024 /* target (a): the prefill, and 1 + 1023 decode steps */
 #define MQA_CONTEXT 32768    /* target (d) */
 #define QUANT_CONTEXT 8192   /* target (e) */
+#define WINDOW 4096          /* target (f): the sliding window, and the context it is compared at */
+#define WINDOW_CONTEXT 32768 /* target (f) */
 #define ROPE_THETA 10000.0f
 
 static const uint32_t default_lens[] = {512, 1024, 2048, 4096, 8192, 16384};
@@ -72,13 +75,14 @@ static void layer_free(decode_layer *l)
     *l = (decode_layer){0};
 }
 
-static int layer_make(vkattn_context *ctx, uint32_t E, uint32_t H, uint32_t H_kv, unsigned long long seed,
-                      decode_layer *l)
+static int layer_make(vkattn_context *ctx, uint32_t E, uint32_t H, uint32_t H_kv, uint32_t window,
+                      unsigned long long seed, decode_layer *l)
 {
     const size_t e = E, e_kv = (size_t)E / H * H_kv;
     const size_t n = e * e + 2 * e_kv * e + (e + 2 * e_kv) + e * e + e;
     int rc = 0;
-    *l = (decode_layer){.desc = {.embed_dim = E, .num_heads = H, .num_kv_heads = H_kv, .rope_theta = ROPE_THETA}};
+    *l = (decode_layer){.desc = {.embed_dim = E, .num_heads = H, .num_kv_heads = H_kv, .rope_theta = ROPE_THETA,
+                                 .window = window}};
     NEED(l->weights = malloc(n * sizeof(float)));
     bench_fill_random(l->weights, n, seed, sqrtf(3.0f / E));
     const float *q = l->weights, *k = q + e * e, *v = k + e_kv * e, *bias = v + e_kv * e;
@@ -400,7 +404,7 @@ static int measure_target_d(vkattn_context *ctx, const bench_decode_options *o, 
     vkattn_kv_cache *cache = NULL;
     int rc;
     *t = (target_d){.dtype = dtype};
-    if ((rc = layer_make(ctx, 1024, 8, 1, 21, &l)) || (rc = layer_make(ctx, 128, 1, 1, 22, &filler)) ||
+    if ((rc = layer_make(ctx, 1024, 8, 1, 0, 21, &l)) || (rc = layer_make(ctx, 128, 1, 1, 0, 22, &filler)) ||
         (rc = cache_make(ctx, &l, dtype, MQA_CONTEXT, &cache)) || (rc = fill_to(ctx, &filler, cache, MQA_CONTEXT - 1)))
         goto fail;
     t->pair[0] = (decode_point){.ctx = MQA_CONTEXT, .dtype = dtype, .splits = split_settings[0], .reproject_ms = -1};
@@ -418,6 +422,58 @@ fail:
     return rc;
 }
 
+/* (f): the layer `l` with a sliding window of WINDOW keys at WINDOW_CONTEXT against `l` itself at
+ * WINDOW: the table's point when it has one (`reference`), else measured here. */
+typedef struct target_f {
+    int measured, reference_from_table;
+    vkattn_dtype dtype;
+    decode_point windowed[2];      /* kv_splits 0 (auto) and 1, ctx WINDOW_CONTEXT */
+    decode_point plain[2];         /* the same without the window at ctx WINDOW; [0] is compared */
+    double ratio, attention_ratio; /* windowed / plain, kv_splits auto: ms per token, attention stage */
+} target_f;
+
+static int measure_target_f(vkattn_context *ctx, const bench_decode_options *o, const decode_layer *l,
+                            const decode_layer *filler, vkattn_dtype dtype, const decode_point *reference,
+                            sample_row *rows, target_f *t)
+{
+    const vkattn_layer_desc *d = &l->desc;
+    decode_layer windowed = {0}, windowed_filler = {0};
+    vkattn_kv_cache *cache = NULL;
+    int rc;
+    *t = (target_f){.dtype = dtype};
+    for (int k = 0; k < 2; k++) {
+        t->windowed[k] = (decode_point){.ctx = WINDOW_CONTEXT, .dtype = dtype, .splits = split_settings[k],
+                                        .reproject_ms = -1};
+        t->plain[k] = (decode_point){.ctx = WINDOW, .dtype = dtype, .splits = split_settings[k], .reproject_ms = -1};
+    }
+    /* seed 1: the weights of the table's layer */
+    if ((rc = layer_make(ctx, d->embed_dim, d->num_heads, d->num_kv_heads, WINDOW, 1, &windowed)) ||
+        (rc = layer_make(ctx, filler->desc.embed_dim, filler->desc.num_heads, filler->desc.num_kv_heads, WINDOW, 2,
+                         &windowed_filler)) ||
+        (rc = cache_make(ctx, l, dtype, WINDOW_CONTEXT, &cache)) ||
+        (rc = fill_to(ctx, &windowed_filler, cache, WINDOW_CONTEXT - 1)) ||
+        (rc = time_points(ctx, &windowed, cache, o->warmup, o->min_time_s, rows, t->windowed)))
+        goto fail;
+    vkattn_kv_cache_destroy(cache);
+    cache = NULL;
+    if (reference) {
+        t->plain[0] = *reference;
+        t->reference_from_table = 1;
+    } else if ((rc = cache_make(ctx, l, dtype, WINDOW, &cache)) || (rc = fill_to(ctx, filler, cache, WINDOW - 1)) ||
+               (rc = time_points(ctx, l, cache, o->warmup, o->min_time_s, rows, t->plain))) {
+        goto fail;
+    }
+    t->ratio = t->windowed[0].host.median_ms / t->plain[0].host.median_ms;
+    t->attention_ratio =
+        t->windowed[0].stage[VKATTN_STAGE_FUSED].median_ms / t->plain[0].stage[VKATTN_STAGE_FUSED].median_ms;
+    t->measured = 1;
+fail:
+    vkattn_kv_cache_destroy(cache);
+    layer_free(&windowed_filler);
+    layer_free(&windowed);
+    return rc;
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Report                                                                                          */
 /* ---------------------------------------------------------------------------------------------- */
@@ -431,8 +487,9 @@ typedef struct decode_report {
     linear_fit b[BENCH_DECODE_MAX_DTYPES][2];         /* per dtype and split: ms/token */
     linear_fit b_attention[BENCH_DECODE_MAX_DTYPES][2]; /* the same for the attention stage alone */
     target_d d;
+    target_f f;
     double load[2];                  /* 1-minute load average at the start and the end; < 0 unknown */
-    double elapsed_s[4];             /* the points (fills included), re-projection, (a), (d) */
+    double elapsed_s[5];             /* the points (fills included), re-projection, (a), (d), (f) */
     double peak_bandwidth[2];        /* copy bandwidth measured at the start and the end; 0 not measured */
 } decode_report;
 
@@ -631,6 +688,27 @@ static void print_target_e(FILE *out, const decode_report *r)
             verdict(qa <= ha), q->host.median_ms, h->host.median_ms);
 }
 
+static void print_target_f(FILE *out, const decode_report *r)
+{
+    const target_f *t = &r->f;
+    fprintf(out, "(f) sliding window W=%u at ctx %u: ms per token within +-20%% of the layer without the window at\n"
+                 "    ctx %u (E=%u H=%u H_kv=%u, kv_splits auto, medians):\n",
+            WINDOW, WINDOW_CONTEXT, WINDOW, r->E, r->H, r->H_kv);
+    if (!t->measured) {
+        fprintf(out, "    not measured (--no-window)\n");
+        return;
+    }
+    const decode_point *w = &t->windowed[0], *p = &t->plain[0];
+    fprintf(out, "    window %u, ctx %5u, %s cache: %.3f ms/token, attention %.3f ms (%u steps, %u dispatches)\n",
+            WINDOW, w->ctx, vkattn_dtype_name(t->dtype), w->host.median_ms, w->stage[VKATTN_STAGE_FUSED].median_ms,
+            w->steps, w->dispatches);
+    fprintf(out, "    no window,   ctx %5u, %s cache: %.3f ms/token, attention %.3f ms (%s)\n", p->ctx,
+            vkattn_dtype_name(p->dtype), p->host.median_ms, p->stage[VKATTN_STAGE_FUSED].median_ms,
+            t->reference_from_table ? "the table's point" : "measured here: the table has no such point");
+    fprintf(out, "    per token %.2fx  %s; attention stage %.2fx (kv_splits 1: window %.3f ms/token)\n", t->ratio,
+            verdict(t->ratio >= 0.8 && t->ratio <= 1.2), t->attention_ratio, t->windowed[1].host.median_ms);
+}
+
 static void print_targets(FILE *out, const decode_report *r)
 {
     fprintf(out, "\ntargets (a benchmark, not a test: each says what was measured and whether it met the target)\n");
@@ -639,8 +717,10 @@ static void print_targets(FILE *out, const decode_report *r)
     print_target_c(out, r);
     print_target_d(out, r);
     print_target_e(out, r);
-    fprintf(out, "elapsed: points %.1f s (filling the caches included), re-projection %.1f s, (a) %.1f s, (d) %.1f s\n",
-            r->elapsed_s[0], r->elapsed_s[1], r->elapsed_s[2], r->elapsed_s[3]);
+    print_target_f(out, r);
+    fprintf(out, "elapsed: points %.1f s (filling the caches included), re-projection %.1f s, (a) %.1f s, (d) %.1f s,\n"
+                 "         (f) %.1f s\n",
+            r->elapsed_s[0], r->elapsed_s[1], r->elapsed_s[2], r->elapsed_s[3], r->elapsed_s[4]);
     if (r->load[1] >= 0) fprintf(out, "load:   1-minute load average %.2f at the end\n", r->load[1]);
 }
 
@@ -722,6 +802,19 @@ static int json_targets(cJSON *root, const decode_report *r)
         cJSON *e = cJSON_AddObjectToObject(t, "e");
         if (!e || ADD_NUMBERS(e, e_names, ev)) return 1;
     }
+    if (r->f.measured) {
+        static const char *const f_names[] = {"window", "ctx", "reference_ctx", "ms_per_token", "attention_ms",
+                                              "reference_ms_per_token", "reference_attention_ms", "ratio",
+                                              "attention_ratio"};
+        const decode_point *w = &r->f.windowed[0], *p = &r->f.plain[0];
+        const double fv[] = {WINDOW, w->ctx, p->ctx, w->host.median_ms, w->stage[VKATTN_STAGE_FUSED].median_ms,
+                             p->host.median_ms, p->stage[VKATTN_STAGE_FUSED].median_ms, r->f.ratio,
+                             r->f.attention_ratio};
+        cJSON *f = cJSON_AddObjectToObject(t, "f");
+        if (!f || !cJSON_AddStringToObject(f, "cache_dtype", vkattn_dtype_name(r->f.dtype)) ||
+            ADD_NUMBERS(f, f_names, fv))
+            return 1;
+    }
     if (!r->d.measured) return 0;
     static const char *const d_names[] = {"ctx", "steps", "unsplit_attention_ms", "split_attention_ms", "ratio",
                                           "unsplit_attention_min_ms", "split_attention_min_ms", "min_ratio"};
@@ -788,14 +881,14 @@ static int resolve(const bench_decode_options *in, bench_decode_options *o)
     return 0;
 }
 
-/* The points of every cache dtype, then re-projection at each context, then targets (a) and (d). */
+/* The points of every cache dtype, then re-projection at each context, then targets (a), (d), (f). */
 static int measure(vkattn_context *ctx, decode_report *r, sample_row *rows)
 {
     const bench_decode_options *o = &r->o;
     decode_layer l = {0}, filler = {0};
     int rc;
-    if ((rc = layer_make(ctx, r->E, r->H, r->H_kv, 1, &l)) ||
-        (rc = layer_make(ctx, r->H_kv * r->D, r->H_kv, r->H_kv, 2, &filler)))
+    if ((rc = layer_make(ctx, r->E, r->H, r->H_kv, 0, 1, &l)) ||
+        (rc = layer_make(ctx, r->H_kv * r->D, r->H_kv, r->H_kv, 0, 2, &filler)))
         goto fail;
     double t0 = cli_now();
     for (uint32_t d = 0; d < o->dtype_count; d++)
@@ -824,6 +917,12 @@ static int measure(vkattn_context *ctx, decode_report *r, sample_row *rows)
             if (o->dtypes[d] == VKATTN_DTYPE_F16) dtype = VKATTN_DTYPE_F16;
         rc = measure_target_d(ctx, o, dtype, rows, &r->d);
         r->elapsed_s[3] = cli_now() - t0;
+    }
+    if (rc == 0 && !o->no_window) {
+        vkattn_dtype dtype = r->info.device.storage_16bit ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32;
+        t0 = cli_now();
+        rc = measure_target_f(ctx, o, &l, &filler, dtype, find_point(r, dtype, WINDOW), rows, &r->f);
+        r->elapsed_s[4] = cli_now() - t0;
     }
 fail:
     layer_free(&filler);
