@@ -1020,17 +1020,21 @@ static void test_overhead(void)
     CHECK_SAID("divisible");
 }
 
-/* bench --preset decode on tiny contexts: the table and every target line, its --json file, and the
- * sweep's options refused. A separate ctest (cli_bench_decode): target (a) alone runs 1024 steps. */
+/* bench --preset decode on tiny contexts, f32 and q4_0 caches: the table and every target line, its
+ * --json file, and the sweep's options refused (and the decode preset's, and q8_0, by the sweep). A separate ctest (cli_bench_decode): target (a) alone runs 1024 steps. */
 static void test_bench_decode(void)
 {
     char json[128];
     test_tmp_path(json, sizeof json, "decode.json");
-    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "decode", "--len", "128,64", "--dtype", "f32", "--min-time",
-                                              "0", "--no-mqa", "--no-peak", "--json", json, NULL}) == CLI_EXIT_OK);
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "decode", "--len", "128,64", "--dtype", "f32,q4_0",
+                                              "--min-time", "0", "--no-mqa", "--no-window", "--no-peak", "--json", json,
+                                              NULL}) == CLI_EXIT_OK);
+    CHECK_SAID("cache:  bytes per token (K and V, all heads): f32 1024, q4_0 144");
     CHECK_SAID("   ctx cache split steps ms/token   min ms tokens/s");
     CHECK_SAID("    64 f32   auto ");
     CHECK_SAID("   128 f32   1    ");
+    CHECK_SAID("   128 q4_0  auto ");
+    CHECK_SAID("    q4_0 cache: steps ");
     CHECK_SAID("(a) 1023 decode steps after a 1-token prefill");
     CHECK_SAID("    f32 cache: steps ");
     CHECK_SAID("(b) per-token time grows linearly");
@@ -1039,16 +1043,22 @@ static void test_bench_decode(void)
     CHECK_SAID("not measured: needs an f16 cache and a context >= 4096");
     CHECK_SAID("(d) split-KV");
     CHECK_SAID("not measured (--no-mqa)");
+    CHECK_SAID("(e) a decode step over a Q8_0 cache");
+    CHECK_SAID("not measured: needs q8_0 and f16 caches (--dtype) and context 8192 (--len)");
+    CHECK_SAID("(f) sliding window W=4096");
+    CHECK_SAID("not measured (--no-window)");
     char err[256];
     cJSON *root = cli_json_read_file(json, err, sizeof err);
     CHECK_MSG(root != NULL, "%s", err);
     cJSON *points = cJSON_GetObjectItemCaseSensitive(root, "points");
-    CHECK(cJSON_GetArraySize(points) == 4);
+    CHECK(cJSON_GetArraySize(points) == 8);
     int ok = 0;
     CHECK(cli_json_number(cJSON_GetArrayItem(points, 0), "ctx", &ok) == 64 && ok);
+    CHECK(cli_json_number(cJSON_GetArrayItem(points, 4), "cache_bytes_per_token", &ok) == 144 && ok);
+    CHECK(cli_json_number(cJSON_GetArrayItem(points, 4), "cache_bytes_per_step", &ok) == 2 * 64 * 2 * 36 && ok);
     CHECK(cli_json_number(cJSON_GetArrayItem(points, 0), "ms_per_token_median", &ok) > 0 && ok);
     cJSON *a = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "targets"), "a");
-    CHECK(cJSON_GetArraySize(a) == 1 && cli_json_number(cJSON_GetArrayItem(a, 0), "ratio", &ok) > 0 && ok);
+    CHECK(cJSON_GetArraySize(a) == 2 && cli_json_number(cJSON_GetArrayItem(a, 0), "ratio", &ok) > 0 && ok);
     cJSON_Delete(root);
     remove(json);
 
@@ -1058,6 +1068,10 @@ static void test_bench_decode(void)
     CHECK_SAID("contexts (--len) must be at least 2");
     CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "quick", "--no-mqa", NULL}) == CLI_EXIT_USAGE);
     CHECK_SAID("--no-mqa is an option of --preset decode");
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "quick", "--no-window", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("--no-window is an option of --preset decode");
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "quick", "--dtype", "q8_0", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("--dtype q8_0 is a KV cache format");
 }
 
 int main(int argc, char **argv)

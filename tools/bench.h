@@ -97,16 +97,18 @@ int bench_write_plot(const char *path, const bench_run_info *info, const bench_r
 /* `vkattn bench --preset decode` (bench_decode.c): decoding one token at a time through the paged KV
  * cache against context length, beside re-projecting the prefix, and the decode targets. */
 #define BENCH_DECODE_MAX_LENS 16
+#define BENCH_DECODE_MAX_DTYPES 4
 typedef struct bench_decode_options {
     const char *device, *json;           /* --device, --json (NULL: none) */
     uint32_t lens[BENCH_DECODE_MAX_LENS], len_count; /* contexts, each >= 2; 0 = 512 ... 16384 */
     uint32_t embed_dim, heads, kv_heads; /* the layer; 0 = 512, 8, 2 */
-    vkattn_dtype dtypes[2];              /* cache dtypes */
-    uint32_t dtype_count;                /* 0 = F32 and F16 */
+    vkattn_dtype dtypes[BENCH_DECODE_MAX_DTYPES]; /* cache dtypes: F32, F16, Q8_0, Q4_0 */
+    uint32_t dtype_count;                /* 0 = all four */
     double min_time_s;                   /* per point */
     double peak_seconds;                 /* vkattn_measure_peak */
     uint32_t warmup;                     /* untimed runs before each point */
     int no_peak, no_mqa;                 /* skip the peak; skip target (d), the 32768-token MQA cache */
+    int no_window;                       /* skip target (f), the 32768-token sliding-window cache */
 } bench_decode_options;
 
 /* Runs the decode benchmark on `out`; returns the exit code. */

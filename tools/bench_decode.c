@@ -1,5 +1,5 @@
 /* vkattn bench --preset decode: decoding one token at a time through the paged KV cache
- * (vkattn_forward_cached) against context length, with the cache in F32 and F16 and split-KV on
+ * (vkattn_forward_cached) against context length, with the cache in F32, F16, Q8_0 and Q4_0 and split-KV on
  * (kv_splits 0, the device's choice) and off (1), beside what the same token costs without a
  * cache: one causal forward over the whole context, re-projecting the prefix. Then the decode
  * targets of the KV-cache issue, each with its measured figures and whether it was met.
@@ -14,7 +14,8 @@
  * E' = H_kv·D and H' = H_kv): a forward through the cache writes K/V rows of that shape whatever
  * the query heads, and the timed layer reads them the same way whatever their values. Its prompt
  * attention costs H_kv / H of the timed layer's, which is what makes the 32768-token MQA cache of
- * target (d) affordable on a CPU device. Filling is not timed. */
+ * target (d) affordable on a CPU device. Filling is not timed. Target (f)'s filler also has the
+ * sliding window: the rows it writes do not depend on it, and its prompts then cost W keys a row. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +32,9 @@
 #define FILL_CHUNK 2048      /* prompt tokens per cached forward when filling */
 #define TARGET_A_TOKENS 1024 /* target (a): the prefill, and 1 + 1023 decode steps */
 #define MQA_CONTEXT 32768    /* target (d) */
+#define QUANT_CONTEXT 8192   /* target (e) */
+#define WINDOW 4096          /* target (f): the sliding window, and the context it is compared at */
+#define WINDOW_CONTEXT 32768 /* target (f) */
 #define ROPE_THETA 10000.0f
 
 static const uint32_t default_lens[] = {512, 1024, 2048, 4096, 8192, 16384};
@@ -71,13 +75,14 @@ static void layer_free(decode_layer *l)
     *l = (decode_layer){0};
 }
 
-static int layer_make(vkattn_context *ctx, uint32_t E, uint32_t H, uint32_t H_kv, unsigned long long seed,
-                      decode_layer *l)
+static int layer_make(vkattn_context *ctx, uint32_t E, uint32_t H, uint32_t H_kv, uint32_t window,
+                      unsigned long long seed, decode_layer *l)
 {
     const size_t e = E, e_kv = (size_t)E / H * H_kv;
     const size_t n = e * e + 2 * e_kv * e + (e + 2 * e_kv) + e * e + e;
     int rc = 0;
-    *l = (decode_layer){.desc = {.embed_dim = E, .num_heads = H, .num_kv_heads = H_kv, .rope_theta = ROPE_THETA}};
+    *l = (decode_layer){.desc = {.embed_dim = E, .num_heads = H, .num_kv_heads = H_kv, .rope_theta = ROPE_THETA,
+                                 .window = window}};
     NEED(l->weights = malloc(n * sizeof(float)));
     bench_fill_random(l->weights, n, seed, sqrtf(3.0f / E));
     const float *q = l->weights, *k = q + e * e, *v = k + e_kv * e, *bias = v + e_kv * e;
@@ -168,7 +173,8 @@ typedef struct decode_point {
     bench_time host;                    /* vkattn_forward_cached wall time per step: "ms/token" */
     bench_time gpu;                     /* first to last timestamp */
     bench_time stage[VKATTN_STAGE_COUNT];
-    double cache_bytes;                 /* K and V rows the attention must read: 2·ctx·H_kv·D·dtype size */
+    double cache_bytes;                 /* K and V rows the attention must read: 2·ctx·H_kv·row size of D */
+    uint32_t bytes_per_token;           /* the cache's (vkattn_kv_cache_info): K and V, all heads */
     double cache_gbs, peak_pct;         /* cache_bytes / attention (FUSED stage) median time */
     double reproject_ms;                /* the same token by one causal forward over ctx tokens; < 0: not measured */
 } decode_point;
@@ -215,7 +221,7 @@ static int time_points(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cac
         p->host = bench_stats(r[0], n);
         p->gpu = bench_stats(r[1], n);
         for (int s = 0; s < VKATTN_STAGE_COUNT; s++) p->stage[s] = bench_stats(r[2 + s], n);
-        p->cache_bytes = 2.0 * p->ctx * l->desc.num_kv_heads * head_dim(l) * vkattn_dtype_size(p->dtype);
+        p->cache_bytes = 2.0 * p->ctx * l->desc.num_kv_heads * vkattn_dtype_row_size(p->dtype, head_dim(l));
         double attention_ms = p->stage[VKATTN_STAGE_FUSED].median_ms;
         p->cache_gbs = attention_ms > 0 ? p->cache_bytes / (attention_ms * 1e6) : 0;
     }
@@ -230,16 +236,19 @@ static int run_dtype(vkattn_context *ctx, const bench_decode_options *o, const d
                      const decode_layer *filler, vkattn_dtype dtype, sample_row *rows, decode_point *points)
 {
     vkattn_kv_cache *cache = NULL;
+    vkattn_kv_cache_info info = {0};
     int rc = cache_make(ctx, l, dtype, o->lens[o->len_count - 1], &cache);
+    if (rc == 0) TRY(vkattn_kv_cache_get_info(cache, &info), "reading the cache's info");
     for (uint32_t c = 0; rc == 0 && c < o->len_count; c++) {
         if (isatty(fileno(stderr)))
             fprintf(stderr, "\r\033[K[decode] %s cache, context %u", vkattn_dtype_name(dtype), o->lens[c]);
         for (uint32_t s = 0; s < 2; s++)
             points[c * 2 + s] = (decode_point){.ctx = o->lens[c], .dtype = dtype, .splits = split_settings[s],
-                                               .reproject_ms = -1};
+                                               .bytes_per_token = info.bytes_per_token, .reproject_ms = -1};
         if (!(rc = fill_to(ctx, filler, cache, o->lens[c] - 1)))
             rc = time_points(ctx, l, cache, o->warmup, o->min_time_s, rows, &points[c * 2]);
     }
+fail:
     if (isatty(fileno(stderr))) fprintf(stderr, "\r\033[K");
     vkattn_kv_cache_destroy(cache);
     return rc;
@@ -395,7 +404,7 @@ static int measure_target_d(vkattn_context *ctx, const bench_decode_options *o, 
     vkattn_kv_cache *cache = NULL;
     int rc;
     *t = (target_d){.dtype = dtype};
-    if ((rc = layer_make(ctx, 1024, 8, 1, 21, &l)) || (rc = layer_make(ctx, 128, 1, 1, 22, &filler)) ||
+    if ((rc = layer_make(ctx, 1024, 8, 1, 0, 21, &l)) || (rc = layer_make(ctx, 128, 1, 1, 0, 22, &filler)) ||
         (rc = cache_make(ctx, &l, dtype, MQA_CONTEXT, &cache)) || (rc = fill_to(ctx, &filler, cache, MQA_CONTEXT - 1)))
         goto fail;
     t->pair[0] = (decode_point){.ctx = MQA_CONTEXT, .dtype = dtype, .splits = split_settings[0], .reproject_ms = -1};
@@ -413,6 +422,58 @@ fail:
     return rc;
 }
 
+/* (f): the layer `l` with a sliding window of WINDOW keys at WINDOW_CONTEXT against `l` itself at
+ * WINDOW: the table's point when it has one (`reference`), else measured here. */
+typedef struct target_f {
+    int measured, reference_from_table;
+    vkattn_dtype dtype;
+    decode_point windowed[2];      /* kv_splits 0 (auto) and 1, ctx WINDOW_CONTEXT */
+    decode_point plain[2];         /* the same without the window at ctx WINDOW; [0] is compared */
+    double ratio, attention_ratio; /* windowed / plain, kv_splits auto: ms per token, attention stage */
+} target_f;
+
+static int measure_target_f(vkattn_context *ctx, const bench_decode_options *o, const decode_layer *l,
+                            const decode_layer *filler, vkattn_dtype dtype, const decode_point *reference,
+                            sample_row *rows, target_f *t)
+{
+    const vkattn_layer_desc *d = &l->desc;
+    decode_layer windowed = {0}, windowed_filler = {0};
+    vkattn_kv_cache *cache = NULL;
+    int rc;
+    *t = (target_f){.dtype = dtype};
+    for (int k = 0; k < 2; k++) {
+        t->windowed[k] = (decode_point){.ctx = WINDOW_CONTEXT, .dtype = dtype, .splits = split_settings[k],
+                                        .reproject_ms = -1};
+        t->plain[k] = (decode_point){.ctx = WINDOW, .dtype = dtype, .splits = split_settings[k], .reproject_ms = -1};
+    }
+    /* seed 1: the weights of the table's layer */
+    if ((rc = layer_make(ctx, d->embed_dim, d->num_heads, d->num_kv_heads, WINDOW, 1, &windowed)) ||
+        (rc = layer_make(ctx, filler->desc.embed_dim, filler->desc.num_heads, filler->desc.num_kv_heads, WINDOW, 2,
+                         &windowed_filler)) ||
+        (rc = cache_make(ctx, l, dtype, WINDOW_CONTEXT, &cache)) ||
+        (rc = fill_to(ctx, &windowed_filler, cache, WINDOW_CONTEXT - 1)) ||
+        (rc = time_points(ctx, &windowed, cache, o->warmup, o->min_time_s, rows, t->windowed)))
+        goto fail;
+    vkattn_kv_cache_destroy(cache);
+    cache = NULL;
+    if (reference) {
+        t->plain[0] = *reference;
+        t->reference_from_table = 1;
+    } else if ((rc = cache_make(ctx, l, dtype, WINDOW, &cache)) || (rc = fill_to(ctx, filler, cache, WINDOW - 1)) ||
+               (rc = time_points(ctx, l, cache, o->warmup, o->min_time_s, rows, t->plain))) {
+        goto fail;
+    }
+    t->ratio = t->windowed[0].host.median_ms / t->plain[0].host.median_ms;
+    t->attention_ratio =
+        t->windowed[0].stage[VKATTN_STAGE_FUSED].median_ms / t->plain[0].stage[VKATTN_STAGE_FUSED].median_ms;
+    t->measured = 1;
+fail:
+    vkattn_kv_cache_destroy(cache);
+    layer_free(&windowed_filler);
+    layer_free(&windowed);
+    return rc;
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Report                                                                                          */
 /* ---------------------------------------------------------------------------------------------- */
@@ -422,12 +483,13 @@ typedef struct decode_report {
     bench_decode_options o;          /* defaults resolved, lens ascending */
     uint32_t E, H, H_kv, D;
     decode_point *points;            /* [dtype][ctx][split]: (d * len_count + c) * 2 + s */
-    target_a a[2];                   /* per dtype */
-    linear_fit b[2][2];              /* per dtype and split: ms/token */
-    linear_fit b_attention[2][2];    /* the same for the attention stage alone */
+    target_a a[BENCH_DECODE_MAX_DTYPES];              /* per dtype */
+    linear_fit b[BENCH_DECODE_MAX_DTYPES][2];         /* per dtype and split: ms/token */
+    linear_fit b_attention[BENCH_DECODE_MAX_DTYPES][2]; /* the same for the attention stage alone */
     target_d d;
+    target_f f;
     double load[2];                  /* 1-minute load average at the start and the end; < 0 unknown */
-    double elapsed_s[4];             /* the points (fills included), re-projection, (a), (d) */
+    double elapsed_s[5];             /* the points (fills included), re-projection, (a), (d), (f) */
     double peak_bandwidth[2];        /* copy bandwidth measured at the start and the end; 0 not measured */
 } decode_report;
 
@@ -482,13 +544,17 @@ static void print_table(FILE *out, const decode_report *r)
                      "every figure)\n", r->load[0], sysconf(_SC_NPROCESSORS_ONLN));
     fprintf(out, "layer:  E=%u H=%u H_kv=%u D=%u, RoPE theta %g, one sequence; KV cache blocks of %u tokens\n", r->E,
             r->H, r->H_kv, r->D, (double)ROPE_THETA, BLOCK_SIZE);
+    fprintf(out, "cache:  bytes per token (K and V, all heads):");
+    for (uint32_t d = 0; d < r->o.dtype_count; d++)
+        fprintf(out, "%s %s %u", d ? "," : "", vkattn_dtype_name(r->o.dtypes[d]), point_at(r, d, 0, 0)->bytes_per_token);
+    fputc('\n', out);
     fprintf(out, "timing: each point: the cache holds ctx - 1 tokens, then decode steps of one token at context ctx\n"
                  "        (each on a fork of the sequence) for at least %.2f s and 3 steps, steps of split auto and 1\n"
                  "        alternating; medians over the steps\n",
             r->o.min_time_s);
     fprintf(out, "        ms/token: vkattn_forward_cached wall time (min: the fastest step); GPU, qkv (projections,\n"
                  "        RoPE, cache append), attn (attn_paged + merge), out: GPU timestamps; cache MB: the K/V bytes\n"
-                 "        a step must read, GB/s and peak%%: those over attn time against the peak copy bandwidth;\n"
+                 "        a step must read (2 * ctx * H_kv rows of D values in the cache's format), GB/s and peak%%: those over attn time against the peak copy bandwidth;\n"
                  "        reproj: the same token without a cache (one causal vkattn_forward_host over ctx tokens,\n"
                  "        f32 layer); speedup: reproj / ms per token; disp: dispatches of a step (+1: a merge)\n\n");
     fprintf(out, "%6s %-5s %-5s %5s %8s %8s %8s %8s %7s %8s %7s %8s %6s %6s %10s %8s %4s\n", "ctx", "cache", "split",
@@ -594,6 +660,55 @@ static void print_target_d(FILE *out, const decode_report *r)
                 r->info.device.loop_budget);
 }
 
+/* The point of cache dtype `dtype` at context `len`, kv_splits auto; NULL if not measured. */
+static const decode_point *find_point(const decode_report *r, vkattn_dtype dtype, uint32_t len)
+{
+    for (uint32_t d = 0; d < r->o.dtype_count; d++)
+        for (uint32_t c = 0; c < r->o.len_count; c++)
+            if (r->o.dtypes[d] == dtype && r->o.lens[c] == len) return point_at(r, d, c, 0);
+    return NULL;
+}
+
+/* (e) is judged on the points of the table: Q8_0 against F16 at QUANT_CONTEXT, kv_splits auto. */
+static void print_target_e(FILE *out, const decode_report *r)
+{
+    const decode_point *q = find_point(r, VKATTN_DTYPE_Q8_0, QUANT_CONTEXT);
+    const decode_point *h = find_point(r, VKATTN_DTYPE_F16, QUANT_CONTEXT);
+    fprintf(out, "(e) a decode step over a Q8_0 cache reads ~0.53x the bytes of an F16 cache, and its attention stage\n"
+                 "    is no slower than F16's; ctx %u, kv_splits auto, medians of the table's points:\n", QUANT_CONTEXT);
+    if (!q || !h) {
+        fprintf(out, "    not measured: needs q8_0 and f16 caches (--dtype) and context %u (--len)\n", QUANT_CONTEXT);
+        return;
+    }
+    double qa = q->stage[VKATTN_STAGE_FUSED].median_ms, ha = h->stage[VKATTN_STAGE_FUSED].median_ms;
+    fprintf(out, "    bytes: q8_0 %.2f MB, f16 %.2f MB: %.3fx\n"
+                 "    attention: q8_0 %.3f ms, f16 %.3f ms: %.2fx  %s\n"
+                 "    (per token: q8_0 %.3f ms, f16 %.3f ms; the two points were timed at different moments)\n",
+            q->cache_bytes / 1e6, h->cache_bytes / 1e6, q->cache_bytes / h->cache_bytes, qa, ha, qa / ha,
+            verdict(qa <= ha), q->host.median_ms, h->host.median_ms);
+}
+
+static void print_target_f(FILE *out, const decode_report *r)
+{
+    const target_f *t = &r->f;
+    fprintf(out, "(f) sliding window W=%u at ctx %u: ms per token within +-20%% of the layer without the window at\n"
+                 "    ctx %u (E=%u H=%u H_kv=%u, kv_splits auto, medians):\n",
+            WINDOW, WINDOW_CONTEXT, WINDOW, r->E, r->H, r->H_kv);
+    if (!t->measured) {
+        fprintf(out, "    not measured (--no-window)\n");
+        return;
+    }
+    const decode_point *w = &t->windowed[0], *p = &t->plain[0];
+    fprintf(out, "    window %u, ctx %5u, %s cache: %.3f ms/token, attention %.3f ms (%u steps, %u dispatches)\n",
+            WINDOW, w->ctx, vkattn_dtype_name(t->dtype), w->host.median_ms, w->stage[VKATTN_STAGE_FUSED].median_ms,
+            w->steps, w->dispatches);
+    fprintf(out, "    no window,   ctx %5u, %s cache: %.3f ms/token, attention %.3f ms (%s)\n", p->ctx,
+            vkattn_dtype_name(p->dtype), p->host.median_ms, p->stage[VKATTN_STAGE_FUSED].median_ms,
+            t->reference_from_table ? "the table's point" : "measured here: the table has no such point");
+    fprintf(out, "    per token %.2fx  %s; attention stage %.2fx (kv_splits 1: window %.3f ms/token)\n", t->ratio,
+            verdict(t->ratio >= 0.8 && t->ratio <= 1.2), t->attention_ratio, t->windowed[1].host.median_ms);
+}
+
 static void print_targets(FILE *out, const decode_report *r)
 {
     fprintf(out, "\ntargets (a benchmark, not a test: each says what was measured and whether it met the target)\n");
@@ -601,8 +716,11 @@ static void print_targets(FILE *out, const decode_report *r)
     print_target_b(out, r);
     print_target_c(out, r);
     print_target_d(out, r);
-    fprintf(out, "elapsed: points %.1f s (filling the caches included), re-projection %.1f s, (a) %.1f s, (d) %.1f s\n",
-            r->elapsed_s[0], r->elapsed_s[1], r->elapsed_s[2], r->elapsed_s[3]);
+    print_target_e(out, r);
+    print_target_f(out, r);
+    fprintf(out, "elapsed: points %.1f s (filling the caches included), re-projection %.1f s, (a) %.1f s, (d) %.1f s,\n"
+                 "         (f) %.1f s\n",
+            r->elapsed_s[0], r->elapsed_s[1], r->elapsed_s[2], r->elapsed_s[3], r->elapsed_s[4]);
     if (r->load[1] >= 0) fprintf(out, "load:   1-minute load average %.2f at the end\n", r->load[1]);
 }
 
@@ -622,12 +740,14 @@ static int add_numbers(cJSON *o, const char *const *names, const double *values,
 
 static cJSON *json_point(const decode_point *p)
 {
-    static const char *const names[] = {"ctx", "kv_splits", "steps", "dispatches", "ms_per_token_median",
+    static const char *const names[] = {"ctx", "kv_splits", "steps", "dispatches", "cache_bytes_per_token",
+                                        "ms_per_token_median",
                                         "ms_per_token_min", "tokens_per_s", "gpu_ms_median", "qkv_projection_ms",
                                         "attention_ms", "out_projection_ms", "cache_bytes_per_step", "cache_gbs",
                                         "cache_peak_pct", "reproject_ms", "speedup"};
     const bench_time *st = p->stage;
-    const double values[] = {p->ctx, p->splits, p->steps, p->dispatches, p->host.median_ms, p->host.min_ms,
+    const double values[] = {p->ctx, p->splits, p->steps, p->dispatches, p->bytes_per_token, p->host.median_ms,
+                             p->host.min_ms,
                              1e3 / p->host.median_ms, p->gpu.median_ms, st[VKATTN_STAGE_QKV_PROJECTION].median_ms,
                              st[VKATTN_STAGE_FUSED].median_ms, st[VKATTN_STAGE_OUT_PROJECTION].median_ms,
                              p->cache_bytes, p->cache_gbs, p->peak_pct, p->reproject_ms >= 0 ? p->reproject_ms : NAN,
@@ -670,6 +790,30 @@ static int json_targets(cJSON *root, const decode_report *r)
                 ADD_NUMBERS(o, b_names, bv))
                 return 1;
         }
+    }
+    const decode_point *q = find_point(r, VKATTN_DTYPE_Q8_0, QUANT_CONTEXT);
+    const decode_point *h = find_point(r, VKATTN_DTYPE_F16, QUANT_CONTEXT);
+    if (q && h) {
+        static const char *const e_names[] = {"ctx", "q8_0_cache_bytes", "f16_cache_bytes", "bytes_ratio",
+                                              "q8_0_attention_ms", "f16_attention_ms", "attention_ratio"};
+        const double qa = q->stage[VKATTN_STAGE_FUSED].median_ms, ha = h->stage[VKATTN_STAGE_FUSED].median_ms;
+        const double ev[] = {QUANT_CONTEXT, q->cache_bytes, h->cache_bytes, q->cache_bytes / h->cache_bytes, qa, ha,
+                             qa / ha};
+        cJSON *e = cJSON_AddObjectToObject(t, "e");
+        if (!e || ADD_NUMBERS(e, e_names, ev)) return 1;
+    }
+    if (r->f.measured) {
+        static const char *const f_names[] = {"window", "ctx", "reference_ctx", "ms_per_token", "attention_ms",
+                                              "reference_ms_per_token", "reference_attention_ms", "ratio",
+                                              "attention_ratio"};
+        const decode_point *w = &r->f.windowed[0], *p = &r->f.plain[0];
+        const double fv[] = {WINDOW, w->ctx, p->ctx, w->host.median_ms, w->stage[VKATTN_STAGE_FUSED].median_ms,
+                             p->host.median_ms, p->stage[VKATTN_STAGE_FUSED].median_ms, r->f.ratio,
+                             r->f.attention_ratio};
+        cJSON *f = cJSON_AddObjectToObject(t, "f");
+        if (!f || !cJSON_AddStringToObject(f, "cache_dtype", vkattn_dtype_name(r->f.dtype)) ||
+            ADD_NUMBERS(f, f_names, fv))
+            return 1;
     }
     if (!r->d.measured) return 0;
     static const char *const d_names[] = {"ctx", "steps", "unsplit_attention_ms", "split_attention_ms", "ratio",
@@ -729,20 +873,22 @@ static int resolve(const bench_decode_options *in, bench_decode_options *o)
     if (!o->heads) o->heads = 8;
     if (!o->kv_heads) o->kv_heads = 2;
     if (!o->dtype_count) {
-        o->dtypes[0] = VKATTN_DTYPE_F32, o->dtypes[1] = VKATTN_DTYPE_F16;
-        o->dtype_count = 2;
+        const vkattn_dtype all[] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
+        _Static_assert(sizeof all / sizeof all[0] <= BENCH_DECODE_MAX_DTYPES, "the default cache dtypes");
+        memcpy(o->dtypes, all, sizeof all);
+        o->dtype_count = sizeof all / sizeof all[0];
     }
     return 0;
 }
 
-/* The points of every cache dtype, then re-projection at each context, then targets (a) and (d). */
+/* The points of every cache dtype, then re-projection at each context, then targets (a), (d), (f). */
 static int measure(vkattn_context *ctx, decode_report *r, sample_row *rows)
 {
     const bench_decode_options *o = &r->o;
     decode_layer l = {0}, filler = {0};
     int rc;
-    if ((rc = layer_make(ctx, r->E, r->H, r->H_kv, 1, &l)) ||
-        (rc = layer_make(ctx, r->H_kv * r->D, r->H_kv, r->H_kv, 2, &filler)))
+    if ((rc = layer_make(ctx, r->E, r->H, r->H_kv, 0, 1, &l)) ||
+        (rc = layer_make(ctx, r->H_kv * r->D, r->H_kv, r->H_kv, 0, 2, &filler)))
         goto fail;
     double t0 = cli_now();
     for (uint32_t d = 0; d < o->dtype_count; d++)
@@ -771,6 +917,12 @@ static int measure(vkattn_context *ctx, decode_report *r, sample_row *rows)
             if (o->dtypes[d] == VKATTN_DTYPE_F16) dtype = VKATTN_DTYPE_F16;
         rc = measure_target_d(ctx, o, dtype, rows, &r->d);
         r->elapsed_s[3] = cli_now() - t0;
+    }
+    if (rc == 0 && !o->no_window) {
+        vkattn_dtype dtype = r->info.device.storage_16bit ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32;
+        t0 = cli_now();
+        rc = measure_target_f(ctx, o, &l, &filler, dtype, find_point(r, dtype, WINDOW), rows, &r->f);
+        r->elapsed_s[4] = cli_now() - t0;
     }
 fail:
     layer_free(&filler);
@@ -804,8 +956,11 @@ int bench_decode(FILE *out, const bench_decode_options *options)
     if ((rc = cli_open_context("bench", r.o.device, &ctx))) return rc;
     vkattn_context_device(ctx, &r.info.device);
     if (!options->dtype_count && !r.info.device.storage_16bit) {
-        fprintf(stderr, "vkattn bench: this device has no 16-bit storage: f32 caches only\n");
-        r.o.dtype_count = 1;
+        fprintf(stderr, "vkattn bench: this device has no 16-bit storage: no f16 cache\n");
+        uint32_t n = 0;
+        for (uint32_t d = 0; d < r.o.dtype_count; d++)
+            if (r.o.dtypes[d] != VKATTN_DTYPE_F16) r.o.dtypes[n++] = r.o.dtypes[d];
+        r.o.dtype_count = n;
     }
     if (vkattn_context_validation_enabled(ctx))
         fprintf(stderr, "vkattn bench: warning: validation is on; host times include its cost\n");

@@ -25,7 +25,7 @@ typedef struct bench_options {
     u32_list batch, len, kv_len, embed, heads, mask, path, dtype;
     double min_time_s, peak_seconds, cpu_max_gflop;
     uint32_t warmup, kv_heads;
-    int no_cpu, no_peak, trace, no_mqa;
+    int no_cpu, no_peak, trace, no_mqa, no_window;
     int cpu_max_gflop_given;
 } bench_options;
 
@@ -61,8 +61,8 @@ static void bench_usage(FILE *out)
             "                    [--no-peak] [--peak-seconds SEC] [--device N|NAME] [--head-mask m.npy] [--trace]\n"
             "                    [--json FILE] [--csv FILE] [--plot FILE.png|FILE.svg]\n"
             "       vkattn bench --preset decode [--len CTX,..] [--embed E] [--heads H] [--kv-heads H_kv]\n"
-            "                    [--dtype f32,f16] [--min-time SEC] [--warmup N] [--no-mqa] [--no-peak]\n"
-            "                    [--peak-seconds SEC] [--device N|NAME] [--json FILE]\n"
+            "                    [--dtype f32,f16,q8_0,q4_0] [--min-time SEC] [--warmup N] [--no-mqa]\n"
+            "                    [--no-window] [--no-peak] [--peak-seconds SEC] [--device N|NAME] [--json FILE]\n"
             "       vkattn bench --compare OLD.json NEW.json\n"
             "  Lists are comma-separated; the sweep is their product. Without --kv-len, S = L (self-attention).\n"
             "  Each configuration warms up, then repeats until --min-time seconds (default 0.5) and 3 runs.\n"
@@ -74,11 +74,12 @@ static void bench_usage(FILE *out)
         fprintf(out, "  %-12s %s\n", presets[i].name, presets[i].summary);
     fprintf(out,
             "  %-12s not a sweep: decoding one token at a time through the paged KV cache at contexts 512 to\n"
-            "  %-12s 16384 (--len), cache f32 and f16 (--dtype), kv_splits auto and 1, against re-projecting the\n"
-            "  %-12s prefix; then the decode targets, met or not. Layer E=512 H=8 H_kv=2 (--embed, --heads,\n"
-            "  %-12s --kv-heads); 2-3 minutes on lavapipe, of which --no-mqa skips about 40 s: target (d), a\n"
-            "  %-12s 32768-token MQA cache\n",
-            "decode", "", "", "", "");
+            "  %-12s 16384 (--len), cache f32, f16, q8_0 and q4_0 (--dtype), kv_splits auto and 1, against\n"
+            "  %-12s re-projecting the prefix; then the decode targets, met or not. Layer E=512 H=8 H_kv=2\n"
+            "  %-12s (--embed, --heads, --kv-heads); several minutes on lavapipe, of which --no-mqa skips\n"
+            "  %-12s target (d), a 32768-token MQA cache, and --no-window target (f), a 32768-token cache\n"
+            "  %-12s read through a sliding window\n",
+            "decode", "", "", "", "", "");
 }
 
 /* Parses the value of `option`, "a,b,c", through `item` (returns 0 on success). */
@@ -134,12 +135,15 @@ static int item_path(const char *s, uint32_t *out)
     return 1;
 }
 
+/* f32, f16, and the KV cache block formats q8_0, q4_0 (--preset decode only, checked later: the
+ * preset may come after --dtype). */
 static int item_dtype(const char *s, uint32_t *out)
 {
     vkattn_dtype dtype;
-    if (cli_storage_from_name(s, &dtype)) return 1;
-    *out = (uint32_t)dtype;
-    return 0;
+    if (cli_storage_from_name(s, &dtype) == 0) return *out = (uint32_t)dtype, 0;
+    if (strcmp(s, vkattn_dtype_name(VKATTN_DTYPE_Q8_0)) == 0) return *out = VKATTN_DTYPE_Q8_0, 0;
+    if (strcmp(s, vkattn_dtype_name(VKATTN_DTYPE_Q4_0)) == 0) return *out = VKATTN_DTYPE_Q4_0, 0;
+    return 1;
 }
 
 /* The value of `option`, a number in [0, max]; `unit` names it in the message ("seconds", "GFLOP"). */
@@ -183,6 +187,9 @@ static int parse(int argc, char **argv, bench_options *o)
             continue;
         } else if (cli_is(&a, opt, "--no-mqa")) {
             o->no_mqa = 1;
+            continue;
+        } else if (cli_is(&a, opt, "--no-window")) {
+            o->no_window = 1;
             continue;
         }
         /* Each option takes its value once its name is known: an unknown one never swallows the next. */
@@ -466,10 +473,11 @@ static int run_decode(const bench_options *o)
                               .embed_dim = o->embed.n ? o->embed.v[0] : 0, .heads = o->heads.n ? o->heads.v[0] : 0,
                               .kv_heads = o->kv_heads, .dtype_count = o->dtype.n, .min_time_s = o->min_time_s,
                               .peak_seconds = o->peak_seconds, .warmup = o->warmup, .no_peak = o->no_peak,
-                              .no_mqa = o->no_mqa};
+                              .no_mqa = o->no_mqa, .no_window = o->no_window};
     memcpy(d.lens, o->len.v, o->len.n * sizeof o->len.v[0]);
-    if (o->dtype.n > 2) {
-        fprintf(stderr, "vkattn bench: --preset decode: --dtype takes f32, f16 or both\n");
+    if (o->dtype.n > BENCH_DECODE_MAX_DTYPES) {
+        fprintf(stderr, "vkattn bench: --preset decode: --dtype takes up to %d of f32, f16, q8_0, q4_0\n",
+                BENCH_DECODE_MAX_DTYPES);
         return 2;
     }
     for (uint32_t i = 0; i < o->dtype.n; i++) d.dtypes[i] = (vkattn_dtype)o->dtype.v[i];
@@ -489,10 +497,17 @@ int cmd_bench(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
     if (o.preset && strcmp(o.preset, "decode") == 0) return run_decode(&o);
-    if (o.kv_heads || o.no_mqa) {
-        fprintf(stderr, "vkattn bench: %s is an option of --preset decode\n", o.kv_heads ? "--kv-heads" : "--no-mqa");
+    if (o.kv_heads || o.no_mqa || o.no_window) {
+        fprintf(stderr, "vkattn bench: %s is an option of --preset decode\n",
+                o.kv_heads ? "--kv-heads" : o.no_mqa ? "--no-mqa" : "--no-window");
         return 2;
     }
+    for (uint32_t i = 0; i < o.dtype.n; i++)
+        if (o.dtype.v[i] != VKATTN_DTYPE_F32 && o.dtype.v[i] != VKATTN_DTYPE_F16) {
+            fprintf(stderr, "vkattn bench: --dtype %s is a KV cache format: it goes with --preset decode (the sweep "
+                            "takes f32, f16)\n", vkattn_dtype_name((vkattn_dtype)o.dtype.v[i]));
+            return 2;
+        }
     /* Output problems are said now, not after a sweep of minutes. */
     if (o.plot && !bench_plot_path_ok(o.plot)) {
         fprintf(stderr, "vkattn bench: --plot %s: give %s (the format)\n", o.plot, BENCH_PLOT_NAMES);
