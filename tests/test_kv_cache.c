@@ -1,7 +1,8 @@
 /* The paged KV cache and cached forwards, against the CPU reference: every token a sequence gets
  * through the cache (prefill, chunks, decode steps, ragged batches, forks) must come out as that
  * token's row of one causal forward over the whole sequence (vkattn_reference_forward, causal).
- * Families (argv[1]): decode, ragged, split, paging, errors, variants; quant and quant_accuracy for the caches
+ * Families (argv[1]): decode, decode_shapes, ragged, split, paging, errors, variants; quant and
+ * quant_accuracy for the caches
  * of a block format (Q8_0, Q4_0), checked against a reference that rounds k and v the same way
  * (kv_cache_dtype) and, for what the format costs, against the unrounded one. */
 #define _POSIX_C_SOURCE 200809L
@@ -145,24 +146,32 @@ static void decode_case(vkattn_context *ctx, const char *name, const vkattn_laye
 
 static void family_decode(vkattn_context *ctx)
 {
-    /* GQA (2 query heads per K/V head) with NeoX RoPE; MQA at a real head dim; GPT-J partial RoPE
-     * with plain multi-head attention; no RoPE; an odd head dim (scalar texels). */
+    /* Every kernel build of a cached forward once (this family also runs on the second driver):
+     * GQA (2 query heads per K/V head) with NeoX RoPE in f32 and f16 caches and f16 storage,
+     * split-KV's ragged merge, and an odd head dim without RoPE (scalar texels). */
     vkattn_layer_desc gqa = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
     decode_case(ctx, "gqa rope neox, prefill 7 then decode", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
     decode_case(ctx, "gqa rope neox, f16 cache", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_F16, 0, 1e-5, -1);
-    decode_case(ctx, "gqa, prompt in chunks of 5", &gqa, 23, 5, 30, 8, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-    decode_case(ctx, "gqa, 1-token prefill (all decode)", &gqa, 1, 1, 24, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1);
     decode_case(ctx, "gqa, split-KV 3 parts (the ragged merge)", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_F32, 3, 1e-10, 1);
     vkattn_layer_desc gqa16 = gqa;
     gqa16.storage = VKATTN_DTYPE_F16; /* fp16 weights and activations, the cache in f16 too */
     decode_case(ctx, "gqa, f16 layer storage and cache", &gqa16, 7, 7, 40, 4, VKATTN_DTYPE_F16, 0, 2e-5, -1);
+    vkattn_layer_desc plain = {.embed_dim = 30, .num_heads = 2, .num_kv_heads = 1};
+    decode_case(ctx, "no rope, D=15 (scalar texels)", &plain, 5, 5, 20, 3, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+}
+
+static void family_decode_shapes(vkattn_context *ctx)
+{
+    /* The same kernels at more shapes: prompts in chunks, a 1-token prefill, MQA at a real head dim
+     * and theta 500000, GPT-J partial RoPE with plain multi-head attention. */
+    vkattn_layer_desc gqa = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
+    decode_case(ctx, "gqa, prompt in chunks of 5", &gqa, 23, 5, 30, 8, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    decode_case(ctx, "gqa, 1-token prefill (all decode)", &gqa, 1, 1, 24, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1);
     vkattn_layer_desc mqa = {.embed_dim = 512, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 500000};
     decode_case(ctx, "mqa D=128 theta 500000", &mqa, 40, 40, 72, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1);
     vkattn_layer_desc mha = {.embed_dim = 96, .num_heads = 3, .rope_theta = 10000, .rope_dim = 16,
                              .rope_style = VKATTN_ROPE_GPTJ};
     decode_case(ctx, "mha gptj rope_dim 16", &mha, 9, 9, 33, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-    vkattn_layer_desc plain = {.embed_dim = 30, .num_heads = 2, .num_kv_heads = 1};
-    decode_case(ctx, "no rope, D=15 (scalar texels)", &plain, 5, 5, 20, 3, VKATTN_DTYPE_F32, 0, 1e-10, -1);
 }
 
 static void family_split(vkattn_context *ctx)
@@ -596,6 +605,7 @@ int main(int argc, char **argv)
     if (strcmp(family, "split") == 0) setenv("VKATTN_LOOP_BUDGET", "600", 1);
     vkattn_context *ctx = gpu_test_context();
     if (strcmp(family, "decode") == 0) family_decode(ctx);
+    else if (strcmp(family, "decode_shapes") == 0) family_decode_shapes(ctx);
     else if (strcmp(family, "split") == 0) family_split(ctx);
     else if (strcmp(family, "ragged") == 0) family_ragged(ctx);
     else if (strcmp(family, "paging") == 0) family_paging(ctx);
