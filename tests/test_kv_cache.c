@@ -2,9 +2,9 @@
  * through the cache (prefill, chunks, decode steps, ragged batches, forks) must come out as that
  * token's row of one causal forward over the whole sequence (vkattn_reference_forward, causal).
  * Families (argv[1]): decode, decode_shapes, ragged, split, paging, errors, variants; quant and
- * quant_accuracy for the caches
- * of a block format (Q8_0, Q4_0), checked against a reference that rounds k and v the same way
- * (kv_cache_dtype) and, for what the format costs, against the unrounded one. */
+ * quant_accuracy for the caches of a block format (Q8_0, Q4_0), checked against a reference that
+ * rounds k and v the same way (kv_cache_dtype) and, for what the format costs, against the unrounded
+ * one. */
 #define _POSIX_C_SOURCE 200809L
 #include "attention/kv_cache.h"
 #include "device/context.h"
