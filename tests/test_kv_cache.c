@@ -147,8 +147,8 @@ static void decode_case(vkattn_context *ctx, const char *name, const vkattn_laye
 static void family_decode(vkattn_context *ctx)
 {
     /* Every kernel build of a cached forward once (this family also runs on the second driver):
-     * GQA (2 query heads per K/V head) with NeoX RoPE in f32 and f16 caches and f16 storage,
-     * split-KV's ragged merge, and an odd head dim without RoPE (scalar texels). */
+     * GQA (2 query heads per K/V head) with NeoX RoPE in f32 and f16 caches and f16 storage, and
+     * split-KV's ragged merge. */
     vkattn_layer_desc gqa = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
     decode_case(ctx, "gqa rope neox, prefill 7 then decode", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
     decode_case(ctx, "gqa rope neox, f16 cache", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_F16, 0, 1e-5, -1);
@@ -156,14 +156,13 @@ static void family_decode(vkattn_context *ctx)
     vkattn_layer_desc gqa16 = gqa;
     gqa16.storage = VKATTN_DTYPE_F16; /* fp16 weights and activations, the cache in f16 too */
     decode_case(ctx, "gqa, f16 layer storage and cache", &gqa16, 7, 7, 40, 4, VKATTN_DTYPE_F16, 0, 2e-5, -1);
-    vkattn_layer_desc plain = {.embed_dim = 30, .num_heads = 2, .num_kv_heads = 1};
-    decode_case(ctx, "no rope, D=15 (scalar texels)", &plain, 5, 5, 20, 3, VKATTN_DTYPE_F32, 0, 1e-10, -1);
 }
 
 static void family_decode_shapes(vkattn_context *ctx)
 {
     /* The same kernels at more shapes: prompts in chunks, a 1-token prefill, MQA at a real head dim
-     * and theta 500000, GPT-J partial RoPE with plain multi-head attention. */
+     * and theta 500000, GPT-J partial RoPE with plain multi-head attention, an odd head dim without
+     * RoPE (scalar texels). */
     vkattn_layer_desc gqa = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
     decode_case(ctx, "gqa, prompt in chunks of 5", &gqa, 23, 5, 30, 8, VKATTN_DTYPE_F32, 0, 1e-10, -1);
     decode_case(ctx, "gqa, 1-token prefill (all decode)", &gqa, 1, 1, 24, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1);
@@ -172,6 +171,8 @@ static void family_decode_shapes(vkattn_context *ctx)
     vkattn_layer_desc mha = {.embed_dim = 96, .num_heads = 3, .rope_theta = 10000, .rope_dim = 16,
                              .rope_style = VKATTN_ROPE_GPTJ};
     decode_case(ctx, "mha gptj rope_dim 16", &mha, 9, 9, 33, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
+    vkattn_layer_desc plain = {.embed_dim = 30, .num_heads = 2, .num_kv_heads = 1};
+    decode_case(ctx, "no rope, D=15 (scalar texels)", &plain, 5, 5, 20, 3, VKATTN_DTYPE_F32, 0, 1e-10, -1);
 }
 
 static void family_split(vkattn_context *ctx)

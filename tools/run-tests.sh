@@ -7,7 +7,8 @@
 #      labelled `driver`, every kernel and path once (its compiler is ~4x slower cold, so not all);
 #   3. the suite built with AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on), with
 #      the failure-injection walks (label `faults`: leaks on error paths show here; every 5th
-#      point, VKATTN_FAULT_STRIDE) and without the `numerics` rows (accuracy, run in 1);
+#      point, VKATTN_FAULT_STRIDE) and without the `numerics` rows (accuracy, run in 1) and the
+#      `bench` smoke runs (thousands of forwards each);
 #   4. a short libFuzzer run over every parser of outside data (tools/run-fuzz.sh), if present.
 # `ctest --test-dir build` alone runs everything.
 # Set VKATTN_SKIP_MESA25=1, VKATTN_SKIP_SANITIZERS=1 or VKATTN_SKIP_FUZZ=1 to leave a phase out locally.
@@ -47,7 +48,7 @@ if [ "${VKATTN_SKIP_SANITIZERS:-0}" != 1 ]; then
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKATTN_SANITIZE=ON \
         -DVKATTN_SHADER_CACHE_DIR="$cache" >/dev/null
   cmake --build build-asan -j "$jobs"
-  VKATTN_FAULT_STRIDE=5 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE numerics
+  VKATTN_FAULT_STRIDE=5 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE 'numerics|bench'
   san_s=$((SECONDS - t))
 fi
 
