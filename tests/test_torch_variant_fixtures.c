@@ -207,36 +207,4 @@ static int read_case(const char *line, variant_case *c)
     return n == 11 && (strcmp(c->rope_style, "none") == 0) == (c->rope_theta == 0);
 }
 
-int main(int argc, char **argv)
-{
-    fixture_manifest m;
-    int rc = fixture_manifest_open(&m, argc, argv);
-    if (rc) return rc;
-    dir_g = m.dir;
-    vkattn_context *ctx = m.gpu ? gpu_test_context() : NULL;
-    int ran = 0;
-    char line[512];
-    while (fixture_manifest_next(&m, line, sizeof line)) {
-        variant_case c;
-        int parsed = read_case(line, &c);
-        CHECK_MSG(parsed, "malformed line in %s: %s", m.path, line);
-        if (!parsed || !fixture_manifest_selected(&m, c.name)) continue;
-        int before = test_g.failures;
-        double start = fixture_seconds();
-        case_data d;
-        if (case_data_load(&c, &d)) {
-            run_cpu(&c, &d);
-            if (m.gpu) run_device(ctx, &c, &d);
-            ran++;
-        }
-        case_data_free(&d);
-        printf("%-40s %6.1f s %s\n", c.name, fixture_seconds() - start, test_g.failures == before ? "ok" : "FAILED");
-        fflush(stdout);
-        m.cases++;
-    }
-    fixture_manifest_close(&m);
-    CHECK_MSG(ran == m.cases, "%d of %d cases ran", ran, m.cases);
-    printf("%d cases ran\n", ran);
-    if (ctx) gpu_test_finish_context(ctx);
-    return test_finish();
-}
+FIXTURE_MAIN(variant_case)
