@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpu_test.h"
 #include "test_util.h"
 
 typedef struct fixture_manifest {
@@ -78,6 +79,29 @@ static inline double fixture_seconds(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Reads DIR/NAME.SUFFIX.npy into *a; a failed read is a test failure naming the file. */
+static inline int fixture_load_npy(const char *dir, const char *name, const char *suffix, vkattn_array *a)
+{
+    char path[1024];
+    vkattn_error error = {0};
+    snprintf(path, sizeof path, "%s/%s.%s.npy", dir, name, suffix);
+    vkattn_status status = vkattn_npy_read(path, a, &error);
+    CHECK_MSG(status == VKATTN_OK, "%s: %s: %s", path, vkattn_status_name(status), error.message);
+    return status == VKATTN_OK;
+}
+
+/* One path's output against the fixture's: max-abs within tol * max(1, max|ref|), nothing
+ * non-finite that the reference is not; prints a line either way. */
+static inline void fixture_check_output(const char *name, const char *path, const float *out, const float *ref, size_t n,
+                                        double tol)
+{
+    test_error e = test_compare(out, ref, n);
+    double bound = tol * (e.ref_max > 1 ? e.ref_max : 1);
+    CHECK_MSG(e.nonfinite == 0 && e.max_abs <= bound, "%s (%s): output max-abs %.3g > %.3g or %zu non-finite", name,
+              path, e.max_abs, bound, e.nonfinite);
+    printf("  %-26s %-8s output max-abs %.3g (|ref| <= %.3g)\n", name, path, e.max_abs, e.ref_max);
 }
 
 /* The main() every fixture test shares: each manifest line parsed by the test's read_case() into a

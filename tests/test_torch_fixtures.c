@@ -50,12 +50,7 @@ static const char *dir_g;
 
 static int load_npy(const torch_case *c, const char *suffix, vkattn_array *a)
 {
-    char path[1024];
-    vkattn_error error = {0};
-    snprintf(path, sizeof path, "%s/%s.%s.npy", dir_g, c->name, suffix);
-    vkattn_status status = vkattn_npy_read(path, a, &error);
-    CHECK_MSG(status == VKATTN_OK, "%s: %s: %s", path, vkattn_status_name(status), error.message);
-    return status == VKATTN_OK;
+    return fixture_load_npy(dir_g, c->name, suffix, a);
 }
 
 static size_t elements(const vkattn_array *a)

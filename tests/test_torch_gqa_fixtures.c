@@ -55,12 +55,7 @@ static int has_rope(const gqa_case *c) { return strcmp(c->rope_style, "none") !=
 
 static int load_npy(const gqa_case *c, const char *suffix, vkattn_array *a)
 {
-    char path[1024];
-    vkattn_error error = {0};
-    snprintf(path, sizeof path, "%s/%s.%s.npy", dir_g, c->name, suffix);
-    vkattn_status status = vkattn_npy_read(path, a, &error);
-    CHECK_MSG(status == VKATTN_OK, "%s: %s: %s", path, vkattn_status_name(status), error.message);
-    return status == VKATTN_OK;
+    return fixture_load_npy(dir_g, c->name, suffix, a);
 }
 
 static void case_data_free(case_data *d)
@@ -129,14 +124,9 @@ static int case_data_load(const gqa_case *c, case_data *d)
     return 1;
 }
 
-/* Compares one run's output with the reference; prints a line either way. */
 static void compare(const gqa_case *c, const case_data *d, const char *path, const float *out)
 {
-    test_error e = test_compare(out, d->output.data, d->out_n);
-    double tol = TOL * (e.ref_max > 1 ? e.ref_max : 1);
-    CHECK_MSG(e.nonfinite == 0 && e.max_abs <= tol, "%s (%s): output max-abs %.3g > %.3g or %zu non-finite", c->name,
-              path, e.max_abs, tol, e.nonfinite);
-    printf("  %-24s %-8s output max-abs %.3g (|ref| <= %.3g)\n", c->name, path, e.max_abs, e.ref_max);
+    fixture_check_output(c->name, path, out, d->output.data, d->out_n, TOL);
 }
 
 static void run_cpu(const gqa_case *c, const case_data *d)

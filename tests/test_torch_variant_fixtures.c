@@ -55,12 +55,7 @@ static const char *dir_g;
 
 static int load_npy(const variant_case *c, const char *suffix, vkattn_array *a)
 {
-    char path[1024];
-    vkattn_error error = {0};
-    snprintf(path, sizeof path, "%s/%s.%s.npy", dir_g, c->name, suffix);
-    vkattn_status status = vkattn_npy_read(path, a, &error);
-    CHECK_MSG(status == VKATTN_OK, "%s: %s: %s", path, vkattn_status_name(status), error.message);
-    return status == VKATTN_OK;
+    return fixture_load_npy(dir_g, c->name, suffix, a);
 }
 
 static void case_data_free(case_data *d)
@@ -127,11 +122,7 @@ static int case_data_load(const variant_case *c, case_data *d)
 
 static void compare(const variant_case *c, const case_data *d, const char *path, const float *out)
 {
-    test_error e = test_compare(out, d->output.data, d->out_n);
-    double tol = TOL * (e.ref_max > 1 ? e.ref_max : 1);
-    CHECK_MSG(e.nonfinite == 0 && e.max_abs <= tol, "%s (%s): output max-abs %.3g > %.3g or %zu non-finite", c->name,
-              path, e.max_abs, tol, e.nonfinite);
-    printf("  %-26s %-8s output max-abs %.3g (|ref| <= %.3g)\n", c->name, path, e.max_abs, e.ref_max);
+    fixture_check_output(c->name, path, out, d->output.data, d->out_n, TOL);
 }
 
 static void run_cpu(const variant_case *c, const case_data *d)
