@@ -141,21 +141,42 @@ int vka_pipeline_cache_check(const uint8_t *data, size_t size, const VkPhysicalD
     return check_vulkan_header(vk, present, props, why, why_size);
 }
 
+/* Whether the directory `path` would be created in exists (the current one for a bare name). */
+static int directory_exists(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return 1;
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char dir[4096];
+    if (n >= sizeof dir) return 1; /* too long to check here: saving will say what is wrong */
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    struct stat st;
+    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* Reads the cache file into *out (vka_malloc'ed) or says in cache->note why not. Only running out
  * of memory is a failure: a file that cannot be read is a note, since no cache was ever needed. */
 static vkattn_status read_file(vka_device *dev, vka_pipeline_cache *cache, uint8_t **out, size_t *size)
 {
     const char *path = cache->path;
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. fstat below
+     * then turns away everything that is not a regular file before a byte is read. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
-        cache->state = e == ENOENT ? VKATTN_PIPELINE_CACHE_NEW_FILE : VKATTN_PIPELINE_CACHE_IGNORED;
-        if (e == ENOENT)
+        cache->state = VKATTN_PIPELINE_CACHE_IGNORED;
+        if (e == ENOENT && !directory_exists(path)) {
+            snprintf(cache->note, sizeof cache->note,
+                     "%s cannot be written: its directory does not exist (create it before the context saves)", path);
+        } else if (e == ENOENT) {
+            cache->state = VKATTN_PIPELINE_CACHE_NEW_FILE;
             snprintf(cache->note, sizeof cache->note, "%s does not exist yet: it is written when the context saves",
                      path);
-        else
+        } else {
             snprintf(cache->note, sizeof cache->note, "ignored %s: cannot open it: %s", path, strerror(e));
+        }
         return VKATTN_OK;
     }
     const char *problem = NULL;
@@ -163,7 +184,10 @@ static vkattn_status read_file(vka_device *dev, vka_pipeline_cache *cache, uint8
     struct stat st;
     int e = 0;
     if (fstat(fd, &st) != 0) e = errno;
-    else if (!S_ISREG(st.st_mode)) problem = "not a regular file";
+    else if (!S_ISREG(st.st_mode)) {
+        problem = "not a regular file (it is neither read nor written)";
+        cache->not_regular = 1;
+    }
     else if (st.st_size == 0) problem = "empty";
     else if ((unsigned long long)st.st_size > VKA_PIPELINE_CACHE_MAX_BYTES) {
         snprintf(too_large, sizeof too_large, "%llu bytes, more than the %zu MiB a pipeline cache may have",
@@ -345,6 +369,8 @@ static vkattn_status replace_file(vka_device *dev, const char *path, const uint8
 vkattn_status vka_pipeline_cache_save(vka_device *dev, vka_pipeline_cache *cache)
 {
     if (!cache->path || !cache->dirty) return VKATTN_OK;
+    if (cache->not_regular)
+        return vka_fail(dev, VKATTN_ERROR_IO, "pipeline cache %s: not a regular file: it is not written", cache->path);
     vkattn_status status = VKATTN_OK;
     uint8_t *bytes = NULL;
     size_t size = 0;

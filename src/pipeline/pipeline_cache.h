@@ -28,6 +28,7 @@ typedef struct vka_pipeline_cache {
     size_t loaded_bytes;
     char note[sizeof(((vkattn_pipeline_cache_info *)0)->note)];
     int dirty;                         /* pipelines were created since the file was read or saved */
+    int not_regular;                   /* the path is a FIFO, directory or device: never written over */
     int file_known;                    /* the file holds the data below (file_size, file_checksum) */
     uint64_t file_size, file_checksum; /* of the Vulkan data in the file, to skip rewriting it */
 } vka_pipeline_cache;
