@@ -932,7 +932,7 @@ static const st_case k_st_cases[] = {
      28, VKATTN_ERROR_FORMAT, "'in_proj_weight' has shape (3, 2) but out_proj.weight says E = 1 (expected (3, 1))"},
     {"k_proj_weight rows", "{" ENTRY("q_proj_weight", "F32", "1,1", 0, 4) "," ENTRY("k_proj_weight", "F32", "2,3", 4, 28)
      "," ENTRY("v_proj_weight", "F32", "1,1", 28, 32) "," ENTRY("out_proj.weight", "F32", "1,1", 32, 36) "}", 36,
-     VKATTN_ERROR_FORMAT, "expected (1, kdim)"},
+     VKATTN_ERROR_FORMAT, "'k_proj_weight' has 2 rows; key/value projections have H_kv * D rows"},
     {"kdim = 0", "{" ENTRY("q_proj_weight", "F32", "1,1", 0, 4) "," ENTRY("k_proj_weight", "F32", "1,0", 4, 4)
      "," ENTRY("v_proj_weight", "F32", "1,1", 4, 8) "," ENTRY("out_proj.weight", "F32", "1,1", 8, 12) "}", 12,
      VKATTN_ERROR_FORMAT, "kdim must be"},

@@ -418,6 +418,37 @@ static void test_grouped_query(void)
     }
     remove(path);
 
+    /* nn.MultiheadAttention's names with H_kv * D key/value rows, the layout vkattn_weights takes
+     * in memory (issue 18: refused with "k_proj_weight has shape (32, 128) but out_proj.weight
+     * says E = 128"): in_proj_bias of E + 2 * kv_rows, bias_k/bias_v of kv_rows. */
+    memset(&f, 0, sizeof f);
+    ck_add(&f, P0, "q_proj_weight", "F32", 2, 128, 128, 1);
+    ck_add(&f, P0, "k_proj_weight", "F32", 2, 32, 128, 2);
+    ck_add(&f, P0, "v_proj_weight", "F32", 2, 32, 128, 3);
+    ck_add(&f, P0, "in_proj_bias", "F32", 1, 128 + 2 * 32, 0, 4);
+    ck_add(&f, P0, "out_proj.weight", "F32", 2, 128, 128, 5);
+    ck_add(&f, P0, "out_proj.bias", "F32", 1, 128, 0, 6);
+    ck_write(&f, "torch_gqa.safetensors", path, sizeof path);
+    file = open_expect(path, P0, VKATTN_OK, NULL, NULL);
+    if (file) {
+        const vkattn_weights *w = vkattn_weight_file_weights(file);
+        check_values(&f, P0 "k_proj_weight", w->k_proj_weight, 32 * 128);
+        check_values(&f, P0 "in_proj_bias", w->in_proj_bias, 192);
+        vkattn_weight_file_info info;
+        CHECK_STATUS(vkattn_weight_file_get_info(file, &info), VKATTN_OK);
+        CHECK(info.naming == VKATTN_WEIGHT_NAMES_TORCH && info.kv_rows == 32 && info.embed_dim == 128);
+        vkattn_layer_desc d = {.num_heads = 8};
+        vkattn_weight_file_describe(file, &d);
+        CHECK_MSG(d.num_kv_heads == 2 && d.kdim == 128 && !d.no_bias, "num_kv_heads %u", d.num_kv_heads);
+        vkattn_weight_file_destroy(file);
+    }
+    remove(path);
+    /* ... and a bias of the wrong length for those rows names both */
+    f.t[3].dims[0] = 3 * 128;
+    ck_write(&f, "torch_gqa_bias.safetensors", path, sizeof path);
+    open_expect(path, P0, VKATTN_ERROR_FORMAT, "'" P0 "in_proj_bias' has shape (384)", "(192)");
+    remove(path);
+
     /* Key/value rows that are no divisor of E, and k and v that disagree, are refused at load. */
     memset(&f, 0, sizeof f);
     ck_add_hf_layer(&f, P0, "F32", 64, 24, 0, 1);

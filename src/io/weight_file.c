@@ -406,24 +406,25 @@ static vkattn_status check_shape(const st_layer *l, int k, const uint64_t *want,
                          layer_name(l, T_OUT_W), (unsigned long long)E, expected);
 }
 
-/* Hugging Face's key/value projections have H_kv * D rows (grouped-query attention when fewer than
- * E): the same for both, and a divisor of E = H * D, since H_kv divides H. */
+/* Separate key/value projections (Hugging Face's k_proj.weight, nn.MultiheadAttention's
+ * k_proj_weight) have H_kv * D rows (grouped-query attention when fewer than E): the same for both,
+ * and a divisor of E = H * D, since H_kv divides H. */
 static vkattn_status check_kv_rows(const st_layer *l, uint64_t E, uint64_t *kv_rows, vkattn_error *error)
 {
     const st_tensor *k = l->t[T_K_W], *v = l->t[T_V_W];
     *kv_rows = E;
-    if (l->names == NAMES_TORCH || k->rank != 2) return VKATTN_OK; /* a wrong rank is check_shape's */
+    if (k->rank != 2) return VKATTN_OK; /* a wrong rank is check_shape's */
     uint64_t rows = k->dims[0];
     if (rows == 0 || rows > E || E % rows != 0)
         return vka_error_set(error, VKATTN_ERROR_FORMAT,
-                             "safetensors: '%sk_proj.weight' has %llu rows; key/value projections have H_kv * D rows, "
+                             "safetensors: '%s%s' has %llu rows; key/value projections have H_kv * D rows, "
                              "which must divide E = %llu (each key/value head serves H / H_kv query heads)",
-                             l->prefix, (unsigned long long)rows, (unsigned long long)E);
-    if (v->rank == 2 && v->dims[0] != rows)
+                             l->prefix, layer_name(l, T_K_W), (unsigned long long)rows, (unsigned long long)E);
+    if (v && v->rank == 2 && v->dims[0] != rows)
         return vka_error_set(error, VKATTN_ERROR_FORMAT,
-                             "safetensors: '%sv_proj.weight' has %llu rows but '%sk_proj.weight' has %llu; both have "
-                             "H_kv * D",
-                             l->prefix, (unsigned long long)v->dims[0], l->prefix, (unsigned long long)rows);
+                             "safetensors: '%s%s' has %llu rows but '%s%s' has %llu; both have H_kv * D",
+                             l->prefix, layer_name(l, T_V_W), (unsigned long long)v->dims[0], l->prefix,
+                             layer_name(l, T_K_W), (unsigned long long)rows);
     *kv_rows = rows;
     return VKATTN_OK;
 }
@@ -451,8 +452,8 @@ static vkattn_status check_shapes(const st_layer *l, st_dims *dims, vkattn_error
     if (l->t[T_K_W]) VKA_TRY(check_kv_rows(l, E, &r, error));
     const uint64_t shapes[T_COUNT][3] = {
         [T_IN_W] = {3 * E, E}, [T_Q_W] = {E, E},     [T_K_W] = {r, kdim},    [T_V_W] = {r, vdim},
-        [T_IN_B] = {3 * E},    [T_OUT_W] = {E, E},   [T_OUT_B] = {E},        [T_BIAS_K] = {1, 1, E},
-        [T_BIAS_V] = {1, 1, E}, [T_Q_B] = {E},       [T_K_B] = {r},          [T_V_B] = {r},
+        [T_IN_B] = {E + 2 * r}, [T_OUT_W] = {E, E},  [T_OUT_B] = {E},        [T_BIAS_K] = {1, 1, r},
+        [T_BIAS_V] = {1, 1, r}, [T_Q_B] = {E},       [T_K_B] = {r},          [T_V_B] = {r},
     };
     static const uint32_t ranks[T_COUNT] = {2, 2, 2, 2, 1, 2, 1, 3, 3, 1, 1, 1};
     for (int k = 0; k < T_COUNT; k++) VKA_TRY(check_shape(l, k, shapes[k], ranks[k], E, error));
