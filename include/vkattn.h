@@ -389,6 +389,10 @@ typedef enum vkattn_rope_style {
     VKATTN_ROPE_GPTJ = 1  /* pairs (2i, 2i + 1): GPT-J, interleaved */
 } vkattn_rope_style;
 
+/* The largest ALiBi slope magnitude a layer takes (models' slopes are at most 1): with positions
+ * below 2^32 apart every bias stays below 2^48, which fp32 scores hold. */
+#define VKATTN_ALIBI_MAX_SLOPE 65536.0f
+
 typedef struct vkattn_layer_desc {
     uint32_t embed_dim;  /* E, required */
     uint32_t num_heads;  /* H, required; E % H must be 0 */
@@ -423,7 +427,8 @@ typedef struct vkattn_layer_desc {
                             max(L, S) - 1; query i is at rope_offset + max(L, S) - L + i, key j at
                             rope_offset + max(L, S) - S + j. With L = S (self-attention) that is
                             the token's index plus rope_offset; one new token with the S tokens
-                            so far as key/value (decoding) is at position S - 1.
+                            so far as key/value (decoding) is at position S - 1, and `causal`
+                            follows these positions (see vkattn_forward_desc.causal).
                             Negative or non-finite: VKATTN_ERROR_INVALID_ARGUMENT. With
                             add_bias_kv or add_zero_attn (appended keys have no position):
                             VKATTN_ERROR_UNSUPPORTED. On the device the projected Q and K are
@@ -457,7 +462,9 @@ typedef struct vkattn_layer_desc {
                             rope_theta > 0 (ALiBi replaces positional embeddings:
                             VKATTN_ERROR_INVALID_ARGUMENT); with add_bias_kv or add_zero_attn:
                             VKATTN_ERROR_UNSUPPORTED. */
-    const float *alibi_slopes; /* H slopes m_h (finite, else VKATTN_ERROR_NON_FINITE), copied; NULL = the
+    const float *alibi_slopes; /* H slopes m_h (finite, else VKATTN_ERROR_NON_FINITE, and at most
+                                  VKATTN_ALIBI_MAX_SLOPE in magnitude, else VKATTN_ERROR_INVALID_ARGUMENT:
+                                  larger ones would overflow fp32 scores), copied; NULL = the
                                   standard ones: m_h = 2^(-8(h+1)/H) when H is a power of two, else (as
                                   BLOOM and Hugging Face do) 2^(-8(h+1)/n) for heads h < n, n the largest
                                   power of two below H, then 2^(-4(2k+1)/n) for heads n + k. Computed in double,
@@ -538,7 +545,15 @@ typedef struct vkattn_forward_desc {
     const vkattn_tensor *query;            /* required */
     const vkattn_tensor *key;              /* NULL = query */
     const vkattn_tensor *value;            /* NULL = key */
-    int causal;                            /* 0 = off; on: query i may not attend to key j > i */
+    int causal;                            /* 0 = off; on: a query may not attend to later keys.
+                                              Without positions, as PyTorch (top-left): query i
+                                              may not attend to key j > i. In a layer with
+                                              positions (rope_theta, window or alibi), where
+                                              queries and keys end at the same position, by
+                                              position (bottom-right, as Hugging Face's models
+                                              and a KV cache): key j > i + S - L is masked, so L
+                                              new tokens over all S tokens so far attend as in a
+                                              full causal forward. Both agree when L = S. */
     const vkattn_tensor *key_padding_mask; /* NULL or BOOL (B,S) */
     const vkattn_tensor *valid_lens;       /* NULL or I32 (B) or (B,L) */
     const vkattn_tensor *attn_mask;        /* NULL or BOOL/F32 (L,S) or (B*H,L,S) */
@@ -666,7 +681,10 @@ vkattn_status vkattn_reference_forward(const vkattn_layer_desc *layer, const vka
  * and sinks as in a plain forward). So prefill and decode are the same call, a long prompt may be fed in chunks,
  * and a token's output is the same as in one causal vkattn_forward over the whole sequence (up to
  * rounding; the tests check it against the CPU reference, vkattn_reference_forward with causal = 1
- * over the sequence's tokens). One cache serves one layer: a model has a cache per layer. */
+ * over the sequence's tokens). One cache serves one layer: a model has a cache per layer. This is
+ * enforced: the first layer that appends to an empty cache owns it until every sequence is freed
+ * (even if that layer is destroyed meanwhile); a cached forward of another layer is
+ * VKATTN_ERROR_INVALID_ARGUMENT and changes nothing. */
 typedef struct vkattn_kv_cache vkattn_kv_cache;
 
 typedef struct vkattn_kv_cache_desc {
@@ -676,13 +694,19 @@ typedef struct vkattn_kv_cache_desc {
     uint32_t block_size;    /* tokens per block; 0 = 16 */
     uint32_t max_sequences; /* sequence ids 0 .. max_sequences - 1; 0 = 1 */
     vkattn_dtype dtype;     /* what the pool stores: F32 (0, default); F16 (needs 16-bit storage,
-                               else VKATTN_ERROR_UNSUPPORTED; values beyond fp16's range become inf);
+                               else VKATTN_ERROR_UNSUPPORTED; values beyond fp16's range become inf,
+                               or +-65504 on drivers whose fp16 stores round toward zero, such as
+                               lavapipe: docs/KNOWN_ISSUES.md);
                                or a block format, Q8_0 or Q4_0 (see vkattn_dtype): each head's row of
                                a token is quantized on the device as it is appended, D / 32 ggml
                                blocks back to back, and dequantized as attention reads it. A block
                                format needs head_dim % 32 == 0 (else VKATTN_ERROR_INVALID_ARGUMENT).
                                Against an F32 cache it costs NMSE ~5e-5 (Q8_0) and ~1.3e-2 (Q4_0)
-                               on the output of a D = 128 layer with N(0,1) inputs (README). */
+                               on the output of a D = 128 layer with N(0,1) inputs (README). As in
+                               ggml, a block's scale is fp16: a block holding a magnitude above
+                               65504 * 127 ~ 8.3e6 (Q8_0) or 65504 * 8 ~ 5.2e5 (Q4_0) gets an
+                               infinite scale and reads back as NaN, and attention over it is NaN;
+                               keep such activations in an F16 or F32 cache. */
 } vkattn_kv_cache_desc;
 
 /* Creates the pool (K and V, each one device buffer of num_blocks * block_size tokens of H_kv
@@ -864,11 +888,14 @@ void vkattn_array_free(vkattn_array *array);
  * from the model's config (rope_scaling, as Llama 3.1's, is not supported: its frequencies
  * differ from theta's).
  *
- * Grouped-query layers: Hugging Face's k_proj.weight and v_proj.weight may have fewer rows than
- * q_proj.weight: kv_rows = H_kv * D, which must divide E (else VKATTN_ERROR_FORMAT); they load as
- * k_proj_weight (kv_rows, kdim) and v_proj_weight (kv_rows, vdim). nn.MultiheadAttention's names
- * always have E rows. The output projection must be square (E, E), i.e. num_heads * head_dim =
- * hidden_size; a model where they differ is VKATTN_ERROR_FORMAT. */
+ * Grouped-query layers: separate key/value projections (Hugging Face's k_proj.weight and
+ * v_proj.weight, nn.MultiheadAttention's k_proj_weight and v_proj_weight) may have fewer rows than
+ * the query's: kv_rows = H_kv * D, which must divide E (else VKATTN_ERROR_FORMAT); they load as
+ * k_proj_weight (kv_rows, kdim) and v_proj_weight (kv_rows, vdim), and nn.MultiheadAttention's
+ * in_proj_bias then has E + 2 * kv_rows entries, bias_k and bias_v kv_rows (the layout
+ * vkattn_weights takes). in_proj_weight always has 3E rows. The output projection must be square
+ * (E, E), i.e. num_heads * head_dim = hidden_size; a model where they differ is
+ * VKATTN_ERROR_FORMAT. */
 typedef struct vkattn_weight_file vkattn_weight_file;
 
 /* Reads one attention layer from the safetensors file at `path`. `prefix` names the layer: its

@@ -59,6 +59,8 @@
 #define VKA_MASK_ATTN_BOOL 16u
 #define VKA_MASK_ATTN_FLOAT 32u
 #define VKA_MASK_ATTN_PER_HEAD 64u
+#define VKA_MASK_CAUSAL_END 128u /* with CAUSAL: aligned at the end (bottom-right), keys j > qk masked,
+                                    for layers with positions (RoPE, window, ALiBi) */
 
 /* Loop trips. lavapipe ends every loop of an invocation once 65535 iterations have run in total,
  * across all its loops (docs/KNOWN_ISSUES.md), so the plan bounds each kernel's trips per

@@ -114,7 +114,10 @@ uint vka_row_limit(uint b, uint i)
 {
     uint f = pc.mask_flags;
     int limit = int(pc.S);
-    if ((f & VKA_MASK_CAUSAL) != 0) limit = min(limit, int(i) + 1);
+    /* Top-left (PyTorch) by default; at the end, the key at the query's own position (qk) is the
+     * last one it sees. */
+    int shift = (f & VKA_MASK_CAUSAL_END) != 0 ? int(pc.S) - int(pc.L) : 0;
+    if ((f & VKA_MASK_CAUSAL) != 0) limit = min(limit, int(i) + shift + 1);
     if ((f & VKA_MASK_VALID_LENS_PER_BATCH) != 0) limit = min(limit, valid_lens[b]);
     if ((f & VKA_MASK_VALID_LENS_PER_QUERY) != 0) limit = min(limit, valid_lens[b * pc.L + i]);
     return uint(max(limit, 0));

@@ -188,6 +188,33 @@ static void test_variant_layer_errors(void)
     CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_NON_FINITE, "alibi_slopes[2]");
     bad.alibi = 0;
     CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "alibi is off");
+    /* Finite but huge slopes overflowed fp32 scores on the device (NaN rows with status OK while
+     * the CPU path was finite; issue 18): bounded at creation. The bound itself is taken. */
+    const float huge[4] = {0.5f, 1e38f, 0.25f, 0.125f}, negative[4] = {0.5f, -1e6f, 0.25f, 0.125f};
+    bad = d, bad.alibi_slopes = huge;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "alibi_slopes[1]");
+    bad.alibi_slopes = negative;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "alibi_slopes[1]");
+    const float edge[4] = {VKATTN_ALIBI_MAX_SLOPE, -VKATTN_ALIBI_MAX_SLOPE, 0.25f, 0.125f};
+    bad.alibi_slopes = edge;
+    CHECK_STATUS(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_OK);
+    {
+        /* at the bound: every output finite on both device paths and the CPU path */
+        enum { L = 300, E = 32 };
+        static float q[L * E], y[L * E];
+        test_rng rng = test_rng_make(8);
+        test_fill(&rng, q, L * E, 1.0f);
+        for (vkattn_path path = VKATTN_PATH_UNFUSED; path <= VKATTN_PATH_CPU; path++) {
+            vkattn_host_forward_desc f = {.batch = 1, .query_len = L, .query = q, .output = y, .causal = 1, .path = path};
+            CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_OK);
+            size_t nonfinite = 0;
+            for (size_t i = 0; i < L * E; i++) nonfinite += !isfinite(y[i]);
+            CHECK_MSG(nonfinite == 0, "slopes at the bound, path %s: %zu non-finite outputs", vkattn_path_name(path),
+                      nonfinite);
+        }
+    }
+    vkattn_layer_destroy(layer);
+    layer = NULL;
     bad = d, bad.add_zero_attn = 1;
     CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_UNSUPPORTED, "no position");
     tw.sinks[1] = NAN;

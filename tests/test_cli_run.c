@@ -1074,6 +1074,16 @@ static void test_bench_decode(void)
     CHECK_SAID("--dtype q8_0 is a KV cache format");
 }
 
+/* A context near 2^32 tokens: its block count used to wrap to a tiny pool, reported as a full
+ * cache (issue 18). Now the cache's own check names the device limit, before anything runs. */
+static void test_bench_decode_limits(void)
+{
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "decode", "--len", "4294967295", "--dtype", "f32",
+                                              "--no-mqa", "--no-window", "--no-peak", NULL}) == CLI_EXIT_FAILURE);
+    CHECK_SAID("VKATTN_ERROR_DEVICE_LIMIT");
+    CHECK_MSG(!said("CACHE_FULL") && !said("is full"), "a full cache was reported");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -1114,6 +1124,7 @@ int main(int argc, char **argv)
         RUN_TEST_WITH(test_run_decode, fp16);
         RUN_TEST(test_run_decode_quant);
         RUN_TEST(test_run_variants);
+        RUN_TEST(test_bench_decode_limits);
     }
     fixture_close(&fx);
     test_tmp_remove();

@@ -587,6 +587,11 @@ static void test_external_errors(app *a)
     CHECK(strstr(vkattn_context_last_error(ctx), "alignment") != NULL);
     CHECK_STATUS(vkattn_tensor_wrap(ctx, b.buffer, 0, VKATTN_DTYPE_F32, 3, (uint32_t[]){64, 64, 8}, &t),
                  VKATTN_ERROR_SHAPE);
+    /* an offset near 2^64: the message names it and the size, no wrapped byte range */
+    CHECK_STATUS(vkattn_tensor_wrap(ctx, b.buffer, UINT64_MAX - 15, VKATTN_DTYPE_F32, 3, dims, &t), VKATTN_ERROR_SHAPE);
+    CHECK_MSG(strstr(vkattn_context_last_error(ctx), "128 bytes") &&
+                  strstr(vkattn_context_last_error(ctx), "offset 18446744073709551600"),
+              "message \"%s\"", vkattn_context_last_error(ctx));
     CHECK_STATUS(vkattn_tensor_wrap(ctx, VK_NULL_HANDLE, 0, VKATTN_DTYPE_F32, 3, dims, &t), VKATTN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(vkattn_tensor_wrap(ctx, b.buffer, 0, VKATTN_DTYPE_F32, 0, dims, &t), VKATTN_ERROR_INVALID_ARGUMENT);
     CHECK(t == NULL);

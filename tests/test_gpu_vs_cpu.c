@@ -59,6 +59,9 @@ typedef struct test_case {
     const float *slopes;  /* alibi_slopes: NULL = the standard ones */
     int sinks;            /* a random sink logit per head in [-1, 3) */
     const uint8_t *head_mask; /* NULL = every head */
+    int suffix;           /* the L queries are the last L of the S keys (key = value = one sequence): the
+                             reference must also equal the last L rows of one causal self-attention
+                             forward over all S (L < S, causal, a layer with positions) */
 } test_case;
 
 /* Real head dims at L = S = 1024 and 2048, causal and not, fp32 and fp16, both paths. A layer
@@ -282,6 +285,19 @@ static const test_case cases[] = {
      .alibi = 1, .window = 1000, .loop_budget = 100},
     {"variants_budget", "nan_outside_window", 1, 8, 3000, 64, 2, .causal = 0, .window = 700, .nan_masked = 1,
      .loop_budget = 512},
+    /* L < S with causal in a layer with positions: the last L tokens over all S tokens so far attend
+     * as in the full causal forward (causal aligned at the end). Top-left causal masked every key of
+     * such a row, which then returned out_proj.bias with status OK (issue 18). */
+    {"causal_suffix", "window_L1_S10", 1, 1, 10, 32, 4, .causal = 1, .window = 4, .suffix = 1},
+    {"causal_suffix", "window_L3_S20", 2, 3, 20, 32, 4, .causal = 1, .window = 4, .suffix = 1},
+    {"causal_suffix", "alibi_L5_S23", 2, 5, 23, 32, 4, .causal = 1, .alibi = 1, .suffix = 1},
+    {"causal_suffix", "rope_gqa_L4_S19", 2, 4, 19, 64, 8, .causal = 1, .kv_heads = 2, .rope_theta = 10000, .suffix = 1},
+    {"causal_suffix", "rope_sinks_L3_S17", 2, 3, 17, 32, 4, .causal = 1, .rope_theta = 10000, .sinks = 1, .suffix = 1},
+    {"causal_suffix", "window_sinks_L2_S15", 1, 2, 15, 32, 4, .causal = 1, .window = 5, .sinks = 1, .suffix = 1},
+    {"causal_suffix", "all_weights_L4_S21", 2, 4, 21, 32, 4, .causal = 1, .window = 6, .softcap = 2.0f, .alibi = 1,
+     .sinks = 1, .weights = WEIGHTS_PER_HEAD, .suffix = 1},
+    {"causal_suffix", "window_parts_budget", 1, 6, 700, 64, 2, .causal = 1, .window = 300, .rope_theta = 10000,
+     .loop_budget = 512, .suffix = 1},
 };
 
 /* Inputs and masks of one case, generated from its parameters. */
@@ -340,6 +356,12 @@ static void make_data(const test_case *c, const vkattn_layer_desc *ld, case_data
         test_fill(rng, d->key, (size_t)c->B * S * kd, scale);
         test_fill(rng, d->value, (size_t)c->B * S * vd, scale);
     }
+    if (c->suffix) /* one sequence of S tokens: the keys and values, and its last L as the queries */
+        for (uint32_t b = 0; b < c->B; b++) {
+            memcpy(d->value + (size_t)b * S * E, d->key + (size_t)b * S * E, (size_t)S * E * sizeof(float));
+            memcpy(d->query + (size_t)b * c->L * E, d->key + ((size_t)b * S + S - c->L) * E,
+                   (size_t)c->L * E * sizeof(float));
+        }
     if (c->key_padding) {
         d->kpm = malloc((size_t)c->B * S);
         for (size_t i = 0; i < (size_t)c->B * S; i++) d->kpm[i] = test_rng_float(rng) > 0.4f; /* ~30% ignored */
@@ -452,6 +474,27 @@ static int check_run(const test_case *c, vkattn_dtype storage, vkattn_path path,
     return failed;
 }
 
+/* A suffix row's reference (L queries over S keys) against the last L rows of the causal
+ * self-attention forward over all S tokens: the same sums in double, so only float rounding. */
+static void check_suffix(const test_case *c, const vkattn_layer_desc *ld, const test_weights *tw, const case_data *d,
+                         const float *cpu)
+{
+    const uint32_t S = c->S, L = c->L, E = c->E;
+    float *full = malloc((size_t)c->B * S * E * sizeof(float)), *rows = malloc((size_t)c->B * L * E * sizeof(float));
+    vkattn_host_forward_desc f = {.batch = c->B, .query_len = S, .query = d->key, .output = full, .causal = 1};
+    vkattn_error error = {0};
+    CHECK_STATUS(vkattn_reference_forward(ld, &tw->w, &f, &error), VKATTN_OK);
+    for (uint32_t b = 0; b < c->B; b++)
+        memcpy(rows + (size_t)b * L * E, full + ((size_t)b * S + S - L) * E, (size_t)L * E * sizeof(float));
+    test_error e = test_compare(cpu, rows, (size_t)c->B * L * E);
+    double tol = 1e-6 * (e.ref_max > 1 ? e.ref_max : 1);
+    printf("  %-11s %-22s the last %u rows of the full causal forward: max-abs %.2e\n", c->family, c->name, L,
+           e.max_abs);
+    CHECK_MSG(e.nonfinite == 0 && e.max_abs <= tol, "%s: the reference's %u queries over %u keys differ from the full "
+              "causal forward's last rows by %.3g (> %.3g)", c->name, L, S, e.max_abs, tol);
+    free(full), free(rows);
+}
+
 static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, unsigned long long seed)
 {
     vkattn_layer_desc ld = {.embed_dim = c->E, .num_heads = c->H, .kdim = c->kdim, .vdim = c->vdim,
@@ -492,6 +535,7 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
     double t0 = test_now_s();
     CHECK_STATUS(vkattn_reference_forward(&ld, &tw.w, &ref, &error), VKATTN_OK);
     double ref_s = test_now_s() - t0;
+    if (c->suffix) check_suffix(c, &ld, &tw, &d, cpu);
 
     const vkattn_dtype storages[2] = {c->storage, VKATTN_DTYPE_F16};
     double device_s = 0;

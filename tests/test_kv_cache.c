@@ -335,6 +335,16 @@ static void family_errors(vkattn_context *ctx)
     check_run(&tw, &b, 1e-10, "after a refused forward");
     CHECK_STATUS(vkattn_kv_cache_fork(cache, 0, 1), VKATTN_ERROR_INVALID_ARGUMENT); /* dst holds tokens */
     CHECK_STATUS(vkattn_kv_cache_fork(cache, 0, 0), VKATTN_ERROR_INVALID_ARGUMENT);
+    /* Another layer of the same shape on this cache: the sequences hold `layer`'s keys, so it is
+     * refused and nothing changes (it used to run, and advance the sequences twice per token). */
+    test_weights t2;
+    vkattn_layer *second = make_layer(ctx, &t2, &desc, 3);
+    CHECK_STATUS(feed(second, cache, 32, &pb, (uint32_t[]){1}, 1, 0), VKATTN_ERROR_INVALID_ARGUMENT);
+    printf("  second layer: %s\n", vkattn_context_last_error(ctx));
+    CHECK(strstr(vkattn_context_last_error(ctx), "one cache serves one layer") != NULL);
+    CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 1, &len), VKATTN_OK);
+    CHECK(len == 4 && b.len == 4);
+    check_run(&tw, &b, 1e-10, "after another layer was refused");
     CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 2, &len), VKATTN_ERROR_INVALID_ARGUMENT);
     /* Bad batches */
     uint32_t dup[2] = {0, 0}, one = 1, far = 7;
@@ -364,6 +374,21 @@ static void family_errors(vkattn_context *ctx)
     CHECK_STATUS(vkattn_kv_cache_create(ctx, &bad, &none), VKATTN_ERROR_DEVICE_LIMIT);
     printf("  too big: %s\n", vkattn_context_last_error(ctx));
     CHECK(none == NULL);
+    /* Sizes whose products wrap 64 bits (2^31 x 2^17 x 2^16 elements per block: 0) or 32 bits:
+     * refused before any arithmetic can wrap (this was a SIGFPE and tiny pools; issue 18). */
+    const vkattn_kv_cache_desc wraps[] = {
+        {.num_kv_heads = 1u << 31, .head_dim = 1u << 17, .block_size = 1u << 16, .num_blocks = 1},
+        {.num_kv_heads = 1u << 16, .head_dim = 1u << 16, .block_size = 1, .num_blocks = 1},
+        {.num_kv_heads = 0xFFFFFFFFu, .head_dim = 0xFFFFFFFFu, .num_blocks = 0xFFFFFFFFu},
+        {.num_kv_heads = 1u << 12, .head_dim = 1u << 12, .block_size = 1u << 16, .num_blocks = 1u << 20},
+        {.num_kv_heads = 1u << 10, .head_dim = 1u << 10, .block_size = 1u << 12, .num_blocks = 1u << 16,
+         .dtype = VKATTN_DTYPE_Q8_0},
+    };
+    for (size_t i = 0; i < sizeof wraps / sizeof wraps[0]; i++) {
+        CHECK_STATUS(vkattn_kv_cache_create(ctx, &wraps[i], &none), VKATTN_ERROR_DEVICE_LIMIT);
+        printf("  wrap %zu: %s\n", i, vkattn_context_last_error(ctx));
+        CHECK(none == NULL);
+    }
     /* A layer the cache cannot serve: appended keys */
     vkattn_layer_desc biased = {.embed_dim = 32, .num_heads = 4, .add_bias_kv = 1};
     test_weights tb;
@@ -373,9 +398,34 @@ static void family_errors(vkattn_context *ctx)
     test_weights_free(&tb);
     run_free(&a), run_free(&b);
     vkattn_kv_cache_destroy(wrong);
-    /* `cache` is left for the context to destroy */
+
+    /* Once every sequence is freed the cache is free for another layer, which then owns it (even
+     * after the first layer is gone). */
+    CHECK_STATUS(vkattn_kv_cache_free_seq(cache, 0), VKATTN_OK);
+    CHECK_STATUS(vkattn_kv_cache_free_seq(cache, 1), VKATTN_OK);
+    seq_run s2, *ps2 = &s2;
+    run_make(&s2, 0, 8, 32, 7);
+    CHECK_STATUS(feed(second, cache, 32, &ps2, (uint32_t[]){3}, 1, 0), VKATTN_OK);
+    CHECK_STATUS(feed(layer, cache, 32, &ps2, (uint32_t[]){1}, 1, 0), VKATTN_ERROR_INVALID_ARGUMENT);
     vkattn_layer_destroy(layer);
+    CHECK_STATUS(feed(second, cache, 32, &ps2, (uint32_t[]){2}, 1, 0), VKATTN_OK);
+    check_run(&t2, &s2, 1e-10, "a cache handed to another layer");
+    /* A fork of a sequence shorter than a block into one never used, which has no block table
+     * yet (this was memcpy(NULL, ..., 0), which UBSan aborts on). */
+    vkattn_kv_cache *three = make_cache(ctx, &desc, 4, 4, 3, VKATTN_DTYPE_F32);
+    seq_run s3, *ps3 = &s3;
+    run_make(&s3, 0, 8, 32, 8);
+    CHECK_STATUS(feed(second, three, 32, &ps3, (uint32_t[]){3}, 1, 0), VKATTN_OK);
+    CHECK_STATUS(vkattn_kv_cache_fork(three, 0, 2), VKATTN_OK);
+    CHECK_STATUS(vkattn_kv_cache_seq_length(three, 2, &len), VKATTN_OK);
+    CHECK(len == 3);
+    s3.id = 2;
+    CHECK_STATUS(feed(second, three, 32, &ps3, (uint32_t[]){2}, 1, 0), VKATTN_OK);
+    check_run(&t2, &s3, 1e-10, "a fork into a sequence never used");
+    run_free(&s2), run_free(&s3);
+    /* `cache` and `second` are left for the context to destroy */
     test_weights_free(&tw);
+    test_weights_free(&t2);
 }
 
 /* ---- caches of a block format (Q8_0, Q4_0) ------------------------------------------------- */
@@ -600,6 +650,132 @@ static void family_quant_accuracy(vkattn_context *ctx)
     quant_case(ctx, "window 40 + softcap, split-KV 7", &windowed, 100, 100, 130, 16, VKATTN_DTYPE_Q4_0, 7, 1e-6, 5e-2);
 }
 
+/* ---- random cache operations ----------------------------------------------------------------- */
+
+/* Blocks a sequence of `len` tokens must take to hold n more (a forked sequence's partly filled last
+ * block is its own copy, so only whole new blocks count). */
+static uint32_t blocks_to_grow(uint32_t len, uint32_t n, uint32_t bs)
+{
+    return (len + n + bs - 1) / bs - (len + bs - 1) / bs;
+}
+
+static uint32_t free_blocks(vkattn_kv_cache *cache)
+{
+    vkattn_kv_cache_info info;
+    CHECK_STATUS(vkattn_kv_cache_get_info(cache, &info), VKATTN_OK);
+    return info.free_blocks;
+}
+
+/* One round of random operations on a small pool: ragged forwards of 1-3 sequences (1-6 new tokens
+ * each, split-KV auto, off or 3 parts), forks, frees, and running the pool dry. A refused call
+ * (CACHE_FULL exactly when the free blocks are too few) must change nothing; every sequence's
+ * outputs must match the reference over its whole token history (rounded as the cache stores k
+ * and v) when it is freed and at the end; at the end every block is free again. */
+static void random_ops_round(vkattn_context *ctx, vkattn_dtype dtype, uint32_t window, int must_split,
+                             unsigned long long seed)
+{
+    enum { SEQS = 5, CAP = 48, E = 64, BS = 4, BLOCKS = 20, OPS = 36 };
+    vkattn_layer_desc desc = {.embed_dim = E, .num_heads = 2, .num_kv_heads = 1, .rope_theta = 10000,
+                              .window = window};
+    test_weights tw;
+    vkattn_layer *layer = make_layer(ctx, &tw, &desc, seed);
+    vkattn_kv_cache *cache = make_cache(ctx, &desc, BLOCKS, BS, SEQS, dtype);
+    const double tol = dtype == VKATTN_DTYPE_F32 ? 1e-10 : dtype == VKATTN_DTYPE_F16 ? 1e-5 : 1e-6;
+    const vkattn_dtype round = vka_dtype_is_block(dtype) ? dtype : VKATTN_DTYPE_F32;
+    char what[64];
+    snprintf(what, sizeof what, "random ops, %s cache, window %u%s", vkattn_dtype_name(dtype), window,
+             must_split ? ", budget" : "");
+    seq_run runs[SEQS];
+    for (uint32_t s = 0; s < SEQS; s++) run_make(&runs[s], s, CAP, E, seed * 16 + s);
+    test_rng rng = test_rng_make(seed);
+    uint32_t ops[3] = {0}, refused = 0, split = 0;
+    for (int op = 0; op < OPS; op++) {
+        float r = test_rng_float(&rng) * 0.5f + 0.5f; /* [0, 1) */
+        uint32_t a = (uint32_t)((test_rng_float(&rng) * 0.5f + 0.5f) * SEQS) % SEQS;
+        if (r < 0.5f) { /* a ragged forward */
+            seq_run *batch[3];
+            uint32_t news[3], n = 1 + (uint32_t)((test_rng_float(&rng) * 0.5f + 0.5f) * 3) % 3, need = 0;
+            for (uint32_t k = 0; k < n; k++) {
+                batch[k] = &runs[(a + 2 * k) % SEQS];
+                news[k] = 1 + (uint32_t)((test_rng_float(&rng) * 0.5f + 0.5f) * 6) % 6;
+                if (batch[k]->len + news[k] > CAP) news[k] = 1;
+                if (batch[k]->len + news[k] > CAP) n = k; /* full: leave it and the rest out */
+                else need += blocks_to_grow(batch[k]->len, news[k], BS);
+            }
+            if (n == 0) continue;
+            uint32_t before = free_blocks(cache), splits = (uint32_t)op % 3 == 2 ? 3 : (uint32_t)op % 3;
+            vkattn_status want = need > before ? VKATTN_ERROR_CACHE_FULL : VKATTN_OK;
+            CHECK_STATUS(feed(layer, cache, E, batch, news, n, splits), want);
+            if (want != VKATTN_OK) {
+                refused++;
+                CHECK_MSG(free_blocks(cache) == before, "%s: a refused forward changed the free blocks", what);
+            } else {
+                vkattn_forward_stats stats;
+                CHECK_STATUS(vkattn_layer_last_stats(layer, &stats), VKATTN_OK);
+                split += stats.dispatches > 5; /* projections, RoPE, append, attention, output + a merge */
+            }
+            ops[0]++;
+        } else if (r < 0.8f) { /* a fork into an empty sequence */
+            uint32_t dst = (a + 1) % SEQS;
+            if (runs[dst].len > 0 || runs[a].len == 0) continue;
+            uint32_t before = free_blocks(cache), need = runs[a].len % BS != 0;
+            vkattn_status want = need > before ? VKATTN_ERROR_CACHE_FULL : VKATTN_OK;
+            CHECK_STATUS(vkattn_kv_cache_fork(cache, a, dst), want);
+            if (want == VKATTN_OK) {
+                memcpy(runs[dst].tokens, runs[a].tokens, (size_t)runs[a].len * E * sizeof(float));
+                memcpy(runs[dst].out, runs[a].out, (size_t)runs[a].len * E * sizeof(float));
+                runs[dst].len = runs[a].len;
+            } else {
+                refused++;
+                CHECK(free_blocks(cache) == before);
+            }
+            ops[1]++;
+        } else { /* free, after checking what the sequence got */
+            if (runs[a].len) check_run_as(&tw, &runs[a], round, tol, what);
+            CHECK_STATUS(vkattn_kv_cache_free_seq(cache, a), VKATTN_OK);
+            runs[a].len = 0;
+            test_rng fresh = test_rng_make(seed * 97 + (unsigned long long)op);
+            test_fill(&fresh, runs[a].tokens, (size_t)CAP * E, 1.0f);
+            ops[2]++;
+        }
+        for (uint32_t s = 0; s < SEQS; s++) {
+            uint32_t len = 0;
+            CHECK_STATUS(vkattn_kv_cache_seq_length(cache, s, &len), VKATTN_OK);
+            CHECK_MSG(len == runs[s].len, "%s, op %d: sequence %u holds %u tokens, expected %u", what, op, s, len,
+                      runs[s].len);
+        }
+    }
+    printf("  %-44s %u forwards (%u split), %u forks, %u frees, %u refused (pool dry)\n", what, ops[0], split, ops[1],
+           ops[2], refused);
+    CHECK_MSG(!must_split || split > 0, "%s: no forward split its keys at this loop budget", what);
+    for (uint32_t s = 0; s < SEQS; s++) {
+        if (runs[s].len) check_run_as(&tw, &runs[s], round, tol, what);
+        CHECK_STATUS(vkattn_kv_cache_free_seq(cache, s), VKATTN_OK);
+        run_free(&runs[s]);
+    }
+    CHECK_MSG(free_blocks(cache) == BLOCKS, "%s: %u of %u blocks free after freeing every sequence", what,
+              free_blocks(cache), BLOCKS);
+    vkattn_kv_cache_destroy(cache);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
+/* Random operations in every cache format, with and without a sliding window, on the device's
+ * own loop budget and on one so low that every attention is split into parts (runs under the
+ * sanitizers too). */
+static void family_random_ops(vkattn_context *ctx)
+{
+    const vkattn_dtype dtypes[4] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
+    for (int i = 0; i < 4; i++) random_ops_round(ctx, dtypes[i], i % 2 ? 6 : 0, 0, 300 + (unsigned long long)i);
+    vkattn_context_desc low = {.validation = VKATTN_VALIDATION_ON, .loop_budget = 160};
+    vkattn_context *budget = NULL;
+    vkattn_error error = {0};
+    CHECK_STATUS(vkattn_context_create(&low, &budget, &error), VKATTN_OK);
+    for (int i = 0; budget && i < 4; i++)
+        random_ops_round(budget, dtypes[i], i % 2 ? 0 : 24, 1, 400 + (unsigned long long)i);
+    if (budget) gpu_test_finish_context(budget);
+}
+
 int main(int argc, char **argv)
 {
     const char *family = argc > 1 ? argv[1] : "decode";
@@ -614,6 +790,7 @@ int main(int argc, char **argv)
     else if (strcmp(family, "quant") == 0) family_quant(ctx);
     else if (strcmp(family, "quant_accuracy") == 0) family_quant_accuracy(ctx);
     else if (strcmp(family, "variants") == 0) family_variants(ctx);
+    else if (strcmp(family, "random_ops") == 0) family_random_ops(ctx);
     else CHECK_MSG(0, "unknown family %s", family);
     gpu_test_finish_context(ctx);
     return test_finish();

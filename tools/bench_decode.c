@@ -10,12 +10,9 @@
  * Contexts are taken in ascending order, sequence 0 growing from one to the next, so filling costs
  * one causal prefill of the longest context per cache dtype.
  *
- * The caches are filled by a second layer with the same K/V heads (H_kv heads of D dims, so
- * E' = H_kv·D and H' = H_kv): a forward through the cache writes K/V rows of that shape whatever
- * the query heads, and the timed layer reads them the same way whatever their values. Its prompt
- * attention costs H_kv / H of the timed layer's, which is what makes the 32768-token MQA cache of
- * target (d) affordable on a CPU device. Filling is not timed. Target (f)'s filler also has the
- * sliding window: the rows it writes do not depend on it, and its prompts then cost W keys a row. */
+ * The caches are filled by the timed layer itself (one cache serves one layer), in prompts of
+ * FILL_CHUNK tokens; filling is not timed. Target (f)'s layer has the sliding window, so its
+ * prompts cost W keys a row. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -108,9 +105,12 @@ static int cache_make(vkattn_context *ctx, const decode_layer *l, vkattn_dtype d
                       vkattn_kv_cache **out)
 {
     int rc = 0;
+    /* In 64 bits: a context near 2^32 would wrap to a tiny pool and be reported as a full cache.
+     * Clamped, the cache's own check names the device limit instead. */
+    uint64_t blocks = ((uint64_t)tokens + BLOCK_SIZE - 1) / BLOCK_SIZE + 2;
     vkattn_kv_cache_desc d = {.num_kv_heads = l->desc.num_kv_heads, .head_dim = head_dim(l),
-                              .num_blocks = (tokens + BLOCK_SIZE - 1) / BLOCK_SIZE + 2, .block_size = BLOCK_SIZE,
-                              .max_sequences = 2, .dtype = dtype};
+                              .num_blocks = blocks < UINT32_MAX ? (uint32_t)blocks : UINT32_MAX,
+                              .block_size = BLOCK_SIZE, .max_sequences = 2, .dtype = dtype};
     TRY(vkattn_kv_cache_create(ctx, &d, out), "creating the KV cache");
 fail:
     return rc;
@@ -128,10 +128,11 @@ static vkattn_status feed(const decode_layer *l, vkattn_kv_cache *cache, uint32_
     return s;
 }
 
-/* Grows sequence 0 to `target` tokens with prompts of up to FILL_CHUNK tokens through `filler`. */
-static int fill_to(vkattn_context *ctx, const decode_layer *filler, vkattn_kv_cache *cache, uint32_t target)
+/* Grows sequence 0 to `target` tokens with prompts of up to FILL_CHUNK tokens through `l`, the
+ * layer the cache serves. */
+static int fill_to(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cache *cache, uint32_t target)
 {
-    const size_t E = filler->desc.embed_dim;
+    const size_t E = l->desc.embed_dim;
     float *in = malloc(FILL_CHUNK * E * sizeof(float)), *out = malloc(FILL_CHUNK * E * sizeof(float));
     uint32_t len = 0;
     int rc = 0;
@@ -140,7 +141,7 @@ static int fill_to(vkattn_context *ctx, const decode_layer *filler, vkattn_kv_ca
     TRY(vkattn_kv_cache_seq_length(cache, 0, &len), "reading the sequence length");
     while (len < target) {
         uint32_t n = target - len < FILL_CHUNK ? target - len : FILL_CHUNK;
-        TRY(feed(filler, cache, 0, n, 0, in, out, NULL), "filling the KV cache");
+        TRY(feed(l, cache, 0, n, 0, in, out, NULL), "filling the KV cache");
         len += n;
     }
 fail:
@@ -233,7 +234,7 @@ fail:
 
 /* One cache dtype: points[c * 2 + s] for contexts lens[c] and split_settings[s]. */
 static int run_dtype(vkattn_context *ctx, const bench_decode_options *o, const decode_layer *l,
-                     const decode_layer *filler, vkattn_dtype dtype, sample_row *rows, decode_point *points)
+                     vkattn_dtype dtype, sample_row *rows, decode_point *points)
 {
     vkattn_kv_cache *cache = NULL;
     vkattn_kv_cache_info info = {0};
@@ -245,7 +246,7 @@ static int run_dtype(vkattn_context *ctx, const bench_decode_options *o, const d
         for (uint32_t s = 0; s < 2; s++)
             points[c * 2 + s] = (decode_point){.ctx = o->lens[c], .dtype = dtype, .splits = split_settings[s],
                                                .bytes_per_token = info.bytes_per_token, .reproject_ms = -1};
-        if (!(rc = fill_to(ctx, filler, cache, o->lens[c] - 1)))
+        if (!(rc = fill_to(ctx, l, cache, o->lens[c] - 1)))
             rc = time_points(ctx, l, cache, o->warmup, o->min_time_s, rows, &points[c * 2]);
     }
 fail:
@@ -400,12 +401,12 @@ typedef struct target_d {
 static int measure_target_d(vkattn_context *ctx, const bench_decode_options *o, vkattn_dtype dtype, sample_row *rows,
                             target_d *t)
 {
-    decode_layer l = {0}, filler = {0};
+    decode_layer l = {0};
     vkattn_kv_cache *cache = NULL;
     int rc;
     *t = (target_d){.dtype = dtype};
-    if ((rc = layer_make(ctx, 1024, 8, 1, 0, 21, &l)) || (rc = layer_make(ctx, 128, 1, 1, 0, 22, &filler)) ||
-        (rc = cache_make(ctx, &l, dtype, MQA_CONTEXT, &cache)) || (rc = fill_to(ctx, &filler, cache, MQA_CONTEXT - 1)))
+    if ((rc = layer_make(ctx, 1024, 8, 1, 0, 21, &l)) || (rc = cache_make(ctx, &l, dtype, MQA_CONTEXT, &cache)) ||
+        (rc = fill_to(ctx, &l, cache, MQA_CONTEXT - 1)))
         goto fail;
     t->pair[0] = (decode_point){.ctx = MQA_CONTEXT, .dtype = dtype, .splits = split_settings[0], .reproject_ms = -1};
     t->pair[1] = (decode_point){.ctx = MQA_CONTEXT, .dtype = dtype, .splits = split_settings[1], .reproject_ms = -1};
@@ -417,7 +418,6 @@ static int measure_target_d(vkattn_context *ctx, const bench_decode_options *o, 
     t->measured = 1;
 fail:
     vkattn_kv_cache_destroy(cache);
-    layer_free(&filler);
     layer_free(&l);
     return rc;
 }
@@ -433,11 +433,10 @@ typedef struct target_f {
 } target_f;
 
 static int measure_target_f(vkattn_context *ctx, const bench_decode_options *o, const decode_layer *l,
-                            const decode_layer *filler, vkattn_dtype dtype, const decode_point *reference,
-                            sample_row *rows, target_f *t)
+                            vkattn_dtype dtype, const decode_point *reference, sample_row *rows, target_f *t)
 {
     const vkattn_layer_desc *d = &l->desc;
-    decode_layer windowed = {0}, windowed_filler = {0};
+    decode_layer windowed = {0};
     vkattn_kv_cache *cache = NULL;
     int rc;
     *t = (target_f){.dtype = dtype};
@@ -448,10 +447,8 @@ static int measure_target_f(vkattn_context *ctx, const bench_decode_options *o, 
     }
     /* seed 1: the weights of the table's layer */
     if ((rc = layer_make(ctx, d->embed_dim, d->num_heads, d->num_kv_heads, WINDOW, 1, &windowed)) ||
-        (rc = layer_make(ctx, filler->desc.embed_dim, filler->desc.num_heads, filler->desc.num_kv_heads, WINDOW, 2,
-                         &windowed_filler)) ||
         (rc = cache_make(ctx, l, dtype, WINDOW_CONTEXT, &cache)) ||
-        (rc = fill_to(ctx, &windowed_filler, cache, WINDOW_CONTEXT - 1)) ||
+        (rc = fill_to(ctx, &windowed, cache, WINDOW_CONTEXT - 1)) ||
         (rc = time_points(ctx, &windowed, cache, o->warmup, o->min_time_s, rows, t->windowed)))
         goto fail;
     vkattn_kv_cache_destroy(cache);
@@ -459,7 +456,7 @@ static int measure_target_f(vkattn_context *ctx, const bench_decode_options *o, 
     if (reference) {
         t->plain[0] = *reference;
         t->reference_from_table = 1;
-    } else if ((rc = cache_make(ctx, l, dtype, WINDOW, &cache)) || (rc = fill_to(ctx, filler, cache, WINDOW - 1)) ||
+    } else if ((rc = cache_make(ctx, l, dtype, WINDOW, &cache)) || (rc = fill_to(ctx, l, cache, WINDOW - 1)) ||
                (rc = time_points(ctx, l, cache, o->warmup, o->min_time_s, rows, t->plain))) {
         goto fail;
     }
@@ -469,7 +466,6 @@ static int measure_target_f(vkattn_context *ctx, const bench_decode_options *o, 
     t->measured = 1;
 fail:
     vkattn_kv_cache_destroy(cache);
-    layer_free(&windowed_filler);
     layer_free(&windowed);
     return rc;
 }
@@ -885,14 +881,12 @@ static int resolve(const bench_decode_options *in, bench_decode_options *o)
 static int measure(vkattn_context *ctx, decode_report *r, sample_row *rows)
 {
     const bench_decode_options *o = &r->o;
-    decode_layer l = {0}, filler = {0};
+    decode_layer l = {0};
     int rc;
-    if ((rc = layer_make(ctx, r->E, r->H, r->H_kv, 0, 1, &l)) ||
-        (rc = layer_make(ctx, r->H_kv * r->D, r->H_kv, r->H_kv, 0, 2, &filler)))
-        goto fail;
+    if ((rc = layer_make(ctx, r->E, r->H, r->H_kv, 0, 1, &l))) goto fail;
     double t0 = cli_now();
     for (uint32_t d = 0; d < o->dtype_count; d++)
-        if ((rc = run_dtype(ctx, o, &l, &filler, o->dtypes[d], rows, &r->points[(size_t)d * o->len_count * 2])))
+        if ((rc = run_dtype(ctx, o, &l, o->dtypes[d], rows, &r->points[(size_t)d * o->len_count * 2])))
             goto fail;
     r->elapsed_s[0] = cli_now() - t0, t0 = cli_now();
     for (uint32_t c = 0; c < o->len_count; c++) {
@@ -921,11 +915,10 @@ static int measure(vkattn_context *ctx, decode_report *r, sample_row *rows)
     if (rc == 0 && !o->no_window) {
         vkattn_dtype dtype = r->info.device.storage_16bit ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32;
         t0 = cli_now();
-        rc = measure_target_f(ctx, o, &l, &filler, dtype, find_point(r, dtype, WINDOW), rows, &r->f);
+        rc = measure_target_f(ctx, o, &l, dtype, find_point(r, dtype, WINDOW), rows, &r->f);
         r->elapsed_s[4] = cli_now() - t0;
     }
 fail:
-    layer_free(&filler);
     layer_free(&l);
     return rc;
 }

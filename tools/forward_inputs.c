@@ -467,7 +467,9 @@ done:
 int forward_inputs_masked(const forward_inputs *in, uint32_t b, uint32_t h, uint32_t i, uint32_t j)
 {
     if (j >= in->S) return 0; /* bias_k / the zero key: never masked, as in PyTorch */
-    if (in->desc.causal && j > i) return 1;
+    /* causal follows positions in a layer that has them (vkattn_forward_desc.causal) */
+    int positions = in->layer.rope_theta > 0.0f || in->layer.window || in->layer.alibi;
+    if (in->desc.causal && (int64_t)j > (int64_t)i + (positions ? (int64_t)in->S - in->L : 0)) return 1;
     if (in->layer.window && (int64_t)i + in->S - in->L - j >= (int64_t)in->layer.window) return 1;
     if (in->key_padding_mask.data && ((const uint8_t *)in->key_padding_mask.data)[(size_t)b * in->S + j]) return 1;
     if (in->valid_lens.data) {

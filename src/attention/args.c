@@ -255,6 +255,7 @@ vkattn_status vka_args_check(const vka_layer_config *cfg, const vka_args *a, vka
     if (p.S_ext < p.S) return vka_error_set(error, VKATTN_ERROR_SIZE_OVERFLOW, "key_len %u is too large", p.S);
     p.self_attention = a->key_is_query;
     p.causal = a->causal;
+    p.causal_end = a->causal && vka_layer_has_positions(cfg);
     p.path = a->path;
     p.rope_offset = cfg->rope_dim ? a->rope_offset : 0;
     p.kv_round = a->kv_round;

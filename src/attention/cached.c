@@ -18,6 +18,10 @@ static vkattn_status check_layer(const vkattn_layer *layer, const vkattn_kv_cach
     const vka_layer_config *c = &layer->cfg;
     if (cache->ctx != layer->ctx)
         return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "the KV cache belongs to a different context than the layer");
+    if (cache->owner && cache->owner != layer->serial)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "the KV cache holds the keys and values of another layer: one cache serves one layer (give each "
+                        "layer its own cache; a cache is free for another layer once every sequence is freed)");
     if (c->H_kv != cache->desc.num_kv_heads || c->D != cache->desc.head_dim)
         return vka_fail(dev, VKATTN_ERROR_SHAPE,
                         "the KV cache holds %u K/V heads of %u dims; the layer has %u of %u (num_kv_heads, E / num_heads)",
@@ -160,8 +164,12 @@ static vkattn_status forward_cached(vkattn_layer *layer, vkattn_kv_cache *cache,
     }
     if (status == VKATTN_OK) status = vka_tensor_read(output, 0, d->output, output->bytes);
     if (status == VKATTN_OK) {
-        for (uint32_t i = 0; i < d->batch; i++)
-            cache->seqs[d->seq_ids ? d->seq_ids[i] : i].length += d->new_tokens ? d->new_tokens[i] : 1;
+        for (uint32_t i = 0; i < d->batch; i++) {
+            vka_kv_seq *s = &cache->seqs[d->seq_ids ? d->seq_ids[i] : i];
+            cache->held_seqs += s->length == 0;
+            s->length += d->new_tokens ? d->new_tokens[i] : 1;
+        }
+        cache->owner = layer->serial;
     } else {
         while (b-- > 0) vka_kv_cache_untake(cache, &cache->seqs[d->seq_ids ? d->seq_ids[b] : b], taken[b]);
     }

@@ -95,10 +95,19 @@ static vkattn_status resolve_variants(const vkattn_layer_desc *desc, vka_layer_c
                              "alibi with rope_theta %g: ALiBi replaces positional embeddings, a layer has one or "
                              "the other",
                              (double)desc->rope_theta);
-    for (uint32_t h = 0; desc->alibi && desc->alibi_slopes && h < c->H; h++)
-        if (!isfinite(desc->alibi_slopes[h]))
+    for (uint32_t h = 0; desc->alibi && desc->alibi_slopes && h < c->H; h++) {
+        float m = desc->alibi_slopes[h];
+        if (!isfinite(m))
             return vka_error_set(error, VKATTN_ERROR_NON_FINITE, "alibi_slopes[%u] is %g; slopes must be finite", h,
-                                 (double)desc->alibi_slopes[h]);
+                                 (double)m);
+        /* The device adds m * (pos_j - pos_i) in fp32, with distances up to 2^32: a bound on m keeps
+         * every bias (below 2^49) and every score finite, as they are on the CPU path. */
+        if (fabsf(m) > VKATTN_ALIBI_MAX_SLOPE)
+            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                                 "alibi_slopes[%u] is %g; slopes lie in [-%g, %g] (models' slopes are at most 1; larger "
+                                 "ones would overflow fp32 scores at long distances)",
+                                 h, (double)m, (double)VKATTN_ALIBI_MAX_SLOPE, (double)VKATTN_ALIBI_MAX_SLOPE);
+    }
     if ((desc->window || desc->alibi) && (desc->add_bias_kv || desc->add_zero_attn))
         return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
                              "%s with %s is not supported: the appended key has no position",
@@ -109,6 +118,8 @@ static vkattn_status resolve_variants(const vkattn_layer_desc *desc, vka_layer_c
     c->alibi = desc->alibi != 0;
     return VKATTN_OK;
 }
+
+int vka_layer_has_positions(const vka_layer_config *c) { return c->rope_dim > 0 || c->window > 0 || c->alibi; }
 
 void vka_alibi_slopes(uint32_t H, const float *given, float *out)
 {

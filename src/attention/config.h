@@ -39,6 +39,11 @@ typedef struct vka_layer_config {
  * geometric slopes (vkattn_layer_desc.alibi_slopes), computed in double and rounded to float. */
 void vka_alibi_slopes(uint32_t H, const float *given, float *out);
 
+/* Whether the layer gives tokens positions (RoPE, a sliding window, ALiBi): then queries and keys
+ * end at the same position and `causal` follows the positions (aligned at the end, bottom-right);
+ * otherwise it is PyTorch's top-left mask. The two agree when L = S. */
+int vka_layer_has_positions(const vka_layer_config *c);
+
 /* Whether any per-score variant (window, softcap, ALiBi, sinks) is on: the attention kernels'
  * VKA_SPEC_VARIANT bits (abi.h). */
 uint32_t vka_variant_bits(const vka_layer_config *c);
@@ -79,6 +84,7 @@ typedef struct vka_problem {
     uint32_t S_ext;         /* S' = S + cfg.extra_keys */
     int self_attention;     /* key and value are the query itself: one Q/K/V projection */
     int causal;
+    int causal_end;         /* causal aligned at the end (bottom-right): the layer has positions */
     int key_padding_mask;
     vka_valid_lens_mode valid_lens;
     vka_attn_mask_mode attn_mask;

@@ -40,6 +40,14 @@ static vkattn_status check_desc(vkattn_context *ctx, const vkattn_kv_cache_desc 
     if (d.max_sequences > (1u << 24) || d.block_size > (1u << 16))
         return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
                         "vkattn_kv_cache_create: at most 2^24 sequences and 2^16 tokens per block");
+    /* A token's row of all heads first, in 64 bits (both factors are below 2^32): with it below
+     * 2^32 values and block_size below 2^17, no product of the checks below can wrap. */
+    uint64_t row = (uint64_t)d.num_kv_heads * d.head_dim;
+    if (row > UINT32_MAX / 8)
+        return vka_fail(dev, VKATTN_ERROR_DEVICE_LIMIT,
+                        "vkattn_kv_cache_create: a token of %u K/V heads x %u dims (%llu values) is more than a KV cache's "
+                        "pool holds (fewer than 2^29 values per token)",
+                        d.num_kv_heads, d.head_dim, (unsigned long long)row);
     /* Each pool is one binding, read through texel views and indexed with 32-bit integers; a block
      * format's pool is written as a storage buffer and read through a view of uint words, indexed by
      * byte (abi.h). */
@@ -58,11 +66,10 @@ static vkattn_status check_desc(vkattn_context *ctx, const vkattn_kv_cache_desc 
     }
     if (d.num_blocks > fit)
         return vka_fail(dev, VKATTN_ERROR_DEVICE_LIMIT,
-                        "a KV cache of %u blocks of %u tokens x %u heads x %u dims (%s) needs %llu bytes per pool; "
-                        "one binding of this device holds %llu blocks",
+                        "a KV cache of %u blocks of %u tokens x %u heads x %u dims (%s, %llu bytes per block) is more than "
+                        "one binding of this device holds: %llu blocks",
                         d.num_blocks, d.block_size, d.num_kv_heads, d.head_dim, vkattn_dtype_name(d.dtype),
-                        (unsigned long long)vka_kv_pool_bytes(d.dtype, d.num_blocks * block_elems(&d)),
-                        (unsigned long long)fit);
+                        (unsigned long long)vka_dtype_bytes(d.dtype, block_elems(&d)), (unsigned long long)fit);
     *out = d;
     return VKATTN_OK;
 }
@@ -217,6 +224,7 @@ static vkattn_status free_seq(vkattn_kv_cache *cache, uint32_t seq)
         uint32_t block = s->blocks[--s->block_count];
         if (--cache->refs[block] == 0) cache->free_blocks[cache->free_count++] = block;
     }
+    if (s->length > 0 && --cache->held_seqs == 0) cache->owner = 0; /* empty: any layer may take it */
     s->length = 0;
     return VKATTN_OK;
 }
@@ -268,7 +276,7 @@ static vkattn_status fork_seq(vkattn_kv_cache *cache, uint32_t src, uint32_t dst
         d->blocks = bigger;
         d->block_capacity = full;
     }
-    memcpy(d->blocks, s->blocks, full * sizeof *d->blocks);
+    if (full) memcpy(d->blocks, s->blocks, full * sizeof *d->blocks); /* d->blocks may still be NULL */
     d->block_count = full;
     if (partial) {
         status = vka_kv_cache_take(cache, d, s->length - full * bs, &taken);
@@ -282,6 +290,7 @@ static vkattn_status fork_seq(vkattn_kv_cache *cache, uint32_t src, uint32_t dst
     }
     for (uint32_t i = 0; i < full; i++) cache->refs[d->blocks[i]]++;
     d->length = s->length;
+    cache->held_seqs += d->length > 0;
     return VKATTN_OK;
 }
 

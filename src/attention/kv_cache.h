@@ -23,6 +23,8 @@ struct vkattn_kv_cache {
     uint32_t *free_blocks;      /* a stack of the free block ids */
     uint32_t free_count;
     vka_kv_seq *seqs;           /* max_sequences */
+    uint32_t held_seqs;         /* sequences holding tokens */
+    uint64_t owner;             /* serial of the layer whose K/V the cache holds; 0 while it is empty */
 };
 
 /* Gives `seq` room for `extra` more tokens: takes the blocks it lacks from the free list (the

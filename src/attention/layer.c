@@ -255,6 +255,7 @@ static vkattn_status layer_create(vkattn_context *ctx, const vkattn_layer_desc *
     if (!layer) return vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
     layer->ctx = ctx;
     vka_list_push(&ctx->layers, &layer->link);
+    layer->serial = ++ctx->layers_made;
     layer->cfg = cfg;
     layer->desc = *desc;
     layer->desc.storage = cfg.storage;

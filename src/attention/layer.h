@@ -11,6 +11,7 @@
 struct vkattn_layer {
     vkattn_context *ctx;
     vka_link link;                /* in ctx->layers */
+    uint64_t serial;              /* unique among the context's layers, never reused (a KV cache's owner) */
     struct vkattn_submission *submission; /* the unfinished submission it is in, if any */
     vka_layer_config cfg;
     vkattn_layer_desc desc; /* resolved */

@@ -13,6 +13,7 @@ static uint32_t mask_flags(const vka_problem *p)
 {
     uint32_t f = 0;
     if (p->causal) f |= VKA_MASK_CAUSAL;
+    if (p->causal_end) f |= VKA_MASK_CAUSAL_END;
     if (p->key_padding_mask) f |= VKA_MASK_KEY_PADDING;
     if (p->valid_lens == VKA_VALID_LENS_PER_BATCH) f |= VKA_MASK_VALID_LENS_PER_BATCH;
     if (p->valid_lens == VKA_VALID_LENS_PER_QUERY) f |= VKA_MASK_VALID_LENS_PER_QUERY;
@@ -169,14 +170,15 @@ static vkattn_status choose_grouping(vka_builder *b, const vka_qkv_layout *l, ui
 
 /* The keys one fused invocation's rows (tile_q queries of one head) may see, from the first row's
  * first visible key: all S' keys, or fewer with a sliding window and causal rows. Rows i0 .. i1 =
- * i0 + tile_q - 1 see keys from max(0, i0 + S - L + 1 - W) (the window) to min(S, i1 + 1) (causal),
- * at most W + tile_q - 1 - (S - L) of them. So a window of 4096 over 32768 keys plans (and costs)
- * like 4096 keys: the kernel starts each invocation's parts at its first row's window. */
+ * i0 + tile_q - 1 sit at key indices qk = i + S - L and see keys from max(0, qk0 + 1 - W) (the
+ * window) to min(S, qk1 + 1) (causal, aligned at the end as it is in every layer with a window),
+ * at most W + tile_q - 1 of them. So a window of 4096 over 32768 keys plans (and costs) like 4096
+ * keys: the kernel starts each invocation's parts at its first row's window. */
 static uint64_t fused_key_span(const vka_problem *p, uint32_t tile_q)
 {
     if (!p->cfg.window || !p->causal) return p->S_ext;
-    int64_t span = (int64_t)p->cfg.window + tile_q - 1 + (int64_t)p->L - (int64_t)p->S;
-    return span < 1 ? 1 : (uint64_t)span < p->S_ext ? (uint64_t)span : p->S_ext;
+    uint64_t span = (uint64_t)p->cfg.window + tile_q - 1;
+    return span < p->S_ext ? span : p->S_ext;
 }
 
 /* The most keys one fused invocation may visit: whole blocks within the budget, counting a

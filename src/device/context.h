@@ -27,6 +27,7 @@ struct vkattn_context {
     /* The objects made from this context and not yet destroyed (their `link` members), so that
      * destroying the context destroys them too. */
     vka_link layers, tensors, submissions, caches;
+    uint64_t layers_made;       /* layers created so far: the next one's serial number */
 };
 
 /* One call at a time per context: entry fails (VKATTN_ERROR_BUSY, no message: the message slot

@@ -118,9 +118,9 @@ static vkattn_status tensor_wrap(vkattn_context *ctx, VkBuffer buffer, VkDeviceS
     dev->vk.vkGetBufferMemoryRequirements(dev->device, buffer, &req);
     if (offset > req.size || need > req.size - offset)
         return vka_fail(dev, VKATTN_ERROR_SHAPE,
-                        "vkattn_tensor_wrap: the tensor needs bytes [%llu, %llu) of the buffer (its size rounded up "
-                        "to 16), which holds at most %llu", (unsigned long long)offset,
-                        (unsigned long long)(offset + need), (unsigned long long)req.size);
+                        "vkattn_tensor_wrap: the tensor needs %llu bytes (its size rounded up to 16) from offset %llu of "
+                        "the buffer, which holds at most %llu",
+                        (unsigned long long)need, (unsigned long long)offset, (unsigned long long)req.size);
     vkattn_tensor *t = NULL;
     /* What the application writes is not seen here: a float mask in it is never inspected. */
     if ((status = make_tensor(ctx, dtype, rank, dims, elems, bytes, 1, &t)) != VKATTN_OK) return status;

@@ -114,7 +114,7 @@ static int masked(const vka_problem *p, const vka_host_arrays *d, size_t b, size
                   double *add)
 {
     *add = 0.0;
-    if (p->causal && j > i) return 1;
+    if (p->causal && (int64_t)j > (int64_t)i + (p->causal_end ? (int64_t)p->S - (int64_t)p->L : 0)) return 1;
     if (p->cfg.window && (int64_t)i - (int64_t)j + (int64_t)p->S - (int64_t)p->L >= (int64_t)p->cfg.window) return 1;
     const uint8_t *kpm = d->in[VKA_ARG_KEY_PADDING_MASK];
     const int32_t *lens = d->in[VKA_ARG_VALID_LENS];
