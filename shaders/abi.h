@@ -31,6 +31,8 @@
 #endif
 
 /* Specialization constant ids. */
+#define VKA_MAX_SPEC 8        /* every pipeline gets ids 0..7; a kernel reads the ones it declares */
+#define VKA_MAX_BINDINGS 11   /* the most binding slots a kernel has (attn_fused) */
 #define VKA_SPEC_WG_SIZE 0 /* invocations per workgroup (local_size_x) */
 #define VKA_SPEC_TILE_A 1  /* kernel-specific register tile, see each .comp */
 #define VKA_SPEC_TILE_B 2

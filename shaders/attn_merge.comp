@@ -15,12 +15,7 @@
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #extension GL_GOOGLE_include_directive : require
-#include "abi.h"
-
-layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
-layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
-layout(constant_id = VKA_SPEC_DV) const uint DV = 16;
-layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
+#include "prelude.glsl"
 
 layout(std430, binding = VKA_MERGE_STATE_O) readonly buffer StateO_ { float state_o[]; };
 layout(std430, binding = VKA_MERGE_STATE_O) readonly buffer StateO4_ { vec4 state_o4[]; };

@@ -29,15 +29,7 @@
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #extension GL_GOOGLE_include_directive : require
-#include "abi.h"
-
-layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
-layout(constant_id = VKA_SPEC_TILE_A) const uint TILE_A = 8;
-layout(constant_id = VKA_SPEC_TILE_B) const uint TILE_B = 16;
-layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
-layout(constant_id = VKA_SPEC_DV) const uint DV = 16;
-layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
-layout(constant_id = VKA_SPEC_VARIANT) const uint VARIANT = 0;
+#include "prelude.glsl"
 
 layout(binding = VKA_PAGED_Q) uniform samplerBuffer Q;
 #ifdef KV_QUANT

@@ -14,15 +14,7 @@
  * Loop trips per invocation: DV + 1 (the Q·K^T loop over the head's texels; tile loops unrolled).
  */
 #extension GL_GOOGLE_include_directive : require
-#include "abi.h"
-
-layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
-layout(constant_id = VKA_SPEC_TILE_A) const uint TILE_A = 8;
-layout(constant_id = VKA_SPEC_TILE_B) const uint TILE_B = 8;
-layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
-layout(constant_id = VKA_SPEC_DV) const uint DV = 16;
-layout(constant_id = VKA_SPEC_ATTN_MASK) const uint ATTN_MASK = 1;
-layout(constant_id = VKA_SPEC_VARIANT) const uint VARIANT = 0;
+#include "prelude.glsl"
 
 layout(binding = VKA_SCORES_Q) uniform samplerBuffer Q;
 layout(binding = VKA_SCORES_K) uniform samplerBuffer K;

@@ -9,9 +9,7 @@
  * Loop trips per invocation: H + 1.
  */
 #extension GL_GOOGLE_include_directive : require
-#include "abi.h"
-
-layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
+#include "prelude.glsl"
 
 layout(std430, binding = VKA_AVERAGE_P) readonly buffer P_ { float p[]; };
 layout(std430, binding = VKA_AVERAGE_W) buffer W_ { float w[]; };

@@ -16,15 +16,11 @@
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #extension GL_GOOGLE_include_directive : require
-#include "abi.h"
-
-layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
-layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
+#include "prelude.glsl"
 
 layout(binding = VKA_APPEND_SRC) uniform samplerBuffer Src;
 layout(std430, binding = VKA_APPEND_META) readonly buffer Meta_ { uint meta[]; };
 layout(push_constant) uniform Push { vka_append_push pc; };
-const uint VEC = 1; /* attention_common.glsl's texel width; only its VKA_OUT_TYPE is used here */
 #include "attention_common.glsl"
 
 #ifdef KV_QUANT

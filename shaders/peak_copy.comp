@@ -6,9 +6,8 @@
  * Loop trips per invocation: ceil(count / invocations) + 1.
  */
 #extension GL_GOOGLE_include_directive : require
-#include "abi.h"
+#include "prelude.glsl"
 
-layout(local_size_x = VKA_PEAK_WG_SIZE) in;
 layout(std430, binding = VKA_PEAK_SRC) readonly buffer Src_ { vec4 src[]; };
 layout(std430, binding = VKA_PEAK_DST) writeonly buffer Dst_ { vec4 dst[]; };
 layout(push_constant) uniform Push { vka_peak_push pc; };

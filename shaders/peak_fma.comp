@@ -9,7 +9,7 @@
  * Loop trips per invocation: iterations + 1 (the chain loops are unrolled).
  */
 #extension GL_GOOGLE_include_directive : require
-#include "abi.h"
+#include "prelude.glsl"
 #ifdef PEAK_FP16
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #define VEC4 f16vec4
@@ -19,7 +19,6 @@
 #define SCALAR float
 #endif
 
-layout(local_size_x = VKA_PEAK_WG_SIZE) in;
 layout(std430, binding = VKA_PEAK_OUT) writeonly buffer Out_ { vec4 results[]; };
 layout(push_constant) uniform Push { vka_peak_push pc; };
 

@@ -15,14 +15,10 @@
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #extension GL_GOOGLE_include_directive : require
-#include "abi.h"
-
-layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
-layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
+#include "prelude.glsl"
 
 layout(binding = VKA_ROPE_FREQ) uniform samplerBuffer Freq;
 layout(std430, binding = VKA_ROPE_META) readonly buffer Meta_ { uint meta[]; };
-const uint VEC = 1; /* attention_common.glsl's texel width; only its VKA_OUT_TYPE is used here */
 #include "attention_common.glsl"
 layout(std430, binding = VKA_ROPE_X) buffer X_ { VKA_OUT_TYPE x[]; };
 layout(push_constant) uniform Push { vka_rope_push pc; };

@@ -18,11 +18,7 @@
  * ROW 3(n + 1) + 2(t + 1); STATS 2(n + 1) + 2(t + 1); NORMALIZE (chunks + 1) + (n + 1).
  */
 #extension GL_GOOGLE_include_directive : require
-#include "abi.h"
-
-layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
-layout(constant_id = VKA_SPEC_FLAGS) const uint MODE = VKA_SOFTMAX_ROW;
-layout(constant_id = VKA_SPEC_VARIANT) const uint VARIANT = 0;
+#include "prelude.glsl"
 
 layout(std430, binding = VKA_SOFTMAX_P) buffer P_ { float p[]; };
 layout(std430, binding = VKA_SOFTMAX_STATS_BUF) buffer Stats_ { float stats[]; };
@@ -85,7 +81,7 @@ void main()
     float m = -1.0 / 0.0;
     uint saw_nan = 0;
     float sum = 0.0;
-    if (MODE == VKA_SOFTMAX_NORMALIZE) {
+    if (FLAGS == VKA_SOFTMAX_NORMALIZE) {
         /* The row's max over its chunks' maxima, then the sum of their rescaled sums. */
         uint first = row * pc.chunks * 3;
         for (uint c = 0; c < pc.chunks; c++) {
@@ -109,8 +105,8 @@ void main()
             for (uint j = begin + t; j < end; j += gl_WorkGroupSize.x) part += exp(p[base + j] - m);
             sum = reduce_sum(part);
         }
-        if (MODE == VKA_SOFTMAX_ROW && saw_nan == 0 && m != 1.0 / 0.0) add_sink(row, m, sum);
-        if (MODE == VKA_SOFTMAX_STATS) {
+        if (FLAGS == VKA_SOFTMAX_ROW && saw_nan == 0 && m != 1.0 / 0.0) add_sink(row, m, sum);
+        if (FLAGS == VKA_SOFTMAX_STATS) {
             if (t == 0) {
                 uint at = (row * pc.chunks + chunk) * 3;
                 stats[at] = m;

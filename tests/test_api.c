@@ -3,9 +3,9 @@
  * layer is reused across shapes. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 
-#include "device/context.h" /* test_fp16_fallback hides the device's 16-bit storage */
+#include "api/context.h" /* test_fp16_fallback hides the device's 16-bit storage */
 #include "gpu_test.h"
-#include "io/io.h" /* vka_f32_to_f16 */
+#include "format/half.h" /* vka_f32_to_f16 */
 
 static vkattn_context *ctx;
 

@@ -17,7 +17,7 @@
 #include "vkattn_vulkan.h"
 
 #include "app_scale_spv.h" /* tests/shaders/app_scale.comp, compiled by the build */
-#include "device/context.h"  /* the fault injector, for the creation walk */
+#include "api/context.h"  /* the fault injector, for the creation walk */
 
 /* Tolerances of the GPU-vs-CPU tests (f32 storage): max-abs 1e-4 x max(1, max|ref|), NMSE 1e-9. */
 static void check_close(const char *what, const float *got, const float *want, size_t n)

@@ -5,7 +5,7 @@
  * status with a message, leak nothing (this test runs under LeakSanitizer in the sanitizer build),
  * produce no validation message, and leave the context usable (the same work then succeeds) or,
  * for an injected VK_ERROR_DEVICE_LOST, clearly dead: every later call says DEVICE_LOST. */
-#include "device/context.h"
+#include "api/context.h"
 #include "gpu_test.h"
 
 /* One unit of work on a context; it must destroy whatever it created, whatever happens. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/error.h" /* vka_format_dims */
+#include "format/half.h"
 #include "io/io.h"
 #include "test_util.h"
 

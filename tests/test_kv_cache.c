@@ -6,10 +6,10 @@
  * rounds k and v the same way (kv_cache_dtype) and, for what the format costs, against the unrounded
  * one. */
 #define _POSIX_C_SOURCE 200809L
-#include "attention/kv_cache.h"
-#include "device/context.h"
+#include "api/kv_cache.h"
+#include "api/context.h"
 #include "gpu_test.h"
-#include "io/quant.h"
+#include "format/quant.h"
 #include "memory/transfer.h"
 
 /* One sequence as the test feeds it: its input tokens, and the outputs the cache gave for them. */

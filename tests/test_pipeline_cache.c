@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "device/context.h" /* the device's VkPhysicalDeviceProperties; the fault injector */
+#include "api/context.h" /* the device's VkPhysicalDeviceProperties; the fault injector */
 #include "gpu_test.h"
 
 static char dir[256]; /* this run's temporary directory */

@@ -1,7 +1,7 @@
 /* The plan is pure: shapes and device limits in, kernel steps and workspace sizes out. These tests
  * run it with made-up limits (no Vulkan), to check dispatch counts, chunking and limit errors. */
-#include "attention/plan.h"
-#include "io/quant.h"
+#include "plan/plan.h"
+#include "format/quant.h"
 #include "test_util.h"
 
 static vka_problem problem(uint32_t B, uint32_t L, uint32_t S, uint32_t E, uint32_t H, int self)

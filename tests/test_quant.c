@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "io/io.h"
-#include "io/quant.h"
+#include "format/quant.h"
 #include "test_util.h"
 
 static void check_bytes(const uint8_t *got, const uint8_t *want, size_t n, const char *what)

@@ -9,7 +9,7 @@
  */
 #include <math.h>
 
-#include "attention/config.h"
+#include "problem/config.h"
 #include "test_util.h"
 
 #define TOL 1e-6

@@ -7,7 +7,7 @@
 #include "gpu_test.h"
 #include "vkattn.h"
 
-#include "device/context.h" /* the context's busy flag, set by hand for the deterministic BUSY test */
+#include "api/context.h" /* the context's busy flag, set by hand for the deterministic BUSY test */
 
 enum { B = 2, L = 6, E = 32, H = 4, LAYERS = 8 };
 #define N ((size_t)B * L * E)

@@ -5,7 +5,7 @@
  * the default path records no timestamps; the peak microkernels give positive figures. */
 #include <math.h>
 
-#include "attention/layer.h"
+#include "api/layer.h"
 #include "gpu_test.h"
 
 static vkattn_context *ctx;

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "format/half.h"
 #include "io/io.h"
 #include "test_util.h"
 

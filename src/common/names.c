@@ -1,9 +1,8 @@
-/* Names and sizes of the public enums, from the same tables as the enums themselves. */
+/* Names of the public enums (statuses, paths, stages) and the version, from the same tables as the
+ * enums themselves. The dtypes' names and sizes are in format/dtype.c. */
 #include "vkattn.h"
 
 #include <stdint.h>
-
-#include "io/quant.h"
 
 #define VKA_STRINGIFY_(x) #x
 #define VKA_STRINGIFY(x) VKA_STRINGIFY_(x)
@@ -36,38 +35,6 @@ const char *vkattn_status_name(vkattn_status status)
 #undef VKA_STATUS_NAME_
     }
     return "VKATTN_UNKNOWN";
-}
-
-size_t vkattn_dtype_size(vkattn_dtype dtype)
-{
-    switch (dtype) {
-    case VKATTN_DTYPE_F32: return 4;
-    case VKATTN_DTYPE_F16: return 2;
-    case VKATTN_DTYPE_BOOL: return 1;
-    case VKATTN_DTYPE_I32: return 4;
-    case VKATTN_DTYPE_Q8_0:
-    case VKATTN_DTYPE_Q4_0: return 0; /* block formats: vkattn_dtype_row_size */
-    }
-    return 0;
-}
-
-size_t vkattn_dtype_row_size(vkattn_dtype dtype, size_t count)
-{
-    uint64_t bytes = vka_dtype_bytes(dtype, count);
-    return bytes <= SIZE_MAX ? (size_t)bytes : 0;
-}
-
-const char *vkattn_dtype_name(vkattn_dtype dtype)
-{
-    switch (dtype) {
-    case VKATTN_DTYPE_F32: return "f32";
-    case VKATTN_DTYPE_F16: return "f16";
-    case VKATTN_DTYPE_BOOL: return "bool";
-    case VKATTN_DTYPE_I32: return "i32";
-    case VKATTN_DTYPE_Q8_0: return "q8_0";
-    case VKATTN_DTYPE_Q4_0: return "q4_0";
-    }
-    return "unknown";
 }
 
 const char *vkattn_path_name(vkattn_path path)

@@ -83,15 +83,4 @@ vkattn_status vka_weight_file_parse_prefix(const uint8_t *data, size_t size, con
 vkattn_status vka_weight_file_parse(const uint8_t *data, size_t size, vkattn_weight_file **out,
                                     vkattn_error *error);
 
-/* ---- 16-bit floats (half.c) -------------------------------------------------------------------- */
-
-/* IEEE binary16 to float32: exact, including subnormals, infinities and NaN payloads. */
-float vka_f16_to_f32(uint16_t h);
-/* float32 to binary16, rounding to nearest even; overflow gives infinity, NaN stays a (quiet) NaN. */
-uint16_t vka_f32_to_f16(float f);
-/* bfloat16 (the top 16 bits of a float32) to float32: exact. */
-float vka_bf16_to_f32(uint16_t b);
-/* float32 to bfloat16, rounding to nearest even; NaN stays a (quiet) NaN. */
-uint16_t vka_f32_to_bf16(float f);
-
 #endif

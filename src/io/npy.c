@@ -15,6 +15,7 @@
 
 #include "common/checked.h"
 #include "common/error.h"
+#include "format/half.h"
 #include "io/io.h"
 
 #define NPY_MAGIC "\x93NUMPY"

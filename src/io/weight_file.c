@@ -24,6 +24,7 @@
 
 #include "common/checked.h"
 #include "common/error.h"
+#include "format/half.h"
 #include "io/io.h"
 #include "io/safetensors.h"
 

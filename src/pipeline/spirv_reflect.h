@@ -6,7 +6,7 @@
 #define VK_NO_PROTOTYPES
 #include <volk.h>
 
-#include "pipeline/kernels.h"
+#include "abi.h"
 
 #define VKA_BINDING_NAME_MAX 24
 #define VKA_BINDING_ALIASES 2

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 
 #include "common/error.h"
-#include "io/quant.h"
+#include "format/quant.h"
 
 /* y (rows, out) = x (rows, in) W^T + b, with W (out, in) a row range of a bigger matrix. */
 static void linear(const float *x, size_t rows, size_t in, const float *W, const float *b, size_t out, double *y)

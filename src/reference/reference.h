@@ -2,7 +2,7 @@
 #ifndef VKA_REFERENCE_H
 #define VKA_REFERENCE_H
 
-#include "attention/args.h"
+#include "problem/args.h"
 
 /* A forward's host arrays, by argument: inputs in their table dtypes (activations and float masks
  * as float, bool masks as bytes, valid lengths as int32), outputs as float; NULL where not given. */

@@ -1,0 +1,14 @@
+/* prelude.glsl — what every kernel opens with, after its #version and extensions: the C/GLSL
+ * contract (abi.h), the workgroup size and the specialization constants, declared once here with
+ * the ids abi.h gives them. The host sets every one of them for every pipeline (a kernel reads the
+ * ones it uses), so the defaults below only make a module valid on its own. */
+#include "abi.h"
+
+layout(local_size_x_id = VKA_SPEC_WG_SIZE) in;
+layout(constant_id = VKA_SPEC_TILE_A) const uint TILE_A = 1;
+layout(constant_id = VKA_SPEC_TILE_B) const uint TILE_B = 1;
+layout(constant_id = VKA_SPEC_VEC) const uint VEC = 4;
+layout(constant_id = VKA_SPEC_DV) const uint DV = 1;
+layout(constant_id = VKA_SPEC_ATTN_MASK) const uint ATTN_MASK = 1;
+layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
+layout(constant_id = VKA_SPEC_VARIANT) const uint VARIANT = 0;

@@ -1,0 +1,600 @@
+/* Context lifetime: instance (with optional validation), device choice, logical device, queue,
+ * and the objects the rest of the library shares; or the same on an application's instance,
+ * device and queue (vkattn_context_create_external), which are then never destroyed here. Setup
+ * and teardown are mirror images. */
+#include "api/context.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/physical.h"
+#include "vkattn_vulkan.h"
+
+#define VKA_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
+#define VKA_MAX_DEVICES 16
+
+/* Counts validation warnings and errors so tests can fail on them; prints each one. */
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                            VkDebugUtilsMessageTypeFlagsEXT type,
+                                                            const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                                            void *user)
+{
+    vkattn_context *ctx = user;
+    if ((type & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT)) &&
+        severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        ctx->validation_messages++;
+        fprintf(stderr, "vkattn: validation %s: %s\n",
+                severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning",
+                data && data->pMessage ? data->pMessage : "(no message)");
+    }
+    return VK_FALSE;
+}
+
+/* The messenger of a context: warnings and errors go to on_validation_message with `ctx`. */
+static VkDebugUtilsMessengerCreateInfoEXT messenger_info(vkattn_context *ctx, const void *next)
+{
+    return (VkDebugUtilsMessengerCreateInfoEXT){
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .pNext = next,
+        .messageSeverity =
+            VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = on_validation_message,
+        .pUserData = ctx,
+    };
+}
+
+/* 1 if the instance layer exists, 0 if not, -1 when out of memory asking. */
+static int instance_has_layer(vka_faults *faults, const char *name)
+{
+    uint32_t count = 0;
+    if (vkEnumerateInstanceLayerProperties(&count, NULL) != VK_SUCCESS || count == 0) return 0;
+    VkLayerProperties *layers = vka_malloc(faults, count * sizeof *layers);
+    if (!layers) return -1;
+    int found = 0;
+    if (vkEnumerateInstanceLayerProperties(&count, layers) == VK_SUCCESS)
+        for (uint32_t i = 0; i < count && !found; i++) found = strcmp(layers[i].layerName, name) == 0;
+    free(layers);
+    return found;
+}
+
+/* 1 if the instance extension exists, 0 if not, -1 when out of memory asking. */
+static int instance_has_extension(vka_faults *faults, const char *layer, const char *name)
+{
+    uint32_t count = 0;
+    if (vkEnumerateInstanceExtensionProperties(layer, &count, NULL) != VK_SUCCESS || count == 0) return 0;
+    VkExtensionProperties *exts = vka_malloc(faults, count * sizeof *exts);
+    if (!exts) return -1;
+    int found = 0;
+    if (vkEnumerateInstanceExtensionProperties(layer, &count, exts) == VK_SUCCESS)
+        for (uint32_t i = 0; i < count && !found; i++) found = strcmp(exts[i].extensionName, name) == 0;
+    free(exts);
+    return found;
+}
+
+/* Creates the instance. With `ctx` and validation wanted (and installed), enables the Khronos layer
+ * with synchronization validation and routes its messages to `ctx`. */
+static vkattn_status create_instance(vkattn_context *ctx, int want_validation, VkInstance *out, int *validation_on,
+                                     vkattn_error *error)
+{
+    const char *layers[1];
+    const char *extensions[2];
+    uint32_t layer_count = 0, extension_count = 0;
+    vka_faults *faults = ctx ? &ctx->dev.faults : NULL;
+    int has_layer = want_validation ? instance_has_layer(faults, VKA_VALIDATION_LAYER) : 0;
+    int has_utils = has_layer > 0 ? instance_has_extension(faults, NULL, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) : 0;
+    int portability = has_layer >= 0 && has_utils >= 0
+                          ? instance_has_extension(faults, NULL, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)
+                          : -1;
+    if (has_layer < 0 || has_utils < 0 || portability < 0)
+        return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory listing Vulkan layers");
+    int validation = has_layer > 0 && has_utils > 0;
+    if (validation) {
+        layers[layer_count++] = VKA_VALIDATION_LAYER;
+        extensions[extension_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    }
+    /* MoltenVK and other non-conformant implementations are only listed with this extension. */
+    VkInstanceCreateFlags flags = 0;
+    if (portability) {
+        extensions[extension_count++] = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
+        flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    }
+
+    uint32_t loader_version = volkGetInstanceVersion();
+    if (loader_version < VK_API_VERSION_1_1)
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED, "the Vulkan loader supports only Vulkan 1.0; vkattn needs 1.1");
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "vkattn",
+        .pEngineName = "vkattn",
+        .engineVersion = VK_MAKE_API_VERSION(0, VKATTN_VERSION_MAJOR, VKATTN_VERSION_MINOR, VKATTN_VERSION_PATCH),
+        .apiVersion = loader_version >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2 : VK_API_VERSION_1_1,
+    };
+    VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+    VkValidationFeaturesEXT features = {
+        .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+        .enabledValidationFeatureCount = 1,
+        .pEnabledValidationFeatures = enables,
+    };
+    /* Chained here, the messenger also reports on vkCreateInstance and vkDestroyInstance. */
+    VkDebugUtilsMessengerCreateInfoEXT messenger = messenger_info(ctx, &features);
+    VkInstanceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pNext = validation ? &messenger : NULL,
+        .flags = flags,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = layer_count,
+        .ppEnabledLayerNames = layers,
+        .enabledExtensionCount = extension_count,
+        .ppEnabledExtensionNames = extensions,
+    };
+    VkResult r = faults && vka_fault_vk(faults) ? vka_injected_result(&ctx->dev) : vkCreateInstance(&info, NULL, out);
+    if (r != VK_SUCCESS)
+        return vka_error_set(error, r == VK_ERROR_INCOMPATIBLE_DRIVER ? VKATTN_ERROR_NO_DEVICE : vka_status_of_result(r),
+                             "vkCreateInstance failed: %s", vka_vk_result_name(r));
+    *validation_on = validation;
+    return VKATTN_OK;
+}
+
+/* Enumerates and describes every device of `instance` (at most VKA_MAX_DEVICES). */
+static vkattn_status describe_all(const vka_instance_fns *fns, VkInstance instance, VkPhysicalDevice *devices,
+                                  vkattn_device_info *infos, uint32_t *count, vkattn_error *error)
+{
+    uint32_t n = VKA_MAX_DEVICES;
+    VkResult r = fns->vkEnumeratePhysicalDevices(instance, &n, devices);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+        return vka_error_set(error, vka_status_of_result(r), "vkEnumeratePhysicalDevices failed: %s",
+                             vka_vk_result_name(r));
+    for (uint32_t i = 0; i < n; i++) vka_describe_device(fns, devices[i], i, &infos[i], NULL);
+    if (n > 0) infos[vka_default_device(infos, n)].is_default = 1;
+    *count = n;
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_list_devices(vkattn_device_info *infos, uint32_t capacity, uint32_t *count, vkattn_error *error)
+{
+    if (!count || (capacity > 0 && !infos))
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_list_devices: count is NULL, or infos is NULL with capacity > 0");
+    vkattn_status status = vka_loader_init(error);
+    if (status != VKATTN_OK) return status;
+    VkInstance instance = VK_NULL_HANDLE;
+    int validation_on = 0;
+    status = create_instance(NULL, 0, &instance, &validation_on, error);
+    if (status != VKATTN_OK) return status;
+
+    vka_instance_fns fns;
+    VkPhysicalDevice devices[VKA_MAX_DEVICES];
+    vkattn_device_info all[VKA_MAX_DEVICES];
+    uint32_t n = 0;
+    status = vka_load_instance_functions(vka_loader_entry(), instance, &fns, error);
+    if (status == VKATTN_OK) status = describe_all(&fns, instance, devices, all, &n, error);
+    if (status == VKATTN_OK) {
+        for (uint32_t i = 0; i < n && i < capacity; i++) infos[i] = all[i];
+        *count = n;
+    }
+    PFN_vkDestroyInstance destroy = (PFN_vkDestroyInstance)vka_loader_entry()(instance, "vkDestroyInstance");
+    if (destroy) destroy(instance, NULL);
+    return status;
+}
+
+static vkattn_status create_device(vkattn_context *ctx)
+{
+    vkattn_status status = VKATTN_OK;
+    uint32_t timestamp_bits = 0;
+    if (!vka_find_compute_queue(&ctx->dev.ifn, ctx->dev.physical, &ctx->dev.queue_family, &timestamp_bits))
+        return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" has no compute queue", ctx->dev.info.name);
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = ctx->dev.queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &priority,
+    };
+    /* float16 arithmetic is core in Vulkan 1.2 (the peak microkernel uses it where present). */
+    VkPhysicalDeviceShaderFloat16Int8Features float16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+        .shaderFloat16 = ctx->dev.info.shader_float16 ? VK_TRUE : VK_FALSE,
+    };
+    VkPhysicalDevice16BitStorageFeatures storage16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .pNext = ctx->dev.info.api_version >= VK_API_VERSION_1_2 ? &float16 : NULL,
+        .storageBuffer16BitAccess = ctx->dev.info.storage_16bit ? VK_TRUE : VK_FALSE,
+    };
+    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &storage16};
+    const char *extensions[1];
+    uint32_t extension_count = 0;
+    /* Required wherever the implementation advertises it (MoltenVK). */
+    if (vka_device_has_extension(&ctx->dev.ifn, ctx->dev.physical, "VK_KHR_portability_subset"))
+        extensions[extension_count++] = "VK_KHR_portability_subset";
+    VkDeviceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = &features,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue,
+        .enabledExtensionCount = extension_count,
+        .ppEnabledExtensionNames = extensions,
+    };
+    VKA_VK(&ctx->dev, ctx->dev.ifn.vkCreateDevice(ctx->dev.physical, &info, NULL, &ctx->dev.device));
+    vka_load_device_table(&ctx->dev.ifn, ctx->dev.device, &ctx->dev.vk);
+    ctx->dev.vk.vkGetDeviceQueue(ctx->dev.device, ctx->dev.queue_family, 0, &ctx->dev.queue);
+fail:
+    return status;
+}
+
+static vkattn_status create_shared_objects(vkattn_context *ctx, const vkattn_context_desc *desc)
+{
+    vkattn_status status = VKATTN_OK;
+    VKA_TRY(vka_transfer_create(&ctx->dev, &ctx->transfer));
+    VKA_TRY(vka_buffer_create(&ctx->dev, 16, VKA_MEMORY_DEVICE, "the placeholder buffer", &ctx->dummy));
+    VKA_TRY(vka_pipeline_cache_init(&ctx->dev, &ctx->pipelines, desc->pipeline_cache_path, desc->pipeline_cache_data,
+                                    desc->pipeline_cache_size));
+fail:
+    return status;
+}
+
+void vka_context_set_faults(vkattn_context *ctx, const vka_faults *faults)
+{
+    vka_faults none = {0};
+    ctx->dev.faults = faults ? *faults : none;
+    ctx->dev.faults.host_calls = ctx->dev.faults.vk_calls = 0;
+}
+
+static int validation_wanted(vkattn_validation v)
+{
+    if (v == VKATTN_VALIDATION_ON) return 1;
+    if (v == VKATTN_VALIDATION_OFF) return 0;
+    const char *env = getenv("VKATTN_VALIDATION");
+    return env && strcmp(env, "1") == 0;
+}
+
+vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_context **out, vkattn_error *error)
+{
+    return vka_context_create_with_faults(desc, NULL, out, error);
+}
+
+/* The loop budget the plan keeps to: the caller's or VKATTN_LOOP_BUDGET, capped at the device's. */
+static vkattn_status resolve_loop_budget(vkattn_context *ctx, uint32_t requested)
+{
+    const char *env = getenv("VKATTN_LOOP_BUDGET");
+    if (!requested && env && *env) {
+        char *end;
+        unsigned long long value = strtoull(env, &end, 10);
+        if (*end || value == 0 || value > UINT32_MAX)
+            return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                            "VKATTN_LOOP_BUDGET=\"%s\" is not a loop-trip count from 1 to 4294967295", env);
+        requested = (uint32_t)value;
+    }
+    uint32_t device = ctx->dev.info.loop_budget;
+    ctx->loop_budget = requested && (!device || requested < device) ? requested : device;
+    ctx->dev.info.loop_budget = ctx->loop_budget;
+    return VKATTN_OK;
+}
+
+/* A zeroed context with empty object lists. */
+static vkattn_context *context_alloc(const vka_faults *faults)
+{
+    vkattn_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return NULL;
+    vka_context_set_faults(ctx, faults);
+    vka_list_init(&ctx->children);
+    return ctx;
+}
+
+/* What follows the device's description, for both kinds of context: the kernel tuning, the loop
+ * budget, the Vulkan 1.1 check, then (`make_device`) the logical device, then the shared objects. */
+static vkattn_status context_finish(vkattn_context *ctx, const vkattn_context_desc *desc, int make_device)
+{
+    vkattn_status status = VKATTN_OK;
+    if (ctx->dev.faults.hide_16bit_storage) ctx->dev.info.storage_16bit = 0;
+    const char *tuning = desc->tuning, *tuning_source = "tuning";
+    if (!tuning && (tuning = getenv("VKATTN_TUNING")) && !*tuning) tuning = NULL;
+    if (tuning && tuning != desc->tuning) tuning_source = "VKATTN_TUNING";
+    ctx->tuning = vka_tuning_for(&ctx->dev.info, tuning);
+    if (!ctx->tuning) {
+        status = vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s \"%s\" does not exist (try lavapipe or gpu)",
+                          tuning_source, tuning);
+        goto fail;
+    }
+    snprintf(ctx->dev.info.tuning, sizeof ctx->dev.info.tuning, "%s", ctx->tuning->name);
+    VKA_TRY(resolve_loop_budget(ctx, desc->loop_budget));
+    if (ctx->dev.info.api_version < VK_API_VERSION_1_1) {
+        status = vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkattn needs 1.1",
+                          ctx->dev.info.name);
+        goto fail;
+    }
+    if (make_device) VKA_TRY(create_device(ctx));
+    VKA_TRY(create_shared_objects(ctx, desc));
+fail:
+    return status;
+}
+
+/* The pipeline cache comes from a file or from the caller's bytes, not both. */
+static vkattn_status check_pipeline_cache_options(const vkattn_context_desc *desc, vkattn_error *error)
+{
+    if (desc->pipeline_cache_path && desc->pipeline_cache_data)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "pipeline_cache_path and pipeline_cache_data are both given; give one");
+    if (!desc->pipeline_cache_data != !desc->pipeline_cache_size)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "pipeline_cache_data is %s but pipeline_cache_size is %zu",
+                             desc->pipeline_cache_data ? "given" : "NULL", desc->pipeline_cache_size);
+    return VKATTN_OK;
+}
+
+vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, const vka_faults *faults,
+                                             vkattn_context **out, vkattn_error *error)
+{
+    vkattn_context_desc defaults = {0};
+    if (!desc) desc = &defaults;
+    if (!out) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_context_create: out is NULL");
+    if ((unsigned)desc->validation > VKATTN_VALIDATION_OFF)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "validation %d is not a vkattn_validation",
+                             (int)desc->validation);
+    vkattn_status status = check_pipeline_cache_options(desc, error);
+    if (status != VKATTN_OK) return status;
+    status = vka_loader_init(error);
+    if (status != VKATTN_OK) return status;
+
+    vkattn_context *ctx = context_alloc(faults);
+    if (!ctx) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a context");
+
+    VKA_TRY(create_instance(ctx, validation_wanted(desc->validation), &ctx->dev.instance, &ctx->validation_enabled,
+                            &ctx->dev.error));
+    VKA_TRY(vka_load_instance_functions(vka_loader_entry(), ctx->dev.instance, &ctx->dev.ifn, &ctx->dev.error));
+    if (ctx->validation_enabled && ctx->dev.ifn.vkCreateDebugUtilsMessengerEXT) {
+        VkDebugUtilsMessengerCreateInfoEXT info = messenger_info(ctx, NULL);
+        VKA_VK(&ctx->dev, ctx->dev.ifn.vkCreateDebugUtilsMessengerEXT(ctx->dev.instance, &info, NULL, &ctx->messenger));
+    }
+
+    VkPhysicalDevice devices[VKA_MAX_DEVICES];
+    vkattn_device_info infos[VKA_MAX_DEVICES];
+    uint32_t count = 0, chosen = 0;
+    VKA_TRY(describe_all(&ctx->dev.ifn, ctx->dev.instance, devices, infos, &count, &ctx->dev.error));
+    const char *request = desc->device, *source = "the device name";
+    if (!request) {
+        request = getenv("VKATTN_DEVICE");
+        source = "VKATTN_DEVICE";
+    }
+    VKA_TRY(vka_select_device(infos, count, request, source, &chosen, &ctx->dev.error));
+    ctx->dev.physical = devices[chosen];
+    vka_describe_device(&ctx->dev.ifn, ctx->dev.physical, chosen, &ctx->dev.info, &ctx->dev.caps);
+    ctx->dev.info.is_default = infos[chosen].is_default;
+    VKA_TRY(context_finish(ctx, desc, 1));
+    *out = ctx;
+    return VKATTN_OK;
+fail:
+    if (error) *error = ctx->dev.error;
+    vkattn_context_destroy(ctx);
+    return status;
+}
+
+/* The checks of an application's device description that need no Vulkan call. */
+static vkattn_status check_external(const vkattn_external_device *ext, vkattn_context **out, vkattn_error *error)
+{
+    const char *fn = "vkattn_context_create_external";
+    if (!ext || !out) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, ext ? "out" : "device");
+    const char *missing = !ext->instance ? "instance" : !ext->physical_device ? "physical_device"
+                        : !ext->device ? "device" : !ext->queue ? "queue"
+                        : !ext->get_instance_proc_addr ? "get_instance_proc_addr" : NULL;
+    if (missing) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "%s: %s is not given", fn, missing);
+    if (!ext->queue_lock != !ext->queue_unlock)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "%s: give both queue_lock and queue_unlock, or neither", fn);
+    uint32_t api = ext->api_version ? ext->api_version : VK_API_VERSION_1_1;
+    if (api < VK_API_VERSION_1_1)
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED, "%s: the instance was made for Vulkan %u.%u; vkattn needs 1.1",
+                             fn, VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api));
+    if (ext->features & ~(uint32_t)(VKATTN_FEATURE_STORAGE_16BIT | VKATTN_FEATURE_SHADER_FLOAT16))
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "%s: features 0x%x has bits that are no vkattn_feature", fn,
+                             ext->features);
+    const vkattn_context_desc *o = ext->options;
+    if (o && (o->device || o->validation))
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "%s: options.device and options.validation do not apply to an application's device (its "
+                             "validation layers are its own)", fn);
+    return o ? check_pipeline_cache_options(o, error) : VKATTN_OK;
+}
+
+vkattn_status vka_context_create_external_with_faults(const vkattn_external_device *ext, const vka_faults *faults,
+                                                      vkattn_context **out, vkattn_error *error)
+{
+    vkattn_status status = check_external(ext, out, error);
+    if (status != VKATTN_OK) return status;
+    vkattn_context_desc defaults = {0};
+    const vkattn_context_desc *desc = ext->options ? ext->options : &defaults;
+    vkattn_context *ctx = context_alloc(faults);
+    if (!ctx) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a context");
+    vka_device *dev = &ctx->dev;
+    dev->external = 1;
+    dev->instance = ext->instance;
+    dev->physical = ext->physical_device;
+    dev->device = ext->device;
+    dev->queue = ext->queue;
+    dev->queue_family = ext->queue_family_index;
+    dev->queue_lock.lock = ext->queue_lock;
+    dev->queue_lock.unlock = ext->queue_unlock;
+    dev->queue_lock.user = ext->queue_lock_user;
+    VKA_TRY(vka_load_instance_functions(ext->get_instance_proc_addr, dev->instance, &dev->ifn, &dev->error));
+    vka_describe_device(&dev->ifn, dev->physical, 0, &dev->info, &dev->caps);
+    dev->info.index = UINT32_MAX; /* not chosen from a list */
+    /* What the application's instance and device allow, not what the hardware could do. */
+    uint32_t api = ext->api_version ? ext->api_version : VK_API_VERSION_1_1;
+    if (api < dev->info.api_version) dev->info.api_version = api;
+    dev->info.storage_16bit &= (ext->features & VKATTN_FEATURE_STORAGE_16BIT) != 0;
+    dev->info.shader_float16 &= (ext->features & VKATTN_FEATURE_SHADER_FLOAT16) != 0;
+    VkQueueFamilyProperties family;
+    if (!vka_queue_family(&dev->ifn, dev->physical, dev->queue_family, &family) ||
+        !(family.queueFlags & VK_QUEUE_COMPUTE_BIT)) {
+        status = vka_fail(dev, VKATTN_ERROR_UNSUPPORTED, "queue family %u of \"%s\" %s", dev->queue_family, dev->info.name,
+                          vka_queue_family(&dev->ifn, dev->physical, dev->queue_family, &family) ? "has no compute"
+                                                                                                 : "does not exist");
+        goto fail;
+    }
+    dev->caps.timestamp_valid_bits = family.timestampValidBits;
+    dev->caps.timestamps = family.timestampValidBits > 0 && dev->caps.props.limits.timestampPeriod > 0;
+    dev->info.timestamp_period_ns = dev->caps.timestamps ? dev->caps.props.limits.timestampPeriod : 0.0f;
+    vka_load_device_table(&dev->ifn, dev->device, &dev->vk);
+    VKA_TRY(context_finish(ctx, desc, 0));
+    *out = ctx;
+    return VKATTN_OK;
+fail:
+    if (error) *error = ctx->dev.error;
+    vkattn_context_destroy(ctx);
+    return status;
+}
+
+vkattn_status vkattn_context_create_external(const vkattn_external_device *ext, vkattn_context **out,
+                                             vkattn_error *error)
+{
+    return vka_context_create_external_with_faults(ext, NULL, out, error);
+}
+
+vkattn_status vkattn_device_requirements_get(PFN_vkGetInstanceProcAddr entry, VkInstance instance,
+                                             VkPhysicalDevice physical, vkattn_device_requirements *out,
+                                             vkattn_error *error)
+{
+    if (!entry || !instance || !physical || !out)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "vkattn_device_requirements_get: get_instance_proc_addr, instance, physical_device and out "
+                             "are all required");
+    vka_instance_fns fns;
+    vkattn_status status = vka_load_instance_functions(entry, instance, &fns, error);
+    if (status != VKATTN_OK) return status;
+    vkattn_device_info info;
+    vka_describe_device(&fns, physical, 0, &info, NULL);
+    vkattn_device_requirements r = {.api_version = VK_API_VERSION_1_1};
+    uint32_t timestamp_bits;
+    if (!vka_find_compute_queue(&fns, physical, &r.queue_family_index, &timestamp_bits))
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" has no compute queue", info.name);
+    if (info.api_version < VK_API_VERSION_1_1)
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkattn needs 1.1",
+                             info.name);
+    if (vka_device_has_extension(&fns, physical, "VK_KHR_portability_subset"))
+        r.extensions[r.extension_count++] = "VK_KHR_portability_subset";
+    if (info.storage_16bit) r.features |= VKATTN_FEATURE_STORAGE_16BIT;
+    if (info.shader_float16) r.features |= VKATTN_FEATURE_SHADER_FLOAT16;
+    *out = r;
+    return VKATTN_OK;
+}
+
+vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
+{
+    vka_plan_limits limits = {0};
+    limits.max_storage_buffer_range = ctx->dev.info.max_storage_buffer_range;
+    /* A single buffer must also fit one allocation. */
+    if (ctx->dev.info.max_memory_allocation_size < limits.max_storage_buffer_range)
+        limits.max_storage_buffer_range = ctx->dev.info.max_memory_allocation_size;
+    for (int i = 0; i < 3; i++) limits.max_group_count[i] = ctx->dev.caps.props.limits.maxComputeWorkGroupCount[i];
+    limits.max_texel_elements = ctx->dev.caps.props.limits.maxTexelBufferElements;
+    limits.texel_offset_alignment = ctx->dev.caps.props.limits.minTexelBufferOffsetAlignment;
+    limits.storage_offset_alignment = ctx->dev.caps.props.limits.minStorageBufferOffsetAlignment;
+    limits.max_buffer_bytes = ctx->dev.info.max_memory_allocation_size;
+    limits.loop_budget = ctx->loop_budget;
+    limits.compute_units = ctx->dev.info.compute_units;
+    limits.tuning = ctx->tuning;
+    limits.faults = (vka_faults *)&ctx->dev.faults;
+    /* Keep the unfused score buffer moderate on devices with huge ranges: chunks cost a few
+     * dispatches, a multi-GiB workspace costs memory the application may need. */
+    limits.scores_budget_bytes = (uint64_t)512 << 20;
+    /* The fused path's split-key states: enough for a long prefill's parts, far below the scores. */
+    limits.state_budget_bytes = (uint64_t)64 << 20;
+    return limits;
+}
+
+void vka_context_adopt(vkattn_context *ctx, vka_child *child, void (*destroy)(vka_child *self))
+{
+    child->destroy = destroy;
+    vka_list_push(&ctx->children, &child->link);
+}
+
+/* Destroys the objects still made from the context, newest first (see vka_child). */
+static void destroy_children(vkattn_context *ctx)
+{
+    if (!ctx->children.next) return; /* a context that failed before its list existed */
+    while (!vka_list_empty(&ctx->children)) {
+        vka_child *child = VKA_CONTAINER_OF(ctx->children.next, vka_child, link);
+        child->destroy(child);
+    }
+}
+
+void vkattn_context_destroy(vkattn_context *ctx)
+{
+    if (!ctx) return;
+    vka_device *dev = &ctx->dev;
+    destroy_children(ctx);
+    if (dev->device) {
+        /* Nothing may still run when objects go; a lost device has nothing left to wait for. An
+         * application's device is not idled (that would wait for, and race with, its own queues):
+         * all of vkattn's own submits have been waited for by now. */
+        if (!dev->lost && !dev->external) dev->vk.vkDeviceWaitIdle(dev->device);
+        vka_pipeline_cache_destroy(dev, &ctx->pipelines);
+        vka_buffer_destroy(dev, &ctx->dummy);
+        vka_transfer_destroy(&ctx->transfer);
+        if (!dev->external) dev->vk.vkDestroyDevice(dev->device, NULL);
+    }
+    if (ctx->messenger) dev->ifn.vkDestroyDebugUtilsMessengerEXT(dev->instance, ctx->messenger, NULL);
+    if (dev->instance && !dev->external) {
+        PFN_vkDestroyInstance destroy = dev->ifn.vkDestroyInstance;
+        if (!destroy) destroy = (PFN_vkDestroyInstance)vka_loader_entry()(dev->instance, "vkDestroyInstance");
+        if (destroy) destroy(dev->instance, NULL);
+    }
+    free(ctx);
+}
+
+const char *vkattn_context_last_error(const vkattn_context *ctx) { return ctx ? ctx->dev.error.message : ""; }
+
+vkattn_status vkattn_context_device(const vkattn_context *ctx, vkattn_device_info *out)
+{
+    if (!ctx || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
+    *out = ctx->dev.info;
+    return VKATTN_OK;
+}
+
+uint32_t vkattn_context_validation_messages(const vkattn_context *ctx) { return ctx ? ctx->validation_messages : 0; }
+
+static vkattn_status pipeline_cache_info(const vkattn_context *ctx, vkattn_pipeline_cache_info *out)
+{
+    const vka_pipeline_cache *cache = &ctx->pipelines;
+    *out = (vkattn_pipeline_cache_info){.state = cache->state, .loaded_bytes = cache->loaded_bytes,
+                                        .pipelines = cache->count, .has_file = cache->path != NULL};
+    memcpy(out->note, cache->note, sizeof out->note);
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_context_pipeline_cache_info(const vkattn_context *ctx, vkattn_pipeline_cache_info *out)
+{
+    if (!ctx || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
+    /* The guard's flag is the one mutable field a reader touches: the context is otherwise read only. */
+    VKA_GUARDED((vkattn_context *)ctx, pipeline_cache_info(ctx, out));
+}
+
+static vkattn_status pipeline_cache_data(vkattn_context *ctx, void *data, size_t *size)
+{
+    if (!size)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_context_pipeline_cache_data: size is NULL");
+    vkattn_status status = vka_check_alive(&ctx->dev);
+    return status != VKATTN_OK ? status : vka_pipeline_cache_data(&ctx->dev, &ctx->pipelines, data, size);
+}
+
+vkattn_status vkattn_context_pipeline_cache_data(vkattn_context *ctx, void *data, size_t *size)
+{
+    if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(ctx, pipeline_cache_data(ctx, data, size));
+}
+
+static vkattn_status save_pipeline_cache(vkattn_context *ctx)
+{
+    vkattn_status status = vka_check_alive(&ctx->dev);
+    return status != VKATTN_OK ? status : vka_pipeline_cache_save(&ctx->dev, &ctx->pipelines);
+}
+
+vkattn_status vkattn_context_save_pipeline_cache(vkattn_context *ctx)
+{
+    if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(ctx, save_pipeline_cache(ctx));
+}
+
+int vkattn_context_validation_enabled(const vkattn_context *ctx) { return ctx ? ctx->validation_enabled : 0; }

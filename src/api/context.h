@@ -1,0 +1,85 @@
+/* The context: the device core (instance, device, queue, errors; device/device.h) and what the
+ * library shares on top of it: a transfer lane with staging memory, the pipelines, the kernel
+ * tuning and loop budget the plans use, a placeholder buffer, the validation messenger. */
+#ifndef VKA_CONTEXT_H
+#define VKA_CONTEXT_H
+
+#include <stdatomic.h>
+
+#include "common/list.h"
+#include "device/device.h"
+#include "device/tuning.h"
+#include "memory/buffer.h"
+#include "memory/transfer.h"
+#include "pipeline/pipeline_cache.h"
+#include "plan/steps.h"
+
+struct vkattn_context {
+    vka_device dev;
+    VkDebugUtilsMessengerEXT messenger;
+    vka_transfer transfer;      /* host <-> device copies for memory the host cannot map */
+    vka_pipeline_cache pipelines;
+    const vka_tuning *tuning; /* kernel shapes for this device (src/device/tuning.c) */
+    uint32_t loop_budget;       /* loop trips per invocation the plan keeps to, 0 = unlimited */
+    vka_buffer dummy;           /* bound to descriptor slots a dispatch does not use */
+    int validation_enabled;
+    uint32_t validation_messages;
+    atomic_int busy;            /* a call is inside (vka_enter): the threading rule, checked */
+    vka_link children;          /* the objects made from it and not yet destroyed (vka_child) */
+    uint64_t layers_made;       /* layers created so far: the next one's serial number */
+};
+
+/* An object made from a context (a layer, tensor, KV cache or submission). The context keeps them
+ * in one list and, when it goes, destroys what is left, newest first: each object's destroy first
+ * releases whatever still uses it (vka_user), so the order is never wrong. */
+typedef struct vka_child {
+    vka_link link;
+    void (*destroy)(struct vka_child *self);
+} vka_child;
+
+/* Links `child` into the context's list, with the function that destroys the object around it. */
+void vka_context_adopt(vkattn_context *ctx, vka_child *child, void (*destroy)(vka_child *self));
+/* Unlinks it (every destroy does; a no-op for a child never adopted). */
+static inline void vka_child_forget(vka_child *child) { vka_list_remove(&child->link); }
+
+/* Whoever holds objects until work of theirs on the device has finished (an unfinished
+ * submission). While an object names its user, other calls on it are refused (VKATTN_ERROR_BUSY);
+ * `release` makes the user let go of everything it holds: wait for that work, or drop it. */
+typedef struct vka_user {
+    void (*release)(struct vka_user *self);
+} vka_user;
+
+/* One call at a time per context: entry fails (VKATTN_ERROR_BUSY, no message: the message slot
+ * belongs to the call inside) while another thread is in a call on the context or an object made
+ * from it. One atomic exchange, no lock. */
+static inline int vka_enter(vkattn_context *ctx)
+{
+    return atomic_exchange_explicit(&ctx->busy, 1, memory_order_acquire) == 0;
+}
+static inline void vka_leave(vkattn_context *ctx) { atomic_store_explicit(&ctx->busy, 0, memory_order_release); }
+
+/* The body of a public entry point: `call` between vka_enter and vka_leave of `ctx`. */
+#define VKA_GUARDED(ctx, call)                                                                     \
+    do {                                                                                           \
+        vkattn_context *guarded_ = (ctx);                                                          \
+        if (!vka_enter(guarded_)) return VKATTN_ERROR_BUSY;                                        \
+        vkattn_status guarded_status_ = (call);                                                    \
+        vka_leave(guarded_);                                                                       \
+        return guarded_status_;                                                                    \
+    } while (0)
+
+/* The device facts the context's plans are built with. */
+vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx);
+
+/* Creates a context whose fault injector is armed from the start (tests only). */
+vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, const vka_faults *faults,
+                                             vkattn_context **out, vkattn_error *error);
+/* The same for vkattn_context_create_external. */
+struct vkattn_external_device;
+vkattn_status vka_context_create_external_with_faults(const struct vkattn_external_device *device,
+                                                      const vka_faults *faults, vkattn_context **out,
+                                                      vkattn_error *error);
+/* Re-arms (or disarms, with zeros) a context's fault injector and resets its counters. */
+void vka_context_set_faults(vkattn_context *ctx, const vka_faults *faults);
+
+#endif

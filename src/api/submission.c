@@ -1,0 +1,213 @@
+/* vkattn_submission: forwards added (checked, nothing recorded), then recorded into one command
+ * buffer and submitted without waiting. Recording at submit, not at add, is what lets a failed add
+ * leave the submission exactly as it was. */
+#include "api/submission.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/forward.h"
+#include "api/layer.h"
+#include "api/tensor.h"
+#include "pipeline/dispatch.h"
+
+static void release(vka_user *user);
+static void destroy_child(vka_child *child)
+{
+    vkattn_submission_destroy(VKA_CONTAINER_OF(child, vkattn_submission, child));
+}
+
+static vkattn_status submission_create(vkattn_context *ctx, vkattn_submission **out)
+{
+    vkattn_status status = vka_check_alive(&ctx->dev);
+    if (status != VKATTN_OK) return status;
+    if (!out) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_submission_create: out is NULL");
+    vkattn_submission *s = vka_calloc(&ctx->dev.faults, 1, sizeof *s);
+    if (!s) return vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a submission");
+    s->ctx = ctx;
+    if ((status = vka_commands_create(&ctx->dev, &s->commands)) != VKATTN_OK) {
+        free(s);
+        return status;
+    }
+    s->user.release = release;
+    vka_context_adopt(ctx, &s->child, destroy_child);
+    *out = s;
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_submission_create(vkattn_context *ctx, vkattn_submission **out)
+{
+    if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(ctx, submission_create(ctx, out));
+}
+
+/* Marks (s) or unmarks (NULL) the layer and tensors of one forward as the submission's. */
+static void mark(vka_submitted_forward *f, vkattn_submission *s)
+{
+    vka_user *user = s ? &s->user : NULL;
+    f->layer->user = user;
+    for (int i = 0; i < VKA_ARG_COUNT; i++)
+        if (f->args.v[i].given) ((vkattn_tensor *)f->args.v[i].tensor)->user = user;
+}
+
+/* Forgets every forward and frees their layers and tensors: the submission is open and empty. */
+static void empty(vkattn_submission *s)
+{
+    for (uint32_t i = 0; i < s->count; i++) mark(&s->forwards[i], NULL);
+    s->count = 0;
+    s->state = VKA_SUBMISSION_OPEN;
+}
+
+/* Tells, once, that the submission's forwards were dropped (release): a later add
+ * or submit fails with this message, so no forward added after the drop runs without the
+ * caller knowing that the ones before it are gone. */
+static vkattn_status report_dropped(vkattn_submission *s)
+{
+    if (!s->dropped) return VKATTN_OK;
+    s->dropped = 0;
+    return vka_fail(&s->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                    "a layer or tensor of this submission was destroyed before it was submitted: its forwards "
+                    "were dropped (add them again)");
+}
+
+static vkattn_status submission_add(vkattn_submission *s, vkattn_layer *layer, const vkattn_forward_desc *d)
+{
+    vkattn_context *ctx = s->ctx;
+    vkattn_status status = report_dropped(s);
+    if (status != VKATTN_OK) return status;
+    if (!layer) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_submission_add: layer is NULL");
+    if (layer->ctx != ctx)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "the layer belongs to a different context than the submission");
+    if (s->state == VKA_SUBMISSION_RUNNING)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_BUSY, "the submission is running: wait for it before adding forwards");
+    vka_submitted_forward f = {.layer = layer};
+    status = vka_forward_check(layer, d, &s->user, &f.args, &f.problem);
+    if (status != VKATTN_OK) return status;
+    if (f.problem.path == VKATTN_PATH_CPU)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "the CPU path runs on the host: it cannot be submitted");
+    if (s->count == s->capacity) {
+        uint32_t capacity = s->capacity ? 2 * s->capacity : 8;
+        vka_submitted_forward *bigger = vka_realloc(&ctx->dev.faults, s->forwards, capacity * sizeof *bigger);
+        if (!bigger) return vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory adding a forward");
+        s->forwards = bigger;
+        s->capacity = capacity;
+    }
+    s->forwards[s->count++] = f;
+    mark(&s->forwards[s->count - 1], s);
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_submission_add(vkattn_submission *s, vkattn_layer *layer, const vkattn_forward_desc *d)
+{
+    if (!s) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(s->ctx, submission_add(s, layer, d));
+}
+
+static vkattn_status submission_submit(vkattn_submission *s)
+{
+    vkattn_context *ctx = s->ctx;
+    vkattn_status status = vka_check_alive(&ctx->dev);
+    if (status != VKATTN_OK) return status;
+    if (s->state == VKA_SUBMISSION_RUNNING)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_BUSY, "the submission is already running: wait for it first");
+    VKA_TRY(report_dropped(s));
+    if (s->count == 0) return VKATTN_OK;
+    VKA_TRY(vka_commands_begin(&ctx->dev, &s->commands));
+    for (uint32_t i = 0; i < s->count; i++) {
+        vka_submitted_forward *f = &s->forwards[i];
+        /* Each forward may read what the one before wrote. */
+        if (i > 0) vka_record_barrier(&ctx->dev, s->commands.cmd);
+        VKA_TRY(vka_forward_record(f->layer, &f->args, &f->problem, s->commands.cmd, &f->stats));
+    }
+    VKA_TRY(vka_commands_submit(&ctx->dev, &s->commands));
+    s->state = VKA_SUBMISSION_RUNNING;
+    for (uint32_t i = 0; i < s->count; i++) s->forwards[i].layer->stats = s->forwards[i].stats;
+fail:
+    return status;
+}
+
+vkattn_status vkattn_submission_submit(vkattn_submission *s)
+{
+    if (!s) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(s->ctx, submission_submit(s));
+}
+
+/* A lost device runs nothing and is not asked again: the submission ends, with the loss. */
+static vkattn_status ended_by_loss(vkattn_submission *s)
+{
+    vkattn_status status = vka_check_alive(&s->ctx->dev);
+    if (status != VKATTN_OK) empty(s);
+    return status;
+}
+
+static vkattn_status submission_wait(vkattn_submission *s)
+{
+    vkattn_status status = ended_by_loss(s);
+    if (status != VKATTN_OK) return status;
+    if (s->state != VKA_SUBMISSION_RUNNING) {
+        if (s->count == 0) return VKATTN_OK;
+        return vka_fail(&s->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "the submission holds %u forward%s not yet submitted: nothing to wait for", s->count,
+                        s->count == 1 ? "" : "s");
+    }
+    status = vka_wait_fence(&s->ctx->dev, s->commands.fence, "a submission");
+    /* Finished, or the device is gone and nothing will ever finish: either way nothing runs. Any
+     * other failure of the wait says nothing about the work: it may still run. */
+    if (status == VKATTN_OK || status == VKATTN_ERROR_DEVICE_LOST) empty(s);
+    return status;
+}
+
+vkattn_status vkattn_submission_wait(vkattn_submission *s)
+{
+    if (!s) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(s->ctx, submission_wait(s));
+}
+
+static vkattn_status submission_poll(vkattn_submission *s)
+{
+    vka_device *dev = &s->ctx->dev;
+    vkattn_status status = ended_by_loss(s);
+    if (status != VKATTN_OK) return status;
+    if (s->state != VKA_SUBMISSION_RUNNING) return submission_wait(s);
+    VkResult r = dev->vk.vkGetFenceStatus(dev->device, s->commands.fence);
+    /* As in vka_wait_fence: an injected failure only follows finished work. */
+    if (r == VK_SUCCESS && vka_fault_vk(&dev->faults)) r = vka_injected_result(dev);
+    if (r == VK_NOT_READY) return VKATTN_ERROR_BUSY;
+    if (r != VK_SUCCESS) {
+        status = vka_vk_fail(dev, r, "vkGetFenceStatus", __FILE__, __LINE__);
+        /* Only a lost device ends the wait; any other failure leaves it running. */
+        if (status != VKATTN_ERROR_DEVICE_LOST) return status;
+    }
+    empty(s);
+    return status;
+}
+
+vkattn_status vkattn_submission_poll(vkattn_submission *s)
+{
+    if (!s) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(s->ctx, submission_poll(s));
+}
+
+/* Makes sure nothing of the submission still runs or waits to run, for the destruction of an
+ * object it uses: waits for it if submitted, drops its forwards (and remembers that) if not. Frees
+ * its layers and tensors either way. */
+static void release(vka_user *user)
+{
+    vkattn_submission *s = VKA_CONTAINER_OF(user, vkattn_submission, user);
+    if (s->state == VKA_SUBMISSION_RUNNING) {
+        if (!s->ctx->dev.lost) vka_wait_fence(&s->ctx->dev, s->commands.fence, "a submission");
+    } else if (s->count) {
+        s->dropped = 1;
+    }
+    empty(s);
+}
+
+void vkattn_submission_destroy(vkattn_submission *s)
+{
+    if (!s) return;
+    release(&s->user);
+    vka_commands_destroy(&s->ctx->dev, &s->commands);
+    vka_child_forget(&s->child);
+    free(s->forwards);
+    free(s);
+}

@@ -1,0 +1,618 @@
+/* Attention: the fused path (flash attention over key parts and chunks, merged by log-sum-exp)
+ * and the unfused one (scores, softmax, averaged weights, P·V). Both work on groups of query
+ * rows (heads x queries) small enough that each group's windows of Q, K, V and ctx fit one
+ * binding, and that each group's state or score block fits its budget. */
+#include "plan/attention.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "common/error.h"
+
+static uint32_t mask_flags(const vka_problem *p)
+{
+    uint32_t f = 0;
+    if (p->causal) f |= VKA_MASK_CAUSAL;
+    if (p->causal_end) f |= VKA_MASK_CAUSAL_END;
+    if (p->key_padding_mask) f |= VKA_MASK_KEY_PADDING;
+    if (p->valid_lens == VKA_VALID_LENS_PER_BATCH) f |= VKA_MASK_VALID_LENS_PER_BATCH;
+    if (p->valid_lens == VKA_VALID_LENS_PER_QUERY) f |= VKA_MASK_VALID_LENS_PER_QUERY;
+    if (p->attn_mask == VKA_ATTN_MASK_BOOL) f |= VKA_MASK_ATTN_BOOL;
+    if (p->attn_mask == VKA_ATTN_MASK_FLOAT) f |= VKA_MASK_ATTN_FLOAT;
+    if (p->attn_mask_per_head) f |= VKA_MASK_ATTN_PER_HEAD;
+    return f;
+}
+
+uint32_t vka_attention_vec(const vka_problem *p) { return p->cfg.D % 4 == 0 ? 4 : 1; }
+
+vkattn_status vka_bind_head_terms(vka_builder *b, vka_bind *out)
+{
+    const vka_layer_config *c = &b->p->cfg;
+    return vka_bind_whole(b, out, c->alibi || c->sinks ? VKA_ROLE_HEAD_TERMS : VKA_ROLE_NONE, VKA_VIEW_BUFFER);
+}
+
+/* The mask bindings every attention kernel takes, whole (they are small next to the scores). */
+static vkattn_status bind_masks(vka_builder *b, vka_bind *kpm, vka_bind *lens, vka_bind *mask)
+{
+    const vka_problem *p = b->p;
+    vkattn_status status;
+    VKA_TRY(vka_bind_whole(b, kpm, p->key_padding_mask ? VKA_ROLE_KEY_PADDING_MASK : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, lens, p->valid_lens ? VKA_ROLE_VALID_LENS : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, mask, p->attn_mask ? VKA_ROLE_ATTN_MASK : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+fail:
+    return status;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Groups of query rows and their windows                                                          */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* Heads bh in [bh_begin, +bh_count) (bh = b*H + h), queries i in [i_begin, +i_count). */
+typedef struct group {
+    uint32_t bh_begin, bh_count, i_begin, i_count;
+} group;
+
+/* How query rows are grouped: up to `heads` heads of one batch item (or whole items when heads
+ * >= H) times up to `queries` queries (all L, unless heads is 1). */
+typedef struct grouping {
+    uint32_t heads, queries;
+} grouping;
+
+/* The next group after `g` (g->bh_count == 0 starts); 0 when done. */
+static int next_group(const vka_problem *p, grouping gr, group *g)
+{
+    const uint32_t H = p->cfg.H_active, BH = p->B * H;
+    if (g->bh_count) {
+        if (g->i_begin + g->i_count < p->L) {
+            g->i_begin += g->i_count;
+            g->i_count = (uint32_t)vka_min64(gr.queries, p->L - g->i_begin);
+            return 1;
+        }
+        g->bh_begin += g->bh_count;
+        if (g->bh_begin >= BH) return 0;
+    }
+    g->i_begin = 0;
+    g->i_count = (uint32_t)vka_min64(gr.queries, p->L);
+    if (gr.heads >= H) /* whole batch items */
+        g->bh_count = (uint32_t)vka_min64(gr.heads / H * H, BH - g->bh_begin);
+    else /* heads of one item */
+        g->bh_count = (uint32_t)vka_min64(gr.heads, H - g->bh_begin % H);
+    return 1;
+}
+
+/* The windows one group's dispatch binds, and the push offsets that go with them (texels for
+ * Q/K/V, elements for ctx and its accumulator). */
+typedef struct group_binds {
+    vka_bind q, k, v, ctx, acc;
+    uint32_t q_offset, k_offset, v_offset, ctx_offset, acc_offset;
+} group_binds;
+
+static vkattn_status bind_group(vka_builder *b, const vka_qkv_layout *l, const group *g, vka_role acc,
+                                group_binds *out)
+{
+    const vka_problem *p = b->p;
+    const uint32_t H = p->cfg.H_active, vec = vka_attention_vec(p);
+    const uint64_t D = p->cfg.D, I = p->cfg.inner;
+    const uint64_t b0 = g->bh_begin / H, h0 = g->bh_begin % H;
+    const uint64_t b1 = (g->bh_begin + g->bh_count - 1) / H, h1 = (g->bh_begin + g->bh_count - 1) % H;
+    const uint64_t i0 = g->i_begin, i1 = g->i_begin + g->i_count - 1;
+    vkattn_status status;
+    uint64_t first, last, shift;
+    first = l->q_offset + b0 * l->q_batch + h0 * l->q_head + i0 * l->q_row;
+    last = l->q_offset + b1 * l->q_batch + h1 * l->q_head + i1 * l->q_row + D;
+    VKA_TRY(vka_bind_elems(b, &out->q, l->q, (uint8_t)vec, first, last - first, &shift));
+    out->q_offset = vka_window_offset(l->q_offset, first, shift, vec);
+    /* K and V: the K/V heads h / group the group's query heads read */
+    const uint64_t G = p->cfg.group;
+    for (int kv = 0; kv < 2; kv++) {
+        uint64_t base = kv ? l->v_offset : l->k_offset;
+        first = base + b0 * l->kv_batch + h0 / G * l->kv_head;
+        last = base + b1 * l->kv_batch + h1 / G * l->kv_head + (uint64_t)(p->S_ext - 1) * l->kv_row + D;
+        VKA_TRY(vka_bind_elems(b, kv ? &out->v : &out->k, kv ? l->v : l->k, (uint8_t)vec, first, last - first, &shift));
+        *(kv ? &out->v_offset : &out->k_offset) = vka_window_offset(base, first, shift, vec);
+    }
+    /* ctx (B·L, I): row (b, i), the heads side by side */
+    first = (b0 * p->L + i0) * I + h0 * D;
+    last = (b1 * p->L + i1) * I + h1 * D + D;
+    VKA_TRY(vka_bind_elems(b, &out->ctx, VKA_ROLE_CTX, VKA_VIEW_BUFFER, first, last - first, &shift));
+    out->ctx_offset = vka_window_offset(0, first, shift, 1);
+    out->acc_offset = 0;
+    if (acc != VKA_ROLE_NONE) {
+        VKA_TRY(vka_bind_elems(b, &out->acc, acc, VKA_VIEW_BUFFER, first, last - first, &shift));
+        out->acc_offset = vka_window_offset(0, first, shift, 1);
+    } else {
+        VKA_TRY(vka_bind_whole(b, &out->acc, VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+    }
+fail:
+    return status;
+}
+
+/* The largest grouping (halving heads, then queries in multiples of `tile_q`) whose groups' windows
+ * fit and whose rows fit `max_rows` (0 = any). */
+static vkattn_status choose_grouping(vka_builder *b, const vka_qkv_layout *l, uint32_t tile_q, uint64_t max_rows,
+                                     vka_role acc, grouping *out)
+{
+    const vka_problem *p = b->p;
+    grouping gr = {p->B * p->cfg.H_active, p->L};
+    if (max_rows && max_rows < (uint64_t)gr.heads * gr.queries) {
+        if (max_rows >= p->L) gr.heads = (uint32_t)(max_rows / p->L);
+        else gr.heads = 1, gr.queries = (uint32_t)max_rows;
+    }
+    vkattn_error quiet = {0}, *error = b->error;
+    for (;;) {
+        vkattn_status status = VKATTN_OK;
+        if (!max_rows || (uint64_t)gr.heads * gr.queries <= max_rows) {
+            b->error = &quiet; /* trying sizes: a window that does not fit is not an error yet */
+            group g = {0};
+            group_binds gb;
+            while (status == VKATTN_OK && next_group(p, gr, &g)) status = bind_group(b, l, &g, acc, &gb);
+            b->error = error;
+            if (status == VKATTN_OK) break;
+            if (status != VKATTN_ERROR_DEVICE_LIMIT) return vka_error_set(error, status, "%s", quiet.message);
+        }
+        if (gr.heads > 1) {
+            gr.heads = (gr.heads + 1) / 2;
+        } else if (gr.queries > tile_q) {
+            gr.queries = gr.queries / 2 > tile_q ? gr.queries / 2 / tile_q * tile_q : tile_q;
+        } else {
+            return vka_error_set(error, VKATTN_ERROR_DEVICE_LIMIT,
+                                 "attention over one head and %u queries at a time still does not fit: %s", gr.queries,
+                                 quiet.message[0] ? quiet.message : "too many rows for the workspace budget");
+        }
+    }
+    *out = gr;
+    return VKATTN_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Fused                                                                                           */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* The keys one fused invocation's rows (tile_q queries of one head) may see, from the first row's
+ * first visible key: all S' keys, or fewer with a sliding window and causal rows. Rows i0 .. i1 =
+ * i0 + tile_q - 1 sit at key indices qk = i + S - L and see keys from max(0, qk0 + 1 - W) (the
+ * window) to min(S, qk1 + 1) (causal, aligned at the end as it is in every layer with a window),
+ * at most W + tile_q - 1 of them. So a window of 4096 over 32768 keys plans (and costs) like 4096
+ * keys: the kernel starts each invocation's parts at its first row's window. */
+static uint64_t fused_key_span(const vka_problem *p, uint32_t tile_q)
+{
+    if (!p->cfg.window || !p->causal) return p->S_ext;
+    uint64_t span = (uint64_t)p->cfg.window + tile_q - 1;
+    return span < p->S_ext ? span : p->S_ext;
+}
+
+/* The most keys one fused invocation may visit: whole blocks within the budget, counting a
+ * carried state's load and one block for the boundary between real and extra keys. */
+vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, uint64_t *out)
+{
+    *out = UINT32_MAX / 2 / tile_k * tile_k;
+    if (b->budget == UINT64_MAX) return VKATTN_OK;
+    uint64_t fixed = 3 * vka_loop(DV) + 1, per_block = 3 * vka_loop(DV) + 1;
+    uint64_t blocks = b->budget > fixed ? (b->budget - fixed) / per_block : 0;
+    if (blocks < 2)
+        return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                             "head dim %u needs %llu loop trips per block of keys; this device's loop budget (%llu per "
+                             "invocation) leaves no room for one",
+                             b->p->cfg.D, (unsigned long long)per_block, (unsigned long long)b->budget);
+    *out = vka_min64((blocks - 1) * tile_k, *out);
+    return VKATTN_OK;
+}
+
+vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
+{
+    const vka_problem *p = b->p;
+    const vka_tuning *pr = b->tuning;
+    const uint32_t vec = vka_attention_vec(p), D = p->cfg.D, DV = D / vec;
+    const uint32_t tile_q = vka_tuning_fused_tile_q(pr, D), tile_k = pr->fused_tile_k;
+    const int f16_out = b->plan->role_dtype[VKA_ROLE_CTX] == VKATTN_DTYPE_F16;
+    vkattn_status status;
+
+    /* Keys: parts side by side (as many as the state budget holds for one query tile), each
+     * visited in chunks in turn when it is longer than one invocation may visit. */
+    uint64_t max_keys;
+    VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
+    const uint64_t span = fused_key_span(p, tile_q);
+    uint64_t parts = 1, part_len = span, chunks = 1, chunk_len = span, max_rows = 0;
+    uint64_t state_budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
+                                                                     : b->limits->max_storage_buffer_range,
+                                      b->limits->max_storage_buffer_range);
+    uint64_t pieces = vka_ceil_div(span, max_keys);
+    if (pieces > 1) {
+        uint64_t row_bytes = (uint64_t)D * 4, rows_total = (uint64_t)p->B * p->cfg.H_active * p->L;
+        uint64_t max_parts = state_budget / (row_bytes * vka_min64(rows_total, tile_q));
+        if (max_parts == 0)
+            return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                                 "head dim %u: the softmax state of one query tile does not fit a binding", D);
+        parts = vka_min64(pieces, max_parts);
+        part_len = vka_ceil_div(vka_ceil_div(span, parts), tile_k) * tile_k;
+        parts = vka_ceil_div(span, part_len);
+        chunks = vka_ceil_div(part_len, max_keys);
+        chunk_len = vka_min64(vka_ceil_div(vka_ceil_div(part_len, chunks), tile_k) * tile_k, max_keys);
+        chunks = vka_ceil_div(part_len, chunk_len);
+        max_rows = state_budget / (row_bytes * parts);
+    }
+    const int split = parts > 1 || chunks > 1;
+    grouping gr;
+    VKA_TRY(choose_grouping(b, l, tile_q, max_rows, VKA_ROLE_NONE, &gr));
+    if (split) {
+        uint64_t states = parts * gr.heads * gr.queries;
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_STATE_O, states * D));
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_STATE_LSE, states));
+    }
+    b->plan->key_parts = (uint32_t)parts;
+    b->plan->key_chunks = (uint32_t)chunks;
+
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = VKA_KERNEL_FUSED,
+                  .f16_out = f16_out, .barrier_before = 1, .binding_count = VKA_FUSED_BINDINGS};
+    s.spec[VKA_SPEC_WG_SIZE] = pr->fused_wg;
+    s.spec[VKA_SPEC_TILE_A] = tile_q;
+    s.spec[VKA_SPEC_TILE_B] = tile_k;
+    s.spec[VKA_SPEC_VEC] = vec;
+    s.spec[VKA_SPEC_DV] = DV;
+    s.spec[VKA_SPEC_ATTN_MASK] = p->attn_mask != VKA_ATTN_MASK_NONE;
+    s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(&p->cfg);
+    VKA_TRY(bind_masks(b, &s.bind[VKA_FUSED_KEY_PADDING], &s.bind[VKA_FUSED_VALID_LENS], &s.bind[VKA_FUSED_ATTN_MASK]));
+    VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_FUSED_HEAD_TERMS]));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_FUSED_LSE_OUT], p->lse ? VKA_ROLE_LSE : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_FUSED_STATE_O], split ? VKA_ROLE_STATE_O : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_FUSED_STATE_LSE], split ? VKA_ROLE_STATE_LSE : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+    vka_step merge = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = VKA_KERNEL_MERGE,
+                      .f16_out = f16_out, .barrier_before = 1, .binding_count = VKA_MERGE_BINDINGS};
+    merge.spec[VKA_SPEC_WG_SIZE] = pr->fused_wg;
+    merge.spec[VKA_SPEC_VEC] = vec;
+    merge.spec[VKA_SPEC_DV] = DV;
+    merge.bind[VKA_MERGE_STATE_O] = s.bind[VKA_FUSED_STATE_O];
+    merge.bind[VKA_MERGE_STATE_LSE] = s.bind[VKA_FUSED_STATE_LSE];
+    merge.bind[VKA_MERGE_LSE_OUT] = s.bind[VKA_FUSED_LSE_OUT];
+    VKA_TRY(vka_bind_whole(b, &merge.bind[VKA_MERGE_META], VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+
+    /* Per group (their states share the workspace): the key chunks in turn, each over every part
+     * side by side; then the parts' merge. */
+    group g = {0};
+    while (next_group(p, gr, &g)) {
+        group_binds gb;
+        VKA_TRY(bind_group(b, l, &g, VKA_ROLE_NONE, &gb));
+        s.bind[VKA_FUSED_Q] = gb.q, s.bind[VKA_FUSED_K] = gb.k, s.bind[VKA_FUSED_V] = gb.v;
+        s.bind[VKA_FUSED_CTX] = merge.bind[VKA_MERGE_CTX] = gb.ctx;
+        for (uint32_t c = 0; c < chunks; c++) {
+            int store = c + 1 < chunks || parts > 1;
+            s.spec[VKA_SPEC_FLAGS] = (c > 0 ? VKA_FUSED_LOAD : 0) | (store ? VKA_FUSED_STORE : 0);
+            s.push.fused = (vka_fused_push){
+                .L = p->L, .S = p->S, .S_ext = p->S_ext, .H = p->cfg.H_active,
+                .bh_begin = g.bh_begin, .bh_count = g.bh_count, .i_begin = g.i_begin, .i_count = g.i_count,
+                .q_offset = gb.q_offset, .q_batch = (uint32_t)(l->q_batch / vec),
+                .q_head = (uint32_t)(l->q_head / vec), .q_row = (uint32_t)(l->q_row / vec),
+                .k_offset = gb.k_offset, .v_offset = gb.v_offset, .kv_batch = (uint32_t)(l->kv_batch / vec),
+                .kv_head = (uint32_t)(l->kv_head / vec), .kv_row = (uint32_t)(l->kv_row / vec),
+                .kv_group = p->cfg.group,
+                .ctx_offset = gb.ctx_offset, .ctx_stride = p->cfg.inner, .scale = 1.0f / sqrtf((float)D),
+                .mask_flags = mask_flags(p), .mask_heads = p->cfg.H,
+                .splits = (uint32_t)parts, .split_len = (uint32_t)part_len,
+                .chunk_begin = (uint32_t)(c * chunk_len), .chunk_len = (uint32_t)chunk_len,
+                .has_lse = p->lse && !store, .softcap = p->cfg.softcap, .window = p->cfg.window,
+            };
+            uint64_t invocations = parts * g.bh_count * vka_ceil_div(g.i_count, tile_q);
+            VKA_TRY(vka_push_step(b, &s, invocations, pr->fused_wg));
+        }
+        if (parts > 1) {
+            merge.push.merge = (vka_merge_push){
+                .L = p->L, .H = p->cfg.H_active, .bh_begin = g.bh_begin, .bh_count = g.bh_count,
+                .i_begin = g.i_begin, .i_count = g.i_count, .splits = (uint32_t)parts,
+                .ctx_offset = gb.ctx_offset, .ctx_stride = p->cfg.inner, .has_lse = p->lse != 0,
+            };
+            VKA_TRY(vka_push_step(b, &merge, (uint64_t)g.bh_count * g.i_count * DV, pr->fused_wg));
+        }
+    }
+fail:
+    return status;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Unfused                                                                                         */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* Softmax of `rows` rows in place: one pass when a row fits the loop budget, else per key range
+ * a pass for its statistics and one that normalises it. */
+static vkattn_status add_softmax(vka_builder *b, vka_role probs, const group *g)
+{
+    const vka_problem *p = b->p;
+    const uint32_t wg = b->tuning->softmax_wg, S = p->S_ext;
+    uint32_t log2_wg = 0;
+    while ((1u << log2_wg) < wg) log2_wg++;
+    const uint64_t tree = vka_loop(log2_wg), per_wg = vka_ceil_div(S, wg);
+    vkattn_status status;
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_SOFTMAX, .kernel = VKA_KERNEL_SOFTMAX,
+                  .barrier_before = 1, .binding_count = VKA_SOFTMAX_BINDINGS};
+    s.spec[VKA_SPEC_WG_SIZE] = wg;
+    const uint32_t rows = g->bh_count * g->i_count;
+    s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(&p->cfg) & VKA_VARIANT_SINK;
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_SOFTMAX_P], probs, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_SOFTMAX_HEAD_TERMS]));
+    const vka_softmax_push heads = {.H = p->cfg.H_active, .bh_begin = g->bh_begin, .i_count = g->i_count};
+    if (3 * vka_loop(per_wg) + 2 * tree <= b->budget) {
+        VKA_TRY(vka_bind_whole(b, &s.bind[VKA_SOFTMAX_STATS_BUF], VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+        s.spec[VKA_SPEC_FLAGS] = VKA_SOFTMAX_ROW;
+        s.push.softmax = heads;
+        s.push.softmax.rows = rows, s.push.softmax.S_ext = S, s.push.softmax.chunks = 1;
+        s.push.softmax.chunk_len = S, s.push.softmax.group_count = rows;
+        return vka_push_step(b, &s, (uint64_t)rows * wg, wg);
+    }
+    /* n strides of the workgroup per key range and `chunks` ranges per row: the stats pass takes
+     * 2 loop(n) + 2 tree trips, the normalise pass loop(chunks) + loop(n). */
+    uint64_t n = b->budget > 2 * tree + 2 ? (b->budget - 2 * tree) / 2 - 1 : 0;
+    uint64_t chunks = n ? vka_ceil_div(per_wg, n) : 0;
+    if (n && vka_loop(chunks) + vka_loop(n) > b->budget) {
+        n = (uint64_t)ceil(sqrt((double)per_wg));
+        chunks = vka_ceil_div(per_wg, n);
+    }
+    if (!n || vka_loop(chunks) + vka_loop(n) > b->budget || 2 * vka_loop(n) + 2 * tree > b->budget)
+        return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                             "a softmax row of %u keys needs more loop trips than this device's budget (%llu)", S,
+                             (unsigned long long)b->budget);
+    uint32_t chunk_len = (uint32_t)(n * wg);
+    chunks = vka_ceil_div(S, chunk_len);
+    uint64_t groups = (uint64_t)rows * chunks;
+    if (groups > UINT32_MAX)
+        return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT, "softmax needs more than 2^32 workgroups");
+    VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_SOFTMAX_STATS, groups * 3));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_SOFTMAX_STATS_BUF], VKA_ROLE_SOFTMAX_STATS, VKA_VIEW_BUFFER));
+    for (int pass = 0; pass < 2; pass++) {
+        s.spec[VKA_SPEC_FLAGS] = pass ? VKA_SOFTMAX_NORMALIZE : VKA_SOFTMAX_STATS;
+        s.push.softmax = heads;
+        s.push.softmax.rows = rows, s.push.softmax.S_ext = S, s.push.softmax.chunks = (uint32_t)chunks;
+        s.push.softmax.chunk_len = chunk_len, s.push.softmax.group_count = (uint32_t)groups;
+        VKA_TRY(vka_push_step(b, &s, groups * wg, wg));
+    }
+fail:
+    return status;
+}
+
+/* Scores, softmax, averaged weights and P·V of one group, its probabilities in `probs`. */
+static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role probs, const group *g,
+                               uint32_t pv_ranges)
+{
+    const vka_problem *p = b->p;
+    const vka_layer_config *c = &p->cfg;
+    const vka_tuning *pr = b->tuning;
+    const uint32_t vec = vka_attention_vec(p), DV = c->D / vec;
+    vkattn_status status;
+    group_binds gb;
+    VKA_TRY(bind_group(b, l, g, pv_ranges > 1 ? VKA_ROLE_CTX_ACC : VKA_ROLE_NONE, &gb));
+
+    vka_step scores = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_SCORES, .kernel = VKA_KERNEL_SCORES,
+                       .barrier_before = 1, .binding_count = VKA_SCORES_BINDINGS};
+    scores.spec[VKA_SPEC_WG_SIZE] = pr->scores_wg;
+    scores.spec[VKA_SPEC_TILE_A] = pr->scores_tile_q;
+    scores.spec[VKA_SPEC_TILE_B] = pr->scores_tile_k;
+    scores.spec[VKA_SPEC_VEC] = vec;
+    scores.spec[VKA_SPEC_DV] = DV;
+    scores.spec[VKA_SPEC_ATTN_MASK] = p->attn_mask != VKA_ATTN_MASK_NONE;
+    scores.spec[VKA_SPEC_VARIANT] = vka_variant_bits(c) & ~VKA_VARIANT_SINK; /* the softmax adds the sink */
+    scores.bind[VKA_SCORES_Q] = gb.q, scores.bind[VKA_SCORES_K] = gb.k;
+    VKA_TRY(vka_bind_head_terms(b, &scores.bind[VKA_SCORES_HEAD_TERMS]));
+    VKA_TRY(vka_bind_whole(b, &scores.bind[VKA_SCORES_P], probs, VKA_VIEW_BUFFER));
+    VKA_TRY(bind_masks(b, &scores.bind[VKA_SCORES_KEY_PADDING], &scores.bind[VKA_SCORES_VALID_LENS],
+                       &scores.bind[VKA_SCORES_ATTN_MASK]));
+    uint32_t tiles_i = (uint32_t)vka_ceil_div(g->i_count, pr->scores_tile_q);
+    uint32_t tiles_j = (uint32_t)vka_ceil_div(p->S_ext, pr->scores_tile_k);
+    scores.push.scores = (vka_scores_push){
+        .L = p->L, .S = p->S, .S_ext = p->S_ext, .H = c->H_active,
+        .q_offset = gb.q_offset, .q_batch = (uint32_t)(l->q_batch / vec), .q_head = (uint32_t)(l->q_head / vec),
+        .q_row = (uint32_t)(l->q_row / vec),
+        .k_offset = gb.k_offset, .kv_batch = (uint32_t)(l->kv_batch / vec), .kv_head = (uint32_t)(l->kv_head / vec),
+        .kv_row = (uint32_t)(l->kv_row / vec), .kv_group = c->group,
+        .bh_begin = g->bh_begin, .bh_count = g->bh_count, .i_begin = g->i_begin, .i_count = g->i_count,
+        .scale = 1.0f / sqrtf((float)c->D),
+        .mask_flags = mask_flags(p), .mask_heads = c->H,
+        .tiles_j = tiles_j, .tiles_i = tiles_i, .softcap = c->softcap, .window = c->window,
+    };
+    VKA_TRY(vka_push_step(b, &scores, (uint64_t)g->bh_count * tiles_i * tiles_j, pr->scores_wg));
+
+    VKA_TRY(add_softmax(b, probs, g));
+
+    if (p->weights == VKATTN_WEIGHTS_AVERAGED) {
+        const uint32_t wg = 64;
+        uint32_t b_begin = g->bh_begin / c->H_active, b_end = (g->bh_begin + g->bh_count - 1) / c->H_active;
+        uint64_t items = (uint64_t)(b_end - b_begin + 1) * g->i_count * p->S_ext;
+        vka_step avg = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_AVERAGE_HEADS,
+                        .kernel = VKA_KERNEL_AVERAGE_HEADS, .barrier_before = 1,
+                        .binding_count = VKA_AVERAGE_BINDINGS};
+        avg.spec[VKA_SPEC_WG_SIZE] = wg;
+        VKA_TRY(vka_bind_whole(b, &avg.bind[VKA_AVERAGE_P], probs, VKA_VIEW_BUFFER));
+        VKA_TRY(vka_bind_whole(b, &avg.bind[VKA_AVERAGE_W], VKA_ROLE_WEIGHTS, VKA_VIEW_BUFFER));
+        avg.push.average = (vka_average_push){
+            .H = c->H_active, .L = p->L, .S_ext = p->S_ext,
+            .bh_begin = g->bh_begin, .bh_count = g->bh_count, .i_begin = g->i_begin, .i_count = g->i_count,
+            .b_begin = b_begin, .b_count = b_end - b_begin + 1,
+            .inv_heads = 1.0f / (float)c->H_active, .group_count = (uint32_t)vka_ceil_div(items, wg),
+        };
+        VKA_TRY(vka_push_step(b, &avg, items, wg));
+    }
+
+    /* P·V over key ranges that fit the loop budget, summed in order through an fp32 accumulator. */
+    vka_step pv = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_PV, .kernel = VKA_KERNEL_PV,
+                   .f16_out = b->plan->role_dtype[VKA_ROLE_CTX] == VKATTN_DTYPE_F16, .barrier_before = 1,
+                   .binding_count = VKA_PV_BINDINGS};
+    pv.spec[VKA_SPEC_WG_SIZE] = pr->pv_wg;
+    pv.spec[VKA_SPEC_TILE_A] = pr->pv_tile_q;
+    pv.spec[VKA_SPEC_TILE_B] = pr->pv_tile_d;
+    pv.spec[VKA_SPEC_VEC] = vec;
+    pv.spec[VKA_SPEC_DV] = DV;
+    VKA_TRY(vka_bind_whole(b, &pv.bind[VKA_PV_P], probs, VKA_VIEW_SCALAR));
+    pv.bind[VKA_PV_V] = gb.v, pv.bind[VKA_PV_CTX] = gb.ctx, pv.bind[VKA_PV_ACC] = gb.acc;
+    uint32_t pv_tiles_i = (uint32_t)vka_ceil_div(g->i_count, pr->pv_tile_q);
+    uint32_t tiles_d = (uint32_t)vka_ceil_div(DV, pr->pv_tile_d);
+    uint64_t range_len = vka_ceil_div(p->S_ext, pv_ranges);
+    for (uint32_t r = 0; r < pv_ranges; r++) {
+        uint64_t j0 = r * range_len;
+        pv.spec[VKA_SPEC_FLAGS] = (r > 0 ? VKA_PV_ACC_IN : 0) | (r + 1 < pv_ranges ? VKA_PV_ACC_OUT : 0);
+        pv.push.pv = (vka_pv_push){
+            .L = p->L, .S_ext = p->S_ext, .H = c->H_active,
+            .v_offset = gb.v_offset, .kv_batch = (uint32_t)(l->kv_batch / vec), .kv_head = (uint32_t)(l->kv_head / vec),
+            .kv_row = (uint32_t)(l->kv_row / vec), .kv_group = c->group,
+            .ctx_offset = gb.ctx_offset, .ctx_stride = c->inner, .acc_offset = gb.acc_offset,
+            .bh_begin = g->bh_begin, .bh_count = g->bh_count, .i_begin = g->i_begin, .i_count = g->i_count,
+            .j_begin = (uint32_t)j0, .j_count = (uint32_t)vka_min64(range_len, p->S_ext - j0),
+            .tiles_d = tiles_d, .tiles_i = pv_tiles_i,
+        };
+        VKA_TRY(vka_push_step(b, &pv, (uint64_t)g->bh_count * pv_tiles_i * tiles_d, pr->pv_wg));
+    }
+
+    /* Per-head weights too big to be the probability buffer themselves: copy this group's rows. */
+    if (p->weights == VKATTN_WEIGHTS_PER_HEAD && probs != VKA_ROLE_WEIGHTS) {
+        vka_step copy = {.kind = VKA_STEP_COPY, .stage = VKATTN_STAGE_SOFTMAX, .binding_count = 2,
+                         .copy_first = b->plan->copy_count, .barrier_before = 1};
+        copy.bind[0].role = probs, copy.bind[1].role = VKA_ROLE_WEIGHTS;
+        for (uint32_t bh = g->bh_begin; bh < g->bh_begin + g->bh_count; bh++) {
+            uint64_t rows_before = (uint64_t)(bh - g->bh_begin) * g->i_count;
+            vka_copy region = {rows_before * p->S_ext, ((uint64_t)bh * p->L + g->i_begin) * p->S_ext,
+                               (uint64_t)g->i_count * p->S_ext};
+            VKA_TRY(vka_push_copy(b, &region));
+            copy.copy_count++;
+        }
+        VKA_TRY(vka_push_step(b, &copy, 0, 1));
+    }
+    b->plan->chunks++;
+fail:
+    return status;
+}
+
+vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l)
+{
+    const vka_problem *p = b->p;
+    const uint64_t row = p->S_ext; /* floats per score row */
+    vkattn_status status;
+
+    if (vka_loop(p->cfg.D / vka_attention_vec(p)) > b->budget)
+        return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                             "head dim %u needs more loop trips than this device's loop budget (%llu)", p->cfg.D,
+                             (unsigned long long)b->budget);
+    if (p->weights == VKATTN_WEIGHTS_AVERAGED) {
+        vka_step zero = {.kind = VKA_STEP_ZERO, .stage = VKATTN_STAGE_AVERAGE_HEADS, .binding_count = 1};
+        VKA_TRY(vka_bind_whole(b, &zero.bind[0], VKA_ROLE_WEIGHTS, VKA_VIEW_BUFFER));
+        VKA_TRY(vka_push_step(b, &zero, 0, 1));
+    }
+    uint64_t range_len = vka_min64(vka_budget_left(b, 1), p->S_ext);
+    uint32_t pv_ranges = (uint32_t)vka_ceil_div(p->S_ext, range_len);
+    vka_role acc = pv_ranges > 1 ? VKA_ROLE_CTX_ACC : VKA_ROLE_NONE;
+    if (acc != VKA_ROLE_NONE) VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_CTX_ACC, (uint64_t)p->B * p->L * p->cfg.inner));
+    /* Per-head weights that fit one binding are the probability buffer themselves when one group
+     * takes every row; otherwise groups of score rows in the score workspace, within its budget,
+     * each group's rows copied into the weights. */
+    grouping gr;
+    vka_role probs = VKA_ROLE_SCORES;
+    if (p->weights == VKATTN_WEIGHTS_PER_HEAD &&
+        vka_fits_binding(b, VKA_ROLE_WEIGHTS, VKA_VIEW_SCALAR, b->plan->role_bytes[VKA_ROLE_WEIGHTS])) {
+        VKA_TRY(choose_grouping(b, l, b->tuning->scores_tile_q, 0, acc, &gr));
+        if (gr.heads == p->B * p->cfg.H_active && gr.queries == p->L) probs = VKA_ROLE_WEIGHTS;
+    }
+    if (probs == VKA_ROLE_SCORES) {
+        uint64_t budget = b->limits->max_storage_buffer_range;
+        if (b->limits->scores_budget_bytes && b->limits->scores_budget_bytes < budget)
+            budget = b->limits->scores_budget_bytes;
+        if (b->limits->max_texel_elements * 4 < budget) budget = b->limits->max_texel_elements * 4;
+        if (row * 4 > budget)
+            return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                                 "one row of %u scores (%llu bytes) exceeds the score buffer limit of %llu bytes",
+                                 p->S_ext, (unsigned long long)(row * 4), (unsigned long long)budget);
+        VKA_TRY(choose_grouping(b, l, b->tuning->scores_tile_q, budget / (row * 4), acc, &gr));
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_SCORES, (uint64_t)gr.heads * gr.queries * row));
+    }
+    group g = {0};
+    while (next_group(p, gr, &g)) VKA_TRY(add_chunk(b, l, probs, &g, pv_ranges));
+fail:
+    return status;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The kernels' loop models (what each kernel's header says its loops cost per invocation) and    */
+/* their descriptions                                                                             */
+/* ---------------------------------------------------------------------------------------------- */
+
+static uint32_t log2_u32(uint32_t x)
+{
+    uint32_t n = 0;
+    while (x > 1) x >>= 1, n++;
+    return n;
+}
+
+/* attn_fused.comp over `keys` keys per invocation: blocks of TILE_B (one more where the real keys
+ * end and the extra ones begin), three DV loops per block, a DV loop to clear, one to load a
+ * carried state, one to store. */
+uint64_t vka_fused_loop_trips(uint32_t DV, uint32_t tile_k, uint64_t keys, int load)
+{
+    uint64_t blocks = vka_ceil_div(keys, tile_k) + 1;
+    return vka_loop(DV) * (2 + (load != 0)) + vka_loop(blocks) + blocks * 3 * vka_loop(DV);
+}
+
+uint64_t vka_fused_trips(const vka_step *s)
+{
+    const vka_fused_push *f = &s->push.fused;
+    return vka_fused_loop_trips(s->spec[VKA_SPEC_DV], s->spec[VKA_SPEC_TILE_B], vka_min64(f->chunk_len, f->split_len),
+                                (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_LOAD) != 0);
+}
+
+uint64_t vka_scores_trips(const vka_step *s) { return vka_loop(s->spec[VKA_SPEC_DV]); }
+
+uint64_t vka_softmax_trips(const vka_step *s)
+{
+    const vka_softmax_push *pc = &s->push.softmax;
+    uint32_t wg = s->spec[VKA_SPEC_WG_SIZE];
+    uint64_t n = vka_ceil_div(pc->chunk_len, wg), tree = vka_loop(log2_u32(wg));
+    switch (s->spec[VKA_SPEC_FLAGS]) {
+    case VKA_SOFTMAX_STATS: return 2 * vka_loop(n) + 2 * tree;
+    case VKA_SOFTMAX_NORMALIZE: return vka_loop(pc->chunks) + vka_loop(n);
+    default: return 3 * vka_loop(n) + 2 * tree;
+    }
+}
+
+uint64_t vka_pv_trips(const vka_step *s) { return vka_loop(s->push.pv.j_count); }
+uint64_t vka_merge_trips(const vka_step *s) { return 2 * vka_loop(s->push.merge.splits); }
+uint64_t vka_average_trips(const vka_step *s) { return vka_loop(s->push.average.H); }
+
+void vka_scores_describe(vka_text *t, const vka_step *s)
+{
+    const vka_scores_push *c = &s->push.scores;
+    vka_text_put(t, "scores of (batch, head) pairs %u..%u x queries %u..%u x %u keys", c->bh_begin,
+                 c->bh_begin + c->bh_count - 1, c->i_begin, c->i_begin + c->i_count - 1, c->S_ext);
+}
+
+void vka_softmax_describe(vka_text *t, const vka_step *s)
+{
+    const vka_softmax_push *c = &s->push.softmax;
+    static const char *const mode[] = {"rows", "range statistics", "normalise by range"};
+    vka_text_put(t, "%u rows of %u keys, %s (%u ranges)", c->rows, c->S_ext, mode[s->spec[VKA_SPEC_FLAGS] % 3],
+                 c->chunks);
+}
+
+void vka_pv_describe(vka_text *t, const vka_step *s)
+{
+    const vka_pv_push *c = &s->push.pv;
+    vka_text_put(t, "P·V of (batch, head) pairs %u..%u x queries %u..%u, keys %u..%u%s%s", c->bh_begin,
+                 c->bh_begin + c->bh_count - 1, c->i_begin, c->i_begin + c->i_count - 1, c->j_begin,
+                 c->j_begin + c->j_count - 1, (s->spec[VKA_SPEC_FLAGS] & VKA_PV_ACC_IN) ? " + accumulator" : "",
+                 (s->spec[VKA_SPEC_FLAGS] & VKA_PV_ACC_OUT) ? " -> accumulator" : "");
+}
+
+void vka_fused_describe(vka_text *t, const vka_step *s)
+{
+    const vka_fused_push *c = &s->push.fused;
+    vka_text_put(t, "(batch, head) pairs %u..%u x queries %u..%u, keys: %u part%s of %u, chunk at %u of %u keys%s%s",
+                 c->bh_begin, c->bh_begin + c->bh_count - 1, c->i_begin, c->i_begin + c->i_count - 1, c->splits,
+                 c->splits > 1 ? "s" : "", c->split_len, c->chunk_begin, c->chunk_len,
+                 (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_LOAD) ? ", carried in" : "",
+                 (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
+}
+
+void vka_merge_describe(vka_text *t, const vka_step *s)
+{
+    const vka_merge_push *c = &s->push.merge;
+    vka_text_put(t, "merge %u parts of (batch, head) pairs %u..%u x queries %u..%u by log-sum-exp", c->splits,
+                 c->bh_begin, c->bh_begin + c->bh_count - 1, c->i_begin, c->i_begin + c->i_count - 1);
+}
+
+void vka_average_describe(vka_text *t, const vka_step *s)
+{
+    (void)s;
+    vka_text_put(t, "average over heads");
+}

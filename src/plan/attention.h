@@ -1,0 +1,21 @@
+/* Attention over projected Q, K and V (attention.c): the fused path and the unfused one. */
+#ifndef VKA_PLAN_ATTENTION_H
+#define VKA_PLAN_ATTENTION_H
+
+#include "plan/build.h"
+
+/* The fused path (key parts, chunks, merge) and the unfused one (score chunks,
+ * softmax, averaged weights, P·V key ranges). */
+vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l);
+vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l);
+/* The most keys one attn_fused or attn_paged invocation may visit within the loop budget. */
+vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, uint64_t *out);
+/* The per-head constants (ALiBi slopes, sinks) of the variants, or the placeholder without them. */
+vkattn_status vka_bind_head_terms(vka_builder *b, vka_bind *out);
+/* Texel width of the attention kernels' Q/K/V reads: whole vec4s when the head dim allows. */
+uint32_t vka_attention_vec(const vka_problem *p);
+
+/* The loop trips of one attn_fused invocation over `keys` keys (attn_paged runs the same loops). */
+uint64_t vka_fused_loop_trips(uint32_t DV, uint32_t tile_k, uint64_t keys, int load);
+
+#endif

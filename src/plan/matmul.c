@@ -1,0 +1,325 @@
+/* The projections: Q, K and V into head-major workspaces, and the output projection. Each matmul
+ * is cut into reduction parts within the loop budget and into blocks whose windows of A, W and C
+ * fit one binding. */
+#include "plan/matmul.h"
+
+#include <string.h>
+
+#include "common/error.h"
+
+/* C(M,N) = A(M,K) · W(N,K)^T + bias(N), offsets and strides in elements. A row m at
+ * a_offset + m * lda; C element (m, n) at c_index() (see vka_matmul_push in abi.h). */
+typedef struct matmul_args {
+    vkattn_stage stage;
+    vka_role a, w, bias, c;
+    uint32_t M, N, K;
+    uint64_t a_offset, lda, w_offset, bias_offset;
+    uint64_t c_offset, c_row, c_col_block, c_block, rows_per_batch, batch_stride;
+    int barrier_before;
+} matmul_args;
+
+static uint64_t c_index(const matmul_args *m, uint64_t row, uint64_t col)
+{
+    return m->c_offset + row / m->rows_per_batch * m->batch_stride + row % m->rows_per_batch * m->c_row +
+           col / m->c_col_block * m->c_block + col % m->c_col_block;
+}
+
+/* The register tile and workgroup of a matmul of M rows: the tuning's, or for a few rows (decoding
+ * steps) only as many rows as there are, with narrow column tiles in small workgroups, so that the
+ * weight, the whole cost, is read by many invocations spread over the device instead of a few
+ * computing the same row 16 times. */
+typedef struct matmul_shape {
+    uint32_t tile_m, tile_n, wg;
+} matmul_shape;
+
+static matmul_shape shape_for(const vka_tuning *pr, uint32_t M)
+{
+    if (M >= pr->matmul_tile_m) return (matmul_shape){pr->matmul_tile_m, pr->matmul_tile_n, pr->matmul_wg};
+    uint32_t rows = 1;
+    while (rows < M) rows <<= 1;
+    return (matmul_shape){rows, pr->matmul_skinny_tile_n, pr->matmul_skinny_wg};
+}
+
+/* One dispatch: rows [m0, m0 + mc) and columns [n0, n0 + nc) of C, reduction texels [k0, k0 + kc).
+ * n0 is a multiple of c_col_block; the rows are whole batch items of C's row mapping or stay
+ * inside one (then they are addressed as one plain block). With `emit` 0 it only checks that
+ * the windows fit. */
+static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t vec, uint32_t m0, uint32_t mc,
+                                  uint32_t n0, uint32_t nc, uint32_t k0, uint32_t kc, int first_part, int barrier,
+                                  int emit)
+{
+    const matmul_shape sh = shape_for(b->tuning, m->M);
+    vkattn_status status;
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = m->stage, .kernel = VKA_KERNEL_MATMUL,
+                  .f16_out = b->plan->role_dtype[m->c] == VKATTN_DTYPE_F16, .barrier_before = barrier,
+                  .binding_count = VKA_MATMUL_BINDINGS};
+    s.spec[VKA_SPEC_WG_SIZE] = sh.wg;
+    s.spec[VKA_SPEC_TILE_A] = sh.tile_m;
+    s.spec[VKA_SPEC_TILE_B] = sh.tile_n;
+    s.spec[VKA_SPEC_VEC] = vec;
+    s.spec[VKA_SPEC_FLAGS] = first_part ? 0 : VKA_MATMUL_ACCUMULATE;
+    uint64_t rpb = m->rows_per_batch, bs = m->batch_stride;
+    if (m0 % rpb != 0 || mc % rpb != 0) rpb = mc, bs = 0; /* inside one batch item: a plain block */
+    uint64_t c_first = c_index(m, m0, n0), c_last = c_index(m, (uint64_t)m0 + mc - 1, (uint64_t)n0 + nc - 1);
+    uint64_t a_shift, w_shift, c_shift, bias_shift = 0;
+    VKA_TRY(vka_bind_elems(b, &s.bind[VKA_MATMUL_A], m->a, (uint8_t)vec, m->a_offset + (uint64_t)m0 * m->lda,
+                           (uint64_t)(mc - 1) * m->lda + m->K, &a_shift));
+    VKA_TRY(vka_bind_elems(b, &s.bind[VKA_MATMUL_B], m->w, (uint8_t)vec, m->w_offset + (uint64_t)n0 * m->K,
+                           (uint64_t)nc * m->K, &w_shift));
+    if (m->bias != VKA_ROLE_NONE)
+        VKA_TRY(vka_bind_elems(b, &s.bind[VKA_MATMUL_BIAS], m->bias, VKA_VIEW_SCALAR, m->bias_offset + n0, nc,
+                               &bias_shift));
+    else
+        VKA_TRY(vka_bind_whole(b, &s.bind[VKA_MATMUL_BIAS], VKA_ROLE_NONE, VKA_VIEW_SCALAR));
+    VKA_TRY(vka_bind_elems(b, &s.bind[VKA_MATMUL_C], m->c, VKA_VIEW_BUFFER, c_first, c_last - c_first + 1, &c_shift));
+    if (!emit) return VKATTN_OK;
+    uint32_t tiles_m = (uint32_t)vka_ceil_div(mc, sh.tile_m), tiles_n = (uint32_t)vka_ceil_div(nc, sh.tile_n);
+    s.push.matmul = (vka_matmul_push){
+        .M = mc, .N = nc, .K = kc,
+        .a_offset = (uint32_t)(a_shift / vec) + k0, .lda = (uint32_t)(m->lda / vec),
+        .b_offset = (uint32_t)(w_shift / vec) + k0, .ldb = m->K / vec,
+        .bias_offset = (uint32_t)bias_shift,
+        .c_offset = (uint32_t)c_shift, .c_row = (uint32_t)m->c_row,
+        .c_col_block = (uint32_t)m->c_col_block, .c_block = (uint32_t)m->c_block,
+        .rows_per_batch = (uint32_t)rpb, .batch_stride = (uint32_t)bs,
+        .has_bias = m->bias != VKA_ROLE_NONE && first_part,
+        .tiles_n = tiles_n,
+    };
+    return vka_push_step(b, &s, (uint64_t)tiles_m * tiles_n, sh.wg);
+fail:
+    return status;
+}
+
+/* Walks the blocks of rows mc and columns nc (and the reduction parts when emitting). Blocks
+ * after the first wait for it: windows of C may overlap in their byte ranges, and later parts of
+ * a reduction read what earlier ones wrote. */
+static vkattn_status matmul_blocks(vka_builder *b, const matmul_args *m, uint32_t vec, uint32_t mc, uint32_t nc,
+                                   uint32_t kc, int emit)
+{
+    const uint32_t K = m->K / vec;
+    vkattn_status status = VKATTN_OK;
+    int barrier = m->barrier_before;
+    for (uint32_t m0 = 0; m0 < m->M;) {
+        uint32_t rows = (uint32_t)vka_min64(mc, m->M - m0);
+        if (rows % m->rows_per_batch != 0) /* a part of one batch item must not cross into the next */
+            rows = (uint32_t)vka_min64(rows, m->rows_per_batch - m0 % m->rows_per_batch);
+        for (uint32_t n0 = 0; n0 < m->N; n0 += nc) {
+            uint32_t cols = (uint32_t)vka_min64(nc, m->N - n0);
+            for (uint32_t k0 = 0; k0 < K; k0 += kc) {
+                VKA_TRY(matmul_block(b, m, vec, m0, rows, n0, cols, k0, (uint32_t)vka_min64(kc, K - k0), k0 == 0,
+                                     barrier, emit));
+                barrier = 1;
+                if (!emit) break; /* the parts bind the same windows */
+            }
+        }
+        m0 += rows;
+    }
+fail:
+    return status;
+}
+
+/* A matmul, cut to fit: reductions into parts within the loop budget, and, where a window of A, W
+ * or C would not fit one binding, into smaller blocks: columns first (whole column blocks, so a
+ * head-major C keeps whole heads together), then rows (whole batch items where they fit). */
+static vkattn_status add_matmul(vka_builder *b, const matmul_args *m)
+{
+    const vka_tuning *pr = b->tuning;
+    uint32_t vec = m->K % 4 == 0 && m->lda % 4 == 0 && m->a_offset % 4 == 0 && m->w_offset % 4 == 0 ? 4 : 1;
+    uint32_t K = m->K / vec;
+    uint64_t part = vka_budget_left(b, 1);
+    if (part == 0) return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT, "the loop budget is too small for a matmul");
+    uint32_t kc = (uint32_t)vka_min64(part, K);
+    uint32_t n_unit = m->c_col_block < m->N ? (uint32_t)m->c_col_block : pr->matmul_tile_n;
+    uint32_t nc = m->N, mc = m->M;
+    vkattn_error quiet = {0};
+    vkattn_error *error = b->error;
+    for (;;) {
+        b->error = &quiet; /* trying sizes: a window that does not fit is not an error yet */
+        vkattn_status status = matmul_blocks(b, m, vec, mc, nc, kc, 0);
+        b->error = error;
+        if (status == VKATTN_OK) break;
+        if (status != VKATTN_ERROR_DEVICE_LIMIT) return vka_error_set(error, status, "%s", quiet.message);
+        if (nc > n_unit) {
+            nc = (uint32_t)vka_ceil_div(nc / 2, n_unit) * n_unit;
+            if (nc >= m->N) nc = (uint32_t)((m->N - 1) / n_unit * n_unit);
+        } else if (mc > pr->matmul_tile_m) {
+            uint32_t half = mc / 2;
+            mc = half >= m->rows_per_batch ? (uint32_t)(half / m->rows_per_batch * m->rows_per_batch)
+                                           : (half > pr->matmul_tile_m ? half / pr->matmul_tile_m * pr->matmul_tile_m
+                                                                       : pr->matmul_tile_m);
+        } else {
+            return vka_error_set(error, VKATTN_ERROR_DEVICE_LIMIT, "%s: %s", vkattn_stage_name(m->stage), quiet.message);
+        }
+    }
+    return matmul_blocks(b, m, vec, mc, nc, kc, 1);
+}
+
+/* Puts the extra keys and values (bias_k, the zero key) after each head's S projected ones: one
+ * copy step for K and one for V, a region per (batch item, head) from the layer's head-major
+ * (H', extra, D) rows. The barrier before each copy is needed: validation (rightly) counts a
+ * dispatch's storage writes as covering its whole binding. */
+static vkattn_status add_extra_key_copies(vka_builder *b, const vka_qkv_layout *l)
+{
+    const vka_problem *p = b->p;
+    const uint32_t D = p->cfg.D, extra = p->cfg.extra_keys, H = p->cfg.inner_kv / p->cfg.D; /* K/V heads */
+    vkattn_status status = VKATTN_OK;
+    if (extra == 0) return VKATTN_OK;
+    for (int kv = 0; kv < 2; kv++) {
+        vka_step s = {.kind = VKA_STEP_COPY, .stage = VKATTN_STAGE_QKV_PROJECTION, .binding_count = 2,
+                      .copy_first = b->plan->copy_count, .barrier_before = 1};
+        s.bind[0].role = kv ? VKA_ROLE_EXTRA_V : VKA_ROLE_EXTRA_K;
+        s.bind[1].role = kv ? l->v : l->k;
+        uint64_t offset = kv ? l->v_offset : l->k_offset;
+        for (uint32_t batch = 0; batch < p->B; batch++) {
+            for (uint32_t h = 0; h < H; h++) {
+                uint64_t at = offset + batch * l->kv_batch + h * l->kv_head + (uint64_t)p->S * l->kv_row;
+                VKA_TRY(vka_push_copy(b, &(vka_copy){(uint64_t)h * extra * D, at, (uint64_t)extra * D}));
+                s.copy_count++;
+            }
+        }
+        VKA_TRY(vka_push_step(b, &s, 0, 1));
+    }
+fail:
+    return status;
+}
+
+vkattn_status vka_plan_input_projections(vka_builder *b, vka_qkv_layout *out)
+{
+    const vka_problem *p = b->p;
+    const vka_layer_config *c = &p->cfg;
+    /* E: the query's features; I = H'·D: the projected width (all heads, or the active ones);
+     * Ik = Hk·D: the projected K/V width (Hk = H' / group, the K/V heads those heads read). */
+    const uint64_t E = c->E, I = c->inner, H = c->H_active, D = c->D, B = p->B, L = p->L, S = p->S, Sx = p->S_ext;
+    const uint64_t Ik = c->inner_kv, Hk = Ik / D;
+    const matmul_args base = {.stage = VKATTN_STAGE_QKV_PROJECTION, .a = VKA_ROLE_QUERY, .w = VKA_ROLE_W_IN,
+                              .bias = c->bias ? VKA_ROLE_B_IN : VKA_ROLE_NONE, .c_row = D, .c_col_block = D};
+    vkattn_status status;
+    b->plan->qkv_one_matmul = p->self_attention;
+    if (b->plan->qkv_one_matmul) {
+        /* One matmul, one buffer (B, H' + 2 Hk, S', D): the Q heads, then the K heads, then the V
+         * heads, S' rows per head. */
+        const uint64_t heads = H + 2 * Hk;
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_QKV, B * heads * Sx * D));
+        matmul_args m = base;
+        m.c = VKA_ROLE_QKV, m.M = (uint32_t)(B * L), m.N = (uint32_t)(I + 2 * Ik), m.K = (uint32_t)E, m.lda = E;
+        m.rows_per_batch = L, m.batch_stride = heads * Sx * D, m.c_block = Sx * D;
+        VKA_TRY(add_matmul(b, &m));
+        *out = (vka_qkv_layout){.q = VKA_ROLE_QKV, .k = VKA_ROLE_QKV, .v = VKA_ROLE_QKV,
+                                .q_offset = 0, .q_batch = heads * Sx * D, .q_head = Sx * D, .q_row = D,
+                                .k_offset = H * Sx * D, .v_offset = (H + Hk) * Sx * D,
+                                .kv_batch = heads * Sx * D, .kv_head = Sx * D, .kv_row = D};
+    } else {
+        /* Q (B, H', L, D), K and V (B, Hk, S', D). Packed weights: W_Q, W_K, W_V are row blocks of
+         * one (I + 2 Ik, E) matrix, and the bias is always (I + 2 Ik). */
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_QKV, B * H * L * D));
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_K_PROJ, B * Hk * Sx * D));
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_V_PROJ, B * Hk * Sx * D));
+        int packed = c->packed_in_proj;
+        matmul_args q = base, k = base, v = base;
+        q.c = VKA_ROLE_QKV, q.M = (uint32_t)(B * L), q.N = (uint32_t)I, q.K = (uint32_t)E, q.lda = E;
+        q.rows_per_batch = L, q.batch_stride = H * L * D, q.c_block = L * D;
+        k.a = VKA_ROLE_KEY, k.w = packed ? VKA_ROLE_W_IN : VKA_ROLE_W_K, k.c = VKA_ROLE_K_PROJ;
+        k.M = (uint32_t)(B * S), k.N = (uint32_t)Ik, k.K = c->kdim, k.lda = c->kdim, k.w_offset = packed ? I * E : 0;
+        k.bias_offset = I, k.rows_per_batch = S, k.batch_stride = Hk * Sx * D, k.c_block = Sx * D;
+        v = k;
+        v.a = VKA_ROLE_VALUE, v.w = packed ? VKA_ROLE_W_IN : VKA_ROLE_W_V, v.c = VKA_ROLE_V_PROJ;
+        v.K = c->vdim, v.lda = c->vdim, v.w_offset = packed ? (I + Ik) * E : 0, v.bias_offset = I + Ik;
+        VKA_TRY(add_matmul(b, &q));
+        VKA_TRY(add_matmul(b, &k));
+        VKA_TRY(add_matmul(b, &v));
+        *out = (vka_qkv_layout){.q = VKA_ROLE_QKV, .k = VKA_ROLE_K_PROJ, .v = VKA_ROLE_V_PROJ,
+                                .q_offset = 0, .q_batch = H * L * D, .q_head = L * D, .q_row = D,
+                                .k_offset = 0, .v_offset = 0, .kv_batch = Hk * Sx * D, .kv_head = Sx * D, .kv_row = D};
+    }
+    return add_extra_key_copies(b, out);
+fail:
+    return status;
+}
+
+vkattn_status vka_plan_output_projection(vka_builder *b)
+{
+    const vka_problem *p = b->p;
+    const uint32_t BL = p->B * p->L, E = p->cfg.E, I = p->cfg.inner;
+    /* output (B·L, E) = ctx (B·L, I) · W_O (E, I)^T + b_O, W_O holding the active heads' columns */
+    matmul_args out = {.stage = VKATTN_STAGE_OUT_PROJECTION, .a = VKA_ROLE_CTX, .w = VKA_ROLE_W_OUT,
+                       .bias = p->cfg.bias ? VKA_ROLE_B_OUT : VKA_ROLE_NONE, .c = VKA_ROLE_OUTPUT,
+                       .M = BL, .N = E, .K = I, .lda = I,
+                       .c_row = E, .c_col_block = E, .rows_per_batch = BL, .batch_stride = (uint64_t)BL * E,
+                       .barrier_before = 1};
+    return add_matmul(b, &out);
+}
+
+/* One rope step over `heads` heads of B batch items, `rows` rows each, starting at element
+ * `offset` of `role`. The buffer is bound whole: Q and K are read whole by the attention kernels'
+ * windows only when they exceed one binding, and RoPE refuses that case (DEVICE_LIMIT) rather than
+ * cutting it. The barrier waits for the projection (and, for K after Q in one buffer, orders the
+ * two writes to the same binding). */
+static vkattn_status add_rope(vka_builder *b, vka_role role, uint64_t offset, uint64_t batch_stride,
+                              uint64_t head_stride, uint64_t heads, uint64_t rows, uint32_t first_position,
+                              int positions_in_meta)
+{
+    const vka_problem *p = b->p;
+    const uint32_t pairs = p->cfg.rope_dim / 2;
+    vkattn_status status;
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_QKV_PROJECTION, .kernel = VKA_KERNEL_ROPE,
+                  .f16_out = b->plan->role_dtype[role] == VKATTN_DTYPE_F16, .barrier_before = 1,
+                  .binding_count = VKA_ROPE_BINDINGS};
+    s.spec[VKA_SPEC_WG_SIZE] = 64;
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_X], role, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_FREQ], VKA_ROLE_ROPE_FREQ, VKA_VIEW_SCALAR));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_META], positions_in_meta ? VKA_ROLE_CACHE_META : VKA_ROLE_NONE,
+                           VKA_VIEW_BUFFER));
+    s.spec[VKA_SPEC_FLAGS] = positions_in_meta ? VKA_ROPE_POSITIONS : 0;
+    uint64_t count = (uint64_t)p->B * heads * rows * pairs;
+    s.push.rope = (vka_rope_push){
+        .offset = (uint32_t)offset, .batch_stride = (uint32_t)batch_stride, .head_stride = (uint32_t)head_stride,
+        .row_stride = p->cfg.D, .heads = (uint32_t)heads, .rows = (uint32_t)rows, .pairs = pairs,
+        .pos_offset = first_position, .gptj = p->cfg.rope_style == VKATTN_ROPE_GPTJ, .count = (uint32_t)count,
+    };
+    return vka_push_step(b, &s, count, s.spec[VKA_SPEC_WG_SIZE]);
+fail:
+    return status;
+}
+
+vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l)
+{
+    const vka_problem *p = b->p;
+    const uint64_t D = p->cfg.D;
+    vkattn_status status;
+    if (p->cfg.rope_dim == 0) return VKATTN_OK;
+    if (p->cache.seqs) /* Q heads then K heads of one (1, H + 2 H_kv, T, D) buffer, the positions in meta */
+        return add_rope(b, l->q, l->q_offset, 0, l->q_head, (p->cfg.inner + p->cfg.inner_kv) / D, p->L,
+                        p->cache.positions_at, 1);
+    /* Q (B, H', L, D) and K (B, H_kv', S, D): S' = S, RoPE takes no extra keys. Positions are
+     * aligned at the end (vka_rope_first_positions). */
+    uint32_t q_first, k_first;
+    vka_rope_first_positions(p, &q_first, &k_first);
+    VKA_TRY(add_rope(b, l->q, l->q_offset, l->q_batch, l->q_head, p->cfg.inner / D, p->L, q_first, 0));
+    VKA_TRY(add_rope(b, l->k, l->k_offset, l->kv_batch, l->kv_head, p->cfg.inner_kv / D, p->S, k_first, 0));
+fail:
+    return status;
+}
+
+/* matmul: one loop over the reduction's texels (the register tile's loops are unrolled). */
+uint64_t vka_matmul_trips(const vka_step *s) { return vka_loop(s->push.matmul.K); }
+
+void vka_matmul_describe(vka_text *t, const vka_step *s)
+{
+    const vka_matmul_push *m = &s->push.matmul;
+    vka_text_put(t, "C(%u, %u) = A·W^T over %u texels%s", m->M, m->N, m->K,
+                 (s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_ACCUMULATE) ? ", added to C" : "");
+}
+
+/* rope has no loops. */
+uint64_t vka_rope_trips(const vka_step *s)
+{
+    (void)s;
+    return 0;
+}
+
+void vka_rope_describe(vka_text *t, const vka_step *s)
+{
+    const vka_rope_push *c = &s->push.rope;
+    vka_text_put(t, "RoPE (%s) of %u pairs x %u rows x %u heads per batch item, positions %u..%u", c->gptj ? "gptj" : "neox",
+                 c->pairs, c->rows, c->heads, c->pos_offset, c->pos_offset + c->rows - 1);
+}

@@ -1,0 +1,14 @@
+/* The projections (matmul.c), and RoPE on their output. */
+#ifndef VKA_PLAN_MATMUL_H
+#define VKA_PLAN_MATMUL_H
+
+#include "plan/build.h"
+
+/* The Q/K/V projections into the head-major workspaces (and the extra keys after
+ * each head's real ones), and the output projection. */
+vkattn_status vka_plan_input_projections(vka_builder *b, vka_qkv_layout *out);
+vkattn_status vka_plan_output_projection(vka_builder *b);
+/* Rotary position embedding in place on the projected Q and K (nothing when the layer has none). */
+vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l);
+
+#endif

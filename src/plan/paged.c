@@ -1,0 +1,213 @@
+/* A cached forward's own steps: appending the new tokens' K and V rows to the paged cache, and
+ * attention of the new tokens over their sequences' cached keys (attn_paged), split into key
+ * parts side by side (split-KV) where the loop budget needs it or the batch alone cannot fill the
+ * device, merged by log-sum-exp (attn_merge, RAGGED). The projections, RoPE and the output
+ * projection are the plain forward's, over the T new tokens as one batch item. */
+#include "plan/paged.h"
+
+#include <math.h>
+
+#include "common/error.h"
+#include "format/dtype.h"
+#include "plan/attention.h"
+
+vkattn_status vka_plan_kv_append(vka_builder *b, const vka_qkv_layout *l)
+{
+    const vka_problem *p = b->p;
+    const vka_layer_config *c = &p->cfg;
+    const uint32_t T = p->L;
+    const int quant = vka_dtype_is_block(p->cache.dtype);
+    vkattn_status status;
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_QKV_PROJECTION,
+                  .kernel = quant ? VKA_KERNEL_APPEND_QUANT : VKA_KERNEL_APPEND,
+                  .f16_out = p->cache.dtype == VKATTN_DTYPE_F16, .barrier_before = 1,
+                  .binding_count = VKA_APPEND_BINDINGS};
+    s.spec[VKA_SPEC_WG_SIZE] = 64;
+    s.spec[VKA_SPEC_FLAGS] = p->cache.dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0;
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_SRC], l->k, VKA_VIEW_SCALAR));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_META], VKA_ROLE_CACHE_META, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_K], VKA_ROLE_CACHE_K, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_V], VKA_ROLE_CACHE_V, VKA_VIEW_BUFFER));
+    /* an invocation per element, or per block of 32 of a block format */
+    uint64_t count = (uint64_t)T * c->H_kv * c->D / (quant ? VKA_QUANT_VALUES : 1);
+    s.push.append = (vka_append_push){
+        .H_kv = c->H_kv, .D = c->D, .k_offset = (uint32_t)l->k_offset, .v_offset = (uint32_t)l->v_offset,
+        .head_stride = (uint32_t)l->kv_head, .row_stride = (uint32_t)l->kv_row,
+        .slot_offset = p->cache.positions_at + T, .block_size = p->cache.block_size, .count = (uint32_t)count,
+    };
+    return vka_push_step(b, &s, count, s.spec[VKA_SPEC_WG_SIZE]);
+fail:
+    return status;
+}
+
+static uint32_t pow2_at_least(uint32_t x)
+{
+    uint32_t n = 1;
+    while (n < x && n < (1u << 31)) n <<= 1;
+    return n;
+}
+
+vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
+{
+    const vka_problem *p = b->p;
+    const vka_cache_problem *cp = &p->cache;
+    const vka_layer_config *c = &p->cfg;
+    const vka_tuning *pr = b->tuning;
+    const uint32_t vec = vka_attention_vec(p), D = c->D, DV = D / vec, group = c->group;
+    /* A block format's fetch (kv_quant.glsl) is several times a texel fetch's code, and lavapipe's
+     * compile time grows faster than the unrolled key tile: the kv_cache quant_accuracy tests took
+     * 37 s cold with tiles of 16 keys, 18 s with 8, and decode steps (D = 128, 2000 keys) ran as fast. */
+    const int quant = vka_dtype_is_block(cp->dtype);
+    const uint32_t tile_k = quant && pr->fused_tile_k > 8 ? 8 : pr->fused_tile_k;
+    /* rows of one (sequence, K/V head): its group's heads times its new tokens; no wider than that */
+    uint32_t tile_a = vka_tuning_fused_tile_q(pr, D);
+    if (tile_a > pow2_at_least(group * cp->max_new)) tile_a = pow2_at_least(group * cp->max_new);
+    const int f16_out = b->plan->role_dtype[VKA_ROLE_CTX] == VKATTN_DTYPE_F16;
+    vkattn_status status;
+
+    /* Key parts: what the loop budget needs, or what the caller asked for, or (0) enough to give
+     * the device about paged_per_unit invocations per compute unit (paged_target where the device
+     * does not say), in parts of at least paged_min_part keys. */
+    uint64_t max_keys;
+    VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
+    /* The keys one invocation's rows can see: every key of the longest sequence, or with a sliding
+     * window those from its first row's window start to its last row's position, at most
+     * W + (queries in a tile) - 1. Parts start at that window start (attn_paged), so decoding with a
+     * window of W plans and costs like a sequence of W keys, however long the sequence. */
+    uint64_t span = cp->max_len;
+    if (c->window) span = vka_min64(span, (uint64_t)c->window + vka_min64(cp->max_new, tile_a) - 1);
+    uint64_t needed = vka_ceil_div(span, max_keys), parts = cp->splits;
+    uint64_t work = (uint64_t)cp->seqs * c->H_kv * vka_ceil_div((uint64_t)group * cp->max_new, tile_a);
+    if (parts == 0) {
+        uint64_t target = b->limits->compute_units ? (uint64_t)b->limits->compute_units * pr->paged_per_unit
+                                                   : pr->paged_target;
+        parts = vka_ceil_div(target, work);
+        parts = vka_min64(parts, vka_ceil_div(span, pr->paged_min_part));
+    }
+    if (parts < needed) parts = needed;
+    if (parts < 1) parts = 1;
+    uint64_t part_len = vka_ceil_div(vka_ceil_div(span, parts), tile_k) * tile_k;
+    parts = vka_ceil_div(span, part_len);
+
+    /* Split states of every row at once when they fit the state budget, else the new tokens in
+     * groups (a long prompt's chunk): each group's states reuse the workspace. */
+    uint64_t i_count = cp->max_new;
+    if (parts > 1) {
+        uint64_t budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
+                                                                   : b->limits->max_storage_buffer_range,
+                                    b->limits->max_storage_buffer_range);
+        uint64_t per_query = parts * cp->seqs * c->H * (uint64_t)D * 4;
+        i_count = vka_min64(budget / per_query, cp->max_new);
+        if (i_count == 0)
+            return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                                 "split-KV states of %u sequences x %llu key parts (%llu bytes per query) exceed the "
+                                 "state budget of %llu bytes: run fewer sequences per forward",
+                                 cp->seqs, (unsigned long long)parts, (unsigned long long)per_query,
+                                 (unsigned long long)budget);
+        uint64_t states = parts * cp->seqs * c->H * i_count;
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_STATE_O, states * D));
+        VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_STATE_LSE, states));
+    }
+    b->plan->key_parts = (uint32_t)parts;
+    b->plan->key_chunks = 1;
+
+    /* A block format's pools are read as uint words, addressed in bytes (abi.h); its D is whole
+     * blocks, so vec = 4 and a texel of Q meets 4 values of one block. */
+    const uint8_t pool_view = quant ? VKA_VIEW_SCALAR : (uint8_t)vec;
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED,
+                  .kernel = quant ? VKA_KERNEL_PAGED_QUANT : VKA_KERNEL_PAGED, .f16_out = f16_out,
+                  .barrier_before = 1, .binding_count = VKA_PAGED_BINDINGS};
+    s.spec[VKA_SPEC_WG_SIZE] = pr->paged_wg;
+    s.spec[VKA_SPEC_TILE_A] = tile_a;
+    s.spec[VKA_SPEC_TILE_B] = tile_k;
+    s.spec[VKA_SPEC_VEC] = vec;
+    s.spec[VKA_SPEC_DV] = DV;
+    s.spec[VKA_SPEC_FLAGS] = (parts > 1 ? VKA_FUSED_STORE : 0) | (cp->dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0);
+    s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(c);
+    VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_PAGED_HEAD_TERMS]));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_Q], l->q, (uint8_t)vec));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_K], VKA_ROLE_CACHE_K, pool_view));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_V], VKA_ROLE_CACHE_V, pool_view));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_CTX], VKA_ROLE_CTX, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_META], VKA_ROLE_CACHE_META, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_STATE_O], parts > 1 ? VKA_ROLE_STATE_O : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_STATE_LSE], parts > 1 ? VKA_ROLE_STATE_LSE : VKA_ROLE_NONE,
+                           VKA_VIEW_BUFFER));
+    vka_step merge = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = VKA_KERNEL_MERGE,
+                      .f16_out = f16_out, .barrier_before = 1, .binding_count = VKA_MERGE_BINDINGS};
+    merge.spec[VKA_SPEC_WG_SIZE] = pr->fused_wg;
+    merge.spec[VKA_SPEC_VEC] = vec;
+    merge.spec[VKA_SPEC_DV] = DV;
+    merge.spec[VKA_SPEC_FLAGS] = VKA_MERGE_RAGGED;
+    merge.bind[VKA_MERGE_STATE_O] = s.bind[VKA_PAGED_STATE_O];
+    merge.bind[VKA_MERGE_STATE_LSE] = s.bind[VKA_PAGED_STATE_LSE];
+    merge.bind[VKA_MERGE_CTX] = s.bind[VKA_PAGED_CTX];
+    merge.bind[VKA_MERGE_META] = s.bind[VKA_PAGED_META];
+    VKA_TRY(vka_bind_whole(b, &merge.bind[VKA_MERGE_LSE_OUT], VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+
+    /* Pools: token slots of block_size rows per K/V head, H_kv heads per block (abi.h); a row is
+     * D / vec texels, or D / 32 blocks' bytes. */
+    const uint32_t row = quant ? (uint32_t)vka_dtype_bytes(cp->dtype, D) : D / vec, head = cp->block_size * row;
+    b->plan->query_groups = 0;
+    for (uint64_t i0 = 0; i0 < cp->max_new; i0 += i_count) {
+        uint32_t ic = (uint32_t)vka_min64(i_count, cp->max_new - i0);
+        uint32_t tiles = (uint32_t)vka_ceil_div((uint64_t)group * ic, tile_a);
+        s.push.paged = (vka_paged_push){
+            .seqs = cp->seqs, .H = c->H, .kv_group = group, .i_begin = (uint32_t)i0, .i_count = ic,
+            .q_head = (uint32_t)(l->q_head / vec), .q_row = (uint32_t)(l->q_row / vec),
+            .block_stride = c->H_kv * head, .kv_head = head, .kv_row = row, .block_size = cp->block_size,
+            .ctx_stride = c->inner, .scale = 1.0f / sqrtf((float)D),
+            .splits = (uint32_t)parts, .split_len = (uint32_t)part_len, .tiles = tiles,
+            .softcap = c->softcap, .window = c->window,
+        };
+        VKA_TRY(vka_push_step(b, &s, parts * cp->seqs * c->H_kv * tiles, pr->paged_wg));
+        if (parts > 1) {
+            merge.push.merge = (vka_merge_push){
+                .L = 0, .H = c->H, .bh_begin = 0, .bh_count = cp->seqs * c->H, .i_begin = (uint32_t)i0,
+                .i_count = ic, .splits = (uint32_t)parts, .ctx_offset = 0, .ctx_stride = c->inner, .has_lse = 0,
+            };
+            VKA_TRY(vka_push_step(b, &merge, (uint64_t)cp->seqs * c->H * ic * DV, pr->fused_wg));
+        }
+        b->plan->query_groups++;
+    }
+fail:
+    return status;
+}
+
+/* attn_paged: attn_fused's loops over its part's keys, without a carried state's load (the block
+ * formats' build dequantizes as it fetches, in the same loops). */
+uint64_t vka_paged_trips(const vka_step *s)
+{
+    return vka_fused_loop_trips(s->spec[VKA_SPEC_DV], s->spec[VKA_SPEC_TILE_B], s->push.paged.split_len, 0);
+}
+
+/* kv_append has no loops (the quantizing build's are unrolled). */
+uint64_t vka_append_trips(const vka_step *s)
+{
+    (void)s;
+    return 0;
+}
+
+/* " (q8_0)" or " (q4_0)": the block format a KV_QUANT build reads or writes (VKA_SPEC_FLAGS). */
+static const char *quant_name(const vka_step *s)
+{
+    if (s->kernel != VKA_KERNEL_PAGED_QUANT && s->kernel != VKA_KERNEL_APPEND_QUANT) return "";
+    return (s->spec[VKA_SPEC_FLAGS] & VKA_KV_Q4_0) ? " (q4_0)" : " (q8_0)";
+}
+
+void vka_paged_describe(vka_text *t, const vka_step *s)
+{
+    const vka_paged_push *c = &s->push.paged;
+    vka_text_put(t, "%u sequences x %u heads (%u per K/V head) x new tokens %u..%u over the paged cache%s, keys: %u "
+                 "part%s of %u%s", c->seqs, c->H, c->kv_group, c->i_begin, c->i_begin + c->i_count - 1, quant_name(s),
+                 c->splits, c->splits > 1 ? "s" : "", c->split_len,
+                 (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
+}
+
+void vka_append_describe(vka_text *t, const vka_step *s)
+{
+    const vka_append_push *c = &s->push.append;
+    uint32_t per_token = c->H_kv * (s->kernel == VKA_KERNEL_APPEND ? c->D : c->D / VKA_QUANT_VALUES);
+    vka_text_put(t, "append %u tokens x %u K/V heads to the cache's blocks of %u%s", c->count / per_token, c->H_kv,
+                 c->block_size, quant_name(s));
+}

@@ -1,0 +1,103 @@
+/* The plan's driver: the element types and sizes of every role, the path, then the schedules in
+ * order (projections, RoPE, then the KV cache's append and paged attention, or fused or unfused
+ * attention, then the output projection). */
+#include "plan/plan.h"
+
+#include <string.h>
+
+#include "common/error.h"
+#include "format/dtype.h"
+#include "plan/attention.h"
+#include "plan/build.h"
+#include "plan/matmul.h"
+#include "plan/paged.h"
+
+static void assign_dtypes(const vka_problem *p, vka_plan *plan)
+{
+    vkattn_dtype storage = p->cfg.storage;
+    for (int r = 0; r < VKA_ROLE_COUNT; r++) plan->role_dtype[r] = VKATTN_DTYPE_F32;
+    plan->role_dtype[VKA_ROLE_QUERY] = p->query_dtype;
+    plan->role_dtype[VKA_ROLE_KEY] = p->key_dtype;
+    plan->role_dtype[VKA_ROLE_VALUE] = p->value_dtype;
+    plan->role_dtype[VKA_ROLE_OUTPUT] = p->output_dtype;
+    plan->role_dtype[VKA_ROLE_KEY_PADDING_MASK] = VKATTN_DTYPE_BOOL;
+    plan->role_dtype[VKA_ROLE_VALID_LENS] = VKATTN_DTYPE_I32;
+    plan->role_dtype[VKA_ROLE_ATTN_MASK] =
+        p->attn_mask == VKA_ATTN_MASK_BOOL ? VKATTN_DTYPE_BOOL : VKATTN_DTYPE_F32;
+    plan->role_dtype[VKA_ROLE_CACHE_K] = plan->role_dtype[VKA_ROLE_CACHE_V] = p->cache.dtype;
+    plan->role_dtype[VKA_ROLE_CACHE_META] = VKATTN_DTYPE_I32;
+    const vka_role stored[] = {VKA_ROLE_W_IN,    VKA_ROLE_W_K,    VKA_ROLE_W_V,   VKA_ROLE_W_OUT,
+                               VKA_ROLE_EXTRA_K, VKA_ROLE_EXTRA_V, VKA_ROLE_QKV,  VKA_ROLE_K_PROJ,
+                               VKA_ROLE_V_PROJ,  VKA_ROLE_CTX};
+    for (size_t i = 0; i < sizeof stored / sizeof stored[0]; i++) plan->role_dtype[stored[i]] = storage;
+}
+
+/* Bytes of every caller tensor and layer weight (the workspaces get theirs as they are reserved). */
+static void assign_sizes(const vka_problem *p, vka_plan *plan)
+{
+    const vka_layer_config *c = &p->cfg;
+    uint64_t elems[VKA_ROLE_COUNT] = {0};
+    const uint64_t I = c->inner, Ik = c->inner_kv, kv = (uint64_t)p->B * p->S;
+    elems[VKA_ROLE_QUERY] = vka_problem_query_elems(p);
+    elems[VKA_ROLE_KEY] = p->self_attention ? elems[VKA_ROLE_QUERY] : kv * c->kdim;
+    elems[VKA_ROLE_VALUE] = p->self_attention ? elems[VKA_ROLE_QUERY] : kv * c->vdim;
+    elems[VKA_ROLE_KEY_PADDING_MASK] = p->key_padding_mask ? kv : 0;
+    elems[VKA_ROLE_VALID_LENS] = vka_problem_valid_lens_elems(p);
+    elems[VKA_ROLE_ATTN_MASK] = vka_problem_attn_mask_elems(p);
+    elems[VKA_ROLE_OUTPUT] = vka_problem_output_elems(p);
+    elems[VKA_ROLE_WEIGHTS] = vka_problem_weights_elems(p);
+    elems[VKA_ROLE_LSE] = p->lse ? (uint64_t)p->B * c->H * p->L : 0;
+    elems[VKA_ROLE_W_IN] = (c->packed_in_proj ? I + 2 * Ik : I) * c->E;
+    elems[VKA_ROLE_W_K] = c->packed_in_proj ? 0 : Ik * c->kdim;
+    elems[VKA_ROLE_W_V] = c->packed_in_proj ? 0 : Ik * c->vdim;
+    elems[VKA_ROLE_B_IN] = c->bias ? I + 2 * Ik : 0;
+    elems[VKA_ROLE_W_OUT] = (uint64_t)c->E * I;
+    elems[VKA_ROLE_B_OUT] = c->bias ? c->E : 0;
+    elems[VKA_ROLE_EXTRA_K] = elems[VKA_ROLE_EXTRA_V] = (uint64_t)c->extra_keys * Ik;
+    elems[VKA_ROLE_ROPE_FREQ] = c->rope_dim / 2;
+    elems[VKA_ROLE_HEAD_TERMS] = c->alibi || c->sinks ? 2 * (uint64_t)c->H_active : 0;
+    elems[VKA_ROLE_CACHE_META] = p->cache.meta_words;
+    for (int r = 0; r < VKA_ROLE_COUNT; r++) plan->role_bytes[r] = elems[r] * vkattn_dtype_size(plan->role_dtype[r]);
+    /* the pools as the cache allocated them (a block format has no size per element) */
+    const uint64_t pool = (uint64_t)p->cache.num_blocks * p->cache.block_size * c->H_kv * c->D;
+    plan->role_bytes[VKA_ROLE_CACHE_K] = plan->role_bytes[VKA_ROLE_CACHE_V] =
+        p->cache.seqs ? vka_kv_pool_bytes(p->cache.dtype, pool) : 0;
+}
+
+vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits, vka_plan *plan, vkattn_error *error)
+{
+    vka_builder b = {p, limits, limits->tuning, plan, error, limits->loop_budget ? limits->loop_budget : UINT64_MAX};
+    plan->step_count = 0;
+    plan->copy_count = 0;
+    plan->chunks = 0;
+    plan->key_parts = plan->key_chunks = plan->query_groups = 0;
+    plan->qkv_one_matmul = 0;
+    memset(plan->workspace_bytes, 0, sizeof plan->workspace_bytes);
+    assign_dtypes(p, plan);
+    assign_sizes(p, plan);
+    plan->path = p->path != VKATTN_PATH_AUTO ? p->path
+                 : p->weights != VKATTN_WEIGHTS_NONE ? VKATTN_PATH_UNFUSED
+                                                  : VKATTN_PATH_FUSED;
+    if (plan->path == VKATTN_PATH_FUSED && p->weights != VKATTN_WEIGHTS_NONE)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "attention weights need the unfused path (the fused kernel never forms them)");
+    if (plan->path == VKATTN_PATH_UNFUSED && p->lse)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "the log-sum-exp output needs the fused path");
+    if (plan->path != VKATTN_PATH_FUSED && plan->path != VKATTN_PATH_UNFUSED)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "the device plan serves the fused and unfused paths");
+
+    vkattn_status status;
+    vka_qkv_layout l;
+    VKA_TRY(vka_reserve_workspace(&b, VKA_ROLE_CTX, (uint64_t)p->B * p->L * p->cfg.inner));
+    VKA_TRY(vka_plan_input_projections(&b, &l));
+    VKA_TRY(vka_plan_rope(&b, &l));
+    if (p->cache.seqs) {
+        VKA_TRY(vka_plan_kv_append(&b, &l));
+        VKA_TRY(vka_plan_paged(&b, &l));
+    } else if (plan->path == VKATTN_PATH_FUSED) VKA_TRY(vka_plan_fused(&b, &l));
+    else VKA_TRY(vka_plan_unfused(&b, &l));
+    VKA_TRY(vka_plan_output_projection(&b));
+    return VKATTN_OK;
+fail:
+    return status;
+}

@@ -1,0 +1,330 @@
+/* Validation of layer descriptions, weights and host forward arguments. */
+#include "problem/config.h"
+
+#include <math.h>
+#include <stdbool.h>
+
+#include "common/checked.h"
+#include "common/error.h"
+#include "abi.h"
+
+/* Shaders index tensors with 32-bit unsigned integers. */
+#define VKA_MAX_ELEMS ((size_t)UINT32_MAX)
+
+static vkattn_status require_pointer(const void *ptr, bool wanted, const char *name, const char *why,
+                                     vkattn_error *error)
+{
+    if (wanted && !ptr) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "weights: %s is NULL but %s", name, why);
+    if (!wanted && ptr)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "weights: %s is given but %s", name, why);
+    return VKATTN_OK;
+}
+
+static vkattn_status check_weight_pointers(const vka_layer_config *c, const vkattn_weights *w, vkattn_error *error)
+{
+    vkattn_status status;
+    bool separate = w->q_proj_weight || w->k_proj_weight || w->v_proj_weight;
+    if (c->group > 1 && w->in_proj_weight)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "weights: in_proj_weight is given but num_kv_heads %u differs from num_heads %u; give "
+                             "q_proj_weight (E,E), k_proj_weight (%u,kdim) and v_proj_weight (%u,vdim) instead",
+                             c->H_kv, c->H, c->E_kv, c->E_kv);
+    if (!c->packed_in_proj) {
+        const char *why = "kdim/vdim differ from embed_dim (PyTorch uses q/k/v_proj_weight then)";
+        VKA_TRY(require_pointer(w->in_proj_weight, false, "in_proj_weight", why, error));
+        VKA_TRY(require_pointer(w->q_proj_weight, true, "q_proj_weight", why, error));
+        VKA_TRY(require_pointer(w->k_proj_weight, true, "k_proj_weight", why, error));
+        VKA_TRY(require_pointer(w->v_proj_weight, true, "v_proj_weight", why, error));
+    } else if (w->in_proj_weight && separate) {
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "weights: give either in_proj_weight or q/k/v_proj_weight, not both");
+    } else if (!w->in_proj_weight) {
+        const char *why = "in_proj_weight is NULL (give in_proj_weight, or all of q/k/v_proj_weight)";
+        VKA_TRY(require_pointer(w->q_proj_weight, true, "q_proj_weight", why, error));
+        VKA_TRY(require_pointer(w->k_proj_weight, true, "k_proj_weight", why, error));
+        VKA_TRY(require_pointer(w->v_proj_weight, true, "v_proj_weight", why, error));
+    }
+    VKA_TRY(require_pointer(w->out_proj_weight, true, "out_proj_weight", "it is always required", error));
+    const char *bias_why = c->bias ? "the layer has biases (no_bias = 0)" : "the layer has no biases (no_bias = 1)";
+    VKA_TRY(require_pointer(w->in_proj_bias, c->bias, "in_proj_bias", bias_why, error));
+    VKA_TRY(require_pointer(w->out_proj_bias, c->bias, "out_proj_bias", bias_why, error));
+    const char *kv_why = c->bias_kv ? "add_bias_kv is on" : "add_bias_kv is off";
+    VKA_TRY(require_pointer(w->bias_k, c->bias_kv, "bias_k", kv_why, error));
+    VKA_TRY(require_pointer(w->bias_v, c->bias_kv, "bias_v", kv_why, error));
+    return VKATTN_OK;
+fail:
+    return status;
+}
+
+/* RoPE: theta finite and >= 0; rope_dim even and <= D; no appended keys (they have no position). */
+static vkattn_status resolve_rope(const vkattn_layer_desc *desc, vka_layer_config *c, vkattn_error *error)
+{
+    if (!isfinite(desc->rope_theta) || desc->rope_theta < 0.0f)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "rope_theta %g must be finite and >= 0 (0 = no rotary position embedding)",
+                             (double)desc->rope_theta);
+    if ((unsigned)desc->rope_style > VKATTN_ROPE_GPTJ)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "rope_style %d is not a vkattn_rope_style",
+                             (int)desc->rope_style);
+    if (desc->rope_theta == 0.0f) return VKATTN_OK;
+    uint32_t dim = desc->rope_dim ? desc->rope_dim : c->D;
+    if (dim > c->D || dim % 2 != 0)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "rope_dim %u must be even and at most the head dim %u (0 = the whole head)", dim, c->D);
+    if (desc->add_bias_kv || desc->add_zero_attn)
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
+                             "rope_theta > 0 with %s is not supported: the appended key has no position to rotate by",
+                             desc->add_bias_kv ? "add_bias_kv" : "add_zero_attn");
+    c->rope_theta = desc->rope_theta;
+    c->rope_dim = dim;
+    c->rope_style = desc->rope_style;
+    return VKATTN_OK;
+}
+
+/* The variants: softcap finite and >= 0; ALiBi not with RoPE, its slopes finite and only with it;
+ * window and ALiBi need positions, which appended keys do not have. */
+static vkattn_status resolve_variants(const vkattn_layer_desc *desc, vka_layer_config *c, vkattn_error *error)
+{
+    if (!isfinite(desc->softcap) || desc->softcap < 0.0f)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "softcap %g must be finite and >= 0 (0 = no logit soft-capping)", (double)desc->softcap);
+    if (desc->alibi_slopes && !desc->alibi)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "alibi_slopes are given but alibi is off");
+    if (desc->alibi && desc->rope_theta > 0.0f)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "alibi with rope_theta %g: ALiBi replaces positional embeddings, a layer has one or "
+                             "the other",
+                             (double)desc->rope_theta);
+    for (uint32_t h = 0; desc->alibi && desc->alibi_slopes && h < c->H; h++) {
+        float m = desc->alibi_slopes[h];
+        if (!isfinite(m))
+            return vka_error_set(error, VKATTN_ERROR_NON_FINITE, "alibi_slopes[%u] is %g; slopes must be finite", h,
+                                 (double)m);
+        /* The device adds m * (pos_j - pos_i) in fp32, with distances up to 2^32: a bound on m keeps
+         * every bias (below 2^49) and every score finite, as they are on the CPU path. */
+        if (fabsf(m) > VKATTN_ALIBI_MAX_SLOPE)
+            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                                 "alibi_slopes[%u] is %g; slopes lie in [-%g, %g] (models' slopes are at most 1; larger "
+                                 "ones would overflow fp32 scores at long distances)",
+                                 h, (double)m, (double)VKATTN_ALIBI_MAX_SLOPE, (double)VKATTN_ALIBI_MAX_SLOPE);
+    }
+    if ((desc->window || desc->alibi) && (desc->add_bias_kv || desc->add_zero_attn))
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
+                             "%s with %s is not supported: the appended key has no position",
+                             desc->window ? "a sliding window" : "alibi",
+                             desc->add_bias_kv ? "add_bias_kv" : "add_zero_attn");
+    c->window = desc->window;
+    c->softcap = desc->softcap;
+    c->alibi = desc->alibi != 0;
+    return VKATTN_OK;
+}
+
+int vka_layer_has_positions(const vka_layer_config *c) { return c->rope_dim > 0 || c->window > 0 || c->alibi; }
+
+void vka_alibi_slopes(uint32_t H, const float *given, float *out)
+{
+    uint32_t n = 1; /* the largest power of two <= H */
+    while (n <= H / 2) n *= 2;
+    for (uint32_t h = 0; h < H; h++) {
+        if (given) out[h] = given[h];
+        else if (h < n) out[h] = (float)pow(2.0, -8.0 * (h + 1) / n);
+        else out[h] = (float)pow(2.0, -4.0 * (2 * (h - n) + 1) / n); /* the odd ones of 2n heads' slopes */
+    }
+}
+
+uint32_t vka_variant_bits(const vka_layer_config *c)
+{
+    return (c->window ? VKA_VARIANT_WINDOW : 0) | (c->softcap > 0.0f ? VKA_VARIANT_SOFTCAP : 0) |
+           (c->alibi ? VKA_VARIANT_ALIBI : 0) | (c->sinks ? VKA_VARIANT_SINK : 0);
+}
+
+void vka_rope_inv_freq(const vka_layer_config *c, float *out)
+{
+    for (uint32_t i = 0; i < c->rope_dim / 2; i++)
+        out[i] = (float)pow((double)c->rope_theta, -2.0 * i / (double)c->rope_dim);
+}
+
+vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_layer_config *out, vkattn_error *error)
+{
+    if (!desc) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "layer description is NULL");
+    if (desc->embed_dim == 0)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "embed_dim must be at least 1");
+    if (desc->num_heads == 0)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "num_heads must be at least 1");
+    if (desc->embed_dim % desc->num_heads != 0)
+        return vka_error_set(error, VKATTN_ERROR_HEADS,
+                             "embed_dim %u is not divisible by num_heads %u (head dim would be %.3g)",
+                             desc->embed_dim, desc->num_heads, (double)desc->embed_dim / desc->num_heads);
+    if (desc->num_kv_heads != 0 && desc->num_heads % desc->num_kv_heads != 0)
+        return vka_error_set(error, VKATTN_ERROR_HEADS,
+                             "num_heads %u is not a multiple of num_kv_heads %u (each key/value head serves "
+                             "num_heads / num_kv_heads query heads)",
+                             desc->num_heads, desc->num_kv_heads);
+    if (desc->storage != VKATTN_DTYPE_F32 && desc->storage != VKATTN_DTYPE_F16)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "storage must be F32 or F16, not %s",
+                             vkattn_dtype_name(desc->storage));
+
+    vka_layer_config c = {0};
+    c.E = desc->embed_dim;
+    c.H = desc->num_heads;
+    c.D = c.E / c.H;
+    c.H_kv = desc->num_kv_heads ? desc->num_kv_heads : c.H;
+    c.group = c.H / c.H_kv;
+    c.E_kv = c.H_kv * c.D;
+    vka_layer_config_apply_mask(&c, desc->head_mask);
+    if (c.H_active == 0)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "head_mask prunes all %u heads; keep at least one",
+                             c.H);
+    if (c.group > 1 && c.H_active < c.H)
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
+                             "head_mask prunes heads of a grouped-query layer (num_kv_heads %u of num_heads %u): "
+                             "pruning is implemented for num_kv_heads = num_heads only",
+                             c.H_kv, c.H);
+    c.kdim = desc->kdim ? desc->kdim : c.E;
+    c.vdim = desc->vdim ? desc->vdim : c.E;
+    c.bias = !desc->no_bias;
+    c.bias_kv = desc->add_bias_kv != 0;
+    c.zero_attn = desc->add_zero_attn != 0;
+    c.extra_keys = (uint32_t)c.bias_kv + (uint32_t)c.zero_attn;
+    c.packed_in_proj = c.kdim == c.E && c.vdim == c.E;
+    c.storage = desc->storage;
+    vkattn_status status = resolve_rope(desc, &c, error);
+    if (status == VKATTN_OK) status = resolve_variants(desc, &c, error);
+    if (status != VKATTN_OK) return status;
+
+    /* The largest weight matrix is (3E, max(E,kdim,vdim)) when packed; shaders index it with uint. */
+    uint32_t widest = c.E > c.kdim ? c.E : c.kdim;
+    widest = widest > c.vdim ? widest : c.vdim;
+    size_t elems;
+    if (!vka_mul_size(3 * (size_t)c.E, widest, &elems) || elems > VKA_MAX_ELEMS)
+        return vka_error_set(error, VKATTN_ERROR_SIZE_OVERFLOW,
+                             "weights of embed_dim %u, kdim %u, vdim %u have more than 2^32 elements", c.E, c.kdim,
+                             c.vdim);
+    *out = c;
+    return VKATTN_OK;
+}
+
+vkattn_status vka_layer_config_resolve(const vkattn_layer_desc *desc, const vkattn_weights *weights,
+                                       vka_layer_config *out, vkattn_error *error)
+{
+    vka_layer_config c;
+    vkattn_status status = vka_layer_config_from_desc(desc, &c, error);
+    if (status != VKATTN_OK) return status;
+    if (!weights) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "weights are NULL");
+    status = check_weight_pointers(&c, weights, error);
+    for (uint32_t h = 0; status == VKATTN_OK && weights->sinks && h < c.H; h++)
+        if (!isfinite(weights->sinks[h]))
+            status = vka_error_set(error, VKATTN_ERROR_NON_FINITE, "weights: sinks[%u] is %g; sink logits must be finite",
+                                   h, (double)weights->sinks[h]);
+    c.sinks = weights->sinks != NULL;
+    if (status == VKATTN_OK) *out = c;
+    return status;
+}
+
+size_t vka_problem_query_elems(const vka_problem *p) { return (size_t)p->B * p->L * p->cfg.E; }
+size_t vka_problem_key_elems(const vka_problem *p) { return (size_t)p->B * p->S * p->cfg.kdim; }
+size_t vka_problem_value_elems(const vka_problem *p) { return (size_t)p->B * p->S * p->cfg.vdim; }
+size_t vka_problem_output_elems(const vka_problem *p) { return (size_t)p->B * p->L * p->cfg.E; }
+
+size_t vka_problem_weights_elems(const vka_problem *p)
+{
+    switch (p->weights) {
+    case VKATTN_WEIGHTS_NONE: return 0;
+    case VKATTN_WEIGHTS_PER_HEAD: return (size_t)p->B * p->cfg.H * p->L * p->S_ext;
+    case VKATTN_WEIGHTS_AVERAGED: return (size_t)p->B * p->L * p->S_ext;
+    }
+    return 0;
+}
+
+size_t vka_problem_attn_mask_elems(const vka_problem *p)
+{
+    if (p->attn_mask == VKA_ATTN_MASK_NONE) return 0;
+    size_t per = (size_t)p->L * p->S;
+    return p->attn_mask_per_head ? per * p->B * p->cfg.H : per;
+}
+
+size_t vka_problem_valid_lens_elems(const vka_problem *p)
+{
+    switch (p->valid_lens) {
+    case VKA_VALID_LENS_NONE: return 0;
+    case VKA_VALID_LENS_PER_BATCH: return p->B;
+    case VKA_VALID_LENS_PER_QUERY: return (size_t)p->B * p->L;
+    }
+    return 0;
+}
+
+/* One tensor's element count: the product must fit size_t, and uint32 for shader indexing. */
+static vkattn_status check_count(const char *what, const uint32_t *dims, int n, vkattn_error *error)
+{
+    size_t elems = 1;
+    for (int i = 0; i < n; i++) {
+        if (!vka_mul_size(elems, dims[i], &elems) || elems > VKA_MAX_ELEMS)
+            return vka_error_set(error, VKATTN_ERROR_SIZE_OVERFLOW,
+                                 "%s would have more than 2^32 elements; split the batch or sequence", what);
+    }
+    return VKATTN_OK;
+}
+
+uint32_t vka_count_active_heads(uint32_t H, const uint8_t *mask)
+{
+    uint32_t count = 0;
+    for (uint32_t h = 0; h < H; h++) count += !mask || mask[h] != 0;
+    return count;
+}
+
+void vka_layer_config_apply_mask(vka_layer_config *c, const uint8_t *mask)
+{
+    uint32_t kv_active = 0;
+    for (uint32_t k = 0; k < c->H_kv; k++)
+        kv_active += vka_count_active_heads(c->group, mask ? mask + (size_t)k * c->group : NULL) > 0;
+    c->H_active = vka_count_active_heads(c->H, mask);
+    c->inner = c->H_active * c->D;
+    c->inner_kv = kv_active * c->D;
+}
+
+void vka_rope_first_positions(const vka_problem *p, uint32_t *query, uint32_t *key)
+{
+    uint32_t longest = p->L > p->S ? p->L : p->S;
+    *query = p->rope_offset + (longest - p->L);
+    *key = p->rope_offset + (longest - p->S);
+}
+
+vkattn_status vka_problem_check(const vka_problem *p, vkattn_error *error)
+{
+    if (p->weights && p->lse)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "attention weights (unfused path) and the log-sum-exp (fused path) cannot be asked for together");
+    if (p->cfg.H_active < p->cfg.H && (p->weights || p->attn_mask_per_head || p->lse))
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
+                             "with pruned heads (%u of %u active) the layer returns no attention weights or lse and "
+                             "takes no per-head attn_mask",
+                             p->cfg.H_active, p->cfg.H);
+    const vka_layer_config *c = &p->cfg;
+    uint32_t H = c->H;
+    uint32_t longest = p->L > p->S ? p->L : p->S;
+    if (c->rope_dim && longest && p->rope_offset > UINT32_MAX - (longest - 1))
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "rope_offset %u + sequence length %u passes the largest position 2^32 - 1",
+                             p->rope_offset, longest);
+    uint32_t q[] = {p->B, p->L, c->E}, k[] = {p->B, p->S, c->kdim}, v[] = {p->B, p->S, c->vdim};
+    uint32_t qkv[] = {p->B, p->L, 3, c->E};
+    uint32_t mask[] = {p->B, H, p->L, p->S};
+    uint32_t w_head[] = {p->B, H, p->L, p->S_ext}, w_avg[] = {p->B, p->L, p->S_ext};
+    vkattn_status status;
+    VKA_TRY(check_count("query", q, 3, error));
+    VKA_TRY(check_count("key", k, 3, error));
+    VKA_TRY(check_count("value", v, 3, error));
+    VKA_TRY(check_count("the Q/K/V projection", qkv, 4, error));
+    VKA_TRY(check_count("the projected key", (uint32_t[]){p->B, p->S, c->E}, 3, error));
+    if (p->attn_mask_per_head) VKA_TRY(check_count("attn_mask", mask, 4, error));
+    else if (p->attn_mask) VKA_TRY(check_count("attn_mask", mask + 2, 2, error));
+    if (p->weights == VKATTN_WEIGHTS_PER_HEAD) VKA_TRY(check_count("the attention weights", w_head, 4, error));
+    if (p->weights == VKATTN_WEIGHTS_AVERAGED) VKA_TRY(check_count("the attention weights", w_avg, 3, error));
+    /* The unfused path addresses one head's L×S' score block with 32-bit indices (and chunks it
+     * as needed); the fused path never forms it, so it takes any L·S. */
+    int unfused = p->path == VKATTN_PATH_UNFUSED || (p->path == VKATTN_PATH_AUTO && p->weights);
+    if (unfused) VKA_TRY(check_count("one head's score block (unfused path)", (uint32_t[]){p->L, p->S_ext}, 2, error));
+    return VKATTN_OK;
+fail:
+    return status;
+}
