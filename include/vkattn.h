@@ -819,7 +819,8 @@ typedef enum vkattn_weights_kind {
 } vkattn_weights_kind;
 
 /* Fills `out` for a layer description and shapes (B, L, S; S = 0 means L) on `path`
- * (UNFUSED: scores/softmax/P·V stages; FUSED: one fused stage; AUTO counts as UNFUSED), with
+ * (UNFUSED: scores/softmax/P·V stages; FUSED: one fused stage; AUTO as a forward resolves it:
+ * fused, unless attention weights are asked for; CPU counts as UNFUSED), with
  * `weights` returned. With layer->head_mask, only the active heads count: projections use their
  * H'·D rows. VKATTN_ERROR_INVALID_ARGUMENT for a description vkattn_layer_create would refuse. */
 vkattn_status vkattn_forward_cost(const vkattn_layer_desc *layer, uint32_t batch, uint32_t query_len,

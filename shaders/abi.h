@@ -66,7 +66,7 @@
 
 /* Loop trips. lavapipe ends every loop of an invocation once 65535 iterations have run in total,
  * across all its loops (docs/KNOWN_ISSUES.md), so the plan bounds each kernel's trips per
- * invocation from a model of its loops (src/attention/plan.c). Loops over register tiles are
+ * invocation from a model of its loops (each kernel's model sits beside its step builder in src/plan/). Loops over register tiles are
  * written [[unroll]] and cost nothing; every other loop of t trips counts t + 1. Each .comp says
  * which of its loops count. */
 

@@ -19,7 +19,7 @@
  *
  * Grid: splits * bh_count * ceil(i_count / TILE_A) invocations, WG_SIZE per workgroup.
  * Bindings: VKA_FUSED_* (abi.h).
- * Loop trips per invocation (the plan's model, src/attention/plan.c): the key-block loop, blocks + 1;
+ * Loop trips per invocation (the plan's model, src/plan/attention.c): the key-block loop, blocks + 1;
  * per block three loops over the DV texels of a head row (Q·K^T, rescale, P·V), DV + 1 each;
  * once each, a DV loop to clear the output, to load a carried state, and to store. Loops over
  * TILE_A, TILE_B and VEC are unrolled.

@@ -21,7 +21,7 @@
  *
  * Grid: splits * seqs * H_kv * tiles invocations, WG_SIZE per workgroup.
  * Bindings: VKA_PAGED_* (abi.h).
- * Loop trips per invocation (the plan's model, src/attention/plan.c): the key-block loop, blocks + 1;
+ * Loop trips per invocation (the plan's model, src/plan/paged.c): the key-block loop, blocks + 1;
  * per block three loops over the DV texels of a head row (Q·K^T, rescale, P·V), DV + 1 each;
  * once each, a DV loop to clear the output and one to store. Tile loops are unrolled.
  */

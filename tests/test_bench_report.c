@@ -164,10 +164,13 @@ static void test_cost_cross_attention_unfused(void)
     CHECK(c.bytes[VKATTN_STAGE_OUT_PROJECTION] == 272);
     CHECK(c.bytes[VKATTN_STAGE_AVERAGE_HEADS] == 0 && c.bytes[VKATTN_STAGE_FUSED] == 0);
     CHECK(c.total_bytes == 3152);
-    /* AUTO counts as UNFUSED. */
-    vkattn_cost a;
+    /* AUTO is resolved as a forward resolves it: fused without attention weights, unfused with. */
+    vkattn_cost a, f;
     CHECK_STATUS(vkattn_forward_cost(&d, 2, 3, 5, VKATTN_PATH_AUTO, VKATTN_WEIGHTS_NONE, &a), VKATTN_OK);
-    CHECK(a.total_flops == 1984 && a.total_bytes == 3152);
+    CHECK_STATUS(vkattn_forward_cost(&d, 2, 3, 5, VKATTN_PATH_FUSED, VKATTN_WEIGHTS_NONE, &f), VKATTN_OK);
+    CHECK(a.total_flops == f.total_flops && a.total_bytes == f.total_bytes && a.flops[VKATTN_STAGE_FUSED] == 480);
+    CHECK_STATUS(vkattn_forward_cost(&d, 2, 3, 5, VKATTN_PATH_AUTO, VKATTN_WEIGHTS_PER_HEAD, &a), VKATTN_OK);
+    CHECK(a.total_flops == 1984 && a.flops[VKATTN_STAGE_FUSED] == 0);
 }
 
 static void test_cost_self_attention_fused_f16(void)

@@ -21,10 +21,10 @@ typedef struct folder {
 } folder;
 
 typedef struct module {
-    char name[96]; /* "api/layer" */
+    char name[160]; /* "api/layer" */
     int folder;
     int deps[MAX_EDGES], dep_count;
-    char dep_line[MAX_EDGES][160]; /* "api/layer.c includes \"api/context.h\"", for messages */
+    char dep_line[MAX_EDGES][400]; /* "api/layer.c includes \"api/context.h\"", for messages */
 } module;
 
 static folder folders[MAX_FOLDERS];

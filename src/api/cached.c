@@ -1,6 +1,6 @@
 /* vkattn_forward_cached: a forward of a batch's new tokens through a paged KV cache. The host side
  * checks the batch against the layer and the cache, takes the blocks the new tokens need, writes
- * the forward's sequence table (meta: shaders/abi.h) and runs the plan (plan_cache.c); the
+ * the forward's sequence table (meta: shaders/abi.h) and runs the plan (src/plan/paged.c); the
  * sequences' lengths change only once everything succeeded. */
 #include <stdlib.h>
 #include <string.h>
@@ -37,26 +37,44 @@ static vkattn_status check_layer(const vkattn_layer *layer, const vkattn_kv_cach
     return VKATTN_OK;
 }
 
-/* The batch: ids in range and distinct, each sequence adding at least one token, and the total and
- * every new length within 32 bits. Fills *T, *max_new, *max_len and the meta size. */
-static vkattn_status check_batch(const vkattn_kv_cache *cache, const vkattn_cached_forward_desc *d, uint32_t E,
-                                 vka_cache_problem *cp, uint32_t *T_out)
+/* A cached forward's batch with its defaults resolved once, at entry: each sequence's id and new
+ * tokens (seq_ids NULL = 0 .. batch - 1; new_tokens NULL = 1 each). */
+typedef struct batch {
+    uint32_t count;
+    uint32_t *ids, *news; /* one allocation */
+} batch;
+
+static vkattn_status batch_resolve(vka_device *dev, const vkattn_cached_forward_desc *d, uint32_t max_seqs, batch *out)
 {
-    vka_device *dev = &cache->ctx->dev;
-    const uint32_t B = d->batch, max_seqs = cache->desc.max_sequences, bs = cache->desc.block_size;
+    const uint32_t B = d->batch;
     if (B == 0 || B > max_seqs)
         return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "batch is %u: a cached forward takes 1 to max_sequences (%u) sequences",
                         B, max_seqs);
-    if (!d->query || !d->output)
-        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_forward_cached: query and output are required");
+    uint32_t *ids = vka_malloc(&dev->faults, 2 * (size_t)B * sizeof *ids);
+    if (!ids) return vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a cached forward's batch");
+    for (uint32_t b = 0; b < B; b++) {
+        ids[b] = d->seq_ids ? d->seq_ids[b] : b;
+        ids[B + b] = d->new_tokens ? d->new_tokens[b] : 1;
+    }
+    *out = (batch){B, ids, ids + B};
+    return VKATTN_OK;
+}
+
+/* The batch against the cache: ids in range and distinct, each sequence adding at least one token,
+ * and the total and every new length within 32 bits. Fills the cache part of the problem and *T. */
+static vkattn_status check_batch(const vkattn_kv_cache *cache, const batch *bt, uint32_t E, uint32_t splits,
+                                 vka_cache_problem *cp, uint32_t *T_out)
+{
+    vka_device *dev = &cache->ctx->dev;
+    const uint32_t max_seqs = cache->desc.max_sequences, bs = cache->desc.block_size;
     uint8_t *seen = vka_calloc(&dev->faults, max_seqs, 1);
     if (!seen) return vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory checking a batch");
     vkattn_status status = VKATTN_OK;
     uint64_t T = 0, tables = 0;
-    *cp = (vka_cache_problem){.seqs = B, .block_size = bs, .num_blocks = cache->desc.num_blocks,
-                              .dtype = cache->desc.dtype, .splits = d->kv_splits};
-    for (uint32_t b = 0; b < B && status == VKATTN_OK; b++) {
-        uint32_t id = d->seq_ids ? d->seq_ids[b] : b, n = d->new_tokens ? d->new_tokens[b] : 1;
+    *cp = (vka_cache_problem){.seqs = bt->count, .block_size = bs, .num_blocks = cache->desc.num_blocks,
+                              .dtype = cache->desc.dtype, .splits = splits};
+    for (uint32_t b = 0; b < bt->count && status == VKATTN_OK; b++) {
+        uint32_t id = bt->ids[b], n = bt->news[b];
         if (id >= max_seqs)
             status = vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "seq_ids[%u] is %u, not below max_sequences (%u)", b, id,
                               max_seqs);
@@ -77,11 +95,11 @@ static vkattn_status check_batch(const vkattn_kv_cache *cache, const vkattn_cach
     }
     free(seen);
     if (status != VKATTN_OK) return status;
-    uint64_t words = (uint64_t)B * VKA_SEQ_WORDS + tables + 2 * T;
+    uint64_t words = (uint64_t)bt->count * VKA_SEQ_WORDS + tables + 2 * T;
     if (T * E > UINT32_MAX || words > UINT32_MAX)
         return vka_fail(dev, VKATTN_ERROR_SIZE_OVERFLOW, "%llu new tokens of %u features are more than one forward takes",
                         (unsigned long long)T, E);
-    cp->positions_at = (uint32_t)(B * VKA_SEQ_WORDS + tables);
+    cp->positions_at = (uint32_t)(bt->count * VKA_SEQ_WORDS + tables);
     cp->meta_words = (uint32_t)words;
     *T_out = (uint32_t)T;
     return VKATTN_OK;
@@ -89,15 +107,13 @@ static vkattn_status check_batch(const vkattn_kv_cache *cache, const vkattn_cach
 
 /* The sequence table of the forward: per sequence its first row, new tokens, new length and block
  * table; per token its position and slot. The blocks were taken already. */
-static void fill_meta(const vkattn_kv_cache *cache, const vkattn_cached_forward_desc *d, const vka_cache_problem *cp,
-                      uint32_t *meta)
+static void fill_meta(const vkattn_kv_cache *cache, const batch *bt, const vka_cache_problem *cp, uint32_t *meta)
 {
-    const uint32_t bs = cache->desc.block_size;
-    uint32_t table = cp->seqs * VKA_SEQ_WORDS, t = 0, T = cp->meta_words - cp->positions_at;
-    T /= 2;
+    const uint32_t bs = cache->desc.block_size, T = (cp->meta_words - cp->positions_at) / 2;
+    uint32_t table = cp->seqs * VKA_SEQ_WORDS, t = 0;
     for (uint32_t b = 0; b < cp->seqs; b++) {
-        const vka_kv_seq *s = &cache->seqs[d->seq_ids ? d->seq_ids[b] : b];
-        uint32_t n = d->new_tokens ? d->new_tokens[b] : 1, len = s->length + n, blocks = (len + bs - 1) / bs;
+        const vka_kv_seq *s = &cache->seqs[bt->ids[b]];
+        uint32_t n = bt->news[b], len = s->length + n, blocks = (len + bs - 1) / bs;
         uint32_t *w = meta + b * VKA_SEQ_WORDS;
         w[VKA_SEQ_Q_START] = t, w[VKA_SEQ_NEW] = n, w[VKA_SEQ_LEN] = len, w[VKA_SEQ_TABLE] = table;
         memcpy(meta + table, s->blocks, blocks * sizeof *meta);
@@ -108,6 +124,27 @@ static void fill_meta(const vkattn_kv_cache *cache, const vkattn_cached_forward_
             meta[cp->positions_at + T + t] = s->blocks[pos / bs] * bs + pos % bs;
         }
     }
+}
+
+/* The problem of a cached forward, through the argument table like every forward: its T new
+ * tokens are one batch item's query and output rows (1, T, E), self-attention over themselves;
+ * the keys come from the cache (the paged kernel applies its causal rule). */
+static vkattn_status cached_problem(vkattn_layer *layer, const vkattn_cached_forward_desc *d, uint32_t T,
+                                    const vka_cache_problem *cp, vka_args *a, vka_problem *p)
+{
+    vka_device *dev = &layer->ctx->dev;
+    if (!d->query || !d->output)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_forward_cached: query and output are required");
+    memset(a, 0, sizeof *a);
+    const vka_arg_value rows = {.given = 1, .dtype = VKATTN_DTYPE_F32, .rank = 3, .dims = {1, T, layer->cfg.E}};
+    a->v[VKA_ARG_QUERY] = a->v[VKA_ARG_KEY] = a->v[VKA_ARG_VALUE] = a->v[VKA_ARG_OUTPUT] = rows;
+    /* the host arrays are not named: the query is uploaded before the output is read back, so one
+     * array may be both (as it always could) */
+    a->key_is_query = 1;
+    a->path = VKATTN_PATH_FUSED;
+    vkattn_status status = vka_args_check(&layer->cfg, a, p, &dev->error);
+    if (status == VKATTN_OK) p->cache = *cp;
+    return status;
 }
 
 static vkattn_status forward_cached(vkattn_layer *layer, vkattn_kv_cache *cache, const vkattn_cached_forward_desc *d)
@@ -121,37 +158,31 @@ static vkattn_status forward_cached(vkattn_layer *layer, vkattn_kv_cache *cache,
         return vka_fail(dev, VKATTN_ERROR_BUSY,
                         "the layer is in a submission that has not finished (vkattn_submission_wait or _poll first)");
     if ((status = check_layer(layer, cache)) != VKATTN_OK) return status;
-    vka_problem p = {.cfg = layer->cfg, .B = 1, .self_attention = 1, .path = VKATTN_PATH_FUSED,
-                     .query_dtype = VKATTN_DTYPE_F32, .key_dtype = VKATTN_DTYPE_F32,
-                     .value_dtype = VKATTN_DTYPE_F32, .output_dtype = VKATTN_DTYPE_F32};
-    uint32_t T = 0;
-    if ((status = check_batch(cache, d, layer->cfg.E, &p.cache, &T)) != VKATTN_OK) return status;
-    p.L = p.S = p.S_ext = T;
-    if ((status = vka_problem_check(&p, &dev->error)) != VKATTN_OK) return status;
-
-    /* Blocks for the new tokens, given back if anything later fails. */
-    uint32_t *taken = vka_calloc(&dev->faults, d->batch, sizeof *taken);
-    uint32_t *meta = taken ? vka_malloc(&dev->faults, (size_t)p.cache.meta_words * sizeof *meta) : NULL;
-    if (!meta) {
-        free(taken);
-        return vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a cached forward's sequence table");
-    }
-    uint32_t b = 0;
-    for (; b < d->batch && status == VKATTN_OK; b++) {
-        uint32_t id = d->seq_ids ? d->seq_ids[b] : b;
-        status = vka_kv_cache_take(cache, &cache->seqs[id], d->new_tokens ? d->new_tokens[b] : 1, &taken[b]);
-    }
-    vkattn_tensor *query = NULL, *output = NULL;
-    const uint32_t dims[3] = {1, T, layer->cfg.E};
-    vka_arg_value qv = {.given = 1, .dtype = VKATTN_DTYPE_F32, .rank = 3, .dims = {dims[0], dims[1], dims[2]}};
+    batch bt = {0};
+    if ((status = batch_resolve(dev, d, cache->desc.max_sequences, &bt)) != VKATTN_OK) return status;
+    vka_cache_problem cp;
+    vka_args a;
+    vka_problem p;
+    uint32_t T = 0, *taken = NULL, *meta = NULL, b = 0;
+    status = check_batch(cache, &bt, layer->cfg.E, d->kv_splits, &cp, &T);
+    if (status == VKATTN_OK) status = cached_problem(layer, d, T, &cp, &a, &p);
     if (status == VKATTN_OK) {
-        fill_meta(cache, d, &p.cache, meta);
+        /* Blocks for the new tokens, given back if anything later fails. */
+        taken = vka_calloc(&dev->faults, bt.count, sizeof *taken);
+        meta = taken ? vka_malloc(&dev->faults, (size_t)p.cache.meta_words * sizeof *meta) : NULL;
+        if (!meta) status = vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a cached forward's sequence table");
+    }
+    for (; b < bt.count && status == VKATTN_OK; b++)
+        status = vka_kv_cache_take(cache, &cache->seqs[bt.ids[b]], bt.news[b], &taken[b]);
+    vkattn_tensor *query = NULL, *output = NULL;
+    if (status == VKATTN_OK) {
+        fill_meta(cache, &bt, &p.cache, meta);
         status = vka_buffer_reserve(dev, &cache->meta, (VkDeviceSize)p.cache.meta_words * 4, VKA_MEMORY_STAGING,
                                     "a cached forward's sequence table");
     }
     if (status == VKATTN_OK) status = vka_buffer_write(&ctx->transfer, &cache->meta, 0, meta, (size_t)p.cache.meta_words * 4);
-    if (status == VKATTN_OK) status = vka_layer_host_tensor(layer, VKA_ARG_QUERY, &qv, &query);
-    if (status == VKATTN_OK) status = vka_layer_host_tensor(layer, VKA_ARG_OUTPUT, &qv, &output);
+    if (status == VKATTN_OK) status = vka_layer_host_tensor(layer, VKA_ARG_QUERY, &a.v[VKA_ARG_QUERY], &query);
+    if (status == VKATTN_OK) status = vka_layer_host_tensor(layer, VKA_ARG_OUTPUT, &a.v[VKA_ARG_OUTPUT], &output);
     if (status == VKATTN_OK) status = vka_tensor_write(query, 0, d->query, query->bytes);
     if (status == VKATTN_OK) {
         vka_buffer *caller[VKA_ROLE_COUNT] = {0};
@@ -164,17 +195,18 @@ static vkattn_status forward_cached(vkattn_layer *layer, vkattn_kv_cache *cache,
     }
     if (status == VKATTN_OK) status = vka_tensor_read(output, 0, d->output, output->bytes);
     if (status == VKATTN_OK) {
-        for (uint32_t i = 0; i < d->batch; i++) {
-            vka_kv_seq *s = &cache->seqs[d->seq_ids ? d->seq_ids[i] : i];
+        for (uint32_t i = 0; i < bt.count; i++) {
+            vka_kv_seq *s = &cache->seqs[bt.ids[i]];
             cache->held_seqs += s->length == 0;
-            s->length += d->new_tokens ? d->new_tokens[i] : 1;
+            s->length += bt.news[i];
         }
         cache->owner = layer->serial;
     } else {
-        while (b-- > 0) vka_kv_cache_untake(cache, &cache->seqs[d->seq_ids ? d->seq_ids[b] : b], taken[b]);
+        while (b-- > 0) vka_kv_cache_untake(cache, &cache->seqs[bt.ids[b]], taken[b]);
     }
     free(meta);
     free(taken);
+    free(bt.ids);
     return status;
 }
 

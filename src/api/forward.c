@@ -255,6 +255,17 @@ static vkattn_status check_kv_round(vka_device *dev, const vka_problem *p)
                     vkattn_dtype_name(p->kv_round));
 }
 
+/* What a host forward and its explanation share: the arrays described and checked against the
+ * table and the layer. */
+static vkattn_status host_prelude(vkattn_layer *layer, const vkattn_host_forward_desc *d, vka_args *a, vka_problem *p)
+{
+    vka_device *dev = &layer->ctx->dev;
+    vkattn_status status = vka_args_from_host(&layer->cfg, d, a, &dev->error);
+    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, a, p, &dev->error);
+    if (status == VKATTN_OK) status = check_kv_round(dev, p);
+    return status;
+}
+
 static vkattn_status forward_host(vkattn_layer *layer, const vkattn_host_forward_desc *d)
 {
     vkattn_context *ctx = layer->ctx;
@@ -264,9 +275,7 @@ static vkattn_status forward_host(vkattn_layer *layer, const vkattn_host_forward
                           "the layer is in a submission that has not finished (vkattn_submission_wait or _poll first)");
     vka_args a;
     vka_problem p;
-    if (status == VKATTN_OK) status = vka_args_from_host(&layer->cfg, d, &a, &ctx->dev.error);
-    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->dev.error);
-    if (status == VKATTN_OK) status = check_kv_round(&ctx->dev, &p);
+    if (status == VKATTN_OK) status = host_prelude(layer, d, &a, &p);
     if (status != VKATTN_OK) return status;
     if (p.path == VKATTN_PATH_CPU) {
         vka_host_arrays arrays;
@@ -311,9 +320,7 @@ static vkattn_status forward_explain(vkattn_layer *layer, const vkattn_host_forw
     if (!text && capacity) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "text is NULL but capacity is not 0");
     vka_args a;
     vka_problem p;
-    vkattn_status status = vka_args_from_host(&layer->cfg, d, &a, &ctx->dev.error);
-    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->dev.error);
-    if (status == VKATTN_OK) status = check_kv_round(&ctx->dev, &p);
+    vkattn_status status = host_prelude(layer, d, &a, &p);
     if (status != VKATTN_OK) return status;
     size_t n;
     if (p.path == VKATTN_PATH_CPU) {

@@ -16,14 +16,7 @@ static void assign_dtypes(const vka_problem *p, vka_plan *plan)
 {
     vkattn_dtype storage = p->cfg.storage;
     for (int r = 0; r < VKA_ROLE_COUNT; r++) plan->role_dtype[r] = VKATTN_DTYPE_F32;
-    plan->role_dtype[VKA_ROLE_QUERY] = p->query_dtype;
-    plan->role_dtype[VKA_ROLE_KEY] = p->key_dtype;
-    plan->role_dtype[VKA_ROLE_VALUE] = p->value_dtype;
-    plan->role_dtype[VKA_ROLE_OUTPUT] = p->output_dtype;
-    plan->role_dtype[VKA_ROLE_KEY_PADDING_MASK] = VKATTN_DTYPE_BOOL;
-    plan->role_dtype[VKA_ROLE_VALID_LENS] = VKATTN_DTYPE_I32;
-    plan->role_dtype[VKA_ROLE_ATTN_MASK] =
-        p->attn_mask == VKA_ATTN_MASK_BOOL ? VKATTN_DTYPE_BOOL : VKATTN_DTYPE_F32;
+    for (int a = 0; a < VKA_ARG_COUNT; a++) plan->role_dtype[vka_arg_get((vka_arg)a)->role] = vka_arg_dtype(p, (vka_arg)a);
     plan->role_dtype[VKA_ROLE_CACHE_K] = plan->role_dtype[VKA_ROLE_CACHE_V] = p->cache.dtype;
     plan->role_dtype[VKA_ROLE_CACHE_META] = VKATTN_DTYPE_I32;
     const vka_role stored[] = {VKA_ROLE_W_IN,    VKA_ROLE_W_K,    VKA_ROLE_W_V,   VKA_ROLE_W_OUT,
@@ -37,16 +30,8 @@ static void assign_sizes(const vka_problem *p, vka_plan *plan)
 {
     const vka_layer_config *c = &p->cfg;
     uint64_t elems[VKA_ROLE_COUNT] = {0};
-    const uint64_t I = c->inner, Ik = c->inner_kv, kv = (uint64_t)p->B * p->S;
-    elems[VKA_ROLE_QUERY] = vka_problem_query_elems(p);
-    elems[VKA_ROLE_KEY] = p->self_attention ? elems[VKA_ROLE_QUERY] : kv * c->kdim;
-    elems[VKA_ROLE_VALUE] = p->self_attention ? elems[VKA_ROLE_QUERY] : kv * c->vdim;
-    elems[VKA_ROLE_KEY_PADDING_MASK] = p->key_padding_mask ? kv : 0;
-    elems[VKA_ROLE_VALID_LENS] = vka_problem_valid_lens_elems(p);
-    elems[VKA_ROLE_ATTN_MASK] = vka_problem_attn_mask_elems(p);
-    elems[VKA_ROLE_OUTPUT] = vka_problem_output_elems(p);
-    elems[VKA_ROLE_WEIGHTS] = vka_problem_weights_elems(p);
-    elems[VKA_ROLE_LSE] = p->lse ? (uint64_t)p->B * c->H * p->L : 0;
+    const uint64_t I = c->inner, Ik = c->inner_kv;
+    for (int a = 0; a < VKA_ARG_COUNT; a++) elems[vka_arg_get((vka_arg)a)->role] = vka_arg_elems(p, (vka_arg)a);
     elems[VKA_ROLE_W_IN] = (c->packed_in_proj ? I + 2 * Ik : I) * c->E;
     elems[VKA_ROLE_W_K] = c->packed_in_proj ? 0 : Ik * c->kdim;
     elems[VKA_ROLE_W_V] = c->packed_in_proj ? 0 : Ik * c->vdim;
@@ -75,9 +60,7 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
     memset(plan->workspace_bytes, 0, sizeof plan->workspace_bytes);
     assign_dtypes(p, plan);
     assign_sizes(p, plan);
-    plan->path = p->path != VKATTN_PATH_AUTO ? p->path
-                 : p->weights != VKATTN_WEIGHTS_NONE ? VKATTN_PATH_UNFUSED
-                                                  : VKATTN_PATH_FUSED;
+    plan->path = vka_resolve_path(p->path, p->weights);
     if (plan->path == VKATTN_PATH_FUSED && p->weights != VKATTN_WEIGHTS_NONE)
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
                              "attention weights need the unfused path (the fused kernel never forms them)");

@@ -8,8 +8,7 @@
 #include "common/text.h"
 #include "device/tuning.h"
 #include "pipeline/kernels.h"
-#include "problem/config.h"
-#include "problem/roles.h"
+#include "problem/args.h"
 
 typedef enum vka_step_kind {
     VKA_STEP_DISPATCH,

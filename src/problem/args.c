@@ -248,8 +248,114 @@ vkattn_status vka_args_check(const vka_layer_config *cfg, const vka_args *a, vka
     p.lse = a->v[VKA_ARG_LSE].given;
     VKA_TRY(vka_problem_check(&p, error));
     if (p.attn_mask == VKA_ATTN_MASK_FLOAT && a->v[VKA_ARG_ATTN_MASK].host)
-        VKA_TRY(vka_check_float_mask(a->v[VKA_ARG_ATTN_MASK].host, vka_problem_attn_mask_elems(&p), error));
+        VKA_TRY(vka_check_float_mask(a->v[VKA_ARG_ATTN_MASK].host, vka_arg_elems(&p, VKA_ARG_ATTN_MASK), error));
     *out = p;
+    return VKATTN_OK;
+fail:
+    return status;
+}
+
+/* Shaders index tensors with 32-bit unsigned integers. */
+#define VKA_MAX_ELEMS ((size_t)UINT32_MAX)
+
+/* One tensor's element count: the product must fit size_t, and uint32 for shader indexing. */
+static vkattn_status check_count(const char *what, const uint32_t *dims, int n, vkattn_error *error)
+{
+    size_t elems = 1;
+    for (int i = 0; i < n; i++) {
+        if (!vka_mul_size(elems, dims[i], &elems) || elems > VKA_MAX_ELEMS)
+            return vka_error_set(error, VKATTN_ERROR_SIZE_OVERFLOW,
+                                 "%s would have more than 2^32 elements; split the batch or sequence", what);
+    }
+    return VKATTN_OK;
+}
+
+void vka_rope_first_positions(const vka_problem *p, uint32_t *query, uint32_t *key)
+{
+    uint32_t longest = p->L > p->S ? p->L : p->S;
+    *query = p->rope_offset + (longest - p->L);
+    *key = p->rope_offset + (longest - p->S);
+}
+
+vkattn_path vka_resolve_path(vkattn_path requested, vkattn_weights_kind weights)
+{
+    if (requested != VKATTN_PATH_AUTO) return requested;
+    return weights != VKATTN_WEIGHTS_NONE ? VKATTN_PATH_UNFUSED : VKATTN_PATH_FUSED;
+}
+
+int vka_arg_form_of(const vka_problem *p, vka_arg arg)
+{
+    switch (arg) {
+    case VKA_ARG_QUERY:
+    case VKA_ARG_KEY:
+    case VKA_ARG_VALUE:
+    case VKA_ARG_OUTPUT: return 0;
+    case VKA_ARG_KEY_PADDING_MASK: return p->key_padding_mask ? 0 : -1;
+    case VKA_ARG_VALID_LENS: return p->valid_lens == VKA_VALID_LENS_NONE ? -1 : p->valid_lens == VKA_VALID_LENS_PER_QUERY;
+    case VKA_ARG_ATTN_MASK: return p->attn_mask == VKA_ATTN_MASK_NONE ? -1 : p->attn_mask_per_head != 0;
+    case VKA_ARG_WEIGHTS: return p->weights == VKATTN_WEIGHTS_NONE ? -1 : p->weights == VKATTN_WEIGHTS_AVERAGED;
+    case VKA_ARG_LSE: return p->lse ? 0 : -1;
+    default: return -1;
+    }
+}
+
+vkattn_dtype vka_arg_dtype(const vka_problem *p, vka_arg arg)
+{
+    switch (arg) {
+    case VKA_ARG_QUERY: return p->query_dtype;
+    case VKA_ARG_KEY: return p->key_dtype;
+    case VKA_ARG_VALUE: return p->value_dtype;
+    case VKA_ARG_OUTPUT: return p->output_dtype;
+    case VKA_ARG_KEY_PADDING_MASK: return VKATTN_DTYPE_BOOL;
+    case VKA_ARG_VALID_LENS: return VKATTN_DTYPE_I32;
+    case VKA_ARG_ATTN_MASK: return p->attn_mask == VKA_ATTN_MASK_BOOL ? VKATTN_DTYPE_BOOL : VKATTN_DTYPE_F32;
+    default: return VKATTN_DTYPE_F32;
+    }
+}
+
+uint64_t vka_arg_elems(const vka_problem *p, vka_arg arg)
+{
+    int form = vka_arg_form_of(p, arg);
+    if (form < 0) return 0;
+    const vka_arg_form *f = &rows[arg].form[form];
+    uint32_t dims[VKATTN_MAX_RANK];
+    vka_arg_dims(p, f, dims);
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < f->rank; i++) n *= dims[i]; /* within 2^64: vka_problem_check bounds each by 2^32 */
+    return n;
+}
+
+vkattn_status vka_problem_check(const vka_problem *p, vkattn_error *error)
+{
+    if (p->weights && p->lse)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "attention weights (unfused path) and the log-sum-exp (fused path) cannot be asked for together");
+    if (p->cfg.H_active < p->cfg.H && (p->weights || p->attn_mask_per_head || p->lse))
+        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
+                             "with pruned heads (%u of %u active) the layer returns no attention weights or lse and "
+                             "takes no per-head attn_mask",
+                             p->cfg.H_active, p->cfg.H);
+    const vka_layer_config *c = &p->cfg;
+    uint32_t longest = p->L > p->S ? p->L : p->S;
+    if (c->rope_dim && longest && p->rope_offset > UINT32_MAX - (longest - 1))
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "rope_offset %u + sequence length %u passes the largest position 2^32 - 1",
+                             p->rope_offset, longest);
+    vkattn_status status;
+    for (int i = 0; i < VKA_ARG_COUNT; i++) {
+        int form = vka_arg_form_of(p, (vka_arg)i);
+        if (form < 0) continue;
+        const vka_arg_form *f = &rows[i].form[form];
+        uint32_t dims[VKATTN_MAX_RANK];
+        vka_arg_dims(p, f, dims);
+        VKA_TRY(check_count(f->label ? f->label : rows[i].name, dims, (int)f->rank, error));
+    }
+    VKA_TRY(check_count("the Q/K/V projection", (uint32_t[]){p->B, p->L, 3, c->E}, 4, error));
+    VKA_TRY(check_count("the projected key", (uint32_t[]){p->B, p->S, c->E}, 3, error));
+    /* The unfused path addresses one head's L×S' score block with 32-bit indices (and chunks it
+     * as needed); the fused path never forms it, so it takes any L·S. */
+    if (vka_resolve_path(p->path, p->weights) == VKATTN_PATH_UNFUSED)
+        VKA_TRY(check_count("one head's score block (unfused path)", (uint32_t[]){p->L, p->S_ext}, 2, error));
     return VKATTN_OK;
 fail:
     return status;

@@ -221,50 +221,6 @@ vkattn_status vka_layer_config_resolve(const vkattn_layer_desc *desc, const vkat
     return status;
 }
 
-size_t vka_problem_query_elems(const vka_problem *p) { return (size_t)p->B * p->L * p->cfg.E; }
-size_t vka_problem_key_elems(const vka_problem *p) { return (size_t)p->B * p->S * p->cfg.kdim; }
-size_t vka_problem_value_elems(const vka_problem *p) { return (size_t)p->B * p->S * p->cfg.vdim; }
-size_t vka_problem_output_elems(const vka_problem *p) { return (size_t)p->B * p->L * p->cfg.E; }
-
-size_t vka_problem_weights_elems(const vka_problem *p)
-{
-    switch (p->weights) {
-    case VKATTN_WEIGHTS_NONE: return 0;
-    case VKATTN_WEIGHTS_PER_HEAD: return (size_t)p->B * p->cfg.H * p->L * p->S_ext;
-    case VKATTN_WEIGHTS_AVERAGED: return (size_t)p->B * p->L * p->S_ext;
-    }
-    return 0;
-}
-
-size_t vka_problem_attn_mask_elems(const vka_problem *p)
-{
-    if (p->attn_mask == VKA_ATTN_MASK_NONE) return 0;
-    size_t per = (size_t)p->L * p->S;
-    return p->attn_mask_per_head ? per * p->B * p->cfg.H : per;
-}
-
-size_t vka_problem_valid_lens_elems(const vka_problem *p)
-{
-    switch (p->valid_lens) {
-    case VKA_VALID_LENS_NONE: return 0;
-    case VKA_VALID_LENS_PER_BATCH: return p->B;
-    case VKA_VALID_LENS_PER_QUERY: return (size_t)p->B * p->L;
-    }
-    return 0;
-}
-
-/* One tensor's element count: the product must fit size_t, and uint32 for shader indexing. */
-static vkattn_status check_count(const char *what, const uint32_t *dims, int n, vkattn_error *error)
-{
-    size_t elems = 1;
-    for (int i = 0; i < n; i++) {
-        if (!vka_mul_size(elems, dims[i], &elems) || elems > VKA_MAX_ELEMS)
-            return vka_error_set(error, VKATTN_ERROR_SIZE_OVERFLOW,
-                                 "%s would have more than 2^32 elements; split the batch or sequence", what);
-    }
-    return VKATTN_OK;
-}
-
 uint32_t vka_count_active_heads(uint32_t H, const uint8_t *mask)
 {
     uint32_t count = 0;
@@ -280,51 +236,4 @@ void vka_layer_config_apply_mask(vka_layer_config *c, const uint8_t *mask)
     c->H_active = vka_count_active_heads(c->H, mask);
     c->inner = c->H_active * c->D;
     c->inner_kv = kv_active * c->D;
-}
-
-void vka_rope_first_positions(const vka_problem *p, uint32_t *query, uint32_t *key)
-{
-    uint32_t longest = p->L > p->S ? p->L : p->S;
-    *query = p->rope_offset + (longest - p->L);
-    *key = p->rope_offset + (longest - p->S);
-}
-
-vkattn_status vka_problem_check(const vka_problem *p, vkattn_error *error)
-{
-    if (p->weights && p->lse)
-        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
-                             "attention weights (unfused path) and the log-sum-exp (fused path) cannot be asked for together");
-    if (p->cfg.H_active < p->cfg.H && (p->weights || p->attn_mask_per_head || p->lse))
-        return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
-                             "with pruned heads (%u of %u active) the layer returns no attention weights or lse and "
-                             "takes no per-head attn_mask",
-                             p->cfg.H_active, p->cfg.H);
-    const vka_layer_config *c = &p->cfg;
-    uint32_t H = c->H;
-    uint32_t longest = p->L > p->S ? p->L : p->S;
-    if (c->rope_dim && longest && p->rope_offset > UINT32_MAX - (longest - 1))
-        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
-                             "rope_offset %u + sequence length %u passes the largest position 2^32 - 1",
-                             p->rope_offset, longest);
-    uint32_t q[] = {p->B, p->L, c->E}, k[] = {p->B, p->S, c->kdim}, v[] = {p->B, p->S, c->vdim};
-    uint32_t qkv[] = {p->B, p->L, 3, c->E};
-    uint32_t mask[] = {p->B, H, p->L, p->S};
-    uint32_t w_head[] = {p->B, H, p->L, p->S_ext}, w_avg[] = {p->B, p->L, p->S_ext};
-    vkattn_status status;
-    VKA_TRY(check_count("query", q, 3, error));
-    VKA_TRY(check_count("key", k, 3, error));
-    VKA_TRY(check_count("value", v, 3, error));
-    VKA_TRY(check_count("the Q/K/V projection", qkv, 4, error));
-    VKA_TRY(check_count("the projected key", (uint32_t[]){p->B, p->S, c->E}, 3, error));
-    if (p->attn_mask_per_head) VKA_TRY(check_count("attn_mask", mask, 4, error));
-    else if (p->attn_mask) VKA_TRY(check_count("attn_mask", mask + 2, 2, error));
-    if (p->weights == VKATTN_WEIGHTS_PER_HEAD) VKA_TRY(check_count("the attention weights", w_head, 4, error));
-    if (p->weights == VKATTN_WEIGHTS_AVERAGED) VKA_TRY(check_count("the attention weights", w_avg, 3, error));
-    /* The unfused path addresses one head's L×S' score block with 32-bit indices (and chunks it
-     * as needed); the fused path never forms it, so it takes any L·S. */
-    int unfused = p->path == VKATTN_PATH_UNFUSED || (p->path == VKATTN_PATH_AUTO && p->weights);
-    if (unfused) VKA_TRY(check_count("one head's score block (unfused path)", (uint32_t[]){p->L, p->S_ext}, 2, error));
-    return VKATTN_OK;
-fail:
-    return status;
 }

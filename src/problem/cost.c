@@ -2,8 +2,8 @@
  * tests share. */
 #include <string.h>
 
-#include "problem/config.h"
 #include "common/error.h"
+#include "problem/args.h"
 
 vkattn_status vkattn_forward_cost(const vkattn_layer_desc *d, uint32_t batch, uint32_t query_len, uint32_t key_len,
                                   vkattn_path path, vkattn_weights_kind weights, vkattn_cost *out)
@@ -39,7 +39,7 @@ vkattn_status vkattn_forward_cost(const vkattn_layer_desc *d, uint32_t batch, ui
     const double attention = 4.0 * B * H * L * S * D;
     const double q_k = a * (B * L * I + B * S * Ik), v = a * B * S * Ik, ctx = a * B * L * I;
     const double probs = f32 * B * H * L * S_ext;
-    if (path == VKATTN_PATH_FUSED) {
+    if (vka_resolve_path(path, weights) == VKATTN_PATH_FUSED) {
         c.flops[VKATTN_STAGE_FUSED] = attention;
         c.bytes[VKATTN_STAGE_FUSED] = q_k + v + ctx;
     } else {
