@@ -8,7 +8,7 @@
  *
  * Conventions shared by every kernel:
  *  - all offsets and strides are in elements (or texels), not bytes, counted from the start of
- *    the bound window (a binding is a whole buffer, or a window of one larger than the device's
+ *    the bound slice (a binding is a whole buffer, or a slice of one larger than the device's
  *    range); offsets are taken modulo 2^32, so an offset may count back from an absolute index
  *    (uint arithmetic wraps) and a kernel adds absolute indices times strides to it;
  *  - a dispatch is a 1-d list of workgroups folded into a 3-d grid to fit the device's
@@ -160,8 +160,8 @@ VKA_STRUCT(vka_pv_push) {
  * one (b, h) and streams its keys in blocks of TILE_B with an online softmax; nothing of size
  * L x S is stored. Rows: bh in [bh_begin, +bh_count), i in [i_begin, +i_count).
  *
- * Keys: the key sequence j in [0, S_ext) (S real keys, then the extra keys) is cut into `splits`
- * parts of split_len keys, which run side by side (grid = splits x rows); within its part an
+ * Keys: the key sequence j in [0, S_ext) (S real keys, then the extra keys) is cut into `parts`
+ * parts of part_len keys, which run side by side (grid = parts x rows); within its part an
  * invocation visits [chunk_begin, chunk_begin + chunk_len) (relative to the part's start). A
  * long part is visited by several dispatches in turn, the softmax state carried between them.
  *
@@ -194,14 +194,14 @@ VKA_STRUCT(vka_fused_push) {
     uint32_t ctx_offset, ctx_stride;
     float scale;
     uint32_t mask_flags, mask_heads;
-    uint32_t splits, split_len, chunk_begin, chunk_len;
+    uint32_t parts, part_len, chunk_begin, chunk_len;
     uint32_t has_lse;
     uint32_t kv_group;           /* query heads per K/V head */
     float softcap;               /* with VKA_VARIANT_SOFTCAP */
     uint32_t window;             /* with VKA_VARIANT_WINDOW */
 } VKA_STRUCT_END(vka_fused_push)
 
-/* attn_merge.comp: combines the states of `splits` parts of each row (layout as in attn_fused)
+/* attn_merge.comp: combines the states of `parts` parts of each row (layout as in attn_fused)
  * into ctx (and lse with has_lse): lse = log sum_s exp(lse_s), o = sum_s exp(lse_s - lse) o_s.
  * One invocation per texel of a row's head slice. */
 #define VKA_MERGE_STATE_O 0   /* float */
@@ -216,7 +216,7 @@ VKA_STRUCT(vka_fused_push) {
 VKA_STRUCT(vka_merge_push) {
     uint32_t L, H;
     uint32_t bh_begin, bh_count, i_begin, i_count;
-    uint32_t splits;
+    uint32_t parts;
     uint32_t ctx_offset, ctx_stride;
     uint32_t has_lse;
 } VKA_STRUCT_END(vka_merge_push)
@@ -279,7 +279,7 @@ VKA_STRUCT(vka_append_push) {
  * (sequence, K/V head): the pairs (i, h) of its kv_group query heads, so that K/V rows are read
  * once for the whole group (row r: i = i_begin + r / kv_group, h = k * kv_group + r % kv_group).
  * Queries of each sequence in [i_begin, i_begin + i_count) (cut so that split states fit), keys
- * in `splits` parts of split_len side by side (split-KV), merged by attn_merge (RAGGED) from the
+ * in `parts` parts of part_len side by side (split-KV), merged by attn_merge (RAGGED) from the
  * state layout of attn_fused with bh = b * H + h, rows i - i_begin. Q row (t, h) at
  * h * q_head + t * q_row (texels of the qkv workspace); ctx row t at t * ctx_stride. K/V row of
  * token j of head k: block * block_stride + k * kv_head + (j % block_size) * kv_row, texels,
@@ -302,27 +302,28 @@ VKA_STRUCT(vka_paged_push) {
     uint32_t block_stride, kv_head, kv_row, block_size;
     uint32_t ctx_stride;
     float scale;
-    uint32_t splits, split_len;
+    uint32_t parts, part_len;
     uint32_t tiles;              /* row tiles per (sequence, K/V head): ceil(kv_group * i_count / TILE_A) */
     float softcap;               /* with VKA_VARIANT_SOFTCAP */
     uint32_t window;             /* with VKA_VARIANT_WINDOW */
 } VKA_STRUCT_END(vka_paged_push)
 
-/* softmax.comp: rows of S_ext scores become probabilities, in place. A row is cut into `chunks`
- * ranges of chunk_len keys, one workgroup each (grid = rows x chunks). The mode is VKA_SPEC_FLAGS:
- * ROW (one chunk: the whole softmax in one pass), STATS (write each chunk's max and sum of exp to
- * `stats`), NORMALIZE (combine the row's chunk stats, then write the chunk's probabilities). */
+/* softmax.comp: rows of S_ext scores become probabilities, in place. A row is cut into `ranges`
+ * key ranges of range_len keys side by side, one workgroup each (grid = rows x ranges). The mode is
+ * VKA_SPEC_FLAGS: ROW (one range: the whole softmax in one pass), STATS (write each range's max and
+ * sum of exp to `stats`), NORMALIZE (combine the row's range stats, then write the range's
+ * probabilities). */
 #define VKA_SOFTMAX_ROW 0u
 #define VKA_SOFTMAX_STATS 1u
 #define VKA_SOFTMAX_NORMALIZE 2u
 #define VKA_SOFTMAX_P 0     /* float, read and written */
-#define VKA_SOFTMAX_STATS_BUF 1 /* float: (max, sum, nan flag) per (row, chunk) */
+#define VKA_SOFTMAX_STATS_BUF 1 /* float: (max, sum, nan flag) per (row, range) */
 #define VKA_SOFTMAX_HEAD_TERMS 2 /* float (H', 2): the sinks, with VKA_VARIANT_SINK */
 #define VKA_SOFTMAX_BINDINGS 3
 VKA_STRUCT(vka_softmax_push) {
     uint32_t rows, S_ext;
-    uint32_t chunks, chunk_len;
-    uint32_t group_count;        /* rows * chunks */
+    uint32_t ranges, range_len;
+    uint32_t group_count;        /* rows * ranges */
     uint32_t H, bh_begin, i_count; /* the rows' heads: row r is head (bh_begin + r / i_count) % H */
 } VKA_STRUCT_END(vka_softmax_push)
 

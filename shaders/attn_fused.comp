@@ -17,7 +17,7 @@
  * from there), so keys before every row's window are never visited; a sink starts the running
  * softmax of part 0's first chunk (the lse then includes it, the merge combines it once).
  *
- * Grid: splits * bh_count * ceil(i_count / TILE_A) invocations, WG_SIZE per workgroup.
+ * Grid: parts * bh_count * ceil(i_count / TILE_A) invocations, WG_SIZE per workgroup.
  * Bindings: VKA_FUSED_* (abi.h).
  * Loop trips per invocation (the plan's model, src/plan/attention.c): the key-block loop, blocks + 1;
  * per block three loops over the DV texels of a head row (Q·K^T, rescale, P·V), DV + 1 each;
@@ -54,8 +54,8 @@ void main()
     uint id = vka_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
     uint q_blocks = (pc.i_count + TILE_A - 1) / TILE_A;
     uint rows = pc.bh_count * q_blocks;
-    uint split = id / rows;
-    if (split >= pc.splits) return;
+    uint part_index = id / rows;
+    if (part_index >= pc.parts) return;
     uint bh_local = (id % rows) / q_blocks, il0 = (id % q_blocks) * TILE_A;
     uint bh = pc.bh_begin + bh_local, b = bh / pc.H, h = bh % pc.H;
     const float neg_inf = -1.0 / 0.0;
@@ -73,13 +73,13 @@ void main()
         m[r] = neg_inf;
         l[r] = 0.0;
         saw_nan[r] = false;
-        vka_sink_start(h, split == 0 && (FLAGS & VKA_FUSED_LOAD) == 0, m[r], l[r]);
+        vka_sink_start(h, part_index == 0 && (FLAGS & VKA_FUSED_LOAD) == 0, m[r], l[r]);
         qrow[r] = pc.q_offset + b * pc.q_batch + h * pc.q_head + i * pc.q_row;
         limit[r] = vka_row_limit(b, i);
         real_end = max(real_end, limit[r]); /* keys past every row's limit are masked for all */
         qk[r] = int(i) + int(pc.S) - int(pc.L);
         first[r] = vka_window_start(qk[r]);
-        state[r] = (split * pc.bh_count + bh_local) * pc.i_count + il;
+        state[r] = (part_index * pc.bh_count + bh_local) * pc.i_count + il;
     }
     for (uint d = 0; d < DV; d++)
         [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][d] = vec4(0.0);
@@ -99,9 +99,9 @@ void main()
 
     /* This invocation's keys [k_lo, k_hi): the real ones some row can see, then the extra keys.
      * Parts count from the first row's window start (0 without a window): no row sees a key before. */
-    uint part = first[0] + split * pc.split_len;
+    uint part = first[0] + part_index * pc.part_len;
     uint k_lo = part + pc.chunk_begin;
-    uint k_hi = min(min(k_lo + pc.chunk_len, part + pc.split_len), pc.S_ext);
+    uint k_hi = min(min(k_lo + pc.chunk_len, part + pc.part_len), pc.S_ext);
     uint real_hi = min(k_hi, min(real_end, pc.S)), extra_lo = max(k_lo, pc.S);
     uint real_blocks = real_hi > k_lo ? (real_hi - k_lo + TILE_B - 1) / TILE_B : 0;
     uint extra_blocks = k_hi > extra_lo ? (k_hi - extra_lo + TILE_B - 1) / TILE_B : 0;

@@ -1,6 +1,6 @@
 #version 450
 /*
- * attn_merge.comp — combines the softmax states of the `splits` key parts of each row that
+ * attn_merge.comp — combines the softmax states of the `parts` key parts of each row that
  * attn_fused.comp wrote side by side (layout: vka_fused_push in abi.h):
  *   lse = log sum_s exp(lse_s),   ctx = sum_s exp(lse_s - lse) * o_s
  * A part that saw no visible key has lse_s = -inf and weighs nothing; a row with none at all gets a
@@ -9,7 +9,7 @@
  * Grid: bh_count * i_count * DV invocations, one texel of a row's head slice each.
  * With RAGGED, rows are the paged forward's (attn_paged.comp): see VKA_MERGE_RAGGED.
  * Bindings: VKA_MERGE_* (abi.h).
- * Loop trips per invocation: two loops over the parts, splits + 1 each.
+ * Loop trips per invocation: two loops over the parts, parts + 1 each.
  */
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -44,7 +44,7 @@ void main()
 
     float top = neg_inf;
     bool saw_nan = false;
-    for (uint s = 0; s < pc.splits; s++) {
+    for (uint s = 0; s < pc.parts; s++) {
         float x = state_lse[s * part_stride + row];
         saw_nan = saw_nan || isnan(x);
         top = isnan(x) ? top : max(top, x);
@@ -52,7 +52,7 @@ void main()
     float ref = top == neg_inf ? 0.0 : top; /* exp(-inf - -inf) would be NaN */
     float sum = 0.0;
     vec4 acc = vec4(0.0);
-    for (uint s = 0; s < pc.splits; s++) {
+    for (uint s = 0; s < pc.parts; s++) {
         uint state = s * part_stride + row;
         float w = isnan(state_lse[state]) ? 0.0 : exp(state_lse[state] - ref);
         vec4 o = VEC == 4 ? state_o4[state * DV + t] : vec4(state_o[state * DV + t], 0.0, 0.0, 0.0);

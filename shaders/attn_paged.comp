@@ -19,7 +19,7 @@
  * len - new + i; with a window its parts start at the first row's window start, so a decoding step
  * visits at most `window` keys; a sink starts part 0's running softmax.
  *
- * Grid: splits * seqs * H_kv * tiles invocations, WG_SIZE per workgroup.
+ * Grid: parts * seqs * H_kv * tiles invocations, WG_SIZE per workgroup.
  * Bindings: VKA_PAGED_* (abi.h).
  * Loop trips per invocation (the plan's model, src/plan/paged.c): the key-block loop, blocks + 1;
  * per block three loops over the DV texels of a head row (Q·K^T, rescale, P·V), DV + 1 each;
@@ -58,10 +58,10 @@ void main()
 {
     uint id = vka_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
     uint H_kv = pc.H / pc.kv_group;
-    uint per_split = pc.seqs * H_kv * pc.tiles;
-    uint split = id / per_split;
-    if (split >= pc.splits) return;
-    uint tile = id % pc.tiles, kvh = id / pc.tiles % H_kv, b = id % per_split / (pc.tiles * H_kv);
+    uint per_part = pc.seqs * H_kv * pc.tiles;
+    uint part_index = id / per_part;
+    if (part_index >= pc.parts) return;
+    uint tile = id % pc.tiles, kvh = id / pc.tiles % H_kv, b = id % per_part / (pc.tiles * H_kv);
     uint q_start = meta[b * VKA_SEQ_WORDS + VKA_SEQ_Q_START], n_new = meta[b * VKA_SEQ_WORDS + VKA_SEQ_NEW];
     uint len = meta[b * VKA_SEQ_WORDS + VKA_SEQ_LEN], table = meta[b * VKA_SEQ_WORDS + VKA_SEQ_TABLE];
     uint i_end = min(pc.i_begin + pc.i_count, n_new);
@@ -80,21 +80,21 @@ void main()
         m[r] = neg_inf;
         l[r] = 0.0;
         saw_nan[r] = false;
-        vka_sink_start(h, split == 0, m[r], l[r]);
+        vka_sink_start(h, part_index == 0, m[r], l[r]);
         valid[r] = r0 + r < rows;
         head[r] = h;
         qrow[r] = h * pc.q_head + (q_start + i) * pc.q_row;
         limit[r] = len - n_new + i + 1; /* its own position, and every key before it */
         first[r] = vka_window_start(int(limit[r] - 1));
         real_end = max(real_end, limit[r]);
-        state[r] = ((split * pc.seqs + b) * pc.H + h) * pc.i_count + (i - pc.i_begin);
+        state[r] = ((part_index * pc.seqs + b) * pc.H + h) * pc.i_count + (i - pc.i_begin);
         out_row[r] = (q_start + i) * pc.ctx_stride + h * DV * VEC;
     }
     for (uint d = 0; d < DV; d++)
         [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][d] = vec4(0.0);
 
     /* Parts count from the first row's window start (0 without a window): no row sees a key before. */
-    uint k_lo = first[0] + split * pc.split_len, k_hi = min(k_lo + pc.split_len, real_end);
+    uint k_lo = first[0] + part_index * pc.part_len, k_hi = min(k_lo + pc.part_len, real_end);
     uint blocks = k_hi > k_lo ? (k_hi - k_lo + TILE_B - 1) / TILE_B : 0;
     for (uint n = 0; n < blocks; n++) {
         uint j0 = k_lo + n * TILE_B;

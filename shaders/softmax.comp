@@ -5,17 +5,17 @@
  * the whole row NaN (IEEE propagation: bad input is not hidden). With VKA_VARIANT_SINK (VARIANT) the
  * row's head's sink logit s joins the denominator without a value: p_j = exp(s_j - m) /
  * (exp(s - m) + sum_k exp(s_k - m)), m the max over the scores and s (added once per row: in ROW,
- * and in NORMALIZE after the chunks' statistics are combined). A fully masked row is then zeros too.
+ * and in NORMALIZE after the ranges' statistics are combined). A fully masked row is then zeros too.
  *
- * A row is cut into `chunks` key ranges, one workgroup each (see vka_softmax_push): with one chunk
+ * A row is cut into `ranges` key ranges, one workgroup each (see vka_softmax_push): with one range
  * the ROW mode does it all; longer rows (the loop budget) take a STATS pass that writes each
- * chunk's (max, sum of exp, NaN seen) and a NORMALIZE pass that combines them.
+ * range's (max, sum of exp, NaN seen) and a NORMALIZE pass that combines them.
  *
- * Grid: rows * chunks workgroups. The reductions go through shared memory with a tree over the
+ * Grid: rows * ranges workgroups. The reductions go through shared memory with a tree over the
  * workgroup (no subgroup width assumed); the workgroup size is a power of two.
  * Bindings: VKA_SOFTMAX_* (abi.h).
- * Loop trips per invocation (n = chunk_len / WG_SIZE rounded up, t = log2(WG_SIZE)):
- * ROW 3(n + 1) + 2(t + 1); STATS 2(n + 1) + 2(t + 1); NORMALIZE (chunks + 1) + (n + 1).
+ * Loop trips per invocation (n = range_len / WG_SIZE rounded up, t = log2(WG_SIZE)):
+ * ROW 3(n + 1) + 2(t + 1); STATS 2(n + 1) + 2(t + 1); NORMALIZE (ranges + 1) + (n + 1).
  */
 #extension GL_GOOGLE_include_directive : require
 #include "prelude.glsl"
@@ -73,18 +73,18 @@ void main()
 {
     uint group = vka_group_index();
     if (group >= pc.group_count) return;
-    uint row = group / pc.chunks, chunk = group % pc.chunks;
+    uint row = group / pc.ranges, range = group % pc.ranges;
     uint t = gl_LocalInvocationID.x;
     uint base = row * pc.S_ext;
-    uint begin = chunk * pc.chunk_len, end = min(begin + pc.chunk_len, pc.S_ext);
+    uint begin = range * pc.range_len, end = min(begin + pc.range_len, pc.S_ext);
 
     float m = -1.0 / 0.0;
     uint saw_nan = 0;
     float sum = 0.0;
     if (FLAGS == VKA_SOFTMAX_NORMALIZE) {
-        /* The row's max over its chunks' maxima, then the sum of their rescaled sums. */
-        uint first = row * pc.chunks * 3;
-        for (uint c = 0; c < pc.chunks; c++) {
+        /* The row's max over its ranges' maxima, then the sum of their rescaled sums. */
+        uint first = row * pc.ranges * 3;
+        for (uint c = 0; c < pc.ranges; c++) {
             float cm = stats[first + c * 3], cs = stats[first + c * 3 + 1];
             float m_new = max(m, cm);
             float m_ref = m_new == -1.0 / 0.0 ? 0.0 : m_new;
@@ -108,7 +108,7 @@ void main()
         if (FLAGS == VKA_SOFTMAX_ROW && saw_nan == 0 && m != 1.0 / 0.0) add_sink(row, m, sum);
         if (FLAGS == VKA_SOFTMAX_STATS) {
             if (t == 0) {
-                uint at = (row * pc.chunks + chunk) * 3;
+                uint at = (row * pc.ranges + range) * 3;
                 stats[at] = m;
                 stats[at + 1] = sum;
                 stats[at + 2] = float(saw_nan != 0 || m == 1.0 / 0.0);

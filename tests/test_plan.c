@@ -252,22 +252,22 @@ static int check_fused_cover(const vka_problem *p, const vka_plan *plan)
                        plan->steps[i + 1].push.fused.i_begin != f->i_begin;
             uint32_t flags = plan->steps[i].spec[VKA_SPEC_FLAGS];
             bad += ((flags & VKA_FUSED_LOAD) != 0) != (chunk > 0);
-            bad += ((flags & VKA_FUSED_STORE) != 0) != (!last || c->splits > 1);
-            for (uint32_t s = 0; s < c->splits; s++) {
-                uint64_t lo = (uint64_t)s * c->split_len + c->chunk_begin;
+            bad += ((flags & VKA_FUSED_STORE) != 0) != (!last || c->parts > 1);
+            for (uint32_t s = 0; s < c->parts; s++) {
+                uint64_t lo = (uint64_t)s * c->part_len + c->chunk_begin;
                 uint64_t hi = lo + c->chunk_len;
-                if (hi > (uint64_t)(s + 1) * c->split_len) hi = (uint64_t)(s + 1) * c->split_len;
+                if (hi > (uint64_t)(s + 1) * c->part_len) hi = (uint64_t)(s + 1) * c->part_len;
                 if (hi > p->S_ext) hi = p->S_ext;
                 for (uint64_t j = lo; j < hi; j++) key_seen[j]++;
             }
         }
         for (uint32_t j = 0; j < p->S_ext; j++) bad += key_seen[j] != 1;
         int merged = i < plan->step_count && plan->steps[i].kernel == VKA_KERNEL_MERGE;
-        bad += merged != (f->splits > 1);
+        bad += merged != (f->parts > 1);
         if (merged) {
             const vka_merge_push *m = &plan->steps[i].push.merge;
             bad += m->bh_begin != f->bh_begin || m->bh_count != f->bh_count || m->i_begin != f->i_begin ||
-                   m->i_count != f->i_count || m->splits != f->splits;
+                   m->i_count != f->i_count || m->parts != f->parts;
             i++;
         }
         for (uint32_t bh = f->bh_begin; bh < f->bh_begin + f->bh_count; bh++)
@@ -607,7 +607,7 @@ static vka_problem cached_problem_of(uint32_t E, uint32_t H, uint32_t H_kv, uint
     p.cache = (vka_cache_problem){.seqs = seqs, .max_new = new_tokens, .max_len = len, .block_size = 16,
                                   .num_blocks = tables, .dtype = dtype,
                                   .positions_at = seqs * VKA_SEQ_WORDS + tables,
-                                  .meta_words = seqs * VKA_SEQ_WORDS + tables + 2 * T, .splits = splits};
+                                  .meta_words = seqs * VKA_SEQ_WORDS + tables + 2 * T, .parts = splits};
     return p;
 }
 
@@ -656,7 +656,7 @@ static void test_paged_real_shapes(void)
                     const vka_step *st = &plan.steps[i];
                     if (st->kernel == VKA_KERNEL_MERGE) {
                         merges++;
-                        CHECK(st->spec[VKA_SPEC_FLAGS] == VKA_MERGE_RAGGED && st->push.merge.splits == plan.key_parts);
+                        CHECK(st->spec[VKA_SPEC_FLAGS] == VKA_MERGE_RAGGED && st->push.merge.parts == plan.key_parts);
                     }
                     const uint32_t q4 = dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0;
                     if (st->kernel == VKA_KERNEL_APPEND || st->kernel == VKA_KERNEL_APPEND_QUANT) {
@@ -676,11 +676,11 @@ static void test_paged_real_shapes(void)
                     CHECK(pp->i_begin == covered);
                     covered += pp->i_count;
                     /* the parts cover [0, len): none empty, none missing */
-                    CHECK((uint64_t)pp->splits * pp->split_len >= len && (uint64_t)(pp->splits - 1) * pp->split_len < len);
+                    CHECK((uint64_t)pp->parts * pp->part_len >= len && (uint64_t)(pp->parts - 1) * pp->part_len < len);
                     CHECK(pp->kv_group == p.cfg.group && st->spec[VKA_SPEC_TILE_A] <= 8);
-                    CHECK(((st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) != 0) == (pp->splits > 1));
+                    CHECK(((st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) != 0) == (pp->parts > 1));
                 }
-                CHECK(covered == p.cache.max_new && dispatches == plan.query_groups);
+                CHECK(covered == p.cache.max_new && dispatches == plan.query_sets);
                 CHECK(merges == (plan.key_parts > 1 ? dispatches : 0));
             }
         }
@@ -749,7 +749,7 @@ static void test_window_span(void)
         if (st->kernel != VKA_KERNEL_FUSED) continue;
         const vka_fused_push *f = &st->push.fused;
         uint64_t span = 4096 + st->spec[VKA_SPEC_TILE_A] - 1;
-        CHECK((uint64_t)f->splits * f->split_len >= span && (uint64_t)(f->splits - 1) * f->split_len < span);
+        CHECK((uint64_t)f->parts * f->part_len >= span && (uint64_t)(f->parts - 1) * f->part_len < span);
         CHECK(st->spec[VKA_SPEC_VARIANT] == VKA_VARIANT_WINDOW && f->window == 4096);
         CHECK(st->bind[VKA_FUSED_HEAD_TERMS].role == VKA_ROLE_NONE);
     }
@@ -762,7 +762,7 @@ static void test_window_span(void)
     vka_problem dec_full = cached_problem(1024, 8, 1, 1, 1, 4096, 0), dec_win = cached_problem(1024, 8, 1, 1, 1, 32768, 0);
     dec_win.cfg.window = 4096;
     for (uint32_t splits = 0; splits < 3; splits++) {
-        dec_full.cache.splits = dec_win.cache.splits = splits;
+        dec_full.cache.parts = dec_win.cache.parts = splits;
         CHECK_STATUS(vka_plan_build(&dec_full, &l, &plan, NULL), VKATTN_OK);
         uint32_t parts = plan.key_parts;
         double work = attention_work(&plan);

@@ -62,7 +62,7 @@ static vkattn_status batch_resolve(vka_device *dev, const vkattn_cached_forward_
 
 /* The batch against the cache: ids in range and distinct, each sequence adding at least one token,
  * and the total and every new length within 32 bits. Fills the cache part of the problem and *T. */
-static vkattn_status check_batch(const vkattn_kv_cache *cache, const batch *bt, uint32_t E, uint32_t splits,
+static vkattn_status check_batch(const vkattn_kv_cache *cache, const batch *bt, uint32_t E, uint32_t parts,
                                  vka_cache_problem *cp, uint32_t *T_out)
 {
     vka_device *dev = &cache->ctx->dev;
@@ -72,7 +72,7 @@ static vkattn_status check_batch(const vkattn_kv_cache *cache, const batch *bt, 
     vkattn_status status = VKATTN_OK;
     uint64_t T = 0, tables = 0;
     *cp = (vka_cache_problem){.seqs = bt->count, .block_size = bs, .num_blocks = cache->desc.num_blocks,
-                              .dtype = cache->desc.dtype, .splits = splits};
+                              .dtype = cache->desc.dtype, .parts = parts};
     for (uint32_t b = 0; b < bt->count && status == VKATTN_OK; b++) {
         uint32_t id = bt->ids[b], n = bt->news[b];
         if (id >= max_seqs)

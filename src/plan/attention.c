@@ -1,7 +1,7 @@
 /* Attention: the fused path (flash attention over key parts and chunks, merged by log-sum-exp)
- * and the unfused one (scores, softmax, averaged weights, P·V). Both work on groups of query
- * rows (heads x queries) small enough that each group's windows of Q, K, V and ctx fit one
- * binding, and that each group's state or score block fits its budget. */
+ * and the unfused one (scores, softmax, averaged weights, P·V). Both work on sets of query rows
+ * (heads x queries) small enough that each set's slices of Q, K, V and ctx fit one binding, and
+ * that each set's state or score block fits its budget. */
 #include "plan/attention.h"
 
 #include <math.h>
@@ -44,22 +44,22 @@ fail:
 }
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Groups of query rows and their windows                                                          */
+/* Sets of query rows and their slices                                                            */
 /* ---------------------------------------------------------------------------------------------- */
 
 /* Heads bh in [bh_begin, +bh_count) (bh = b*H + h), queries i in [i_begin, +i_count). */
-typedef struct group {
+typedef struct row_set {
     uint32_t bh_begin, bh_count, i_begin, i_count;
-} group;
+} row_set;
 
-/* How query rows are grouped: up to `heads` heads of one batch item (or whole items when heads
+/* How query rows are cut into sets: up to `heads` heads of one batch item (or whole items when heads
  * >= H) times up to `queries` queries (all L, unless heads is 1). */
-typedef struct grouping {
+typedef struct row_sets {
     uint32_t heads, queries;
-} grouping;
+} row_sets;
 
-/* The next group after `g` (g->bh_count == 0 starts); 0 when done. */
-static int next_group(const vka_problem *p, grouping gr, group *g)
+/* The next row set after `g` (g->bh_count == 0 starts); 0 when done. */
+static int next_row_set(const vka_problem *p, row_sets gr, row_set *g)
 {
     const uint32_t H = p->cfg.H_active, BH = p->B * H;
     if (g->bh_count) {
@@ -80,15 +80,15 @@ static int next_group(const vka_problem *p, grouping gr, group *g)
     return 1;
 }
 
-/* The windows one group's dispatch binds, and the push offsets that go with them (texels for
+/* The slices one row set's dispatch binds, and the push offsets that go with them (texels for
  * Q/K/V, elements for ctx and its accumulator). */
-typedef struct group_binds {
+typedef struct row_set_binds {
     vka_bind q, k, v, ctx, acc;
     uint32_t q_offset, k_offset, v_offset, ctx_offset, acc_offset;
-} group_binds;
+} row_set_binds;
 
-static vkattn_status bind_group(vka_builder *b, const vka_qkv_layout *l, const group *g, vka_role acc,
-                                group_binds *out)
+static vkattn_status bind_row_set(vka_builder *b, const vka_qkv_layout *l, const row_set *g, vka_role acc,
+                                row_set_binds *out)
 {
     const vka_problem *p = b->p;
     const uint32_t H = p->cfg.H_active, vec = vka_attention_vec(p);
@@ -101,25 +101,25 @@ static vkattn_status bind_group(vka_builder *b, const vka_qkv_layout *l, const g
     first = l->q_offset + b0 * l->q_batch + h0 * l->q_head + i0 * l->q_row;
     last = l->q_offset + b1 * l->q_batch + h1 * l->q_head + i1 * l->q_row + D;
     VKA_TRY(vka_bind_elems(b, &out->q, l->q, (uint8_t)vec, first, last - first, &shift));
-    out->q_offset = vka_window_offset(l->q_offset, first, shift, vec);
-    /* K and V: the K/V heads h / group the group's query heads read */
+    out->q_offset = vka_slice_offset(l->q_offset, first, shift, vec);
+    /* K and V: the K/V heads h / group the set's query heads read */
     const uint64_t G = p->cfg.group;
     for (int kv = 0; kv < 2; kv++) {
         uint64_t base = kv ? l->v_offset : l->k_offset;
         first = base + b0 * l->kv_batch + h0 / G * l->kv_head;
         last = base + b1 * l->kv_batch + h1 / G * l->kv_head + (uint64_t)(p->S_ext - 1) * l->kv_row + D;
         VKA_TRY(vka_bind_elems(b, kv ? &out->v : &out->k, kv ? l->v : l->k, (uint8_t)vec, first, last - first, &shift));
-        *(kv ? &out->v_offset : &out->k_offset) = vka_window_offset(base, first, shift, vec);
+        *(kv ? &out->v_offset : &out->k_offset) = vka_slice_offset(base, first, shift, vec);
     }
     /* ctx (B·L, I): row (b, i), the heads side by side */
     first = (b0 * p->L + i0) * I + h0 * D;
     last = (b1 * p->L + i1) * I + h1 * D + D;
     VKA_TRY(vka_bind_elems(b, &out->ctx, VKA_ROLE_CTX, VKA_VIEW_BUFFER, first, last - first, &shift));
-    out->ctx_offset = vka_window_offset(0, first, shift, 1);
+    out->ctx_offset = vka_slice_offset(0, first, shift, 1);
     out->acc_offset = 0;
     if (acc != VKA_ROLE_NONE) {
         VKA_TRY(vka_bind_elems(b, &out->acc, acc, VKA_VIEW_BUFFER, first, last - first, &shift));
-        out->acc_offset = vka_window_offset(0, first, shift, 1);
+        out->acc_offset = vka_slice_offset(0, first, shift, 1);
     } else {
         VKA_TRY(vka_bind_whole(b, &out->acc, VKA_ROLE_NONE, VKA_VIEW_BUFFER));
     }
@@ -127,13 +127,13 @@ fail:
     return status;
 }
 
-/* The largest grouping (halving heads, then queries in multiples of `tile_q`) whose groups' windows
+/* The largest row sets (halving heads, then queries in multiples of `tile_q`) whose slices
  * fit and whose rows fit `max_rows` (0 = any). */
-static vkattn_status choose_grouping(vka_builder *b, const vka_qkv_layout *l, uint32_t tile_q, uint64_t max_rows,
-                                     vka_role acc, grouping *out)
+static vkattn_status choose_row_sets(vka_builder *b, const vka_qkv_layout *l, uint32_t tile_q, uint64_t max_rows,
+                                     vka_role acc, row_sets *out)
 {
     const vka_problem *p = b->p;
-    grouping gr = {p->B * p->cfg.H_active, p->L};
+    row_sets gr = {p->B * p->cfg.H_active, p->L};
     if (max_rows && max_rows < (uint64_t)gr.heads * gr.queries) {
         if (max_rows >= p->L) gr.heads = (uint32_t)(max_rows / p->L);
         else gr.heads = 1, gr.queries = (uint32_t)max_rows;
@@ -142,10 +142,10 @@ static vkattn_status choose_grouping(vka_builder *b, const vka_qkv_layout *l, ui
     for (;;) {
         vkattn_status status = VKATTN_OK;
         if (!max_rows || (uint64_t)gr.heads * gr.queries <= max_rows) {
-            b->error = &quiet; /* trying sizes: a window that does not fit is not an error yet */
-            group g = {0};
-            group_binds gb;
-            while (status == VKATTN_OK && next_group(p, gr, &g)) status = bind_group(b, l, &g, acc, &gb);
+            b->error = &quiet; /* trying sizes: a slice that does not fit is not an error yet */
+            row_set g = {0};
+            row_set_binds gb;
+            while (status == VKATTN_OK && next_row_set(p, gr, &g)) status = bind_row_set(b, l, &g, acc, &gb);
             b->error = error;
             if (status == VKATTN_OK) break;
             if (status != VKATTN_ERROR_DEVICE_LIMIT) return vka_error_set(error, status, "%s", quiet.message);
@@ -232,8 +232,8 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
         max_rows = state_budget / (row_bytes * parts);
     }
     const int split = parts > 1 || chunks > 1;
-    grouping gr;
-    VKA_TRY(choose_grouping(b, l, tile_q, max_rows, VKA_ROLE_NONE, &gr));
+    row_sets gr;
+    VKA_TRY(choose_row_sets(b, l, tile_q, max_rows, VKA_ROLE_NONE, &gr));
     if (split) {
         uint64_t states = parts * gr.heads * gr.queries;
         VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_STATE_O, states * D));
@@ -266,12 +266,12 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     merge.bind[VKA_MERGE_LSE_OUT] = s.bind[VKA_FUSED_LSE_OUT];
     VKA_TRY(vka_bind_whole(b, &merge.bind[VKA_MERGE_META], VKA_ROLE_NONE, VKA_VIEW_BUFFER));
 
-    /* Per group (their states share the workspace): the key chunks in turn, each over every part
+    /* Per row set (their states share the workspace): the key chunks in turn, each over every part
      * side by side; then the parts' merge. */
-    group g = {0};
-    while (next_group(p, gr, &g)) {
-        group_binds gb;
-        VKA_TRY(bind_group(b, l, &g, VKA_ROLE_NONE, &gb));
+    row_set g = {0};
+    while (next_row_set(p, gr, &g)) {
+        row_set_binds gb;
+        VKA_TRY(bind_row_set(b, l, &g, VKA_ROLE_NONE, &gb));
         s.bind[VKA_FUSED_Q] = gb.q, s.bind[VKA_FUSED_K] = gb.k, s.bind[VKA_FUSED_V] = gb.v;
         s.bind[VKA_FUSED_CTX] = merge.bind[VKA_MERGE_CTX] = gb.ctx;
         for (uint32_t c = 0; c < chunks; c++) {
@@ -287,7 +287,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                 .kv_group = p->cfg.group,
                 .ctx_offset = gb.ctx_offset, .ctx_stride = p->cfg.inner, .scale = 1.0f / sqrtf((float)D),
                 .mask_flags = mask_flags(p), .mask_heads = p->cfg.H,
-                .splits = (uint32_t)parts, .split_len = (uint32_t)part_len,
+                .parts = (uint32_t)parts, .part_len = (uint32_t)part_len,
                 .chunk_begin = (uint32_t)(c * chunk_len), .chunk_len = (uint32_t)chunk_len,
                 .has_lse = p->lse && !store, .softcap = p->cfg.softcap, .window = p->cfg.window,
             };
@@ -297,7 +297,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
         if (parts > 1) {
             merge.push.merge = (vka_merge_push){
                 .L = p->L, .H = p->cfg.H_active, .bh_begin = g.bh_begin, .bh_count = g.bh_count,
-                .i_begin = g.i_begin, .i_count = g.i_count, .splits = (uint32_t)parts,
+                .i_begin = g.i_begin, .i_count = g.i_count, .parts = (uint32_t)parts,
                 .ctx_offset = gb.ctx_offset, .ctx_stride = p->cfg.inner, .has_lse = p->lse != 0,
             };
             VKA_TRY(vka_push_step(b, &merge, (uint64_t)g.bh_count * g.i_count * DV, pr->fused_wg));
@@ -313,7 +313,7 @@ fail:
 
 /* Softmax of `rows` rows in place: one pass when a row fits the loop budget, else per key range
  * a pass for its statistics and one that normalises it. */
-static vkattn_status add_softmax(vka_builder *b, vka_role probs, const group *g)
+static vkattn_status add_softmax(vka_builder *b, vka_role probs, const row_set *g)
 {
     const vka_problem *p = b->p;
     const uint32_t wg = b->tuning->softmax_wg, S = p->S_ext;
@@ -333,25 +333,25 @@ static vkattn_status add_softmax(vka_builder *b, vka_role probs, const group *g)
         VKA_TRY(vka_bind_whole(b, &s.bind[VKA_SOFTMAX_STATS_BUF], VKA_ROLE_NONE, VKA_VIEW_BUFFER));
         s.spec[VKA_SPEC_FLAGS] = VKA_SOFTMAX_ROW;
         s.push.softmax = heads;
-        s.push.softmax.rows = rows, s.push.softmax.S_ext = S, s.push.softmax.chunks = 1;
-        s.push.softmax.chunk_len = S, s.push.softmax.group_count = rows;
+        s.push.softmax.rows = rows, s.push.softmax.S_ext = S, s.push.softmax.ranges = 1;
+        s.push.softmax.range_len = S, s.push.softmax.group_count = rows;
         return vka_push_step(b, &s, (uint64_t)rows * wg, wg);
     }
-    /* n strides of the workgroup per key range and `chunks` ranges per row: the stats pass takes
-     * 2 loop(n) + 2 tree trips, the normalise pass loop(chunks) + loop(n). */
+    /* n strides of the workgroup per key range and `ranges` ranges per row: the stats pass takes
+     * 2 loop(n) + 2 tree trips, the normalise pass loop(ranges) + loop(n). */
     uint64_t n = b->budget > 2 * tree + 2 ? (b->budget - 2 * tree) / 2 - 1 : 0;
-    uint64_t chunks = n ? vka_ceil_div(per_wg, n) : 0;
-    if (n && vka_loop(chunks) + vka_loop(n) > b->budget) {
+    uint64_t ranges = n ? vka_ceil_div(per_wg, n) : 0;
+    if (n && vka_loop(ranges) + vka_loop(n) > b->budget) {
         n = (uint64_t)ceil(sqrt((double)per_wg));
-        chunks = vka_ceil_div(per_wg, n);
+        ranges = vka_ceil_div(per_wg, n);
     }
-    if (!n || vka_loop(chunks) + vka_loop(n) > b->budget || 2 * vka_loop(n) + 2 * tree > b->budget)
+    if (!n || vka_loop(ranges) + vka_loop(n) > b->budget || 2 * vka_loop(n) + 2 * tree > b->budget)
         return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                              "a softmax row of %u keys needs more loop trips than this device's budget (%llu)", S,
                              (unsigned long long)b->budget);
-    uint32_t chunk_len = (uint32_t)(n * wg);
-    chunks = vka_ceil_div(S, chunk_len);
-    uint64_t groups = (uint64_t)rows * chunks;
+    uint32_t range_len = (uint32_t)(n * wg);
+    ranges = vka_ceil_div(S, range_len);
+    uint64_t groups = (uint64_t)rows * ranges;
     if (groups > UINT32_MAX)
         return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT, "softmax needs more than 2^32 workgroups");
     VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_SOFTMAX_STATS, groups * 3));
@@ -359,16 +359,16 @@ static vkattn_status add_softmax(vka_builder *b, vka_role probs, const group *g)
     for (int pass = 0; pass < 2; pass++) {
         s.spec[VKA_SPEC_FLAGS] = pass ? VKA_SOFTMAX_NORMALIZE : VKA_SOFTMAX_STATS;
         s.push.softmax = heads;
-        s.push.softmax.rows = rows, s.push.softmax.S_ext = S, s.push.softmax.chunks = (uint32_t)chunks;
-        s.push.softmax.chunk_len = chunk_len, s.push.softmax.group_count = (uint32_t)groups;
+        s.push.softmax.rows = rows, s.push.softmax.S_ext = S, s.push.softmax.ranges = (uint32_t)ranges;
+        s.push.softmax.range_len = range_len, s.push.softmax.group_count = (uint32_t)groups;
         VKA_TRY(vka_push_step(b, &s, groups * wg, wg));
     }
 fail:
     return status;
 }
 
-/* Scores, softmax, averaged weights and P·V of one group, its probabilities in `probs`. */
-static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role probs, const group *g,
+/* Scores, softmax, averaged weights and P·V of one row set, its probabilities in `probs`. */
+static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role probs, const row_set *g,
                                uint32_t pv_ranges)
 {
     const vka_problem *p = b->p;
@@ -376,8 +376,8 @@ static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role
     const vka_tuning *pr = b->tuning;
     const uint32_t vec = vka_attention_vec(p), DV = c->D / vec;
     vkattn_status status;
-    group_binds gb;
-    VKA_TRY(bind_group(b, l, g, pv_ranges > 1 ? VKA_ROLE_CTX_ACC : VKA_ROLE_NONE, &gb));
+    row_set_binds gb;
+    VKA_TRY(bind_row_set(b, l, g, pv_ranges > 1 ? VKA_ROLE_CTX_ACC : VKA_ROLE_NONE, &gb));
 
     vka_step scores = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_SCORES, .kernel = VKA_KERNEL_SCORES,
                        .barrier_before = 1, .binding_count = VKA_SCORES_BINDINGS};
@@ -458,7 +458,7 @@ static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role
         VKA_TRY(vka_push_step(b, &pv, (uint64_t)g->bh_count * pv_tiles_i * tiles_d, pr->pv_wg));
     }
 
-    /* Per-head weights too big to be the probability buffer themselves: copy this group's rows. */
+    /* Per-head weights too big to be the probability buffer themselves: copy this row set's rows. */
     if (p->weights == VKATTN_WEIGHTS_PER_HEAD && probs != VKA_ROLE_WEIGHTS) {
         vka_step copy = {.kind = VKA_STEP_COPY, .stage = VKATTN_STAGE_SOFTMAX, .binding_count = 2,
                          .copy_first = b->plan->copy_count, .barrier_before = 1};
@@ -496,14 +496,14 @@ vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l)
     uint32_t pv_ranges = (uint32_t)vka_ceil_div(p->S_ext, range_len);
     vka_role acc = pv_ranges > 1 ? VKA_ROLE_CTX_ACC : VKA_ROLE_NONE;
     if (acc != VKA_ROLE_NONE) VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_CTX_ACC, (uint64_t)p->B * p->L * p->cfg.inner));
-    /* Per-head weights that fit one binding are the probability buffer themselves when one group
-     * takes every row; otherwise groups of score rows in the score workspace, within its budget,
-     * each group's rows copied into the weights. */
-    grouping gr;
+    /* Per-head weights that fit one binding are the probability buffer themselves when one row set
+     * takes every row; otherwise sets of score rows in the score workspace, within its budget,
+     * each set's rows copied into the weights. */
+    row_sets gr;
     vka_role probs = VKA_ROLE_SCORES;
     if (p->weights == VKATTN_WEIGHTS_PER_HEAD &&
         vka_fits_binding(b, VKA_ROLE_WEIGHTS, VKA_VIEW_SCALAR, b->plan->role_bytes[VKA_ROLE_WEIGHTS])) {
-        VKA_TRY(choose_grouping(b, l, b->tuning->scores_tile_q, 0, acc, &gr));
+        VKA_TRY(choose_row_sets(b, l, b->tuning->scores_tile_q, 0, acc, &gr));
         if (gr.heads == p->B * p->cfg.H_active && gr.queries == p->L) probs = VKA_ROLE_WEIGHTS;
     }
     if (probs == VKA_ROLE_SCORES) {
@@ -515,11 +515,11 @@ vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l)
             return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                                  "one row of %u scores (%llu bytes) exceeds the score buffer limit of %llu bytes",
                                  p->S_ext, (unsigned long long)(row * 4), (unsigned long long)budget);
-        VKA_TRY(choose_grouping(b, l, b->tuning->scores_tile_q, budget / (row * 4), acc, &gr));
+        VKA_TRY(choose_row_sets(b, l, b->tuning->scores_tile_q, budget / (row * 4), acc, &gr));
         VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_SCORES, (uint64_t)gr.heads * gr.queries * row));
     }
-    group g = {0};
-    while (next_group(p, gr, &g)) VKA_TRY(add_chunk(b, l, probs, &g, pv_ranges));
+    row_set g = {0};
+    while (next_row_set(p, gr, &g)) VKA_TRY(add_chunk(b, l, probs, &g, pv_ranges));
 fail:
     return status;
 }
@@ -548,7 +548,7 @@ uint64_t vka_fused_loop_trips(uint32_t DV, uint32_t tile_k, uint64_t keys, int l
 uint64_t vka_fused_trips(const vka_step *s)
 {
     const vka_fused_push *f = &s->push.fused;
-    return vka_fused_loop_trips(s->spec[VKA_SPEC_DV], s->spec[VKA_SPEC_TILE_B], vka_min64(f->chunk_len, f->split_len),
+    return vka_fused_loop_trips(s->spec[VKA_SPEC_DV], s->spec[VKA_SPEC_TILE_B], vka_min64(f->chunk_len, f->part_len),
                                 (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_LOAD) != 0);
 }
 
@@ -558,16 +558,16 @@ uint64_t vka_softmax_trips(const vka_step *s)
 {
     const vka_softmax_push *pc = &s->push.softmax;
     uint32_t wg = s->spec[VKA_SPEC_WG_SIZE];
-    uint64_t n = vka_ceil_div(pc->chunk_len, wg), tree = vka_loop(log2_u32(wg));
+    uint64_t n = vka_ceil_div(pc->range_len, wg), tree = vka_loop(log2_u32(wg));
     switch (s->spec[VKA_SPEC_FLAGS]) {
     case VKA_SOFTMAX_STATS: return 2 * vka_loop(n) + 2 * tree;
-    case VKA_SOFTMAX_NORMALIZE: return vka_loop(pc->chunks) + vka_loop(n);
+    case VKA_SOFTMAX_NORMALIZE: return vka_loop(pc->ranges) + vka_loop(n);
     default: return 3 * vka_loop(n) + 2 * tree;
     }
 }
 
 uint64_t vka_pv_trips(const vka_step *s) { return vka_loop(s->push.pv.j_count); }
-uint64_t vka_merge_trips(const vka_step *s) { return 2 * vka_loop(s->push.merge.splits); }
+uint64_t vka_merge_trips(const vka_step *s) { return 2 * vka_loop(s->push.merge.parts); }
 uint64_t vka_average_trips(const vka_step *s) { return vka_loop(s->push.average.H); }
 
 void vka_scores_describe(vka_text *t, const vka_step *s)
@@ -582,7 +582,7 @@ void vka_softmax_describe(vka_text *t, const vka_step *s)
     const vka_softmax_push *c = &s->push.softmax;
     static const char *const mode[] = {"rows", "range statistics", "normalise by range"};
     vka_text_put(t, "%u rows of %u keys, %s (%u ranges)", c->rows, c->S_ext, mode[s->spec[VKA_SPEC_FLAGS] % 3],
-                 c->chunks);
+                 c->ranges);
 }
 
 void vka_pv_describe(vka_text *t, const vka_step *s)
@@ -598,8 +598,8 @@ void vka_fused_describe(vka_text *t, const vka_step *s)
 {
     const vka_fused_push *c = &s->push.fused;
     vka_text_put(t, "(batch, head) pairs %u..%u x queries %u..%u, keys: %u part%s of %u, chunk at %u of %u keys%s%s",
-                 c->bh_begin, c->bh_begin + c->bh_count - 1, c->i_begin, c->i_begin + c->i_count - 1, c->splits,
-                 c->splits > 1 ? "s" : "", c->split_len, c->chunk_begin, c->chunk_len,
+                 c->bh_begin, c->bh_begin + c->bh_count - 1, c->i_begin, c->i_begin + c->i_count - 1, c->parts,
+                 c->parts > 1 ? "s" : "", c->part_len, c->chunk_begin, c->chunk_len,
                  (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_LOAD) ? ", carried in" : "",
                  (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
 }
@@ -607,7 +607,7 @@ void vka_fused_describe(vka_text *t, const vka_step *s)
 void vka_merge_describe(vka_text *t, const vka_step *s)
 {
     const vka_merge_push *c = &s->push.merge;
-    vka_text_put(t, "merge %u parts of (batch, head) pairs %u..%u x queries %u..%u by log-sum-exp", c->splits,
+    vka_text_put(t, "merge %u parts of (batch, head) pairs %u..%u x queries %u..%u by log-sum-exp", c->parts,
                  c->bh_begin, c->bh_begin + c->bh_count - 1, c->i_begin, c->i_begin + c->i_count - 1);
 }
 

@@ -1,5 +1,5 @@
 /* The helpers every schedule builds its steps with (build.h): steps and copies, bindings and
- * windows, workspace, the loop budget. */
+ * slices, workspace, the loop budget. */
 #include "plan/build.h"
 
 #include <stdlib.h>
@@ -104,7 +104,7 @@ vkattn_status vka_bind_elems(vka_builder *b, vka_bind *out, vka_role role, uint8
         return vka_bind_whole(b, out, role, view);
     }
     uint64_t align = view == VKA_VIEW_BUFFER ? b->limits->storage_offset_alignment : b->limits->texel_offset_alignment;
-    if (align < texel) align = texel; /* both powers of two: the window starts on a whole texel */
+    if (align < texel) align = texel; /* both powers of two: the slice starts on a whole texel */
     uint64_t start = first * esize / align * align, end = (first + count) * esize;
     uint64_t range = binding_range(b, role, start, end, texel);
     if (!vka_fits_binding(b, role, view, range)) return too_big(b, role, range);
@@ -113,7 +113,7 @@ vkattn_status vka_bind_elems(vka_builder *b, vka_bind *out, vka_role role, uint8
     return VKATTN_OK;
 }
 
-uint32_t vka_window_offset(uint64_t layout_offset, uint64_t first, uint64_t shift, uint32_t vec)
+uint32_t vka_slice_offset(uint64_t layout_offset, uint64_t first, uint64_t shift, uint32_t vec)
 {
     int64_t elems = (int64_t)(layout_offset + shift) - (int64_t)first;
     return (uint32_t)(elems / (int64_t)vec); /* exact: every term is a multiple of vec */

@@ -1,5 +1,5 @@
 /* Inside the plan: the builder state and the helpers (build.c) every schedule (matmul.c,
- * attention.c, paged.c) builds its steps with: steps and copies, bindings and windows, workspace,
+ * attention.c, paged.c) builds its steps with: steps and copies, bindings and slices, workspace,
  * the loop budget. Nothing outside src/plan/ includes this. */
 #ifndef VKA_PLAN_BUILD_H
 #define VKA_PLAN_BUILD_H
@@ -36,13 +36,13 @@ int vka_fits_binding(const vka_builder *b, vka_role role, uint8_t view, uint64_t
 /* Binds a role's whole tensor, which must fit one binding (VKA_ROLE_NONE binds the placeholder). */
 vkattn_status vka_bind_whole(vka_builder *b, vka_bind *out, vka_role role, uint8_t view);
 /* Binds elements [first, first + count) of a role: the whole tensor when it fits one binding, else
- * a window from an aligned offset. *shift gets the elements from the window's start to `first`. */
+ * a slice from an aligned offset. *shift gets the elements from the slice's start to `first`. */
 vkattn_status vka_bind_elems(vka_builder *b, vka_bind *out, vka_role role, uint8_t view, uint64_t first,
                              uint64_t count, uint64_t *shift);
 /* The push-constant offset, in texels of `vec` elements and modulo 2^32, that makes a kernel's
- * `offset + absolute index` land inside a window: the window holds element `first` `shift`
+ * `offset + absolute index` land inside a slice: the slice holds element `first` `shift`
  * elements after its start, and `layout_offset + index(first)` is `first`. */
-uint32_t vka_window_offset(uint64_t layout_offset, uint64_t first, uint64_t shift, uint32_t vec);
+uint32_t vka_slice_offset(uint64_t layout_offset, uint64_t first, uint64_t shift, uint32_t vec);
 /* Bytes per element of a role's buffer. */
 uint64_t vka_elem_bytes(const vka_builder *b, vka_role role);
 

@@ -1,5 +1,5 @@
 /* The projections: Q, K and V into head-major workspaces, and the output projection. Each matmul
- * is cut into reduction parts within the loop budget and into blocks whose windows of A, W and C
+ * is cut into reduction parts within the loop budget and into blocks whose slices of A, W and C
  * fit one binding. */
 #include "plan/matmul.h"
 
@@ -43,7 +43,7 @@ static matmul_shape shape_for(const vka_tuning *pr, uint32_t M)
 /* One dispatch: rows [m0, m0 + mc) and columns [n0, n0 + nc) of C, reduction texels [k0, k0 + kc).
  * n0 is a multiple of c_col_block; the rows are whole batch items of C's row mapping or stay
  * inside one (then they are addressed as one plain block). With `emit` 0 it only checks that
- * the windows fit. */
+ * the slices fit. */
 static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t vec, uint32_t m0, uint32_t mc,
                                   uint32_t n0, uint32_t nc, uint32_t k0, uint32_t kc, int first_part, int barrier,
                                   int emit)
@@ -91,7 +91,7 @@ fail:
 }
 
 /* Walks the blocks of rows mc and columns nc (and the reduction parts when emitting). Blocks
- * after the first wait for it: windows of C may overlap in their byte ranges, and later parts of
+ * after the first wait for it: slices of C may overlap in their byte ranges, and later parts of
  * a reduction read what earlier ones wrote. */
 static vkattn_status matmul_blocks(vka_builder *b, const matmul_args *m, uint32_t vec, uint32_t mc, uint32_t nc,
                                    uint32_t kc, int emit)
@@ -109,7 +109,7 @@ static vkattn_status matmul_blocks(vka_builder *b, const matmul_args *m, uint32_
                 VKA_TRY(matmul_block(b, m, vec, m0, rows, n0, cols, k0, (uint32_t)vka_min64(kc, K - k0), k0 == 0,
                                      barrier, emit));
                 barrier = 1;
-                if (!emit) break; /* the parts bind the same windows */
+                if (!emit) break; /* the parts bind the same slices */
             }
         }
         m0 += rows;
@@ -118,7 +118,7 @@ fail:
     return status;
 }
 
-/* A matmul, cut to fit: reductions into parts within the loop budget, and, where a window of A, W
+/* A matmul, cut to fit: reductions into parts within the loop budget, and, where a slice of A, W
  * or C would not fit one binding, into smaller blocks: columns first (whole column blocks, so a
  * head-major C keeps whole heads together), then rows (whole batch items where they fit). */
 static vkattn_status add_matmul(vka_builder *b, const matmul_args *m)
@@ -134,7 +134,7 @@ static vkattn_status add_matmul(vka_builder *b, const matmul_args *m)
     vkattn_error quiet = {0};
     vkattn_error *error = b->error;
     for (;;) {
-        b->error = &quiet; /* trying sizes: a window that does not fit is not an error yet */
+        b->error = &quiet; /* trying sizes: a slice that does not fit is not an error yet */
         vkattn_status status = matmul_blocks(b, m, vec, mc, nc, kc, 0);
         b->error = error;
         if (status == VKATTN_OK) break;
@@ -251,7 +251,7 @@ vkattn_status vka_plan_output_projection(vka_builder *b)
 
 /* One rope step over `heads` heads of B batch items, `rows` rows each, starting at element
  * `offset` of `role`. The buffer is bound whole: Q and K are read whole by the attention kernels'
- * windows only when they exceed one binding, and RoPE refuses that case (DEVICE_LIMIT) rather than
+ * slices only when they exceed one binding, and RoPE refuses that case (DEVICE_LIMIT) rather than
  * cutting it. The barrier waits for the projection (and, for K after Q in one buffer, orders the
  * two writes to the same binding). */
 static vkattn_status add_rope(vka_builder *b, vka_role role, uint64_t offset, uint64_t batch_stride,

@@ -76,7 +76,7 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
      * window of W plans and costs like a sequence of W keys, however long the sequence. */
     uint64_t span = cp->max_len;
     if (c->window) span = vka_min64(span, (uint64_t)c->window + vka_min64(cp->max_new, tile_a) - 1);
-    uint64_t needed = vka_ceil_div(span, max_keys), parts = cp->splits;
+    uint64_t needed = vka_ceil_div(span, max_keys), parts = cp->parts;
     uint64_t work = (uint64_t)cp->seqs * c->H_kv * vka_ceil_div((uint64_t)group * cp->max_new, tile_a);
     if (parts == 0) {
         uint64_t target = b->limits->compute_units ? (uint64_t)b->limits->compute_units * pr->paged_per_unit
@@ -89,8 +89,8 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     uint64_t part_len = vka_ceil_div(vka_ceil_div(span, parts), tile_k) * tile_k;
     parts = vka_ceil_div(span, part_len);
 
-    /* Split states of every row at once when they fit the state budget, else the new tokens in
-     * groups (a long prompt's chunk): each group's states reuse the workspace. */
+    /* The parts' states of every row at once when they fit the state budget, else the new tokens
+     * in sets (a long prompt's chunk), one dispatch each: each set's states reuse the workspace. */
     uint64_t i_count = cp->max_new;
     if (parts > 1) {
         uint64_t budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
@@ -148,7 +148,7 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     /* Pools: token slots of block_size rows per K/V head, H_kv heads per block (abi.h); a row is
      * D / vec texels, or D / 32 blocks' bytes. */
     const uint32_t row = quant ? (uint32_t)vka_dtype_bytes(cp->dtype, D) : D / vec, head = cp->block_size * row;
-    b->plan->query_groups = 0;
+    b->plan->query_sets = 0;
     for (uint64_t i0 = 0; i0 < cp->max_new; i0 += i_count) {
         uint32_t ic = (uint32_t)vka_min64(i_count, cp->max_new - i0);
         uint32_t tiles = (uint32_t)vka_ceil_div((uint64_t)group * ic, tile_a);
@@ -157,18 +157,18 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
             .q_head = (uint32_t)(l->q_head / vec), .q_row = (uint32_t)(l->q_row / vec),
             .block_stride = c->H_kv * head, .kv_head = head, .kv_row = row, .block_size = cp->block_size,
             .ctx_stride = c->inner, .scale = 1.0f / sqrtf((float)D),
-            .splits = (uint32_t)parts, .split_len = (uint32_t)part_len, .tiles = tiles,
+            .parts = (uint32_t)parts, .part_len = (uint32_t)part_len, .tiles = tiles,
             .softcap = c->softcap, .window = c->window,
         };
         VKA_TRY(vka_push_step(b, &s, parts * cp->seqs * c->H_kv * tiles, pr->paged_wg));
         if (parts > 1) {
             merge.push.merge = (vka_merge_push){
                 .L = 0, .H = c->H, .bh_begin = 0, .bh_count = cp->seqs * c->H, .i_begin = (uint32_t)i0,
-                .i_count = ic, .splits = (uint32_t)parts, .ctx_offset = 0, .ctx_stride = c->inner, .has_lse = 0,
+                .i_count = ic, .parts = (uint32_t)parts, .ctx_offset = 0, .ctx_stride = c->inner, .has_lse = 0,
             };
             VKA_TRY(vka_push_step(b, &merge, (uint64_t)cp->seqs * c->H * ic * DV, pr->fused_wg));
         }
-        b->plan->query_groups++;
+        b->plan->query_sets++;
     }
 fail:
     return status;
@@ -178,7 +178,7 @@ fail:
  * formats' build dequantizes as it fetches, in the same loops). */
 uint64_t vka_paged_trips(const vka_step *s)
 {
-    return vka_fused_loop_trips(s->spec[VKA_SPEC_DV], s->spec[VKA_SPEC_TILE_B], s->push.paged.split_len, 0);
+    return vka_fused_loop_trips(s->spec[VKA_SPEC_DV], s->spec[VKA_SPEC_TILE_B], s->push.paged.part_len, 0);
 }
 
 /* kv_append has no loops (the quantizing build's are unrolled). */
@@ -200,7 +200,7 @@ void vka_paged_describe(vka_text *t, const vka_step *s)
     const vka_paged_push *c = &s->push.paged;
     vka_text_put(t, "%u sequences x %u heads (%u per K/V head) x new tokens %u..%u over the paged cache%s, keys: %u "
                  "part%s of %u%s", c->seqs, c->H, c->kv_group, c->i_begin, c->i_begin + c->i_count - 1, quant_name(s),
-                 c->splits, c->splits > 1 ? "s" : "", c->split_len,
+                 c->parts, c->parts > 1 ? "s" : "", c->part_len,
                  (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
 }
 

@@ -55,7 +55,7 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
     plan->step_count = 0;
     plan->copy_count = 0;
     plan->chunks = 0;
-    plan->key_parts = plan->key_chunks = plan->query_groups = 0;
+    plan->key_parts = plan->key_chunks = plan->query_sets = 0;
     plan->qkv_one_matmul = 0;
     memset(plan->workspace_bytes, 0, sizeof plan->workspace_bytes);
     assign_dtypes(p, plan);

@@ -20,8 +20,8 @@
  *    so that every step stays within the budget: matmul reductions into parts, fused keys into
  *    parts (side by side, merged by log-sum-exp) and chunks (in turn, the softmax state carried
  *    between them), unfused softmax rows and P·V sums into key ranges;
- *  - maxStorageBufferRange: a buffer larger than the range is bound through windows (offset and
- *    range of the binding), and matmuls are cut into row blocks whose windows fit.
+ *  - maxStorageBufferRange: a buffer larger than the range is bound through slices (offset and
+ *    range of the binding), and matmuls are cut into row blocks whose slices fit.
  */
 #ifndef VKA_PLAN_H
 #define VKA_PLAN_H

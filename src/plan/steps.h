@@ -21,8 +21,8 @@ typedef enum vka_step_kind {
 enum { VKA_VIEW_BUFFER = 0, VKA_VIEW_SCALAR = 1, VKA_VIEW_VEC4 = 4 };
 
 /* One binding of a step: which buffer, how it is viewed, and the bytes of it the kernel sees (the
- * whole tensor, or a window of a buffer larger than the device's range). Kernel offsets in the
- * push constants count from the window's start. */
+ * whole tensor, or a slice of a buffer larger than the device's range). Kernel offsets in the
+ * push constants count from the slice's start. */
 typedef struct vka_bind {
     vka_role role;
     uint8_t view;
@@ -87,7 +87,7 @@ typedef struct vka_plan {
     uint32_t chunks;                          /* score-row chunks (unfused) */
     uint32_t key_parts;                       /* fused: key parts run side by side (1 = unsplit) */
     uint32_t key_chunks;                      /* fused: chunks each part is visited in, in turn */
-    uint32_t query_groups;                    /* paged: dispatches the new tokens are cut into */
+    uint32_t query_sets;                      /* paged: sets of new tokens, one dispatch each */
     int qkv_one_matmul;                            /* one matmul makes Q, K and V */
 } vka_plan;
 

@@ -78,7 +78,7 @@ typedef struct vka_cache_problem {
     vkattn_dtype dtype;     /* of the pools */
     uint32_t positions_at;  /* meta index of the T positions, then the T slots */
     uint32_t meta_words;
-    uint32_t splits;        /* vkattn_cached_forward_desc.kv_splits */
+    uint32_t parts;         /* vkattn_cached_forward_desc.kv_splits: key parts asked for, 0 = the device's choice */
 } vka_cache_problem;
 
 typedef struct vka_problem {
