@@ -107,19 +107,138 @@ static vkattn_kv_cache *make_cache(vkattn_context *ctx, const vkattn_layer_desc 
     return cache;
 }
 
-/* A prompt of `prefill` tokens (in chunks of `chunk`), then one token at a time up to `total`. */
-static void decode_case_sinks(vkattn_context *ctx, const char *name, const vkattn_layer_desc *desc, int sinks,
-                              uint32_t prefill, uint32_t chunk, uint32_t total, uint32_t block_size, vkattn_dtype dtype,
-                              uint32_t splits, double tol, int split_at_end)
+/* N(0,1) values: Box-Muller over the test generator. */
+static void fill_normal(test_rng *rng, float *x, size_t n)
 {
+    for (size_t i = 0; i < n; i += 2) {
+        double u1 = (test_rng_float(rng) + 1.0) / 2.0, u2 = (test_rng_float(rng) + 1.0) / 2.0;
+        double r = sqrt(-2.0 * log(u1 > 1e-12 ? u1 : 1e-12)), a = 6.283185307179586 * u2;
+        x[i] = (float)(r * cos(a));
+        if (i + 1 < n) x[i + 1] = (float)(r * sin(a));
+    }
+}
+
+/* ---- decoding through the cache, one row per case ------------------------------------------ */
+
+/* A sequence fed to one cache: a prompt of `prefill` tokens in pieces of `chunk`, then one token at
+ * a time up to `total`, every output against the reference over the whole sequence. */
+typedef struct decode_row {
+    const char *family, *name;
+    vkattn_layer_desc layer;
+    int sinks;                /* a sink logit per head in [-1, 3) */
+    uint32_t prefill, chunk, total, block_size;
+    vkattn_dtype dtype;       /* the cache's */
+    uint32_t kv_splits;       /* 0 = the device's choice */
+    double nmse;              /* against the reference (for a block format: the unrounded one, what the format costs) */
+    int merged;               /* the last step's dispatches: 1 = with the parts' merge, 0 = without, -1 = not checked */
+    int normal;               /* N(0,1) inputs (the block formats' cost is quoted for those), else uniform in [-1, 1) */
+} decode_row;
+
+/* The rounding reference of a block format agrees to about 1e-13 NMSE, except where a value lies
+ * within an ulp of a rounding boundary of the format: the device's fp32 projections and the
+ * reference's double ones differ in the last bit, and one side lands on the neighbouring level.
+ * Such a flip moved the NMSE to 2e-8 (split-KV, q8_0) and 6e-10 (D=128, q4_0); perturbing the
+ * inputs by a few ulps moved it by up to 1e-8. Hence 1e-6: far below the formats' own error, far
+ * above a flip. */
+#define ROUNDING_REFERENCE_NMSE 1e-6
+
+#define GQA_ROPE {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000}
+#define MQA_ROPE {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000}
+#define QUANT_GQA {.embed_dim = 128, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000}
+
+static const decode_row decode_rows[] = {
+    /* decode: every kernel build of a cached forward once (this family also runs on the second
+     * driver): GQA with NeoX RoPE in f32 and f16 caches and f16 storage, and split-KV's ragged merge */
+    {"decode", "gqa rope neox, prefill 7 then decode", GQA_ROPE, 0, 7, 7, 40, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1},
+    {"decode", "gqa rope neox, f16 cache", GQA_ROPE, 0, 7, 7, 40, 4, VKATTN_DTYPE_F16, 0, 1e-5, -1},
+    {"decode", "gqa, split-KV 3 parts (the ragged merge)", GQA_ROPE, 0, 7, 7, 40, 4, VKATTN_DTYPE_F32, 3, 1e-10, 1},
+    {"decode", "gqa, f16 layer storage and cache",
+     {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000, .storage = VKATTN_DTYPE_F16}, 0, 7, 7, 40,
+     4, VKATTN_DTYPE_F16, 0, 2e-5, -1},
+    /* decode_shapes: the same kernels at more shapes */
+    {"decode_shapes", "gqa, prompt in chunks of 5", GQA_ROPE, 0, 23, 5, 30, 8, VKATTN_DTYPE_F32, 0, 1e-10, -1},
+    {"decode_shapes", "gqa, 1-token prefill (all decode)", GQA_ROPE, 0, 1, 1, 24, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1},
+    {"decode_shapes", "mqa D=128 theta 500000", {.embed_dim = 512, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 500000},
+     0, 40, 40, 72, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1},
+    {"decode_shapes", "mha gptj rope_dim 16",
+     {.embed_dim = 96, .num_heads = 3, .rope_theta = 10000, .rope_dim = 16, .rope_style = VKATTN_ROPE_GPTJ}, 0, 9, 9, 33,
+     4, VKATTN_DTYPE_F32, 0, 1e-10, -1},
+    {"decode_shapes", "no rope, D=15 (scalar texels)", {.embed_dim = 30, .num_heads = 2, .num_kv_heads = 1}, 0, 5, 5, 20,
+     3, VKATTN_DTYPE_F32, 0, 1e-10, -1},
+    /* split: split-KV forced, and the parts a loop budget of 600 trips needs (main lowers it): it
+     * holds 560 keys per invocation at D = 16, so 1300 keys need 3 parts; with a window of 700 the
+     * parts cover 700 keys from each row's window start (2 parts), and a sink joins part 0 only */
+    {"split", "split-KV 1 part (unsplit)", MQA_ROPE, 0, 300, 300, 310, 16, VKATTN_DTYPE_F32, 1, 1e-10, 0},
+    {"split", "split-KV 7 parts", MQA_ROPE, 0, 300, 300, 310, 16, VKATTN_DTYPE_F32, 7, 1e-10, 1},
+    {"split", "split-KV 7 parts, f16 cache", MQA_ROPE, 0, 300, 300, 310, 16, VKATTN_DTYPE_F16, 7, 1e-5, 1},
+    {"split", "loop budget: parts it needs", MQA_ROPE, 0, 1290, 1290, 1300, 32, VKATTN_DTYPE_F32, 1, 1e-10, 1},
+    {"split", "loop budget: window 700, sinks",
+     {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000, .window = 700}, 1, 1290, 1290, 1300, 32,
+     VKATTN_DTYPE_F32, 1, 1e-10, 1},
+    /* variants: each against the reference over the whole sequence (decode equals prefill) */
+    {"variants", "window 5, gqa rope, prefill 7 then decode",
+     {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000, .window = 5}, 0, 7, 7, 40, 4,
+     VKATTN_DTYPE_F32, 0, 1e-10, -1},
+    {"variants", "window 8, prompt in chunks of 5",
+     {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000, .window = 8}, 0, 23, 5, 30, 3,
+     VKATTN_DTYPE_F32, 0, 1e-10, -1},
+    {"variants", "softcap 1.5 + sinks, mqa",
+     {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000, .softcap = 1.5f}, 1, 9, 9, 30, 4,
+     VKATTN_DTYPE_F32, 0, 1e-10, -1},
+    {"variants", "alibi H=4, gqa", {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .alibi = 1}, 0, 6, 6, 30, 4,
+     VKATTN_DTYPE_F32, 0, 1e-10, -1},
+    {"variants", "alibi H=6 (not a power of two), D=7", {.embed_dim = 42, .num_heads = 6, .num_kv_heads = 3, .alibi = 1},
+     0, 5, 5, 25, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1},
+    {"variants", "window + softcap + alibi + sinks",
+     {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .window = 6, .softcap = 2.0f, .alibi = 1}, 1, 8, 8, 30, 4,
+     VKATTN_DTYPE_F32, 0, 1e-10, -1},
+    {"variants", "all variants, f16 cache",
+     {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .window = 6, .softcap = 2.0f, .alibi = 1}, 1, 8, 8, 30, 4,
+     VKATTN_DTYPE_F16, 0, 1e-5, -1},
+    /* split-KV: 7 parts (most of them wholly outside the window, or past it), the sink once */
+    {"variants", "split-KV 7 parts, window 40, sinks",
+     {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000, .window = 40}, 1, 300, 300, 310, 16,
+     VKATTN_DTYPE_F32, 7, 1e-10, 1},
+    {"variants", "split-KV 7 parts, sinks", MQA_ROPE, 1, 300, 300, 310, 16, VKATTN_DTYPE_F32, 7, 1e-10, 1},
+    /* quant: both block formats through GQA + RoPE decoding (D = 32: a block per row), and Q4_0 at
+     * D = 64 without RoPE (two blocks per row, rows 36 bytes apart) */
+    {"quant", "gqa rope neox, prefill 7 then decode", QUANT_GQA, 0, 7, 7, 40, 4, VKATTN_DTYPE_Q8_0, 0, 5e-4, -1, 1},
+    {"quant", "gqa rope neox, prefill 7 then decode", QUANT_GQA, 0, 7, 7, 40, 4, VKATTN_DTYPE_Q4_0, 0, 5e-2, -1, 1},
+    {"quant", "mha D=64, prompt in chunks of 5", {.embed_dim = 128, .num_heads = 2}, 0, 23, 5, 30, 8, VKATTN_DTYPE_Q4_0,
+     0, 5e-2, -1, 1},
+    /* quant_accuracy: what the formats cost at a real head dim (D = 128; README quotes these), the
+     * paths that split the keys, and a block format with the variants */
+    {"quant_accuracy", "D=128 gqa rope, prefill 40 then decode",
+     {.embed_dim = 512, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000}, 0, 40, 40, 72, 16, VKATTN_DTYPE_Q8_0, 0,
+     5e-4, -1, 1},
+    {"quant_accuracy", "D=128 gqa rope, prefill 40 then decode",
+     {.embed_dim = 512, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000}, 0, 40, 40, 72, 16, VKATTN_DTYPE_Q4_0, 0,
+     5e-2, -1, 1},
+    {"quant_accuracy", "split-KV 7 parts", {.embed_dim = 128, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000}, 0,
+     300, 300, 310, 16, VKATTN_DTYPE_Q4_0, 7, 5e-2, -1, 1},
+    {"quant_accuracy", "split-KV 7 parts", {.embed_dim = 128, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000}, 0,
+     300, 300, 310, 16, VKATTN_DTYPE_Q8_0, 7, 5e-4, -1, 1},
+    {"quant_accuracy", "window 40 + softcap, split-KV 7",
+     {.embed_dim = 128, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000, .window = 40, .softcap = 30}, 0, 100,
+     100, 130, 16, VKATTN_DTYPE_Q4_0, 7, 5e-2, -1, 1},
+};
+
+static void run_decode_row(vkattn_context *ctx, const decode_row *row)
+{
+    const vkattn_layer_desc *desc = &row->layer;
     test_weights tw;
-    vkattn_layer *layer = make_layer_sinks(ctx, &tw, desc, 11, sinks);
-    vkattn_kv_cache *cache = make_cache(ctx, desc, (total + block_size - 1) / block_size, block_size, 1, dtype);
+    vkattn_layer *layer = make_layer_sinks(ctx, &tw, desc, 11, row->sinks);
+    const uint32_t total = row->total, bs = row->block_size;
+    vkattn_kv_cache *cache = make_cache(ctx, desc, (total + bs - 1) / bs, bs, 1, row->dtype);
     seq_run r, *rp = &r;
     run_make(&r, 0, total, desc->embed_dim, 5);
+    if (row->normal) {
+        test_rng rng = test_rng_make(21);
+        fill_normal(&rng, r.tokens, (size_t)total * desc->embed_dim);
+    }
     while (r.len < total) {
-        uint32_t n = r.len < prefill ? (prefill - r.len < chunk ? prefill - r.len : chunk) : 1;
-        CHECK_STATUS(feed(layer, cache, desc->embed_dim, &rp, &n, 1, splits), VKATTN_OK);
+        uint32_t n = r.len < row->prefill ? (row->prefill - r.len < row->chunk ? row->prefill - r.len : row->chunk) : 1;
+        CHECK_STATUS(feed(layer, cache, desc->embed_dim, &rp, &n, 1, row->kv_splits), VKATTN_OK);
     }
     uint32_t length = 0;
     CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 0, &length), VKATTN_OK);
@@ -127,67 +246,26 @@ static void decode_case_sinks(vkattn_context *ctx, const char *name, const vkatt
     /* The last step's dispatches: projections, RoPE, append, attention, output; + the merge when split. */
     vkattn_forward_stats stats;
     CHECK_STATUS(vkattn_layer_last_stats(layer, &stats), VKATTN_OK);
-    uint32_t want = 4 + (desc->rope_theta > 0) + (split_at_end > 0);
-    CHECK_MSG(split_at_end < 0 || stats.dispatches == want, "%s: the last step ran %u dispatches, not %u", name,
+    uint32_t want = 4 + (desc->rope_theta > 0) + (row->merged > 0);
+    CHECK_MSG(row->merged < 0 || stats.dispatches == want, "%s: the last step ran %u dispatches, not %u", row->name,
               stats.dispatches, want);
-    check_run(&tw, &r, tol, name);
+    char what[96];
+    snprintf(what, sizeof what, "%s, %s cache", row->name, vkattn_dtype_name(row->dtype));
+    if (vka_dtype_is_block(row->dtype)) check_run_as(&tw, &r, row->dtype, ROUNDING_REFERENCE_NMSE, what);
+    check_run(&tw, &r, row->nmse, what);
     run_free(&r);
     vkattn_kv_cache_destroy(cache);
     vkattn_layer_destroy(layer);
     test_weights_free(&tw);
 }
 
-static void decode_case(vkattn_context *ctx, const char *name, const vkattn_layer_desc *desc, uint32_t prefill,
-                        uint32_t chunk, uint32_t total, uint32_t block_size, vkattn_dtype dtype, uint32_t splits, double tol,
-                        int split_at_end)
+/* Every row of `family`; 1 if there was one. */
+static int run_decode_rows(vkattn_context *ctx, const char *family)
 {
-    decode_case_sinks(ctx, name, desc, 0, prefill, chunk, total, block_size, dtype, splits, tol, split_at_end);
-}
-
-static void family_decode(vkattn_context *ctx)
-{
-    /* Every kernel build of a cached forward once (this family also runs on the second driver):
-     * GQA (2 query heads per K/V head) with NeoX RoPE in f32 and f16 caches and f16 storage, and
-     * split-KV's ragged merge. */
-    vkattn_layer_desc gqa = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
-    decode_case(ctx, "gqa rope neox, prefill 7 then decode", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-    decode_case(ctx, "gqa rope neox, f16 cache", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_F16, 0, 1e-5, -1);
-    decode_case(ctx, "gqa, split-KV 3 parts (the ragged merge)", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_F32, 3, 1e-10, 1);
-    vkattn_layer_desc gqa16 = gqa;
-    gqa16.storage = VKATTN_DTYPE_F16; /* fp16 weights and activations, the cache in f16 too */
-    decode_case(ctx, "gqa, f16 layer storage and cache", &gqa16, 7, 7, 40, 4, VKATTN_DTYPE_F16, 0, 2e-5, -1);
-}
-
-static void family_decode_shapes(vkattn_context *ctx)
-{
-    /* The same kernels at more shapes: prompts in chunks, a 1-token prefill, MQA at a real head dim
-     * and theta 500000, GPT-J partial RoPE with plain multi-head attention, an odd head dim without
-     * RoPE (scalar texels). */
-    vkattn_layer_desc gqa = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
-    decode_case(ctx, "gqa, prompt in chunks of 5", &gqa, 23, 5, 30, 8, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-    decode_case(ctx, "gqa, 1-token prefill (all decode)", &gqa, 1, 1, 24, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-    vkattn_layer_desc mqa = {.embed_dim = 512, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 500000};
-    decode_case(ctx, "mqa D=128 theta 500000", &mqa, 40, 40, 72, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-    vkattn_layer_desc mha = {.embed_dim = 96, .num_heads = 3, .rope_theta = 10000, .rope_dim = 16,
-                             .rope_style = VKATTN_ROPE_GPTJ};
-    decode_case(ctx, "mha gptj rope_dim 16", &mha, 9, 9, 33, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-    vkattn_layer_desc plain = {.embed_dim = 30, .num_heads = 2, .num_kv_heads = 1};
-    decode_case(ctx, "no rope, D=15 (scalar texels)", &plain, 5, 5, 20, 3, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-}
-
-static void family_split(vkattn_context *ctx)
-{
-    /* Split-KV forced, and parts that the loop budget needs (this context's budget is lowered). */
-    vkattn_layer_desc gqa = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000};
-    decode_case(ctx, "split-KV 1 part (unsplit)", &gqa, 300, 300, 310, 16, VKATTN_DTYPE_F32, 1, 1e-10, 0);
-    decode_case(ctx, "split-KV 7 parts", &gqa, 300, 300, 310, 16, VKATTN_DTYPE_F32, 7, 1e-10, 1);
-    decode_case(ctx, "split-KV 7 parts, f16 cache", &gqa, 300, 300, 310, 16, VKATTN_DTYPE_F16, 7, 1e-5, 1);
-    /* the budget (600 trips) holds 560 keys per invocation at D=16: 1300 keys need 3 parts */
-    decode_case(ctx, "loop budget: parts it needs", &gqa, 1290, 1290, 1300, 32, VKATTN_DTYPE_F32, 1, 1e-10, 1);
-    /* with a window of 700 the parts cover 700 keys from each row's window start (2 parts, not 3),
-     * and a sink joins part 0 only */
-    gqa.window = 700;
-    decode_case_sinks(ctx, "loop budget: window 700, sinks", &gqa, 1, 1290, 1290, 1300, 32, VKATTN_DTYPE_F32, 1, 1e-10, 1);
+    int ran = 0;
+    for (size_t i = 0; i < sizeof decode_rows / sizeof decode_rows[0]; i++)
+        if (strcmp(decode_rows[i].family, family) == 0) run_decode_row(ctx, &decode_rows[i]), ran = 1;
+    return ran;
 }
 
 /* Three sequences of different lengths in one pool, in batches of mixed prompts and steps. */
@@ -218,31 +296,9 @@ static void family_ragged(vkattn_context *ctx)
     ragged_case(ctx, &desc, 0, "ragged batch");
 }
 
-/* The attention variants through the cache, each against the reference over the whole sequence
- * (decode equals prefill): sliding window (with GQA and RoPE; a prompt in chunks; windows shorter
- * than a block), softcap and sinks, ALiBi (power of two heads and not), all together in an fp16
- * cache, a ragged batch, and split-KV with the sink counted once however many parts. */
+/* A ragged batch with the variants: a window, ALiBi and sinks. */
 static void family_variants(vkattn_context *ctx)
 {
-    vkattn_layer_desc w = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000, .window = 5};
-    decode_case(ctx, "window 5, gqa rope, prefill 7 then decode", &w, 7, 7, 40, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-    w.window = 8;
-    decode_case(ctx, "window 8, prompt in chunks of 5", &w, 23, 5, 30, 3, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-    vkattn_layer_desc sc = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000, .softcap = 1.5f};
-    decode_case_sinks(ctx, "softcap 1.5 + sinks, mqa", &sc, 1, 9, 9, 30, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-    vkattn_layer_desc al = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .alibi = 1};
-    decode_case(ctx, "alibi H=4, gqa", &al, 6, 6, 30, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-    vkattn_layer_desc al6 = {.embed_dim = 42, .num_heads = 6, .num_kv_heads = 3, .alibi = 1};
-    decode_case(ctx, "alibi H=6 (not a power of two), D=7", &al6, 5, 5, 25, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-    vkattn_layer_desc all = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .window = 6, .softcap = 2.0f,
-                             .alibi = 1};
-    decode_case_sinks(ctx, "window + softcap + alibi + sinks", &all, 1, 8, 8, 30, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1);
-    decode_case_sinks(ctx, "all variants, f16 cache", &all, 1, 8, 8, 30, 4, VKATTN_DTYPE_F16, 0, 1e-5, -1);
-    /* split-KV: 7 parts (most of them wholly outside the window, or past it), the sink once */
-    vkattn_layer_desc sp = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000, .window = 40};
-    decode_case_sinks(ctx, "split-KV 7 parts, window 40, sinks", &sp, 1, 300, 300, 310, 16, VKATTN_DTYPE_F32, 7, 1e-10, 1);
-    sp.window = 0;
-    decode_case_sinks(ctx, "split-KV 7 parts, sinks", &sp, 1, 300, 300, 310, 16, VKATTN_DTYPE_F32, 7, 1e-10, 1);
     vkattn_layer_desc rg = {.embed_dim = 64, .num_heads = 8, .num_kv_heads = 2, .window = 4, .alibi = 1};
     ragged_case(ctx, &rg, 1, "ragged batch, window 4 + alibi + sinks");
 }
@@ -430,53 +486,6 @@ static void family_errors(vkattn_context *ctx)
 
 /* ---- caches of a block format (Q8_0, Q4_0) ------------------------------------------------- */
 
-/* N(0,1) values: Box-Muller over the test generator. */
-static void fill_normal(test_rng *rng, float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i += 2) {
-        double u1 = (test_rng_float(rng) + 1.0) / 2.0, u2 = (test_rng_float(rng) + 1.0) / 2.0;
-        double r = sqrt(-2.0 * log(u1 > 1e-12 ? u1 : 1e-12)), a = 6.283185307179586 * u2;
-        x[i] = (float)(r * cos(a));
-        if (i + 1 < n) x[i + 1] = (float)(r * sin(a));
-    }
-}
-
-/* A decode through a cache of `dtype` (a prompt of `prefill` tokens in chunks, then one token at a
- * time up to `total`) on N(0,1) tokens: against the reference that rounds k and v as the cache
- * does, to fp32 accuracy (`tol`); against the unrounded reference, within what the format costs
- * (`bound`). Returns that last NMSE.
- *
- * The rounding reference agrees to about 1e-13 NMSE, except where a value lies within an ulp of a
- * rounding boundary of the format: the device's fp32 projections and the reference's double ones
- * differ in the last bit, and one side lands on the neighbouring level. Such a flip moved the NMSE
- * to 2e-8 (split-KV, q8_0) and 6e-10 (D=128, q4_0); perturbing the inputs by a few ulps moved it
- * by up to 1e-8. Hence tol 1e-6: far below the formats' own error, far above a flip. */
-static double quant_case(vkattn_context *ctx, const char *name, const vkattn_layer_desc *desc, uint32_t prefill,
-                         uint32_t chunk, uint32_t total, uint32_t block_size, vkattn_dtype dtype, uint32_t splits,
-                         double tol, double bound)
-{
-    test_weights tw;
-    vkattn_layer *layer = make_layer(ctx, &tw, desc, 11);
-    vkattn_kv_cache *cache = make_cache(ctx, desc, (total + block_size - 1) / block_size, block_size, 1, dtype);
-    seq_run r, *rp = &r;
-    run_make(&r, 0, total, desc->embed_dim, 5);
-    test_rng rng = test_rng_make(21);
-    fill_normal(&rng, r.tokens, (size_t)total * desc->embed_dim);
-    while (r.len < total) {
-        uint32_t n = r.len < prefill ? (prefill - r.len < chunk ? prefill - r.len : chunk) : 1;
-        CHECK_STATUS(feed(layer, cache, desc->embed_dim, &rp, &n, 1, splits), VKATTN_OK);
-    }
-    char what[96];
-    snprintf(what, sizeof what, "%s, %s cache", name, vkattn_dtype_name(dtype));
-    check_run_as(&tw, &r, dtype, tol, what);
-    double nmse = check_run_as(&tw, &r, VKATTN_DTYPE_F32, bound, what);
-    run_free(&r);
-    vkattn_kv_cache_destroy(cache);
-    vkattn_layer_destroy(layer);
-    test_weights_free(&tw);
-    return nmse;
-}
-
 /* Every row the sequences of `runs` wrote, in both pools, is the host's blocks of its tokens
  * (k = v = the token: identity projections). Returns the blocks that differ. */
 static uint32_t check_pools(vkattn_context *ctx, vkattn_kv_cache *cache, seq_run *const *runs, uint32_t n, uint32_t E)
@@ -588,13 +597,7 @@ static void quant_pools(vkattn_context *ctx)
 static void family_quant(vkattn_context *ctx)
 {
     quant_pools(ctx);
-    /* Both formats through GQA + RoPE decoding (D = 32: a block per row), and Q4_0 at D = 64 without
-     * RoPE (two blocks per row, rows 36 bytes apart); against the rounding reference and the exact one. */
     vkattn_layer_desc gqa = {.embed_dim = 128, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
-    quant_case(ctx, "gqa rope neox, prefill 7 then decode", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_Q8_0, 0, 1e-6, 5e-4);
-    quant_case(ctx, "gqa rope neox, prefill 7 then decode", &gqa, 7, 7, 40, 4, VKATTN_DTYPE_Q4_0, 0, 1e-6, 5e-2);
-    vkattn_layer_desc mha = {.embed_dim = 128, .num_heads = 2};
-    quant_case(ctx, "mha D=64, prompt in chunks of 5", &mha, 23, 5, 30, 8, VKATTN_DTYPE_Q4_0, 0, 1e-6, 5e-2);
 
     /* Refusals: a head dim that is not whole blocks; tensors of a block format. */
     vkattn_kv_cache *none = NULL;
@@ -630,24 +633,6 @@ static void family_quant(vkattn_context *ctx)
     CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_OK);
     vkattn_layer_destroy(layer);
     test_weights_free(&tw);
-}
-
-/* What the formats cost at a real head dim (D = 128), and the paths that split the keys. */
-static void family_quant_accuracy(vkattn_context *ctx)
-{
-    vkattn_layer_desc gqa = {.embed_dim = 512, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
-    double q8 = quant_case(ctx, "D=128 gqa rope, prefill 40 then decode", &gqa, 40, 40, 72, 16, VKATTN_DTYPE_Q8_0, 0,
-                           1e-6, 5e-4);
-    double q4 = quant_case(ctx, "D=128 gqa rope, prefill 40 then decode", &gqa, 40, 40, 72, 16, VKATTN_DTYPE_Q4_0, 0,
-                           1e-6, 5e-2);
-    printf("  D=128 against an f32 cache: nmse %.2e (q8_0), %.2e (q4_0)\n", q8, q4);
-    vkattn_layer_desc mqa = {.embed_dim = 128, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000};
-    quant_case(ctx, "split-KV 7 parts", &mqa, 300, 300, 310, 16, VKATTN_DTYPE_Q4_0, 7, 1e-6, 5e-2);
-    quant_case(ctx, "split-KV 7 parts", &mqa, 300, 300, 310, 16, VKATTN_DTYPE_Q8_0, 7, 1e-6, 5e-4);
-    /* a block format with the variants: a sliding window and soft-capping, split-KV */
-    vkattn_layer_desc windowed = mqa;
-    windowed.window = 40, windowed.softcap = 30;
-    quant_case(ctx, "window 40 + softcap, split-KV 7", &windowed, 100, 100, 130, 16, VKATTN_DTYPE_Q4_0, 7, 1e-6, 5e-2);
 }
 
 /* ---- random cache operations ----------------------------------------------------------------- */
@@ -781,17 +766,14 @@ int main(int argc, char **argv)
     const char *family = argc > 1 ? argv[1] : "decode";
     if (strcmp(family, "split") == 0) setenv("VKATTN_LOOP_BUDGET", "600", 1);
     vkattn_context *ctx = gpu_test_context();
-    if (strcmp(family, "decode") == 0) family_decode(ctx);
-    else if (strcmp(family, "decode_shapes") == 0) family_decode_shapes(ctx);
-    else if (strcmp(family, "split") == 0) family_split(ctx);
-    else if (strcmp(family, "ragged") == 0) family_ragged(ctx);
+    int rows = run_decode_rows(ctx, family);
+    if (strcmp(family, "ragged") == 0) family_ragged(ctx);
     else if (strcmp(family, "paging") == 0) family_paging(ctx);
     else if (strcmp(family, "errors") == 0) family_errors(ctx);
     else if (strcmp(family, "quant") == 0) family_quant(ctx);
-    else if (strcmp(family, "quant_accuracy") == 0) family_quant_accuracy(ctx);
     else if (strcmp(family, "variants") == 0) family_variants(ctx);
     else if (strcmp(family, "random_ops") == 0) family_random_ops(ctx);
-    else CHECK_MSG(0, "unknown family %s", family);
+    else CHECK_MSG(rows, "unknown family %s", family);
     gpu_test_finish_context(ctx);
     return test_finish();
 }
