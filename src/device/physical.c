@@ -38,15 +38,21 @@ int vka_device_has_extension(const vka_instance_fns *fns, VkPhysicalDevice devic
     return has_extension(fns, device, name);
 }
 
-int vka_queue_family(const vka_instance_fns *fns, VkPhysicalDevice device, uint32_t family,
-                     VkQueueFamilyProperties *out)
+/* The device's first 16 queue families (no device has more); returns how many. */
+static uint32_t queue_families(const vka_instance_fns *fns, VkPhysicalDevice device, VkQueueFamilyProperties families[16])
 {
     uint32_t count = 0;
     fns->vkGetPhysicalDeviceQueueFamilyProperties(device, &count, NULL);
-    VkQueueFamilyProperties families[16];
     if (count > 16) count = 16;
     fns->vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families);
-    if (family >= count) return 0;
+    return count;
+}
+
+int vka_queue_family(const vka_instance_fns *fns, VkPhysicalDevice device, uint32_t family,
+                     VkQueueFamilyProperties *out)
+{
+    VkQueueFamilyProperties families[16];
+    if (family >= queue_families(fns, device, families)) return 0;
     *out = families[family];
     return 1;
 }
@@ -54,11 +60,8 @@ int vka_queue_family(const vka_instance_fns *fns, VkPhysicalDevice device, uint3
 int vka_find_compute_queue(const vka_instance_fns *fns, VkPhysicalDevice device, uint32_t *family,
                            uint32_t *timestamp_bits)
 {
-    uint32_t count = 0;
-    fns->vkGetPhysicalDeviceQueueFamilyProperties(device, &count, NULL);
     VkQueueFamilyProperties families[16];
-    if (count > 16) count = 16;
-    fns->vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families);
+    uint32_t count = queue_families(fns, device, families);
     int best = -1;
     for (uint32_t i = 0; i < count; i++) {
         if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || families[i].queueCount == 0) continue;
