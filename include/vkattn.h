@@ -35,7 +35,7 @@
  * Glossary (used the same way in code, shaders, tests and docs)
  * --------------------------------------------------------------
  *   B  batch                    E  embed_dim (query features, output features)
- *   H  heads                    D  head dim = E / H (E % H != 0 is an error)
+ *   H  heads                    D  head dim: head_dim, else E / H (then E % H != 0 is an error)
  *   L  query length             kdim, vdim  key / value feature sizes (default E)
  *   S  key/value length         S' = S + add_bias_kv + add_zero_attn (keys actually attended over)
  *
@@ -393,6 +393,67 @@ typedef enum vkattn_rope_style {
  * below 2^32 apart every bias stays below 2^48, which fp32 scores hold. */
 #define VKATTN_ALIBI_MAX_SLOPE 65536.0f
 
+/* Rotary frequencies other than theta^(-2i / rope_dim): the rope types of Hugging Face's rope
+ * utilities (modeling_rope_utils.py, `rope_scaling` / `rope_parameters` in a config.json), each
+ * computed on the host in double exactly as that code's formulas say and rounded to fp32 once,
+ * giving a table inv_freq_i (i < rope_dim / 2) and an attention factor that scales cos and sin.
+ * With d = rope_dim, base_i = theta^(2i/d):
+ *   DEFAULT   inv_freq_i = 1 / base_i
+ *   LINEAR    1 / (factor * base_i)
+ *   DYNAMIC   NTK: theta' = theta * (factor * n / m - (factor - 1))^(d / (d - 2)),
+ *             m = max_position_embeddings, n = max(the sequence length, m); 1 / theta'^(2i/d)
+ *   YARN      a ramp between 1 / base_i and 1 / (factor * base_i) over the dims whose wavelengths
+ *             lie between beta_fast and beta_slow rotations in original_max_position_embeddings
+ *             (floor/ceil of the bounds unless no_truncate); attention factor
+ *             0.1 ln(factor) + 1, or (0.1 mscale ln(factor) + 1) / (0.1 mscale_all_dim ln(factor) + 1)
+ *             with both mscales, or attention_factor when given
+ *   LONGROPE  1 / (f_i * base_i), f = long_factor when the sequence is longer than
+ *             original_max_position_embeddings, else short_factor; attention factor
+ *             sqrt(1 + ln(factor) / ln(original)) (1 when factor <= 1), or attention_factor
+ *   LLAMA3    1 / base_i for wavelengths 2 pi base_i below original / high_freq_factor, divided by
+ *             factor above original / low_freq_factor, smoothly between
+ *   TABLE     inv_freq as given (rope_dim / 2 floats), attention_factor (0 = 1)
+ * DYNAMIC and LONGROPE depend on the sequence length. A forward takes it as its largest position
+ * + 1 (rope_offset + max(L, S)); a cached forward as the longest sequence of its batch after its
+ * new tokens, so each new token is rotated with the table of the length reached at its step and
+ * the keys already cached keep the rotation they were appended with — what Hugging Face's
+ * generate does step by step (it keeps the largest length seen so far instead, which differs only
+ * when a later forward is shorter than an earlier one and both exceed the original length). */
+typedef enum vkattn_rope_type {
+    VKATTN_ROPE_TYPE_DEFAULT = 0,
+    VKATTN_ROPE_TYPE_LINEAR = 1,
+    VKATTN_ROPE_TYPE_DYNAMIC = 2,
+    VKATTN_ROPE_TYPE_YARN = 3,
+    VKATTN_ROPE_TYPE_LONGROPE = 4,
+    VKATTN_ROPE_TYPE_LLAMA3 = 5,
+    VKATTN_ROPE_TYPE_TABLE = 6
+} vkattn_rope_type;
+
+typedef struct vkattn_rope_scaling {
+    vkattn_rope_type type;          /* 0 = DEFAULT */
+    float factor;                   /* LINEAR, DYNAMIC, LLAMA3: required (> 0); YARN, LONGROPE: 0 =
+                                       max_position_embeddings / original_max_position_embeddings */
+    uint32_t original_max_position_embeddings; /* YARN, LONGROPE, LLAMA3: required */
+    uint32_t max_position_embeddings;          /* DYNAMIC: required; YARN, LONGROPE: for a factor of 0 */
+    float low_freq_factor, high_freq_factor;   /* LLAMA3: required, low < high */
+    float beta_fast, beta_slow;     /* YARN: 0 = 32 and 1 */
+    float mscale, mscale_all_dim;   /* YARN: 0 = unset (both needed to be used) */
+    int no_truncate;                /* YARN: 0 = the bounds rounded out (Hugging Face's truncate: true) */
+    float attention_factor;         /* YARN, LONGROPE, TABLE: 0 = as above (1 for TABLE) */
+    const float *short_factor;      /* LONGROPE: rope_dim / 2 floats each, copied */
+    const float *long_factor;
+    const float *inv_freq;          /* TABLE: rope_dim / 2 floats, copied */
+} vkattn_rope_scaling;
+
+/* Where an RMS norm of the projected q and k (before RoPE, before K enters a KV cache) is taken
+ * (vkattn_layer_desc.qk_norm): x * rsqrt(mean(x^2) + eps) * w, w from vkattn_weights.q_norm_weight
+ * and k_norm_weight. */
+typedef enum vkattn_qk_norm {
+    VKATTN_QK_NORM_NONE = 0,
+    VKATTN_QK_NORM_HEAD = 1, /* each head's D dims (Qwen3, Gemma 3): weights of D floats */
+    VKATTN_QK_NORM_ROW = 2   /* a token's whole projected q (H*D) and k (H_kv*D) (OLMo 2): weights of that width */
+} vkattn_qk_norm;
+
 typedef struct vkattn_layer_desc {
     uint32_t embed_dim;  /* E, required */
     uint32_t num_heads;  /* H, required; E % H must be 0 */
@@ -470,29 +531,43 @@ typedef struct vkattn_layer_desc {
                                   power of two below H, then 2^(-4(2k+1)/n) for heads n + k. Computed in double,
                                   rounded to fp32. Only with alibi (else VKATTN_ERROR_INVALID_ARGUMENT).
                                   vkattn_layer_get_desc returns the slopes in use. */
+    uint32_t head_dim;   /* D, the dims of each head; 0 = E / H (then E % H must be 0). A layer whose
+                            H * D differs from E (Gemma 2/3, Qwen3 0.6B-4B, Mistral Nemo, gpt-oss) has
+                            W_Q (H*D, E), W_K and W_V (H_kv*D, kdim / vdim) and W_O (E, H*D). */
+    float scale;         /* the scores' scale; 0 = 1 / sqrt(D). Gemma 2/3: query_pre_attn_scalar^-1/2.
+                            Negative or non-finite: VKATTN_ERROR_INVALID_ARGUMENT. */
+    vkattn_rope_scaling rope_scaling; /* the rotary frequencies (see vkattn_rope_type); zeros = theta's.
+                                         RoPE is on when rope_theta > 0, or with a TABLE. A field a
+                                         type needs but lacks is VKATTN_ERROR_INVALID_ARGUMENT,
+                                         named. */
+    vkattn_qk_norm qk_norm; /* RMS norms of q and k after the projection; 0 = none. Needs
+                               vkattn_weights.q_norm_weight and k_norm_weight; with pruned heads
+                               only VKATTN_QK_NORM_HEAD (else VKATTN_ERROR_UNSUPPORTED). */
+    float qk_norm_eps;      /* 0 = 1e-6 (the rms_norm_eps of Qwen3, Gemma 3, OLMo 2) */
+    int qk_norm_plus_one;   /* 0 = scale by w (Qwen3, OLMo 2); 1 = by (1 + w) (Gemma 3) */
 } vkattn_layer_desc;
 
-/* Host weights in PyTorch's state_dict layout (row-major float32). When kdim == vdim == E, give
- * in_proj_weight (3E,E) or q/k/v_proj_weight; otherwise q_proj_weight (E,E), k_proj_weight
- * (E,kdim), v_proj_weight (E,vdim). Biases are required unless no_bias; bias_k/bias_v only with
- * add_bias_kv.
+/* Host weights in PyTorch's state_dict layout (row-major float32). E_q = H·D and E_kv = H_kv·D are
+ * the widths of the projected queries and of the projected keys and values; for nn.MultiheadAttention
+ * both are E. When kdim == vdim == E, give in_proj_weight (E_q + 2·E_kv, E) or q/k/v_proj_weight;
+ * otherwise q_proj_weight (E_q,E), k_proj_weight (E_kv,kdim), v_proj_weight (E_kv,vdim). Biases are
+ * required unless no_bias; bias_k/bias_v only with add_bias_kv.
  *
- * Grouped-query layers (num_kv_heads = H_kv < H; E_kv = H_kv·D, D = E / H): nn.MHA's separate
- * projections, with W_K and W_V narrowed to the H_kv heads: q_proj_weight (E,E), k_proj_weight
- * (E_kv,kdim), v_proj_weight (E_kv,vdim), in_proj_bias (E + 2·E_kv) = [q bias | k bias | v bias],
- * bias_k and bias_v (E_kv), out_proj_weight (E,E) and out_proj_bias (E) as usual; rows
- * [k·D, (k+1)·D) of W_K and W_V belong to K/V head k. in_proj_weight is refused
+ * Grouped-query layers (num_kv_heads = H_kv < H): W_K and W_V are narrowed to the H_kv heads, and
+ * rows [k·D, (k+1)·D) of W_K and W_V belong to K/V head k; in_proj_weight is refused
  * (VKATTN_ERROR_INVALID_ARGUMENT): give q/k/v_proj_weight. */
 typedef struct vkattn_weights {
-    const float *in_proj_weight;  /* (3E,E): rows [0,E) = W_Q, [E,2E) = W_K, [2E,3E) = W_V */
-    const float *q_proj_weight;   /* (E,E) */
-    const float *k_proj_weight;   /* (E,kdim); (E_kv,kdim) grouped */
-    const float *v_proj_weight;   /* (E,vdim); (E_kv,vdim) grouped */
-    const float *in_proj_bias;    /* (3E); (E + 2·E_kv) grouped */
-    const float *out_proj_weight; /* (E,E) */
+    const float *in_proj_weight;  /* (E_q + 2·E_kv, E): rows [0,E_q) = W_Q, then W_K, then W_V */
+    const float *q_proj_weight;   /* (E_q,E) */
+    const float *k_proj_weight;   /* (E_kv,kdim) */
+    const float *v_proj_weight;   /* (E_kv,vdim) */
+    const float *in_proj_bias;    /* (E_q + 2·E_kv) = [q bias | k bias | v bias] */
+    const float *out_proj_weight; /* (E,E_q) */
     const float *out_proj_bias;   /* (E) */
-    const float *bias_k;          /* (1,1,E); (E_kv) grouped */
-    const float *bias_v;          /* (1,1,E); (E_kv) grouped */
+    const float *bias_k;          /* (E_kv), as PyTorch's (1,1,E) */
+    const float *bias_v;          /* (E_kv) */
+    const float *q_norm_weight;   /* with qk_norm: (D) per head, or (E_q) for a whole row; else NULL */
+    const float *k_norm_weight;   /* with qk_norm: (D) per head, or (E_kv) for a whole row; else NULL */
     const float *sinks;           /* (H) or NULL = none: attention sinks (gpt-oss), a learned logit s_h per
                                      head that joins each softmax denominator without a value:
                                      p_j = exp(x_j - m) / (exp(s_h - m) + sum_k exp(x_k - m)), so a row's
@@ -516,7 +591,7 @@ vkattn_status vkattn_layer_create(vkattn_context *ctx, const vkattn_layer_desc *
                                   const vkattn_weights *weights, vkattn_layer **out);
 void vkattn_layer_destroy(vkattn_layer *layer);
 /* The layer's resolved description (defaults filled in: kdim, vdim, num_kv_heads = H when 0 was
- * given; storage after any fp16 fall-back; alibi_slopes = the slopes in use when alibi is on). Its
+ * given, head_dim and scale in use; storage after any fp16 fall-back; alibi_slopes = the slopes in use when alibi is on). Its
  * head_mask points into the layer and lives until the next set_head_mask or destroy; its
  * alibi_slopes point into the layer too and live until destroy. */
 void vkattn_layer_get_desc(const vkattn_layer *layer, vkattn_layer_desc *out);
@@ -874,29 +949,35 @@ void vkattn_array_free(vkattn_array *array);
  * Names, after the layer's prefix (see vkattn_weight_file_open):
  *   nn.MultiheadAttention  in_proj_weight or q_proj_weight, k_proj_weight, v_proj_weight;
  *                          out_proj.weight; in_proj_bias with out_proj.bias; bias_k with bias_v
- *   Hugging Face           q_proj.weight, k_proj.weight, v_proj.weight, o_proj.weight (Llama,
- *                          Mistral, Qwen2, ...) or out_proj.weight (BART, CLIP, Whisper); the
- *                          biases q_proj.bias, k_proj.bias, v_proj.bias, o_proj.bias (out_proj.bias)
+ *   Hugging Face           q_proj.weight, k_proj.weight, v_proj.weight, or one qkv_proj.weight
+ *                          (Phi-3: rows of W_Q, then W_K, then W_V), o_proj.weight (Llama,
+ *                          Mistral, Qwen, Gemma, ...) or out_proj.weight (BART, CLIP, Whisper); the
+ *                          biases q_proj.bias, k_proj.bias, v_proj.bias, o_proj.bias (out_proj.bias);
+ *                          q_norm.weight with k_norm.weight (Qwen3, Gemma 3: D values each, per
+ *                          head; OLMo 2: E_q and kv_rows, a whole row); sinks (gpt-oss: H values)
  * One layer uses one naming (a mix is VKATTN_ERROR_FORMAT). A Hugging Face layer maps to
  * q/k/v_proj_weight, out_proj_weight, in_proj_bias = [q_proj.bias, k_proj.bias, v_proj.bias]
- * (E + 2 * kv_rows floats) and out_proj_bias. A layer's biases are all or nothing (no_bias): all
- * four present, or none (no_bias = 1), or q/k/v biases without the output's (Qwen2), which loads
- * out_proj_bias as zeros (vkattn_weight_file_info.out_bias_zero_filled); any other set is
- * VKATTN_ERROR_NOT_FOUND naming what is missing. Per-head norms of q or k under the prefix
- * (q_norm/k_norm: Qwen3, OLMo2, Gemma 3) would change the result and are refused
- * (VKATTN_ERROR_UNSUPPORTED); other tensors under the prefix (e.g. rotary frequencies) are ignored
- * and counted in the info. The file holds no rotary settings: set rope_theta/rope_dim/rope_style
- * from the model's config (rope_scaling, as Llama 3.1's, is not supported: its frequencies
- * differ from theta's).
+ * (E_q + 2 * kv_rows floats), out_proj_bias, q_norm_weight, k_norm_weight and sinks. A layer's
+ * biases are all or nothing (no_bias): all four present, or none (no_bias = 1), or q/k/v biases
+ * without the output's (Qwen2), which loads out_proj_bias as zeros
+ * (vkattn_weight_file_info.out_bias_zero_filled); any other set is VKATTN_ERROR_NOT_FOUND naming
+ * what is missing. Tensors under the prefix that would change the result but are not applied are
+ * refused (VKATTN_ERROR_UNSUPPORTED): q_layernorm/k_layernorm (LayerNorms with a bias),
+ * q_norm.bias, qkv_proj.bias. Other tensors under the prefix (e.g. rotary frequencies) are ignored
+ * and counted in the info. Only names under the exact prefix are read: layer 15's tensors beside
+ * layer 5's, or a layer's own layernorm weights ("model.layers.5.input_layernorm.weight"), are
+ * never picked up. The file holds no rotary or norm settings: take them from the model's
+ * config.json (vkattn_model_config_open), or set rope_theta, rope_scaling, qk_norm_eps and
+ * qk_norm_plus_one by hand.
  *
+ * Widths: the output projection is (E, E_q), E_q = H * D the query projection's rows, which may
+ * differ from E (num_heads * head_dim != hidden_size: Gemma, Qwen3's small models, Mistral Nemo).
  * Grouped-query layers: separate key/value projections (Hugging Face's k_proj.weight and
  * v_proj.weight, nn.MultiheadAttention's k_proj_weight and v_proj_weight) may have fewer rows than
- * the query's: kv_rows = H_kv * D, which must divide E (else VKATTN_ERROR_FORMAT); they load as
+ * the query's: kv_rows = H_kv * D, which must divide E_q (else VKATTN_ERROR_FORMAT); they load as
  * k_proj_weight (kv_rows, kdim) and v_proj_weight (kv_rows, vdim), and nn.MultiheadAttention's
- * in_proj_bias then has E + 2 * kv_rows entries, bias_k and bias_v kv_rows (the layout
- * vkattn_weights takes). in_proj_weight always has 3E rows. The output projection must be square
- * (E, E), i.e. num_heads * head_dim = hidden_size; a model where they differ is
- * VKATTN_ERROR_FORMAT. */
+ * in_proj_bias then has E_q + 2 * kv_rows entries, bias_k and bias_v kv_rows (the layout
+ * vkattn_weights takes). */
 typedef struct vkattn_weight_file vkattn_weight_file;
 
 /* Reads one attention layer from the safetensors file at `path`. `prefix` names the layer: its
@@ -920,16 +1001,19 @@ void vkattn_weight_file_destroy(vkattn_weight_file *file);
 const vkattn_weights *vkattn_weight_file_weights(const vkattn_weight_file *file);
 
 /* vkattn_weight_file_describe's num_kv_heads when the file's key/value rows are not a whole
- * number of heads of D = E / num_heads (or num_heads is 0 or does not divide E):
+ * number of heads of D = (query rows) / num_heads (or num_heads is 0 or does not divide them):
  * vkattn_layer_create refuses it, since num_heads is never a multiple of it. */
 #define VKATTN_KV_HEADS_UNKNOWN 0xFFFFFFFFu
 
-/* Fills embed_dim, kdim, vdim, no_bias and add_bias_kv from the tensors present, and num_kv_heads:
- * 0 (= num_heads) when k_proj/v_proj have E rows; otherwise, with desc->num_heads already set,
- * kv_rows / (E / num_heads), or VKATTN_KV_HEADS_UNKNOWN when that is not a whole number (or
- * num_heads is 0 or does not divide E), so that the layer is refused rather than read with the
- * wrong widths: set num_heads first. Leaves num_heads, add_zero_attn and storage as they are
- * (the file cannot know them). */
+/* Fills embed_dim, kdim, vdim, no_bias and add_bias_kv from the tensors present, and, with
+ * desc->num_heads already set, the head dim, num_kv_heads and qk_norm: head_dim = (query rows) /
+ * num_heads when the query rows H * D differ from E (else 0, = E / H); num_kv_heads 0
+ * (= num_heads) when k_proj/v_proj have as many rows as q_proj, else kv_rows / D; qk_norm HEAD or
+ * ROW from q_norm.weight's width (NONE without). num_kv_heads is VKATTN_KV_HEADS_UNKNOWN when the
+ * file contradicts num_heads (kv_rows not a whole number of heads, num_heads 0 or not dividing
+ * the query rows, a norm neither D nor E_q wide, sinks not num_heads long), so that the layer is
+ * refused rather than read with the wrong widths: set num_heads first. Leaves num_heads,
+ * add_zero_attn, storage, qk_norm_eps and qk_norm_plus_one as they are (the file cannot know them). */
 void vkattn_weight_file_describe(const vkattn_weight_file *file, vkattn_layer_desc *desc);
 
 typedef enum vkattn_weight_names {
@@ -938,16 +1022,16 @@ typedef enum vkattn_weight_names {
 } vkattn_weight_names;
 
 /* The most attention tensors one layer reads (nn.MultiheadAttention: at most 8; Hugging Face: 8). */
-#define VKATTN_WEIGHT_FILE_MAX_TENSORS 12
+#define VKATTN_WEIGHT_FILE_MAX_TENSORS 16
 
 /* What a load found, for reports. Strings point into the file object (valid until it is
  * destroyed), printable ASCII: other bytes appear as \xNN, names longer than 180 bytes end in "...". */
 typedef struct vkattn_weight_file_info {
     vkattn_weight_names naming;
     const char *prefix;             /* the layer's prefix, "" for none */
-    uint32_t embed_dim;             /* E: rows (and columns) of the output projection */
-    uint32_t q_rows;                /* rows of the query projection: E */
-    uint32_t kv_rows;               /* rows of the key and value projections: E, or H_kv * D */
+    uint32_t embed_dim;             /* E: rows of the output projection */
+    uint32_t q_rows;                /* rows of the query projection, columns of the output one: H * D */
+    uint32_t kv_rows;               /* rows of the key and value projections: H * D, or H_kv * D */
     uint32_t kdim, vdim;            /* columns of the key and value projections */
     int out_bias_zero_filled;       /* 1: q/k/v biases without an output bias (Qwen2): out_proj_bias is zeros */
     uint32_t tensor_count;          /* attention tensors read */
@@ -961,6 +1045,59 @@ typedef struct vkattn_weight_file_info {
 
 /* Copies the file's info to *out. VKATTN_ERROR_INVALID_ARGUMENT if either is NULL. */
 vkattn_status vkattn_weight_file_get_info(const vkattn_weight_file *file, vkattn_weight_file_info *out);
+
+/* ---- a model's config.json ---------------------------------------------------------------------
+ *
+ * A Hugging Face config.json read for its attention: vkattn_model_config_layer fills the layer
+ * description of layer N (and the matching fields of a KV-cache description) exactly as that
+ * family's modeling code uses its config, so that an application need not translate fields by
+ * hand. Families read (model_type): llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3 and
+ * gemma3_text, gpt_oss, phi3, olmo2, smollm3 (README: "Model families"); another model_type is
+ * VKATTN_ERROR_UNSUPPORTED, as is any field that would change attention in a way vkattn does not
+ * compute, named in the message: kv_lora_rank, q_lora_rank and qk_rope_head_dim (multi-head latent
+ * attention), attention_chunk_size (Llama 4), mrope_section, use_qk_norm, an unknown rope type or
+ * rope_scaling field, a layer type other than full_attention and sliding_attention.
+ *
+ * What a layer gets: embed_dim (hidden_size), num_heads, num_kv_heads, head_dim (or
+ * hidden_size / num_attention_heads), scale (Gemma 2 and 3: query_pre_attn_scalar^-1/2), RoPE
+ * (rope_theta; rope_scaling or rope_parameters, whole or per layer type; partial_rotary_factor
+ * as rope_dim = int(head_dim * factor); Gemma 3's sliding layers rope_local_base_freq with no
+ * scaling; none for SmolLM3's no_rope_layers), window (sliding_window, on the layers that slide:
+ * layer_types, else the family's rule), softcap (attn_logit_softcapping), qk_norm (Qwen3 and
+ * Gemma 3 per head, Gemma's with (1 + w); OLMo 2 over the row) with qk_norm_eps = rms_norm_eps,
+ * no_bias (attention_bias, or the family's default). Every other field of the description is
+ * zero: storage, head masks and the like are the application's. */
+typedef struct vkattn_model_config vkattn_model_config;
+
+typedef struct vkattn_model_info {
+    const char *model_type;           /* the family, as config.json names it */
+    uint32_t num_layers;              /* num_hidden_layers (0 = not given) */
+    uint32_t max_position_embeddings; /* 0 = not given */
+    int attention_sinks;              /* the family's layers have a sink logit per head (vkattn_weights.sinks,
+                                         "sinks" in the checkpoint: gpt-oss); a checkpoint without it is
+                                         incomplete */
+} vkattn_model_info;
+
+/* Reads the config.json at `path` (at most 16 MiB). Errors: VKATTN_ERROR_IO, VKATTN_ERROR_FORMAT
+ * (malformed JSON, a field of the wrong kind or range), VKATTN_ERROR_UNSUPPORTED (see above),
+ * VKATTN_ERROR_INVALID_ARGUMENT, VKATTN_ERROR_OUT_OF_HOST_MEMORY; the message starts with the path.
+ * On failure *out is untouched. */
+vkattn_status vkattn_model_config_open(const char *path, vkattn_model_config **out, vkattn_error *error);
+void vkattn_model_config_destroy(vkattn_model_config *config);
+vkattn_status vkattn_model_config_get_info(const vkattn_model_config *config, vkattn_model_info *out);
+/* Layer `layer` (0-based): fills *desc whole; when `cache` is not NULL, its num_kv_heads and
+ * head_dim (the rest of *cache is the caller's: blocks, sequences, dtype); when `prefix` is not
+ * NULL, the layer's weight names' prefix in the family's checkpoints, e.g.
+ * "model.layers.7.self_attn." (64 bytes always suffice). desc->rope_scaling's lists point into
+ * the config and live until it is destroyed (vkattn_layer_create copies them). Errors:
+ * VKATTN_ERROR_INVALID_ARGUMENT (no such layer, a NULL config or desc, a short prefix buffer),
+ * VKATTN_ERROR_FORMAT (fields missing or contradictory for this layer: no hidden_size,
+ * num_key_value_heads not dividing num_attention_heads, layer_types of the wrong length, a
+ * longrope factor list of the wrong length, ...), VKATTN_ERROR_UNSUPPORTED. On failure *desc,
+ * *cache and prefix are untouched. */
+vkattn_status vkattn_model_config_layer(const vkattn_model_config *config, uint32_t layer, vkattn_layer_desc *desc,
+                                        vkattn_kv_cache_desc *cache, char *prefix, size_t prefix_cap,
+                                        vkattn_error *error);
 
 #ifdef __cplusplus
 }

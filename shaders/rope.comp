@@ -1,15 +1,22 @@
 #version 450
 /*
- * rope.comp — rotary position embedding, in place on the projected Q or K (head-major rows of D
- * elements). Pair p < pairs of a row holds dims (p, p + pairs) (NeoX) or (2p, 2p + 1) (GPT-J);
- * the row of token r is at position pos_offset + r (or meta[pos_offset + r] with POSITIONS) and its pair is rotated by
- * angle = float(pos) * inv_freq[p] (fp32, the host's table): (x1, x2) -> (x1 c - x2 s, x2 c + x1 s).
+ * rope.comp — q and k made ready for attention, in place on the projected Q or K (head-major rows
+ * of D elements): an optional RMS norm (VKA_ROPE_NORM: Qwen3's and Gemma 3's per head, OLMo 2's
+ * over a whole row), then rotary position embedding. Pair p < pairs of a row holds dims
+ * (p, p + pairs) (NeoX) or (2p, 2p + 1) (GPT-J); the row of token r is at position pos_offset + r
+ * (or meta[pos_offset + r] with POSITIONS) and its pair is rotated by
+ * angle = float(position) * inv_freq[p] (fp32, the host's table):
+ * (x1, x2) -> (x1 c - x2 s, x2 c + x1 s), c and s being cos and sin times the attention factor.
  * GLSL only bounds sin/cos errors on [-pi, pi], so the angle is first reduced to that range
  * (Cody-Waite, 2pi in three parts; see reduce()).
  *
- * Grid: one invocation per (batch, head, row, pair), WG_SIZE per workgroup.
+ * Grid: without NORM one invocation per (batch, head, row, pair); with NORM one workgroup per
+ * norm (batch, row, and head unless the norm spans the row), its invocations striding over the
+ * norm's elements: the sum of squares, a tree over the workgroup (a power of two), then each
+ * element scaled, and each pair rotated by the invocation that holds its first element.
  * Bindings: VKA_ROPE_* (abi.h); X is read and written (fp16 with OUT_F16).
- * Loop trips per invocation: none (no loops).
+ * Loop trips per invocation: none without NORM; with NORM (n = norm_heads * dim / WG_SIZE rounded
+ * up, t = log2(WG_SIZE)): 2(n + 1) + (t + 1).
  */
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -21,7 +28,10 @@ layout(binding = VKA_ROPE_FREQ) uniform samplerBuffer Freq;
 layout(std430, binding = VKA_ROPE_META) readonly buffer Meta_ { uint meta[]; };
 #include "attention_common.glsl"
 layout(std430, binding = VKA_ROPE_X) buffer X_ { VKA_OUT_TYPE x[]; };
+layout(std430, binding = VKA_ROPE_NORM_W) readonly buffer NormW_ { float norm_w[]; };
 layout(push_constant) uniform Push { vka_rope_push pc; };
+
+shared float red_sum[gl_WorkGroupSize.x];
 
 /* angle - k*2pi for the nearest integer k, with 2pi = C1 + C2 + C3. C1 and C2 have 8 and 7
  * significant bits, so k*C1 and k*C2 are exact for |k| < 2^16 (angles below about 4e5) even where
@@ -41,7 +51,21 @@ float reduce(float angle)
     return r;
 }
 
-void main()
+/* cos and sin of a pair's angle at `position`, times the attention factor. */
+vec2 rotation(uint position, uint p)
+{
+    precise float angle = float(position) * texelFetch(Freq, int(p)).x;
+    float a = reduce(angle);
+    return vec2(cos(a), sin(a)) * pc.factor;
+}
+
+uint position_of(uint r)
+{
+    return (FLAGS & VKA_ROPE_POSITIONS) != 0 ? meta[pc.pos_offset + r] : pc.pos_offset + r;
+}
+
+/* One pair per invocation. */
+void rotate_pair()
 {
     uint index = vka_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
     if (index >= pc.count) return;
@@ -53,12 +77,60 @@ void main()
     uint base = pc.offset + b * pc.batch_stride + h * pc.head_stride + r * pc.row_stride;
     uint i1 = base + (pc.gptj != 0u ? 2u * p : p);
     uint i2 = base + (pc.gptj != 0u ? 2u * p + 1u : p + pc.pairs);
-
-    uint position = (FLAGS & VKA_ROPE_POSITIONS) != 0 ? meta[pc.pos_offset + r] : pc.pos_offset + r;
-    precise float angle = float(position) * texelFetch(Freq, int(p)).x;
-    float a = reduce(angle);
-    float c = cos(a), s = sin(a);
+    vec2 cs = rotation(position_of(r), p);
     float x1 = float(x[i1]), x2 = float(x[i2]);
-    x[i1] = VKA_TO_OUT(x1 * c - x2 * s);
-    x[i2] = VKA_TO_OUT(x2 * c + x1 * s);
+    x[i1] = VKA_TO_OUT(x1 * cs.x - x2 * cs.y);
+    x[i2] = VKA_TO_OUT(x2 * cs.x + x1 * cs.y);
+}
+
+/* One norm per workgroup: `norm_heads` heads of one row, normalized together, then rotated. */
+void normalize_and_rotate()
+{
+    uint group = vka_group_index();
+    if (group >= pc.count) return; /* whole workgroups only: the rest share barriers */
+    uint norms_per_row = pc.heads / pc.norm_heads;
+    uint first_head = (group % norms_per_row) * pc.norm_heads;
+    uint r = (group / norms_per_row) % pc.rows, b = group / norms_per_row / pc.rows;
+    uint row_base = pc.offset + b * pc.batch_stride + first_head * pc.head_stride + r * pc.row_stride;
+    uint n = pc.norm_heads * pc.dim, t = gl_LocalInvocationID.x;
+
+    float sum = 0.0;
+    for (uint e = t; e < n; e += gl_WorkGroupSize.x) {
+        float v = float(x[row_base + (e / pc.dim) * pc.head_stride + e % pc.dim]);
+        sum += v * v;
+    }
+    red_sum[t] = sum;
+    barrier();
+    for (uint stride = gl_WorkGroupSize.x / 2; stride > 0; stride /= 2) {
+        if (t < stride) red_sum[t] += red_sum[t + stride];
+        barrier();
+    }
+    float inv_rms = inversesqrt(red_sum[0] / float(n) + pc.eps);
+
+    uint position = position_of(r);
+    for (uint e = t; e < n; e += gl_WorkGroupSize.x) {
+        uint hh = e / pc.dim, d = e % pc.dim;
+        uint at = row_base + hh * pc.head_stride;
+        uint w = pc.norm_offset + hh * pc.dim;
+        /* d's pair, if it is the pair's first element; a pair's second element is its first's work */
+        bool rotated = d < 2u * pc.pairs;
+        bool first = rotated && (pc.gptj != 0u ? d % 2u == 0u : d < pc.pairs);
+        if (rotated && !first) continue;
+        float x1 = float(x[at + d]) * inv_rms * norm_w[w + d];
+        if (!rotated) {
+            x[at + d] = VKA_TO_OUT(x1);
+            continue;
+        }
+        uint d2 = pc.gptj != 0u ? d + 1u : d + pc.pairs;
+        float x2 = float(x[at + d2]) * inv_rms * norm_w[w + d2];
+        vec2 cs = rotation(position, pc.gptj != 0u ? d / 2u : d);
+        x[at + d] = VKA_TO_OUT(x1 * cs.x - x2 * cs.y);
+        x[at + d2] = VKA_TO_OUT(x2 * cs.x + x1 * cs.y);
+    }
+}
+
+void main()
+{
+    if ((FLAGS & VKA_ROPE_NORM) != 0) normalize_and_rotate();
+    else rotate_pair();
 }

@@ -454,7 +454,7 @@ static void test_grouped_query(void)
     memset(&f, 0, sizeof f);
     ck_add_hf_layer(&f, P0, "F32", 64, 24, 0, 1);
     ck_write(&f, "gqa_bad.safetensors", path, sizeof path);
-    open_expect(path, P0, VKATTN_ERROR_FORMAT, "'" P0 "k_proj.weight' has 24 rows", "must divide E = 64");
+    open_expect(path, P0, VKATTN_ERROR_FORMAT, "'" P0 "k_proj.weight' has 24 rows", "must divide the query's H * D = 64");
     remove(path);
     memset(&f, 0, sizeof f);
     ck_add(&f, P0, "q_proj.weight", "F32", 2, 8, 8, 1);
@@ -464,21 +464,165 @@ static void test_grouped_query(void)
     ck_write(&f, "kv_disagree.safetensors", path, sizeof path);
     open_expect(path, P0, VKATTN_ERROR_FORMAT, "'" P0 "v_proj.weight' has 2 rows but", NULL);
     remove(path);
-    /* hidden_size != num_heads * head_dim (Gemma-like): the output projection is not square. */
+    /* hidden_size != num_heads * head_dim (Gemma, Qwen3 0.6B): q (H*D, E), o (E, H*D), here with
+     * H_kv = 1 (k and v of D rows); describe gives head_dim and num_kv_heads from num_heads. */
     memset(&f, 0, sizeof f);
     ck_add(&f, P0, "q_proj.weight", "F32", 2, 16, 8, 1);
-    ck_add(&f, P0, "k_proj.weight", "F32", 2, 16, 8, 2);
-    ck_add(&f, P0, "v_proj.weight", "F32", 2, 16, 8, 3);
+    ck_add(&f, P0, "k_proj.weight", "F32", 2, 8, 8, 2);
+    ck_add(&f, P0, "v_proj.weight", "F32", 2, 8, 8, 3);
     ck_add(&f, P0, "o_proj.weight", "F32", 2, 8, 16, 4);
-    ck_write(&f, "not_square.safetensors", path, sizeof path);
-    open_expect(path, P0, VKATTN_ERROR_FORMAT, "it must be (E, E)", "hidden_size");
+    ck_write(&f, "head_dim.safetensors", path, sizeof path);
+    file = open_expect(path, P0, VKATTN_OK, NULL, NULL);
+    if (file) {
+        vkattn_weight_file_info info;
+        CHECK_STATUS(vkattn_weight_file_get_info(file, &info), VKATTN_OK);
+        CHECK(info.embed_dim == 8 && info.q_rows == 16 && info.kv_rows == 8);
+        vkattn_layer_desc d = {.num_heads = 2};
+        vkattn_weight_file_describe(file, &d);
+        CHECK_MSG(d.embed_dim == 8 && d.head_dim == 8 && d.num_kv_heads == 1, "head_dim %u, num_kv_heads %u", d.head_dim,
+                  d.num_kv_heads);
+        check_values(&f, P0 "o_proj.weight", vkattn_weight_file_weights(file)->out_proj_weight, 8 * 16);
+        vkattn_weight_file_destroy(file);
+    }
     remove(path);
-    /* Per-head q/k norms (Qwen3) change the result: refused, not skipped. */
+}
+
+/* ---- today's families' names: q/k norms, a fused qkv_proj, sinks; exact prefixes ------------- */
+
+static void test_family_names(void)
+{
+    static ck_file f;
+    char path[512];
+    vkattn_layer_desc d;
+    /* Qwen3: per-head norms (D = 8 values each) beside H * D = 16 != E = 8; they load, and describe
+     * says HEAD. */
     memset(&f, 0, sizeof f);
-    ck_add_hf_layer(&f, P0, "F32", 64, 16, 0, 1);
-    ck_add(&f, P0, "k_norm.weight", "F32", 1, 8, 0, 5);
-    ck_write(&f, "qwen3_norms.safetensors", path, sizeof path);
-    open_expect(path, P0, VKATTN_ERROR_UNSUPPORTED, "'" P0 "k_norm.weight', a per-head norm", "wrong");
+    ck_add(&f, P0, "q_proj.weight", "BF16", 2, 16, 8, 1);
+    ck_add(&f, P0, "k_proj.weight", "BF16", 2, 8, 8, 2);
+    ck_add(&f, P0, "v_proj.weight", "BF16", 2, 8, 8, 3);
+    ck_add(&f, P0, "o_proj.weight", "BF16", 2, 8, 16, 4);
+    ck_add(&f, P0, "q_norm.weight", "BF16", 1, 8, 0, 5);
+    ck_add(&f, P0, "k_norm.weight", "BF16", 1, 8, 0, 6);
+    ck_add(&f, "model.layers.0.", "input_layernorm.weight", "BF16", 1, 8, 0, 7); /* the layer's, not attention's */
+    ck_write(&f, "qwen3.safetensors", path, sizeof path);
+    vkattn_weight_file *file = open_expect(path, P0, VKATTN_OK, NULL, NULL);
+    if (file) {
+        d = (vkattn_layer_desc){.num_heads = 2};
+        vkattn_weight_file_describe(file, &d);
+        CHECK_MSG(d.head_dim == 8 && d.num_kv_heads == 1 && d.qk_norm == VKATTN_QK_NORM_HEAD,
+                  "head_dim %u, num_kv_heads %u, qk_norm %d", d.head_dim, d.num_kv_heads, (int)d.qk_norm);
+        check_values(&f, P0 "q_norm.weight", vkattn_weight_file_weights(file)->q_norm_weight, 8);
+        check_values(&f, P0 "k_norm.weight", vkattn_weight_file_weights(file)->k_norm_weight, 8);
+        d = (vkattn_layer_desc){.num_heads = 4}; /* D = 4: the norms' 8 values contradict it */
+        vkattn_weight_file_describe(file, &d);
+        CHECK(d.num_kv_heads == VKATTN_KV_HEADS_UNKNOWN);
+        vkattn_weight_file_destroy(file);
+    }
+    remove(path);
+    /* OLMo 2: norms over whole rows, E_q = 16 and kv_rows = 8 values */
+    memset(&f, 0, sizeof f);
+    ck_add(&f, P0, "q_proj.weight", "F32", 2, 16, 16, 1);
+    ck_add(&f, P0, "k_proj.weight", "F32", 2, 8, 16, 2);
+    ck_add(&f, P0, "v_proj.weight", "F32", 2, 8, 16, 3);
+    ck_add(&f, P0, "o_proj.weight", "F32", 2, 16, 16, 4);
+    ck_add(&f, P0, "q_norm.weight", "F32", 1, 16, 0, 5);
+    ck_add(&f, P0, "k_norm.weight", "F32", 1, 8, 0, 6);
+    ck_write(&f, "olmo2.safetensors", path, sizeof path);
+    if ((file = open_expect(path, P0, VKATTN_OK, NULL, NULL))) {
+        d = (vkattn_layer_desc){.num_heads = 4};
+        vkattn_weight_file_describe(file, &d);
+        CHECK_MSG(d.head_dim == 0 && d.num_kv_heads == 2 && d.qk_norm == VKATTN_QK_NORM_ROW,
+                  "head_dim %u, num_kv_heads %u, qk_norm %d", d.head_dim, d.num_kv_heads, (int)d.qk_norm);
+        check_values(&f, P0 "k_norm.weight", vkattn_weight_file_weights(file)->k_norm_weight, 8);
+        vkattn_weight_file_destroy(file);
+    }
+    remove(path);
+    /* Phi-3: one qkv_proj.weight (E_q + 2 kv_rows, E), split into W_Q, W_K, W_V; gpt-oss's sinks */
+    memset(&f, 0, sizeof f);
+    ck_add(&f, P0, "qkv_proj.weight", "F16", 2, 16 + 2 * 4, 8, 1);
+    ck_add(&f, P0, "o_proj.weight", "F16", 2, 8, 16, 4);
+    ck_add(&f, P0, "sinks", "F16", 1, 4, 0, 9);
+    ck_write(&f, "phi3.safetensors", path, sizeof path);
+    if ((file = open_expect(path, P0, VKATTN_OK, NULL, NULL))) {
+        const vkattn_weights *w = vkattn_weight_file_weights(file);
+        d = (vkattn_layer_desc){.num_heads = 4};
+        vkattn_weight_file_describe(file, &d);
+        CHECK_MSG(d.head_dim == 4 && d.num_kv_heads == 1 && d.qk_norm == VKATTN_QK_NORM_NONE, "head_dim %u, num_kv_heads %u",
+                  d.head_dim, d.num_kv_heads);
+        check_values(&f, P0 "qkv_proj.weight", w->q_proj_weight, 24 * 8); /* q, k, v back to back */
+        CHECK(w->k_proj_weight == w->q_proj_weight + 16 * 8 && w->v_proj_weight == w->k_proj_weight + 4 * 8);
+        check_values(&f, P0 "sinks", w->sinks, 4);
+        d = (vkattn_layer_desc){.num_heads = 2}; /* 4 sinks: not 2 heads */
+        vkattn_weight_file_describe(file, &d);
+        CHECK(d.num_kv_heads == VKATTN_KV_HEADS_UNKNOWN);
+        vkattn_weight_file_destroy(file);
+    }
+    remove(path);
+    /* Refused: a fused projection beside separate ones, an odd remainder of rows, one norm
+     * without the other, norms that are neither per head nor per row, LayerNorm-style q/k norms,
+     * a fused projection's bias. */
+    static const struct {
+        const char *name, *extra, *needle;
+        uint32_t d0, rank;
+        vkattn_status want;
+    } bad[] = {
+        {"both_forms", "q_proj.weight", "both present", 16, 2, VKATTN_ERROR_FORMAT},
+        {"qkv_rows", "", "qkv_proj.weight' has 23 rows", 0, 0, VKATTN_ERROR_FORMAT},
+        {"lone_norm", "q_norm.weight", "come as a pair", 4, 1, VKATTN_ERROR_NOT_FOUND},
+        {"layernorm", "q_layernorm.weight", "q_layernorm.weight', which vkattn does not apply", 4, 1,
+         VKATTN_ERROR_UNSUPPORTED},
+        {"fused_bias", "qkv_proj.bias", "qkv_proj.bias', which vkattn does not apply", 24, 1, VKATTN_ERROR_UNSUPPORTED},
+        {"sinks_width", "sinks", "'" P0 "sinks' has 5 values", 5, 1, VKATTN_ERROR_FORMAT},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&f, 0, sizeof f);
+        ck_add(&f, P0, "qkv_proj.weight", "F32", 2, strcmp(bad[i].name, "qkv_rows") == 0 ? 23 : 24, 8, 1);
+        ck_add(&f, P0, "o_proj.weight", "F32", 2, 8, 16, 4);
+        if (bad[i].extra[0]) ck_add(&f, P0, bad[i].extra, "F32", bad[i].rank, bad[i].d0, 8, 5);
+        char name[64];
+        snprintf(name, sizeof name, "bad_%s.safetensors", bad[i].name);
+        ck_write(&f, name, path, sizeof path);
+        open_expect(path, P0, bad[i].want, bad[i].needle, NULL);
+        remove(path);
+    }
+    memset(&f, 0, sizeof f);
+    ck_add_hf_layer(&f, P0, "F32", 16, 16, 0, 1);
+    ck_add(&f, P0, "q_norm.weight", "F32", 1, 16, 0, 5);
+    ck_add(&f, P0, "k_norm.weight", "F32", 1, 3, 0, 6);
+    ck_write(&f, "norm_widths.safetensors", path, sizeof path);
+    open_expect(path, P0, VKATTN_ERROR_FORMAT, "per head (D each", NULL);
+    remove(path);
+    /* Exact prefixes: layer 1 beside layer 10 and 15, with their layernorms; each prefix reads its
+     * own layer (with or without its final '.'), never a neighbour's tensors. */
+    memset(&f, 0, sizeof f);
+    static const char *const layers[] = {"model.layers.1.self_attn.", "model.layers.10.self_attn.",
+                                         "model.layers.15.self_attn."};
+    for (int l = 0; l < 3; l++) {
+        ck_add(&f, layers[l], "q_proj.weight", "F32", 2, 8, 8, 10 * l + 1);
+        ck_add(&f, layers[l], "k_proj.weight", "F32", 2, 8, 8, 10 * l + 2);
+        ck_add(&f, layers[l], "v_proj.weight", "F32", 2, 8, 8, 10 * l + 3);
+        ck_add(&f, layers[l], "o_proj.weight", "F32", 2, 8, 8, 10 * l + 4);
+        ck_add(&f, layers[l], "q_norm.weight", "F32", 1, 4, 0, 10 * l + 5);
+        ck_add(&f, layers[l], "k_norm.weight", "F32", 1, 4, 0, 10 * l + 6);
+    }
+    ck_add(&f, "model.layers.1.", "post_attention_layernorm.weight", "F32", 1, 8, 0, 40);
+    ck_add(&f, "model.layers.1.", "self_attn_layer_norm.weight", "F32", 1, 8, 0, 41);
+    ck_write(&f, "neighbours.safetensors", path, sizeof path);
+    static const char *const asked[] = {"model.layers.1.self_attn.", "model.layers.1.self_attn", "model.layers.15.self_attn."};
+    static const int want_layer[] = {0, 0, 2};
+    for (int a = 0; a < 3; a++) {
+        if (!(file = open_expect(path, asked[a], VKATTN_OK, NULL, NULL))) continue;
+        char name[96];
+        snprintf(name, sizeof name, "%sq_norm.weight", layers[want_layer[a]]);
+        check_values(&f, name, vkattn_weight_file_weights(file)->q_norm_weight, 4);
+        snprintf(name, sizeof name, "%so_proj.weight", layers[want_layer[a]]);
+        check_values(&f, name, vkattn_weight_file_weights(file)->out_proj_weight, 64);
+        vkattn_weight_file_info info;
+        CHECK(vkattn_weight_file_get_info(file, &info) == VKATTN_OK && info.tensor_count == 6 &&
+              info.ignored_under_prefix == 0);
+        vkattn_weight_file_destroy(file);
+    }
+    open_expect(path, "model.layers.1", VKATTN_ERROR_NOT_FOUND, "no attention layer has the prefix", NULL);
     remove(path);
 }
 
@@ -678,6 +822,7 @@ int main(void)
     RUN_TEST(test_prefix_not_found);
     RUN_TEST(test_missing_and_biases);
     RUN_TEST(test_grouped_query);
+    RUN_TEST(test_family_names);
     RUN_TEST(test_namings);
     RUN_TEST(test_hostile_files);
     RUN_TEST(test_old_api);

@@ -8,7 +8,7 @@
 # -minimize_crash=1 -runs=10000 FILE`, and once the bug is fixed add it to
 # tests/fuzz/regressions/<target>/.
 #
-# usage: tools/run-fuzz.sh [TARGET...]     TARGET: npy, safetensors, bench_json (default: all)
+# usage: tools/run-fuzz.sh [TARGET...]     TARGET: npy, safetensors, model_config, bench_json (default: all)
 # env:   VKATTN_FUZZ_SECONDS  seconds per target (default 20)
 #        CC                   the clang to build with (default clang)
 set -euo pipefail
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 seconds=${VKATTN_FUZZ_SECONDS:-20}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(npy safetensors bench_json)
+[ ${#targets[@]} -gt 0 ] || targets=(npy safetensors model_config bench_json)
 build=$root/build-fuzz
 start=$SECONDS
 

@@ -24,7 +24,7 @@ static vkattn_status check_layer(const vkattn_layer *layer, const vkattn_kv_cach
                         "layer its own cache; a cache is free for another layer once every sequence is freed)");
     if (c->H_kv != cache->desc.num_kv_heads || c->D != cache->desc.head_dim)
         return vka_fail(dev, VKATTN_ERROR_SHAPE,
-                        "the KV cache holds %u K/V heads of %u dims; the layer has %u of %u (num_kv_heads, E / num_heads)",
+                        "the KV cache holds %u K/V heads of %u dims; the layer has %u of %u (num_kv_heads, head_dim)",
                         cache->desc.num_kv_heads, cache->desc.head_dim, c->H_kv, c->D);
     if (c->kdim != c->E || c->vdim != c->E)
         return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,

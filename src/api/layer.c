@@ -8,16 +8,21 @@
 
 #include "format/half.h"
 #include "api/tensor.h"
+#include "problem/rope.h"
 
 /* Copies the weights into one block in canonical form (packed when kdim == vdim == E: W_Q, W_K,
- * W_V as one (E + 2 E_kv, E) matrix, E_kv = H_kv·D). */
+ * W_V as one (E_q + 2 E_kv, E) matrix, E_q = H·D, E_kv = H_kv·D). */
 static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights *w)
 {
     const vka_layer_config *c = &layer->cfg;
-    const size_t E = c->E, Ek = c->E_kv;
-    size_t in_proj = E * E + Ek * c->kdim + Ek * c->vdim;
-    size_t total = in_proj + (c->bias ? E + 2 * Ek + E : 0) + E * E + (c->bias_kv ? 2 * Ek : 0) +
-                   (c->sinks ? c->H : 0) + (c->alibi ? c->H : 0);
+    const size_t E = c->E, Eq = c->E_q, Ek = c->E_kv;
+    size_t in_proj = Eq * E + Ek * c->kdim + Ek * c->vdim;
+    const vkattn_rope_scaling *rs = &c->rope_scaling;
+    const size_t pairs = c->rope_dim / 2;
+    const size_t rope_lists = (rs->short_factor ? 2 * pairs : 0) + (rs->inv_freq ? pairs : 0);
+    size_t total = in_proj + (c->bias ? Eq + 2 * Ek + E : 0) + E * Eq + (c->bias_kv ? 2 * Ek : 0) +
+                   (c->sinks ? c->H : 0) + (c->alibi ? c->H : 0) + vka_qk_norm_width(c, 0) + vka_qk_norm_width(c, 1) +
+                   rope_lists;
     float *block = vka_malloc(&layer->ctx->dev.faults, total * sizeof *block);
     if (!block) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the host weights");
     float *at = block;
@@ -31,30 +36,48 @@ static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights
     } while (0)
     if (c->packed_in_proj) {
         if (w->in_proj_weight) {
-            VKA_TAKE_(in_proj_weight, w->in_proj_weight, E * E + 2 * Ek * E);
+            VKA_TAKE_(in_proj_weight, w->in_proj_weight, Eq * E + 2 * Ek * E);
         } else {
-            memcpy(at, w->q_proj_weight, E * E * sizeof(float));
-            memcpy(at + E * E, w->k_proj_weight, Ek * E * sizeof(float));
-            memcpy(at + E * E + Ek * E, w->v_proj_weight, Ek * E * sizeof(float));
+            memcpy(at, w->q_proj_weight, Eq * E * sizeof(float));
+            memcpy(at + Eq * E, w->k_proj_weight, Ek * E * sizeof(float));
+            memcpy(at + Eq * E + Ek * E, w->v_proj_weight, Ek * E * sizeof(float));
             h->in_proj_weight = at;
-            at += E * E + 2 * Ek * E;
+            at += Eq * E + 2 * Ek * E;
         }
     } else {
-        VKA_TAKE_(q_proj_weight, w->q_proj_weight, E * E);
+        VKA_TAKE_(q_proj_weight, w->q_proj_weight, Eq * E);
         VKA_TAKE_(k_proj_weight, w->k_proj_weight, Ek * c->kdim);
         VKA_TAKE_(v_proj_weight, w->v_proj_weight, Ek * c->vdim);
     }
     if (c->bias) {
-        VKA_TAKE_(in_proj_bias, w->in_proj_bias, E + 2 * Ek);
+        VKA_TAKE_(in_proj_bias, w->in_proj_bias, Eq + 2 * Ek);
         VKA_TAKE_(out_proj_bias, w->out_proj_bias, E);
     }
-    VKA_TAKE_(out_proj_weight, w->out_proj_weight, E * E);
+    VKA_TAKE_(out_proj_weight, w->out_proj_weight, E * Eq);
     if (c->bias_kv) {
         VKA_TAKE_(bias_k, w->bias_k, Ek);
         VKA_TAKE_(bias_v, w->bias_v, Ek);
     }
     if (c->sinks) VKA_TAKE_(sinks, w->sinks, c->H);
+    if (c->qk_norm) {
+        VKA_TAKE_(q_norm_weight, w->q_norm_weight, vka_qk_norm_width(c, 0));
+        VKA_TAKE_(k_norm_weight, w->k_norm_weight, vka_qk_norm_width(c, 1));
+    }
 #undef VKA_TAKE_
+    /* The rope lists too: the layer's configuration points at its own copies from here on. */
+    vkattn_rope_scaling *own = &layer->cfg.rope_scaling;
+    if (rs->short_factor) {
+        memcpy(at, rs->short_factor, pairs * sizeof *at);
+        memcpy(at + pairs, rs->long_factor, pairs * sizeof *at);
+        own->short_factor = at;
+        own->long_factor = at + pairs;
+        at += 2 * pairs;
+    }
+    if (rs->inv_freq) {
+        memcpy(at, rs->inv_freq, pairs * sizeof *at);
+        own->inv_freq = at;
+        at += pairs;
+    }
     if (c->alibi) {
         vka_alibi_slopes(c->H, layer->desc.alibi_slopes, at);
         layer->alibi_slopes = at;
@@ -81,12 +104,12 @@ static vkattn_status check_fp16_range(vkattn_context *ctx, const char *name, con
 static vkattn_status check_weights_fit_fp16(vkattn_context *ctx, const vka_layer_config *c, const vkattn_weights *w)
 {
     vkattn_status status;
-    const size_t E = c->E, Ek = c->E_kv;
-    VKA_TRY(check_fp16_range(ctx, "in_proj_weight", w->in_proj_weight, E + 2 * Ek, E));
-    VKA_TRY(check_fp16_range(ctx, "q_proj_weight", w->q_proj_weight, E, E));
+    const size_t E = c->E, Eq = c->E_q, Ek = c->E_kv;
+    VKA_TRY(check_fp16_range(ctx, "in_proj_weight", w->in_proj_weight, Eq + 2 * Ek, E));
+    VKA_TRY(check_fp16_range(ctx, "q_proj_weight", w->q_proj_weight, Eq, E));
     VKA_TRY(check_fp16_range(ctx, "k_proj_weight", w->k_proj_weight, Ek, c->kdim));
     VKA_TRY(check_fp16_range(ctx, "v_proj_weight", w->v_proj_weight, Ek, c->vdim));
-    VKA_TRY(check_fp16_range(ctx, "out_proj.weight", w->out_proj_weight, E, E));
+    VKA_TRY(check_fp16_range(ctx, "out_proj.weight", w->out_proj_weight, E, Eq));
     VKA_TRY(check_fp16_range(ctx, "bias_k", w->bias_k, 1, Ek));
     VKA_TRY(check_fp16_range(ctx, "bias_v", w->bias_v, 1, Ek));
 fail:
@@ -165,10 +188,10 @@ static float *gather_kv_head_rows(float *dst, const float *src, size_t cols, con
 /* Copies the D-column blocks of the active heads of a (rows, H*D) matrix. */
 static void gather_head_cols(float *dst, const float *src, size_t rows, const vkattn_layer *layer)
 {
-    const size_t D = layer->cfg.D, E = layer->cfg.E;
+    const size_t D = layer->cfg.D, Eq = layer->cfg.E_q;
     for (size_t r = 0; r < rows; r++)
         for (uint32_t h = 0; h < layer->cfg.H; h++)
-            if (layer->head_active[h]) memcpy(dst, src + r * E + h * D, D * sizeof(float)), dst += D;
+            if (layer->head_active[h]) memcpy(dst, src + r * Eq + h * D, D * sizeof(float)), dst += D;
 }
 
 /* Uploads the weights of the active heads only: W_Q/W_K/W_V rows and biases, W_O columns, the
@@ -177,18 +200,19 @@ static vkattn_status upload_weights(vkattn_layer *layer)
 {
     const vka_layer_config *c = &layer->cfg;
     const vkattn_weights *h = &layer->host;
-    const size_t E = c->E, Ek = c->E_kv, I = c->inner, Ik = c->inner_kv;
+    const size_t E = c->E, Eq = c->E_q, Ek = c->E_kv, I = c->inner, Ik = c->inner_kv;
     const size_t widest = c->kdim > c->vdim ? c->kdim : c->vdim;
     vkattn_status status = VKATTN_OK;
     /* Scratch big enough for the largest gathered matrix: (I + 2 I_kv, E), (I_kv, kdim or vdim) or
-     * (E, I) (I_kv <= I). */
-    size_t scratch_elems = 3 * I * (E > widest ? E : widest) + 3 * I;
+     * (E, I), and for the RoPE table and head terms (I_kv <= I). */
+    size_t scratch_elems = (I + 2 * Ik) * (E > widest ? E : widest) + 3 * I + 2 * (size_t)c->H + c->rope_dim +
+                           c->E_q + c->E_kv;
     float *scratch = vka_malloc(&layer->ctx->dev.faults, scratch_elems * sizeof *scratch);
     if (!scratch) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory gathering the weights");
     if (c->packed_in_proj) {
         float *at = gather_head_rows(scratch, h->in_proj_weight, E, layer);
-        at = gather_kv_head_rows(at, h->in_proj_weight + E * E, E, layer);
-        gather_kv_head_rows(at, h->in_proj_weight + E * E + Ek * E, E, layer);
+        at = gather_kv_head_rows(at, h->in_proj_weight + Eq * E, E, layer);
+        gather_kv_head_rows(at, h->in_proj_weight + Eq * E + Ek * E, E, layer);
         VKA_TRY(upload(layer, VKA_ROLE_W_IN, "in_proj_weight", scratch, (I + 2 * Ik) * E));
     } else {
         gather_head_rows(scratch, h->q_proj_weight, E, layer);
@@ -200,8 +224,8 @@ static vkattn_status upload_weights(vkattn_layer *layer)
     }
     if (c->bias) {
         float *at = gather_head_rows(scratch, h->in_proj_bias, 1, layer);
-        at = gather_kv_head_rows(at, h->in_proj_bias + E, 1, layer);
-        gather_kv_head_rows(at, h->in_proj_bias + E + Ek, 1, layer);
+        at = gather_kv_head_rows(at, h->in_proj_bias + Eq, 1, layer);
+        gather_kv_head_rows(at, h->in_proj_bias + Eq + Ek, 1, layer);
         VKA_TRY(upload_f32(layer, VKA_ROLE_B_IN, "in_proj_bias", scratch, I + 2 * Ik));
         VKA_TRY(upload_f32(layer, VKA_ROLE_B_OUT, "out_proj.bias", h->out_proj_bias, E));
     }
@@ -211,11 +235,19 @@ static vkattn_status upload_weights(vkattn_layer *layer)
     VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_K, scratch, "the extra keys"));
     if (c->bias_kv) gather_kv_head_rows(scratch, h->bias_v, 1, layer);
     VKA_TRY(upload_extra(layer, VKA_ROLE_EXTRA_V, scratch, "the extra values"));
-    if (c->rope_dim) { /* scratch holds at least 3 I >= rope_dim / 2 floats */
-        vka_rope_inv_freq(c, scratch);
+    if (c->rope_dim) {
+        vka_rope_table(&c->rope_scaling, c->rope_theta, c->rope_dim, 0, scratch);
         VKA_TRY(upload_f32(layer, VKA_ROLE_ROPE_FREQ, "the RoPE frequencies", scratch, c->rope_dim / 2));
     }
-    if (c->alibi || c->sinks) { /* (H', 2): each active head's ALiBi slope and sink logit; 2 H' <= 3 I */
+    if (c->qk_norm) { /* q's weights then k's, fp32; Gemma's 1 + w added here, in fp32 as the reference does */
+        const uint32_t wq = vka_qk_norm_width(c, 0), wk = vka_qk_norm_width(c, 1);
+        for (uint32_t i = 0; i < wq + wk; i++) {
+            float w = i < wq ? h->q_norm_weight[i] : h->k_norm_weight[i - wq];
+            scratch[i] = c->qk_norm_plus_one ? 1.0f + w : w;
+        }
+        VKA_TRY(upload_f32(layer, VKA_ROLE_QK_NORM, "the q and k norm weights", scratch, (size_t)wq + wk));
+    }
+    if (c->alibi || c->sinks) { /* (H', 2): each active head's ALiBi slope and sink logit */
         float *at = scratch;
         for (uint32_t head = 0; head < c->H; head++) {
             if (!layer->head_active[head]) continue;
@@ -268,8 +300,12 @@ static vkattn_status layer_create(vkattn_context *ctx, const vkattn_layer_desc *
     layer->desc.add_zero_attn = cfg.zero_attn;
     layer->desc.num_kv_heads = cfg.H_kv;
     layer->desc.rope_dim = cfg.rope_dim;
+    layer->desc.head_dim = cfg.D;
+    layer->desc.scale = cfg.scale;
     VKA_TRY(copy_host_weights(layer, weights));
-    layer->desc.alibi_slopes = layer->alibi_slopes; /* the caller's array is not kept either */
+    layer->desc.alibi_slopes = layer->alibi_slopes; /* the caller's arrays are not kept either */
+    layer->desc.rope_scaling = layer->cfg.rope_scaling;
+    layer->desc.qk_norm_eps = cfg.qk_norm_eps;
     if (!(layer->head_active = vka_malloc(&ctx->dev.faults, cfg.H))) {
         status = vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a layer");
         goto fail;
@@ -330,6 +366,10 @@ static vkattn_status layer_set_head_mask(vkattn_layer *layer, const uint8_t *act
     if (vka_count_active_heads(layer->cfg.H, active) == 0)
         return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "a head mask must keep at least one of the %u heads",
                         layer->cfg.H);
+    if (layer->cfg.qk_norm == VKATTN_QK_NORM_ROW && vka_count_active_heads(layer->cfg.H, active) < layer->cfg.H)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED,
+                        "a head mask that prunes heads of a layer with qk_norm ROW is not supported: the norm of a "
+                        "whole row needs every head's values");
     if (layer->cfg.group > 1 && vka_count_active_heads(layer->cfg.H, active) < layer->cfg.H)
         return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED,
                         "a head mask that prunes heads of a grouped-query layer (num_kv_heads %u of num_heads %u) is "

@@ -187,6 +187,10 @@ static void record_plan(vkattn_layer *layer, VkCommandBuffer cmd, const vka_plan
             ctx->dev.vk.vkCmdFillBuffer(cmd, b->buffer, b->base, b->size, 0);
         } else if (step->kind == VKA_STEP_COPY) {
             record_copy(layer, cmd, plan, step, bound);
+        } else if (step->kind == VKA_STEP_WRITE) {
+            const vka_buffer *b = bound[step->bind[0].role];
+            ctx->dev.vk.vkCmdUpdateBuffer(cmd, b->buffer, b->base, (VkDeviceSize)step->copy_count * 4,
+                                          plan->words + step->copy_first);
         } else {
             vka_record_dispatch_set(&ctx->dev, cmd, layer->step_pipelines[i], layer->step_sets[i], &step->push,
                                     step->groups);

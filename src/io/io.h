@@ -83,4 +83,9 @@ vkattn_status vka_weight_file_parse_prefix(const uint8_t *data, size_t size, con
 vkattn_status vka_weight_file_parse(const uint8_t *data, size_t size, vkattn_weight_file **out,
                                     vkattn_error *error);
 
+/* ---- a model's config.json (model_config.c) ----------------------------------------------------- */
+
+/* vkattn_model_config_open on a config held in memory (tests, fuzzing). */
+vkattn_status vka_model_config_parse(const uint8_t *data, size_t size, vkattn_model_config **out, vkattn_error *error);
+
 #endif

@@ -1,6 +1,7 @@
 /* A small, strict, bounded JSON reader: see json.h. */
 #include "io/json.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -301,6 +302,99 @@ static vkattn_status skip_number(vka_json *j)
     }
     j->p = p;
     return VKATTN_OK;
+}
+
+/* 10^e for 0 <= e <= 22: exact in double. */
+static double exact_power_of_ten(int e)
+{
+    double v = 1.0;
+    for (int i = 0; i < e; i++) v *= 10.0;
+    return v;
+}
+
+vkattn_status vka_json_number(vka_json *j, const char *what, double *out)
+{
+    skip_ws(j);
+    const uint8_t *start = j->p;
+    if (j->p >= j->end || (*j->p != '-' && !is_digit(*j->p))) {
+        char buf[16];
+        return vka_json_fail(j, "%s must be a number, found %s", what, describe_next(j, buf, sizeof buf));
+    }
+    vkattn_status status = skip_number(j);
+    if (status != VKATTN_OK) return status;
+    /* The decimal digits as a mantissa of at most 19 significant digits and a power of ten; no
+     * strtod, whose decimal point follows the application's locale. */
+    const uint8_t *p = start;
+    bool negative = *p == '-';
+    p += negative;
+    uint64_t mantissa = 0;
+    int digits = 0;
+    long exponent = 0;
+    for (bool fraction = false; p < j->p && *p != 'e' && *p != 'E'; p++) {
+        if (*p == '.') {
+            fraction = true;
+            continue;
+        }
+        int d = *p - '0';
+        if (mantissa == 0 && d == 0) { /* a leading zero: only a fraction's moves the point */
+            exponent -= fraction;
+        } else if (digits < 19) {
+            mantissa = mantissa * 10 + (uint64_t)d;
+            digits++;
+            exponent -= fraction;
+        } else {
+            exponent += !fraction; /* a dropped digit left of the point still scales */
+        }
+    }
+    if (p < j->p) { /* the exponent, clamped far past double's range */
+        p++;
+        bool minus = *p == '-';
+        p += *p == '+' || *p == '-';
+        long e = 0;
+        for (; p < j->p; p++) e = e < 100000 ? e * 10 + (*p - '0') : e;
+        exponent += minus ? -e : e;
+    }
+    double v;
+    if (mantissa == 0) v = 0.0;
+    else if (mantissa < (1ull << 53) && exponent >= 0 && exponent <= 22)
+        v = (double)mantissa * exact_power_of_ten((int)exponent); /* one rounding: correctly rounded */
+    else if (mantissa < (1ull << 53) && exponent < 0 && exponent >= -22)
+        v = (double)mantissa / exact_power_of_ten((int)-exponent);
+    else if (exponent > 400) v = HUGE_VAL;
+    else if (exponent < -400) v = 0.0;
+    else v = (double)((long double)mantissa * powl(10.0L, (long double)exponent));
+    if (!isfinite(v)) {
+        j->p = start;
+        return vka_json_fail(j, "%s is too large for a double", what);
+    }
+    *out = negative ? -v : v;
+    return VKATTN_OK;
+}
+
+vkattn_status vka_json_bool(vka_json *j, const char *what, bool *out)
+{
+    skip_ws(j);
+    for (int value = 0; value < 2; value++) {
+        const char *word = value ? "true" : "false";
+        size_t n = strlen(word);
+        if ((size_t)(j->end - j->p) >= n && memcmp(j->p, word, n) == 0) {
+            j->p += n;
+            *out = value != 0;
+            return VKATTN_OK;
+        }
+    }
+    char buf[16];
+    return vka_json_fail(j, "%s must be true or false, found %s", what, describe_next(j, buf, sizeof buf));
+}
+
+bool vka_json_null(vka_json *j)
+{
+    skip_ws(j);
+    if (j->end - j->p >= 4 && memcmp(j->p, "null", 4) == 0) {
+        j->p += 4;
+        return true;
+    }
+    return false;
 }
 
 static vkattn_status skip_literal(vka_json *j)

@@ -57,6 +57,13 @@ vkattn_status vka_json_string(vka_json *j, char *dst, size_t cap, size_t *len);
 /* Skips whitespace and reads a non-negative integer without sign, fraction or exponent, at most
  * `max`. `what` names it in messages ("shape dimension"). */
 vkattn_status vka_json_uint(vka_json *j, uint64_t max, const char *what, uint64_t *out);
+/* Skips whitespace and reads a number (RFC 8259's grammar) as a double, independently of the
+ * locale; one that overflows a double is an error. `what` names it in messages. */
+vkattn_status vka_json_number(vka_json *j, const char *what, double *out);
+/* Skips whitespace and reads true or false. */
+vkattn_status vka_json_bool(vka_json *j, const char *what, bool *out);
+/* Skips whitespace; consumes `null` and returns true if it is next. */
+bool vka_json_null(vka_json *j);
 /* Skips one value of any kind; `depth` is the depth of the value's container. */
 vkattn_status vka_json_skip(vka_json *j, unsigned depth);
 /* Requires nothing but whitespace after the current position. */

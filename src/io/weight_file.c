@@ -29,8 +29,12 @@
 #include "io/safetensors.h"
 
 /* The attention tensors: the slots of vkattn_weights, then the q/k/v biases that Hugging Face
- * stores one by one and the loader concatenates into in_proj_bias. */
-enum { T_IN_W, T_Q_W, T_K_W, T_V_W, T_IN_B, T_OUT_W, T_OUT_B, T_BIAS_K, T_BIAS_V, T_Q_B, T_K_B, T_V_B, T_COUNT };
+ * stores one by one and the loader concatenates into in_proj_bias, then the fused q/k/v
+ * projection (Phi-3) the loader splits into q/k/v_proj_weight. */
+enum {
+    T_IN_W, T_Q_W, T_K_W, T_V_W, T_IN_B, T_OUT_W, T_OUT_B, T_BIAS_K, T_BIAS_V, T_Q_NORM, T_K_NORM, T_SINKS,
+    T_Q_B, T_K_B, T_V_B, T_QKV_W, T_COUNT
+};
 
 /* The namings of a layer's tensors (after its prefix); NULL = not in that naming. */
 enum { NAMES_TORCH, NAMES_HF, NAMES_HF_OUT, NAMES_COUNT };
@@ -41,7 +45,8 @@ static const char *const k_names[NAMES_COUNT][T_COUNT] = {
     /* Llama, Mistral, Qwen2, ... */
     [NAMES_HF] = {[T_Q_W] = "q_proj.weight", [T_K_W] = "k_proj.weight", [T_V_W] = "v_proj.weight",
                   [T_OUT_W] = "o_proj.weight", [T_OUT_B] = "o_proj.bias", [T_Q_B] = "q_proj.bias",
-                  [T_K_B] = "k_proj.bias", [T_V_B] = "v_proj.bias"},
+                  [T_K_B] = "k_proj.bias", [T_V_B] = "v_proj.bias", [T_QKV_W] = "qkv_proj.weight",
+                  [T_Q_NORM] = "q_norm.weight", [T_K_NORM] = "k_norm.weight", [T_SINKS] = "sinks"},
     /* BART, CLIP, OPT, Whisper: Hugging Face's q/k/v names with an out_proj */
     [NAMES_HF_OUT] = {[T_Q_W] = "q_proj.weight", [T_K_W] = "k_proj.weight", [T_V_W] = "v_proj.weight",
                       [T_OUT_W] = "out_proj.weight", [T_OUT_B] = "out_proj.bias", [T_Q_B] = "q_proj.bias",
@@ -55,7 +60,10 @@ static const char *const k_naming_names[NAMES_COUNT] = {"nn.MultiheadAttention",
 struct vkattn_weight_file {
     vkattn_weights weights;  /* points into data[] */
     vkattn_layer_desc desc;  /* embed_dim, kdim, vdim, no_bias, add_bias_kv */
-    uint32_t kv_rows;        /* rows of k_proj/v_proj: E, or H_kv * D */
+    uint32_t q_rows;         /* rows of q_proj, columns of the output projection: E_q = H * D */
+    uint32_t kv_rows;        /* rows of k_proj/v_proj: E_q, or H_kv * D */
+    uint32_t q_norm_values;  /* values of q_norm.weight (D per head, or E_q for a row); 0 = none */
+    uint32_t sinks_count;    /* values of sinks (H); 0 = none */
     float *data[T_COUNT];
     vkattn_weight_file_info info; /* its strings point into the arrays below */
     char prefix[ST_INFO_NAME];
@@ -76,7 +84,7 @@ typedef struct st_layer {
 } st_layer;
 
 typedef struct st_dims {
-    uint64_t E, kdim, vdim, kv_rows;
+    uint64_t E, q_rows, kdim, vdim, kv_rows;
 } st_dims;
 
 static const char *layer_name(const st_layer *l, int k) { return k_names[l->names][k]; }
@@ -287,18 +295,18 @@ static vkattn_status find_layer(const st_header *h, const char *want, st_layer *
             if (t->name_len < layer->prefix_len || memcmp(t->name, layer->raw_prefix, layer->prefix_len) != 0) continue;
             bool used = false;
             for (int k = 0; k < T_COUNT; k++) used |= layer->t[k] == t;
-            /* Tensors that change the layer's result are refused, not skipped: per-head norms of
-             * q and k (Qwen3, OLMo2, Gemma 3) act between the projection and the scores. */
+            /* Tensors that would change the layer's result are refused, not skipped: norms of q
+             * and k with a bias (LayerNorm: StableLM, Persimmon) and a fused projection's bias. */
             const char *rest = t->name + layer->prefix_len;
             size_t rest_len = t->name_len - layer->prefix_len;
-            static const char *const changes_result[] = {"q_norm.weight", "k_norm.weight", "q_layernorm.weight",
-                                                         "k_layernorm.weight"};
+            static const char *const changes_result[] = {"q_layernorm.weight", "k_layernorm.weight", "q_norm.bias",
+                                                         "k_norm.bias", "qkv_proj.bias"};
             for (size_t c = 0; !used && c < sizeof changes_result / sizeof *changes_result; c++)
                 if (vka_st_name_is(rest, rest_len, changes_result[c]))
                     return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
-                                         "safetensors: layer '%s' has '%s%s', a per-head norm of q or k (Qwen3, OLMo2, "
-                                         "Gemma 3): vkattn does not apply such norms yet, and without it the layer's "
-                                         "output would be wrong",
+                                         "safetensors: layer '%s' has '%s%s', which vkattn does not apply (it takes "
+                                         "RMS norms of q and k, q_norm.weight and k_norm.weight, and a fused "
+                                         "qkv_proj.weight without a bias); without it the layer's output would be wrong",
                                          p, p, changes_result[c]);
             layer->ignored += !used;
         }
@@ -351,13 +359,27 @@ static vkattn_status check_presence_hf(st_layer *l, vkattn_error *error)
 {
     const char *p = l->prefix;
     char missing[3 * ST_QUOTE + 200] = "", present[3 * ST_QUOTE + 200] = "";
-    for (int k = T_Q_W; k <= T_V_W; k++)
+    const bool fused = l->t[T_QKV_W] != NULL;
+    if (fused && (l->t[T_Q_W] || l->t[T_K_W] || l->t[T_V_W]))
+        return vka_error_set(error, VKATTN_ERROR_FORMAT,
+                             "safetensors: '%sqkv_proj.weight' and '%sq/k/v_proj.weight' are both present; a layer "
+                             "has one form",
+                             p, p);
+    for (int k = T_Q_W; !fused && k <= T_V_W; k++)
         if (!l->t[k]) append_name(missing, sizeof missing, p, layer_name(l, k));
     if (missing[0])
         return vka_error_set(error, VKATTN_ERROR_NOT_FOUND,
                              "safetensors: %s missing (a Hugging Face attention layer has q_proj.weight, "
-                             "k_proj.weight, v_proj.weight and %s)",
+                             "k_proj.weight, v_proj.weight, or one qkv_proj.weight, and %s)",
                              missing, layer_name(l, T_OUT_W));
+    if (!l->t[T_Q_NORM] != !l->t[T_K_NORM])
+        return vka_error_set(error, VKATTN_ERROR_NOT_FOUND,
+                             "safetensors: '%s%s' is present but '%s%s' is missing (q and k norms come as a pair)", p,
+                             l->t[T_Q_NORM] ? "q_norm.weight" : "k_norm.weight", p,
+                             l->t[T_Q_NORM] ? "k_norm.weight" : "q_norm.weight");
+    if (fused && (l->t[T_Q_B] || l->t[T_K_B] || l->t[T_V_B]))
+        return vka_error_set(error, VKATTN_ERROR_FORMAT,
+                             "safetensors: '%sqkv_proj.weight' with separate q/k/v biases; a fused layer has none", p);
     static const int biases[4] = {T_Q_B, T_K_B, T_V_B, T_OUT_B};
     int have = 0;
     for (int i = 0; i < 4; i++) {
@@ -388,7 +410,8 @@ static vkattn_status check_presence(st_layer *l, vkattn_error *error)
     return VKATTN_OK;
 }
 
-/* Compares a tensor's shape with what E, the key/value rows and its own kdim/vdim say it must be. */
+/* Compares a tensor's shape with what the output projection (E, E_q), the key/value rows and its
+ * own kdim/vdim say it must be. */
 static vkattn_status check_shape(const st_layer *l, int k, const uint64_t *want, uint32_t rank, uint64_t E,
                                  vkattn_error *error)
 {
@@ -408,19 +431,20 @@ static vkattn_status check_shape(const st_layer *l, int k, const uint64_t *want,
 }
 
 /* Separate key/value projections (Hugging Face's k_proj.weight, nn.MultiheadAttention's
- * k_proj_weight) have H_kv * D rows (grouped-query attention when fewer than E): the same for both,
- * and a divisor of E = H * D, since H_kv divides H. */
-static vkattn_status check_kv_rows(const st_layer *l, uint64_t E, uint64_t *kv_rows, vkattn_error *error)
+ * k_proj_weight) have H_kv * D rows (grouped-query attention when fewer than the query's E_q): the
+ * same for both, and a divisor of E_q = H * D, since H_kv divides H. */
+static vkattn_status check_kv_rows(const st_layer *l, uint64_t Eq, uint64_t *kv_rows, vkattn_error *error)
 {
     const st_tensor *k = l->t[T_K_W], *v = l->t[T_V_W];
-    *kv_rows = E;
+    *kv_rows = Eq;
     if (k->rank != 2) return VKATTN_OK; /* a wrong rank is check_shape's */
     uint64_t rows = k->dims[0];
-    if (rows == 0 || rows > E || E % rows != 0)
+    if (rows == 0 || rows > Eq || Eq % rows != 0)
         return vka_error_set(error, VKATTN_ERROR_FORMAT,
                              "safetensors: '%s%s' has %llu rows; key/value projections have H_kv * D rows, "
-                             "which must divide E = %llu (each key/value head serves H / H_kv query heads)",
-                             l->prefix, layer_name(l, T_K_W), (unsigned long long)rows, (unsigned long long)E);
+                             "which must divide the query's H * D = %llu (each key/value head serves H / H_kv query "
+                             "heads)",
+                             l->prefix, layer_name(l, T_K_W), (unsigned long long)rows, (unsigned long long)Eq);
     if (v && v->rank == 2 && v->dims[0] != rows)
         return vka_error_set(error, VKATTN_ERROR_FORMAT,
                              "safetensors: '%s%s' has %llu rows but '%s%s' has %llu; both have H_kv * D",
@@ -435,12 +459,12 @@ static vkattn_status check_shapes(const st_layer *l, st_dims *dims, vkattn_error
     vkattn_status status;
     const st_tensor *out_w = l->t[T_OUT_W];
     char have[96];
-    if (out_w->rank != 2 || out_w->dims[0] != out_w->dims[1] || out_w->dims[0] == 0 || out_w->dims[0] > UINT32_MAX)
+    if (out_w->rank != 2 || out_w->dims[0] == 0 || out_w->dims[0] > UINT32_MAX || out_w->dims[1] == 0 ||
+        out_w->dims[1] > UINT32_MAX)
         return vka_error_set(error, VKATTN_ERROR_FORMAT,
-                             "safetensors: '%s%s' has shape %s; it must be (E, E) with 1 <= E <= %u (for a Hugging "
-                             "Face layer: num_heads * head_dim = hidden_size)",
+                             "safetensors: '%s%s' has shape %s; it must be (E, H * D) with both from 1 to %u",
                              l->prefix, layer_name(l, T_OUT_W), vka_st_format_dims(have, sizeof have, out_w), (unsigned)UINT32_MAX);
-    uint64_t E = out_w->dims[0], kdim = E, vdim = E, r = E;
+    uint64_t E = out_w->dims[0], Eq = out_w->dims[1], kdim = E, vdim = E, r = Eq;
     for (int k = T_K_W; k <= T_V_W; k++) {
         const st_tensor *t = l->t[k];
         if (!t || t->rank != 2) continue; /* a wrong rank is reported by check_shape */
@@ -450,15 +474,51 @@ static vkattn_status check_shapes(const st_layer *l, st_dims *dims, vkattn_error
                                  k == T_K_W ? "kdim" : "vdim", (unsigned)UINT32_MAX);
         *(k == T_K_W ? &kdim : &vdim) = t->dims[1];
     }
-    if (l->t[T_K_W]) VKA_TRY(check_kv_rows(l, E, &r, error));
+    if (l->t[T_K_W]) VKA_TRY(check_kv_rows(l, Eq, &r, error));
+    const st_tensor *qkv = l->t[T_QKV_W];
+    if (qkv && qkv->rank == 2) { /* (E_q + 2 kv_rows, E): the key/value rows are what the query's leave */
+        uint64_t rows = qkv->dims[0];
+        if (rows <= Eq || (rows - Eq) % 2 != 0 || Eq % ((rows - Eq) / 2) != 0)
+            return vka_error_set(error, VKATTN_ERROR_FORMAT,
+                                 "safetensors: '%sqkv_proj.weight' has %llu rows; a fused projection has E_q + 2 * kv_rows "
+                                 "(E_q = %llu from %s%s, kv_rows = H_kv * D dividing it)",
+                                 l->prefix, (unsigned long long)rows, (unsigned long long)Eq, l->prefix,
+                                 layer_name(l, T_OUT_W));
+        r = (rows - Eq) / 2;
+    }
+    /* q/k norms: per head (D each, D dividing both widths) or over a whole row (E_q and kv_rows) */
+    const st_tensor *qn = l->t[T_Q_NORM], *kn = l->t[T_K_NORM];
+    if (qn && kn && qn->rank == 1 && kn->rank == 1) {
+        uint64_t nq = qn->dims[0], nk = kn->dims[0];
+        bool head = nq == nk && nq && Eq % nq == 0 && r % nq == 0, row = nq == Eq && nk == r;
+        if (!head && !row)
+            return vka_error_set(error, VKATTN_ERROR_FORMAT,
+                                 "safetensors: '%sq_norm.weight' has %llu values and '%sk_norm.weight' %llu; norms are "
+                                 "per head (D each, D dividing %llu and %llu) or over a whole row (%llu and %llu)",
+                                 l->prefix, (unsigned long long)nq, l->prefix, (unsigned long long)nk,
+                                 (unsigned long long)Eq, (unsigned long long)r, (unsigned long long)Eq,
+                                 (unsigned long long)r);
+    }
+    const st_tensor *sinks = l->t[T_SINKS];
+    if (sinks && sinks->rank == 1 && (sinks->dims[0] == 0 || Eq % sinks->dims[0] != 0))
+        return vka_error_set(error, VKATTN_ERROR_FORMAT,
+                             "safetensors: '%ssinks' has %llu values; it has one per head, H dividing E_q = %llu",
+                             l->prefix, (unsigned long long)sinks->dims[0], (unsigned long long)Eq);
+    const uint64_t nq = qn ? qn->dims[0] : 0, nk = kn ? kn->dims[0] : 0, ns = sinks ? sinks->dims[0] : 0;
     const uint64_t shapes[T_COUNT][3] = {
-        [T_IN_W] = {3 * E, E}, [T_Q_W] = {E, E},     [T_K_W] = {r, kdim},    [T_V_W] = {r, vdim},
-        [T_IN_B] = {E + 2 * r}, [T_OUT_W] = {E, E},  [T_OUT_B] = {E},        [T_BIAS_K] = {1, 1, r},
-        [T_BIAS_V] = {1, 1, r}, [T_Q_B] = {E},       [T_K_B] = {r},          [T_V_B] = {r},
+        [T_IN_W] = {Eq + 2 * r, E}, [T_Q_W] = {Eq, E}, [T_K_W] = {r, kdim},  [T_V_W] = {r, vdim},
+        [T_IN_B] = {Eq + 2 * r}, [T_OUT_W] = {E, Eq},  [T_OUT_B] = {E},      [T_BIAS_K] = {1, 1, r},
+        [T_BIAS_V] = {1, 1, r}, [T_Q_B] = {Eq},       [T_K_B] = {r},          [T_V_B] = {r},
+        [T_QKV_W] = {Eq + 2 * r, E}, [T_Q_NORM] = {nq}, [T_K_NORM] = {nk},   [T_SINKS] = {ns},
     };
-    static const uint32_t ranks[T_COUNT] = {2, 2, 2, 2, 1, 2, 1, 3, 3, 1, 1, 1};
+    static const uint32_t ranks[T_COUNT] = {
+        [T_IN_W] = 2, [T_Q_W] = 2, [T_K_W] = 2, [T_V_W] = 2, [T_IN_B] = 1, [T_OUT_W] = 2, [T_OUT_B] = 1,
+        [T_BIAS_K] = 3, [T_BIAS_V] = 3, [T_Q_B] = 1, [T_K_B] = 1, [T_V_B] = 1, [T_QKV_W] = 2, [T_Q_NORM] = 1,
+        [T_K_NORM] = 1, [T_SINKS] = 1,
+    };
     for (int k = 0; k < T_COUNT; k++) VKA_TRY(check_shape(l, k, shapes[k], ranks[k], E, error));
     dims->E = E;
+    dims->q_rows = Eq;
     dims->kdim = kdim;
     dims->vdim = vdim;
     dims->kv_rows = r;
@@ -510,7 +570,7 @@ static void fill_info(vkattn_weight_file *file, const st_layer *l, const st_head
     vka_io_quote(file->prefix, sizeof file->prefix, l->raw_prefix, l->prefix_len);
     info->prefix = file->prefix;
     info->embed_dim = (uint32_t)d->E;
-    info->q_rows = (uint32_t)d->E;
+    info->q_rows = (uint32_t)d->q_rows;
     info->kv_rows = (uint32_t)d->kv_rows;
     info->kdim = (uint32_t)d->kdim;
     info->vdim = (uint32_t)d->vdim;
@@ -534,23 +594,40 @@ static vkattn_status build_file(const st_layer *l, const st_header *h, const st_
     vkattn_status status;
     vkattn_weight_file *file = calloc(1, sizeof *file);
     if (!file) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors: cannot allocate the weight file");
+    /* Norms and sinks get room for the widest reading a layer can make of them (E_q or kv_rows
+     * values; zeros past the file's), so a num_heads that disagrees with the file never reads
+     * past them; vkattn_weight_file_describe refuses such a layer anyway. */
+    const size_t padded[T_COUNT] = {[T_Q_NORM] = (size_t)d->q_rows, [T_K_NORM] = (size_t)d->kv_rows,
+                                    [T_SINKS] = (size_t)d->q_rows};
     for (int k = 0; k < T_COUNT; k++) {
         if (!l->t[k] || k == T_Q_B || k == T_K_B || k == T_V_B) continue;
-        VKA_TRY(alloc_floats(l, k, l->t[k]->count, &file->data[k], error));
+        size_t n = l->t[k]->count > padded[k] ? l->t[k]->count : padded[k];
+        VKA_TRY(alloc_floats(l, k, n, &file->data[k], error));
         VKA_TRY(read_tensor(src, buffer_at, l->t[k], file->data[k], error));
     }
-    if (l->t[T_Q_B]) { /* in_proj_bias = [q_proj.bias, k_proj.bias, v_proj.bias]: E + 2 * kv_rows */
-        size_t E = (size_t)d->E, r = (size_t)d->kv_rows;
-        VKA_TRY(alloc_floats(l, T_IN_B, E + 2 * r, &file->data[T_IN_B], error));
+    if (l->t[T_Q_B]) { /* in_proj_bias = [q_proj.bias, k_proj.bias, v_proj.bias]: E_q + 2 * kv_rows */
+        size_t E = (size_t)d->E, Eq = (size_t)d->q_rows, r = (size_t)d->kv_rows;
+        VKA_TRY(alloc_floats(l, T_IN_B, Eq + 2 * r, &file->data[T_IN_B], error));
         VKA_TRY(read_tensor(src, buffer_at, l->t[T_Q_B], file->data[T_IN_B], error));
-        VKA_TRY(read_tensor(src, buffer_at, l->t[T_K_B], file->data[T_IN_B] + E, error));
-        VKA_TRY(read_tensor(src, buffer_at, l->t[T_V_B], file->data[T_IN_B] + E + r, error));
+        VKA_TRY(read_tensor(src, buffer_at, l->t[T_K_B], file->data[T_IN_B] + Eq, error));
+        VKA_TRY(read_tensor(src, buffer_at, l->t[T_V_B], file->data[T_IN_B] + Eq + r, error));
         if (l->zero_out_bias) VKA_TRY(alloc_floats(l, T_OUT_B, E, &file->data[T_OUT_B], error));
     }
     file->weights.in_proj_weight = file->data[T_IN_W];
     file->weights.q_proj_weight = file->data[T_Q_W];
     file->weights.k_proj_weight = file->data[T_K_W];
     file->weights.v_proj_weight = file->data[T_V_W];
+    if (file->data[T_QKV_W]) { /* rows [0, E_q) are W_Q, then W_K, then W_V */
+        const size_t E = (size_t)d->E, Eq = (size_t)d->q_rows, r = (size_t)d->kv_rows;
+        file->weights.q_proj_weight = file->data[T_QKV_W];
+        file->weights.k_proj_weight = file->data[T_QKV_W] + Eq * E;
+        file->weights.v_proj_weight = file->data[T_QKV_W] + (Eq + r) * E;
+    }
+    file->weights.q_norm_weight = file->data[T_Q_NORM];
+    file->weights.k_norm_weight = file->data[T_K_NORM];
+    file->weights.sinks = file->data[T_SINKS];
+    file->q_norm_values = l->t[T_Q_NORM] ? (uint32_t)l->t[T_Q_NORM]->count : 0;
+    file->sinks_count = l->t[T_SINKS] ? (uint32_t)l->t[T_SINKS]->count : 0;
     file->weights.in_proj_bias = file->data[T_IN_B];
     file->weights.out_proj_weight = file->data[T_OUT_W];
     file->weights.out_proj_bias = file->data[T_OUT_B];
@@ -562,6 +639,7 @@ static vkattn_status build_file(const st_layer *l, const st_header *h, const st_
     file->desc.no_bias = file->data[T_OUT_B] == NULL;
     file->desc.add_bias_kv = file->data[T_BIAS_K] != NULL;
     file->kv_rows = (uint32_t)d->kv_rows;
+    file->q_rows = (uint32_t)d->q_rows;
     fill_info(file, l, h, d);
     file->info.file_bytes = src->size;
     file->info.bytes_read = src->bytes_read;
@@ -676,8 +754,17 @@ void vkattn_weight_file_describe(const vkattn_weight_file *file, vkattn_layer_de
     desc->vdim = file->desc.vdim;
     desc->no_bias = file->desc.no_bias;
     desc->add_bias_kv = file->desc.add_bias_kv;
-    uint32_t E = file->desc.embed_dim, H = desc->num_heads, r = file->kv_rows;
-    if (r == E) desc->num_kv_heads = 0; /* = num_heads */
-    else if (H != 0 && E % H == 0 && r % (E / H) == 0) desc->num_kv_heads = r / (E / H);
+    /* D from the query's rows (H * D) once num_heads is known; 0 (= E / H) where that is the same */
+    uint32_t E = file->desc.embed_dim, Eq = file->q_rows, H = desc->num_heads, r = file->kv_rows;
+    uint32_t D = H != 0 && Eq % H == 0 ? Eq / H : 0;
+    desc->head_dim = Eq != E && D ? D : 0;
+    if (r == Eq) desc->num_kv_heads = 0; /* = num_heads */
+    else if (D && r % D == 0) desc->num_kv_heads = r / D;
     else desc->num_kv_heads = VKATTN_KV_HEADS_UNKNOWN;
+    /* The norms' kind from their widths; sinks one per head. A num_heads the file contradicts
+     * makes the layer refused, as above. */
+    uint32_t nq = file->q_norm_values;
+    desc->qk_norm = nq == 0 ? VKATTN_QK_NORM_NONE : nq == D ? VKATTN_QK_NORM_HEAD : VKATTN_QK_NORM_ROW;
+    if ((nq && nq != D && nq != Eq) || (file->sinks_count && file->sinks_count != H))
+        desc->num_kv_heads = VKATTN_KV_HEADS_UNKNOWN;
 }

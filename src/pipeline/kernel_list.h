@@ -26,7 +26,7 @@ VKA_KERNEL(PV,            attn_pv,          attn_pv.comp,       -,         1, vk
 VKA_KERNEL(FUSED,         attn_fused,       attn_fused.comp,    -,         1, vka_fused_push,   "Q K V Ctx_ Kpm_ ValidLens_ MaskBytes_ Lse_ StateO_ StateLse_ HeadTerms_", vka_fused_trips, vka_fused_describe)
 VKA_KERNEL(MERGE,         attn_merge,       attn_merge.comp,    -,         1, vka_merge_push,   "StateO_ StateLse_ Ctx_ Lse_ Meta_", vka_merge_trips, vka_merge_describe)
 VKA_KERNEL(AVERAGE_HEADS, average_heads,    average_heads.comp, -,         0, vka_average_push, "P_ W_", vka_average_trips, vka_average_describe)
-VKA_KERNEL(ROPE,          rope,             rope.comp,          -,         1, vka_rope_push,    "X_ Freq Meta_", vka_rope_trips, vka_rope_describe)
+VKA_KERNEL(ROPE,          rope,             rope.comp,          -,         1, vka_rope_push,    "X_ Freq Meta_ NormW_", vka_rope_trips, vka_rope_describe)
 VKA_KERNEL(PAGED,         attn_paged,       attn_paged.comp,    -,         1, vka_paged_push,   "Q K V Ctx_ Meta_ StateO_ StateLse_ HeadTerms_", vka_paged_trips, vka_paged_describe)
 VKA_KERNEL(PAGED_QUANT,   attn_paged_quant, attn_paged.comp,    KV_QUANT,  1, vka_paged_push,   "Q K V Ctx_ Meta_ StateO_ StateLse_ HeadTerms_", vka_paged_trips, vka_paged_describe)
 VKA_KERNEL(APPEND,        kv_append,        kv_append.comp,     -,         1, vka_append_push,  "Src Meta_ KPool_ VPool_", vka_append_trips, vka_append_describe)

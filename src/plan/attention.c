@@ -285,7 +285,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                 .k_offset = gb.k_offset, .v_offset = gb.v_offset, .kv_batch = (uint32_t)(l->kv_batch / vec),
                 .kv_head = (uint32_t)(l->kv_head / vec), .kv_row = (uint32_t)(l->kv_row / vec),
                 .kv_group = p->cfg.group,
-                .ctx_offset = gb.ctx_offset, .ctx_stride = p->cfg.inner, .scale = 1.0f / sqrtf((float)D),
+                .ctx_offset = gb.ctx_offset, .ctx_stride = p->cfg.inner, .scale = p->cfg.scale,
                 .mask_flags = mask_flags(p), .mask_heads = p->cfg.H,
                 .parts = (uint32_t)parts, .part_len = (uint32_t)part_len,
                 .chunk_begin = (uint32_t)(c * chunk_len), .chunk_len = (uint32_t)chunk_len,
@@ -402,7 +402,7 @@ static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role
         .k_offset = gb.k_offset, .kv_batch = (uint32_t)(l->kv_batch / vec), .kv_head = (uint32_t)(l->kv_head / vec),
         .kv_row = (uint32_t)(l->kv_row / vec), .kv_group = c->group,
         .bh_begin = g->bh_begin, .bh_count = g->bh_count, .i_begin = g->i_begin, .i_count = g->i_count,
-        .scale = 1.0f / sqrtf((float)c->D),
+        .scale = c->scale,
         .mask_flags = mask_flags(p), .mask_heads = c->H,
         .tiles_j = tiles_j, .tiles_i = tiles_i, .softcap = c->softcap, .window = c->window,
     };

@@ -55,6 +55,21 @@ vkattn_status vka_push_copy(vka_builder *b, const vka_copy *copy)
     return status;
 }
 
+vkattn_status vka_push_write(vka_builder *b, vkattn_stage stage, vka_role role, const void *words, uint32_t count)
+{
+    vka_plan *plan = b->plan;
+    while (plan->word_capacity < plan->word_count + count) {
+        vkattn_status status = grow(b, (void **)&plan->words, &plan->word_capacity, plan->word_capacity, sizeof *plan->words);
+        if (status != VKATTN_OK) return status;
+    }
+    memcpy(plan->words + plan->word_count, words, (size_t)count * sizeof *plan->words);
+    vka_step s = {.kind = VKA_STEP_WRITE, .stage = stage, .binding_count = 1, .copy_first = plan->word_count,
+                  .copy_count = count, .barrier_before = 1};
+    s.bind[0] = (vka_bind){.role = role, .range = (uint64_t)count * 4};
+    plan->word_count += count;
+    return vka_push_step(b, &s, 0, 1);
+}
+
 static uint64_t texel_bytes(const vka_builder *b, vka_role role, uint8_t view)
 {
     if (view != VKA_VIEW_BUFFER && vka_dtype_is_block(b->plan->role_dtype[role])) return 4; /* uint words */

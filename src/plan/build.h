@@ -30,6 +30,8 @@ typedef struct vka_qkv_layout {
 vkattn_status vka_push_step(vka_builder *b, const vka_step *step, uint64_t invocations, uint32_t wg);
 /* Appends a copy region for the next VKA_STEP_COPY step. */
 vkattn_status vka_push_copy(vka_builder *b, const vka_copy *copy);
+/* Appends a VKA_STEP_WRITE step writing `count` 32-bit words to the start of `role`. */
+vkattn_status vka_push_write(vka_builder *b, vkattn_stage stage, vka_role role, const void *words, uint32_t count);
 
 /* Whether bytes seen through `view` of a role fit one binding. */
 int vka_fits_binding(const vka_builder *b, vka_role role, uint8_t view, uint64_t bytes);

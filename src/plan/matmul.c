@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "problem/rope.h"
 
 /* C(M,N) = A(M,K) · W(N,K)^T + bias(N), offsets and strides in elements. A row m at
  * a_offset + m * lda; C element (m, n) at c_index() (see vka_matmul_push in abi.h). */
@@ -249,53 +250,98 @@ vkattn_status vka_plan_output_projection(vka_builder *b)
     return add_matmul(b, &out);
 }
 
-/* One rope step over `heads` heads of B batch items, `rows` rows each, starting at element
- * `offset` of `role`. The buffer is bound whole: Q and K are read whole by the attention kernels'
- * slices only when they exceed one binding, and RoPE refuses that case (DEVICE_LIMIT) rather than
- * cutting it. The barrier waits for the projection (and, for K after Q in one buffer, orders the
- * two writes to the same binding). */
-static vkattn_status add_rope(vka_builder *b, vka_role role, uint64_t offset, uint64_t batch_stride,
-                              uint64_t head_stride, uint64_t heads, uint64_t rows, uint32_t first_position,
-                              int positions_in_meta)
+/* Where a rope step's rows are: `heads` heads of `rows` rows per batch item of B, from element
+ * `offset` of `role`. */
+typedef struct rope_rows {
+    vka_role role;
+    uint64_t offset, batch_stride, head_stride, heads, rows;
+    uint32_t first_position;
+    int positions_in_meta;
+    int key; /* the heads are K's: k's norm weights */
+} rope_rows;
+
+/* One rope step (with the q/k norm when the layer has one). The buffer is bound whole: Q and K are
+ * read whole by the attention kernels' slices only when they exceed one binding, and RoPE refuses
+ * that case (DEVICE_LIMIT) rather than cutting it. The barrier waits for the projection (and, for
+ * K after Q in one buffer, orders the two writes to the same binding). */
+static vkattn_status add_rope(vka_builder *b, const rope_rows *r, vka_role table)
 {
     const vka_problem *p = b->p;
-    const uint32_t pairs = p->cfg.rope_dim / 2;
+    const vka_layer_config *c = &p->cfg;
+    const uint32_t pairs = c->rope_dim / 2;
+    const int norm = c->qk_norm != VKATTN_QK_NORM_NONE;
     vkattn_status status;
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_QKV_PROJECTION, .kernel = VKA_KERNEL_ROPE,
-                  .f16_out = b->plan->role_dtype[role] == VKATTN_DTYPE_F16, .barrier_before = 1,
+                  .f16_out = b->plan->role_dtype[r->role] == VKATTN_DTYPE_F16, .barrier_before = 1,
                   .binding_count = VKA_ROPE_BINDINGS};
-    s.spec[VKA_SPEC_WG_SIZE] = 64;
-    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_X], role, VKA_VIEW_BUFFER));
-    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_FREQ], VKA_ROLE_ROPE_FREQ, VKA_VIEW_SCALAR));
-    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_META], positions_in_meta ? VKA_ROLE_CACHE_META : VKA_ROLE_NONE,
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_X], r->role, VKA_VIEW_BUFFER));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_FREQ], pairs ? table : VKA_ROLE_NONE, VKA_VIEW_SCALAR));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_META], r->positions_in_meta ? VKA_ROLE_CACHE_META : VKA_ROLE_NONE,
                            VKA_VIEW_BUFFER));
-    s.spec[VKA_SPEC_FLAGS] = positions_in_meta ? VKA_ROPE_POSITIONS : 0;
-    uint64_t count = (uint64_t)p->B * heads * rows * pairs;
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_NORM_W], norm ? VKA_ROLE_QK_NORM : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
+    s.spec[VKA_SPEC_FLAGS] = (r->positions_in_meta ? VKA_ROPE_POSITIONS : 0) | (norm ? VKA_ROPE_NORM : 0);
+    const uint32_t norm_heads = c->qk_norm == VKATTN_QK_NORM_ROW ? (uint32_t)r->heads : 1;
+    /* With a norm, a workgroup per norm, wide enough to keep each invocation's share of a whole
+     * row's norm small; without, an invocation per pair. */
+    uint32_t wg = 64;
+    while (norm && wg < 256 && (uint64_t)norm_heads * c->D > 16 * wg) wg *= 2;
+    s.spec[VKA_SPEC_WG_SIZE] = wg;
+    uint64_t count = norm ? (uint64_t)p->B * r->rows * (r->heads / norm_heads) : (uint64_t)p->B * r->heads * r->rows * pairs;
     s.push.rope = (vka_rope_push){
-        .offset = (uint32_t)offset, .batch_stride = (uint32_t)batch_stride, .head_stride = (uint32_t)head_stride,
-        .row_stride = p->cfg.D, .heads = (uint32_t)heads, .rows = (uint32_t)rows, .pairs = pairs,
-        .pos_offset = first_position, .gptj = p->cfg.rope_style == VKATTN_ROPE_GPTJ, .count = (uint32_t)count,
+        .offset = (uint32_t)r->offset, .batch_stride = (uint32_t)r->batch_stride, .head_stride = (uint32_t)r->head_stride,
+        .row_stride = c->D, .heads = (uint32_t)r->heads, .rows = (uint32_t)r->rows, .pairs = pairs,
+        .pos_offset = r->first_position, .gptj = c->rope_style == VKATTN_ROPE_GPTJ, .count = (uint32_t)count,
+        .dim = c->D, .norm_heads = norm_heads, .norm_offset = r->key ? vka_qk_norm_width(c, 0) : 0,
+        .eps = c->qk_norm_eps, .factor = pairs ? c->rope_attention : 1.0f,
     };
-    return vka_push_step(b, &s, count, s.spec[VKA_SPEC_WG_SIZE]);
+    return vka_push_step(b, &s, norm ? count * wg : count, wg);
 fail:
     return status;
 }
 
+/* The q/k norms and RoPE, after the projections. The rotary table is the layer's own unless the
+ * forward's sequence needs another (problem/rope.h): that one is written into the workspace first. */
 vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l)
 {
     const vka_problem *p = b->p;
-    const uint64_t D = p->cfg.D;
+    const vka_layer_config *c = &p->cfg;
+    const uint64_t D = c->D, Hq = c->inner / D, Hk = c->inner_kv / D;
     vkattn_status status;
-    if (p->cfg.rope_dim == 0) return VKATTN_OK;
-    if (p->cache.seqs) /* Q heads then K heads of one (1, H + 2 H_kv, T, D) buffer, the positions in meta */
-        return add_rope(b, l->q, l->q_offset, 0, l->q_head, (p->cfg.inner + p->cfg.inner_kv) / D, p->L,
-                        p->cache.positions_at, 1);
+    if (c->rope_dim == 0 && c->qk_norm == VKATTN_QK_NORM_NONE) return VKATTN_OK;
+    vka_role table = VKA_ROLE_ROPE_FREQ;
+    uint64_t seq_len = vka_rope_seq_len(p);
+    if (c->rope_dim && vka_rope_table_varies(&c->rope_scaling, seq_len)) {
+        float freq[VKA_ROPE_TABLE_MAX];
+        if (c->rope_dim / 2 > VKA_ROPE_TABLE_MAX)
+            return vka_error_set(b->error, VKATTN_ERROR_UNSUPPORTED,
+                                 "a RoPE table of %u frequencies that changes with the sequence length: at most %u",
+                                 c->rope_dim / 2, VKA_ROPE_TABLE_MAX);
+        vka_rope_table(&c->rope_scaling, c->rope_theta, c->rope_dim, seq_len, freq);
+        table = VKA_ROLE_ROPE_TABLE;
+        VKA_TRY(vka_reserve_workspace(b, table, c->rope_dim / 2));
+        VKA_TRY(vka_push_write(b, VKATTN_STAGE_QKV_PROJECTION, table, freq, c->rope_dim / 2));
+    }
+    if (p->cache.seqs) { /* Q heads then K heads of one (1, H + 2 H_kv, T, D) buffer, the positions in meta */
+        rope_rows q = {l->q, l->q_offset, 0, l->q_head, Hq, p->L, p->cache.positions_at, 1, 0};
+        if (c->qk_norm == VKATTN_QK_NORM_NONE) { /* one step over both */
+            q.heads += Hk;
+            return add_rope(b, &q, table);
+        }
+        rope_rows k = q;
+        k.offset += Hq * l->q_head;
+        k.heads = Hk;
+        k.key = 1;
+        VKA_TRY(add_rope(b, &q, table));
+        return add_rope(b, &k, table);
+    }
     /* Q (B, H', L, D) and K (B, H_kv', S, D): S' = S, RoPE takes no extra keys. Positions are
      * aligned at the end (vka_rope_first_positions). */
     uint32_t q_first, k_first;
     vka_rope_first_positions(p, &q_first, &k_first);
-    VKA_TRY(add_rope(b, l->q, l->q_offset, l->q_batch, l->q_head, p->cfg.inner / D, p->L, q_first, 0));
-    VKA_TRY(add_rope(b, l->k, l->k_offset, l->kv_batch, l->kv_head, p->cfg.inner_kv / D, p->S, k_first, 0));
+    rope_rows q = {l->q, l->q_offset, l->q_batch, l->q_head, Hq, p->L, q_first, 0, 0};
+    rope_rows k = {l->k, l->k_offset, l->kv_batch, l->kv_head, Hk, p->S, k_first, 0, 1};
+    VKA_TRY(add_rope(b, &q, table));
+    VKA_TRY(add_rope(b, &k, table));
 fail:
     return status;
 }
@@ -310,16 +356,24 @@ void vka_matmul_describe(vka_text *t, const vka_step *s)
                  (s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_ACCUMULATE) ? ", added to C" : "");
 }
 
-/* rope has no loops. */
+/* rope: no loops for a rotation alone; with a norm, two strided passes over the norm's elements
+ * and the reduction's tree between them. */
 uint64_t vka_rope_trips(const vka_step *s)
 {
-    (void)s;
-    return 0;
+    const vka_rope_push *c = &s->push.rope;
+    if (!(s->spec[VKA_SPEC_FLAGS] & VKA_ROPE_NORM)) return 0;
+    uint32_t wg = s->spec[VKA_SPEC_WG_SIZE], t = 0;
+    while ((1u << t) < wg) t++;
+    uint64_t n = vka_ceil_div((uint64_t)c->norm_heads * c->dim, wg);
+    return 2 * vka_loop(n) + vka_loop(t);
 }
 
 void vka_rope_describe(vka_text *t, const vka_step *s)
 {
     const vka_rope_push *c = &s->push.rope;
+    if (s->spec[VKA_SPEC_FLAGS] & VKA_ROPE_NORM)
+        vka_text_put(t, "RMS norm over %u dims (eps %g), then ", c->norm_heads * c->dim, (double)c->eps);
     vka_text_put(t, "RoPE (%s) of %u pairs x %u rows x %u heads per batch item, positions %u..%u", c->gptj ? "gptj" : "neox",
                  c->pairs, c->rows, c->heads, c->pos_offset, c->pos_offset + c->rows - 1);
+    if (c->factor != 1.0f) vka_text_put(t, ", cos and sin x %g", (double)c->factor);
 }

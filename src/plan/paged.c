@@ -156,7 +156,7 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
             .seqs = cp->seqs, .H = c->H, .kv_group = group, .i_begin = (uint32_t)i0, .i_count = ic,
             .q_head = (uint32_t)(l->q_head / vec), .q_row = (uint32_t)(l->q_row / vec),
             .block_stride = c->H_kv * head, .kv_head = head, .kv_row = row, .block_size = cp->block_size,
-            .ctx_stride = c->inner, .scale = 1.0f / sqrtf((float)D),
+            .ctx_stride = c->inner, .scale = c->scale,
             .parts = (uint32_t)parts, .part_len = (uint32_t)part_len, .tiles = tiles,
             .softcap = c->softcap, .window = c->window,
         };

@@ -40,6 +40,7 @@ static void assign_sizes(const vka_problem *p, vka_plan *plan)
     elems[VKA_ROLE_B_OUT] = c->bias ? c->E : 0;
     elems[VKA_ROLE_EXTRA_K] = elems[VKA_ROLE_EXTRA_V] = (uint64_t)c->extra_keys * Ik;
     elems[VKA_ROLE_ROPE_FREQ] = c->rope_dim / 2;
+    elems[VKA_ROLE_QK_NORM] = (uint64_t)vka_qk_norm_width(c, 0) + vka_qk_norm_width(c, 1);
     elems[VKA_ROLE_HEAD_TERMS] = c->alibi || c->sinks ? 2 * (uint64_t)c->H_active : 0;
     elems[VKA_ROLE_CACHE_META] = p->cache.meta_words;
     for (int r = 0; r < VKA_ROLE_COUNT; r++) plan->role_bytes[r] = elems[r] * vkattn_dtype_size(plan->role_dtype[r]);
@@ -54,6 +55,7 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
     vka_builder b = {p, limits, limits->tuning, plan, error, limits->loop_budget ? limits->loop_budget : UINT64_MAX};
     plan->step_count = 0;
     plan->copy_count = 0;
+    plan->word_count = 0;
     plan->chunks = 0;
     plan->key_parts = plan->key_chunks = plan->query_sets = 0;
     plan->qkv_one_matmul = 0;

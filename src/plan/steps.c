@@ -52,6 +52,7 @@ void vka_plan_free(vka_plan *plan)
 {
     free(plan->steps);
     free(plan->copies);
+    free(plan->words);
     memset(plan, 0, sizeof *plan);
 }
 

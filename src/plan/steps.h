@@ -13,7 +13,9 @@
 typedef enum vka_step_kind {
     VKA_STEP_DISPATCH,
     VKA_STEP_ZERO, /* fill bind[0] with zeros (vkCmdFillBuffer) */
-    VKA_STEP_COPY  /* copy plan->copies[copy_first .. +copy_count) from bind[0] to bind[1] */
+    VKA_STEP_COPY, /* copy plan->copies[copy_first .. +copy_count) from bind[0] to bind[1] */
+    VKA_STEP_WRITE /* write plan->words[copy_first .. +copy_count) to the start of bind[0] (vkCmdUpdateBuffer:
+                      the data travels in the command buffer) */
 } vka_step_kind;
 
 /* How a binding is viewed: as a buffer, or through a texel view of 1 or 4 elements per texel
@@ -50,7 +52,7 @@ typedef struct vka_step {
         vka_append_push append;
     } push;
     uint32_t groups[3];
-    uint32_t copy_first, copy_count;
+    uint32_t copy_first, copy_count; /* COPY: regions of plan->copies; WRITE: words of plan->words */
     int barrier_before; /* wait for every earlier step's writes before this one */
 } vka_step;
 
@@ -81,6 +83,8 @@ typedef struct vka_plan {
     uint32_t step_count, step_capacity;
     vka_copy *copies;
     uint32_t copy_count, copy_capacity;
+    uint32_t *words; /* what WRITE steps write */
+    uint32_t word_count, word_capacity;
     vkattn_dtype role_dtype[VKA_ROLE_COUNT];  /* element type of each role's buffer */
     uint64_t workspace_bytes[VKA_ROLE_COUNT]; /* non-zero for the workspace roles used */
     uint64_t role_bytes[VKA_ROLE_COUNT];      /* bytes of each role's tensor as the plan sees it */

@@ -1,5 +1,6 @@
 /* The plan as text (vkattn_forward_explain): the shapes a textbook traces through multi-head
  * attention, then each step as the plan holds it, so what is printed is what runs. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,6 +25,10 @@ static void put_step(vka_text *t, const vka_plan *plan, uint32_t k)
     vka_text_put(t, "  %3u %-15s ", k + 1, vkattn_stage_name(s->stage));
     if (s->kind == VKA_STEP_ZERO) {
         vka_text_put(t, "fill %s with zeros\n", vka_role_name(s->bind[0].role));
+        return;
+    }
+    if (s->kind == VKA_STEP_WRITE) {
+        vka_text_put(t, "write %u words to %s\n", s->copy_count, vka_role_name(s->bind[0].role));
         return;
     }
     if (s->kind == VKA_STEP_COPY) {
@@ -57,7 +62,9 @@ size_t vka_plan_describe(const vka_problem *p, const vka_plan *plan, uint32_t lo
     vka_text_put(&t, "plan: %s path, B=%u L=%u S=%u S'=%u E=%u H=%u", vkattn_path_name(plan->path), B, L, S, Sx, E, c->H);
     if (H < c->H) vka_text_put(&t, " (%u computed)", H);
     if (c->group > 1) vka_text_put(&t, " H_kv=%u (%u query heads per K/V head)", c->H_kv, c->group);
-    vka_text_put(&t, " D=%u, %s storage\n", D, vkattn_dtype_name(c->storage));
+    vka_text_put(&t, " D=%u%s, %s storage", D, c->E_q != E ? " (H*D != E)" : "", vkattn_dtype_name(c->storage));
+    if (c->scale != (float)(1.0 / sqrt((double)D))) vka_text_put(&t, ", scale %g", (double)c->scale);
+    vka_text_put(&t, "\n");
     vka_text_put(&t, "  q: query (%u, %u, %u) x W_Q^T -> (%u, %u, %u, %u) per head\n", B, L, E, B, H, L, D);
     vka_text_put(&t, "  k, v: %s (%u, %u, %u) x W_K^T, W_V^T -> (%u, %u, %u, %u) per %shead", p->self_attention ? "query" : "key",
         B, S, p->self_attention ? E : c->kdim, B, c->inner_kv / D, Sx, D, c->group > 1 ? "K/V " : "");

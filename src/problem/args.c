@@ -277,6 +277,12 @@ void vka_rope_first_positions(const vka_problem *p, uint32_t *query, uint32_t *k
     *key = p->rope_offset + (longest - p->S);
 }
 
+uint64_t vka_rope_seq_len(const vka_problem *p)
+{
+    if (p->cache.seqs) return p->cache.max_len;
+    return (uint64_t)p->rope_offset + (p->L > p->S ? p->L : p->S);
+}
+
 vkattn_path vka_resolve_path(vkattn_path requested, vkattn_weights_kind weights)
 {
     if (requested != VKATTN_PATH_AUTO) return requested;
@@ -350,8 +356,9 @@ vkattn_status vka_problem_check(const vka_problem *p, vkattn_error *error)
         vka_arg_dims(p, f, dims);
         VKA_TRY(check_count(f->label ? f->label : rows[i].name, dims, (int)f->rank, error));
     }
-    VKA_TRY(check_count("the Q/K/V projection", (uint32_t[]){p->B, p->L, 3, c->E}, 4, error));
-    VKA_TRY(check_count("the projected key", (uint32_t[]){p->B, p->S, c->E}, 3, error));
+    VKA_TRY(check_count("the Q/K/V projection", (uint32_t[]){p->B, p->L > p->S ? p->L : p->S, c->E_q + 2 * c->E_kv}, 3,
+                        error));
+    VKA_TRY(check_count("the projected query", (uint32_t[]){p->B, p->L, c->E_q}, 3, error));
     /* The unfused path addresses one head's L×S' score block with 32-bit indices (and chunks it
      * as needed); the fused path never forms it, so it takes any L·S. */
     if (vka_resolve_path(p->path, p->weights) == VKATTN_PATH_UNFUSED)

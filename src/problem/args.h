@@ -150,6 +150,10 @@ vkattn_status vka_check_float_mask(const float *mask, size_t n, vkattn_error *er
  * S >= L keys that end with them (decoding, a chunk of a prompt) sit at the end of the keys. */
 void vka_rope_first_positions(const vka_problem *p, uint32_t *query, uint32_t *key);
 
+/* The sequence length whose RoPE table a forward uses (problem/rope.h): its last position + 1, the
+ * longest sequence after its new tokens for a cached forward. */
+uint64_t vka_rope_seq_len(const vka_problem *p);
+
 /* The checks every problem passes, however it was described: outputs that can be asked for
  * together (weights and lse cannot; pruned heads give neither), and every element count the
  * problem implies fits in size_t and in uint32_t where shaders index with 32-bit integers (each

@@ -9,7 +9,9 @@
 #include "vkattn.h"
 
 typedef struct vka_layer_config {
-    uint32_t E, H, D;    /* embed_dim, heads, head dim */
+    uint32_t E, H, D;    /* embed_dim, heads, head dim (vkattn_layer_desc.head_dim, else E / H) */
+    uint32_t E_q;        /* H * D: rows of W_Q, columns of W_O, width of q and ctx in the reference */
+    float scale;         /* the scores' scale: vkattn_layer_desc.scale, else 1 / sqrt(D) */
     uint32_t H_kv;       /* key/value heads (num_kv_heads resolved): H, or a divisor of H */
     uint32_t group;      /* H / H_kv: query heads per key/value head (query head h reads K/V head h / group) */
     uint32_t E_kv;       /* H_kv * D: rows of W_K and W_V, width of k and v in the reference */
@@ -21,12 +23,18 @@ typedef struct vka_layer_config {
     int bias_kv;         /* add_bias_kv */
     int zero_attn;       /* add_zero_attn */
     uint32_t extra_keys; /* bias_kv + zero_attn: keys appended after the S real ones */
-    int packed_in_proj;  /* kdim == vdim == E: W_Q, W_K, W_V stored as one (E + 2 E_kv, E) matrix */
+    int packed_in_proj;  /* kdim == vdim == E: W_Q, W_K, W_V stored as one (E_q + 2 E_kv, E) matrix */
     vkattn_dtype storage;
-    /* rotary position embedding (rope_theta 0 = off) */
+    /* rotary position embedding (off: rope_dim 0) */
     float rope_theta;
     uint32_t rope_dim;   /* resolved: D when the desc says 0; 0 when off */
     vkattn_rope_style rope_style;
+    vkattn_rope_scaling rope_scaling; /* its lists point at the caller's arrays until the layer copies them */
+    float rope_attention; /* the attention factor cos and sin are scaled by (problem/rope.h) */
+    /* RMS norms of q and k (vkattn_layer_desc.qk_norm) */
+    vkattn_qk_norm qk_norm;
+    float qk_norm_eps;
+    int qk_norm_plus_one;
     /* attention variants (vkattn_layer_desc; 0 = off) */
     uint32_t window;     /* sliding window: keys more than window - 1 positions before the query are masked */
     float softcap;       /* scaled scores x become softcap * tanh(x / softcap) */
@@ -47,9 +55,8 @@ int vka_layer_has_positions(const vka_layer_config *c);
  * VKA_SPEC_VARIANT bits (abi.h). */
 uint32_t vka_variant_bits(const vka_layer_config *c);
 
-/* inv_freq_i = theta^(-2i / rope_dim) for i < rope_dim / 2, computed in double and rounded to
- * float: the one table both the CPU path and the device kernel use. */
-void vka_rope_inv_freq(const vka_layer_config *c, float *out);
+/* The widths of q's and k's norm weights: D per head, or the whole projected row; 0 without. */
+uint32_t vka_qk_norm_width(const vka_layer_config *c, int key);
 
 /* Checks a layer description (no weights); fills `out`. */
 vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_layer_config *out, vkattn_error *error);

@@ -35,6 +35,11 @@ vkattn_status vkattn_forward_cost(const vkattn_layer_desc *d, uint32_t batch, ui
         c.flops[VKATTN_STAGE_QKV_PROJECTION] += 3.0 * rotated;
         c.bytes[VKATTN_STAGE_QKV_PROJECTION] += 2.0 * a * rotated;
     }
+    if (cfg.qk_norm) { /* the q/k norms, in the same step: 4 FLOPs per value (square, add, two scalings), read twice */
+        const double normed = B * (L * I + S * Ik);
+        c.flops[VKATTN_STAGE_QKV_PROJECTION] += 4.0 * normed;
+        c.bytes[VKATTN_STAGE_QKV_PROJECTION] += (cfg.rope_dim ? 1.0 : 3.0) * a * normed;
+    }
 
     const double attention = 4.0 * B * H * L * S * D;
     const double q_k = a * (B * L * I + B * S * Ik), v = a * B * S * Ik, ctx = a * B * L * I;

@@ -27,6 +27,7 @@ const char *vka_role_name(vka_role role)
         [VKA_ROLE_EXTRA_V] = "extra_v",
         [VKA_ROLE_ROPE_FREQ] = "rope_freq",
         [VKA_ROLE_HEAD_TERMS] = "head_terms",
+        [VKA_ROLE_QK_NORM] = "qk_norm",
         [VKA_ROLE_QKV] = "qkv",
         [VKA_ROLE_K_PROJ] = "k_proj",
         [VKA_ROLE_V_PROJ] = "v_proj",
@@ -36,6 +37,7 @@ const char *vka_role_name(vka_role role)
         [VKA_ROLE_SOFTMAX_STATS] = "softmax_stats",
         [VKA_ROLE_STATE_O] = "state_o",
         [VKA_ROLE_STATE_LSE] = "state_lse",
+        [VKA_ROLE_ROPE_TABLE] = "rope_table",
     };
     return (unsigned)role < VKA_ROLE_COUNT ? names[role] : "unknown";
 }

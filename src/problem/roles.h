@@ -32,6 +32,7 @@ typedef enum vka_role {
     VKA_ROLE_EXTRA_V,
     VKA_ROLE_ROPE_FREQ, /* (rope_dim / 2) fp32: RoPE's inv_freq table */
     VKA_ROLE_HEAD_TERMS, /* (H', 2) fp32: each computed head's ALiBi slope and sink logit */
+    VKA_ROLE_QK_NORM,    /* fp32: q's norm weights then k's (vka_qk_norm_width each), 1 + w for Gemma */
     /* workspace, owned by the layer and sized by the plan */
     VKA_ROLE_QKV,    /* (B, H' + 2 H_kv', S', D) one matmul, or Q alone (B, H', L, D) */
     VKA_ROLE_K_PROJ, /* (B, H_kv', S', D): S projected keys then the extra keys, per K/V head */
@@ -42,6 +43,8 @@ typedef enum vka_role {
     VKA_ROLE_SOFTMAX_STATS, /* (rows, chunks, 3) fp32: per-chunk max, sum, NaN flag of long rows */
     VKA_ROLE_STATE_O,       /* (parts, rows, D) fp32: softmax states of the fused key parts */
     VKA_ROLE_STATE_LSE,     /* (parts, rows) fp32 */
+    VKA_ROLE_ROPE_TABLE,    /* (rope_dim / 2) fp32: the RoPE table of a sequence longer than the layer's own
+                               table serves (problem/rope.h), written by the forward */
     VKA_ROLE_COUNT
 } vka_role;
 

@@ -2,25 +2,30 @@
  * compared with it, so it follows the formula literally and keeps every intermediate in double.
  *
  *   q = query W_Q^T + b_Q,  k = key W_K^T + b_K,  v = value W_V^T + b_V      (then extra keys)
- *   p_ij = softmax_j(q_i · k_j / sqrt(D) + mask_ij)   per head, masked keys excluded (skipped:
- *                                                      NaN in a masked key or value row stays out)
+ *   p_ij = softmax_j(scale q_i · k_j + mask_ij)       per head, masked keys excluded (skipped:
+ *                                                      NaN in a masked key or value row stays out);
+ *                                                      scale = vkattn_layer_desc.scale, else 1/sqrt(D)
  *   ctx_i = sum_j p_ij v_j,  output = ctx W_O^T + b_O
  *
- * With RoPE (rope_theta > 0) q and k are rotated after the projection, each head alike: pair
- * (x1, x2) of dims (i, i + rope_dim/2) (NeoX) or (2i, 2i+1) (GPT-J) becomes
- * (x1 cos a - x2 sin a, x2 cos a + x1 sin a), a = float(pos) * inv_freq_i in fp32 (the table of
- * vka_rope_inv_freq), pos = the token's index + the first position of its side
+ * With q/k norms (qk_norm) each head's D values, or a token's whole q or k row, become
+ * x / sqrt(mean(x^2) + eps) * w (w: q_norm_weight or k_norm_weight, 1 + w with qk_norm_plus_one)
+ * right after the projection.
+ *
+ * With RoPE q and k are then rotated, each head alike: pair (x1, x2) of dims (i, i + rope_dim/2)
+ * (NeoX) or (2i, 2i+1) (GPT-J) becomes (x1 c - x2 s, x2 c + x1 s), c = f cos a, s = f sin a,
+ * a = float(pos) * inv_freq_i in fp32 (the table of vka_rope_table for the forward's sequence
+ * length, f its attention factor), pos = the token's index + the first position of its side
  * (vka_rope_first_positions: queries and keys end at the same position); cos and sin in double.
  *
  * k and v have H_kv heads (E_kv = H_kv·D columns); query head h reads K/V head h / (H / H_kv)
  * (grouped-query attention; H_kv = H is plain multi-head attention).
  *
  * With kv_cache_dtype (vkattn_host_forward_desc) k, after RoPE, and v are then rounded to float
- * and through the KV cache's storage (io/quant.h), as a cached forward's cache holds them.
+ * and through the KV cache's storage (format/quant.h), as a cached forward's cache holds them.
  *
  * The variants (vkattn_layer_desc), with pos_i - pos_j = i - j + S - L (queries and keys end at the
  * same position):
- *   x_ij = q_i · k_j / sqrt(D);  softcap c: x_ij = c tanh(x_ij / c);  ALiBi: x_ij += m_h (pos_j - pos_i)
+ *   x_ij = scale q_i · k_j;  softcap c: x_ij = c tanh(x_ij / c);  ALiBi: x_ij += m_h (pos_j - pos_i)
  *   window W: key j < S masked when pos_i - pos_j >= W
  *   sink s_h: p_ij = exp(x_ij - M) / (exp(s_h - M) + sum_k exp(x_ik - M)), M = max(s_h, max_k x_ik)
  */
@@ -31,6 +36,7 @@
 
 #include "common/error.h"
 #include "format/quant.h"
+#include "problem/rope.h"
 
 /* y (rows, out) = x (rows, in) W^T + b, with W (out, in) a row range of a bigger matrix. */
 static void linear(const float *x, size_t rows, size_t in, const float *W, const float *b, size_t out, double *y)
@@ -53,16 +59,16 @@ typedef struct in_proj {
 static in_proj split_in_proj(const vka_layer_config *c, const vkattn_weights *w)
 {
     in_proj ip = {w->q_proj_weight, w->k_proj_weight, w->v_proj_weight, NULL, NULL, NULL};
-    size_t E = c->E, E_kv = c->E_kv; /* in_proj_weight (E + 2 E_kv, E), in_proj_bias (E + 2 E_kv) */
+    size_t E = c->E, E_q = c->E_q, E_kv = c->E_kv; /* in_proj_weight (E_q + 2 E_kv, E), in_proj_bias (E_q + 2 E_kv) */
     if (w->in_proj_weight) {
         ip.Wq = w->in_proj_weight;
-        ip.Wk = w->in_proj_weight + E * E;
-        ip.Wv = w->in_proj_weight + E * E + E_kv * E;
+        ip.Wk = w->in_proj_weight + E_q * E;
+        ip.Wv = w->in_proj_weight + E_q * E + E_kv * E;
     }
     if (w->in_proj_bias) {
         ip.bq = w->in_proj_bias;
-        ip.bk = w->in_proj_bias + E;
-        ip.bv = w->in_proj_bias + E + E_kv;
+        ip.bk = w->in_proj_bias + E_q;
+        ip.bv = w->in_proj_bias + E_q + E_kv;
     }
     return ip;
 }
@@ -81,10 +87,25 @@ static void rope_rotate(const vka_layer_config *c, const float *inv_freq, double
                 float angle = (float)pos * inv_freq[i];
                 size_t i1 = c->rope_style == VKATTN_ROPE_GPTJ ? 2 * i : i;
                 size_t i2 = c->rope_style == VKATTN_ROPE_GPTJ ? 2 * i + 1 : i + half;
-                double x1 = head[i1], x2 = head[i2], cs = cos((double)angle), sn = sin((double)angle);
+                double x1 = head[i1], x2 = head[i2];
+                double cs = c->rope_attention * cos((double)angle), sn = c->rope_attention * sin((double)angle);
                 head[i1] = x1 * cs - x2 * sn;
                 head[i2] = x2 * cs + x1 * sn;
             }
+        }
+    }
+}
+
+/* RMS-normalizes `rows` rows of `width` values (row r at x + r*width) in groups of `n` values
+ * with weights w (n of them), 1 + w with plus_one. */
+static void rms_norm(double *x, size_t rows, size_t width, size_t n, const float *w, int plus_one, double eps)
+{
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t g = 0; g < width; g += n) {
+            double *v = x + r * width + g, sum = 0.0;
+            for (size_t i = 0; i < n; i++) sum += v[i] * v[i];
+            double inv = 1.0 / sqrt(sum / (double)n + eps);
+            for (size_t i = 0; i < n; i++) v[i] *= inv * (plus_one ? 1.0 + (double)w[i] : (double)w[i]);
         }
     }
 }
@@ -165,16 +186,16 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
                                 const vka_host_arrays *d, const uint8_t *head_mask, vkattn_error *error)
 {
     const vka_layer_config *c = &p->cfg;
-    const size_t B = p->B, L = p->L, S = p->S, Sx = p->S_ext, E = c->E, H = c->H, D = c->D;
+    const size_t B = p->B, L = p->L, S = p->S, Sx = p->S_ext, E = c->E, Eq = c->E_q, H = c->H, D = c->D;
     const size_t Ek = c->E_kv, G = c->group; /* k and v rows are Ek wide; head h reads K/V head h / G */
     const float *query = d->in[VKA_ARG_QUERY], *key = d->in[VKA_ARG_KEY], *value = d->in[VKA_ARG_VALUE];
     float *output = d->out[VKA_ARG_OUTPUT], *weights = d->out[VKA_ARG_WEIGHTS], *lse_out = d->out[VKA_ARG_LSE];
     in_proj ip = split_in_proj(c, w);
 
-    double *q = malloc(B * L * E * sizeof *q);
+    double *q = malloc(B * L * Eq * sizeof *q);
     double *k = malloc(B * Sx * Ek * sizeof *k); /* (B, S', E_kv): rows S.. are the extra keys */
     double *v = malloc(B * Sx * Ek * sizeof *v);
-    double *ctx = calloc(B * L * E, sizeof *ctx);
+    double *ctx = calloc(B * L * Eq, sizeof *ctx);
     double *row = malloc(Sx * sizeof *row);
     unsigned char *seen = malloc(Sx); /* which keys the current query row may attend to */
     double *tmp = malloc(S * Ek * sizeof *tmp);
@@ -186,7 +207,7 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
                              B, L, S, E);
     }
 
-    linear(query, B * L, E, ip.Wq, ip.bq, E, q);
+    linear(query, B * L, E, ip.Wq, ip.bq, Eq, q);
     for (size_t b = 0; b < B; b++) {
         /* Project this batch's keys and values, then append bias_k/bias_v and the zero key. */
         linear(key + b * S * c->kdim, S, c->kdim, ip.Wk, ip.bk, Ek, tmp);
@@ -205,29 +226,35 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
         }
     }
 
+    if (c->qk_norm) {
+        size_t nq = vka_qk_norm_width(c, 0), nk = vka_qk_norm_width(c, 1);
+        rms_norm(q, B * L, Eq, nq, w->q_norm_weight, c->qk_norm_plus_one, c->qk_norm_eps);
+        for (size_t b = 0; b < B; b++) /* the S keys: a layer with norms has no extra keys */
+            rms_norm(k + b * Sx * Ek, S, Ek, nk, w->k_norm_weight, c->qk_norm_plus_one, c->qk_norm_eps);
+    }
     if (c->rope_dim) {
         float *inv_freq = malloc(c->rope_dim / 2 * sizeof *inv_freq);
         if (!inv_freq) {
             free(q), free(k), free(v), free(ctx), free(row), free(seen), free(tmp), free(out), free(avg);
             return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "CPU path: out of memory for the RoPE table");
         }
-        vka_rope_inv_freq(c, inv_freq);
+        vka_rope_table(&c->rope_scaling, c->rope_theta, c->rope_dim, vka_rope_seq_len(p), inv_freq);
         uint32_t q_first, k_first;
         vka_rope_first_positions(p, &q_first, &k_first);
-        rope_rotate(c, inv_freq, q, B * L, L, E, H, q_first);
+        rope_rotate(c, inv_freq, q, B * L, L, Eq, H, q_first);
         rope_rotate(c, inv_freq, k, B * Sx, Sx, Ek, c->H_kv, k_first); /* S' = S: no extra keys with RoPE */
         free(inv_freq);
     }
     round_as_cache(p->kv_round, k, B, S, Sx, Ek);
     round_as_cache(p->kv_round, v, B, S, Sx, Ek);
 
-    const double scale = 1.0 / sqrt((double)D);
+    const double scale = c->scale;
     for (size_t b = 0; b < B; b++) {
         for (size_t x = 0; x < L * Sx; x++) avg[x] = 0.0;
         for (size_t h = 0; h < H; h++) {
             if (head_mask && !head_mask[h]) continue; /* pruned: its context stays zero */
             for (size_t i = 0; i < L; i++) {
-                const double *qi = q + (b * L + i) * E + h * D;
+                const double *qi = q + (b * L + i) * Eq + h * D;
                 for (size_t j = 0; j < Sx; j++) {
                     double add = 0.0;
                     seen[j] = !(j < S && masked(p, d, b, h, i, j, &add)) && add != -INFINITY;
@@ -245,7 +272,7 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
                 }
                 double lse = softmax_row(row, Sx, w->sinks ? (double)w->sinks[h] : -INFINITY);
                 if (lse_out) lse_out[(b * H + h) * L + i] = (float)lse;
-                double *ci = ctx + (b * L + i) * E + h * D;
+                double *ci = ctx + (b * L + i) * Eq + h * D;
                 for (size_t j = 0; j < Sx; j++) {
                     if (!seen[j]) continue; /* a masked key never contributes, whatever its row holds */
                     const double *vj = v + (b * Sx + j) * Ek + h / G * D;
@@ -263,7 +290,7 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
     for (size_t r = 0; r < B * L; r++) {
         for (size_t o = 0; o < E; o++) {
             double acc = w->out_proj_bias ? w->out_proj_bias[o] : 0.0;
-            for (size_t e = 0; e < E; e++) acc += ctx[r * E + e] * w->out_proj_weight[o * E + e];
+            for (size_t e = 0; e < Eq; e++) acc += ctx[r * Eq + e] * w->out_proj_weight[o * Eq + e];
             out[o] = acc;
         }
         for (size_t o = 0; o < E; o++) output[r * E + o] = (float)out[o];

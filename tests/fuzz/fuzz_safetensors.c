@@ -52,12 +52,17 @@ static void check_file(const vkattn_weight_file *file, size_t file_size)
 
     vkattn_weight_file_info info;
     CHECK(vkattn_weight_file_get_info(file, &info) == VKATTN_OK);
-    uint64_t R = info.kv_rows; /* rows of k/v_proj: E, or fewer for a grouped-query layer */
-    CHECK(R >= 1 && R <= E && E % R == 0 && info.embed_dim == E);
+    uint64_t Q = info.q_rows;  /* rows of q_proj: H * D, E unless head_dim says otherwise */
+    uint64_t R = info.kv_rows; /* rows of k/v_proj: Q, or fewer for a grouped-query layer */
+    CHECK(Q >= 1 && R >= 1 && R <= Q && Q % R == 0 && info.embed_dim == E);
     CHECK(info.tensor_count <= VKATTN_WEIGHT_FILE_MAX_TENSORS && info.bytes_read <= file_size);
-    CHECK(R == E || info.naming == VKATTN_WEIGHT_NAMES_HF);
-    uint64_t D = E % 7 == 0 ? E / 7 : 0; /* num_heads is 7 */
-    CHECK(d.num_kv_heads == (R == E ? 0 : D && R % D == 0 ? R / D : VKATTN_KV_HEADS_UNKNOWN));
+    CHECK((R == Q && Q == E) || info.naming == VKATTN_WEIGHT_NAMES_HF);
+    uint64_t D = Q % 7 == 0 ? Q / 7 : 0; /* num_heads is 7 */
+    uint32_t kv_heads = R == Q ? 0 : D && R % D == 0 ? (uint32_t)(R / D) : VKATTN_KV_HEADS_UNKNOWN;
+    /* Norms or sinks that contradict 7 heads make it unknown too. */
+    CHECK(d.num_kv_heads == kv_heads ||
+          ((w->q_norm_weight || w->sinks) && d.num_kv_heads == VKATTN_KV_HEADS_UNKNOWN));
+    CHECK(!w->q_norm_weight == !w->k_norm_weight && (d.qk_norm != VKATTN_QK_NORM_NONE) == (w->q_norm_weight != NULL));
     int separate = w->q_proj_weight || w->k_proj_weight || w->v_proj_weight;
     CHECK(w->out_proj_weight != NULL);
     CHECK(!w->in_proj_weight != !separate);
@@ -70,15 +75,19 @@ static void check_file(const vkattn_weight_file *file, size_t file_size)
     CHECK(d.add_bias_kv == (w->bias_k != NULL));
 
     size_t total = 0;
-    total += touch(w->in_proj_weight, 3 * E, E);
-    total += touch(w->q_proj_weight, E, E);
+    total += touch(w->in_proj_weight, Q + 2 * R, E);
+    total += touch(w->q_proj_weight, Q, E);
     total += touch(w->k_proj_weight, R, kdim);
     total += touch(w->v_proj_weight, R, vdim);
-    total += touch(w->in_proj_bias, E + 2 * R, 1);
-    total += touch(w->out_proj_weight, E, E);
+    total += touch(w->in_proj_bias, Q + 2 * R, 1);
+    total += touch(w->out_proj_weight, E, Q);
     total += touch(w->out_proj_bias, E, 1);
-    total += touch(w->bias_k, E, 1);
-    total += touch(w->bias_v, E, 1);
+    total += touch(w->bias_k, R, 1);
+    total += touch(w->bias_v, R, 1);
+    /* norms and sinks hold room for their widest reading (padded with zeros past the file's) */
+    touch(w->q_norm_weight, Q, 1);
+    touch(w->k_norm_weight, R, 1);
+    touch(w->sinks, Q, 1);
     if (info.out_bias_zero_filled) total -= E; /* zeros, not read */
     CHECK(total * 2 <= file_size);
 }
@@ -90,7 +99,7 @@ static void parse_one(const uint8_t *data, size_t size, const char *prefix)
     vkattn_weight_file *file = untouched;
     vkattn_status status = vka_weight_file_parse_prefix(data, size, prefix, &file, &error);
     if (status != VKATTN_OK) {
-        /* UNSUPPORTED: a layer with tensors vkattn cannot apply yet (per-head q/k norms). */
+        /* UNSUPPORTED: a layer with tensors vkattn does not apply (LayerNorm-style q/k norms, a fused bias). */
         CHECK(status == VKATTN_ERROR_FORMAT || status == VKATTN_ERROR_NOT_FOUND ||
               status == VKATTN_ERROR_UNSUPPORTED || status == VKATTN_ERROR_OUT_OF_HOST_MEMORY);
         CHECK(error.status == status);
