@@ -60,32 +60,42 @@ typedef struct test_weights {
 static inline void test_weights_make(test_weights *tw, const vkattn_layer_desc *desc, unsigned long long seed)
 {
     const size_t E = desc->embed_dim, kd = desc->kdim ? desc->kdim : E, vd = desc->vdim ? desc->vdim : E;
-    /* Ek: the rows of W_K and W_V, H_kv·D (E unless grouped-query); such layers take q/k/v_proj_weight. */
-    const size_t Ek = desc->num_kv_heads ? desc->num_kv_heads * (E / desc->num_heads) : E;
-    int packed = kd == E && vd == E && Ek == E;
-    size_t n = 3 * E * E + E * kd + E * vd + 3 * E + E * E + E + 2 * E;
+    /* Eq = H·D and Ek = H_kv·D: the rows of W_Q and of W_K, W_V (D = head_dim, else E / H);
+     * grouped-query layers take q/k/v_proj_weight. */
+    const size_t D = desc->head_dim ? desc->head_dim : E / desc->num_heads, Eq = desc->num_heads * D;
+    const size_t Ek = desc->num_kv_heads ? desc->num_kv_heads * D : Eq;
+    /* q/k norms: D values each per head, or a whole row's */
+    const size_t nq = desc->qk_norm == VKATTN_QK_NORM_ROW ? Eq : D, nk = desc->qk_norm == VKATTN_QK_NORM_ROW ? Ek : D;
+    int packed = kd == E && vd == E && Ek == Eq;
+    size_t n = Eq * E + Ek * kd + Ek * vd + Eq + 2 * Ek + E * Eq + E + 2 * Ek + nq + nk;
     tw->desc = *desc;
     tw->sinks = NULL;
     tw->block = malloc(n * sizeof(float));
     memset(&tw->w, 0, sizeof tw->w);
     test_rng rng = test_rng_make(seed);
     float *at = tw->block;
-    float a_in = sqrtf(6.0f / (float)(E + E)), a_k = sqrtf(6.0f / (float)(Ek + kd)), a_v = sqrtf(6.0f / (float)(Ek + vd));
+    float a_in = sqrtf(6.0f / (float)(E + Eq)), a_k = sqrtf(6.0f / (float)(Ek + kd)), a_v = sqrtf(6.0f / (float)(Ek + vd));
     if (packed) {
-        test_fill(&rng, at, 3 * E * E, a_in), tw->w.in_proj_weight = at, at += 3 * E * E;
+        test_fill(&rng, at, (Eq + 2 * Ek) * E, a_in), tw->w.in_proj_weight = at, at += (Eq + 2 * Ek) * E;
     } else {
-        test_fill(&rng, at, E * E, a_in), tw->w.q_proj_weight = at, at += E * E;
+        test_fill(&rng, at, Eq * E, a_in), tw->w.q_proj_weight = at, at += Eq * E;
         test_fill(&rng, at, Ek * kd, a_k), tw->w.k_proj_weight = at, at += Ek * kd;
         test_fill(&rng, at, Ek * vd, a_v), tw->w.v_proj_weight = at, at += Ek * vd;
     }
-    test_fill(&rng, at, E * E, a_in), tw->w.out_proj_weight = at, at += E * E;
+    test_fill(&rng, at, E * Eq, a_in), tw->w.out_proj_weight = at, at += E * Eq;
     if (!desc->no_bias) {
-        test_fill(&rng, at, E + 2 * Ek, 0.1f), tw->w.in_proj_bias = at, at += E + 2 * Ek;
+        test_fill(&rng, at, Eq + 2 * Ek, 0.1f), tw->w.in_proj_bias = at, at += Eq + 2 * Ek;
         test_fill(&rng, at, E, 0.1f), tw->w.out_proj_bias = at, at += E;
     }
     if (desc->add_bias_kv) {
         test_fill(&rng, at, Ek, 0.5f), tw->w.bias_k = at, at += Ek;
         test_fill(&rng, at, Ek, 0.5f), tw->w.bias_v = at, at += Ek;
+    }
+    if (desc->qk_norm) { /* around 1 (Gemma's w around 0, its 1 + w around 1) */
+        float centre = desc->qk_norm_plus_one ? 0.0f : 1.0f;
+        test_fill(&rng, at, nq + nk, 0.3f);
+        for (size_t i = 0; i < nq + nk; i++) at[i] += centre;
+        tw->w.q_norm_weight = at, tw->w.k_norm_weight = at + nq, at += nq + nk;
     }
 }
 

@@ -62,6 +62,12 @@ typedef struct test_case {
     int suffix;           /* the L queries are the last L of the S keys (key = value = one sequence): the
                              reference must also equal the last L rows of one causal self-attention
                              forward over all S (L < S, causal, a layer with positions) */
+    /* today's models (vkattn_layer_desc; 0 = off / the default) */
+    uint32_t head_dim;    /* 0 = E / H */
+    float scale;
+    vkattn_rope_scaling rope_scaling;
+    vkattn_qk_norm qk_norm;
+    int qk_plus_one;
 } test_case;
 
 /* Real head dims at L = S = 1024 and 2048, causal and not, fp32 and fp16, both paths. A layer
@@ -70,6 +76,10 @@ typedef struct test_case {
  * llama rows below cover many heads and wide projections. */
 #define REAL_SHAPE(name, D, L, H, causal_)                                                          \
     {"real_shapes", name, 1, L, 0, (D) * (H), H, .causal = causal_, .also_f16 = 1}
+
+/* LongRoPE factors for 8 rotated pairs (any positive list tests the formula), and a table */
+static const float k_short8[8] = {1.0f, 1.125f, 1.25f, 1.5f, 2.0f, 2.5f, 3.0f, 4.0f};
+static const float k_long8[8] = {1.0f, 2.0f, 4.0f, 8.0f, 16.0f, 24.0f, 32.0f, 48.0f};
 
 static const test_case cases[] = {
     /* heads: H in {1,2,3,8,12} at E = 48 */
@@ -298,6 +308,55 @@ static const test_case cases[] = {
      .sinks = 1, .weights = WEIGHTS_PER_HEAD, .suffix = 1},
     {"causal_suffix", "window_parts_budget", 1, 6, 700, 64, 2, .causal = 1, .window = 300, .rope_theta = 10000,
      .loop_budget = 512, .suffix = 1},
+    /* models: what today's open models add, at small shapes (their real ones: test_models.c):
+     * H * D != E (Qwen3 0.6B, Gemma, Mistral Nemo), an explicit scale (Gemma's
+     * query_pre_attn_scalar), q/k RMS norms per head (Qwen3; Gemma's 1 + w) or per row (OLMo 2)
+     * before RoPE, and each rope type's frequencies, at positions where they differ from theta's */
+    {"models", "head_dim_ne_E_over_H", 2, 17, 0, 48, 4, .causal = 1, .kv_heads = 2, .head_dim = 32,
+     .rope_theta = 1e6f, .also_f16 = 1},
+    {"models", "head_dim_cross_kdim", 2, 9, 23, 40, 2, 24, 56, .key_padding = 1, .head_dim = 24, .bias_kv = 1},
+    {"models", "scale_gemma", 2, 17, 0, 64, 4, .causal = 1, .kv_heads = 1, .head_dim = 32, .scale = 0.0625f,
+     .softcap = 50.0f, .rope_theta = 10000},
+    {"models", "qk_norm_head_qwen3", 2, 17, 0, 48, 4, .causal = 1, .kv_heads = 2, .head_dim = 32, .rope_theta = 1e6f,
+     .qk_norm = VKATTN_QK_NORM_HEAD, .also_f16 = 1},
+    {"models", "qk_norm_plus_one_gemma3", 2, 20, 0, 64, 4, .causal = 1, .kv_heads = 1, .head_dim = 32,
+     .scale = 0.0625f, .window = 6, .rope_theta = 10000, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_plus_one = 1},
+    {"models", "qk_norm_row_olmo2", 2, 17, 0, 64, 4, .causal = 1, .rope_theta = 500000, .qk_norm = VKATTN_QK_NORM_ROW,
+     .also_f16 = 1},
+    {"models", "qk_norm_row_gqa_cross", 2, 9, 23, 64, 4, .kv_heads = 2, .qk_norm = VKATTN_QK_NORM_ROW},
+    {"models", "qk_norm_nope", 2, 17, 0, 64, 4, .causal = 1, .qk_norm = VKATTN_QK_NORM_HEAD},
+    {"models", "qk_norm_partial_gptj", 2, 9, 0, 64, 2, .causal = 1, .rope_theta = 10000, .rope_dim = 24,
+     .rope_gptj = 1, .qk_norm = VKATTN_QK_NORM_HEAD},
+    {"models", "rope_llama3", 2, 17, 0, 64, 4, .causal = 1, .kv_heads = 2, .rope_theta = 500000, .rope_offset = 9000,
+     .rope_scaling = {.type = VKATTN_ROPE_TYPE_LLAMA3, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+                      .original_max_position_embeddings = 8192}},
+    {"models", "rope_linear", 2, 9, 0, 64, 2, .causal = 1, .rope_theta = 1e6f, .rope_offset = 300,
+     .rope_scaling = {.type = VKATTN_ROPE_TYPE_LINEAR, .factor = 8}},
+    {"models", "rope_yarn_gpt_oss", 2, 17, 0, 64, 4, .causal = 1, .kv_heads = 1, .rope_theta = 150000,
+     .rope_offset = 5000, .sinks = 1, .window = 8,
+     .rope_scaling = {.type = VKATTN_ROPE_TYPE_YARN, .factor = 32, .beta_fast = 32, .beta_slow = 1,
+                      .original_max_position_embeddings = 4096, .no_truncate = 1}},
+    {"models", "rope_yarn_mscale", 1, 9, 0, 64, 2, .causal = 1, .rope_theta = 10000,
+     .rope_scaling = {.type = VKATTN_ROPE_TYPE_YARN, .factor = 40, .mscale = 0.707f, .mscale_all_dim = 1,
+                      .original_max_position_embeddings = 4096}},
+    {"models", "rope_longrope_long", 2, 9, 0, 64, 2, .causal = 1, .rope_theta = 10000, .rope_dim = 16,
+     .rope_offset = 5000, .head_dim = 24, .also_f16 = 1,
+     .rope_scaling = {.type = VKATTN_ROPE_TYPE_LONGROPE, .original_max_position_embeddings = 4096,
+                      .max_position_embeddings = 131072, .short_factor = k_short8, .long_factor = k_long8}},
+    {"models", "rope_longrope_short", 2, 9, 0, 64, 2, .causal = 1, .rope_theta = 10000, .rope_dim = 16,
+     .head_dim = 24,
+     .rope_scaling = {.type = VKATTN_ROPE_TYPE_LONGROPE, .original_max_position_embeddings = 4096,
+                      .max_position_embeddings = 131072, .short_factor = k_short8, .long_factor = k_long8}},
+    {"models", "rope_dynamic_long", 2, 9, 0, 64, 2, .causal = 1, .rope_theta = 10000, .rope_offset = 9000,
+     .rope_scaling = {.type = VKATTN_ROPE_TYPE_DYNAMIC, .factor = 2, .max_position_embeddings = 4096}},
+    {"models", "rope_table", 2, 9, 7, 64, 2, .causal = 1, .rope_dim = 16, .rope_offset = 40,
+     .rope_scaling = {.type = VKATTN_ROPE_TYPE_TABLE, .inv_freq = k_long8, .attention_factor = 0.75f}},
+    /* the same at a lowered loop budget: the projections' reduction parts over H * D != E, the norms'
+     * workgroups, fused key parts */
+    {"models_budget", "head_dim_norms_budget", 1, 300, 0, 96, 4, .causal = 1, .kv_heads = 2, .head_dim = 64,
+     .rope_theta = 10000, .qk_norm = VKATTN_QK_NORM_HEAD, .loop_budget = 200},
+    {"models_budget", "row_norm_budget", 1, 40, 500, 128, 4, .qk_norm = VKATTN_QK_NORM_ROW, .head_dim = 96,
+     .rope_theta = 10000, .loop_budget = 300},
 };
 
 /* Inputs and masks of one case, generated from its parameters. */
@@ -502,7 +561,8 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
                             .storage = c->storage, .num_kv_heads = c->kv_heads, .rope_theta = c->rope_theta,
                             .rope_dim = c->rope_dim, .rope_style = c->rope_gptj ? VKATTN_ROPE_GPTJ : VKATTN_ROPE_NEOX,
                             .head_mask = c->head_mask, .window = c->window, .softcap = c->softcap, .alibi = c->alibi,
-                            .alibi_slopes = c->slopes};
+                            .alibi_slopes = c->slopes, .head_dim = c->head_dim, .scale = c->scale,
+                            .rope_scaling = c->rope_scaling, .qk_norm = c->qk_norm, .qk_norm_plus_one = c->qk_plus_one};
     test_weights tw;
     test_weights_make(&tw, &ld, seed);
     if (c->sinks) test_weights_add_sinks(&tw, -1.0f, 3.0f, seed + 7);
