@@ -74,9 +74,8 @@ static int said(const char *text)
 
 static int verdict(const float *got, const float *want, size_t n, vkattn_dtype storage)
 {
-    cli_error_stats e = cli_compare(got, want, n);
-    cli_tolerance t = cli_tolerance_for(storage);
-    return cli_within_tolerance(&e, &t);
+    compare_stats e = compare_arrays(got, want, n);
+    return compare_within(&e, compare_tolerance_for(storage));
 }
 
 /* The decision --check and demo share, on arrays that agree and arrays that do not. */
@@ -91,7 +90,7 @@ static void test_tolerance(void)
     got[17] += 1e-3f;
     CHECK(!verdict(got, want, N, VKATTN_DTYPE_F32));
     CHECK(verdict(got, want, N, VKATTN_DTYPE_F16));
-    cli_error_stats e = cli_compare(got, want, N);
+    compare_stats e = compare_arrays(got, want, N);
     CHECK(e.max_abs_at == 17 && e.nonfinite == 0);
     CHECK_NEAR(e.ref_max, want[N - 1], 1e-6);
     /* Off by 0.03: beyond fp16's too. */
@@ -114,7 +113,7 @@ static void test_tolerance(void)
     const float others[][2] = {{NAN, 0.5f}, {0.5f, NAN}, {INFINITY, -INFINITY}, {NAN, INFINITY}, {INFINITY, 1e30f}};
     for (size_t k = 0; k < sizeof others / sizeof others[0]; k++) {
         got[40] = others[k][0], want[40] = others[k][1];
-        e = cli_compare(got, want, N);
+        e = compare_arrays(got, want, N);
         CHECK_MSG(e.nonfinite == 1 && e.nonfinite_at == 40, "case %zu", k);
         CHECK_MSG(!verdict(got, want, N, VKATTN_DTYPE_F32) && !verdict(got, want, N, VKATTN_DTYPE_F16), "case %zu", k);
     }
@@ -122,11 +121,11 @@ static void test_tolerance(void)
 
     /* The printed line: the tensor's own index and the verdict. */
     const uint32_t dims[3] = {2, 4, 8};
-    cli_tolerance t = cli_tolerance_for(VKATTN_DTYPE_F32);
+    const compare_tolerance *t = compare_tolerance_for(VKATTN_DTYPE_F32);
     got[8 * 4 + 2 * 8 + 5] += 0.5f; /* (1, 2, 5) */
     test_capture c;
     test_capture_begin(&c, 0);
-    int ok = cli_check_report("output", got, want, 3, dims, &t);
+    int ok = cli_check_report("output", got, want, 3, dims, t);
     test_capture_end(&c, captured, sizeof captured);
     fputs(captured, stdout);
     CHECK(!ok);

@@ -371,55 +371,6 @@ void cli_format_index(char *buf, size_t size, uint32_t rank, const uint32_t *dim
     cli_format_shape(buf, size, rank, idx);
 }
 
-cli_error_stats cli_compare(const float *got, const float *want, size_t n)
-{
-    cli_error_stats s = {0};
-    double err2 = 0, ref2 = 0;
-    for (size_t i = 0; i < n; i++) {
-        int fg = isfinite(got[i]), fw = isfinite(want[i]);
-        if (fw && fabs(want[i]) > s.ref_max) s.ref_max = fabs(want[i]);
-        if (!fg || !fw) {
-            /* The same NaN or the same infinity on both sides agrees; anything else differs. */
-            int same = !fg && !fw && (isnan(got[i]) ? isnan(want[i]) : got[i] == want[i]);
-            if (!same && s.nonfinite++ == 0) s.nonfinite_at = i;
-            continue;
-        }
-        double d = (double)got[i] - want[i];
-        if (fabs(d) > s.max_abs) s.max_abs = fabs(d), s.max_abs_at = i;
-        s.compared++;
-        err2 += d * d;
-        ref2 += (double)want[i] * want[i];
-    }
-    s.nmse = ref2 > 0 ? err2 / ref2 : err2;
-    return s;
-}
-
-cli_tolerance cli_tolerance_for(vkattn_dtype storage)
-{
-    /* fp32: a few ulp of the outputs' scale against a double reference. fp16 storage rounds Q, K, V
-     * and the attention output to 11 significant bits (relative 4.9e-4 each). */
-    if (storage == VKATTN_DTYPE_F16) return (cli_tolerance){VKATTN_DTYPE_F16, 1e-2, 2e-6};
-    /* A KV cache of a block format (vkattn run --kv-cache-dtype), against the exact reference: the
-     * error the format allows (about 1e-4 and 3e-2 NMSE with N(0,1) inputs; README, "Decoding"). */
-    if (storage == VKATTN_DTYPE_Q8_0) return (cli_tolerance){VKATTN_DTYPE_Q8_0, 5e-2, 5e-4};
-    if (storage == VKATTN_DTYPE_Q4_0) return (cli_tolerance){VKATTN_DTYPE_Q4_0, 5e-1, 5e-2};
-    return (cli_tolerance){VKATTN_DTYPE_F32, 1e-4, 1e-9};
-}
-
-int cli_within_tolerance(const cli_error_stats *e, const cli_tolerance *t)
-{
-    double bound = t->max_abs * (e->ref_max > 1 ? e->ref_max : 1);
-    return e->nonfinite == 0 && e->max_abs <= bound && e->nmse <= t->nmse;
-}
-
-void cli_describe_tolerance(char *buf, size_t size, const cli_tolerance *t, double ref_max)
-{
-    int block = t->storage == VKATTN_DTYPE_Q8_0 || t->storage == VKATTN_DTYPE_Q4_0;
-    snprintf(buf, size, "tolerance for %s%s %s: max-abs %g x max(1, max|ref| %.3g) = %.3g, NMSE %g", block ? "a " : "",
-             vkattn_dtype_name(t->storage), block ? "KV cache" : "storage", t->max_abs, ref_max,
-             t->max_abs * (ref_max > 1 ? ref_max : 1), t->nmse);
-}
-
 static size_t elements(uint32_t rank, const uint32_t *dims)
 {
     size_t n = 1;
@@ -436,13 +387,13 @@ static void format_value(char *buf, size_t size, float v)
 }
 
 int cli_check_report(const char *what, const float *got, const float *want, uint32_t rank, const uint32_t *dims,
-                     const cli_tolerance *t)
+                     const compare_tolerance *t)
 {
-    cli_error_stats e = cli_compare(got, want, elements(rank, dims));
-    int ok = cli_within_tolerance(&e, t);
+    compare_stats e = compare_arrays(got, want, elements(rank, dims));
+    int ok = compare_within(&e, t);
     char at[128], tol[200], bad[320] = "";
     cli_format_index(at, sizeof at, rank, dims, e.max_abs_at);
-    cli_describe_tolerance(tol, sizeof tol, t, e.ref_max);
+    compare_describe(tol, sizeof tol, t, e.ref_max);
     if (e.nonfinite) {
         char first[128], g[32], w[32];
         cli_format_index(first, sizeof first, rank, dims, e.nonfinite_at);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "compare.h"
 #include "vkattn.h"
 
 /* The process exit codes of every subcommand. */
@@ -138,38 +139,11 @@ void cli_format_shape(char *buf, size_t size, uint32_t rank, const uint32_t *dim
 /* "(0, 3, 17)": flat index `flat` of a row-major tensor of `rank` dims, as a tuple. */
 void cli_format_index(char *buf, size_t size, uint32_t rank, const uint32_t *dims, size_t flat);
 
-/* Error statistics of `got` against `want`: max |got - want| and NMSE = sum (got-want)^2 / sum want^2,
- * over the elements where both are finite. */
-typedef struct cli_error_stats {
-    double max_abs;
-    size_t max_abs_at;       /* flat index of the largest difference */
-    double nmse;
-    double ref_max;          /* max |want| over its finite elements */
-    size_t compared;         /* elements finite in both, which max_abs and nmse are over */
-    size_t nonfinite;        /* elements where got and want are not the same non-finite value: one
-                                finite and one not, NaN against inf, or infinities of opposite signs */
-    size_t nonfinite_at;     /* flat index of the first of those */
-} cli_error_stats;
-cli_error_stats cli_compare(const float *got, const float *want, size_t n);
-
-/* The tolerance `vkattn run --check` and `vkattn demo` apply to a device result against the CPU
- * reference: max-abs <= max_abs * max(1, max |ref|) and NMSE <= nmse, with no differing
- * non-finite value. For F32 storage max-abs 1e-4 and NMSE 1e-9; for F16 1e-2 and 2e-6; for a KV
- * cache of Q8_0 5e-2 and 5e-4, of Q4_0 5e-1 and 5e-2 (the error those formats allow). */
-typedef struct cli_tolerance {
-    vkattn_dtype storage;
-    double max_abs, nmse;
-} cli_tolerance;
-cli_tolerance cli_tolerance_for(vkattn_dtype storage);
-/* 1 if `e` is within `t`, else 0. */
-int cli_within_tolerance(const cli_error_stats *e, const cli_tolerance *t);
-/* "tolerance for f32 storage: max-abs 1e-04 x max(1, max|ref| 0.93) = 0.0001, NMSE 1e-09" */
-void cli_describe_tolerance(char *buf, size_t size, const cli_tolerance *t, double ref_max);
-/* Compares `n` values of a tensor of shape (rank, dims) and prints
+/* Compares `n` values of a tensor of shape (rank, dims) (compare.h) and prints
  * "check <what> vs CPU path: max-abs A at (i, j), NMSE N (tolerance ...): OK" (or MISMATCH, with
  * the first differing non-finite value). Returns 1 when within the tolerance, else 0. */
 int cli_check_report(const char *what, const float *got, const float *want, uint32_t rank, const uint32_t *dims,
-                     const cli_tolerance *t);
+                     const compare_tolerance *t);
 
 /* --check-finite: the NaN, +inf and -inf values of a float array and the flat index of the first
  * one counted. With neg_inf_ok (float attention masks, where -inf means "masked"), -inf is not

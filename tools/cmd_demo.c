@@ -127,11 +127,11 @@ int cmd_demo(int argc, char **argv)
            "  (the first call took %.0f ms: it compiles the kernels, cached on disk by Mesa for later runs)\n",
            vkattn_path_name(stats.path), median * 1e3, o.repeats, flops / median * 1e-9, first * 1e3);
     printf("CPU reference path (double accumulation): %.1f ms\n", cpu * 1e3);
-    cli_error_stats e = cli_compare(y_gpu, y_cpu, n_in);
-    cli_tolerance t = cli_tolerance_for(storage);
-    int ok = cli_within_tolerance(&e, &t);
+    compare_stats e = compare_arrays(y_gpu, y_cpu, n_in);
+    const compare_tolerance *t = compare_tolerance_for(storage);
+    int ok = compare_within(&e, t);
     char tol[200];
-    cli_describe_tolerance(tol, sizeof tol, &t, e.ref_max);
+    compare_describe(tol, sizeof tol, t, e.ref_max);
     printf("max |GPU - CPU| = %.3g, NMSE = %.3g%s: %s (%s)\n", e.max_abs, e.nmse,
            e.nonfinite ? ", non-finite values differ" : "", ok ? "OK" : "MISMATCH", tol);
     rc = ok ? CLI_EXIT_OK : CLI_EXIT_MISMATCH;

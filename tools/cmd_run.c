@@ -165,12 +165,12 @@ static int check_against_cpu(const forward_inputs *in, const vkattn_host_forward
 {
     int rc = reference_run(in, f, s, ref);
     if (rc) return rc;
-    cli_tolerance t = cli_tolerance_for(storage);
+    const compare_tolerance *t = compare_tolerance_for(storage);
     *ok = 1;
     if (f->attn_weights)
         *ok &= cli_check_report("attention weights", f->attn_weights, ref->weights, s->weights_rank,
-                                s->weights_dims, &t);
-    *ok &= cli_check_report("output", f->output, ref->out, s->out_rank, s->out_dims, &t);
+                                s->weights_dims, t);
+    *ok &= cli_check_report("output", f->output, ref->out, s->out_rank, s->out_dims, t);
     if (*ok) printf("check: OK\n");
     else printf("check: MISMATCH: the result disagrees with the CPU reference path (exit status %d)\n",
                 CLI_EXIT_MISMATCH);
