@@ -46,74 +46,279 @@ const char *cli_nearest(const char *word, const char *const *names, size_t count
     return best;
 }
 
-cli_args cli_args_make(const char *command, int argc, char **argv)
+/* A row of the command's tables by flattened index, with the struct its group stores into. */
+typedef struct row {
+    const cli_option *o;
+    void *fields;
+    size_t group;
+} row;
+
+static size_t rows_of(const cli_command *c, row *out)
 {
-    cli_args a = {.argc = argc, .argv = argv, .command = command};
-    return a;
+    size_t n = 0;
+    for (size_t g = 0; g < CLI_MAX_GROUPS; g++)
+        for (size_t i = 0; i < c->groups[g].count && n < CLI_MAX_OPTIONS; i++)
+            out[n++] = (row){&c->groups[g].options[i], c->groups[g].fields, g};
+    return n;
 }
 
-const char *cli_next(cli_args *a)
+static int unknown_option(const cli_command *c, const row *rows, size_t n, const char *opt)
 {
-    a->tried_count = 0; /* a new option: the names it is compared with start over */
-    if (a->next >= a->argc) return NULL;
-    return a->argv[a->next++];
-}
-
-int cli_is(cli_args *a, const char *opt, const char *name)
-{
-    if (a->tried_count < CLI_MAX_OPTIONS) a->tried[a->tried_count++] = name;
-    return strcmp(opt, name) == 0;
-}
-
-int cli_unknown_option(const cli_args *a, const char *opt)
-{
-    const char *near = cli_nearest(opt, a->tried, a->tried_count);
+    const char *names[CLI_MAX_OPTIONS + 1] = {"--help"};
+    for (size_t i = 0; i < n; i++) names[i + 1] = rows[i].o->name;
+    const char *near = cli_nearest(opt, names, n + 1);
     if (near)
-        fprintf(stderr, "vkattn %s: unknown option \"%s\"; did you mean \"%s\"?\n", a->command, opt, near);
+        fprintf(stderr, "vkattn %s: unknown option \"%s\"; did you mean \"%s\"?\n", c->name, opt, near);
     else if (opt[0] != '-')
         fprintf(stderr, "vkattn %s: unexpected argument \"%s\": every input and output is given by an option "
-                        "(vkattn %s --help lists them)\n", a->command, opt, a->command);
+                        "(vkattn %s --help lists them)\n", c->name, opt, c->name);
     else
-        fprintf(stderr, "vkattn %s: unknown option \"%s\" (vkattn %s --help lists the options)\n", a->command, opt,
-                a->command);
+        fprintf(stderr, "vkattn %s: unknown option \"%s\" (vkattn %s --help lists the options)\n", c->name, opt,
+                c->name);
     return CLI_EXIT_USAGE;
 }
 
-const char *cli_value(cli_args *a, const char *option)
+/* The index of `text` among the '|'-separated names of `names`, or -1. */
+static int name_index(const char *names, const char *text, size_t len)
 {
-    if (a->next >= a->argc) {
-        fprintf(stderr, "vkattn %s: %s needs a value\n", a->command, option);
-        return NULL;
+    int i = 0;
+    for (const char *at = names;; i++) {
+        size_t n = strcspn(at, "|");
+        if (n == len && strncmp(at, text, len) == 0) return i;
+        if (!at[n]) return -1;
+        at += n + 1;
     }
-    return a->argv[a->next++];
 }
 
-void cli_missing_add(cli_missing *m, const char *name)
+/* "a, b or c": the names of `names`. */
+static void list_names(const char *names, char *buf, size_t size)
 {
-    if (m->count < sizeof m->names / sizeof m->names[0]) m->names[m->count++] = name;
+    size_t at = 0, count = 1;
+    for (const char *p = names; *p; p++) count += *p == '|';
+    for (size_t i = 0; i < count && at < size; i++) {
+        size_t n = strcspn(names, "|");
+        at += (size_t)snprintf(buf + at, size - at, "%s%.*s", i == 0 ? "" : i + 1 < count ? ", " : " or ", (int)n, names);
+        names += n + (names[n] != '\0');
+    }
 }
 
-int cli_missing_report(const char *command, const cli_missing *m, const char *note)
-{
-    if (!m->count) return 0;
-    fprintf(stderr, "vkattn %s: missing ", command);
-    for (size_t i = 0; i < m->count; i++)
-        fprintf(stderr, "%s%s", i == 0 ? "" : i + 1 < m->count ? ", " : " and ", m->names[i]);
-    fprintf(stderr, "%s%s\n", note ? " " : "", note ? note : "");
-    return CLI_EXIT_USAGE;
-}
-
-int cli_parse_u32(const char *option, const char *text, uint32_t min, uint32_t *out)
+static int parse_u32(const char *text, uint32_t min, uint32_t *out)
 {
     char *end = NULL;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
-    if (errno || !end || *end || text[0] == '-' || text[0] == '\0' || v > UINT32_MAX || v < min) {
-        fprintf(stderr, "vkattn: %s expects an integer >= %u, got \"%s\"\n", option, min, text);
-        return 2;
-    }
+    if (errno || !end || *end || text[0] == '-' || text[0] == '\0' || v > UINT32_MAX || v < min) return 1;
     *out = (uint32_t)v;
     return 0;
+}
+
+/* One item of a list: an integer >= 1, or a name of o->value. */
+static int list_item(const cli_option *o, const char *text, size_t len, uint32_t *out)
+{
+    char buf[32];
+    if (!strchr(o->value, '|')) {
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf - 1 ? len : sizeof buf - 1), text);
+        return len >= sizeof buf - 1 || parse_u32(buf, 1, out);
+    }
+    int i = name_index(o->value, text, len);
+    if (i >= 0) *out = (uint32_t)(o->values ? o->values[i] : i);
+    return i < 0;
+}
+
+static int parse_list(const char *command, const cli_option *o, const char *text, cli_list *out)
+{
+    out->n = 0;
+    for (const char *at = text; *at;) {
+        size_t len = strcspn(at, ",");
+        if (len && out->n == CLI_LIST_MAX) {
+            fprintf(stderr, "vkattn %s: %s takes at most %d values\n", command, o->name, CLI_LIST_MAX);
+            return 2;
+        }
+        if (len && list_item(o, at, len, &out->v[out->n++])) {
+            fprintf(stderr, "vkattn %s: %s: bad value \"%.*s\"\n", command, o->name, (int)len, at);
+            return 2;
+        }
+        at += len + (at[len] == ',');
+    }
+    if (out->n) return 0;
+    fprintf(stderr, "vkattn %s: %s needs at least one value\n", command, o->name);
+    return 2;
+}
+
+/* Stores `value` (NULL for a flag) into `field` as the row says; 0, or 2 after a message. */
+static int store(const char *command, const cli_option *o, char *field, const char *value)
+{
+    char *end = NULL, names[160];
+    double number;
+    int i;
+    switch (o->kind) {
+    case CLI_FLAG: *(int *)field = 1; return 0;
+    case CLI_TEXT: *(const char **)field = value; return 0;
+    case CLI_LIST: return parse_list(command, o, value, (cli_list *)field);
+    case CLI_U32:
+        if (!parse_u32(value, (uint32_t)o->min, (uint32_t *)field)) return 0;
+        fprintf(stderr, "vkattn %s: %s expects an integer >= %u, got \"%s\"\n", command, o->name, (unsigned)o->min,
+                value);
+        return 2;
+    case CLI_NUMBER:
+        number = strtod(value, &end);
+        if (end != value && !*end && isfinite(number) && (o->flags & CLI_ABOVE_MIN ? number > o->min : number >= o->min) &&
+            (!o->max || number <= o->max))
+            return *(double *)field = number, 0;
+        if (o->flags & CLI_ABOVE_MIN && o->min == 0)
+            fprintf(stderr, "vkattn %s: %s expects a positive number, got \"%s\"\n", command, o->name, value);
+        else
+            fprintf(stderr, "vkattn %s: %s expects a number in [%g, %g], got \"%s\"\n", command, o->name, o->min,
+                    o->max, value);
+        return 2;
+    case CLI_CHOICE:
+        if ((i = name_index(o->value, value, strlen(value))) >= 0) return *(int *)field = o->values ? o->values[i] : i, 0;
+        list_names(o->value, names, sizeof names);
+        fprintf(stderr, "vkattn %s: %s takes %s%s%s%s, not \"%s\"\n", command, o->name, names, o->what ? " (" : "",
+                o->what ? o->what : "", o->what ? ")" : "", value);
+        return 2;
+    }
+    return 2;
+}
+
+static int given(const cli_command *c, const row *rows, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].o->name, name) == 0) return c->given[i];
+    return 0;
+}
+
+/* Every required option that is missing, and every option another needs, in one message; then the
+ * usage. 0, or 2. */
+static int check_missing(const cli_command *c, const row *rows, size_t n)
+{
+    const char *missing[CLI_MAX_OPTIONS], *by[CLI_MAX_OPTIONS]; /* by: the option that needs it, or NULL */
+    size_t count = 0, first_group = 0;
+    int instead = c->unless && given(c, rows, n, c->unless);
+    for (size_t i = 0; i < n; i++) {
+        const cli_option *o = rows[i].o;
+        if (instead && rows[i].group == 0) continue;
+        if (o->flags & CLI_REQUIRED && !c->given[i]) {
+            first_group += rows[i].group == 0;
+            missing[count] = o->name, by[count++] = NULL;
+        }
+        if (o->needs && c->given[i] && !given(c, rows, n, o->needs)) missing[count] = o->needs, by[count++] = o->name;
+    }
+    if (!count) return 0;
+    fprintf(stderr, "vkattn %s: missing ", c->name);
+    for (size_t i = 0; i < count; i++) {
+        fprintf(stderr, "%s%s", i == 0 ? "" : i + 1 < count ? ", " : " and ", missing[i]);
+        if (by[i]) fprintf(stderr, " (%s needs it)", by[i]);
+    }
+    if (c->unless && first_group)
+        fprintf(stderr, " (or %s instead of the %s)", c->unless, c->groups[0].title);
+    fputc('\n', stderr);
+    cli_usage(c, stderr);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_parse(cli_command *c, int argc, char **argv)
+{
+    row rows[CLI_MAX_OPTIONS];
+    size_t n = rows_of(c, rows);
+    memset(c->given, 0, sizeof c->given);
+    for (int a = 0; a < argc; a++) {
+        if (strcmp(argv[a], "--help") == 0) {
+            cli_usage(c, stdout);
+            return -1;
+        }
+        size_t i = 0;
+        while (i < n && strcmp(argv[a], rows[i].o->name) != 0) i++;
+        if (i == n) return unknown_option(c, rows, n, argv[a]);
+        const cli_option *o = rows[i].o;
+        /* The value is taken once the name is known: an unknown option never swallows the next. */
+        if (o->kind != CLI_FLAG && ++a == argc) {
+            fprintf(stderr, "vkattn %s: %s needs a value\n", c->name, o->name);
+            return CLI_EXIT_USAGE;
+        }
+        if (store(c->name, o, (char *)rows[i].fields + o->offset, o->kind == CLI_FLAG ? NULL : argv[a]))
+            return CLI_EXIT_USAGE;
+        if (o->given) *(int *)((char *)rows[i].fields + o->given - 1) = 1;
+        c->given[i] = 1;
+    }
+    return check_missing(c, rows, n);
+}
+
+const char *cli_group_given(const cli_command *c, size_t group)
+{
+    row rows[CLI_MAX_OPTIONS];
+    size_t n = rows_of(c, rows);
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].group == group && c->given[i]) return rows[i].o->name;
+    return NULL;
+}
+
+/* " (default X)" from the field's value, for the kinds where a value is a default. */
+static void default_of(const cli_option *o, const char *field, char *buf, size_t size)
+{
+    int i = 0;
+    buf[0] = '\0';
+    if (o->kind == CLI_TEXT && *(const char *const *)field)
+        snprintf(buf, size, " (default %s)", *(const char *const *)field);
+    else if (o->kind == CLI_U32 && *(const uint32_t *)field)
+        snprintf(buf, size, " (default %u)", *(const uint32_t *)field);
+    else if (o->kind == CLI_NUMBER && *(const double *)field)
+        snprintf(buf, size, " (default %g)", *(const double *)field);
+    else if (o->kind == CLI_CHOICE)
+        for (const char *at = o->value, *next; at; at = next, i++) {
+            next = strchr(at, '|') ? strchr(at, '|') + 1 : NULL;
+            if ((o->values ? o->values[i] : i) == *(const int *)field)
+                snprintf(buf, size, " (default %.*s)", (int)strcspn(at, "|"), at);
+        }
+}
+
+#define HELP_WIDTH 100
+#define HELP_INDENT 28
+
+/* `text` word by word from column `column`, lines broken before HELP_WIDTH and indented. */
+static void print_wrapped(FILE *out, const char *text, size_t column)
+{
+    while (*text) {
+        size_t word = strcspn(text, " ");
+        if (column > HELP_INDENT && column + 1 + word > HELP_WIDTH) {
+            fprintf(out, "\n%*s", HELP_INDENT, "");
+            column = HELP_INDENT;
+        } else if (column > HELP_INDENT) {
+            fputc(' ', out), column++;
+        }
+        fprintf(out, "%.*s", (int)word, text);
+        column += word;
+        text += word + strspn(text + word, " ");
+    }
+    fputc('\n', out);
+}
+
+void cli_usage(const cli_command *c, FILE *out)
+{
+    row rows[CLI_MAX_OPTIONS];
+    size_t n = rows_of(c, rows);
+    fprintf(out, "usage: vkattn %s", c->name);
+    if (c->synopsis) {
+        fprintf(out, " %s\n", c->synopsis);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if (rows[i].o->flags & CLI_REQUIRED) fprintf(out, " %s %s", rows[i].o->name, rows[i].o->value);
+        fprintf(out, "%s\n", n ? " [options]" : "");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const cli_option *o = rows[i].o;
+        if ((i == 0 || rows[i].group != rows[i - 1].group) && c->groups[rows[i].group].title)
+            fprintf(out, "\n%s:\n", c->groups[rows[i].group].title);
+        char left[96], help[1200], def[96];
+        int w = snprintf(left, sizeof left, "  %s%s%s", o->name, o->value ? " " : "", o->value ? o->value : "");
+        default_of(o, (const char *)rows[i].fields + o->offset, def, sizeof def);
+        snprintf(help, sizeof help, "%s%s%s", o->help, def, o->flags & CLI_REQUIRED ? " (required)" : "");
+        fputs(left, out);
+        if (w + 1 >= HELP_INDENT) fprintf(out, "\n%*s", HELP_INDENT, "");
+        else fprintf(out, "%*s", HELP_INDENT - w, "");
+        print_wrapped(out, help, HELP_INDENT);
+    }
+    if (c->notes) fprintf(out, "\n%s", c->notes);
 }
 
 int cli_fail(const char *command, const char *what, vkattn_status status, const char *message)
@@ -305,12 +510,7 @@ int cli_open_context(const char *command, const char *device, vkattn_context **o
     return 0;
 }
 
-int cli_storage_from_name(const char *name, vkattn_dtype *out)
-{
-    if (strcmp(name, "f32") == 0) return *out = VKATTN_DTYPE_F32, 0;
-    if (strcmp(name, "f16") == 0) return *out = VKATTN_DTYPE_F16, 0;
-    return 1;
-}
+const int cli_storage_values[2] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16};
 
 int cli_print_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer,
                    const vkattn_host_forward_desc *f)
@@ -331,14 +531,6 @@ int cli_print_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer
     fputs(text, stdout);
     free(text);
     return 0;
-}
-
-int cli_parse_storage(const char *command, const char *option, const char *text, vkattn_dtype *out)
-{
-    if (cli_storage_from_name(text, out) == 0) return 0;
-    fprintf(stderr, "vkattn %s: %s takes %s (the layer's storage dtype), not \"%s\"\n", command, option,
-            CLI_STORAGE_NAMES, text);
-    return 2;
 }
 
 vkattn_dtype cli_layer_storage(const char *command, const vkattn_layer *layer, vkattn_dtype asked)

@@ -149,6 +149,27 @@ cJSON *cli_json_add_number(cJSON *object, const char *name, double v)
     return isfinite(v) ? cJSON_AddNumberToObject(object, name, v) : cJSON_AddNullToObject(object, name);
 }
 
+int cli_json_add_numbers(cJSON *object, const cli_json_num *fields, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (!cli_json_add_number(object, fields[i].name, fields[i].value)) return 1;
+    return 0;
+}
+
+int cli_json_add_strings(cJSON *object, const cli_json_str *fields, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (!cJSON_AddStringToObject(object, fields[i].name, fields[i].value)) return 1;
+    return 0;
+}
+
+int cli_json_append(cJSON *array, cJSON *item)
+{
+    if (item && cJSON_AddItemToArray(array, item)) return 0;
+    cJSON_Delete(item);
+    return 1;
+}
+
 int cli_json_write_file(const cJSON *root, const char *path, char *err, size_t err_size)
 {
     char *text = cJSON_Print(root);

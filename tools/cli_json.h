@@ -36,6 +36,21 @@ double cli_json_number(const cJSON *object, const char *name, int *ok);
  * NULL when out of memory. */
 cJSON *cli_json_add_number(cJSON *object, const char *name, double v);
 
+/* Members added in order, from tables of {name, value}: numbers (null when not finite, as
+ * cli_json_add_number) and strings. Return 0, or 1 when out of memory (the object then lacks members
+ * and must not be written). */
+typedef struct cli_json_num {
+    const char *name;
+    double value;
+} cli_json_num;
+typedef struct cli_json_str {
+    const char *name, *value;
+} cli_json_str;
+int cli_json_add_numbers(cJSON *object, const cli_json_num *fields, size_t count);
+int cli_json_add_strings(cJSON *object, const cli_json_str *fields, size_t count);
+/* Appends `item` (NULL: out of memory) to `array`; 0, or 1 with `item` freed. */
+int cli_json_append(cJSON *array, cJSON *item);
+
 /* Writes `root` to `path`, indented. Returns 0, or 1 with "cannot create PATH: reason" or "writing
  * PATH: reason" in err. */
 int cli_json_write_file(const cJSON *root, const char *path, char *err, size_t err_size);

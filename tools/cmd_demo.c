@@ -1,5 +1,6 @@
 /* vkattn demo: one forward on random data, on the GPU and on the CPU path, compared and timed. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,40 +13,25 @@ typedef struct demo_options {
     vkattn_dtype storage; /* --dtype f32|f16 */
 } demo_options;
 
-static void demo_usage(FILE *out)
-{
-    fprintf(out, "usage: vkattn demo [--device N|NAME] [--batch B] [--length L] [--embed E] [--heads H] [--repeats N]\n"
-                 "                   [--dtype f32|f16]\n"
-                 "  causal self-attention on random data (defaults B=2 L=128 E=256 H=8, f32 storage), checked\n"
-                 "  against the CPU path: OK within max-abs 1e-4 x max(1, max|ref|) and NMSE 1e-9 (f16 storage:\n"
-                 "  1e-2 x max(1, max|ref|) and 2e-6), else MISMATCH.\n" CLI_EXIT_HELP "%d MISMATCH.\n",
-            CLI_EXIT_MISMATCH);
-}
+#define D(field) offsetof(demo_options, field)
+static const cli_option k_demo_rows[] = {
+    {"--batch", "B", "batch", CLI_U32, D(batch), 1},
+    {"--length", "L", "tokens (L = S)", CLI_U32, D(length), 1},
+    {"--embed", "E", "embedding width", CLI_U32, D(embed), 1},
+    {"--heads", "H", "heads", CLI_U32, D(heads), 1},
+    {"--repeats", "N", "timed forwards (the median is printed)", CLI_U32, D(repeats), 1},
+    CLI_STORAGE_OPTION(demo_options, storage),
+    CLI_DEVICE_OPTION(demo_options, device),
+};
 
 static int parse(int argc, char **argv, demo_options *o)
 {
-    cli_args a = cli_args_make("demo", argc, argv);
-    const char *opt, *v;
-    while ((opt = cli_next(&a))) {
-        uint32_t *target = NULL, min = 1;
-        if (cli_is(&a, opt, "--help")) {
-            demo_usage(stdout);
-            return -1;
-        } else if (cli_is(&a, opt, "--device")) {
-            if (!(o->device = cli_value(&a, opt))) return 2;
-            continue;
-        } else if (cli_is(&a, opt, "--dtype")) {
-            if (!(v = cli_value(&a, opt)) || cli_parse_storage("demo", opt, v, &o->storage)) return 2;
-            continue;
-        } else if (cli_is(&a, opt, "--batch")) target = &o->batch;
-        else if (cli_is(&a, opt, "--length")) target = &o->length;
-        else if (cli_is(&a, opt, "--embed")) target = &o->embed;
-        else if (cli_is(&a, opt, "--heads")) target = &o->heads;
-        else if (cli_is(&a, opt, "--repeats")) target = &o->repeats;
-        else return cli_unknown_option(&a, opt);
-        if (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, min, target)) return 2;
-    }
-    return 0;
+    cli_command c = {"demo", NULL,
+                     "Causal self-attention on random data, checked against the CPU path: OK within max-abs 1e-4 x\n"
+                     "max(1, max|ref|) and NMSE 1e-9 (f16 storage: 1e-2 x max(1, max|ref|) and 2e-6), else MISMATCH.\n"
+                     CLI_EXIT_HELP "4 MISMATCH.\n",
+                     {{NULL, k_demo_rows, CLI_COUNT(k_demo_rows), o}}};
+    return cli_parse(&c, argc, argv);
 }
 
 /* Deterministic values in [-scale, scale). */

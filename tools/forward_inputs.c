@@ -1,132 +1,62 @@
 /* Forward inputs on files, shared by the subcommands that run a forward (see forward_inputs.h). */
 #include "forward_inputs.h"
 
+#include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_path(cli_args *a, const char *opt, forward_options *o)
-{
-    const char *v = cli_value(a, opt);
-    if (!v) return 2;
-    if (strcmp(v, "auto") == 0) o->path = VKATTN_PATH_AUTO;
-    else if (strcmp(v, "fused") == 0) o->path = VKATTN_PATH_FUSED;
-    else if (strcmp(v, "unfused") == 0) o->path = VKATTN_PATH_UNFUSED;
-    else {
-        fprintf(stderr, "vkattn %s: --path takes auto, fused or unfused, not \"%s\"\n", a->command, v);
-        return 2;
-    }
-    o->path_given = 1;
-    return 0;
-}
+#define F(field) offsetof(forward_options, field)
+static const int k_paths[] = {VKATTN_PATH_AUTO, VKATTN_PATH_FUSED, VKATTN_PATH_UNFUSED};
+static const int k_rope_styles[] = {VKATTN_ROPE_NEOX, VKATTN_ROPE_GPTJ};
 
-int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
-{
-    const char **target = NULL;
-    *taken = 1;
-    if (cli_is(a, opt, "--causal")) o->causal = 1;
-    else if (cli_is(a, opt, "--add-zero-attn")) o->add_zero_attn = 1;
-    else if (cli_is(a, opt, "--cpu")) o->cpu = 1;
-    else if (cli_is(a, opt, "--trace")) o->trace = 1;
-    else if (cli_is(a, opt, "--heads")) {
-        const char *v = cli_value(a, opt);
-        if (!v || cli_parse_u32(opt, v, 1, &o->heads)) return 2;
-    } else if (cli_is(a, opt, "--kv-heads")) {
-        const char *v = cli_value(a, opt);
-        if (!v || cli_parse_u32(opt, v, 1, &o->kv_heads)) return 2;
-    } else if (cli_is(a, opt, "--rope-theta")) {
-        const char *v = cli_value(a, opt);
-        char *end = NULL;
-        if (!v) return 2;
-        o->rope_theta = strtof(v, &end);
-        if (end == v || *end || !(o->rope_theta > 0) || !isfinite(o->rope_theta)) {
-            fprintf(stderr, "vkattn: --rope-theta expects a positive number (10000, 500000, ...), got \"%s\"\n", v);
-            return 2;
-        }
-    } else if (cli_is(a, opt, "--rope-dim")) {
-        const char *v = cli_value(a, opt);
-        if (!v || cli_parse_u32(opt, v, 2, &o->rope_dim)) return 2;
-    } else if (cli_is(a, opt, "--rope-style")) {
-        const char *v = cli_value(a, opt);
-        if (!v) return 2;
-        if (!strcmp(v, "neox")) o->rope_style = VKATTN_ROPE_NEOX;
-        else if (!strcmp(v, "gptj")) o->rope_style = VKATTN_ROPE_GPTJ;
-        else {
-            fprintf(stderr, "vkattn: --rope-style takes neox or gptj, not \"%s\"\n", v);
-            return 2;
-        }
-        o->rope_style_given = 1;
-    } else if (cli_is(a, opt, "--sliding-window")) {
-        const char *v = cli_value(a, opt);
-        if (!v || cli_parse_u32(opt, v, 1, &o->window)) return 2;
-    } else if (cli_is(a, opt, "--softcap")) {
-        const char *v = cli_value(a, opt);
-        char *end = NULL;
-        if (!v) return 2;
-        o->softcap = strtof(v, &end);
-        if (end == v || *end || !(o->softcap > 0) || !isfinite(o->softcap)) {
-            fprintf(stderr, "vkattn: --softcap expects a positive number (Gemma 2: 50), got \"%s\"\n", v);
-            return 2;
-        }
-    } else if (cli_is(a, opt, "--alibi")) {
-        o->alibi = 1;
-    } else if (cli_is(a, opt, "--path")) {
-        if (parse_path(a, opt, o)) return 2;
-    } else if (cli_is(a, opt, "--weights")) target = &o->weights;
-    else if (cli_is(a, opt, "--prefix")) target = &o->prefix;
-    else if (cli_is(a, opt, "--query")) target = &o->query;
-    else if (cli_is(a, opt, "--key")) target = &o->key;
-    else if (cli_is(a, opt, "--value")) target = &o->value;
-    else if (cli_is(a, opt, "--key-padding-mask")) target = &o->key_padding_mask;
-    else if (cli_is(a, opt, "--valid-lens")) target = &o->valid_lens;
-    else if (cli_is(a, opt, "--attn-mask")) target = &o->attn_mask;
-    else if (cli_is(a, opt, "--head-mask")) target = &o->head_mask;
-    else if (cli_is(a, opt, "--sinks")) target = &o->sinks;
-    else if (cli_is(a, opt, "--device")) target = &o->device;
-    else {
-        *taken = 0;
-        return 0;
-    }
-    if (target && !(*target = cli_value(a, opt))) return 2;
-    o->given = 1;
-    return 0;
-}
-
-void forward_options_missing(const forward_options *o, cli_missing *m)
-{
-    if (!o->weights) cli_missing_add(m, "--weights");
-    if (!o->heads) cli_missing_add(m, "--heads");
-    if (!o->query) cli_missing_add(m, "--query");
-    if (o->value && !o->key) cli_missing_add(m, "--key (--value needs it)");
-}
-
-void forward_options_usage(FILE *out)
-{
-    fprintf(out, "  --weights: a safetensors file of an nn.MultiheadAttention state_dict, or a checkpoint with\n"
-                 "  --prefix naming one layer (e.g. model.layers.0.self_attn.: nn.MultiheadAttention or Hugging Face\n"
-                 "  names q_proj.weight, k_proj.weight, v_proj.weight, o_proj.weight; only that layer is read).\n"
-                 "  The arrays: .npy files\n"
-                 "  (numpy.save; float16 and float64 are converted to float32, int64 to int32).\n"
-                 "  query (B,L,E) or (L,E) float32; key (B,S,kdim), value (B,S,vdim) default to the query;\n"
-                 "  key-padding-mask (B,S) bool, true = ignore; valid-lens (B) or (B,L) integers;\n"
-                 "  attn-mask (L,S) or (B*H,L,S), bool (true = blocked) or float32 (added to the scores).\n"
-                 "  head-mask (H) bool: true = keep the head, false = prune it (see vkattn heads --prune).\n"
-                 "  --kv-heads N: grouped-query attention with N key/value heads; the weights' k/v projections have\n"
-                 "  N x head dim rows, which is how vkattn knows N: the option checks it (default: what they say).\n"                 "  --rope-theta X [--rope-dim R] [--rope-style neox|gptj]: rotary positions on q and k (the model's\n"
-                 "  rope_theta; R rotated dims per head, default all; neox pairs i and i + R/2, as Hugging Face\n"
-                 "  LLaMA/Qwen/Mistral, gptj pairs 2i and 2i + 1). Positions are the token indices. A model with\n"
-                 "  rope_scaling (Llama 3.1) uses other frequencies: not supported.\n"
-                 "  --sliding-window W: a query sees no key more than W - 1 positions before it (Mistral, Gemma\n"
-                 "  local layers; with --causal the W keys up to its own). --softcap C: scores x become\n"
-                 "  C tanh(x / C) (Gemma 2). --alibi: ALiBi's linear position biases with the standard slopes\n"
-                 "  (BLOOM, MPT; not with --rope-theta). --sinks s.npy: float32 (H), a learned sink logit per\n"
-                 "  head that joins each softmax's denominator (gpt-oss). Positions are the token indices (with\n"
-                 "  L != S the queries sit at the last L of the S key positions).\n"
-                 "  --trace prints the plan before the forward runs: the shapes (q, k, v per head, weights,\n"
-                 "  ctx, out), how keys and rows are split, the workspace, and every step with its kernel,\n"
-                 "  bindings, grid and loop trips (the plan that then runs).\n");
-}
+const cli_option forward_option_rows[] = {
+    {"--weights", "W.safetensors", "an nn.MultiheadAttention state_dict, or a checkpoint with --prefix", CLI_TEXT,
+     F(weights), .flags = CLI_REQUIRED},
+    {"--prefix", "P", "the layer's name prefix in a checkpoint (model.layers.0.self_attn.): nn.MultiheadAttention or "
+     "Hugging Face names (q_proj.weight, k_proj.weight, v_proj.weight, o_proj.weight); only that layer is read",
+     CLI_TEXT, F(prefix)},
+    {"--heads", "H", "attention heads", CLI_U32, F(heads), 1, .flags = CLI_REQUIRED},
+    {"--kv-heads", "N", "grouped-query attention with N key/value heads: the weights' k/v projections have N x head "
+     "dim rows, which is how vkattn knows N; the option checks it (default: what they say)", CLI_U32, F(kv_heads), 1},
+    {"--query", "q.npy", "(B, L, E) or (L, E) float32", CLI_TEXT, F(query), .flags = CLI_REQUIRED},
+    {"--key", "k.npy", "(B, S, kdim) float32 (default: the query)", CLI_TEXT, F(key)},
+    {"--value", "v.npy", "(B, S, vdim) float32 (default: the key)", CLI_TEXT, F(value), .needs = "--key"},
+    {"--key-padding-mask", "m.npy", "(B, S) bool, true = ignore the key", CLI_TEXT, F(key_padding_mask)},
+    {"--valid-lens", "v.npy", "(B) or (B, L) integers: the keys from that length on are masked", CLI_TEXT,
+     F(valid_lens)},
+    {"--attn-mask", "m.npy", "(L, S) or (B*H, L, S), bool (true = blocked) or float32 (added to the scores)",
+     CLI_TEXT, F(attn_mask)},
+    {"--causal", NULL, "query i sees keys j <= i (j <= i + S - L in a layer with positions: RoPE, a window, ALiBi)",
+     CLI_FLAG, F(causal)},
+    {"--add-zero-attn", NULL, "append a zero key and value (nn.MultiheadAttention's add_zero_attn)", CLI_FLAG,
+     F(add_zero_attn)},
+    {"--head-mask", "m.npy", "(H) bool: true = keep the head, false = prune it (see vkattn heads --prune)", CLI_TEXT,
+     F(head_mask)},
+    {"--rope-theta", "X", "rotary positions on q and k with the model's rope_theta (10000, 500000, ...; "
+     "rope_scaling, as in Llama 3.1, uses other frequencies: not supported)", CLI_NUMBER, F(rope_theta), 0, FLT_MAX,
+     .flags = CLI_ABOVE_MIN},
+    {"--rope-dim", "R", "rotated dims per head (default: all)", CLI_U32, F(rope_dim), 2},
+    {"--rope-style", "neox|gptj", "neox pairs i and i + R/2 (Hugging Face LLaMA, Qwen, Mistral), gptj 2i and 2i + 1",
+     CLI_CHOICE, F(rope_style), .values = k_rope_styles, .given = CLI_GIVEN(forward_options, rope_style_given)},
+    {"--sliding-window", "W", "a query sees no key more than W - 1 positions before it (Mistral, Gemma local layers)",
+     CLI_U32, F(window), 1},
+    {"--softcap", "C", "scores x become C tanh(x / C) (Gemma 2: 50)", CLI_NUMBER, F(softcap), 0, FLT_MAX,
+     .flags = CLI_ABOVE_MIN},
+    {"--alibi", NULL, "ALiBi's linear position biases with the standard slopes (BLOOM, MPT; not with --rope-theta)",
+     CLI_FLAG, F(alibi)},
+    {"--sinks", "s.npy", "(H) float32: a learned logit per head in each softmax's denominator (gpt-oss)", CLI_TEXT,
+     F(sinks)},
+    {"--path", "auto|fused|unfused", "the device path (auto: fused, or unfused when attention weights are asked for)",
+     CLI_CHOICE, F(path), .values = k_paths, .given = CLI_GIVEN(forward_options, path_given)},
+    CLI_DEVICE_OPTION(forward_options, device),
+    {"--cpu", NULL, "run the CPU reference path instead of Vulkan", CLI_FLAG, F(cpu)},
+    {"--trace", NULL, "print the plan before the forward runs: the shapes per head, how keys and rows are split, the "
+     "workspace, and every step with its kernel, bindings, grid and loop trips", CLI_FLAG, F(trace)},
+};
+const size_t forward_option_count = CLI_COUNT(forward_option_rows);
 
 void forward_inputs_free(forward_inputs *in)
 {
@@ -337,11 +267,11 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
                         "or the other\n", command);
         return 2;
     }
-    in->layer.rope_theta = o->rope_theta;
+    in->layer.rope_theta = (float)o->rope_theta;
     in->layer.rope_dim = o->rope_dim;
     in->layer.rope_style = o->rope_style;
     in->layer.window = o->window;
-    in->layer.softcap = o->softcap;
+    in->layer.softcap = (float)o->softcap;
     in->layer.alibi = o->alibi;
     in->w = *vkattn_weight_file_weights(in->weights);
     in->w.sinks = in->sinks.data; /* its dtype is checked; its shape with the others' */
