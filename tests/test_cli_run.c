@@ -9,7 +9,8 @@
  * options against the PyTorch variant fixtures.
  *
  * Usage: test_cli_run FIXTURES_DIR   (tests/fixtures/torch: self_attn.safetensors, 4 heads, E = 16,
- * and its (2, 5, 16) query); test_cli_run FIXTURES_DIR bench_decode runs only bench --preset decode.
+ * and its (2, 5, 16) query); test_cli_run FIXTURES_DIR bench_decode runs only bench --preset decode, and
+ * bench_decode_scaling only what it must show (test_bench_decode_scaling).
  * Every command's stdout and stderr are captured, echoed, searched, and must hold no validation
  * message.
  */
@@ -1137,6 +1138,106 @@ static void test_bench_decode(void)
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) CHECK_SAID(options[i]);
 }
 
+/* bench --preset decode --json on `lens` (and `extra`, NULL-terminated), parsed; NULL after a failed
+ * check. */
+static cJSON *decode_run(const char *lens, const char **extra)
+{
+    char json[128], err[256];
+    test_tmp_path(json, sizeof json, "scaling.json");
+    const char *args[24] = {"--preset", "decode", "--len", lens, "--min-time", "0.2", "--no-peak", "--json", json};
+    int n = 9;
+    while (*extra && n < 23) args[n++] = *extra++;
+    args[n] = NULL;
+    CHECK(run_cmd(cmd_bench, args) == CLI_EXIT_OK);
+    cJSON *root = cli_json_read_file(json, err, sizeof err);
+    CHECK_MSG(root != NULL, "%s", err);
+    remove(json);
+    return root;
+}
+
+/* The point of `dtype` at `ctx` with kv_splits `splits`, or NULL. */
+static const cJSON *decode_point(const cJSON *root, const char *dtype, double ctx, double splits)
+{
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(root, "points")) {
+        const char *d = cli_json_string(p, "cache_dtype");
+        if (d && strcmp(d, dtype) == 0 && cli_json_number(p, "ctx", NULL) == ctx &&
+            cli_json_number(p, "kv_splits", NULL) == splits)
+            return p;
+    }
+    return NULL;
+}
+
+/* Least squares of `y` against `x`: the slope, and R^2 (the share of y's variance the line explains). */
+static double fit_r2(const double *x, const double *y, size_t n, double *slope)
+{
+    double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0, res = 0;
+    for (size_t i = 0; i < n; i++) mx += x[i] / n, my += y[i] / n;
+    for (size_t i = 0; i < n; i++)
+        sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my), syy += (y[i] - my) * (y[i] - my);
+    *slope = sxy / sxx;
+    for (size_t i = 0; i < n; i++) res += pow(y[i] - my - *slope * (x[i] - mx), 2);
+    return syy > 0 ? 1 - res / syy : 0;
+}
+
+/* What the decode targets of the KV-cache issue guarded, over bench --preset decode --json on small
+ * contexts (ctest cli_bench_decode_scaling, label bench; the layer E = 512, H = 8, H_kv = 2, D = 64):
+ *  - bytes per token of each cache format, exactly, and the bytes a step reads: ctx of them, or the
+ *    window's;
+ *  - ms/token grows linearly with the context: unsplit (kv_splits 1, where the attention visits every
+ *    key in one part), least squares over 1024..4096 keys with R^2 >= 0.8 and a positive slope. On
+ *    lavapipe under validation R^2 measured 0.98-0.999; 0.8 lets one point in four be off by about a
+ *    third of the range (a busy second on a shared machine) while a step that stopped growing with
+ *    the context (R^2 near 0, or a slope <= 0) fails. (Split-KV's ms/token is not judged: its part
+ *    count changes with the context, so its curve is piecewise.)
+ *  - a sliding window's step costs what it costs at a context of the window: attention stage at
+ *    4096 keys over W = 256 within 2x of it at 256 keys (measured 0.9-1.2x). Without a window the
+ *    same growth is ~16x; as a control, 4x the keys without a window must cost >= 2x (measured 3.7-4x).
+ * Times are medians of GPU timestamps (attention) or wall time (ms/token) over >= 0.2 s of steps. */
+static void test_bench_decode_scaling(void)
+{
+    const struct { const char *dtype; double bytes; } formats[] = {{"f32", 1024}, {"f16", 512}, {"q8_0", 272},
+                                                                   {"q4_0", 144}};
+    const double lens[] = {1024, 2048, 3072, 4096};
+    cJSON *root = decode_run("1024,2048,3072,4096", (const char *[]){NULL});
+    for (size_t f = 0; root && f < sizeof formats / sizeof formats[0]; f++) {
+        double ms[4], slope = 0;
+        int present = 1;
+        for (size_t c = 0; c < 4; c++) {
+            const cJSON *p = decode_point(root, formats[f].dtype, lens[c], 1);
+            present &= p != NULL;
+            CHECK_MSG(p || strcmp(formats[f].dtype, "f16") == 0, "no %s point at ctx %g", formats[f].dtype, lens[c]);
+            if (!p) continue;
+            CHECK(cli_json_number(p, "cache_bytes_per_token", NULL) == formats[f].bytes);
+            CHECK(cli_json_number(p, "cache_bytes_per_step", NULL) == formats[f].bytes * lens[c]);
+            ms[c] = cli_json_number(p, "ms_per_token_median", NULL);
+        }
+        if (!present) continue; /* f16 on a device without 16-bit storage */
+        double r2 = fit_r2(lens, ms, 4, &slope);
+        printf("%s cache, kv_splits 1: ms/token %.3f %.3f %.3f %.3f: %.3f ms per 1k keys, R^2 %.3f\n",
+               formats[f].dtype, ms[0], ms[1], ms[2], ms[3], slope * 1e3, r2);
+        CHECK_MSG(r2 >= 0.8 && slope > 0, "%s: ms/token is not linear in the context (R^2 %.3f, slope %.3g)",
+                  formats[f].dtype, r2, slope);
+    }
+    const cJSON *near = decode_point(root, "f32", 1024, 1), *far = decode_point(root, "f32", 4096, 1);
+    double growth = near && far ? cli_json_number(far, "attention_ms", NULL) / cli_json_number(near, "attention_ms", NULL)
+                                : 0;
+    printf("f32, no window: attention at 4096 keys / at 1024: %.2fx\n", growth);
+    CHECK_MSG(growth >= 2, "the control: 4x the keys without a window cost %.2fx the attention", growth);
+    cJSON_Delete(root);
+
+    root = decode_run("256,4096", (const char *[]){"--window", "256", "--dtype", "f32", NULL});
+    near = decode_point(root, "f32", 256, 1), far = decode_point(root, "f32", 4096, 1);
+    CHECK(near && far && cli_json_number(cJSON_GetObjectItemCaseSensitive(root, "layer"), "window", NULL) == 256);
+    if (near && far) {
+        CHECK(cli_json_number(far, "cache_bytes_per_step", NULL) == 256 * 1024.0);
+        double ratio = cli_json_number(far, "attention_ms", NULL) / cli_json_number(near, "attention_ms", NULL);
+        printf("window 256: attention at 4096 keys / at 256: %.2fx\n", ratio);
+        CHECK_MSG(ratio <= 2, "a window of 256 costs %.2fx more at 4096 keys than at 256", ratio);
+    }
+    cJSON_Delete(root);
+}
+
 /* A context near 2^32 tokens: its block count used to wrap to a tiny pool, reported as a full
  * cache (issue 18). Now the cache's own check names the device limit, before anything runs. */
 static void test_bench_decode_limits(void)
@@ -1150,7 +1251,7 @@ static void test_bench_decode_limits(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: test_cli_run FIXTURES_DIR [bench_decode] (tests/fixtures/torch)\n");
+        fprintf(stderr, "usage: test_cli_run FIXTURES_DIR [bench_decode|bench_decode_scaling] (tests/fixtures/torch)\n");
         return 2;
     }
     fixtures = argv[1];
@@ -1158,6 +1259,11 @@ int main(int argc, char **argv)
     if (test_tmp_make("cli_run")) return 1;
     if (argc > 2 && strcmp(argv[2], "bench_decode") == 0) {
         RUN_TEST(test_bench_decode);
+        test_tmp_remove();
+        return test_finish();
+    }
+    if (argc > 2 && strcmp(argv[2], "bench_decode_scaling") == 0) {
+        RUN_TEST(test_bench_decode_scaling);
         test_tmp_remove();
         return test_finish();
     }

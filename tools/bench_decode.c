@@ -177,7 +177,8 @@ typedef struct decode_point {
     bench_time host;                    /* vkattn_forward_cached wall time per step: "ms/token" */
     bench_time gpu;                     /* first to last timestamp */
     bench_time stage[VKATTN_STAGE_COUNT];
-    double cache_bytes;                 /* K and V rows the attention must read: 2·ctx·H_kv·row size of D */
+    double cache_bytes;                 /* K and V rows the attention must read: 2·keys·H_kv·row size of D, keys
+                                           ctx or the window */
     uint32_t bytes_per_token;           /* the cache's (vkattn_kv_cache_info): K and V, all heads */
     double cache_gbs, peak_pct;         /* cache_bytes / attention (FUSED stage) median time */
     double reproject_ms;                /* the same token by one causal forward over ctx tokens; < 0: not measured */
@@ -225,7 +226,8 @@ static int time_points(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cac
         p->host = bench_stats(r[0], n);
         p->gpu = bench_stats(r[1], n);
         for (int s = 0; s < VKATTN_STAGE_COUNT; s++) p->stage[s] = bench_stats(r[2 + s], n);
-        p->cache_bytes = 2.0 * p->ctx * l->desc.num_kv_heads * vkattn_dtype_row_size(p->dtype, head_dim(l));
+        uint32_t keys = l->desc.window && l->desc.window < p->ctx ? l->desc.window : p->ctx; /* what a step reads */
+        p->cache_bytes = 2.0 * keys * l->desc.num_kv_heads * vkattn_dtype_row_size(p->dtype, head_dim(l));
         double attention_ms = p->stage[VKATTN_STAGE_FUSED].median_ms;
         p->cache_gbs = attention_ms > 0 ? p->cache_bytes / (attention_ms * 1e6) : 0;
     }
@@ -357,7 +359,8 @@ static void print_table(FILE *out, const decode_report *r)
             o->min_time_s);
     fprintf(out, "        ms/token: vkattn_forward_cached wall time (min: the fastest step); GPU, qkv (projections,\n"
                  "        RoPE, cache append), attn (attn_paged + merge), out: GPU timestamps; cache MB: the K/V bytes\n"
-                 "        a step must read (2 * ctx * H_kv rows of D values in the cache's format), GB/s and peak%%: those over attn time against the peak copy bandwidth;\n"
+                 "        a step must read (2 * H_kv rows of D values in the cache's format per key: ctx keys, or the\n"
+                 "        window), GB/s and peak%%: those over attn time against the peak copy bandwidth;\n"
                  "        reproj: the same token without a cache (one causal vkattn_forward_host over ctx tokens,\n"
                  "        f32 layer); speedup: reproj / ms per token; disp: dispatches of a step (+1: a merge)\n\n");
     fprintf(out, "%6s %-5s %-5s %5s %8s %8s %8s %8s %7s %8s %7s %8s %6s %6s %10s %8s %4s\n", "ctx", "cache", "split",
