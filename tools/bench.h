@@ -70,8 +70,6 @@ typedef struct bench_run_info {
 
 /* Median and min of `n` >= 1 samples (sorts `v` in place). */
 bench_time bench_stats(double *v, uint32_t n);
-/* `n` values uniform in [-scale, scale), the same for the same seed (xorshift). */
-void bench_fill_random(float *x, size_t n, unsigned long long seed, float scale);
 
 /* Per-stage GFLOP/s, GB/s and % of the roofline from times, costs and the peak (in place). */
 void bench_derive(bench_result *r, const vkattn_peak *peak);

@@ -84,7 +84,7 @@ static int layer_make(vkattn_context *ctx, uint32_t E, uint32_t H, uint32_t H_kv
     *l = (decode_layer){.desc = {.embed_dim = E, .num_heads = H, .num_kv_heads = H_kv, .rope_theta = ROPE_THETA,
                                  .window = window}};
     NEED(l->weights = malloc(n * sizeof(float)));
-    bench_fill_random(l->weights, n, seed, sqrtf(3.0f / E));
+    cli_fill_random(l->weights, n, seed, sqrtf(3.0f / E));
     const float *q = l->weights, *k = q + e * e, *v = k + e_kv * e, *bias = v + e_kv * e;
     const float *o = bias + e + 2 * e_kv, *ob = o + e * e;
     vkattn_weights w = {.q_proj_weight = q, .k_proj_weight = k, .v_proj_weight = v, .in_proj_bias = bias,
@@ -140,7 +140,7 @@ static int fill_to(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cache *
     uint32_t len = 0;
     int rc = 0;
     NEED(in && out);
-    bench_fill_random(in, FILL_CHUNK * E, 7, 1.0f);
+    cli_fill_random(in, FILL_CHUNK * E, 7, 1.0f);
     TRY(vkattn_kv_cache_seq_length(cache, 0, &len), "reading the sequence length");
     while (len < target) {
         uint32_t n = target - len < FILL_CHUNK ? target - len : FILL_CHUNK;
@@ -201,7 +201,7 @@ static int time_points(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cac
     double wall = 0;
     int rc = 0;
     NEED(token && out);
-    bench_fill_random(token, E, 3, 1.0f);
+    cli_fill_random(token, E, 3, 1.0f);
     /* at least one warm-up: a split setting's first step at a new context may build pipelines */
     for (uint32_t i = 0; i < (warmup ? warmup : 1); i++)
         for (int k = 0; k < 2; k++)
@@ -272,7 +272,7 @@ static int time_reproject(vkattn_context *ctx, const decode_layer *l, uint32_t l
     float *query = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
     int rc = 0;
     NEED(query && out);
-    bench_fill_random(query, n, 5, 1.0f);
+    cli_fill_random(query, n, 5, 1.0f);
     vkattn_host_forward_desc f = {.batch = 1, .query_len = len, .query = query, .output = out, .causal = 1};
     for (uint32_t i = 0; i < warmup; i++) TRY(vkattn_forward_host(l->layer, &f), "a warm-up causal forward");
     uint32_t count = 0;

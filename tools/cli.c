@@ -642,3 +642,18 @@ int cli_compare_doubles(const void *a, const void *b)
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
+
+double cli_median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cli_compare_doubles);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void cli_fill_random(float *x, size_t n, unsigned long long seed, float scale)
+{
+    unsigned long long s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s >> 12, s ^= s << 25, s ^= s >> 27;
+        x[i] = (float)(((s * 0x2545F4914F6CDD1Dull) >> 40) / 16777216.0 * 2.0 - 1.0) * scale;
+    }
+}

@@ -198,5 +198,9 @@ size_t cli_report_nonfinite(const char *what, const float *x, uint32_t rank, con
 double cli_now(void);
 /* Orders doubles ascending, for qsort. */
 int cli_compare_doubles(const void *a, const void *b);
+/* The median of `n` >= 1 samples (the mean of the middle two when n is even); sorts `v`. */
+double cli_median(double *v, size_t n);
+/* `n` values uniform in [-scale, scale), the same for the same seed (xorshift). */
+void cli_fill_random(float *x, size_t n, unsigned long long seed, float scale);
 
 #endif

@@ -171,18 +171,8 @@ static uint32_t expand(const bench_options *o, bench_config *out)
 
 bench_time bench_stats(double *v, uint32_t n)
 {
-    qsort(v, n, sizeof *v, cli_compare_doubles);
-    bench_time t = {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v[0]};
-    return t;
-}
-
-void bench_fill_random(float *x, size_t n, unsigned long long seed, float scale)
-{
-    unsigned long long s = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        s ^= s >> 12, s ^= s << 25, s ^= s >> 27;
-        x[i] = (float)(((s * 0x2545F4914F6CDD1Dull) >> 40) / 16777216.0 * 2.0 - 1.0) * scale;
-    }
+    double median = cli_median(v, n);
+    return (bench_time){median, v[0]};
 }
 
 /* Host data and device objects of one configuration. */
@@ -230,9 +220,9 @@ static int run_config(vkattn_context *ctx, const bench_options *o, const bench_c
         cli_fail("bench", "allocating host data", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
         goto fail;
     }
-    bench_fill_random(bc.weights, wn, 1, sqrtf(3.0f / E));
-    bench_fill_random(bc.query, (size_t)B * L * E, 2, 1.0f);
-    if (bc.key) bench_fill_random(bc.key, (size_t)B * S * E, 3, 1.0f);
+    cli_fill_random(bc.weights, wn, 1, sqrtf(3.0f / E));
+    cli_fill_random(bc.query, (size_t)B * L * E, 2, 1.0f);
+    if (bc.key) cli_fill_random(bc.key, (size_t)B * S * E, 3, 1.0f);
     for (size_t b = 0; bc.kpm && b < B; b++)
         for (size_t j = S - S / 4; j < S; j++) bc.kpm[b * S + j] = 1; /* the last quarter is padding */
     vkattn_weights w = {.in_proj_weight = bc.weights, .in_proj_bias = bc.weights + 3 * (size_t)E * E,

@@ -49,10 +49,7 @@ static vkattn_status time_forwards(head_runner *r, const uint8_t *keep, uint32_t
         vkattn_forward_stats st;
         if (r->layer && vkattn_layer_last_stats(r->layer, &st) == VKATTN_OK && st.timed) t[i] = st.gpu_ms;
     }
-    if (s == VKATTN_OK) {
-        qsort(t, repeats, sizeof *t, cli_compare_doubles);
-        *ms = t[repeats / 2];
-    }
+    if (s == VKATTN_OK) *ms = cli_median(t, repeats);
     free(t);
     return s;
 }

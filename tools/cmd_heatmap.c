@@ -163,7 +163,7 @@ static int forward_run(const heatmap_options *o, heatmap_source *s)
     f.average_weights = 0;
     f.path = VKATTN_PATH_UNFUSED; /* the path that returns per-head weights */
     forward_inputs_print_shapes(in, &o->fwd);
-    if ((rc = forward_inputs_run("heatmap", &o->fwd, in, &f))) return rc;
+    if ((rc = forward_inputs_run("heatmap", &o->fwd, in, &f, NULL))) return rc;
     s->weights = s->all_weights + o->batch_index * item;
     uint8_t *m = s->masked;
     for (uint32_t h = 0; h < s->H; h++)

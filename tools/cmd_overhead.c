@@ -27,12 +27,6 @@ static const cli_option k_overhead_rows[] = {
 
 static double now_us(void) { return cli_now() * 1e6; }
 
-static double median(double *v, uint32_t n)
-{
-    qsort(v, n, sizeof *v, cli_compare_doubles);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 typedef struct stack {
     uint32_t n, E, L;
     vkattn_layer **layers;
@@ -49,11 +43,7 @@ static vkattn_status stack_make(vkattn_context *ctx, stack *s, uint32_t H)
     s->submitted = calloc(n + 1, sizeof *s->submitted);
     s->weights = malloc(per_layer * n * sizeof(float));
     if (!s->layers || !s->blocking || !s->submitted || !s->weights) return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
-    uint32_t seed = 2024;
-    for (size_t i = 0; i < per_layer * n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        s->weights[i] = ((float)(seed >> 8) / (float)(1u << 24) - 0.5f) * 2.0f / sqrtf((float)E);
-    }
+    cli_fill_random(s->weights, per_layer * n, 2024, 1.0f / sqrtf((float)E));
     vkattn_layer_desc desc = {.embed_dim = E, .num_heads = H};
     vkattn_status status = VKATTN_OK;
     for (uint32_t i = 0; i < n && status == VKATTN_OK; i++) {
@@ -145,8 +135,8 @@ int cmd_overhead(int argc, char **argv)
         fprintf(stderr, "vkattn overhead: the submission's output differs from the blocking forwards' output\n");
         rc = CLI_EXIT_FAILURE;
     } else {
-        double blocking = median(samples, rounds) / n, submitted = median(samples + rounds, rounds) / n,
-               calls = median(samples + 2 * rounds, rounds) / n;
+        double blocking = cli_median(samples, rounds) / n, submitted = cli_median(samples + rounds, rounds) / n,
+               calls = cli_median(samples + 2 * rounds, rounds) / n;
         printf("stack: %u self-attention layers, B = 1, L = %u, E = %u, H = %u, fp32; %u rounds each way, alternating\n",
                n, L, E, H, rounds);
         printf("blocking vkattn_forward       %9.1f us per forward (wall, median)\n", blocking);

@@ -214,7 +214,7 @@ int cmd_run(int argc, char **argv)
     }
     vkattn_dtype storage; /* whose tolerance --check applies */
     if (o.decode.given) rc = run_decode("run", &o.fwd, &in, &o.decode, out, &storage);
-    else rc = forward_inputs_run_storage("run", &o.fwd, &in, &f, &storage);
+    else rc = forward_inputs_run("run", &o.fwd, &in, &f, &storage);
     if (rc) goto done;
     int agree = 1;
     if (o.check && (rc = check_against_cpu(&in, &f, &s, storage, &ref, &agree))) goto done;

@@ -58,46 +58,59 @@ const cli_option forward_option_rows[] = {
 };
 const size_t forward_option_count = CLI_COUNT(forward_option_rows);
 
-void forward_inputs_free(forward_inputs *in)
-{
-    vkattn_weight_file_destroy(in->weights);
-    vkattn_array_free(&in->query), vkattn_array_free(&in->key), vkattn_array_free(&in->value);
-    vkattn_array_free(&in->key_padding_mask), vkattn_array_free(&in->valid_lens), vkattn_array_free(&in->attn_mask);
-    vkattn_array_free(&in->head_mask), vkattn_array_free(&in->sinks);
-    memset(in, 0, sizeof *in);
-}
-
-const vkattn_weights *forward_inputs_weights(const forward_inputs *in) { return &in->w; }
-
-/* What each input array must be, as the messages that refuse one say it. */
+/* What each input array must be, as the messages that refuse one say it, and where it goes. */
 typedef struct input_spec {
     const char *option, *what;
-    unsigned dtypes;     /* the vkattn_dtype values it takes, as bits 1u << dtype */
-    const char *accepts; /* the same, in numpy's words */
-    const char *convert; /* the numpy call that makes one */
+    unsigned dtypes;      /* the vkattn_dtype values it takes, as bits 1u << dtype */
+    const char *accepts;  /* the same, in numpy's words */
+    const char *convert;  /* the numpy call that makes one */
     const char *shapes;
+    uint32_t min_rank, max_rank; /* 0: the query's rank */
+    size_t path, array;   /* offsets in forward_options and forward_inputs */
 } input_spec;
 
 #define DTYPE_BIT(d) (1u << VKATTN_DTYPE_##d)
 #define FLOAT_INPUT "float32 (<f4; float16 and float64 are converted)"
-enum { QUERY, KEY, VALUE, KEY_PADDING_MASK, VALID_LENS, ATTN_MASK, HEAD_MASK, SINKS };
-static const input_spec k_inputs[] = {
-    [QUERY] = {"--query", "the query", DTYPE_BIT(F32), FLOAT_INPUT, "q.astype(np.float32)", "(B, L, E) or (L, E)"},
+#define AT(field) offsetof(forward_options, field), offsetof(forward_inputs, field)
+enum { QUERY, KEY, VALUE, KEY_PADDING_MASK, VALID_LENS, ATTN_MASK, HEAD_MASK, SINKS, INPUT_COUNT };
+static const input_spec k_inputs[INPUT_COUNT] = {
+    [QUERY] = {"--query", "the query", DTYPE_BIT(F32), FLOAT_INPUT, "q.astype(np.float32)", "(B, L, E) or (L, E)", 2, 3,
+               AT(query)},
     [KEY] = {"--key", "the key", DTYPE_BIT(F32), FLOAT_INPUT, "k.astype(np.float32)",
-             "(B, S, kdim), or (S, kdim) with an (L, E) query"},
+             "(B, S, kdim), or (S, kdim) with an (L, E) query", 0, 0, AT(key)},
     [VALUE] = {"--value", "the value", DTYPE_BIT(F32), FLOAT_INPUT, "v.astype(np.float32)",
-               "(B, S, vdim), or (S, vdim) with an (L, E) query"},
+               "(B, S, vdim), or (S, vdim) with an (L, E) query", 0, 0, AT(value)},
     [KEY_PADDING_MASK] = {"--key-padding-mask", "the key padding mask", DTYPE_BIT(BOOL),
-                          "bool (|b1), true = ignore the key", "m.astype(bool)", "(B, S), or (S) with an (L, E) query"},
+                          "bool (|b1), true = ignore the key", "m.astype(bool)", "(B, S), or (S) with an (L, E) query",
+                          1, 2, AT(key_padding_mask)},
     [VALID_LENS] = {"--valid-lens", "the valid lengths", DTYPE_BIT(I32), "int32 (<i4; int64 is converted)",
-                    "lens.astype(np.int32)", "(B) or (B, L)"},
+                    "lens.astype(np.int32)", "(B) or (B, L)", 1, 2, AT(valid_lens)},
     [ATTN_MASK] = {"--attn-mask", "the attention mask", DTYPE_BIT(BOOL) | DTYPE_BIT(F32),
                    "bool (|b1, true = blocked) or float32 (<f4, added to the scores)",
-                   "m.astype(bool) or m.astype(np.float32)", "(L, S) or (B*H, L, S)"},
+                   "m.astype(bool) or m.astype(np.float32)", "(L, S) or (B*H, L, S)", 2, 3, AT(attn_mask)},
     [HEAD_MASK] = {"--head-mask", "the head mask", DTYPE_BIT(BOOL), "bool (|b1), true = keep the head",
-                   "m.astype(bool)", "(H)"},
-    [SINKS] = {"--sinks", "the sinks", DTYPE_BIT(F32), FLOAT_INPUT, "s.astype(np.float32)", "(H)"},
+                   "m.astype(bool)", "(H)", 1, 1, AT(head_mask)},
+    [SINKS] = {"--sinks", "the sinks", DTYPE_BIT(F32), FLOAT_INPUT, "s.astype(np.float32)", "(H)", 1, 1, AT(sinks)},
 };
+
+static vkattn_array *array_of(forward_inputs *in, const input_spec *spec)
+{
+    return (vkattn_array *)((char *)in + spec->array);
+}
+
+static const char *path_of(const forward_options *o, const input_spec *spec)
+{
+    return *(const char *const *)((const char *)o + spec->path);
+}
+
+void forward_inputs_free(forward_inputs *in)
+{
+    vkattn_weight_file_destroy(in->weights);
+    for (size_t i = 0; i < INPUT_COUNT; i++) vkattn_array_free(array_of(in, &k_inputs[i]));
+    memset(in, 0, sizeof *in);
+}
+
+const vkattn_weights *forward_inputs_weights(const forward_inputs *in) { return &in->w; }
 
 /* "vkattn run: --query q.npy holds int64 (<i8); the query must be float32 (...) (numpy: ...)". */
 static int wrong_dtype(const char *command, const input_spec *spec, const char *path, const char *stored)
@@ -162,40 +175,23 @@ static int check_shape(const char *command, const input_spec *spec, const char *
     return 1;
 }
 
+/* Every file, then the arrays' dtypes and ranks, before any dimension is read from them. */
 static int load_files(const char *command, const forward_options *o, forward_inputs *in)
 {
     vkattn_error error = {0};
     vkattn_status status = vkattn_weight_file_open(o->weights, o->prefix, &in->weights, &error);
     if (status != VKATTN_OK)
         return cli_fail_input(command, "--weights", o->weights, CLI_FILE_SAFETENSORS, status, error.message);
-    int rc;
-    if ((rc = load_array(command, &k_inputs[QUERY], o->query, &in->query)) ||
-        (rc = load_array(command, &k_inputs[KEY], o->key, &in->key)) ||
-        (rc = load_array(command, &k_inputs[VALUE], o->value, &in->value)) ||
-        (rc = load_array(command, &k_inputs[KEY_PADDING_MASK], o->key_padding_mask, &in->key_padding_mask)) ||
-        (rc = load_array(command, &k_inputs[VALID_LENS], o->valid_lens, &in->valid_lens)) ||
-        (rc = load_array(command, &k_inputs[ATTN_MASK], o->attn_mask, &in->attn_mask)) ||
-        (rc = load_array(command, &k_inputs[HEAD_MASK], o->head_mask, &in->head_mask)) ||
-        (rc = load_array(command, &k_inputs[SINKS], o->sinks, &in->sinks)))
-        return rc;
-    return 0;
-}
-
-/* Dtypes and ranks, before any dimension is read from them. */
-static int check_kinds(const char *command, const forward_options *o, const forward_inputs *in)
-{
-    const uint32_t q = in->query.rank;
-    int rc;
-    if ((rc = expect(command, &k_inputs[QUERY], o->query, &in->query, 2, 3)) ||
-        (rc = expect(command, &k_inputs[KEY], o->key, &in->key, q, q)) ||
-        (rc = expect(command, &k_inputs[VALUE], o->value, &in->value, q, q)) ||
-        (rc = expect(command, &k_inputs[KEY_PADDING_MASK], o->key_padding_mask, &in->key_padding_mask, 1, 2)) ||
-        (rc = expect(command, &k_inputs[VALID_LENS], o->valid_lens, &in->valid_lens, 1, 2)) ||
-        (rc = expect(command, &k_inputs[ATTN_MASK], o->attn_mask, &in->attn_mask, 2, 3)) ||
-        (rc = expect(command, &k_inputs[HEAD_MASK], o->head_mask, &in->head_mask, 1, 1)) ||
-        (rc = expect(command, &k_inputs[SINKS], o->sinks, &in->sinks, 1, 1)))
-        return rc;
-    return 0;
+    int rc = 0;
+    for (size_t i = 0; i < INPUT_COUNT && !rc; i++)
+        rc = load_array(command, &k_inputs[i], path_of(o, &k_inputs[i]), array_of(in, &k_inputs[i]));
+    for (size_t i = 0; i < INPUT_COUNT && !rc; i++) {
+        const input_spec *spec = &k_inputs[i];
+        uint32_t q = in->query.rank;
+        rc = expect(command, spec, path_of(o, spec), array_of(in, spec), spec->min_rank ? spec->min_rank : q,
+                    spec->max_rank ? spec->max_rank : q);
+    }
+    return rc;
 }
 
 /* The host call trusts B, L and S, so every array's own shape must agree with them here. */
@@ -225,7 +221,7 @@ static int check_shapes(const char *command, const forward_options *o, const for
 int forward_inputs_load(const char *command, const forward_options *o, forward_inputs *in)
 {
     int rc;
-    if ((rc = load_files(command, o, in)) || (rc = check_kinds(command, o, in))) return rc;
+    if ((rc = load_files(command, o, in))) return rc;
     in->layer.num_heads = o->heads; /* first: describe derives num_kv_heads from it */
     vkattn_weight_file_describe(in->weights, &in->layer);
     in->layer.add_zero_attn = o->add_zero_attn;
@@ -349,27 +345,17 @@ int forward_inputs_open(const char *command, const forward_options *o, const for
 }
 
 int forward_inputs_run(const char *command, const forward_options *o, const forward_inputs *in,
-                       const vkattn_host_forward_desc *f)
-{
-    vkattn_dtype storage;
-    return forward_inputs_run_storage(command, o, in, f, &storage);
-}
-
-int forward_inputs_run_storage(const char *command, const forward_options *o, const forward_inputs *in,
-                               const vkattn_host_forward_desc *f, vkattn_dtype *storage)
+                       const vkattn_host_forward_desc *f, vkattn_dtype *storage)
 {
     vkattn_context *ctx;
     vkattn_layer *layer;
     vkattn_error error = {0};
     vkattn_status status;
-    *storage = VKATTN_DTYPE_F32; /* the CPU reference computes in double whatever the storage */
+    vkattn_layer_desc d = {.storage = VKATTN_DTYPE_F32}; /* the CPU reference computes in double whatever the storage */
     int rc = forward_inputs_open(command, o, in, &ctx, &layer);
     if (rc) return rc;
-    if (layer) {
-        vkattn_layer_desc d;
-        vkattn_layer_get_desc(layer, &d);
-        *storage = d.storage;
-    }
+    if (layer) vkattn_layer_get_desc(layer, &d);
+    if (storage) *storage = d.storage;
     if (o->trace && (rc = cli_print_plan(command, ctx, layer, f))) goto done;
     double t0 = cli_now(), elapsed;
     if (o->cpu) {

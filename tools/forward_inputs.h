@@ -7,7 +7,7 @@
  *   forward_inputs in = {0};
  *   if ((rc = forward_inputs_load("run", &o, &in))) goto done;
  *   vkattn_host_forward_desc f = in.desc;  f.output = ...;  f.attn_weights = ...;
- *   if ((rc = forward_inputs_run("run", &o, &in, &f))) goto done;
+ *   if ((rc = forward_inputs_run("run", &o, &in, &f, NULL))) goto done;
  * done:
  *   forward_inputs_free(&in);
  */
@@ -88,13 +88,11 @@ int forward_inputs_open(const char *command, const forward_options *o, const for
                         vkattn_context **ctx, vkattn_layer **layer);
 
 /* Runs `f` (in->desc with the caller's outputs) on the CPU reference when o->cpu, else on a fresh
- * context on o->device. Prints the device, then "path: NAME, T ms". Returns 0 or an exit code. */
+ * context on o->device. Prints the device, then "path: NAME, T ms". Sets *storage (may be NULL) to
+ * the storage dtype the layer really used (F32 after a fall-back from F16, and on the CPU path,
+ * which computes in double whatever the storage). Returns 0 or an exit code. */
 int forward_inputs_run(const char *command, const forward_options *o, const forward_inputs *in,
-                       const vkattn_host_forward_desc *f);
-/* The same, and sets *storage to the storage dtype the layer really used (F32 after a fall-back
- * from F16, and on the CPU path, which computes in double whatever the storage). */
-int forward_inputs_run_storage(const char *command, const forward_options *o, const forward_inputs *in,
-                               const vkattn_host_forward_desc *f, vkattn_dtype *storage);
+                       const vkattn_host_forward_desc *f, vkattn_dtype *storage);
 
 /* --check-finite, in forward order: the float inputs (query, key, value, and a float attn_mask's NaN
  * or +inf; its -inf means "masked"), then each weight tensor by name. Prints a line per tensor that

@@ -159,8 +159,8 @@ static int decode_all(const char *command, vkattn_context *ctx, vkattn_layer *la
            "kernels) and %u decoded one at a time",
            B, B == 1 ? "" : "s", P, P == 1 ? "" : "s", prefill_ms, steps);
     if (steps) {
-        qsort(step_ms, steps, sizeof *step_ms, cli_compare_doubles);
-        printf(": %.3f ms per step (median; min %.3f)", step_ms[steps / 2], step_ms[0]);
+        double median = cli_median(step_ms, steps);
+        printf(": %.3f ms per step (median; min %.3f)", median, step_ms[0]);
     }
     vkattn_kv_cache_info info;
     if (vkattn_kv_cache_get_info(cache, &info) == VKATTN_OK)
