@@ -26,6 +26,11 @@ cJSON *cli_json_parse(const char *text, size_t size, char *err, size_t err_size)
  * the path. */
 cJSON *cli_json_read_file(const char *path, char *err, size_t err_size);
 
+/* A whole file of at most `max_bytes`, NUL-terminated (free it); NULL with "cannot open: reason",
+ * "read error", "larger than the limit" or "out of memory" in err. (Here, not in cli.c, because the
+ * fuzzed JSON reader is built without the rest of the CLI.) */
+char *cli_read_file(const char *path, size_t max_bytes, size_t *size, char *err, size_t err_size);
+
 /* The member `name` of `object` as a string, or NULL when `object` is not an object, has no such
  * member, or it is not a string. Duplicate names: the first member counts. */
 const char *cli_json_string(const cJSON *object, const char *name);

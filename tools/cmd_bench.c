@@ -179,8 +179,11 @@ bench_time bench_stats(double *v, uint32_t n)
 typedef struct bench_case {
     float *weights, *query, *key;
     uint8_t *kpm;
+    vkattn_layer_desc desc;
+    vkattn_weights w;
     vkattn_layer *layer;
     vkattn_tensor *tq, *tk, *tkpm, *tout;
+    vkattn_forward_desc f;
 } bench_case;
 
 static void free_case(bench_case *bc)
@@ -194,132 +197,126 @@ static void free_case(bench_case *bc)
 #define BENCH_TRY(expr, what)                                                                      \
     do {                                                                                           \
         vkattn_status s_ = (expr);                                                                 \
-        if (s_ != VKATTN_OK) {                                                                     \
-            cli_fail("bench", what, s_, vkattn_context_last_error(ctx));                           \
-            goto fail;                                                                             \
-        }                                                                                          \
+        if (s_ != VKATTN_OK) return cli_fail("bench", what, s_, vkattn_context_last_error(ctx));   \
     } while (0)
+
+/* Random weights and inputs (the last quarter of the keys padded with a padding mask), the layer
+ * and the device tensors of one configuration; 0, or 1 after a message (free_case either way). */
+static int make_case(vkattn_context *ctx, const bench_config *c, bench_case *bc)
+{
+    const uint32_t B = c->batch, L = c->query_len, S = c->key_len, E = c->embed_dim;
+    const size_t ee = (size_t)E * E, wn = 4 * ee + 4 * E;
+    bc->weights = malloc(wn * sizeof(float));
+    bc->query = malloc((size_t)B * L * E * sizeof(float));
+    if (S != L) bc->key = malloc((size_t)B * S * E * sizeof(float));
+    if (c->mask & BENCH_MASK_PADDING) bc->kpm = calloc((size_t)B * S, 1);
+    if (!bc->weights || !bc->query || (S != L && !bc->key) || ((c->mask & BENCH_MASK_PADDING) && !bc->kpm))
+        return cli_fail("bench", "allocating host data", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+    cli_fill_random(bc->weights, wn, 1, sqrtf(3.0f / E));
+    cli_fill_random(bc->query, (size_t)B * L * E, 2, 1.0f);
+    if (bc->key) cli_fill_random(bc->key, (size_t)B * S * E, 3, 1.0f);
+    for (size_t b = 0; bc->kpm && b < B; b++)
+        for (size_t j = S - S / 4; j < S; j++) bc->kpm[b * S + j] = 1;
+    bc->desc = (vkattn_layer_desc){.embed_dim = E, .num_heads = c->heads, .storage = c->dtype,
+                                   .head_mask = c->head_mask};
+    bc->w = (vkattn_weights){.in_proj_weight = bc->weights, .in_proj_bias = bc->weights + 3 * ee,
+                             .out_proj_weight = bc->weights + 3 * ee + 3 * E, .out_proj_bias = bc->weights + 4 * ee + 3 * E};
+    BENCH_TRY(vkattn_layer_create(ctx, &bc->desc, &bc->w, &bc->layer), "creating the layer");
+    BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, L, E}, &bc->tq), "creating the query");
+    BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, L, E}, &bc->tout), "creating the output");
+    BENCH_TRY(vkattn_tensor_write(bc->tq, bc->query, (size_t)B * L * E * sizeof(float)), "writing the query");
+    if (bc->key) {
+        BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, S, E}, &bc->tk), "creating the key");
+        BENCH_TRY(vkattn_tensor_write(bc->tk, bc->key, (size_t)B * S * E * sizeof(float)), "writing the key");
+    }
+    if (bc->kpm) {
+        BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_BOOL, 2, (uint32_t[]){B, S}, &bc->tkpm), "creating the mask");
+        BENCH_TRY(vkattn_tensor_write(bc->tkpm, bc->kpm, (size_t)B * S), "writing the mask");
+    }
+    bc->f = (vkattn_forward_desc){.query = bc->tq, .key = bc->tk, .output = bc->tout, .key_padding_mask = bc->tkpm,
+                                  .causal = (c->mask & BENCH_MASK_CAUSAL) != 0, .path = c->path};
+    return 0;
+}
+
+/* The same forward from host arrays, for what needs one: --trace's plan, the CPU path's time. */
+static vkattn_host_forward_desc host_forward(const bench_case *bc, const bench_config *c, float *output)
+{
+    return (vkattn_host_forward_desc){.batch = c->batch, .query_len = c->query_len,
+                                      .key_len = bc->key ? c->key_len : 0, .query = bc->query, .key = bc->key,
+                                      .key_padding_mask = bc->kpm, .causal = bc->f.causal, .output = output,
+                                      .path = c->path};
+}
+
+/* Warm-up, then forwards until min_time and 3 runs: GPU, host and per-stage times into `r`. */
+static int time_case(vkattn_context *ctx, const bench_options *o, const bench_case *bc, bench_result *r)
+{
+    for (uint32_t i = 0; i < o->warmup; i++) BENCH_TRY(vkattn_forward(bc->layer, &bc->f), "warm-up forward");
+    BENCH_TRY(vkattn_layer_set_timing(bc->layer, 1), "turning stage timing on");
+    /* Samples per repeat: whole forward on the GPU, on the host, their difference, each stage. */
+    double(*samples)[MAX_REPEATS] = calloc(3 + VKATTN_STAGE_COUNT, sizeof *samples);
+    if (!samples) return cli_fail("bench", "allocating samples", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+    vkattn_forward_stats st = {0};
+    vkattn_status status = VKATTN_OK;
+    uint32_t n = 0;
+    for (double start = cli_now(); n < MAX_REPEATS && (n < 3 || cli_now() - start < o->min_time_s); n++) {
+        double t0 = cli_now();
+        if ((status = vkattn_forward(bc->layer, &bc->f)) != VKATTN_OK) break;
+        double wall_ms = (cli_now() - t0) * 1e3;
+        vkattn_layer_last_stats(bc->layer, &st);
+        samples[0][n] = st.gpu_ms, samples[1][n] = wall_ms, samples[2][n] = wall_ms - st.gpu_ms;
+        for (int s = 0; s < VKATTN_STAGE_COUNT; s++) samples[3 + s][n] = st.stage_ms[s];
+    }
+    if (status == VKATTN_OK) {
+        *r = (bench_result){.config = r->config, .cpu_ms = -1, .repeats = n, .path_ran = st.path,
+                            .dispatches = st.dispatches, .submits = st.submits, .workspace_bytes = st.workspace_bytes,
+                            .gpu = bench_stats(samples[0], n), .host = bench_stats(samples[1], n),
+                            .host_overhead = bench_stats(samples[2], n)};
+        for (int s = 0; s < VKATTN_STAGE_COUNT; s++) r->stages[s].time = bench_stats(samples[3 + s], n);
+    }
+    free(samples);
+    BENCH_TRY(status, "forward");
+    return 0;
+}
 
 static int run_config(vkattn_context *ctx, const bench_options *o, const bench_config *c, bench_result *r)
 {
-    const uint32_t B = c->batch, L = c->query_len, S = c->key_len, E = c->embed_dim;
-    const int self = S == L;
     bench_case bc = {0};
-    int rc = 1;
-    memset(r, 0, sizeof *r);
-    r->config = *c;
-    r->cpu_ms = -1;
-
-    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = c->heads, .storage = c->dtype, .head_mask = c->head_mask};
-    size_t wn = 3 * (size_t)E * E + 3 * E + (size_t)E * E + E;
-    bc.weights = malloc(wn * sizeof(float));
-    bc.query = malloc((size_t)B * L * E * sizeof(float));
-    if (!self) bc.key = malloc((size_t)B * S * E * sizeof(float));
-    if (c->mask & BENCH_MASK_PADDING) bc.kpm = calloc((size_t)B * S, 1);
-    if (!bc.weights || !bc.query || (!self && !bc.key) || ((c->mask & BENCH_MASK_PADDING) && !bc.kpm)) {
-        cli_fail("bench", "allocating host data", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
-        goto fail;
-    }
-    cli_fill_random(bc.weights, wn, 1, sqrtf(3.0f / E));
-    cli_fill_random(bc.query, (size_t)B * L * E, 2, 1.0f);
-    if (bc.key) cli_fill_random(bc.key, (size_t)B * S * E, 3, 1.0f);
-    for (size_t b = 0; bc.kpm && b < B; b++)
-        for (size_t j = S - S / 4; j < S; j++) bc.kpm[b * S + j] = 1; /* the last quarter is padding */
-    vkattn_weights w = {.in_proj_weight = bc.weights, .in_proj_bias = bc.weights + 3 * (size_t)E * E,
-                        .out_proj_weight = bc.weights + 3 * (size_t)E * E + 3 * E,
-                        .out_proj_bias = bc.weights + 4 * (size_t)E * E + 3 * E};
-    BENCH_TRY(vkattn_layer_create(ctx, &ld, &w, &bc.layer), "creating the layer");
-    BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, L, E}, &bc.tq), "creating the query");
-    BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, L, E}, &bc.tout), "creating the output");
-    BENCH_TRY(vkattn_tensor_write(bc.tq, bc.query, (size_t)B * L * E * sizeof(float)), "writing the query");
-    if (!self) {
-        BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, S, E}, &bc.tk), "creating the key");
-        BENCH_TRY(vkattn_tensor_write(bc.tk, bc.key, (size_t)B * S * E * sizeof(float)), "writing the key");
-    }
-    if (bc.kpm) {
-        BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_BOOL, 2, (uint32_t[]){B, S}, &bc.tkpm), "creating the mask");
-        BENCH_TRY(vkattn_tensor_write(bc.tkpm, bc.kpm, (size_t)B * S), "writing the mask");
-    }
-    vkattn_forward_desc f = {.query = bc.tq, .key = bc.tk, .output = bc.tout, .key_padding_mask = bc.tkpm,
-                             .causal = (c->mask & BENCH_MASK_CAUSAL) != 0, .path = c->path};
-
-    if (o->trace) {
-        /* The plan comes from the host description of the same forward (explaining writes no
-         * array, but the output must still be one of its own). */
-        float *output = malloc((size_t)B * L * E * sizeof(float));
-        vkattn_host_forward_desc hf = {.batch = B, .query_len = L, .key_len = S, .query = bc.query, .key = bc.key,
-                                       .key_padding_mask = bc.kpm, .causal = f.causal, .output = output,
-                                       .path = c->path};
-        int traced = output ? cli_print_plan("bench", ctx, bc.layer, &hf)
-                            : cli_fail("bench", "allocating host data", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+    *r = (bench_result){.config = *c, .cpu_ms = -1};
+    int rc = make_case(ctx, c, &bc);
+    if (!rc && o->trace) {
+        /* explaining writes no array, but the output must still be one of its own */
+        float *output = malloc((size_t)c->batch * c->query_len * c->embed_dim * sizeof(float));
+        vkattn_host_forward_desc hf = host_forward(&bc, c, output);
+        rc = output ? cli_print_plan("bench", ctx, bc.layer, &hf)
+                    : cli_fail("bench", "allocating host data", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
         free(output);
-        if (traced) goto fail;
     }
-    for (uint32_t i = 0; i < o->warmup; i++) BENCH_TRY(vkattn_forward(bc.layer, &f), "warm-up forward");
-    BENCH_TRY(vkattn_layer_set_timing(bc.layer, 1), "turning stage timing on");
-    /* Samples per repeat: whole forward on the GPU, on the host, their difference, each stage. */
-    double(*samples)[MAX_REPEATS] = calloc(3 + VKATTN_STAGE_COUNT, sizeof *samples);
-    if (!samples) {
-        cli_fail("bench", "allocating samples", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
-        goto fail;
-    }
-    double *gpu = samples[0], *host = samples[1], *over = samples[2], (*stage)[MAX_REPEATS] = samples + 3;
-    vkattn_forward_stats st = {0};
-    uint32_t n = 0;
-    double start = cli_now();
-    while (n < MAX_REPEATS && (n < 3 || cli_now() - start < o->min_time_s)) {
-        double t0 = cli_now();
-        vkattn_status fs = vkattn_forward(bc.layer, &f);
-        if (fs != VKATTN_OK) {
-            free(samples);
-            BENCH_TRY(fs, "forward");
-        }
-        double wall_ms = (cli_now() - t0) * 1e3;
-        vkattn_layer_last_stats(bc.layer, &st);
-        gpu[n] = st.gpu_ms;
-        host[n] = wall_ms;
-        over[n] = wall_ms - st.gpu_ms;
-        for (int s = 0; s < VKATTN_STAGE_COUNT; s++) stage[s][n] = st.stage_ms[s];
-        n++;
-    }
-    r->repeats = n;
-    r->path_ran = st.path;
-    r->dispatches = st.dispatches;
-    r->submits = st.submits;
-    r->workspace_bytes = st.workspace_bytes;
-    r->gpu = bench_stats(gpu, n);
-    r->host = bench_stats(host, n);
-    r->host_overhead = bench_stats(over, n);
-    bench_time stage_times[VKATTN_STAGE_COUNT];
-    for (int s = 0; s < VKATTN_STAGE_COUNT; s++) stage_times[s] = bench_stats(stage[s], n);
-    free(samples);
-
+    if (!rc) rc = time_case(ctx, o, &bc, r);
     vkattn_cost cost;
-    BENCH_TRY(vkattn_forward_cost(&ld, B, L, self ? 0 : S, st.path, VKATTN_WEIGHTS_NONE, &cost), "computing the cost");
-    r->flops = cost.total_flops;
-    r->bytes = cost.total_bytes;
-    for (int s = 0; s < VKATTN_STAGE_COUNT; s++) {
-        bench_time t = stage_times[s];
-        r->stages[s].present = t.median_ms > 0 || cost.flops[s] > 0 || cost.bytes[s] > 0;
-        r->stages[s].time = t;
-        r->stages[s].flops = cost.flops[s];
-        r->stages[s].bytes = cost.bytes[s];
+    vkattn_status status = VKATTN_OK;
+    if (!rc && (status = vkattn_forward_cost(&bc.desc, c->batch, c->query_len, bc.key ? c->key_len : 0, r->path_ran,
+                                             VKATTN_WEIGHTS_NONE, &cost)) != VKATTN_OK)
+        rc = cli_fail("bench", "computing the cost", status, vkattn_context_last_error(ctx));
+    if (!rc) {
+        r->flops = cost.total_flops, r->bytes = cost.total_bytes;
+        for (int s = 0; s < VKATTN_STAGE_COUNT; s++) {
+            bench_stage_result *st = &r->stages[s];
+            st->flops = cost.flops[s], st->bytes = cost.bytes[s];
+            st->present = st->time.median_ms > 0 || st->flops > 0 || st->bytes > 0;
+        }
     }
-
-    if (!o->no_cpu && cost.total_flops <= o->cpu_max_gflop * 1e9) {
-        float *out = malloc((size_t)B * L * E * sizeof(float));
-        vkattn_host_forward_desc h = {.batch = B, .query_len = L, .key_len = self ? 0 : S, .query = bc.query,
-                                      .key = bc.key, .key_padding_mask = bc.kpm, .causal = f.causal, .output = out};
-        ld.storage = VKATTN_DTYPE_F32;
+    if (!rc && !o->no_cpu && cost.total_flops <= o->cpu_max_gflop * 1e9) {
+        float *out = malloc((size_t)c->batch * c->query_len * c->embed_dim * sizeof(float));
+        vkattn_host_forward_desc h = host_forward(&bc, c, out);
+        h.path = VKATTN_PATH_AUTO;
+        bc.desc.storage = VKATTN_DTYPE_F32;
         double t0 = cli_now();
         vkattn_error err = {0};
-        vkattn_status status = out ? vkattn_reference_forward(&ld, &w, &h, &err) : VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+        status = out ? vkattn_reference_forward(&bc.desc, &bc.w, &h, &err) : VKATTN_ERROR_OUT_OF_HOST_MEMORY;
         if (status == VKATTN_OK) r->cpu_ms = (cli_now() - t0) * 1e3;
         else cli_fail("bench", "CPU path", status, err.message);
         free(out);
     }
-    rc = 0;
-fail:
     free_case(&bc);
     return rc;
 }

@@ -1,12 +1,12 @@
 /* vkattn heatmap: one batch item's attention weights as a PNG, one panel per head, from a forward
  * (the same inputs as vkattn run) or from a per-head weights .npy. */
-#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "cli_json.h"
 #include "forward_inputs.h"
 #include "heatmap.h"
 
@@ -190,41 +190,15 @@ static void tokens_free(token_list *t)
     memset(t, 0, sizeof *t);
 }
 
-static int read_file(const char *path, char **out, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "vkattn heatmap: cannot open the token file %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    size_t cap = 4096, n = 0, got;
-    char *buf = malloc(cap + 1);
-    while (buf && n <= TOKEN_FILE_MAX && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n < cap) continue;
-        char *bigger = realloc(buf, cap * 2 + 1);
-        if (!bigger) free(buf);
-        buf = bigger, cap *= 2;
-    }
-    int failed = !buf || ferror(f) || n > TOKEN_FILE_MAX;
-    fclose(f);
-    if (failed) {
-        fprintf(stderr, "vkattn heatmap: reading the token file %s: %s\n", path,
-                !buf ? "out of host memory" : n > TOKEN_FILE_MAX ? "larger than 64 MiB" : "read error");
-        free(buf);
-        return 1;
-    }
-    buf[n] = '\0';
-    *out = buf, *size = n;
-    return 0;
-}
-
 /* One token per line; "\r\n" line ends are accepted, and a last line without '\n' counts. */
 static int read_tokens(const char *path, token_list *t)
 {
     size_t size = 0;
-    int rc = read_file(path, &t->text, &size);
-    if (rc) return rc;
+    char err[300];
+    if (!(t->text = cli_read_file(path, TOKEN_FILE_MAX, &size, err, sizeof err))) {
+        fprintf(stderr, "vkattn heatmap: the token file %s: %s\n", path, err);
+        return 1;
+    }
     size_t lines = 0;
     for (size_t i = 0; i < size; i++) lines += t->text[i] == '\n';
     if (size && t->text[size - 1] != '\n') lines++;
