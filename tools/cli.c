@@ -78,28 +78,30 @@ static int unknown_option(const cli_command *c, const row *rows, size_t n, const
     return CLI_EXIT_USAGE;
 }
 
-/* The index of `text` among the '|'-separated names of `names`, or -1. */
-static int name_index(const char *names, const char *text, size_t len)
+/* The i-th of the '|'-separated `names` (its length in *len), or NULL past the last. */
+static const char *name_at(const char *names, int i, size_t *len)
 {
-    int i = 0;
-    for (const char *at = names;; i++) {
-        size_t n = strcspn(at, "|");
-        if (n == len && strncmp(at, text, len) == 0) return i;
-        if (!at[n]) return -1;
-        at += n + 1;
-    }
+    for (; names && i > 0; i--) names = strchr(names, '|') ? strchr(names, '|') + 1 : NULL;
+    if (names) *len = strcspn(names, "|");
+    return names;
 }
 
-/* "a, b or c": the names of `names`. */
+/* The index of `text` (`len` bytes) among the names, or -1. */
+static int name_index(const char *names, const char *text, size_t len)
+{
+    size_t n;
+    for (int i = 0; (names = name_at(names, i ? 1 : 0, &n)); i++)
+        if (n == len && strncmp(names, text, len) == 0) return i;
+    return -1;
+}
+
+/* "a, b or c": the names. */
 static void list_names(const char *names, char *buf, size_t size)
 {
-    size_t at = 0, count = 1;
-    for (const char *p = names; *p; p++) count += *p == '|';
-    for (size_t i = 0; i < count && at < size; i++) {
-        size_t n = strcspn(names, "|");
-        at += (size_t)snprintf(buf + at, size - at, "%s%.*s", i == 0 ? "" : i + 1 < count ? ", " : " or ", (int)n, names);
-        names += n + (names[n] != '\0');
-    }
+    size_t n, next, at = 0;
+    for (int i = 0; (names = name_at(names, i ? 1 : 0, &n)) && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%.*s", !i ? "" : name_at(names, 1, &next) ? ", " : " or ",
+                               (int)n, names);
 }
 
 static int parse_u32(const char *text, uint32_t min, uint32_t *out)
@@ -257,6 +259,7 @@ const char *cli_group_given(const cli_command *c, size_t group)
 static void default_of(const cli_option *o, const char *field, char *buf, size_t size)
 {
     int i = 0;
+    size_t n;
     buf[0] = '\0';
     if (o->kind == CLI_TEXT && *(const char *const *)field)
         snprintf(buf, size, " (default %s)", *(const char *const *)field);
@@ -265,11 +268,8 @@ static void default_of(const cli_option *o, const char *field, char *buf, size_t
     else if (o->kind == CLI_NUMBER && *(const double *)field)
         snprintf(buf, size, " (default %g)", *(const double *)field);
     else if (o->kind == CLI_CHOICE)
-        for (const char *at = o->value, *next; at; at = next, i++) {
-            next = strchr(at, '|') ? strchr(at, '|') + 1 : NULL;
-            if ((o->values ? o->values[i] : i) == *(const int *)field)
-                snprintf(buf, size, " (default %.*s)", (int)strcspn(at, "|"), at);
-        }
+        for (const char *at = o->value; (at = name_at(at, i ? 1 : 0, &n)); i++)
+            if ((o->values ? o->values[i] : i) == *(const int *)field) snprintf(buf, size, " (default %.*s)", (int)n, at);
 }
 
 #define HELP_WIDTH 100

@@ -120,19 +120,12 @@ static int json_prune(cJSON *root, const heads_options *o, const prune_result *p
     if (!p || !cJSON_AddNumberToObject(p, "k", o->prune) || !cJSON_AddStringToObject(p, "mask_file", o->write_mask) ||
         !(keep = cJSON_AddArrayToObject(p, "keep")))
         return 1;
-    for (uint32_t h = 0; h < H; h++) {
-        cJSON *v = cJSON_CreateNumber(pr->keep[h]);
-        if (!v || !cJSON_AddItemToArray(keep, v)) {
-            cJSON_Delete(v);
-            return 1;
-        }
-    }
-    const char *names[] = {"rel_l2", "max_abs", "full_ms", "pruned_ms", "speedup"};
-    double values[] = {pr->rel_l2, pr->max_abs, pr->full_ms, pr->pruned_ms,
-                       pr->pruned_ms > 0 ? pr->full_ms / pr->pruned_ms : 0};
-    for (int i = 0; i < 5; i++)
-        if (!cli_json_add_number(p, names[i], values[i])) return 1;
-    return 0;
+    for (uint32_t h = 0; h < H; h++)
+        if (cli_json_append(keep, cJSON_CreateNumber(pr->keep[h]))) return 1;
+    const cli_json_num figures[] = {{"rel_l2", pr->rel_l2}, {"max_abs", pr->max_abs}, {"full_ms", pr->full_ms},
+                                    {"pruned_ms", pr->pruned_ms},
+                                    {"speedup", pr->pruned_ms > 0 ? pr->full_ms / pr->pruned_ms : 0}};
+    return cli_json_add_numbers(p, figures, CLI_COUNT(figures));
 }
 
 static int write_json(const char *path, const vkattn_device_info *dev, const head_score *ranked, uint32_t H,
@@ -141,11 +134,7 @@ static int write_json(const char *path, const vkattn_device_info *dev, const hea
     cJSON *root = cJSON_CreateObject(), *heads = NULL;
     int bad = !root || !cJSON_AddStringToObject(root, "device", dev ? dev->name : "CPU reference path") ||
               !(heads = cJSON_AddArrayToObject(root, "heads"));
-    for (uint32_t k = 0; !bad && k < H; k++) {
-        cJSON *h = json_head(&ranked[k], k + 1);
-        bad = !h || !cJSON_AddItemToArray(heads, h);
-        if (bad) cJSON_Delete(h);
-    }
+    for (uint32_t k = 0; !bad && k < H; k++) bad = cli_json_append(heads, json_head(&ranked[k], k + 1));
     if (!bad && pr->keep) bad = json_prune(root, o, pr, H);
     char err[600] = "out of host memory";
     if (!bad) bad = cli_json_write_file(root, path, err, sizeof err);
