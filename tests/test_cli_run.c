@@ -1184,16 +1184,16 @@ static double fit_r2(const double *x, const double *y, size_t n, double *slope)
  * contexts (ctest cli_bench_decode_scaling, label bench; the layer E = 512, H = 8, H_kv = 2, D = 64):
  *  - bytes per token of each cache format, exactly, and the bytes a step reads: ctx of them, or the
  *    window's;
- *  - ms/token grows linearly with the context: unsplit (kv_splits 1, where the attention visits every
- *    key in one part), least squares over 1024..4096 keys with R^2 >= 0.8 and a positive slope. On
- *    lavapipe under validation R^2 measured 0.98-0.999; 0.8 lets one point in four be off by about a
- *    third of the range (a busy second on a shared machine) while a step that stopped growing with
- *    the context (R^2 near 0, or a slope <= 0) fails. (Split-KV's ms/token is not judged: its part
- *    count changes with the context, so its curve is piecewise.)
- *  - a sliding window's step costs what it costs at a context of the window: attention stage at
- *    4096 keys over W = 256 within 2x of it at 256 keys (measured 0.9-1.2x). Without a window the
- *    same growth is ~16x; as a control, 4x the keys without a window must cost >= 2x (measured 3.7-4x).
- * Times are medians of GPU timestamps (attention) or wall time (ms/token) over >= 0.2 s of steps. */
+ *  - time per token grows linearly with the context: unsplit (kv_splits 1, where the attention visits
+ *    every key in one part), least squares over 1024..4096 keys with R^2 >= 0.8 and a positive slope;
+ *  - a sliding window's step costs what it costs at a context of the window: the attention stage at
+ *    4096 keys over W = 256 within 2x of it at 256 keys (measured 0.9-1.2x). Without a window the same
+ *    growth is ~16x; as a control, 4x the keys without a window must cost >= 2x (measured 3.6-4x).
+ * Each figure is a point's fastest step (of 50-150 over >= 0.2 s): load on a shared machine only adds
+ * time, so the fastest step is the least disturbed. Under deliberate load (a GPU test running beside
+ * it) the fastest steps' R^2 stayed >= 0.89 (quiet: 0.98-0.999) where the medians' fell to 0.16; 0.8
+ * still fails a time that stopped growing with the context (R^2 near 0, or a slope <= 0). (Split-KV's
+ * time is not judged: its part count changes with the context, so its curve is piecewise.) */
 static void test_bench_decode_scaling(void)
 {
     const struct { const char *dtype; double bytes; } formats[] = {{"f32", 1024}, {"f16", 512}, {"q8_0", 272},
@@ -1210,17 +1210,18 @@ static void test_bench_decode_scaling(void)
             if (!p) continue;
             CHECK(cli_json_number(p, "cache_bytes_per_token", NULL) == formats[f].bytes);
             CHECK(cli_json_number(p, "cache_bytes_per_step", NULL) == formats[f].bytes * lens[c]);
-            ms[c] = cli_json_number(p, "ms_per_token_median", NULL);
+            ms[c] = cli_json_number(p, "ms_per_token_min", NULL);
         }
         if (!present) continue; /* f16 on a device without 16-bit storage */
         double r2 = fit_r2(lens, ms, 4, &slope);
-        printf("%s cache, kv_splits 1: ms/token %.3f %.3f %.3f %.3f: %.3f ms per 1k keys, R^2 %.3f\n",
+        printf("%s cache, kv_splits 1: fastest ms/token %.3f %.3f %.3f %.3f: %.3f ms per 1k keys, R^2 %.3f\n",
                formats[f].dtype, ms[0], ms[1], ms[2], ms[3], slope * 1e3, r2);
         CHECK_MSG(r2 >= 0.8 && slope > 0, "%s: ms/token is not linear in the context (R^2 %.3f, slope %.3g)",
                   formats[f].dtype, r2, slope);
     }
     const cJSON *near = decode_point(root, "f32", 1024, 1), *far = decode_point(root, "f32", 4096, 1);
-    double growth = near && far ? cli_json_number(far, "attention_ms", NULL) / cli_json_number(near, "attention_ms", NULL)
+    double growth = near && far ? cli_json_number(far, "attention_ms_min", NULL) /
+                                      cli_json_number(near, "attention_ms_min", NULL)
                                 : 0;
     printf("f32, no window: attention at 4096 keys / at 1024: %.2fx\n", growth);
     CHECK_MSG(growth >= 2, "the control: 4x the keys without a window cost %.2fx the attention", growth);
@@ -1231,7 +1232,7 @@ static void test_bench_decode_scaling(void)
     CHECK(near && far && cli_json_number(cJSON_GetObjectItemCaseSensitive(root, "layer"), "window", NULL) == 256);
     if (near && far) {
         CHECK(cli_json_number(far, "cache_bytes_per_step", NULL) == 256 * 1024.0);
-        double ratio = cli_json_number(far, "attention_ms", NULL) / cli_json_number(near, "attention_ms", NULL);
+        double ratio = cli_json_number(far, "attention_ms_min", NULL) / cli_json_number(near, "attention_ms_min", NULL);
         printf("window 256: attention at 4096 keys / at 256: %.2fx\n", ratio);
         CHECK_MSG(ratio <= 2, "a window of 256 costs %.2fx more at 4096 keys than at 256", ratio);
     }

@@ -381,7 +381,8 @@ static cJSON *json_point(const decode_point *p)
         {"cache_bytes_per_token", p->bytes_per_token}, {"ms_per_token_median", p->host.median_ms},
         {"ms_per_token_min", p->host.min_ms}, {"tokens_per_s", 1e3 / p->host.median_ms},
         {"gpu_ms_median", p->gpu.median_ms}, {"qkv_projection_ms", st[VKATTN_STAGE_QKV_PROJECTION].median_ms},
-        {"attention_ms", st[VKATTN_STAGE_FUSED].median_ms}, {"out_projection_ms", st[VKATTN_STAGE_OUT_PROJECTION].median_ms},
+        {"attention_ms", st[VKATTN_STAGE_FUSED].median_ms}, {"attention_ms_min", st[VKATTN_STAGE_FUSED].min_ms},
+        {"out_projection_ms", st[VKATTN_STAGE_OUT_PROJECTION].median_ms},
         {"cache_bytes_per_step", p->cache_bytes}, {"cache_gbs", p->cache_gbs}, {"cache_peak_pct", p->peak_pct},
         {"reproject_ms", reproject}, {"speedup", reproject / p->host.median_ms}};
     cJSON *o = cJSON_CreateObject();
