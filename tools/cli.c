@@ -183,6 +183,10 @@ static int store(const char *command, const cli_option *o, char *field, const ch
     return 2;
 }
 
+#define DEFAULT_TEXT 48
+static void usage(const cli_command *c, const row *rows, size_t n, char (*defaults)[DEFAULT_TEXT], FILE *out);
+static void default_of(const cli_option *o, const char *field, char *buf, size_t size);
+
 static int given(const cli_command *c, const row *rows, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
@@ -192,7 +196,7 @@ static int given(const cli_command *c, const row *rows, size_t n, const char *na
 
 /* Every required option that is missing, and every option another needs, in one message; then the
  * usage. 0, or 2. */
-static int check_missing(const cli_command *c, const row *rows, size_t n)
+static int check_missing(const cli_command *c, const row *rows, size_t n, char (*defaults)[DEFAULT_TEXT])
 {
     const char *missing[CLI_MAX_OPTIONS], *by[CLI_MAX_OPTIONS]; /* by: the option that needs it, or NULL */
     size_t count = 0, first_group = 0;
@@ -215,7 +219,7 @@ static int check_missing(const cli_command *c, const row *rows, size_t n)
     if (c->unless && first_group)
         fprintf(stderr, " (or %s instead of the %s)", c->unless, c->groups[0].title);
     fputc('\n', stderr);
-    cli_usage(c, stderr);
+    usage(c, rows, n, defaults, stderr);
     return CLI_EXIT_USAGE;
 }
 
@@ -223,10 +227,13 @@ int cli_parse(cli_command *c, int argc, char **argv)
 {
     row rows[CLI_MAX_OPTIONS];
     size_t n = rows_of(c, rows);
+    char defaults[CLI_MAX_OPTIONS][DEFAULT_TEXT]; /* the fields' values before any option is stored */
+    for (size_t i = 0; i < n; i++) default_of(rows[i].o, (const char *)rows[i].fields + rows[i].o->offset, defaults[i],
+                                              DEFAULT_TEXT);
     memset(c->given, 0, sizeof c->given);
     for (int a = 0; a < argc; a++) {
         if (strcmp(argv[a], "--help") == 0) {
-            cli_usage(c, stdout);
+            usage(c, rows, n, defaults, stdout);
             return -1;
         }
         size_t i = 0;
@@ -243,7 +250,7 @@ int cli_parse(cli_command *c, int argc, char **argv)
         if (o->given) *(int *)((char *)rows[i].fields + o->given - 1) = 1;
         c->given[i] = 1;
     }
-    return check_missing(c, rows, n);
+    return check_missing(c, rows, n, defaults);
 }
 
 const char *cli_group_given(const cli_command *c, size_t group)
@@ -293,10 +300,8 @@ static void print_wrapped(FILE *out, const char *text, size_t column)
     fputc('\n', out);
 }
 
-void cli_usage(const cli_command *c, FILE *out)
+static void usage(const cli_command *c, const row *rows, size_t n, char (*defaults)[DEFAULT_TEXT], FILE *out)
 {
-    row rows[CLI_MAX_OPTIONS];
-    size_t n = rows_of(c, rows);
     fprintf(out, "usage: vkattn %s", c->name);
     if (c->synopsis) {
         fprintf(out, " %s\n", c->synopsis);
@@ -309,10 +314,9 @@ void cli_usage(const cli_command *c, FILE *out)
         const cli_option *o = rows[i].o;
         if ((i == 0 || rows[i].group != rows[i - 1].group) && c->groups[rows[i].group].title)
             fprintf(out, "\n%s:\n", c->groups[rows[i].group].title);
-        char left[96], help[1200], def[96];
+        char left[96], help[1200];
         int w = snprintf(left, sizeof left, "  %s%s%s", o->name, o->value ? " " : "", o->value ? o->value : "");
-        default_of(o, (const char *)rows[i].fields + o->offset, def, sizeof def);
-        snprintf(help, sizeof help, "%s%s%s", o->help, def, o->flags & CLI_REQUIRED ? " (required)" : "");
+        snprintf(help, sizeof help, "%s%s%s", o->help, defaults[i], o->flags & CLI_REQUIRED ? " (required)" : "");
         fputs(left, out);
         if (w + 1 >= HELP_INDENT) fprintf(out, "\n%*s", HELP_INDENT, "");
         else fprintf(out, "%*s", HELP_INDENT - w, "");

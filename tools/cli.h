@@ -109,7 +109,6 @@ typedef struct cli_command {
  * after a message on stderr: an unknown option (with the nearest name: "did you mean "--len"?"), a
  * missing or bad value, or missing required options, all named at once (and the usage follows). */
 int cli_parse(cli_command *c, int argc, char **argv);
-void cli_usage(const cli_command *c, FILE *out);
 /* The first option of group `group` that appeared, or NULL. */
 const char *cli_group_given(const cli_command *c, size_t group);
 
