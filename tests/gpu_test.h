@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include "../tools/compare.h"
 #include "test_util.h"
 
 /* Sanitizer runs only (VKATTN_TEST_PIN_DRIVERS=1): the Vulkan loader unloads the driver and the
@@ -114,30 +115,13 @@ static inline void test_weights_free(test_weights *tw)
     free(tw->sinks);
 }
 
-/* Max-abs error, NMSE and count of positions where exactly one side is non-finite. */
-typedef struct test_error {
-    double max_abs, nmse, ref_max;
-    size_t nonfinite;
-} test_error;
+/* Max-abs error, NMSE, max |ref| and the non-finite values that differ, through the module the CLI
+ * checks with (tools/compare.h: its error statistics and its one table of tolerances). */
+typedef compare_stats test_error;
 
 static inline test_error test_compare(const float *got, const float *want, size_t n)
 {
-    test_error e = {0};
-    double err2 = 0, ref2 = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (isfinite(got[i]) != isfinite(want[i])) {
-            e.nonfinite++;
-            continue;
-        }
-        if (!isfinite(want[i])) continue;
-        double d = fabs((double)got[i] - want[i]);
-        if (d > e.max_abs) e.max_abs = d;
-        if (fabs(want[i]) > e.ref_max) e.ref_max = fabs(want[i]);
-        err2 += d * d;
-        ref2 += (double)want[i] * want[i];
-    }
-    e.nmse = ref2 > 0 ? err2 / ref2 : err2;
-    return e;
+    return compare_arrays(got, want, n);
 }
 
 #endif

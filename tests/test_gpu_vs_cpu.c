@@ -463,15 +463,11 @@ typedef struct family_stats {
     int runs, failures;
 } family_stats;
 
-typedef struct tolerance {
-    double nmse, rel, weights;
-} tolerance;
-
-static tolerance tolerance_of(const test_case *c, vkattn_dtype storage)
+/* The rows of the shared table (tools/compare.h) the cases are held to. */
+static const compare_tolerance *tolerance_of(const test_case *c, vkattn_dtype storage)
 {
-    if (storage == VKATTN_DTYPE_F16) return (tolerance){2e-6, 1e-2, 1e-2};
-    if (c->input_scale >= 30) return (tolerance){1e-8, 1e-4, 1e-4};
-    return (tolerance){1e-10, 1e-5, 1e-5};
+    if (storage == VKATTN_DTYPE_F16) return compare_tolerance_of(COMPARE_F16);
+    return compare_tolerance_of(c->input_scale >= 30 ? COMPARE_LARGE : COMPARE_STRICT);
 }
 
 /* Compares one device run with the reference; returns 1 if anything is off. */
@@ -481,7 +477,7 @@ static int check_run(const test_case *c, vkattn_dtype storage, vkattn_path path,
                      size_t lse_n, family_stats *fs)
 {
     const char *pn = vkattn_path_name(path);
-    tolerance tol = tolerance_of(c, storage);
+    const compare_tolerance *tol = tolerance_of(c, storage);
     int failed = 0;
     test_error e = test_compare(gpu, cpu, out_n);
     if (c->nan_masked) {
@@ -491,17 +487,17 @@ static int check_run(const test_case *c, vkattn_dtype storage, vkattn_path path,
         CHECK_MSG(bad == 0, "%s/%s: %zu outputs not finite with NaN in unseen key rows", c->name, pn, bad);
         failed |= bad != 0;
     }
-    double tol_abs = tol.rel * (e.ref_max > 1 ? e.ref_max : 1);
-    failed |= e.nonfinite != 0 || e.nmse > tol.nmse || e.max_abs > tol_abs;
+    double tol_abs = compare_abs_bound(tol, e.ref_max);
+    failed |= !compare_within(&e, tol);
     CHECK_MSG(e.nonfinite == 0, "%s/%s: %zu outputs finite on one side only", c->name, pn, e.nonfinite);
-    CHECK_MSG(e.nmse <= tol.nmse, "%s/%s: output NMSE %.3g > %.1g", c->name, pn, e.nmse, tol.nmse);
+    CHECK_MSG(e.nmse <= tol->nmse, "%s/%s: output NMSE %.3g > %.1g", c->name, pn, e.nmse, tol->nmse);
     CHECK_MSG(e.max_abs <= tol_abs, "%s/%s: output max-abs %.3g > %.3g", c->name, pn, e.max_abs, tol_abs);
     test_error ew = {0}, el = {0};
     if (w_n) {
         ew = test_compare(gpu_w, cpu_w, w_n);
-        failed |= ew.nonfinite != 0 || ew.max_abs > tol.weights;
+        failed |= ew.nonfinite != 0 || ew.max_abs > tol->weights;
         CHECK_MSG(ew.nonfinite == 0, "%s/%s: %zu weights finite on one side only", c->name, pn, ew.nonfinite);
-        CHECK_MSG(ew.max_abs <= tol.weights, "%s/%s: weights max-abs %.3g > %.1g", c->name, pn, ew.max_abs, tol.weights);
+        CHECK_MSG(ew.max_abs <= tol->weights, "%s/%s: weights max-abs %.3g > %.1g", c->name, pn, ew.max_abs, tol->weights);
         /* Masked probabilities are exactly zero on both sides. (Tiny probabilities may underflow to
          * zero on one side only: devices flush denormals, so those below 1e-20 are not counted.) */
         size_t zero_mismatch = 0;
@@ -513,7 +509,7 @@ static int check_run(const test_case *c, vkattn_dtype storage, vkattn_path path,
     if (lse_n) {
         /* Fully masked rows: -inf on both sides (counted as matching non-finite values). */
         el = test_compare(gpu_lse, cpu_lse, lse_n);
-        double tol_lse = tol.rel * (el.ref_max > 1 ? el.ref_max : 1);
+        double tol_lse = compare_abs_bound(tol, el.ref_max);
         size_t inf_mismatch = 0;
         for (size_t i = 0; i < lse_n; i++) inf_mismatch += isinf(gpu_lse[i]) != isinf(cpu_lse[i]);
         failed |= el.nonfinite != 0 || inf_mismatch != 0 || el.max_abs > tol_lse;

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli.h"
 #include "vkattn.h"
 
 /* Mask settings a configuration can run with. */
@@ -69,8 +70,6 @@ typedef struct bench_run_info {
 
 /* Median and min of `n` >= 1 samples (sorts `v` in place). */
 bench_time bench_stats(double *v, uint32_t n);
-/* `n` values uniform in [-scale, scale), the same for the same seed (xorshift). */
-void bench_fill_random(float *x, size_t n, unsigned long long seed, float scale);
 
 /* Per-stage GFLOP/s, GB/s and % of the roofline from times, costs and the peak (in place). */
 void bench_derive(bench_result *r, const vkattn_peak *peak);
@@ -94,25 +93,20 @@ int bench_plot_path_ok(const char *path);
  * cairo as a PNG or an SVG file (bench_plot.h). */
 int bench_write_plot(const char *path, const bench_run_info *info, const bench_result *results, uint32_t count);
 
-/* `vkattn bench --preset decode` (bench_decode.c): decoding one token at a time through the paged KV
- * cache against context length, beside re-projecting the prefix, and the decode targets. */
-#define BENCH_DECODE_MAX_LENS 16
-#define BENCH_DECODE_MAX_DTYPES 4
-typedef struct bench_decode_options {
-    const char *device, *json;           /* --device, --json (NULL: none) */
-    uint32_t lens[BENCH_DECODE_MAX_LENS], len_count; /* contexts, each >= 2; 0 = 512 ... 16384 */
-    uint32_t embed_dim, heads, kv_heads; /* the layer; 0 = 512, 8, 2 */
-    vkattn_dtype dtypes[BENCH_DECODE_MAX_DTYPES]; /* cache dtypes: F32, F16, Q8_0, Q4_0 */
-    uint32_t dtype_count;                /* 0 = all four */
-    double min_time_s;                   /* per point */
-    double peak_seconds;                 /* vkattn_measure_peak */
-    uint32_t warmup;                     /* untimed runs before each point */
-    int no_peak, no_mqa;                 /* skip the peak; skip target (d), the 32768-token MQA cache */
-    int no_window;                       /* skip target (f), the 32768-token sliding-window cache */
-} bench_decode_options;
+/* What `vkattn bench` was asked for (cmd_bench.c's option table); zeros and empty lists mean the
+ * preset's values. */
+typedef struct bench_options {
+    const char *preset, *device, *json, *csv, *plot, *head_mask;
+    cli_list batch, len, kv_len, embed, heads, mask, path, dtype; /* dtype: vkattn_dtype values */
+    double min_time_s, peak_seconds, cpu_max_gflop;
+    uint32_t warmup, kv_heads, window;
+    int no_cpu, no_peak, trace, no_mqa, no_window;
+} bench_options;
 
-/* Runs the decode benchmark on `out`; returns the exit code. */
-int bench_decode(FILE *out, const bench_decode_options *o);
+/* `vkattn bench --preset decode` (bench_decode.c): decoding one token at a time through the paged KV
+ * cache against context length, beside re-projecting the prefix. Runs on `out`; returns the exit
+ * code. */
+int bench_decode(FILE *out, const bench_options *o);
 
 /* `vkattn bench --compare OLD.json NEW.json`: per-configuration speed ratios (old time / new time,
  * so > 1 means NEW is faster), whole forward and per stage, printed on `out`. Returns the exit code. */

@@ -123,13 +123,6 @@ static int collect(const bench_result *results, uint32_t count, const plot_varie
     return 0;
 }
 
-/* A round step (1, 2 or 5 times a power of ten) giving about five intervals up to `top`. */
-static double nice_step(double top)
-{
-    double raw = top / 5, mag = pow(10, floor(log10(raw))), norm = raw / mag;
-    return (norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 5 ? 5 : 10) * mag;
-}
-
 /* The axes' ranges and the peak line. */
 static void scale(const bench_run_info *info, bench_plot *p)
 {
@@ -146,7 +139,7 @@ static void scale(const bench_run_info *info, bench_plot *p)
     p->peak_drawn = p->peak > 0 && max_g > 0 && p->peak <= PEAK_DRAW_LIMIT * max_g;
     double top = fmax(max_g, p->peak_drawn ? p->peak : 0) * 1.08;
     if (!(top > 0)) top = 1;
-    p->ystep = nice_step(top);
+    p->ystep = canvas_nice_step(top / 5); /* about five intervals */
     p->ytop = ceil(top / p->ystep) * p->ystep;
     char peak_note[200];
     if (p->peak_drawn) snprintf(peak_note, sizeof peak_note, "dashed: measured fp32 peak %.1f GFLOP/s", p->peak);

@@ -169,49 +169,13 @@ static const char *device_type_name(vkattn_device_type t)
     }
 }
 
-/* Members of one JSON object, added in order: numbers (null when not finite) and strings. */
-typedef struct json_number {
-    const char *name;
-    double value;
-} json_number;
-
-typedef struct json_string {
-    const char *name;
-    const char *value;
-} json_string;
-
-/* 0, or 1 when out of memory (the object then lacks members and must not be written). */
-static int add_numbers(cJSON *o, const json_number *f, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!cli_json_add_number(o, f[i].name, f[i].value)) return 1;
-    return 0;
-}
-
-static int add_strings(cJSON *o, const json_string *f, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!cJSON_AddStringToObject(o, f[i].name, f[i].value)) return 1;
-    return 0;
-}
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-/* Appends `item` (NULL: out of memory) to `array`; 0, or 1 with `item` freed. */
-static int append(cJSON *array, cJSON *item)
-{
-    if (item && cJSON_AddItemToArray(array, item)) return 0;
-    cJSON_Delete(item);
-    return 1;
-}
-
 static cJSON *json_stage(const bench_stage_result *st, vkattn_stage s)
 {
-    const json_number numbers[] = {{"ms_median", st->time.median_ms}, {"ms_min", st->time.min_ms},
+    const cli_json_num numbers[] = {{"ms_median", st->time.median_ms}, {"ms_min", st->time.min_ms},
                                    {"flops", st->flops}, {"bytes", st->bytes}, {"gflops", st->gflops},
                                    {"gbs", st->gbs}, {"roofline_pct", st->roofline_pct}};
     cJSON *o = cJSON_CreateObject();
-    if (o && cJSON_AddStringToObject(o, "stage", vkattn_stage_name(s)) && !add_numbers(o, numbers, COUNT(numbers)))
+    if (o && cJSON_AddStringToObject(o, "stage", vkattn_stage_name(s)) && !cli_json_add_numbers(o, numbers, CLI_COUNT(numbers)))
         return o;
     cJSON_Delete(o);
     return NULL;
@@ -222,12 +186,12 @@ static cJSON *json_result(const bench_result *r)
     const bench_config *c = &r->config;
     char key[160];
     bench_config_key(c, key, sizeof key);
-    const json_number shape[] = {{"batch", c->batch}, {"query_len", c->query_len}, {"key_len", c->key_len},
+    const cli_json_num shape[] = {{"batch", c->batch}, {"query_len", c->query_len}, {"key_len", c->key_len},
                                  {"embed_dim", c->embed_dim}, {"heads", c->heads},
                                  {"active_heads", c->head_mask ? c->active_heads : c->heads}};
-    const json_string names[] = {{"mask", bench_mask_name(c->mask)}, {"path", vkattn_path_name(c->path)},
+    const cli_json_str names[] = {{"mask", bench_mask_name(c->mask)}, {"path", vkattn_path_name(c->path)},
                                  {"path_ran", vkattn_path_name(r->path_ran)}, {"dtype", vkattn_dtype_name(c->dtype)}};
-    const json_number figures[] = {
+    const cli_json_num figures[] = {
         {"repeats", r->repeats}, {"dispatches", r->dispatches}, {"submits", r->submits},
         {"workspace_bytes", (double)r->workspace_bytes}, {"gpu_ms_median", r->gpu.median_ms},
         {"gpu_ms_min", r->gpu.min_ms}, {"host_ms_median", r->host.median_ms}, {"host_ms_min", r->host.min_ms},
@@ -235,11 +199,11 @@ static cJSON *json_result(const bench_result *r)
         {"flops", r->flops}, {"bytes", r->bytes}, {"gflops", r->gflops}, {"gbs", r->gbs},
         {"roofline_pct", r->roofline_pct}, {"cpu_ms", r->cpu_ms >= 0 ? r->cpu_ms : NAN}};
     cJSON *o = cJSON_CreateObject(), *stages = NULL;
-    int bad = !o || !cJSON_AddStringToObject(o, "key", key) || add_numbers(o, shape, COUNT(shape)) ||
-              add_strings(o, names, COUNT(names)) || add_numbers(o, figures, COUNT(figures)) ||
+    int bad = !o || !cJSON_AddStringToObject(o, "key", key) || cli_json_add_numbers(o, shape, CLI_COUNT(shape)) ||
+              cli_json_add_strings(o, names, CLI_COUNT(names)) || cli_json_add_numbers(o, figures, CLI_COUNT(figures)) ||
               !(stages = cJSON_AddArrayToObject(o, "stages"));
     for (int s = 0; !bad && s < VKATTN_STAGE_COUNT; s++)
-        if (r->stages[s].present) bad = append(stages, json_stage(&r->stages[s], (vkattn_stage)s));
+        if (r->stages[s].present) bad = cli_json_append(stages, json_stage(&r->stages[s], (vkattn_stage)s));
     if (!bad) return o;
     cJSON_Delete(o);
     return NULL;
@@ -252,18 +216,18 @@ int bench_json_run_info(cJSON *root, const bench_run_info *info)
     char api[32];
     snprintf(api, sizeof api, "%u.%u.%u", d->api_version >> 22, (d->api_version >> 12) & 0x3FFu,
              d->api_version & 0xFFFu);
-    const json_string device_names[] = {{"name", d->name}, {"driver_name", d->driver_name},
+    const cli_json_str device_names[] = {{"name", d->name}, {"driver_name", d->driver_name},
                                         {"driver_info", d->driver_info}, {"api_version", api},
                                         {"type", device_type_name(d->type)}};
-    const json_number peak[] = {{"fp32_gflops", info->peak.fp32_gflops}, {"fp16_gflops", info->peak.fp16_gflops},
+    const cli_json_num peak[] = {{"fp32_gflops", info->peak.fp32_gflops}, {"fp16_gflops", info->peak.fp16_gflops},
                                 {"bandwidth_gbs", info->peak.bandwidth_gbs}};
     cJSON *device = NULL, *peak_obj = NULL;
     cJSON *preset = info->preset ? cJSON_CreateString(info->preset) : cJSON_CreateNull();
     if (!preset || !cJSON_AddStringToObject(root, "vkattn_version", vkattn_version_string()) ||
         !(device = cJSON_AddObjectToObject(root, "device")) ||
-        add_strings(device, device_names, COUNT(device_names)) || !cJSON_AddNumberToObject(device, "index", d->index) ||
+        cli_json_add_strings(device, device_names, CLI_COUNT(device_names)) || !cJSON_AddNumberToObject(device, "index", d->index) ||
         !cJSON_AddStringToObject(device, "tuning", d->tuning) ||
-        !(peak_obj = cJSON_AddObjectToObject(root, "peak")) || add_numbers(peak_obj, peak, COUNT(peak)) ||
+        !(peak_obj = cJSON_AddObjectToObject(root, "peak")) || cli_json_add_numbers(peak_obj, peak, CLI_COUNT(peak)) ||
         !cli_json_add_number(root, "min_time_s", info->min_time_s) || !cJSON_AddItemToObject(root, "preset", preset)) {
         cJSON_Delete(preset); /* not added: still ours */
         return 1;
@@ -275,7 +239,7 @@ int bench_write_json(const char *path, const bench_run_info *info, const bench_r
 {
     cJSON *root = cJSON_CreateObject(), *list = NULL;
     int bad = !root || bench_json_run_info(root, info) || !(list = cJSON_AddArrayToObject(root, "results"));
-    for (uint32_t i = 0; !bad && i < count; i++) bad = append(list, json_result(&results[i]));
+    for (uint32_t i = 0; !bad && i < count; i++) bad = cli_json_append(list, json_result(&results[i]));
     char err[600];
     if (bad) snprintf(err, sizeof err, "out of memory for the JSON file %s", path);
     else bad = cli_json_write_file(root, path, err, sizeof err);

@@ -6,6 +6,7 @@
 
 #include <cairo-svg.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,4 +267,12 @@ void canvas_text_up(cairo_t *cr, double x, double y, const char *text, canvas_al
 void canvas_set_color(cairo_t *cr, rgb_color c)
 {
     cairo_set_source_rgb(cr, c.r / 255.0, c.g / 255.0, c.b / 255.0);
+}
+
+double canvas_nice_step(double raw)
+{
+    const double mag = pow(10, floor(log10(raw))), mantissa[3] = {1, 2, 5};
+    for (int k = 0; k < 3; k++)
+        if (mantissa[k] * mag >= raw) return mantissa[k] * mag;
+    return 10 * mag;
 }

@@ -104,4 +104,7 @@ void canvas_text_up(cairo_t *cr, double x, double y, const char *text, canvas_al
 
 void canvas_set_color(cairo_t *cr, rgb_color color);
 
+/* The smallest 1, 2 or 5 times a power of ten that is at least `raw` (> 0): an axis step. */
+double canvas_nice_step(double raw);
+
 #endif

@@ -46,74 +46,283 @@ const char *cli_nearest(const char *word, const char *const *names, size_t count
     return best;
 }
 
-cli_args cli_args_make(const char *command, int argc, char **argv)
+/* A row of the command's tables by flattened index, with the struct its group stores into. */
+typedef struct row {
+    const cli_option *o;
+    void *fields;
+    size_t group;
+} row;
+
+static size_t rows_of(const cli_command *c, row *out)
 {
-    cli_args a = {.argc = argc, .argv = argv, .command = command};
-    return a;
+    size_t n = 0;
+    for (size_t g = 0; g < CLI_MAX_GROUPS; g++)
+        for (size_t i = 0; i < c->groups[g].count && n < CLI_MAX_OPTIONS; i++)
+            out[n++] = (row){&c->groups[g].options[i], c->groups[g].fields, g};
+    return n;
 }
 
-const char *cli_next(cli_args *a)
+static int unknown_option(const cli_command *c, const row *rows, size_t n, const char *opt)
 {
-    a->tried_count = 0; /* a new option: the names it is compared with start over */
-    if (a->next >= a->argc) return NULL;
-    return a->argv[a->next++];
-}
-
-int cli_is(cli_args *a, const char *opt, const char *name)
-{
-    if (a->tried_count < CLI_MAX_OPTIONS) a->tried[a->tried_count++] = name;
-    return strcmp(opt, name) == 0;
-}
-
-int cli_unknown_option(const cli_args *a, const char *opt)
-{
-    const char *near = cli_nearest(opt, a->tried, a->tried_count);
+    const char *names[CLI_MAX_OPTIONS + 1] = {"--help"};
+    for (size_t i = 0; i < n; i++) names[i + 1] = rows[i].o->name;
+    const char *near = cli_nearest(opt, names, n + 1);
     if (near)
-        fprintf(stderr, "vkattn %s: unknown option \"%s\"; did you mean \"%s\"?\n", a->command, opt, near);
+        fprintf(stderr, "vkattn %s: unknown option \"%s\"; did you mean \"%s\"?\n", c->name, opt, near);
     else if (opt[0] != '-')
         fprintf(stderr, "vkattn %s: unexpected argument \"%s\": every input and output is given by an option "
-                        "(vkattn %s --help lists them)\n", a->command, opt, a->command);
+                        "(vkattn %s --help lists them)\n", c->name, opt, c->name);
     else
-        fprintf(stderr, "vkattn %s: unknown option \"%s\" (vkattn %s --help lists the options)\n", a->command, opt,
-                a->command);
+        fprintf(stderr, "vkattn %s: unknown option \"%s\" (vkattn %s --help lists the options)\n", c->name, opt,
+                c->name);
     return CLI_EXIT_USAGE;
 }
 
-const char *cli_value(cli_args *a, const char *option)
+/* The i-th of the '|'-separated `names` (its length in *len), or NULL past the last. */
+static const char *name_at(const char *names, int i, size_t *len)
 {
-    if (a->next >= a->argc) {
-        fprintf(stderr, "vkattn %s: %s needs a value\n", a->command, option);
-        return NULL;
-    }
-    return a->argv[a->next++];
+    for (; names && i > 0; i--) names = strchr(names, '|') ? strchr(names, '|') + 1 : NULL;
+    if (names) *len = strcspn(names, "|");
+    return names;
 }
 
-void cli_missing_add(cli_missing *m, const char *name)
+/* The index of `text` (`len` bytes) among the names, or -1. */
+static int name_index(const char *names, const char *text, size_t len)
 {
-    if (m->count < sizeof m->names / sizeof m->names[0]) m->names[m->count++] = name;
+    size_t n;
+    for (int i = 0; (names = name_at(names, i ? 1 : 0, &n)); i++)
+        if (n == len && strncmp(names, text, len) == 0) return i;
+    return -1;
 }
 
-int cli_missing_report(const char *command, const cli_missing *m, const char *note)
+/* "a, b or c": the names. */
+static void list_names(const char *names, char *buf, size_t size)
 {
-    if (!m->count) return 0;
-    fprintf(stderr, "vkattn %s: missing ", command);
-    for (size_t i = 0; i < m->count; i++)
-        fprintf(stderr, "%s%s", i == 0 ? "" : i + 1 < m->count ? ", " : " and ", m->names[i]);
-    fprintf(stderr, "%s%s\n", note ? " " : "", note ? note : "");
-    return CLI_EXIT_USAGE;
+    size_t n, next, at = 0;
+    for (int i = 0; (names = name_at(names, i ? 1 : 0, &n)) && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%.*s", !i ? "" : name_at(names, 1, &next) ? ", " : " or ",
+                               (int)n, names);
 }
 
-int cli_parse_u32(const char *option, const char *text, uint32_t min, uint32_t *out)
+static int parse_u32(const char *text, uint32_t min, uint32_t *out)
 {
     char *end = NULL;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
-    if (errno || !end || *end || text[0] == '-' || text[0] == '\0' || v > UINT32_MAX || v < min) {
-        fprintf(stderr, "vkattn: %s expects an integer >= %u, got \"%s\"\n", option, min, text);
-        return 2;
-    }
+    if (errno || !end || *end || text[0] == '-' || text[0] == '\0' || v > UINT32_MAX || v < min) return 1;
     *out = (uint32_t)v;
     return 0;
+}
+
+/* One item of a list: an integer >= 1, or a name of o->value. */
+static int list_item(const cli_option *o, const char *text, size_t len, uint32_t *out)
+{
+    char buf[32];
+    if (!strchr(o->value, '|')) {
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf - 1 ? len : sizeof buf - 1), text);
+        return len >= sizeof buf - 1 || parse_u32(buf, 1, out);
+    }
+    int i = name_index(o->value, text, len);
+    if (i >= 0) *out = (uint32_t)(o->values ? o->values[i] : i);
+    return i < 0;
+}
+
+static int parse_list(const char *command, const cli_option *o, const char *text, cli_list *out)
+{
+    out->n = 0;
+    for (const char *at = text; *at;) {
+        size_t len = strcspn(at, ",");
+        if (len && out->n == CLI_LIST_MAX) {
+            fprintf(stderr, "vkattn %s: %s takes at most %d values\n", command, o->name, CLI_LIST_MAX);
+            return 2;
+        }
+        if (len && list_item(o, at, len, &out->v[out->n++])) {
+            fprintf(stderr, "vkattn %s: %s: bad value \"%.*s\"\n", command, o->name, (int)len, at);
+            return 2;
+        }
+        at += len + (at[len] == ',');
+    }
+    if (out->n) return 0;
+    fprintf(stderr, "vkattn %s: %s needs at least one value\n", command, o->name);
+    return 2;
+}
+
+/* Stores `value` (NULL for a flag) into `field` as the row says; 0, or 2 after a message. */
+static int store(const char *command, const cli_option *o, char *field, const char *value)
+{
+    char *end = NULL, names[160];
+    double number;
+    int i;
+    switch (o->kind) {
+    case CLI_FLAG: *(int *)field = 1; return 0;
+    case CLI_TEXT: *(const char **)field = value; return 0;
+    case CLI_LIST: return parse_list(command, o, value, (cli_list *)field);
+    case CLI_U32:
+        if (!parse_u32(value, (uint32_t)o->min, (uint32_t *)field)) return 0;
+        fprintf(stderr, "vkattn %s: %s expects an integer >= %u, got \"%s\"\n", command, o->name, (unsigned)o->min,
+                value);
+        return 2;
+    case CLI_NUMBER:
+        number = strtod(value, &end);
+        if (end != value && !*end && isfinite(number) && (o->flags & CLI_ABOVE_MIN ? number > o->min : number >= o->min) &&
+            (!o->max || number <= o->max))
+            return *(double *)field = number, 0;
+        if (o->flags & CLI_ABOVE_MIN && o->min == 0)
+            fprintf(stderr, "vkattn %s: %s expects a positive number, got \"%s\"\n", command, o->name, value);
+        else
+            fprintf(stderr, "vkattn %s: %s expects a number in [%g, %g], got \"%s\"\n", command, o->name, o->min,
+                    o->max, value);
+        return 2;
+    case CLI_CHOICE:
+        if ((i = name_index(o->value, value, strlen(value))) >= 0) return *(int *)field = o->values ? o->values[i] : i, 0;
+        list_names(o->value, names, sizeof names);
+        fprintf(stderr, "vkattn %s: %s takes %s%s%s%s, not \"%s\"\n", command, o->name, names, o->what ? " (" : "",
+                o->what ? o->what : "", o->what ? ")" : "", value);
+        return 2;
+    }
+    return 2;
+}
+
+#define DEFAULT_TEXT 48
+static void usage(const cli_command *c, const row *rows, size_t n, char (*defaults)[DEFAULT_TEXT], FILE *out);
+static void default_of(const cli_option *o, const char *field, char *buf, size_t size);
+
+static int given(const cli_command *c, const row *rows, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].o->name, name) == 0) return c->given[i];
+    return 0;
+}
+
+/* Every required option that is missing, and every option another needs, in one message; then the
+ * usage. 0, or 2. */
+static int check_missing(const cli_command *c, const row *rows, size_t n, char (*defaults)[DEFAULT_TEXT])
+{
+    const char *missing[CLI_MAX_OPTIONS], *by[CLI_MAX_OPTIONS]; /* by: the option that needs it, or NULL */
+    size_t count = 0, first_group = 0;
+    int instead = c->unless && given(c, rows, n, c->unless);
+    for (size_t i = 0; i < n; i++) {
+        const cli_option *o = rows[i].o;
+        if (instead && rows[i].group == 0) continue;
+        if (o->flags & CLI_REQUIRED && !c->given[i]) {
+            first_group += rows[i].group == 0;
+            missing[count] = o->name, by[count++] = NULL;
+        }
+        if (o->needs && c->given[i] && !given(c, rows, n, o->needs)) missing[count] = o->needs, by[count++] = o->name;
+    }
+    if (!count) return 0;
+    fprintf(stderr, "vkattn %s: missing ", c->name);
+    for (size_t i = 0; i < count; i++) {
+        fprintf(stderr, "%s%s", i == 0 ? "" : i + 1 < count ? ", " : " and ", missing[i]);
+        if (by[i]) fprintf(stderr, " (%s needs it)", by[i]);
+    }
+    if (c->unless && first_group)
+        fprintf(stderr, " (or %s instead of the %s)", c->unless, c->groups[0].title);
+    fputc('\n', stderr);
+    usage(c, rows, n, defaults, stderr);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_parse(cli_command *c, int argc, char **argv)
+{
+    row rows[CLI_MAX_OPTIONS];
+    size_t n = rows_of(c, rows);
+    char defaults[CLI_MAX_OPTIONS][DEFAULT_TEXT]; /* the fields' values before any option is stored */
+    for (size_t i = 0; i < n; i++) default_of(rows[i].o, (const char *)rows[i].fields + rows[i].o->offset, defaults[i],
+                                              DEFAULT_TEXT);
+    memset(c->given, 0, sizeof c->given);
+    for (int a = 0; a < argc; a++) {
+        if (strcmp(argv[a], "--help") == 0) {
+            usage(c, rows, n, defaults, stdout);
+            return -1;
+        }
+        size_t i = 0;
+        while (i < n && strcmp(argv[a], rows[i].o->name) != 0) i++;
+        if (i == n) return unknown_option(c, rows, n, argv[a]);
+        const cli_option *o = rows[i].o;
+        /* The value is taken once the name is known: an unknown option never swallows the next. */
+        if (o->kind != CLI_FLAG && ++a == argc) {
+            fprintf(stderr, "vkattn %s: %s needs a value\n", c->name, o->name);
+            return CLI_EXIT_USAGE;
+        }
+        if (store(c->name, o, (char *)rows[i].fields + o->offset, o->kind == CLI_FLAG ? NULL : argv[a]))
+            return CLI_EXIT_USAGE;
+        if (o->given) *(int *)((char *)rows[i].fields + o->given - 1) = 1;
+        c->given[i] = 1;
+    }
+    return check_missing(c, rows, n, defaults);
+}
+
+const char *cli_group_given(const cli_command *c, size_t group)
+{
+    row rows[CLI_MAX_OPTIONS];
+    size_t n = rows_of(c, rows);
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].group == group && c->given[i]) return rows[i].o->name;
+    return NULL;
+}
+
+/* " (default X)" from the field's value, for the kinds where a value is a default. */
+static void default_of(const cli_option *o, const char *field, char *buf, size_t size)
+{
+    int i = 0;
+    size_t n;
+    buf[0] = '\0';
+    if (o->kind == CLI_TEXT && *(const char *const *)field)
+        snprintf(buf, size, " (default %s)", *(const char *const *)field);
+    else if (o->kind == CLI_U32 && *(const uint32_t *)field)
+        snprintf(buf, size, " (default %u)", *(const uint32_t *)field);
+    else if (o->kind == CLI_NUMBER && *(const double *)field)
+        snprintf(buf, size, " (default %g)", *(const double *)field);
+    else if (o->kind == CLI_CHOICE)
+        for (const char *at = o->value; (at = name_at(at, i ? 1 : 0, &n)); i++)
+            if ((o->values ? o->values[i] : i) == *(const int *)field) snprintf(buf, size, " (default %.*s)", (int)n, at);
+}
+
+#define HELP_WIDTH 100
+#define HELP_INDENT 28
+
+/* `text` word by word from column `column`, lines broken before HELP_WIDTH and indented. */
+static void print_wrapped(FILE *out, const char *text, size_t column)
+{
+    while (*text) {
+        size_t word = strcspn(text, " ");
+        if (column > HELP_INDENT && column + 1 + word > HELP_WIDTH) {
+            fprintf(out, "\n%*s", HELP_INDENT, "");
+            column = HELP_INDENT;
+        } else if (column > HELP_INDENT) {
+            fputc(' ', out), column++;
+        }
+        fprintf(out, "%.*s", (int)word, text);
+        column += word;
+        text += word + strspn(text + word, " ");
+    }
+    fputc('\n', out);
+}
+
+static void usage(const cli_command *c, const row *rows, size_t n, char (*defaults)[DEFAULT_TEXT], FILE *out)
+{
+    fprintf(out, "usage: vkattn %s", c->name);
+    if (c->synopsis) {
+        fprintf(out, " %s\n", c->synopsis);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if (rows[i].o->flags & CLI_REQUIRED) fprintf(out, " %s %s", rows[i].o->name, rows[i].o->value);
+        fprintf(out, "%s\n", n ? " [options]" : "");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const cli_option *o = rows[i].o;
+        if ((i == 0 || rows[i].group != rows[i - 1].group) && c->groups[rows[i].group].title)
+            fprintf(out, "\n%s:\n", c->groups[rows[i].group].title);
+        char left[96], help[1200];
+        int w = snprintf(left, sizeof left, "  %s%s%s", o->name, o->value ? " " : "", o->value ? o->value : "");
+        snprintf(help, sizeof help, "%s%s%s", o->help, defaults[i], o->flags & CLI_REQUIRED ? " (required)" : "");
+        fputs(left, out);
+        if (w + 1 >= HELP_INDENT) fprintf(out, "\n%*s", HELP_INDENT, "");
+        else fprintf(out, "%*s", HELP_INDENT - w, "");
+        print_wrapped(out, help, HELP_INDENT);
+    }
+    if (c->notes) fprintf(out, "\n%s", c->notes);
 }
 
 int cli_fail(const char *command, const char *what, vkattn_status status, const char *message)
@@ -305,12 +514,7 @@ int cli_open_context(const char *command, const char *device, vkattn_context **o
     return 0;
 }
 
-int cli_storage_from_name(const char *name, vkattn_dtype *out)
-{
-    if (strcmp(name, "f32") == 0) return *out = VKATTN_DTYPE_F32, 0;
-    if (strcmp(name, "f16") == 0) return *out = VKATTN_DTYPE_F16, 0;
-    return 1;
-}
+const int cli_storage_values[2] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16};
 
 int cli_print_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer,
                    const vkattn_host_forward_desc *f)
@@ -331,14 +535,6 @@ int cli_print_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer
     fputs(text, stdout);
     free(text);
     return 0;
-}
-
-int cli_parse_storage(const char *command, const char *option, const char *text, vkattn_dtype *out)
-{
-    if (cli_storage_from_name(text, out) == 0) return 0;
-    fprintf(stderr, "vkattn %s: %s takes %s (the layer's storage dtype), not \"%s\"\n", command, option,
-            CLI_STORAGE_NAMES, text);
-    return 2;
 }
 
 vkattn_dtype cli_layer_storage(const char *command, const vkattn_layer *layer, vkattn_dtype asked)
@@ -371,55 +567,6 @@ void cli_format_index(char *buf, size_t size, uint32_t rank, const uint32_t *dim
     cli_format_shape(buf, size, rank, idx);
 }
 
-cli_error_stats cli_compare(const float *got, const float *want, size_t n)
-{
-    cli_error_stats s = {0};
-    double err2 = 0, ref2 = 0;
-    for (size_t i = 0; i < n; i++) {
-        int fg = isfinite(got[i]), fw = isfinite(want[i]);
-        if (fw && fabs(want[i]) > s.ref_max) s.ref_max = fabs(want[i]);
-        if (!fg || !fw) {
-            /* The same NaN or the same infinity on both sides agrees; anything else differs. */
-            int same = !fg && !fw && (isnan(got[i]) ? isnan(want[i]) : got[i] == want[i]);
-            if (!same && s.nonfinite++ == 0) s.nonfinite_at = i;
-            continue;
-        }
-        double d = (double)got[i] - want[i];
-        if (fabs(d) > s.max_abs) s.max_abs = fabs(d), s.max_abs_at = i;
-        s.compared++;
-        err2 += d * d;
-        ref2 += (double)want[i] * want[i];
-    }
-    s.nmse = ref2 > 0 ? err2 / ref2 : err2;
-    return s;
-}
-
-cli_tolerance cli_tolerance_for(vkattn_dtype storage)
-{
-    /* fp32: a few ulp of the outputs' scale against a double reference. fp16 storage rounds Q, K, V
-     * and the attention output to 11 significant bits (relative 4.9e-4 each). */
-    if (storage == VKATTN_DTYPE_F16) return (cli_tolerance){VKATTN_DTYPE_F16, 1e-2, 2e-6};
-    /* A KV cache of a block format (vkattn run --kv-cache-dtype), against the exact reference: the
-     * error the format allows (about 1e-4 and 3e-2 NMSE with N(0,1) inputs; README, "Decoding"). */
-    if (storage == VKATTN_DTYPE_Q8_0) return (cli_tolerance){VKATTN_DTYPE_Q8_0, 5e-2, 5e-4};
-    if (storage == VKATTN_DTYPE_Q4_0) return (cli_tolerance){VKATTN_DTYPE_Q4_0, 5e-1, 5e-2};
-    return (cli_tolerance){VKATTN_DTYPE_F32, 1e-4, 1e-9};
-}
-
-int cli_within_tolerance(const cli_error_stats *e, const cli_tolerance *t)
-{
-    double bound = t->max_abs * (e->ref_max > 1 ? e->ref_max : 1);
-    return e->nonfinite == 0 && e->max_abs <= bound && e->nmse <= t->nmse;
-}
-
-void cli_describe_tolerance(char *buf, size_t size, const cli_tolerance *t, double ref_max)
-{
-    int block = t->storage == VKATTN_DTYPE_Q8_0 || t->storage == VKATTN_DTYPE_Q4_0;
-    snprintf(buf, size, "tolerance for %s%s %s: max-abs %g x max(1, max|ref| %.3g) = %.3g, NMSE %g", block ? "a " : "",
-             vkattn_dtype_name(t->storage), block ? "KV cache" : "storage", t->max_abs, ref_max,
-             t->max_abs * (ref_max > 1 ? ref_max : 1), t->nmse);
-}
-
 static size_t elements(uint32_t rank, const uint32_t *dims)
 {
     size_t n = 1;
@@ -436,13 +583,13 @@ static void format_value(char *buf, size_t size, float v)
 }
 
 int cli_check_report(const char *what, const float *got, const float *want, uint32_t rank, const uint32_t *dims,
-                     const cli_tolerance *t)
+                     const compare_tolerance *t)
 {
-    cli_error_stats e = cli_compare(got, want, elements(rank, dims));
-    int ok = cli_within_tolerance(&e, t);
+    compare_stats e = compare_arrays(got, want, elements(rank, dims));
+    int ok = compare_within(&e, t);
     char at[128], tol[200], bad[320] = "";
     cli_format_index(at, sizeof at, rank, dims, e.max_abs_at);
-    cli_describe_tolerance(tol, sizeof tol, t, e.ref_max);
+    compare_describe(tol, sizeof tol, t, e.ref_max);
     if (e.nonfinite) {
         char first[128], g[32], w[32];
         cli_format_index(first, sizeof first, rank, dims, e.nonfinite_at);
@@ -498,4 +645,19 @@ int cli_compare_doubles(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+double cli_median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cli_compare_doubles);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void cli_fill_random(float *x, size_t n, unsigned long long seed, float scale)
+{
+    unsigned long long s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s >> 12, s ^= s << 25, s ^= s >> 27;
+        x[i] = (float)(((s * 0x2545F4914F6CDD1Dull) >> 40) / 16777216.0 * 2.0 - 1.0) * scale;
+    }
 }

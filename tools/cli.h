@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "compare.h"
 #include "vkattn.h"
 
 /* The process exit codes of every subcommand. */
@@ -37,46 +38,79 @@ int cmd_heatmap(int argc, char **argv);
  * distance 1 for names of up to 3 letters, else up to 2; the first such name on a tie), or NULL. */
 const char *cli_nearest(const char *word, const char *const *names, size_t count);
 
-#define CLI_MAX_OPTIONS 64 /* the most option names one command compares against */
-
-/* A tiny option scanner: `--name value` and `--flag`. Unknown options are usage errors.
+/* Options: each command declares them once, in tables of cli_option rows that drive both parsing
+ * and --help. A row stores its value into a field of the struct its group names:
  *
- *   while ((opt = cli_next(&a))) {
- *       if (cli_is(&a, opt, "--out")) ...
- *       else return cli_unknown_option(&a, opt);   // suggests the nearest name cli_is saw
- *   }
+ *   static const cli_option k_rows[] = {
+ *       {"--out", "FILE", "where the output goes", CLI_TEXT, offsetof(my_options, out), .flags = CLI_REQUIRED},
+ *   };
+ *   my_options o = {.repeats = 5};                       // defaults, shown by --help
+ *   cli_command c = {"mine", .groups = {{NULL, k_rows, CLI_COUNT(k_rows), &o}}};
+ *   int rc = cli_parse(&c, argc, argv);                  // 0; -1: --help printed; 2: a message printed
  */
-typedef struct cli_args {
-    int argc;
-    char **argv;
-    int next;
-    const char *command;                 /* for messages */
-    const char *tried[CLI_MAX_OPTIONS];  /* the names cli_is compared the current option with */
-    size_t tried_count;
-} cli_args;
+typedef enum cli_kind {
+    CLI_FLAG,   /* no value; int = 1 */
+    CLI_TEXT,   /* const char *: the value as given */
+    CLI_U32,    /* uint32_t: a decimal integer >= min */
+    CLI_NUMBER, /* double: a finite number in [min, max] (max 0: no upper bound), above min with CLI_ABOVE_MIN */
+    CLI_CHOICE, /* int (an enum): one of the names in `value`, "auto|fused|unfused" */
+    CLI_LIST    /* cli_list: comma-separated integers >= 1, or names of `value` when it holds a '|' */
+} cli_kind;
 
-cli_args cli_args_make(const char *command, int argc, char **argv);
-/* The next option name ("--out"), or NULL at the end. Positional arguments are errors. */
-const char *cli_next(cli_args *a);
-/* 1 if `opt` is `name`. Remembers `name`, so that the parser is the one list of the command's options. */
-int cli_is(cli_args *a, const char *opt, const char *name);
-/* Prints "vkattn <command>: unknown option "--weigths"; did you mean "--weights"?" (or says where the
- * options are listed when none is near) and returns 2. */
-int cli_unknown_option(const cli_args *a, const char *opt);
-/* The value of the option just returned; NULL (and a message) if it is missing. */
-const char *cli_value(cli_args *a, const char *option);
-/* The required options a command found missing, named together in one message. */
-typedef struct cli_missing {
-    const char *names[8];
+enum {
+    CLI_REQUIRED = 1, /* missing, it is named in "vkattn run: missing --weights, --query and --out" */
+    CLI_ABOVE_MIN = 2
+};
+
+#define CLI_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+/* A row's `given`: the int field set to 1 when the option appears (0: none). */
+#define CLI_GIVEN(type, field) (offsetof(type, field) + 1)
+
+typedef struct cli_option {
+    const char *name;   /* "--out" */
+    const char *value;  /* the value's name in --help ("FILE"; a choice's names); NULL for a flag */
+    const char *help;   /* --help's text; "(default X)" is added from the field's value before parsing */
+    cli_kind kind;
+    size_t offset;      /* of the field in the group's struct */
+    double min, max;    /* CLI_U32: min; CLI_NUMBER: the range */
+    const int *values;  /* choices: the value of each name, in order; NULL: 0, 1, 2, ... */
+    unsigned flags;     /* CLI_REQUIRED, CLI_ABOVE_MIN */
+    const char *needs;  /* an option this one needs: missing, "--key (--value needs it)" */
+    size_t given;       /* CLI_GIVEN(type, field), or 0 */
+    const char *what;   /* choices: what the value is, in the message that refuses one */
+} cli_option;
+
+#define CLI_LIST_MAX 16
+typedef struct cli_list {
+    uint32_t n, v[CLI_LIST_MAX];
+} cli_list;
+
+typedef struct cli_group {
+    const char *title;         /* its heading in --help; NULL: none */
+    const cli_option *options;
     size_t count;
-} cli_missing;
-void cli_missing_add(cli_missing *m, const char *name);
-/* When any is missing: prints "vkattn run: missing --weights, --query and --out" (then `note`, unless
- * NULL) and returns 2; else returns 0. */
-int cli_missing_report(const char *command, const cli_missing *m, const char *note);
+    void *fields;              /* the struct the rows' offsets are into */
+} cli_group;
 
-/* Parses a decimal uint32 >= min; 0 on success, else prints a message and returns 2. */
-int cli_parse_u32(const char *option, const char *text, uint32_t min, uint32_t *out);
+#define CLI_MAX_GROUPS 4
+#define CLI_MAX_OPTIONS 64
+
+typedef struct cli_command {
+    const char *name;          /* "run" */
+    const char *synopsis;      /* after "usage: vkattn run "; NULL: the required options, then [options] */
+    const char *notes;         /* --help's text after the options; NULL: none */
+    cli_group groups[CLI_MAX_GROUPS];
+    const char *unless;        /* an option that, given, takes the place of groups[0]: its options are then
+                                  neither required nor checked for what they need */
+    unsigned char given[CLI_MAX_OPTIONS]; /* set by cli_parse: which rows appeared, in table order */
+} cli_command;
+
+/* Scans `argv`: "--name value" and "--flag". Returns 0; or -1 after printing --help on stdout; or 2
+ * after a message on stderr: an unknown option (with the nearest name: "did you mean "--len"?"), a
+ * missing or bad value, or missing required options, all named at once (and the usage follows). */
+int cli_parse(cli_command *c, int argc, char **argv);
+/* The first option of group `group` that appeared, or NULL. */
+const char *cli_group_given(const cli_command *c, size_t group);
 
 /* Prints "vkattn <command>: <what>: STATUS_NAME: message" to stderr and returns 1. */
 int cli_fail(const char *command, const char *what, vkattn_status status, const char *message);
@@ -117,18 +151,22 @@ int cli_open_context(const char *command, const char *device, vkattn_context **o
 /* "llvmpipe (LLVM 15.0.6, 256 bits) [cpu, Vulkan 1.3.230, llvmpipe Mesa 22.3.6]" */
 void cli_describe_device(const vkattn_device_info *info, char *buf, size_t size);
 
-/* Layer storage dtype names, as --dtype takes them (run, demo and bench): "f32" or "f16".
- * cli_storage_from_name returns 0 and sets *out, or 1 for any other name. */
-#define CLI_STORAGE_NAMES "f32 or f16"
-int cli_storage_from_name(const char *name, vkattn_dtype *out);
+/* --dtype of run and demo, the layer's storage: a CLI_CHOICE row into a vkattn_dtype field. */
+#define CLI_STORAGE_OPTION(type, field)                                                                    \
+    {"--dtype", "f32|f16", "the layer's storage: f16 keeps weights and activations in fp16 with fp32 "         \
+     "accumulation (a device without 16-bit storage keeps f32, and says so)", CLI_CHOICE, offsetof(type, field), \
+     .values = cli_storage_values, .what = "the layer's storage dtype"}
+extern const int cli_storage_values[2];
+/* --device of every command that opens a context. */
+#define CLI_DEVICE_OPTION(type, field)                                                                     \
+    {"--device", "N|NAME", "the device by index or name substring (default: VKATTN_DEVICE, else the default)", \
+     CLI_TEXT, offsetof(type, field)}
+_Static_assert(sizeof(vkattn_dtype) == sizeof(int), "choices store enums as int");
 
 /* --trace: prints the plan `layer` (made in `ctx`) would run for `f` (vkattn_forward_explain), or
  * says the CPU reference runs when `layer` is NULL. 0, or 1 after printing why it could not. */
 int cli_print_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer,
                    const vkattn_host_forward_desc *f);
-/* The same for option `option` of `command`: 0, or prints "vkattn run: --dtype takes f32 or f16,
- * not "f8"" and returns 2. */
-int cli_parse_storage(const char *command, const char *option, const char *text, vkattn_dtype *out);
 /* The storage a layer really has (vkattn_layer_get_desc); prints a note when `asked` was F16 and
  * the device fell back to F32. */
 vkattn_dtype cli_layer_storage(const char *command, const vkattn_layer *layer, vkattn_dtype asked);
@@ -138,38 +176,11 @@ void cli_format_shape(char *buf, size_t size, uint32_t rank, const uint32_t *dim
 /* "(0, 3, 17)": flat index `flat` of a row-major tensor of `rank` dims, as a tuple. */
 void cli_format_index(char *buf, size_t size, uint32_t rank, const uint32_t *dims, size_t flat);
 
-/* Error statistics of `got` against `want`: max |got - want| and NMSE = sum (got-want)^2 / sum want^2,
- * over the elements where both are finite. */
-typedef struct cli_error_stats {
-    double max_abs;
-    size_t max_abs_at;       /* flat index of the largest difference */
-    double nmse;
-    double ref_max;          /* max |want| over its finite elements */
-    size_t compared;         /* elements finite in both, which max_abs and nmse are over */
-    size_t nonfinite;        /* elements where got and want are not the same non-finite value: one
-                                finite and one not, NaN against inf, or infinities of opposite signs */
-    size_t nonfinite_at;     /* flat index of the first of those */
-} cli_error_stats;
-cli_error_stats cli_compare(const float *got, const float *want, size_t n);
-
-/* The tolerance `vkattn run --check` and `vkattn demo` apply to a device result against the CPU
- * reference: max-abs <= max_abs * max(1, max |ref|) and NMSE <= nmse, with no differing
- * non-finite value. For F32 storage max-abs 1e-4 and NMSE 1e-9; for F16 1e-2 and 2e-6; for a KV
- * cache of Q8_0 5e-2 and 5e-4, of Q4_0 5e-1 and 5e-2 (the error those formats allow). */
-typedef struct cli_tolerance {
-    vkattn_dtype storage;
-    double max_abs, nmse;
-} cli_tolerance;
-cli_tolerance cli_tolerance_for(vkattn_dtype storage);
-/* 1 if `e` is within `t`, else 0. */
-int cli_within_tolerance(const cli_error_stats *e, const cli_tolerance *t);
-/* "tolerance for f32 storage: max-abs 1e-04 x max(1, max|ref| 0.93) = 0.0001, NMSE 1e-09" */
-void cli_describe_tolerance(char *buf, size_t size, const cli_tolerance *t, double ref_max);
-/* Compares `n` values of a tensor of shape (rank, dims) and prints
+/* Compares `n` values of a tensor of shape (rank, dims) (compare.h) and prints
  * "check <what> vs CPU path: max-abs A at (i, j), NMSE N (tolerance ...): OK" (or MISMATCH, with
  * the first differing non-finite value). Returns 1 when within the tolerance, else 0. */
 int cli_check_report(const char *what, const float *got, const float *want, uint32_t rank, const uint32_t *dims,
-                     const cli_tolerance *t);
+                     const compare_tolerance *t);
 
 /* --check-finite: the NaN, +inf and -inf values of a float array and the flat index of the first
  * one counted. With neg_inf_ok (float attention masks, where -inf means "masked"), -inf is not
@@ -186,5 +197,9 @@ size_t cli_report_nonfinite(const char *what, const float *x, uint32_t rank, con
 double cli_now(void);
 /* Orders doubles ascending, for qsort. */
 int cli_compare_doubles(const void *a, const void *b);
+/* The median of `n` >= 1 samples (the mean of the middle two when n is even); sorts `v`. */
+double cli_median(double *v, size_t n);
+/* `n` values uniform in [-scale, scale), the same for the same seed (xorshift). */
+void cli_fill_random(float *x, size_t n, unsigned long long seed, float scale);
 
 #endif

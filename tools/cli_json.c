@@ -78,31 +78,35 @@ cJSON *cli_json_parse(const char *text, size_t size, char *err, size_t err_size)
     return root;
 }
 
-/* The whole file into a NUL-terminated buffer; NULL and a message in `detail` otherwise. */
-static char *read_all(FILE *f, size_t *out_size, char *detail, size_t detail_size)
+char *cli_read_file(const char *path, size_t max_bytes, size_t *out_size, char *err, size_t err_size)
 {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, err_size, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
     char *text = NULL;
     size_t size = 0, cap = 0;
     for (;;) { /* grow to the file's size; reading one byte past the limit means too large */
         if (size == cap) {
-            if (cap > CLI_JSON_MAX_BYTES) break;
+            if (cap > max_bytes) break;
             size_t next = cap ? cap * 2 : (size_t)1 << 16;
-            if (next > (size_t)CLI_JSON_MAX_BYTES + 1) next = (size_t)CLI_JSON_MAX_BYTES + 1;
+            if (next > max_bytes + 1) next = max_bytes + 1;
             char *grown = realloc(text, next + 1);
-            if (!grown) {
-                free(text);
-                snprintf(detail, detail_size, "out of memory");
-                return NULL;
-            }
+            if (!grown) break;
             text = grown, cap = next;
         }
         size_t got = fread(text + size, 1, cap - size, f);
         size += got;
         if (got == 0) break;
     }
-    const char *bad = ferror(f) ? "read error" : size > CLI_JSON_MAX_BYTES ? "larger than the limit" : NULL;
+    const char *bad = size == cap && cap <= max_bytes ? "out of memory"
+                      : ferror(f)                     ? "read error"
+                      : size > max_bytes              ? "larger than the limit"
+                                                      : NULL;
+    fclose(f);
     if (bad) {
-        snprintf(detail, detail_size, "%s (%u bytes)", bad, CLI_JSON_MAX_BYTES);
+        snprintf(err, err_size, "%s (%zu bytes)", bad, max_bytes);
         free(text);
         return NULL;
     }
@@ -114,18 +118,12 @@ static char *read_all(FILE *f, size_t *out_size, char *detail, size_t detail_siz
 cJSON *cli_json_read_file(const char *path, char *err, size_t err_size)
 {
     char detail[400] = "";
+    size_t size = 0;
     cJSON *root = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(detail, sizeof detail, "cannot open: %s", strerror(errno));
-    } else {
-        size_t size = 0;
-        char *text = read_all(f, &size, detail, sizeof detail);
-        fclose(f);
-        if (text && size == 0) snprintf(detail, sizeof detail, "empty file");
-        else if (text) root = parse_terminated(text, size, detail, sizeof detail);
-        free(text);
-    }
+    char *text = cli_read_file(path, CLI_JSON_MAX_BYTES, &size, detail, sizeof detail);
+    if (text && size == 0) snprintf(detail, sizeof detail, "empty file");
+    else if (text) root = parse_terminated(text, size, detail, sizeof detail);
+    free(text);
     if (!root && err && err_size) snprintf(err, err_size, "%s: %s", path, detail);
     return root;
 }
@@ -147,6 +145,27 @@ double cli_json_number(const cJSON *object, const char *name, int *ok)
 cJSON *cli_json_add_number(cJSON *object, const char *name, double v)
 {
     return isfinite(v) ? cJSON_AddNumberToObject(object, name, v) : cJSON_AddNullToObject(object, name);
+}
+
+int cli_json_add_numbers(cJSON *object, const cli_json_num *fields, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (!cli_json_add_number(object, fields[i].name, fields[i].value)) return 1;
+    return 0;
+}
+
+int cli_json_add_strings(cJSON *object, const cli_json_str *fields, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (!cJSON_AddStringToObject(object, fields[i].name, fields[i].value)) return 1;
+    return 0;
+}
+
+int cli_json_append(cJSON *array, cJSON *item)
+{
+    if (item && cJSON_AddItemToArray(array, item)) return 0;
+    cJSON_Delete(item);
+    return 1;
 }
 
 int cli_json_write_file(const cJSON *root, const char *path, char *err, size_t err_size)

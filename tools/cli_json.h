@@ -26,6 +26,11 @@ cJSON *cli_json_parse(const char *text, size_t size, char *err, size_t err_size)
  * the path. */
 cJSON *cli_json_read_file(const char *path, char *err, size_t err_size);
 
+/* A whole file of at most `max_bytes`, NUL-terminated (free it); NULL with "cannot open: reason",
+ * "read error", "larger than the limit" or "out of memory" in err. (Here, not in cli.c, because the
+ * fuzzed JSON reader is built without the rest of the CLI.) */
+char *cli_read_file(const char *path, size_t max_bytes, size_t *size, char *err, size_t err_size);
+
 /* The member `name` of `object` as a string, or NULL when `object` is not an object, has no such
  * member, or it is not a string. Duplicate names: the first member counts. */
 const char *cli_json_string(const cJSON *object, const char *name);
@@ -35,6 +40,21 @@ double cli_json_number(const cJSON *object, const char *name, int *ok);
 /* Adds `name`: v to `object`, or `name`: null when v is NaN or infinite. Returns the new member, or
  * NULL when out of memory. */
 cJSON *cli_json_add_number(cJSON *object, const char *name, double v);
+
+/* Members added in order, from tables of {name, value}: numbers (null when not finite, as
+ * cli_json_add_number) and strings. Return 0, or 1 when out of memory (the object then lacks members
+ * and must not be written). */
+typedef struct cli_json_num {
+    const char *name;
+    double value;
+} cli_json_num;
+typedef struct cli_json_str {
+    const char *name, *value;
+} cli_json_str;
+int cli_json_add_numbers(cJSON *object, const cli_json_num *fields, size_t count);
+int cli_json_add_strings(cJSON *object, const cli_json_str *fields, size_t count);
+/* Appends `item` (NULL: out of memory) to `array`; 0, or 1 with `item` freed. */
+int cli_json_append(cJSON *array, cJSON *item);
 
 /* Writes `root` to `path`, indented. Returns 0, or 1 with "cannot create PATH: reason" or "writing
  * PATH: reason" in err. */

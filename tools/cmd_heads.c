@@ -1,6 +1,7 @@
 /* vkattn heads: each head's importance by ablation (how much the output moves when that head alone
  * is pruned), ranked; --prune K writes a head mask for the K least important heads and measures,
  * in the same run, the pruned layer's output error and its speed against the full layer. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,48 +17,23 @@ typedef struct heads_options {
     uint32_t prune, repeats;
 } heads_options;
 
-static void heads_usage(FILE *out)
-{
-    fprintf(out, "usage: vkattn heads --weights W.safetensors --heads H --query q.npy [other inputs as in vkattn run]\n"
-                 "                    [--json FILE] [--prune K --write-mask FILE] [--repeats N] [--cpu]\n"
-                 "  importance of head h = ||y without h - y|| / ||y|| (and max |y without h - y|) on these inputs;\n"
-                 "  --head-mask starts from an already pruned layer. --prune K writes a mask keeping all but the K\n"
-                 "  least important heads, and reports the pruned layer's error and speedup (median of N runs).\n");
-    forward_options_usage(out);
-    fprintf(out, "  --json and --write-mask are checked before anything runs.\n" CLI_EXIT_HELP);
-}
+#define H(field) offsetof(heads_options, field)
+static const cli_option k_heads_rows[] = {
+    {"--json", "FILE", "the ranking (and --prune's result) as JSON", CLI_TEXT, H(json)},
+    {"--prune", "K", "write a mask keeping all but the K least important heads, and report the pruned layer's error "
+     "and speedup (median of --repeats runs)", CLI_U32, H(prune), 1, .needs = "--write-mask"},
+    {"--write-mask", "FILE", "where --prune writes the mask (a bool (H) .npy)", CLI_TEXT, H(write_mask)},
+    {"--repeats", "N", "timed forwards per layer for --prune", CLI_U32, H(repeats), 1},
+};
 
 static int parse(int argc, char **argv, heads_options *o)
 {
-    cli_args a = cli_args_make("heads", argc, argv);
-    const char *opt, *v;
-    while ((opt = cli_next(&a))) {
-        int taken = 0;
-        if (cli_is(&a, opt, "--help")) {
-            heads_usage(stdout);
-            return -1;
-        }
-        if (forward_option(&a, opt, &o->fwd, &taken)) return 2;
-        if (taken) continue;
-        if (cli_is(&a, opt, "--json")) {
-            if (!(o->json = cli_value(&a, opt))) return 2;
-        } else if (cli_is(&a, opt, "--write-mask")) {
-            if (!(o->write_mask = cli_value(&a, opt))) return 2;
-        } else if (cli_is(&a, opt, "--prune") || cli_is(&a, opt, "--repeats")) {
-            uint32_t *target = opt[2] == 'p' ? &o->prune : &o->repeats;
-            if (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, 1, target)) return 2;
-        } else {
-            return cli_unknown_option(&a, opt);
-        }
-    }
-    cli_missing missing = {0};
-    forward_options_missing(&o->fwd, &missing);
-    if (o->prune && !o->write_mask) cli_missing_add(&missing, "--write-mask (--prune needs it)");
-    if (cli_missing_report("heads", &missing, NULL)) {
-        heads_usage(stderr);
-        return 2;
-    }
-    return 0;
+    cli_command c = {"heads", NULL,
+                     "The importance of head h is ||y without h - y|| / ||y|| (and max |y without h - y|) on these\n"
+                     "inputs; --head-mask starts from an already pruned layer. --json and --write-mask are checked\n"
+                     "before anything runs.\n" FORWARD_NOTES CLI_EXIT_HELP,
+                     {FORWARD_GROUP(o->fwd), {"heads", k_heads_rows, CLI_COUNT(k_heads_rows), o}}};
+    return cli_parse(&c, argc, argv);
 }
 
 /* Median time of `repeats` forwards with `keep`: GPU timestamps on a device, wall time on the CPU. */
@@ -73,10 +49,7 @@ static vkattn_status time_forwards(head_runner *r, const uint8_t *keep, uint32_t
         vkattn_forward_stats st;
         if (r->layer && vkattn_layer_last_stats(r->layer, &st) == VKATTN_OK && st.timed) t[i] = st.gpu_ms;
     }
-    if (s == VKATTN_OK) {
-        qsort(t, repeats, sizeof *t, cli_compare_doubles);
-        *ms = t[repeats / 2];
-    }
+    if (s == VKATTN_OK) *ms = cli_median(t, repeats);
     free(t);
     return s;
 }
@@ -147,19 +120,12 @@ static int json_prune(cJSON *root, const heads_options *o, const prune_result *p
     if (!p || !cJSON_AddNumberToObject(p, "k", o->prune) || !cJSON_AddStringToObject(p, "mask_file", o->write_mask) ||
         !(keep = cJSON_AddArrayToObject(p, "keep")))
         return 1;
-    for (uint32_t h = 0; h < H; h++) {
-        cJSON *v = cJSON_CreateNumber(pr->keep[h]);
-        if (!v || !cJSON_AddItemToArray(keep, v)) {
-            cJSON_Delete(v);
-            return 1;
-        }
-    }
-    const char *names[] = {"rel_l2", "max_abs", "full_ms", "pruned_ms", "speedup"};
-    double values[] = {pr->rel_l2, pr->max_abs, pr->full_ms, pr->pruned_ms,
-                       pr->pruned_ms > 0 ? pr->full_ms / pr->pruned_ms : 0};
-    for (int i = 0; i < 5; i++)
-        if (!cli_json_add_number(p, names[i], values[i])) return 1;
-    return 0;
+    for (uint32_t h = 0; h < H; h++)
+        if (cli_json_append(keep, cJSON_CreateNumber(pr->keep[h]))) return 1;
+    const cli_json_num figures[] = {{"rel_l2", pr->rel_l2}, {"max_abs", pr->max_abs}, {"full_ms", pr->full_ms},
+                                    {"pruned_ms", pr->pruned_ms},
+                                    {"speedup", pr->pruned_ms > 0 ? pr->full_ms / pr->pruned_ms : 0}};
+    return cli_json_add_numbers(p, figures, CLI_COUNT(figures));
 }
 
 static int write_json(const char *path, const vkattn_device_info *dev, const head_score *ranked, uint32_t H,
@@ -168,11 +134,7 @@ static int write_json(const char *path, const vkattn_device_info *dev, const hea
     cJSON *root = cJSON_CreateObject(), *heads = NULL;
     int bad = !root || !cJSON_AddStringToObject(root, "device", dev ? dev->name : "CPU reference path") ||
               !(heads = cJSON_AddArrayToObject(root, "heads"));
-    for (uint32_t k = 0; !bad && k < H; k++) {
-        cJSON *h = json_head(&ranked[k], k + 1);
-        bad = !h || !cJSON_AddItemToArray(heads, h);
-        if (bad) cJSON_Delete(h);
-    }
+    for (uint32_t k = 0; !bad && k < H; k++) bad = cli_json_append(heads, json_head(&ranked[k], k + 1));
     if (!bad && pr->keep) bad = json_prune(root, o, pr, H);
     char err[600] = "out of host memory";
     if (!bad) bad = cli_json_write_file(root, path, err, sizeof err);

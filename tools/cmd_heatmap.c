@@ -1,15 +1,18 @@
 /* vkattn heatmap: one batch item's attention weights as a PNG, one panel per head, from a forward
  * (the same inputs as vkattn run) or from a per-head weights .npy. */
-#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "cli_json.h"
 #include "forward_inputs.h"
 #include "heatmap.h"
 
 #define TOKEN_FILE_MAX (64u << 20) /* bytes */
+#define HEATMAP_MAX_CELLS_TEXT "1024"
+_Static_assert(HEATMAP_MAX_CELLS == 1024, "--cell's help states HEATMAP_MAX_CELLS");
 
 typedef struct heatmap_options {
     forward_options fwd;
@@ -18,50 +21,32 @@ typedef struct heatmap_options {
     int zeros_masked, scale_one;
 } heatmap_options;
 
-static void heatmap_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: vkattn heatmap --out FILE.png (FORWARD INPUTS | --from-npy a.npy [--zeros-masked])\n"
-            "                      [--batch-index N] [--tokens FILE | --query-tokens FILE --key-tokens FILE]\n"
-            "                      [--heads-per-row N] [--cell PX] [--scale-one]\n"
-            "  FORWARD INPUTS as for vkattn run: --weights W.safetensors --heads H --query q.npy [--key k.npy\n"
-            "    [--value v.npy]] [--key-padding-mask m.npy] [--valid-lens v.npy] [--attn-mask m.npy] [--causal]\n"
-            "    [--add-zero-attn] [--device N|NAME] [--cpu]\n");
-    forward_options_usage(out);
-    fprintf(out,
-            "  The forward runs on the unfused path, which returns per-head weights (--cpu: the CPU reference).\n"
-            "  Keys the masks exclude are drawn hatched grey (\"masked\"), unlike a zero weight (dark purple).\n"
-            "  --from-npy reads float32 weights (B,H,L,S) or (H,L,S) instead; NaN counts as masked, and exact\n"
-            "    zeros do too with --zeros-masked.\n"
-            "  --batch-index N   the batch item to draw (default 0)\n"
-            "  --tokens FILE     labels for both axes, one token per line (self-attention); --query-tokens and\n"
-            "                    --key-tokens label the axes separately\n"
-            "  --heads-per-row N panels per row (default ceil(sqrt(H)))\n"
-            "  --cell PX         pixels per cell (default: panels of about 128..256 pixels; an axis longer than\n"
-            "                    %u positions is averaged down to at most %u cells, as the title then says)\n"
-            "  --scale-one       colour scale 0..1 (default 0..the largest weight shown)\n"
-            "  --out is checked before anything runs.\n" CLI_EXIT_HELP,
-            HEATMAP_MAX_CELLS, HEATMAP_MAX_CELLS);
-}
+#define M(field) offsetof(heatmap_options, field)
+static const cli_option k_heatmap_rows[] = {
+    {"--out", "FILE.png", "the picture", CLI_TEXT, M(out), .flags = CLI_REQUIRED},
+    {"--from-npy", "a.npy", "draw float32 weights (B, H, L, S) or (H, L, S) from a file instead of running a forward; "
+     "NaN counts as masked", CLI_TEXT, M(from_npy)},
+    {"--zeros-masked", NULL, "(with --from-npy) exact zeros count as masked too", CLI_FLAG, M(zeros_masked)},
+    {"--batch-index", "N", "the batch item to draw (default 0)", CLI_U32, M(batch_index), 0},
+    {"--tokens", "FILE", "labels for both axes, one token per line (self-attention)", CLI_TEXT, M(tokens)},
+    {"--query-tokens", "FILE", "labels for the query axis", CLI_TEXT, M(query_tokens)},
+    {"--key-tokens", "FILE", "labels for the key axis", CLI_TEXT, M(key_tokens)},
+    {"--heads-per-row", "N", "panels per row (default ceil(sqrt(H)))", CLI_U32, M(heads_per_row), 1},
+    {"--cell", "PX", "pixels per cell (default: panels of about 128..256 pixels; an axis longer than "
+     HEATMAP_MAX_CELLS_TEXT " positions is averaged down to at most " HEATMAP_MAX_CELLS_TEXT " cells, as the title "
+     "then says)", CLI_U32, M(cell), 1},
+    {"--scale-one", NULL, "colour scale 0..1 (default 0..the largest weight shown)", CLI_FLAG, M(scale_one)},
+};
 
 static int usage_error(const char *message)
 {
     fprintf(stderr, "vkattn heatmap: %s\n", message);
-    heatmap_usage(stderr);
     return 2;
 }
 
-static int check_options(const heatmap_options *o)
+static int check_options(const heatmap_options *o, const char *forward_input)
 {
-    cli_missing missing = {0};
-    if (!o->from_npy) forward_options_missing(&o->fwd, &missing);
-    size_t inputs = missing.count;
-    if (!o->out) cli_missing_add(&missing, "--out");
-    if (cli_missing_report("heatmap", &missing, inputs ? "(or --from-npy instead of the forward inputs)" : NULL)) {
-        heatmap_usage(stderr);
-        return 2;
-    }
-    if (o->from_npy && o->fwd.given)
+    if (o->from_npy && forward_input)
         return usage_error("--from-npy reads weights from a file; it takes none of the forward inputs");
     if (o->fwd.path_given && o->fwd.path == VKATTN_PATH_FUSED)
         return usage_error("the fused path returns no attention weights; heatmap runs the unfused path");
@@ -78,33 +63,14 @@ static int check_options(const heatmap_options *o)
 
 static int parse(int argc, char **argv, heatmap_options *o)
 {
-    cli_args a = cli_args_make("heatmap", argc, argv);
-    const char *opt, *v;
-    while ((opt = cli_next(&a))) {
-        const char **text = NULL;
-        uint32_t *number = NULL, min = 1;
-        int taken = 0;
-        if (cli_is(&a, opt, "--help")) {
-            heatmap_usage(stdout);
-            return -1;
-        }
-        if (forward_option(&a, opt, &o->fwd, &taken)) return 2;
-        if (taken) continue;
-        if (cli_is(&a, opt, "--zeros-masked")) o->zeros_masked = 1;
-        else if (cli_is(&a, opt, "--scale-one")) o->scale_one = 1;
-        else if (cli_is(&a, opt, "--batch-index")) number = &o->batch_index, min = 0;
-        else if (cli_is(&a, opt, "--heads-per-row")) number = &o->heads_per_row;
-        else if (cli_is(&a, opt, "--cell")) number = &o->cell;
-        else if (cli_is(&a, opt, "--from-npy")) text = &o->from_npy;
-        else if (cli_is(&a, opt, "--out")) text = &o->out;
-        else if (cli_is(&a, opt, "--tokens")) text = &o->tokens;
-        else if (cli_is(&a, opt, "--query-tokens")) text = &o->query_tokens;
-        else if (cli_is(&a, opt, "--key-tokens")) text = &o->key_tokens;
-        else return cli_unknown_option(&a, opt);
-        if (text && !(*text = cli_value(&a, opt))) return 2;
-        if (number && (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, min, number))) return 2;
-    }
-    return check_options(o);
+    cli_command c = {"heatmap", "--out FILE.png (FORWARD INPUTS | --from-npy a.npy) [options]",
+                     "The forward runs on the unfused path, which returns per-head weights (--cpu: the CPU reference).\n"
+                     "Keys the masks exclude are drawn hatched grey (\"masked\"), unlike a zero weight (dark purple).\n"
+                     "--out is checked before anything runs.\n" FORWARD_NOTES CLI_EXIT_HELP,
+                     {FORWARD_GROUP(o->fwd), {"heatmap", k_heatmap_rows, CLI_COUNT(k_heatmap_rows), o}},
+                     .unless = "--from-npy"};
+    int rc = cli_parse(&c, argc, argv);
+    return rc ? rc : check_options(o, cli_group_given(&c, 0));
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -197,7 +163,7 @@ static int forward_run(const heatmap_options *o, heatmap_source *s)
     f.average_weights = 0;
     f.path = VKATTN_PATH_UNFUSED; /* the path that returns per-head weights */
     forward_inputs_print_shapes(in, &o->fwd);
-    if ((rc = forward_inputs_run("heatmap", &o->fwd, in, &f))) return rc;
+    if ((rc = forward_inputs_run("heatmap", &o->fwd, in, &f, NULL))) return rc;
     s->weights = s->all_weights + o->batch_index * item;
     uint8_t *m = s->masked;
     for (uint32_t h = 0; h < s->H; h++)
@@ -224,41 +190,15 @@ static void tokens_free(token_list *t)
     memset(t, 0, sizeof *t);
 }
 
-static int read_file(const char *path, char **out, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "vkattn heatmap: cannot open the token file %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    size_t cap = 4096, n = 0, got;
-    char *buf = malloc(cap + 1);
-    while (buf && n <= TOKEN_FILE_MAX && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n < cap) continue;
-        char *bigger = realloc(buf, cap * 2 + 1);
-        if (!bigger) free(buf);
-        buf = bigger, cap *= 2;
-    }
-    int failed = !buf || ferror(f) || n > TOKEN_FILE_MAX;
-    fclose(f);
-    if (failed) {
-        fprintf(stderr, "vkattn heatmap: reading the token file %s: %s\n", path,
-                !buf ? "out of host memory" : n > TOKEN_FILE_MAX ? "larger than 64 MiB" : "read error");
-        free(buf);
-        return 1;
-    }
-    buf[n] = '\0';
-    *out = buf, *size = n;
-    return 0;
-}
-
 /* One token per line; "\r\n" line ends are accepted, and a last line without '\n' counts. */
 static int read_tokens(const char *path, token_list *t)
 {
     size_t size = 0;
-    int rc = read_file(path, &t->text, &size);
-    if (rc) return rc;
+    char err[300];
+    if (!(t->text = cli_read_file(path, TOKEN_FILE_MAX, &size, err, sizeof err))) {
+        fprintf(stderr, "vkattn heatmap: the token file %s: %s\n", path, err);
+        return 1;
+    }
     size_t lines = 0;
     for (size_t i = 0; i < size; i++) lines += t->text[i] == '\n';
     if (size && t->text[size - 1] != '\n') lines++;

@@ -10,12 +10,11 @@
 
 int cmd_info(int argc, char **argv)
 {
-    if (argc > 0) {
-        int help = strcmp(argv[0], "--help") == 0;
-        fprintf(help ? stdout : stderr, "usage: vkattn info\n  lists the Vulkan devices; the one marked * is used when "
-                                        "neither --device nor VKATTN_DEVICE names another\n" CLI_EXIT_HELP);
-        return help ? 0 : 2;
-    }
+    cli_command c = {"info", NULL,
+                     "Lists the Vulkan devices; the one marked * is used when neither --device nor VKATTN_DEVICE\n"
+                     "names another.\n" CLI_EXIT_HELP};
+    int rc = cli_parse(&c, argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
     vkattn_device_info infos[MAX_DEVICES];
     uint32_t count = 0;
     vkattn_error error = {0};

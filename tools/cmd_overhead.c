@@ -3,28 +3,29 @@
  * wait once), side by side in one run at a shape small enough that the host's share dominates —
  * the situation of a decode loop, one token per layer. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
-static void overhead_usage(FILE *out)
-{
-    fprintf(out, "usage: vkattn overhead [--layers N] [--embed E] [--heads H] [--length L] [--rounds R] [--device N|NAME]\n"
-                 "  a stack of N self-attention layers (default 8, E = 64, H = 4, L = 16 tokens, batch 1) run R times\n"
-                 "  (default 50) each way, alternating: blocking vkattn_forward per layer, then one vkattn_submission\n"
-                 "  of all N; prints the median wall time per forward of each, the host time spent in the\n"
-                 "  submission's calls, and checks that both ways give identical outputs\n" CLI_EXIT_HELP);
-}
+typedef struct overhead_options {
+    const char *device;
+    uint32_t layers, embed, heads, length, rounds;
+} overhead_options;
+
+#define O(field) offsetof(overhead_options, field)
+static const cli_option k_overhead_rows[] = {
+    {"--layers", "N", "self-attention layers in the stack (batch 1)", CLI_U32, O(layers), 1},
+    {"--embed", "E", "embedding width", CLI_U32, O(embed), 1},
+    {"--heads", "H", "heads", CLI_U32, O(heads), 1},
+    {"--length", "L", "tokens", CLI_U32, O(length), 1},
+    {"--rounds", "R", "passes of the stack each way, alternating", CLI_U32, O(rounds), 1},
+    CLI_DEVICE_OPTION(overhead_options, device),
+};
 
 static double now_us(void) { return cli_now() * 1e6; }
-
-static double median(double *v, uint32_t n)
-{
-    qsort(v, n, sizeof *v, cli_compare_doubles);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 typedef struct stack {
     uint32_t n, E, L;
@@ -42,11 +43,7 @@ static vkattn_status stack_make(vkattn_context *ctx, stack *s, uint32_t H)
     s->submitted = calloc(n + 1, sizeof *s->submitted);
     s->weights = malloc(per_layer * n * sizeof(float));
     if (!s->layers || !s->blocking || !s->submitted || !s->weights) return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
-    uint32_t seed = 2024;
-    for (size_t i = 0; i < per_layer * n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        s->weights[i] = ((float)(seed >> 8) / (float)(1u << 24) - 0.5f) * 2.0f / sqrtf((float)E);
-    }
+    cli_fill_random(s->weights, per_layer * n, 2024, 1.0f / sqrtf((float)E));
     vkattn_layer_desc desc = {.embed_dim = E, .num_heads = H};
     vkattn_status status = VKATTN_OK;
     for (uint32_t i = 0; i < n && status == VKATTN_OK; i++) {
@@ -104,37 +101,21 @@ static vkattn_status one_round(stack *s, vkattn_submission *sub, double *blockin
 
 int cmd_overhead(int argc, char **argv)
 {
-    const char *device = NULL;
-    uint32_t n = 8, E = 64, H = 4, L = 16, rounds = 50;
-    cli_args a = cli_args_make("overhead", argc, argv);
-    const char *opt, *v;
-    while ((opt = cli_next(&a))) {
-        if (cli_is(&a, opt, "--help")) {
-            overhead_usage(stdout);
-            return 0;
-        } else if (cli_is(&a, opt, "--device")) {
-            if (!(device = cli_value(&a, opt))) return 2;
-        } else if (cli_is(&a, opt, "--layers")) {
-            if (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, 1, &n)) return 2;
-        } else if (cli_is(&a, opt, "--embed")) {
-            if (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, 1, &E)) return 2;
-        } else if (cli_is(&a, opt, "--heads")) {
-            if (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, 1, &H)) return 2;
-        } else if (cli_is(&a, opt, "--length")) {
-            if (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, 1, &L)) return 2;
-        } else if (cli_is(&a, opt, "--rounds")) {
-            if (!(v = cli_value(&a, opt)) || cli_parse_u32(opt, v, 1, &rounds)) return 2;
-        } else {
-            return cli_unknown_option(&a, opt);
-        }
-    }
+    overhead_options o = {NULL, 8, 64, 4, 16, 50};
+    cli_command c = {"overhead", NULL,
+                     "Runs the stack both ways: blocking vkattn_forward per layer, then one vkattn_submission of all\n"
+                     "of them; prints the median wall time per forward of each, the host time spent in the\n"
+                     "submission's calls, and checks that both ways give identical outputs.\n" CLI_EXIT_HELP,
+                     {{NULL, k_overhead_rows, CLI_COUNT(k_overhead_rows), &o}}};
+    int rc = cli_parse(&c, argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
+    const uint32_t n = o.layers, E = o.embed, H = o.heads, L = o.length, rounds = o.rounds;
     if (n > 1024 || rounds > 100000) {
         fprintf(stderr, "vkattn overhead: at most 1024 layers and 100000 rounds\n");
         return 2;
     }
     vkattn_context *ctx = NULL;
-    int rc = cli_open_context("overhead", device, &ctx);
-    if (rc) return rc;
+    if ((rc = cli_open_context("overhead", o.device, &ctx))) return rc;
     stack s = {.n = n, .E = E, .L = L};
     vkattn_submission *sub = NULL;
     double *samples = malloc(3 * (size_t)rounds * sizeof(double));
@@ -154,8 +135,8 @@ int cmd_overhead(int argc, char **argv)
         fprintf(stderr, "vkattn overhead: the submission's output differs from the blocking forwards' output\n");
         rc = CLI_EXIT_FAILURE;
     } else {
-        double blocking = median(samples, rounds) / n, submitted = median(samples + rounds, rounds) / n,
-               calls = median(samples + 2 * rounds, rounds) / n;
+        double blocking = cli_median(samples, rounds) / n, submitted = cli_median(samples + rounds, rounds) / n,
+               calls = cli_median(samples + 2 * rounds, rounds) / n;
         printf("stack: %u self-attention layers, B = 1, L = %u, E = %u, H = %u, fp32; %u rounds each way, alternating\n",
                n, L, E, H, rounds);
         printf("blocking vkattn_forward       %9.1f us per forward (wall, median)\n", blocking);

@@ -1,46 +1,33 @@
 /* vkattn peak: the device's own ceilings (fp32/fp16 FMA throughput, memory bandwidth), so that
  * benchmark figures can be read as a fraction of what this device can do. */
+#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "cli.h"
 
-static void peak_usage(FILE *out)
-{
-    fprintf(out, "usage: vkattn peak [--device N|NAME] [--seconds T]\n"
-                 "  measures fp32 (and fp16) FMA throughput and copy bandwidth with microkernels, ~T s (default 1)\n"
-                 CLI_EXIT_HELP);
-}
+typedef struct peak_options {
+    const char *device;
+    double seconds;
+} peak_options;
+
+static const cli_option k_peak_rows[] = {
+    {"--seconds", "T", "measuring time, about", CLI_NUMBER, offsetof(peak_options, seconds), 0, 600,
+     .flags = CLI_ABOVE_MIN},
+    CLI_DEVICE_OPTION(peak_options, device),
+};
 
 int cmd_peak(int argc, char **argv)
 {
-    const char *device = NULL;
-    double seconds = 1.0;
-    cli_args a = cli_args_make("peak", argc, argv);
-    const char *opt, *v;
-    while ((opt = cli_next(&a))) {
-        if (cli_is(&a, opt, "--help")) {
-            peak_usage(stdout);
-            return 0;
-        } else if (cli_is(&a, opt, "--device")) {
-            if (!(device = cli_value(&a, opt))) return 2;
-        } else if (cli_is(&a, opt, "--seconds")) {
-            if (!(v = cli_value(&a, opt))) return 2;
-            seconds = atof(v);
-            if (!(seconds > 0 && seconds < 600)) {
-                fprintf(stderr, "vkattn peak: --seconds expects a number in (0, 600), got \"%s\"\n", v);
-                return 2;
-            }
-        } else {
-            return cli_unknown_option(&a, opt);
-        }
-    }
+    peak_options o = {NULL, 1.0};
+    cli_command c = {"peak", NULL,
+                     "Measures fp32 (and fp16) FMA throughput and copy bandwidth with microkernels.\n" CLI_EXIT_HELP,
+                     {{NULL, k_peak_rows, CLI_COUNT(k_peak_rows), &o}}};
+    int rc = cli_parse(&c, argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
     vkattn_context *ctx = NULL;
-    int rc = cli_open_context("peak", device, &ctx);
-    if (rc) return rc;
+    if ((rc = cli_open_context("peak", o.device, &ctx))) return rc;
     vkattn_peak peak;
-    vkattn_status status = vkattn_measure_peak(ctx, seconds, &peak);
+    vkattn_status status = vkattn_measure_peak(ctx, o.seconds, &peak);
     if (status != VKATTN_OK) {
         rc = cli_fail("peak", "measuring", status, vkattn_context_last_error(ctx));
     } else {

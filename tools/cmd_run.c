@@ -1,4 +1,5 @@
 /* vkattn run: a forward on .npy inputs with safetensors weights, written to .npy. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,72 +16,34 @@ typedef struct run_options {
     run_decode_options decode; /* --decode-from P, --kv-cache-dtype */
 } run_options;
 
-static void run_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: vkattn run --weights W.safetensors [--prefix P] --heads H --query q.npy [--key k.npy [--value v.npy]]\n"
-            "                  [--key-padding-mask m.npy] [--valid-lens v.npy] [--attn-mask m.npy] [--causal]\n"
-            "                  [--add-zero-attn] --out out.npy [--attn-weights a.npy [--average-weights]]\n"
-            "                  [--head-mask m.npy] [--path auto|fused|unfused] [--dtype f32|f16] [--device N|NAME]\n"
-            "                  [--cpu] [--check] [--check-finite] [--trace]\n"
-            "                  [--sliding-window W] [--softcap C] [--alibi] [--sinks s.npy]\n"
-            "                  [--decode-from P [--kv-cache-dtype f32|f16|q8_0|q4_0]]\n");
-    forward_options_usage(out);
-    fprintf(out,
-            "  --cpu runs the CPU reference instead of Vulkan.\n"
-            "  --path picks the device path (auto: fused, or unfused when attention weights are asked for).\n"
-            "  --dtype picks the layer's storage: f32 (default) or f16 (weights and activations in fp16, fp32\n"
-            "  accumulation; a device without 16-bit storage keeps f32, and says so).\n"
-            "  --check runs the CPU reference path too and compares: OK within max-abs 1e-4 x max(1, max|ref|)\n"
-            "  and NMSE 1e-9 (f16 storage: 1e-2 x max(1, max|ref|) and 2e-6), and no non-finite value that\n"
-            "  differs; else MISMATCH.\n"
-            "  --check-finite reports NaN/inf where they first appear, in forward order: inputs, weights, weights\n"
-            "  fp16 storage overflows (with --dtype f16), outputs; and when only the outputs hold them, whether\n"
-            "  the CPU reference path does too. (NaN and inf propagate as IEEE arithmetic says.)\n");
-    run_decode_usage(out);
-    fprintf(out,
-            CLI_EXIT_HELP "3 --check-finite: an output holds NaN or inf; 4 --check: MISMATCH, the result disagrees\n"
-            "with the CPU reference path (4 wins over 3).\n"
-            "The outputs are checked before anything runs, and written in every case but 1 and 2.\n");
-}
+#define R(field) offsetof(run_options, field)
+static const cli_option k_run_rows[] = {
+    {"--out", "out.npy", "the output (B, L, E), or (L, E) for an (L, E) query", CLI_TEXT, R(out), .flags = CLI_REQUIRED},
+    {"--attn-weights", "a.npy", "also the attention weights (B, H, L, S') (the unfused path computes them)", CLI_TEXT,
+     R(attn_weights)},
+    {"--average-weights", NULL, "the attention weights averaged over heads: (B, L, S')", CLI_FLAG, R(average_weights),
+     .needs = "--attn-weights"},
+    CLI_STORAGE_OPTION(run_options, storage),
+    {"--check", NULL, "also run the CPU reference path and compare: OK within max-abs 1e-4 x max(1, max|ref|) and NMSE "
+     "1e-9 (f16 storage: 1e-2 x max(1, max|ref|) and 2e-6), and no non-finite value that differs; else MISMATCH",
+     CLI_FLAG, R(check)},
+    {"--check-finite", NULL, "report NaN/inf where they first appear, in forward order: inputs, weights, weights fp16 "
+     "storage overflows (with --dtype f16), outputs; and when only the outputs hold them, whether the CPU reference "
+     "path does too", CLI_FLAG, R(check_finite)},
+};
+
+static const char k_run_notes[] = FORWARD_NOTES
+    CLI_EXIT_HELP "3 --check-finite: an output holds NaN or inf; 4 --check: MISMATCH, the result disagrees\n"
+    "with the CPU reference path (4 wins over 3).\n"
+    "The outputs are checked before anything runs, and written in every case but 1 and 2.\n";
 
 static int parse(int argc, char **argv, run_options *o)
 {
-    cli_args a = cli_args_make("run", argc, argv);
-    const char *opt;
-    while ((opt = cli_next(&a))) {
-        const char **target = NULL;
-        int taken = 0;
-        if (cli_is(&a, opt, "--help")) {
-            run_usage(stdout);
-            return -1;
-        }
-        if (forward_option(&a, opt, &o->fwd, &taken)) return 2;
-        if (taken) continue;
-        if (run_decode_option(&a, opt, &o->decode, &taken)) return 2;
-        if (taken) continue;
-        if (cli_is(&a, opt, "--average-weights")) o->average_weights = 1;
-        else if (cli_is(&a, opt, "--check")) o->check = 1;
-        else if (cli_is(&a, opt, "--check-finite")) o->check_finite = 1;
-        else if (cli_is(&a, opt, "--out")) target = &o->out;
-        else if (cli_is(&a, opt, "--attn-weights")) target = &o->attn_weights;
-        else if (cli_is(&a, opt, "--dtype")) {
-            const char *v = cli_value(&a, opt);
-            if (!v || cli_parse_storage("run", opt, v, &o->storage)) return 2;
-        } else {
-            return cli_unknown_option(&a, opt);
-        }
-        if (target && !(*target = cli_value(&a, opt))) return 2;
-    }
-    cli_missing missing = {0};
-    forward_options_missing(&o->fwd, &missing);
-    if (!o->out) cli_missing_add(&missing, "--out");
-    if (o->average_weights && !o->attn_weights) cli_missing_add(&missing, "--attn-weights (--average-weights needs it)");
-    if (cli_missing_report("run", &missing, NULL)) {
-        run_usage(stderr);
-        return 2;
-    }
-    return run_decode_check_options("run", &o->fwd, &o->decode, o->attn_weights != NULL);
+    cli_command c = {"run", NULL, k_run_notes,
+                     {FORWARD_GROUP(o->fwd), {"run", k_run_rows, CLI_COUNT(k_run_rows), o},
+                      {"decoding through a KV cache", run_decode_rows, run_decode_count, &o->decode}}};
+    int rc = cli_parse(&c, argc, argv);
+    return rc ? rc : run_decode_check_options("run", &o->fwd, &o->decode, o->attn_weights != NULL);
 }
 
 /* The shapes of the two outputs as written: (B, L, E) and (B, H, L, S') or (B, L, S') averaged,
@@ -165,12 +128,12 @@ static int check_against_cpu(const forward_inputs *in, const vkattn_host_forward
 {
     int rc = reference_run(in, f, s, ref);
     if (rc) return rc;
-    cli_tolerance t = cli_tolerance_for(storage);
+    const compare_tolerance *t = compare_tolerance_for(storage);
     *ok = 1;
     if (f->attn_weights)
         *ok &= cli_check_report("attention weights", f->attn_weights, ref->weights, s->weights_rank,
-                                s->weights_dims, &t);
-    *ok &= cli_check_report("output", f->output, ref->out, s->out_rank, s->out_dims, &t);
+                                s->weights_dims, t);
+    *ok &= cli_check_report("output", f->output, ref->out, s->out_rank, s->out_dims, t);
     if (*ok) printf("check: OK\n");
     else printf("check: MISMATCH: the result disagrees with the CPU reference path (exit status %d)\n",
                 CLI_EXIT_MISMATCH);
@@ -251,7 +214,7 @@ int cmd_run(int argc, char **argv)
     }
     vkattn_dtype storage; /* whose tolerance --check applies */
     if (o.decode.given) rc = run_decode("run", &o.fwd, &in, &o.decode, out, &storage);
-    else rc = forward_inputs_run_storage("run", &o.fwd, &in, &f, &storage);
+    else rc = forward_inputs_run("run", &o.fwd, &in, &f, &storage);
     if (rc) goto done;
     int agree = 1;
     if (o.check && (rc = check_against_cpu(&in, &f, &s, storage, &ref, &agree))) goto done;

@@ -1,173 +1,116 @@
 /* Forward inputs on files, shared by the subcommands that run a forward (see forward_inputs.h). */
 #include "forward_inputs.h"
 
+#include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_path(cli_args *a, const char *opt, forward_options *o)
+#define F(field) offsetof(forward_options, field)
+static const int k_paths[] = {VKATTN_PATH_AUTO, VKATTN_PATH_FUSED, VKATTN_PATH_UNFUSED};
+static const int k_rope_styles[] = {VKATTN_ROPE_NEOX, VKATTN_ROPE_GPTJ};
+
+const cli_option forward_option_rows[] = {
+    {"--weights", "W.safetensors", "an nn.MultiheadAttention state_dict, or a checkpoint with --prefix", CLI_TEXT,
+     F(weights), .flags = CLI_REQUIRED},
+    {"--prefix", "P", "the layer's name prefix in a checkpoint (model.layers.0.self_attn.): nn.MultiheadAttention or "
+     "Hugging Face names (q_proj.weight, k_proj.weight, v_proj.weight, o_proj.weight); only that layer is read",
+     CLI_TEXT, F(prefix)},
+    {"--heads", "H", "attention heads", CLI_U32, F(heads), 1, .flags = CLI_REQUIRED},
+    {"--kv-heads", "N", "grouped-query attention with N key/value heads: the weights' k/v projections have N x head "
+     "dim rows, which is how vkattn knows N; the option checks it (default: what they say)", CLI_U32, F(kv_heads), 1},
+    {"--query", "q.npy", "(B, L, E) or (L, E) float32", CLI_TEXT, F(query), .flags = CLI_REQUIRED},
+    {"--key", "k.npy", "(B, S, kdim) float32 (default: the query)", CLI_TEXT, F(key)},
+    {"--value", "v.npy", "(B, S, vdim) float32 (default: the key)", CLI_TEXT, F(value), .needs = "--key"},
+    {"--key-padding-mask", "m.npy", "(B, S) bool, true = ignore the key", CLI_TEXT, F(key_padding_mask)},
+    {"--valid-lens", "v.npy", "(B) or (B, L) integers: the keys from that length on are masked", CLI_TEXT,
+     F(valid_lens)},
+    {"--attn-mask", "m.npy", "(L, S) or (B*H, L, S), bool (true = blocked) or float32 (added to the scores)",
+     CLI_TEXT, F(attn_mask)},
+    {"--causal", NULL, "query i sees keys j <= i (j <= i + S - L in a layer with positions: RoPE, a window, ALiBi)",
+     CLI_FLAG, F(causal)},
+    {"--add-zero-attn", NULL, "append a zero key and value (nn.MultiheadAttention's add_zero_attn)", CLI_FLAG,
+     F(add_zero_attn)},
+    {"--head-mask", "m.npy", "(H) bool: true = keep the head, false = prune it (see vkattn heads --prune)", CLI_TEXT,
+     F(head_mask)},
+    {"--rope-theta", "X", "rotary positions on q and k with the model's rope_theta (10000, 500000, ...; "
+     "rope_scaling, as in Llama 3.1, uses other frequencies: not supported)", CLI_NUMBER, F(rope_theta), 0, FLT_MAX,
+     .flags = CLI_ABOVE_MIN},
+    {"--rope-dim", "R", "rotated dims per head (default: all)", CLI_U32, F(rope_dim), 2},
+    {"--rope-style", "neox|gptj", "neox pairs i and i + R/2 (Hugging Face LLaMA, Qwen, Mistral), gptj 2i and 2i + 1",
+     CLI_CHOICE, F(rope_style), .values = k_rope_styles, .given = CLI_GIVEN(forward_options, rope_style_given)},
+    {"--sliding-window", "W", "a query sees no key more than W - 1 positions before it (Mistral, Gemma local layers)",
+     CLI_U32, F(window), 1},
+    {"--softcap", "C", "scores x become C tanh(x / C) (Gemma 2: 50)", CLI_NUMBER, F(softcap), 0, FLT_MAX,
+     .flags = CLI_ABOVE_MIN},
+    {"--alibi", NULL, "ALiBi's linear position biases with the standard slopes (BLOOM, MPT; not with --rope-theta)",
+     CLI_FLAG, F(alibi)},
+    {"--sinks", "s.npy", "(H) float32: a learned logit per head in each softmax's denominator (gpt-oss)", CLI_TEXT,
+     F(sinks)},
+    {"--path", "auto|fused|unfused", "the device path (auto: fused, or unfused when attention weights are asked for)",
+     CLI_CHOICE, F(path), .values = k_paths, .given = CLI_GIVEN(forward_options, path_given)},
+    CLI_DEVICE_OPTION(forward_options, device),
+    {"--cpu", NULL, "run the CPU reference path instead of Vulkan", CLI_FLAG, F(cpu)},
+    {"--trace", NULL, "print the plan before the forward runs: the shapes per head, how keys and rows are split, the "
+     "workspace, and every step with its kernel, bindings, grid and loop trips", CLI_FLAG, F(trace)},
+};
+const size_t forward_option_count = CLI_COUNT(forward_option_rows);
+
+/* What each input array must be, as the messages that refuse one say it, and where it goes. */
+typedef struct input_spec {
+    const char *option, *what;
+    unsigned dtypes;      /* the vkattn_dtype values it takes, as bits 1u << dtype */
+    const char *accepts;  /* the same, in numpy's words */
+    const char *convert;  /* the numpy call that makes one */
+    const char *shapes;
+    uint32_t min_rank, max_rank; /* 0: the query's rank */
+    size_t path, array;   /* offsets in forward_options and forward_inputs */
+} input_spec;
+
+#define DTYPE_BIT(d) (1u << VKATTN_DTYPE_##d)
+#define FLOAT_INPUT "float32 (<f4; float16 and float64 are converted)"
+#define AT(field) offsetof(forward_options, field), offsetof(forward_inputs, field)
+enum { QUERY, KEY, VALUE, KEY_PADDING_MASK, VALID_LENS, ATTN_MASK, HEAD_MASK, SINKS, INPUT_COUNT };
+static const input_spec k_inputs[INPUT_COUNT] = {
+    [QUERY] = {"--query", "the query", DTYPE_BIT(F32), FLOAT_INPUT, "q.astype(np.float32)", "(B, L, E) or (L, E)", 2, 3,
+               AT(query)},
+    [KEY] = {"--key", "the key", DTYPE_BIT(F32), FLOAT_INPUT, "k.astype(np.float32)",
+             "(B, S, kdim), or (S, kdim) with an (L, E) query", 0, 0, AT(key)},
+    [VALUE] = {"--value", "the value", DTYPE_BIT(F32), FLOAT_INPUT, "v.astype(np.float32)",
+               "(B, S, vdim), or (S, vdim) with an (L, E) query", 0, 0, AT(value)},
+    [KEY_PADDING_MASK] = {"--key-padding-mask", "the key padding mask", DTYPE_BIT(BOOL),
+                          "bool (|b1), true = ignore the key", "m.astype(bool)", "(B, S), or (S) with an (L, E) query",
+                          1, 2, AT(key_padding_mask)},
+    [VALID_LENS] = {"--valid-lens", "the valid lengths", DTYPE_BIT(I32), "int32 (<i4; int64 is converted)",
+                    "lens.astype(np.int32)", "(B) or (B, L)", 1, 2, AT(valid_lens)},
+    [ATTN_MASK] = {"--attn-mask", "the attention mask", DTYPE_BIT(BOOL) | DTYPE_BIT(F32),
+                   "bool (|b1, true = blocked) or float32 (<f4, added to the scores)",
+                   "m.astype(bool) or m.astype(np.float32)", "(L, S) or (B*H, L, S)", 2, 3, AT(attn_mask)},
+    [HEAD_MASK] = {"--head-mask", "the head mask", DTYPE_BIT(BOOL), "bool (|b1), true = keep the head",
+                   "m.astype(bool)", "(H)", 1, 1, AT(head_mask)},
+    [SINKS] = {"--sinks", "the sinks", DTYPE_BIT(F32), FLOAT_INPUT, "s.astype(np.float32)", "(H)", 1, 1, AT(sinks)},
+};
+
+static vkattn_array *array_of(forward_inputs *in, const input_spec *spec)
 {
-    const char *v = cli_value(a, opt);
-    if (!v) return 2;
-    if (strcmp(v, "auto") == 0) o->path = VKATTN_PATH_AUTO;
-    else if (strcmp(v, "fused") == 0) o->path = VKATTN_PATH_FUSED;
-    else if (strcmp(v, "unfused") == 0) o->path = VKATTN_PATH_UNFUSED;
-    else {
-        fprintf(stderr, "vkattn %s: --path takes auto, fused or unfused, not \"%s\"\n", a->command, v);
-        return 2;
-    }
-    o->path_given = 1;
-    return 0;
+    return (vkattn_array *)((char *)in + spec->array);
 }
 
-int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken)
+static const char *path_of(const forward_options *o, const input_spec *spec)
 {
-    const char **target = NULL;
-    *taken = 1;
-    if (cli_is(a, opt, "--causal")) o->causal = 1;
-    else if (cli_is(a, opt, "--add-zero-attn")) o->add_zero_attn = 1;
-    else if (cli_is(a, opt, "--cpu")) o->cpu = 1;
-    else if (cli_is(a, opt, "--trace")) o->trace = 1;
-    else if (cli_is(a, opt, "--heads")) {
-        const char *v = cli_value(a, opt);
-        if (!v || cli_parse_u32(opt, v, 1, &o->heads)) return 2;
-    } else if (cli_is(a, opt, "--kv-heads")) {
-        const char *v = cli_value(a, opt);
-        if (!v || cli_parse_u32(opt, v, 1, &o->kv_heads)) return 2;
-    } else if (cli_is(a, opt, "--rope-theta")) {
-        const char *v = cli_value(a, opt);
-        char *end = NULL;
-        if (!v) return 2;
-        o->rope_theta = strtof(v, &end);
-        if (end == v || *end || !(o->rope_theta > 0) || !isfinite(o->rope_theta)) {
-            fprintf(stderr, "vkattn: --rope-theta expects a positive number (10000, 500000, ...), got \"%s\"\n", v);
-            return 2;
-        }
-    } else if (cli_is(a, opt, "--rope-dim")) {
-        const char *v = cli_value(a, opt);
-        if (!v || cli_parse_u32(opt, v, 2, &o->rope_dim)) return 2;
-    } else if (cli_is(a, opt, "--rope-style")) {
-        const char *v = cli_value(a, opt);
-        if (!v) return 2;
-        if (!strcmp(v, "neox")) o->rope_style = VKATTN_ROPE_NEOX;
-        else if (!strcmp(v, "gptj")) o->rope_style = VKATTN_ROPE_GPTJ;
-        else {
-            fprintf(stderr, "vkattn: --rope-style takes neox or gptj, not \"%s\"\n", v);
-            return 2;
-        }
-        o->rope_style_given = 1;
-    } else if (cli_is(a, opt, "--sliding-window")) {
-        const char *v = cli_value(a, opt);
-        if (!v || cli_parse_u32(opt, v, 1, &o->window)) return 2;
-    } else if (cli_is(a, opt, "--softcap")) {
-        const char *v = cli_value(a, opt);
-        char *end = NULL;
-        if (!v) return 2;
-        o->softcap = strtof(v, &end);
-        if (end == v || *end || !(o->softcap > 0) || !isfinite(o->softcap)) {
-            fprintf(stderr, "vkattn: --softcap expects a positive number (Gemma 2: 50), got \"%s\"\n", v);
-            return 2;
-        }
-    } else if (cli_is(a, opt, "--alibi")) {
-        o->alibi = 1;
-    } else if (cli_is(a, opt, "--path")) {
-        if (parse_path(a, opt, o)) return 2;
-    } else if (cli_is(a, opt, "--weights")) target = &o->weights;
-    else if (cli_is(a, opt, "--prefix")) target = &o->prefix;
-    else if (cli_is(a, opt, "--query")) target = &o->query;
-    else if (cli_is(a, opt, "--key")) target = &o->key;
-    else if (cli_is(a, opt, "--value")) target = &o->value;
-    else if (cli_is(a, opt, "--key-padding-mask")) target = &o->key_padding_mask;
-    else if (cli_is(a, opt, "--valid-lens")) target = &o->valid_lens;
-    else if (cli_is(a, opt, "--attn-mask")) target = &o->attn_mask;
-    else if (cli_is(a, opt, "--head-mask")) target = &o->head_mask;
-    else if (cli_is(a, opt, "--sinks")) target = &o->sinks;
-    else if (cli_is(a, opt, "--device")) target = &o->device;
-    else {
-        *taken = 0;
-        return 0;
-    }
-    if (target && !(*target = cli_value(a, opt))) return 2;
-    o->given = 1;
-    return 0;
-}
-
-void forward_options_missing(const forward_options *o, cli_missing *m)
-{
-    if (!o->weights) cli_missing_add(m, "--weights");
-    if (!o->heads) cli_missing_add(m, "--heads");
-    if (!o->query) cli_missing_add(m, "--query");
-    if (o->value && !o->key) cli_missing_add(m, "--key (--value needs it)");
-}
-
-void forward_options_usage(FILE *out)
-{
-    fprintf(out, "  --weights: a safetensors file of an nn.MultiheadAttention state_dict, or a checkpoint with\n"
-                 "  --prefix naming one layer (e.g. model.layers.0.self_attn.: nn.MultiheadAttention or Hugging Face\n"
-                 "  names q_proj.weight, k_proj.weight, v_proj.weight, o_proj.weight; only that layer is read).\n"
-                 "  The arrays: .npy files\n"
-                 "  (numpy.save; float16 and float64 are converted to float32, int64 to int32).\n"
-                 "  query (B,L,E) or (L,E) float32; key (B,S,kdim), value (B,S,vdim) default to the query;\n"
-                 "  key-padding-mask (B,S) bool, true = ignore; valid-lens (B) or (B,L) integers;\n"
-                 "  attn-mask (L,S) or (B*H,L,S), bool (true = blocked) or float32 (added to the scores).\n"
-                 "  head-mask (H) bool: true = keep the head, false = prune it (see vkattn heads --prune).\n"
-                 "  --kv-heads N: grouped-query attention with N key/value heads; the weights' k/v projections have\n"
-                 "  N x head dim rows, which is how vkattn knows N: the option checks it (default: what they say).\n"                 "  --rope-theta X [--rope-dim R] [--rope-style neox|gptj]: rotary positions on q and k (the model's\n"
-                 "  rope_theta; R rotated dims per head, default all; neox pairs i and i + R/2, as Hugging Face\n"
-                 "  LLaMA/Qwen/Mistral, gptj pairs 2i and 2i + 1). Positions are the token indices. A model with\n"
-                 "  rope_scaling (Llama 3.1) uses other frequencies: not supported.\n"
-                 "  --sliding-window W: a query sees no key more than W - 1 positions before it (Mistral, Gemma\n"
-                 "  local layers; with --causal the W keys up to its own). --softcap C: scores x become\n"
-                 "  C tanh(x / C) (Gemma 2). --alibi: ALiBi's linear position biases with the standard slopes\n"
-                 "  (BLOOM, MPT; not with --rope-theta). --sinks s.npy: float32 (H), a learned sink logit per\n"
-                 "  head that joins each softmax's denominator (gpt-oss). Positions are the token indices (with\n"
-                 "  L != S the queries sit at the last L of the S key positions).\n"
-                 "  --trace prints the plan before the forward runs: the shapes (q, k, v per head, weights,\n"
-                 "  ctx, out), how keys and rows are split, the workspace, and every step with its kernel,\n"
-                 "  bindings, grid and loop trips (the plan that then runs).\n");
+    return *(const char *const *)((const char *)o + spec->path);
 }
 
 void forward_inputs_free(forward_inputs *in)
 {
     vkattn_weight_file_destroy(in->weights);
-    vkattn_array_free(&in->query), vkattn_array_free(&in->key), vkattn_array_free(&in->value);
-    vkattn_array_free(&in->key_padding_mask), vkattn_array_free(&in->valid_lens), vkattn_array_free(&in->attn_mask);
-    vkattn_array_free(&in->head_mask), vkattn_array_free(&in->sinks);
+    for (size_t i = 0; i < INPUT_COUNT; i++) vkattn_array_free(array_of(in, &k_inputs[i]));
     memset(in, 0, sizeof *in);
 }
 
 const vkattn_weights *forward_inputs_weights(const forward_inputs *in) { return &in->w; }
-
-/* What each input array must be, as the messages that refuse one say it. */
-typedef struct input_spec {
-    const char *option, *what;
-    unsigned dtypes;     /* the vkattn_dtype values it takes, as bits 1u << dtype */
-    const char *accepts; /* the same, in numpy's words */
-    const char *convert; /* the numpy call that makes one */
-    const char *shapes;
-} input_spec;
-
-#define DTYPE_BIT(d) (1u << VKATTN_DTYPE_##d)
-#define FLOAT_INPUT "float32 (<f4; float16 and float64 are converted)"
-enum { QUERY, KEY, VALUE, KEY_PADDING_MASK, VALID_LENS, ATTN_MASK, HEAD_MASK, SINKS };
-static const input_spec k_inputs[] = {
-    [QUERY] = {"--query", "the query", DTYPE_BIT(F32), FLOAT_INPUT, "q.astype(np.float32)", "(B, L, E) or (L, E)"},
-    [KEY] = {"--key", "the key", DTYPE_BIT(F32), FLOAT_INPUT, "k.astype(np.float32)",
-             "(B, S, kdim), or (S, kdim) with an (L, E) query"},
-    [VALUE] = {"--value", "the value", DTYPE_BIT(F32), FLOAT_INPUT, "v.astype(np.float32)",
-               "(B, S, vdim), or (S, vdim) with an (L, E) query"},
-    [KEY_PADDING_MASK] = {"--key-padding-mask", "the key padding mask", DTYPE_BIT(BOOL),
-                          "bool (|b1), true = ignore the key", "m.astype(bool)", "(B, S), or (S) with an (L, E) query"},
-    [VALID_LENS] = {"--valid-lens", "the valid lengths", DTYPE_BIT(I32), "int32 (<i4; int64 is converted)",
-                    "lens.astype(np.int32)", "(B) or (B, L)"},
-    [ATTN_MASK] = {"--attn-mask", "the attention mask", DTYPE_BIT(BOOL) | DTYPE_BIT(F32),
-                   "bool (|b1, true = blocked) or float32 (<f4, added to the scores)",
-                   "m.astype(bool) or m.astype(np.float32)", "(L, S) or (B*H, L, S)"},
-    [HEAD_MASK] = {"--head-mask", "the head mask", DTYPE_BIT(BOOL), "bool (|b1), true = keep the head",
-                   "m.astype(bool)", "(H)"},
-    [SINKS] = {"--sinks", "the sinks", DTYPE_BIT(F32), FLOAT_INPUT, "s.astype(np.float32)", "(H)"},
-};
 
 /* "vkattn run: --query q.npy holds int64 (<i8); the query must be float32 (...) (numpy: ...)". */
 static int wrong_dtype(const char *command, const input_spec *spec, const char *path, const char *stored)
@@ -232,40 +175,23 @@ static int check_shape(const char *command, const input_spec *spec, const char *
     return 1;
 }
 
+/* Every file, then the arrays' dtypes and ranks, before any dimension is read from them. */
 static int load_files(const char *command, const forward_options *o, forward_inputs *in)
 {
     vkattn_error error = {0};
     vkattn_status status = vkattn_weight_file_open(o->weights, o->prefix, &in->weights, &error);
     if (status != VKATTN_OK)
         return cli_fail_input(command, "--weights", o->weights, CLI_FILE_SAFETENSORS, status, error.message);
-    int rc;
-    if ((rc = load_array(command, &k_inputs[QUERY], o->query, &in->query)) ||
-        (rc = load_array(command, &k_inputs[KEY], o->key, &in->key)) ||
-        (rc = load_array(command, &k_inputs[VALUE], o->value, &in->value)) ||
-        (rc = load_array(command, &k_inputs[KEY_PADDING_MASK], o->key_padding_mask, &in->key_padding_mask)) ||
-        (rc = load_array(command, &k_inputs[VALID_LENS], o->valid_lens, &in->valid_lens)) ||
-        (rc = load_array(command, &k_inputs[ATTN_MASK], o->attn_mask, &in->attn_mask)) ||
-        (rc = load_array(command, &k_inputs[HEAD_MASK], o->head_mask, &in->head_mask)) ||
-        (rc = load_array(command, &k_inputs[SINKS], o->sinks, &in->sinks)))
-        return rc;
-    return 0;
-}
-
-/* Dtypes and ranks, before any dimension is read from them. */
-static int check_kinds(const char *command, const forward_options *o, const forward_inputs *in)
-{
-    const uint32_t q = in->query.rank;
-    int rc;
-    if ((rc = expect(command, &k_inputs[QUERY], o->query, &in->query, 2, 3)) ||
-        (rc = expect(command, &k_inputs[KEY], o->key, &in->key, q, q)) ||
-        (rc = expect(command, &k_inputs[VALUE], o->value, &in->value, q, q)) ||
-        (rc = expect(command, &k_inputs[KEY_PADDING_MASK], o->key_padding_mask, &in->key_padding_mask, 1, 2)) ||
-        (rc = expect(command, &k_inputs[VALID_LENS], o->valid_lens, &in->valid_lens, 1, 2)) ||
-        (rc = expect(command, &k_inputs[ATTN_MASK], o->attn_mask, &in->attn_mask, 2, 3)) ||
-        (rc = expect(command, &k_inputs[HEAD_MASK], o->head_mask, &in->head_mask, 1, 1)) ||
-        (rc = expect(command, &k_inputs[SINKS], o->sinks, &in->sinks, 1, 1)))
-        return rc;
-    return 0;
+    int rc = 0;
+    for (size_t i = 0; i < INPUT_COUNT && !rc; i++)
+        rc = load_array(command, &k_inputs[i], path_of(o, &k_inputs[i]), array_of(in, &k_inputs[i]));
+    for (size_t i = 0; i < INPUT_COUNT && !rc; i++) {
+        const input_spec *spec = &k_inputs[i];
+        uint32_t q = in->query.rank;
+        rc = expect(command, spec, path_of(o, spec), array_of(in, spec), spec->min_rank ? spec->min_rank : q,
+                    spec->max_rank ? spec->max_rank : q);
+    }
+    return rc;
 }
 
 /* The host call trusts B, L and S, so every array's own shape must agree with them here. */
@@ -295,7 +221,7 @@ static int check_shapes(const char *command, const forward_options *o, const for
 int forward_inputs_load(const char *command, const forward_options *o, forward_inputs *in)
 {
     int rc;
-    if ((rc = load_files(command, o, in)) || (rc = check_kinds(command, o, in))) return rc;
+    if ((rc = load_files(command, o, in))) return rc;
     in->layer.num_heads = o->heads; /* first: describe derives num_kv_heads from it */
     vkattn_weight_file_describe(in->weights, &in->layer);
     in->layer.add_zero_attn = o->add_zero_attn;
@@ -337,11 +263,11 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
                         "or the other\n", command);
         return 2;
     }
-    in->layer.rope_theta = o->rope_theta;
+    in->layer.rope_theta = (float)o->rope_theta;
     in->layer.rope_dim = o->rope_dim;
     in->layer.rope_style = o->rope_style;
     in->layer.window = o->window;
-    in->layer.softcap = o->softcap;
+    in->layer.softcap = (float)o->softcap;
     in->layer.alibi = o->alibi;
     in->w = *vkattn_weight_file_weights(in->weights);
     in->w.sinks = in->sinks.data; /* its dtype is checked; its shape with the others' */
@@ -419,27 +345,17 @@ int forward_inputs_open(const char *command, const forward_options *o, const for
 }
 
 int forward_inputs_run(const char *command, const forward_options *o, const forward_inputs *in,
-                       const vkattn_host_forward_desc *f)
-{
-    vkattn_dtype storage;
-    return forward_inputs_run_storage(command, o, in, f, &storage);
-}
-
-int forward_inputs_run_storage(const char *command, const forward_options *o, const forward_inputs *in,
-                               const vkattn_host_forward_desc *f, vkattn_dtype *storage)
+                       const vkattn_host_forward_desc *f, vkattn_dtype *storage)
 {
     vkattn_context *ctx;
     vkattn_layer *layer;
     vkattn_error error = {0};
     vkattn_status status;
-    *storage = VKATTN_DTYPE_F32; /* the CPU reference computes in double whatever the storage */
+    vkattn_layer_desc d = {.storage = VKATTN_DTYPE_F32}; /* the CPU reference computes in double whatever the storage */
     int rc = forward_inputs_open(command, o, in, &ctx, &layer);
     if (rc) return rc;
-    if (layer) {
-        vkattn_layer_desc d;
-        vkattn_layer_get_desc(layer, &d);
-        *storage = d.storage;
-    }
+    if (layer) vkattn_layer_get_desc(layer, &d);
+    if (storage) *storage = d.storage;
     if (o->trace && (rc = cli_print_plan(command, ctx, layer, f))) goto done;
     double t0 = cli_now(), elapsed;
     if (o->cpu) {

@@ -3,11 +3,11 @@
  * against each other, the vkattn_host_forward_desc they make, running it, and which keys the masks
  * exclude.
  *
- *   forward_options o = {0};          // filled by forward_option() while scanning the arguments
+ *   forward_options o = {0};          // filled by cli_parse through FORWARD_GROUP(o)
  *   forward_inputs in = {0};
  *   if ((rc = forward_inputs_load("run", &o, &in))) goto done;
  *   vkattn_host_forward_desc f = in.desc;  f.output = ...;  f.attn_weights = ...;
- *   if ((rc = forward_inputs_run("run", &o, &in, &f))) goto done;
+ *   if ((rc = forward_inputs_run("run", &o, &in, &f, NULL))) goto done;
  * done:
  *   forward_inputs_free(&in);
  */
@@ -24,12 +24,12 @@ typedef struct forward_options {
     const char *prefix;                       /* --prefix STR: the layer's name prefix in the file */
     uint32_t heads;                           /* --heads H (required) */
     uint32_t kv_heads;                        /* --kv-heads H_kv: checked against the weights; 0 = not given */
-    float rope_theta;                         /* --rope-theta (0 = no rotary positions) */
+    double rope_theta;                        /* --rope-theta (0 = no rotary positions) */
     uint32_t rope_dim;                        /* --rope-dim (0 = the head dim) */
     vkattn_rope_style rope_style;             /* --rope-style */
     int rope_style_given;
     uint32_t window;                          /* --sliding-window W (0 = none) */
-    float softcap;                            /* --softcap C (0 = none) */
+    double softcap;                           /* --softcap C (0 = none) */
     int alibi;                                /* --alibi */
     const char *sinks;                        /* --sinks s.npy: float32 (H), a sink logit per head */
     const char *query, *key, *value;          /* --query (required), --key, --value (.npy) */
@@ -41,20 +41,15 @@ typedef struct forward_options {
     int path_given;                           /* --path appeared */
     int cpu;                                  /* --cpu: the CPU reference instead of Vulkan */
     int trace;                                /* --trace: print the plan before running it */
-    int given;                                /* any of these options appeared */
 } forward_options;
 
-/* If `opt` is one of the options above, takes it (and its value from `a`), sets *taken = 1 and
- * returns 0, or returns 2 after printing a message for a missing or bad value. Otherwise sets
- * *taken = 0 and returns 0. */
-int forward_option(cli_args *a, const char *opt, forward_options *o, int *taken);
-
-/* Adds to `m` each required option that is missing: "--weights", "--heads", "--query", and
- * "--key (--value needs it)". */
-void forward_options_missing(const forward_options *o, cli_missing *m);
-
-/* Prints the lines of a usage message that say what the input arrays hold (their shapes and dtypes). */
-void forward_options_usage(FILE *out);
+/* The options above as a group of a command's table (cli.h), and what --help adds about them. */
+extern const cli_option forward_option_rows[];
+extern const size_t forward_option_count;
+#define FORWARD_GROUP(o) {"forward inputs", forward_option_rows, forward_option_count, &(o)}
+#define FORWARD_NOTES                                                                                       \
+    "The arrays are .npy files (numpy.save; float16 and float64 load as float32, int64 as int32). Positions\n" \
+    "are the token indices; with L != S the queries sit at the last L of the S key positions.\n"
 
 /* The loaded inputs, released together by forward_inputs_free. */
 typedef struct forward_inputs {
@@ -93,13 +88,11 @@ int forward_inputs_open(const char *command, const forward_options *o, const for
                         vkattn_context **ctx, vkattn_layer **layer);
 
 /* Runs `f` (in->desc with the caller's outputs) on the CPU reference when o->cpu, else on a fresh
- * context on o->device. Prints the device, then "path: NAME, T ms". Returns 0 or an exit code. */
+ * context on o->device. Prints the device, then "path: NAME, T ms". Sets *storage (may be NULL) to
+ * the storage dtype the layer really used (F32 after a fall-back from F16, and on the CPU path,
+ * which computes in double whatever the storage). Returns 0 or an exit code. */
 int forward_inputs_run(const char *command, const forward_options *o, const forward_inputs *in,
-                       const vkattn_host_forward_desc *f);
-/* The same, and sets *storage to the storage dtype the layer really used (F32 after a fall-back
- * from F16, and on the CPU path, which computes in double whatever the storage). */
-int forward_inputs_run_storage(const char *command, const forward_options *o, const forward_inputs *in,
-                               const vkattn_host_forward_desc *f, vkattn_dtype *storage);
+                       const vkattn_host_forward_desc *f, vkattn_dtype *storage);
 
 /* --check-finite, in forward order: the float inputs (query, key, value, and a float attn_mask's NaN
  * or +inf; its -inf means "masked"), then each weight tensor by name. Prints a line per tensor that

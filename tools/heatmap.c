@@ -458,11 +458,7 @@ static void draw_bar_ticks(const pen *p, double scale_max)
 {
     const heatmap_layout *l = p->l;
     cairo_t *cr = p->cr;
-    double raw = scale_max / 4, mag = pow(10, floor(log10(raw))), step = 10 * mag;
-    const double mantissa[3] = {1, 2, 5};
-    for (int k = 2; k >= 0; k--)
-        if (mantissa[k] * mag >= raw) step = mantissa[k] * mag;
-    double x = l->bar_x + l->bar_w + 1, top = l->bar_y;
+    double step = canvas_nice_step(scale_max / 4), x = l->bar_x + l->bar_w + 1, top = l->bar_y;
     char buf[LABEL_BUF];
     for (int k = 0; k * step <= scale_max * (1 + 1e-9); k++) {
         double v = k * step;
@@ -527,22 +523,9 @@ static vkattn_status draw(const heatmap_desc *d, const heatmap_layout *l, cairo_
     return VKATTN_OK;
 }
 
-vkattn_status heatmap_render(const heatmap_desc *d, cairo_surface_t **image, heatmap_layout *layout,
-                             vkattn_error *error)
-{
-    heatmap_layout l;
-    canvas c = {0};
-    vkattn_status status;
-    if ((status = heatmap_layout_compute(d, &l, error)) == VKATTN_OK &&
-        (status = canvas_open(&c, CANVAS_PNG, NULL, l.width, l.height, error)) == VKATTN_OK &&
-        (status = draw(d, &l, c.cr, error)) == VKATTN_OK &&
-        (status = canvas_take_image(&c, image, error)) == VKATTN_OK && layout)
-        *layout = l;
-    canvas_destroy(&c);
-    return status;
-}
-
-vkattn_status heatmap_write_png(const heatmap_desc *d, const char *path, heatmap_layout *layout, vkattn_error *error)
+/* The picture into a file (`path`), or into a new image surface (`image`, when path is NULL). */
+static vkattn_status render(const heatmap_desc *d, const char *path, cairo_surface_t **image, heatmap_layout *layout,
+                            vkattn_error *error)
 {
     heatmap_layout l;
     canvas c = {0};
@@ -550,8 +533,19 @@ vkattn_status heatmap_write_png(const heatmap_desc *d, const char *path, heatmap
     if ((status = heatmap_layout_compute(d, &l, error)) == VKATTN_OK &&
         (status = canvas_open(&c, CANVAS_PNG, path, l.width, l.height, error)) == VKATTN_OK &&
         (status = draw(d, &l, c.cr, error)) == VKATTN_OK &&
-        (status = canvas_finish(&c, error)) == VKATTN_OK && layout)
+        (status = path ? canvas_finish(&c, error) : canvas_take_image(&c, image, error)) == VKATTN_OK && layout)
         *layout = l;
     canvas_destroy(&c);
     return status;
+}
+
+vkattn_status heatmap_render(const heatmap_desc *d, cairo_surface_t **image, heatmap_layout *layout,
+                             vkattn_error *error)
+{
+    return render(d, NULL, image, layout, error);
+}
+
+vkattn_status heatmap_write_png(const heatmap_desc *d, const char *path, heatmap_layout *layout, vkattn_error *error)
+{
+    return render(d, path, NULL, layout, error);
 }

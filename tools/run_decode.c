@@ -1,65 +1,34 @@
 /* vkattn run --decode-from P: a causal forward through a paged KV cache (see run_decode.h). */
 #include "run_decode.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { DECODE_BLOCK_SIZE = 16 };
 
-#define CACHE_DTYPE_NAMES "f32, f16, q8_0 or q4_0"
+static const int k_cache_dtypes[] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
 
-/* What --kv-cache-dtype names: 0, or 1 for any other name. */
-static int cache_dtype_from_name(const char *name, vkattn_dtype *out)
-{
-    const vkattn_dtype all[] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (strcmp(name, vkattn_dtype_name(all[i])) == 0) return *out = all[i], 0;
-    return 1;
-}
+const cli_option run_decode_rows[] = {
+    /* 0 parses, so that its refusal can say why (run_decode_refusal). */
+    {"--decode-from", "P", "(with --causal) run the forward as a decoder does, through a KV cache on the device: "
+     "each batch item is a sequence; its first P tokens (1 to L) go in as one prefill, the rest one token at a "
+     "time (all sequences in each step). The output is the plain causal run's (B, L, E) and matches it; --check "
+     "compares it with the CPU reference of the plain causal forward. It prints the tokens prefilled and decoded "
+     "and the time per decode step. It takes no --key, --value, other masks, --attn-weights, --head-mask, "
+     "--add-zero-attn, bias_k/bias_v weights, --cpu (a plain --causal --cpu run gives the same output), --path "
+     "unfused or --trace", CLI_U32, offsetof(run_decode_options, from), 0,
+     .given = CLI_GIVEN(run_decode_options, given)},
+    {"--kv-cache-dtype", "f32|f16|q8_0|q4_0", "(with --decode-from) what the KV cache stores; q8_0 and q4_0 are "
+     "ggml's blocks of 32 values (8 and 4 bits each, and an fp16 scale per block), quantized as tokens are appended, "
+     "for a head dim that is a multiple of 32. --check applies the tolerance of what the cache stores: f16's, or "
+     "for q8_0 and q4_0 the error the format allows: max-abs 5e-2 and 5e-1 x max(1, max|ref|), NMSE 5e-4 and 5e-2",
+     CLI_CHOICE, offsetof(run_decode_options, cache_dtype), .values = k_cache_dtypes,
+     .given = CLI_GIVEN(run_decode_options, cache_dtype_given), .what = "what the KV cache stores"},
+};
+const size_t run_decode_count = CLI_COUNT(run_decode_rows);
 
 static int is_block_format(vkattn_dtype d) { return d == VKATTN_DTYPE_Q8_0 || d == VKATTN_DTYPE_Q4_0; }
-
-int run_decode_option(cli_args *a, const char *opt, run_decode_options *d, int *taken)
-{
-    *taken = 1;
-    if (cli_is(a, opt, "--decode-from")) {
-        const char *v = cli_value(a, opt);
-        /* 0 parses, so that its refusal can say why (run_decode_refusal). */
-        if (!v || cli_parse_u32(opt, v, 0, &d->from)) return 2;
-        d->given = 1;
-    } else if (cli_is(a, opt, "--kv-cache-dtype")) {
-        const char *v = cli_value(a, opt);
-        if (!v) return 2;
-        if (cache_dtype_from_name(v, &d->cache_dtype)) {
-            fprintf(stderr, "vkattn %s: --kv-cache-dtype takes %s (what the KV cache stores), not \"%s\"\n", a->command,
-                    CACHE_DTYPE_NAMES, v);
-            return 2;
-        }
-        d->cache_dtype_given = 1;
-    } else {
-        *taken = 0;
-    }
-    return 0;
-}
-
-void run_decode_usage(FILE *out)
-{
-    fprintf(out,
-            "  --decode-from P (with --causal) runs the forward as a decoder does, through a KV cache on the\n"
-            "  device: each batch item is a sequence; its first P tokens go in as one prefill, the rest one\n"
-            "  token at a time (all sequences in each step). The output is the plain causal run's (B, L, E) and\n"
-            "  matches it; --check compares it with the CPU reference of the plain causal forward. It prints\n"
-            "  the tokens prefilled and decoded and the time per decode step. P is 1 to L. It takes no --key,\n"
-            "  --value, other masks, --attn-weights, --head-mask, --add-zero-attn, bias_k/bias_v weights, --cpu\n"
-            "  (the CPU reference has no cache: a plain --causal --cpu run gives the same output), --path\n"
-            "  unfused or --trace.\n"
-            "  --kv-cache-dtype f32|f16|q8_0|q4_0 (with --decode-from): what the KV cache stores, default f32.\n"
-            "  q8_0 and q4_0 are ggml's blocks of 32 values (8 and 4 bits each, and an fp16 scale per block),\n"
-            "  quantized as the tokens are appended; they need a head dim that is a multiple of 32. --check\n"
-            "  applies the tolerance of what the cache stores: f16's (as --dtype f16), or for q8_0 and q4_0 the\n"
-            "  error the format allows against the exact reference: max-abs 5e-2 and 5e-1 x max(1, max|ref|),\n"
-            "  NMSE 5e-4 and 5e-2.\n");
-}
 
 const char *run_decode_refusal(const forward_options *o, const run_decode_options *d, int attn_weights)
 {
@@ -190,8 +159,8 @@ static int decode_all(const char *command, vkattn_context *ctx, vkattn_layer *la
            "kernels) and %u decoded one at a time",
            B, B == 1 ? "" : "s", P, P == 1 ? "" : "s", prefill_ms, steps);
     if (steps) {
-        qsort(step_ms, steps, sizeof *step_ms, cli_compare_doubles);
-        printf(": %.3f ms per step (median; min %.3f)", step_ms[steps / 2], step_ms[0]);
+        double median = cli_median(step_ms, steps);
+        printf(": %.3f ms per step (median; min %.3f)", median, step_ms[0]);
     }
     vkattn_kv_cache_info info;
     if (vkattn_kv_cache_get_info(cache, &info) == VKATTN_OK)

@@ -3,7 +3,7 @@
  * P tokens of every sequence go in as one prefill forward, then each later position as one forward
  * of a token per sequence. The output is the (B, L, E) of the plain causal run, and must match it.
  *
- *   run_decode_options d = {0};        // filled by run_decode_option() while scanning the arguments
+ *   run_decode_options d = {0};        // filled by cli_parse through run_decode_rows
  *   if (run_decode_check_options("run", &fwd, &d, attn_weights)) return 2;   // before loading
  *   ... forward_inputs_load ...
  *   if ((rc = run_decode_check_inputs("run", &in, &d))) ...                   // P against L, the layer
@@ -19,18 +19,15 @@
 #include "forward_inputs.h"
 
 typedef struct run_decode_options {
-    int given;                /* --decode-from appeared */
     uint32_t from;            /* --decode-from P: the tokens of the prefill, 1 .. L */
+    int given;                /* --decode-from appeared */
     vkattn_dtype cache_dtype; /* --kv-cache-dtype f32|f16|q8_0|q4_0; default f32 */
     int cache_dtype_given;
 } run_decode_options;
 
-/* If `opt` is --decode-from or --kv-cache-dtype, takes it with its value, sets *taken = 1 and
- * returns 0, or returns 2 after a message for a missing or bad value. Otherwise sets *taken = 0. */
-int run_decode_option(cli_args *a, const char *opt, run_decode_options *d, int *taken);
-
-/* Prints the usage lines of the two options. */
-void run_decode_usage(FILE *out);
+/* The two options as a group of run's table (cli.h). */
+extern const cli_option run_decode_rows[];
+extern const size_t run_decode_count;
 
 /* Why the other options cannot run with --decode-from (the first reason found), or NULL when they
  * can: it needs --causal, and takes no --key/--value, other masks, --attn-weights, --head-mask,
