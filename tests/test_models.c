@@ -1,0 +1,305 @@
+/* Today's model families as an application runs them: each family's real config.json
+ * (tests/fixtures/models/<family>/) read by vkattn_model_config, its layer's weights written as a
+ * BF16 safetensors checkpoint under their Hugging Face names (beside a neighbouring layer's and
+ * the layer's own layernorm, which must not be picked up) and read back by vkattn_weight_file with
+ * the prefix the config gives; then the layer on the CPU path, both device paths and the KV cache
+ * token by token, each against the family's float64 fixture (make_model_fixtures.py, written from
+ * Hugging Face's modeling and rope code).
+ *
+ * The fixtures are float64; vkattn_npy_read gives them as float32, whose rounding (6e-8
+ * relative) is far below the tolerances. Tolerances, today's for fp32 against a double reference: NMSE <= 1e-10 and max-abs <= 1e-5 *
+ * max(1, max|ref|) (the fixtures' angles are float64 products, vkattn's fp32 ones: case.json's
+ * float32_angle_max_abs_change, at most 1.3e-6, is the share of that). The cache runs the cases
+ * that start at position 0 (a cache starts there); a case's rows before first_row are fed as one
+ * prompt chunk, the rest one token at a time.
+ *
+ * Usage: test_models FIXTURE_DIR [family]
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_test.h"
+#include "model_fixtures.h"
+#include "test_tmp.h"
+
+#define NMSE_TOL 1e-10
+#define REL_TOL 1e-5
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)n + 1);
+    if (text && fread(text, 1, (size_t)n, f) != (size_t)n) {
+        free(text);
+        text = NULL;
+    }
+    if (text) text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* ---- a BF16 safetensors checkpoint ------------------------------------------------------------- */
+
+typedef struct ck_tensor {
+    char name[128];
+    uint32_t rank, dims[2];
+    uint16_t *bits;
+} ck_tensor;
+
+typedef struct checkpoint {
+    ck_tensor t[16];
+    uint32_t count;
+} checkpoint;
+
+static size_t ck_elems(const ck_tensor *t) { return t->rank == 1 ? t->dims[0] : (size_t)t->dims[0] * t->dims[1]; }
+
+/* Adds a tensor made by the fixtures' scheme; `in_features` sets a weight's scale. */
+static void ck_add(checkpoint *ck, const char *name, mf_kind kind, uint32_t rank, uint32_t d0, uint32_t d1)
+{
+    ck_tensor *t = &ck->t[ck->count++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->rank = rank;
+    t->dims[0] = d0;
+    t->dims[1] = d1;
+    t->bits = malloc(ck_elems(t) * sizeof *t->bits);
+    mf_fill_bf16(name, kind, rank == 2 ? d1 : d0, t->bits, ck_elems(t));
+}
+
+static int ck_write(const checkpoint *ck, const char *path)
+{
+    char header[8192];
+    size_t used = 0, offset = 0;
+    used += (size_t)snprintf(header + used, sizeof header - used, "{");
+    for (uint32_t i = 0; i < ck->count; i++) {
+        const ck_tensor *t = &ck->t[i];
+        size_t bytes = ck_elems(t) * 2;
+        char shape[48];
+        if (t->rank == 1) snprintf(shape, sizeof shape, "[%u]", t->dims[0]);
+        else snprintf(shape, sizeof shape, "[%u,%u]", t->dims[0], t->dims[1]);
+        used += (size_t)snprintf(header + used, sizeof header - used,
+                                 "%s\"%s\":{\"dtype\":\"BF16\",\"shape\":%s,\"data_offsets\":[%zu,%zu]}", i ? "," : "",
+                                 t->name, shape, offset, offset + bytes);
+        offset += bytes;
+    }
+    used += (size_t)snprintf(header + used, sizeof header - used, "}");
+    while (used % 8) header[used++] = ' ';
+    FILE *f = fopen(path, "wb");
+    if (!f) return 0;
+    uint64_t len = used;
+    uint8_t le[8];
+    for (int b = 0; b < 8; b++) le[b] = (uint8_t)(len >> (8 * b));
+    int ok = fwrite(le, 1, 8, f) == 8 && fwrite(header, 1, used, f) == used;
+    for (uint32_t i = 0; ok && i < ck->count; i++) {
+        const ck_tensor *t = &ck->t[i];
+        for (size_t j = 0; ok && j < ck_elems(t); j++) {
+            uint8_t two[2] = {(uint8_t)t->bits[j], (uint8_t)(t->bits[j] >> 8)};
+            ok = fwrite(two, 1, 2, f) == 2;
+        }
+    }
+    return fclose(f) == 0 && ok;
+}
+
+static void ck_free(checkpoint *ck)
+{
+    for (uint32_t i = 0; i < ck->count; i++) free(ck->t[i].bits);
+    ck->count = 0;
+}
+
+/* ---- one case ---------------------------------------------------------------------------------- */
+
+/* Compares rows [0, rows) of E values with the fixture's; returns 1 if within tolerance. */
+static int compare_rows(const char *what, const float *got, const float *want, size_t rows, size_t E)
+{
+    double err2 = 0, ref2 = 0, max_abs = 0, ref_max = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < rows * E; i++) {
+        if (!isfinite(got[i])) {
+            bad++;
+            continue;
+        }
+        double d = fabs((double)got[i] - want[i]);
+        max_abs = d > max_abs ? d : max_abs;
+        ref_max = fabs(want[i]) > ref_max ? fabs(want[i]) : ref_max;
+        err2 += d * d;
+        ref2 += (double)want[i] * want[i];
+    }
+    double nmse = ref2 > 0 ? err2 / ref2 : err2, tol_abs = REL_TOL * (ref_max > 1 ? ref_max : 1);
+    int ok = bad == 0 && nmse <= NMSE_TOL && max_abs <= tol_abs;
+    printf("    %-28s %4zu rows: max-abs %.3g nmse %.3g%s\n", what, rows, max_abs, nmse, ok ? "" : "  FAILED");
+    CHECK_MSG(bad == 0, "%s: %zu outputs not finite", what, bad);
+    CHECK_MSG(nmse <= NMSE_TOL, "%s: NMSE %.3g > %.1g", what, nmse, NMSE_TOL);
+    CHECK_MSG(max_abs <= tol_abs, "%s: max-abs %.3g > %.3g", what, max_abs, tol_abs);
+    return ok;
+}
+
+/* The KV cache, fed rows [0, first) as one prompt chunk and then one token at a time. */
+static void run_cached(vkattn_context *ctx, vkattn_layer *layer, const vkattn_kv_cache_desc *base, const float *x,
+                       uint32_t L, uint32_t E, uint32_t first, const float *want, const char *name)
+{
+    vkattn_kv_cache_desc cd = *base;
+    cd.block_size = 16;
+    cd.num_blocks = (L + 15) / 16;
+    vkattn_kv_cache *cache = NULL;
+    CHECK_STATUS(vkattn_kv_cache_create(ctx, &cd, &cache), VKATTN_OK);
+    if (!cache) return;
+    float *out = malloc((size_t)L * E * sizeof *out);
+    for (uint32_t t = 0; t < L;) {
+        uint32_t n = t == 0 && first > 0 ? first : 1;
+        vkattn_cached_forward_desc fd = {.batch = 1, .new_tokens = &n, .query = x + (size_t)t * E,
+                                         .output = out + (size_t)t * E};
+        vkattn_status status = vkattn_forward_cached(layer, cache, &fd);
+        CHECK_MSG(status == VKATTN_OK, "%s: cached forward at token %u: %s", name, t, vkattn_context_last_error(ctx));
+        if (status != VKATTN_OK) break;
+        t += n;
+    }
+    compare_rows("cache, token by token", out + (size_t)first * E, want, L - first, E);
+    free(out);
+    vkattn_kv_cache_destroy(cache);
+}
+
+static void run_case(vkattn_context *ctx, const char *dir, const char *family, const cJSON *c, const char *tmp)
+{
+    const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
+    const uint32_t layer_n = (uint32_t)cJSON_GetObjectItem(c, "layer")->valuedouble;
+    const uint32_t L = (uint32_t)cJSON_GetObjectItem(c, "tokens")->valuedouble;
+    const uint32_t start = (uint32_t)cJSON_GetObjectItem(c, "start_position")->valuedouble;
+    const cJSON *first_item = cJSON_GetObjectItem(c, "first_row");
+    const uint32_t first = first_item ? (uint32_t)first_item->valuedouble : 0;
+    printf("  %s/%s: layer %u, %u tokens from position %u\n", family, name, layer_n, L, start);
+
+    /* the config's description of the layer, and where its weights are */
+    char path[1024], prefix[64];
+    snprintf(path, sizeof path, "%s/%s/config.json", dir, family);
+    vkattn_model_config *config = NULL;
+    vkattn_error err = {0};
+    CHECK_MSG(vkattn_model_config_open(path, &config, &err) == VKATTN_OK, "%s: %s", path, err.message);
+    if (!config) return;
+    vkattn_layer_desc desc;
+    vkattn_kv_cache_desc cache_desc = {0};
+    vkattn_status status = vkattn_model_config_layer(config, layer_n, &desc, &cache_desc, prefix, sizeof prefix, &err);
+    CHECK_MSG(status == VKATTN_OK, "%s/%s: layer %u: %s", family, name, layer_n, err.message);
+    vkattn_model_info info;
+    vkattn_model_config_get_info(config, &info);
+
+    /* the checkpoint: the case's tensors, checked against their digests, and decoys */
+    checkpoint ck = {0};
+    float *x = NULL;
+    const cJSON *tensors = cJSON_GetObjectItem(c, "tensors"), *t;
+    cJSON_ArrayForEach(t, tensors) {
+        const char *tname = cJSON_GetObjectItem(t, "name")->valuestring;
+        mf_kind kind = MF_KIND_WEIGHT;
+        CHECK(mf_kind_parse(cJSON_GetObjectItem(t, "kind")->valuestring, &kind) == 0);
+        const cJSON *shape = cJSON_GetObjectItem(t, "shape");
+        uint32_t rank = (uint32_t)cJSON_GetArraySize(shape);
+        uint32_t d0 = (uint32_t)cJSON_GetArrayItem(shape, 0)->valuedouble;
+        uint32_t d1 = rank == 2 ? (uint32_t)cJSON_GetArrayItem(shape, 1)->valuedouble : 1;
+        size_t n = (size_t)d0 * d1;
+        float *values = malloc(n * sizeof *values);
+        mf_fill(tname, kind, rank == 2 ? d1 : d0, values, n);
+        uint64_t digest = strtoull(cJSON_GetObjectItem(t, "digest")->valuestring, NULL, 0);
+        CHECK_MSG(mf_digest(values, n) == digest, "%s: %s differs from the fixture's", name, tname);
+        if (kind == MF_KIND_INPUT) x = values;
+        else {
+            free(values);
+            CHECK_MSG(strncmp(tname, prefix, strlen(prefix)) == 0, "%s: %s is not under the config's prefix %s", name,
+                      tname, prefix);
+            ck_add(&ck, tname, kind, rank, d0, d1);
+        }
+    }
+    char decoy[160];
+    snprintf(decoy, sizeof decoy, "model.layers.%u.input_layernorm.weight", layer_n);
+    ck_add(&ck, decoy, MF_KIND_NORM, 1, desc.embed_dim, 1);
+    snprintf(decoy, sizeof decoy, "model.layers.%u5.self_attn.q_proj.weight", layer_n); /* layer 15 beside 1 */
+    ck_add(&ck, decoy, MF_KIND_WEIGHT, 2, 8, desc.embed_dim);
+    char ck_path[512];
+    snprintf(ck_path, sizeof ck_path, "%s/%s_%s.safetensors", tmp, family, name);
+    CHECK(ck_write(&ck, ck_path));
+    ck_free(&ck);
+    vkattn_weight_file *file = NULL;
+    CHECK_MSG(vkattn_weight_file_open(ck_path, prefix, &file, &err) == VKATTN_OK, "%s: %s", name, err.message);
+    remove(ck_path);
+    /* the file agrees with the config on every width; sinks where the family has them */
+    vkattn_layer_desc from_file = {.num_heads = desc.num_heads};
+    if (file) vkattn_weight_file_describe(file, &from_file);
+    CHECK_MSG(file && from_file.embed_dim == desc.embed_dim && from_file.no_bias == desc.no_bias &&
+                  (from_file.num_kv_heads ? from_file.num_kv_heads : desc.num_heads) == desc.num_kv_heads &&
+                  from_file.qk_norm == desc.qk_norm,
+              "%s: the checkpoint and config.json disagree", name);
+    CHECK(!file || (vkattn_weight_file_weights(file)->sinks != NULL) == info.attention_sinks);
+
+    snprintf(path, sizeof path, "%s/%s/%s", dir, family, cJSON_GetObjectItem(c, "output")->valuestring);
+    vkattn_array want = {0};
+    CHECK_MSG(vkattn_npy_read(path, &want, &err) == VKATTN_OK, "%s", err.message);
+    CHECK(want.dtype == VKATTN_DTYPE_F32 && want.rank == 2 && want.dims[0] == L - first &&
+          want.dims[1] == desc.embed_dim);
+
+    vkattn_layer *layer = NULL;
+    if (file && x && status == VKATTN_OK && want.data)
+        CHECK_MSG(vkattn_layer_create(ctx, &desc, vkattn_weight_file_weights(file), &layer) == VKATTN_OK, "%s: %s",
+                  name, vkattn_context_last_error(ctx));
+    if (layer) {
+        const uint32_t E = desc.embed_dim;
+        float *out = malloc((size_t)L * E * sizeof *out);
+        static const vkattn_path paths[] = {VKATTN_PATH_CPU, VKATTN_PATH_UNFUSED, VKATTN_PATH_FUSED};
+        for (size_t p = 0; p < 3; p++) {
+            vkattn_host_forward_desc f = {.batch = 1, .query_len = L, .query = x, .output = out, .causal = 1,
+                                          .rope_offset = start, .path = paths[p]};
+            status = vkattn_forward_host(layer, &f);
+            CHECK_MSG(status == VKATTN_OK, "%s/%s: %s", name, vkattn_path_name(paths[p]), vkattn_context_last_error(ctx));
+            if (status == VKATTN_OK)
+                compare_rows(vkattn_path_name(paths[p]), out + (size_t)first * E, want.data, L - first, E);
+        }
+        if (start == 0) run_cached(ctx, layer, &cache_desc, x, L, E, first, want.data, name);
+        free(out);
+        vkattn_layer_destroy(layer);
+    }
+    vkattn_array_free(&want);
+    vkattn_weight_file_destroy(file);
+    vkattn_model_config_destroy(config);
+    free(x);
+}
+
+static void run_family(vkattn_context *ctx, const char *dir, const char *family, const char *tmp)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/case.json", dir, family);
+    char *text = read_text(path);
+    CHECK_MSG(text != NULL, "cannot read %s", path);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) run_case(ctx, dir, family, c, tmp);
+    cJSON_Delete(root);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s FIXTURE_DIR [family]\n", argv[0]);
+        return 2;
+    }
+    static const char *const families[] = {"llama3", "qwen3",   "gemma3", "gemma2", "gpt_oss", "mistral_nemo",
+                                           "phi3_5", "phi4_mini", "olmo2", "smollm3"};
+    if (test_tmp_make("test_models") != 0) return 1;
+    const char *tmp = test_tmp_dir;
+    vkattn_context *ctx = gpu_test_context();
+    int ran = 0;
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
+        if (argc > 2 && strcmp(argv[2], families[i]) != 0) continue;
+        run_family(ctx, argv[1], families[i], tmp);
+        ran++;
+    }
+    CHECK_MSG(ran > 0, "unknown family %s", argc > 2 ? argv[2] : "");
+    gpu_test_finish_context(ctx);
+    test_tmp_remove();
+    return test_finish();
+}
