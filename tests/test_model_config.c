@@ -343,10 +343,111 @@ static void test_numbers(void)
     }
 }
 
-int main(void)
+/* Splits a Markdown table row into trimmed cells; returns how many. */
+static int table_cells(char *line, char *cells[], int max)
+{
+    int n = 0;
+    char *p = strchr(line, '|');
+    while (p && n < max) {
+        char *next = strchr(p + 1, '|');
+        if (!next) break;
+        *next = '\0';
+        char *c = p + 1;
+        while (*c == ' ') c++;
+        for (char *e = c + strlen(c); e > c && (e[-1] == ' ' || e[-1] == '\n'); e--) e[-1] = '\0';
+        cells[n++] = c;
+        p = next;
+    }
+    return n;
+}
+
+/* README's table of model families against the reader: each "runs" model_type is read and
+ * describes a layer, each "refused" row's field is refused by name, each fixture folder exists
+ * with that model_type, and every family the reader knows is in the table. */
+static void test_readme_table(const char *readme, const char *fixtures)
+{
+    FILE *f = fopen(readme, "r");
+    CHECK_MSG(f != NULL, "cannot read %s", readme);
+    if (!f) return;
+    char line[1024], listed[1024] = " ";
+    int in_table = 0, rows = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!in_table) {
+            in_table = strncmp(line, "| Family | model_type | vkattn |", 32) == 0;
+            continue;
+        }
+        if (line[0] != '|') break;
+        if (strncmp(line, "|---", 4) == 0) continue;
+        char *cells[8];
+        if (table_cells(line, cells, 8) != 5) {
+            CHECK_MSG(0, "README: a model-family row without 5 cells: %s", line);
+            continue;
+        }
+        rows++;
+        const int runs = strcmp(cells[2], "runs") == 0;
+        CHECK_MSG(runs || strcmp(cells[2], "refused") == 0, "README: %s is neither runs nor refused", cells[0]);
+        for (char *type = strtok(cells[1], ", "); type; type = strtok(NULL, ", ")) {
+            char json[512];
+            if (runs) {
+                snprintf(json, sizeof json,
+                         "{\"model_type\": \"%s\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
+                         "\"num_hidden_layers\": 2, \"rope_theta\": 10000, \"query_pre_attn_scalar\": 16, "
+                         "\"rope_local_base_freq\": 10000}",
+                         type);
+                vkattn_model_config *c = parse(json);
+                vkattn_layer_desc d;
+                vkattn_error err = {0};
+                CHECK_MSG(c && vkattn_model_config_layer(c, 0, &d, NULL, NULL, 0, &err) == VKATTN_OK,
+                          "README says %s runs: %s", type, err.message);
+                vkattn_model_config_destroy(c);
+                snprintf(listed + strlen(listed), sizeof listed - strlen(listed), "%s ", type);
+            } else {
+                char field[64];
+                snprintf(field, sizeof field, "%.*s", (int)strcspn(cells[3], ":"), cells[3]);
+                snprintf(json, sizeof json, "{\"model_type\": \"%s\", \"%s\": 8192}", type, field);
+                vkattn_model_config *c = NULL;
+                vkattn_error err = {0};
+                vkattn_status status = vka_model_config_parse((const uint8_t *)json, strlen(json), &c, &err);
+                CHECK_MSG(status != VKATTN_OK && strstr(err.message, field),
+                          "README says %s is refused for %s: %s", type, field, err.message);
+                vkattn_model_config_destroy(c);
+            }
+        }
+        if (strcmp(cells[4], "-") != 0) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s/config.json", fixtures, cells[4]);
+            vkattn_model_config *c = NULL;
+            vkattn_error err = {0};
+            CHECK_MSG(runs && vkattn_model_config_open(path, &c, &err) == VKATTN_OK, "README's fixture %s: %s", path,
+                      err.message);
+            vkattn_model_info info;
+            if (c && vkattn_model_config_get_info(c, &info) == VKATTN_OK)
+                CHECK_MSG(strstr(listed, info.model_type) != NULL, "README: fixture %s is a %s config", cells[4],
+                          info.model_type);
+            vkattn_model_config_destroy(c);
+        }
+    }
+    fclose(f);
+    CHECK_MSG(rows >= 10, "README: the model-family table has %d rows", rows);
+    /* the reader's families, as its refusal lists them, all in the table */
+    vkattn_model_config *c = NULL;
+    vkattn_error err = {0};
+    const char *unknown = "{\"model_type\": \"none-such\"}";
+    CHECK(vka_model_config_parse((const uint8_t *)unknown, strlen(unknown), &c, &err) == VKATTN_ERROR_UNSUPPORTED);
+    char *known = strchr(err.message, '(');
+    for (char *type = known ? strtok(known + 1, ", )") : NULL; type; type = strtok(NULL, ", )")) {
+        char word[72];
+        snprintf(word, sizeof word, " %s ", type);
+        CHECK_MSG(strstr(listed, word) != NULL, "the reader knows %s but README's table does not list it", type);
+    }
+}
+
+int main(int argc, char **argv)
 {
     RUN_TEST(test_layers);
     RUN_TEST(test_refused);
     RUN_TEST(test_numbers);
+    if (argc > 2) RUN_TEST_WITH(test_readme_table, argv[1], argv[2]);
+    else CHECK_MSG(0, "usage: %s README.md FIXTURE_DIR", argv[0]);
     return test_finish();
 }
