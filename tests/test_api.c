@@ -168,6 +168,71 @@ static void test_rope_layer_errors(void)
     test_weights_free(&tw);
 }
 
+/* Today's models' fields on the device entry point: norms without their weights (and weights
+ * without norms), a row norm with pruned heads, non-finite norm weights; get_desc gives head_dim,
+ * scale and the resolved eps back and the layer's own copy of a rope list; explain names the
+ * norm, the rope type, its attention factor and a table written for a long sequence. */
+static void test_model_layer_fields(void)
+{
+    vkattn_layer_desc d = {.embed_dim = 32, .num_heads = 4, .num_kv_heads = 2, .head_dim = 16, .rope_theta = 10000,
+                           .qk_norm = VKATTN_QK_NORM_HEAD,
+                           .rope_scaling = {.type = VKATTN_ROPE_TYPE_YARN, .factor = 4,
+                                            .original_max_position_embeddings = 64}};
+    test_weights tw;
+    test_weights_make(&tw, &d, 5);
+    vkattn_layer *layer = NULL;
+    vkattn_weights w = tw.w;
+    w.k_norm_weight = NULL;
+    CHECK_ERROR(vkattn_layer_create(ctx, &d, &w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "k_norm_weight is NULL");
+    vkattn_layer_desc bad = d;
+    bad.qk_norm = VKATTN_QK_NORM_NONE;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "q_norm_weight is given");
+    bad = d, bad.qk_norm_eps = -1;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "qk_norm_eps");
+    bad = d, bad.qk_norm = (vkattn_qk_norm)7;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "not a vkattn_qk_norm");
+    bad = d, bad.scale = -1;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "scale -1");
+    float *q_norm = (float *)tw.w.q_norm_weight, saved = q_norm[3];
+    q_norm[3] = NAN;
+    CHECK_ERROR(vkattn_layer_create(ctx, &d, &tw.w, &layer), VKATTN_ERROR_NON_FINITE, "q_norm_weight[3]");
+    q_norm[3] = saved;
+    CHECK(layer == NULL);
+    CHECK_STATUS(vkattn_layer_create(ctx, &d, &tw.w, &layer), VKATTN_OK);
+    vkattn_layer_desc got;
+    vkattn_layer_get_desc(layer, &got);
+    CHECK(got.head_dim == 16 && fabsf(got.scale - 0.25f) < 1e-7f && got.qk_norm_eps == 1e-6f &&
+          got.rope_scaling.type == VKATTN_ROPE_TYPE_YARN);
+    float q[2 * 3 * 32] = {0}, out[2 * 3 * 32];
+    vkattn_host_forward_desc f = {.batch = 2, .query_len = 3, .query = q, .output = out};
+    char text[8192];
+    CHECK_STATUS(vkattn_forward_explain(layer, &f, text, sizeof text, NULL), VKATTN_OK);
+    CHECK_MSG(strstr(text, "D=16 (H*D != E)") && strstr(text, "qk norm: q and k RMS-normalized over each head") &&
+                  strstr(text, "theta 10000, yarn") && strstr(text, "cos and sin x 1.13863") &&
+                  strstr(text, "RMS norm over 16 dims"),
+              "explain: %s", text);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+
+    /* a row norm: pruned heads refused at creation and later; dynamic RoPE past its length */
+    d = (vkattn_layer_desc){.embed_dim = 32, .num_heads = 4, .rope_theta = 10000, .qk_norm = VKATTN_QK_NORM_ROW,
+                            .rope_scaling = {.type = VKATTN_ROPE_TYPE_DYNAMIC, .factor = 2,
+                                             .max_position_embeddings = 16}};
+    test_weights_make(&tw, &d, 6);
+    const uint8_t prune[4] = {1, 0, 1, 1};
+    bad = d, bad.head_mask = prune;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_UNSUPPORTED, "whole row needs every head");
+    CHECK_STATUS(vkattn_layer_create(ctx, &d, &tw.w, &layer), VKATTN_OK);
+    CHECK_ERROR(vkattn_layer_set_head_mask(layer, prune), VKATTN_ERROR_UNSUPPORTED, "qk_norm ROW");
+    f.rope_offset = 40;
+    CHECK_STATUS(vkattn_forward_explain(layer, &f, text, sizeof text, NULL), VKATTN_OK);
+    CHECK_MSG(strstr(text, "over the whole row") && strstr(text, "dynamic") && strstr(text, "the table of length 43") &&
+                  strstr(text, "write 4 words to rope_table"),
+              "explain: %s", text);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
 /* The attention variants: every bad field refused on the device entry point too, with a message
  * naming it; the slopes in use come back from get_desc; explain names the variants; a head mask
  * set later re-uploads the active heads' slopes and sinks (checked against the CPU path). */
@@ -660,6 +725,7 @@ int main(void)
     RUN_TEST(test_layer_errors);
     RUN_TEST(test_gqa_layer_errors);
     RUN_TEST(test_rope_layer_errors);
+    RUN_TEST(test_model_layer_fields);
     RUN_TEST(test_variant_layer_errors);
     RUN_TEST(test_tensor_errors);
     RUN_TEST(test_forward_errors);

@@ -6,6 +6,8 @@
 
 #include "plan/trace.h"
 
+#include "problem/rope.h"
+
 static const char *kernel_name(vka_kernel k)
 {
     const vka_kernel_info *info = vka_kernel_get(k);
@@ -70,9 +72,20 @@ size_t vka_plan_describe(const vka_problem *p, const vka_plan *plan, uint32_t lo
         B, S, p->self_attention ? E : c->kdim, B, c->inner_kv / D, Sx, D, c->group > 1 ? "K/V " : "");
     if (c->extra_keys) vka_text_put(&t, ", %u extra key%s after each head's %u", c->extra_keys, c->extra_keys > 1 ? "s" : "", S);
     vka_text_put(&t, plan->qkv_one_matmul ? " [one Q/K/V matmul]\n" : "\n");
-    if (c->rope_dim)
-        vka_text_put(&t, "  rope: q and k rotated in place, %u of %u dims per head (%s pairs), theta %g, positions from %u\n",
-            c->rope_dim, D, c->rope_style == VKATTN_ROPE_GPTJ ? "gptj" : "neox", (double)c->rope_theta, p->rope_offset);
+    if (c->qk_norm)
+        vka_text_put(&t, "  qk norm: q and k RMS-normalized over %s (eps %g%s) before RoPE\n",
+            c->qk_norm == VKATTN_QK_NORM_ROW ? "the whole row" : "each head", (double)c->qk_norm_eps,
+            c->qk_norm_plus_one ? ", weights 1 + w" : "");
+    if (c->rope_dim) {
+        static const char *const types[] = {"", ", linear", ", dynamic", ", yarn", ", longrope", ", llama3", ", a table"};
+        vka_text_put(&t, "  rope: q and k rotated in place, %u of %u dims per head (%s pairs), theta %g%s, positions from %u",
+            c->rope_dim, D, c->rope_style == VKATTN_ROPE_GPTJ ? "gptj" : "neox", (double)c->rope_theta,
+            types[c->rope_scaling.type], p->rope_offset);
+        if (c->rope_attention != 1.0f) vka_text_put(&t, ", cos and sin x %g", (double)c->rope_attention);
+        if (vka_rope_table_varies(&c->rope_scaling, vka_rope_seq_len(p)))
+            vka_text_put(&t, ", the table of length %llu", (unsigned long long)vka_rope_seq_len(p));
+        vka_text_put(&t, "\n");
+    }
     if (vka_variant_bits(c)) {
         vka_text_put(&t, "  variants:");
         if (c->window) vka_text_put(&t, " window %u (a query sees no key %u or more positions before it)", c->window, c->window);
@@ -81,9 +94,13 @@ size_t vka_plan_describe(const vka_problem *p, const vka_plan *plan, uint32_t lo
         if (c->sinks) vka_text_put(&t, " sinks");
         vka_text_put(&t, "\n");
     }
-    if (plan->path == VKATTN_PATH_UNFUSED)
-        vka_text_put(&t, "  weights: softmax(q k^T / sqrt(%u) + mask) (%u, %u, %u, %u), in %u group%s of rows\n", D, B, H, L, Sx,
+    if (plan->path == VKATTN_PATH_UNFUSED) {
+        char scaled[48];
+        if (c->scale == (float)(1.0 / sqrt((double)D))) snprintf(scaled, sizeof scaled, "q k^T / sqrt(%u)", D);
+        else snprintf(scaled, sizeof scaled, "%g q k^T", (double)c->scale);
+        vka_text_put(&t, "  weights: softmax(%s + mask) (%u, %u, %u, %u), in %u group%s of rows\n", scaled, B, H, L, Sx,
             plan->chunks, plan->chunks == 1 ? "" : "s");
+    }
     else
         vka_text_put(&t, "  weights: never formed; keys in %u part%s side by side x %u chunk%s in turn", plan->key_parts,
             plan->key_parts == 1 ? "" : "s", plan->key_chunks, plan->key_chunks == 1 ? "" : "s");
