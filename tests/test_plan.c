@@ -2,6 +2,7 @@
  * run it with made-up limits (no Vulkan), to check dispatch counts, chunking and limit errors. */
 #include "plan/plan.h"
 #include "format/quant.h"
+#include "problem/config.h"
 #include "test_util.h"
 
 static vka_problem problem(uint32_t B, uint32_t L, uint32_t S, uint32_t E, uint32_t H, int self)
@@ -712,6 +713,91 @@ static void test_paged_real_shapes(void)
     vka_plan_free(&plan);
 }
 
+/* Today's models at their real layer shapes (H * D != E, q/k norms per head and per row, scaled
+ * RoPE), resolved from their descriptions as the library does: prefills of 2048 tokens and
+ * decoding steps over 32768 cached keys plan within lavapipe's loop budget and limits; each norm
+ * is one workgroup over its dims (q's then k's steps, k's reading its weights after q's), RoPE's
+ * attention factor reaches the push constants, and a table is written into the forward's command
+ * buffer exactly when the sequence needs one other than the layer's own. */
+static void test_model_shapes(void)
+{
+    static const float factors[64] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+                                      23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42,
+                                      43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62,
+                                      63, 64};
+    const struct {
+        const char *name;
+        vkattn_layer_desc d;
+        uint32_t write_len; /* the smallest sequence whose table is written (0: never) */
+    } models[] = {
+        {"qwen3-0.6b", {.embed_dim = 1024, .num_heads = 16, .num_kv_heads = 8, .head_dim = 128, .rope_theta = 1e6f,
+                        .qk_norm = VKATTN_QK_NORM_HEAD}, 0},
+        {"gemma3-1b", {.embed_dim = 1152, .num_heads = 4, .num_kv_heads = 1, .head_dim = 256, .scale = 0.0625f,
+                       .rope_theta = 10000, .window = 512, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_plus_one = 1}, 0},
+        {"mistral-nemo", {.embed_dim = 5120, .num_heads = 32, .num_kv_heads = 8, .head_dim = 128, .rope_theta = 1e6f}, 0},
+        {"olmo2-13b", {.embed_dim = 5120, .num_heads = 40, .rope_theta = 500000, .qk_norm = VKATTN_QK_NORM_ROW}, 0},
+        {"gpt-oss-20b", {.embed_dim = 2880, .num_heads = 64, .num_kv_heads = 8, .head_dim = 64, .rope_theta = 150000,
+                         .window = 128,
+                         .rope_scaling = {.type = VKATTN_ROPE_TYPE_YARN, .factor = 32,
+                                          .original_max_position_embeddings = 4096, .no_truncate = 1}}, 0},
+        {"phi-4-mini", {.embed_dim = 3072, .num_heads = 24, .num_kv_heads = 8, .rope_theta = 10000, .rope_dim = 96,
+                        .rope_scaling = {.type = VKATTN_ROPE_TYPE_LONGROPE, .original_max_position_embeddings = 4096,
+                                         .max_position_embeddings = 131072, .short_factor = factors,
+                                         .long_factor = factors}}, 4097},
+        {"llama-dynamic", {.embed_dim = 4096, .num_heads = 32, .num_kv_heads = 8, .rope_theta = 500000,
+                           .rope_scaling = {.type = VKATTN_ROPE_TYPE_DYNAMIC, .factor = 4,
+                                            .max_position_embeddings = 8192}}, 8193},
+    };
+    vka_plan_limits l = lavapipe_limits();
+    l.max_storage_buffer_range = 1u << 31;
+    vka_plan plan = {0};
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        vka_layer_config cfg;
+        vkattn_error err = {0};
+        CHECK_MSG(vka_layer_config_from_desc(&models[m].d, &cfg, &err) == VKATTN_OK, "%s: %s", models[m].name, err.message);
+        for (int cached = 0; cached < 2; cached++) {
+            vka_problem p = cached ? cached_problem_of(cfg.E, cfg.H, cfg.H_kv, 1, 1, 32768, 0, VKATTN_DTYPE_F16)
+                                   : problem(1, 2048, 2048, cfg.E, cfg.H, 1);
+            p.cfg = cfg;
+            p.causal = 1;
+            CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_OK);
+            char what[96];
+            snprintf(what, sizeof what, "%s %s", models[m].name, cached ? "decode at 32768" : "prefill 2048");
+            CHECK_MSG(check_plan_limits(&plan, &l, what) == 0, "%s", what);
+            uint32_t ropes = 0, writes = 0;
+            for (uint32_t i = 0; i < plan.step_count; i++) {
+                const vka_step *st = &plan.steps[i];
+                writes += st->kind == VKA_STEP_WRITE;
+                if (st->kind != VKA_STEP_DISPATCH || st->kernel != VKA_KERNEL_ROPE) continue;
+                const vka_rope_push *r = &st->push.rope;
+                CHECK(r->factor == (cfg.rope_dim ? cfg.rope_attention : 1.0f) && r->dim == cfg.D);
+                if (!cfg.qk_norm) continue;
+                const uint32_t per_norm = cfg.qk_norm == VKATTN_QK_NORM_ROW ? r->heads : 1;
+                CHECK_MSG((st->spec[VKA_SPEC_FLAGS] & VKA_ROPE_NORM) && r->norm_heads == per_norm &&
+                              r->count == p.B * r->rows * (r->heads / per_norm) &&
+                              r->norm_offset == (ropes % 2 ? vka_qk_norm_width(&cfg, 0) : 0),
+                          "%s: rope step %u", what, ropes);
+                ropes++;
+            }
+            CHECK_MSG(!cfg.qk_norm || ropes == 2, "%s: %u norm steps", what, ropes);
+            const uint32_t len = cached ? 32768 : 2048;
+            CHECK_MSG(writes == (models[m].write_len && len >= models[m].write_len), "%s: %u table writes", what, writes);
+        }
+        if (models[m].write_len) { /* just below the length, the layer's own table */
+            vka_problem p = problem(1, models[m].write_len - 1, models[m].write_len - 1, cfg.E, cfg.H, 1);
+            p.cfg = cfg;
+            CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+            for (uint32_t i = 0; i < plan.step_count; i++) CHECK(plan.steps[i].kind != VKA_STEP_WRITE);
+            p.rope_offset = 1; /* one more position: its own table, written first */
+            CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+            CHECK(plan.steps[1].kind == VKA_STEP_WRITE && plan.steps[1].bind[0].role == VKA_ROLE_ROPE_TABLE &&
+                  plan.steps[2].bind[VKA_ROPE_FREQ].role == VKA_ROLE_ROPE_TABLE &&
+                  plan.steps[1].copy_count == cfg.rope_dim / 2);
+        }
+    }
+    vka_plan_free(&plan);
+}
+
 /* Loop trips of every fused or paged dispatch times its invocations: the attention's work. */
 static double attention_work(const vka_plan *plan)
 {
@@ -827,6 +913,7 @@ int main(void)
     RUN_TEST(test_gqa_budget_and_windows);
     RUN_TEST(test_rope_steps);
     RUN_TEST(test_paged_real_shapes);
+    RUN_TEST(test_model_shapes);
     RUN_TEST(test_window_span);
     RUN_TEST(test_fold_groups);
     return test_finish();
