@@ -173,6 +173,25 @@ static void test_cost_cross_attention_unfused(void)
     CHECK(a.total_flops == 1984 && a.flops[VKATTN_STAGE_FUSED] == 0);
 }
 
+/* H * D != E, grouped K/V, q/k norms and partial RoPE: B=1, L=S=2 self-attention, E=4, H=2,
+ * head_dim 3 (I = H·D = 6), H_kv = 1 (Ik = 3), rope_dim 2, f32, fused.
+ *   qkv projection 2·B·(L·E·I + S·E·Ik + S·E·Ik) = 2·(48 + 24 + 24)         = 192
+ *   RoPE 3·B·(L·H + S·H_kv)·rope_dim = 3·(4 + 2)·2                          =  36 (bytes 2·4·12 = 96)
+ *   norms 4·B·(L·I + S·Ik) = 4·18                                           =  72 (bytes 4·18 = 72, read
+ *     once more than RoPE's pass reads them)
+ *   out projection 2·B·L·I·E = 96;  attention 4·B·H·L·S·D = 96
+ *   qkv bytes: (query 8 + weights 24 + 12 + 12 + biases 6 + 6 + Q, K, V 12 + 12) · 4 = 368, + 96 + 72 = 536 */
+static void test_cost_head_dim_norms(void)
+{
+    vkattn_layer_desc d = {.embed_dim = 4, .num_heads = 2, .num_kv_heads = 1, .head_dim = 3, .rope_theta = 10000,
+                           .rope_dim = 2, .qk_norm = VKATTN_QK_NORM_HEAD};
+    vkattn_cost c;
+    CHECK_STATUS(vkattn_forward_cost(&d, 1, 2, 0, VKATTN_PATH_FUSED, VKATTN_WEIGHTS_NONE, &c), VKATTN_OK);
+    CHECK_MSG(c.flops[VKATTN_STAGE_QKV_PROJECTION] == 192 + 36 + 72, "qkv %g", c.flops[VKATTN_STAGE_QKV_PROJECTION]);
+    CHECK(c.flops[VKATTN_STAGE_OUT_PROJECTION] == 96 && c.flops[VKATTN_STAGE_FUSED] == 96);
+    CHECK_MSG(c.bytes[VKATTN_STAGE_QKV_PROJECTION] == 536, "qkv bytes %g", c.bytes[VKATTN_STAGE_QKV_PROJECTION]);
+}
+
 static void test_cost_self_attention_fused_f16(void)
 {
     /* B=1, L=S=8 (key_len 0 = self-attention), E=16, H=4 (D=4), f16 storage (2 bytes), fused.
@@ -1014,6 +1033,7 @@ int main(void)
     RUN_TEST(test_names_and_keys);
     RUN_TEST(test_cost_cross_attention_unfused);
     RUN_TEST(test_cost_self_attention_fused_f16);
+    RUN_TEST(test_cost_head_dim_norms);
     RUN_TEST(test_cost_averaged_weights_extra_keys);
     RUN_TEST(test_cost_rejects_bad_arguments);
     RUN_TEST(test_derive_roofline);
