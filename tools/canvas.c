@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #define HALF_PI 1.57079632679489661923 /* M_PI is not C11 */
@@ -40,12 +41,8 @@ static vkattn_status status_of(cairo_status_t s)
 canvas_format canvas_format_of(const char *path)
 {
     size_t n = path ? strlen(path) : 0;
-    if (n <= 4 || path[n - 4] != '.') return CANVAS_NONE;
-    char ext[4];
-    for (int i = 0; i < 3; i++) ext[i] = (char)(path[n - 3 + i] | 0x20); /* ASCII lower case */
-    ext[3] = '\0';
-    if (strcmp(ext, "png") == 0) return CANVAS_PNG;
-    if (strcmp(ext, "svg") == 0) return CANVAS_SVG;
+    if (n > 4 && strcasecmp(path + n - 4, ".png") == 0) return CANVAS_PNG;
+    if (n > 4 && strcasecmp(path + n - 4, ".svg") == 0) return CANVAS_SVG;
     return CANVAS_NONE;
 }
 
@@ -262,6 +259,14 @@ void canvas_text_up(cairo_t *cr, double x, double y, const char *text, canvas_al
     cairo_rotate(cr, -HALF_PI);
     canvas_text(cr, 0, 0, text, align);
     cairo_restore(cr);
+}
+
+void canvas_line(cairo_t *cr, double x0, double y0, double x1, double y1, double width)
+{
+    cairo_set_line_width(cr, width);
+    cairo_move_to(cr, x0, y0);
+    cairo_line_to(cr, x1, y1);
+    cairo_stroke(cr);
 }
 
 void canvas_set_color(cairo_t *cr, rgb_color c)

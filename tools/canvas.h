@@ -102,6 +102,8 @@ void canvas_text(cairo_t *cr, double x, double y, const char *text, canvas_align
  * the baseline runs up column x, and `align` places the text's start (LEFT), middle or end at y. */
 void canvas_text_up(cairo_t *cr, double x, double y, const char *text, canvas_align align);
 
+/* A line from (x0, y0) to (x1, y1), `width` pixels wide, in the current source colour. */
+void canvas_line(cairo_t *cr, double x0, double y0, double x1, double y1, double width);
 void canvas_set_color(cairo_t *cr, rgb_color color);
 
 /* The smallest 1, 2 or 5 times a power of ten that is at least `raw` (> 0): an axis step. */
