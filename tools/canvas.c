@@ -148,18 +148,6 @@ vkattn_status canvas_finish(canvas *c, vkattn_error *error)
                         cairo_status_to_string(s));
 }
 
-vkattn_status canvas_take_image(canvas *c, cairo_surface_t **image, vkattn_error *error)
-{
-    if (!c->cr || c->format != CANVAS_PNG)
-        return canvas_error(error, VKATTN_ERROR_INVALID_ARGUMENT, "only an image canvas has an image");
-    cairo_status_t s = cairo_status(c->cr);
-    if (s != CAIRO_STATUS_SUCCESS)
-        return canvas_error(error, status_of(s), "drawing a picture: %s", cairo_status_to_string(s));
-    cairo_surface_flush(c->surface);
-    *image = cairo_surface_reference(c->surface);
-    return VKATTN_OK;
-}
-
 void canvas_destroy(canvas *c)
 {
     if (!c) return;

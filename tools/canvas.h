@@ -68,9 +68,6 @@ vkattn_status canvas_finish(canvas *c, vkattn_error *error);
 /* Frees everything; a file still open (canvas_finish not called) is closed, not removed. NULL and an
  * empty canvas are no-ops. */
 void canvas_destroy(canvas *c);
-/* An in-memory canvas's image after drawing, as a new reference (cairo_surface_destroy it); the
- * drawing's error status otherwise. *image is written only on success. */
-vkattn_status canvas_take_image(canvas *c, cairo_surface_t **image, vkattn_error *error);
 
 /* A scratch context for measuring text before the picture's size is known (canvas_destroy it). */
 vkattn_status canvas_open_measure(canvas *c, vkattn_error *error);

@@ -172,7 +172,7 @@ static int reference_run(const forward_inputs *in, const vkattn_host_forward_des
     vkattn_layer_desc layer = in->layer;
     layer.storage = VKATTN_DTYPE_F32; /* the reference computes in double either way */
     vkattn_error error = {0};
-    vkattn_status status = vkattn_reference_forward(&layer, forward_inputs_weights(in), &r, &error);
+    vkattn_status status = vkattn_reference_forward(&layer, &in->w, &r, &error);
     return status ? cli_fail("run", "the CPU reference forward", status, error.message) : 0;
 }
 

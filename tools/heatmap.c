@@ -503,9 +503,7 @@ static vkattn_status draw(const heatmap_desc *d, const heatmap_layout *l, cairo_
     return VKATTN_OK;
 }
 
-/* The picture into a file (`path`), or into a new image surface (`image`, when path is NULL). */
-static vkattn_status render(const heatmap_desc *d, const char *path, cairo_surface_t **image, heatmap_layout *layout,
-                            vkattn_error *error)
+vkattn_status heatmap_write_png(const heatmap_desc *d, const char *path, heatmap_layout *layout, vkattn_error *error)
 {
     heatmap_layout l;
     canvas c = {0};
@@ -513,19 +511,8 @@ static vkattn_status render(const heatmap_desc *d, const char *path, cairo_surfa
     if ((status = heatmap_layout_compute(d, &l, error)) == VKATTN_OK &&
         (status = canvas_open(&c, CANVAS_PNG, path, l.width, l.height, error)) == VKATTN_OK &&
         (status = draw(d, &l, c.cr, error)) == VKATTN_OK &&
-        (status = path ? canvas_finish(&c, error) : canvas_take_image(&c, image, error)) == VKATTN_OK && layout)
+        (status = canvas_finish(&c, error)) == VKATTN_OK && layout)
         *layout = l;
     canvas_destroy(&c);
     return status;
-}
-
-vkattn_status heatmap_render(const heatmap_desc *d, cairo_surface_t **image, heatmap_layout *layout,
-                             vkattn_error *error)
-{
-    return render(d, NULL, image, layout, error);
-}
-
-vkattn_status heatmap_write_png(const heatmap_desc *d, const char *path, heatmap_layout *layout, vkattn_error *error)
-{
-    return render(d, path, NULL, layout, error);
 }
