@@ -110,8 +110,6 @@ void forward_inputs_free(forward_inputs *in)
     memset(in, 0, sizeof *in);
 }
 
-const vkattn_weights *forward_inputs_weights(const forward_inputs *in) { return &in->w; }
-
 /* "vkattn run: --query q.npy holds int64 (<i8); the query must be float32 (...) (numpy: ...)". */
 static int wrong_dtype(const char *command, const input_spec *spec, const char *path, const char *stored)
 {
@@ -330,7 +328,7 @@ int forward_inputs_open(const char *command, const forward_options *o, const for
     }
     int rc = cli_open_context(command, o->device, ctx);
     if (rc) return rc;
-    vkattn_status status = vkattn_layer_create(*ctx, &in->layer, forward_inputs_weights(in), layer);
+    vkattn_status status = vkattn_layer_create(*ctx, &in->layer, &in->w, layer);
     if (status != VKATTN_OK) {
         rc = cli_fail(command, "creating the layer", status, vkattn_context_last_error(*ctx));
         if (status == VKATTN_ERROR_NON_FINITE && in->layer.storage == VKATTN_DTYPE_F16)
@@ -359,7 +357,7 @@ int forward_inputs_run(const char *command, const forward_options *o, const forw
     if (o->trace && (rc = cli_print_plan(command, ctx, layer, f))) goto done;
     double t0 = cli_now(), elapsed;
     if (o->cpu) {
-        status = vkattn_reference_forward(&in->layer, forward_inputs_weights(in), f, &error);
+        status = vkattn_reference_forward(&in->layer, &in->w, f, &error);
         elapsed = cli_now() - t0;
         if (status != VKATTN_OK) return cli_fail(command, "CPU forward", status, error.message);
     } else {
@@ -414,7 +412,7 @@ typedef struct weight_tensor {
 
 static size_t weight_tensors(const forward_inputs *in, weight_tensor t[10])
 {
-    const vkattn_weights *w = forward_inputs_weights(in);
+    const vkattn_weights *w = &in->w;
     const vkattn_layer_desc *l = &in->layer;
     const uint32_t E = l->embed_dim, kdim = l->kdim ? l->kdim : E, vdim = l->vdim ? l->vdim : E;
     /* grouped-query layers have k/v projections of H_kv * D rows: as many as the file holds */
@@ -473,13 +471,4 @@ size_t forward_inputs_report_fp16_overflow(const forward_inputs *in)
         total += n;
     }
     return total;
-}
-
-int forward_write_head_mask(const char *command, const char *path, const uint8_t *keep, uint32_t H)
-{
-    vkattn_array a = {.dtype = VKATTN_DTYPE_BOOL, .rank = 1, .dims = {H}, .data = (void *)keep, .bytes = H};
-    vkattn_error error = {0};
-    vkattn_status status = vkattn_npy_write(path, &a, &error);
-    if (status != VKATTN_OK) return cli_fail(command, "writing the head mask", status, error.message);
-    return 0;
 }
