@@ -76,6 +76,7 @@ typedef struct cli_option {
     const int *values;  /* choices: the value of each name, in order; NULL: 0, 1, 2, ... */
     unsigned flags;     /* CLI_REQUIRED, CLI_ABOVE_MIN */
     const char *needs;  /* an option this one needs: missing, "--key (--value needs it)" */
+    const char *or_else; /* CLI_REQUIRED unless this option is given: missing, "--heads (or --config)" */
     size_t given;       /* CLI_GIVEN(type, field), or 0 */
     const char *what;   /* choices: what the value is, in the message that refuses one */
 } cli_option;

@@ -336,7 +336,7 @@ static int run_decode(const run_options *d, const forward_inputs *in, float *out
     vkattn_layer_desc l;
     vkattn_layer_get_desc(layer, &l);
     /* Exactly the blocks the query needs: every sequence grows to L tokens. */
-    vkattn_kv_cache_desc cd = {.num_kv_heads = l.num_kv_heads, .head_dim = l.embed_dim / l.num_heads,
+    vkattn_kv_cache_desc cd = {.num_kv_heads = l.num_kv_heads, .head_dim = l.head_dim,
                                .block_size = DECODE_BLOCK_SIZE, .max_sequences = in->B, .dtype = d->cache_dtype,
                                .num_blocks = in->B * ((in->L + DECODE_BLOCK_SIZE - 1) / DECODE_BLOCK_SIZE)};
     vkattn_status status = vkattn_kv_cache_create(ctx, &cd, &cache);

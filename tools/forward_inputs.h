@@ -22,7 +22,10 @@
 typedef struct forward_options {
     const char *weights;                      /* --weights W.safetensors (required) */
     const char *prefix;                       /* --prefix STR: the layer's name prefix in the file */
-    uint32_t heads;                           /* --heads H (required) */
+    const char *config;                       /* --config config.json: the layer's settings from the model's config */
+    uint32_t layer;                           /* --layer N: which layer of the config (and its prefix) */
+    int layer_given;
+    uint32_t heads;                           /* --heads H (required without --config) */
     uint32_t kv_heads;                        /* --kv-heads H_kv: checked against the weights; 0 = not given */
     double rope_theta;                        /* --rope-theta (0 = no rotary positions) */
     uint32_t rope_dim;                        /* --rope-dim (0 = the head dim) */
@@ -54,9 +57,12 @@ extern const size_t forward_option_count;
 /* The loaded inputs, released together by forward_inputs_free. */
 typedef struct forward_inputs {
     vkattn_weight_file *weights;
+    vkattn_model_config *config;  /* --config, with its layer's description and weights' prefix */
+    vkattn_layer_desc from_config;
+    char prefix[64];
     vkattn_array query, key, value, key_padding_mask, valid_lens, attn_mask, head_mask, sinks;
     vkattn_weights w;             /* the layer's weights: the file's, with the --sinks */
-    vkattn_layer_desc layer;      /* from the weight file, --heads, --add-zero-attn and --head-mask;
+    vkattn_layer_desc layer;      /* from the weight file and --config, --heads, --add-zero-attn and --head-mask;
                                      storage is the caller's (F32 unless it sets it) */
     int batched;                  /* 0: the query was (L,E), an unbatched query: B = 1 */
     uint32_t B, L, S, E, H;
