@@ -1304,6 +1304,27 @@ static void test_bench_decode_scaling(void)
     cJSON_Delete(root);
 }
 
+/* bench --preset decode --features: a decode step with per-head q/k norms and llama3 RoPE scaling
+ * costs at most 5% more than the same step without (issue 20's bound), the fastest steps of the
+ * two layers alternating at each context; the median ratio over the contexts. */
+static void test_bench_decode_features(void)
+{
+    cJSON *root = decode_run("512,2048,4096", (const char *[]){"--dtype", "f32", "--features", NULL});
+    const cJSON *list = root ? cJSON_GetObjectItemCaseSensitive(root, "features") : NULL, *p;
+    double ratios[3];
+    int n = 0;
+    cJSON_ArrayForEach(p, list) if (n < 3) ratios[n++] = cli_json_number(p, "ratio", NULL);
+    CHECK_MSG(n == 3, "%d features points", n);
+    if (n == 3) {
+        double lo = ratios[0] < ratios[1] ? ratios[0] : ratios[1], hi = ratios[0] < ratios[1] ? ratios[1] : ratios[0];
+        double median = ratios[2] < lo ? lo : ratios[2] > hi ? hi : ratios[2];
+        printf("features: fastest step with norms and llama3 RoPE / without: %.3f %.3f %.3f, median %.3f\n", ratios[0],
+               ratios[1], ratios[2], median);
+        CHECK_MSG(median <= 1.05, "q/k norms and scaled RoPE cost %.1f%% more per decode step", 100 * (median - 1));
+    }
+    cJSON_Delete(root);
+}
+
 /* A context near 2^32 tokens: its block count used to wrap to a tiny pool, reported as a full
  * cache (issue 18). Now the cache's own check names the device limit, before anything runs. */
 static void test_bench_decode_limits(void)
@@ -1330,6 +1351,7 @@ int main(int argc, char **argv)
     }
     if (argc > 2 && strcmp(argv[2], "bench_decode_scaling") == 0) {
         RUN_TEST(test_bench_decode_scaling);
+        RUN_TEST(test_bench_decode_features);
         test_tmp_remove();
         return test_finish();
     }

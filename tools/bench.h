@@ -101,6 +101,7 @@ typedef struct bench_options {
     double min_time_s, peak_seconds, cpu_max_gflop;
     uint32_t warmup, kv_heads, window;
     int no_cpu, no_peak, trace, no_mqa, no_window;
+    int features; /* --features: decode steps with today's models' q/k norms and scaled RoPE against without */
 } bench_options;
 
 /* `vkattn bench --preset decode` (bench_decode.c): decoding one token at a time through the paged KV

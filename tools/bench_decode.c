@@ -54,6 +54,7 @@ typedef struct decode_setup {
     vkattn_dtype dtypes[MAX_DTYPES];
     uint32_t dtype_count;
     uint32_t E, H, H_kv, D, window, warmup;
+    int features;
     double min_time_s;
 } decode_setup;
 
@@ -75,20 +76,27 @@ static void layer_free(decode_layer *l)
     *l = (decode_layer){0};
 }
 
-static int layer_make(vkattn_context *ctx, uint32_t E, uint32_t H, uint32_t H_kv, uint32_t window,
+/* `features`: today's models' additions, per-head q/k RMS norms (Qwen3) and llama3 RoPE scaling. */
+static int layer_make(vkattn_context *ctx, uint32_t E, uint32_t H, uint32_t H_kv, uint32_t window, int features,
                       unsigned long long seed, decode_layer *l)
 {
-    const size_t e = E, e_kv = (size_t)E / H * H_kv;
-    const size_t n = e * e + 2 * e_kv * e + (e + 2 * e_kv) + e * e + e;
+    const size_t e = E, e_kv = (size_t)E / H * H_kv, D = e / H;
+    const size_t n = e * e + 2 * e_kv * e + (e + 2 * e_kv) + e * e + e + 2 * D;
     int rc = 0;
     *l = (decode_layer){.desc = {.embed_dim = E, .num_heads = H, .num_kv_heads = H_kv, .rope_theta = ROPE_THETA,
                                  .window = window}};
+    if (features) {
+        l->desc.qk_norm = VKATTN_QK_NORM_HEAD;
+        l->desc.rope_scaling = (vkattn_rope_scaling){.type = VKATTN_ROPE_TYPE_LLAMA3, .factor = 8, .low_freq_factor = 1,
+                                                     .high_freq_factor = 4, .original_max_position_embeddings = 8192};
+    }
     NEED(l->weights = malloc(n * sizeof(float)));
     cli_fill_random(l->weights, n, seed, sqrtf(3.0f / E));
     const float *q = l->weights, *k = q + e * e, *v = k + e_kv * e, *bias = v + e_kv * e;
-    const float *o = bias + e + 2 * e_kv, *ob = o + e * e;
+    const float *o = bias + e + 2 * e_kv, *ob = o + e * e, *norms = ob + e;
     vkattn_weights w = {.q_proj_weight = q, .k_proj_weight = k, .v_proj_weight = v, .in_proj_bias = bias,
-                        .out_proj_weight = o, .out_proj_bias = ob};
+                        .out_proj_weight = o, .out_proj_bias = ob, .q_norm_weight = features ? norms : NULL,
+                        .k_norm_weight = features ? norms + D : NULL};
     TRY(vkattn_layer_create(ctx, &l->desc, &w, &l->layer), "creating a layer");
     TRY(vkattn_layer_set_timing(l->layer, 1), "turning stage timing on");
     return 0;
@@ -183,6 +191,12 @@ typedef struct decode_point {
     double cache_gbs, peak_pct;         /* cache_bytes / attention (FUSED stage) median time */
     double reproject_ms;                /* the same token by one causal forward over ctx tokens; < 0: not measured */
 } decode_point;
+
+/* --features: one context's steps of the plain layer and of the one with today's additions. */
+typedef struct feature_point {
+    uint32_t ctx, steps;
+    bench_time plain, featured; /* ms/token */
+} feature_point;
 
 /* Samples of a point: host, GPU, then each stage; MAX_STEPS each. */
 typedef double sample_row[MAX_STEPS];
@@ -297,6 +311,7 @@ typedef struct decode_report {
     bench_run_info info;
     decode_setup o;
     decode_point *points;            /* [dtype][ctx][split]: (d * len_count + c) * 2 + s */
+    feature_point *features;         /* --features: one per context, else NULL */
     double load[2];                  /* 1-minute load average at the start and the end; < 0 unknown */
     double peak_bandwidth[2];        /* copy bandwidth measured at the start and the end; 0 not measured */
 } decode_report;
@@ -404,6 +419,17 @@ static int write_json(const char *path, const decode_report *r)
               cli_json_add_numbers(layer, layer_fields, CLI_COUNT(layer_fields)) ||
               !(list = cJSON_AddArrayToObject(root, "points"));
     for (size_t i = 0; !bad && i < point_count(r); i++) bad = cli_json_append(list, json_point(&r->points[i]));
+    cJSON *features = NULL;
+    if (!bad && r->features) bad = !(features = cJSON_AddArrayToObject(root, "features"));
+    for (uint32_t c = 0; !bad && features && c < o->len_count; c++) {
+        const feature_point *f = &r->features[c];
+        const cli_json_num fields[] = {{"ctx", f->ctx}, {"steps", f->steps}, {"plain_ms_median", f->plain.median_ms},
+                                       {"plain_ms_min", f->plain.min_ms}, {"featured_ms_median", f->featured.median_ms},
+                                       {"featured_ms_min", f->featured.min_ms},
+                                       {"ratio", f->featured.min_ms / f->plain.min_ms}};
+        cJSON *item = cJSON_CreateObject();
+        bad = !item || cli_json_add_numbers(item, fields, CLI_COUNT(fields)) || cli_json_append(features, item);
+    }
     char err[512] = "out of memory";
     if (!bad) bad = cli_json_write_file(root, path, err, sizeof err);
     cJSON_Delete(root);
@@ -427,7 +453,8 @@ static int resolve(const bench_options *in, decode_setup *o)
     const vkattn_dtype all[MAX_DTYPES] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
     *o = (decode_setup){.len_count = in->len.n, .E = in->embed.n ? in->embed.v[0] : 512,
                         .H = in->heads.n ? in->heads.v[0] : 8, .H_kv = in->kv_heads ? in->kv_heads : 2,
-                        .window = in->window, .warmup = in->warmup, .min_time_s = in->min_time_s};
+                        .window = in->window, .warmup = in->warmup, .features = in->features,
+                        .min_time_s = in->min_time_s};
     o->D = o->E / o->H;
     memcpy(o->lens, in->len.v, sizeof o->lens);
     if (!o->len_count) {
@@ -458,7 +485,7 @@ static int measure(vkattn_context *ctx, decode_report *r, sample_row *rows)
     const decode_setup *o = &r->o;
     decode_layer l = {0};
     int rc;
-    if ((rc = layer_make(ctx, o->E, o->H, o->H_kv, o->window, 1, &l))) goto fail;
+    if ((rc = layer_make(ctx, o->E, o->H, o->H_kv, o->window, 0, 1, &l))) goto fail;
     for (uint32_t d = 0; d < o->dtype_count; d++)
         if ((rc = run_dtype(ctx, o, &l, o->dtypes[d], rows, &r->points[(size_t)d * o->len_count * 2]))) goto fail;
     for (uint32_t c = 0; c < o->len_count; c++) {
@@ -471,6 +498,61 @@ static int measure(vkattn_context *ctx, decode_report *r, sample_row *rows)
 fail:
     layer_free(&l);
     return rc;
+}
+
+/* --features: at each context, decode steps of the layer with q/k norms and scaled RoPE and of the
+ * same layer without, alternating (each with its own cache of the first format), so the ratio of
+ * their fastest steps holds on a shared machine. */
+static int measure_features(vkattn_context *ctx, const decode_setup *o, sample_row *rows, feature_point *points)
+{
+    decode_layer l[2];
+    memset(l, 0, sizeof l);
+    vkattn_kv_cache *cache[2] = {NULL, NULL};
+    float *token = malloc(o->E * sizeof(float)), *out = malloc(o->E * sizeof(float));
+    int rc = 0;
+    NEED(token && out);
+    cli_fill_random(token, o->E, 3, 1.0f);
+    for (int k = 0; k < 2 && !rc; k++) {
+        if (!(rc = layer_make(ctx, o->E, o->H, o->H_kv, o->window, k, 2, &l[k])))
+            rc = cache_make(ctx, &l[k], o->dtypes[0], o->lens[o->len_count - 1], &cache[k]);
+    }
+    for (uint32_t c = 0; !rc && c < o->len_count; c++) {
+        for (int k = 0; k < 2 && !rc; k++) rc = fill_to(ctx, &l[k], cache[k], o->lens[c] - 1);
+        vkattn_forward_stats st;
+        double wall;
+        for (uint32_t i = 0; !rc && i < (o->warmup ? o->warmup : 1); i++)
+            for (int k = 0; k < 2; k++) TRY(fork_step(&l[k], cache[k], 0, token, out, &wall, &st), "a warm-up step");
+        uint32_t n = 0;
+        double start = cli_now();
+        while (!rc && n < MAX_STEPS && (n < 3 || cli_now() - start < 2 * o->min_time_s)) {
+            for (int k = 0; k < 2; k++) {
+                TRY(fork_step(&l[k], cache[k], 0, token, out, &wall, &st), "a decode step");
+                rows[k][n] = wall;
+            }
+            n++;
+        }
+        points[c] = (feature_point){.ctx = o->lens[c], .steps = n, .plain = bench_stats(rows[0], n),
+                                    .featured = bench_stats(rows[1], n)};
+    }
+fail:
+    for (int k = 0; k < 2; k++) vkattn_kv_cache_destroy(cache[k]), layer_free(&l[k]);
+    free(token);
+    free(out);
+    return rc;
+}
+
+static void print_features(FILE *out, const decode_setup *o, const feature_point *points)
+{
+    fprintf(out, "\nfeatures: the same layer with per-head q/k RMS norms and llama3 RoPE scaling (factor 8) against\n"
+                 "          without, %s cache, steps alternating; ratio: fastest featured step / fastest plain one\n",
+            vkattn_dtype_name(o->dtypes[0]));
+    fprintf(out, "%6s %5s %12s %12s %14s %14s %7s\n", "ctx", "steps", "plain ms", "plain min", "featured ms",
+            "featured min", "ratio");
+    for (uint32_t c = 0; c < o->len_count; c++) {
+        const feature_point *p = &points[c];
+        fprintf(out, "%6u %5u %12.3f %12.3f %14.3f %14.3f %7.3f\n", p->ctx, p->steps, p->plain.median_ms,
+                p->plain.min_ms, p->featured.median_ms, p->featured.min_ms, p->featured.min_ms / p->plain.min_ms);
+    }
 }
 
 /* The peak once more after the measurements, keeping the better of each figure: on a machine
@@ -526,13 +608,20 @@ int bench_decode(FILE *out, const bench_options *o)
         goto fail;
     }
     if ((rc = measure(ctx, &r, rows))) goto fail;
+    if (r.o.features && !(r.features = calloc(r.o.len_count, sizeof *r.features))) {
+        rc = cli_fail("bench", "allocating", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+        goto fail;
+    }
+    if (r.features && (rc = measure_features(ctx, &r.o, rows, r.features))) goto fail;
     if (r.info.peak.bandwidth_gbs > 0) peak_again(ctx, o, &r);
     for (size_t i = 0; i < point_count(&r); i++)
         if (r.info.peak.bandwidth_gbs > 0) r.points[i].peak_pct = 100.0 * r.points[i].cache_gbs / r.info.peak.bandwidth_gbs;
     r.load[1] = load_average();
     print_table(out, &r);
+    if (r.features) print_features(out, &r.o, r.features);
     if (o->json && write_json(o->json, &r)) rc = 1;
 fail:
+    free(r.features);
     free(rows);
     free(r.points);
     vkattn_context_destroy(ctx);

@@ -78,6 +78,9 @@ static const cli_option k_sweep[] = {
 static const cli_option k_decode[] = {
     {"--kv-heads", "N", "key/value heads of the layer (default 2)", CLI_U32, B(kv_heads), 1},
     {"--window", "W", "a sliding window of W keys: each step reads at most W of them", CLI_U32, B(window), 1},
+    {"--features", NULL, "also time, at each context, the layer with per-head q/k RMS norms and llama3 RoPE scaling "
+     "against the same layer without them (steps alternating, the first cache format), and print the ratio",
+     CLI_FLAG, B(features)},
     {"--no-mqa", NULL, "no effect: what it skipped, the 32768-token MQA comparison, is a recipe in "
      "docs/PERFORMANCE.md", CLI_FLAG, B(no_mqa)},
     {"--no-window", NULL, "no effect: what it skipped, the 32768-token window comparison, is --window and a recipe "
