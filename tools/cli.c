@@ -459,20 +459,21 @@ int cli_npy_stored_dtype(const char *path, char *buf, size_t size, int *loads_as
     return 1;
 }
 
-static const char *type_name(vkattn_device_type t)
+const char *cli_device_type_name(vkattn_device_type t, int json)
 {
-    switch (t) {
-    case VKATTN_DEVICE_DISCRETE_GPU: return "discrete GPU";
-    case VKATTN_DEVICE_INTEGRATED_GPU: return "integrated GPU";
-    case VKATTN_DEVICE_VIRTUAL_GPU: return "virtual GPU";
-    case VKATTN_DEVICE_CPU: return "CPU (software rasterizer)";
-    default: return "other";
-    }
+    static const char *const names[][2] = {
+        [VKATTN_DEVICE_OTHER] = {"other", "other"},
+        [VKATTN_DEVICE_INTEGRATED_GPU] = {"integrated GPU", "integrated_gpu"},
+        [VKATTN_DEVICE_DISCRETE_GPU] = {"discrete GPU", "discrete_gpu"},
+        [VKATTN_DEVICE_VIRTUAL_GPU] = {"virtual GPU", "virtual_gpu"},
+        [VKATTN_DEVICE_CPU] = {"CPU (software rasterizer)", "cpu"},
+    };
+    return names[(unsigned)t < CLI_COUNT(names) ? t : VKATTN_DEVICE_OTHER][json != 0];
 }
 
 void cli_describe_device(const vkattn_device_info *info, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s [%s, Vulkan %u.%u.%u, driver %s%s%s]", info->name, type_name(info->type),
+    snprintf(buf, size, "%s [%s, Vulkan %u.%u.%u, driver %s%s%s]", info->name, cli_device_type_name(info->type, 0),
              info->api_version >> 22, (info->api_version >> 12) & 0x3FFu, info->api_version & 0xFFFu,
              info->driver_name[0] ? info->driver_name : "unknown", info->driver_info[0] ? " " : "",
              info->driver_info);
