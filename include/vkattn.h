@@ -813,6 +813,16 @@ vkattn_status vkattn_kv_cache_free_seq(vkattn_kv_cache *cache, uint32_t seq);
  * copied on the device into a block of dst's own. VKATTN_ERROR_INVALID_ARGUMENT if dst holds
  * tokens or equals src; VKATTN_ERROR_CACHE_FULL if no block is free for the copy. */
 vkattn_status vkattn_kv_cache_fork(vkattn_kv_cache *cache, uint32_t src, uint32_t dst);
+/* Rolls sequence `seq` back to its first `length` tokens (speculative decoding's rejected drafts, a
+ * beam cut short): blocks past the new length go back to the pool (those another sequence shares
+ * after a fork stay with it), and the next token is appended at position `length`. When the new
+ * last block is partly filled and shared with another sequence, it is first copied on the device
+ * into a block of seq's own, so appending never writes into another sequence's tokens; that copy
+ * needs a free block (VKATTN_ERROR_CACHE_FULL if there is none, and nothing changes). length 0
+ * frees the sequence; its current length changes nothing. VKATTN_ERROR_INVALID_ARGUMENT if
+ * `length` is above the sequence's length or `seq` is not below max_sequences. On any failure the
+ * cache is as it was. */
+vkattn_status vkattn_kv_cache_truncate(vkattn_kv_cache *cache, uint32_t seq, uint32_t length);
 
 typedef struct vkattn_cached_forward_desc {
     uint32_t batch;             /* sequences in this forward, required (>= 1) */

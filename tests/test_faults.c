@@ -105,8 +105,9 @@ static vkattn_status scenario_submission(vkattn_context *ctx)
     return s;
 }
 
-/* A KV cache: a prompt of two sequences, a decode step, a fork with a block copy, a free; a
- * refused forward must leave the sequences' lengths as they were (checked after every fault). */
+/* A KV cache: a prompt of two sequences, a decode step, a fork with a block copy, a rollback into
+ * a shared block (its copy), a free; a refused forward or rollback must leave the sequences'
+ * lengths as they were (checked after every fault). */
 static vkattn_status scenario_cached(vkattn_context *ctx)
 {
     vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
@@ -130,6 +131,12 @@ static vkattn_status scenario_cached(vkattn_context *ctx)
         else s = step;
     }
     if (s == VKATTN_OK) s = vkattn_kv_cache_fork(cache, 0, 2);
+    if (s == VKATTN_OK) {
+        s = vkattn_kv_cache_truncate(cache, 2, 3); /* 6 tokens: block 0 shared with 0, and now 2's own copy */
+        uint32_t len2 = 0;
+        vkattn_kv_cache_seq_length(cache, 2, &len2);
+        if (len2 != (s == VKATTN_OK ? 3u : 6u)) fprintf(stderr, "a rollback left length %u\n", len2), s = 99;
+    }
     if (s == VKATTN_OK) s = vkattn_kv_cache_free_seq(cache, 1);
     vkattn_kv_cache_destroy(cache);
     vkattn_layer_destroy(layer);

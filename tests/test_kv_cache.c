@@ -343,6 +343,106 @@ static void family_variants(vkattn_context *ctx)
     ragged_case(ctx, &rg, 1, "ragged batch, window 4 + alibi + sinks");
 }
 
+/* Rollback (vkattn_kv_cache_truncate), in every cache format: a prompt in sequence 0, forked into
+ * 1, which decodes 5 tokens of its own and is rolled back into a block it shares with 0 (a
+ * copy-on-write), then decodes 6 other tokens: both sequences must equal fresh ones with their
+ * histories (the reference over each whole history); a rollback to a block boundary, to the
+ * current length, and to 0; refusals that change nothing (a length above the sequence's, a
+ * sequence out of range, no free block for the copy); every block back at the end. Stale slots
+ * past a rolled-back length hold the old tokens' values (or NaN, for the last round): nothing of
+ * them may leak. */
+static void family_truncate(vkattn_context *ctx)
+{
+    const vkattn_dtype dtypes[] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
+    vkattn_layer_desc desc = {.embed_dim = 64, .num_heads = 2, .num_kv_heads = 1, .rope_theta = 10000}; /* D = 32 */
+    test_weights tw;
+    vkattn_layer *layer = make_layer(ctx, &tw, &desc, 17);
+    for (size_t di = 0; di < sizeof dtypes / sizeof dtypes[0]; di++) {
+        const vkattn_dtype dtype = dtypes[di];
+        const double tol = dtype == VKATTN_DTYPE_F32 ? 1e-10 : dtype == VKATTN_DTYPE_F16 ? 1e-5 : ROUNDING_REFERENCE_NMSE;
+        vkattn_kv_cache *cache = make_cache(ctx, &desc, 12, 4, 3, dtype);
+        seq_run a, b, *pa = &a, *pb = &b;
+        run_make(&a, 0, 32, 64, 31 + di);
+        run_make(&b, 1, 32, 64, 41 + di);
+        CHECK_STATUS(feed(layer, cache, 64, &pa, (uint32_t[]){10}, 1, 0), VKATTN_OK); /* blocks of 4: 4 + 4 + 2 */
+        CHECK_STATUS(vkattn_kv_cache_fork(cache, 0, 1), VKATTN_OK);
+        memcpy(b.tokens, a.tokens, 10 * 64 * sizeof(float));
+        memcpy(b.out, a.out, 10 * 64 * sizeof(float));
+        b.len = 10;
+        for (int i = 0; i < 5; i++) CHECK_STATUS(feed(layer, cache, 64, &pb, (uint32_t[]){1}, 1, 0), VKATTN_OK);
+        vkattn_kv_cache_info before, after;
+        CHECK_STATUS(vkattn_kv_cache_get_info(cache, &before), VKATTN_OK);
+        /* refused, nothing changes */
+        CHECK_STATUS(vkattn_kv_cache_truncate(cache, 1, 16), VKATTN_ERROR_INVALID_ARGUMENT);
+        CHECK_STATUS(vkattn_kv_cache_truncate(cache, 3, 1), VKATTN_ERROR_INVALID_ARGUMENT);
+        CHECK_STATUS(vkattn_kv_cache_truncate(cache, 1, 15), VKATTN_OK); /* its length: nothing to do */
+        CHECK_STATUS(vkattn_kv_cache_get_info(cache, &after), VKATTN_OK);
+        CHECK(after.free_blocks == before.free_blocks && after.tokens == before.tokens);
+        /* into the block of positions 4..7, which 1 shares with 0: 1 gets its own copy */
+        CHECK_STATUS(vkattn_kv_cache_truncate(cache, 1, 7), VKATTN_OK);
+        uint32_t length = 0;
+        CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 1, &length), VKATTN_OK);
+        CHECK(length == 7);
+        CHECK_STATUS(vkattn_kv_cache_get_info(cache, &after), VKATTN_OK);
+        /* 1 held 4 blocks (0 and 1 shared with sequence 0, 2 and 3 its own): 2 and 3 went back, and
+         * a free one became its own copy of 1 */
+        CHECK_MSG(after.free_blocks == before.free_blocks + 2 - 1, "%s: %u free blocks after the rollback, %u before",
+                  vkattn_dtype_name(dtype), after.free_blocks, before.free_blocks);
+        b.len = 7;
+        test_rng rng = test_rng_make(51 + di);
+        test_fill(&rng, b.tokens + 7 * 64, 6 * 64, 1.0f); /* other tokens than the rolled-back ones */
+        for (int i = 0; i < 6; i++) CHECK_STATUS(feed(layer, cache, 64, &pb, (uint32_t[]){1}, 1, 0), VKATTN_OK);
+        for (int i = 0; i < 3; i++) CHECK_STATUS(feed(layer, cache, 64, &pa, (uint32_t[]){1}, 1, 0), VKATTN_OK);
+        char what[96];
+        snprintf(what, sizeof what, "rolled back into a shared block, %s", vkattn_dtype_name(dtype));
+        if (vka_dtype_is_block(dtype)) check_run_as(&tw, &b, dtype, tol, what), check_run_as(&tw, &a, dtype, tol, "its source");
+        else check_run(&tw, &b, tol, what), check_run(&tw, &a, tol, "its source");
+        /* to a block boundary, then on */
+        CHECK_STATUS(vkattn_kv_cache_truncate(cache, 1, 8), VKATTN_OK);
+        b.len = 8;
+        test_fill(&rng, b.tokens + 8 * 64, 3 * 64, 1.0f);
+        CHECK_STATUS(feed(layer, cache, 64, &pb, (uint32_t[]){3}, 1, 0), VKATTN_OK);
+        snprintf(what, sizeof what, "rolled back to a block boundary, %s", vkattn_dtype_name(dtype));
+        if (vka_dtype_is_block(dtype)) check_run_as(&tw, &b, dtype, tol, what);
+        else check_run(&tw, &b, tol, what);
+        /* stale NaN past the rolled-back length never leaks: a NaN token, rolled back, then others */
+        for (int i = 0; i < 64; i++) b.tokens[11 * 64 + i] = NAN;
+        CHECK_STATUS(feed(layer, cache, 64, &pb, (uint32_t[]){1}, 1, 0), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_truncate(cache, 1, 11), VKATTN_OK);
+        b.len = 11;
+        test_fill(&rng, b.tokens + 11 * 64, 2 * 64, 1.0f);
+        CHECK_STATUS(feed(layer, cache, 64, &pb, (uint32_t[]){2}, 1, 0), VKATTN_OK);
+        snprintf(what, sizeof what, "a NaN token rolled back, %s", vkattn_dtype_name(dtype));
+        if (vka_dtype_is_block(dtype)) check_run_as(&tw, &b, dtype, tol, what);
+        else check_run(&tw, &b, tol, what);
+        /* no free block for the copy: refused, nothing changes */
+        CHECK_STATUS(vkattn_kv_cache_free_seq(cache, 1), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_fork(cache, 0, 1), VKATTN_OK); /* 13 tokens: 3 shared blocks + a copy */
+        CHECK_STATUS(vkattn_kv_cache_fork(cache, 0, 2), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_get_info(cache, &before), VKATTN_OK);
+        seq_run c, *pc = &c;
+        run_make(&c, 2, 40, 64, 61 + di);
+        c.len = 13;
+        uint32_t fill = before.free_blocks * 4 + 3; /* the rest of the pool, and the 3 slots left in 2's last block */
+        CHECK_STATUS(feed(layer, cache, 64, &pc, &fill, 1, 0), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_get_info(cache, &before), VKATTN_OK);
+        CHECK(before.free_blocks == 0);
+        CHECK_STATUS(vkattn_kv_cache_truncate(cache, 1, 6), VKATTN_ERROR_CACHE_FULL);
+        CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 1, &length), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_get_info(cache, &after), VKATTN_OK);
+        CHECK(length == 13 && after.free_blocks == 0 && after.tokens == before.tokens);
+        CHECK_STATUS(vkattn_kv_cache_truncate(cache, 1, 4), VKATTN_OK); /* a boundary needs no copy */
+        CHECK_STATUS(vkattn_kv_cache_truncate(cache, 1, 0), VKATTN_OK); /* as free_seq */
+        for (uint32_t seq = 0; seq < 3; seq++) CHECK_STATUS(vkattn_kv_cache_free_seq(cache, seq), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_get_info(cache, &after), VKATTN_OK);
+        CHECK(after.free_blocks == 12 && after.tokens == 0 && after.sequences == 0);
+        run_free(&a), run_free(&b), run_free(&c);
+        vkattn_kv_cache_destroy(cache);
+    }
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
 static void family_paging(vkattn_context *ctx)
 {
     vkattn_layer_desc desc = {.embed_dim = 32, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
@@ -809,6 +909,7 @@ int main(int argc, char **argv)
     int rows = run_decode_rows(ctx, family);
     if (strcmp(family, "ragged") == 0) family_ragged(ctx);
     else if (strcmp(family, "paging") == 0) family_paging(ctx);
+    else if (strcmp(family, "truncate") == 0) family_truncate(ctx);
     else if (strcmp(family, "errors") == 0) family_errors(ctx);
     else if (strcmp(family, "quant") == 0) family_quant(ctx);
     else if (strcmp(family, "variants") == 0) family_variants(ctx);

@@ -300,3 +300,44 @@ vkattn_status vkattn_kv_cache_fork(vkattn_kv_cache *cache, uint32_t src, uint32_
     if (!cache) return VKATTN_ERROR_INVALID_ARGUMENT;
     VKA_GUARDED(cache->ctx, fork_seq(cache, src, dst));
 }
+
+static vkattn_status truncate_seq(vkattn_kv_cache *cache, uint32_t seq, uint32_t length)
+{
+    vka_device *dev = &cache->ctx->dev;
+    vkattn_status status = vka_check_alive(dev);
+    if (status == VKATTN_OK) status = check_seq(cache, seq);
+    if (status != VKATTN_OK) return status;
+    vka_kv_seq *s = &cache->seqs[seq];
+    if (length > s->length)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "vkattn_kv_cache_truncate: sequence %u holds %u tokens, fewer than %u", seq, s->length, length);
+    if (length == s->length) return VKATTN_OK;
+    if (length == 0) return free_seq(cache, seq);
+    const uint32_t bs = cache->desc.block_size, keep = (length + bs - 1) / bs, last = s->blocks[keep - 1];
+    /* A shared block is full and never written again: a partly filled last one becomes seq's own. */
+    if (length % bs != 0 && cache->refs[last] > 1) {
+        if (cache->free_count == 0)
+            return vka_fail(dev, VKATTN_ERROR_CACHE_FULL,
+                            "the KV cache is full: truncating sequence %u into a block it shares needs a free block "
+                            "for its own copy, and none of %u is free",
+                            seq, cache->desc.num_blocks);
+        uint32_t own = cache->free_blocks[cache->free_count - 1];
+        if ((status = copy_block(cache, last, own)) != VKATTN_OK) return status;
+        cache->free_count--;
+        cache->refs[own] = 1;
+        cache->refs[last]--;
+        s->blocks[keep - 1] = own;
+    }
+    while (s->block_count > keep) { /* last first, as free_seq gives them back */
+        uint32_t block = s->blocks[--s->block_count];
+        if (--cache->refs[block] == 0) cache->free_blocks[cache->free_count++] = block;
+    }
+    s->length = length;
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_kv_cache_truncate(vkattn_kv_cache *cache, uint32_t seq, uint32_t length)
+{
+    if (!cache) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(cache->ctx, truncate_seq(cache, seq, length));
+}
