@@ -454,6 +454,18 @@ typedef enum vkattn_qk_norm {
     VKATTN_QK_NORM_ROW = 2   /* a token's whole projected q (H*D) and k (H_kv*D) (OLMo 2): weights of that width */
 } vkattn_qk_norm;
 
+/* What a layer keeps of its weights on the host (vkattn_layer_desc.host_weights). Only the CPU
+ * path (VKATTN_PATH_CPU on the layer) and vkattn_layer_set_head_mask read them; without them both
+ * are VKATTN_ERROR_UNSUPPORTED, and the standalone vkattn_reference_forward takes the weights
+ * directly. */
+typedef enum vkattn_host_weights {
+    VKATTN_HOST_WEIGHTS_NONE = 0,   /* none: the weights live on the device only (a stack of layers costs
+                                       no host memory beyond its creation) */
+    VKATTN_HOST_WEIGHTS_COPY = 1,   /* the layer's own copy, made at creation */
+    VKATTN_HOST_WEIGHTS_BORROW = 2  /* the caller's arrays, which must stay valid and unchanged until the
+                                       layer is destroyed */
+} vkattn_host_weights;
+
 typedef struct vkattn_layer_desc {
     uint32_t embed_dim;  /* E, required */
     uint32_t num_heads;  /* H, required; E % H must be 0 */
@@ -545,6 +557,7 @@ typedef struct vkattn_layer_desc {
                                only VKATTN_QK_NORM_HEAD (else VKATTN_ERROR_UNSUPPORTED). */
     float qk_norm_eps;      /* 0 = 1e-6 (the rms_norm_eps of Qwen3, Gemma 3, OLMo 2) */
     int qk_norm_plus_one;   /* 0 = scale by w (Qwen3, OLMo 2); 1 = by (1 + w) (Gemma 3) */
+    vkattn_host_weights host_weights; /* 0 = none kept (see vkattn_host_weights) */
 } vkattn_layer_desc;
 
 /* Host weights in PyTorch's state_dict layout (row-major float32). E_q = H·D and E_kv = H_kv·D are
@@ -579,8 +592,9 @@ typedef struct vkattn_weights {
 
 typedef struct vkattn_layer vkattn_layer;
 
-/* Validates the configuration, copies the weights to the device (and keeps a host copy for the
- * CPU path). Errors: VKATTN_ERROR_HEADS if E % H != 0 or H % num_kv_heads != 0,
+/* Validates the configuration and copies the weights to the device; on the host it keeps what
+ * desc->host_weights says (by default nothing: the caller's arrays may be freed once this returns).
+ * Errors: VKATTN_ERROR_HEADS if E % H != 0 or H % num_kv_heads != 0,
  * VKATTN_ERROR_UNSUPPORTED for a head_mask that prunes heads of a grouped-query layer (or a window
  * or ALiBi with appended keys), VKATTN_ERROR_NON_FINITE for non-finite sinks or ALiBi slopes,
  * VKATTN_ERROR_INVALID_ARGUMENT for a missing

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
 
 #include "api/context.h" /* test_fp16_fallback hides the device's 16-bit storage */
+#include "api/layer.h"
 #include "gpu_test.h"
 #include "format/half.h" /* vka_f32_to_f16 */
 
@@ -87,7 +88,7 @@ static void test_gqa_layer_errors(void)
 {
     test_weights mha, gqa;
     vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 4};
-    vkattn_layer_desc g = {.embed_dim = 16, .num_heads = 4, .num_kv_heads = 2};
+    vkattn_layer_desc g = {.embed_dim = 16, .num_heads = 4, .num_kv_heads = 2, .host_weights = VKATTN_HOST_WEIGHTS_COPY}; /* set_head_mask below */
     test_weights_make(&mha, &d, 3);
     test_weights_make(&gqa, &g, 4);
     vkattn_layer *layer = NULL;
@@ -233,12 +234,63 @@ static void test_model_layer_fields(void)
     test_weights_free(&tw);
 }
 
+/* What a layer keeps of its weights on the host (vkattn_layer_desc.host_weights): by default none,
+ * and the CPU path and set_head_mask say so; a copy (the caller's arrays may go); the caller's
+ * arrays, borrowed. Every mode gives the same outputs on the device, and the CPU path of the two
+ * that keep weights equals the reference. */
+static void test_host_weights(void)
+{
+    vkattn_layer_desc d = {.embed_dim = 32, .num_heads = 4, .rope_theta = 10000, .qk_norm = VKATTN_QK_NORM_HEAD};
+    test_weights tw;
+    test_weights_make(&tw, &d, 12);
+    test_weights_add_sinks(&tw, -1, 2, 13);
+    float q[3 * 32], want[3 * 32], out[3][3 * 32], cpu[3 * 32];
+    test_rng rng = test_rng_make(14);
+    test_fill(&rng, q, 3 * 32, 1.0f);
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 3, .query = q, .output = want, .causal = 1};
+    CHECK_STATUS(vkattn_reference_forward(&d, &tw.w, &f, NULL), VKATTN_OK);
+    for (int mode = VKATTN_HOST_WEIGHTS_NONE; mode <= VKATTN_HOST_WEIGHTS_BORROW; mode++) {
+        vkattn_layer_desc m = d;
+        m.host_weights = (vkattn_host_weights)mode;
+        vkattn_layer *layer = NULL;
+        CHECK_STATUS(vkattn_layer_create(ctx, &m, &tw.w, &layer), VKATTN_OK);
+        if (!layer) continue;
+        /* the layer's own host data: no projection weights but with a copy; the caller's with a borrow */
+        CHECK((layer->host.out_proj_weight == NULL) == (mode == VKATTN_HOST_WEIGHTS_NONE));
+        CHECK(tw.w.in_proj_weight && (layer->host.in_proj_weight == tw.w.in_proj_weight) ==
+                                         (mode == VKATTN_HOST_WEIGHTS_BORROW));
+        f.output = out[mode];
+        f.path = VKATTN_PATH_AUTO;
+        CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_OK);
+        CHECK(memcmp(out[mode], out[0], sizeof out[0]) == 0); /* the same device weights in every mode */
+        f.output = cpu;
+        f.path = VKATTN_PATH_CPU;
+        if (mode == VKATTN_HOST_WEIGHTS_NONE) {
+            CHECK_ERROR(vkattn_forward_host(layer, &f), VKATTN_ERROR_UNSUPPORTED, "keeps none: create it with host_weights");
+            CHECK_ERROR(vkattn_layer_set_head_mask(layer, (const uint8_t[]){1, 0, 1, 1}), VKATTN_ERROR_UNSUPPORTED,
+                        "keeps none on the host");
+        } else {
+            CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_OK);
+            test_error e = test_compare(cpu, want, 3 * 32);
+            CHECK_MSG(e.max_abs < 1e-6, "host_weights %d: the CPU path differs from the reference by %g", mode, e.max_abs);
+            CHECK_STATUS(vkattn_layer_set_head_mask(layer, (const uint8_t[]){1, 0, 1, 1}), VKATTN_OK);
+        }
+        vkattn_layer_destroy(layer);
+    }
+    vkattn_layer_desc bad = d;
+    bad.host_weights = (vkattn_host_weights)3;
+    vkattn_layer *layer = NULL;
+    CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "host_weights 3");
+    test_weights_free(&tw);
+}
+
 /* The attention variants: every bad field refused on the device entry point too, with a message
  * naming it; the slopes in use come back from get_desc; explain names the variants; a head mask
  * set later re-uploads the active heads' slopes and sinks (checked against the CPU path). */
 static void test_variant_layer_errors(void)
 {
-    vkattn_layer_desc d = {.embed_dim = 32, .num_heads = 4, .alibi = 1, .window = 5, .softcap = 3};
+    vkattn_layer_desc d = {.embed_dim = 32, .num_heads = 4, .alibi = 1, .window = 5, .softcap = 3,
+                           .host_weights = VKATTN_HOST_WEIGHTS_COPY}; /* the CPU path and set_head_mask below */
     test_weights tw;
     test_weights_make(&tw, &d, 5);
     test_weights_add_sinks(&tw, -1, 2, 6);
@@ -565,7 +617,9 @@ static void test_chained_layers(void)
     vkattn_layer *l1 = small_layer(&tw1, &d);
     test_weights_make(&tw2, &d, 99);
     vkattn_layer *l2 = NULL;
-    CHECK_STATUS(vkattn_layer_create(ctx, &d, &tw2.w, &l2), VKATTN_OK);
+    vkattn_layer_desc d2 = d;
+    d2.host_weights = VKATTN_HOST_WEIGHTS_BORROW; /* its CPU path below reads tw2's arrays */
+    CHECK_STATUS(vkattn_layer_create(ctx, &d2, &tw2.w, &l2), VKATTN_OK);
     float x[2 * 9 * 16], mid[2 * 9 * 16], y[2 * 9 * 16], want[2 * 9 * 16];
     test_rng rng = test_rng_make(5);
     test_fill(&rng, x, B * L * E, 1.0f);
@@ -726,6 +780,7 @@ int main(void)
     RUN_TEST(test_gqa_layer_errors);
     RUN_TEST(test_rope_layer_errors);
     RUN_TEST(test_model_layer_fields);
+    RUN_TEST(test_host_weights);
     RUN_TEST(test_variant_layer_errors);
     RUN_TEST(test_tensor_errors);
     RUN_TEST(test_forward_errors);

@@ -39,7 +39,7 @@ static vkattn_status scenario_fused_forward(vkattn_context *ctx)
 
 static vkattn_status scenario_unfused_tensors(vkattn_context *ctx)
 {
-    vkattn_layer_desc d = {.embed_dim = 8, .num_heads = 2, .kdim = 4, .vdim = 4, .add_zero_attn = 1};
+    vkattn_layer_desc d = {.embed_dim = 8, .num_heads = 2, .kdim = 4, .vdim = 4, .add_zero_attn = 1, .host_weights = VKATTN_HOST_WEIGHTS_COPY};
     test_weights tw;
     vkattn_layer *layer = NULL;
     vkattn_tensor *q = NULL, *k = NULL, *out = NULL, *w = NULL, *kpm = NULL;
@@ -257,7 +257,7 @@ static void test_head_mask_failure_keeps_layer(void)
     vkattn_context *ctx = open_context(NULL, &s);
     CHECK_STATUS(s, VKATTN_OK);
     if (!ctx) return;
-    vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 4};
+    vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 4, .host_weights = VKATTN_HOST_WEIGHTS_COPY};
     test_weights tw;
     vkattn_layer *layer = NULL;
     CHECK_STATUS(make_layer(ctx, &d, &tw, &layer), VKATTN_OK);

@@ -7,7 +7,7 @@
 
 static void check_case(vkattn_context *ctx, uint32_t E, uint32_t H, uint32_t L, const uint8_t *start, int causal)
 {
-    vkattn_layer_desc d = {.embed_dim = E, .num_heads = H, .head_mask = start};
+    vkattn_layer_desc d = {.embed_dim = E, .num_heads = H, .head_mask = start, .host_weights = VKATTN_HOST_WEIGHTS_COPY};
     test_weights tw;
     test_weights_make(&tw, &d, E + H);
     size_t n = (size_t)2 * L * E;

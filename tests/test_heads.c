@@ -25,7 +25,8 @@ static const prune_case cases[] = {
 static void run_prune_case(const prune_case *c, int k)
 {
     vkattn_layer_desc d = {.embed_dim = c->E, .num_heads = c->H, .kdim = c->kdim, .vdim = c->vdim,
-                           .add_bias_kv = c->bias_kv, .add_zero_attn = c->zero_attn, .storage = c->storage};
+                           .add_bias_kv = c->bias_kv, .add_zero_attn = c->zero_attn, .storage = c->storage,
+                           .host_weights = VKATTN_HOST_WEIGHTS_COPY};
     test_weights tw;
     test_weights_make(&tw, &d, 40 + k);
     const uint32_t S = c->S ? c->S : c->L, kd = c->kdim ? c->kdim : c->E, vd = c->vdim ? c->vdim : c->E;
@@ -75,7 +76,7 @@ static void test_pruned_equals_reference(void)
 
 static void test_refusals(void)
 {
-    vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 4};
+    vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 4, .host_weights = VKATTN_HOST_WEIGHTS_COPY};
     test_weights tw;
     test_weights_make(&tw, &d, 3);
     vkattn_layer *layer = NULL;
@@ -108,7 +109,7 @@ static void test_refusals(void)
 static void test_cost_counts_active_heads(void)
 {
     const uint8_t half[8] = {1, 0, 1, 0, 1, 0, 1, 0};
-    vkattn_layer_desc d = {.embed_dim = 512, .num_heads = 8};
+    vkattn_layer_desc d = {.embed_dim = 512, .num_heads = 8, .host_weights = VKATTN_HOST_WEIGHTS_COPY};
     vkattn_cost full, pruned;
     CHECK_STATUS(vkattn_forward_cost(&d, 1, 1024, 0, VKATTN_PATH_FUSED, 0, &full), VKATTN_OK);
     d.head_mask = half;

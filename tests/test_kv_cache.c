@@ -737,7 +737,8 @@ static void quant_pools(vkattn_context *ctx)
 static void family_quant(vkattn_context *ctx)
 {
     quant_pools(ctx);
-    vkattn_layer_desc gqa = {.embed_dim = 128, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
+    vkattn_layer_desc gqa = {.embed_dim = 128, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000,
+                             .host_weights = VKATTN_HOST_WEIGHTS_COPY}; /* its CPU path below */
 
     /* Refusals: a head dim that is not whole blocks; tensors of a block format. */
     vkattn_kv_cache *none = NULL;

@@ -177,6 +177,7 @@ static void run_case(vkattn_context *ctx, const char *dir, const char *family, c
           want.dims[1] == desc.embed_dim);
 
     vkattn_layer *layer = NULL;
+    desc.host_weights = VKATTN_HOST_WEIGHTS_BORROW; /* the CPU path below reads the file's arrays */
     if (file && x && status == VKATTN_OK && want.data)
         CHECK_MSG(vkattn_layer_create(ctx, &desc, vkattn_weight_file_weights(file), &layer) == VKATTN_OK, "%s: %s",
                   name, vkattn_context_last_error(ctx));

@@ -73,7 +73,9 @@ int cmd_demo(int argc, char **argv)
     cli_fill_random(w, 3 * ee, 1, ws), cli_fill_random(w + 3 * ee, 3 * (size_t)E, 2, 0.1f);
     cli_fill_random(w + 3 * ee + 3 * E, ee, 3, ws), cli_fill_random(w + 4 * ee + 3 * E, E, 4, 0.1f);
     cli_fill_random(x, n_in, 5, 1.0f);
-    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = H, .storage = o.storage};
+    /* the CPU path below reads the caller's weights, freed after the layer */
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = H, .storage = o.storage,
+                            .host_weights = VKATTN_HOST_WEIGHTS_BORROW};
     vkattn_weights lw = {.in_proj_weight = w, .in_proj_bias = w + 3 * ee, .out_proj_weight = w + 3 * ee + 3 * E,
                          .out_proj_bias = w + 4 * ee + 3 * E};
     if ((status = vkattn_layer_create(ctx, &ld, &lw, &layer)) != VKATTN_OK) {

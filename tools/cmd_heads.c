@@ -170,6 +170,7 @@ int cmd_heads(int argc, char **argv)
     prune_result pr = {0};
     head_runner r = {0};
     if ((rc = forward_inputs_load("heads", &o.fwd, &in))) goto done;
+    in.layer.host_weights = VKATTN_HOST_WEIGHTS_BORROW; /* set_head_mask re-uploads from in.w, freed last */
     forward_inputs_print_shapes(&in, &o.fwd);
     r = (head_runner){.desc = in.layer, .weights = &in.w, .forward = in.desc,
                       .out_elems = (size_t)in.B * in.L * in.E};

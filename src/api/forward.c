@@ -112,9 +112,18 @@ static vkattn_status check_tensors(vkattn_layer *layer, const vka_args *a, const
     return check_device_mask(layer, a->v[VKA_ARG_ATTN_MASK].tensor);
 }
 
+/* The CPU path reads the layer's host weights, which a layer keeps only when asked. */
+static vkattn_status no_host_weights(vkattn_layer *layer)
+{
+    return vka_fail(&layer->ctx->dev, VKATTN_ERROR_UNSUPPORTED,
+                    "the CPU path reads the layer's weights on the host, and this layer keeps none: create it with "
+                    "host_weights VKATTN_HOST_WEIGHTS_COPY (or _BORROW), or run vkattn_reference_forward");
+}
+
 /* The CPU path on device tensors: copy the inputs in, run the reference, copy the outputs out. */
 static vkattn_status run_cpu_on_tensors(vkattn_layer *layer, const vka_problem *p, const vka_args *a)
 {
+    if (!vka_layer_has_host_weights(layer)) return no_host_weights(layer);
     vkattn_status status = VKATTN_OK;
     void *held[VKA_ARG_COUNT] = {0};
     vka_host_arrays arrays = {{0}};
@@ -278,6 +287,7 @@ static vkattn_status forward_host(vkattn_layer *layer, const vkattn_host_forward
     if (status == VKATTN_OK) status = host_prelude(layer, d, &a, &p);
     if (status != VKATTN_OK) return status;
     if (p.path == VKATTN_PATH_CPU) {
+        if (!vka_layer_has_host_weights(layer)) return no_host_weights(layer);
         vka_host_arrays arrays;
         vka_host_arrays_of(&a, &arrays);
         return vka_reference_run(&p, &layer->host, layer->alibi_slopes, &arrays, layer->head_active, &ctx->dev.error);

@@ -10,20 +10,26 @@
 #include "api/tensor.h"
 #include "problem/rope.h"
 
-/* Copies the weights into one block in canonical form (packed when kdim == vdim == E: W_Q, W_K,
- * W_V as one (E_q + 2 E_kv, E) matrix, E_q = H·D, E_kv = H_kv·D). */
+/* The layer's host copy (vkattn_layer_desc.host_weights): with COPY, the weights in one block in
+ * canonical form (packed when kdim == vdim == E: W_Q, W_K, W_V as one (E_q + 2 E_kv, E) matrix,
+ * E_q = H·D, E_kv = H_kv·D); with BORROW, the caller's pointers; with NONE, no projection
+ * weights at all. The small per-head data (sinks, ALiBi slopes, q/k norm weights, the rope
+ * lists) is always the layer's own. */
 static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights *w)
 {
     const vka_layer_config *c = &layer->cfg;
+    const vkattn_host_weights mode = layer->desc.host_weights;
     const size_t E = c->E, Eq = c->E_q, Ek = c->E_kv;
-    size_t in_proj = Eq * E + Ek * c->kdim + Ek * c->vdim;
     const vkattn_rope_scaling *rs = &c->rope_scaling;
     const size_t pairs = c->rope_dim / 2;
     const size_t rope_lists = (rs->short_factor ? 2 * pairs : 0) + (rs->inv_freq ? pairs : 0);
-    size_t total = in_proj + (c->bias ? Eq + 2 * Ek + E : 0) + E * Eq + (c->bias_kv ? 2 * Ek : 0) +
-                   (c->sinks ? c->H : 0) + (c->alibi ? c->H : 0) + vka_qk_norm_width(c, 0) + vka_qk_norm_width(c, 1) +
-                   rope_lists;
-    float *block = vka_malloc(&layer->ctx->dev.faults, total * sizeof *block);
+    const size_t big = mode != VKATTN_HOST_WEIGHTS_COPY
+                           ? 0
+                           : Eq * E + Ek * c->kdim + Ek * c->vdim + (c->bias ? Eq + 2 * Ek + E : 0) + E * Eq +
+                                 (c->bias_kv ? 2 * Ek : 0);
+    size_t total = big + (c->sinks ? c->H : 0) + (c->alibi ? c->H : 0) + vka_qk_norm_width(c, 0) +
+                   vka_qk_norm_width(c, 1) + rope_lists;
+    float *block = vka_malloc(&layer->ctx->dev.faults, (total ? total : 1) * sizeof *block);
     if (!block) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for the host weights");
     float *at = block;
     vkattn_weights *h = &layer->host;
@@ -34,29 +40,34 @@ static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights
         h->field = at;                                                                             \
         at += (n);                                                                                 \
     } while (0)
-    if (c->packed_in_proj) {
-        if (w->in_proj_weight) {
-            VKA_TAKE_(in_proj_weight, w->in_proj_weight, Eq * E + 2 * Ek * E);
+    if (mode == VKATTN_HOST_WEIGHTS_BORROW) {
+        *h = *w;
+        h->sinks = h->q_norm_weight = h->k_norm_weight = NULL; /* the layer's own, below */
+    } else if (mode == VKATTN_HOST_WEIGHTS_COPY) {
+        if (c->packed_in_proj) {
+            if (w->in_proj_weight) {
+                VKA_TAKE_(in_proj_weight, w->in_proj_weight, Eq * E + 2 * Ek * E);
+            } else {
+                memcpy(at, w->q_proj_weight, Eq * E * sizeof(float));
+                memcpy(at + Eq * E, w->k_proj_weight, Ek * E * sizeof(float));
+                memcpy(at + Eq * E + Ek * E, w->v_proj_weight, Ek * E * sizeof(float));
+                h->in_proj_weight = at;
+                at += Eq * E + 2 * Ek * E;
+            }
         } else {
-            memcpy(at, w->q_proj_weight, Eq * E * sizeof(float));
-            memcpy(at + Eq * E, w->k_proj_weight, Ek * E * sizeof(float));
-            memcpy(at + Eq * E + Ek * E, w->v_proj_weight, Ek * E * sizeof(float));
-            h->in_proj_weight = at;
-            at += Eq * E + 2 * Ek * E;
+            VKA_TAKE_(q_proj_weight, w->q_proj_weight, Eq * E);
+            VKA_TAKE_(k_proj_weight, w->k_proj_weight, Ek * c->kdim);
+            VKA_TAKE_(v_proj_weight, w->v_proj_weight, Ek * c->vdim);
         }
-    } else {
-        VKA_TAKE_(q_proj_weight, w->q_proj_weight, Eq * E);
-        VKA_TAKE_(k_proj_weight, w->k_proj_weight, Ek * c->kdim);
-        VKA_TAKE_(v_proj_weight, w->v_proj_weight, Ek * c->vdim);
-    }
-    if (c->bias) {
-        VKA_TAKE_(in_proj_bias, w->in_proj_bias, Eq + 2 * Ek);
-        VKA_TAKE_(out_proj_bias, w->out_proj_bias, E);
-    }
-    VKA_TAKE_(out_proj_weight, w->out_proj_weight, E * Eq);
-    if (c->bias_kv) {
-        VKA_TAKE_(bias_k, w->bias_k, Ek);
-        VKA_TAKE_(bias_v, w->bias_v, Ek);
+        if (c->bias) {
+            VKA_TAKE_(in_proj_bias, w->in_proj_bias, Eq + 2 * Ek);
+            VKA_TAKE_(out_proj_bias, w->out_proj_bias, E);
+        }
+        VKA_TAKE_(out_proj_weight, w->out_proj_weight, E * Eq);
+        if (c->bias_kv) {
+            VKA_TAKE_(bias_k, w->bias_k, Ek);
+            VKA_TAKE_(bias_v, w->bias_v, Ek);
+        }
     }
     if (c->sinks) VKA_TAKE_(sinks, w->sinks, c->H);
     if (c->qk_norm) {
@@ -84,6 +95,11 @@ static vkattn_status copy_host_weights(vkattn_layer *layer, const vkattn_weights
     }
     layer->host_block = block;
     return VKATTN_OK;
+}
+
+int vka_layer_has_host_weights(const vkattn_layer *layer)
+{
+    return layer->host.out_proj_weight != NULL;
 }
 
 /* fp16 storage holds weights up to 65504; a larger one would become inf and every output NaN.
@@ -194,12 +210,13 @@ static void gather_head_cols(float *dst, const float *src, size_t rows, const vk
             if (layer->head_active[h]) memcpy(dst, src + r * Eq + h * D, D * sizeof(float)), dst += D;
 }
 
-/* Uploads the weights of the active heads only: W_Q/W_K/W_V rows and biases, W_O columns, the
- * extra keys' slices. Pruned heads then cost nothing in any kernel. */
-static vkattn_status upload_weights(vkattn_layer *layer)
+/* Uploads the weights `h` (the caller's at creation, the layer's host copy later) of the active heads
+ * only: W_Q/W_K/W_V rows and biases, W_O columns, the extra keys' slices. Pruned heads then cost
+ * nothing in any kernel. The small per-head data comes from the layer's own copy. */
+static vkattn_status upload_weights(vkattn_layer *layer, const vkattn_weights *h)
 {
     const vka_layer_config *c = &layer->cfg;
-    const vkattn_weights *h = &layer->host;
+    const vkattn_weights *own = &layer->host;
     const size_t E = c->E, Eq = c->E_q, Ek = c->E_kv, I = c->inner, Ik = c->inner_kv;
     const size_t widest = c->kdim > c->vdim ? c->kdim : c->vdim;
     vkattn_status status = VKATTN_OK;
@@ -209,10 +226,13 @@ static vkattn_status upload_weights(vkattn_layer *layer)
                            c->E_q + c->E_kv;
     float *scratch = vka_malloc(&layer->ctx->dev.faults, scratch_elems * sizeof *scratch);
     if (!scratch) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory gathering the weights");
-    if (c->packed_in_proj) {
-        float *at = gather_head_rows(scratch, h->in_proj_weight, E, layer);
-        at = gather_kv_head_rows(at, h->in_proj_weight + Eq * E, E, layer);
-        gather_kv_head_rows(at, h->in_proj_weight + Eq * E + Ek * E, E, layer);
+    if (c->packed_in_proj) { /* one (E_q + 2 E_kv, E) matrix, given whole or as W_Q, W_K and W_V */
+        const float *wq = h->in_proj_weight ? h->in_proj_weight : h->q_proj_weight;
+        const float *wk = h->in_proj_weight ? h->in_proj_weight + Eq * E : h->k_proj_weight;
+        const float *wv = h->in_proj_weight ? h->in_proj_weight + Eq * E + Ek * E : h->v_proj_weight;
+        float *at = gather_head_rows(scratch, wq, E, layer);
+        at = gather_kv_head_rows(at, wk, E, layer);
+        gather_kv_head_rows(at, wv, E, layer);
         VKA_TRY(upload(layer, VKA_ROLE_W_IN, "in_proj_weight", scratch, (I + 2 * Ik) * E));
     } else {
         gather_head_rows(scratch, h->q_proj_weight, E, layer);
@@ -242,7 +262,7 @@ static vkattn_status upload_weights(vkattn_layer *layer)
     if (c->qk_norm) { /* q's weights then k's, fp32; Gemma's 1 + w added here, in fp32 as the reference does */
         const uint32_t wq = vka_qk_norm_width(c, 0), wk = vka_qk_norm_width(c, 1);
         for (uint32_t i = 0; i < wq + wk; i++) {
-            float w = i < wq ? h->q_norm_weight[i] : h->k_norm_weight[i - wq];
+            float w = i < wq ? own->q_norm_weight[i] : own->k_norm_weight[i - wq];
             scratch[i] = c->qk_norm_plus_one ? 1.0f + w : w;
         }
         VKA_TRY(upload_f32(layer, VKA_ROLE_QK_NORM, "the q and k norm weights", scratch, (size_t)wq + wk));
@@ -252,7 +272,7 @@ static vkattn_status upload_weights(vkattn_layer *layer)
         for (uint32_t head = 0; head < c->H; head++) {
             if (!layer->head_active[head]) continue;
             *at++ = c->alibi ? layer->alibi_slopes[head] : 0.0f;
-            *at++ = c->sinks ? h->sinks[head] : 0.0f;
+            *at++ = c->sinks ? own->sinks[head] : 0.0f;
         }
         VKA_TRY(upload_f32(layer, VKA_ROLE_HEAD_TERMS, "the ALiBi slopes and sinks", scratch, 2 * (size_t)c->H_active));
     }
@@ -311,7 +331,7 @@ static vkattn_status layer_create(vkattn_context *ctx, const vkattn_layer_desc *
         goto fail;
     }
     apply_head_mask(layer, desc->head_mask);
-    VKA_TRY(upload_weights(layer));
+    VKA_TRY(upload_weights(layer, weights));
     VKA_TRY(vka_commands_create(&ctx->dev, &layer->commands));
     *out = layer;
     return VKATTN_OK;
@@ -375,6 +395,10 @@ static vkattn_status layer_set_head_mask(vkattn_layer *layer, const uint8_t *act
                         "a head mask that prunes heads of a grouped-query layer (num_kv_heads %u of num_heads %u) is "
                         "not implemented; pruning works for num_kv_heads = num_heads only",
                         layer->cfg.H_kv, layer->cfg.H);
+    if (!vka_layer_has_host_weights(layer))
+        return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED,
+                        "vkattn_layer_set_head_mask re-uploads the kept heads' weights, and the layer keeps none on "
+                        "the host: create it with host_weights VKATTN_HOST_WEIGHTS_COPY or _BORROW");
     /* Upload the new head set beside the old one and keep whichever stands at the end, so a
      * failure leaves the layer exactly as it was. */
     uint8_t *old_active = vka_malloc(&ctx->dev.faults, layer->cfg.H);
@@ -387,7 +411,7 @@ static vkattn_status layer_set_head_mask(vkattn_layer *layer, const uint8_t *act
         memset(&layer->buffers[r], 0, sizeof layer->buffers[r]);
     }
     apply_head_mask(layer, active);
-    status = upload_weights(layer);
+    status = upload_weights(layer, &layer->host);
     for (int r = VKA_FIRST_LAYER_ROLE; r < VKA_FIRST_WORKSPACE_ROLE; r++) {
         vka_buffer *drop = status == VKATTN_OK ? &old[r] : &layer->buffers[r];
         vka_buffer_destroy(&ctx->dev, drop);

@@ -16,8 +16,10 @@ struct vkattn_layer {
     vka_layer_config cfg;
     vkattn_layer_desc desc; /* resolved */
 
-    float *host_block;      /* one allocation behind `host` */
-    vkattn_weights host;    /* canonical host copy: in_proj_weight when packed, else q/k/v */
+    float *host_block;      /* one allocation behind `host` (its own parts) */
+    vkattn_weights host;    /* vkattn_layer_desc.host_weights: a canonical copy (in_proj_weight when packed,
+                               else q/k/v), the caller's pointers, or no projection weights; sinks and
+                               q/k norm weights always the layer's own */
     float *alibi_slopes;    /* H slopes in host_block (resolved: given or standard), NULL without ALiBi */
     uint8_t *head_active;   /* H entries, 1 = computed; the device weights hold only these heads */
 
@@ -41,6 +43,9 @@ struct vkattn_layer {
     vkattn_tensor *host_io[VKA_ARG_COUNT]; /* vkattn_forward_host's device copies, by argument */
 };
 
+
+/* Whether the layer keeps its projection weights on the host (the CPU path, set_head_mask). */
+int vka_layer_has_host_weights(const vkattn_layer *layer);
 
 /* Runs a validated problem on the device with the given caller buffers (indexed by role): records
  * it into the layer's command buffer, submits and waits. */

@@ -206,6 +206,9 @@ vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_laye
                              "num_heads %u is not a multiple of num_kv_heads %u (each key/value head serves "
                              "num_heads / num_kv_heads query heads)",
                              desc->num_heads, desc->num_kv_heads);
+    if ((unsigned)desc->host_weights > VKATTN_HOST_WEIGHTS_BORROW)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "host_weights %d is not a vkattn_host_weights",
+                             (int)desc->host_weights);
     if (desc->storage != VKATTN_DTYPE_F32 && desc->storage != VKATTN_DTYPE_F16)
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "storage must be F32 or F16, not %s",
                              vkattn_dtype_name(desc->storage));
