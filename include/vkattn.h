@@ -838,6 +838,30 @@ vkattn_status vkattn_kv_cache_fork(vkattn_kv_cache *cache, uint32_t src, uint32_
  * cache is as it was. */
 vkattn_status vkattn_kv_cache_truncate(vkattn_kv_cache *cache, uint32_t seq, uint32_t length);
 
+/* ---- warm-up ------------------------------------------------------------------------------------
+ * A layer's first forward of a new shape builds the pipelines its kernels need (lavapipe compiles
+ * each with LLVM: hundreds of milliseconds, seconds with a cold shader cache). vkattn_layer_warm_up
+ * builds, ahead of the first request, every pipeline the layer's forwards within the limits below
+ * will use: afterwards such a forward builds none. With a persistent pipeline cache (GPU drivers),
+ * the next process neither. Nothing runs on the device. */
+typedef struct vkattn_warm_up_desc {
+    const vkattn_kv_cache *cache; /* cached forwards through this cache; NULL: plain self-attention forwards */
+    uint32_t max_batch;           /* sequences per cached forward (at most the cache's max_sequences), or the
+                                     batch of a plain forward; 0 = 1 */
+    uint32_t max_new_tokens;      /* cached: the most new tokens of one sequence in one forward (a prompt
+                                     chunk); 0 = 1 (decoding only) */
+    uint32_t max_length;          /* the longest sequence (cached), or query length (plain); 0 = the cache's
+                                     capacity, or max_new_tokens */
+    int causal;                   /* plain forwards: causal */
+    vkattn_dtype io_dtype;        /* the query and output: F32 (host arrays) or F16 device tensors */
+} vkattn_warm_up_desc;
+
+/* Builds the pipelines (see above); *pipelines_built (may be NULL) gets how many it created.
+ * VKATTN_ERROR_INVALID_ARGUMENT for limits the cache cannot hold; the errors of a forward's
+ * checks for a layer the cache does not fit. Costs a few milliseconds of planning besides the
+ * pipelines themselves. */
+vkattn_status vkattn_layer_warm_up(vkattn_layer *layer, const vkattn_warm_up_desc *desc, uint32_t *pipelines_built);
+
 typedef struct vkattn_cached_forward_desc {
     uint32_t batch;             /* sequences in this forward, required (>= 1) */
     const uint32_t *seq_ids;    /* (batch) distinct sequence ids; NULL = 0 .. batch - 1 */

@@ -234,6 +234,36 @@ static void test_model_layer_fields(void)
     test_weights_free(&tw);
 }
 
+/* Warm-up of plain forwards: afterwards a causal forward of a batch and length within the limits
+ * builds no pipeline; an fp16 layer's warm-up covers its fp16-output kernels. */
+static void test_warm_up_plain(void)
+{
+    vkattn_layer_desc d = {.embed_dim = 32, .num_heads = 4, .rope_theta = 10000};
+    test_weights tw;
+    test_weights_make(&tw, &d, 15);
+    vkattn_layer *layer = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, &d, &tw.w, &layer), VKATTN_OK);
+    uint32_t built = 0;
+    vkattn_warm_up_desc w = {.max_batch = 2, .max_length = 50, .causal = 1};
+    CHECK_STATUS(vkattn_layer_warm_up(layer, &w, &built), VKATTN_OK);
+    vkattn_pipeline_cache_info before, after;
+    CHECK_STATUS(vkattn_context_pipeline_cache_info(ctx, &before), VKATTN_OK);
+    static float q[2 * 37 * 32], y[2 * 37 * 32];
+    test_rng rng = test_rng_make(16);
+    test_fill(&rng, q, 2 * 37 * 32, 1.0f);
+    for (uint32_t L = 1; L <= 37; L += 12) {
+        vkattn_host_forward_desc f = {.batch = 2, .query_len = L, .query = q, .output = y, .causal = 1};
+        CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_OK);
+    }
+    CHECK_STATUS(vkattn_context_pipeline_cache_info(ctx, &after), VKATTN_OK);
+    printf("  warm-up built %u pipelines; the forwards after it %u\n", built, after.pipelines - before.pipelines);
+    CHECK(after.pipelines == before.pipelines);
+    w.io_dtype = VKATTN_DTYPE_I32;
+    CHECK_ERROR(vkattn_layer_warm_up(layer, &w, NULL), VKATTN_ERROR_INVALID_ARGUMENT, "io_dtype");
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
 /* What a layer keeps of its weights on the host (vkattn_layer_desc.host_weights): by default none,
  * and the CPU path and set_head_mask say so; a copy (the caller's arrays may go); the caller's
  * arrays, borrowed. Every mode gives the same outputs on the device, and the CPU path of the two
@@ -781,6 +811,7 @@ int main(void)
     RUN_TEST(test_rope_layer_errors);
     RUN_TEST(test_model_layer_fields);
     RUN_TEST(test_host_weights);
+    RUN_TEST(test_warm_up_plain);
     RUN_TEST(test_variant_layer_errors);
     RUN_TEST(test_tensor_errors);
     RUN_TEST(test_forward_errors);

@@ -443,6 +443,61 @@ static void family_truncate(vkattn_context *ctx)
     test_weights_free(&tw);
 }
 
+static uint32_t pipelines_of(vkattn_context *ctx)
+{
+    vkattn_pipeline_cache_info info;
+    CHECK_STATUS(vkattn_context_pipeline_cache_info(ctx, &info), VKATTN_OK);
+    return info.pipelines;
+}
+
+/* Warm-up (vkattn_layer_warm_up): after it, cached forwards within its limits build no pipeline —
+ * prompts and chunks of every size up to the limit, a ragged batch, decoding steps at lengths to
+ * the limit — and a second warm-up builds none; limits the cache cannot hold are refused. */
+static void family_warm_up(vkattn_context *ctx)
+{
+    vkattn_layer_desc desc = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000,
+                              .qk_norm = VKATTN_QK_NORM_HEAD};
+    test_weights tw;
+    vkattn_layer *layer = make_layer(ctx, &tw, &desc, 23);
+    vkattn_kv_cache *cache = make_cache(ctx, &desc, 64, 8, 3, VKATTN_DTYPE_F32);
+    uint32_t built = 0, again = 99;
+    vkattn_warm_up_desc w = {.cache = cache, .max_batch = 3, .max_new_tokens = 24, .max_length = 160};
+    double t0 = test_now_s();
+    CHECK_STATUS(vkattn_layer_warm_up(layer, &w, &built), VKATTN_OK);
+    printf("  warm-up built %u pipelines in %.2f s\n", built, test_now_s() - t0);
+    CHECK(built > 0);
+    CHECK_STATUS(vkattn_layer_warm_up(layer, &w, &again), VKATTN_OK);
+    CHECK(again == 0);
+    const uint32_t warm = pipelines_of(ctx);
+    seq_run r[3], *pr[3] = {&r[0], &r[1], &r[2]};
+    for (uint32_t s = 0; s < 3; s++) run_make(&r[s], s, 160, 64, 70 + s);
+    uint32_t news[3];
+    for (uint32_t n = 1; n <= 24; n++) { /* prompts of every size, then decode steps */
+        CHECK_STATUS(feed(layer, cache, 64, &pr[0], &n, 1, 0), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_free_seq(cache, 0), VKATTN_OK);
+        r[0].len = 0;
+    }
+    news[0] = 5, news[1] = 1, news[2] = 17;
+    CHECK_STATUS(feed(layer, cache, 64, pr, news, 3, 0), VKATTN_OK);
+    while (r[0].len < 150) { /* chunks of 24, then steps, on all three */
+        news[0] = r[0].len + 24 <= 120 ? 24 : 1, news[1] = 1, news[2] = r[2].len < 100 ? 2 : 1;
+        CHECK_STATUS(feed(layer, cache, 64, pr, news, 3, 0), VKATTN_OK);
+    }
+    CHECK_MSG(pipelines_of(ctx) == warm, "forwards within the warm-up's limits built %u pipelines",
+              pipelines_of(ctx) - warm);
+    check_run(&tw, &r[0], 1e-10, "after a warm-up");
+    /* refused */
+    w.max_batch = 4;
+    CHECK_STATUS(vkattn_layer_warm_up(layer, &w, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    w.max_batch = 1, w.max_new_tokens = 200;
+    CHECK_STATUS(vkattn_layer_warm_up(layer, &w, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_layer_warm_up(layer, NULL, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    for (uint32_t s = 0; s < 3; s++) run_free(&r[s]);
+    vkattn_kv_cache_destroy(cache);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
 static void family_paging(vkattn_context *ctx)
 {
     vkattn_layer_desc desc = {.embed_dim = 32, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
@@ -911,6 +966,7 @@ int main(int argc, char **argv)
     if (strcmp(family, "ragged") == 0) family_ragged(ctx);
     else if (strcmp(family, "paging") == 0) family_paging(ctx);
     else if (strcmp(family, "truncate") == 0) family_truncate(ctx);
+    else if (strcmp(family, "warm_up") == 0) family_warm_up(ctx);
     else if (strcmp(family, "errors") == 0) family_errors(ctx);
     else if (strcmp(family, "quant") == 0) family_quant(ctx);
     else if (strcmp(family, "variants") == 0) family_variants(ctx);
