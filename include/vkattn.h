@@ -383,10 +383,17 @@ size_t vkattn_tensor_bytes(const vkattn_tensor *tensor);
 /* Layers                                                                                          */
 /* ---------------------------------------------------------------------------------------------- */
 
-/* Which dims of a head a rotary position embedding rotates together (vkattn_layer_desc.rope_style). */
+/* Which dims of a head a rotary position embedding rotates together (vkattn_layer_desc.rope_style).
+ * The same model uses either, depending on how its checkpoint orders W_Q's and W_K's rows: a wrong
+ * choice is silently wrong from the second token on (position 0 rotates nothing). */
 typedef enum vkattn_rope_style {
-    VKATTN_ROPE_NEOX = 0, /* pairs (i, i + rope_dim/2): Hugging Face LLaMA/Qwen/Mistral rotate_half */
-    VKATTN_ROPE_GPTJ = 1  /* pairs (2i, 2i + 1): GPT-J, interleaved */
+    VKATTN_ROPE_NEOX = 0, /* halves, pairs (i, i + rope_dim/2): Hugging Face transformers' rotate_half (every
+                             checkpoint on the Hub, Llama, Qwen, Mistral, Gemma, Phi, ...), GPT-NeoX,
+                             vLLM's default, llama.cpp's NEOX models */
+    VKATTN_ROPE_GPTJ = 1  /* interleaved pairs (2i, 2i + 1): Meta's original Llama checkpoints
+                             (consolidated.*.pth, before Hugging Face's conversion permutes the rows),
+                             llama2.c, GPT-J, llama.cpp's GGUF Llama files (their converter undoes the
+                             permutation) */
 } vkattn_rope_style;
 
 /* The largest ALiBi slope magnitude a layer takes (models' slopes are at most 1): with positions
@@ -588,6 +595,10 @@ typedef struct vkattn_weights {
                                      weights and a zero context, and its log-sum-exp (lse) is
                                      log(exp(s_h) + sum_k exp(x_k)). Finite (else VKATTN_ERROR_NON_FINITE);
                                      kept in fp32 whatever the storage. */
+    uint32_t q_rows, kv_rows;     /* the rows W_Q and W_K, W_V hold (H·D and H_kv·D) when the caller knows
+                                     them (vkattn_weight_file sets them), checked against the layer's
+                                     (VKATTN_ERROR_SHAPE, e.g. a grouped-query checkpoint described
+                                     without num_kv_heads); 0 = not checked */
 } vkattn_weights;
 
 typedef struct vkattn_layer vkattn_layer;

@@ -18,6 +18,7 @@
 
 #include "format/half.h"
 #include "io/io.h"
+#include "problem/config.h"
 #include "test_util.h"
 
 static char dir_g[256];
@@ -415,6 +416,18 @@ static void test_grouped_query(void)
                       cases[c][1]);
             CHECK(d.num_heads == cases[c][0] && d.embed_dim == 64 && d.kdim == 64);
         }
+        /* The weights know their rows: a description that forgets num_kv_heads is refused at the
+         * layer's creation, naming it, rather than read past the 16 rows (issue 22). */
+        const vkattn_weights *w = vkattn_weight_file_weights(file);
+        CHECK(w->q_rows == 64 && w->kv_rows == 16);
+        vka_layer_config cfg;
+        vkattn_error err = {0};
+        vkattn_layer_desc forgot = {.embed_dim = 64, .num_heads = 8, .no_bias = 0};
+        CHECK_STATUS(vka_layer_config_resolve(&forgot, w, &cfg, &err), VKATTN_ERROR_SHAPE);
+        CHECK_MSG(strstr(err.message, "W_K, W_V 16") && strstr(err.message, "num_kv_heads"), "%s", err.message);
+        vkattn_layer_desc described = {.num_heads = 8};
+        vkattn_weight_file_describe(file, &described);
+        CHECK_STATUS(vka_layer_config_resolve(&described, w, &cfg, &err), VKATTN_OK);
         vkattn_weight_file_destroy(file);
     }
     remove(path);

@@ -623,6 +623,8 @@ static vkattn_status build_file(const st_layer *l, const st_header *h, const st_
         file->weights.k_proj_weight = file->data[T_QKV_W] + Eq * E;
         file->weights.v_proj_weight = file->data[T_QKV_W] + (Eq + r) * E;
     }
+    file->weights.q_rows = (uint32_t)d->q_rows;
+    file->weights.kv_rows = (uint32_t)d->kv_rows;
     file->weights.q_norm_weight = file->data[T_Q_NORM];
     file->weights.k_norm_weight = file->data[T_K_NORM];
     file->weights.sinks = file->data[T_SINKS];

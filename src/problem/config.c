@@ -53,6 +53,12 @@ static vkattn_status check_weight_pointers(const vka_layer_config *c, const vkat
     const char *kv_why = c->bias_kv ? "add_bias_kv is on" : "add_bias_kv is off";
     VKA_TRY(require_pointer(w->bias_k, c->bias_kv, "bias_k", kv_why, error));
     VKA_TRY(require_pointer(w->bias_v, c->bias_kv, "bias_v", kv_why, error));
+    if ((w->q_rows && w->q_rows != c->E_q) || (w->kv_rows && w->kv_rows != c->E_kv))
+        return vka_error_set(error, VKATTN_ERROR_SHAPE,
+                             "weights: W_Q has %u rows and W_K, W_V %u, but the layer (%u heads, %u key/value heads, "
+                             "head dim %u) needs %u and %u: check num_heads, num_kv_heads and head_dim "
+                             "(vkattn_weight_file_describe fills them from the file)",
+                             w->q_rows, w->kv_rows, c->H, c->H_kv, c->D, c->E_q, c->E_kv);
     const char *norm_why = c->qk_norm ? "qk_norm is on" : "qk_norm is NONE";
     VKA_TRY(require_pointer(w->q_norm_weight, c->qk_norm != VKATTN_QK_NORM_NONE, "q_norm_weight", norm_why, error));
     VKA_TRY(require_pointer(w->k_norm_weight, c->qk_norm != VKATTN_QK_NORM_NONE, "k_norm_weight", norm_why, error));
