@@ -76,9 +76,10 @@ typedef struct vka_cache_problem {
     uint32_t max_len;       /* the longest sequence, its new tokens included */
     uint32_t block_size, num_blocks;
     vkattn_dtype dtype;     /* of the pools */
-    uint32_t positions_at;  /* meta index of the T positions, then the T slots */
+    uint32_t positions_at;  /* meta index of the T positions, then the T slots (then the masks) */
     uint32_t meta_words;
     uint32_t parts;         /* vkattn_cached_forward_desc.kv_splits: key parts asked for, 0 = the device's choice */
+    int tree;               /* a mask among each sequence's new tokens (new_token_mask) replaces their causal rule */
 } vka_cache_problem;
 
 typedef struct vka_problem {
