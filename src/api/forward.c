@@ -92,9 +92,7 @@ static vkattn_status args_from_tensors(const vkattn_forward_desc *d, vka_args *o
     return VKATTN_OK;
 }
 
-/* The checks a device forward adds to the table's: its tensors are this context's and free (in no
- * unfinished submission but `owner`), and an fp16 output needs 16-bit storage. */
-static vkattn_status check_tensors(vkattn_layer *layer, const vka_args *a, const vka_user *owner)
+vkattn_status vka_forward_check_tensors(vkattn_layer *layer, const vka_args *a, const vka_user *owner)
 {
     vkattn_context *ctx = layer->ctx;
     for (int i = 0; i < VKA_ARG_COUNT; i++) {
@@ -162,7 +160,7 @@ vkattn_status vka_forward_check(vkattn_layer *layer, const vkattn_forward_desc *
                             ? "the layer already has a forward in this submission (its workspace holds one)"
                             : "the layer is in a submission that has not finished (vkattn_submission_wait or _poll first)");
     status = args_from_tensors(d, a, &ctx->dev.error);
-    if (status == VKATTN_OK) status = check_tensors(layer, a, owner);
+    if (status == VKATTN_OK) status = vka_forward_check_tensors(layer, a, owner);
     if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, a, p, &ctx->dev.error);
     return status;
 }
