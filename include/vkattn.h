@@ -730,6 +730,15 @@ typedef struct vkattn_host_forward_desc {
      * 0 = F32 = no rounding. Device forwards and vkattn_forward_explain take only 0 (else
      * VKATTN_ERROR_INVALID_ARGUMENT). */
     vkattn_dtype kv_cache_dtype;
+    /* The CPU path only, as kv_cache_dtype: (B, L) positions of the tokens of a self-attention
+     * forward (key NULL, no add_bias_kv or add_zero_attn), each at most 2^31 - 1, in place of
+     * their indices (and rope_offset): RoPE rotates token i of batch item b at
+     * positions[b * L + i], and causal, the window and ALiBi compare positions (causal masks key j
+     * of query i when pos_j > pos_i). This is how a cached forward's token tree is checked on the
+     * CPU: the history and the tree as one sequence, the tree's tokens at the history's length
+     * plus their depths, the tree's mask in a bool attn_mask. NULL = indices. Device forwards and
+     * vkattn_forward_explain take only NULL (VKATTN_ERROR_INVALID_ARGUMENT). */
+    const uint32_t *positions;
 } vkattn_host_forward_desc;
 
 /* Uploads, runs vkattn_forward (or the CPU path), downloads. Device buffers for the host arrays
