@@ -687,7 +687,9 @@ vkattn_status vkattn_forward(vkattn_layer *layer, const vkattn_forward_desc *des
  * saying so; add the forwards again). Submitted and recorded forwards set the layer's
  * vkattn_layer_last_stats (submits 0, not timed) once the submit succeeded. A
  * layer appears at most once per submission (its workspace holds one forward); make one layer
- * per position in a stack. Forwards in a submission are not timed. */
+ * per position in a stack. Forwards in a submission are not timed. Forwards through a KV cache
+ * go in with vkattn_submission_add_cached (in the KV cache section below): a decoder's whole step,
+ * each layer's cached attention with the application's own work between, in one submit. */
 typedef struct vkattn_submission vkattn_submission;
 
 vkattn_status vkattn_submission_create(vkattn_context *ctx, vkattn_submission **out);
@@ -739,6 +741,15 @@ typedef struct vkattn_host_forward_desc {
      * 0 = F32 = no rounding. Device forwards and vkattn_forward_explain take only 0 (else
      * VKATTN_ERROR_INVALID_ARGUMENT). */
     vkattn_dtype kv_cache_dtype;
+    /* The CPU path only, as kv_cache_dtype: (B, L) positions of the tokens of a self-attention
+     * forward (key NULL, no add_bias_kv or add_zero_attn), each at most 2^31 - 1, in place of
+     * their indices (and rope_offset): RoPE rotates token i of batch item b at
+     * positions[b * L + i], and causal, the window and ALiBi compare positions (causal masks key j
+     * of query i when pos_j > pos_i). This is how a cached forward's token tree is checked on the
+     * CPU: the history and the tree as one sequence, the tree's tokens at the history's length
+     * plus their depths, the tree's mask in a bool attn_mask. NULL = indices. Device forwards and
+     * vkattn_forward_explain take only NULL (VKATTN_ERROR_INVALID_ARGUMENT). */
+    const uint32_t *positions;
 } vkattn_host_forward_desc;
 
 /* Uploads, runs vkattn_forward (or the CPU path), downloads. Device buffers for the host arrays
@@ -873,27 +884,89 @@ typedef struct vkattn_warm_up_desc {
  * pipelines themselves. */
 vkattn_status vkattn_layer_warm_up(vkattn_layer *layer, const vkattn_warm_up_desc *desc, uint32_t *pipelines_built);
 
+/* A cached forward's tokens: T = the sum of new_tokens, sequence after sequence. Its query and
+ * output are host arrays (query, output) or device tensors (query_tensor, output_tensor), one pair
+ * or the other: device tensors keep a decoder's hidden states on the device, and only they can be
+ * recorded (vkattn_forward_cached_record) or submitted (vkattn_submission_add_cached).
+ *
+ * Masks among the new tokens (speculative decoding verifies a tree of drafted tokens in one
+ * forward). Without new_token_mask, new token i of a sequence of length len sits at position
+ * len + i and sees the cached keys and new tokens 0..i (causal). With it, sequence b's n_b new
+ * tokens have an n_b x n_b matrix of bytes, row-major, the sequences' matrices back to back
+ * (sum of n_b^2 bytes in all): entry [i][j] != 0 means new token i may attend to new token j.
+ * It replaces the causal rule among the new tokens only: every new token still sees all of its
+ * sequence's cached keys (within the layer's window), and j may come after i. A tree's mask has
+ * [i][j] set for j = i and each ancestor j of i (topological order is not required). With
+ * new_token_depths, new token t sits at position len + new_token_depths[t] (a tree token: the
+ * root 0, its children 1, ...), which RoPE, the window and ALiBi use; without, at len + i. Either
+ * way its K and V go to slot len + i of the sequence, so the cache afterwards holds all n_b
+ * tokens in that order: keep an accepted path by rolling back (vkattn_kv_cache_truncate) to the
+ * length before the forward plus the accepted prefix of that order, or to the length before it
+ * and feed the accepted tokens again. A tree's outputs equal those of feeding each root-to-leaf
+ * path as a sequence of its own (forked from the same history), token for token, up to rounding. */
 typedef struct vkattn_cached_forward_desc {
     uint32_t batch;             /* sequences in this forward, required (>= 1) */
     const uint32_t *seq_ids;    /* (batch) distinct sequence ids; NULL = 0 .. batch - 1 */
     const uint32_t *new_tokens; /* (batch) tokens each sequence adds, each >= 1; NULL = 1 each (a decoding step) */
-    const float *query;         /* (T, E), required: the new tokens, sequence after sequence, T = sum of new_tokens */
-    float *output;              /* (T, E), required: the layer's output for each new token */
+    const float *query;         /* host: (T, E), the new tokens, sequence after sequence */
+    float *output;              /* host: (T, E), the layer's output for each new token */
     uint32_t kv_splits;         /* split-KV: parts of each sequence's keys run side by side and merged
                                    by log-sum-exp. 0 = chosen from the device and the batch (more
                                    parts when the batch alone cannot fill the device); N >= 1 = N
                                    parts (1 = unsplit), or more when the loop budget needs them,
                                    or fewer when the keys a query sees are fewer (a sliding
                                    window, short sequences). */
+    const vkattn_tensor *query_tensor; /* device, instead of query: F32 or F16, (T, E) or any shape whose
+                                          last dim is E and whose other dims multiply to T, e.g. (T, 1, E):
+                                          B sequences' decoding step as a plain forward's (B, 1, E) */
+    vkattn_tensor *output_tensor;      /* device, instead of output: F32 or F16 (F16 needs 16-bit storage),
+                                          the same kinds of shape; its own memory (not the query's) */
+    const uint8_t *new_token_mask;     /* NULL = causal among the new tokens; else the masks above */
+    const uint32_t *new_token_depths;  /* (T), only with new_token_mask; NULL = each token's index. Each
+                                          below its sequence's new tokens (VKATTN_ERROR_INVALID_ARGUMENT) */
 } vkattn_cached_forward_desc;
 
 /* Runs a forward through the cache on the device (see above) and waits for it. The layer must be
  * self-attention shaped (kdim = vdim = E) with the cache's num_kv_heads and head dim, without
  * add_bias_kv, add_zero_attn or pruned heads (VKATTN_ERROR_INVALID_ARGUMENT / _UNSUPPORTED, named).
  * VKATTN_ERROR_CACHE_FULL when the pool has too few free blocks for the new tokens: nothing is
- * appended, and freeing sequences makes room. On any failure every sequence keeps its length and
- * blocks, and no output is written. */
+ * appended, and freeing sequences makes room. On success the sequences hold their new tokens; on
+ * any failure every sequence keeps its length and blocks, and no output is written.
+ *
+ * Cached forwards on the device: the same forward recorded into an application's command buffer
+ * (vkattn_forward_cached_record, vkattn_vulkan.h) or added to a submission
+ * (vkattn_submission_add_cached) runs after the call returns, so the call itself commits it to the
+ * cache: it takes the blocks, writes the forward's sequence table into the cache (host-visible
+ * memory, written in place: no copy through the queue) and advances the sequences' lengths, so
+ * the next forward of the cache (the next token) may be recorded or added at once. The contract:
+ *   - a call that fails changes nothing: lengths, blocks, the cache's owner are as before;
+ *   - a submission's cached forwards that will never run are taken back: when a layer, tensor or
+ *     cache of an unsubmitted submission is destroyed (its forwards are dropped) or the submission
+ *     is destroyed before it was submitted, every sequence returns to its length and blocks before
+ *     the adds. A failed vkattn_submission_submit keeps the forwards (and the new lengths): submit
+ *     again, or destroy the submission to take them back;
+ *   - a recorded forward is the application's to submit: if it never runs (not submitted, or the
+ *     submission failed), roll each sequence back with vkattn_kv_cache_truncate to its length
+ *     before the record (vkattn_kv_cache_seq_length tells it);
+ *   - from the add until the submission finishes (wait, or a poll that says so) the cache belongs
+ *     to the submission: any other forward of it (through any entry point, in this or another
+ *     submission), fork, truncate and free_seq are VKATTN_ERROR_BUSY; get_info and seq_length
+ *     answer (with the new lengths); destroying it waits for the submission, or drops it if not
+ *     yet submitted. A cache has at most one forward per submission (BUSY: it serves one layer,
+ *     whose workspace holds one forward, and its sequence table holds one forward's): give all of
+ *     a step's tokens to one forward;
+ *   - a recorded forward holds the cache's sequence table like the layer's workspace: until the
+ *     application's submission has completed, record, run or add no other forward of the cache
+ *     and do not fork, truncate, free or destroy it (not checked). */
 vkattn_status vkattn_forward_cached(vkattn_layer *layer, vkattn_kv_cache *cache, const vkattn_cached_forward_desc *desc);
+
+/* Checks a cached forward on device tensors as vkattn_forward_cached would, commits it to the
+ * cache (see above: the sequences advance now) and appends it to the submission, after the
+ * forwards added before it (a barrier between them: its query may be the last one's output).
+ * Host arrays are VKATTN_ERROR_INVALID_ARGUMENT. A failed add leaves the submission and the cache
+ * as they were. */
+vkattn_status vkattn_submission_add_cached(vkattn_submission *submission, vkattn_layer *layer, vkattn_kv_cache *cache,
+                                           const vkattn_cached_forward_desc *desc);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Profiling and cost model                                                                        */

@@ -30,8 +30,8 @@
  * submissions); if other threads submit to it too, give queue_lock/queue_unlock. Validation is
  * the application's: its layers, its messenger (vkattn_context_desc.validation does not apply).
  *
- * Recording into your command buffer (vkattn_forward_record)
- * -----------------------------------------------------------
+ * Recording into your command buffer (vkattn_forward_record, vkattn_forward_cached_record)
+ * ---------------------------------------------------------------------------------------
  * The forward is recorded, not run: its commands execute when you submit your command buffer (on a
  * queue of the context's queue family). vkattn records the barriers between its own steps; the
  * ones around it are yours:
@@ -139,6 +139,18 @@ vkattn_status vkattn_context_create_external(const vkattn_external_device *devic
  * the header comment for the barriers owed and how long the layer stays in use. The CPU path
  * cannot be recorded (VKATTN_ERROR_UNSUPPORTED). */
 vkattn_status vkattn_forward_record(vkattn_layer *layer, const vkattn_forward_desc *desc, VkCommandBuffer cmd);
+
+/* Records a forward through a KV cache (vkattn_forward_cached's, on device tensors only: host
+ * arrays are VKATTN_ERROR_INVALID_ARGUMENT) into `cmd`, with vkattn_forward_record's barrier
+ * contract (the query and output tensors are its inputs and outputs; the cache's pools and
+ * sequence table are vkattn's own and need no barrier of yours). The call commits the forward to
+ * the cache: its sequences' lengths advance now, so the next token's forward may be recorded
+ * after it. If `cmd` is never submitted, or its submission fails, roll each sequence back with
+ * vkattn_kv_cache_truncate to its length before this call. Until the submission has completed,
+ * the cache is in use like the layer: record, run or add no other forward of it, and do not fork,
+ * truncate, free or destroy it. A failed call records nothing and changes no sequence. */
+vkattn_status vkattn_forward_cached_record(vkattn_layer *layer, vkattn_kv_cache *cache,
+                                           const vkattn_cached_forward_desc *desc, VkCommandBuffer cmd);
 
 /* A tensor over bytes [offset, offset + size) of the application's `buffer`, where size is the
  * tensor's bytes rounded up to 16 (kernels read whole 16-byte words). The buffer must belong to

@@ -244,16 +244,24 @@ VKA_STRUCT(vka_merge_push) {
  * their pool offsets and strides are in bytes.
  * A forward's `meta` buffer (uint) holds, per sequence b of its batch, VKA_SEQ_WORDS words at
  * b * VKA_SEQ_WORDS, then the sequences' block tables, then per new token (t < T, the tokens of
- * the batch one sequence after another) its position and then its slot. */
+ * the batch one sequence after another) its position, then per new token its slot, then (a
+ * forward with a mask among the new tokens, VKA_PAGED_TREE) each sequence's mask: n rows of
+ * ceil(n / 32) words for its n new tokens, bit j % 32 of word j / 32 of row i set when new token
+ * i may attend to new token j. A token's slot is always the sequence's length before the forward
+ * plus its index; its position is that too, unless the forward gave depths (a tree's tokens). */
 #define VKA_SEQ_Q_START 0 /* the sequence's first row among the T new tokens */
 #define VKA_SEQ_NEW 1     /* its new tokens this forward */
 #define VKA_SEQ_LEN 2     /* its length with them: the keys it attends over */
 #define VKA_SEQ_TABLE 3   /* where its block table (block ids, in order) starts in meta */
-#define VKA_SEQ_WORDS 4
+#define VKA_SEQ_MASK 4    /* where its mask rows start in meta (VKA_PAGED_TREE; else 0) */
+#define VKA_SEQ_WORDS 5
 #define VKA_QUANT_VALUES 32  /* values per block of a block format */
 #define VKA_Q8_0_BYTES 34
 #define VKA_Q4_0_BYTES 18
 #define VKA_KV_Q4_0 4u       /* VKA_SPEC_FLAGS of the KV_QUANT builds: the pools hold Q4_0 (else Q8_0) */
+#define VKA_PAGED_TREE 8u    /* VKA_SPEC_FLAGS of attn_paged: a mask among each sequence's new tokens
+                                (meta's mask rows) replaces the causal rule among them, and the
+                                tokens' positions are meta's (see attn_paged below) */
 
 /* kv_append.comp: K and V rows of the new tokens (the projected, rotated K/V heads of the qkv
  * workspace: head k, token t at k_offset (v_offset) + k * head_stride + t * row_stride, elements)
@@ -285,7 +293,9 @@ VKA_STRUCT(vka_append_push) {
  * token j of head k: block * block_stride + k * kv_head + (j % block_size) * kv_row, texels,
  * block = the table's entry j / block_size (in bytes for a block format, whose rows the KV_QUANT
  * build reads as uint words and dequantizes). Flags: VKA_FUSED_STORE (write the state, not ctx),
- * VKA_KV_Q4_0. */
+ * VKA_KV_Q4_0, VKA_PAGED_TREE: new token i sits at position meta[pos_offset + t] (t its row among
+ * the T new tokens) and sees the cached keys (j < len - new, key j at position j) and those new
+ * tokens j its mask row allows (at their meta positions); the window and ALiBi take positions. */
 #define VKA_PAGED_Q 0         /* texel view */
 #define VKA_PAGED_K 1         /* texel view, the cache's dtype; R32UI words for a block format */
 #define VKA_PAGED_V 2         /* texel view; R32UI words for a block format */
@@ -306,6 +316,7 @@ VKA_STRUCT(vka_paged_push) {
     uint32_t tiles;              /* row tiles per (sequence, K/V head): ceil(kv_group * i_count / TILE_A) */
     float softcap;               /* with VKA_VARIANT_SOFTCAP */
     uint32_t window;             /* with VKA_VARIANT_WINDOW */
+    uint32_t pos_offset;         /* with VKA_PAGED_TREE: meta index of token 0's position */
 } VKA_STRUCT_END(vka_paged_push)
 
 /* softmax.comp: rows of S_ext scores become probabilities, in place. A row is cut into `ranges`

@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "problem/config.h"
+#include "test_tree.h"
 #include "test_util.h"
 
 #define TOL 1e-6
@@ -679,6 +680,119 @@ static void test_variant_errors(void)
     CHECK(strstr(err.message, "sinks[1]") != NULL);
 }
 
+/* Positions by hand: one query at position 5 over keys at 0 and 3 with ALiBi (m = 2^-8) sees the
+ * biases m (0 - 5) and m (3 - 5); the keys' order and indices do not matter, only positions. */
+static void test_positions_by_hand(void)
+{
+    vkattn_layer_desc d = scalar_layer();
+    vkattn_weights w = scalar_weights();
+    d.alibi = 1;
+    const double m = 1.0 / 256;
+    const float x[3] = {0.0f, 1.0f, 1.0f}; /* token 2 (x = 1) is the query, at position 5 */
+    const uint32_t pos[3] = {0, 3, 5};
+    const uint8_t mask[9] = {0, 1, 1, 1, 0, 1, 0, 0, 1}; /* row 2 sees tokens 0 and 1 only */
+    float out[3];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 3, .query = x, .output = out, .attn_mask = mask,
+                                  .attn_mask_dtype = VKATTN_DTYPE_BOOL, .positions = pos};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    double p0 = exp(0 - 5 * m), p1 = exp(1 - 2 * m);
+    CHECK_NEAR(out[2], p1 / (p0 + p1), TOL);
+    /* causal by position: with positions (5, 3, 0) token 0 sees all three, token 2 only itself */
+    const uint32_t back[3] = {5, 3, 0};
+    f.attn_mask = NULL, f.positions = back, f.causal = 1;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, NULL), VKATTN_OK);
+    CHECK_NEAR(out[2], 1.0, TOL);
+    CHECK_NEAR(out[0], (exp(-2 * m) + exp(-5 * m)) / (1 + exp(-2 * m) + exp(-5 * m)), TOL); /* scores 0, biases */
+}
+
+/* A random layer of width 8 (2 heads of 4) with RoPE, or ALiBi, and a window of `window`. */
+typedef struct small_layer {
+    vkattn_layer_desc d;
+    vkattn_weights w;
+    float in[3 * 8 * 8], bias[3 * 8], out_w[8 * 8], out_b[8];
+} small_layer;
+
+static void small_layer_make(small_layer *s, int alibi, uint32_t window, unsigned long long seed)
+{
+    test_rng rng = test_rng_make(seed);
+    test_fill(&rng, s->in, sizeof s->in / sizeof(float), 0.6f), test_fill(&rng, s->bias, 3 * 8, 0.1f);
+    test_fill(&rng, s->out_w, 8 * 8, 0.6f), test_fill(&rng, s->out_b, 8, 0.1f);
+    s->d = (vkattn_layer_desc){.embed_dim = 8, .num_heads = 2, .window = window};
+    if (alibi) s->d.alibi = 1;
+    else s->d.rope_theta = 100.0f;
+    s->w = (vkattn_weights){.in_proj_weight = s->in, .in_proj_bias = s->bias, .out_proj_weight = s->out_w,
+                            .out_proj_bias = s->out_b};
+}
+
+/* Positions equal to the indices change nothing, bit for bit; then a token tree: the history and
+ * the tree as one forward, tree tokens at their depths and the tree's mask, gives each tree token
+ * what a causal forward over the history and its root-to-token path gives its last token. */
+static void check_tree_on_cpu(int alibi, uint32_t window, const int *parents, uint32_t n)
+{
+    enum { P = 5, MAXN = 8, S_MAX = P + MAXN, E = 8 };
+    small_layer s;
+    small_layer_make(&s, alibi, window, 40 + (unsigned)alibi * 3 + window);
+    const uint32_t S = P + n;
+    float x[S_MAX * E], out[S_MAX * E], plain[S_MAX * E], seq[S_MAX * E], path_out[S_MAX * E];
+    uint8_t mask[S_MAX * S_MAX];
+    uint32_t pos[S_MAX], index[S_MAX], path[MAXN];
+    test_rng rng = test_rng_make(9);
+    test_fill(&rng, x, (size_t)S * E, 1.0f);
+    for (uint32_t i = 0; i < S; i++) index[i] = i;
+    vkattn_error err = {0};
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = S, .query = x, .output = plain, .causal = 1};
+    CHECK_STATUS(vkattn_reference_forward(&s.d, &s.w, &f, &err), VKATTN_OK);
+    f.output = out, f.positions = index;
+    CHECK_STATUS(vkattn_reference_forward(&s.d, &s.w, &f, &err), VKATTN_OK);
+    CHECK_MSG(memcmp(out, plain, (size_t)S * E * sizeof(float)) == 0, "positions equal to the indices changed the output");
+
+    tree_reference(parents, P, n, mask, pos);
+    f = (vkattn_host_forward_desc){.batch = 1, .query_len = S, .query = x, .output = out, .attn_mask = mask,
+                                   .attn_mask_dtype = VKATTN_DTYPE_BOOL, .positions = pos};
+    CHECK_STATUS(vkattn_reference_forward(&s.d, &s.w, &f, &err), VKATTN_OK);
+    double worst = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t len = tree_path(parents, i, path);
+        memcpy(seq, x, (size_t)P * E * sizeof(float));
+        for (uint32_t k = 0; k < len; k++) memcpy(seq + (P + k) * E, x + (P + path[k]) * E, E * sizeof(float));
+        vkattn_host_forward_desc g = {.batch = 1, .query_len = P + len, .query = seq, .output = path_out, .causal = 1};
+        CHECK_STATUS(vkattn_reference_forward(&s.d, &s.w, &g, &err), VKATTN_OK);
+        for (uint32_t e = 0; e < E; e++) {
+            double diff = fabs((double)out[(P + i) * E + e] - path_out[(P + len - 1) * E + e]);
+            worst = diff > worst ? diff : worst;
+        }
+    }
+    printf("  %s, window %u, %u tree tokens: worst |tree - path| %.1e\n", alibi ? "alibi" : "rope", window, n, worst);
+    CHECK_MSG(worst <= 1e-6, "a tree token differs from its path's last token by %.3e", worst);
+}
+
+static void test_tree_on_cpu(void)
+{
+    const int tree[7] = {-1, 0, 0, 1, 1, 2, 5};     /* a root, two children, ... in order */
+    const int shuffled[6] = {3, -1, 1, 1, 0, 4};    /* parents after their children */
+    const int roots[4] = {-1, -1, 0, 1};            /* two roots: two chains */
+    check_tree_on_cpu(0, 0, tree, 7);
+    check_tree_on_cpu(0, 3, tree, 7);
+    check_tree_on_cpu(1, 0, shuffled, 6);
+    check_tree_on_cpu(1, 4, roots, 4);
+    check_tree_on_cpu(0, 0, shuffled, 6);
+}
+
+static void test_positions_errors(void)
+{
+    vkattn_layer_desc d = scalar_layer();
+    vkattn_weights w = scalar_weights();
+    float out[2];
+    const uint32_t pos[2] = {0, 1}, huge[2] = {0, 1u << 31};
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 2, .query = x01, .output = out, .positions = huge};
+    vkattn_error err = {0};
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(err.message, "positions[1]") != NULL);
+    f.positions = pos, f.key = x01, f.key_len = 2;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(err.message, "self-attention") != NULL);
+}
+
 static void test_status_names(void)
 {
     CHECK(strcmp(vkattn_status_name(VKATTN_ERROR_SHAPE), "VKATTN_ERROR_SHAPE") == 0);
@@ -715,6 +829,9 @@ int main(void)
     RUN_TEST(test_alibi_by_hand);
     RUN_TEST(test_alibi_slopes);
     RUN_TEST(test_variant_errors);
+    RUN_TEST(test_positions_by_hand);
+    RUN_TEST(test_tree_on_cpu);
+    RUN_TEST(test_positions_errors);
     RUN_TEST(test_status_names);
     return test_finish();
 }

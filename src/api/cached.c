@@ -1,7 +1,10 @@
-/* vkattn_forward_cached: a forward of a batch's new tokens through a paged KV cache. The host side
- * checks the batch against the layer and the cache, takes the blocks the new tokens need, writes
- * the forward's sequence table (meta: shaders/abi.h) and runs the plan (src/plan/paged.c); the
- * sequences' lengths change only once everything succeeded. */
+/* Forwards through a paged KV cache: the stages of cached.h and the public entry points that run
+ * one at once (vkattn_forward_cached) or record it into an application's command buffer
+ * (vkattn_forward_cached_record); submissions add them in submission.c. The host side checks the
+ * batch against the layer and the cache, takes the blocks the new tokens need, writes the
+ * forward's sequence table (meta: shaders/abi.h) and runs the plan (src/plan/paged.c). */
+#include "api/cached.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +12,7 @@
 #include "api/kv_cache.h"
 #include "api/layer.h"
 #include "api/tensor.h"
+#include "vkattn_vulkan.h"
 
 /* The layer can feed this cache: its K/V heads and head dim, self-attention shaped, nothing the
  * cache does not hold (appended keys, pruned heads). */
@@ -37,176 +41,361 @@ static vkattn_status check_layer(const vkattn_layer *layer, const vkattn_kv_cach
     return VKATTN_OK;
 }
 
-/* A cached forward's batch with its defaults resolved once, at entry: each sequence's id and new
- * tokens (seq_ids NULL = 0 .. batch - 1; new_tokens NULL = 1 each). */
-typedef struct batch {
-    uint32_t count;
-    uint32_t *ids, *news; /* one allocation */
-} batch;
+/* The layer and the cache are in no unfinished submission, or (`owner`) in the asking one, which
+ * holds one forward of each: the layer's workspace and the cache's sequence table hold one. */
+static vkattn_status check_free(const vkattn_layer *layer, const vkattn_kv_cache *cache, const vka_user *owner)
+{
+    vka_device *dev = &layer->ctx->dev;
+    if (layer->user)
+        return vka_fail(dev, VKATTN_ERROR_BUSY, layer->user == owner
+                            ? "the layer already has a forward in this submission (its workspace holds one)"
+                            : "the layer is in a submission that has not finished (vkattn_submission_wait or _poll first)");
+    if (cache->user)
+        return vka_fail(dev, VKATTN_ERROR_BUSY, cache->user == owner
+                            ? "the KV cache already has a forward in this submission (one cache serves one layer, and "
+                              "its sequence table holds one forward: give the tokens of both in one forward)"
+                            : "the KV cache is in a submission that has not finished (vkattn_submission_wait or _poll "
+                              "first)");
+    return VKATTN_OK;
+}
 
-static vkattn_status batch_resolve(vka_device *dev, const vkattn_cached_forward_desc *d, uint32_t max_seqs, batch *out)
+/* Host arrays or device tensors, one pair of them; `io` says whether host arrays may be given. */
+static vkattn_status check_io(vka_device *dev, const vkattn_cached_forward_desc *d, vka_cached_io io)
+{
+    int host = d->query || d->output, device = d->query_tensor || d->output_tensor;
+    if (host && device)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "a cached forward takes host arrays (query, output) or device tensors (query_tensor, "
+                        "output_tensor), not both");
+    if (host && io == VKA_CACHED_DEVICE_ONLY)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "a recorded or submitted cached forward runs later, on device tensors: give query_tensor and "
+                        "output_tensor (host arrays are for vkattn_forward_cached)");
+    if (device ? !d->query_tensor || !d->output_tensor : !d->query || !d->output)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "a cached forward needs a query and an output (%s)",
+                        device ? "query_tensor and output_tensor" : "query and output, or query_tensor and output_tensor");
+    if (d->new_token_depths && !d->new_token_mask)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "new_token_depths places the tokens of a tree: it goes with new_token_mask, which says which of "
+                        "them each one sees");
+    return VKATTN_OK;
+}
+
+/* A cached forward's batch with its defaults resolved once, at entry: each sequence's id and new
+ * tokens (seq_ids NULL = 0 .. batch - 1; new_tokens NULL = 1 each), and room for the blocks a
+ * commit takes. */
+static vkattn_status batch_resolve(vka_device *dev, const vkattn_cached_forward_desc *d, uint32_t max_seqs,
+                                   vka_cached_forward *f)
 {
     const uint32_t B = d->batch;
     if (B == 0 || B > max_seqs)
         return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "batch is %u: a cached forward takes 1 to max_sequences (%u) sequences",
                         B, max_seqs);
-    uint32_t *ids = vka_malloc(&dev->faults, 2 * (size_t)B * sizeof *ids);
+    uint32_t *ids = vka_calloc(&dev->faults, 3 * (size_t)B, sizeof *ids);
     if (!ids) return vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a cached forward's batch");
     for (uint32_t b = 0; b < B; b++) {
         ids[b] = d->seq_ids ? d->seq_ids[b] : b;
         ids[B + b] = d->new_tokens ? d->new_tokens[b] : 1;
     }
-    *out = (batch){B, ids, ids + B};
+    f->count = B, f->ids = ids, f->news = ids + B, f->taken = ids + 2 * (size_t)B;
     return VKATTN_OK;
 }
 
-/* The batch against the cache: ids in range and distinct, each sequence adding at least one token,
- * and the total and every new length within 32 bits. Fills the cache part of the problem and *T. */
-static vkattn_status check_batch(const vkattn_kv_cache *cache, const batch *bt, uint32_t E, uint32_t parts,
-                                 vka_cache_problem *cp, uint32_t *T_out)
+/* One sequence of the batch against the cache: in range, new in the batch, adding a token, its
+ * length and its tree depths (each below its new tokens) within range. */
+static vkattn_status check_seq(const vkattn_kv_cache *cache, const vkattn_cached_forward_desc *d, uint32_t b,
+                               uint32_t id, uint32_t n, uint64_t first, const uint8_t *seen)
 {
     vka_device *dev = &cache->ctx->dev;
-    const uint32_t max_seqs = cache->desc.max_sequences, bs = cache->desc.block_size;
-    uint8_t *seen = vka_calloc(&dev->faults, max_seqs, 1);
+    const uint32_t max_seqs = cache->desc.max_sequences;
+    if (id >= max_seqs)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "seq_ids[%u] is %u, not below max_sequences (%u)", b, id,
+                        max_seqs);
+    if (seen[id])
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "seq_ids[%u]: sequence %u appears twice in the batch", b, id);
+    if (n == 0)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "new_tokens[%u] is 0: every sequence of the batch adds a token", b);
+    if ((uint64_t)cache->seqs[id].length + n > INT32_MAX)
+        return vka_fail(dev, VKATTN_ERROR_SIZE_OVERFLOW, "sequence %u would hold more than 2^31 - 1 tokens", id);
+    for (uint32_t i = 0; d->new_token_depths && i < n; i++)
+        if (d->new_token_depths[first + i] >= n)
+            return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                            "new_token_depths[%llu] is %u: a new token of sequence %u (seq_ids[%u]) sits at most %u "
+                            "places past the sequence's length (its %u new tokens' depths are below %u)",
+                            (unsigned long long)(first + i), d->new_token_depths[first + i], id, b, n - 1, n, n);
+    return VKATTN_OK;
+}
+
+/* The batch against the cache (check_seq for each sequence), and the total and the sequence
+ * table within 32 bits. Fills the cache part of the problem and *T. */
+static vkattn_status check_batch(const vkattn_kv_cache *cache, const vka_cached_forward *f,
+                                 const vkattn_cached_forward_desc *d, uint32_t E, vka_cache_problem *cp, uint32_t *T_out)
+{
+    vka_device *dev = &cache->ctx->dev;
+    const uint32_t bs = cache->desc.block_size;
+    uint8_t *seen = vka_calloc(&dev->faults, cache->desc.max_sequences, 1);
     if (!seen) return vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory checking a batch");
     vkattn_status status = VKATTN_OK;
-    uint64_t T = 0, tables = 0;
-    *cp = (vka_cache_problem){.seqs = bt->count, .block_size = bs, .num_blocks = cache->desc.num_blocks,
-                              .dtype = cache->desc.dtype, .parts = parts};
-    for (uint32_t b = 0; b < bt->count && status == VKATTN_OK; b++) {
-        uint32_t id = bt->ids[b], n = bt->news[b];
-        if (id >= max_seqs)
-            status = vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "seq_ids[%u] is %u, not below max_sequences (%u)", b, id,
-                              max_seqs);
-        else if (seen[id])
-            status = vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "seq_ids[%u]: sequence %u appears twice in the batch", b, id);
-        else if (n == 0)
-            status = vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "new_tokens[%u] is 0: every sequence of the batch adds a token",
-                              b);
-        else if ((uint64_t)cache->seqs[id].length + n > INT32_MAX)
-            status = vka_fail(dev, VKATTN_ERROR_SIZE_OVERFLOW, "sequence %u would hold more than 2^31 - 1 tokens", id);
-        if (status != VKATTN_OK) break;
+    uint64_t T = 0, tables = 0, masks = 0;
+    *cp = (vka_cache_problem){.seqs = f->count, .block_size = bs, .num_blocks = cache->desc.num_blocks,
+                              .dtype = cache->desc.dtype, .parts = d->kv_splits, .tree = d->new_token_mask != NULL};
+    for (uint32_t b = 0; b < f->count && status == VKATTN_OK; b++) {
+        uint32_t id = f->ids[b], n = f->news[b];
+        if ((status = check_seq(cache, d, b, id, n, T, seen)) != VKATTN_OK) break;
         seen[id] = 1;
         uint32_t len = cache->seqs[id].length + n;
         T += n;
         tables += (len + bs - 1) / bs;
+        if (cp->tree) masks += (uint64_t)n * ((n + 31) / 32);
         if (n > cp->max_new) cp->max_new = n;
         if (len > cp->max_len) cp->max_len = len;
     }
     free(seen);
     if (status != VKATTN_OK) return status;
-    uint64_t words = (uint64_t)bt->count * VKA_SEQ_WORDS + tables + 2 * T;
+    uint64_t words = (uint64_t)f->count * VKA_SEQ_WORDS + tables + 2 * T + masks;
     if (T * E > UINT32_MAX || words > UINT32_MAX)
         return vka_fail(dev, VKATTN_ERROR_SIZE_OVERFLOW, "%llu new tokens of %u features are more than one forward takes",
                         (unsigned long long)T, E);
-    cp->positions_at = (uint32_t)(bt->count * VKA_SEQ_WORDS + tables);
+    cp->positions_at = (uint32_t)(f->count * VKA_SEQ_WORDS + tables);
     cp->meta_words = (uint32_t)words;
     *T_out = (uint32_t)T;
     return VKATTN_OK;
 }
 
-/* The sequence table of the forward: per sequence its first row, new tokens, new length and block
- * table; per token its position and slot. The blocks were taken already. */
-static void fill_meta(const vkattn_kv_cache *cache, const batch *bt, const vka_cache_problem *cp, uint32_t *meta)
+/* A device tensor as a cached forward's rows: T new tokens of E features, (T, E) or any shape
+ * whose last dim is E and whose others multiply to T ((B, 1, E) for B sequences' decoding step,
+ * as a plain forward takes them), described to the table as (1, T, E). */
+static vkattn_status tensor_rows(vka_device *dev, const char *name, const vkattn_tensor *t, uint32_t T, uint32_t E,
+                                 vka_arg_value *v)
 {
-    const uint32_t bs = cache->desc.block_size, T = (cp->meta_words - cp->positions_at) / 2;
-    uint32_t table = cp->seqs * VKA_SEQ_WORDS, t = 0;
+    uint64_t rows = 1;
+    for (uint32_t i = 0; i + 1 < t->rank; i++) rows *= t->dims[i];
+    if (t->rank < 2 || t->dims[t->rank - 1] != E || rows != T) {
+        char shape[96];
+        vka_format_dims(shape, sizeof shape, t->dims, t->rank);
+        return vka_fail(dev, VKATTN_ERROR_SHAPE,
+                        "%s is %s: a cached forward's %s holds its T = %u new tokens of E = %u features, (T, E) or any "
+                        "shape whose last dim is E and whose other dims multiply to T, such as (T, 1, E)",
+                        name, shape, name, T, E);
+    }
+    *v = (vka_arg_value){.given = 1, .dtype = t->dtype, .rank = 3, .dims = {1, T, E}, .tensor = t,
+                         .memory = (uint64_t)t->buffer.buffer, .begin = t->buffer.base, .end = t->buffer.base + t->buffer.size};
+    return VKATTN_OK;
+}
+
+/* The arguments of a cached forward, through the argument table like every forward: its T new
+ * tokens are one batch item's query and output rows (1, T, E), self-attention over themselves;
+ * the keys come from the cache (the paged kernel applies its causal rule or the mask). */
+static vkattn_status cached_problem(vkattn_layer *layer, const vkattn_cached_forward_desc *d, uint32_t T,
+                                    const vka_user *owner, vka_cached_forward *f)
+{
+    vka_device *dev = &layer->ctx->dev;
+    vka_args *a = &f->args;
+    const uint32_t E = layer->cfg.E;
+    vkattn_status status = VKATTN_OK;
+    memset(a, 0, sizeof *a);
+    if (d->query_tensor) {
+        status = tensor_rows(dev, "query_tensor", d->query_tensor, T, E, &a->v[VKA_ARG_QUERY]);
+        if (status == VKATTN_OK) status = tensor_rows(dev, "output_tensor", d->output_tensor, T, E, &a->v[VKA_ARG_OUTPUT]);
+    } else {
+        /* The host arrays are not named: the query is uploaded before the output is read back, so
+         * one array may be both (as it always could). */
+        a->v[VKA_ARG_QUERY] = a->v[VKA_ARG_OUTPUT] =
+            (vka_arg_value){.given = 1, .dtype = VKATTN_DTYPE_F32, .rank = 3, .dims = {1, T, E}};
+    }
+    a->v[VKA_ARG_KEY] = a->v[VKA_ARG_VALUE] = a->v[VKA_ARG_QUERY];
+    a->key_is_query = 1;
+    a->path = VKATTN_PATH_FUSED;
+    if (status == VKATTN_OK && d->query_tensor) status = vka_forward_check_tensors(layer, a, owner);
+    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, a, &f->problem, &dev->error);
+    return status;
+}
+
+vkattn_status vka_cached_check(vkattn_layer *layer, vkattn_kv_cache *cache, const vkattn_cached_forward_desc *d,
+                               const vka_user *owner, vka_cached_io io, vka_cached_forward *out)
+{
+    vka_device *dev = &layer->ctx->dev;
+    vkattn_status status = vka_check_alive(dev);
+    if (status != VKATTN_OK) return status;
+    if (!cache || !d) return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "a cached forward: cache and desc are required");
+    vka_cached_forward f = {.layer = layer, .cache = cache};
+    vka_cache_problem cp;
+    uint32_t T = 0;
+    if ((status = check_free(layer, cache, owner)) != VKATTN_OK) return status;
+    if ((status = check_layer(layer, cache)) != VKATTN_OK) return status;
+    if ((status = check_io(dev, d, io)) != VKATTN_OK) return status;
+    if ((status = batch_resolve(dev, d, cache->desc.max_sequences, &f)) != VKATTN_OK) return status;
+    status = check_batch(cache, &f, d, layer->cfg.E, &cp, &T);
+    if (status == VKATTN_OK) status = cached_problem(layer, d, T, owner, &f);
+    if (status != VKATTN_OK) {
+        vka_cached_free(&f);
+        return status;
+    }
+    f.problem.cache = cp;
+    *out = f;
+    return VKATTN_OK;
+}
+
+vkattn_status vka_cached_upload(vka_cached_forward *f, const vkattn_cached_forward_desc *d)
+{
+    vka_args *a = &f->args;
+    vkattn_tensor *query = NULL, *output = NULL;
+    vkattn_status status = vka_layer_host_tensor(f->layer, VKA_ARG_QUERY, &a->v[VKA_ARG_QUERY], &query);
+    if (status == VKATTN_OK) status = vka_layer_host_tensor(f->layer, VKA_ARG_OUTPUT, &a->v[VKA_ARG_OUTPUT], &output);
+    if (status == VKATTN_OK) status = vka_tensor_write(query, 0, d->query, query->bytes);
+    if (status != VKATTN_OK) return status;
+    a->v[VKA_ARG_QUERY].tensor = a->v[VKA_ARG_KEY].tensor = a->v[VKA_ARG_VALUE].tensor = query;
+    a->v[VKA_ARG_OUTPUT].tensor = output;
+    return VKATTN_OK;
+}
+
+/* Sequence b's mask among its n new tokens as meta's bit rows (abi.h) from n x n bytes. */
+static void fill_mask(const uint8_t *mask, uint32_t n, uint32_t *rows)
+{
+    const uint32_t words = (n + 31) / 32;
+    memset(rows, 0, (size_t)n * words * sizeof *rows);
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < n; j++)
+            if (mask[(size_t)i * n + j]) rows[i * words + j / 32] |= 1u << (j % 32);
+}
+
+/* The sequence table of the forward: per sequence its first row, new tokens, new length, block
+ * table and mask; per token its position and slot. The blocks were taken already; the lengths
+ * are still the old ones. */
+static void fill_meta(const vka_cached_forward *f, const vkattn_cached_forward_desc *d, uint32_t *meta)
+{
+    const vkattn_kv_cache *cache = f->cache;
+    const vka_cache_problem *cp = &f->problem.cache;
+    const uint32_t bs = cache->desc.block_size, T = f->problem.L;
+    uint32_t table = cp->seqs * VKA_SEQ_WORDS, t = 0, mask_at = cp->positions_at + 2 * T;
+    const uint8_t *mask = d->new_token_mask;
     for (uint32_t b = 0; b < cp->seqs; b++) {
-        const vka_kv_seq *s = &cache->seqs[bt->ids[b]];
-        uint32_t n = bt->news[b], len = s->length + n, blocks = (len + bs - 1) / bs;
+        const vka_kv_seq *s = &cache->seqs[f->ids[b]];
+        uint32_t n = f->news[b], len = s->length + n, blocks = (len + bs - 1) / bs;
         uint32_t *w = meta + b * VKA_SEQ_WORDS;
         w[VKA_SEQ_Q_START] = t, w[VKA_SEQ_NEW] = n, w[VKA_SEQ_LEN] = len, w[VKA_SEQ_TABLE] = table;
+        w[VKA_SEQ_MASK] = mask ? mask_at : 0;
         memcpy(meta + table, s->blocks, blocks * sizeof *meta);
         table += blocks;
         for (uint32_t i = 0; i < n; i++, t++) {
-            uint32_t pos = s->length + i;
-            meta[cp->positions_at + t] = pos;
-            meta[cp->positions_at + T + t] = s->blocks[pos / bs] * bs + pos % bs;
+            uint32_t slot = s->length + i;
+            meta[cp->positions_at + t] = s->length + (d->new_token_depths ? d->new_token_depths[t] : i);
+            meta[cp->positions_at + T + t] = s->blocks[slot / bs] * bs + slot % bs;
+        }
+        if (mask) {
+            fill_mask(mask, n, meta + mask_at);
+            mask += (size_t)n * n;
+            mask_at += n * ((n + 31) / 32);
         }
     }
 }
 
-/* The problem of a cached forward, through the argument table like every forward: its T new
- * tokens are one batch item's query and output rows (1, T, E), self-attention over themselves;
- * the keys come from the cache (the paged kernel applies its causal rule). */
-static vkattn_status cached_problem(vkattn_layer *layer, const vkattn_cached_forward_desc *d, uint32_t T,
-                                    const vka_cache_problem *cp, vka_args *a, vka_problem *p)
+/* Takes the blocks of every sequence of the batch (all or none). */
+static vkattn_status take_blocks(vka_cached_forward *f)
 {
-    vka_device *dev = &layer->ctx->dev;
-    if (!d->query || !d->output)
-        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_forward_cached: query and output are required");
-    memset(a, 0, sizeof *a);
-    const vka_arg_value rows = {.given = 1, .dtype = VKATTN_DTYPE_F32, .rank = 3, .dims = {1, T, layer->cfg.E}};
-    a->v[VKA_ARG_QUERY] = a->v[VKA_ARG_KEY] = a->v[VKA_ARG_VALUE] = a->v[VKA_ARG_OUTPUT] = rows;
-    /* the host arrays are not named: the query is uploaded before the output is read back, so one
-     * array may be both (as it always could) */
-    a->key_is_query = 1;
-    a->path = VKATTN_PATH_FUSED;
-    vkattn_status status = vka_args_check(&layer->cfg, a, p, &dev->error);
-    if (status == VKATTN_OK) p->cache = *cp;
+    vkattn_status status = VKATTN_OK;
+    uint32_t b = 0;
+    for (; b < f->count && status == VKATTN_OK; b++)
+        status = vka_kv_cache_take(f->cache, &f->cache->seqs[f->ids[b]], f->news[b], &f->taken[b]);
+    if (status != VKATTN_OK)
+        while (b-- > 0) vka_kv_cache_untake(f->cache, &f->cache->seqs[f->ids[b]], f->taken[b]);
     return status;
+}
+
+vkattn_status vka_cached_commit(vka_cached_forward *f, const vkattn_cached_forward_desc *d)
+{
+    vkattn_kv_cache *cache = f->cache;
+    vka_device *dev = &cache->ctx->dev;
+    const size_t bytes = (size_t)f->problem.cache.meta_words * 4;
+    uint32_t *meta = vka_malloc(&dev->faults, bytes);
+    if (!meta) return vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a cached forward's sequence table");
+    vkattn_status status = take_blocks(f);
+    if (status == VKATTN_OK) {
+        fill_meta(f, d, meta);
+        /* Host-visible: written in place, no copy through the queue. */
+        status = vka_buffer_reserve(dev, &cache->meta, bytes, VKA_MEMORY_STAGING, "a cached forward's sequence table");
+        if (status == VKATTN_OK) status = vka_buffer_write(&cache->ctx->transfer, &cache->meta, 0, meta, bytes);
+        if (status != VKATTN_OK)
+            for (uint32_t b = f->count; b-- > 0;) vka_kv_cache_untake(cache, &cache->seqs[f->ids[b]], f->taken[b]);
+    }
+    free(meta);
+    if (status != VKATTN_OK) return status;
+    f->owner_before = cache->owner;
+    f->held_before = cache->held_seqs;
+    for (uint32_t b = 0; b < f->count; b++) {
+        vka_kv_seq *s = &cache->seqs[f->ids[b]];
+        cache->held_seqs += s->length == 0;
+        s->length += f->news[b];
+    }
+    cache->owner = f->layer->serial;
+    f->committed = 1;
+    return VKATTN_OK;
+}
+
+void vka_cached_undo(vka_cached_forward *f)
+{
+    if (!f->committed) return;
+    vkattn_kv_cache *cache = f->cache;
+    for (uint32_t b = f->count; b-- > 0;) {
+        vka_kv_seq *s = &cache->seqs[f->ids[b]];
+        s->length -= f->news[b];
+        vka_kv_cache_untake(cache, s, f->taken[b]);
+    }
+    cache->held_seqs = f->held_before;
+    cache->owner = f->owner_before;
+    f->committed = 0;
+}
+
+/* Every role's buffer: the query (also the key and value), the output, the cache's pools and
+ * sequence table. */
+static void cached_buffers(const vka_cached_forward *f, vka_buffer *caller[VKA_ROLE_COUNT])
+{
+    for (int r = 0; r < VKA_ROLE_COUNT; r++) caller[r] = NULL;
+    vka_buffer *query = (vka_buffer *)&f->args.v[VKA_ARG_QUERY].tensor->buffer;
+    caller[VKA_ROLE_QUERY] = caller[VKA_ROLE_KEY] = caller[VKA_ROLE_VALUE] = query;
+    caller[VKA_ROLE_OUTPUT] = (vka_buffer *)&f->args.v[VKA_ARG_OUTPUT].tensor->buffer;
+    caller[VKA_ROLE_CACHE_K] = &f->cache->k;
+    caller[VKA_ROLE_CACHE_V] = &f->cache->v;
+    caller[VKA_ROLE_CACHE_META] = &f->cache->meta;
+}
+
+vkattn_status vka_cached_run(vka_cached_forward *f)
+{
+    vka_buffer *caller[VKA_ROLE_COUNT];
+    cached_buffers(f, caller);
+    ((vkattn_tensor *)f->args.v[VKA_ARG_OUTPUT].tensor)->mask_checked = 0; /* rewritten by the device */
+    return vka_layer_run(f->layer, &f->problem, caller);
+}
+
+vkattn_status vka_cached_record(vka_cached_forward *f, VkCommandBuffer cmd, vkattn_forward_stats *stats)
+{
+    vka_buffer *caller[VKA_ROLE_COUNT];
+    cached_buffers(f, caller);
+    ((vkattn_tensor *)f->args.v[VKA_ARG_OUTPUT].tensor)->mask_checked = 0;
+    return vka_layer_record(f->layer, &f->problem, caller, cmd, stats);
+}
+
+void vka_cached_free(vka_cached_forward *f)
+{
+    free(f->ids);
+    f->ids = f->news = f->taken = NULL;
 }
 
 static vkattn_status forward_cached(vkattn_layer *layer, vkattn_kv_cache *cache, const vkattn_cached_forward_desc *d)
 {
-    vkattn_context *ctx = layer->ctx;
-    vka_device *dev = &ctx->dev;
-    vkattn_status status = vka_check_alive(dev);
+    vka_cached_forward f;
+    vkattn_status status = vka_cached_check(layer, cache, d, NULL, VKA_CACHED_HOST_OR_DEVICE, &f);
     if (status != VKATTN_OK) return status;
-    if (!cache || !d) return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_forward_cached: cache and desc are required");
-    if (layer->user)
-        return vka_fail(dev, VKATTN_ERROR_BUSY,
-                        "the layer is in a submission that has not finished (vkattn_submission_wait or _poll first)");
-    if ((status = check_layer(layer, cache)) != VKATTN_OK) return status;
-    batch bt = {0};
-    if ((status = batch_resolve(dev, d, cache->desc.max_sequences, &bt)) != VKATTN_OK) return status;
-    vka_cache_problem cp;
-    vka_args a;
-    vka_problem p;
-    uint32_t T = 0, *taken = NULL, *meta = NULL, b = 0;
-    status = check_batch(cache, &bt, layer->cfg.E, d->kv_splits, &cp, &T);
-    if (status == VKATTN_OK) status = cached_problem(layer, d, T, &cp, &a, &p);
-    if (status == VKATTN_OK) {
-        /* Blocks for the new tokens, given back if anything later fails. */
-        taken = vka_calloc(&dev->faults, bt.count, sizeof *taken);
-        meta = taken ? vka_malloc(&dev->faults, (size_t)p.cache.meta_words * sizeof *meta) : NULL;
-        if (!meta) status = vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a cached forward's sequence table");
+    const int host = d->query != NULL;
+    if (host) status = vka_cached_upload(&f, d);
+    if (status == VKATTN_OK) status = vka_cached_commit(&f, d);
+    if (status == VKATTN_OK) status = vka_cached_run(&f);
+    if (status == VKATTN_OK && host) {
+        const vkattn_tensor *output = f.args.v[VKA_ARG_OUTPUT].tensor;
+        status = vka_tensor_read(output, 0, d->output, output->bytes);
     }
-    for (; b < bt.count && status == VKATTN_OK; b++)
-        status = vka_kv_cache_take(cache, &cache->seqs[bt.ids[b]], bt.news[b], &taken[b]);
-    vkattn_tensor *query = NULL, *output = NULL;
-    if (status == VKATTN_OK) {
-        fill_meta(cache, &bt, &p.cache, meta);
-        status = vka_buffer_reserve(dev, &cache->meta, (VkDeviceSize)p.cache.meta_words * 4, VKA_MEMORY_STAGING,
-                                    "a cached forward's sequence table");
-    }
-    if (status == VKATTN_OK) status = vka_buffer_write(&ctx->transfer, &cache->meta, 0, meta, (size_t)p.cache.meta_words * 4);
-    if (status == VKATTN_OK) status = vka_layer_host_tensor(layer, VKA_ARG_QUERY, &a.v[VKA_ARG_QUERY], &query);
-    if (status == VKATTN_OK) status = vka_layer_host_tensor(layer, VKA_ARG_OUTPUT, &a.v[VKA_ARG_OUTPUT], &output);
-    if (status == VKATTN_OK) status = vka_tensor_write(query, 0, d->query, query->bytes);
-    if (status == VKATTN_OK) {
-        vka_buffer *caller[VKA_ROLE_COUNT] = {0};
-        caller[VKA_ROLE_QUERY] = caller[VKA_ROLE_KEY] = caller[VKA_ROLE_VALUE] = &query->buffer;
-        caller[VKA_ROLE_OUTPUT] = &output->buffer;
-        caller[VKA_ROLE_CACHE_K] = &cache->k;
-        caller[VKA_ROLE_CACHE_V] = &cache->v;
-        caller[VKA_ROLE_CACHE_META] = &cache->meta;
-        status = vka_layer_run(layer, &p, caller);
-    }
-    if (status == VKATTN_OK) status = vka_tensor_read(output, 0, d->output, output->bytes);
-    if (status == VKATTN_OK) {
-        for (uint32_t i = 0; i < bt.count; i++) {
-            vka_kv_seq *s = &cache->seqs[bt.ids[i]];
-            cache->held_seqs += s->length == 0;
-            s->length += bt.news[i];
-        }
-        cache->owner = layer->serial;
-    } else {
-        while (b-- > 0) vka_kv_cache_untake(cache, &cache->seqs[bt.ids[b]], taken[b]);
-    }
-    free(meta);
-    free(taken);
-    free(bt.ids);
+    if (status != VKATTN_OK) vka_cached_undo(&f);
+    vka_cached_free(&f);
     return status;
 }
 
@@ -214,4 +403,27 @@ vkattn_status vkattn_forward_cached(vkattn_layer *layer, vkattn_kv_cache *cache,
 {
     if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
     VKA_GUARDED(layer->ctx, forward_cached(layer, cache, d));
+}
+
+static vkattn_status forward_cached_record(vkattn_layer *layer, vkattn_kv_cache *cache,
+                                           const vkattn_cached_forward_desc *d, VkCommandBuffer cmd)
+{
+    vka_cached_forward f;
+    vkattn_status status = vka_cached_check(layer, cache, d, NULL, VKA_CACHED_DEVICE_ONLY, &f);
+    if (status != VKATTN_OK) return status;
+    vkattn_forward_stats stats;
+    if (!cmd) status = vka_fail(&layer->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_forward_cached_record: cmd is VK_NULL_HANDLE");
+    if (status == VKATTN_OK) status = vka_cached_commit(&f, d);
+    if (status == VKATTN_OK) status = vka_cached_record(&f, cmd, &stats);
+    if (status == VKATTN_OK) layer->stats = stats;
+    else vka_cached_undo(&f);
+    vka_cached_free(&f);
+    return status;
+}
+
+vkattn_status vkattn_forward_cached_record(vkattn_layer *layer, vkattn_kv_cache *cache,
+                                           const vkattn_cached_forward_desc *d, VkCommandBuffer cmd)
+{
+    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(layer->ctx, forward_cached_record(layer, cache, d, cmd));
 }

@@ -92,9 +92,7 @@ static vkattn_status args_from_tensors(const vkattn_forward_desc *d, vka_args *o
     return VKATTN_OK;
 }
 
-/* The checks a device forward adds to the table's: its tensors are this context's and free (in no
- * unfinished submission but `owner`), and an fp16 output needs 16-bit storage. */
-static vkattn_status check_tensors(vkattn_layer *layer, const vka_args *a, const vka_user *owner)
+vkattn_status vka_forward_check_tensors(vkattn_layer *layer, const vka_args *a, const vka_user *owner)
 {
     vkattn_context *ctx = layer->ctx;
     for (int i = 0; i < VKA_ARG_COUNT; i++) {
@@ -162,7 +160,7 @@ vkattn_status vka_forward_check(vkattn_layer *layer, const vkattn_forward_desc *
                             ? "the layer already has a forward in this submission (its workspace holds one)"
                             : "the layer is in a submission that has not finished (vkattn_submission_wait or _poll first)");
     status = args_from_tensors(d, a, &ctx->dev.error);
-    if (status == VKATTN_OK) status = check_tensors(layer, a, owner);
+    if (status == VKATTN_OK) status = vka_forward_check_tensors(layer, a, owner);
     if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, a, p, &ctx->dev.error);
     return status;
 }
@@ -253,15 +251,22 @@ vkattn_status vka_layer_host_tensor(vkattn_layer *layer, vka_arg arg, const vka_
     return VKATTN_OK;
 }
 
-/* kv_cache_dtype asks the CPU path to round k and v as a cache would; a device forward has no
- * cache to round through. */
-static vkattn_status check_kv_round(vka_device *dev, const vka_problem *p)
+/* kv_cache_dtype asks the CPU path to round k and v as a cache would, positions to place the tokens
+ * as a cached forward's tree does; a device forward has no cache to round through and no
+ * positions of its own. */
+static vkattn_status check_cpu_only(vka_device *dev, const vka_problem *p)
 {
-    if (p->path == VKATTN_PATH_CPU || p->kv_round == VKATTN_DTYPE_F32) return VKATTN_OK;
-    return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
-                    "kv_cache_dtype (%s) rounds k and v as a KV cache stores them on the CPU path only: a device "
-                    "forward takes 0 (vkattn_forward_cached rounds through its cache)",
-                    vkattn_dtype_name(p->kv_round));
+    if (p->path == VKATTN_PATH_CPU) return VKATTN_OK;
+    if (p->kv_round != VKATTN_DTYPE_F32)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "kv_cache_dtype (%s) rounds k and v as a KV cache stores them on the CPU path only: a device "
+                        "forward takes 0 (vkattn_forward_cached rounds through its cache)",
+                        vkattn_dtype_name(p->kv_round));
+    if (p->positions)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "positions place the tokens on the CPU path only: a device forward takes NULL "
+                        "(vkattn_forward_cached places a tree's tokens with new_token_depths)");
+    return VKATTN_OK;
 }
 
 /* What a host forward and its explanation share: the arrays described and checked against the
@@ -271,7 +276,7 @@ static vkattn_status host_prelude(vkattn_layer *layer, const vkattn_host_forward
     vka_device *dev = &layer->ctx->dev;
     vkattn_status status = vka_args_from_host(&layer->cfg, d, a, &dev->error);
     if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, a, p, &dev->error);
-    if (status == VKATTN_OK) status = check_kv_round(dev, p);
+    if (status == VKATTN_OK) status = check_cpu_only(dev, p);
     return status;
 }
 

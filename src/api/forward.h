@@ -11,6 +11,11 @@
 vkattn_status vka_forward_check(vkattn_layer *layer, const vkattn_forward_desc *d, const vka_user *owner,
                                 vka_args *a, vka_problem *p);
 
+/* The checks a device forward adds to the table's: its tensors are this context's and free (in no
+ * unfinished submission but `owner`), an fp16 output needs 16-bit storage, and a float attn_mask
+ * holds no NaN or +inf. */
+vkattn_status vka_forward_check_tensors(vkattn_layer *layer, const vka_args *a, const vka_user *owner);
+
 /* Records a checked device forward into `cmd` (nothing, on failure); its stats go to *stats. */
 vkattn_status vka_forward_record(vkattn_layer *layer, const vka_args *a, const vka_problem *p, VkCommandBuffer cmd,
                                  vkattn_forward_stats *stats);

@@ -76,6 +76,8 @@ static vkattn_status check_desc(vkattn_context *ctx, const vkattn_kv_cache_desc 
 static void cache_free(vkattn_kv_cache *cache)
 {
     vka_device *dev = &cache->ctx->dev;
+    /* Nothing may still use it on the device: its submission is finished (or dropped) first. */
+    if (cache->user) cache->user->release(cache->user);
     vka_buffer_destroy(dev, &cache->k);
     vka_buffer_destroy(dev, &cache->v);
     vka_buffer_destroy(dev, &cache->meta);
@@ -172,6 +174,13 @@ void vka_kv_cache_untake(vkattn_kv_cache *cache, vka_kv_seq *seq, uint32_t taken
     }
 }
 
+vkattn_status vka_kv_cache_check_free(const vkattn_kv_cache *cache)
+{
+    if (!cache->user) return VKATTN_OK;
+    return vka_fail(&cache->ctx->dev, VKATTN_ERROR_BUSY,
+                    "the KV cache is in a submission that has not finished (vkattn_submission_wait or _poll first)");
+}
+
 static vkattn_status check_seq(const vkattn_kv_cache *cache, uint32_t seq)
 {
     if (seq < cache->desc.max_sequences) return VKATTN_OK;
@@ -230,10 +239,16 @@ static vkattn_status free_seq(vkattn_kv_cache *cache, uint32_t seq)
     return VKATTN_OK;
 }
 
+static vkattn_status free_seq_checked(vkattn_kv_cache *cache, uint32_t seq)
+{
+    vkattn_status status = vka_kv_cache_check_free(cache);
+    return status == VKATTN_OK ? free_seq(cache, seq) : status;
+}
+
 vkattn_status vkattn_kv_cache_free_seq(vkattn_kv_cache *cache, uint32_t seq)
 {
     if (!cache) return VKATTN_ERROR_INVALID_ARGUMENT;
-    VKA_GUARDED(cache->ctx, free_seq(cache, seq));
+    VKA_GUARDED(cache->ctx, free_seq_checked(cache, seq));
 }
 
 /* Copies block `from` of both pools into block `to` on the device. */
@@ -256,6 +271,7 @@ static vkattn_status fork_seq(vkattn_kv_cache *cache, uint32_t src, uint32_t dst
 {
     vka_device *dev = &cache->ctx->dev;
     vkattn_status status = vka_check_alive(dev);
+    if (status == VKATTN_OK) status = vka_kv_cache_check_free(cache);
     if (status == VKATTN_OK) status = check_seq(cache, src);
     if (status == VKATTN_OK) status = check_seq(cache, dst);
     if (status != VKATTN_OK) return status;
@@ -305,6 +321,7 @@ static vkattn_status truncate_seq(vkattn_kv_cache *cache, uint32_t seq, uint32_t
 {
     vka_device *dev = &cache->ctx->dev;
     vkattn_status status = vka_check_alive(dev);
+    if (status == VKATTN_OK) status = vka_kv_cache_check_free(cache);
     if (status == VKATTN_OK) status = check_seq(cache, seq);
     if (status != VKATTN_OK) return status;
     vka_kv_seq *s = &cache->seqs[seq];

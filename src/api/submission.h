@@ -1,16 +1,18 @@
 /* Submissions: forwards recorded into one command buffer and submitted without waiting. While a
- * submission is unfinished, the layers and tensors it uses point at it (their `submission`), which
- * is how every other call sees they are busy. */
+ * submission is unfinished, the layers, tensors and KV caches it uses point at it (their `user`),
+ * which is how every other call sees they are busy. */
 #ifndef VKA_SUBMISSION_H
 #define VKA_SUBMISSION_H
 
 #include "problem/args.h"
+#include "api/cached.h"
 #include "api/context.h"
 
 typedef struct vka_submitted_forward {
     vkattn_layer *layer;
-    vka_args args;
+    vka_args args;              /* a plain forward's (unused for a cached one) */
     vka_problem problem;
+    vka_cached_forward *cached; /* a forward through a KV cache, committed at add (its own arguments); else NULL */
     vkattn_forward_stats stats; /* recorded at submit, given to the layer once the submit succeeded */
 } vka_submitted_forward;
 

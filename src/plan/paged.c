@@ -76,6 +76,10 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
      * window of W plans and costs like a sequence of W keys, however long the sequence. */
     uint64_t span = cp->max_len;
     if (c->window) span = vka_min64(span, (uint64_t)c->window + vka_min64(cp->max_new, tile_a) - 1);
+    /* With a mask among the new tokens a row may see any of them, and each sits at a position
+     * from the sequence's old length on: from the least window start of a tile's rows to the
+     * sequence's end is at most W - 1 + (new tokens) keys. */
+    if (c->window && cp->tree) span = vka_min64(cp->max_len, (uint64_t)c->window + cp->max_new - 1);
     uint64_t needed = vka_ceil_div(span, max_keys), parts = cp->parts;
     uint64_t work = (uint64_t)cp->seqs * c->H_kv * vka_ceil_div((uint64_t)group * cp->max_new, tile_a);
     if (parts == 0) {
@@ -122,7 +126,8 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     s.spec[VKA_SPEC_TILE_B] = tile_k;
     s.spec[VKA_SPEC_VEC] = vec;
     s.spec[VKA_SPEC_DV] = DV;
-    s.spec[VKA_SPEC_FLAGS] = (parts > 1 ? VKA_FUSED_STORE : 0) | (cp->dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0);
+    s.spec[VKA_SPEC_FLAGS] = (parts > 1 ? VKA_FUSED_STORE : 0) | (cp->dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0) |
+                             (cp->tree ? VKA_PAGED_TREE : 0);
     s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(c);
     VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_PAGED_HEAD_TERMS]));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_Q], l->q, (uint8_t)vec));
@@ -158,7 +163,7 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
             .block_stride = c->H_kv * head, .kv_head = head, .kv_row = row, .block_size = cp->block_size,
             .ctx_stride = c->inner, .scale = c->scale,
             .parts = (uint32_t)parts, .part_len = (uint32_t)part_len, .tiles = tiles,
-            .softcap = c->softcap, .window = c->window,
+            .softcap = c->softcap, .window = c->window, .pos_offset = cp->positions_at,
         };
         VKA_TRY(vka_push_step(b, &s, parts * cp->seqs * c->H_kv * tiles, pr->paged_wg));
         if (parts > 1) {
@@ -198,10 +203,10 @@ static const char *quant_name(const vka_step *s)
 void vka_paged_describe(vka_text *t, const vka_step *s)
 {
     const vka_paged_push *c = &s->push.paged;
-    vka_text_put(t, "%u sequences x %u heads (%u per K/V head) x new tokens %u..%u over the paged cache%s, keys: %u "
+    vka_text_put(t, "%u sequences x %u heads (%u per K/V head) x new tokens %u..%u over the paged cache%s%s, keys: %u "
                  "part%s of %u%s", c->seqs, c->H, c->kv_group, c->i_begin, c->i_begin + c->i_count - 1, quant_name(s),
-                 c->parts, c->parts > 1 ? "s" : "", c->part_len,
-                 (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
+                 (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_TREE) ? ", masked among the new tokens" : "", c->parts,
+                 c->parts > 1 ? "s" : "", c->part_len, (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
 }
 
 void vka_append_describe(vka_text *t, const vka_step *s)

@@ -118,6 +118,15 @@ vkattn_status vka_args_from_host(const vka_layer_config *cfg, const vkattn_host_
     a.path = d->path;
     a.rope_offset = d->rope_offset;
     a.kv_round = d->kv_cache_dtype;
+    a.positions = d->positions;
+    if (d->positions && (d->key || cfg->extra_keys))
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "positions place the tokens of a self-attention forward (key NULL), without "
+                             "add_bias_kv or add_zero_attn keys (they have no position)");
+    for (size_t i = 0; d->positions && i < (size_t)B * L; i++)
+        if (d->positions[i] > INT32_MAX)
+            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "positions[%zu] is %u, above 2^31 - 1", i,
+                                 d->positions[i]);
     if (!vka_is_cache_dtype(a.kv_round))
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
                              "kv_cache_dtype is %s: a KV cache stores f32, f16, q8_0 or q4_0",
@@ -218,6 +227,7 @@ vkattn_status vka_args_check(const vka_layer_config *cfg, const vka_args *a, vka
     p.path = a->path;
     p.rope_offset = cfg->rope_dim ? a->rope_offset : 0;
     p.kv_round = a->kv_round;
+    p.positions = a->positions != NULL;
 
     /* Names in messages say what stood in for a missing key or value. */
     const char *names[VKA_ARG_COUNT];

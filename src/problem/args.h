@@ -76,9 +76,10 @@ typedef struct vka_cache_problem {
     uint32_t max_len;       /* the longest sequence, its new tokens included */
     uint32_t block_size, num_blocks;
     vkattn_dtype dtype;     /* of the pools */
-    uint32_t positions_at;  /* meta index of the T positions, then the T slots */
+    uint32_t positions_at;  /* meta index of the T positions, then the T slots (then the masks) */
     uint32_t meta_words;
     uint32_t parts;         /* vkattn_cached_forward_desc.kv_splits: key parts asked for, 0 = the device's choice */
+    int tree;               /* a mask among each sequence's new tokens (new_token_mask) replaces their causal rule */
 } vka_cache_problem;
 
 typedef struct vka_problem {
@@ -100,6 +101,7 @@ typedef struct vka_problem {
     vkattn_dtype query_dtype, key_dtype, value_dtype, output_dtype;
     vka_cache_problem cache;
     vkattn_dtype kv_round;  /* the CPU path rounds k and v as a KV cache of this dtype stores them (F32: not) */
+    int positions;          /* the CPU path places the tokens at the caller's positions (vka_host_arrays) */
 } vka_problem;
 
 
@@ -125,6 +127,7 @@ typedef struct vka_args {
     vkattn_path path;
     uint32_t rope_offset;
     vkattn_dtype kv_round; /* the CPU path rounds k and v as this KV cache dtype stores them */
+    const uint32_t *positions; /* the CPU path's token positions, (B, L) of a self-attention forward */
     int key_is_query; /* key (and value) not given: self-attention on the query */
 } vka_args;
 

@@ -15,7 +15,9 @@
  * (NeoX) or (2i, 2i+1) (GPT-J) becomes (x1 c - x2 s, x2 c + x1 s), c = f cos a, s = f sin a,
  * a = float(pos) * inv_freq_i in fp32 (the table of vka_rope_table for the forward's sequence
  * length, f its attention factor), pos = the token's index + the first position of its side
- * (vka_rope_first_positions: queries and keys end at the same position); cos and sin in double.
+ * (vka_rope_first_positions: queries and keys end at the same position), or the caller's
+ * positions (vkattn_host_forward_desc.positions, self-attention: token i is query i and key i);
+ * cos and sin in double.
  *
  * k and v have H_kv heads (E_kv = H_kv·D columns); query head h reads K/V head h / (H / H_kv)
  * (grouped-query attention; H_kv = H is plain multi-head attention).
@@ -24,9 +26,11 @@
  * and through the KV cache's storage (format/quant.h), as a cached forward's cache holds them.
  *
  * The variants (vkattn_layer_desc), with pos_i - pos_j = i - j + S - L (queries and keys end at the
- * same position):
+ * same position), or the caller's positions:
  *   x_ij = scale q_i · k_j;  softcap c: x_ij = c tanh(x_ij / c);  ALiBi: x_ij += m_h (pos_j - pos_i)
  *   window W: key j < S masked when pos_i - pos_j >= W
+ * Causal masks key j > i (top-left), or pos_j > pos_i in a layer with positions or at the caller's
+ * positions.
  *   sink s_h: p_ij = exp(x_ij - M) / (exp(s_h - M) + sum_k exp(x_ik - M)), M = max(s_h, max_k x_ik)
  */
 #include "reference.h"
@@ -74,13 +78,13 @@ static in_proj split_in_proj(const vka_layer_config *c, const vkattn_weights *w)
 }
 
 /* Rotates `rows` rows of `heads` heads of D dims (row r, head h at x + r*stride + h*D); row r of
- * each batch item of `per_batch` rows is at position offset + r % per_batch. */
+ * each batch item of `per_batch` rows is at position offset + r % per_batch, or positions[r]. */
 static void rope_rotate(const vka_layer_config *c, const float *inv_freq, double *x, size_t rows, size_t per_batch,
-                        size_t stride, size_t heads, uint32_t offset)
+                        size_t stride, size_t heads, uint32_t offset, const uint32_t *positions)
 {
     const size_t half = c->rope_dim / 2;
     for (size_t r = 0; r < rows; r++) {
-        uint32_t pos = offset + (uint32_t)(r % per_batch);
+        uint32_t pos = positions ? positions[r] : offset + (uint32_t)(r % per_batch);
         for (size_t h = 0; h < heads; h++) {
             double *head = x + r * stride + h * c->D;
             for (size_t i = 0; i < half; i++) {
@@ -130,13 +134,22 @@ static void round_as_cache(vkattn_dtype dtype, double *x, size_t B, size_t S, si
     }
 }
 
+/* The position of query i (`query`) or key j of batch b: the caller's, or relative ones where the
+ * queries and the keys end at the same position. */
+static int64_t position(const vka_problem *p, const vka_host_arrays *d, size_t b, size_t i, int query)
+{
+    if (d->positions) return d->positions[b * p->L + i];
+    return (int64_t)i + (query ? (int64_t)p->S - (int64_t)p->L : 0);
+}
+
 /* True if query i of batch b, head h may not attend to key j (< S); *add gets a float mask term. */
 static int masked(const vka_problem *p, const vka_host_arrays *d, size_t b, size_t h, size_t i, size_t j,
                   double *add)
 {
     *add = 0.0;
-    if (p->causal && (int64_t)j > (int64_t)i + (p->causal_end ? (int64_t)p->S - (int64_t)p->L : 0)) return 1;
-    if (p->cfg.window && (int64_t)i - (int64_t)j + (int64_t)p->S - (int64_t)p->L >= (int64_t)p->cfg.window) return 1;
+    const int64_t pos_i = position(p, d, b, i, 1), pos_j = position(p, d, b, j, 0);
+    if (p->causal && (p->causal_end || d->positions ? pos_j > pos_i : j > i)) return 1;
+    if (p->cfg.window && pos_i - pos_j >= (int64_t)p->cfg.window) return 1;
     const uint8_t *kpm = d->in[VKA_ARG_KEY_PADDING_MASK];
     const int32_t *lens = d->in[VKA_ARG_VALID_LENS];
     const void *mask = d->in[VKA_ARG_ATTN_MASK];
@@ -241,8 +254,8 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
         vka_rope_table(&c->rope_scaling, c->rope_theta, c->rope_dim, vka_rope_seq_len(p), inv_freq);
         uint32_t q_first, k_first;
         vka_rope_first_positions(p, &q_first, &k_first);
-        rope_rotate(c, inv_freq, q, B * L, L, Eq, H, q_first);
-        rope_rotate(c, inv_freq, k, B * Sx, Sx, Ek, c->H_kv, k_first); /* S' = S: no extra keys with RoPE */
+        rope_rotate(c, inv_freq, q, B * L, L, Eq, H, q_first, d->positions);
+        rope_rotate(c, inv_freq, k, B * Sx, Sx, Ek, c->H_kv, k_first, d->positions); /* S' = S: no extra keys with RoPE */
         free(inv_freq);
     }
     round_as_cache(p->kv_round, k, B, S, Sx, Ek);
@@ -267,7 +280,7 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
                     for (size_t e = 0; e < D; e++) dot += qi[e] * kj[e];
                     double x = dot * scale;
                     if (c->softcap > 0.0f) x = c->softcap * tanh(x / c->softcap);
-                    if (c->alibi) x += alibi_slopes[h] * ((double)j - (double)i + (double)L - (double)S);
+                    if (c->alibi) x += alibi_slopes[h] * (double)(position(p, d, b, j, 0) - position(p, d, b, i, 1));
                     row[j] = x + add;
                 }
                 double lse = softmax_row(row, Sx, w->sinks ? (double)w->sinks[h] : -INFINITY);
@@ -302,6 +315,7 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
 
 void vka_host_arrays_of(const vka_args *args, vka_host_arrays *out)
 {
+    out->positions = args->positions;
     for (int i = 0; i < VKA_ARG_COUNT; i++) {
         const vka_arg_value *v = &args->v[i];
         out->in[i] = vka_arg_get((vka_arg)i)->output ? NULL : v->host;

@@ -9,6 +9,7 @@
 typedef struct vka_host_arrays {
     const void *in[VKA_ARG_COUNT];
     float *out[VKA_ARG_COUNT];
+    const uint32_t *positions; /* (B, L) token positions of a self-attention forward, or NULL (p->positions) */
 } vka_host_arrays;
 
 /* The arrays of a host forward's arguments (vka_args_from_host). */
