@@ -10,7 +10,8 @@
 #       tests/consumer built with find_package(vkattn 0.2 REQUIRED) against PREFIX
 #   run.sh pkg-config PREFIX WORK CC PKG_CONFIG
 #       main.c compiled by hand with `pkg-config --cflags --libs vkattn`, and with --static
-#       against the archive (a copy of PREFIX without libvkattn.so)
+#       against the archive (a copy of PREFIX without libvkattn.so); tools/examples/llama_decode.c
+#       too, as its README builds it
 #   run.sh subdirectory SOURCE WORK CC GENERATOR
 #       tests/consumer built with add_subdirectory(SOURCE): its CMakeLists.txt checks that vkattn
 #       changes nothing of the parent and builds only its library
@@ -98,6 +99,13 @@ pkg-config)
   # shellcheck disable=SC2046
   "$cc" -o "$work/vkattn_consumer_static" "$here/main.c" \
         $(PKG_CONFIG_PATH="$static_prefix/${PKG_CONFIG_PATH#"$prefix"/}" "$pkg_config" --cflags --libs --static vkattn) -ldl
+  # The decoding example as tools/examples/README.md builds it (built only: ctest llama_decode_* runs
+  # the project's build of it), where cJSON's .pc is there (libcjson-dev).
+  if "$pkg_config" --exists libcjson; then
+    # shellcheck disable=SC2046
+    "$cc" -std=c11 -O2 -o "$work/llama_decode" "$here/../../tools/examples/llama_decode.c" \
+          $("$pkg_config" --cflags --libs vkattn libcjson) -lm -Wl,-rpath,"$libdir"
+  fi
   { set +x; } 2>/dev/null
   if readelf -d "$work/vkattn_consumer_static" | grep -q 'libvkattn\.so'; then
     echo "pkg-config: the static program needs libvkattn.so" >&2; exit 1
