@@ -260,8 +260,9 @@ typedef struct vkattn_context_desc {
      * VKATTN_COOPMAT=0) it runs with the plain matmul. No device gets it by default yet: it has
      * run on Mesa 26 lavapipe only, and it changes the rounding of fp32 layers (below).
      *
-     * Precision on the cooperative-matrix path: A and W of each projection are rounded to fp16
-     * (round to nearest even) as they are staged, like FlashAttention and cuBLAS's fp16 GEMMs; the
+     * Precision on the cooperative-matrix path: A and W of each projection are rounded to fp16 as
+     * they are staged (to nearest; toward zero on drivers that convert that way, which Mesa 22
+     * lavapipe does elsewhere: docs/KNOWN_ISSUES.md), like FlashAttention and cuBLAS's fp16 GEMMs; the
      * products are exact and summed in fp32. A layer with fp32 storage therefore gets fp16-rounded
      * projections there (a relative error of about 1e-3 per operand, NMSE around 1e-7 at unit
      * scale), and values beyond fp16's range (|x| > 65504) become infinite. The default tuning
