@@ -3,8 +3,8 @@
 # (default build/mesa26) without installing anything, so cooperative-matrix kernels can be compiled
 # and the GPU tests run on a lavapipe that has VK_KHR_cooperative_matrix:
 #   bash tools/fetch-mesa26.sh build/mesa26
-#   cmake -S . -B build -DVKATTN_GLSLANG_COOPMAT=build/mesa26/glslangValidator \
-#         -DVKATTN_SPIRV_VAL=build/mesa26/spirv-val -DVKATTN_TEST_LAUNCHER=build/mesa26/run
+#   cmake -S . -B build -DVKATTN_GLSLANG_COOPMAT=$PWD/build/mesa26/glslangValidator \
+#         -DVKATTN_TEST_LAUNCHER=$PWD/build/mesa26/run      (spirv-val is found beside the glslang)
 #   build/mesa26/run build/vkattn info
 # Like tools/fetch-mesa25.sh: a private apt configuration in DIR/apt (sources, lists, cache, an empty
 # dpkg status), `apt-get download`, `dpkg -x` into DIR/root; /etc/apt, /var/lib/apt and dpkg's
