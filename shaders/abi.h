@@ -345,23 +345,24 @@ VKA_STRUCT(vka_average_push) {
 } VKA_STRUCT_END(vka_average_push)
 
 /* rope.comp: the projected Q or K made ready for attention, in place on head-major rows: an RMS
- * norm (with VKA_ROPE_NORM), then rotary position embedding. Row r of head h of batch item b starts
- * at offset + b*batch_stride + h*head_stride + r*row_stride (elements) and sits at position
- * pos_offset + r (or as VKA_ROPE_POSITIONS says); its `pairs` pairs are (p, p + pairs) or, with
- * gptj, (2p, 2p + 1), rotated by float(position) * freq[p], cos and sin scaled by `factor`.
- * Without NORM: count = batches*heads*rows*pairs invocations, one pair each. With NORM: count =
- * batches*rows*(heads / norm_heads) workgroups, each normalizing `norm_heads` heads of one row
- * together (1: each head over its `dim` elements; heads: the whole row) by
- * x * rsqrt(mean(x^2) + eps) * w[norm_offset + hh*dim + d] (hh the head within the norm), then
- * rotating them. */
+ * norm (NORM: each head's; NORM_ROW: a whole row's), then rotary position embedding. Row r of head
+ * h of batch item b starts at offset + b*batch_stride + h*head_stride + r*row_stride (elements)
+ * and sits at position pos_offset + r (or as VKA_ROPE_POSITIONS says); its `pairs` pairs are
+ * (p, p + pairs) or, with gptj, (2p, 2p + 1), rotated by float(position) * freq[p], cos and sin
+ * scaled by `factor`. count: invocations, batches*heads*rows*pairs without a norm and
+ * batches*heads*rows with NORM; workgroups, batches*rows, with NORM_ROW. A norm is
+ * x * rsqrt(mean(x^2) + eps) * w: NORM's w for head h at k_offset + d from head k_first on (K's
+ * heads, where one dispatch serves Q and K) and at norm_offset + d before; NORM_ROW's at
+ * norm_offset + h*dim + d. */
 #define VKA_ROPE_X 0    /* storage buffer, read and written, fp16 with OUT_F16 */
 #define VKA_ROPE_FREQ 1 /* texel view (R32F): inv_freq, `pairs` floats */
 #define VKA_ROPE_META 2 /* uint, with POSITIONS */
-#define VKA_ROPE_NORM_W 3 /* fp32 norm weights, with NORM */
+#define VKA_ROPE_NORM_W 3 /* fp32 norm weights, with NORM or NORM_ROW */
 #define VKA_ROPE_BINDINGS 4
 #define VKA_ROPE_POSITIONS 1u /* VKA_SPEC_FLAGS: row r is at position meta[pos_offset + r] (the
                                  paged forward's tokens), not pos_offset + r */
-#define VKA_ROPE_NORM 2u      /* VKA_SPEC_FLAGS: RMS-normalize before rotating (a workgroup per norm) */
+#define VKA_ROPE_NORM 2u      /* VKA_SPEC_FLAGS: each head's RMS norm before rotating */
+#define VKA_ROPE_NORM_ROW 4u  /* VKA_SPEC_FLAGS: the whole row's RMS norm before rotating */
 VKA_STRUCT(vka_rope_push) {
     uint32_t offset, batch_stride, head_stride, row_stride;
     uint32_t heads, rows, pairs;
@@ -369,9 +370,10 @@ VKA_STRUCT(vka_rope_push) {
     uint32_t gptj;
     uint32_t count;
     uint32_t dim;         /* elements of a head row (D) */
-    uint32_t norm_heads;  /* with NORM: heads one norm spans (1, or `heads`) */
-    uint32_t norm_offset; /* with NORM: where this side's weights start */
-    float eps;            /* with NORM */
+    uint32_t norm_offset; /* where the (first) heads' norm weights start */
+    uint32_t k_first;     /* NORM: the first head whose weights are at k_offset (heads: none) */
+    uint32_t k_offset;
+    float eps;            /* with a norm */
     float factor;         /* the attention factor cos and sin are scaled by */
 } VKA_STRUCT_END(vka_rope_push)
 

@@ -10,13 +10,14 @@
  * GLSL only bounds sin/cos errors on [-pi, pi], so the angle is first reduced to that range
  * (Cody-Waite, 2pi in three parts; see reduce()).
  *
- * Grid: without NORM one invocation per (batch, head, row, pair); with NORM one workgroup per
- * norm (batch, row, and head unless the norm spans the row), its invocations striding over the
- * norm's elements: the sum of squares, a tree over the workgroup (a power of two), then each
- * element scaled, and each pair rotated by the invocation that holds its first element.
+ * Grid: without a norm one invocation per (batch, head, row, pair); with NORM (each head's) one
+ * invocation per (batch, head, row), looping over its D values twice (the sum of squares, then
+ * each element scaled and each pair rotated by its first element's turn); with NORM_ROW one
+ * workgroup per (batch, row), its invocations striding over the row's values, a tree over the
+ * workgroup (a power of two) between the two passes.
  * Bindings: VKA_ROPE_* (abi.h); X is read and written (fp16 with OUT_F16).
- * Loop trips per invocation: none without NORM; with NORM (n = norm_heads * dim / WG_SIZE rounded
- * up, t = log2(WG_SIZE)): 2(n + 1) + (t + 1).
+ * Loop trips per invocation: none without a norm; NORM 2(D + 1); NORM_ROW (n = heads * D / WG_SIZE
+ * rounded up, t = log2(WG_SIZE)) 2(n + 1) + (t + 1).
  */
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -83,17 +84,54 @@ void rotate_pair()
     x[i2] = VKA_TO_OUT(x2 * cs.x + x1 * cs.y);
 }
 
-/* One norm per workgroup: `norm_heads` heads of one row, normalized together, then rotated. */
-void normalize_and_rotate()
+/* Scales x[at + d] and its pair (if d is a pair's first element) by inv_rms and the weights at w,
+ * then rotates the pair; a pair's second element is its first's work. */
+void normalize_element(uint at, uint w, uint d, float inv_rms, uint position)
+{
+    bool rotated = d < 2u * pc.pairs;
+    bool first = rotated && (pc.gptj != 0u ? d % 2u == 0u : d < pc.pairs);
+    if (rotated && !first) return;
+    float x1 = float(x[at + d]) * inv_rms * norm_w[w + d];
+    if (!rotated) {
+        x[at + d] = VKA_TO_OUT(x1);
+        return;
+    }
+    uint d2 = pc.gptj != 0u ? d + 1u : d + pc.pairs;
+    float x2 = float(x[at + d2]) * inv_rms * norm_w[w + d2];
+    vec2 cs = rotation(position, pc.gptj != 0u ? d / 2u : d);
+    x[at + d] = VKA_TO_OUT(x1 * cs.x - x2 * cs.y);
+    x[at + d2] = VKA_TO_OUT(x2 * cs.x + x1 * cs.y);
+}
+
+/* Each head's norm: one invocation per (batch, head, row) over its D values. Heads from k_first on
+ * are K's (their weights at k_offset), so one dispatch serves Q and K where they share a layout. */
+void normalize_head()
+{
+    uint index = vka_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    if (index >= pc.count) return;
+    uint r = index % pc.rows, rest = index / pc.rows;
+    uint h = rest % pc.heads, b = rest / pc.heads;
+    uint at = pc.offset + b * pc.batch_stride + h * pc.head_stride + r * pc.row_stride;
+    uint w = h >= pc.k_first ? pc.k_offset : pc.norm_offset;
+    float sum = 0.0;
+    for (uint d = 0; d < pc.dim; d++) {
+        float v = float(x[at + d]);
+        sum += v * v;
+    }
+    float inv_rms = inversesqrt(sum / float(pc.dim) + pc.eps);
+    uint position = position_of(r);
+    for (uint d = 0; d < pc.dim; d++) normalize_element(at, w, d, inv_rms, position);
+}
+
+/* A whole row's norm (ROW): one workgroup per (batch, row) over its heads' values, a tree over the
+ * workgroup for the sum of squares. */
+void normalize_row()
 {
     uint group = vka_group_index();
     if (group >= pc.count) return; /* whole workgroups only: the rest share barriers */
-    uint norms_per_row = pc.heads / pc.norm_heads;
-    uint first_head = (group % norms_per_row) * pc.norm_heads;
-    uint r = (group / norms_per_row) % pc.rows, b = group / norms_per_row / pc.rows;
-    uint row_base = pc.offset + b * pc.batch_stride + first_head * pc.head_stride + r * pc.row_stride;
-    uint n = pc.norm_heads * pc.dim, t = gl_LocalInvocationID.x;
-
+    uint r = group % pc.rows, b = group / pc.rows;
+    uint row_base = pc.offset + b * pc.batch_stride + r * pc.row_stride;
+    uint n = pc.heads * pc.dim, t = gl_LocalInvocationID.x;
     float sum = 0.0;
     for (uint e = t; e < n; e += gl_WorkGroupSize.x) {
         float v = float(x[row_base + (e / pc.dim) * pc.head_stride + e % pc.dim]);
@@ -106,31 +144,15 @@ void normalize_and_rotate()
         barrier();
     }
     float inv_rms = inversesqrt(red_sum[0] / float(n) + pc.eps);
-
     uint position = position_of(r);
-    for (uint e = t; e < n; e += gl_WorkGroupSize.x) {
-        uint hh = e / pc.dim, d = e % pc.dim;
-        uint at = row_base + hh * pc.head_stride;
-        uint w = pc.norm_offset + hh * pc.dim;
-        /* d's pair, if it is the pair's first element; a pair's second element is its first's work */
-        bool rotated = d < 2u * pc.pairs;
-        bool first = rotated && (pc.gptj != 0u ? d % 2u == 0u : d < pc.pairs);
-        if (rotated && !first) continue;
-        float x1 = float(x[at + d]) * inv_rms * norm_w[w + d];
-        if (!rotated) {
-            x[at + d] = VKA_TO_OUT(x1);
-            continue;
-        }
-        uint d2 = pc.gptj != 0u ? d + 1u : d + pc.pairs;
-        float x2 = float(x[at + d2]) * inv_rms * norm_w[w + d2];
-        vec2 cs = rotation(position, pc.gptj != 0u ? d / 2u : d);
-        x[at + d] = VKA_TO_OUT(x1 * cs.x - x2 * cs.y);
-        x[at + d2] = VKA_TO_OUT(x2 * cs.x + x1 * cs.y);
-    }
+    for (uint e = t; e < n; e += gl_WorkGroupSize.x)
+        normalize_element(row_base + (e / pc.dim) * pc.head_stride, pc.norm_offset + (e / pc.dim) * pc.dim,
+                          e % pc.dim, inv_rms, position);
 }
 
 void main()
 {
-    if ((FLAGS & VKA_ROPE_NORM) != 0) normalize_and_rotate();
+    if ((FLAGS & VKA_ROPE_NORM_ROW) != 0) normalize_row();
+    else if ((FLAGS & VKA_ROPE_NORM) != 0) normalize_head();
     else rotate_pair();
 }

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "gpu_test.h" /* gpu_test_pin_drivers, for LeakSanitizer */
+#include "test_checkpoint.h"
 #include "test_tmp.h"
 
 #include "cli.h"
@@ -283,11 +284,11 @@ static void test_missing_options(void)
     CHECK(run_cmd(cmd_run, (const char *[]){"--heads", "4", NULL}) == CLI_EXIT_USAGE);
     CHECK_SAID("vkattn run: missing --weights, --query and --out\n");
     CHECK(run_cmd(cmd_run, (const char *[]){NULL}) == CLI_EXIT_USAGE);
-    CHECK_SAID("vkattn run: missing --weights, --heads, --query and --out\n");
+    CHECK_SAID("vkattn run: missing --weights, --heads (or --config), --query and --out\n");
     CHECK(run_cmd(cmd_run, (const char *[]){"--weights", "w.safetensors", "--query", "q.npy", "--value", "v.npy",
                                             "--average-weights", NULL}) == CLI_EXIT_USAGE);
-    CHECK_SAID("vkattn run: missing --heads, --key (--value needs it), --out and --attn-weights (--average-weights "
-               "needs it)\n");
+    CHECK_SAID("vkattn run: missing --heads (or --config), --key (--value needs it), --out and --attn-weights "
+               "(--average-weights needs it)\n");
     /* The usage text follows, once. */
     const char *first = strstr(captured, "usage: vkattn run");
     CHECK(first && !strstr(first + 1, "usage: vkattn run"));
@@ -1072,6 +1073,70 @@ static void test_run_variants(void)
     remove(out), remove(bad_sinks);
 }
 
+/* run --config: Qwen3-0.6B's real config.json and layer 0 of a BF16 checkpoint made from the
+ * model fixtures' scheme (tests/fixtures/models/qwen3): every setting from the config, the weights
+ * found under its prefix, the output against the float64 fixture; as a cached decode too. An
+ * explicit option overrides the config and says so; a checkpoint that does not fit the config is
+ * refused naming what differs. */
+static void test_run_config(void)
+{
+    char config[512], other[512], want[512], ck_path[512], query[512], out[512];
+    snprintf(config, sizeof config, "%s/../models/qwen3/config.json", fixtures);
+    snprintf(other, sizeof other, "%s/../models/gemma3/config.json", fixtures);
+    snprintf(want, sizeof want, "%s/../models/qwen3/start0.npy", fixtures);
+    test_tmp_path(ck_path, sizeof ck_path, "qwen3.safetensors");
+    test_tmp_path(query, sizeof query, "qwen3.query.npy");
+    test_tmp_path(out, sizeof out, "qwen3.out.npy");
+    checkpoint ck = {0};
+    const char *P = "model.layers.0.self_attn.";
+    static const struct { const char *leaf; mf_kind kind; uint32_t rank, d0, d1; } tensors[] = {
+        {"q_proj.weight", MF_KIND_WEIGHT, 2, 2048, 1024}, {"k_proj.weight", MF_KIND_WEIGHT, 2, 1024, 1024},
+        {"v_proj.weight", MF_KIND_WEIGHT, 2, 1024, 1024}, {"o_proj.weight", MF_KIND_WEIGHT, 2, 1024, 2048},
+        {"q_norm.weight", MF_KIND_NORM, 1, 128, 1},       {"k_norm.weight", MF_KIND_NORM, 1, 128, 1},
+    };
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "%s%s", P, tensors[i].leaf);
+        ck_add(&ck, name, tensors[i].kind, tensors[i].rank, tensors[i].d0, tensors[i].d1);
+    }
+    CHECK(ck_write(&ck, ck_path));
+    ck_free(&ck);
+    float *x = malloc(5 * 1024 * sizeof *x);
+    mf_fill("input", MF_KIND_INPUT, 1024, x, 5 * 1024);
+    vkattn_array a = {.dtype = VKATTN_DTYPE_F32, .rank = 2, .dims = {5, 1024}, .data = x, .bytes = 5 * 1024 * 4};
+    CHECK_STATUS(vkattn_npy_write(query, &a, NULL), VKATTN_OK);
+    free(x);
+    const char *common[] = {"--weights", ck_path, "--config", config, "--layer", "0", "--query", query, "--out", out,
+                            "--causal"};
+    const char *extra[3][2] = {{"--check", NULL}, {"--decode-from", "2"}, {"--cpu", NULL}};
+    for (int k = 0; k < 3; k++) {
+        const char *args[20] = {0};
+        int n = 0;
+        for (size_t i = 0; i < sizeof common / sizeof *common; i++) args[n++] = common[i];
+        for (int i = 0; i < 2 && extra[k][i]; i++) args[n++] = extra[k][i];
+        CHECK(run_cmd(cmd_run, args) == CLI_EXIT_OK);
+        CHECK_SAID("heads 16 (head dim 128), causal, rope neox theta 1e+06 on 128 dims, q/k norms per head");
+        double m = npy_max_abs(out, want);
+        printf("  %s against the float64 fixture: max-abs %.3g\n", extra[k][0], m);
+        CHECK_MSG(m <= 1e-5, "%s: max-abs %g against the fixture", extra[k][0], m);
+    }
+    /* an option overrides, with a note; a config the checkpoint does not fit is refused */
+    CHECK(run_cmd(cmd_run, (const char *[]){"--weights", ck_path, "--config", config, "--query", query, "--out", out,
+                                            "--causal", "--sliding-window", "3", "--cpu", NULL}) == CLI_EXIT_OK);
+    CHECK_SAID("note: --sliding-window 3 overrides config.json's 0");
+    CHECK_SAID("window 3");
+    CHECK(run_cmd(cmd_run, (const char *[]){"--weights", ck_path, "--config", other, "--query", query, "--out", out,
+                                            NULL}) == CLI_EXIT_FAILURE);
+    CHECK_SAID("--weights and --config disagree on the hidden_size of layer model.layers.0.self_attn.");
+    CHECK(run_cmd(cmd_run, (const char *[]){"--weights", ck_path, "--config", config, "--layer", "99", "--query", query,
+                                            "--out", out, NULL}) != CLI_EXIT_OK);
+    CHECK_SAID("layer 99 does not exist (28 layers)");
+    CHECK(run_cmd(cmd_run, (const char *[]){"--weights", ck_path, "--layer", "1", "--query", query, "--out", out,
+                                            NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("missing --config (--layer needs it) and --heads (or --config)");
+    remove(ck_path), remove(query), remove(out);
+}
+
 /* overhead runs the same stack blocking and as one submission; it fails (exit 1) when the two
  * outputs differ in any bit, and refuses bad counts. */
 static void test_overhead(void)
@@ -1239,6 +1304,27 @@ static void test_bench_decode_scaling(void)
     cJSON_Delete(root);
 }
 
+/* bench --preset decode --features: a decode step with per-head q/k norms and llama3 RoPE scaling
+ * costs at most 5% more than the same step without (issue 20's bound), the fastest steps of the
+ * two layers alternating at each context; the median ratio over the contexts. */
+static void test_bench_decode_features(void)
+{
+    cJSON *root = decode_run("512,2048,4096", (const char *[]){"--dtype", "f32", "--features", NULL});
+    const cJSON *list = root ? cJSON_GetObjectItemCaseSensitive(root, "features") : NULL, *p;
+    double ratios[3];
+    int n = 0;
+    cJSON_ArrayForEach(p, list) if (n < 3) ratios[n++] = cli_json_number(p, "ratio", NULL);
+    CHECK_MSG(n == 3, "%d features points", n);
+    if (n == 3) {
+        double lo = ratios[0] < ratios[1] ? ratios[0] : ratios[1], hi = ratios[0] < ratios[1] ? ratios[1] : ratios[0];
+        double median = ratios[2] < lo ? lo : ratios[2] > hi ? hi : ratios[2];
+        printf("features: fastest step with norms and llama3 RoPE / without: %.3f %.3f %.3f, median %.3f\n", ratios[0],
+               ratios[1], ratios[2], median);
+        CHECK_MSG(median <= 1.05, "q/k norms and scaled RoPE cost %.1f%% more per decode step", 100 * (median - 1));
+    }
+    cJSON_Delete(root);
+}
+
 /* A context near 2^32 tokens: its block count used to wrap to a tiny pool, reported as a full
  * cache (issue 18). Now the cache's own check names the device limit, before anything runs. */
 static void test_bench_decode_limits(void)
@@ -1265,6 +1351,7 @@ int main(int argc, char **argv)
     }
     if (argc > 2 && strcmp(argv[2], "bench_decode_scaling") == 0) {
         RUN_TEST(test_bench_decode_scaling);
+        RUN_TEST(test_bench_decode_features);
         test_tmp_remove();
         return test_finish();
     }
@@ -1294,6 +1381,7 @@ int main(int argc, char **argv)
         RUN_TEST_WITH(test_run_decode, fp16);
         RUN_TEST(test_run_decode_quant);
         RUN_TEST(test_run_variants);
+        RUN_TEST(test_run_config);
         RUN_TEST(test_bench_decode_limits);
     }
     fixture_close(&fx);

@@ -86,6 +86,17 @@ static cairo_surface_t *load_png(const char *path)
     return img;
 }
 
+/* The picture heatmap_write_png writes, read back (*img is set only on success). */
+static vkattn_status render(const heatmap_desc *d, cairo_surface_t **img, heatmap_layout *layout)
+{
+    char path[300];
+    test_tmp_path(path, sizeof path, "render.png");
+    vkattn_status s = heatmap_write_png(d, path, layout, NULL);
+    if (s == VKATTN_OK) *img = load_png(path);
+    remove(path);
+    return s;
+}
+
 static uint32_t width_of(cairo_surface_t *img)
 {
     return (uint32_t)cairo_image_surface_get_width(img);
@@ -340,7 +351,7 @@ static void test_known_pattern(void)
     for (size_t k = 0; k < sizeof w / sizeof w[0]; k++) w[k] *= 0.5f;
     d.scale_one = 1;
     img = NULL;
-    CHECK_STATUS(heatmap_render(&d, &img, &got, NULL), VKATTN_OK);
+    CHECK_STATUS(render(&d, &img, &got), VKATTN_OK);
     CHECK(same_color(cell_pixel(img, &got, 0, 3, 0), heatmap_colormap(0.5)));
     if (img) cairo_surface_destroy(img);
 }
@@ -367,7 +378,7 @@ static void test_downsampling(void)
     heatmap_desc d = {.heads = 1, .query_len = N, .key_len = N, .weights = w, .masked = masked, .title = "long"};
     cairo_surface_t *img = NULL;
     heatmap_layout l;
-    CHECK_STATUS(heatmap_render(&d, &img, &l, NULL), VKATTN_OK);
+    CHECK_STATUS(render(&d, &img, &l), VKATTN_OK);
     CHECK(l.row_bin == 3 && l.col_bin == 3 && l.rows == 700 && l.cols == 700 && l.cell_w == 1);
     CHECK(l.title_lines == 2); /* the title says it is downsampled */
     if (img) {
@@ -402,7 +413,7 @@ static void test_layout_errors(void)
     float odd[4] = {NAN, -1.0f, 0.5f, 1.0f};
     heatmap_desc o = {.heads = 1, .query_len = 2, .key_len = 2, .weights = odd};
     cairo_surface_t *img = NULL;
-    CHECK_STATUS(heatmap_render(&o, &img, &l, NULL), VKATTN_OK);
+    CHECK_STATUS(render(&o, &img, &l), VKATTN_OK);
     if (img) {
         CHECK(is_mask_color(cell_pixel(img, &l, 0, 0, 0)));
         CHECK(same_color(cell_pixel(img, &l, 0, 0, 1), heatmap_colormap(0.0)));

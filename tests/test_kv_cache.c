@@ -212,14 +212,14 @@ static const decode_row decode_rows[] = {
     {"models", "qwen3: head_dim 32 != E/H, per-head norms, gqa",
      {.embed_dim = 48, .num_heads = 4, .num_kv_heads = 2, .head_dim = 32, .rope_theta = 1e6f,
       .qk_norm = VKATTN_QK_NORM_HEAD},
-     0, 9, 9, 30, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1},
+     0, 9, 9, 30, 4, VKATTN_DTYPE_F32, 0, 1e-10, 0},
     {"models", "gemma3: (1 + w) norms, scale, window, mqa",
      {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 1, .head_dim = 32, .scale = 0.0625f, .window = 6,
       .rope_theta = 10000, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_plus_one = 1},
-     0, 9, 9, 30, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1},
+     0, 9, 9, 30, 4, VKATTN_DTYPE_F32, 0, 1e-10, 0},
     {"models", "olmo2: row norms, f16 cache",
      {.embed_dim = 64, .num_heads = 4, .rope_theta = 500000, .qk_norm = VKATTN_QK_NORM_ROW}, 0, 9, 9, 30, 4,
-     VKATTN_DTYPE_F16, 0, 1e-5, -1},
+     VKATTN_DTYPE_F16, 0, 1e-5, 0},
     {"models", "llama3 rope, split-KV 3 parts",
      {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 500000,
       .rope_scaling = {.type = VKATTN_ROPE_TYPE_LLAMA3, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
@@ -229,15 +229,15 @@ static const decode_row decode_rows[] = {
      {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 150000, .window = 8,
       .rope_scaling = {.type = VKATTN_ROPE_TYPE_YARN, .factor = 32, .original_max_position_embeddings = 4096,
                        .no_truncate = 1}},
-     1, 7, 7, 30, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1},
+     1, 7, 7, 30, 4, VKATTN_DTYPE_F32, 0, 1e-10, 0},
     {"models", "phi-4-mini: longrope long, partial rotary, head_dim 24",
      {.embed_dim = 64, .num_heads = 2, .head_dim = 24, .rope_theta = 10000, .rope_dim = 16,
       .rope_scaling = {.type = VKATTN_ROPE_TYPE_LONGROPE, .original_max_position_embeddings = 16,
                        .max_position_embeddings = 128, .short_factor = k_short8, .long_factor = k_long8}},
-     0, 20, 20, 32, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1},
+     0, 20, 20, 32, 4, VKATTN_DTYPE_F32, 0, 1e-10, 0},
     {"models", "smollm3 nope layer with norms, q8_0 cache",
      {.embed_dim = 128, .num_heads = 4, .num_kv_heads = 2, .qk_norm = VKATTN_QK_NORM_HEAD}, 0, 7, 7, 30, 4,
-     VKATTN_DTYPE_Q8_0, 0, 5e-4, -1, 1},
+     VKATTN_DTYPE_Q8_0, 0, 5e-4, 0, 1},
     /* quant: both block formats through GQA + RoPE decoding (D = 32: a block per row), and Q4_0 at
      * D = 64 without RoPE (two blocks per row, rows 36 bytes apart) */
     {"quant", "gqa rope neox, prefill 7 then decode", QUANT_GQA, 0, 7, 7, 40, 4, VKATTN_DTYPE_Q8_0, 0, 5e-4, -1, 1},
@@ -285,7 +285,8 @@ static void run_decode_row(vkattn_context *ctx, const decode_row *row)
     vkattn_forward_stats stats;
     CHECK_STATUS(vkattn_layer_last_stats(layer, &stats), VKATTN_OK);
     const int rope = desc->rope_theta > 0 || desc->rope_scaling.type == VKATTN_ROPE_TYPE_TABLE;
-    uint32_t want = 4 + (desc->qk_norm ? 2 : rope) + (row->merged > 0); /* norms: q's and k's rope step */
+    /* one rope step (a row norm: q's and k's) */
+    uint32_t want = 4 + (desc->qk_norm == VKATTN_QK_NORM_ROW ? 2 : desc->qk_norm || rope) + (row->merged > 0);
     CHECK_MSG(row->merged < 0 || stats.dispatches == want, "%s: the last step ran %u dispatches, not %u", row->name,
               stats.dispatches, want);
     char what[96];

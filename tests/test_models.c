@@ -25,6 +25,7 @@
 
 #include "gpu_test.h"
 #include "model_fixtures.h"
+#include "test_checkpoint.h"
 #include "test_tmp.h"
 
 #define NMSE_TOL 1e-10
@@ -45,73 +46,6 @@ static char *read_text(const char *path)
     if (text) text[n] = '\0';
     fclose(f);
     return text;
-}
-
-/* ---- a BF16 safetensors checkpoint ------------------------------------------------------------- */
-
-typedef struct ck_tensor {
-    char name[128];
-    uint32_t rank, dims[2];
-    uint16_t *bits;
-} ck_tensor;
-
-typedef struct checkpoint {
-    ck_tensor t[16];
-    uint32_t count;
-} checkpoint;
-
-static size_t ck_elems(const ck_tensor *t) { return t->rank == 1 ? t->dims[0] : (size_t)t->dims[0] * t->dims[1]; }
-
-/* Adds a tensor made by the fixtures' scheme; `in_features` sets a weight's scale. */
-static void ck_add(checkpoint *ck, const char *name, mf_kind kind, uint32_t rank, uint32_t d0, uint32_t d1)
-{
-    ck_tensor *t = &ck->t[ck->count++];
-    snprintf(t->name, sizeof t->name, "%s", name);
-    t->rank = rank;
-    t->dims[0] = d0;
-    t->dims[1] = d1;
-    t->bits = malloc(ck_elems(t) * sizeof *t->bits);
-    mf_fill_bf16(name, kind, rank == 2 ? d1 : d0, t->bits, ck_elems(t));
-}
-
-static int ck_write(const checkpoint *ck, const char *path)
-{
-    char header[8192];
-    size_t used = 0, offset = 0;
-    used += (size_t)snprintf(header + used, sizeof header - used, "{");
-    for (uint32_t i = 0; i < ck->count; i++) {
-        const ck_tensor *t = &ck->t[i];
-        size_t bytes = ck_elems(t) * 2;
-        char shape[48];
-        if (t->rank == 1) snprintf(shape, sizeof shape, "[%u]", t->dims[0]);
-        else snprintf(shape, sizeof shape, "[%u,%u]", t->dims[0], t->dims[1]);
-        used += (size_t)snprintf(header + used, sizeof header - used,
-                                 "%s\"%s\":{\"dtype\":\"BF16\",\"shape\":%s,\"data_offsets\":[%zu,%zu]}", i ? "," : "",
-                                 t->name, shape, offset, offset + bytes);
-        offset += bytes;
-    }
-    used += (size_t)snprintf(header + used, sizeof header - used, "}");
-    while (used % 8) header[used++] = ' ';
-    FILE *f = fopen(path, "wb");
-    if (!f) return 0;
-    uint64_t len = used;
-    uint8_t le[8];
-    for (int b = 0; b < 8; b++) le[b] = (uint8_t)(len >> (8 * b));
-    int ok = fwrite(le, 1, 8, f) == 8 && fwrite(header, 1, used, f) == used;
-    for (uint32_t i = 0; ok && i < ck->count; i++) {
-        const ck_tensor *t = &ck->t[i];
-        for (size_t j = 0; ok && j < ck_elems(t); j++) {
-            uint8_t two[2] = {(uint8_t)t->bits[j], (uint8_t)(t->bits[j] >> 8)};
-            ok = fwrite(two, 1, 2, f) == 2;
-        }
-    }
-    return fclose(f) == 0 && ok;
-}
-
-static void ck_free(checkpoint *ck)
-{
-    for (uint32_t i = 0; i < ck->count; i++) free(ck->t[i].bits);
-    ck->count = 0;
 }
 
 /* ---- one case ---------------------------------------------------------------------------------- */

@@ -557,9 +557,10 @@ static void test_gqa_budget_and_windows(void)
     vka_plan_free(&plan);
 }
 
-/* RoPE: one step for Q and one for K after the projections, each behind a barrier and before
- * attention, bound to the right buffer with the right strides, with no loop trips; K has H_kv
- * heads. Over the range it is refused, naming the limit. */
+/* RoPE: a step for Q and one for K after the projections (one over both where Q and K share a
+ * layout: self-attention), each behind a barrier and before attention, bound to the right buffer
+ * with the right strides, with no loop trips; K has H_kv heads. Over the range it is refused,
+ * naming the limit. */
 static void test_rope_steps(void)
 {
     vka_plan_limits l = lavapipe_limits();
@@ -570,6 +571,18 @@ static void test_rope_steps(void)
         p.cfg.rope_theta = 10000, p.cfg.rope_dim = 6, p.cfg.rope_style = VKATTN_ROPE_GPTJ, p.rope_offset = 9;
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         uint32_t first = self ? 1 : 3; /* after the one Q/K/V matmul, or the three */
+        if (self) {
+            /* Q's and K's heads share the one buffer's layout, (B, H + 2 H_kv, L, D): one step */
+            CHECK(plan.step_count == first + 1 + 2);
+            const vka_step *qk = &plan.steps[first];
+            CHECK(qk->kernel == VKA_KERNEL_ROPE && qk->barrier_before && plan.steps[first + 1].kernel == VKA_KERNEL_FUSED);
+            CHECK(qk->bind[VKA_ROPE_X].role == VKA_ROLE_QKV && qk->bind[VKA_ROPE_FREQ].role == VKA_ROLE_ROPE_FREQ);
+            CHECK(qk->push.rope.heads == 8 + 2 && qk->push.rope.rows == 5 && qk->push.rope.pairs == 3 &&
+                  qk->push.rope.gptj == 1 && qk->push.rope.pos_offset == 9);
+            CHECK(qk->push.rope.count == 2 * 10 * 5 * 3 && qk->push.rope.head_stride == 8 * 5 &&
+                  qk->push.rope.batch_stride == (8u + 4) * 5 * 8 && vka_step_loop_trips(qk) == 0);
+            continue;
+        }
         CHECK(plan.step_count == first + 2 + 2);
         const vka_step *q = &plan.steps[first], *k = &plan.steps[first + 1];
         CHECK(q->kernel == VKA_KERNEL_ROPE && k->kernel == VKA_KERNEL_ROPE);
@@ -578,16 +591,14 @@ static void test_rope_steps(void)
         CHECK(vka_step_loop_trips(q) == 0 && vka_step_loop_trips(k) == 0);
         CHECK(q->bind[VKA_ROPE_X].role == VKA_ROLE_QKV && q->bind[VKA_ROPE_FREQ].role == VKA_ROLE_ROPE_FREQ);
         CHECK(q->bind[VKA_ROPE_FREQ].view == VKA_VIEW_SCALAR && plan.role_bytes[VKA_ROLE_ROPE_FREQ] == 3 * 4);
-        CHECK(k->bind[VKA_ROPE_X].role == (self ? VKA_ROLE_QKV : VKA_ROLE_K_PROJ));
+        CHECK(k->bind[VKA_ROPE_X].role == VKA_ROLE_K_PROJ);
         CHECK(q->push.rope.heads == 8 && q->push.rope.rows == 5 && q->push.rope.pairs == 3);
-        CHECK(k->push.rope.heads == 2 && k->push.rope.rows == (self ? 5u : 7u) && k->push.rope.gptj == 1);
+        CHECK(k->push.rope.heads == 2 && k->push.rope.rows == 7u && k->push.rope.gptj == 1);
         /* Queries and keys end at one position: L = 5 queries after S = 7 keys start at 9 + 2. */
-        CHECK(q->push.rope.pos_offset == (self ? 9u : 11u) && k->push.rope.pos_offset == 9);
-        CHECK(q->push.rope.count == 2 * 8 * 5 * 3 && k->push.rope.count == 2 * 2 * k->push.rope.rows * 3);
+        CHECK(q->push.rope.pos_offset == 11u && k->push.rope.pos_offset == 9);
+        CHECK(q->push.rope.count == 2 * 8 * 5 * 3 && k->push.rope.count == 2 * 2 * 7 * 3);
         CHECK(q->push.rope.row_stride == 8 && q->push.rope.head_stride == 8 * 5);
-        /* self-attention: K heads start after the Q heads of the one buffer, (B, H + 2 H_kv, L, D) */
-        CHECK(k->push.rope.offset == (self ? 8u * 5 * 8 : 0u));
-        CHECK(k->push.rope.batch_stride == (self ? (8u + 4) * 5 * 8 : 2u * 7 * 8));
+        CHECK(k->push.rope.offset == 0u && k->push.rope.batch_stride == 2u * 7 * 8);
     }
     /* Q past one binding: refused, naming maxStorageBufferRange */
     vka_problem big = problem(1, 1u << 16, 1u << 16, 1024, 8, 0);
@@ -775,14 +786,18 @@ static void test_model_shapes(void)
                 const vka_rope_push *r = &st->push.rope;
                 CHECK(r->factor == (cfg.rope_dim ? cfg.rope_attention : 1.0f) && r->dim == cfg.D);
                 if (!cfg.qk_norm) continue;
-                const uint32_t per_norm = cfg.qk_norm == VKATTN_QK_NORM_ROW ? r->heads : 1;
-                CHECK_MSG((st->spec[VKA_SPEC_FLAGS] & VKA_ROPE_NORM) && r->norm_heads == per_norm &&
-                              r->count == p.B * r->rows * (r->heads / per_norm) &&
-                              r->norm_offset == (ropes % 2 ? vka_qk_norm_width(&cfg, 0) : 0),
+                const int row = cfg.qk_norm == VKATTN_QK_NORM_ROW;
+                /* each head's norm: Q's and K's heads in one step, K's weights after Q's; a row's: two steps */
+                CHECK_MSG((st->spec[VKA_SPEC_FLAGS] & (row ? VKA_ROPE_NORM_ROW : VKA_ROPE_NORM)) &&
+                              r->count == (row ? p.B * r->rows : p.B * r->rows * r->heads) &&
+                              r->k_offset == vka_qk_norm_width(&cfg, 0) &&
+                              (row ? r->norm_offset == (ropes ? vka_qk_norm_width(&cfg, 0) : 0)
+                                   : r->k_first == cfg.H && r->heads == cfg.H + cfg.H_kv),
                           "%s: rope step %u", what, ropes);
                 ropes++;
             }
-            CHECK_MSG(!cfg.qk_norm || ropes == 2, "%s: %u norm steps", what, ropes);
+            CHECK_MSG(!cfg.qk_norm || ropes == (cfg.qk_norm == VKATTN_QK_NORM_ROW ? 2u : 1u), "%s: %u norm steps",
+                      what, ropes);
             const uint32_t len = cached ? 32768 : 2048;
             CHECK_MSG(writes == (models[m].write_len && len >= models[m].write_len), "%s: %u table writes", what, writes);
         }

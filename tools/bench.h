@@ -101,7 +101,28 @@ typedef struct bench_options {
     double min_time_s, peak_seconds, cpu_max_gflop;
     uint32_t warmup, kv_heads, window;
     int no_cpu, no_peak, trace, no_mqa, no_window;
+    int features; /* --features: decode steps with today's models' q/k norms and scaled RoPE against without */
 } bench_options;
+
+/* In the functions of cmd_bench.c and bench_decode.c that keep `int rc`, `vkattn_context *ctx` and a
+ * `fail:` label: a call that failed (BENCH_TRY) or an allocation that did (BENCH_NEED) says so and
+ * jumps there. */
+#define BENCH_TRY(expr, what)                                                                      \
+    do {                                                                                           \
+        vkattn_status s_ = (expr);                                                                 \
+        if (s_ != VKATTN_OK) {                                                                     \
+            rc = cli_fail("bench", what, s_, vkattn_context_last_error(ctx));                      \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+#define BENCH_NEED(ptr)                                                                            \
+    do {                                                                                           \
+        if (!(ptr)) {                                                                              \
+            rc = cli_fail("bench", "allocating host data", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL); \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
 
 /* `vkattn bench --preset decode` (bench_decode.c): decoding one token at a time through the paged KV
  * cache against context length, beside re-projecting the prefix. Runs on `out`; returns the exit

@@ -24,9 +24,9 @@ typedef struct cmp_entry {
 typedef struct cmp_file {
     const char *path;
     cJSON *doc;
+    const cJSON *results; /* the entries in file order */
     const char *device, *type, *driver_name, *driver_info, *tuning;
-    cmp_entry *entries; /* file order */
-    cmp_entry *sorted;  /* by key, then file order */
+    cmp_entry *sorted;    /* by key, then file order */
     size_t count;
 } cmp_file;
 
@@ -101,17 +101,14 @@ static int load(cmp_file *f, const char *path)
     f->driver_info = cli_json_string(device, "driver_info");
     f->tuning = cli_json_string(device, "tuning");
     if (!cJSON_IsArray(results)) return bad(f, "no \"results\" array", (size_t)-1);
-    size_t n = 0;
-    cJSON_ArrayForEach(r, results) n++;
-    f->entries = calloc(n + 1, sizeof *f->entries);
-    f->sorted = calloc(n + 1, sizeof *f->sorted);
-    if (!f->entries || !f->sorted) return bad(f, "out of memory", (size_t)-1);
+    f->results = results;
+    if (!(f->sorted = calloc((size_t)cJSON_GetArraySize(results) + 1, sizeof *f->sorted)))
+        return bad(f, "out of memory", (size_t)-1);
     cJSON_ArrayForEach(r, results) {
         if (check_result(f, r, f->count)) return 1;
-        f->entries[f->count] = (cmp_entry){cli_json_string(r, "key"), r, f->count};
+        f->sorted[f->count] = (cmp_entry){cli_json_string(r, "key"), r, f->count};
         f->count++;
     }
-    memcpy(f->sorted, f->entries, f->count * sizeof *f->sorted);
     qsort(f->sorted, f->count, sizeof *f->sorted, entry_order);
     for (size_t i = 1; i < f->count; i++)
         if (strcmp(f->sorted[i].key, f->sorted[i - 1].key) == 0 &&
@@ -124,7 +121,7 @@ static int load(cmp_file *f, const char *path)
 static void unload(cmp_file *f)
 {
     cJSON_Delete(f->doc);
-    free(f->entries), free(f->sorted);
+    free(f->sorted);
 }
 
 static void describe(FILE *out, const char *which, const cmp_file *f)
@@ -195,23 +192,27 @@ int bench_compare(FILE *out, const char *old_path, const char *new_path)
     fprintf(out, "\n%-*s %11s %11s %9s\n", KEY_WIDTH, "configuration / stage", "old ms", "new ms", "old/new");
     size_t matched = 0, rated = 0;
     double log_sum = 0;
-    for (size_t i = 0; i < old_f.count; i++) {
-        const cmp_entry *o = &old_f.entries[i], *n = find(&new_f, o->key);
-        if (!n || find(&old_f, o->key)->index != o->index) continue; /* only in OLD, or a later duplicate */
+    size_t i = 0;
+    for (const cJSON *o = old_f.results->child; o; o = o->next, i++) {
+        const char *key = cli_json_string(o, "key");
+        const cmp_entry *n = find(&new_f, key);
+        if (!n || find(&old_f, key)->index != i) continue; /* only in OLD, or a later duplicate */
         matched++;
-        double ratio = row(out, 0, o->key, time_of(o->result, "gpu_ms_median"), time_of(n->result, "gpu_ms_median"));
+        double ratio = row(out, 0, key, time_of(o, "gpu_ms_median"), time_of(n->result, "gpu_ms_median"));
         if (ratio > 0) log_sum += log(ratio), rated++;
-        compare_stages(out, o->result, n->result);
+        compare_stages(out, o, n->result);
     }
     if (rated)
         fprintf(out, "\ngeometric mean of the whole-forward ratios over %zu configuration%s: %.3f "
                      "(> 1: new is faster)\n", rated, rated == 1 ? "" : "s", exp(log_sum / (double)rated));
     else fprintf(out, "\ngeometric mean of the whole-forward ratios: n/a (no configuration has both times)\n");
 
-    for (size_t i = 0; i < old_f.count; i++)
-        if (!find(&new_f, old_f.entries[i].key)) fprintf(out, "only in %s: %s\n", old_path, old_f.entries[i].key);
-    for (size_t i = 0; i < new_f.count; i++)
-        if (!find(&old_f, new_f.entries[i].key)) fprintf(out, "only in %s: %s\n", new_path, new_f.entries[i].key);
+    for (int k = 0; k < 2; k++) {
+        const cmp_file *f = k ? &new_f : &old_f, *other = k ? &old_f : &new_f;
+        const cJSON *r;
+        cJSON_ArrayForEach(r, f->results)
+            if (!find(other, cli_json_string(r, "key"))) fprintf(out, "only in %s: %s\n", f->path, cli_json_string(r, "key"));
+    }
     if (matched == 0) {
         fprintf(stderr, "vkattn bench --compare: no configuration key is in both %s and %s\n", old_path, new_path);
         goto done;

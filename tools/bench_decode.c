@@ -31,29 +31,13 @@
 static const uint32_t default_lens[] = {512, 1024, 2048, 4096, 8192, 16384};
 static const uint32_t split_settings[2] = {0, 1}; /* kv_splits: the device's choice, unsplit */
 
-#define TRY(expr, what)                                                                            \
-    do {                                                                                           \
-        vkattn_status s_ = (expr);                                                                 \
-        if (s_ != VKATTN_OK) {                                                                     \
-            rc = cli_fail("bench", what, s_, vkattn_context_last_error(ctx));                      \
-            goto fail;                                                                             \
-        }                                                                                          \
-    } while (0)
-
-#define NEED(ptr)                                                                                  \
-    do {                                                                                           \
-        if (!(ptr)) {                                                                              \
-            rc = cli_fail("bench", "allocating host data", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL); \
-            goto fail;                                                                             \
-        }                                                                                          \
-    } while (0)
-
 /* The options with the defaults resolved, contexts ascending without repeats. */
 typedef struct decode_setup {
     uint32_t lens[CLI_LIST_MAX], len_count;
     vkattn_dtype dtypes[MAX_DTYPES];
     uint32_t dtype_count;
     uint32_t E, H, H_kv, D, window, warmup;
+    int features;
     double min_time_s;
 } decode_setup;
 
@@ -64,6 +48,7 @@ typedef struct decode_setup {
 /* A layer with random weights, timing on. Grouped-query layers take W_Q, W_K and W_V apart. */
 typedef struct decode_layer {
     vkattn_layer_desc desc;
+    uint32_t D;
     float *weights;
     vkattn_layer *layer;
 } decode_layer;
@@ -75,47 +60,31 @@ static void layer_free(decode_layer *l)
     *l = (decode_layer){0};
 }
 
-static int layer_make(vkattn_context *ctx, uint32_t E, uint32_t H, uint32_t H_kv, uint32_t window,
-                      unsigned long long seed, decode_layer *l)
+/* `features`: today's models' additions, per-head q/k RMS norms (Qwen3) and llama3 RoPE scaling. */
+static int layer_make(vkattn_context *ctx, const decode_setup *o, int features, decode_layer *l)
 {
-    const size_t e = E, e_kv = (size_t)E / H * H_kv;
-    const size_t n = e * e + 2 * e_kv * e + (e + 2 * e_kv) + e * e + e;
+    const size_t e = o->E, e_kv = (size_t)o->D * o->H_kv, D = o->D;
+    const size_t n = e * e + 2 * e_kv * e + (e + 2 * e_kv) + e * e + e + 2 * D;
     int rc = 0;
-    *l = (decode_layer){.desc = {.embed_dim = E, .num_heads = H, .num_kv_heads = H_kv, .rope_theta = ROPE_THETA,
-                                 .window = window}};
-    NEED(l->weights = malloc(n * sizeof(float)));
-    cli_fill_random(l->weights, n, seed, sqrtf(3.0f / E));
+    *l = (decode_layer){.desc = {.embed_dim = o->E, .num_heads = o->H, .num_kv_heads = o->H_kv,
+                                 .rope_theta = ROPE_THETA, .window = o->window}, .D = o->D};
+    if (features) {
+        l->desc.qk_norm = VKATTN_QK_NORM_HEAD;
+        l->desc.rope_scaling = (vkattn_rope_scaling){.type = VKATTN_ROPE_TYPE_LLAMA3, .factor = 8, .low_freq_factor = 1,
+                                                     .high_freq_factor = 4, .original_max_position_embeddings = 8192};
+    }
+    BENCH_NEED(l->weights = malloc(n * sizeof(float)));
+    cli_fill_random(l->weights, n, 1 + (unsigned)features, sqrtf(3.0f / o->E));
     const float *q = l->weights, *k = q + e * e, *v = k + e_kv * e, *bias = v + e_kv * e;
-    const float *o = bias + e + 2 * e_kv, *ob = o + e * e;
+    const float *out = bias + e + 2 * e_kv, *out_bias = out + e * e, *norms = out_bias + e;
     vkattn_weights w = {.q_proj_weight = q, .k_proj_weight = k, .v_proj_weight = v, .in_proj_bias = bias,
-                        .out_proj_weight = o, .out_proj_bias = ob};
-    TRY(vkattn_layer_create(ctx, &l->desc, &w, &l->layer), "creating a layer");
-    TRY(vkattn_layer_set_timing(l->layer, 1), "turning stage timing on");
+                        .out_proj_weight = out, .out_proj_bias = out_bias, .q_norm_weight = features ? norms : NULL,
+                        .k_norm_weight = features ? norms + D : NULL};
+    BENCH_TRY(vkattn_layer_create(ctx, &l->desc, &w, &l->layer), "creating a layer");
+    BENCH_TRY(vkattn_layer_set_timing(l->layer, 1), "turning stage timing on");
     return 0;
 fail:
     layer_free(l);
-    return rc;
-}
-
-static uint32_t head_dim(const decode_layer *l)
-{
-    return l->desc.embed_dim / l->desc.num_heads;
-}
-
-/* A cache for `tokens` tokens of sequence 0, and a fork of it: its copy of a partly filled last
- * block and the block its new token may open. */
-static int cache_make(vkattn_context *ctx, const decode_layer *l, vkattn_dtype dtype, uint32_t tokens,
-                      vkattn_kv_cache **out)
-{
-    int rc = 0;
-    /* In 64 bits: a context near 2^32 would wrap to a tiny pool and be reported as a full cache.
-     * Clamped, the cache's own check names the device limit instead. */
-    uint64_t blocks = ((uint64_t)tokens + BLOCK_SIZE - 1) / BLOCK_SIZE + 2;
-    vkattn_kv_cache_desc d = {.num_kv_heads = l->desc.num_kv_heads, .head_dim = head_dim(l),
-                              .num_blocks = blocks < UINT32_MAX ? (uint32_t)blocks : UINT32_MAX,
-                              .block_size = BLOCK_SIZE, .max_sequences = 2, .dtype = dtype};
-    TRY(vkattn_kv_cache_create(ctx, &d, out), "creating the KV cache");
-fail:
     return rc;
 }
 
@@ -139,12 +108,12 @@ static int fill_to(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cache *
     float *in = malloc(FILL_CHUNK * E * sizeof(float)), *out = malloc(FILL_CHUNK * E * sizeof(float));
     uint32_t len = 0;
     int rc = 0;
-    NEED(in && out);
+    BENCH_NEED(in && out);
     cli_fill_random(in, FILL_CHUNK * E, 7, 1.0f);
-    TRY(vkattn_kv_cache_seq_length(cache, 0, &len), "reading the sequence length");
+    BENCH_TRY(vkattn_kv_cache_seq_length(cache, 0, &len), "reading the sequence length");
     while (len < target) {
         uint32_t n = target - len < FILL_CHUNK ? target - len : FILL_CHUNK;
-        TRY(feed(l, cache, 0, n, 0, in, out, NULL), "filling the KV cache");
+        BENCH_TRY(feed(l, cache, 0, n, 0, in, out, NULL), "filling the KV cache");
         len += n;
     }
 fail:
@@ -184,6 +153,12 @@ typedef struct decode_point {
     double reproject_ms;                /* the same token by one causal forward over ctx tokens; < 0: not measured */
 } decode_point;
 
+/* --features: one context's steps of the plain layer and of the one with today's additions. */
+typedef struct feature_point {
+    uint32_t ctx, steps;
+    bench_time plain, featured; /* ms/token */
+} feature_point;
+
 /* Samples of a point: host, GPU, then each stage; MAX_STEPS each. */
 typedef double sample_row[MAX_STEPS];
 enum { SAMPLE_ROWS = 2 + VKATTN_STAGE_COUNT };
@@ -200,18 +175,18 @@ static int time_points(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cac
     vkattn_forward_stats st[2] = {{0}};
     double wall = 0;
     int rc = 0;
-    NEED(token && out);
+    BENCH_NEED(token && out);
     cli_fill_random(token, E, 3, 1.0f);
     /* at least one warm-up: a split setting's first step at a new context may build pipelines */
     for (uint32_t i = 0; i < (warmup ? warmup : 1); i++)
         for (int k = 0; k < 2; k++)
-            TRY(fork_step(l, cache, points[k].splits, token, out, &wall, &st[k]), "a warm-up decode step");
+            BENCH_TRY(fork_step(l, cache, points[k].splits, token, out, &wall, &st[k]), "a warm-up decode step");
     uint32_t n = 0;
     double start = cli_now();
     while (n < MAX_STEPS && (n < 3 || cli_now() - start < 2 * min_time_s)) {
         for (int k = 0; k < 2; k++) {
             sample_row *r = rows + k * SAMPLE_ROWS;
-            TRY(fork_step(l, cache, points[k].splits, token, out, &wall, &st[k]), "a decode step");
+            BENCH_TRY(fork_step(l, cache, points[k].splits, token, out, &wall, &st[k]), "a decode step");
             r[0][n] = wall;
             r[1][n] = st[k].gpu_ms;
             for (int s = 0; s < VKATTN_STAGE_COUNT; s++) r[2 + s][n] = st[k].stage_ms[s];
@@ -227,7 +202,7 @@ static int time_points(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cac
         p->gpu = bench_stats(r[1], n);
         for (int s = 0; s < VKATTN_STAGE_COUNT; s++) p->stage[s] = bench_stats(r[2 + s], n);
         uint32_t keys = l->desc.window && l->desc.window < p->ctx ? l->desc.window : p->ctx; /* what a step reads */
-        p->cache_bytes = 2.0 * keys * l->desc.num_kv_heads * vkattn_dtype_row_size(p->dtype, head_dim(l));
+        p->cache_bytes = 2.0 * keys * l->desc.num_kv_heads * vkattn_dtype_row_size(p->dtype, l->D);
         double attention_ms = p->stage[VKATTN_STAGE_FUSED].median_ms;
         p->cache_gbs = attention_ms > 0 ? p->cache_bytes / (attention_ms * 1e6) : 0;
     }
@@ -237,14 +212,31 @@ fail:
     return rc;
 }
 
+/* A cache for the longest context in sequence 0, and a fork of it: its copy of a partly filled last
+ * block and the block its new token may open. */
+static int cache_make(vkattn_context *ctx, const decode_setup *o, vkattn_dtype dtype, vkattn_kv_cache **cache)
+{
+    /* In 64 bits: a context near 2^32 would wrap to a tiny pool and be reported as a full cache.
+     * Clamped, the cache's own check names the device limit instead. */
+    uint64_t blocks = ((uint64_t)o->lens[o->len_count - 1] + BLOCK_SIZE - 1) / BLOCK_SIZE + 2;
+    vkattn_kv_cache_desc d = {.num_kv_heads = o->H_kv, .head_dim = o->D, .block_size = BLOCK_SIZE,
+                              .num_blocks = blocks < UINT32_MAX ? (uint32_t)blocks : UINT32_MAX,
+                              .max_sequences = 2, .dtype = dtype};
+    int rc = 0;
+    BENCH_TRY(vkattn_kv_cache_create(ctx, &d, cache), "creating the KV cache");
+fail:
+    return rc;
+}
+
 /* One cache dtype: points[c * 2 + s] for contexts lens[c] and split_settings[s]. */
 static int run_dtype(vkattn_context *ctx, const decode_setup *o, const decode_layer *l,
                      vkattn_dtype dtype, sample_row *rows, decode_point *points)
 {
     vkattn_kv_cache *cache = NULL;
     vkattn_kv_cache_info info = {0};
-    int rc = cache_make(ctx, l, dtype, o->lens[o->len_count - 1], &cache);
-    if (rc == 0) TRY(vkattn_kv_cache_get_info(cache, &info), "reading the cache's info");
+    int rc = cache_make(ctx, o, dtype, &cache);
+    if (rc) goto fail;
+    BENCH_TRY(vkattn_kv_cache_get_info(cache, &info), "reading the cache's info");
     for (uint32_t c = 0; rc == 0 && c < o->len_count; c++) {
         if (isatty(fileno(stderr)))
             fprintf(stderr, "\r\033[K[decode] %s cache, context %u", vkattn_dtype_name(dtype), o->lens[c]);
@@ -271,15 +263,15 @@ static int time_reproject(vkattn_context *ctx, const decode_layer *l, uint32_t l
     const size_t n = (size_t)len * l->desc.embed_dim;
     float *query = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
     int rc = 0;
-    NEED(query && out);
+    BENCH_NEED(query && out);
     cli_fill_random(query, n, 5, 1.0f);
     vkattn_host_forward_desc f = {.batch = 1, .query_len = len, .query = query, .output = out, .causal = 1};
-    for (uint32_t i = 0; i < warmup; i++) TRY(vkattn_forward_host(l->layer, &f), "a warm-up causal forward");
+    for (uint32_t i = 0; i < warmup; i++) BENCH_TRY(vkattn_forward_host(l->layer, &f), "a warm-up causal forward");
     uint32_t count = 0;
     double start = cli_now();
     while (count < MAX_STEPS && (count < 1 || cli_now() - start < min_time_s)) {
         double t0 = cli_now();
-        TRY(vkattn_forward_host(l->layer, &f), "a causal forward");
+        BENCH_TRY(vkattn_forward_host(l->layer, &f), "a causal forward");
         samples[count++] = (cli_now() - t0) * 1e3;
     }
     *ms = bench_stats(samples, count).median_ms;
@@ -297,6 +289,7 @@ typedef struct decode_report {
     bench_run_info info;
     decode_setup o;
     decode_point *points;            /* [dtype][ctx][split]: (d * len_count + c) * 2 + s */
+    feature_point *features;         /* --features: one per context, else NULL */
     double load[2];                  /* 1-minute load average at the start and the end; < 0 unknown */
     double peak_bandwidth[2];        /* copy bandwidth measured at the start and the end; 0 not measured */
 } decode_report;
@@ -404,6 +397,17 @@ static int write_json(const char *path, const decode_report *r)
               cli_json_add_numbers(layer, layer_fields, CLI_COUNT(layer_fields)) ||
               !(list = cJSON_AddArrayToObject(root, "points"));
     for (size_t i = 0; !bad && i < point_count(r); i++) bad = cli_json_append(list, json_point(&r->points[i]));
+    cJSON *features = NULL;
+    if (!bad && r->features) bad = !(features = cJSON_AddArrayToObject(root, "features"));
+    for (uint32_t c = 0; !bad && features && c < o->len_count; c++) {
+        const feature_point *f = &r->features[c];
+        const cli_json_num fields[] = {{"ctx", f->ctx}, {"steps", f->steps}, {"plain_ms_median", f->plain.median_ms},
+                                       {"plain_ms_min", f->plain.min_ms}, {"featured_ms_median", f->featured.median_ms},
+                                       {"featured_ms_min", f->featured.min_ms},
+                                       {"ratio", f->featured.min_ms / f->plain.min_ms}};
+        cJSON *item = cJSON_CreateObject();
+        bad = !item || cli_json_add_numbers(item, fields, CLI_COUNT(fields)) || cli_json_append(features, item);
+    }
     char err[512] = "out of memory";
     if (!bad) bad = cli_json_write_file(root, path, err, sizeof err);
     cJSON_Delete(root);
@@ -427,7 +431,8 @@ static int resolve(const bench_options *in, decode_setup *o)
     const vkattn_dtype all[MAX_DTYPES] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
     *o = (decode_setup){.len_count = in->len.n, .E = in->embed.n ? in->embed.v[0] : 512,
                         .H = in->heads.n ? in->heads.v[0] : 8, .H_kv = in->kv_heads ? in->kv_heads : 2,
-                        .window = in->window, .warmup = in->warmup, .min_time_s = in->min_time_s};
+                        .window = in->window, .warmup = in->warmup, .features = in->features,
+                        .min_time_s = in->min_time_s};
     o->D = o->E / o->H;
     memcpy(o->lens, in->len.v, sizeof o->lens);
     if (!o->len_count) {
@@ -458,7 +463,7 @@ static int measure(vkattn_context *ctx, decode_report *r, sample_row *rows)
     const decode_setup *o = &r->o;
     decode_layer l = {0};
     int rc;
-    if ((rc = layer_make(ctx, o->E, o->H, o->H_kv, o->window, 1, &l))) goto fail;
+    if ((rc = layer_make(ctx, o, 0, &l))) goto fail;
     for (uint32_t d = 0; d < o->dtype_count; d++)
         if ((rc = run_dtype(ctx, o, &l, o->dtypes[d], rows, &r->points[(size_t)d * o->len_count * 2]))) goto fail;
     for (uint32_t c = 0; c < o->len_count; c++) {
@@ -471,6 +476,61 @@ static int measure(vkattn_context *ctx, decode_report *r, sample_row *rows)
 fail:
     layer_free(&l);
     return rc;
+}
+
+/* --features: at each context, decode steps of the layer with q/k norms and scaled RoPE and of the
+ * same layer without, alternating (each with its own cache of the first format), so the ratio of
+ * their fastest steps holds on a shared machine. */
+static int measure_features(vkattn_context *ctx, const decode_setup *o, sample_row *rows, feature_point *points)
+{
+    decode_layer l[2];
+    memset(l, 0, sizeof l);
+    vkattn_kv_cache *cache[2] = {NULL, NULL};
+    float *token = malloc(o->E * sizeof(float)), *out = malloc(o->E * sizeof(float));
+    int rc = 0;
+    BENCH_NEED(token && out);
+    cli_fill_random(token, o->E, 3, 1.0f);
+    for (int k = 0; k < 2 && !rc; k++) {
+        if (!(rc = layer_make(ctx, o, k, &l[k])))
+            rc = cache_make(ctx, o, o->dtypes[0], &cache[k]);
+    }
+    for (uint32_t c = 0; !rc && c < o->len_count; c++) {
+        for (int k = 0; k < 2 && !rc; k++) rc = fill_to(ctx, &l[k], cache[k], o->lens[c] - 1);
+        vkattn_forward_stats st;
+        double wall;
+        for (uint32_t i = 0; !rc && i < (o->warmup ? o->warmup : 1); i++)
+            for (int k = 0; k < 2; k++) BENCH_TRY(fork_step(&l[k], cache[k], 0, token, out, &wall, &st), "a warm-up step");
+        uint32_t n = 0;
+        double start = cli_now();
+        while (!rc && n < MAX_STEPS && (n < 3 || cli_now() - start < 2 * o->min_time_s)) {
+            for (int k = 0; k < 2; k++) {
+                BENCH_TRY(fork_step(&l[k], cache[k], 0, token, out, &wall, &st), "a decode step");
+                rows[k][n] = wall;
+            }
+            n++;
+        }
+        points[c] = (feature_point){.ctx = o->lens[c], .steps = n, .plain = bench_stats(rows[0], n),
+                                    .featured = bench_stats(rows[1], n)};
+    }
+fail:
+    for (int k = 0; k < 2; k++) vkattn_kv_cache_destroy(cache[k]), layer_free(&l[k]);
+    free(token);
+    free(out);
+    return rc;
+}
+
+static void print_features(FILE *out, const decode_setup *o, const feature_point *points)
+{
+    fprintf(out, "\nfeatures: the same layer with per-head q/k RMS norms and llama3 RoPE scaling (factor 8) against\n"
+                 "          without, %s cache, steps alternating; ratio: fastest featured step / fastest plain one\n",
+            vkattn_dtype_name(o->dtypes[0]));
+    fprintf(out, "%6s %5s %12s %12s %14s %14s %7s\n", "ctx", "steps", "plain ms", "plain min", "featured ms",
+            "featured min", "ratio");
+    for (uint32_t c = 0; c < o->len_count; c++) {
+        const feature_point *p = &points[c];
+        fprintf(out, "%6u %5u %12.3f %12.3f %14.3f %14.3f %7.3f\n", p->ctx, p->steps, p->plain.median_ms,
+                p->plain.min_ms, p->featured.median_ms, p->featured.min_ms, p->featured.min_ms / p->plain.min_ms);
+    }
 }
 
 /* The peak once more after the measurements, keeping the better of each figure: on a machine
@@ -526,13 +586,20 @@ int bench_decode(FILE *out, const bench_options *o)
         goto fail;
     }
     if ((rc = measure(ctx, &r, rows))) goto fail;
+    if (r.o.features && !(r.features = calloc(r.o.len_count, sizeof *r.features))) {
+        rc = cli_fail("bench", "allocating", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+        goto fail;
+    }
+    if (r.features && (rc = measure_features(ctx, &r.o, rows, r.features))) goto fail;
     if (r.info.peak.bandwidth_gbs > 0) peak_again(ctx, o, &r);
     for (size_t i = 0; i < point_count(&r); i++)
         if (r.info.peak.bandwidth_gbs > 0) r.points[i].peak_pct = 100.0 * r.points[i].cache_gbs / r.info.peak.bandwidth_gbs;
     r.load[1] = load_average();
     print_table(out, &r);
+    if (r.features) print_features(out, &r.o, r.features);
     if (o->json && write_json(o->json, &r)) rc = 1;
 fail:
+    free(r.features);
     free(rows);
     free(r.points);
     vkattn_context_destroy(ctx);

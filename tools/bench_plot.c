@@ -250,14 +250,6 @@ static double sharp(double v)
     return floor(v) + 0.5;
 }
 
-static void line(cairo_t *cr, double x0, double y0, double x1, double y1, double width)
-{
-    cairo_set_line_width(cr, width);
-    cairo_move_to(cr, x0, y0);
-    cairo_line_to(cr, x1, y1);
-    cairo_stroke(cr);
-}
-
 static void text(cairo_t *cr, double x, double y, const char *s, double size, int bold, rgb_color color,
                  canvas_align align)
 {
@@ -300,14 +292,14 @@ static void draw_axes(cairo_t *cr, const bench_plot *p)
     for (int i = 0; i * p->ystep <= p->ytop * (1 + 1e-9); i++) {
         double y = bench_plot_y(p, i * p->ystep);
         canvas_set_color(cr, GRID);
-        line(cr, PLOT_LEFT, sharp(y), PLOT_RIGHT, sharp(y), 1);
+        canvas_line(cr, PLOT_LEFT, sharp(y), PLOT_RIGHT, sharp(y), 1);
         snprintf(buf, sizeof buf, "%g", i * p->ystep);
         text(cr, PLOT_LEFT - 6, round(y + 4), buf, 12, 0, TEXT, CANVAS_RIGHT);
     }
     for (uint32_t i = 0; i < p->nticks; i++) {
         double x = bench_plot_x(p, p->ticks[i].l);
         canvas_set_color(cr, GRID);
-        line(cr, sharp(x), PLOT_TOP, sharp(x), bottom, 1);
+        canvas_line(cr, sharp(x), PLOT_TOP, sharp(x), bottom, 1);
         snprintf(buf, sizeof buf, "%.0f", p->ticks[i].l);
         if (p->ticks[i].labelled) text(cr, x, bottom + 18, buf, 12, 0, TEXT, CANVAS_CENTER);
     }
@@ -344,7 +336,7 @@ static void draw_peak(cairo_t *cr, const bench_plot *p)
     const double y = sharp(bench_plot_y(p, p->peak));
     canvas_set_color(cr, INK);
     cairo_set_dash(cr, dash, 2, 0);
-    line(cr, PLOT_LEFT, y, PLOT_RIGHT, y, 1);
+    canvas_line(cr, PLOT_LEFT, y, PLOT_RIGHT, y, 1);
     cairo_set_dash(cr, NULL, 0, 0);
     char label[80];
     snprintf(label, sizeof label, "measured fp32 peak %.1f GFLOP/s", p->peak); /* plain ASCII */

@@ -158,17 +158,6 @@ void bench_print_table(FILE *out, const bench_run_info *info, const bench_result
 /* JSON and CSV                                                                                    */
 /* ---------------------------------------------------------------------------------------------- */
 
-static const char *device_type_name(vkattn_device_type t)
-{
-    switch (t) {
-    case VKATTN_DEVICE_INTEGRATED_GPU: return "integrated_gpu";
-    case VKATTN_DEVICE_DISCRETE_GPU: return "discrete_gpu";
-    case VKATTN_DEVICE_VIRTUAL_GPU: return "virtual_gpu";
-    case VKATTN_DEVICE_CPU: return "cpu";
-    default: return "other";
-    }
-}
-
 static cJSON *json_stage(const bench_stage_result *st, vkattn_stage s)
 {
     const cli_json_num numbers[] = {{"ms_median", st->time.median_ms}, {"ms_min", st->time.min_ms},
@@ -218,7 +207,7 @@ int bench_json_run_info(cJSON *root, const bench_run_info *info)
              d->api_version & 0xFFFu);
     const cli_json_str device_names[] = {{"name", d->name}, {"driver_name", d->driver_name},
                                         {"driver_info", d->driver_info}, {"api_version", api},
-                                        {"type", device_type_name(d->type)}};
+                                        {"type", cli_device_type_name(d->type, 1)}};
     const cli_json_num peak[] = {{"fp32_gflops", info->peak.fp32_gflops}, {"fp16_gflops", info->peak.fp16_gflops},
                                 {"bandwidth_gbs", info->peak.bandwidth_gbs}};
     cJSON *device = NULL, *peak_obj = NULL;

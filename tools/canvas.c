@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #define HALF_PI 1.57079632679489661923 /* M_PI is not C11 */
@@ -40,12 +41,8 @@ static vkattn_status status_of(cairo_status_t s)
 canvas_format canvas_format_of(const char *path)
 {
     size_t n = path ? strlen(path) : 0;
-    if (n <= 4 || path[n - 4] != '.') return CANVAS_NONE;
-    char ext[4];
-    for (int i = 0; i < 3; i++) ext[i] = (char)(path[n - 3 + i] | 0x20); /* ASCII lower case */
-    ext[3] = '\0';
-    if (strcmp(ext, "png") == 0) return CANVAS_PNG;
-    if (strcmp(ext, "svg") == 0) return CANVAS_SVG;
+    if (n > 4 && strcasecmp(path + n - 4, ".png") == 0) return CANVAS_PNG;
+    if (n > 4 && strcasecmp(path + n - 4, ".svg") == 0) return CANVAS_SVG;
     return CANVAS_NONE;
 }
 
@@ -151,18 +148,6 @@ vkattn_status canvas_finish(canvas *c, vkattn_error *error)
                         cairo_status_to_string(s));
 }
 
-vkattn_status canvas_take_image(canvas *c, cairo_surface_t **image, vkattn_error *error)
-{
-    if (!c->cr || c->format != CANVAS_PNG)
-        return canvas_error(error, VKATTN_ERROR_INVALID_ARGUMENT, "only an image canvas has an image");
-    cairo_status_t s = cairo_status(c->cr);
-    if (s != CAIRO_STATUS_SUCCESS)
-        return canvas_error(error, status_of(s), "drawing a picture: %s", cairo_status_to_string(s));
-    cairo_surface_flush(c->surface);
-    *image = cairo_surface_reference(c->surface);
-    return VKATTN_OK;
-}
-
 void canvas_destroy(canvas *c)
 {
     if (!c) return;
@@ -262,6 +247,14 @@ void canvas_text_up(cairo_t *cr, double x, double y, const char *text, canvas_al
     cairo_rotate(cr, -HALF_PI);
     canvas_text(cr, 0, 0, text, align);
     cairo_restore(cr);
+}
+
+void canvas_line(cairo_t *cr, double x0, double y0, double x1, double y1, double width)
+{
+    cairo_set_line_width(cr, width);
+    cairo_move_to(cr, x0, y0);
+    cairo_line_to(cr, x1, y1);
+    cairo_stroke(cr);
 }
 
 void canvas_set_color(cairo_t *cr, rgb_color c)

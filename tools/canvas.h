@@ -68,9 +68,6 @@ vkattn_status canvas_finish(canvas *c, vkattn_error *error);
 /* Frees everything; a file still open (canvas_finish not called) is closed, not removed. NULL and an
  * empty canvas are no-ops. */
 void canvas_destroy(canvas *c);
-/* An in-memory canvas's image after drawing, as a new reference (cairo_surface_destroy it); the
- * drawing's error status otherwise. *image is written only on success. */
-vkattn_status canvas_take_image(canvas *c, cairo_surface_t **image, vkattn_error *error);
 
 /* A scratch context for measuring text before the picture's size is known (canvas_destroy it). */
 vkattn_status canvas_open_measure(canvas *c, vkattn_error *error);
@@ -102,6 +99,8 @@ void canvas_text(cairo_t *cr, double x, double y, const char *text, canvas_align
  * the baseline runs up column x, and `align` places the text's start (LEFT), middle or end at y. */
 void canvas_text_up(cairo_t *cr, double x, double y, const char *text, canvas_align align);
 
+/* A line from (x0, y0) to (x1, y1), `width` pixels wide, in the current source colour. */
+void canvas_line(cairo_t *cr, double x0, double y0, double x1, double y1, double width);
 void canvas_set_color(cairo_t *cr, rgb_color color);
 
 /* The smallest 1, 2 or 5 times a power of ten that is at least `raw` (> 0): an axis step. */

@@ -198,23 +198,25 @@ static int given(const cli_command *c, const row *rows, size_t n, const char *na
  * usage. 0, or 2. */
 static int check_missing(const cli_command *c, const row *rows, size_t n, char (*defaults)[DEFAULT_TEXT])
 {
-    const char *missing[CLI_MAX_OPTIONS], *by[CLI_MAX_OPTIONS]; /* by: the option that needs it, or NULL */
+    const char *missing[CLI_MAX_OPTIONS];
+    const cli_option *by[CLI_MAX_OPTIONS]; /* the option that needs it, or a required one with an alternative */
     size_t count = 0, first_group = 0;
     int instead = c->unless && given(c, rows, n, c->unless);
     for (size_t i = 0; i < n; i++) {
         const cli_option *o = rows[i].o;
         if (instead && rows[i].group == 0) continue;
-        if (o->flags & CLI_REQUIRED && !c->given[i]) {
+        if (o->flags & CLI_REQUIRED && !c->given[i] && !(o->or_else && given(c, rows, n, o->or_else))) {
             first_group += rows[i].group == 0;
-            missing[count] = o->name, by[count++] = NULL;
+            missing[count] = o->name, by[count++] = o->or_else ? o : NULL;
         }
-        if (o->needs && c->given[i] && !given(c, rows, n, o->needs)) missing[count] = o->needs, by[count++] = o->name;
+        if (o->needs && c->given[i] && !given(c, rows, n, o->needs)) missing[count] = o->needs, by[count++] = o;
     }
     if (!count) return 0;
     fprintf(stderr, "vkattn %s: missing ", c->name);
     for (size_t i = 0; i < count; i++) {
         fprintf(stderr, "%s%s", i == 0 ? "" : i + 1 < count ? ", " : " and ", missing[i]);
-        if (by[i]) fprintf(stderr, " (%s needs it)", by[i]);
+        if (by[i] && by[i]->or_else && by[i]->name == missing[i]) fprintf(stderr, " (or %s)", by[i]->or_else);
+        else if (by[i]) fprintf(stderr, " (%s needs it)", by[i]->name);
     }
     if (c->unless && first_group)
         fprintf(stderr, " (or %s instead of the %s)", c->unless, c->groups[0].title);
@@ -457,20 +459,21 @@ int cli_npy_stored_dtype(const char *path, char *buf, size_t size, int *loads_as
     return 1;
 }
 
-static const char *type_name(vkattn_device_type t)
+const char *cli_device_type_name(vkattn_device_type t, int json)
 {
-    switch (t) {
-    case VKATTN_DEVICE_DISCRETE_GPU: return "discrete GPU";
-    case VKATTN_DEVICE_INTEGRATED_GPU: return "integrated GPU";
-    case VKATTN_DEVICE_VIRTUAL_GPU: return "virtual GPU";
-    case VKATTN_DEVICE_CPU: return "CPU (software rasterizer)";
-    default: return "other";
-    }
+    static const char *const names[][2] = {
+        [VKATTN_DEVICE_OTHER] = {"other", "other"},
+        [VKATTN_DEVICE_INTEGRATED_GPU] = {"integrated GPU", "integrated_gpu"},
+        [VKATTN_DEVICE_DISCRETE_GPU] = {"discrete GPU", "discrete_gpu"},
+        [VKATTN_DEVICE_VIRTUAL_GPU] = {"virtual GPU", "virtual_gpu"},
+        [VKATTN_DEVICE_CPU] = {"CPU (software rasterizer)", "cpu"},
+    };
+    return names[(unsigned)t < CLI_COUNT(names) ? t : VKATTN_DEVICE_OTHER][json != 0];
 }
 
 void cli_describe_device(const vkattn_device_info *info, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s [%s, Vulkan %u.%u.%u, driver %s%s%s]", info->name, type_name(info->type),
+    snprintf(buf, size, "%s [%s, Vulkan %u.%u.%u, driver %s%s%s]", info->name, cli_device_type_name(info->type, 0),
              info->api_version >> 22, (info->api_version >> 12) & 0x3FFu, info->api_version & 0xFFFu,
              info->driver_name[0] ? info->driver_name : "unknown", info->driver_info[0] ? " " : "",
              info->driver_info);

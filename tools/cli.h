@@ -76,6 +76,7 @@ typedef struct cli_option {
     const int *values;  /* choices: the value of each name, in order; NULL: 0, 1, 2, ... */
     unsigned flags;     /* CLI_REQUIRED, CLI_ABOVE_MIN */
     const char *needs;  /* an option this one needs: missing, "--key (--value needs it)" */
+    const char *or_else; /* CLI_REQUIRED unless this option is given: missing, "--heads (or --config)" */
     size_t given;       /* CLI_GIVEN(type, field), or 0 */
     const char *what;   /* choices: what the value is, in the message that refuses one */
 } cli_option;
@@ -148,6 +149,8 @@ int cli_check_output(const char *command, const char *option, const char *path);
 /* Opens a context on the requested device (NULL = VKATTN_DEVICE or the default) and prints which
  * device it is, on stdout. Returns 0 or an exit code. */
 int cli_open_context(const char *command, const char *device, vkattn_context **out);
+/* "discrete GPU", "CPU (software rasterizer)", ...; with `json`, "discrete_gpu", "cpu", ... */
+const char *cli_device_type_name(vkattn_device_type type, int json);
 /* "llvmpipe (LLVM 15.0.6, 256 bits) [cpu, Vulkan 1.3.230, llvmpipe Mesa 22.3.6]" */
 void cli_describe_device(const vkattn_device_info *info, char *buf, size_t size);
 

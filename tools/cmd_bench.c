@@ -78,6 +78,9 @@ static const cli_option k_sweep[] = {
 static const cli_option k_decode[] = {
     {"--kv-heads", "N", "key/value heads of the layer (default 2)", CLI_U32, B(kv_heads), 1},
     {"--window", "W", "a sliding window of W keys: each step reads at most W of them", CLI_U32, B(window), 1},
+    {"--features", NULL, "also time, at each context, the layer with per-head q/k RMS norms and llama3 RoPE scaling "
+     "against the same layer without them (steps alternating, the first cache format), and print the ratio",
+     CLI_FLAG, B(features)},
     {"--no-mqa", NULL, "no effect: what it skipped, the 32768-token MQA comparison, is a recipe in "
      "docs/PERFORMANCE.md", CLI_FLAG, B(no_mqa)},
     {"--no-window", NULL, "no effect: what it skipped, the 32768-token window comparison, is --window and a recipe "
@@ -194,24 +197,19 @@ static void free_case(bench_case *bc)
     free(bc->weights), free(bc->query), free(bc->key), free(bc->kpm);
 }
 
-#define BENCH_TRY(expr, what)                                                                      \
-    do {                                                                                           \
-        vkattn_status s_ = (expr);                                                                 \
-        if (s_ != VKATTN_OK) return cli_fail("bench", what, s_, vkattn_context_last_error(ctx));   \
-    } while (0)
-
 /* Random weights and inputs (the last quarter of the keys padded with a padding mask), the layer
  * and the device tensors of one configuration; 0, or 1 after a message (free_case either way). */
 static int make_case(vkattn_context *ctx, const bench_config *c, bench_case *bc)
 {
     const uint32_t B = c->batch, L = c->query_len, S = c->key_len, E = c->embed_dim;
     const size_t ee = (size_t)E * E, wn = 4 * ee + 4 * E;
+    int rc = 0;
     bc->weights = malloc(wn * sizeof(float));
     bc->query = malloc((size_t)B * L * E * sizeof(float));
     if (S != L) bc->key = malloc((size_t)B * S * E * sizeof(float));
     if (c->mask & BENCH_MASK_PADDING) bc->kpm = calloc((size_t)B * S, 1);
-    if (!bc->weights || !bc->query || (S != L && !bc->key) || ((c->mask & BENCH_MASK_PADDING) && !bc->kpm))
-        return cli_fail("bench", "allocating host data", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+    BENCH_NEED(bc->weights && bc->query && (S == L || bc->key) &&
+               (!(c->mask & BENCH_MASK_PADDING) || bc->kpm));
     cli_fill_random(bc->weights, wn, 1, sqrtf(3.0f / E));
     cli_fill_random(bc->query, (size_t)B * L * E, 2, 1.0f);
     if (bc->key) cli_fill_random(bc->key, (size_t)B * S * E, 3, 1.0f);
@@ -235,7 +233,8 @@ static int make_case(vkattn_context *ctx, const bench_config *c, bench_case *bc)
     }
     bc->f = (vkattn_forward_desc){.query = bc->tq, .key = bc->tk, .output = bc->tout, .key_padding_mask = bc->tkpm,
                                   .causal = (c->mask & BENCH_MASK_CAUSAL) != 0, .path = c->path};
-    return 0;
+fail:
+    return rc;
 }
 
 /* The same forward from host arrays, for what needs one: --trace's plan, the CPU path's time. */
@@ -250,11 +249,15 @@ static vkattn_host_forward_desc host_forward(const bench_case *bc, const bench_c
 /* Warm-up, then forwards until min_time and 3 runs: GPU, host and per-stage times into `r`. */
 static int time_case(vkattn_context *ctx, const bench_options *o, const bench_case *bc, bench_result *r)
 {
+    int rc = 0;
+    /* Samples per repeat: whole forward on the GPU, on the host, their difference, each stage. */
+    double(*samples)[MAX_REPEATS] = NULL;
     for (uint32_t i = 0; i < o->warmup; i++) BENCH_TRY(vkattn_forward(bc->layer, &bc->f), "warm-up forward");
     BENCH_TRY(vkattn_layer_set_timing(bc->layer, 1), "turning stage timing on");
-    /* Samples per repeat: whole forward on the GPU, on the host, their difference, each stage. */
-    double(*samples)[MAX_REPEATS] = calloc(3 + VKATTN_STAGE_COUNT, sizeof *samples);
-    if (!samples) return cli_fail("bench", "allocating samples", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+    if (!(samples = calloc(3 + VKATTN_STAGE_COUNT, sizeof *samples))) {
+        rc = cli_fail("bench", "allocating samples", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+        goto fail;
+    }
     vkattn_forward_stats st = {0};
     vkattn_status status = VKATTN_OK;
     uint32_t n = 0;
@@ -273,9 +276,10 @@ static int time_case(vkattn_context *ctx, const bench_options *o, const bench_ca
                             .host_overhead = bench_stats(samples[2], n)};
         for (int s = 0; s < VKATTN_STAGE_COUNT; s++) r->stages[s].time = bench_stats(samples[3 + s], n);
     }
-    free(samples);
     BENCH_TRY(status, "forward");
-    return 0;
+fail:
+    free(samples);
+    return rc;
 }
 
 static int run_config(vkattn_context *ctx, const bench_options *o, const bench_config *c, bench_result *r)

@@ -59,6 +59,16 @@ typedef struct prune_result {
     double rel_l2, max_abs, full_ms, pruned_ms;
 } prune_result;
 
+/* A head mask (H entries, 1 = keep) as a bool .npy file: 0 or an exit code. */
+static int write_head_mask(const char *path, const uint8_t *keep, uint32_t H)
+{
+    vkattn_array a = {.dtype = VKATTN_DTYPE_BOOL, .rank = 1, .dims = {H}, .data = (void *)keep, .bytes = H};
+    vkattn_error error = {0};
+    vkattn_status status = vkattn_npy_write(path, &a, &error);
+    if (status != VKATTN_OK) return cli_fail("heads", "writing the head mask", status, error.message);
+    return 0;
+}
+
 /* Keeps all but the K least important active heads; measures error and speed in one run. */
 static int prune(head_runner *r, const heads_options *o, const head_score *ranked, const uint8_t *start, uint32_t H,
                  prune_result *res)
@@ -83,7 +93,7 @@ static int prune(head_runner *r, const heads_options *o, const head_score *ranke
         goto done;
     }
     head_compare(pruned, full, r->out_elems, &res->rel_l2, &res->max_abs);
-    rc = forward_write_head_mask("heads", o->write_mask, res->keep, H);
+    rc = write_head_mask(o->write_mask, res->keep, H);
 done:
     free(full), free(pruned);
     return rc;
@@ -161,7 +171,7 @@ int cmd_heads(int argc, char **argv)
     head_runner r = {0};
     if ((rc = forward_inputs_load("heads", &o.fwd, &in))) goto done;
     forward_inputs_print_shapes(&in, &o.fwd);
-    r = (head_runner){.desc = in.layer, .weights = forward_inputs_weights(&in), .forward = in.desc,
+    r = (head_runner){.desc = in.layer, .weights = &in.w, .forward = in.desc,
                       .out_elems = (size_t)in.B * in.L * in.E};
     if ((rc = forward_inputs_open("heads", &o.fwd, &in, &ctx, &r.layer))) goto done;
     if (ctx) vkattn_context_device(ctx, &dev);

@@ -18,7 +18,13 @@ const cli_option forward_option_rows[] = {
     {"--prefix", "P", "the layer's name prefix in a checkpoint (model.layers.0.self_attn.): nn.MultiheadAttention or "
      "Hugging Face names (q_proj.weight, k_proj.weight, v_proj.weight, o_proj.weight); only that layer is read",
      CLI_TEXT, F(prefix)},
-    {"--heads", "H", "attention heads", CLI_U32, F(heads), 1, .flags = CLI_REQUIRED},
+    {"--config", "config.json", "the model's Hugging Face config.json: the layer's heads, head dim, scale, RoPE (and its "
+     "scaling), window, softcap and q/k norms from it, its weights under the family's prefix "
+     "(model.layers.N.self_attn.); the options below that set the same things override it, with a note",
+     CLI_TEXT, F(config)},
+    {"--layer", "N", "which layer of --config (default 0)", CLI_U32, F(layer), 0, .needs = "--config",
+     .given = CLI_GIVEN(forward_options, layer_given)},
+    {"--heads", "H", "attention heads", CLI_U32, F(heads), 1, .flags = CLI_REQUIRED, .or_else = "--config"},
     {"--kv-heads", "N", "grouped-query attention with N key/value heads: the weights' k/v projections have N x head "
      "dim rows, which is how vkattn knows N; the option checks it (default: what they say)", CLI_U32, F(kv_heads), 1},
     {"--query", "q.npy", "(B, L, E) or (L, E) float32", CLI_TEXT, F(query), .flags = CLI_REQUIRED},
@@ -36,7 +42,7 @@ const cli_option forward_option_rows[] = {
     {"--head-mask", "m.npy", "(H) bool: true = keep the head, false = prune it (see vkattn heads --prune)", CLI_TEXT,
      F(head_mask)},
     {"--rope-theta", "X", "rotary positions on q and k with the model's rope_theta (10000, 500000, ...; "
-     "rope_scaling, as in Llama 3.1, uses other frequencies: not supported)", CLI_NUMBER, F(rope_theta), 0, FLT_MAX,
+     "rope_scaling, as in Llama 3.1, comes with --config)", CLI_NUMBER, F(rope_theta), 0, FLT_MAX,
      .flags = CLI_ABOVE_MIN},
     {"--rope-dim", "R", "rotated dims per head (default: all)", CLI_U32, F(rope_dim), 2},
     {"--rope-style", "neox|gptj", "neox pairs i and i + R/2 (Hugging Face LLaMA, Qwen, Mistral), gptj 2i and 2i + 1",
@@ -106,11 +112,10 @@ static const char *path_of(const forward_options *o, const input_spec *spec)
 void forward_inputs_free(forward_inputs *in)
 {
     vkattn_weight_file_destroy(in->weights);
+    vkattn_model_config_destroy(in->config);
     for (size_t i = 0; i < INPUT_COUNT; i++) vkattn_array_free(array_of(in, &k_inputs[i]));
     memset(in, 0, sizeof *in);
 }
-
-const vkattn_weights *forward_inputs_weights(const forward_inputs *in) { return &in->w; }
 
 /* "vkattn run: --query q.npy holds int64 (<i8); the query must be float32 (...) (numpy: ...)". */
 static int wrong_dtype(const char *command, const input_spec *spec, const char *path, const char *stored)
@@ -179,7 +184,18 @@ static int check_shape(const char *command, const input_spec *spec, const char *
 static int load_files(const char *command, const forward_options *o, forward_inputs *in)
 {
     vkattn_error error = {0};
-    vkattn_status status = vkattn_weight_file_open(o->weights, o->prefix, &in->weights, &error);
+    vkattn_status status = VKATTN_OK;
+    if (o->config) {
+        status = vkattn_model_config_open(o->config, &in->config, &error);
+        if (status == VKATTN_OK)
+            status = vkattn_model_config_layer(in->config, o->layer, &in->from_config, NULL, in->prefix,
+                                               sizeof in->prefix, &error);
+        if (status != VKATTN_OK) return cli_fail(command, "--config", status, error.message);
+        if (o->prefix && strcmp(o->prefix, in->prefix) != 0)
+            printf("note: --prefix %s overrides config.json's %s\n", o->prefix, in->prefix);
+    }
+    status = vkattn_weight_file_open(o->weights, o->prefix ? o->prefix : o->config ? in->prefix : NULL, &in->weights,
+                                     &error);
     if (status != VKATTN_OK)
         return cli_fail_input(command, "--weights", o->weights, CLI_FILE_SAFETENSORS, status, error.message);
     int rc = 0;
@@ -218,13 +234,47 @@ static int check_shapes(const char *command, const forward_options *o, const for
     return 0;
 }
 
+/* A number option given beside --config takes the config's place, and says so. */
+static double override(const char *option, double given, double from_config, int has_config)
+{
+    if (!given) return from_config;
+    if (has_config && given != from_config) printf("note: %s %g overrides config.json's %g\n", option, given, from_config);
+    return given;
+}
+
+/* --config's layer against the checkpoint's: the widths, the norms and the sinks must agree. */
+static int check_config(const char *command, const forward_inputs *in)
+{
+    const vkattn_layer_desc *c = &in->from_config, *f = &in->layer;
+    vkattn_model_info info;
+    vkattn_model_config_get_info(in->config, &info);
+    const char *what = NULL;
+    if (f->embed_dim != c->embed_dim) what = "hidden_size";
+    else if ((f->head_dim ? f->head_dim : f->embed_dim / f->num_heads) != c->head_dim) what = "head_dim";
+    else if ((f->num_kv_heads ? f->num_kv_heads : f->num_heads) != c->num_kv_heads) what = "num_key_value_heads";
+    else if (f->qk_norm != c->qk_norm) what = "q/k norms (q_norm.weight, k_norm.weight)";
+    else if (info.attention_sinks && !in->w.sinks) what = "attention sinks (sinks)";
+    if (!what) return 0;
+    fflush(stdout);
+    fprintf(stderr, "vkattn %s: --weights and --config disagree on the %s of layer %s (a %s model)\n", command, what,
+            in->prefix, info.model_type);
+    return 1;
+}
+
 int forward_inputs_load(const char *command, const forward_options *o, forward_inputs *in)
 {
     int rc;
     if ((rc = load_files(command, o, in))) return rc;
-    in->layer.num_heads = o->heads; /* first: describe derives num_kv_heads from it */
+    const int has_config = o->config != NULL;
+    const vkattn_layer_desc *cfg = &in->from_config;
+    if (has_config && o->heads && o->heads != cfg->num_heads)
+        printf("note: --heads %u overrides config.json's %u\n", o->heads, cfg->num_heads);
+    in->layer.num_heads = o->heads ? o->heads : cfg->num_heads; /* first: describe derives num_kv_heads from it */
     vkattn_weight_file_describe(in->weights, &in->layer);
     in->layer.add_zero_attn = o->add_zero_attn;
+    in->w = *vkattn_weight_file_weights(in->weights);
+    if (in->sinks.data) in->w.sinks = in->sinks.data; /* --sinks: its dtype is checked; its shape with the others' */
+    if (has_config && !o->heads && (rc = check_config(command, in))) return rc;
     /* (L,E) is an unbatched query, as in PyTorch: B = 1. */
     in->batched = in->query.rank == 3;
     int batched = in->batched;
@@ -232,45 +282,51 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
     in->L = in->query.dims[batched];
     in->E = in->query.dims[batched + 1];
     in->S = in->key.data ? in->key.dims[batched] : in->L;
-    in->H = o->heads;
+    in->H = in->layer.num_heads;
     in->S_ext = in->S + (in->layer.add_bias_kv != 0) + (in->layer.add_zero_attn != 0);
+    const uint32_t D = in->layer.head_dim ? in->layer.head_dim : in->layer.embed_dim / in->H;
     if (in->E != in->layer.embed_dim) {
         fprintf(stderr, "vkattn %s: the query has %u features but the weights have embed_dim %u\n", command, in->E,
                 in->layer.embed_dim);
         return 1;
     }
-    if (in->layer.num_kv_heads == VKATTN_KV_HEADS_UNKNOWN && in->layer.embed_dim % o->heads == 0) {
+    if (in->layer.num_kv_heads == VKATTN_KV_HEADS_UNKNOWN) {
         vkattn_weight_file_info info;
         vkattn_weight_file_get_info(in->weights, &info);
-        fprintf(stderr, "vkattn %s: the weights' k_proj/v_proj have %u rows (key/value heads x head dim) but --heads %u "
-                        "gives head dim %u, which does not divide them\n",
-                command, info.kv_rows, o->heads, in->layer.embed_dim / o->heads);
+        fprintf(stderr, "vkattn %s: the weights (q_proj %u rows, k_proj/v_proj %u rows) do not fit %u heads: the "
+                        "key/value rows must be a whole number of heads of head dim q rows / heads, and q/k norms and "
+                        "sinks must match\n",
+                command, info.q_rows, info.kv_rows, in->H);
         return 1;
     }
     /* The file's k/v widths say how many key/value heads there are; --kv-heads states it too. */
-    uint32_t kv_heads = in->layer.num_kv_heads ? in->layer.num_kv_heads : o->heads;
+    uint32_t kv_heads = in->layer.num_kv_heads ? in->layer.num_kv_heads : in->H;
     if (o->kv_heads && kv_heads != o->kv_heads) {
         fprintf(stderr, "vkattn %s: --kv-heads %u, but the weights' k/v projections hold %u key/value heads of head dim %u\n",
-                command, o->kv_heads, kv_heads, in->layer.embed_dim / o->heads);
+                command, o->kv_heads, kv_heads, D);
         return 1;
     }
-    if ((o->rope_dim || o->rope_style_given) && !o->rope_theta) {
+    if ((o->rope_dim || o->rope_style_given) && !o->rope_theta && !(has_config && cfg->rope_theta > 0)) {
         fprintf(stderr, "vkattn %s: --rope-dim and --rope-style need --rope-theta (the model's rope_theta)\n", command);
         return 2;
     }
-    if (o->alibi && o->rope_theta) {
-        fprintf(stderr, "vkattn %s: --alibi and --rope-theta: ALiBi replaces positional embeddings, a layer has one "
-                        "or the other\n", command);
+    if (o->alibi && (o->rope_theta || (has_config && cfg->rope_theta > 0))) {
+        fprintf(stderr, "vkattn %s: --alibi and %s: ALiBi replaces positional embeddings, a layer has one or the "
+                        "other\n", command, o->rope_theta ? "--rope-theta" : "config.json's RoPE");
         return 2;
     }
-    in->layer.rope_theta = (float)o->rope_theta;
-    in->layer.rope_dim = o->rope_dim;
-    in->layer.rope_style = o->rope_style;
-    in->layer.window = o->window;
-    in->layer.softcap = (float)o->softcap;
+    if (has_config) { /* what the file cannot know, from the config */
+        in->layer.scale = cfg->scale;
+        in->layer.rope_scaling = cfg->rope_scaling;
+        in->layer.qk_norm_eps = cfg->qk_norm_eps;
+        in->layer.qk_norm_plus_one = cfg->qk_norm_plus_one;
+    }
+    in->layer.rope_theta = (float)override("--rope-theta", o->rope_theta, cfg->rope_theta, has_config);
+    in->layer.rope_dim = (uint32_t)override("--rope-dim", o->rope_dim, cfg->rope_dim, has_config);
+    in->layer.rope_style = o->rope_style_given ? o->rope_style : cfg->rope_style;
+    in->layer.window = (uint32_t)override("--sliding-window", o->window, cfg->window, has_config);
+    in->layer.softcap = (float)override("--softcap", o->softcap, cfg->softcap, has_config);
     in->layer.alibi = o->alibi;
-    in->w = *vkattn_weight_file_weights(in->weights);
-    in->w.sinks = in->sinks.data; /* its dtype is checked; its shape with the others' */
     in->layer.head_mask = in->head_mask.data; /* its dtype is checked; its shape with the others' */
     vkattn_host_forward_desc f = {
         .batch = in->B, .query_len = in->L, .key_len = in->key.data ? in->S : 0,
@@ -287,19 +343,26 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
 
 void forward_inputs_print_shapes(const forward_inputs *in, const forward_options *o)
 {
-    char rope[96] = "";
+    const uint32_t D = in->layer.head_dim ? in->layer.head_dim : in->H ? in->E / in->H : 0;
+    static const char *const types[] = {"", " linear", " dynamic", " yarn", " longrope", " llama3", " table"};
+    const vkattn_rope_type type = in->layer.rope_scaling.type;
+    char rope[128] = "";
     if (in->layer.rope_theta > 0)
-        snprintf(rope, sizeof rope, ", rope %s theta %g on %u dims", in->layer.rope_style == VKATTN_ROPE_GPTJ ? "gptj" : "neox",
-                 (double)in->layer.rope_theta, in->layer.rope_dim ? in->layer.rope_dim : (in->H ? in->E / in->H : 0));
-    char variants[128] = "";
+        snprintf(rope, sizeof rope, ", rope %s theta %g%s on %u dims", in->layer.rope_style == VKATTN_ROPE_GPTJ ? "gptj" : "neox",
+                 (double)in->layer.rope_theta, (unsigned)type <= VKATTN_ROPE_TYPE_TABLE ? types[type] : "",
+                 in->layer.rope_dim ? in->layer.rope_dim : D);
+    char variants[160] = "";
     size_t n = 0;
+    if (in->layer.qk_norm)
+        n += snprintf(variants + n, sizeof variants - n, ", q/k norms per %s%s",
+                      in->layer.qk_norm == VKATTN_QK_NORM_ROW ? "row" : "head", in->layer.qk_norm_plus_one ? " (1 + w)" : "");
     if (in->layer.window) n += snprintf(variants + n, sizeof variants - n, ", window %u", in->layer.window);
     if (in->layer.softcap > 0)
         n += snprintf(variants + n, sizeof variants - n, ", softcap %g", (double)in->layer.softcap);
     if (in->layer.alibi) n += snprintf(variants + n, sizeof variants - n, ", alibi");
     if (in->sinks.data) snprintf(variants + n, sizeof variants - n, ", sinks");
     printf("shapes: query (%u, %u, %u), key/value %s (S = %u), heads %u (head dim %u)%s%s%s%s%s\n", in->B, in->L, in->E,
-           in->key.data ? "given" : "= query", in->S, in->H, in->H ? in->E / in->H : 0, o->causal ? ", causal" : "",
+           in->key.data ? "given" : "= query", in->S, in->H, D, o->causal ? ", causal" : "",
            in->layer.add_bias_kv ? ", bias_kv" : "", in->layer.storage == VKATTN_DTYPE_F16 ? ", f16 storage" : "", rope,
            variants);
 }
@@ -330,7 +393,7 @@ int forward_inputs_open(const char *command, const forward_options *o, const for
     }
     int rc = cli_open_context(command, o->device, ctx);
     if (rc) return rc;
-    vkattn_status status = vkattn_layer_create(*ctx, &in->layer, forward_inputs_weights(in), layer);
+    vkattn_status status = vkattn_layer_create(*ctx, &in->layer, &in->w, layer);
     if (status != VKATTN_OK) {
         rc = cli_fail(command, "creating the layer", status, vkattn_context_last_error(*ctx));
         if (status == VKATTN_ERROR_NON_FINITE && in->layer.storage == VKATTN_DTYPE_F16)
@@ -359,7 +422,7 @@ int forward_inputs_run(const char *command, const forward_options *o, const forw
     if (o->trace && (rc = cli_print_plan(command, ctx, layer, f))) goto done;
     double t0 = cli_now(), elapsed;
     if (o->cpu) {
-        status = vkattn_reference_forward(&in->layer, forward_inputs_weights(in), f, &error);
+        status = vkattn_reference_forward(&in->layer, &in->w, f, &error);
         elapsed = cli_now() - t0;
         if (status != VKATTN_OK) return cli_fail(command, "CPU forward", status, error.message);
     } else {
@@ -414,7 +477,7 @@ typedef struct weight_tensor {
 
 static size_t weight_tensors(const forward_inputs *in, weight_tensor t[10])
 {
-    const vkattn_weights *w = forward_inputs_weights(in);
+    const vkattn_weights *w = &in->w;
     const vkattn_layer_desc *l = &in->layer;
     const uint32_t E = l->embed_dim, kdim = l->kdim ? l->kdim : E, vdim = l->vdim ? l->vdim : E;
     /* grouped-query layers have k/v projections of H_kv * D rows: as many as the file holds */
@@ -473,13 +536,4 @@ size_t forward_inputs_report_fp16_overflow(const forward_inputs *in)
         total += n;
     }
     return total;
-}
-
-int forward_write_head_mask(const char *command, const char *path, const uint8_t *keep, uint32_t H)
-{
-    vkattn_array a = {.dtype = VKATTN_DTYPE_BOOL, .rank = 1, .dims = {H}, .data = (void *)keep, .bytes = H};
-    vkattn_error error = {0};
-    vkattn_status status = vkattn_npy_write(path, &a, &error);
-    if (status != VKATTN_OK) return cli_fail(command, "writing the head mask", status, error.message);
-    return 0;
 }

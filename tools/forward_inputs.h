@@ -22,7 +22,10 @@
 typedef struct forward_options {
     const char *weights;                      /* --weights W.safetensors (required) */
     const char *prefix;                       /* --prefix STR: the layer's name prefix in the file */
-    uint32_t heads;                           /* --heads H (required) */
+    const char *config;                       /* --config config.json: the layer's settings from the model's config */
+    uint32_t layer;                           /* --layer N: which layer of the config (and its prefix) */
+    int layer_given;
+    uint32_t heads;                           /* --heads H (required without --config) */
     uint32_t kv_heads;                        /* --kv-heads H_kv: checked against the weights; 0 = not given */
     double rope_theta;                        /* --rope-theta (0 = no rotary positions) */
     uint32_t rope_dim;                        /* --rope-dim (0 = the head dim) */
@@ -54,9 +57,12 @@ extern const size_t forward_option_count;
 /* The loaded inputs, released together by forward_inputs_free. */
 typedef struct forward_inputs {
     vkattn_weight_file *weights;
+    vkattn_model_config *config;  /* --config, with its layer's description and weights' prefix */
+    vkattn_layer_desc from_config;
+    char prefix[64];
     vkattn_array query, key, value, key_padding_mask, valid_lens, attn_mask, head_mask, sinks;
-    vkattn_weights w;             /* the file's weights, with the --sinks (forward_inputs_weights) */
-    vkattn_layer_desc layer;      /* from the weight file, --heads, --add-zero-attn and --head-mask;
+    vkattn_weights w;             /* the layer's weights: the file's, with the --sinks */
+    vkattn_layer_desc layer;      /* from the weight file and --config, --heads, --add-zero-attn and --head-mask;
                                      storage is the caller's (F32 unless it sets it) */
     int batched;                  /* 0: the query was (L,E), an unbatched query: B = 1 */
     uint32_t B, L, S, E, H;
@@ -73,9 +79,6 @@ void forward_inputs_print_weights(const forward_inputs *in);
  * ("vkattn <command>: ..."). `in` must start zeroed; free it with forward_inputs_free either way. */
 int forward_inputs_load(const char *command, const forward_options *o, forward_inputs *in);
 void forward_inputs_free(forward_inputs *in);
-
-/* The layer's weights: the file's, plus the sinks of --sinks. Valid until forward_inputs_free. */
-const vkattn_weights *forward_inputs_weights(const forward_inputs *in);
 
 /* Prints "shapes: query (B, L, E), key/value ..., heads H (head dim D)[, causal][, bias_kv][, f16 storage]". */
 void forward_inputs_print_shapes(const forward_inputs *in, const forward_options *o);
@@ -103,9 +106,6 @@ size_t forward_inputs_report_nonfinite(const forward_inputs *in);
  * tensors the layer stores as fp16 (the library refuses such a layer with VKATTN_ERROR_NON_FINITE).
  * Prints a line per tensor that holds any; returns the total. */
 size_t forward_inputs_report_fp16_overflow(const forward_inputs *in);
-
-/* Writes a head mask (H entries, 1 = keep) as a bool .npy file. Returns 0 or an exit code. */
-int forward_write_head_mask(const char *command, const char *path, const uint8_t *keep, uint32_t H);
 
 /* 1 if the masks exclude key j (0 <= j < S') for query i of batch item b in head h: causal
  * (j > i), the sliding window (i + S - L - j >= W), the key padding mask, valid lengths

@@ -77,14 +77,8 @@ typedef struct axis_plan {
  * apart when `bin` positions share a cell of `cell` pixels. */
 static uint32_t nice_step(uint32_t need, uint32_t bin, uint32_t cell, uint32_t n)
 {
-    const uint32_t mantissa[3] = {1, 2, 5};
-    for (uint64_t scale = 1; scale < n; scale *= 10)
-        for (int k = 0; k < 3; k++) {
-            uint64_t step = mantissa[k] * scale;
-            if (step >= n) return n;
-            if (step * cell >= (uint64_t)need * bin) return (uint32_t)step;
-        }
-    return n;
+    double raw = (double)need * bin / cell, step = raw <= 1 ? 1 : canvas_nice_step(raw);
+    return step >= n ? n : (uint32_t)step;
 }
 
 /* `across`: the axis runs left to right (keys), so numbers are written side by side along it and
@@ -120,9 +114,8 @@ static void downsample_note(const heatmap_layout *l, char *buf, size_t size)
 
 static uint32_t ceil_sqrt(uint32_t n)
 {
-    uint32_t r = (uint32_t)ceil(sqrt((double)n));
+    uint32_t r = 1;
     while ((uint64_t)r * r < n) r++;
-    while (r > 1 && (uint64_t)(r - 1) * (r - 1) >= n) r--;
     return r;
 }
 
@@ -346,21 +339,8 @@ static void frame(cairo_t *cr, double x, double y, double w, double h)
 }
 
 /* 1-pixel lines along whole pixels, both ends included. */
-static void hline(cairo_t *cr, double x0, double x1, double y)
-{
-    cairo_set_line_width(cr, 1);
-    cairo_move_to(cr, x0, y + 0.5);
-    cairo_line_to(cr, x1 + 1, y + 0.5);
-    cairo_stroke(cr);
-}
-
-static void vline(cairo_t *cr, double x, double y0, double y1)
-{
-    cairo_set_line_width(cr, 1);
-    cairo_move_to(cr, x + 0.5, y0);
-    cairo_line_to(cr, x + 0.5, y1 + 1);
-    cairo_stroke(cr);
-}
+static void hline(cairo_t *cr, double x0, double x1, double y) { canvas_line(cr, x0, y + 0.5, x1 + 1, y + 0.5, 1); }
+static void vline(cairo_t *cr, double x, double y0, double y1) { canvas_line(cr, x + 0.5, y0, x + 0.5, y1 + 1, 1); }
 
 static void fill_hatched(const pen *p, double x, double y, double w, double h)
 {
@@ -523,9 +503,7 @@ static vkattn_status draw(const heatmap_desc *d, const heatmap_layout *l, cairo_
     return VKATTN_OK;
 }
 
-/* The picture into a file (`path`), or into a new image surface (`image`, when path is NULL). */
-static vkattn_status render(const heatmap_desc *d, const char *path, cairo_surface_t **image, heatmap_layout *layout,
-                            vkattn_error *error)
+vkattn_status heatmap_write_png(const heatmap_desc *d, const char *path, heatmap_layout *layout, vkattn_error *error)
 {
     heatmap_layout l;
     canvas c = {0};
@@ -533,19 +511,8 @@ static vkattn_status render(const heatmap_desc *d, const char *path, cairo_surfa
     if ((status = heatmap_layout_compute(d, &l, error)) == VKATTN_OK &&
         (status = canvas_open(&c, CANVAS_PNG, path, l.width, l.height, error)) == VKATTN_OK &&
         (status = draw(d, &l, c.cr, error)) == VKATTN_OK &&
-        (status = path ? canvas_finish(&c, error) : canvas_take_image(&c, image, error)) == VKATTN_OK && layout)
+        (status = canvas_finish(&c, error)) == VKATTN_OK && layout)
         *layout = l;
     canvas_destroy(&c);
     return status;
-}
-
-vkattn_status heatmap_render(const heatmap_desc *d, cairo_surface_t **image, heatmap_layout *layout,
-                             vkattn_error *error)
-{
-    return render(d, NULL, image, layout, error);
-}
-
-vkattn_status heatmap_write_png(const heatmap_desc *d, const char *path, heatmap_layout *layout, vkattn_error *error)
-{
-    return render(d, path, NULL, layout, error);
 }

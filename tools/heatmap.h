@@ -1,6 +1,6 @@
 /* Attention heatmaps: one panel per head in a grid, query positions down, key positions across,
  * one colour scale shared by every head, masked positions hatched in grey, drawn with cairo
- * (canvas.h). `vkattn heatmap` and its tests render through heatmap_render / heatmap_write_png.
+ * (canvas.h) into a PNG file by heatmap_write_png.
  *
  * Picture layout (all sizes in pixels; heatmap_layout holds the numbers):
  *
@@ -91,12 +91,9 @@ void heatmap_panel_origin(const heatmap_layout *layout, uint32_t head, uint32_t 
 void heatmap_cell_center(const heatmap_layout *layout, uint32_t head, uint32_t row, uint32_t col, uint32_t *x,
                          uint32_t *y);
 
-/* Renders the picture into a new RGB24 cairo image surface (release it with cairo_surface_destroy);
- * `layout` (may be NULL) receives the geometry. *image is written only on success. */
-vkattn_status heatmap_render(const heatmap_desc *desc, cairo_surface_t **image, heatmap_layout *layout,
-                             vkattn_error *error);
-/* Renders and writes the picture as an 8-bit RGB PNG (whatever the file name); `layout` may be
- * NULL. A failed write is VKATTN_ERROR_IO, and the partial file is removed (canvas_finish). */
+/* Renders and writes the picture as an 8-bit RGB PNG (whatever the file name); `layout` (may be
+ * NULL) receives the geometry. A failed write is VKATTN_ERROR_IO, and the partial file is removed
+ * (canvas_finish). */
 vkattn_status heatmap_write_png(const heatmap_desc *desc, const char *path, heatmap_layout *layout,
                                 vkattn_error *error);
 

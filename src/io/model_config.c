@@ -181,63 +181,60 @@ static vkattn_status read_text(vka_json *j, const char *what, char *dst, size_t 
     return VKATTN_OK;
 }
 
-/* An array of at most `max` numbers into a new float array. */
-static vkattn_status read_floats(vka_json *j, const char *what, uint32_t max, float **out, uint32_t *count)
+/* Readers of one list element into `slot`. */
+typedef vkattn_status (*list_element)(vka_json *j, const char *what, size_t index, void *slot);
+
+static vkattn_status float_element(vka_json *j, const char *what, size_t index, void *slot)
 {
-    vkattn_status status;
-    if (vka_json_null(j)) return VKATTN_OK;
-    VKA_TRY(vka_json_expect(j, '[', what));
-    free(*out);
-    *out = NULL;
-    *count = 0;
-    float *values = malloc((size_t)max * sizeof *values);
-    if (!values) return vka_error_set(j->error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "config.json: out of memory");
-    *out = values;
-    for (size_t i = 0;; i++) {
-        bool done;
-        VKA_TRY(vka_json_element(j, i, &done));
-        if (done) break;
-        if (i >= max) return vka_json_fail(j, "%s has more than %u values", what, max);
-        double v;
-        VKA_TRY(vka_json_number(j, what, &v));
-        values[(*count)++] = (float)v;
-    }
-    return VKATTN_OK;
-fail:
+    (void)index;
+    double v;
+    vkattn_status status = vka_json_number(j, what, &v);
+    *(float *)slot = (float)v;
     return status;
 }
 
-/* An array of at most MC_MAX_LAYERS small integers or layer-type names, one byte each. */
-static vkattn_status read_per_layer(vka_json *j, const char *what, int names, uint8_t **out, uint32_t *count)
+static vkattn_status flag_element(vka_json *j, const char *what, size_t index, void *slot)
+{
+    (void)index;
+    uint64_t v = 0;
+    vkattn_status status = vka_json_uint(j, 1, what, &v);
+    *(uint8_t *)slot = (uint8_t)v;
+    return status;
+}
+
+static vkattn_status layer_type_element(vka_json *j, const char *what, size_t index, void *slot)
+{
+    char type[32] = "";
+    vkattn_status status = read_text(j, what, type, sizeof type);
+    if (status != VKATTN_OK) return status;
+    if (strcmp(type, "full_attention") == 0) *(uint8_t *)slot = MC_LAYER_FULL;
+    else if (strcmp(type, "sliding_attention") == 0) *(uint8_t *)slot = MC_LAYER_SLIDING;
+    else
+        return vka_json_fail(j, "%s[%zu] is '%s'; vkattn computes full_attention and sliding_attention layers "
+                                "(chunked or linear attention is not supported)",
+                             what, index, type);
+    return VKATTN_OK;
+}
+
+/* A list of at most `max` elements of `size` bytes each into a new array (replacing *out). */
+static vkattn_status read_list(vka_json *j, const char *what, uint32_t max, size_t size, list_element element,
+                               void **out, uint32_t *count)
 {
     vkattn_status status;
     if (vka_json_null(j)) return VKATTN_OK;
     VKA_TRY(vka_json_expect(j, '[', what));
     free(*out);
     *count = 0;
-    if (!(*out = malloc(MC_MAX_LAYERS)))
+    if (!(*out = malloc((size_t)max * size)))
         return vka_error_set(j->error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "config.json: out of memory");
     for (size_t i = 0;; i++) {
         bool done;
         VKA_TRY(vka_json_element(j, i, &done));
-        if (done) break;
-        if (i >= MC_MAX_LAYERS) return vka_json_fail(j, "%s has more than %u entries", what, MC_MAX_LAYERS);
-        if (!names) {
-            uint64_t v;
-            VKA_TRY(vka_json_uint(j, 1, what, &v));
-            (*out)[(*count)++] = (uint8_t)v;
-            continue;
-        }
-        char type[32] = "";
-        VKA_TRY(read_text(j, what, type, sizeof type));
-        if (strcmp(type, "full_attention") == 0) (*out)[(*count)++] = MC_LAYER_FULL;
-        else if (strcmp(type, "sliding_attention") == 0) (*out)[(*count)++] = MC_LAYER_SLIDING;
-        else
-            return vka_json_fail(j, "%s[%zu] is '%s'; vkattn computes full_attention and sliding_attention layers "
-                                    "(chunked or linear attention is not supported)",
-                                 what, i, type);
+        if (done) return VKATTN_OK;
+        if (i >= max) return vka_json_fail(j, "%s has more than %u entries", what, max);
+        VKA_TRY(element(j, what, i, (char *)*out + i * size));
+        (*count)++;
     }
-    return VKATTN_OK;
 fail:
     return status;
 }
@@ -278,8 +275,10 @@ static vkattn_status read_rope_member(vka_json *j, const char *key, mc_rope *r)
     if (strcmp(key, "type") == 0 || strcmp(key, "rope_type") == 0) return read_text(j, "rope_scaling.rope_type", r->type, sizeof r->type);
     if (strcmp(key, "original_max_position_embeddings") == 0) return read_uint(j, key, &r->original);
     if (strcmp(key, "truncate") == 0) return read_flag(j, key, &r->truncate);
-    if (strcmp(key, "short_factor") == 0) return read_floats(j, key, MC_MAX_FACTORS, &r->short_factor, &r->n_short);
-    if (strcmp(key, "long_factor") == 0) return read_floats(j, key, MC_MAX_FACTORS, &r->long_factor, &r->n_long);
+    if (strcmp(key, "short_factor") == 0)
+        return read_list(j, key, MC_MAX_FACTORS, sizeof(float), float_element, (void **)&r->short_factor, &r->n_short);
+    if (strcmp(key, "long_factor") == 0)
+        return read_list(j, key, MC_MAX_FACTORS, sizeof(float), float_element, (void **)&r->long_factor, &r->n_long);
     return vka_json_fail(j, "rope_scaling.%s is not a field vkattn knows; refused rather than ignored", key);
 }
 
@@ -385,8 +384,10 @@ static vkattn_status read_member(vka_json *j, const char *key, mc_fields *f, mc_
     if (strcmp(key, "use_sliding_window") == 0) return read_flag(j, key, &f->use_sliding_window);
     if (strcmp(key, "rope_scaling") == 0) return read_rope(j, &f->rope);
     if (strcmp(key, "rope_parameters") == 0) return read_rope_parameters(j, f);
-    if (strcmp(key, "layer_types") == 0) return read_per_layer(j, key, 1, &f->layer_types, &f->n_layer_types);
-    if (strcmp(key, "no_rope_layers") == 0) return read_per_layer(j, key, 0, &f->no_rope_layers, &f->n_no_rope_layers);
+    if (strcmp(key, "layer_types") == 0)
+        return read_list(j, key, MC_MAX_LAYERS, 1, layer_type_element, (void **)&f->layer_types, &f->n_layer_types);
+    if (strcmp(key, "no_rope_layers") == 0)
+        return read_list(j, key, MC_MAX_LAYERS, 1, flag_element, (void **)&f->no_rope_layers, &f->n_no_rope_layers);
     if (strcmp(key, "text_config") == 0 && text) {
         if (vka_json_null(j)) return VKATTN_OK;
         *has_text = 1;

@@ -294,25 +294,26 @@ vkattn_status vka_plan_output_projection(vka_builder *b)
 }
 
 /* Where a rope step's rows are: `heads` heads of `rows` rows per batch item of B, from element
- * `offset` of `role`. */
+ * `offset` of `role`; heads from `k_first` on are K's (their norm weights follow Q's). */
 typedef struct rope_rows {
     vka_role role;
     uint64_t offset, batch_stride, head_stride, heads, rows;
     uint32_t first_position;
     int positions_in_meta;
-    int key; /* the heads are K's: k's norm weights */
+    uint64_t k_first;
 } rope_rows;
 
 /* One rope step (with the q/k norm when the layer has one). The buffer is bound whole: Q and K are
  * read whole by the attention kernels' slices only when they exceed one binding, and RoPE refuses
  * that case (DEVICE_LIMIT) rather than cutting it. The barrier waits for the projection (and, for
- * K after Q in one buffer, orders the two writes to the same binding). */
+ * K after Q in one buffer, orders the two writes to the same binding). A row norm is a step of
+ * Q's heads or of K's, never both. */
 static vkattn_status add_rope(vka_builder *b, const rope_rows *r, vka_role table)
 {
     const vka_problem *p = b->p;
     const vka_layer_config *c = &p->cfg;
     const uint32_t pairs = c->rope_dim / 2;
-    const int norm = c->qk_norm != VKATTN_QK_NORM_NONE;
+    const int row = c->qk_norm == VKATTN_QK_NORM_ROW, head = c->qk_norm == VKATTN_QK_NORM_HEAD;
     vkattn_status status;
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_QKV_PROJECTION, .kernel = VKA_KERNEL_ROPE,
                   .f16_out = b->plan->role_dtype[r->role] == VKATTN_DTYPE_F16, .barrier_before = 1,
@@ -321,29 +322,33 @@ static vkattn_status add_rope(vka_builder *b, const rope_rows *r, vka_role table
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_FREQ], pairs ? table : VKA_ROLE_NONE, VKA_VIEW_SCALAR));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_META], r->positions_in_meta ? VKA_ROLE_CACHE_META : VKA_ROLE_NONE,
                            VKA_VIEW_BUFFER));
-    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_NORM_W], norm ? VKA_ROLE_QK_NORM : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
-    s.spec[VKA_SPEC_FLAGS] = (r->positions_in_meta ? VKA_ROPE_POSITIONS : 0) | (norm ? VKA_ROPE_NORM : 0);
-    const uint32_t norm_heads = c->qk_norm == VKATTN_QK_NORM_ROW ? (uint32_t)r->heads : 1;
-    /* With a norm, a workgroup per norm, wide enough to keep each invocation's share of a whole
-     * row's norm small; without, an invocation per pair. */
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_ROPE_NORM_W], c->qk_norm ? VKA_ROLE_QK_NORM : VKA_ROLE_NONE,
+                           VKA_VIEW_BUFFER));
+    s.spec[VKA_SPEC_FLAGS] = (r->positions_in_meta ? VKA_ROPE_POSITIONS : 0) | (head ? VKA_ROPE_NORM : 0) |
+                             (row ? VKA_ROPE_NORM_ROW : 0);
+    /* A row norm: a workgroup per row, wide enough to keep each invocation's share small. */
     uint32_t wg = 64;
-    while (norm && wg < 256 && (uint64_t)norm_heads * c->D > 16 * wg) wg *= 2;
+    while (row && wg < 256 && r->heads * c->D > 16 * (uint64_t)wg) wg *= 2;
     s.spec[VKA_SPEC_WG_SIZE] = wg;
-    uint64_t count = norm ? (uint64_t)p->B * r->rows * (r->heads / norm_heads) : (uint64_t)p->B * r->heads * r->rows * pairs;
+    const uint64_t count = row ? (uint64_t)p->B * r->rows
+                               : (uint64_t)p->B * r->heads * r->rows * (head ? 1 : pairs);
+    const int all_k = r->k_first == 0;
     s.push.rope = (vka_rope_push){
         .offset = (uint32_t)r->offset, .batch_stride = (uint32_t)r->batch_stride, .head_stride = (uint32_t)r->head_stride,
         .row_stride = c->D, .heads = (uint32_t)r->heads, .rows = (uint32_t)r->rows, .pairs = pairs,
         .pos_offset = r->first_position, .gptj = c->rope_style == VKATTN_ROPE_GPTJ, .count = (uint32_t)count,
-        .dim = c->D, .norm_heads = norm_heads, .norm_offset = r->key ? vka_qk_norm_width(c, 0) : 0,
-        .eps = c->qk_norm_eps, .factor = pairs ? c->rope_attention : 1.0f,
+        .dim = c->D, .norm_offset = all_k ? vka_qk_norm_width(c, 0) : 0, .k_first = (uint32_t)r->k_first,
+        .k_offset = vka_qk_norm_width(c, 0), .eps = c->qk_norm_eps, .factor = pairs ? c->rope_attention : 1.0f,
     };
-    return vka_push_step(b, &s, norm ? count * wg : count, wg);
+    return vka_push_step(b, &s, row ? count * wg : count, wg);
 fail:
     return status;
 }
 
-/* The q/k norms and RoPE, after the projections. The rotary table is the layer's own unless the
- * forward's sequence needs another (problem/rope.h): that one is written into the workspace first. */
+/* The q/k norms and RoPE, after the projections: one step over Q's and K's heads where they share a
+ * layout (a cached forward's new tokens, self-attention), else one each. The rotary table is the
+ * layer's own unless the forward's sequence needs another (problem/rope.h): that one is written
+ * into the workspace first. */
 vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l)
 {
     const vka_problem *p = b->p;
@@ -364,25 +369,18 @@ vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l)
         VKA_TRY(vka_reserve_workspace(b, table, c->rope_dim / 2));
         VKA_TRY(vka_push_write(b, VKATTN_STAGE_QKV_PROJECTION, table, freq, c->rope_dim / 2));
     }
-    if (p->cache.seqs) { /* Q heads then K heads of one (1, H + 2 H_kv, T, D) buffer, the positions in meta */
-        rope_rows q = {l->q, l->q_offset, 0, l->q_head, Hq, p->L, p->cache.positions_at, 1, 0};
-        if (c->qk_norm == VKATTN_QK_NORM_NONE) { /* one step over both */
-            q.heads += Hk;
-            return add_rope(b, &q, table);
-        }
-        rope_rows k = q;
-        k.offset += Hq * l->q_head;
-        k.heads = Hk;
-        k.key = 1;
-        VKA_TRY(add_rope(b, &q, table));
-        return add_rope(b, &k, table);
+    /* Positions are aligned at the end (vka_rope_first_positions); a cached forward's are in meta. */
+    uint32_t q_first = p->cache.seqs ? p->cache.positions_at : 0, k_first = q_first;
+    if (!p->cache.seqs) vka_rope_first_positions(p, &q_first, &k_first);
+    const int in_meta = p->cache.seqs != 0;
+    rope_rows q = {l->q, l->q_offset, l->q_batch, l->q_head, Hq, p->L, q_first, in_meta, Hq};
+    rope_rows k = {l->k, l->k_offset, l->kv_batch, l->kv_head, Hk, p->S, k_first, in_meta, 0};
+    const int shared = l->q == l->k && l->q_batch == l->kv_batch && l->q_head == l->kv_head && p->L == p->S &&
+                       q_first == k_first && l->k_offset == l->q_offset + Hq * l->q_head;
+    if (shared && c->qk_norm != VKATTN_QK_NORM_ROW) { /* Q's heads then K's, (B, H + 2 H_kv, L, D) */
+        q.heads += Hk;
+        return add_rope(b, &q, table);
     }
-    /* Q (B, H', L, D) and K (B, H_kv', S, D): S' = S, RoPE takes no extra keys. Positions are
-     * aligned at the end (vka_rope_first_positions). */
-    uint32_t q_first, k_first;
-    vka_rope_first_positions(p, &q_first, &k_first);
-    rope_rows q = {l->q, l->q_offset, l->q_batch, l->q_head, Hq, p->L, q_first, 0, 0};
-    rope_rows k = {l->k, l->k_offset, l->kv_batch, l->kv_head, Hk, p->S, k_first, 0, 1};
     VKA_TRY(add_rope(b, &q, table));
     VKA_TRY(add_rope(b, &k, table));
 fail:
@@ -414,23 +412,25 @@ void vka_matmul_cm_describe(vka_text *t, const vka_step *s)
                  s->spec[VKA_SPEC_MAT_N], s->spec[VKA_SPEC_MAT_K]);
 }
 
-/* rope: no loops for a rotation alone; with a norm, two strided passes over the norm's elements
- * and the reduction's tree between them. */
+/* rope: no loops for a rotation alone; each head's norm two passes over its D values; a row's two
+ * strided passes over the row and the reduction's tree between them. */
 uint64_t vka_rope_trips(const vka_step *s)
 {
     const vka_rope_push *c = &s->push.rope;
-    if (!(s->spec[VKA_SPEC_FLAGS] & VKA_ROPE_NORM)) return 0;
+    const uint32_t flags = s->spec[VKA_SPEC_FLAGS];
+    if (flags & VKA_ROPE_NORM) return 2 * vka_loop(c->dim);
+    if (!(flags & VKA_ROPE_NORM_ROW)) return 0;
     uint32_t wg = s->spec[VKA_SPEC_WG_SIZE], t = 0;
     while ((1u << t) < wg) t++;
-    uint64_t n = vka_ceil_div((uint64_t)c->norm_heads * c->dim, wg);
-    return 2 * vka_loop(n) + vka_loop(t);
+    return 2 * vka_loop(vka_ceil_div((uint64_t)c->heads * c->dim, wg)) + vka_loop(t);
 }
 
 void vka_rope_describe(vka_text *t, const vka_step *s)
 {
     const vka_rope_push *c = &s->push.rope;
-    if (s->spec[VKA_SPEC_FLAGS] & VKA_ROPE_NORM)
-        vka_text_put(t, "RMS norm over %u dims (eps %g), then ", c->norm_heads * c->dim, (double)c->eps);
+    if (s->spec[VKA_SPEC_FLAGS] & (VKA_ROPE_NORM | VKA_ROPE_NORM_ROW))
+        vka_text_put(t, "RMS norm over %u dims (eps %g), then ",
+                     s->spec[VKA_SPEC_FLAGS] & VKA_ROPE_NORM ? c->dim : c->heads * c->dim, (double)c->eps);
     vka_text_put(t, "RoPE (%s) of %u pairs x %u rows x %u heads per batch item, positions %u..%u", c->gptj ? "gptj" : "neox",
                  c->pairs, c->rows, c->heads, c->pos_offset, c->pos_offset + c->rows - 1);
     if (c->factor != 1.0f) vka_text_put(t, ", cos and sin x %g", (double)c->factor);
