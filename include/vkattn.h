@@ -90,8 +90,10 @@
  *                      vkattn_context_desc.device is NULL
  *   VKATTN_VALIDATION  "1" enables VK_LAYER_KHRONOS_validation (with synchronization validation)
  *                      when vkattn_context_desc.validation is VKATTN_VALIDATION_DEFAULT
- *   VKATTN_TUNING      "lavapipe" or "gpu": the kernel shapes (tile sizes), when
+ *   VKATTN_TUNING      "lavapipe", "gpu" or "coopmat": the kernel shapes (tile sizes), when
  *                      vkattn_context_desc.tuning is NULL (default: chosen from the device)
+ *   VKATTN_COOPMAT     "0" turns VK_KHR_cooperative_matrix off for every context (as
+ *                      vkattn_context_desc.no_cooperative_matrix does for one)
  *   VKATTN_LOOP_BUDGET  loop trips per shader invocation to plan within, when
  *                      vkattn_context_desc.loop_budget is 0; lowers the device's own, never raises it
  *   VKATTN_PIPELINE_CACHE  a pipeline cache file to read and write, when
@@ -177,6 +179,13 @@ typedef enum vkattn_device_type {
     VKATTN_DEVICE_CPU = 4
 } vkattn_device_type;
 
+/* One shape of a cooperative-matrix multiply-add (VkCooperativeMatrixPropertiesKHR): an M x K
+ * matrix A times a K x N matrix B, added to an M x N matrix C. */
+typedef struct vkattn_matrix_shape {
+    uint32_t m, n, k;
+} vkattn_matrix_shape;
+#define VKATTN_MAX_MATRIX_SHAPES 8
+
 typedef struct vkattn_device_info {
     uint32_t index;                   /* position in vkattn_list_devices order */
     int is_default;                   /* the device a context picks when nothing is asked for */
@@ -193,10 +202,27 @@ typedef struct vkattn_device_info {
     uint32_t max_shared_memory_bytes;
     uint32_t max_workgroup_invocations;
     uint32_t max_workgroup_count[3];
-    uint32_t subgroup_size;
+    uint32_t subgroup_size;           /* the default subgroup size (VkPhysicalDeviceSubgroupProperties) */
+    uint32_t subgroup_size_min, subgroup_size_max; /* the sizes a pipeline may require
+                                         (VkPhysicalDeviceSubgroupSizeControlProperties); both
+                                         subgroup_size where the device cannot choose */
+    int subgroup_size_control;        /* a compute pipeline may require a subgroup size, and full
+                                         subgroups (subgroupSizeControl, computeFullSubgroups and
+                                         compute in requiredSubgroupSizeStages) */
     int storage_16bit;                /* storageBuffer16BitAccess */
     int shader_float16;
-    int cooperative_matrix;           /* VK_KHR_cooperative_matrix present */
+    int cooperative_matrix;           /* VK_KHR_cooperative_matrix with its cooperativeMatrix feature */
+    /* The cooperative-matrix shapes vkattn's kernels can use: those the driver lists with fp16 A
+     * and B, fp32 C and result, subgroup scope (an M x K times K x N multiply-add); at most
+     * VKATTN_MAX_MATRIX_SHAPES, in the driver's order. 0 where cooperative_matrix is 0. */
+    uint32_t cooperative_matrix_shape_count;
+    vkattn_matrix_shape cooperative_matrix_shapes[VKATTN_MAX_MATRIX_SHAPES];
+    /* 1 where vkattn's cooperative-matrix kernels may run: the device has a shape above, Vulkan
+     * 1.3, shaderFloat16, vulkanMemoryModel and subgroup_size_control; this build has the kernels;
+     * and neither VKATTN_COOPMAT=0 nor vkattn_context_desc.no_cooperative_matrix turned them off.
+     * For a context: they are enabled on its device. Otherwise cooperative_matrix_note says why. */
+    int cooperative_matrix_usable;
+    char cooperative_matrix_note[128];
     float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
     char tuning[32];                  /* the kernel shapes vkattn picks for this device */
     uint32_t loop_budget;             /* loop trips one shader invocation may run before the driver
@@ -225,8 +251,22 @@ typedef struct vkattn_context_desc {
     const char *device;
     vkattn_validation validation; /* default: VKATTN_VALIDATION_DEFAULT */
     /* Kernel shapes (tile sizes): NULL = the VKATTN_TUNING environment variable, else chosen from
-     * the device (see `vkattn info`); "lavapipe" or "gpu" force one (for tests and comparisons:
-     * results are the same, speed is not). */
+     * the device (see `vkattn info`); "lavapipe", "gpu" or "coopmat" force one (for tests and
+     * comparisons: speed differs, and so may rounding, see below). "coopmat" is the
+     * cooperative-matrix class: the projections run on matrix cores (matmul_cm, fp16 operands,
+     * fp32 accumulation), the other kernels as "gpu". A device without cooperative matrices
+     * (vkattn_device_info.cooperative_matrix 0), or a build without the kernels, refuses it
+     * (VKATTN_ERROR_UNSUPPORTED); where they are only turned off (no_cooperative_matrix,
+     * VKATTN_COOPMAT=0) it runs with the plain matmul. No device gets it by default yet: it has
+     * run on Mesa 26 lavapipe only, and it changes the rounding of fp32 layers (below).
+     *
+     * Precision on the cooperative-matrix path: A and W of each projection are rounded to fp16 as
+     * they are staged (to nearest; toward zero on drivers that convert that way, which Mesa 22
+     * lavapipe does elsewhere: docs/KNOWN_ISSUES.md), like FlashAttention and cuBLAS's fp16 GEMMs; the
+     * products are exact and summed in fp32. A layer with fp32 storage therefore gets fp16-rounded
+     * projections there (a relative error of about 1e-3 per operand, NMSE around 1e-7 at unit
+     * scale), and values beyond fp16's range (|x| > 65504) become infinite. The default tuning
+     * on lavapipe, and "gpu" and "lavapipe" everywhere, keep fp32 operands. */
     const char *tuning;
     /* Loop trips per shader invocation the plan keeps every kernel within: 0 = the
      * VKATTN_LOOP_BUDGET environment variable, else the device's own (vkattn_device_info).
@@ -244,6 +284,10 @@ typedef struct vkattn_context_desc {
      * ignored with a note. Not together with pipeline_cache_path. */
     const void *pipeline_cache_data;
     size_t pipeline_cache_size;
+    /* 1: never use VK_KHR_cooperative_matrix on this context, even where the device has it (as
+     * VKATTN_COOPMAT=0 does for every context). Default 0: used where usable (see
+     * vkattn_device_info.cooperative_matrix_usable) and the tuning asks for it. */
+    int no_cooperative_matrix;
 } vkattn_context_desc;
 
 typedef struct vkattn_context vkattn_context;

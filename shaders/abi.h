@@ -31,7 +31,7 @@
 #endif
 
 /* Specialization constant ids. */
-#define VKA_MAX_SPEC 8        /* every pipeline gets ids 0..7; a kernel reads the ones it declares */
+#define VKA_MAX_SPEC 12       /* every pipeline gets ids 0..11; a kernel reads the ones it declares */
 #define VKA_MAX_BINDINGS 11   /* the most binding slots a kernel has (attn_fused) */
 #define VKA_SPEC_WG_SIZE 0 /* invocations per workgroup (local_size_x) */
 #define VKA_SPEC_TILE_A 1  /* kernel-specific register tile, see each .comp */
@@ -42,6 +42,10 @@
 #define VKA_SPEC_FLAGS 6     /* kernel-specific code compiled in or out (see each kernel's flags) */
 #define VKA_SPEC_VARIANT 7   /* the attention variants compiled in (VKA_VARIANT_*; 0 = none, the default
                                 kernels): scores, softmax, fused and paged attention */
+#define VKA_SPEC_MAT_M 8     /* cooperative-matrix kernels: the device's matrix shape (M x K times K x N), */
+#define VKA_SPEC_MAT_N 9     /* from vkattn_device_info.cooperative_matrix_shapes */
+#define VKA_SPEC_MAT_K 10
+#define VKA_SPEC_TILE_K 11   /* cooperative-matrix kernels: reduction elements per block in shared memory */
 
 /* Attention variants (vkattn_layer_desc.window, softcap, alibi; vkattn_weights.sinks). Each is code
  * compiled in only when on. Positions: a row's query sits at key index `qk` (the key at its own

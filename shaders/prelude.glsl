@@ -12,3 +12,7 @@ layout(constant_id = VKA_SPEC_DV) const uint DV = 1;
 layout(constant_id = VKA_SPEC_ATTN_MASK) const uint ATTN_MASK = 1;
 layout(constant_id = VKA_SPEC_FLAGS) const uint FLAGS = 0;
 layout(constant_id = VKA_SPEC_VARIANT) const uint VARIANT = 0;
+layout(constant_id = VKA_SPEC_MAT_M) const uint MAT_M = 8;
+layout(constant_id = VKA_SPEC_MAT_N) const uint MAT_N = 8;
+layout(constant_id = VKA_SPEC_MAT_K) const uint MAT_K = 8;
+layout(constant_id = VKA_SPEC_TILE_K) const uint TILE_K = 32;

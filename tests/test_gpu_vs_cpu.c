@@ -21,6 +21,10 @@
  * the splits real shapes need (fused key parts merged by log-sum-exp, key chunks carrying the
  * softmax state, softmax and P·V key ranges, matmul reduction parts) run at small shapes.
  *
+ * Under VKATTN_TUNING=coopmat (ctest's gpu_vs_cpu_coopmat_* families) the projections run on
+ * cooperative matrices with fp16-rounded operands, so the rows of the device's own tuning are held
+ * to the fp16 tolerances; on a device that refuses that tuning the run is skipped (exit 77).
+ *
  * Usage: test_gpu_vs_cpu [family]  (no argument = every family)
  */
 #include "gpu_test.h"
@@ -463,10 +467,13 @@ typedef struct family_stats {
     int runs, failures;
 } family_stats;
 
+/* 1 when VKATTN_TUNING=coopmat: rows without a tuning of their own get fp16-rounded projections. */
+static int coopmat_run;
+
 /* The rows of the shared table (tools/compare.h) the cases are held to. */
 static const compare_tolerance *tolerance_of(const test_case *c, vkattn_dtype storage)
 {
-    if (storage == VKATTN_DTYPE_F16) return compare_tolerance_of(COMPARE_F16);
+    if (storage == VKATTN_DTYPE_F16 || (coopmat_run && !c->tuning)) return compare_tolerance_of(COMPARE_F16);
     return compare_tolerance_of(c->input_scale >= 30 ? COMPARE_LARGE : COMPARE_STRICT);
 }
 
@@ -673,6 +680,17 @@ static vkattn_context *context_for(const test_case *c, context_slot *slots, int 
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
+    const char *tuning = getenv("VKATTN_TUNING");
+    coopmat_run = tuning && strcmp(tuning, "coopmat") == 0;
+    if (coopmat_run) { /* where the device cannot run it, the context says why */
+        vkattn_context *probe = NULL;
+        vkattn_error error = {0};
+        if (vkattn_context_create(NULL, &probe, &error) == VKATTN_ERROR_UNSUPPORTED) {
+            printf("skipped: VKATTN_TUNING=coopmat is refused here: %s\n", error.message);
+            return 77;
+        }
+        vkattn_context_destroy(probe);
+    }
     context_slot contexts[8] = {0};
     int context_count = 0;
     family_stats stats[24] = {0};

@@ -13,6 +13,8 @@ static int reflect(vka_kernel k, int f16, vka_binding_layout *layout)
     const uint32_t *code;
     size_t bytes;
     if (!name) return 0;
+    /* A build without a cooperative-matrix compiler leaves those kernels out (shaders/CMakeLists.txt). */
+    if (vka_kernel_is_coopmat(info) && !vka_embedded_spirv(name, &code, &bytes)) return -1;
     CHECK_MSG(vka_embedded_spirv(name, &code, &bytes), "kernel %s is not embedded", name);
     CHECK_MSG(vka_spirv_bindings(code, bytes / 4, NULL, layout) == 1, "kernel %s: bindings unreadable", name);
     return 1;
@@ -20,18 +22,21 @@ static int reflect(vka_kernel k, int f16, vka_binding_layout *layout)
 
 static void test_every_kernel_matches_its_slots(void)
 {
-    int checked = 0;
+    int checked = 0, left_out = 0;
     for (int k = 0; k < VKA_KERNEL_COUNT; k++) {
         for (int f16 = 0; f16 < 2; f16++) {
             vka_binding_layout layout;
-            if (!reflect((vka_kernel)k, f16, &layout)) continue;
+            int found = reflect((vka_kernel)k, f16, &layout);
+            left_out += found < 0 && f16 == 0;
+            if (found <= 0) continue;
             char why[160] = "";
             CHECK_MSG(vka_kernel_check_layout(vka_kernel_get((vka_kernel)k), &layout, why, sizeof why), "%s", why);
             checked++;
         }
     }
-    printf("  %d kernel builds agree with abi.h's slots\n", checked);
-    CHECK(checked >= VKA_KERNEL_COUNT);
+    printf("  %d kernel builds agree with abi.h's slots (%d cooperative-matrix kernels not in this build)\n", checked,
+           left_out);
+    CHECK(checked >= VKA_KERNEL_COUNT - left_out);
 }
 
 /* A copy of a kernel's layout with two slots of the same type swapped must be refused. */

@@ -2,6 +2,7 @@
  * run it with made-up limits (no Vulkan), to check dispatch counts, chunking and limit errors. */
 #include "plan/plan.h"
 #include "format/quant.h"
+#include "plan/matmul.h"
 #include "problem/config.h"
 #include "test_util.h"
 
@@ -366,7 +367,9 @@ static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role
     int bad = 0;
     for (uint32_t i = 0; i < plan->step_count; i++) {
         const vka_step *st = &plan->steps[i];
-        if (st->kernel != VKA_KERNEL_MATMUL || st->stage != stage || st->bind[VKA_MATMUL_C].role != c) continue;
+        if ((st->kernel != VKA_KERNEL_MATMUL && st->kernel != VKA_KERNEL_MATMUL_CM) || st->stage != stage ||
+            st->bind[VKA_MATMUL_C].role != c)
+            continue;
         const vka_matmul_push *m = &st->push.matmul;
         uint64_t base = st->bind[VKA_MATMUL_C].offset / esize + m->c_offset;
         for (uint64_t r = 0; r < m->M; r++) {
@@ -913,6 +916,86 @@ static void test_fold_groups(void)
     CHECK(!vka_fold_groups(65, tiny, g));
 }
 
+/* The coopmat tuning on made-up devices: an H100-like one (16 x 16 x 16 matrices, subgroups of 32,
+ * 48 KiB of shared memory, no loop budget) and lavapipe's (8 x 8 x 8, 8, 32 KiB, 65535 trips, and
+ * a lowered budget): the projections take matmul_cm with tiles of whole matrices that fit the
+ * shared memory, in reduction parts within the budget that cover C exactly once; decoding's few
+ * rows, a context without matrices (turned off) and a device whose shared memory is too small
+ * take matmul.comp. */
+static vka_plan_limits coopmat_limits(vkattn_matrix_shape shape, uint32_t subgroup, uint32_t shared, uint32_t budget)
+{
+    vkattn_device_info any = {0};
+    vka_plan_limits l = lavapipe_limits();
+    l.tuning = vka_tuning_for(&any, "coopmat");
+    l.matrix_shape = shape, l.subgroup_size = subgroup, l.max_shared_bytes = shared;
+    l.max_workgroup_invocations = 1024, l.loop_budget = budget;
+    return l;
+}
+
+static uint32_t count_kernel(const vka_plan *plan, vka_kernel k)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < plan->step_count; i++) n += plan->steps[i].kind == VKA_STEP_DISPATCH && plan->steps[i].kernel == k;
+    return n;
+}
+
+static void test_coopmat_profiles(void)
+{
+    const struct {
+        const char *name;
+        vkattn_matrix_shape shape;
+        uint32_t subgroup, shared, budget, tile, tile_k, parts_at_least, heads;
+    } devices[] = {
+        {"H100-like", {16, 16, 16}, 32, 49152, 0, 64, 32, 1, 32},
+        {"lavapipe", {8, 8, 8}, 8, 32768, 65535, 32, 16, 1, 32},
+        /* 1024 texels in blocks of 4: 7 parts; head dim 4 keeps attention within so small a budget */
+        {"lavapipe, budget 40", {8, 8, 8}, 8, 32768, 40, 32, 16, 4, 1024},
+    };
+    CHECK(vka_tuning_for(&(vkattn_device_info){0}, "coopmat") != NULL);
+    for (size_t d = 0; d < sizeof devices / sizeof devices[0]; d++) {
+        vka_plan_limits l = coopmat_limits(devices[d].shape, devices[d].subgroup, devices[d].shared, devices[d].budget);
+        vka_problem p = problem(1, 512, 512, 4096, devices[d].heads, 1);
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK_MSG(check_plan_limits(&plan, &l, devices[d].name) == 0, "%s", devices[d].name);
+        CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL) == 0);
+        uint32_t cm = count_kernel(&plan, VKA_KERNEL_MATMUL_CM), accumulating = 0;
+        for (uint32_t i = 0; i < plan.step_count; i++) {
+            const vka_step *st = &plan.steps[i];
+            if (st->kernel != VKA_KERNEL_MATMUL_CM) continue;
+            accumulating += (st->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_ACCUMULATE) != 0;
+            CHECK(st->spec[VKA_SPEC_TILE_A] == devices[d].tile && st->spec[VKA_SPEC_TILE_B] == devices[d].tile);
+            CHECK(st->spec[VKA_SPEC_TILE_K] == devices[d].tile_k && st->spec[VKA_SPEC_WG_SIZE] == 4 * devices[d].subgroup);
+            CHECK(st->spec[VKA_SPEC_MAT_M] == devices[d].shape.m && st->spec[VKA_SPEC_MAT_K] == devices[d].shape.k);
+            CHECK(vka_matmul_cm_shared_bytes(devices[d].tile, devices[d].tile, devices[d].tile_k, devices[d].shape) <=
+                  devices[d].shared);
+            /* one workgroup per tile of C */
+            uint64_t groups = (uint64_t)st->groups[0] * st->groups[1] * st->groups[2];
+            CHECK(groups >= vka_ceil_div(st->push.matmul.M, devices[d].tile) * st->push.matmul.tiles_n);
+        }
+        printf("  %-20s %u matmul_cm dispatches (%u adding to C)\n", devices[d].name, cm, accumulating);
+        CHECK(cm >= 2 * devices[d].parts_at_least);
+        CHECK(devices[d].parts_at_least > 1 ? accumulating > 0 : accumulating == 0);
+        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 512ull * 3 * 4096, 1024) == 0);
+        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 512ull * 4096, 1024) == 0);
+        vka_plan_free(&plan);
+    }
+    /* Decoding (8 rows), no matrices on the context, too little shared memory: matmul.comp. */
+    vka_plan_limits l = coopmat_limits((vkattn_matrix_shape){16, 16, 16}, 32, 49152, 0);
+    vka_problem p = problem(1, 8, 8, 4096, 32, 1);
+    vka_plan plan = {0};
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) >= 2);
+    p = problem(1, 64, 64, 256, 4, 1);
+    l.matrix_shape = (vkattn_matrix_shape){0};
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 2);
+    l = coopmat_limits((vkattn_matrix_shape){16, 16, 16}, 32, 8192, 0);
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0);
+    vka_plan_free(&plan);
+}
+
 int main(void)
 {
     RUN_TEST(test_small_self_attention);
@@ -931,5 +1014,6 @@ int main(void)
     RUN_TEST(test_model_shapes);
     RUN_TEST(test_window_span);
     RUN_TEST(test_fold_groups);
+    RUN_TEST(test_coopmat_profiles);
     return test_finish();
 }

@@ -37,11 +37,23 @@ int cmd_info(int argc, char **argv)
                d->max_workgroup_invocations);
         printf("    workgroup count           %u x %u x %u\n", d->max_workgroup_count[0], d->max_workgroup_count[1],
                d->max_workgroup_count[2]);
-        printf("    subgroup size             %u\n", d->subgroup_size);
+        printf("    subgroup size             %u", d->subgroup_size);
+        if (d->subgroup_size_control)
+            printf(" (a pipeline may require %u to %u, with full subgroups)", d->subgroup_size_min, d->subgroup_size_max);
+        printf("\n");
         if (d->compute_units) printf("    compute units             %u\n", d->compute_units);
         else printf("    compute units             not reported by the driver\n");
-        printf("    16-bit storage            %s, shaderFloat16 %s, cooperative matrix %s\n",
-               d->storage_16bit ? "yes" : "no", d->shader_float16 ? "yes" : "no", d->cooperative_matrix ? "yes" : "no");
+        printf("    16-bit storage            %s, shaderFloat16 %s\n", d->storage_16bit ? "yes" : "no",
+               d->shader_float16 ? "yes" : "no");
+        printf("    cooperative matrix:       ");
+        for (uint32_t k = 0; k < d->cooperative_matrix_shape_count; k++)
+            printf("%s%ux%ux%u", k ? ", " : "", d->cooperative_matrix_shapes[k].m, d->cooperative_matrix_shapes[k].n,
+                   d->cooperative_matrix_shapes[k].k);
+        if (d->cooperative_matrix_shape_count) printf(" (M x N x K; fp16 x fp16 -> fp32, subgroup scope)");
+        else printf("none%s", d->cooperative_matrix ? " with fp16 x fp16 -> fp32 at subgroup scope" : "");
+        if (d->cooperative_matrix_shape_count && !d->cooperative_matrix_usable)
+            printf("; not used: %s", d->cooperative_matrix_note);
+        printf("\n");
         if (d->timestamp_period_ns > 0) printf("    timestamps                %g ns per tick\n", d->timestamp_period_ns);
         else printf("    timestamps                not supported on the compute queue\n");
         if (d->loop_budget)

@@ -5,13 +5,19 @@
 #   2. GPU tests again on a second driver, Mesa 25 lavapipe from bookworm-backports, fetched into
 #      build/mesa25 without installing it (tools/fetch-mesa25.sh; needs deb.debian.org): the rows
 #      labelled `driver`, every kernel and path once (its compiler is ~4x slower cold, so not all);
+#   2b. GPU tests on Mesa 26 lavapipe (cooperative matrix), from trixie-backports with trixie's glslang,
+#      fetched into build/mesa26 before the build (tools/fetch-mesa26.sh; needs deb.debian.org) so
+#      that build/ has the cooperative-matrix kernels: the rows labelled `coopmat`, run through
+#      build/mesa26/run (trixie's loader and glibc; VKATTN_TEST_LAUNCHER); on Mesa 22 and 25 they
+#      only check that the coopmat tuning is refused and report themselves skipped;
 #   3. the suite built with AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on), with
 #      the failure-injection walks (label `faults`: leaks on error paths show here; every 5th
 #      point, VKATTN_FAULT_STRIDE) and without the `numerics` rows (accuracy, run in 1) and the
 #      `bench` smoke runs (thousands of forwards each);
 #   4. a short libFuzzer run over every parser of outside data (tools/run-fuzz.sh), if present.
 # `ctest --test-dir build` alone runs everything.
-# Set VKATTN_SKIP_MESA25=1, VKATTN_SKIP_SANITIZERS=1 or VKATTN_SKIP_FUZZ=1 to leave a phase out locally.
+# Set VKATTN_SKIP_MESA25=1, VKATTN_SKIP_MESA26=1, VKATTN_SKIP_SANITIZERS=1 or VKATTN_SKIP_FUZZ=1 to leave
+# a phase out locally (without Mesa 26, build/ has no cooperative-matrix kernels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
@@ -20,8 +26,14 @@ cache="$PWD/build/mesa_shader_cache"
 phase() { printf '\n== %s\n' "$*"; }
 
 start=$SECONDS
+coopmat=(-DVKATTN_GLSLANG_COOPMAT= -DVKATTN_SPIRV_VAL=)
+if [ "${VKATTN_SKIP_MESA26:-0}" != 1 ]; then
+  bash tools/fetch-mesa26.sh build/mesa26   # fails loudly when the mirror is unreachable
+  coopmat=(-DVKATTN_GLSLANG_COOPMAT="$PWD/build/mesa26/glslangValidator" -DVKATTN_SPIRV_VAL="$PWD/build/mesa26/spirv-val")
+fi
 phase "build and test (build/)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DVKATTN_SHADER_CACHE_DIR="$cache" >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DVKATTN_SHADER_CACHE_DIR="$cache" "${coopmat[@]}" \
+      -DVKATTN_TEST_LAUNCHER= >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs" -LE faults
 main_s=$((SECONDS - start))
@@ -39,6 +51,26 @@ if [ "${VKATTN_SKIP_MESA25:-0}" != 1 ]; then
     ctest --test-dir build -L driver --output-on-failure -j "$jobs"
   )
   mesa25_s=$((SECONDS - t))
+fi
+
+mesa26_s=0
+if [ "${VKATTN_SKIP_MESA26:-0}" != 1 ]; then
+  t=$SECONDS
+  phase "GPU tests on Mesa 26 lavapipe (cooperative matrix) (build/mesa26)"
+  run26=$PWD/build/mesa26/run
+  info=$("$run26" build/vkattn info)
+  # a loader that fell back to the system's driver would skip every coopmat test and pass
+  grep -q 'Mesa 26\.' <<<"$info" || { echo "run-tests: Mesa 26 lavapipe not in use" >&2; exit 1; }
+  grep -qE 'cooperative matrix: +[0-9]+x[0-9]+x[0-9]+ ' <<<"$info" && ! grep -q 'not used:' <<<"$info" \
+    || { echo "run-tests: no usable cooperative matrix on Mesa 26: $(grep 'cooperative matrix' <<<"$info")" >&2; exit 1; }
+  cmake -S . -B build -DVKATTN_TEST_LAUNCHER="$run26" >/dev/null
+  ctest --test-dir build -L coopmat --output-on-failure -j "$jobs" --no-tests=error | tee build/mesa26/ctest.log
+  rc=${PIPESTATUS[0]}
+  cmake -S . -B build -DVKATTN_TEST_LAUNCHER= >/dev/null   # build/'s tests run directly again
+  [ "$rc" -eq 0 ] || exit "$rc"
+  # here every coopmat test must have run: one that skipped itself found no cooperative matrices
+  if grep -q '(Skipped)' build/mesa26/ctest.log; then echo "run-tests: coopmat tests skipped on Mesa 26" >&2; exit 1; fi
+  mesa26_s=$((SECONDS - t))
 fi
 
 san_s=0
@@ -60,5 +92,5 @@ if [ "${VKATTN_SKIP_FUZZ:-0}" != 1 ] && [ -f tools/run-fuzz.sh ]; then
   fuzz_s=$((SECONDS - t))
 fi
 
-printf '\nrun-tests: all passed in %d s (tests %d s, Mesa 25 %d s, sanitizers %d s, fuzzing %d s)\n' \
-  $((SECONDS - start)) "$main_s" "$mesa25_s" "$san_s" "$fuzz_s"
+printf '\nrun-tests: all passed in %d s (tests %d s, Mesa 25 %d s, Mesa 26 %d s, sanitizers %d s, fuzzing %d s)\n' \
+  $((SECONDS - start)) "$main_s" "$mesa25_s" "$mesa26_s" "$san_s" "$fuzz_s"

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "device/physical.h"
+#include "pipeline/kernels.h"
 #include "vkattn_vulkan.h"
 
 #define VKA_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
@@ -111,7 +112,10 @@ static vkattn_status create_instance(vkattn_context *ctx, int want_validation, V
         .pApplicationName = "vkattn",
         .pEngineName = "vkattn",
         .engineVersion = VK_MAKE_API_VERSION(0, VKATTN_VERSION_MAJOR, VKATTN_VERSION_MINOR, VKATTN_VERSION_PATCH),
-        .apiVersion = loader_version >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2 : VK_API_VERSION_1_1,
+        /* 1.3 where the loader has it: the cooperative-matrix kernels are SPIR-V 1.6. */
+        .apiVersion = loader_version >= VK_API_VERSION_1_3   ? VK_API_VERSION_1_3
+                      : loader_version >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2
+                                                             : VK_API_VERSION_1_1,
     };
     VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
     VkValidationFeaturesEXT features = {
@@ -139,6 +143,37 @@ static vkattn_status create_instance(vkattn_context *ctx, int want_validation, V
     return VKATTN_OK;
 }
 
+/* What becomes of the cooperative-matrix kernels on a device. */
+typedef enum coopmat_state {
+    COOPMAT_DEVICE_LACKS, /* the device cannot run them (physical.c's note says why) */
+    COOPMAT_NOT_BUILT,    /* this build has none, or the loader is older than Vulkan 1.3 */
+    COOPMAT_OFF,          /* turned off: VKATTN_COOPMAT=0 or vkattn_context_desc.no_cooperative_matrix */
+    COOPMAT_ON
+} coopmat_state;
+
+/* Adds the build and the switches to the device's own verdict (vka_describe_device), and says
+ * which of them decided; info's usable flag and note follow. */
+static coopmat_state coopmat_decide(vkattn_device_info *info, int off_by_desc)
+{
+    if (!info->cooperative_matrix_usable) return COOPMAT_DEVICE_LACKS;
+    const uint32_t *code;
+    size_t bytes;
+    const char *env = getenv("VKATTN_COOPMAT");
+    coopmat_state state = COOPMAT_ON;
+    const char *why = NULL;
+    if (!vka_embedded_spirv(vka_kernel_get(VKA_KERNEL_MATMUL_CM)->spirv, &code, &bytes))
+        state = COOPMAT_NOT_BUILT, why = "this build has no cooperative-matrix kernels (see VKATTN_GLSLANG_COOPMAT)";
+    else if (volkGetInstanceVersion() < VK_API_VERSION_1_3)
+        state = COOPMAT_NOT_BUILT, why = "the Vulkan loader is older than 1.3";
+    else if (env && strcmp(env, "0") == 0)
+        state = COOPMAT_OFF, why = "turned off by VKATTN_COOPMAT=0";
+    else if (off_by_desc)
+        state = COOPMAT_OFF, why = "turned off by vkattn_context_desc.no_cooperative_matrix";
+    info->cooperative_matrix_usable = state == COOPMAT_ON;
+    snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note, "%s", why ? why : "");
+    return state;
+}
+
 /* Enumerates and describes every device of `instance` (at most VKA_MAX_DEVICES). */
 static vkattn_status describe_all(const vka_instance_fns *fns, VkInstance instance, VkPhysicalDevice *devices,
                                   vkattn_device_info *infos, uint32_t *count, vkattn_error *error)
@@ -148,7 +183,10 @@ static vkattn_status describe_all(const vka_instance_fns *fns, VkInstance instan
     if (r != VK_SUCCESS && r != VK_INCOMPLETE)
         return vka_error_set(error, vka_status_of_result(r), "vkEnumeratePhysicalDevices failed: %s",
                              vka_vk_result_name(r));
-    for (uint32_t i = 0; i < n; i++) vka_describe_device(fns, devices[i], i, &infos[i], NULL);
+    for (uint32_t i = 0; i < n; i++) {
+        vka_describe_device(fns, devices[i], i, &infos[i], NULL);
+        coopmat_decide(&infos[i], 0);
+    }
     if (n > 0) infos[vka_default_device(infos, n)].is_default = 1;
     *count = n;
     return VKATTN_OK;
@@ -205,11 +243,29 @@ static vkattn_status create_device(vkattn_context *ctx)
         .storageBuffer16BitAccess = ctx->dev.info.storage_16bit ? VK_TRUE : VK_FALSE,
     };
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &storage16};
-    const char *extensions[1];
+    const char *extensions[2];
     uint32_t extension_count = 0;
     /* Required wherever the implementation advertises it (MoltenVK). */
     if (vka_device_has_extension(&ctx->dev.ifn, ctx->dev.physical, "VK_KHR_portability_subset"))
         extensions[extension_count++] = "VK_KHR_portability_subset";
+    /* The cooperative-matrix kernels (when usable, coopmat_decide): the extension and its feature,
+     * the Vulkan memory model their SPIR-V declares, maintenance4 for their LocalSizeId workgroup
+     * size (SPIR-V 1.6), and full subgroups of a required size, which their subgroup-scope
+     * matrices are laid out over. */
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR, .cooperativeMatrix = VK_TRUE};
+    VkPhysicalDeviceMaintenance4Features maintenance4 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES, .pNext = &coopmat, .maintenance4 = VK_TRUE};
+    VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES, .pNext = &maintenance4,
+        .subgroupSizeControl = VK_TRUE, .computeFullSubgroups = VK_TRUE};
+    VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, .pNext = &size_control,
+        .vulkanMemoryModel = VK_TRUE};
+    if (ctx->dev.info.cooperative_matrix_usable) {
+        float16.pNext = &memory_model;
+        extensions[extension_count++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    }
     VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = &features,
@@ -293,10 +349,27 @@ static vkattn_status context_finish(vkattn_context *ctx, const vkattn_context_de
     const char *tuning = desc->tuning, *tuning_source = "tuning";
     if (!tuning && (tuning = getenv("VKATTN_TUNING")) && !*tuning) tuning = NULL;
     if (tuning && tuning != desc->tuning) tuning_source = "VKATTN_TUNING";
-    ctx->tuning = vka_tuning_for(&ctx->dev.info, tuning);
+    vkattn_device_info *info = &ctx->dev.info;
+    coopmat_state coopmat = coopmat_decide(info, desc->no_cooperative_matrix);
+    if (!make_device && coopmat == COOPMAT_ON) { /* an application's device: its features are its own */
+        info->cooperative_matrix_usable = 0;
+        coopmat = COOPMAT_OFF;
+        snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note,
+                 "not enabled on an application's device");
+    }
+    ctx->tuning = vka_tuning_for(info, tuning);
     if (!ctx->tuning) {
-        status = vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s \"%s\" does not exist (try lavapipe or gpu)",
-                          tuning_source, tuning);
+        status = vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                          "%s \"%s\" does not exist (try lavapipe, gpu or coopmat)", tuning_source, tuning);
+        goto fail;
+    }
+    /* A forced cooperative-matrix class on a device or build that cannot run its kernels is refused;
+     * turned off, it runs with the plain matmul (the switch is there to route around a driver). */
+    if (ctx->tuning->cm_frags_m && (coopmat == COOPMAT_DEVICE_LACKS || coopmat == COOPMAT_NOT_BUILT)) {
+        status = vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED,
+                          "%s \"%s\" needs cooperative matrices, which device \"%s\" cannot give vkattn: %s",
+                          tuning_source, ctx->tuning->name, info->name,
+                          info->cooperative_matrix ? info->cooperative_matrix_note : "no VK_KHR_cooperative_matrix");
         goto fail;
     }
     snprintf(ctx->dev.info.tuning, sizeof ctx->dev.info.tuning, "%s", ctx->tuning->name);
@@ -495,6 +568,14 @@ vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
     limits.loop_budget = ctx->loop_budget;
     limits.compute_units = ctx->dev.info.compute_units;
     limits.tuning = ctx->tuning;
+    /* The cooperative-matrix kernels take the driver's first fp16 -> fp32 shape, in full subgroups
+     * of the device's default size. */
+    if (ctx->dev.info.cooperative_matrix_usable) {
+        limits.matrix_shape = ctx->dev.info.cooperative_matrix_shapes[0];
+        limits.subgroup_size = ctx->dev.info.subgroup_size;
+    }
+    limits.max_shared_bytes = ctx->dev.info.max_shared_memory_bytes;
+    limits.max_workgroup_invocations = ctx->dev.info.max_workgroup_invocations;
     limits.faults = (vka_faults *)&ctx->dev.faults;
     /* Keep the unfused score buffer moderate on devices with huge ranges: chunks cost a few
      * dispatches, a multi-GiB workspace costs memory the application may need. */

@@ -20,6 +20,7 @@ typedef struct vka_device_caps {
     int unified_memory; /* device-local memory is also host-visible and coherent (CPU, integrated) */
     int timestamps;     /* the queue family can write timestamps */
     uint32_t timestamp_valid_bits;
+    int vulkan_memory_model; /* vulkanMemoryModel: the cooperative-matrix kernels' SPIR-V needs it */
 } vka_device_caps;
 
 typedef struct vka_device {

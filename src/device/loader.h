@@ -11,6 +11,7 @@
 #include <volk.h>
 
 #include "vkattn.h"
+#include "device/coopmat_khr.h"
 
 /* X(name, required): the instance-level functions vkattn uses. */
 #define VKA_INSTANCE_FUNCTIONS(X)                                                                  \
@@ -24,6 +25,7 @@
     X(vkEnumerateDeviceExtensionProperties, 1)                                                     \
     X(vkCreateDevice, 1)                                                                           \
     X(vkGetDeviceProcAddr, 1)                                                                      \
+    X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR, 0)                                        \
     X(vkCreateDebugUtilsMessengerEXT, 0)                                                           \
     X(vkDestroyDebugUtilsMessengerEXT, 0)
 

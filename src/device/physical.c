@@ -95,6 +95,46 @@ static uint32_t count_compute_units(const vka_instance_fns *fns, VkPhysicalDevic
     return arm.shaderCoreCount;
 }
 
+/* The cooperative-matrix shapes vkattn's kernels use (fp16 A and B, fp32 C and result, subgroup
+ * scope), from the driver's list. */
+static void coopmat_shapes(const vka_instance_fns *fns, VkPhysicalDevice device, vkattn_device_info *info)
+{
+    VkCooperativeMatrixPropertiesKHR props[32];
+    uint32_t count = 32;
+    if (!fns->vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR) return;
+    for (uint32_t i = 0; i < count; i++)
+        props[i] = (VkCooperativeMatrixPropertiesKHR){.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
+    VkResult r = fns->vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(device, &count, props);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) return;
+    for (uint32_t i = 0; i < count && info->cooperative_matrix_shape_count < VKATTN_MAX_MATRIX_SHAPES; i++) {
+        const VkCooperativeMatrixPropertiesKHR *c = &props[i];
+        if (c->AType != VK_COMPONENT_TYPE_FLOAT16_KHR || c->BType != VK_COMPONENT_TYPE_FLOAT16_KHR ||
+            c->CType != VK_COMPONENT_TYPE_FLOAT32_KHR || c->ResultType != VK_COMPONENT_TYPE_FLOAT32_KHR ||
+            c->scope != VK_SCOPE_SUBGROUP_KHR || c->saturatingAccumulation)
+            continue;
+        info->cooperative_matrix_shapes[info->cooperative_matrix_shape_count++] =
+            (vkattn_matrix_shape){c->MSize, c->NSize, c->KSize};
+    }
+}
+
+/* Whether the device has what vkattn's cooperative-matrix kernels need (the build and the switches
+ * are the context's to add: api/context.c); the note says what is missing. Their SPIR-V is 1.6
+ * (Vulkan 1.3) with the Vulkan memory model, fp16 arithmetic and a workgroup size set by a
+ * specialization constant (LocalSizeId: maintenance4), and they require full subgroups of the
+ * device's subgroup size. */
+static void coopmat_usable(vkattn_device_info *info, int memory_model_and_maintenance4)
+{
+    const char *missing = !info->cooperative_matrix                  ? "none"
+                        : info->cooperative_matrix_shape_count == 0  ? "no fp16 x fp16 -> fp32 subgroup shape"
+                        : info->api_version < VK_API_VERSION_1_3     ? "needs Vulkan 1.3"
+                        : !info->shader_float16                      ? "needs shaderFloat16"
+                        : !memory_model_and_maintenance4             ? "needs vulkanMemoryModel and maintenance4"
+                        : !info->subgroup_size_control               ? "needs subgroup size control with full subgroups"
+                                                                     : NULL;
+    info->cooperative_matrix_usable = missing == NULL;
+    snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note, "%s", missing ? missing : "");
+}
+
 void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, uint32_t index,
                          vkattn_device_info *info, vka_device_caps *caps)
 {
@@ -111,12 +151,35 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
     fns->vkGetPhysicalDeviceProperties2(device, &props2);
     uint32_t compute_units = count_compute_units(fns, device);
 
+    /* Subgroup size control: core in Vulkan 1.3 (the extension's structures are the same). */
+    int has_size_control = base.apiVersion >= VK_API_VERSION_1_3 ||
+                           has_extension(fns, device, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    VkPhysicalDeviceSubgroupSizeControlProperties size_control = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+    if (has_size_control) {
+        VkPhysicalDeviceProperties2 more = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                            .pNext = &size_control};
+        fns->vkGetPhysicalDeviceProperties2(device, &more);
+    }
+
     VkPhysicalDevice16BitStorageFeatures storage16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &storage16};
     VkPhysicalDeviceShaderFloat16Int8Features float16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-    if (base.apiVersion >= VK_API_VERSION_1_2) storage16.pNext = &float16;
+    VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, .pNext = &float16};
+    VkPhysicalDeviceMaintenance4Features maintenance4 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
+    VkPhysicalDeviceSubgroupSizeControlFeatures size_control_features = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+    const void **tail = (const void **)&float16.pNext;
+    if (base.apiVersion >= VK_API_VERSION_1_2) storage16.pNext = &memory_model;
+    if (has_size_control) *tail = &size_control_features, tail = (const void **)&size_control_features.pNext;
+    if (base.apiVersion >= VK_API_VERSION_1_3) *tail = &maintenance4, tail = (const void **)&maintenance4.pNext;
+    int has_coopmat = has_extension(fns, device, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    if (has_coopmat) *tail = &coopmat;
     fns->vkGetPhysicalDeviceFeatures2(device, &features);
 
     VkPhysicalDeviceMemoryProperties memory;
@@ -142,10 +205,16 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
     info->max_workgroup_invocations = p->limits.maxComputeWorkGroupInvocations;
     for (int i = 0; i < 3; i++) info->max_workgroup_count[i] = p->limits.maxComputeWorkGroupCount[i];
     info->subgroup_size = subgroup.subgroupSize;
+    info->subgroup_size_min = size_control.minSubgroupSize ? size_control.minSubgroupSize : subgroup.subgroupSize;
+    info->subgroup_size_max = size_control.maxSubgroupSize ? size_control.maxSubgroupSize : subgroup.subgroupSize;
+    info->subgroup_size_control = size_control_features.subgroupSizeControl && size_control_features.computeFullSubgroups &&
+                                  (size_control.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
     info->compute_units = compute_units;
     info->storage_16bit = storage16.storageBuffer16BitAccess != 0;
     info->shader_float16 = float16.shaderFloat16 != 0;
-    info->cooperative_matrix = has_extension(fns, device, "VK_KHR_cooperative_matrix");
+    info->cooperative_matrix = has_coopmat && coopmat.cooperativeMatrix;
+    if (info->cooperative_matrix) coopmat_shapes(fns, device, info);
+    coopmat_usable(info, memory_model.vulkanMemoryModel && maintenance4.maintenance4);
 
     int unified = 1, any_local = 0;
     for (uint32_t i = 0; i < memory.memoryHeapCount; i++) {
@@ -176,6 +245,7 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
                                (info->type == VKATTN_DEVICE_CPU || info->type == VKATTN_DEVICE_INTEGRATED_GPU);
         caps->timestamps = info->timestamp_period_ns > 0.0f;
         caps->timestamp_valid_bits = timestamp_bits;
+        caps->vulkan_memory_model = memory_model.vulkanMemoryModel != 0;
     }
 }
 

@@ -34,6 +34,24 @@ static const vka_tuning tunings[] = {
         .paged_wg = 64, .paged_target = 16384, .paged_per_unit = 128, .paged_min_part = 128,
         .softmax_wg = 256,
     },
+    {
+        .name = "coopmat",
+        .why = "matrix cores (VK_KHR_cooperative_matrix): the projections as shared-memory tiled GEMMs "
+               "with fp16 operands and fp32 sums, the other kernels as gpu (untuned: no GPU was available)",
+        .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
+        .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 64,
+        .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
+        .pv_tile_q = 4, .pv_tile_d = 2, .pv_wg = 64,
+        .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4, .fused_wg = 64,
+        .paged_wg = 64, .paged_target = 16384, .paged_per_unit = 128, .paged_min_part = 128,
+        .softmax_wg = 256,
+        /* 2 x 2 accumulators per subgroup, 2 steps per block: with 16 x 16 x 16 matrices 64 x 64
+         * outputs per workgroup and blocks of 32 (ggml's medium coopmat tile; larger is the next
+         * step on a real GPU), 32 x 32 and blocks of 16 with lavapipe's 8 x 8 x 8 (which keeps its
+         * LLVM compile short). Up to 8 rows (decoding) stay on the skinny matmul, as ggml keeps
+         * them on matrix-vector kernels. */
+        .cm_frags_m = 2, .cm_frags_n = 2, .cm_ksteps = 2, .cm_min_rows = 9,
+    },
 };
 
 const vka_tuning *vka_tuning_for(const vkattn_device_info *device, const char *name)

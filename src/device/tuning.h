@@ -26,10 +26,19 @@ typedef struct vka_tuning {
     uint32_t paged_wg, paged_target, paged_per_unit, paged_min_part;
     /* softmax.comp workgroup size (a power of two) */
     uint32_t softmax_wg;
+    /* matmul_cm.comp, the cooperative-matrix GEMM (0 = this tuning does not use it), in units of
+     * the device's matrix shape MAT_M x MAT_N x MAT_K: each of a workgroup's 2 x 2 subgroups holds
+     * cm_frags_m x cm_frags_n accumulators, and a block of the reduction is cm_ksteps matrix steps.
+     * So the workgroup's tile of C is (2 cm_frags_m MAT_M) x (2 cm_frags_n MAT_N), 64 x 64 with
+     * 2 x 2 accumulators of 16 x 16 x 16. Matmuls of fewer than cm_min_rows rows (decoding steps)
+     * take matmul.comp's skinny tiles instead. */
+    uint32_t cm_frags_m, cm_frags_n, cm_ksteps, cm_min_rows;
 } vka_tuning;
 
-/* The tuning for a device: by explicit name ("lavapipe", "gpu") when `name` is non-NULL, else
- * from the table of device properties. NULL if `name` matches no tuning. */
+/* The tuning for a device: by explicit name ("lavapipe", "gpu", "coopmat") when `name` is
+ * non-NULL, else from the table of device properties (never "coopmat" yet: vkattn.h says why).
+ * NULL if `name` matches no tuning. Whether the device can run a named one is the context's
+ * check. */
 const vka_tuning *vka_tuning_for(const vkattn_device_info *device, const char *name);
 
 /* The loop trips one shader invocation may run on this device before the driver ends its loops

@@ -9,7 +9,10 @@
  *   spirv     the SPIR-V module's name; with f16_out 1 a second build, <spirv>_f16_out, defines
  *             OUT_F16 (it writes fp16 activations, or fp16 KV pools)
  *   source    its .comp in shaders/
- *   defines   one word its builds also define, or - for none
+ *   defines   one word its builds also define, or - for none. COOPMAT marks a cooperative-matrix
+ *             kernel: compiled by the capable glslang (VKATTN_GLSLANG_COOPMAT) for Vulkan 1.3 and
+ *             left out of builds without one; its pipelines require full subgroups of the device's
+ *             subgroup size, and it runs only where the context enabled VK_KHR_cooperative_matrix
  *   push      its push-constant struct (abi.h)
  *   slots     the GLSL name at each binding slot, in abi.h's slot order (checked against the SPIR-V
  *             when the pipeline is made, so swapped slots are caught)
@@ -20,6 +23,7 @@
  * it. One row per line, no line continued: CMake reads the rows with a regular expression. */
 /* clang-format off */
 VKA_KERNEL(MATMUL,        matmul,           matmul.comp,        -,         1, vka_matmul_push,  "A B Bias C_", vka_matmul_trips, vka_matmul_describe)
+VKA_KERNEL(MATMUL_CM,     matmul_cm,        matmul_cm.comp,     COOPMAT,   1, vka_matmul_push,  "A B Bias C_", vka_matmul_cm_trips, vka_matmul_cm_describe)
 VKA_KERNEL(SCORES,        attn_scores,      attn_scores.comp,   -,         0, vka_scores_push,  "Q K P_ Kpm_ ValidLens_ MaskBytes_ HeadTerms_", vka_scores_trips, vka_scores_describe)
 VKA_KERNEL(SOFTMAX,       softmax,          softmax.comp,       -,         0, vka_softmax_push, "P_ Stats_ HeadTerms_", vka_softmax_trips, vka_softmax_describe)
 VKA_KERNEL(PV,            attn_pv,          attn_pv.comp,       -,         1, vka_pv_push,      "P V Ctx_ Acc_", vka_pv_trips, vka_pv_describe)

@@ -19,7 +19,7 @@
 #define VKA_F16_OUT_1(spirv) #spirv "_f16_out"
 static const vka_kernel_info kernels[VKA_KERNEL_COUNT] = {
 #define VKA_KERNEL(id, spirv, source, defines, f16_out, push, slots, trips, describe)                             \
-    [VKA_KERNEL_##id] = {#spirv, VKA_F16_OUT_##f16_out(spirv), sizeof(push), slots},
+    [VKA_KERNEL_##id] = {#spirv, VKA_F16_OUT_##f16_out(spirv), sizeof(push), slots, #defines},
 #include "pipeline/kernel_list.h"
 #undef VKA_KERNEL
 };
@@ -28,6 +28,8 @@ const vka_kernel_info *vka_kernel_get(vka_kernel kernel)
 {
     return (unsigned)kernel < VKA_KERNEL_COUNT ? &kernels[kernel] : NULL;
 }
+
+int vka_kernel_is_coopmat(const vka_kernel_info *kernel) { return strcmp(kernel->defines, "COOPMAT") == 0; }
 
 int vka_kernel_slot_name(const vka_kernel_info *kernel, uint32_t slot, char *out, size_t cap)
 {

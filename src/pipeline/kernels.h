@@ -20,7 +20,12 @@ typedef struct vka_kernel_info {
     const char *spirv_f16_out; /* the build that writes fp16 activations (OUT_F16), or NULL */
     uint32_t push_size;        /* bytes of its push-constant struct */
     const char *slots;         /* the GLSL names at its binding slots, space-separated, in slot order */
+    const char *defines;       /* the word its row defines ("-" for none) */
 } vka_kernel_info;
+
+/* A cooperative-matrix kernel (its row defines COOPMAT): its pipelines require full subgroups of the
+ * device's subgroup size, and a build without a capable glslang has no SPIR-V for it. */
+int vka_kernel_is_coopmat(const vka_kernel_info *kernel);
 
 const vka_kernel_info *vka_kernel_get(vka_kernel kernel);
 

@@ -403,6 +403,10 @@ static vkattn_status create_pipeline(vka_device *dev, VkPipelineCache vk_cache, 
     const char *name = info ? (f16_out ? info->spirv_f16_out : info->spirv) : NULL;
     const uint32_t *code;
     size_t bytes;
+    int coopmat = info && vka_kernel_is_coopmat(info);
+    if (coopmat && !dev->info.cooperative_matrix_usable)
+        return vka_fail(dev, VKATTN_ERROR_UNSUPPORTED, "kernel %s needs cooperative matrices, not enabled here: %s",
+                        info->spirv, dev->info.cooperative_matrix_note);
     if (!name || !vka_embedded_spirv(name, &code, &bytes))
         return vka_fail(dev, VKATTN_ERROR_UNSUPPORTED, "kernel %d%s has no embedded SPIR-V (build mismatch)",
                         (int)kernel, f16_out ? " (fp16 output)" : "");
@@ -451,11 +455,18 @@ static vkattn_status create_pipeline(vka_device *dev, VkPipelineCache vk_cache, 
     VkSpecializationMapEntry entries[VKA_MAX_SPEC];
     for (uint32_t i = 0; i < VKA_MAX_SPEC; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
     VkSpecializationInfo spec_info = {VKA_MAX_SPEC, entries, sizeof p->spec, p->spec};
+    /* A cooperative matrix is spread over a subgroup's invocations: its kernels count subgroups
+     * per workgroup at compile time, so the size is fixed and every subgroup full. */
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup_size = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+        .requiredSubgroupSize = dev->info.subgroup_size};
     VkComputePipelineCreateInfo pipeline_info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage =
             {
                 .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                .pNext = coopmat ? &subgroup_size : NULL,
+                .flags = coopmat ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT : 0,
                 .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                 .module = module,
                 .pName = "main",

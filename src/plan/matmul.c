@@ -41,6 +41,38 @@ static matmul_shape shape_for(const vka_tuning *pr, uint32_t M)
     return (matmul_shape){rows, pr->matmul_skinny_tile_n, pr->matmul_skinny_wg};
 }
 
+/* The cooperative-matrix kernel's tile for a matmul of M rows, or all zeros where matmul.comp runs
+ * it: under a tuning with cm_frags_*, on a context that may run matmul_cm (limits->matrix_shape),
+ * for at least cm_min_rows rows. The tile is the tuning's accumulators times the matrix shape (2 x 2
+ * subgroups), a block whole matrix steps (and whole texels of 4). It must fit the device's shared
+ * memory and workgroup size. */
+typedef struct cm_shape {
+    uint32_t tile_m, tile_n, tile_k, wg;
+} cm_shape;
+
+static uint32_t round_up(uint32_t x, uint32_t unit) { return (x + unit - 1) / unit * unit; }
+
+static cm_shape cm_shape_for(const vka_builder *b, uint32_t M)
+{
+    const vka_tuning *t = b->tuning;
+    const vkattn_matrix_shape ms = b->limits->matrix_shape;
+    const cm_shape none = {0};
+    if (!t->cm_frags_m || !ms.m || !ms.n || !ms.k || M < t->cm_min_rows) return none;
+    cm_shape s = {2 * t->cm_frags_m * ms.m, 2 * t->cm_frags_n * ms.n, round_up(t->cm_ksteps * ms.k, 4),
+                  4 * b->limits->subgroup_size};
+    if (s.tile_k % ms.k) s.tile_k *= ms.k; /* whole matrix steps and whole texels of 4 */
+    if (vka_matmul_cm_shared_bytes(s.tile_m, s.tile_n, s.tile_k, ms) > b->limits->max_shared_bytes ||
+        s.wg > b->limits->max_workgroup_invocations)
+        return none;
+    return s;
+}
+
+uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, vkattn_matrix_shape ms)
+{
+    /* matmul_cm.comp: fp16 rows of TILE_K + 8 for A's and B's tiles, an fp32 accumulator per subgroup */
+    return ((uint64_t)tile_m + tile_n) * (tile_k + 8) * 2 + 4ull * ms.m * ms.n * 4;
+}
+
 /* One dispatch: rows [m0, m0 + mc) and columns [n0, n0 + nc) of C, reduction texels [k0, k0 + kc).
  * n0 is a multiple of c_col_block; the rows are whole batch items of C's row mapping or stay
  * inside one (then they are addressed as one plain block). With `emit` 0 it only checks that
@@ -49,11 +81,19 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
                                   uint32_t n0, uint32_t nc, uint32_t k0, uint32_t kc, int first_part, int barrier,
                                   int emit)
 {
-    const matmul_shape sh = shape_for(b->tuning, m->M);
+    matmul_shape sh = shape_for(b->tuning, m->M);
+    const cm_shape cm = cm_shape_for(b, m->M);
     vkattn_status status;
-    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = m->stage, .kernel = VKA_KERNEL_MATMUL,
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = m->stage, .kernel = cm.wg ? VKA_KERNEL_MATMUL_CM : VKA_KERNEL_MATMUL,
                   .f16_out = b->plan->role_dtype[m->c] == VKATTN_DTYPE_F16, .barrier_before = barrier,
                   .binding_count = VKA_MATMUL_BINDINGS};
+    if (cm.wg) { /* a workgroup per tile of C */
+        sh = (matmul_shape){cm.tile_m, cm.tile_n, cm.wg};
+        s.spec[VKA_SPEC_MAT_M] = b->limits->matrix_shape.m;
+        s.spec[VKA_SPEC_MAT_N] = b->limits->matrix_shape.n;
+        s.spec[VKA_SPEC_MAT_K] = b->limits->matrix_shape.k;
+        s.spec[VKA_SPEC_TILE_K] = cm.tile_k;
+    }
     s.spec[VKA_SPEC_WG_SIZE] = sh.wg;
     s.spec[VKA_SPEC_TILE_A] = sh.tile_m;
     s.spec[VKA_SPEC_TILE_B] = sh.tile_n;
@@ -86,7 +126,7 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
         .has_bias = m->bias != VKA_ROLE_NONE && first_part,
         .tiles_n = tiles_n,
     };
-    return vka_push_step(b, &s, (uint64_t)tiles_m * tiles_n, sh.wg);
+    return vka_push_step(b, &s, (uint64_t)tiles_m * tiles_n * (cm.wg ? cm.wg : 1), sh.wg);
 fail:
     return status;
 }
@@ -127,9 +167,12 @@ static vkattn_status add_matmul(vka_builder *b, const matmul_args *m)
     const vka_tuning *pr = b->tuning;
     uint32_t vec = m->K % 4 == 0 && m->lda % 4 == 0 && m->a_offset % 4 == 0 && m->w_offset % 4 == 0 ? 4 : 1;
     uint32_t K = m->K / vec;
-    uint64_t part = vka_budget_left(b, 1);
+    uint64_t part = vka_budget_left(b, 1); /* blocks of the reduction one part may take */
     if (part == 0) return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT, "the loop budget is too small for a matmul");
-    uint32_t kc = (uint32_t)vka_min64(part, K);
+    /* A block is a texel (matmul.comp) or TILE_K / vec texels (matmul_cm.comp). */
+    const cm_shape cm = cm_shape_for(b, m->M);
+    uint64_t block = cm.wg ? cm.tile_k / vec : 1;
+    uint32_t kc = (uint32_t)vka_min64(part > UINT64_MAX / block ? UINT64_MAX : part * block, K);
     uint32_t n_unit = m->c_col_block < m->N ? (uint32_t)m->c_col_block : pr->matmul_tile_n;
     uint32_t nc = m->N, mc = m->M;
     vkattn_error quiet = {0};
@@ -352,6 +395,21 @@ void vka_matmul_describe(vka_text *t, const vka_step *s)
     const vka_matmul_push *m = &s->push.matmul;
     vka_text_put(t, "C(%u, %u) = A·W^T over %u texels%s", m->M, m->N, m->K,
                  (s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_ACCUMULATE) ? ", added to C" : "");
+}
+
+/* matmul_cm: one loop over the reduction's blocks of TILE_K elements (staging, the matrix steps and
+ * the epilogue are unrolled). */
+uint64_t vka_matmul_cm_trips(const vka_step *s)
+{
+    return vka_loop(vka_ceil_div(s->push.matmul.K, s->spec[VKA_SPEC_TILE_K] / s->spec[VKA_SPEC_VEC]));
+}
+
+void vka_matmul_cm_describe(vka_text *t, const vka_step *s)
+{
+    vka_matmul_describe(t, s);
+    vka_text_put(t, " on cooperative matrices (%ux%u tiles, %u-element blocks, %ux%ux%u matrices, fp16 operands)",
+                 s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_TILE_K], s->spec[VKA_SPEC_MAT_M],
+                 s->spec[VKA_SPEC_MAT_N], s->spec[VKA_SPEC_MAT_K]);
 }
 
 /* rope: no loops for a rotation alone; each head's norm two passes over its D values; a row's two

@@ -10,5 +10,8 @@ vkattn_status vka_plan_input_projections(vka_builder *b, vka_qkv_layout *out);
 vkattn_status vka_plan_output_projection(vka_builder *b);
 /* Rotary position embedding in place on the projected Q and K (nothing when the layer has none). */
 vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l);
+/* The shared memory matmul_cm.comp takes for a tile of C (tile_m x tile_n, blocks of tile_k) with
+ * matrices of shape `ms`: what the plan checks against the device's. */
+uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, vkattn_matrix_shape ms);
 
 #endif

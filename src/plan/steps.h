@@ -74,6 +74,11 @@ typedef struct vka_plan_limits {
     uint32_t loop_budget;              /* loop trips per invocation (0 = unlimited) */
     uint32_t compute_units;            /* SMs / CUs where the driver says, else 0 (split-KV sizing) */
     const vka_tuning *tuning;        /* kernel shapes for this device */
+    vkattn_matrix_shape matrix_shape;  /* the cooperative-matrix shape the kernels use; all 0 where
+                                          they may not run (no device support, build, or turned off) */
+    uint32_t subgroup_size;            /* the subgroup size the cooperative-matrix kernels require */
+    uint32_t max_shared_bytes;         /* maxComputeSharedMemorySize */
+    uint32_t max_workgroup_invocations;
     struct vka_faults *faults;        /* test-only failure injection; NULL in pure tests */
 } vka_plan_limits;
 

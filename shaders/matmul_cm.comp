@@ -1,0 +1,119 @@
+#version 450
+/*
+ * matmul_cm.comp — C(M,N) = A(M,K) · B(N,K)^T + bias(N) on cooperative matrices
+ * (VK_KHR_cooperative_matrix): matmul.comp's contract (vka_matmul_push, the output scatter, the
+ * ACCUMULATE flag for later parts of a split reduction, fp16 or fp32 output) with fp16 operands and
+ * fp32 sums. The plan picks it only under a tuning that asks for it (src/device/tuning.c).
+ *
+ * A workgroup of 2 x 2 subgroups owns a TILE_A x TILE_B block of C. Per block of TILE_K reduction
+ * elements its invocations stage A's and B's rows into shared memory, converted to fp16 (the one
+ * rounding this path adds, see vkattn.h) and zero past the matrix edges, so that edge tiles need no
+ * other care. Each subgroup then multiplies its (TILE_A/2) x (TILE_B/2) quarter as MAT_M x MAT_N
+ * accumulators from MAT_M x MAT_K fragments of A (row-major) and MAT_K x MAT_N fragments of B (B's
+ * rows are the columns: column-major). The epilogue stores each accumulator into the subgroup's
+ * scratch in shared memory; its invocations add the bias (and C, with ACCUMULATE) and scatter the
+ * elements exactly as matmul.comp does.
+ *
+ * Grid: ceil(M/TILE_A) * ceil(N/TILE_B) workgroups of WG_SIZE = 4 x the subgroup size; the pipeline
+ * requires that size with full subgroups (src/pipeline/pipeline_cache.c).
+ * Bindings: VKA_MATMUL_* (abi.h). Specialization: TILE_A, TILE_B (multiples of 2 MAT_M, 2 MAT_N),
+ * TILE_K (a multiple of MAT_K and VEC), MAT_M, MAT_N, MAT_K (the device's shape), VEC, FLAGS.
+ * Loop trips per invocation: ceil(K / (TILE_K / VEC)) + 1, K in texels (the blocks; every other loop
+ * has a constant count and is unrolled).
+ */
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#ifdef OUT_F16
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+#extension GL_GOOGLE_include_directive : require
+#include "prelude.glsl"
+
+layout(binding = VKA_MATMUL_A) uniform samplerBuffer A;
+layout(binding = VKA_MATMUL_B) uniform samplerBuffer B;
+layout(binding = VKA_MATMUL_BIAS) uniform samplerBuffer Bias;
+#include "attention_common.glsl"
+layout(std430, binding = VKA_MATMUL_C) buffer C_ { VKA_OUT_TYPE c[]; };
+layout(push_constant) uniform Push { vka_matmul_push pc; };
+
+const uint WG = gl_WorkGroupSize.x;
+const uint SG = WG / 4;                    /* invocations per subgroup */
+const uint FM = TILE_A / (2 * MAT_M);      /* accumulators per subgroup, down */
+const uint FN = TILE_B / (2 * MAT_N);      /* and across */
+const uint TK = TILE_K / VEC;              /* texels of a row per block */
+const uint STRIDE = TILE_K + 8;            /* fp16 per staged row: 16 bytes of padding against bank conflicts */
+const uint FRAG = MAT_M * MAT_N;
+
+shared float16_t a_s[TILE_A * STRIDE];
+shared float16_t b_s[TILE_B * STRIDE];
+shared float c_s[4 * FRAG];                /* one accumulator per subgroup, on its way out */
+
+/* Rows [row0, row0 + rows) of a texel view, texels [k0, k0 + TK) of each, into `tile` as fp16;
+ * zeros past `limit` rows or K texels. (A macro: shared arrays are not parameters.) */
+#define STAGE(tile, view, offset, ld, row0, rows, limit, k0)                                        \
+    [[unroll]] for (uint i_ = 0; i_ < (rows * TK + WG - 1) / WG; i_++) {                            \
+        uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
+        if ((rows * TK) % WG == 0 || t_ < rows * TK) {                                              \
+            uint r_ = t_ / TK, kt_ = t_ % TK;                                                       \
+            vec4 v_ = vec4(0.0);                                                                    \
+            if ((row0) + r_ < (limit) && (k0) + kt_ < pc.K)                                         \
+                v_ = vka_fetch(view, (offset) + ((row0) + r_) * (ld) + (k0) + kt_);                 \
+            [[unroll]] for (uint e_ = 0; e_ < VEC; e_++) tile[r_ * STRIDE + kt_ * VEC + e_] = float16_t(v_[e_]); \
+        }                                                                                           \
+    }
+
+void main()
+{
+    /* One workgroup per tile: padding workgroups of a folded grid leave whole, before any barrier. */
+    uint tile = vka_group_index();
+    if (tile >= (pc.M + TILE_A - 1) / TILE_A * pc.tiles_n) return;
+    uint row0 = tile / pc.tiles_n * TILE_A, col0 = tile % pc.tiles_n * TILE_B;
+    uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+    uint sg_row = (sg / 2) * FM * MAT_M, sg_col = (sg % 2) * FN * MAT_N;
+
+    coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc[FM * FN];
+    [[unroll]] for (uint f = 0; f < FM * FN; f++)
+        acc[f] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+
+    for (uint k0 = 0; k0 < pc.K; k0 += TK) {
+        STAGE(a_s, A, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0)
+        STAGE(b_s, B, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0)
+        barrier(); /* the tiles are whole before any subgroup reads them */
+        [[unroll]] for (uint ks = 0; ks < TILE_K / MAT_K; ks++) {
+            coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> fa[FM];
+            coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> fb[FN];
+            [[unroll]] for (uint i = 0; i < FM; i++)
+                coopMatLoad(fa[i], a_s, (sg_row + i * MAT_M) * STRIDE + ks * MAT_K, STRIDE,
+                            gl_CooperativeMatrixLayoutRowMajor);
+            [[unroll]] for (uint j = 0; j < FN; j++)
+                coopMatLoad(fb[j], b_s, (sg_col + j * MAT_N) * STRIDE + ks * MAT_K, STRIDE,
+                            gl_CooperativeMatrixLayoutColumnMajor);
+            [[unroll]] for (uint i = 0; i < FM; i++)
+                [[unroll]] for (uint j = 0; j < FN; j++) acc[i * FN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * FN + j]);
+        }
+        barrier(); /* every subgroup is done with the tiles before the next block overwrites them */
+    }
+
+    [[unroll]] for (uint i = 0; i < FM; i++) {
+        [[unroll]] for (uint j = 0; j < FN; j++) {
+            coopMatStore(acc[i * FN + j], c_s, sg * FRAG, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
+            subgroupBarrier(); /* the stored accumulator is visible to the subgroup's invocations */
+            [[unroll]] for (uint e = 0; e < (FRAG + SG - 1) / SG; e++) {
+                uint at = e * SG + lane;
+                uint m = row0 + sg_row + i * MAT_M + at / MAT_N, n = col0 + sg_col + j * MAT_N + at % MAT_N;
+                if ((FRAG % SG == 0 || at < FRAG) && m < pc.M && n < pc.N) {
+                    float value = c_s[sg * FRAG + at];
+                    if (pc.has_bias != 0) value += texelFetch(Bias, int(pc.bias_offset + n)).x;
+                    uint out_at = pc.c_offset + (m / pc.rows_per_batch) * pc.batch_stride +
+                                  (m % pc.rows_per_batch) * pc.c_row + (n / pc.c_col_block) * pc.c_block +
+                                  n % pc.c_col_block;
+                    if ((FLAGS & VKA_MATMUL_ACCUMULATE) != 0) value += float(c[out_at]);
+                    c[out_at] = VKA_TO_OUT(value);
+                }
+            }
+            subgroupBarrier(); /* read before the next accumulator overwrites the scratch */
+        }
+    }
+}

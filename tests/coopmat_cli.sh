@@ -1,0 +1,40 @@
+#!/bin/sh
+# The CLI's side of the cooperative-matrix path: `vkattn info` prints a `cooperative matrix:` line;
+# under VKATTN_TUNING=coopmat, `vkattn run --trace` shows a kernel whose name has _cm where the
+# device has cooperative matrices, and none with VKATTN_COOPMAT=0 as well; where it has none, the
+# tuning is refused with a clear message and the test reports itself skipped (77).
+#   usage: coopmat_cli.sh LAUNCHER VKATTN FIXTURES   (LAUNCHER: "" or build/mesa26/run)
+set -u
+launcher=$1 vkattn=$2 fixtures=$3
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "coopmat_cli: FAILED: $*"; exit 1; }
+# shellcheck disable=SC2086  # an empty launcher is no word
+run() { $launcher "$vkattn" "$@"; }
+forward() {
+  run run --weights "$fixtures/causal.safetensors" --heads 4 --query "$fixtures/causal.query.npy" \
+      --out "$out/out.npy" --causal --trace
+}
+
+run info >"$out/info" 2>&1 || fail "vkattn info: $(cat "$out/info")"
+line=$(grep -E '^ +cooperative matrix: ' "$out/info" | head -n1)
+[ -n "$line" ] || fail "vkattn info has no 'cooperative matrix:' line: $(cat "$out/info")"
+echo "info:$line"
+if echo "$line" | grep -qE 'cooperative matrix: +[0-9]+x[0-9]+x[0-9]+' && ! echo "$line" | grep -q 'not used'; then
+  VKATTN_TUNING=coopmat forward >"$out/cm" 2>&1 || fail "coopmat forward: $(cat "$out/cm")"
+  grep -E '^ +[0-9]+ [a-z_]+ +[a-z_]*_cm ' "$out/cm" || fail "no _cm kernel in the coopmat plan: $(cat "$out/cm")"
+  VKATTN_TUNING=coopmat VKATTN_COOPMAT=0 forward >"$out/off" 2>&1 || fail "forward with VKATTN_COOPMAT=0: $(cat "$out/off")"
+  ! grep -E '_cm ' "$out/off" || fail "a _cm kernel with VKATTN_COOPMAT=0"
+  grep -qE 'out_projection +matmul ' "$out/off" || fail "no plain matmul with VKATTN_COOPMAT=0: $(cat "$out/off")"
+  echo "ok: the coopmat tuning runs _cm kernels; with VKATTN_COOPMAT=0 it runs none"
+  exit 0
+fi
+if VKATTN_TUNING=coopmat forward >"$out/refused" 2>&1; then
+  # a device with cooperative matrices that vkattn does not use (a build without the kernels refuses)
+  ! grep -E '_cm ' "$out/refused" || fail "a _cm kernel where info says they are not used"
+else
+  grep -q 'needs cooperative matrices' "$out/refused" || fail "unclear refusal: $(cat "$out/refused")"
+  echo "refused: $(grep 'needs cooperative' "$out/refused")"
+fi
+echo "skipped: no cooperative matrices for vkattn here ($line)"
+exit 77

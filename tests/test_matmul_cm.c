@@ -1,0 +1,293 @@
+/* matmul_cm.comp, the cooperative-matrix GEMM, dispatched on its own against a float64 reference:
+ * C = A·W^T + bias at odd shapes (edge tiles in M, N and K, one-element matrices), at projection
+ * shapes, fp16 and fp32 operands and output, the output scatter of a head-major C, a reduction in
+ * two parts (the second with ACCUMULATE, as the plan splits K under a loop budget), and a long
+ * reduction that would show a loop the driver cuts short. Then the plan's side: a forward under the
+ * coopmat tuning picks matmul_cm, at a lowered loop budget in reduction parts, and agrees with the
+ * CPU path; with VKATTN_COOPMAT=0 it picks no _cm kernel.
+ *
+ * The operands are fp16 values (so the kernel's rounding to fp16 changes nothing) in [-1, 1]: every
+ * product is exact in fp32 and only the fp32 sums round, so the error is about 1e-7 relative per
+ * sum, and max-abs <= 2e-6 max(1, max|ref|) is asked (fp16 output: 1e-3). On a device without
+ * cooperative matrices (Mesa 22 lavapipe) the test checks that the coopmat tuning is refused with a
+ * clear message, then reports itself skipped (exit 77) with the reason.
+ *
+ * Mesa 26 lavapipe runs these matrices at a few GFLOP/s on the CPU: the figure printed at the end is
+ * an oracle's speed, never a benchmark. */
+#include <time.h>
+
+#include "api/context.h"
+#include "format/half.h"
+#include "gpu_test.h"
+#include "pipeline/dispatch.h"
+
+#define SKIP 77
+
+typedef struct mm_case {
+    const char *name;
+    uint32_t M, N, K;
+    int vec4;          /* RGBA views (K a multiple of 4), else R views */
+    int f16_in, f16_out;
+    int head_major;    /* C as (batches, heads, rows, D = 8) with rows_per_batch = M / 2 */
+    int parts;         /* 1, or 2: the reduction split, the second part accumulating */
+    int no_bias;
+} mm_case;
+
+static const mm_case cases[] = {
+    {"1x1x1", 1, 1, 1},
+    {"7x13x5", 7, 13, 5},
+    {"33x65x17", 33, 65, 17},
+    {"9x40x3_no_bias", 9, 40, 3, .no_bias = 1},
+    {"64x96x128", 64, 96, 128, 1},
+    {"100x48x256_head_major", 100, 48, 256, 1, .head_major = 1},
+    {"128x384x128_qkv", 128, 384, 128, 1},
+    {"128x128x128_f16", 128, 128, 128, 1, 1, 1},
+    {"37x29x41_f16_in", 37, 29, 41, 0, 1, 0},
+    {"50x70x96_f16_out", 50, 70, 96, 1, 0, 1},
+    {"17x40x68_split", 17, 40, 68, 1, .parts = 2},
+    {"31x33x45_split_f16", 31, 33, 45, 0, 1, 1, .parts = 2},
+    /* 1250 blocks of 16: a loop the driver's coopmat code hid would run past lavapipe's 65535 */
+    {"32x32x20000_long_k", 32, 32, 20000, 1},
+    {"rounding_probe", 1, 1, 1, .no_bias = 1},
+};
+
+/* 1x1x1 with A = 1 + 0.75 ulp of fp16 and W = 1: the staged A says how the driver converts fp32 to
+ * fp16 (KNOWN_ISSUES.md: Mesa 22 lavapipe rounds toward zero). Either way is allowed; it is
+ * printed, and the test's other cases use fp16 values, which convert exactly. */
+static const float k_rounding_probe = 1.0f + 0.75f / 1024.0f;
+
+typedef struct mm_buffers {
+    vka_buffer a, w, bias, c;
+} mm_buffers;
+
+static float half_round(float x) { return vka_f16_to_f32(vka_f32_to_f16(x)); }
+
+/* Where C element (m, n) lands (abi.h, vka_matmul_push). */
+static uint32_t c_at(const vka_matmul_push *p, uint32_t m, uint32_t n)
+{
+    return p->c_offset + m / p->rows_per_batch * p->batch_stride + m % p->rows_per_batch * p->c_row +
+           n / p->c_col_block * p->c_block + n % p->c_col_block;
+}
+
+static void put(vka_buffer *b, int f16, size_t i, float x)
+{
+    if (f16) ((uint16_t *)b->mapped)[i] = vka_f32_to_f16(x);
+    else ((float *)b->mapped)[i] = x;
+}
+
+static float get(const vka_buffer *b, int f16, size_t i)
+{
+    return f16 ? vka_f16_to_f32(((const uint16_t *)b->mapped)[i]) : ((const float *)b->mapped)[i];
+}
+
+/* Records and runs the case's dispatches (one, or two reduction parts); returns the seconds the
+ * submit took, or a negative number on failure. */
+static double run_dispatches(vkattn_context *ctx, const mm_case *c, const vka_pipeline *first,
+                             const vka_pipeline *rest, mm_buffers *bufs, const vka_matmul_push *push, uint32_t tile_k)
+{
+    vka_device *dev = &ctx->dev;
+    const uint32_t vec = c->vec4 ? 4 : 1, K = c->K / vec;
+    vka_view_format in = c->vec4 ? (c->f16_in ? VKA_VIEW_RGBA16F : VKA_VIEW_RGBA32F)
+                                 : (c->f16_in ? VKA_VIEW_R16F : VKA_VIEW_R32F);
+    vka_binding bindings[VKA_MATMUL_BINDINGS] = {
+        [VKA_MATMUL_A] = {&bufs->a, 0, 0, in}, [VKA_MATMUL_B] = {&bufs->w, 0, 0, in},
+        [VKA_MATMUL_BIAS] = {&bufs->bias, 0, 0, VKA_VIEW_R32F}, [VKA_MATMUL_C] = {&bufs->c, 0, 0, VKA_VIEW_R32F}};
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    VkCommandBuffer cmd;
+    uint32_t groups[3];
+    uint32_t tiles = (uint32_t)(vka_ceil_div(c->M, first->spec[VKA_SPEC_TILE_A]) * push->tiles_n);
+    if (!vka_fold_groups(tiles, ctx->dev.caps.props.limits.maxComputeWorkGroupCount, groups)) return -1;
+    if (vka_descriptor_pool_create(dev, 2, &pool) != VKATTN_OK || vka_transfer_begin(&ctx->transfer, &cmd) != VKATTN_OK)
+        return -1;
+    /* The second part starts at a whole block, as the plan's parts do. */
+    uint32_t split = c->parts == 2 ? (uint32_t)vka_ceil_div(K / 2, tile_k / vec) * (tile_k / vec) : K;
+    vka_matmul_push p = *push;
+    p.K = split;
+    vkattn_status status = vka_record_dispatch(dev, cmd, pool, first, bindings, &p, groups);
+    if (status == VKATTN_OK && c->parts == 2) {
+        vka_record_barrier(dev, cmd);
+        p.K = K - split, p.a_offset += split, p.b_offset += split, p.has_bias = 0;
+        status = vka_record_dispatch(dev, cmd, pool, rest, bindings, &p, groups);
+    }
+    double t0 = test_now_s();
+    if (status == VKATTN_OK) status = vka_transfer_submit_wait(&ctx->transfer, "matmul_cm");
+    double seconds = test_now_s() - t0;
+    dev->vk.vkDestroyDescriptorPool(dev->device, pool, NULL);
+    CHECK_MSG(status == VKATTN_OK, "%s: %s", c->name, vkattn_context_last_error(ctx));
+    return status == VKATTN_OK ? seconds : -1;
+}
+
+/* One case; adds its FLOPs and seconds (after a first run that compiles) to the totals. */
+static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long seed, double *flops, double *seconds)
+{
+    vka_device *dev = &ctx->dev;
+    const vkattn_matrix_shape ms = dev->info.cooperative_matrix_shapes[0];
+    const uint32_t vec = c->vec4 ? 4 : 1, M = c->M, N = c->N, K = c->K;
+    const size_t in_bytes = c->f16_in ? 2 : 4, out_bytes = c->f16_out ? 2 : 4;
+    /* The plan's shape for the coopmat tuning: 2 x 2 accumulators per subgroup, blocks of 2 steps. */
+    uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = 4 * dev->info.subgroup_size,
+                                   [VKA_SPEC_TILE_A] = 4 * ms.m, [VKA_SPEC_TILE_B] = 4 * ms.n,
+                                   [VKA_SPEC_VEC] = vec, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
+                                   [VKA_SPEC_MAT_K] = ms.k, [VKA_SPEC_TILE_K] = (2 * ms.k + 3) / 4 * 4};
+    const vka_pipeline *first = NULL, *rest = NULL;
+    CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, VKA_KERNEL_MATMUL_CM, c->f16_out, spec, &first), VKATTN_OK);
+    spec[VKA_SPEC_FLAGS] = VKA_MATMUL_ACCUMULATE;
+    if (c->parts == 2)
+        CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, VKA_KERNEL_MATMUL_CM, c->f16_out, spec, &rest), VKATTN_OK);
+    if (!first || (c->parts == 2 && !rest)) return;
+
+    /* C: row-major with a gap of 3 after each row, or head-major (2 batches of M/2 rows, heads of 8) */
+    vka_matmul_push push = {.M = M, .N = N, .K = K / vec, .lda = K / vec, .ldb = K / vec,
+                            .c_row = N + 3, .c_col_block = N, .c_block = 0, .rows_per_batch = M,
+                            .batch_stride = 0, .has_bias = !c->no_bias,
+                            .tiles_n = (uint32_t)vka_ceil_div(N, spec[VKA_SPEC_TILE_B])};
+    if (c->head_major)
+        push.c_row = 8, push.c_col_block = 8, push.c_block = M / 2 * 8, push.rows_per_batch = M / 2,
+        push.batch_stride = N * (M / 2);
+    size_t c_elems = c_at(&push, M - 1, N - 1) + 1;
+    mm_buffers b = {0};
+    vkattn_status status = vka_buffer_create(dev, (size_t)M * K * in_bytes, VKA_MEMORY_STAGING, "A", &b.a);
+    if (status == VKATTN_OK) status = vka_buffer_create(dev, (size_t)N * K * in_bytes, VKA_MEMORY_STAGING, "W", &b.w);
+    if (status == VKATTN_OK) status = vka_buffer_create(dev, (size_t)N * 4, VKA_MEMORY_STAGING, "bias", &b.bias);
+    if (status == VKATTN_OK) status = vka_buffer_create(dev, c_elems * out_bytes, VKA_MEMORY_STAGING, "C", &b.c);
+    CHECK_MSG(status == VKATTN_OK && b.c.mapped, "%s: buffers: %s", c->name, vkattn_context_last_error(ctx));
+    if (status != VKATTN_OK || !b.c.mapped) goto done;
+
+    test_rng rng = test_rng_make(seed);
+    float *a = malloc((size_t)M * K * sizeof *a), *w = malloc((size_t)N * K * sizeof *w), *bias = malloc(N * sizeof *bias);
+    for (size_t i = 0; i < (size_t)M * K; i++) put(&b.a, c->f16_in, i, a[i] = half_round(test_rng_float(&rng)));
+    int probe = strcmp(c->name, "rounding_probe") == 0;
+    if (probe) put(&b.a, 0, 0, k_rounding_probe), a[0] = k_rounding_probe;
+    for (size_t i = 0; i < (size_t)N * K; i++) put(&b.w, c->f16_in, i, w[i] = half_round(test_rng_float(&rng)));
+    for (uint32_t n = 0; n < N; n++) ((float *)b.bias.mapped)[n] = bias[n] = c->no_bias ? 0.0f : test_rng_float(&rng);
+    /* NaN everywhere else in C: the kernel must write every element it owns and nothing between */
+    for (size_t i = 0; i < c_elems; i++) put(&b.c, c->f16_out, i, NAN);
+
+    double s = run_dispatches(ctx, c, first, rest, &b, &push, spec[VKA_SPEC_TILE_K]);
+    if (s >= 0 && K >= 64) { /* the first run compiled; time a second one */
+        s = run_dispatches(ctx, c, first, rest, &b, &push, spec[VKA_SPEC_TILE_K]);
+        *flops += 2.0 * M * N * K, *seconds += s;
+    }
+    if (s >= 0 && probe) {
+        /* C = round16(A) * W exactly (11 by 11 bits), so C / W is the staged A */
+        float staged = get(&b.c, 0, 0) / get(&b.w, 0, 0), up = 1.0f + 1.0f / 1024.0f;
+        printf("  %-26s fp32 -> fp16 staging rounds %s (1 + 0.75 ulp became %.9g)\n", c->name,
+               staged == up ? "to nearest" : staged == 1.0f ? "toward zero" : "neither way", staged);
+        CHECK_MSG(staged == up || staged == 1.0f, "rounding probe: 1 + 0.75 ulp staged as %.9g", staged);
+    } else if (s >= 0) {
+        double max_err = 0, ref_max = 0;
+        size_t bad = 0;
+        for (uint32_t m = 0; m < M; m++)
+            for (uint32_t n = 0; n < N; n++) {
+                double ref = bias[n];
+                for (uint32_t k = 0; k < K; k++) ref += (double)a[(size_t)m * K + k] * w[(size_t)n * K + k];
+                double got = get(&b.c, c->f16_out, c_at(&push, m, n));
+                bad += !isfinite(got);
+                if (fabs(got - ref) > max_err) max_err = fabs(got - ref);
+                if (fabs(ref) > ref_max) ref_max = fabs(ref);
+            }
+        size_t untouched = 0, written = 0;
+        for (size_t i = 0; i < c_elems; i++) untouched += isnan(get(&b.c, c->f16_out, i));
+        written = c_elems - untouched;
+        double tol = (c->f16_out ? 1e-3 : 2e-6) * (ref_max > 1 ? ref_max : 1);
+        printf("  %-26s max-abs %.2e (max|ref| %.3g, %.2e relative)  %s\n", c->name, max_err, ref_max,
+               max_err / (ref_max > 1 ? ref_max : 1), bad == 0 && max_err <= tol && written == (size_t)M * N ? "ok" : "FAILED");
+        CHECK_MSG(bad == 0, "%s: %zu outputs not finite (never written?)", c->name, bad);
+        CHECK_MSG(max_err <= tol, "%s: max-abs %.3g > %.3g", c->name, max_err, tol);
+        CHECK_MSG(written == (size_t)M * N, "%s: %zu elements of C written, %u expected", c->name, written, M * N);
+    }
+    free(a), free(w), free(bias);
+done:
+    vka_buffer_destroy(dev, &b.a), vka_buffer_destroy(dev, &b.w), vka_buffer_destroy(dev, &b.bias);
+    vka_buffer_destroy(dev, &b.c);
+}
+
+/* The plan's side, through the public API: a layer under the coopmat tuning at a loop budget of
+ * `budget` (0 = the device's) against the CPU path; its plan names matmul_cm (in reduction parts
+ * added to C at a lowered budget). With `off`, the context has no_cooperative_matrix: no _cm kernel. */
+static void run_forward(uint32_t budget, int off)
+{
+    enum { E = 512 };
+    vkattn_context *ctx = NULL;
+    vkattn_error error = {0};
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = "coopmat", .loop_budget = budget,
+                                .no_cooperative_matrix = off};
+    CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
+    if (!ctx) {
+        fprintf(stderr, "%s\n", error.message);
+        return;
+    }
+    /* head dim 4 keeps the attention kernels' loops short, so a budget that cuts E = 512 (32 blocks)
+     * into parts still fits them */
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = 128, .kdim = 40, .vdim = 56};
+    test_weights tw;
+    test_weights_make(&tw, &ld, 7 + budget);
+    const uint32_t B = 2, L = 19, S = 23;
+    test_rng rng = test_rng_make(11);
+    float *q = malloc(B * L * E * sizeof(float)), *k = malloc(B * S * 40 * sizeof(float));
+    float *v = malloc(B * S * 56 * sizeof(float)), *gpu = malloc(B * L * E * sizeof(float));
+    float *cpu = malloc(B * L * E * sizeof(float));
+    test_fill(&rng, q, B * L * E, 1), test_fill(&rng, k, B * S * 40, 1), test_fill(&rng, v, B * S * 56, 1);
+    vkattn_host_forward_desc f = {.batch = B, .query_len = L, .key_len = S, .query = q, .key = k, .value = v,
+                                  .causal = 1, .output = gpu};
+    vkattn_layer *layer = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+    static char plan[1 << 18];
+    plan[0] = '\0';
+    vkattn_status status = vkattn_forward_explain(layer, &f, plan, sizeof plan, NULL);
+    CHECK_MSG(status == VKATTN_OK, "explain: %s", vkattn_context_last_error(ctx));
+    if (status == VKATTN_OK) status = vkattn_forward_host(layer, &f);
+    CHECK_MSG(status == VKATTN_OK, "forward: %s", vkattn_context_last_error(ctx));
+    if (status != VKATTN_OK) memset(gpu, 0, B * L * E * sizeof(float));
+    f.output = cpu;
+    CHECK_STATUS(vkattn_reference_forward(&ld, &tw.w, &f, &error), VKATTN_OK);
+    test_error e = test_compare(gpu, cpu, B * L * E);
+    const compare_tolerance *tol = compare_tolerance_of(COMPARE_F16);
+    int cm = strstr(plan, "matmul_cm") != NULL, parts = strstr(plan, "added to C") != NULL;
+    printf("  forward, coopmat tuning%s, loop budget %u: max-abs %.2e NMSE %.2e; plan %s matmul_cm%s  %s\n",
+           off ? " turned off" : "", budget, e.max_abs, e.nmse, cm ? "uses" : "has no", parts ? " in parts" : "",
+           compare_within(&e, tol) ? "ok" : "FAILED");
+    CHECK_MSG(compare_within(&e, tol), "forward against the CPU path: max-abs %.3g, NMSE %.3g", e.max_abs, e.nmse);
+    CHECK_MSG(off ? !strstr(plan, "_cm") : cm, "the plan %s a _cm kernel:\n%s", off ? "has" : "lacks", plan);
+    if (budget && !off) CHECK_MSG(parts, "a loop budget of %u left the reductions whole:\n%s", budget, plan);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+    free(q), free(k), free(v), free(gpu), free(cpu);
+    gpu_test_finish_context(ctx);
+}
+
+int main(void)
+{
+    vkattn_context *ctx = gpu_test_context();
+    vkattn_device_info info;
+    vkattn_context_device(ctx, &info);
+    if (!info.cooperative_matrix_usable) {
+        /* The coopmat tuning must be refused where the device (or build) cannot run it, saying so. */
+        vkattn_context *forced = NULL;
+        vkattn_error error = {0};
+        vkattn_context_desc desc = {.tuning = "coopmat"};
+        vkattn_status status = vkattn_context_create(&desc, &forced, &error);
+        if (info.cooperative_matrix_shape_count == 0 || strstr(info.cooperative_matrix_note, "build")) {
+            CHECK_STATUS(status, VKATTN_ERROR_UNSUPPORTED);
+            CHECK_MSG(strstr(error.message, "cooperative matri") != NULL, "unclear refusal: %s", error.message);
+            printf("tuning coopmat refused: %s\n", error.message);
+        }
+        vkattn_context_destroy(forced);
+        gpu_test_finish_context(ctx);
+        printf("skipped: no cooperative matrices for vkattn on this device (%s)\n",
+               info.cooperative_matrix_note[0] ? info.cooperative_matrix_note : "none");
+        return test_g.failures ? test_finish() : SKIP;
+    }
+    const vkattn_matrix_shape ms = info.cooperative_matrix_shapes[0];
+    printf("matrices %ux%ux%u, subgroup size %u\n", ms.m, ms.n, ms.k, info.subgroup_size);
+    double flops = 0, seconds = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(ctx, &cases[i], 100 + i, &flops, &seconds);
+    if (seconds > 0)
+        printf("%.2f GFLOP/s over the cases with K >= 64 (%s: a correctness oracle, not a benchmark)\n",
+               flops / seconds * 1e-9, info.name);
+    gpu_test_finish_context(ctx);
+    run_forward(0, 0);
+    run_forward(24, 0);
+    run_forward(0, 1);
+    return test_finish();
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The GPU day (docs/PERFORMANCE.md, "On a GPU"): on a machine with a GPU, builds vkattn, runs the GPU
+# tests on that GPU first (a wrong kernel is not worth timing), then the prefill and decode sweeps,
+# then torch's scaled_dot_product_attention and matmul at the same shapes where torch with CUDA is
+# installed; every figure as JSON in OUT_DIR (default gpu-bench/), with the device's info.
+#   tools/gpu-bench.sh [OUT_DIR]
+# Environment: VKATTN_DEVICE picks the device (default: vkattn's own choice, a discrete GPU first);
+# VKATTN_GLSLANG_COOPMAT / VKATTN_SPIRV_VAL name a cooperative-matrix capable glslang and spirv-val
+# (tools/fetch-mesa26.sh unpacks trixie's) so the coopmat kernels are built; GPU_BENCH_SKIP_TESTS=1
+# skips the tests. Exits non-zero when a step fails, after writing what it has.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-gpu-bench}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+build=build-gpu
+step() { printf '\n== %s\n' "$*"; }
+
+step "build ($build/)"
+coopmat=()
+[ -n "${VKATTN_GLSLANG_COOPMAT:-}" ] && coopmat+=(-DVKATTN_GLSLANG_COOPMAT="$VKATTN_GLSLANG_COOPMAT")
+[ -n "${VKATTN_SPIRV_VAL:-}" ] && coopmat+=(-DVKATTN_SPIRV_VAL="$VKATTN_SPIRV_VAL")
+# VKATTN_TEST_DEVICE empty: the tests run on the device VKATTN_DEVICE names, or the default one
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DVKATTN_TEST_DEVICE="${VKATTN_DEVICE:-}" "${coopmat[@]}" >/dev/null
+cmake --build "$build" -j "$(nproc)" >/dev/null
+vk=$build/vkattn
+"$vk" info | tee "$out/info.txt"
+
+if [ "${GPU_BENCH_SKIP_TESTS:-0}" != 1 ]; then
+  step "GPU tests on this device (correctness first)"
+  # the fault walks and the CPU-only rows add nothing here; numerics rows are the accuracy grid
+  ctest --test-dir "$build" -L gpu -LE 'faults|bench' -j 4 --output-on-failure 2>&1 | tee "$out/tests.log"
+fi
+
+step "prefill: vkattn bench --preset gpu (fp32 and fp16 storage)"
+"$vk" bench --preset gpu --dtype f32,f16 --json "$out/prefill.json" | tee "$out/prefill.txt"
+step "projections: vkattn bench --preset projections"
+"$vk" bench --preset projections --dtype f32,f16 --json "$out/projections.json" | tee "$out/projections.txt"
+step "decode: vkattn bench --preset decode (E=4096 H=32 H_kv=8, to 32768 keys)"
+"$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 1024,4096,8192,32768 --dtype f16,q8_0 \
+  --json "$out/decode.json" | tee "$out/decode.txt"
+
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  step "torch: scaled_dot_product_attention and matmul at the same shapes"
+  python3 tools/gpu_bench_torch.py "$out/torch.json" | tee "$out/torch.txt"
+else
+  step "torch with CUDA is not installed: no torch figures"
+fi
+step "done: $out"
+ls -l "$out"
