@@ -102,6 +102,7 @@ typedef struct bench_options {
     uint32_t warmup, kv_heads, window;
     int no_cpu, no_peak, trace, no_mqa, no_window;
     int features; /* --features: decode steps with today's models' q/k norms and scaled RoPE against without */
+    uint32_t stack; /* --stack N: decode steps of an N-layer stack, one submission per token against blocking */
 } bench_options;
 
 /* In the functions of cmd_bench.c and bench_decode.c that keep `int rc`, `vkattn_context *ctx` and a

@@ -38,6 +38,7 @@ typedef struct decode_setup {
     uint32_t dtype_count;
     uint32_t E, H, H_kv, D, window, warmup;
     int features;
+    uint32_t stack; /* --stack: layers, 0 = not timed */
     double min_time_s;
 } decode_setup;
 
@@ -153,11 +154,13 @@ typedef struct decode_point {
     double reproject_ms;                /* the same token by one causal forward over ctx tokens; < 0: not measured */
 } decode_point;
 
-/* --features: one context's steps of the plain layer and of the one with today's additions. */
-typedef struct feature_point {
+/* Two ways of one decode step at one context, their steps alternating: --features (a: the plain
+ * layer, b: with today's additions) and --stack (a: one submission per token, b: one blocking
+ * cached forward per layer). The ratio is b's fastest step over a's. */
+typedef struct pair_point {
     uint32_t ctx, steps;
-    bench_time plain, featured; /* ms/token */
-} feature_point;
+    bench_time a, b; /* ms/token */
+} pair_point;
 
 /* Samples of a point: host, GPU, then each stage; MAX_STEPS each. */
 typedef double sample_row[MAX_STEPS];
@@ -289,7 +292,8 @@ typedef struct decode_report {
     bench_run_info info;
     decode_setup o;
     decode_point *points;            /* [dtype][ctx][split]: (d * len_count + c) * 2 + s */
-    feature_point *features;         /* --features: one per context, else NULL */
+    pair_point *features;         /* --features: one per context, else NULL */
+    pair_point *stack;            /* --stack: one per context, else NULL */
     double load[2];                  /* 1-minute load average at the start and the end; < 0 unknown */
     double peak_bandwidth[2];        /* copy bandwidth measured at the start and the end; 0 not measured */
 } decode_report;
@@ -386,6 +390,29 @@ static cJSON *json_point(const decode_point *p)
     return NULL;
 }
 
+/* --features or --stack: an array `key` of one object per context, a's and b's times named by
+ * `names`; nonzero on failure. */
+static int json_pairs(cJSON *root, const char *key, const char *const names[2], const pair_point *points,
+                      const decode_setup *o)
+{
+    cJSON *list = cJSON_AddArrayToObject(root, key);
+    int bad = !list;
+    for (uint32_t c = 0; !bad && c < o->len_count; c++) {
+        const pair_point *p = &points[c];
+        char field[4][48];
+        for (int k = 0; k < 2; k++) {
+            snprintf(field[2 * k], sizeof field[0], "%s_ms_median", names[k]);
+            snprintf(field[2 * k + 1], sizeof field[0], "%s_ms_min", names[k]);
+        }
+        const cli_json_num fields[] = {{"ctx", p->ctx}, {"steps", p->steps}, {field[0], p->a.median_ms},
+                                       {field[1], p->a.min_ms}, {field[2], p->b.median_ms}, {field[3], p->b.min_ms},
+                                       {"ratio", p->b.min_ms / p->a.min_ms}};
+        cJSON *item = cJSON_CreateObject();
+        bad = !item || cli_json_add_numbers(item, fields, CLI_COUNT(fields)) || cli_json_append(list, item);
+    }
+    return bad;
+}
+
 static int write_json(const char *path, const decode_report *r)
 {
     const decode_setup *o = &r->o;
@@ -397,17 +424,8 @@ static int write_json(const char *path, const decode_report *r)
               cli_json_add_numbers(layer, layer_fields, CLI_COUNT(layer_fields)) ||
               !(list = cJSON_AddArrayToObject(root, "points"));
     for (size_t i = 0; !bad && i < point_count(r); i++) bad = cli_json_append(list, json_point(&r->points[i]));
-    cJSON *features = NULL;
-    if (!bad && r->features) bad = !(features = cJSON_AddArrayToObject(root, "features"));
-    for (uint32_t c = 0; !bad && features && c < o->len_count; c++) {
-        const feature_point *f = &r->features[c];
-        const cli_json_num fields[] = {{"ctx", f->ctx}, {"steps", f->steps}, {"plain_ms_median", f->plain.median_ms},
-                                       {"plain_ms_min", f->plain.min_ms}, {"featured_ms_median", f->featured.median_ms},
-                                       {"featured_ms_min", f->featured.min_ms},
-                                       {"ratio", f->featured.min_ms / f->plain.min_ms}};
-        cJSON *item = cJSON_CreateObject();
-        bad = !item || cli_json_add_numbers(item, fields, CLI_COUNT(fields)) || cli_json_append(features, item);
-    }
+    if (!bad && r->features) bad = json_pairs(root, "features", (const char *[]){"plain", "featured"}, r->features, o);
+    if (!bad && r->stack) bad = json_pairs(root, "stack", (const char *[]){"submitted", "blocking"}, r->stack, o);
     char err[512] = "out of memory";
     if (!bad) bad = cli_json_write_file(root, path, err, sizeof err);
     cJSON_Delete(root);
@@ -431,7 +449,7 @@ static int resolve(const bench_options *in, decode_setup *o)
     const vkattn_dtype all[MAX_DTYPES] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
     *o = (decode_setup){.len_count = in->len.n, .E = in->embed.n ? in->embed.v[0] : 512,
                         .H = in->heads.n ? in->heads.v[0] : 8, .H_kv = in->kv_heads ? in->kv_heads : 2,
-                        .window = in->window, .warmup = in->warmup, .features = in->features,
+                        .window = in->window, .warmup = in->warmup, .features = in->features, .stack = in->stack,
                         .min_time_s = in->min_time_s};
     o->D = o->E / o->H;
     memcpy(o->lens, in->len.v, sizeof o->lens);
@@ -481,7 +499,7 @@ fail:
 /* --features: at each context, decode steps of the layer with q/k norms and scaled RoPE and of the
  * same layer without, alternating (each with its own cache of the first format), so the ratio of
  * their fastest steps holds on a shared machine. */
-static int measure_features(vkattn_context *ctx, const decode_setup *o, sample_row *rows, feature_point *points)
+static int measure_features(vkattn_context *ctx, const decode_setup *o, sample_row *rows, pair_point *points)
 {
     decode_layer l[2];
     memset(l, 0, sizeof l);
@@ -509,8 +527,8 @@ static int measure_features(vkattn_context *ctx, const decode_setup *o, sample_r
             }
             n++;
         }
-        points[c] = (feature_point){.ctx = o->lens[c], .steps = n, .plain = bench_stats(rows[0], n),
-                                    .featured = bench_stats(rows[1], n)};
+        points[c] = (pair_point){.ctx = o->lens[c], .steps = n, .a = bench_stats(rows[0], n),
+                                    .b = bench_stats(rows[1], n)};
     }
 fail:
     for (int k = 0; k < 2; k++) vkattn_kv_cache_destroy(cache[k]), layer_free(&l[k]);
@@ -519,17 +537,124 @@ fail:
     return rc;
 }
 
-static void print_features(FILE *out, const decode_setup *o, const feature_point *points)
+/* --stack: N layers, a cache each, every sequence 0 filled to the context; tensors h[i] (1, 1, E),
+ * layer i reading h[i] and writing h[i + 1], the last one h[0]. */
+typedef struct stack_setup {
+    uint32_t n;
+    decode_layer *layers;
+    vkattn_kv_cache **caches;
+    vkattn_tensor **h;
+    vkattn_submission *sub;
+    float *x, *y;
+} stack_setup;
+
+static void stack_free(stack_setup *st)
 {
-    fprintf(out, "\nfeatures: the same layer with per-head q/k RMS norms and llama3 RoPE scaling (factor 8) against\n"
-                 "          without, %s cache, steps alternating; ratio: fastest featured step / fastest plain one\n",
-            vkattn_dtype_name(o->dtypes[0]));
-    fprintf(out, "%6s %5s %12s %12s %14s %14s %7s\n", "ctx", "steps", "plain ms", "plain min", "featured ms",
-            "featured min", "ratio");
+    vkattn_submission_destroy(st->sub);
+    for (uint32_t i = 0; i < st->n; i++) {
+        if (st->h) vkattn_tensor_destroy(st->h[i]);
+        if (st->caches) vkattn_kv_cache_destroy(st->caches[i]);
+        if (st->layers) layer_free(&st->layers[i]);
+    }
+    free(st->layers), free(st->caches), free(st->h), free(st->x), free(st->y);
+    *st = (stack_setup){0};
+}
+
+static int stack_make(vkattn_context *ctx, const decode_setup *o, stack_setup *st)
+{
+    const uint32_t dims[3] = {1, 1, o->E};
+    int rc = 0;
+    *st = (stack_setup){.n = o->stack, .layers = calloc(o->stack, sizeof *st->layers),
+                        .caches = calloc(o->stack, sizeof *st->caches), .h = calloc(o->stack, sizeof *st->h),
+                        .x = malloc(o->E * sizeof(float)), .y = malloc(o->E * sizeof(float))};
+    BENCH_NEED(st->layers && st->caches && st->h && st->x && st->y);
+    cli_fill_random(st->x, o->E, 3, 1.0f);
+    for (uint32_t i = 0; i < st->n; i++) {
+        if ((rc = layer_make(ctx, o, 0, &st->layers[i])) || (rc = cache_make(ctx, o, o->dtypes[0], &st->caches[i])))
+            goto fail;
+        /* no timestamps: both ways would pay for them, the blocking one per layer */
+        BENCH_TRY(vkattn_layer_set_timing(st->layers[i].layer, 0), "turning stage timing off");
+        BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, dims, &st->h[i]), "creating a tensor");
+    }
+    BENCH_TRY(vkattn_tensor_write(st->h[0], st->x, o->E * sizeof(float)), "writing a tensor");
+    BENCH_TRY(vkattn_submission_create(ctx, &st->sub), "creating a submission");
+    return 0;
+fail:
+    stack_free(st);
+    return rc;
+}
+
+/* One token through the stack (submitted: one submission; else a blocking cached forward per
+ * layer, host arrays), its wall time in *ms; then every sequence 0 rolled back to `len` (host
+ * bookkeeping only: the token's block is not shared), so each step sees the same context. */
+static int stack_step(vkattn_context *ctx, stack_setup *st, int submitted, uint32_t len, double *ms)
+{
+    const uint32_t seq = 0, one = 1;
+    int rc = 0;
+    double t0 = cli_now();
+    for (uint32_t i = 0; i < st->n; i++) {
+        vkattn_layer *layer = st->layers[i].layer;
+        vkattn_cached_forward_desc d = {.batch = 1, .seq_ids = &seq, .new_tokens = &one};
+        if (submitted) {
+            d.query_tensor = st->h[i], d.output_tensor = st->h[(i + 1) % st->n];
+            BENCH_TRY(vkattn_submission_add_cached(st->sub, layer, st->caches[i], &d), "adding a cached forward");
+        } else {
+            d.query = i % 2 ? st->y : st->x, d.output = i % 2 ? st->x : st->y;
+            BENCH_TRY(vkattn_forward_cached(layer, st->caches[i], &d), "a blocking decode step");
+        }
+    }
+    if (submitted) {
+        BENCH_TRY(vkattn_submission_submit(st->sub), "submitting a token");
+        BENCH_TRY(vkattn_submission_wait(st->sub), "waiting for a token");
+    }
+    *ms = (cli_now() - t0) * 1e3;
+    for (uint32_t i = 0; i < st->n; i++) BENCH_TRY(vkattn_kv_cache_truncate(st->caches[i], 0, len), "rolling back");
+fail:
+    return rc;
+}
+
+/* --stack: at each context, decode steps of the stack both ways, alternating (rows[0]: submitted,
+ * rows[1]: blocking). */
+static int measure_stack(vkattn_context *ctx, const decode_setup *o, sample_row *rows, pair_point *points)
+{
+    stack_setup st;
+    int rc = stack_make(ctx, o, &st);
+    if (rc) return rc;
+    for (uint32_t c = 0; !rc && c < o->len_count; c++) {
+        const uint32_t len = o->lens[c] - 1;
+        for (uint32_t i = 0; !rc && i < st.n; i++) rc = fill_to(ctx, &st.layers[i], st.caches[i], len);
+        double ms;
+        for (uint32_t w = 0; !rc && w < (o->warmup ? o->warmup : 1); w++)
+            for (int k = 0; k < 2 && !rc; k++) rc = stack_step(ctx, &st, k == 0, len, &ms);
+        uint32_t n = 0;
+        double start = cli_now();
+        while (!rc && n < MAX_STEPS && (n < 3 || cli_now() - start < 2 * o->min_time_s)) {
+            for (int k = 0; k < 2 && !rc; k++) rc = stack_step(ctx, &st, k == 0, len, &rows[k][n]);
+            n++;
+        }
+        if (!rc)
+            points[c] = (pair_point){.ctx = o->lens[c], .steps = n, .a = bench_stats(rows[0], n),
+                                     .b = bench_stats(rows[1], n)};
+    }
+    stack_free(&st);
+    return rc;
+}
+
+/* --features or --stack: what was compared (`title`, two lines), then a line per context. */
+static void print_pairs(FILE *out, const char *title, const char *const names[2], const decode_setup *o,
+                        const pair_point *points)
+{
+    fprintf(out, "\n%s\n", title);
+    char head[4][32];
+    for (int k = 0; k < 2; k++) {
+        snprintf(head[2 * k], sizeof head[0], "%s ms", names[k]);
+        snprintf(head[2 * k + 1], sizeof head[0], "%s min", names[k]);
+    }
+    fprintf(out, "%6s %5s %14s %14s %14s %14s %7s\n", "ctx", "steps", head[0], head[1], head[2], head[3], "ratio");
     for (uint32_t c = 0; c < o->len_count; c++) {
-        const feature_point *p = &points[c];
-        fprintf(out, "%6u %5u %12.3f %12.3f %14.3f %14.3f %7.3f\n", p->ctx, p->steps, p->plain.median_ms,
-                p->plain.min_ms, p->featured.median_ms, p->featured.min_ms, p->featured.min_ms / p->plain.min_ms);
+        const pair_point *p = &points[c];
+        fprintf(out, "%6u %5u %14.3f %14.3f %14.3f %14.3f %7.3f\n", p->ctx, p->steps, p->a.median_ms, p->a.min_ms,
+                p->b.median_ms, p->b.min_ms, p->b.min_ms / p->a.min_ms);
     }
 }
 
@@ -591,15 +716,34 @@ int bench_decode(FILE *out, const bench_options *o)
         goto fail;
     }
     if (r.features && (rc = measure_features(ctx, &r.o, rows, r.features))) goto fail;
+    if (r.o.stack && !(r.stack = calloc(r.o.len_count, sizeof *r.stack))) {
+        rc = cli_fail("bench", "allocating", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
+        goto fail;
+    }
+    if (r.stack && (rc = measure_stack(ctx, &r.o, rows, r.stack))) goto fail;
     if (r.info.peak.bandwidth_gbs > 0) peak_again(ctx, o, &r);
     for (size_t i = 0; i < point_count(&r); i++)
         if (r.info.peak.bandwidth_gbs > 0) r.points[i].peak_pct = 100.0 * r.points[i].cache_gbs / r.info.peak.bandwidth_gbs;
     r.load[1] = load_average();
     print_table(out, &r);
-    if (r.features) print_features(out, &r.o, r.features);
+    if (r.features) {
+        char title[256];
+        snprintf(title, sizeof title, "features: the same layer with per-head q/k RMS norms and llama3 RoPE scaling "
+                 "(factor 8) against\n          without, %s cache, steps alternating; ratio: fastest featured step / "
+                 "fastest plain one", vkattn_dtype_name(r.o.dtypes[0]));
+        print_pairs(out, title, (const char *[]){"plain", "featured"}, &r.o, r.features);
+    }
+    if (r.stack) {
+        char title[256];
+        snprintf(title, sizeof title, "stack: a decode step of %u layers (a %s cache each): one submission per token on "
+                 "device tensors\n       against one blocking cached forward per layer on host arrays, steps "
+                 "alternating; ratio: blocking / submitted", r.o.stack, vkattn_dtype_name(r.o.dtypes[0]));
+        print_pairs(out, title, (const char *[]){"submitted", "blocking"}, &r.o, r.stack);
+    }
     if (o->json && write_json(o->json, &r)) rc = 1;
 fail:
     free(r.features);
+    free(r.stack);
     free(rows);
     free(r.points);
     vkattn_context_destroy(ctx);

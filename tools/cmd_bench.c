@@ -84,6 +84,9 @@ static const cli_option k_decode[] = {
     {"--features", NULL, "also time, at each context, the layer with per-head q/k RMS norms and llama3 RoPE scaling "
      "against the same layer without them (steps alternating, the first cache format), and print the ratio",
      CLI_FLAG, B(features)},
+    {"--stack", "N", "also time, at each context, a decode step of N layers (a cache each, the first format): one "
+     "submission per token on device tensors against one blocking cached forward per layer on host arrays, steps "
+     "alternating, and print the ratio", CLI_U32, B(stack), 1},
     {"--no-mqa", NULL, "no effect: what it skipped, the 32768-token MQA comparison, is a recipe in "
      "docs/PERFORMANCE.md", CLI_FLAG, B(no_mqa)},
     {"--no-window", NULL, "no effect: what it skipped, the 32768-token window comparison, is --window and a recipe "
