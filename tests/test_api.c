@@ -3,6 +3,8 @@
  * layer is reused across shapes. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 
+#include <malloc.h>
+
 #include "api/context.h" /* test_fp16_fallback hides the device's 16-bit storage */
 #include "api/layer.h"
 #include "gpu_test.h"
@@ -311,6 +313,54 @@ static void test_host_weights(void)
     bad.host_weights = (vkattn_host_weights)3;
     vkattn_layer *layer = NULL;
     CHECK_ERROR(vkattn_layer_create(ctx, &bad, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "host_weights 3");
+    test_weights_free(&tw);
+}
+
+/* The bytes malloc holds now (glibc's count, heap and mmap), or 0 without glibc. */
+static size_t live_heap_bytes(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+    struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+#else
+    return 0;
+#endif
+}
+
+/* Host memory, counted by malloc: LAYERS layers of E = 512 kept as NONE, COPY and BORROW. Lavapipe's
+ * device memory is host memory too, but the same in every mode, so the differences are the host
+ * copies: COPY holds at least the weights' bytes more than NONE, BORROW under 5% of them. */
+static void test_host_weights_memory(void)
+{
+    enum { LAYERS = 4 };
+    size_t base = live_heap_bytes();
+    void *probe = malloc(8 << 20);
+    int counted = probe && live_heap_bytes() >= base + (8 << 20);
+    free(probe);
+    if (!counted) {
+        printf("  (skipped: malloc's counters do not see allocations here, e.g. under a sanitizer)\n");
+        return;
+    }
+    vkattn_layer_desc d = {.embed_dim = 512, .num_heads = 8};
+    test_weights tw;
+    test_weights_make(&tw, &d, 15);
+    const double weight_bytes = LAYERS * (4.0 * 512 * 512 + 4 * 512) * sizeof(float);
+    double grew[3];
+    for (int mode = VKATTN_HOST_WEIGHTS_NONE; mode <= VKATTN_HOST_WEIGHTS_BORROW; mode++) {
+        vkattn_layer_desc m = d;
+        m.host_weights = (vkattn_host_weights)mode;
+        vkattn_layer *layers[LAYERS] = {NULL};
+        size_t before = live_heap_bytes();
+        for (int i = 0; i < LAYERS; i++) CHECK_STATUS(vkattn_layer_create(ctx, &m, &tw.w, &layers[i]), VKATTN_OK);
+        grew[mode] = (double)live_heap_bytes() - (double)before;
+        for (int i = 0; i < LAYERS; i++) vkattn_layer_destroy(layers[i]);
+    }
+    printf("  %d layers of E = 512 (%.1f MiB of f32 weights): malloc grew %.1f MiB (none), %.1f (copy), %.1f (borrow)\n",
+           LAYERS, weight_bytes / 1048576, grew[0] / 1048576, grew[1] / 1048576, grew[2] / 1048576);
+    CHECK_MSG(grew[1] - grew[0] >= 0.99 * weight_bytes, "a copy holds only %.1f MiB more than none",
+              (grew[1] - grew[0]) / 1048576);
+    CHECK_MSG(grew[2] - grew[0] < 0.05 * weight_bytes, "a borrow holds %.1f MiB more than none",
+              (grew[2] - grew[0]) / 1048576);
     test_weights_free(&tw);
 }
 
@@ -811,6 +861,7 @@ int main(void)
     RUN_TEST(test_rope_layer_errors);
     RUN_TEST(test_model_layer_fields);
     RUN_TEST(test_host_weights);
+    RUN_TEST(test_host_weights_memory);
     RUN_TEST(test_warm_up_plain);
     RUN_TEST(test_variant_layer_errors);
     RUN_TEST(test_tensor_errors);
