@@ -39,6 +39,9 @@ step "projections: vkattn bench --preset projections"
 step "decode: vkattn bench --preset decode (E=4096 H=32 H_kv=8, to 32768 keys)"
 "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 1024,4096,8192,32768 --dtype f16,q8_0 \
   --json "$out/decode.json" | tee "$out/decode.txt"
+step "a decoder's loop: an 8-layer stack, one submission per token against a blocking forward per layer"
+"$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 1024,8192 --dtype f16 --stack 8 \
+  --json "$out/stack.json" | tee "$out/stack.txt"
 
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   step "torch: scaled_dot_product_attention and matmul at the same shapes"
