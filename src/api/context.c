@@ -249,7 +249,8 @@ static vkattn_status create_device(vkattn_context *ctx)
     if (vka_device_has_extension(&ctx->dev.ifn, ctx->dev.physical, "VK_KHR_portability_subset"))
         extensions[extension_count++] = "VK_KHR_portability_subset";
     /* The cooperative-matrix kernels (when usable, coopmat_decide): the extension and its feature,
-     * the Vulkan memory model their SPIR-V declares, maintenance4 for their LocalSizeId workgroup
+     * the Vulkan memory model their SPIR-V declares (with device scope, which the other kernels'
+     * Device-scope atomics need once the model is on), maintenance4 for their LocalSizeId workgroup
      * size (SPIR-V 1.6), and full subgroups of a required size, which their subgroup-scope
      * matrices are laid out over. */
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat = {
@@ -261,7 +262,7 @@ static vkattn_status create_device(vkattn_context *ctx)
         .subgroupSizeControl = VK_TRUE, .computeFullSubgroups = VK_TRUE};
     VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, .pNext = &size_control,
-        .vulkanMemoryModel = VK_TRUE};
+        .vulkanMemoryModel = VK_TRUE, .vulkanMemoryModelDeviceScope = VK_TRUE};
     if (ctx->dev.info.cooperative_matrix_usable) {
         float16.pNext = &memory_model;
         extensions[extension_count++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
