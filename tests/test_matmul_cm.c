@@ -121,11 +121,11 @@ static double run_dispatches(vkattn_context *ctx, const mm_case *c, const vka_pi
 static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long seed, double *flops, double *seconds)
 {
     vka_device *dev = &ctx->dev;
-    const vkattn_matrix_shape ms = dev->info.cooperative_matrix_shapes[0];
+    const vkattn_matrix_shape ms = vka_matrix_shape_for(&dev->info);
     const uint32_t vec = c->vec4 ? 4 : 1, M = c->M, N = c->N, K = c->K;
     const size_t in_bytes = c->f16_in ? 2 : 4, out_bytes = c->f16_out ? 2 : 4;
     /* The plan's shape for the coopmat tuning: 2 x 2 accumulators per subgroup, blocks of 2 steps. */
-    uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = 4 * dev->info.subgroup_size,
+    uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = 4 * dev->matrix_subgroup,
                                    [VKA_SPEC_TILE_A] = 4 * ms.m, [VKA_SPEC_TILE_B] = 4 * ms.n,
                                    [VKA_SPEC_VEC] = vec, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
                                    [VKA_SPEC_MAT_K] = ms.k, [VKA_SPEC_TILE_K] = (2 * ms.k + 3) / 4 * 4};
@@ -278,8 +278,8 @@ int main(void)
                info.cooperative_matrix_note[0] ? info.cooperative_matrix_note : "none");
         return test_g.failures ? test_finish() : SKIP;
     }
-    const vkattn_matrix_shape ms = info.cooperative_matrix_shapes[0];
-    printf("matrices %ux%ux%u, subgroup size %u\n", ms.m, ms.n, ms.k, info.subgroup_size);
+    const vkattn_matrix_shape ms = vka_matrix_shape_for(&info);
+    printf("matrices %ux%ux%u, subgroup size %u\n", ms.m, ms.n, ms.k, ctx->dev.matrix_subgroup);
     double flops = 0, seconds = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(ctx, &cases[i], 100 + i, &flops, &seconds);
     if (seconds > 0)

@@ -456,10 +456,11 @@ static vkattn_status create_pipeline(vka_device *dev, VkPipelineCache vk_cache, 
     for (uint32_t i = 0; i < VKA_MAX_SPEC; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
     VkSpecializationInfo spec_info = {VKA_MAX_SPEC, entries, sizeof p->spec, p->spec};
     /* A cooperative matrix is spread over a subgroup's invocations: its kernels count subgroups
-     * per workgroup at compile time, so the size is fixed and every subgroup full. */
+     * per workgroup at compile time, so the size is fixed (the tuning's, which the plan's
+     * workgroups are made of) and every subgroup full. */
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup_size = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
-        .requiredSubgroupSize = dev->info.subgroup_size};
+        .requiredSubgroupSize = dev->matrix_subgroup ? dev->matrix_subgroup : dev->info.subgroup_size};
     VkComputePipelineCreateInfo pipeline_info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage =
