@@ -256,6 +256,64 @@ static void run_forward(uint32_t budget, int off)
     gpu_test_finish_context(ctx);
 }
 
+/* The plan of a small forward (32 rows: enough for matmul_cm) on `ctx`, as text, into `plan`. */
+static void explain_small(vkattn_context *ctx, char *plan, size_t size)
+{
+    vkattn_layer_desc ld = {.embed_dim = 64, .num_heads = 4};
+    test_weights tw;
+    test_weights_make(&tw, &ld, 3);
+    vkattn_layer *layer = NULL;
+    float q[32 * 64] = {0}, out[32 * 64];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 32, .query = q, .output = out};
+    plan[0] = '\0';
+    CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+    if (layer) CHECK_STATUS(vkattn_forward_explain(layer, &f, plan, size, NULL), VKATTN_OK);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
+/* The self-test at context creation (api/coopmat_check.c). On this device it passes: the context
+ * keeps cooperative matrices and says it checked them. Made to see a wrong element, or a call that
+ * fails as a broken driver's would (the fault injector's coopmat_check), a context still opens, with
+ * cooperative matrices off and a note that says why; its tuning is the device's class without
+ * them, and a forced "coopmat" tuning is kept but plans the plain matmul, as with VKATTN_COOPMAT=0. */
+static void test_self_test(const vkattn_device_info *info)
+{
+    CHECK_MSG(info->cooperative_matrix_usable && info->cooperative_matrix_checked, "self-test: usable %d checked %d (%s)",
+              info->cooperative_matrix_usable, info->cooperative_matrix_checked, info->cooperative_matrix_note);
+    printf("  self-test passed on the default context (tuning %s)\n", info->tuning);
+    static char plan[1 << 16];
+    for (int mode = VKA_FAULT_COOPMAT_WRONG; mode <= VKA_FAULT_COOPMAT_FAIL; mode++) {
+        for (int forced = 0; forced < 2; forced++) {
+            vka_faults faults = {.coopmat_check = mode};
+            vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = forced ? "coopmat" : NULL};
+            vkattn_context *ctx = NULL;
+            vkattn_error error = {0};
+            CHECK_STATUS(vka_context_create_with_faults(&desc, &faults, &ctx, &error), VKATTN_OK);
+            if (!ctx) {
+                fprintf(stderr, "%s\n", error.message);
+                continue;
+            }
+            vkattn_device_info got;
+            vkattn_context_device(ctx, &got);
+            const char *expect = mode == VKA_FAULT_COOPMAT_WRONG ? " gave " : "(injected)";
+            CHECK_MSG(!got.cooperative_matrix_usable && !got.cooperative_matrix_checked, "usable %d checked %d",
+                      got.cooperative_matrix_usable, got.cooperative_matrix_checked);
+            CHECK_MSG(strncmp(got.cooperative_matrix_note, "self-test failed: ", 18) == 0 &&
+                      strstr(got.cooperative_matrix_note, expect), "note: %s", got.cooperative_matrix_note);
+            const vka_tuning *class_without = vka_tuning_for(&got, NULL);
+            CHECK_MSG(strcmp(got.tuning, forced ? "coopmat" : class_without->name) == 0, "tuning %s", got.tuning);
+            CHECK(ctx->dev.matrix_subgroup == 0);
+            explain_small(ctx, plan, sizeof plan);
+            CHECK_MSG(!strstr(plan, "_cm") && strstr(plan, "matmul"), "a plan after a failed self-test:\n%s", plan);
+            printf("  self-test made to fail (%s, tuning %s): \"%s\"; the plan has no _cm kernel\n",
+                   mode == VKA_FAULT_COOPMAT_WRONG ? "a wrong element" : "a failed call", got.tuning,
+                   got.cooperative_matrix_note);
+            gpu_test_finish_context(ctx);
+        }
+    }
+}
+
 int main(void)
 {
     vkattn_context *ctx = gpu_test_context();
@@ -280,6 +338,7 @@ int main(void)
     }
     const vkattn_matrix_shape ms = vka_matrix_shape_for(&info);
     printf("matrices %ux%ux%u, subgroup size %u\n", ms.m, ms.n, ms.k, ctx->dev.matrix_subgroup);
+    test_self_test(&info);
     double flops = 0, seconds = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(ctx, &cases[i], 100 + i, &flops, &seconds);
     if (seconds > 0)

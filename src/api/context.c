@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/coopmat_check.h"
 #include "device/physical.h"
 #include "pipeline/kernels.h"
 #include "plan/plan.h"
@@ -380,8 +381,39 @@ static void set_matrix_subgroup(vkattn_context *ctx)
         ctx->dev.info.cooperative_matrix_usable ? vka_matrix_subgroup_for(ctx->tuning, &ctx->dev.info) : 0;
 }
 
+/* Where cooperative matrices are enabled: the self-test (coopmat_check.h), with the tile of the
+ * context's tuning, or of the "coopmat" class where the tuning has none. A wrong answer or a
+ * failed call turns them off for the context, with the reason in the device's note, and a class
+ * chosen for them gives way to the device's class without them; a forced tuning stays, with the
+ * plain matmul (as with VKATTN_COOPMAT=0). */
+static vkattn_status check_coopmat(vkattn_context *ctx)
+{
+    vkattn_device_info *info = &ctx->dev.info;
+    const vka_tuning *t = ctx->tuning->cm_frags_m ? ctx->tuning : vka_tuning_for(info, "coopmat");
+    char note[sizeof info->cooperative_matrix_note] = "";
+    int passed = 0;
+    const vka_plan_limits limits = vka_context_plan_limits(ctx);
+    vkattn_status status =
+        vka_coopmat_self_test(&ctx->dev, &ctx->transfer, &ctx->pipelines, &limits, t, &passed, note, sizeof note);
+    if (status == VKATTN_ERROR_DEVICE_LOST)
+        return vka_fail(&ctx->dev, status, "the cooperative-matrix self-test lost the device (%s); VKATTN_COOPMAT=0 "
+                        "leaves cooperative matrices alone", ctx->dev.error.message);
+    if (status != VKATTN_OK) return status;
+    info->cooperative_matrix_checked = passed;
+    if (passed) return VKATTN_OK;
+    info->cooperative_matrix_usable = 0;
+    snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note, "%s", note);
+    if (!ctx->tuning_forced) {
+        ctx->tuning = vka_tuning_for(info, NULL);
+        snprintf(info->tuning, sizeof info->tuning, "%s", ctx->tuning->name);
+    }
+    set_matrix_subgroup(ctx);
+    return VKATTN_OK;
+}
+
 /* What follows the device's description, for both kinds of context: the kernel tuning, the loop
- * budget, the Vulkan 1.1 check, then (`make_device`) the logical device, then the shared objects. */
+ * budget, the Vulkan 1.1 check, then (`make_device`) the logical device, then the shared objects
+ * and, where cooperative matrices are enabled, their self-test. */
 static vkattn_status context_finish(vkattn_context *ctx, const vkattn_context_desc *desc, int make_device)
 {
     vkattn_status status = VKATTN_OK;
@@ -404,6 +436,7 @@ static vkattn_status context_finish(vkattn_context *ctx, const vkattn_context_de
     }
     if (make_device) VKA_TRY(create_device(ctx));
     VKA_TRY(create_shared_objects(ctx, desc));
+    if (info->cooperative_matrix_usable) VKA_TRY(check_coopmat(ctx));
 fail:
     return status;
 }
