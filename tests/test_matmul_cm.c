@@ -202,15 +202,15 @@ done:
     vka_buffer_destroy(dev, &b.c);
 }
 
-/* The plan's side, through the public API: a layer under the coopmat tuning at a loop budget of
- * `budget` (0 = the device's) against the CPU path; its plan names matmul_cm (in reduction parts
+/* The plan's side, through the public API: a layer under a cooperative-matrix tuning ("coopmat" or
+ * "intel") at a loop budget of `budget` (0 = the device's) against the CPU path; its plan names matmul_cm (in reduction parts
  * added to C at a lowered budget). With `off`, the context has no_cooperative_matrix: no _cm kernel. */
-static void run_forward(uint32_t budget, int off)
+static void run_forward_tuned(const char *tuning, uint32_t budget, int off)
 {
     enum { E = 512 };
     vkattn_context *ctx = NULL;
     vkattn_error error = {0};
-    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = "coopmat", .loop_budget = budget,
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = tuning, .loop_budget = budget,
                                 .no_cooperative_matrix = off};
     CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
     if (!ctx) {
@@ -244,7 +244,7 @@ static void run_forward(uint32_t budget, int off)
     test_error e = test_compare(gpu, cpu, B * L * E);
     const compare_tolerance *tol = compare_tolerance_of(COMPARE_F16);
     int cm = strstr(plan, "matmul_cm") != NULL, parts = strstr(plan, "added to C") != NULL;
-    printf("  forward, coopmat tuning%s, loop budget %u: max-abs %.2e NMSE %.2e; plan %s matmul_cm%s  %s\n",
+    printf("  forward, %s tuning%s, loop budget %u: max-abs %.2e NMSE %.2e; plan %s matmul_cm%s  %s\n", tuning,
            off ? " turned off" : "", budget, e.max_abs, e.nmse, cm ? "uses" : "has no", parts ? " in parts" : "",
            compare_within(&e, tol) ? "ok" : "FAILED");
     CHECK_MSG(compare_within(&e, tol), "forward against the CPU path: max-abs %.3g, NMSE %.3g", e.max_abs, e.nmse);
@@ -255,6 +255,8 @@ static void run_forward(uint32_t budget, int off)
     free(q), free(k), free(v), free(gpu), free(cpu);
     gpu_test_finish_context(ctx);
 }
+
+static void run_forward(uint32_t budget, int off) { run_forward_tuned("coopmat", budget, off); }
 
 /* The plan of a small forward (32 rows: enough for matmul_cm) on `ctx`, as text, into `plan`. */
 static void explain_small(vkattn_context *ctx, char *plan, size_t size)
@@ -348,5 +350,7 @@ int main(void)
     run_forward(0, 0);
     run_forward(24, 0);
     run_forward(0, 1);
+    /* the intel class: 4 x 4 accumulators per subgroup of the device's smallest size */
+    run_forward_tuned("intel", 0, 0);
     return test_finish();
 }
