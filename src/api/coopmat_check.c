@@ -70,17 +70,18 @@ vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka
         return VKATTN_OK;
     }
     const uint32_t M = tile.tile_m, N = tile.tile_n, K = 2 * tile.tile_k, vec = 4;
-    /* The plan's first-part, fp32-output pipeline for this tile: a forward under the tuning
-     * reuses it. */
+    /* The plan's first-part, fp32-output pipeline for this tile, made outside the context's
+     * registry (vka_pipeline_make): a forward under the tuning finds the driver's work in the
+     * pipeline cache, and a context that runs no forward writes no cache file. */
     uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = tile.wg, [VKA_SPEC_TILE_A] = M, [VKA_SPEC_TILE_B] = N,
                                    [VKA_SPEC_VEC] = vec, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
                                    [VKA_SPEC_MAT_K] = ms.k, [VKA_SPEC_TILE_K] = tile.tile_k};
-    const vka_pipeline *pipeline = NULL;
+    vka_pipeline *pipeline = NULL;
     if (dev->faults.coopmat_check == VKA_FAULT_COOPMAT_FAIL) {
         status = vka_fail(dev, VKATTN_ERROR_VULKAN, "vkCreateComputePipelines failed: VK_ERROR_UNKNOWN (injected)");
         goto fail;
     }
-    VKA_TRY(vka_pipeline_get(dev, pipelines, VKA_KERNEL_MATMUL_CM, 0, spec, &pipeline));
+    VKA_TRY(vka_pipeline_make(dev, pipelines, VKA_KERNEL_MATMUL_CM, 0, spec, &pipeline));
     VKA_TRY(vka_buffer_create(dev, (VkDeviceSize)M * K * 4, VKA_MEMORY_STAGING, "the self-test's A", &b.a));
     VKA_TRY(vka_buffer_create(dev, (VkDeviceSize)N * K * 4, VKA_MEMORY_STAGING, "the self-test's W", &b.w));
     VKA_TRY(vka_buffer_create(dev, (VkDeviceSize)N * 4, VKA_MEMORY_STAGING, "the self-test's bias", &b.bias));
@@ -107,6 +108,7 @@ vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka
                  M, N, K, ms.m, ms.n, ms.k, (double)c[(size_t)at_m * N + at_n], ref, at_m, at_n);
     }
 fail:
+    vka_pipeline_release(dev, pipeline);
     vka_buffer_destroy(dev, &b.c);
     vka_buffer_destroy(dev, &b.bias);
     vka_buffer_destroy(dev, &b.w);

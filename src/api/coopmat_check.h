@@ -11,7 +11,8 @@
 /* Runs matmul_cm once on a small deterministic problem: one workgroup's tile of C (M x N rows and
  * columns of the tile the plan uses, 32 x 32 with 8 x 8 x 8 matrices, 64 x 64 with 16 x 16 x 16)
  * over two blocks of the reduction, plus a bias, with the pipeline a forward of the cooperative-
- * matrix tuning uses, and compares it with a float64 reference. The operands are multiples of 1/8
+ * matrix tuning uses (made through the pipeline cache but outside the context's registry:
+ * vka_pipeline_make), and compares it with a float64 reference. The operands are multiples of 1/8
  * in [-1, 1]: exact in fp16, their products and sums exact in fp32, so a correct kernel is exact;
  * an element off by more than 2^-10 x max(1, |reference|) (fp16's rounding of the result) fails.
  * `tuning` gives the tile (a tuning with cm_* fields), `limits` (the context's plan limits) the
