@@ -226,13 +226,14 @@ typedef struct vkattn_device_info {
     int cooperative_matrix_usable;
     char cooperative_matrix_note[128];
     /* For a context (vkattn_context_device): 1 when its cooperative-matrix self-test passed. A
-     * context that enables cooperative matrices first runs one small GEMM on them (one workgroup's
-     * tile, e.g. 32 x 32 x 32 with lavapipe's 8 x 8 x 8 matrices; one dispatch, one kernel build
-     * through the pipeline cache, which forwards under the "coopmat" tuning then find there) and compares it on the host with float64
-     * within fp16's rounding; a wrong answer, or a kernel the driver cannot build or run, turns
-     * them off for that context (usable 0, the note says what went wrong) instead of failing.
-     * It runs at creation, not at first use, so that the tuning and every plan of the context
-     * see the verdict. 0 in vkattn_list_devices, which creates no device. */
+     * context that enables cooperative matrices first runs one small GEMM on them (one
+     * workgroup's tile, e.g. 32 x 32 x 32 with lavapipe's 8 x 8 x 8 matrices; one dispatch, one
+     * kernel build through the pipeline cache, where forwards under the "coopmat" tuning then
+     * find it) and compares it on the host with float64 within fp16's rounding; a wrong answer,
+     * or a kernel the driver cannot build or run, turns them off for that context (usable 0, the
+     * note says what went wrong) instead of failing. It runs at creation, not at first use, so
+     * that the tuning and every plan of the context see the verdict. 0 in vkattn_list_devices,
+     * which creates no device. */
     int cooperative_matrix_checked;
     float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
     char tuning[32];                  /* the kernel shapes vkattn picks for this device */

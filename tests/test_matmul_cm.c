@@ -203,8 +203,9 @@ done:
 }
 
 /* The plan's side, through the public API: a layer under a cooperative-matrix tuning ("coopmat" or
- * "intel") at a loop budget of `budget` (0 = the device's) against the CPU path; its plan names matmul_cm (in reduction parts
- * added to C at a lowered budget). With `off`, the context has no_cooperative_matrix: no _cm kernel. */
+ * "intel") at a loop budget of `budget` (0 = the device's) against the CPU path; its plan names
+ * matmul_cm (in reduction parts added to C at a lowered budget). With `off`, the context has
+ * no_cooperative_matrix: no _cm kernel. */
 static void run_forward_tuned(const char *tuning, uint32_t budget, int off)
 {
     enum { E = 512 };
