@@ -90,8 +90,8 @@
  *                      vkattn_context_desc.device is NULL
  *   VKATTN_VALIDATION  "1" enables VK_LAYER_KHRONOS_validation (with synchronization validation)
  *                      when vkattn_context_desc.validation is VKATTN_VALIDATION_DEFAULT
- *   VKATTN_TUNING      "lavapipe", "gpu" or "coopmat": the kernel shapes (tile sizes), when
- *                      vkattn_context_desc.tuning is NULL (default: chosen from the device)
+ *   VKATTN_TUNING      "lavapipe", "gpu", "coopmat", "intel" or "mobile": the kernel shapes (tile
+ *                      sizes), when vkattn_context_desc.tuning is NULL (default: the device's class)
  *   VKATTN_COOPMAT     "0" turns VK_KHR_cooperative_matrix off for every context (as
  *                      vkattn_context_desc.no_cooperative_matrix does for one)
  *   VKATTN_LOOP_BUDGET  loop trips per shader invocation to plan within, when
@@ -220,9 +220,21 @@ typedef struct vkattn_device_info {
     /* 1 where vkattn's cooperative-matrix kernels may run: the device has a shape above, Vulkan
      * 1.3, shaderFloat16, vulkanMemoryModel and subgroup_size_control; this build has the kernels;
      * and neither VKATTN_COOPMAT=0 nor vkattn_context_desc.no_cooperative_matrix turned them off.
-     * For a context: they are enabled on its device. Otherwise cooperative_matrix_note says why. */
+     * For a context: they are enabled on its device and passed the self-test below. Otherwise
+     * cooperative_matrix_note says why ("self-test failed: ..." when the self-test turned them
+     * off). */
     int cooperative_matrix_usable;
     char cooperative_matrix_note[128];
+    /* For a context (vkattn_context_device): 1 when its cooperative-matrix self-test passed. A
+     * context that enables cooperative matrices first runs one small GEMM on them (one
+     * workgroup's tile, e.g. 32 x 32 x 32 with lavapipe's 8 x 8 x 8 matrices; one dispatch, one
+     * kernel build through the pipeline cache, where forwards under the "coopmat" tuning then
+     * find it) and compares it on the host with float64 within fp16's rounding; a wrong answer,
+     * or a kernel the driver cannot build or run, turns them off for that context (usable 0, the
+     * note says what went wrong) instead of failing. It runs at creation, not at first use, so
+     * that the tuning and every plan of the context see the verdict. 0 in vkattn_list_devices,
+     * which creates no device. */
+    int cooperative_matrix_checked;
     float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
     char tuning[32];                  /* the kernel shapes vkattn picks for this device */
     uint32_t loop_budget;             /* loop trips one shader invocation may run before the driver
@@ -250,15 +262,23 @@ typedef struct vkattn_context_desc {
      * (discrete GPU > integrated > virtual > CPU > other, first of each kind). */
     const char *device;
     vkattn_validation validation; /* default: VKATTN_VALIDATION_DEFAULT */
-    /* Kernel shapes (tile sizes): NULL = the VKATTN_TUNING environment variable, else chosen from
-     * the device (see `vkattn info`); "lavapipe", "gpu" or "coopmat" force one (for tests and
-     * comparisons: speed differs, and so may rounding, see below). "coopmat" is the
-     * cooperative-matrix class: the projections run on matrix cores (matmul_cm, fp16 operands,
-     * fp32 accumulation), the other kernels as "gpu". A device without cooperative matrices
-     * (vkattn_device_info.cooperative_matrix 0), or a build without the kernels, refuses it
-     * (VKATTN_ERROR_UNSUPPORTED); where they are only turned off (no_cooperative_matrix,
-     * VKATTN_COOPMAT=0) it runs with the plain matmul. No device gets it by default yet: it has
-     * run on Mesa 26 lavapipe only, and it changes the rounding of fp32 layers (below).
+    /* Kernel shapes (tile sizes): NULL = the VKATTN_TUNING environment variable, else the
+     * device's class, chosen from its properties (see `vkattn info` and docs/ARCHITECTURE.md):
+     * "lavapipe" (CPU implementations), "coopmat" (usable cooperative matrices of 16 x 16 or
+     * more in 32-lane subgroups: NVIDIA, AMD RDNA3), "intel" (narrower matrices or smaller
+     * subgroups: Intel Arc, Xe2), "mobile" (integrated, <= 32 KiB of shared memory, subgroups
+     * that cannot be 32 wide: Mali, Adreno), "gpu" (any other GPU). A name forces that class (for
+     * tests and comparisons: speed differs, and so may rounding, see below) on any device that
+     * can run it; one it cannot run is refused (VKATTN_ERROR_UNSUPPORTED, saying why): workgroups
+     * larger than the device allows, or, for "coopmat" and "intel", a device without cooperative
+     * matrices (vkattn_device_info.cooperative_matrix 0) or a build without the kernels. Where
+     * they are only turned off (no_cooperative_matrix, VKATTN_COOPMAT=0, a failed self-test) a
+     * forced "coopmat" or "intel" runs with the plain matmul. In those two classes the
+     * projections run on matrix cores (matmul_cm, fp16 operands, fp32 accumulation), the other
+     * kernels as "gpu"; "gpu" and "mobile" have no kernels of their own yet (the shared ones
+     * with GPU-sized tiles). All but "lavapipe" were chosen without a GPU to measure on. A GPU
+     * with usable cooperative matrices gets a cooperative-matrix class by default, which changes
+     * the rounding of fp32 layers (below); "gpu" or VKATTN_COOPMAT=0 keeps fp32 operands.
      *
      * Precision on the cooperative-matrix path: A and W of each projection are rounded to fp16 as
      * they are staged (to nearest; toward zero on drivers that convert that way, which Mesa 22
@@ -266,7 +286,7 @@ typedef struct vkattn_context_desc {
      * products are exact and summed in fp32. A layer with fp32 storage therefore gets fp16-rounded
      * projections there (a relative error of about 1e-3 per operand, NMSE around 1e-7 at unit
      * scale), and values beyond fp16's range (|x| > 65504) become infinite. The default tuning
-     * on lavapipe, and "gpu" and "lavapipe" everywhere, keep fp32 operands. */
+     * on lavapipe, and "gpu", "mobile" and "lavapipe" everywhere, keep fp32 operands. */
     const char *tuning;
     /* Loop trips per shader invocation the plan keeps every kernel within: 0 = the
      * VKATTN_LOOP_BUDGET environment variable, else the device's own (vkattn_device_info).

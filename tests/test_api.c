@@ -668,8 +668,8 @@ static void test_device_selection(void)
     if (before) snprintf(saved, sizeof saved, "%s", before);
     setenv("VKATTN_TUNING", "nope", 1);
     CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_ERROR_INVALID_ARGUMENT);
-    CHECK_MSG(c == NULL && strstr(err.message, "VKATTN_TUNING") && strstr(err.message, "nope"), "%s",
-              err.message);
+    CHECK_MSG(c == NULL && strstr(err.message, "VKATTN_TUNING") && strstr(err.message, "nope") &&
+                  strstr(err.message, "lavapipe, gpu, coopmat, intel, mobile"), "%s", err.message);
     setenv("VKATTN_TUNING", "gpu", 1);
     CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
     if (c && vkattn_context_device(c, &info) == VKATTN_OK) CHECK(strcmp(info.tuning, "gpu") == 0);
@@ -679,6 +679,24 @@ static void test_device_selection(void)
     CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
     if (c && vkattn_context_device(c, &info) == VKATTN_OK) CHECK(strcmp(info.tuning, "lavapipe") == 0);
     vkattn_context_destroy(c);
+    /* Any class this device can run is forced by name: the classes without cooperative matrices
+     * everywhere, "intel" where the context's matrices passed their self-test, else refused. */
+    c = NULL;
+    d.tuning = "mobile";
+    CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
+    if (c && vkattn_context_device(c, &info) == VKATTN_OK) CHECK(strcmp(info.tuning, "mobile") == 0);
+    vkattn_context_destroy(c);
+    c = NULL;
+    d.tuning = "intel";
+    vkattn_status forced = vkattn_context_create(&d, &c, &err);
+    if (info.cooperative_matrix_usable) {
+        CHECK_STATUS(forced, VKATTN_OK);
+    } else if (info.cooperative_matrix_shape_count == 0) {
+        CHECK_STATUS(forced, VKATTN_ERROR_UNSUPPORTED);
+        CHECK_MSG(strstr(err.message, "\"intel\" needs cooperative matrices"), "%s", err.message);
+    }
+    vkattn_context_destroy(c);
+    d.tuning = NULL;
     if (before) setenv("VKATTN_TUNING", saved, 1);
     else unsetenv("VKATTN_TUNING");
 

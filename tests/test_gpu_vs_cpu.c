@@ -215,6 +215,14 @@ static const test_case cases[] = {
     {"gpu_tuning", "weights", 2, 17, 23, 32, 4, .weights = WEIGHTS_PER_HEAD, .lens = LENS_PER_QUERY,
      .tuning = "gpu"},
     {"gpu_tuning", "fp16", 2, 17, 0, 32, 4, .storage = VKATTN_DTYPE_F16, .tuning = "gpu"},
+    /* the mobile class's shapes (8 keys and at most 2 queries per fused invocation, 2-query P·V
+     * tiles, softmax workgroups of 128) */
+    {"gpu_tuning", "mobile_self", 2, 33, 0, 32, 4, .causal = 1, .tuning = "mobile"},
+    {"gpu_tuning", "mobile_cross_odd", 2, 7, 9, 21, 3, 5, 11, .bias_kv = 1, .zero_attn = 1, .key_padding = 1,
+     .tuning = "mobile"},
+    {"gpu_tuning", "mobile_D128_weights", 1, 40, 0, 256, 2, .mask = MASK_FLOAT, .weights = WEIGHTS_PER_HEAD,
+     .tuning = "mobile"},
+    {"gpu_tuning", "mobile_fp16", 2, 17, 0, 32, 4, .storage = VKATTN_DTYPE_F16, .tuning = "mobile"},
     /* grouped-query attention: H_kv of H heads hold K and V, query head h reads K/V head h / (H / H_kv) */
     {"gqa", "self_kv1", 2, 17, 0, 128, 8, .kv_heads = 1},
     {"gqa", "self_kv2_causal", 2, 33, 0, 128, 8, .causal = 1, .kv_heads = 2},

@@ -121,11 +121,11 @@ static double run_dispatches(vkattn_context *ctx, const mm_case *c, const vka_pi
 static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long seed, double *flops, double *seconds)
 {
     vka_device *dev = &ctx->dev;
-    const vkattn_matrix_shape ms = dev->info.cooperative_matrix_shapes[0];
+    const vkattn_matrix_shape ms = vka_matrix_shape_for(&dev->info);
     const uint32_t vec = c->vec4 ? 4 : 1, M = c->M, N = c->N, K = c->K;
     const size_t in_bytes = c->f16_in ? 2 : 4, out_bytes = c->f16_out ? 2 : 4;
     /* The plan's shape for the coopmat tuning: 2 x 2 accumulators per subgroup, blocks of 2 steps. */
-    uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = 4 * dev->info.subgroup_size,
+    uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = 4 * dev->matrix_subgroup,
                                    [VKA_SPEC_TILE_A] = 4 * ms.m, [VKA_SPEC_TILE_B] = 4 * ms.n,
                                    [VKA_SPEC_VEC] = vec, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
                                    [VKA_SPEC_MAT_K] = ms.k, [VKA_SPEC_TILE_K] = (2 * ms.k + 3) / 4 * 4};
@@ -202,15 +202,16 @@ done:
     vka_buffer_destroy(dev, &b.c);
 }
 
-/* The plan's side, through the public API: a layer under the coopmat tuning at a loop budget of
- * `budget` (0 = the device's) against the CPU path; its plan names matmul_cm (in reduction parts
- * added to C at a lowered budget). With `off`, the context has no_cooperative_matrix: no _cm kernel. */
-static void run_forward(uint32_t budget, int off)
+/* The plan's side, through the public API: a layer under a cooperative-matrix tuning ("coopmat" or
+ * "intel") at a loop budget of `budget` (0 = the device's) against the CPU path; its plan names
+ * matmul_cm (in reduction parts added to C at a lowered budget). With `off`, the context has
+ * no_cooperative_matrix: no _cm kernel. */
+static void run_forward_tuned(const char *tuning, uint32_t budget, int off)
 {
     enum { E = 512 };
     vkattn_context *ctx = NULL;
     vkattn_error error = {0};
-    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = "coopmat", .loop_budget = budget,
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = tuning, .loop_budget = budget,
                                 .no_cooperative_matrix = off};
     CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
     if (!ctx) {
@@ -244,7 +245,7 @@ static void run_forward(uint32_t budget, int off)
     test_error e = test_compare(gpu, cpu, B * L * E);
     const compare_tolerance *tol = compare_tolerance_of(COMPARE_F16);
     int cm = strstr(plan, "matmul_cm") != NULL, parts = strstr(plan, "added to C") != NULL;
-    printf("  forward, coopmat tuning%s, loop budget %u: max-abs %.2e NMSE %.2e; plan %s matmul_cm%s  %s\n",
+    printf("  forward, %s tuning%s, loop budget %u: max-abs %.2e NMSE %.2e; plan %s matmul_cm%s  %s\n", tuning,
            off ? " turned off" : "", budget, e.max_abs, e.nmse, cm ? "uses" : "has no", parts ? " in parts" : "",
            compare_within(&e, tol) ? "ok" : "FAILED");
     CHECK_MSG(compare_within(&e, tol), "forward against the CPU path: max-abs %.3g, NMSE %.3g", e.max_abs, e.nmse);
@@ -254,6 +255,66 @@ static void run_forward(uint32_t budget, int off)
     test_weights_free(&tw);
     free(q), free(k), free(v), free(gpu), free(cpu);
     gpu_test_finish_context(ctx);
+}
+
+static void run_forward(uint32_t budget, int off) { run_forward_tuned("coopmat", budget, off); }
+
+/* The plan of a small forward (32 rows: enough for matmul_cm) on `ctx`, as text, into `plan`. */
+static void explain_small(vkattn_context *ctx, char *plan, size_t size)
+{
+    vkattn_layer_desc ld = {.embed_dim = 64, .num_heads = 4};
+    test_weights tw;
+    test_weights_make(&tw, &ld, 3);
+    vkattn_layer *layer = NULL;
+    float q[32 * 64] = {0}, out[32 * 64];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 32, .query = q, .output = out};
+    plan[0] = '\0';
+    CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+    if (layer) CHECK_STATUS(vkattn_forward_explain(layer, &f, plan, size, NULL), VKATTN_OK);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
+/* The self-test at context creation (api/coopmat_check.c). On this device it passes: the context
+ * keeps cooperative matrices and says it checked them. Made to see a wrong element, or a call that
+ * fails as a broken driver's would (the fault injector's coopmat_check), a context still opens, with
+ * cooperative matrices off and a note that says why; its tuning is the device's class without
+ * them, and a forced "coopmat" tuning is kept but plans the plain matmul, as with VKATTN_COOPMAT=0. */
+static void test_self_test(const vkattn_device_info *info)
+{
+    CHECK_MSG(info->cooperative_matrix_usable && info->cooperative_matrix_checked, "self-test: usable %d checked %d (%s)",
+              info->cooperative_matrix_usable, info->cooperative_matrix_checked, info->cooperative_matrix_note);
+    printf("  self-test passed on the default context (tuning %s)\n", info->tuning);
+    static char plan[1 << 16];
+    for (int mode = VKA_FAULT_COOPMAT_WRONG; mode <= VKA_FAULT_COOPMAT_FAIL; mode++) {
+        for (int forced = 0; forced < 2; forced++) {
+            vka_faults faults = {.coopmat_check = mode};
+            vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = forced ? "coopmat" : NULL};
+            vkattn_context *ctx = NULL;
+            vkattn_error error = {0};
+            CHECK_STATUS(vka_context_create_with_faults(&desc, &faults, &ctx, &error), VKATTN_OK);
+            if (!ctx) {
+                fprintf(stderr, "%s\n", error.message);
+                continue;
+            }
+            vkattn_device_info got;
+            vkattn_context_device(ctx, &got);
+            const char *expect = mode == VKA_FAULT_COOPMAT_WRONG ? " gave " : "(injected)";
+            CHECK_MSG(!got.cooperative_matrix_usable && !got.cooperative_matrix_checked, "usable %d checked %d",
+                      got.cooperative_matrix_usable, got.cooperative_matrix_checked);
+            CHECK_MSG(strncmp(got.cooperative_matrix_note, "self-test failed: ", 18) == 0 &&
+                      strstr(got.cooperative_matrix_note, expect), "note: %s", got.cooperative_matrix_note);
+            const vka_tuning *class_without = vka_tuning_for(&got, NULL);
+            CHECK_MSG(strcmp(got.tuning, forced ? "coopmat" : class_without->name) == 0, "tuning %s", got.tuning);
+            CHECK(ctx->dev.matrix_subgroup == 0);
+            explain_small(ctx, plan, sizeof plan);
+            CHECK_MSG(!strstr(plan, "_cm") && strstr(plan, "matmul"), "a plan after a failed self-test:\n%s", plan);
+            printf("  self-test made to fail (%s, tuning %s): \"%s\"; the plan has no _cm kernel\n",
+                   mode == VKA_FAULT_COOPMAT_WRONG ? "a wrong element" : "a failed call", got.tuning,
+                   got.cooperative_matrix_note);
+            gpu_test_finish_context(ctx);
+        }
+    }
 }
 
 int main(void)
@@ -278,8 +339,9 @@ int main(void)
                info.cooperative_matrix_note[0] ? info.cooperative_matrix_note : "none");
         return test_g.failures ? test_finish() : SKIP;
     }
-    const vkattn_matrix_shape ms = info.cooperative_matrix_shapes[0];
-    printf("matrices %ux%ux%u, subgroup size %u\n", ms.m, ms.n, ms.k, info.subgroup_size);
+    const vkattn_matrix_shape ms = vka_matrix_shape_for(&info);
+    printf("matrices %ux%ux%u, subgroup size %u\n", ms.m, ms.n, ms.k, ctx->dev.matrix_subgroup);
+    test_self_test(&info);
     double flops = 0, seconds = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(ctx, &cases[i], 100 + i, &flops, &seconds);
     if (seconds > 0)
@@ -289,5 +351,7 @@ int main(void)
     run_forward(0, 0);
     run_forward(24, 0);
     run_forward(0, 1);
+    /* the intel class: 4 x 4 accumulators per subgroup of the device's smallest size */
+    run_forward_tuned("intel", 0, 0);
     return test_finish();
 }

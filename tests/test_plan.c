@@ -996,6 +996,221 @@ static void test_coopmat_profiles(void)
     vka_plan_free(&plan);
 }
 
+/* Made-up profiles of real devices: the limits their drivers report (vulkan.gpuinfo.org, vendor
+ * documents; the subgroup sizes, shared memory, units and matrix shapes are the figures the
+ * classes and tiles turn on, the ranges and alignments only decide where the plan slices
+ * buffers). Each is what a context would see with cooperative matrices enabled where the driver
+ * has them and passed the self-test. compute_units is what the driver reports (0 without an
+ * extension that tells: Intel, MoltenVK); `units` the real count, for the waves below. */
+typedef struct device_profile {
+    const char *name, *expect_class;
+    vkattn_device_info info;
+    uint64_t texel_elements;
+    uint32_t texel_align, storage_align;
+    uint32_t units;
+} device_profile;
+
+static const device_profile profiles[] = {
+    {"NVIDIA H100 SXM5", "coopmat",
+     {.type = VKATTN_DEVICE_DISCRETE_GPU, .vendor_id = 0x10de, .driver_name = "NVIDIA", .api_version = (1u << 22) | (3u << 12),
+      .max_storage_buffer_range = 4294967295u, .max_memory_allocation_size = 4292870144u,
+      .max_shared_memory_bytes = 49152, .max_workgroup_invocations = 1024,
+      .max_workgroup_count = {2147483647u, 65535, 65535}, .subgroup_size = 32, .subgroup_size_min = 32,
+      .subgroup_size_max = 32, .subgroup_size_control = 1, .storage_16bit = 1, .shader_float16 = 1,
+      .cooperative_matrix = 1, .cooperative_matrix_shape_count = 3,
+      /* NVIDIA also lists 16 x 8 shapes; vkattn takes the largest */
+      .cooperative_matrix_shapes = {{16, 8, 16}, {16, 8, 8}, {16, 16, 16}}, .cooperative_matrix_usable = 1,
+      .compute_units = 132},
+     134217728, 16, 16, 132},
+    {"AMD RX 7900 XTX (RADV)", "coopmat",
+     {.type = VKATTN_DEVICE_DISCRETE_GPU, .vendor_id = 0x1002, .driver_name = "radv", .api_version = (1u << 22) | (3u << 12),
+      .max_storage_buffer_range = 4294967295u, .max_memory_allocation_size = 4294967292u,
+      .max_shared_memory_bytes = 65536, .max_workgroup_invocations = 1024,
+      .max_workgroup_count = {4294967295u, 65535, 65535}, .subgroup_size = 64, .subgroup_size_min = 32,
+      .subgroup_size_max = 64, .subgroup_size_control = 1, .storage_16bit = 1, .shader_float16 = 1,
+      .cooperative_matrix = 1, .cooperative_matrix_shape_count = 1, .cooperative_matrix_shapes = {{16, 16, 16}},
+      .cooperative_matrix_usable = 1, .compute_units = 96},
+     4294967295u, 4, 4, 96},
+    {"Intel Arc A770 (ANV)", "intel",
+     {.type = VKATTN_DEVICE_DISCRETE_GPU, .vendor_id = 0x8086, .driver_name = "Intel open-source Mesa driver",
+      .api_version = (1u << 22) | (3u << 12), .max_storage_buffer_range = 1u << 30,
+      .max_memory_allocation_size = 4294967296u, .max_shared_memory_bytes = 65536, .max_workgroup_invocations = 1024,
+      .max_workgroup_count = {65535, 65535, 65535}, .subgroup_size = 32, .subgroup_size_min = 8,
+      .subgroup_size_max = 32, .subgroup_size_control = 1, .storage_16bit = 1, .shader_float16 = 1,
+      .cooperative_matrix = 1, .cooperative_matrix_shape_count = 1, .cooperative_matrix_shapes = {{8, 8, 16}},
+      .cooperative_matrix_usable = 1},
+     134217728, 16, 4, 32},
+    {"Apple M2 (MoltenVK)", "gpu",
+     {.type = VKATTN_DEVICE_INTEGRATED_GPU, .vendor_id = 0x106b, .driver_name = "MoltenVK",
+      .api_version = (1u << 22) | (2u << 12), .max_storage_buffer_range = 1u << 30,
+      .max_memory_allocation_size = 8ull << 30, .max_shared_memory_bytes = 32768, .max_workgroup_invocations = 1024,
+      .max_workgroup_count = {65535, 65535, 65535}, .subgroup_size = 32, .subgroup_size_min = 4,
+      .subgroup_size_max = 32, .subgroup_size_control = 1, .storage_16bit = 1, .shader_float16 = 1},
+     1u << 26, 16, 16, 10},
+    {"Arm Mali-G710 MC10", "mobile",
+     {.type = VKATTN_DEVICE_INTEGRATED_GPU, .vendor_id = 0x13b5, .driver_name = "Mali",
+      .api_version = (1u << 22) | (3u << 12), .max_storage_buffer_range = 1u << 30,
+      .max_memory_allocation_size = 2ull << 30, .max_shared_memory_bytes = 32768, .max_workgroup_invocations = 512,
+      .max_workgroup_count = {65535, 65535, 65535}, .subgroup_size = 16, .subgroup_size_min = 16,
+      .subgroup_size_max = 16, .subgroup_size_control = 1, .storage_16bit = 1, .shader_float16 = 1,
+      .compute_units = 10},
+     1u << 27, 16, 16, 10},
+};
+
+static vka_plan_limits profile_limits(const device_profile *d, const vka_tuning *t)
+{
+    vka_plan_limits l = vka_plan_limits_of(&d->info, t);
+    l.max_texel_elements = d->texel_elements;
+    l.texel_offset_alignment = d->texel_align, l.storage_offset_alignment = d->storage_align;
+    return l;
+}
+
+/* Workgroups of a dispatch step. */
+static uint64_t step_groups(const vka_step *st) { return (uint64_t)st->groups[0] * st->groups[1] * st->groups[2]; }
+
+/* What every dispatch of a plan on a profile must keep: workgroups within the device's size,
+ * cooperative-matrix kernels in whole subgroups of a size the device allows (and a required size
+ * that the device can give), their tiles within its shared memory. Returns the failures. */
+static int check_profile_steps(const device_profile *d, const vka_plan_limits *l, const vka_plan *plan)
+{
+    int bad = check_plan_limits(plan, l, d->name);
+    for (uint32_t i = 0; i < plan->step_count; i++) {
+        const vka_step *st = &plan->steps[i];
+        if (st->kind != VKA_STEP_DISPATCH) continue;
+        uint32_t wg = st->spec[VKA_SPEC_WG_SIZE];
+        int ok = wg >= 1 && wg <= d->info.max_workgroup_invocations;
+        CHECK_MSG(ok, "%s step %u: workgroup %u", d->name, i, wg);
+        bad += !ok;
+        if (!vka_kernel_is_coopmat(vka_kernel_get(st->kernel))) continue;
+        uint32_t sg = l->subgroup_size;
+        ok = sg >= d->info.subgroup_size_min && sg <= d->info.subgroup_size_max && wg % sg == 0;
+        CHECK_MSG(ok, "%s: a workgroup of %u in subgroups of %u, the device allows %u..%u", d->name, wg, sg,
+                  d->info.subgroup_size_min, d->info.subgroup_size_max);
+        bad += !ok;
+        vkattn_matrix_shape ms = {st->spec[VKA_SPEC_MAT_M], st->spec[VKA_SPEC_MAT_N], st->spec[VKA_SPEC_MAT_K]};
+        uint64_t shared = vka_matmul_cm_shared_bytes(st->spec[VKA_SPEC_TILE_A], st->spec[VKA_SPEC_TILE_B],
+                                                     st->spec[VKA_SPEC_TILE_K], ms);
+        ok = shared <= d->info.max_shared_memory_bytes;
+        CHECK_MSG(ok, "%s: %llu bytes of shared memory", d->name, (unsigned long long)shared);
+        bad += !ok;
+    }
+    return bad;
+}
+
+/* The largest dispatch of a stage (by workgroups), or NULL. */
+static const vka_step *largest_step(const vka_plan *plan, vkattn_stage stage, vka_kernel kernel)
+{
+    const vka_step *best = NULL;
+    for (uint32_t i = 0; i < plan->step_count; i++) {
+        const vka_step *st = &plan->steps[i];
+        if (st->kind != VKA_STEP_DISPATCH || st->stage != stage || st->kernel != kernel) continue;
+        if (!best || step_groups(st) > step_groups(best)) best = st;
+    }
+    return best;
+}
+
+/* The profiles at a Llama-3-8B layer (E = 4096, H = 32, H_kv = 8, D = 128): the class each device
+ * gets from its properties, the projections' kernel (matmul_cm with the largest matrix shape where
+ * the class has cooperative matrices, else matmul.comp), a fused prefill of 4096 tokens (no unfused
+ * kernel), every dispatch within the device's workgroup size, subgroup range and shared memory, and
+ * at least two waves (two workgroups per compute unit) for the prefill's projections and attention
+ * and for the attention of one decoding step over 8192 cached keys. Forcing a class works where the
+ * device can run it, and is refused where its workgroups are too large. */
+static void test_device_profiles(void)
+{
+    for (size_t d = 0; d < sizeof profiles / sizeof profiles[0]; d++) {
+        const device_profile *dp = &profiles[d];
+        const vka_tuning *t = vka_tuning_for(&dp->info, NULL);
+        CHECK_MSG(strcmp(t->name, dp->expect_class) == 0, "%s: class %s, expected %s", dp->name, t->name, dp->expect_class);
+        char why[160];
+        CHECK_MSG(!vka_tuning_refusal(t, &dp->info, why, sizeof why), "%s: its own class refused: %s", dp->name, why);
+        vka_plan_limits l = profile_limits(dp, t);
+        const int cm = t->cm_frags_m != 0;
+        if (cm) {
+            vkattn_matrix_shape best = vka_matrix_shape_for(&dp->info);
+            CHECK(l.matrix_shape.m == best.m && l.matrix_shape.n == best.n && l.matrix_shape.k == best.k);
+            CHECK_MSG(l.subgroup_size >= dp->info.subgroup_size_min && l.subgroup_size <= dp->info.subgroup_size_max,
+                      "%s: subgroup %u", dp->name, l.subgroup_size);
+        }
+
+        vka_problem p = problem(1, 4096, 4096, 4096, 32, 1);
+        gqa(&p, 8);
+        p.cfg.bias = 0, p.causal = 1;
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK(check_profile_steps(dp, &l, &plan) == 0);
+        vka_kernel mm = cm ? VKA_KERNEL_MATMUL_CM : VKA_KERNEL_MATMUL;
+        CHECK_MSG(count_kernel(&plan, cm ? VKA_KERNEL_MATMUL : VKA_KERNEL_MATMUL_CM) == 0 && count_kernel(&plan, mm) >= 2,
+                  "%s: projections not all on %s", dp->name, cm ? "matmul_cm" : "matmul");
+        CHECK(count_kernel(&plan, VKA_KERNEL_SCORES) == 0 && count_kernel(&plan, VKA_KERNEL_SOFTMAX) == 0);
+        const vka_step *qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, mm);
+        const vka_step *out = largest_step(&plan, VKATTN_STAGE_OUT_PROJECTION, mm);
+        const vka_step *attn = NULL;
+        for (uint32_t i = 0; i < plan.step_count; i++)
+            if (plan.steps[i].kind == VKA_STEP_DISPATCH && plan.steps[i].stage == VKATTN_STAGE_FUSED &&
+                (!attn || step_groups(&plan.steps[i]) > step_groups(attn)))
+                attn = &plan.steps[i];
+        const uint64_t two_waves = 2ull * dp->units;
+        CHECK_MSG(qkv && out && attn, "%s: steps missing", dp->name);
+        if (qkv && out && attn) {
+            CHECK_MSG(step_groups(qkv) >= two_waves && step_groups(out) >= two_waves && step_groups(attn) >= two_waves,
+                      "%s prefill: %llu, %llu, %llu workgroups for %u units", dp->name,
+                      (unsigned long long)step_groups(qkv), (unsigned long long)step_groups(out),
+                      (unsigned long long)step_groups(attn), dp->units);
+            printf("  %-24s %-8s prefill 4096: %s %ux%u tiles, %llu workgroups; attention %llu (%s)", dp->name, t->name,
+                   cm ? "matmul_cm" : "matmul", qkv->spec[VKA_SPEC_TILE_A], qkv->spec[VKA_SPEC_TILE_B],
+                   (unsigned long long)step_groups(qkv), (unsigned long long)step_groups(attn),
+                   vka_kernel_get(attn->kernel)->spirv);
+        }
+
+        p = cached_problem(4096, 32, 8, 1, 1, 8192, 0);
+        p.cfg.bias = 0;
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK(check_profile_steps(dp, &l, &plan) == 0);
+        const vka_step *paged = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_PAGED);
+        const vka_step *step_qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL);
+        CHECK_MSG(paged && step_qkv && count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0, "%s decode: steps", dp->name);
+        if (paged && step_qkv) {
+            CHECK_MSG(step_groups(paged) >= two_waves, "%s decode: %llu workgroups of attn_paged for %u units", dp->name,
+                      (unsigned long long)step_groups(paged), dp->units);
+            printf("; decode 8k: attn_paged %u parts, %llu workgroups; QKV matmul %llu\n", plan.key_parts,
+                   (unsigned long long)step_groups(paged), (unsigned long long)step_groups(step_qkv));
+        }
+        vka_plan_free(&plan);
+
+        /* Forcing: every class without cooperative matrices plans valid kernels on every profile
+         * whose workgroups allow it; cooperative-matrix classes need the device's matrices. */
+        const char *names[] = {"lavapipe", "gpu", "coopmat", "intel", "mobile"};
+        for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+            const vka_tuning *f = vka_tuning_for(&dp->info, names[n]);
+            CHECK(f != NULL && strcmp(f->name, names[n]) == 0);
+            if (!f || (f->cm_frags_m && !dp->info.cooperative_matrix_usable)) continue;
+            if (vka_tuning_refusal(f, &dp->info, why, sizeof why)) {
+                CHECK_MSG(strstr(why, "exceed the device's"), "%s: %s refused: %s", dp->name, names[n], why);
+                continue;
+            }
+            vka_plan_limits fl = profile_limits(dp, f);
+            vka_problem small = problem(1, 512, 512, 4096, 32, 1);
+            gqa(&small, 8);
+            vka_plan fp = {0};
+            CHECK_STATUS(vka_plan_build(&small, &fl, &fp, NULL), VKATTN_OK);
+            CHECK_MSG(check_profile_steps(dp, &fl, &fp) == 0, "%s forced to %s", dp->name, names[n]);
+            CHECK(count_kernel(&fp, VKA_KERNEL_MATMUL_CM) == (f->cm_frags_m ? count_kind(&fp, VKATTN_STAGE_QKV_PROJECTION) +
+                                                                                  count_kind(&fp, VKATTN_STAGE_OUT_PROJECTION)
+                                                                            : 0));
+            vka_plan_free(&fp);
+        }
+    }
+    /* The Mali profile's 512 invocations refuse a class of 1024-invocation workgroups; no class of
+     * the table has such workgroups today, so a made-up small device shows the refusal. */
+    vkattn_device_info tiny = profiles[4].info;
+    tiny.max_workgroup_invocations = 128;
+    char why[160];
+    CHECK(vka_tuning_refusal(vka_tuning_for(&tiny, "gpu"), &tiny, why, sizeof why));
+    CHECK_MSG(strstr(why, "softmax workgroups of 256 invocations exceed the device's 128"), "%s", why);
+    CHECK(!vka_tuning_refusal(vka_tuning_for(&tiny, "mobile"), &tiny, why, sizeof why));
+}
+
 int main(void)
 {
     RUN_TEST(test_small_self_attention);
@@ -1015,5 +1230,6 @@ int main(void)
     RUN_TEST(test_window_span);
     RUN_TEST(test_fold_groups);
     RUN_TEST(test_coopmat_profiles);
+    RUN_TEST(test_device_profiles);
     return test_finish();
 }

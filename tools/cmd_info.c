@@ -8,6 +8,28 @@
 
 #define MAX_DEVICES 16
 
+/* Where the list says cooperative matrices would be used, a context on the device says whether
+ * they pass its self-test (vkattn_device_info.cooperative_matrix_checked): "; self-test passed",
+ * or "; not used: self-test failed: ..." where they do not, or why no context could be made. */
+static void print_self_test(const vkattn_device_info *d)
+{
+    char index[16];
+    snprintf(index, sizeof index, "%u", d->index);
+    vkattn_context_desc desc = {.device = index};
+    vkattn_context *ctx = NULL;
+    vkattn_error error = {0};
+    vkattn_device_info checked;
+    if (vkattn_context_create(&desc, &ctx, &error) != VKATTN_OK) {
+        printf("; self-test not run: %s", error.message);
+        return;
+    }
+    if (vkattn_context_device(ctx, &checked) == VKATTN_OK) {
+        if (checked.cooperative_matrix_checked) printf("; self-test passed");
+        else printf("; not used: %s", checked.cooperative_matrix_note);
+    }
+    vkattn_context_destroy(ctx);
+}
+
 int cmd_info(int argc, char **argv)
 {
     cli_command c = {"info", NULL,
@@ -53,6 +75,8 @@ int cmd_info(int argc, char **argv)
         else printf("none%s", d->cooperative_matrix ? " with fp16 x fp16 -> fp32 at subgroup scope" : "");
         if (d->cooperative_matrix_shape_count && !d->cooperative_matrix_usable)
             printf("; not used: %s", d->cooperative_matrix_note);
+        else if (d->cooperative_matrix_usable)
+            print_self_test(d);
         printf("\n");
         if (d->timestamp_period_ns > 0) printf("    timestamps                %g ns per tick\n", d->timestamp_period_ns);
         else printf("    timestamps                not supported on the compute queue\n");

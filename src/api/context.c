@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/coopmat_check.h"
 #include "device/physical.h"
 #include "pipeline/kernels.h"
+#include "plan/plan.h"
 #include "vkattn_vulkan.h"
 
 #define VKA_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
@@ -186,6 +188,8 @@ static vkattn_status describe_all(const vka_instance_fns *fns, VkInstance instan
     for (uint32_t i = 0; i < n; i++) {
         vka_describe_device(fns, devices[i], i, &infos[i], NULL);
         coopmat_decide(&infos[i], 0);
+        /* the class follows the switches and the build, as a context's would */
+        snprintf(infos[i].tuning, sizeof infos[i].tuning, "%s", vka_tuning_for(&infos[i], NULL)->name);
     }
     if (n > 0) infos[vka_default_device(infos, n)].is_default = 1;
     *count = n;
@@ -249,7 +253,8 @@ static vkattn_status create_device(vkattn_context *ctx)
     if (vka_device_has_extension(&ctx->dev.ifn, ctx->dev.physical, "VK_KHR_portability_subset"))
         extensions[extension_count++] = "VK_KHR_portability_subset";
     /* The cooperative-matrix kernels (when usable, coopmat_decide): the extension and its feature,
-     * the Vulkan memory model their SPIR-V declares, maintenance4 for their LocalSizeId workgroup
+     * the Vulkan memory model their SPIR-V declares (with device scope, which the other kernels'
+     * Device-scope atomics need once the model is on), maintenance4 for their LocalSizeId workgroup
      * size (SPIR-V 1.6), and full subgroups of a required size, which their subgroup-scope
      * matrices are laid out over. */
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat = {
@@ -261,7 +266,7 @@ static vkattn_status create_device(vkattn_context *ctx)
         .subgroupSizeControl = VK_TRUE, .computeFullSubgroups = VK_TRUE};
     VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, .pNext = &size_control,
-        .vulkanMemoryModel = VK_TRUE};
+        .vulkanMemoryModel = VK_TRUE, .vulkanMemoryModelDeviceScope = VK_TRUE};
     if (ctx->dev.info.cooperative_matrix_usable) {
         float16.pNext = &memory_model;
         extensions[extension_count++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
@@ -340,15 +345,79 @@ static vkattn_context *context_alloc(const vka_faults *faults)
     return ctx;
 }
 
+/* The kernel tuning: the one asked for (the description's, else VKATTN_TUNING), else the device's
+ * class; a tuning the device cannot run is refused. */
+static vkattn_status choose_tuning(vkattn_context *ctx, const vkattn_context_desc *desc, coopmat_state coopmat)
+{
+    const char *tuning = desc->tuning, *tuning_source = "tuning";
+    if (!tuning && (tuning = getenv("VKATTN_TUNING")) && !*tuning) tuning = NULL;
+    if (tuning && tuning != desc->tuning) tuning_source = "VKATTN_TUNING";
+    vkattn_device_info *info = &ctx->dev.info;
+    ctx->tuning_forced = tuning != NULL;
+    ctx->tuning = vka_tuning_for(info, tuning);
+    if (!ctx->tuning)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s \"%s\" does not exist (try %s)", tuning_source,
+                        tuning, vka_tuning_names());
+    /* A forced cooperative-matrix class on a device or build that cannot run its kernels is refused;
+     * turned off, it runs with the plain matmul (the switch is there to route around a driver). */
+    if (ctx->tuning->cm_frags_m && (coopmat == COOPMAT_DEVICE_LACKS || coopmat == COOPMAT_NOT_BUILT))
+        return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED,
+                        "%s \"%s\" needs cooperative matrices, which device \"%s\" cannot give vkattn: %s",
+                        tuning_source, ctx->tuning->name, info->name,
+                        info->cooperative_matrix ? info->cooperative_matrix_note : "no VK_KHR_cooperative_matrix");
+    char why[160];
+    if (vka_tuning_refusal(ctx->tuning, info, why, sizeof why))
+        return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "%s \"%s\" cannot run on device \"%s\": %s", tuning_source,
+                        ctx->tuning->name, info->name, why);
+    snprintf(info->tuning, sizeof info->tuning, "%s", ctx->tuning->name);
+    return VKATTN_OK;
+}
+
+/* The cooperative-matrix kernels' subgroup size on this context: the tuning's choice where they
+ * are enabled (pipelines require it, plans make workgroups of it), else none. */
+static void set_matrix_subgroup(vkattn_context *ctx)
+{
+    ctx->dev.matrix_subgroup =
+        ctx->dev.info.cooperative_matrix_usable ? vka_matrix_subgroup_for(ctx->tuning, &ctx->dev.info) : 0;
+}
+
+/* Where cooperative matrices are enabled: the self-test (coopmat_check.h), with the tile of the
+ * context's tuning, or of the "coopmat" class where the tuning has none. A wrong answer or a
+ * failed call turns them off for the context, with the reason in the device's note, and a class
+ * chosen for them gives way to the device's class without them; a forced tuning stays, with the
+ * plain matmul (as with VKATTN_COOPMAT=0). */
+static vkattn_status check_coopmat(vkattn_context *ctx)
+{
+    vkattn_device_info *info = &ctx->dev.info;
+    const vka_tuning *t = ctx->tuning->cm_frags_m ? ctx->tuning : vka_tuning_for(info, "coopmat");
+    char note[sizeof info->cooperative_matrix_note] = "";
+    int passed = 0;
+    const vka_plan_limits limits = vka_context_plan_limits(ctx);
+    vkattn_status status =
+        vka_coopmat_self_test(&ctx->dev, &ctx->transfer, &ctx->pipelines, &limits, t, &passed, note, sizeof note);
+    if (status == VKATTN_ERROR_DEVICE_LOST)
+        return vka_fail(&ctx->dev, status, "the cooperative-matrix self-test lost the device (%s); VKATTN_COOPMAT=0 "
+                        "leaves cooperative matrices alone", ctx->dev.error.message);
+    if (status != VKATTN_OK) return status;
+    info->cooperative_matrix_checked = passed;
+    if (passed) return VKATTN_OK;
+    info->cooperative_matrix_usable = 0;
+    snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note, "%s", note);
+    if (!ctx->tuning_forced) {
+        ctx->tuning = vka_tuning_for(info, NULL);
+        snprintf(info->tuning, sizeof info->tuning, "%s", ctx->tuning->name);
+    }
+    set_matrix_subgroup(ctx);
+    return VKATTN_OK;
+}
+
 /* What follows the device's description, for both kinds of context: the kernel tuning, the loop
- * budget, the Vulkan 1.1 check, then (`make_device`) the logical device, then the shared objects. */
+ * budget, the Vulkan 1.1 check, then (`make_device`) the logical device, then the shared objects
+ * and, where cooperative matrices are enabled, their self-test. */
 static vkattn_status context_finish(vkattn_context *ctx, const vkattn_context_desc *desc, int make_device)
 {
     vkattn_status status = VKATTN_OK;
     if (ctx->dev.faults.hide_16bit_storage) ctx->dev.info.storage_16bit = 0;
-    const char *tuning = desc->tuning, *tuning_source = "tuning";
-    if (!tuning && (tuning = getenv("VKATTN_TUNING")) && !*tuning) tuning = NULL;
-    if (tuning && tuning != desc->tuning) tuning_source = "VKATTN_TUNING";
     vkattn_device_info *info = &ctx->dev.info;
     coopmat_state coopmat = coopmat_decide(info, desc->no_cooperative_matrix);
     if (!make_device && coopmat == COOPMAT_ON) { /* an application's device: its features are its own */
@@ -357,22 +426,8 @@ static vkattn_status context_finish(vkattn_context *ctx, const vkattn_context_de
         snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note,
                  "not enabled on an application's device");
     }
-    ctx->tuning = vka_tuning_for(info, tuning);
-    if (!ctx->tuning) {
-        status = vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
-                          "%s \"%s\" does not exist (try lavapipe, gpu or coopmat)", tuning_source, tuning);
-        goto fail;
-    }
-    /* A forced cooperative-matrix class on a device or build that cannot run its kernels is refused;
-     * turned off, it runs with the plain matmul (the switch is there to route around a driver). */
-    if (ctx->tuning->cm_frags_m && (coopmat == COOPMAT_DEVICE_LACKS || coopmat == COOPMAT_NOT_BUILT)) {
-        status = vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED,
-                          "%s \"%s\" needs cooperative matrices, which device \"%s\" cannot give vkattn: %s",
-                          tuning_source, ctx->tuning->name, info->name,
-                          info->cooperative_matrix ? info->cooperative_matrix_note : "no VK_KHR_cooperative_matrix");
-        goto fail;
-    }
-    snprintf(ctx->dev.info.tuning, sizeof ctx->dev.info.tuning, "%s", ctx->tuning->name);
+    VKA_TRY(choose_tuning(ctx, desc, coopmat));
+    set_matrix_subgroup(ctx);
     VKA_TRY(resolve_loop_budget(ctx, desc->loop_budget));
     if (ctx->dev.info.api_version < VK_API_VERSION_1_1) {
         status = vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkattn needs 1.1",
@@ -381,6 +436,7 @@ static vkattn_status context_finish(vkattn_context *ctx, const vkattn_context_de
     }
     if (make_device) VKA_TRY(create_device(ctx));
     VKA_TRY(create_shared_objects(ctx, desc));
+    if (info->cooperative_matrix_usable) VKA_TRY(check_coopmat(ctx));
 fail:
     return status;
 }
@@ -555,33 +611,15 @@ vkattn_status vkattn_device_requirements_get(PFN_vkGetInstanceProcAddr entry, Vk
 
 vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
 {
-    vka_plan_limits limits = {0};
-    limits.max_storage_buffer_range = ctx->dev.info.max_storage_buffer_range;
-    /* A single buffer must also fit one allocation. */
-    if (ctx->dev.info.max_memory_allocation_size < limits.max_storage_buffer_range)
-        limits.max_storage_buffer_range = ctx->dev.info.max_memory_allocation_size;
+    /* The device's description already holds the context's loop budget and, where they are
+     * enabled and passed the self-test, cooperative matrices (cooperative_matrix_usable). */
+    vka_plan_limits limits = vka_plan_limits_of(&ctx->dev.info, ctx->tuning);
     for (int i = 0; i < 3; i++) limits.max_group_count[i] = ctx->dev.caps.props.limits.maxComputeWorkGroupCount[i];
     limits.max_texel_elements = ctx->dev.caps.props.limits.maxTexelBufferElements;
     limits.texel_offset_alignment = ctx->dev.caps.props.limits.minTexelBufferOffsetAlignment;
     limits.storage_offset_alignment = ctx->dev.caps.props.limits.minStorageBufferOffsetAlignment;
-    limits.max_buffer_bytes = ctx->dev.info.max_memory_allocation_size;
     limits.loop_budget = ctx->loop_budget;
-    limits.compute_units = ctx->dev.info.compute_units;
-    limits.tuning = ctx->tuning;
-    /* The cooperative-matrix kernels take the driver's first fp16 -> fp32 shape, in full subgroups
-     * of the device's default size. */
-    if (ctx->dev.info.cooperative_matrix_usable) {
-        limits.matrix_shape = ctx->dev.info.cooperative_matrix_shapes[0];
-        limits.subgroup_size = ctx->dev.info.subgroup_size;
-    }
-    limits.max_shared_bytes = ctx->dev.info.max_shared_memory_bytes;
-    limits.max_workgroup_invocations = ctx->dev.info.max_workgroup_invocations;
     limits.faults = (vka_faults *)&ctx->dev.faults;
-    /* Keep the unfused score buffer moderate on devices with huge ranges: chunks cost a few
-     * dispatches, a multi-GiB workspace costs memory the application may need. */
-    limits.scores_budget_bytes = (uint64_t)512 << 20;
-    /* The fused path's split-key states: enough for a long prefill's parts, far below the scores. */
-    limits.state_budget_bytes = (uint64_t)64 << 20;
     return limits;
 }
 

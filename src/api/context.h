@@ -20,6 +20,7 @@ struct vkattn_context {
     vka_transfer transfer;      /* host <-> device copies for memory the host cannot map */
     vka_pipeline_cache pipelines;
     const vka_tuning *tuning; /* kernel shapes for this device (src/device/tuning.c) */
+    int tuning_forced;        /* asked for by name (desc->tuning or VKATTN_TUNING), not the device's class */
     uint32_t loop_budget;       /* loop trips per invocation the plan keeps to, 0 = unlimited */
     vka_buffer dummy;           /* bound to descriptor slots a dispatch does not use */
     int validation_enabled;

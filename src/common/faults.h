@@ -14,9 +14,14 @@ typedef struct vka_faults {
     uint64_t vk_fail_at;   /* 1-based index of the Vulkan call to fail; 0 = none */
     int vk_result;         /* the VkResult injected (VK_ERROR_OUT_OF_DEVICE_MEMORY when 0) */
     int hide_16bit_storage; /* create the device as if it lacked storageBuffer16BitAccess */
+    int coopmat_check;     /* the cooperative-matrix self-test at context creation (api/coopmat_check.c):
+                              VKA_FAULT_COOPMAT_WRONG finds a wrong element, VKA_FAULT_COOPMAT_FAIL a
+                              failed call, as a broken driver would give them */
     uint64_t host_calls;   /* counted so far */
     uint64_t vk_calls;
 } vka_faults;
+
+enum { VKA_FAULT_COOPMAT_WRONG = 1, VKA_FAULT_COOPMAT_FAIL = 2 };
 
 /* Counts one host allocation; true if it must fail. `faults` may be NULL (never fails). */
 static inline int vka_fault_host(vka_faults *faults)

@@ -33,6 +33,8 @@ typedef struct vka_device {
     uint32_t queue_family;
     vkattn_device_info info;
     vka_device_caps caps;
+    uint32_t matrix_subgroup;  /* the subgroup size cooperative-matrix pipelines require (the tuning's
+                                  choice, vka_matrix_subgroup_for; 0 where they are not enabled) */
     struct {                   /* the application's lock around submits to a shared queue */
         void (*lock)(void *user), (*unlock)(void *user);
         void *user;

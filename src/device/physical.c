@@ -128,7 +128,7 @@ static void coopmat_usable(vkattn_device_info *info, int memory_model_and_mainte
                         : info->cooperative_matrix_shape_count == 0  ? "no fp16 x fp16 -> fp32 subgroup shape"
                         : info->api_version < VK_API_VERSION_1_3     ? "needs Vulkan 1.3"
                         : !info->shader_float16                      ? "needs shaderFloat16"
-                        : !memory_model_and_maintenance4             ? "needs vulkanMemoryModel and maintenance4"
+                        : !memory_model_and_maintenance4             ? "needs vulkanMemoryModel (device scope) and maintenance4"
                         : !info->subgroup_size_control               ? "needs subgroup size control with full subgroups"
                                                                      : NULL;
     info->cooperative_matrix_usable = missing == NULL;
@@ -214,7 +214,10 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
     info->shader_float16 = float16.shaderFloat16 != 0;
     info->cooperative_matrix = has_coopmat && coopmat.cooperativeMatrix;
     if (info->cooperative_matrix) coopmat_shapes(fns, device, info);
-    coopmat_usable(info, memory_model.vulkanMemoryModel && maintenance4.maintenance4);
+    /* With the memory model enabled, Device-scope atomics (kv_append's quantizing build) need its
+     * device scope too, so the cooperative-matrix kernels ask for both. */
+    coopmat_usable(info, memory_model.vulkanMemoryModel && memory_model.vulkanMemoryModelDeviceScope &&
+                             maintenance4.maintenance4);
 
     int unified = 1, any_local = 0;
     for (uint32_t i = 0; i < memory.memoryHeapCount; i++) {

@@ -2,6 +2,7 @@
  * tuning a device gets. Figures behind the lavapipe row: ../../docs/PERFORMANCE.md. */
 #include "tuning.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const vka_tuning tunings[] = {
@@ -23,47 +24,147 @@ static const vka_tuning tunings[] = {
     },
     {
         .name = "gpu",
-        .why = "GPUs: many light threads hide latency; small per-thread tiles keep registers free "
-               "(untuned: no GPU was available when these were chosen)",
+        .why = "desktop GPUs without cooperative matrices (RDNA2, older NVIDIA, Apple through MoltenVK): many "
+               "light threads hide latency, small per-thread tiles keep registers free; no kernels of its own "
+               "yet, the shared ones with GPU-sized tiles and workgroups (untuned: no GPU was available)",
         .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
         .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 64,
         .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
         .pv_tile_q = 4, .pv_tile_d = 2, .pv_wg = 64,
         .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4, .fused_wg = 64,
-        /* untuned: two workgroups of 64 per unit */
-        .paged_wg = 64, .paged_target = 16384, .paged_per_unit = 128, .paged_min_part = 128,
+        /* decoding: attn_paged has an invocation per (row tile, key part), so a batch-1 step over
+         * 8192 keys has 32 row tiles at D = 128 (Llama-3-8B) and needs parts of 16 keys (one block)
+         * and workgroups of one 32-lane subgroup to give two workgroups per unit on 132 units */
+        .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128, .paged_min_part = 16,
         .softmax_wg = 256,
     },
     {
         .name = "coopmat",
-        .why = "matrix cores (VK_KHR_cooperative_matrix): the projections as shared-memory tiled GEMMs "
-               "with fp16 operands and fp32 sums, the other kernels as gpu (untuned: no GPU was available)",
+        .why = "desktop GPUs with matrix cores of 16 x 16 matrices (VK_KHR_cooperative_matrix: NVIDIA since Turing, "
+               "AMD RDNA3): the projections as shared-memory tiled GEMMs with fp16 operands and fp32 sums in "
+               "32-lane subgroups, the other kernels as gpu (untuned: no GPU was available)",
         .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
         .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 64,
         .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
         .pv_tile_q = 4, .pv_tile_d = 2, .pv_wg = 64,
         .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4, .fused_wg = 64,
-        .paged_wg = 64, .paged_target = 16384, .paged_per_unit = 128, .paged_min_part = 128,
+        .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128, .paged_min_part = 16,
         .softmax_wg = 256,
         /* 2 x 2 accumulators per subgroup, 2 steps per block: with 16 x 16 x 16 matrices 64 x 64
          * outputs per workgroup and blocks of 32 (ggml's medium coopmat tile; larger is the next
          * step on a real GPU), 32 x 32 and blocks of 16 with lavapipe's 8 x 8 x 8 (which keeps its
          * LLVM compile short). Up to 8 rows (decoding) stay on the skinny matmul, as ggml keeps
-         * them on matrix-vector kernels. */
-        .cm_frags_m = 2, .cm_frags_n = 2, .cm_ksteps = 2, .cm_min_rows = 9,
+         * them on matrix-vector kernels. Subgroups of 32: NVIDIA's only size, and RDNA3's wave32. */
+        .cm_frags_m = 2, .cm_frags_n = 2, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 32,
+    },
+    {
+        .name = "intel",
+        .why = "GPUs whose matrix engines take narrow matrices (8 rows) in small subgroups (8 or 16 lanes; Intel "
+               "Arc and Xe2): more accumulators per subgroup for the same tile of C, the device's smallest "
+               "subgroup, the other kernels as gpu (untuned: no GPU was available)",
+        .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
+        .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 64,
+        .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
+        .pv_tile_q = 4, .pv_tile_d = 2, .pv_wg = 64,
+        .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4, .fused_wg = 64,
+        .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128, .paged_min_part = 16,
+        .softmax_wg = 256,
+        /* 4 x 4 accumulators of 8 x 8 x 16 (Arc A770): 64 x 64 outputs per workgroup, blocks of 32,
+         * as the coopmat row's tile with 16 x 16 matrices; ggml also takes the smallest subgroup
+         * for Intel's matmuls */
+        .cm_frags_m = 4, .cm_frags_n = 4, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 0,
+    },
+    {
+        .name = "mobile",
+        .why = "mobile GPUs (Mali's 16-lane or Adreno's 64/128-lane subgroups, 32 KiB of shared memory): few "
+               "registers per lane, so one query and 8 keys per fused invocation; no kernels of its own yet "
+               "(untuned: no GPU was available)",
+        .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
+        .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 64,
+        .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
+        .pv_tile_q = 2, .pv_tile_d = 2, .pv_wg = 64,
+        .fused_tile_k = 8, .fused_q_dims = 64, .fused_max_tile_q = 2, .fused_wg = 64,
+        /* a handful of cores: parts of 64 keys or more, two workgroups of 64 per core */
+        .paged_wg = 64, .paged_target = 4096, .paged_per_unit = 128, .paged_min_part = 64,
+        .softmax_wg = 128,
     },
 };
+
+enum { LAVAPIPE, GPU, COOPMAT, INTEL, MOBILE, TUNINGS };
+_Static_assert(sizeof tunings / sizeof tunings[0] == TUNINGS, "one enum value per row of the table");
+
+vkattn_matrix_shape vka_matrix_shape_for(const vkattn_device_info *device)
+{
+    vkattn_matrix_shape best = {0};
+    for (uint32_t i = 0; i < device->cooperative_matrix_shape_count && i < VKATTN_MAX_MATRIX_SHAPES; i++) {
+        vkattn_matrix_shape s = device->cooperative_matrix_shapes[i];
+        if ((uint64_t)s.m * s.n * s.k > (uint64_t)best.m * best.n * best.k) best = s;
+    }
+    return best;
+}
+
+uint32_t vka_matrix_subgroup_for(const vka_tuning *t, const vkattn_device_info *device)
+{
+    uint32_t want = (t->cm_frags_m ? t : &tunings[COOPMAT])->cm_subgroup;
+    uint32_t lo = device->subgroup_size_min ? device->subgroup_size_min : device->subgroup_size;
+    uint32_t hi = device->subgroup_size_max ? device->subgroup_size_max : device->subgroup_size;
+    if (want == 0) return lo;
+    return want >= lo && want <= hi ? want : device->subgroup_size;
+}
+
+/* The class of a device, from its properties; vendor ids are no part of it (they only gate known
+ * driver bugs). In order:
+ *  - a CPU implementation (lavapipe, SwiftShader): "lavapipe";
+ *  - cooperative matrices usable, of at least 16 x 16, in subgroups that may be 32 wide: "coopmat"
+ *    (NVIDIA, AMD RDNA3);
+ *  - cooperative matrices usable otherwise (narrower matrices, or subgroups that cannot be 32):
+ *    "intel" (Arc's 8 x 8 x 16 in subgroups of 8 to 32, Xe2's 8 x 16 x 16);
+ *  - an integrated GPU with at most 32 KiB of shared memory whose subgroups cannot be 32 wide:
+ *    "mobile" (Mali's 16 lanes, Adreno's 64 or 128; Apple's GPUs through MoltenVK have 32-lane
+ *    SIMD groups and desktop-sized register files, and take "gpu");
+ *  - any other GPU: "gpu". */
+static const vka_tuning *tuning_class(const vkattn_device_info *d)
+{
+    if (d->type == VKATTN_DEVICE_CPU || strstr(d->driver_name, "llvmpipe")) return &tunings[LAVAPIPE];
+    uint32_t lo = d->subgroup_size_min ? d->subgroup_size_min : d->subgroup_size;
+    uint32_t hi = d->subgroup_size_max ? d->subgroup_size_max : d->subgroup_size;
+    int can_32 = lo <= 32 && 32 <= hi;
+    if (d->cooperative_matrix_usable) {
+        vkattn_matrix_shape s = vka_matrix_shape_for(d);
+        return s.m >= 16 && s.n >= 16 && can_32 ? &tunings[COOPMAT] : &tunings[INTEL];
+    }
+    if (d->type == VKATTN_DEVICE_INTEGRATED_GPU && d->max_shared_memory_bytes <= 32768 && !can_32)
+        return &tunings[MOBILE];
+    return &tunings[GPU];
+}
 
 const vka_tuning *vka_tuning_for(const vkattn_device_info *device, const char *name)
 {
     if (name) {
-        for (size_t i = 0; i < sizeof tunings / sizeof tunings[0]; i++)
+        for (size_t i = 0; i < TUNINGS; i++)
             if (strcmp(tunings[i].name, name) == 0) return &tunings[i];
         return NULL;
     }
-    /* lavapipe, and any other CPU implementation (SwiftShader), behave alike. */
-    if (device->type == VKATTN_DEVICE_CPU || strstr(device->driver_name, "llvmpipe")) return &tunings[0];
-    return &tunings[1];
+    return tuning_class(device);
+}
+
+const char *vka_tuning_names(void) { return "lavapipe, gpu, coopmat, intel, mobile"; }
+
+int vka_tuning_refusal(const vka_tuning *t, const vkattn_device_info *device, char *why, size_t size)
+{
+    const struct {
+        const char *kernel;
+        uint32_t wg;
+    } groups[] = {{"matmul", t->matmul_wg}, {"matmul (decoding)", t->matmul_skinny_wg}, {"attn_scores", t->scores_wg},
+                  {"attn_pv", t->pv_wg}, {"attn_fused", t->fused_wg}, {"attn_paged", t->paged_wg},
+                  {"softmax", t->softmax_wg}};
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        if (!device->max_workgroup_invocations || groups[i].wg <= device->max_workgroup_invocations) continue;
+        snprintf(why, size, "its %s workgroups of %u invocations exceed the device's %u", groups[i].kernel,
+                 groups[i].wg, device->max_workgroup_invocations);
+        return 1;
+    }
+    return 0;
 }
 
 uint32_t vka_device_loop_budget(const vkattn_device_info *device)

@@ -3,6 +3,7 @@
 #ifndef VKA_TUNING_H
 #define VKA_TUNING_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vkattn.h"
@@ -33,13 +34,35 @@ typedef struct vka_tuning {
      * 2 x 2 accumulators of 16 x 16 x 16. Matmuls of fewer than cm_min_rows rows (decoding steps)
      * take matmul.comp's skinny tiles instead. */
     uint32_t cm_frags_m, cm_frags_n, cm_ksteps, cm_min_rows;
+    /* The subgroup size the cooperative-matrix kernels require: this one where the device can
+     * give it (subgroup_size_min..max), 0 = the device's smallest (Intel's matrix engines work on
+     * 8 or 16 lanes). Read from the "coopmat" row by tunings without cm_* fields. */
+    uint32_t cm_subgroup;
 } vka_tuning;
 
-/* The tuning for a device: by explicit name ("lavapipe", "gpu", "coopmat") when `name` is
- * non-NULL, else from the table of device properties (never "coopmat" yet: vkattn.h says why).
- * NULL if `name` matches no tuning. Whether the device can run a named one is the context's
- * check. */
+/* The tuning for a device: by explicit name ("lavapipe", "gpu", "coopmat", "intel", "mobile")
+ * when `name` is non-NULL, else its class from the device's properties (vka_tuning_class).
+ * NULL if `name` matches no tuning. Whether the device can run a named one: vka_tuning_refusal
+ * and the context's cooperative-matrix check. */
 const vka_tuning *vka_tuning_for(const vkattn_device_info *device, const char *name);
+
+/* The names of every tuning, ", "-separated ("lavapipe, gpu, ..."), for messages. */
+const char *vka_tuning_names(void);
+
+/* Why `device` cannot run tuning `t`'s kernels (a workgroup larger than the device allows), as
+ * one line into `why`; 0 when it can. Cooperative matrices are the context's check (they also
+ * depend on the build and the switches). */
+int vka_tuning_refusal(const vka_tuning *t, const vkattn_device_info *device, char *why, size_t size);
+
+/* The cooperative-matrix shape vkattn's kernels use on a device: of the fp16 -> fp32 shapes it
+ * lists, the one with the most products per step (M x N x K), the driver's first on a tie; all
+ * 0 where it lists none. The driver's order says nothing about speed (NVIDIA lists 16x8 shapes
+ * beside 16x16x16). */
+vkattn_matrix_shape vka_matrix_shape_for(const vkattn_device_info *device);
+
+/* The subgroup size the cooperative-matrix kernels require under tuning `t` on `device` (see
+ * cm_subgroup): always within the device's subgroup_size_min..max. */
+uint32_t vka_matrix_subgroup_for(const vka_tuning *t, const vkattn_device_info *device);
 
 /* The loop trips one shader invocation may run on this device before the driver ends its loops
  * early, without an error (0 = no such limit known). lavapipe's compiler (gallivm) ends them

@@ -456,10 +456,11 @@ static vkattn_status create_pipeline(vka_device *dev, VkPipelineCache vk_cache, 
     for (uint32_t i = 0; i < VKA_MAX_SPEC; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
     VkSpecializationInfo spec_info = {VKA_MAX_SPEC, entries, sizeof p->spec, p->spec};
     /* A cooperative matrix is spread over a subgroup's invocations: its kernels count subgroups
-     * per workgroup at compile time, so the size is fixed and every subgroup full. */
+     * per workgroup at compile time, so the size is fixed (the tuning's, which the plan's
+     * workgroups are made of) and every subgroup full. */
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup_size = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
-        .requiredSubgroupSize = dev->info.subgroup_size};
+        .requiredSubgroupSize = dev->matrix_subgroup ? dev->matrix_subgroup : dev->info.subgroup_size};
     VkComputePipelineCreateInfo pipeline_info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage =
@@ -514,4 +515,23 @@ vkattn_status vka_pipeline_get(vka_device *dev, vka_pipeline_cache *cache, vka_k
     cache->dirty = 1;
     *out = p;
     return VKATTN_OK;
+}
+
+vkattn_status vka_pipeline_make(vka_device *dev, vka_pipeline_cache *cache, vka_kernel kernel, int f16_out,
+                                const uint32_t spec[VKA_MAX_SPEC], vka_pipeline **out)
+{
+    vka_pipeline *p = vka_calloc(&dev->faults, 1, sizeof *p);
+    if (!p) return vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a pipeline");
+    vkattn_status status = create_pipeline(dev, cache->vk_cache, kernel, f16_out, spec, p);
+    if (status != VKATTN_OK) {
+        destroy_pipeline(dev, p);
+        return status;
+    }
+    *out = p;
+    return VKATTN_OK;
+}
+
+void vka_pipeline_release(vka_device *dev, vka_pipeline *pipeline)
+{
+    if (pipeline) destroy_pipeline(dev, pipeline);
 }

@@ -66,4 +66,14 @@ uint64_t vka_pipeline_cache_checksum(const uint8_t *bytes, size_t size);
 vkattn_status vka_pipeline_get(vka_device *dev, vka_pipeline_cache *cache, vka_kernel kernel, int f16_out,
                                const uint32_t spec[VKA_MAX_SPEC], const vka_pipeline **out);
 
+/* A pipeline outside the registry, for the library's own one-off work (the cooperative-matrix
+ * self-test at context creation): made through the VkPipelineCache, so that a later
+ * vka_pipeline_get of the same kernel and spec finds the driver's work done, but neither counted
+ * among the context's pipelines nor marking the cache file for writing (a context that ran no
+ * forward leaves its file alone). Released with vka_pipeline_release. */
+vkattn_status vka_pipeline_make(vka_device *dev, vka_pipeline_cache *cache, vka_kernel kernel, int f16_out,
+                                const uint32_t spec[VKA_MAX_SPEC], vka_pipeline **out);
+/* Destroys a pipeline from vka_pipeline_make; NULL is a no-op. */
+void vka_pipeline_release(vka_device *dev, vka_pipeline *pipeline);
+
 #endif

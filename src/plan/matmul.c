@@ -41,30 +41,27 @@ static matmul_shape shape_for(const vka_tuning *pr, uint32_t M)
     return (matmul_shape){rows, pr->matmul_skinny_tile_n, pr->matmul_skinny_wg};
 }
 
-/* The cooperative-matrix kernel's tile for a matmul of M rows, or all zeros where matmul.comp runs
- * it: under a tuning with cm_frags_*, on a context that may run matmul_cm (limits->matrix_shape),
- * for at least cm_min_rows rows. The tile is the tuning's accumulators times the matrix shape (2 x 2
- * subgroups), a block whole matrix steps (and whole texels of 4). It must fit the device's shared
- * memory and workgroup size. */
-typedef struct cm_shape {
-    uint32_t tile_m, tile_n, tile_k, wg;
-} cm_shape;
+typedef vka_matmul_cm_tile cm_shape;
 
 static uint32_t round_up(uint32_t x, uint32_t unit) { return (x + unit - 1) / unit * unit; }
 
-static cm_shape cm_shape_for(const vka_builder *b, uint32_t M)
+vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M)
 {
-    const vka_tuning *t = b->tuning;
-    const vkattn_matrix_shape ms = b->limits->matrix_shape;
+    const vkattn_matrix_shape ms = limits->matrix_shape;
     const cm_shape none = {0};
     if (!t->cm_frags_m || !ms.m || !ms.n || !ms.k || M < t->cm_min_rows) return none;
     cm_shape s = {2 * t->cm_frags_m * ms.m, 2 * t->cm_frags_n * ms.n, round_up(t->cm_ksteps * ms.k, 4),
-                  4 * b->limits->subgroup_size};
+                  4 * limits->subgroup_size};
     if (s.tile_k % ms.k) s.tile_k *= ms.k; /* whole matrix steps and whole texels of 4 */
-    if (vka_matmul_cm_shared_bytes(s.tile_m, s.tile_n, s.tile_k, ms) > b->limits->max_shared_bytes ||
-        s.wg > b->limits->max_workgroup_invocations)
+    if (vka_matmul_cm_shared_bytes(s.tile_m, s.tile_n, s.tile_k, ms) > limits->max_shared_bytes ||
+        s.wg > limits->max_workgroup_invocations)
         return none;
     return s;
+}
+
+static cm_shape cm_shape_for(const vka_builder *b, uint32_t M)
+{
+    return vka_matmul_cm_tile_for(b->tuning, b->limits, M);
 }
 
 uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, vkattn_matrix_shape ms)

@@ -14,4 +14,15 @@ vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l);
  * matrices of shape `ms`: what the plan checks against the device's. */
 uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, vkattn_matrix_shape ms);
 
+/* matmul_cm.comp's tile for a matmul of M rows, or all zeros where matmul.comp runs it: under a
+ * tuning with cm_* fields, with limits that give a matrix shape (the context may run matmul_cm), for
+ * at least cm_min_rows rows. The tile is the tuning's accumulators times the matrix shape (2 x 2
+ * subgroups of limits->subgroup_size), a block whole matrix steps (and whole texels of 4); it fits
+ * the device's shared memory and workgroup size. The context's self-test uses it too, so that it
+ * runs the pipeline the plans will. */
+typedef struct vka_matmul_cm_tile {
+    uint32_t tile_m, tile_n, tile_k, wg; /* wg 0: no cooperative-matrix tile */
+} vka_matmul_cm_tile;
+vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M);
+
 #endif

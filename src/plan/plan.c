@@ -86,3 +86,29 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
 fail:
     return status;
 }
+
+vka_plan_limits vka_plan_limits_of(const vkattn_device_info *device, const vka_tuning *tuning)
+{
+    vka_plan_limits limits = {0};
+    limits.max_storage_buffer_range = device->max_storage_buffer_range;
+    /* A single buffer must also fit one allocation. */
+    if (device->max_memory_allocation_size && device->max_memory_allocation_size < limits.max_storage_buffer_range)
+        limits.max_storage_buffer_range = device->max_memory_allocation_size;
+    for (int i = 0; i < 3; i++) limits.max_group_count[i] = device->max_workgroup_count[i];
+    limits.max_buffer_bytes = device->max_memory_allocation_size;
+    limits.loop_budget = device->loop_budget;
+    limits.compute_units = device->compute_units;
+    limits.tuning = tuning;
+    if (device->cooperative_matrix_usable) {
+        limits.matrix_shape = vka_matrix_shape_for(device);
+        limits.subgroup_size = vka_matrix_subgroup_for(tuning, device);
+    }
+    limits.max_shared_bytes = device->max_shared_memory_bytes;
+    limits.max_workgroup_invocations = device->max_workgroup_invocations;
+    /* Keep the unfused score buffer moderate on devices with huge ranges: chunks cost a few
+     * dispatches, a multi-GiB workspace costs memory the application may need. */
+    limits.scores_budget_bytes = (uint64_t)512 << 20;
+    /* The fused path's split-key states: enough for a long prefill's parts, far below the scores. */
+    limits.state_budget_bytes = (uint64_t)64 << 20;
+    return limits;
+}

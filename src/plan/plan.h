@@ -35,4 +35,12 @@
 vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits, vka_plan *plan,
                              vkattn_error *error);
 
+/* The device facts a plan is built with, from a device's description and the context's tuning:
+ * ranges, workgroup counts and sizes, shared memory, compute units, loop budget, and where
+ * cooperative matrices are usable (device->cooperative_matrix_usable) their shape and subgroup
+ * size (vka_matrix_shape_for, vka_matrix_subgroup_for); the workspace budgets. The fields
+ * vkattn_device_info does not carry (texel elements, offset alignments) and the fault injector are
+ * the caller's to add: the context takes them from the device, the plan tests from made-up profiles. */
+vka_plan_limits vka_plan_limits_of(const vkattn_device_info *device, const vka_tuning *tuning);
+
 #endif

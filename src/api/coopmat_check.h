@@ -1,0 +1,29 @@
+/* The cooperative-matrix self-test a context runs where it has enabled VK_KHR_cooperative_matrix:
+ * one matmul_cm dispatch checked on the host, so that a driver that advertises matrices but
+ * computes them wrong (or cannot build the kernel) costs the fast path, not the answers. */
+#ifndef VKA_COOPMAT_CHECK_H
+#define VKA_COOPMAT_CHECK_H
+
+#include "memory/transfer.h"
+#include "pipeline/pipeline_cache.h"
+#include "plan/steps.h"
+
+/* Runs matmul_cm once on a small deterministic problem: one workgroup's tile of C (M x N rows and
+ * columns of the tile the plan uses, 32 x 32 with 8 x 8 x 8 matrices, 64 x 64 with 16 x 16 x 16)
+ * over two blocks of the reduction, plus a bias, with the pipeline a forward of the cooperative-
+ * matrix tuning uses (made through the pipeline cache but outside the context's registry:
+ * vka_pipeline_make), and compares it with a float64 reference. The operands are multiples of 1/8
+ * in [-1, 1]: exact in fp16, their products and sums exact in fp32, so a correct kernel is exact;
+ * an element off by more than 2^-10 x max(1, |reference|) (fp16's rounding of the result) fails.
+ * `tuning` gives the tile (a tuning with cm_* fields), `limits` (the context's plan limits) the
+ * matrix shape, subgroup size and shared memory; the pipeline comes from `pipelines`, the one
+ * submission goes through `transfer`.
+ *
+ * Returns VKATTN_OK with *passed 1, or *passed 0 and one line in `note` ("self-test failed: ...")
+ * for a wrong element or a call that failed otherwise than below. Running out of host or device
+ * memory and a lost device are returned as such (the context cannot be made either way). */
+vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka_pipeline_cache *pipelines,
+                                    const vka_plan_limits *limits, const vka_tuning *tuning, int *passed, char *note,
+                                    size_t note_size);
+
+#endif
