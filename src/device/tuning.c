@@ -37,7 +37,8 @@ static const vka_tuning tunings[] = {
     {
         .name = "coopmat",
         .why = "matrix cores (VK_KHR_cooperative_matrix): the projections as shared-memory tiled GEMMs "
-               "with fp16 operands and fp32 sums, the other kernels as gpu (untuned: no GPU was available)",
+               "and the fused attention with fp16 operands and fp32 sums, the other kernels as gpu "
+               "(untuned: no GPU was available)",
         .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
         .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 64,
         .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
@@ -51,6 +52,11 @@ static const vka_tuning tunings[] = {
          * LLVM compile short). Up to 8 rows (decoding) stay on the skinny matmul, as ggml keeps
          * them on matrix-vector kernels. */
         .cm_frags_m = 2, .cm_frags_n = 2, .cm_ksteps = 2, .cm_min_rows = 9,
+        /* Attention: 4 subgroups of MAT_M query rows, keys in blocks of 2 MAT_N: 32 rows x 16 keys
+         * with 8 x 8 x 8 (about 21 KiB of shared memory at D = 256, within lavapipe's 32 KiB),
+         * 64 x 32 with 16 x 16 x 16 (47 KiB at D = 256; a device with less shared memory keeps
+         * attn_fused there). A real GPU wants more keys per block (FA2: 64-128); untuned. */
+        .cm_attn_subgroups = 4, .cm_attn_key_frags = 2,
     },
 };
 

@@ -33,6 +33,11 @@ typedef struct vka_tuning {
      * 2 x 2 accumulators of 16 x 16 x 16. Matmuls of fewer than cm_min_rows rows (decoding steps)
      * take matmul.comp's skinny tiles instead. */
     uint32_t cm_frags_m, cm_frags_n, cm_ksteps, cm_min_rows;
+    /* attn_cm.comp, the cooperative-matrix fused attention (0 = this tuning does not use it): a
+     * workgroup of cm_attn_subgroups subgroups owns cm_attn_subgroups x MAT_M query rows (a
+     * subgroup MAT_M of them) and visits its keys in blocks of cm_attn_key_frags x MAT_N (at most
+     * 32). */
+    uint32_t cm_attn_subgroups, cm_attn_key_frags;
 } vka_tuning;
 
 /* The tuning for a device: by explicit name ("lavapipe", "gpu", "coopmat") when `name` is

@@ -43,7 +43,7 @@ static matmul_shape shape_for(const vka_tuning *pr, uint32_t M)
 
 /* The cooperative-matrix kernel's tile for a matmul of M rows, or all zeros where matmul.comp runs
  * it: under a tuning with cm_frags_*, on a context that may run matmul_cm (limits->matrix_shape),
- * for at least cm_min_rows rows. The tile is the tuning's accumulators times the matrix shape (2 x 2
+ * for at least cm_min_rows rows, unless the layer asks for fp32 precision. The tile is the tuning's accumulators times the matrix shape (2 x 2
  * subgroups), a block whole matrix steps (and whole texels of 4). It must fit the device's shared
  * memory and workgroup size. */
 typedef struct cm_shape {
@@ -57,7 +57,9 @@ static cm_shape cm_shape_for(const vka_builder *b, uint32_t M)
     const vka_tuning *t = b->tuning;
     const vkattn_matrix_shape ms = b->limits->matrix_shape;
     const cm_shape none = {0};
-    if (!t->cm_frags_m || !ms.m || !ms.n || !ms.k || M < t->cm_min_rows) return none;
+    if (!t->cm_frags_m || !ms.m || !ms.n || !ms.k || M < t->cm_min_rows ||
+        b->p->cfg.precision == VKATTN_PRECISION_F32)
+        return none;
     cm_shape s = {2 * t->cm_frags_m * ms.m, 2 * t->cm_frags_n * ms.n, round_up(t->cm_ksteps * ms.k, 4),
                   4 * b->limits->subgroup_size};
     if (s.tile_k % ms.k) s.tile_k *= ms.k; /* whole matrix steps and whole texels of 4 */
