@@ -5,8 +5,10 @@
  *    query tiles and key blocks, partial ones), one query, one key, f32 and f16 storage, every mask
  *    (key padding, valid lengths per batch and per query, bool and float attn_mask, shared and per
  *    head, causal top-left and end-aligned, rows with no visible key), grouped-query and multi-query
- *    heads, the variants (window, softcap, ALiBi, sinks), the extra keys (bias_kv, zero_attn), and
- *    lowered loop budgets that split the keys into parts merged by attn_merge. Q, K, V and the
+ *    heads, the variants (window, softcap, ALiBi, sinks), the extra keys (bias_kv, zero_attn), NaN
+ *    in every key and value row no query may see (masked keys never contribute), and lowered loop
+ *    budgets that split the keys into parts merged by attn_merge (and, with the states' budget
+ *    lowered, parts visited in chunks that carry the softmax state). Q, K, V and the
  *    probabilities are rounded to fp16 on this path (and the projections' operands, matmul_cm), so
  *    the fp16 tolerances hold: output NMSE <= 2e-6 and max-abs <= 1e-2 x max(1, max|ref|), lse
  *    max-abs <= 1e-2 x max(1, max|ref|); non-finite values must agree (a row with no visible key is
@@ -23,6 +25,7 @@
  * On a device without cooperative matrices the test reports itself skipped (exit 77) with the
  * reason. Mesa 26 lavapipe runs the matrices on the CPU at a few GFLOP/s and compiles each pipeline
  * with LLVM: the shapes are small, and the grid shares pipelines where it can. */
+#include "api/context.h"
 #include "format/half.h"
 #include "gpu_test.h"
 
@@ -41,7 +44,9 @@ typedef struct cm_case {
     uint32_t window;
     float softcap;
     int alibi, sinks, bias_kv, zero_attn;
+    int nan_masked;    /* NaN in every key and value row no query may see (padding, past the lengths) */
     uint32_t budget;   /* the context's loop budget: 0 = the device's */
+    uint32_t state_kib; /* the fused states' budget (internal): small enough for chunks; 0 = the default */
 } cm_case;
 
 /* Rows share pipelines where they can (a pipeline is a specialization: head dim, fp16 output,
@@ -58,18 +63,20 @@ static const cm_case grid[] = {
     {"causal_L_gt_S", 1, 45, 17, 2, 0, 64, .causal = 1},
     {"causal_end_window", 2, 17, 45, 2, 0, 64, .causal = 1, .window = 20},
     {"gqa_causal", 1, 37, 0, 4, 2, 64, .causal = 1},
-    {"mqa_f16_padding", 2, 21, 29, 4, 1, 64, .f16 = 1, .key_padding = 1},
+    {"mqa_f16_padding_nan", 2, 21, 29, 4, 1, 64, .f16 = 1, .key_padding = 1, .nan_masked = 1},
     {"bool_per_head_lens", 2, 19, 41, 2, 0, 64, .mask = 1, .mask_per_head = 1, .lens = 2, .key_padding = 1,
      .fully_masked = 1},
-    {"float_mask_lens", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1},
+    {"float_mask_lens_nan", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1, .nan_masked = 1},
     {"softcap_alibi", 1, 33, 0, 2, 0, 64, .causal = 1, .softcap = 5.0f, .alibi = 1},
     {"sinks_window", 2, 37, 0, 2, 0, 64, .causal = 1, .window = 9, .sinks = 1, .fully_masked = 1, .lens = 1},
-    {"extra_keys", 2, 17, 23, 2, 0, 64, .bias_kv = 1, .zero_attn = 1, .key_padding = 1},
+    {"extra_keys_nan", 2, 17, 23, 2, 0, 64, .bias_kv = 1, .zero_attn = 1, .key_padding = 1, .nan_masked = 1},
     /* lowered loop budgets: at most (budget - 2) blocks of 16 keys per workgroup, so key parts
      * merged by attn_merge (whose loops take 2 (parts + 1) trips of the budget) */
     {"budget_parts", 1, 21, 600, 2, 0, 64, .causal = 1, .budget = 12},
     {"budget_parts_sinks", 1, 9, 200, 2, 1, 64, .sinks = 1, .key_padding = 1, .budget = 10},
     {"budget_extra_keys", 2, 5, 150, 2, 0, 64, .bias_kv = 1, .zero_attn = 1, .key_padding = 1, .budget = 10},
+    /* 16 KiB of states hold 2 parts of 32 rows: each part in chunks of 160 keys, the state carried */
+    {"budget_chunks", 2, 21, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .budget = 12, .state_kib = 16},
 };
 
 /* attn_cm against attn_fused: identity projections, B x L <= 8 (the f16 row excepted). */
@@ -120,6 +127,11 @@ static void inputs_make(const cm_case *c, cm_inputs *in, int fp16_values, unsign
         for (size_t i = 0; i < n; i++) in->lens[i] = (int32_t)((test_rng_float(&rng) * 0.5f + 0.5f) * (float)(S + 1));
         if (c->fully_masked) in->lens[0] = 0;
     }
+    for (uint32_t b = 0; c->nan_masked && b < c->B; b++)
+        for (uint32_t j = 0; j < S; j++)
+            if ((in->kpm && in->kpm[(size_t)b * S + j]) || (c->lens == 1 && (int32_t)j >= in->lens[b]))
+                for (uint32_t e = 0; e < in->Ek; e++)
+                    in->k[((size_t)b * S + j) * in->Ek + e] = in->v[((size_t)b * S + j) * in->Ek + e] = NAN;
     if (c->mask) {
         size_t n = (size_t)(c->mask_per_head ? c->B * c->H : 1) * c->L * S;
         if (c->mask == 1) {
@@ -163,7 +175,7 @@ static vkattn_layer_desc layer_of(const cm_case *c)
                                .add_zero_attn = c->zero_attn};
 }
 
-static vkattn_context *context_for(uint32_t budget, int off)
+static vkattn_context *context_for(uint32_t budget, int off, uint32_t state_kib)
 {
     vkattn_context *ctx = NULL;
     vkattn_error error = {0};
@@ -171,6 +183,7 @@ static vkattn_context *context_for(uint32_t budget, int off)
                                 .no_cooperative_matrix = off};
     CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
     if (!ctx) fprintf(stderr, "%s\n", error.message);
+    if (ctx) ctx->state_budget_bytes = (uint64_t)state_kib << 10;
     return ctx;
 }
 
@@ -188,13 +201,15 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
     int cm = strstr(plan, "attn_cm") != NULL;
     CHECK_MSG(want_cm ? cm : !strstr(plan, "_cm"), "%s: the plan %s:\n%s", c->name,
               want_cm ? "lacks attn_cm" : "has a _cm kernel", plan);
+    if (c->state_kib)
+        CHECK_MSG(strstr(plan, "carried in") != NULL, "%s: no chunk carries the state:\n%s", c->name, plan);
     return 1 + (strstr(plan, "merge") != NULL);
 }
 
 static void run_grid_case(const cm_case *c, unsigned long long seed, double *worst)
 {
     double t0 = test_now_s();
-    vkattn_context *ctx = context_for(c->budget, 0);
+    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(c);
     test_weights tw;
@@ -251,7 +266,7 @@ static float *identity_weights(const cm_case *c, vkattn_weights *w)
 static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
 {
     double t0 = test_now_s();
-    vkattn_context *ctx = context_for(c->budget, 0);
+    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(c);
     ld.no_bias = 1;
@@ -304,7 +319,7 @@ static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
 static void run_off(int off)
 {
     const cm_case c = {off ? "no_cooperative_matrix" : "precision_f32", 1, 9, 20, 2, 0, 64, .causal = 1};
-    vkattn_context *ctx = context_for(0, off);
+    vkattn_context *ctx = context_for(0, off, 0);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(&c);
     ld.precision = off ? VKATTN_PRECISION_DEFAULT : VKATTN_PRECISION_F32;

@@ -581,7 +581,7 @@ vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
      * dispatches, a multi-GiB workspace costs memory the application may need. */
     limits.scores_budget_bytes = (uint64_t)512 << 20;
     /* The fused path's split-key states: enough for a long prefill's parts, far below the scores. */
-    limits.state_budget_bytes = (uint64_t)64 << 20;
+    limits.state_budget_bytes = ctx->state_budget_bytes ? ctx->state_budget_bytes : (uint64_t)64 << 20;
     return limits;
 }
 
