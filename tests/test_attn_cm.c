@@ -69,6 +69,9 @@ static const cm_case grid[] = {
     {"float_mask_lens_nan", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1, .nan_masked = 1},
     {"softcap_alibi", 1, 33, 0, 2, 0, 64, .causal = 1, .softcap = 5.0f, .alibi = 1},
     {"sinks_window", 2, 37, 0, 2, 0, 64, .causal = 1, .window = 9, .sinks = 1, .fully_masked = 1, .lens = 1},
+    /* 1250 blocks in one workgroup: a loop hidden in the driver's matrix code (per multiply-add,
+     * 32 of them a block) would run past lavapipe's 65535 trips and end early */
+    {"long_S20000", 1, 3, 20000, 1, 0, 64},
     {"extra_keys_nan", 2, 17, 23, 2, 0, 64, .bias_kv = 1, .zero_attn = 1, .key_padding = 1, .nan_masked = 1},
     /* lowered loop budgets: at most (budget - 2) blocks of 16 keys per workgroup, so key parts
      * merged by attn_merge (whose loops take 2 (parts + 1) trips of the budget) */
