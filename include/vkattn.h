@@ -254,10 +254,10 @@ typedef struct vkattn_context_desc {
      * the device (see `vkattn info`); "lavapipe", "gpu" or "coopmat" force one (for tests and
      * comparisons: speed differs, and so may rounding, see below). "coopmat" is the
      * cooperative-matrix class: the projections and the fused attention run on matrix cores
-     * (matmul_cm, attn_cm: fp16 operands, fp32 accumulation), the other kernels as "gpu". A device without cooperative matrices
-     * (vkattn_device_info.cooperative_matrix 0), or a build without the kernels, refuses it
-     * (VKATTN_ERROR_UNSUPPORTED); where they are only turned off (no_cooperative_matrix,
-     * VKATTN_COOPMAT=0) it runs with the plain matmul. No device gets it by default yet: it has
+     * (matmul_cm, attn_cm: fp16 operands, fp32 accumulation), the other kernels as "gpu". A
+     * device without cooperative matrices (vkattn_device_info.cooperative_matrix 0), or a build
+     * without the kernels, refuses it (VKATTN_ERROR_UNSUPPORTED); where they are only turned off
+     * (no_cooperative_matrix, VKATTN_COOPMAT=0) it runs with the plain matmul and attn_fused. No device gets it by default yet: it has
      * run on Mesa 26 lavapipe only, and it changes the rounding of fp32 layers (below).
      *
      * Precision on the cooperative-matrix path: A and W of each projection are rounded to fp16 as
@@ -267,11 +267,13 @@ typedef struct vkattn_context_desc {
      * projections there (a relative error of about 1e-3 per operand, NMSE around 1e-7 at unit
      * scale), and values beyond fp16's range (|x| > 65504) become infinite. The fused attention
      * (attn_cm) likewise rounds Q, K, V and the softmax probabilities to fp16 and keeps the scores,
-     * the running max and sum and the output in fp32, as FlashAttention-2 does (error against the
-     * fp32 path: about 1e-3 relative per element at unit scale; a key whose V row holds NaN or inf
-     * makes the rows that see it NaN, and a masked one still contributes nothing). The default tuning
-     * on lavapipe, and "gpu" and "lavapipe" everywhere, keep fp32 operands, and so does a layer
-     * with vkattn_layer_desc.precision VKATTN_PRECISION_F32 under any tuning. */
+     * the running max and sum and the output in fp32, as FlashAttention-2 does (against the fp32
+     * path: max-abs about 1e-3 and NMSE about 5e-7 at unit scale, the fp16 storage tolerance; a key
+     * whose V row holds NaN or inf makes the rows that see it NaN, and a masked one still
+     * contributes nothing). The default tuning on lavapipe, and "gpu" and "lavapipe" everywhere,
+     * keep fp32 operands, and so does a layer with vkattn_layer_desc.precision
+     * VKATTN_PRECISION_F32 under any tuning: the choice is per layer (a model may need fp32 in
+     * some layers only), where no_cooperative_matrix turns the matrices off for a whole context. */
     const char *tuning;
     /* Loop trips per shader invocation the plan keeps every kernel within: 0 = the
      * VKATTN_LOOP_BUDGET environment variable, else the device's own (vkattn_device_info).
