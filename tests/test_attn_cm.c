@@ -86,7 +86,7 @@ static const cm_case grid[] = {
 static const cm_case pairs[] = {
     {"pair_D64", 1, 8, 77, 2, 0, 64},
     {"pair_D128_causal_gqa", 1, 7, 40, 4, 2, 128, .causal = 1},
-    {"pair_masks", 2, 3, 50, 2, 0, 64, .mask = 2, .key_padding = 1},
+    {"pair_masks", 2, 3, 50, 2, 0, 64, .mask = 2, .key_padding = 1, .fully_masked = 1},
     /* attn_fused needs 52 trips per block of keys at D = 64: at a budget of 512 it splits S = 300
      * into parts, attn_cm not */
     {"pair_budget_sinks", 1, 5, 300, 2, 0, 64, .sinks = 1, .budget = 512},
@@ -140,15 +140,14 @@ static void inputs_make(const cm_case *c, cm_inputs *in, int fp16_values, unsign
         if (c->mask == 1) {
             in->mask_b = malloc(n);
             for (size_t i = 0; i < n; i++) in->mask_b[i] = test_rng_float(&rng) > 0.4f; /* about 30% blocked */
-            if (c->fully_masked) memset(in->mask_b + 2 * S, 1, S); /* query 2 of the first head sees nothing */
+            if (c->fully_masked) memset(in->mask_b + (size_t)(c->L > 2 ? 2 : c->L - 1) * S, 1, S); /* sees nothing */
         } else {
             in->mask_f = malloc(n * sizeof(float));
             for (size_t i = 0; i < n; i++) {
                 float r = test_rng_float(&rng);
                 in->mask_f[i] = r > 0.7f ? -INFINITY : 2.0f * r;
             }
-            if (c->fully_masked)
-                for (uint32_t j = 0; j < S; j++) in->mask_f[3 * S + j] = -INFINITY;
+            for (uint32_t j = 0; c->fully_masked && j < S; j++) in->mask_f[(size_t)(c->L > 3 ? 3 : c->L - 1) * S + j] = -INFINITY;
         }
     }
 }
@@ -309,6 +308,11 @@ static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
                   e.max_abs, bound);
         CHECK_MSG(el.nonfinite == 0 && el.max_abs <= lse_bound, "%s: lse max-abs %.3g > %.3g", c->name, el.max_abs,
                   lse_bound);
+        if (c->fully_masked) { /* row min(3, L - 1) of every head: no visible key, lse -inf in both */
+            size_t r = c->L > 3 ? 3 : c->L - 1;
+            CHECK_MSG(lse[0][r] == -INFINITY && lse[1][r] == -INFINITY, "%s: a fully masked row's lse %g, %g", c->name,
+                      lse[0][r], lse[1][r]);
+        }
         if (!c->f16 && e.max_abs > worst[0]) worst[0] = e.max_abs;
         if (el.max_abs > worst[1]) worst[1] = el.max_abs;
     }
