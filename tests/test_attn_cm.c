@@ -151,7 +151,8 @@ static void inputs_make(const cm_case *c, cm_inputs *in, int fp16_values, unsign
                 float r = test_rng_float(&rng);
                 in->mask_f[i] = r > 0.7f ? -INFINITY : 2.0f * r;
             }
-            for (uint32_t j = 0; c->fully_masked && j < S; j++) in->mask_f[(size_t)(c->L > 3 ? 3 : c->L - 1) * S + j] = -INFINITY;
+            size_t row = c->L > 3 ? 3 : c->L - 1; /* sees nothing */
+            for (uint32_t j = 0; c->fully_masked && j < S; j++) in->mask_f[row * S + j] = -INFINITY;
         }
     }
 }

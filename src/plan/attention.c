@@ -214,7 +214,8 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
     const fused_cm_shape none = {0};
     if (!t->cm_attn_subgroups || !ms.m || !ms.n || !ms.k || b->p->cfg.precision == VKATTN_PRECISION_F32) return none;
     if (D % ms.k || D % ms.n || D % 4) return none;
-    fused_cm_shape s = {t->cm_attn_subgroups * ms.m, t->cm_attn_key_frags * ms.n, t->cm_attn_subgroups * b->limits->subgroup_size};
+    fused_cm_shape s = {t->cm_attn_subgroups * ms.m, t->cm_attn_key_frags * ms.n,
+                        t->cm_attn_subgroups * b->limits->subgroup_size};
     while (s.tile_k % ms.k) s.tile_k += ms.n; /* whole matrices of P (M x K) and of K^T (K x N) */
     if (s.tile_k > 32 || vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D) > b->limits->max_shared_bytes ||
         s.wg > b->limits->max_workgroup_invocations)
