@@ -259,9 +259,12 @@ static vkattn_status create_device(vkattn_context *ctx)
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES, .pNext = &maintenance4,
         .subgroupSizeControl = VK_TRUE, .computeFullSubgroups = VK_TRUE};
+    /* With the memory model on, Device-scope atomics (kv_append's quantized build) need its device
+     * scope too, where the device has it (the validation layer: VUID-RuntimeSpirv-vulkanMemoryModel-06265). */
     VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, .pNext = &size_control,
-        .vulkanMemoryModel = VK_TRUE};
+        .vulkanMemoryModel = VK_TRUE,
+        .vulkanMemoryModelDeviceScope = ctx->dev.caps.vulkan_memory_model_device_scope ? VK_TRUE : VK_FALSE};
     if (ctx->dev.info.cooperative_matrix_usable) {
         float16.pNext = &memory_model;
         extensions[extension_count++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;

@@ -21,6 +21,8 @@ typedef struct vka_device_caps {
     int timestamps;     /* the queue family can write timestamps */
     uint32_t timestamp_valid_bits;
     int vulkan_memory_model; /* vulkanMemoryModel: the cooperative-matrix kernels' SPIR-V needs it */
+    int vulkan_memory_model_device_scope; /* vulkanMemoryModelDeviceScope: with the memory model on, the
+                                             atomics of kv_append's KV_QUANT build (Device scope) need it */
 } vka_device_caps;
 
 typedef struct vka_device {

@@ -246,6 +246,7 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
         caps->timestamps = info->timestamp_period_ns > 0.0f;
         caps->timestamp_valid_bits = timestamp_bits;
         caps->vulkan_memory_model = memory_model.vulkanMemoryModel != 0;
+        caps->vulkan_memory_model_device_scope = memory_model.vulkanMemoryModelDeviceScope != 0;
     }
 }
 
