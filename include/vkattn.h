@@ -273,20 +273,28 @@ typedef struct vkattn_context_desc {
      * larger than the device allows, or, for "coopmat" and "intel", a device without cooperative
      * matrices (vkattn_device_info.cooperative_matrix 0) or a build without the kernels. Where
      * they are only turned off (no_cooperative_matrix, VKATTN_COOPMAT=0, a failed self-test) a
-     * forced "coopmat" or "intel" runs with the plain matmul. In those two classes the
-     * projections run on matrix cores (matmul_cm, fp16 operands, fp32 accumulation), the other
-     * kernels as "gpu"; "gpu" and "mobile" have no kernels of their own yet (the shared ones
-     * with GPU-sized tiles). All but "lavapipe" were chosen without a GPU to measure on. A GPU
-     * with usable cooperative matrices gets a cooperative-matrix class by default, which changes
-     * the rounding of fp32 layers (below); "gpu" or VKATTN_COOPMAT=0 keeps fp32 operands.
+     * forced "coopmat" or "intel" runs with the plain matmul and attn_fused. In those two classes
+     * the projections run on matrix cores (matmul_cm, fp16 operands, fp32 accumulation), and in
+     * "coopmat" the fused attention too (attn_cm); the other kernels as "gpu"; "gpu" and "mobile"
+     * have no kernels of their own yet (the shared ones with GPU-sized tiles). All but "lavapipe"
+     * were chosen without a GPU to measure on. A GPU with usable cooperative matrices gets a
+     * cooperative-matrix class by default, which changes the rounding of fp32 layers (below);
+     * "gpu", VKATTN_COOPMAT=0 or a layer's precision VKATTN_PRECISION_F32 keeps fp32 operands.
      *
      * Precision on the cooperative-matrix path: A and W of each projection are rounded to fp16 as
      * they are staged (to nearest; toward zero on drivers that convert that way, which Mesa 22
      * lavapipe does elsewhere: docs/KNOWN_ISSUES.md), like FlashAttention and cuBLAS's fp16 GEMMs; the
      * products are exact and summed in fp32. A layer with fp32 storage therefore gets fp16-rounded
      * projections there (a relative error of about 1e-3 per operand, NMSE around 1e-7 at unit
-     * scale), and values beyond fp16's range (|x| > 65504) become infinite. The default tuning
-     * on lavapipe, and "gpu", "mobile" and "lavapipe" everywhere, keep fp32 operands. */
+     * scale), and values beyond fp16's range (|x| > 65504) become infinite. The fused attention
+     * (attn_cm) likewise rounds Q, K, V and the softmax probabilities to fp16 and keeps the scores,
+     * the running max and sum and the output in fp32, as FlashAttention-2 does (against the fp32
+     * path: max-abs about 1e-3 and NMSE about 5e-7 at unit scale, the fp16 storage tolerance; a key
+     * whose V row holds NaN or inf makes the rows that see it NaN, and a masked one still
+     * contributes nothing). The default tuning on lavapipe, and "gpu", "mobile" and "lavapipe" everywhere,
+     * keep fp32 operands, and so does a layer with vkattn_layer_desc.precision
+     * VKATTN_PRECISION_F32 under any tuning: the choice is per layer (a model may need fp32 in
+     * some layers only), where no_cooperative_matrix turns the matrices off for a whole context. */
     const char *tuning;
     /* Loop trips per shader invocation the plan keeps every kernel within: 0 = the
      * VKATTN_LOOP_BUDGET environment variable, else the device's own (vkattn_device_info).
@@ -537,6 +545,18 @@ typedef enum vkattn_host_weights {
                                        layer is destroyed */
 } vkattn_host_weights;
 
+/* The arithmetic a layer's kernels may use (vkattn_layer_desc.precision). */
+typedef enum vkattn_precision {
+    VKATTN_PRECISION_DEFAULT = 0, /* the context's tuning decides: under "coopmat" the projections and the
+                                     fused attention run on cooperative matrices with fp16 operands (Q, K, V,
+                                     the probabilities, A and W rounded to fp16) and fp32 sums, see
+                                     vkattn_context_desc.tuning; elsewhere fp32 arithmetic */
+    VKATTN_PRECISION_F32 = 1      /* fp32 operands everywhere: this layer never uses the cooperative-matrix
+                                     kernels (as ggml's prec=f32), even under "coopmat"; its forwards then
+                                     round as under the "gpu" tuning. For layers whose scores or values
+                                     need more than fp16 (large logits before a softcap, say) */
+} vkattn_precision;
+
 typedef struct vkattn_layer_desc {
     uint32_t embed_dim;  /* E, required */
     uint32_t num_heads;  /* H, required; E % H must be 0 */
@@ -629,6 +649,8 @@ typedef struct vkattn_layer_desc {
     float qk_norm_eps;      /* 0 = 1e-6 (the rms_norm_eps of Qwen3, Gemma 3, OLMo 2) */
     int qk_norm_plus_one;   /* 0 = scale by w (Qwen3, OLMo 2); 1 = by (1 + w) (Gemma 3) */
     vkattn_host_weights host_weights; /* 0 = none kept (see vkattn_host_weights) */
+    vkattn_precision precision; /* 0 = VKATTN_PRECISION_DEFAULT (see vkattn_precision); a value that is no
+                                   vkattn_precision: VKATTN_ERROR_INVALID_ARGUMENT */
 } vkattn_layer_desc;
 
 /* Host weights in PyTorch's state_dict layout (row-major float32). E_q = H·D and E_kv = H_kv·D are

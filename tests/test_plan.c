@@ -2,6 +2,7 @@
  * run it with made-up limits (no Vulkan), to check dispatch counts, chunking and limit errors. */
 #include "plan/plan.h"
 #include "format/quant.h"
+#include "plan/attention.h"
 #include "plan/matmul.h"
 #include "problem/config.h"
 #include "test_util.h"
@@ -230,6 +231,9 @@ static int check_plan_limits(const vka_plan *plan, const vka_plan_limits *l, con
 /* The fused path's key parts and chunks visit every key of every row exactly once, row groups
  * cover every row once, and the states flow: no load in a row group's first chunk, a store in
  * every chunk but the last unless parts are merged, a merge exactly when there are parts. */
+/* attn_fused or its cooperative-matrix form, attn_cm: the same contract */
+static int is_fused(vka_kernel k) { return k == VKA_KERNEL_FUSED || k == VKA_KERNEL_FUSED_CM; }
+
 static int check_fused_cover(const vka_problem *p, const vka_plan *plan)
 {
     const uint32_t BH = p->B * p->cfg.H_active;
@@ -238,18 +242,18 @@ static int check_fused_cover(const vka_problem *p, const vka_plan *plan)
     uint8_t *key_seen = calloc(p->S_ext, 1);
     for (uint32_t i = 0; i < plan->step_count;) {
         const vka_step *st = &plan->steps[i];
-        if (st->kernel != VKA_KERNEL_FUSED) {
+        if (!is_fused(st->kernel)) {
             i++;
             continue;
         }
         const vka_fused_push *f = &st->push.fused;
         memset(key_seen, 0, p->S_ext);
         uint32_t chunk = 0;
-        for (; i < plan->step_count && plan->steps[i].kernel == VKA_KERNEL_FUSED &&
+        for (; i < plan->step_count && is_fused(plan->steps[i].kernel) &&
                plan->steps[i].push.fused.bh_begin == f->bh_begin && plan->steps[i].push.fused.i_begin == f->i_begin;
              i++, chunk++) {
             const vka_fused_push *c = &plan->steps[i].push.fused;
-            int last = i + 1 == plan->step_count || plan->steps[i + 1].kernel != VKA_KERNEL_FUSED ||
+            int last = i + 1 == plan->step_count || !is_fused(plan->steps[i + 1].kernel) ||
                        plan->steps[i + 1].push.fused.bh_begin != f->bh_begin ||
                        plan->steps[i + 1].push.fused.i_begin != f->i_begin;
             uint32_t flags = plan->steps[i].spec[VKA_SPEC_FLAGS];
@@ -1211,6 +1215,68 @@ static void test_device_profiles(void)
     CHECK(!vka_tuning_refusal(vka_tuning_for(&tiny, "mobile"), &tiny, why, sizeof why));
 }
 
+/* attn_cm under the coopmat tuning: chosen where the context has matrices, the head dim is whole
+ * matrices and the shared memory holds its tiles; its key parts within the loop budget; never
+ * for a layer with fp32 precision. */
+static void test_coopmat_attention(void)
+{
+    const struct {
+        const char *name;
+        vkattn_matrix_shape shape;
+        uint32_t subgroup, shared, budget, E, H, tile_q, tile_k;
+        int parts;
+    } rows[] = {
+        {"H100-like D128", {16, 16, 16}, 32, 49152, 0, 4096, 32, 64, 32, 0},
+        {"H100-like D256", {16, 16, 16}, 32, 49152, 0, 2048, 8, 64, 32, 0},
+        {"lavapipe D64", {8, 8, 8}, 8, 32768, 65535, 512, 8, 32, 16, 0},
+        {"lavapipe D256", {8, 8, 8}, 8, 32768, 65535, 512, 2, 32, 16, 0},
+        {"lavapipe D80, budget 12", {8, 8, 8}, 8, 32768, 12, 160, 2, 32, 16, 1},
+        {"lavapipe D96, budget 40", {8, 8, 8}, 8, 32768, 40, 96, 1, 32, 16, 1},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        vka_plan_limits l = coopmat_limits(rows[r].shape, rows[r].subgroup, rows[r].shared, rows[r].budget);
+        vka_problem p = problem(1, 300, 777, rows[r].E, rows[r].H, 0);
+        p.causal = 1;
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK_MSG(check_plan_limits(&plan, &l, rows[r].name) == 0, "%s", rows[r].name);
+        CHECK_MSG(check_fused_cover(&p, &plan) == 0, "%s", rows[r].name);
+        uint32_t cm = count_kernel(&plan, VKA_KERNEL_FUSED_CM);
+        CHECK_MSG(cm > 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 0, "%s: %u attn_cm", rows[r].name, cm);
+        CHECK_MSG((plan.key_parts > 1) == rows[r].parts, "%s: %u key parts", rows[r].name, plan.key_parts);
+        for (uint32_t i = 0; i < plan.step_count; i++) {
+            const vka_step *st = &plan.steps[i];
+            if (st->kernel != VKA_KERNEL_FUSED_CM) continue;
+            CHECK(st->spec[VKA_SPEC_TILE_A] == rows[r].tile_q && st->spec[VKA_SPEC_TILE_B] == rows[r].tile_k);
+            CHECK(st->spec[VKA_SPEC_WG_SIZE] == rows[r].tile_q / rows[r].shape.m * rows[r].subgroup);
+            CHECK(st->spec[VKA_SPEC_MAT_N] == rows[r].shape.n && st->spec[VKA_SPEC_DV] * 4 == p.cfg.D);
+            CHECK(vka_fused_cm_shared_bytes(rows[r].tile_q, rows[r].tile_k, p.cfg.D) <= rows[r].shared);
+            /* a workgroup per (part, head, query tile) */
+            uint64_t groups = (uint64_t)st->groups[0] * st->groups[1] * st->groups[2];
+            const vka_fused_push *f = &st->push.fused;
+            CHECK(groups >= (uint64_t)f->parts * f->bh_count * vka_ceil_div(f->i_count, rows[r].tile_q));
+        }
+        printf("  %-24s %u attn_cm dispatches, %u key parts\n", rows[r].name, cm, plan.key_parts);
+        vka_plan_free(&plan);
+    }
+    /* fp32 precision, a head dim of no whole matrices, too little shared memory: attn_fused */
+    vka_plan_limits l = coopmat_limits((vkattn_matrix_shape){8, 8, 8}, 8, 32768, 65535);
+    vka_problem p = problem(1, 64, 64, 256, 4, 1);
+    vka_plan plan = {0};
+    p.cfg.precision = VKATTN_PRECISION_F32;
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 1);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0);
+    p = problem(1, 64, 64, 84, 7, 1); /* D = 12 */
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 1);
+    p = problem(1, 64, 64, 1024, 4, 1); /* D = 256 in 16 KiB */
+    l.max_shared_bytes = 16384;
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 1);
+    vka_plan_free(&plan);
+}
+
 int main(void)
 {
     RUN_TEST(test_small_self_attention);
@@ -1231,5 +1297,6 @@ int main(void)
     RUN_TEST(test_fold_groups);
     RUN_TEST(test_coopmat_profiles);
     RUN_TEST(test_device_profiles);
+    RUN_TEST(test_coopmat_attention);
     return test_finish();
 }

@@ -11,6 +11,7 @@
 #define F(field) offsetof(forward_options, field)
 static const int k_paths[] = {VKATTN_PATH_AUTO, VKATTN_PATH_FUSED, VKATTN_PATH_UNFUSED};
 static const int k_rope_styles[] = {VKATTN_ROPE_NEOX, VKATTN_ROPE_GPTJ};
+static const int k_precisions[] = {VKATTN_PRECISION_DEFAULT, VKATTN_PRECISION_F32};
 
 const cli_option forward_option_rows[] = {
     {"--weights", "W.safetensors", "an nn.MultiheadAttention state_dict, or a checkpoint with --prefix", CLI_TEXT,
@@ -57,6 +58,9 @@ const cli_option forward_option_rows[] = {
      F(sinks)},
     {"--path", "auto|fused|unfused", "the device path (auto: fused, or unfused when attention weights are asked for)",
      CLI_CHOICE, F(path), .values = k_paths, .given = CLI_GIVEN(forward_options, path_given)},
+    {"--precision", "default|f32", "f32: fp32 operands in every kernel, never the cooperative-matrix ones (default: "
+     "the tuning decides; VKATTN_TUNING=coopmat rounds the operands of the projections and the fused attention to "
+     "fp16)", CLI_CHOICE, F(precision), .values = k_precisions},
     CLI_DEVICE_OPTION(forward_options, device),
     {"--cpu", NULL, "run the CPU reference path instead of Vulkan", CLI_FLAG, F(cpu)},
     {"--trace", NULL, "print the plan before the forward runs: the shapes per head, how keys and rows are split, the "
@@ -327,6 +331,7 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
     in->layer.window = (uint32_t)override("--sliding-window", o->window, cfg->window, has_config);
     in->layer.softcap = (float)override("--softcap", o->softcap, cfg->softcap, has_config);
     in->layer.alibi = o->alibi;
+    in->layer.precision = o->precision;
     in->layer.head_mask = in->head_mask.data; /* its dtype is checked; its shape with the others' */
     vkattn_host_forward_desc f = {
         .batch = in->B, .query_len = in->L, .key_len = in->key.data ? in->S : 0,

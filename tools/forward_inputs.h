@@ -40,6 +40,7 @@ typedef struct forward_options {
     const char *head_mask;                    /* --head-mask m.npy: bool (H), true = keep the head */
     int causal, add_zero_attn;                /* --causal, --add-zero-attn */
     const char *device;                       /* --device N|NAME; NULL = VKATTN_DEVICE or the default */
+    vkattn_precision precision;               /* --precision default|f32 */
     vkattn_path path;                         /* --path auto|fused|unfused; default auto */
     int path_given;                           /* --path appeared */
     int cpu;                                  /* --cpu: the CPU reference instead of Vulkan */

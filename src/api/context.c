@@ -264,6 +264,8 @@ static vkattn_status create_device(vkattn_context *ctx)
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES, .pNext = &maintenance4,
         .subgroupSizeControl = VK_TRUE, .computeFullSubgroups = VK_TRUE};
+    /* With the memory model on, Device-scope atomics (kv_append's quantized build) need its device
+     * scope too, where the device has it (the validation layer: VUID-RuntimeSpirv-vulkanMemoryModel-06265). */
     VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, .pNext = &size_control,
         .vulkanMemoryModel = VK_TRUE, .vulkanMemoryModelDeviceScope = VK_TRUE};
@@ -620,6 +622,8 @@ vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
     limits.storage_offset_alignment = ctx->dev.caps.props.limits.minStorageBufferOffsetAlignment;
     limits.loop_budget = ctx->loop_budget;
     limits.faults = (vka_faults *)&ctx->dev.faults;
+    /* A context's own state budget (tests lower it to reach the chunked path); else the default. */
+    if (ctx->state_budget_bytes) limits.state_budget_bytes = ctx->state_budget_bytes;
     return limits;
 }
 

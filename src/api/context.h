@@ -22,6 +22,9 @@ struct vkattn_context {
     const vka_tuning *tuning; /* kernel shapes for this device (src/device/tuning.c) */
     int tuning_forced;        /* asked for by name (desc->tuning or VKATTN_TUNING), not the device's class */
     uint32_t loop_budget;       /* loop trips per invocation the plan keeps to, 0 = unlimited */
+    uint64_t state_budget_bytes; /* the fused key parts' softmax states at most: 0 = 64 MiB. Tests
+                                    lower it (internal API) so that parts are visited in chunks
+                                    that carry the state, which only huge shapes need otherwise */
     vka_buffer dummy;           /* bound to descriptor slots a dispatch does not use */
     int validation_enabled;
     uint32_t validation_messages;

@@ -41,8 +41,8 @@ static const vka_tuning tunings[] = {
     {
         .name = "coopmat",
         .why = "desktop GPUs with matrix cores of 16 x 16 matrices (VK_KHR_cooperative_matrix: NVIDIA since Turing, "
-               "AMD RDNA3): the projections as shared-memory tiled GEMMs with fp16 operands and fp32 sums in "
-               "32-lane subgroups, the other kernels as gpu (untuned: no GPU was available)",
+               "AMD RDNA3): the projections as shared-memory tiled GEMMs and the fused attention with fp16 operands "
+               "and fp32 sums in 32-lane subgroups, the other kernels as gpu (untuned: no GPU was available)",
         .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
         .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 64,
         .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
@@ -56,6 +56,11 @@ static const vka_tuning tunings[] = {
          * LLVM compile short). Up to 8 rows (decoding) stay on the skinny matmul, as ggml keeps
          * them on matrix-vector kernels. Subgroups of 32: NVIDIA's only size, and RDNA3's wave32. */
         .cm_frags_m = 2, .cm_frags_n = 2, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 32,
+        /* Attention: 4 subgroups of MAT_M query rows, keys in blocks of 2 MAT_N: 32 rows x 16 keys
+         * with 8 x 8 x 8 (about 21 KiB of shared memory at D = 256, within lavapipe's 32 KiB),
+         * 64 x 32 with 16 x 16 x 16 (47 KiB at D = 256; a device with less shared memory keeps
+         * attn_fused there). A real GPU wants more keys per block (FA2: 64-128); untuned. */
+        .cm_attn_subgroups = 4, .cm_attn_key_frags = 2,
     },
     {
         .name = "intel",
@@ -73,6 +78,8 @@ static const vka_tuning tunings[] = {
          * as the coopmat row's tile with 16 x 16 matrices; ggml also takes the smallest subgroup
          * for Intel's matmuls */
         .cm_frags_m = 4, .cm_frags_n = 4, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 0,
+        /* attention keeps attn_fused: attn_cm has run with 8 x 8 x 8 and 16 x 16 x 16 shapes in
+         * 32-lane subgroups only (lavapipe; the H100 plan), not with Intel's 8 x 8 x 16 */
     },
     {
         .name = "mobile",

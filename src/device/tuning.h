@@ -38,6 +38,11 @@ typedef struct vka_tuning {
      * give it (subgroup_size_min..max), 0 = the device's smallest (Intel's matrix engines work on
      * 8 or 16 lanes). Read from the "coopmat" row by tunings without cm_* fields. */
     uint32_t cm_subgroup;
+    /* attn_cm.comp, the cooperative-matrix fused attention (0 = this tuning does not use it): a
+     * workgroup of cm_attn_subgroups subgroups owns cm_attn_subgroups x MAT_M query rows (a
+     * subgroup MAT_M of them) and visits its keys in blocks of cm_attn_key_frags x MAT_N (at most
+     * 32). */
+    uint32_t cm_attn_subgroups, cm_attn_key_frags;
 } vka_tuning;
 
 /* The tuning for a device: by explicit name ("lavapipe", "gpu", "coopmat", "intel", "mobile")

@@ -28,6 +28,7 @@ VKA_KERNEL(SCORES,        attn_scores,      attn_scores.comp,   -,         0, vk
 VKA_KERNEL(SOFTMAX,       softmax,          softmax.comp,       -,         0, vka_softmax_push, "P_ Stats_ HeadTerms_", vka_softmax_trips, vka_softmax_describe)
 VKA_KERNEL(PV,            attn_pv,          attn_pv.comp,       -,         1, vka_pv_push,      "P V Ctx_ Acc_", vka_pv_trips, vka_pv_describe)
 VKA_KERNEL(FUSED,         attn_fused,       attn_fused.comp,    -,         1, vka_fused_push,   "Q K V Ctx_ Kpm_ ValidLens_ MaskBytes_ Lse_ StateO_ StateLse_ HeadTerms_", vka_fused_trips, vka_fused_describe)
+VKA_KERNEL(FUSED_CM,      attn_cm,          attn_cm.comp,       COOPMAT,   1, vka_fused_push,   "Q K V Ctx_ Kpm_ ValidLens_ MaskBytes_ Lse_ StateO_ StateLse_ HeadTerms_", vka_fused_cm_trips, vka_fused_cm_describe)
 VKA_KERNEL(MERGE,         attn_merge,       attn_merge.comp,    -,         1, vka_merge_push,   "StateO_ StateLse_ Ctx_ Lse_ Meta_", vka_merge_trips, vka_merge_describe)
 VKA_KERNEL(AVERAGE_HEADS, average_heads,    average_heads.comp, -,         0, vka_average_push, "P_ W_", vka_average_trips, vka_average_describe)
 VKA_KERNEL(ROPE,          rope,             rope.comp,          -,         1, vka_rope_push,    "X_ Freq Meta_ NormW_", vka_rope_trips, vka_rope_describe)

@@ -198,19 +198,70 @@ vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, u
     return VKATTN_OK;
 }
 
+/* attn_cm.comp's shape for this attention, or all zeros where attn_fused.comp runs it: under a
+ * tuning with cm_attn_*, on a context that may run the cooperative-matrix kernels
+ * (limits->matrix_shape), for a layer that does not ask for fp32 precision, a head dim of whole
+ * matrices, within the device's shared memory and workgroup size. */
+typedef struct fused_cm_shape {
+    uint32_t tile_q, tile_k, wg;
+} fused_cm_shape;
+
+static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
+{
+    const vka_tuning *t = b->tuning;
+    const vkattn_matrix_shape ms = b->limits->matrix_shape;
+    const uint32_t D = b->p->cfg.D;
+    const fused_cm_shape none = {0};
+    if (!t->cm_attn_subgroups || !ms.m || !ms.n || !ms.k || b->p->cfg.precision == VKATTN_PRECISION_F32) return none;
+    if (D % ms.k || D % ms.n || D % 4) return none;
+    fused_cm_shape s = {t->cm_attn_subgroups * ms.m, t->cm_attn_key_frags * ms.n,
+                        t->cm_attn_subgroups * b->limits->subgroup_size};
+    while (s.tile_k % ms.k) s.tile_k += ms.n; /* whole matrices of P (M x K) and of K^T (K x N) */
+    if (s.tile_k > 32 || vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D) > b->limits->max_shared_bytes ||
+        s.wg > b->limits->max_workgroup_invocations)
+        return none;
+    return s;
+}
+
+uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D)
+{
+    /* attn_cm.comp: fp16 rows of D + 8 for Q (once), then K and V; fp32 scores; fp16 P in rows of
+     * tile_k + 8; two floats per row; two words */
+    uint64_t staged = tile_q > 2 * tile_k ? tile_q : 2 * tile_k;
+    return staged * (D + 8) * 2 + (uint64_t)tile_q * tile_k * 4 + (uint64_t)tile_q * (tile_k + 8) * 2 +
+           (uint64_t)tile_q * 8 + 8;
+}
+
+/* The most keys one attn_cm workgroup may visit: its one loop is the key blocks', with one block
+ * for the boundary between real and extra keys. */
+static vkattn_status fused_cm_max_keys(vka_builder *b, uint32_t tile_k, uint64_t *out)
+{
+    *out = UINT32_MAX / 2 / tile_k * tile_k;
+    if (b->budget == UINT64_MAX) return VKATTN_OK;
+    if (b->budget < 4)
+        return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                             "this device's loop budget (%llu per invocation) leaves no room for a block of keys",
+                             (unsigned long long)b->budget);
+    *out = vka_min64((b->budget - 2) * tile_k, *out);
+    return VKATTN_OK;
+}
+
 vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
 {
     const vka_problem *p = b->p;
     const vka_tuning *pr = b->tuning;
     const uint32_t vec = vka_attention_vec(p), D = p->cfg.D, DV = D / vec;
-    const uint32_t tile_q = vka_tuning_fused_tile_q(pr, D), tile_k = pr->fused_tile_k;
+    const fused_cm_shape cm = fused_cm_shape_for(b);
+    const uint32_t tile_q = cm.wg ? cm.tile_q : vka_tuning_fused_tile_q(pr, D);
+    const uint32_t tile_k = cm.wg ? cm.tile_k : pr->fused_tile_k;
     const int f16_out = b->plan->role_dtype[VKA_ROLE_CTX] == VKATTN_DTYPE_F16;
     vkattn_status status;
 
     /* Keys: parts side by side (as many as the state budget holds for one query tile), each
      * visited in chunks in turn when it is longer than one invocation may visit. */
     uint64_t max_keys;
-    VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
+    if (cm.wg) VKA_TRY(fused_cm_max_keys(b, tile_k, &max_keys));
+    else VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
     const uint64_t span = fused_key_span(p, tile_q);
     uint64_t parts = 1, part_len = span, chunks = 1, chunk_len = span, max_rows = 0;
     uint64_t state_budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
@@ -242,9 +293,16 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     b->plan->key_parts = (uint32_t)parts;
     b->plan->key_chunks = (uint32_t)chunks;
 
-    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = VKA_KERNEL_FUSED,
-                  .f16_out = f16_out, .barrier_before = 1, .binding_count = VKA_FUSED_BINDINGS};
-    s.spec[VKA_SPEC_WG_SIZE] = pr->fused_wg;
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED,
+                  .kernel = cm.wg ? VKA_KERNEL_FUSED_CM : VKA_KERNEL_FUSED, .f16_out = f16_out, .barrier_before = 1,
+                  .binding_count = VKA_FUSED_BINDINGS};
+    const uint32_t wg = cm.wg ? cm.wg : pr->fused_wg;
+    s.spec[VKA_SPEC_WG_SIZE] = wg;
+    if (cm.wg) {
+        s.spec[VKA_SPEC_MAT_M] = b->limits->matrix_shape.m;
+        s.spec[VKA_SPEC_MAT_N] = b->limits->matrix_shape.n;
+        s.spec[VKA_SPEC_MAT_K] = b->limits->matrix_shape.k;
+    }
     s.spec[VKA_SPEC_TILE_A] = tile_q;
     s.spec[VKA_SPEC_TILE_B] = tile_k;
     s.spec[VKA_SPEC_VEC] = vec;
@@ -291,8 +349,9 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                 .chunk_begin = (uint32_t)(c * chunk_len), .chunk_len = (uint32_t)chunk_len,
                 .has_lse = p->lse && !store, .softcap = p->cfg.softcap, .window = p->cfg.window,
             };
-            uint64_t invocations = parts * g.bh_count * vka_ceil_div(g.i_count, tile_q);
-            VKA_TRY(vka_push_step(b, &s, invocations, pr->fused_wg));
+            /* an invocation per query tile, or a workgroup per query tile on cooperative matrices */
+            uint64_t invocations = parts * g.bh_count * vka_ceil_div(g.i_count, tile_q) * (cm.wg ? wg : 1);
+            VKA_TRY(vka_push_step(b, &s, invocations, wg));
         }
         if (parts > 1) {
             merge.push.merge = (vka_merge_push){
@@ -552,6 +611,14 @@ uint64_t vka_fused_trips(const vka_step *s)
                                 (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_LOAD) != 0);
 }
 
+/* attn_cm.comp: one loop, the key blocks (one more where the real keys end and the extra ones
+ * begin); the rest is unrolled. */
+uint64_t vka_fused_cm_trips(const vka_step *s)
+{
+    const vka_fused_push *f = &s->push.fused;
+    return vka_loop(vka_ceil_div(vka_min64(f->chunk_len, f->part_len), s->spec[VKA_SPEC_TILE_B]) + 1);
+}
+
 uint64_t vka_scores_trips(const vka_step *s) { return vka_loop(s->spec[VKA_SPEC_DV]); }
 
 uint64_t vka_softmax_trips(const vka_step *s)
@@ -602,6 +669,15 @@ void vka_fused_describe(vka_text *t, const vka_step *s)
                  c->parts > 1 ? "s" : "", c->part_len, c->chunk_begin, c->chunk_len,
                  (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_LOAD) ? ", carried in" : "",
                  (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
+}
+
+void vka_fused_cm_describe(vka_text *t, const vka_step *s)
+{
+    vka_fused_describe(t, s);
+    vka_text_put(t, "; on cooperative matrices (%u query rows x %u-key blocks per workgroup, %ux%ux%u matrices, fp16 "
+                    "operands)",
+                 s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_MAT_M], s->spec[VKA_SPEC_MAT_N],
+                 s->spec[VKA_SPEC_MAT_K]);
 }
 
 void vka_merge_describe(vka_text *t, const vka_step *s)

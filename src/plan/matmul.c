@@ -59,8 +59,10 @@ vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_li
     return s;
 }
 
+/* The tile for a layer's matmul of M rows: none where the layer asks for fp32 precision. */
 static cm_shape cm_shape_for(const vka_builder *b, uint32_t M)
 {
+    if (b->p->cfg.precision == VKATTN_PRECISION_F32) return (cm_shape){0};
     return vka_matmul_cm_tile_for(b->tuning, b->limits, M);
 }
 

@@ -215,6 +215,9 @@ vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_laye
     if ((unsigned)desc->host_weights > VKATTN_HOST_WEIGHTS_BORROW)
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "host_weights %d is not a vkattn_host_weights",
                              (int)desc->host_weights);
+    if ((unsigned)desc->precision > VKATTN_PRECISION_F32)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "precision %d is not a vkattn_precision",
+                             (int)desc->precision);
     if (desc->storage != VKATTN_DTYPE_F32 && desc->storage != VKATTN_DTYPE_F16)
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "storage must be F32 or F16, not %s",
                              vkattn_dtype_name(desc->storage));
@@ -245,6 +248,7 @@ vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_laye
     c.extra_keys = (uint32_t)c.bias_kv + (uint32_t)c.zero_attn;
     c.packed_in_proj = c.kdim == c.E && c.vdim == c.E;
     c.storage = desc->storage;
+    c.precision = desc->precision;
     vkattn_status status = resolve_rope(desc, &c, error);
     if (status == VKATTN_OK) status = resolve_qk_norm(desc, &c, error);
     if (status == VKATTN_OK) status = resolve_variants(desc, &c, error);

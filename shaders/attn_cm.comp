@@ -1,0 +1,294 @@
+#version 450
+/*
+ * attn_cm.comp — attn_fused.comp's flash attention (FlashAttention-2 style) on cooperative matrices
+ * (VK_KHR_cooperative_matrix): the same contract (vka_fused_push, its key parts and chunks, the
+ * softmax state that attn_merge.comp combines, every mask, grouped-query heads, the variants,
+ * VKA_FUSED_LOAD / STORE), with fp16 operands and fp32 sums. The plan picks it only under a tuning
+ * that asks for it (src/device/tuning.c) and where the head dim is whole matrices.
+ *
+ * A workgroup of NSG subgroups owns TILE_A = NSG x MAT_M query rows of one (b, h) and one key part
+ * (or chunk of it). Q is staged through shared memory once, rounded to fp16, and kept as each
+ * subgroup's MAT_M x MAT_K fragments (D / MAT_K of them). Per block of TILE_B keys the invocations
+ * stage K's and V's rows into shared memory as fp16; each subgroup computes its MAT_M x TILE_B scores
+ * S = Q·K^T (fp32 accumulators), stores them to its scratch, and one invocation per row applies the
+ * scale, variants and masks (attention_common.glsl) and updates the row's online softmax (running max
+ * m and sum l, fp32), writing the probabilities as fp16 P and the row's rescale factor; then
+ * O_block = P·V per MAT_N columns of the head dim goes through the scratch into the running output,
+ * which each invocation keeps for its share of the subgroup's rows: o = o * alpha + O_block.
+ *
+ * Masked keys never contribute: a masked score becomes -inf (probability 0) whatever K held, and V
+ * is staged with every non-finite element replaced by 0, so 0 x V adds nothing. A key whose V row
+ * held NaN or inf and that a row does see with a non-zero probability makes that row NaN (where
+ * attn_fused.comp gives inf or NaN in the affected elements). A row with no visible key gets a zero
+ * context (lse = -inf); a NaN score makes the row NaN; the sink starts part 0's first chunk.
+ * The probabilities are rounded to fp16 before P·V, and l sums the rounded values.
+ *
+ * Grid: parts * bh_count * ceil(i_count / TILE_A) workgroups of WG_SIZE = NSG x the subgroup size;
+ * the pipeline requires that size with full subgroups (src/pipeline/pipeline_cache.c).
+ * Bindings: VKA_FUSED_* (abi.h). Specialization: TILE_A (query rows, a multiple of MAT_M), TILE_B
+ * (keys per block, a multiple of MAT_N and MAT_K), DV, VEC (D = DV x VEC, a multiple of MAT_N and
+ * MAT_K), MAT_M, MAT_N, MAT_K, ATTN_MASK, FLAGS, VARIANT.
+ * Loop trips per invocation: the key-block loop, blocks + 1 (a block more where the real keys end
+ * and the extra ones begin); every other loop has a constant count and is unrolled.
+ */
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#ifdef OUT_F16
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+#extension GL_GOOGLE_include_directive : require
+#include "prelude.glsl"
+
+layout(binding = VKA_FUSED_Q) uniform samplerBuffer Q;
+layout(binding = VKA_FUSED_K) uniform samplerBuffer K;
+layout(binding = VKA_FUSED_V) uniform samplerBuffer V;
+layout(std430, binding = VKA_FUSED_KEY_PADDING) readonly buffer Kpm_ { uint kpm[]; };
+layout(std430, binding = VKA_FUSED_VALID_LENS) readonly buffer ValidLens_ { int valid_lens[]; };
+layout(std430, binding = VKA_FUSED_ATTN_MASK) readonly buffer MaskBytes_ { uint mask_bytes[]; };
+layout(std430, binding = VKA_FUSED_ATTN_MASK) readonly buffer MaskFloats_ { float mask_floats[]; };
+layout(std430, binding = VKA_FUSED_LSE_OUT) writeonly buffer Lse_ { float lse[]; };
+layout(std430, binding = VKA_FUSED_STATE_O) buffer StateO_ { float state_o[]; };
+layout(std430, binding = VKA_FUSED_STATE_LSE) buffer StateLse_ { float state_lse[]; };
+layout(std430, binding = VKA_FUSED_HEAD_TERMS) readonly buffer HeadTerms_ { float head_terms[]; };
+layout(push_constant) uniform Push { vka_fused_push pc; };
+#define VKA_WITH_MASKS
+#define VKA_WITH_VARIANTS
+#include "attention_common.glsl"
+layout(std430, binding = VKA_FUSED_CTX) writeonly buffer Ctx_ { VKA_OUT_TYPE ctx[]; };
+
+const uint WG = gl_WorkGroupSize.x;
+const uint NSG = TILE_A / MAT_M;           /* subgroups per workgroup */
+const uint SG = WG / NSG;                  /* invocations per subgroup */
+const uint D = DV * VEC;                   /* head dim */
+const uint QF = D / MAT_K;                 /* Q fragments per subgroup (the reduction of S) */
+const uint OF = D / MAT_N;                 /* output fragments per subgroup (the columns of O) */
+const uint KF = TILE_B / MAT_N;            /* score fragments per block */
+const uint PF = TILE_B / MAT_K;            /* P fragments per block (the reduction of P·V) */
+const uint FRAG = MAT_M * MAT_N;
+const uint EPL = (FRAG + SG - 1) / SG;     /* elements of an output fragment per invocation */
+const uint RPL = (MAT_M + SG - 1) / SG;    /* rows of the subgroup per invocation (softmax) */
+const uint STRIDE = D + 8;                 /* fp16 per staged row: 16 bytes of padding against bank conflicts */
+const uint PSTRIDE = TILE_B + 8;
+const uint STAGED_ROWS = TILE_A > 2 * TILE_B ? TILE_A : 2 * TILE_B;
+
+shared float16_t kv_s[STAGED_ROWS * STRIDE];  /* Q's rows once; then per block K's rows, V's after them */
+shared float s_s[TILE_A * TILE_B];            /* each subgroup's scores, then its P·V fragment on its way out */
+shared float16_t p_s[TILE_A * PSTRIDE];       /* the probabilities */
+shared float alpha_s[TILE_A];                 /* each row's rescale factor for this block; at the end 1 / l */
+shared float poison_s[TILE_A];                /* NaN for a row that saw a NaN score, else 0 */
+shared uint real_end_s;                       /* the keys past every row's limit are masked for all */
+shared uint bad_keys_s;                       /* bit c: key c of the block held a non-finite V element */
+
+/* Texel t of staged row r: `count` rows of DV texels each from the texel view `view`, row r at
+ * texel row_of(r); non-finite elements become 0 and set `bad` (bit r) where asked.
+ * (A macro: shared arrays are not parameters.) */
+#define STAGE(view, base, count, row_of, check_bad)                                                 \
+    [[unroll]] for (uint i_ = 0; i_ < (count * DV + WG - 1) / WG; i_++) {                           \
+        uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
+        if ((count * DV) % WG == 0 || t_ < count * DV) {                                            \
+            uint r_ = t_ / DV, d_ = t_ % DV;                                                        \
+            f16vec4 v_ = f16vec4(vka_fetch(view, row_of(r_) + d_));                                 \
+            if (check_bad) { /* after the rounding: beyond fp16's range is infinite too */          \
+                bvec4 bad_ = bvec4(uvec4(isnan(v_)) | uvec4(isinf(v_)));                            \
+                if (any(bad_)) atomicOr(bad_keys_s, 1u << r_);                                      \
+                v_ = mix(v_, f16vec4(0.0), bad_);                                                   \
+            }                                                                                       \
+            [[unroll]] for (uint e_ = 0; e_ < VEC; e_++)                                            \
+                kv_s[(base + r_) * STRIDE + d_ * VEC + e_] = v_[e_];                                \
+        }                                                                                           \
+    }
+
+void main()
+{
+    /* One workgroup per (part, head, query tile): padding workgroups of a folded grid leave whole,
+     * before any barrier. */
+    uint group = vka_group_index();
+    uint q_blocks = (pc.i_count + TILE_A - 1) / TILE_A;
+    uint tiles = pc.bh_count * q_blocks;
+    uint part_index = group / tiles;
+    if (part_index >= pc.parts) return;
+    uint bh_local = (group % tiles) / q_blocks, il0 = (group % q_blocks) * TILE_A;
+    uint bh = pc.bh_begin + bh_local, b = bh / pc.H, h = bh % pc.H;
+    uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+    const float neg_inf = -1.0 / 0.0;
+    const bool load_state = (FLAGS & VKA_FUSED_LOAD) != 0, store_state = (FLAGS & VKA_FUSED_STORE) != 0;
+
+    /* The running softmax of this invocation's rows (row sg * MAT_M + lane + k * SG of the tile).
+     * Rows past i_count repeat the last row (loads stay in bounds) and are not stored. */
+    float m[RPL], l[RPL];
+    bool saw_nan[RPL];
+    uint limit[RPL], first[RPL], state[RPL];
+    int qk[RPL];
+    if (gl_LocalInvocationID.x == 0) real_end_s = 0, bad_keys_s = 0;
+    barrier();
+    [[unroll]] for (uint k = 0; k < RPL; k++) {
+        uint r = lane + k * SG, il = min(il0 + sg * MAT_M + r, pc.i_count - 1), i = pc.i_begin + il;
+        m[k] = neg_inf;
+        l[k] = 0.0;
+        saw_nan[k] = false;
+        vka_sink_start(h, part_index == 0 && !load_state, m[k], l[k]);
+        limit[k] = vka_row_limit(b, i);
+        qk[k] = int(i) + int(pc.S) - int(pc.L);
+        first[k] = vka_window_start(qk[k]);
+        state[k] = (part_index * pc.bh_count + bh_local) * pc.i_count + il;
+        if (r < MAT_M) atomicMax(real_end_s, limit[k]);
+        if (r < MAT_M && load_state) {
+            /* A stored state is (o normalised, lse): as a running state that is m = lse, l = 1. */
+            float x = state_lse[state[k]];
+            saw_nan[k] = isnan(x);
+            bool seen = !saw_nan[k] && x != neg_inf;
+            m[k] = seen ? x : neg_inf;
+            l[k] = seen ? 1.0 : 0.0;
+        }
+    }
+
+    /* Q's rows of the tile into fp16 fragments, kept for every block. */
+    uint q_base = pc.q_offset + b * pc.q_batch + h * pc.q_head;
+#define Q_ROW(r) (q_base + (pc.i_begin + min(il0 + (r), pc.i_count - 1)) * pc.q_row)
+    STAGE(Q, 0, TILE_A, Q_ROW, false)
+    barrier(); /* Q is staged, and real_end_s is final */
+    coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> qf[QF];
+    [[unroll]] for (uint f = 0; f < QF; f++)
+        coopMatLoad(qf[f], kv_s, sg * MAT_M * STRIDE + f * MAT_K, STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+    uint real_end = real_end_s;
+
+    /* The running output: element e * SG + lane of each MAT_M x MAT_N fragment of the subgroup's rows. */
+    float o[OF][EPL];
+    [[unroll]] for (uint f = 0; f < OF; f++)
+        [[unroll]] for (uint e = 0; e < EPL; e++) {
+            uint at = e * SG + lane, row = sg * MAT_M + at / MAT_N;
+            uint il = min(il0 + row, pc.i_count - 1);
+            uint st = (part_index * pc.bh_count + bh_local) * pc.i_count + il;
+            o[f][e] = load_state && (FRAG % SG == 0 || at < FRAG) ? state_o[st * D + f * MAT_N + at % MAT_N] : 0.0;
+        }
+    barrier(); /* every subgroup has its Q fragments before K overwrites them */
+
+    /* The workgroup's keys [k_lo, k_hi): the real ones some row can see, then the extra keys. Parts
+     * count from the first row's window start (0 without a window): no row sees a key before. */
+    uint part = vka_window_start(int(pc.i_begin + il0) + int(pc.S) - int(pc.L)) + part_index * pc.part_len;
+    uint k_lo = part + pc.chunk_begin;
+    uint k_hi = min(min(k_lo + pc.chunk_len, part + pc.part_len), pc.S_ext);
+    uint real_hi = min(k_hi, min(real_end, pc.S)), extra_lo = max(k_lo, pc.S);
+    uint real_blocks = real_hi > k_lo ? (real_hi - k_lo + TILE_B - 1) / TILE_B : 0;
+    uint extra_blocks = k_hi > extra_lo ? (k_hi - extra_lo + TILE_B - 1) / TILE_B : 0;
+    uint kv_base = b * pc.kv_batch + h / pc.kv_group * pc.kv_head; /* K/V head h / kv_group */
+    for (uint n = 0; n < real_blocks + extra_blocks; n++) {
+        bool real = n < real_blocks;
+        uint j0 = real ? k_lo + n * TILE_B : extra_lo + (n - real_blocks) * TILE_B;
+        uint end = real ? real_hi : k_hi;
+
+        /* K's and V's rows of the block (the last key repeated past the end) as fp16. */
+#define K_ROW(c) (pc.k_offset + kv_base + min(j0 + (c), end - 1) * pc.kv_row)
+#define V_ROW(c) (pc.v_offset + kv_base + min(j0 + (c), end - 1) * pc.kv_row)
+        STAGE(K, 0, TILE_B, K_ROW, false)
+        STAGE(V, TILE_B, TILE_B, V_ROW, true)
+        barrier(); /* the block is staged */
+
+        /* S = Q·K^T for the subgroup's rows: K's rows are the columns of B (column-major). */
+        [[unroll]] for (uint c = 0; c < KF; c++) {
+            coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc =
+                coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+            [[unroll]] for (uint f = 0; f < QF; f++) {
+                coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> kf;
+                coopMatLoad(kf, kv_s, c * MAT_N * STRIDE + f * MAT_K, STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+                acc = coopMatMulAdd(qf[f], kf, acc);
+            }
+            coopMatStore(acc, s_s, sg * MAT_M * TILE_B + c * MAT_N, TILE_B, gl_CooperativeMatrixLayoutRowMajor);
+        }
+        subgroupMemoryBarrierShared();
+        subgroupBarrier(); /* the scores are visible to the subgroup's invocations */
+
+        /* The online softmax, one invocation per row: scale, variants and masks (an invisible score
+         * becomes -inf whatever the key held), then P as fp16 and the row's rescale factor. */
+        uint bad = bad_keys_s;
+        [[unroll]] for (uint k = 0; k < RPL; k++) {
+            uint r = lane + k * SG, row = sg * MAT_M + r;
+            if (r < MAT_M) {
+                uint i = pc.i_begin + min(il0 + row, pc.i_count - 1);
+                float s[TILE_B];
+                float block_max = neg_inf;
+                [[unroll]] for (uint c = 0; c < TILE_B; c++) {
+                    uint j = j0 + c;
+                    bool ok = j < end && (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
+                    ok = ok && (!real || (j < limit[k] && j >= first[k]));
+                    float x = ok ? vka_variant_score(s_s[row * TILE_B + c] * pc.scale, h, int(j) - qk[k]) : neg_inf;
+                    if (ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0 && j < end)
+                        x = vka_add_mask(x, vka_mask_term(b, h, i, j));
+                    saw_nan[k] = saw_nan[k] || isnan(x);
+                    block_max = max(block_max, x);
+                    s[c] = x;
+                }
+                float m_new = max(m[k], block_max);
+                float m_ref = m_new == neg_inf ? 0.0 : m_new; /* exp(-inf - -inf) would be NaN */
+                float alpha = exp(m[k] - m_ref), sum = 0.0;
+                [[unroll]] for (uint c = 0; c < TILE_B; c++) {
+                    float16_t p = float16_t(exp(s[c] - m_ref));
+                    saw_nan[k] = saw_nan[k] || (p != float16_t(0.0) && (bad & (1u << c)) != 0);
+                    sum += float(p);
+                    p_s[row * PSTRIDE + c] = p;
+                }
+                l[k] = l[k] * alpha + sum;
+                m[k] = m_new;
+                alpha_s[row] = alpha;
+            }
+        }
+        subgroupMemoryBarrierShared();
+        subgroupBarrier(); /* P and the factors are visible; the scores are read */
+
+        /* O = O * alpha + P·V, a fragment of MAT_N columns at a time through the scratch. */
+        coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> pf[PF];
+        [[unroll]] for (uint f = 0; f < PF; f++)
+            coopMatLoad(pf[f], p_s, sg * MAT_M * PSTRIDE + f * MAT_K, PSTRIDE, gl_CooperativeMatrixLayoutRowMajor);
+        [[unroll]] for (uint f = 0; f < OF; f++) {
+            coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc =
+                coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+            [[unroll]] for (uint c = 0; c < PF; c++) {
+                coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> vf;
+                coopMatLoad(vf, kv_s, (TILE_B + c * MAT_K) * STRIDE + f * MAT_N, STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+                acc = coopMatMulAdd(pf[c], vf, acc);
+            }
+            coopMatStore(acc, s_s, sg * MAT_M * TILE_B, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier(); /* the fragment is visible */
+            [[unroll]] for (uint e = 0; e < EPL; e++) {
+                uint at = e * SG + lane;
+                if (FRAG % SG == 0 || at < FRAG)
+                    o[f][e] = o[f][e] * alpha_s[sg * MAT_M + at / MAT_N] + s_s[sg * MAT_M * TILE_B + at];
+            }
+            subgroupBarrier(); /* read before the next fragment overwrites the scratch */
+        }
+        barrier(); /* every subgroup is done with the block (and the bad-key word) before the next */
+        if (gl_LocalInvocationID.x == 0) bad_keys_s = 0;
+        barrier();
+    }
+
+    /* Each row's lse (or state), and 1 / l for the output; then the outputs. */
+    [[unroll]] for (uint k = 0; k < RPL; k++) {
+        uint r = lane + k * SG, row = sg * MAT_M + r;
+        if (r < MAT_M) {
+            uint il = il0 + row, i = pc.i_begin + min(il, pc.i_count - 1);
+            float row_lse = saw_nan[k] ? 0.0 / 0.0 : l[k] > 0.0 ? m[k] + log(l[k]) : neg_inf;
+            if (il < pc.i_count) {
+                if (store_state) state_lse[state[k]] = row_lse;
+                else if (pc.has_lse != 0) lse[bh * pc.L + i] = row_lse;
+            }
+            alpha_s[row] = l[k] > 0.0 ? 1.0 / l[k] : 0.0;
+            poison_s[row] = saw_nan[k] ? 0.0 / 0.0 : 0.0;
+        }
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    [[unroll]] for (uint f = 0; f < OF; f++)
+        [[unroll]] for (uint e = 0; e < EPL; e++) {
+            uint at = e * SG + lane, row = sg * MAT_M + at / MAT_N, il = il0 + row;
+            if ((FRAG % SG == 0 || at < FRAG) && il < pc.i_count) {
+                float value = o[f][e] * alpha_s[row] + poison_s[row];
+                uint col = f * MAT_N + at % MAT_N;
+                uint st = (part_index * pc.bh_count + bh_local) * pc.i_count + il;
+                if (store_state) state_o[st * D + col] = value;
+                else ctx[pc.ctx_offset + (b * pc.L + pc.i_begin + il) * pc.ctx_stride + h * D + col] = VKA_TO_OUT(value);
+            }
+        }
+}

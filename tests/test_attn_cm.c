@@ -1,0 +1,380 @@
+/* attn_cm.comp, the cooperative-matrix fused attention, through the public API under the coopmat
+ * tuning (each plan must name attn_cm):
+ *
+ * 1. A grid against the CPU reference: head dims 64, 80, 96, 128 and 256, odd L and S (several
+ *    query tiles and key blocks, partial ones), one query, one key, f32 and f16 storage, every mask
+ *    (key padding, valid lengths per batch and per query, bool and float attn_mask, shared and per
+ *    head, causal top-left and end-aligned, rows with no visible key), grouped-query and multi-query
+ *    heads, the variants (window, softcap, ALiBi, sinks), the extra keys (bias_kv, zero_attn), NaN
+ *    in every key and value row no query may see (masked keys never contribute), and lowered loop
+ *    budgets that split the keys into parts merged by attn_merge (and, with the states' budget
+ *    lowered, parts visited in chunks that carry the softmax state). Q, K, V and the
+ *    probabilities are rounded to fp16 on this path (and the projections' operands, matmul_cm), so
+ *    the fp16 tolerances hold: output NMSE <= 2e-6 and max-abs <= 1e-2 x max(1, max|ref|), lse
+ *    max-abs <= 1e-2 x max(1, max|ref|); non-finite values must agree (a row with no visible key is
+ *    zero on both sides, lse -inf).
+ * 2. attn_cm against attn_fused (the same context, the layer's precision VKATTN_PRECISION_F32) on
+ *    the same fp16 inputs: identity projections without biases and inputs that are fp16 values, so
+ *    both kernels see the same Q, K and V; B x L <= 8 rows keep the output projection on the fp32
+ *    skinny matmul, so the outputs are the kernels' own (f32 storage). What differs is the rounding
+ *    of the probabilities to fp16 (2^-11 relative, weights of values in [-1, 1]) and the order of
+ *    the sums: max-abs <= 1e-3 and lse max-abs <= 1e-4 (measured: see the printout). One f16-storage
+ *    row with more queries compares fp16 outputs, where an output ulp (4.9e-4 relative) is the bound.
+ * 3. VKATTN_PRECISION_F32 and no_cooperative_matrix leave no _cm kernel in the plan.
+ *
+ * On a device without cooperative matrices the test reports itself skipped (exit 77) with the
+ * reason. Mesa 26 lavapipe runs the matrices on the CPU at a few GFLOP/s and compiles each pipeline
+ * with LLVM: the shapes are small, and the grid shares pipelines where it can. */
+#include "api/context.h"
+#include "format/half.h"
+#include "gpu_test.h"
+
+#define SKIP 77
+
+typedef struct cm_case {
+    const char *name;
+    uint32_t B, L, S;  /* S = 0: self-attention */
+    uint32_t H, H_kv, D; /* H_kv 0 = H */
+    int f16;
+    int causal, key_padding;
+    int lens;          /* 1 per batch, 2 per query */
+    int mask;          /* 1 bool, 2 float */
+    int mask_per_head;
+    int fully_masked;  /* a query row and a batch item that see no key */
+    uint32_t window;
+    float softcap;
+    int alibi, sinks, bias_kv, zero_attn;
+    int nan_masked;    /* NaN in every key and value row no query may see (padding, past the lengths) */
+    uint32_t budget;   /* the context's loop budget: 0 = the device's */
+    uint32_t state_kib; /* the fused states' budget (internal): small enough for chunks; 0 = the default */
+} cm_case;
+
+/* Rows share pipelines where they can (a pipeline is a specialization: head dim, fp16 output,
+ * variants, attn_mask code, state flags), because lavapipe compiles each with LLVM. */
+static const cm_case grid[] = {
+    {"D64", 2, 37, 45, 2, 0, 64},
+    {"D80_causal_self", 1, 33, 0, 2, 0, 80, .causal = 1},
+    {"D96_f16", 1, 19, 50, 1, 0, 96, .f16 = 1},
+    {"D128_causal", 1, 40, 0, 2, 0, 128, .causal = 1},
+    {"D256", 1, 17, 33, 1, 0, 256},
+    {"L1_S64", 2, 1, 64, 2, 0, 64},
+    {"L45_S1", 1, 45, 1, 2, 0, 64},
+    {"causal_L_lt_S", 2, 17, 45, 2, 0, 64, .causal = 1},
+    {"causal_L_gt_S", 1, 45, 17, 2, 0, 64, .causal = 1},
+    {"gqa_causal", 1, 37, 0, 4, 2, 64, .causal = 1},
+    {"mqa_f16_padding_nan", 2, 21, 29, 4, 1, 64, .f16 = 1, .key_padding = 1, .nan_masked = 1},
+    {"bool_per_head_lens", 2, 19, 41, 2, 0, 64, .mask = 1, .mask_per_head = 1, .lens = 2, .key_padding = 1,
+     .fully_masked = 1},
+    {"float_mask_lens_nan", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1, .nan_masked = 1},
+    /* every variant at once (one pipeline): causal aligned at the end (a layer with positions),
+     * L < S, a window, softcap, ALiBi, sinks; then self-attention where batch item 0 sees no key
+     * (its rows: the sink only) */
+    {"variants_end_aligned", 2, 17, 45, 2, 0, 64, .causal = 1, .window = 20, .softcap = 5.0f, .alibi = 1,
+     .sinks = 1},
+    {"variants_self_lens", 2, 37, 0, 2, 0, 64, .causal = 1, .window = 9, .softcap = 5.0f, .alibi = 1, .sinks = 1,
+     .lens = 1, .fully_masked = 1},
+    /* 1250 blocks in one workgroup: a loop hidden in the driver's matrix code (per multiply-add,
+     * 32 of them a block) would run past lavapipe's 65535 trips and end early */
+    {"long_S20000", 1, 3, 20000, 1, 0, 64},
+    {"extra_keys_nan", 2, 17, 23, 2, 0, 64, .bias_kv = 1, .zero_attn = 1, .key_padding = 1, .nan_masked = 1},
+    /* lowered loop budgets: at most (budget - 2) blocks of 16 keys per workgroup, so key parts
+     * merged by attn_merge (whose loops take 2 (parts + 1) trips of the budget) */
+    {"budget_parts", 1, 21, 600, 2, 0, 64, .causal = 1, .budget = 12},
+    {"budget_parts_sinks", 1, 9, 200, 2, 1, 64, .sinks = 1, .key_padding = 1, .budget = 10},
+    {"budget_extra_keys", 2, 5, 150, 2, 0, 64, .bias_kv = 1, .zero_attn = 1, .key_padding = 1, .budget = 10},
+    /* 16 KiB of states hold 2 parts of 32 rows: each part in chunks of 160 keys, the state carried */
+    {"budget_chunks", 2, 21, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .budget = 12, .state_kib = 16},
+};
+
+/* attn_cm against attn_fused: identity projections, B x L <= 8 (the f16 row excepted). */
+static const cm_case pairs[] = {
+    {"pair_D64", 1, 8, 77, 2, 0, 64},
+    {"pair_D128_causal_gqa", 1, 7, 40, 4, 2, 128, .causal = 1},
+    {"pair_masks", 2, 3, 50, 2, 0, 64, .mask = 2, .key_padding = 1, .fully_masked = 1},
+    /* attn_fused needs 52 trips per block of keys at D = 64: at a budget of 512 it splits S = 300
+     * into parts, attn_cm not */
+    {"pair_budget", 1, 5, 300, 2, 0, 64, .key_padding = 1, .budget = 512},
+    {"pair_D64_f16_rows", 2, 37, 45, 2, 0, 64, .f16 = 1, .causal = 1},
+};
+
+static float half_round(float x) { return vka_f16_to_f32(vka_f32_to_f16(x)); }
+
+typedef struct cm_inputs {
+    uint32_t E, Ek, S;
+    float *q, *k, *v, *kpm_f;
+    uint8_t *kpm, *mask_b;
+    float *mask_f;
+    int32_t *lens;
+} cm_inputs;
+
+static void inputs_make(const cm_case *c, cm_inputs *in, int fp16_values, unsigned long long seed)
+{
+    const uint32_t H_kv = c->H_kv ? c->H_kv : c->H, S = c->S ? c->S : c->L;
+    memset(in, 0, sizeof *in);
+    in->E = c->H * c->D, in->Ek = fp16_values ? H_kv * c->D : in->E, in->S = S;
+    test_rng rng = test_rng_make(seed);
+    size_t nq = (size_t)c->B * c->L * in->E, nk = (size_t)c->B * S * in->Ek;
+    in->q = malloc(nq * sizeof(float));
+    test_fill(&rng, in->q, nq, 1.0f);
+    if (c->S) {
+        in->k = malloc(nk * sizeof(float)), in->v = malloc(nk * sizeof(float));
+        test_fill(&rng, in->k, nk, 1.0f), test_fill(&rng, in->v, nk, 1.0f);
+    }
+    if (fp16_values) {
+        for (size_t i = 0; i < nq; i++) in->q[i] = half_round(in->q[i]);
+        for (size_t i = 0; in->k && i < nk; i++) in->k[i] = half_round(in->k[i]), in->v[i] = half_round(in->v[i]);
+    }
+    if (c->key_padding) {
+        in->kpm = malloc((size_t)c->B * S);
+        for (size_t i = 0; i < (size_t)c->B * S; i++) in->kpm[i] = test_rng_float(&rng) > 0.5f; /* about 1 in 4 */
+    }
+    if (c->lens) {
+        size_t n = c->lens == 2 ? (size_t)c->B * c->L : c->B;
+        in->lens = malloc(n * sizeof(int32_t));
+        for (size_t i = 0; i < n; i++) in->lens[i] = (int32_t)((test_rng_float(&rng) * 0.5f + 0.5f) * (float)(S + 1));
+        if (c->fully_masked) in->lens[0] = 0;
+    }
+    for (uint32_t b = 0; c->nan_masked && b < c->B; b++)
+        for (uint32_t j = 0; j < S; j++)
+            if ((in->kpm && in->kpm[(size_t)b * S + j]) || (c->lens == 1 && (int32_t)j >= in->lens[b]))
+                for (uint32_t e = 0; e < in->Ek; e++)
+                    in->k[((size_t)b * S + j) * in->Ek + e] = in->v[((size_t)b * S + j) * in->Ek + e] = NAN;
+    if (c->mask) {
+        size_t n = (size_t)(c->mask_per_head ? c->B * c->H : 1) * c->L * S;
+        if (c->mask == 1) {
+            in->mask_b = malloc(n);
+            for (size_t i = 0; i < n; i++) in->mask_b[i] = test_rng_float(&rng) > 0.4f; /* about 30% blocked */
+            if (c->fully_masked) memset(in->mask_b + (size_t)(c->L > 2 ? 2 : c->L - 1) * S, 1, S); /* sees nothing */
+        } else {
+            in->mask_f = malloc(n * sizeof(float));
+            for (size_t i = 0; i < n; i++) {
+                float r = test_rng_float(&rng);
+                in->mask_f[i] = r > 0.7f ? -INFINITY : 2.0f * r;
+            }
+            size_t row = c->L > 3 ? 3 : c->L - 1; /* sees nothing */
+            for (uint32_t j = 0; c->fully_masked && j < S; j++) in->mask_f[row * S + j] = -INFINITY;
+        }
+    }
+}
+
+static void inputs_free(cm_inputs *in)
+{
+    free(in->q), free(in->k), free(in->v), free(in->kpm), free(in->mask_b), free(in->mask_f), free(in->lens);
+}
+
+static vkattn_host_forward_desc forward_of(const cm_case *c, const cm_inputs *in, float *out, float *lse)
+{
+    vkattn_host_forward_desc f = {.batch = c->B, .query_len = c->L, .key_len = c->S, .query = in->q,
+                                  .key = in->k, .value = in->v, .causal = c->causal, .key_padding_mask = in->kpm,
+                                  .valid_lens = in->lens, .valid_lens_per_query = c->lens == 2,
+                                  .attn_mask_per_head = c->mask_per_head, .output = out, .lse = lse,
+                                  .path = VKATTN_PATH_FUSED};
+    if (in->mask_b) f.attn_mask = in->mask_b, f.attn_mask_dtype = VKATTN_DTYPE_BOOL;
+    if (in->mask_f) f.attn_mask = in->mask_f, f.attn_mask_dtype = VKATTN_DTYPE_F32;
+    return f;
+}
+
+static vkattn_layer_desc layer_of(const cm_case *c)
+{
+    return (vkattn_layer_desc){.embed_dim = c->H * c->D, .num_heads = c->H, .num_kv_heads = c->H_kv,
+                               .storage = c->f16 ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32, .window = c->window,
+                               .softcap = c->softcap, .alibi = c->alibi, .add_bias_kv = c->bias_kv,
+                               .add_zero_attn = c->zero_attn};
+}
+
+static vkattn_context *context_for(uint32_t budget, int off, uint32_t state_kib)
+{
+    vkattn_context *ctx = NULL;
+    vkattn_error error = {0};
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = "coopmat", .loop_budget = budget,
+                                .no_cooperative_matrix = off};
+    CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
+    if (!ctx) fprintf(stderr, "%s\n", error.message);
+    if (ctx) ctx->state_budget_bytes = (uint64_t)state_kib << 10;
+    return ctx;
+}
+
+/* Runs the forward on `layer`; its plan must (or with `want_cm` 0 must not) name attn_cm.
+ * 0 on failure, else 2 where the keys were split into parts (merged), 1 where not. */
+static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c, const vkattn_host_forward_desc *f,
+                     int want_cm)
+{
+    static char plan[1 << 18];
+    plan[0] = '\0';
+    vkattn_status status = vkattn_forward_explain(layer, f, plan, sizeof plan, NULL);
+    if (status == VKATTN_OK) status = vkattn_forward_host(layer, f);
+    CHECK_MSG(status == VKATTN_OK, "%s: %s", c->name, vkattn_context_last_error(ctx));
+    if (status != VKATTN_OK) return 0;
+    int cm = strstr(plan, "attn_cm") != NULL;
+    CHECK_MSG(want_cm ? cm : !strstr(plan, "_cm"), "%s: the plan %s:\n%s", c->name,
+              want_cm ? "lacks attn_cm" : "has a _cm kernel", plan);
+    if (c->state_kib)
+        CHECK_MSG(strstr(plan, "carried in") != NULL, "%s: no chunk carries the state:\n%s", c->name, plan);
+    return 1 + (strstr(plan, "merge") != NULL);
+}
+
+static void run_grid_case(const cm_case *c, unsigned long long seed, double *worst)
+{
+    double t0 = test_now_s();
+    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib);
+    if (!ctx) return;
+    vkattn_layer_desc ld = layer_of(c);
+    test_weights tw;
+    test_weights_make(&tw, &ld, seed);
+    if (c->sinks) test_weights_add_sinks(&tw, -1.0f, 3.0f, seed + 1);
+    cm_inputs in;
+    inputs_make(c, &in, 0, seed + 2);
+    const size_t n_out = (size_t)c->B * c->L * in.E, n_lse = (size_t)c->B * c->H * c->L;
+    float *gpu = malloc(n_out * sizeof(float)), *cpu = malloc(n_out * sizeof(float));
+    float *gpu_lse = malloc(n_lse * sizeof(float)), *cpu_lse = malloc(n_lse * sizeof(float));
+    vkattn_layer *layer = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+    vkattn_host_forward_desc f = forward_of(c, &in, gpu, gpu_lse);
+    int ran = layer ? run_layer(ctx, layer, c, &f, 1) : 0;
+    if (c->budget) CHECK_MSG(ran != 1, "%s: a loop budget of %u left the keys whole", c->name, c->budget);
+    f.output = cpu, f.lse = cpu_lse, f.path = VKATTN_PATH_CPU;
+    vkattn_error error = {0};
+    CHECK_STATUS(vkattn_reference_forward(&ld, &tw.w, &f, &error), VKATTN_OK);
+    if (ran) {
+        const compare_tolerance *tol = compare_tolerance_of(COMPARE_F16);
+        test_error e = test_compare(gpu, cpu, n_out), el = test_compare(gpu_lse, cpu_lse, n_lse);
+        double lse_bound = tol->max_abs * (el.ref_max > 1 ? el.ref_max : 1);
+        int ok = compare_within(&e, tol) && el.nonfinite == 0 && el.max_abs <= lse_bound;
+        printf("  %-24s %s out max-abs %.2e nmse %.2e, lse max-abs %.2e  %s (%.1f s)\n", c->name,
+               c->f16 ? "f16" : "f32", e.max_abs, e.nmse, el.max_abs, ok ? "ok" : "FAILED", test_now_s() - t0);
+        CHECK_MSG(compare_within(&e, tol), "%s: output max-abs %.3g NMSE %.3g (%zu non-finite differ)", c->name,
+                  e.max_abs, e.nmse, e.nonfinite);
+        CHECK_MSG(el.nonfinite == 0 && el.max_abs <= lse_bound, "%s: lse max-abs %.3g, %zu non-finite differ",
+                  c->name, el.max_abs, el.nonfinite);
+        if (e.max_abs > worst[0]) worst[0] = e.max_abs;
+        if (e.nmse > worst[1]) worst[1] = e.nmse;
+        if (el.max_abs > worst[2]) worst[2] = el.max_abs;
+    }
+    vkattn_layer_destroy(layer);
+    free(gpu), free(cpu), free(gpu_lse), free(cpu_lse);
+    inputs_free(&in);
+    test_weights_free(&tw);
+    gpu_test_finish_context(ctx);
+}
+
+/* Identity projections without biases: W_Q and W_O (E x E), W_K and W_V (E_kv x E_kv), so q, k and
+ * v are the inputs and the output is the context. */
+static float *identity_weights(const cm_case *c, vkattn_weights *w)
+{
+    const size_t E = c->H * c->D, Ek = (size_t)(c->H_kv ? c->H_kv : c->H) * c->D;
+    float *block = calloc(2 * E * E + 2 * Ek * Ek, sizeof(float));
+    float *wq = block, *wo = wq + E * E, *wk = wo + E * E, *wv = wk + Ek * Ek;
+    for (size_t i = 0; i < E; i++) wq[i * E + i] = wo[i * E + i] = 1.0f;
+    for (size_t i = 0; i < Ek; i++) wk[i * Ek + i] = wv[i * Ek + i] = 1.0f;
+    *w = (vkattn_weights){.q_proj_weight = wq, .k_proj_weight = wk, .v_proj_weight = wv, .out_proj_weight = wo};
+    return block;
+}
+
+static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
+{
+    double t0 = test_now_s();
+    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib);
+    if (!ctx) return;
+    vkattn_layer_desc ld = layer_of(c);
+    ld.no_bias = 1;
+    ld.kdim = ld.vdim = (c->H_kv ? c->H_kv : c->H) * c->D;
+    vkattn_weights w;
+    float *block = identity_weights(c, &w), sinks[16];
+    test_rng rng = test_rng_make(seed);
+    for (uint32_t h = 0; h < c->H; h++) sinks[h] = 1.0f + 2.0f * test_rng_float(&rng);
+    if (c->sinks) w.sinks = sinks;
+    cm_inputs in;
+    inputs_make(c, &in, 1, seed + 2);
+    if (!in.k) { /* the pairs are cross-attention rows */
+        inputs_free(&in), free(block), gpu_test_finish_context(ctx);
+        CHECK_MSG(0, "%s: a pair needs S", c->name);
+        return;
+    }
+    const size_t n_out = (size_t)c->B * c->L * in.E, n_lse = (size_t)c->B * c->H * c->L;
+    float *out[2], *lse[2];
+    int ran = 1;
+    for (int k = 0; k < 2; k++) {
+        out[k] = malloc(n_out * sizeof(float)), lse[k] = malloc(n_lse * sizeof(float));
+        ld.precision = k ? VKATTN_PRECISION_F32 : VKATTN_PRECISION_DEFAULT;
+        vkattn_layer *layer = NULL;
+        CHECK_STATUS(vkattn_layer_create(ctx, &ld, &w, &layer), VKATTN_OK);
+        vkattn_host_forward_desc f = forward_of(c, &in, out[k], lse[k]);
+        ran = ran && layer && run_layer(ctx, layer, c, &f, !k);
+        vkattn_layer_destroy(layer);
+    }
+    if (ran) {
+        test_error e = test_compare(out[0], out[1], n_out), el = test_compare(lse[0], lse[1], n_lse);
+        /* fp16 outputs: one output ulp of the largest value besides the kernels' difference */
+        double bound = c->f16 ? 1e-3 * (e.ref_max > 1 ? e.ref_max : 1) : 1e-3, lse_bound = 1e-4;
+        int ok = e.nonfinite == 0 && e.max_abs <= bound && el.nonfinite == 0 && el.max_abs <= lse_bound;
+        printf("  %-24s %s attn_cm vs attn_fused: out max-abs %.2e nmse %.2e, lse max-abs %.2e  %s (%.1f s)\n",
+               c->name, c->f16 ? "f16" : "f32", e.max_abs, e.nmse, el.max_abs, ok ? "ok" : "FAILED", test_now_s() - t0);
+        CHECK_MSG(e.nonfinite == 0 && e.max_abs <= bound, "%s: attn_cm vs attn_fused max-abs %.3g > %.3g", c->name,
+                  e.max_abs, bound);
+        CHECK_MSG(el.nonfinite == 0 && el.max_abs <= lse_bound, "%s: lse max-abs %.3g > %.3g", c->name, el.max_abs,
+                  lse_bound);
+        if (c->fully_masked) { /* row min(3, L - 1) of every head: no visible key, lse -inf in both */
+            size_t r = c->L > 3 ? 3 : c->L - 1;
+            CHECK_MSG(lse[0][r] == -INFINITY && lse[1][r] == -INFINITY, "%s: a fully masked row's lse %g, %g", c->name,
+                      lse[0][r], lse[1][r]);
+        }
+        if (!c->f16 && e.max_abs > worst[0]) worst[0] = e.max_abs;
+        if (el.max_abs > worst[1]) worst[1] = el.max_abs;
+    }
+    for (int k = 0; k < 2; k++) free(out[k]), free(lse[k]);
+    inputs_free(&in);
+    free(block);
+    gpu_test_finish_context(ctx);
+}
+
+/* VKATTN_PRECISION_F32 and no_cooperative_matrix: no _cm kernel in the plan, and the forward runs. */
+static void run_off(int off)
+{
+    const cm_case c = {off ? "no_cooperative_matrix" : "precision_f32", 1, 9, 20, 2, 0, 64, .causal = 1};
+    vkattn_context *ctx = context_for(0, off, 0);
+    if (!ctx) return;
+    vkattn_layer_desc ld = layer_of(&c);
+    ld.precision = off ? VKATTN_PRECISION_DEFAULT : VKATTN_PRECISION_F32;
+    test_weights tw;
+    test_weights_make(&tw, &ld, 5);
+    cm_inputs in;
+    inputs_make(&c, &in, 0, 6);
+    float *out = malloc((size_t)c.B * c.L * in.E * sizeof(float));
+    vkattn_layer *layer = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+    vkattn_host_forward_desc f = forward_of(&c, &in, out, NULL);
+    if (layer && run_layer(ctx, layer, &c, &f, 0)) printf("  %-24s no _cm kernel in the plan  ok\n", c.name);
+    vkattn_layer_destroy(layer);
+    free(out);
+    inputs_free(&in);
+    test_weights_free(&tw);
+    gpu_test_finish_context(ctx);
+}
+
+int main(int argc, char **argv)
+{
+    /* "dims": the grid's head dims other than 64 (the long LLVM builds, a ctest of their own so
+     * that ctest -j runs them beside the rest); "rest": all else; a case's name: that case */
+    const char *only = argc > 1 ? argv[1] : NULL;
+    int dims = only && strcmp(only, "dims") == 0, rest = only && strcmp(only, "rest") == 0;
+    vkattn_context *ctx = gpu_test_context();
+    vkattn_device_info info;
+    vkattn_context_device(ctx, &info);
+    gpu_test_finish_context(ctx);
+    if (!info.cooperative_matrix_usable) {
+        printf("skipped: no cooperative matrices for vkattn on this device (%s)\n",
+               info.cooperative_matrix_note[0] ? info.cooperative_matrix_note : "none");
+        return test_g.failures ? test_finish() : SKIP;
+    }
+    double t0 = test_now_s(), grid_worst[3] = {0}, pair_worst[2] = {0};
+    for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++)
+        if (!only || (dims && grid[i].D != 64) || (rest && grid[i].D == 64) || strcmp(only, grid[i].name) == 0)
+            run_grid_case(&grid[i], 1000 + 10 * i, grid_worst);
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        if (!only || rest || strcmp(only, pairs[i].name) == 0) run_pair(&pairs[i], 2000 + 10 * i, pair_worst);
+    if (!only || rest) run_off(0), run_off(1);
+    printf("largest errors: against the CPU path out max-abs %.2e NMSE %.2e lse %.2e; attn_cm vs attn_fused "
+           "(f32) out max-abs %.2e lse %.2e; %.1f s\n",
+           grid_worst[0], grid_worst[1], grid_worst[2], pair_worst[0], pair_worst[1], test_now_s() - t0);
+    return test_finish();
+}
