@@ -576,6 +576,22 @@ static void family_errors(vkattn_context *ctx)
     CHECK_STATUS(feed(layer, cache, 32, ab, (uint32_t[]){1, 1}, 2, 0), VKATTN_ERROR_CACHE_FULL);
     printf("  cache full: %s\n", vkattn_context_last_error(ctx));
     CHECK(strstr(vkattn_context_last_error(ctx), "full") != NULL);
+    /* A fork that must copy a partly filled last block into a full pool says so (it adds no token). */
+    {
+        vkattn_kv_cache *one = make_cache(ctx, &desc, 1, 4, 2, VKATTN_DTYPE_F32);
+        seq_run c, *pc = &c;
+        run_make(&c, 0, 4, 32, 5);
+        CHECK_STATUS(feed(layer, one, 32, &pc, (uint32_t[]){3}, 1, 0), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_fork(one, 0, 1), VKATTN_ERROR_CACHE_FULL);
+        CHECK(strstr(vkattn_context_last_error(ctx),
+                     "forking sequence 0 copies its partly filled last block into a free block, and none of 1 is "
+                     "free") != NULL);
+        uint32_t forked = 1;
+        CHECK_STATUS(vkattn_kv_cache_seq_length(one, 1, &forked), VKATTN_OK);
+        CHECK(forked == 0);
+        run_free(&c);
+        vkattn_kv_cache_destroy(one);
+    }
     CHECK_STATUS(vkattn_kv_cache_get_info(cache, &info), VKATTN_OK);
     CHECK(info.free_blocks == 0 && info.tokens == 15);
     uint32_t len = 0;

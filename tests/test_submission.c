@@ -92,6 +92,7 @@ static void test_chain(vkattn_context *ctx)
     CHECK_STATUS(vkattn_submission_submit(sub), VKATTN_ERROR_BUSY);
     vkattn_status polled = vkattn_submission_poll(sub);
     CHECK(polled == VKATTN_OK || polled == VKATTN_ERROR_BUSY);
+    if (polled == VKATTN_ERROR_BUSY) CHECK(strstr(vkattn_context_last_error(ctx), "still running") != NULL);
     CHECK_STATUS(vkattn_submission_wait(sub), VKATTN_OK);
     CHECK_STATUS(vkattn_submission_poll(sub), VKATTN_OK); /* finished and empty */
     CHECK_STATUS(vkattn_tensor_read(s.act[LAYERS], submitted, sizeof submitted), VKATTN_OK);

@@ -145,9 +145,10 @@ vkattn_status vka_kv_cache_take(vkattn_kv_cache *cache, vka_kv_seq *seq, uint32_
     *taken = 0;
     if (more > cache->free_count)
         return vka_fail(dev, VKATTN_ERROR_CACHE_FULL,
-                        "the KV cache is full: %u new tokens need %u more blocks of %u tokens and %u of %u are free "
+                        "the KV cache is full: %u new token%s need%s %u more block%s of %u tokens and %u of %u %s free "
                         "(free sequences, or create the cache with more blocks)",
-                        extra, more, bs, cache->free_count, cache->desc.num_blocks);
+                        extra, extra == 1 ? "" : "s", extra == 1 ? "s" : "", more, more == 1 ? "" : "s", bs,
+                        cache->free_count, cache->desc.num_blocks, cache->free_count == 1 ? "is" : "are");
     if (seq->block_count + more > seq->block_capacity) {
         uint32_t cap = seq->block_capacity ? seq->block_capacity : 8;
         while (cap < seq->block_count + more) cap *= 2;
@@ -281,6 +282,11 @@ static vkattn_status fork_seq(vkattn_kv_cache *cache, uint32_t src, uint32_t dst
         return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_kv_cache_fork: sequence %u holds %u tokens (free it first)",
                         dst, d->length);
     const uint32_t bs = cache->desc.block_size, full = s->length / bs, partial = s->length % bs != 0;
+    if (partial && cache->free_count == 0)
+        return vka_fail(dev, VKATTN_ERROR_CACHE_FULL,
+                        "the KV cache is full: forking sequence %u copies its partly filled last block into a free "
+                        "block, and none of %u is free (free sequences, or create the cache with more blocks)",
+                        src, cache->desc.num_blocks);
     /* dst's table: src's full blocks, shared, then (for a partly filled last block) one of its own */
     uint32_t taken = 0;
     d->length = full * bs;

@@ -91,8 +91,8 @@ static vkattn_status report_dropped(vkattn_submission *s)
     if (!s->dropped) return VKATTN_OK;
     s->dropped = 0;
     return vka_fail(&s->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
-                    "a layer or tensor of this submission was destroyed before it was submitted: its forwards "
-                    "were dropped (add them again)");
+                    "a layer, tensor or KV cache of this submission was destroyed before it was submitted: its "
+                    "forwards were dropped (add them again)");
 }
 
 /* What every add checks first: a dropped submission says so, the layer is given and of this
@@ -249,7 +249,8 @@ static vkattn_status submission_poll(vkattn_submission *s)
     VkResult r = dev->vk.vkGetFenceStatus(dev->device, s->commands.fence);
     /* As in vka_wait_fence: an injected failure only follows finished work. */
     if (r == VK_SUCCESS && vka_fault_vk(&dev->faults)) r = vka_injected_result(dev);
-    if (r == VK_NOT_READY) return VKATTN_ERROR_BUSY;
+    if (r == VK_NOT_READY)
+        return vka_fail(dev, VKATTN_ERROR_BUSY, "vkattn_submission_poll: the submission is still running");
     if (r != VK_SUCCESS) {
         status = vka_vk_fail(dev, r, "vkGetFenceStatus", __FILE__, __LINE__);
         /* Only a lost device ends the wait; any other failure leaves it running. */
