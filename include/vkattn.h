@@ -275,7 +275,9 @@ typedef struct vkattn_context_desc {
      * they are only turned off (no_cooperative_matrix, VKATTN_COOPMAT=0, a failed self-test) a
      * forced "coopmat" or "intel" runs with the plain matmul and attn_fused. In those two classes
      * the projections run on matrix cores (matmul_cm, fp16 operands, fp32 accumulation), and in
-     * "coopmat" the fused attention too (attn_cm); the other kernels as "gpu"; "gpu" and "mobile"
+     * "coopmat" asked for by name (this field or VKATTN_TUNING) the fused attention too (attn_cm:
+     * it has run on lavapipe's 8 x 8 x 8 matrices only, so until it has been checked on a GPU no
+     * device gets it by default); the other kernels as "gpu"; "gpu" and "mobile"
      * have no kernels of their own yet (the shared ones with GPU-sized tiles). All but "lavapipe"
      * were chosen without a GPU to measure on. A GPU with usable cooperative matrices gets a
      * cooperative-matrix class by default, which changes the rounding of fp32 layers (below);
