@@ -16,6 +16,17 @@
  * Grid: ceil(M/TILE_A) * ceil(N/TILE_B) invocations, WG_SIZE per workgroup.
  * Bindings: VKA_MATMUL_* (abi.h).
  * Loop trips per invocation: K + 1 (the reduction, in texels; tile loops unrolled).
+ *
+ * The SHARED_TILES build (kernel matmul_sm, the `gpu` and `mobile` tunings) is the GPU-shaped
+ * scalar twin of matmul_cm.comp, same contract and epilogue: a workgroup owns a TILE_A x TILE_B
+ * block of C, each invocation a 4 x 4 register block of it (WG_SIZE = TILE_A * TILE_B / 16; rows
+ * ty + i * TILE_A / 4 and columns tx + j * TILE_B / 4, so neighbouring invocations read
+ * neighbouring shared words and write neighbouring columns of C). Per block of
+ * TILE_K reduction elements its invocations stage A's and B's rows into shared memory in fp32
+ * (no rounding), consecutive invocations reading consecutive texels of a row (coalesced), zero
+ * past the matrix edges, transposed so that the block's FMA loop (unrolled) reads one k at a
+ * time. Grid: ceil(M/TILE_A) * ceil(N/TILE_B) workgroups.
+ * Loop trips per invocation: ceil(K / (TILE_K / VEC)) + 1, K in texels (the blocks).
  */
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -30,6 +41,75 @@ layout(binding = VKA_MATMUL_BIAS) uniform samplerBuffer Bias;
 layout(std430, binding = VKA_MATMUL_C) buffer C_ { VKA_OUT_TYPE c[]; };
 layout(push_constant) uniform Push { vka_matmul_push pc; };
 
+#ifdef SHARED_TILES
+/* C element (m, n) of the dispatch, in range: bias (first part), C's earlier parts, stored. */
+void store(uint m, uint n, float value)
+{
+    if (pc.has_bias != 0) value += texelFetch(Bias, int(pc.bias_offset + n)).x;
+    uint out_at = pc.c_offset + (m / pc.rows_per_batch) * pc.batch_stride + (m % pc.rows_per_batch) * pc.c_row +
+                  (n / pc.c_col_block) * pc.c_block + n % pc.c_col_block;
+    if ((FLAGS & VKA_MATMUL_ACCUMULATE) != 0) value += float(c[out_at]);
+    c[out_at] = VKA_TO_OUT(value);
+}
+
+const uint WG = gl_WorkGroupSize.x;
+const uint TX = TILE_B / 4, TY = TILE_A / 4; /* invocations across and down: TX * TY = WG */
+const uint TK = TILE_K / VEC;                /* texels of a row per block */
+const uint LDS = TILE_A + 4, LDB = TILE_B + 4; /* k-major rows, padded against bank conflicts on the stores */
+
+shared float a_s[TILE_K * LDS];
+shared float b_s[TILE_K * LDB];
+
+/* Rows [row0, row0 + rows) of a texel view, texels [k0, k0 + TK) of each, into `tile` k-major:
+ * tile[k * ld + r]; zeros past `limit` rows or K texels. (A macro: shared arrays are not
+ * parameters.) */
+#define STAGE(tile, ld, view, offset, stride, row0, rows, limit, k0)                                \
+    [[unroll]] for (uint i_ = 0; i_ < (rows * TK + WG - 1) / WG; i_++) {                            \
+        uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
+        if ((rows * TK) % WG == 0 || t_ < rows * TK) {                                              \
+            uint r_ = t_ / TK, kt_ = t_ % TK;                                                       \
+            vec4 v_ = vec4(0.0);                                                                    \
+            if ((row0) + r_ < (limit) && (k0) + kt_ < pc.K)                                         \
+                v_ = vka_fetch(view, (offset) + ((row0) + r_) * (stride) + (k0) + kt_);             \
+            [[unroll]] for (uint e_ = 0; e_ < VEC; e_++) tile[(kt_ * VEC + e_) * ld + r_] = v_[e_];  \
+        }                                                                                           \
+    }
+
+void main()
+{
+    /* One workgroup per tile: padding workgroups of a folded grid leave whole, before any barrier. */
+    uint tile = vka_group_index();
+    if (tile >= (pc.M + TILE_A - 1) / TILE_A * pc.tiles_n) return;
+    uint row0 = tile / pc.tiles_n * TILE_A, col0 = tile % pc.tiles_n * TILE_B;
+    uint tx = gl_LocalInvocationID.x % TX, ty = gl_LocalInvocationID.x / TX;
+
+    float acc[4][4];
+    [[unroll]] for (uint i = 0; i < 4; i++)
+        [[unroll]] for (uint j = 0; j < 4; j++) acc[i][j] = 0.0;
+
+    for (uint k0 = 0; k0 < pc.K; k0 += TK) {
+        STAGE(a_s, LDS, A, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0)
+        STAGE(b_s, LDB, B, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0)
+        barrier(); /* the tiles are whole before any invocation reads them */
+        [[unroll]] for (uint k = 0; k < TILE_K; k++) {
+            float a[4], b[4];
+            [[unroll]] for (uint i = 0; i < 4; i++) a[i] = a_s[k * LDS + ty + i * TY];
+            [[unroll]] for (uint j = 0; j < 4; j++) b[j] = b_s[k * LDB + tx + j * TX];
+            [[unroll]] for (uint i = 0; i < 4; i++)
+                [[unroll]] for (uint j = 0; j < 4; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        }
+        barrier(); /* every invocation is done with the tiles before the next block overwrites them */
+    }
+
+    [[unroll]] for (uint i = 0; i < 4; i++) {
+        uint m = row0 + ty + i * TY;
+        [[unroll]] for (uint j = 0; j < 4; j++) {
+            uint n = col0 + tx + j * TX;
+            if (m < pc.M && n < pc.N) store(m, n, acc[i][j]);
+        }
+    }
+}
+#else
 void main()
 {
     uint tile = vka_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
@@ -73,3 +153,4 @@ void main()
         }
     }
 }
+#endif

@@ -25,8 +25,9 @@ static const vka_tuning tunings[] = {
     {
         .name = "gpu",
         .why = "desktop GPUs without cooperative matrices (RDNA2, older NVIDIA, Apple through MoltenVK): many "
-               "light threads hide latency, small per-thread tiles keep registers free; no kernels of its own "
-               "yet, the shared ones with GPU-sized tiles and workgroups (untuned: no GPU was available)",
+               "light threads hide latency, small per-thread tiles keep registers free; the projections on the "
+               "shared-memory tiled GEMM (matmul_sm), the other kernels with GPU-sized tiles and workgroups "
+               "(untuned: no GPU was available)",
         .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
         .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 64,
         .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
@@ -37,6 +38,9 @@ static const vka_tuning tunings[] = {
          * and workgroups of one 32-lane subgroup to give two workgroups per unit on 132 units */
         .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128, .paged_min_part = 16,
         .softmax_wg = 256,
+        /* 64 x 64 outputs per workgroup of 256 (4 x 4 each), blocks of 16: the classic SGEMM tile
+         * (8.5 KiB of shared memory); matmuls of fewer than 64 rows keep matmul.comp */
+        .sm_tile_m = 64, .sm_tile_n = 64, .sm_tile_k = 16,
     },
     {
         .name = "coopmat",
@@ -84,8 +88,8 @@ static const vka_tuning tunings[] = {
     {
         .name = "mobile",
         .why = "mobile GPUs (Mali's 16-lane or Adreno's 64/128-lane subgroups, 32 KiB of shared memory): few "
-               "registers per lane, so one query and 8 keys per fused invocation; no kernels of its own yet "
-               "(untuned: no GPU was available)",
+               "registers per lane, so one query and 8 keys per fused invocation, the projections on matmul_sm "
+               "with 32 x 32 tiles in workgroups of 64 (untuned: no GPU was available)",
         .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
         .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 64,
         .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
@@ -94,6 +98,8 @@ static const vka_tuning tunings[] = {
         /* a handful of cores: parts of 64 keys or more, two workgroups of 64 per core */
         .paged_wg = 64, .paged_target = 4096, .paged_per_unit = 128, .paged_min_part = 64,
         .softmax_wg = 128,
+        /* 32 x 32 outputs per workgroup of 64 (4.5 KiB of shared memory, blocks of 16) */
+        .sm_tile_m = 32, .sm_tile_n = 32, .sm_tile_k = 16,
     },
 };
 
@@ -164,7 +170,7 @@ int vka_tuning_refusal(const vka_tuning *t, const vkattn_device_info *device, ch
         uint32_t wg;
     } groups[] = {{"matmul", t->matmul_wg}, {"matmul (decoding)", t->matmul_skinny_wg}, {"attn_scores", t->scores_wg},
                   {"attn_pv", t->pv_wg}, {"attn_fused", t->fused_wg}, {"attn_paged", t->paged_wg},
-                  {"softmax", t->softmax_wg}};
+                  {"softmax", t->softmax_wg}, {"matmul_sm", t->sm_tile_m * t->sm_tile_n / 16}};
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
         if (!device->max_workgroup_invocations || groups[i].wg <= device->max_workgroup_invocations) continue;
         snprintf(why, size, "its %s workgroups of %u invocations exceed the device's %u", groups[i].kernel,

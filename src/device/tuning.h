@@ -34,6 +34,12 @@ typedef struct vka_tuning {
      * 2 x 2 accumulators of 16 x 16 x 16. Matmuls of fewer than cm_min_rows rows (decoding steps)
      * take matmul.comp's skinny tiles instead. */
     uint32_t cm_frags_m, cm_frags_n, cm_ksteps, cm_min_rows;
+    /* matmul_sm (matmul.comp's SHARED_TILES build), the shared-memory tiled scalar GEMM (0 = this
+     * tuning does not use it): a workgroup owns a sm_tile_m x sm_tile_n tile of C, each
+     * invocation 4 x 4 outputs of it (so sm_tile_m * sm_tile_n / 16 invocations), staging A's
+     * and B's rows in fp32 per block of sm_tile_k reduction elements (a multiple of 4). Matmuls of
+     * fewer than sm_tile_m rows (decoding steps) take matmul.comp's skinny tiles instead. */
+    uint32_t sm_tile_m, sm_tile_n, sm_tile_k;
     /* The subgroup size the cooperative-matrix kernels require: this one where the device can
      * give it (subgroup_size_min..max), 0 = the device's smallest (Intel's matrix engines work on
      * 8 or 16 lanes). Read from the "coopmat" row by tunings without cm_* fields. */

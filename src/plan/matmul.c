@@ -59,6 +59,23 @@ vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_li
     return s;
 }
 
+uint64_t vka_matmul_sm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k)
+{
+    return ((uint64_t)tile_m + 4 + tile_n + 4) * tile_k * 4;
+}
+
+vka_matmul_cm_tile vka_matmul_sm_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M)
+{
+    const cm_shape none = {0};
+    if (!t->sm_tile_m || !t->sm_tile_n || !t->sm_tile_k || M < t->sm_tile_m) return none;
+    cm_shape s = {t->sm_tile_m, t->sm_tile_n, round_up(t->sm_tile_k, 4), t->sm_tile_m * t->sm_tile_n / 16};
+    if (t->sm_tile_m % 4 || t->sm_tile_n % 4 ||
+        vka_matmul_sm_shared_bytes(s.tile_m, s.tile_n, s.tile_k) > limits->max_shared_bytes ||
+        (limits->max_workgroup_invocations && s.wg > limits->max_workgroup_invocations))
+        return none;
+    return s;
+}
+
 /* The tile for a layer's matmul of M rows: none where the layer asks for fp32 precision. */
 static cm_shape cm_shape_for(const vka_builder *b, uint32_t M)
 {
@@ -82,8 +99,10 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
 {
     matmul_shape sh = shape_for(b->tuning, m->M);
     const cm_shape cm = cm_shape_for(b, m->M);
+    const cm_shape sm = cm.wg ? (cm_shape){0} : vka_matmul_sm_tile_for(b->tuning, b->limits, m->M);
     vkattn_status status;
-    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = m->stage, .kernel = cm.wg ? VKA_KERNEL_MATMUL_CM : VKA_KERNEL_MATMUL,
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = m->stage,
+                  .kernel = cm.wg ? VKA_KERNEL_MATMUL_CM : sm.wg ? VKA_KERNEL_MATMUL_SM : VKA_KERNEL_MATMUL,
                   .f16_out = b->plan->role_dtype[m->c] == VKATTN_DTYPE_F16, .barrier_before = barrier,
                   .binding_count = VKA_MATMUL_BINDINGS};
     if (cm.wg) { /* a workgroup per tile of C */
@@ -92,6 +111,9 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
         s.spec[VKA_SPEC_MAT_N] = b->limits->matrix_shape.n;
         s.spec[VKA_SPEC_MAT_K] = b->limits->matrix_shape.k;
         s.spec[VKA_SPEC_TILE_K] = cm.tile_k;
+    } else if (sm.wg) { /* a workgroup per tile of C, 4 x 4 outputs per invocation */
+        sh = (matmul_shape){sm.tile_m, sm.tile_n, sm.wg};
+        s.spec[VKA_SPEC_TILE_K] = sm.tile_k;
     }
     s.spec[VKA_SPEC_WG_SIZE] = sh.wg;
     s.spec[VKA_SPEC_TILE_A] = sh.tile_m;
@@ -125,7 +147,7 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
         .has_bias = m->bias != VKA_ROLE_NONE && first_part,
         .tiles_n = tiles_n,
     };
-    return vka_push_step(b, &s, (uint64_t)tiles_m * tiles_n * (cm.wg ? cm.wg : 1), sh.wg);
+    return vka_push_step(b, &s, (uint64_t)tiles_m * tiles_n * (cm.wg ? cm.wg : sm.wg ? sm.wg : 1), sh.wg);
 fail:
     return status;
 }
@@ -168,9 +190,10 @@ static vkattn_status add_matmul(vka_builder *b, const matmul_args *m)
     uint32_t K = m->K / vec;
     uint64_t part = vka_budget_left(b, 1); /* blocks of the reduction one part may take */
     if (part == 0) return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT, "the loop budget is too small for a matmul");
-    /* A block is a texel (matmul.comp) or TILE_K / vec texels (matmul_cm.comp). */
+    /* A block is a texel (matmul.comp) or TILE_K / vec texels (matmul_cm, matmul_sm). */
     const cm_shape cm = cm_shape_for(b, m->M);
-    uint64_t block = cm.wg ? cm.tile_k / vec : 1;
+    const cm_shape sm = vka_matmul_sm_tile_for(b->tuning, b->limits, m->M);
+    uint64_t block = cm.wg ? cm.tile_k / vec : sm.wg ? sm.tile_k / vec : 1;
     uint32_t kc = (uint32_t)vka_min64(part > UINT64_MAX / block ? UINT64_MAX : part * block, K);
     uint32_t n_unit = m->c_col_block < m->N ? (uint32_t)m->c_col_block : pr->matmul_tile_n;
     uint32_t nc = m->N, mc = m->M;
@@ -409,6 +432,16 @@ void vka_matmul_cm_describe(vka_text *t, const vka_step *s)
     vka_text_put(t, " on cooperative matrices (%ux%u tiles, %u-element blocks, %ux%ux%u matrices, fp16 operands)",
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_TILE_K], s->spec[VKA_SPEC_MAT_M],
                  s->spec[VKA_SPEC_MAT_N], s->spec[VKA_SPEC_MAT_K]);
+}
+
+/* matmul_sm: one loop over the reduction's blocks of TILE_K elements, as matmul_cm. */
+uint64_t vka_matmul_sm_trips(const vka_step *s) { return vka_matmul_cm_trips(s); }
+
+void vka_matmul_sm_describe(vka_text *t, const vka_step *s)
+{
+    vka_matmul_describe(t, s);
+    vka_text_put(t, " in shared-memory tiles (%ux%u tiles, %u-element blocks, fp32)", s->spec[VKA_SPEC_TILE_A],
+                 s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_TILE_K]);
 }
 
 /* rope: no loops for a rotation alone; each head's norm two passes over its D values; a row's two

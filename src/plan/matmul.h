@@ -25,4 +25,11 @@ typedef struct vka_matmul_cm_tile {
 } vka_matmul_cm_tile;
 vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M);
 
+/* matmul_sm's tile (matmul.comp's SHARED_TILES build) for a matmul of M rows, in the same struct
+ * (wg 0: none): under a tuning with sm_* fields, for at least sm_tile_m rows, where the staged
+ * tiles fit the device's shared memory and the workgroup its size. */
+vka_matmul_cm_tile vka_matmul_sm_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M);
+/* The shared memory matmul_sm takes: fp32 k-major tiles of A and B, each row padded by 4. */
+uint64_t vka_matmul_sm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k);
+
 #endif

@@ -1,0 +1,264 @@
+/* matmul_sm (matmul.comp's SHARED_TILES build), the shared-memory tiled scalar GEMM of the gpu and
+ * mobile tunings, dispatched on its own against a float64 reference: C = A·W^T + bias at odd shapes
+ * (edge tiles in M, N and K, one-element matrices), projection shapes, fp16 and fp32 operands and
+ * output, the output scatter of a head-major C, a reduction in two parts (the second with
+ * ACCUMULATE, as the plan splits K under a loop budget), and a long reduction that would show a loop
+ * the driver cuts short; each in the gpu tuning's tile (64 x 64, workgroups of 256) and the mobile
+ * tuning's (32 x 32, workgroups of 64). C is filled with NaN first: every element the kernel owns is
+ * written and nothing else is. Then the plan's side: a forward under each tuning picks matmul_sm
+ * (in reduction parts at a lowered loop budget) and agrees with the CPU path.
+ *
+ * The kernel keeps fp32 operands (no fp16 staging): operands are random fp32 values in [-1, 1] and
+ * the error asked is max-abs <= 2^-20 * max over outputs of sum |a·w| (fp32 sums; fp16 rounding of
+ * the operands would be about 500 times larger). fp16 output: 1e-3 max(1, max|ref|). */
+#include "api/context.h"
+#include "format/half.h"
+#include "gpu_test.h"
+#include "pipeline/dispatch.h"
+
+typedef struct mm_case {
+    const char *name;
+    uint32_t M, N, K;
+    int vec4;          /* RGBA views (K a multiple of 4), else R views */
+    int f16_in, f16_out;
+    int head_major;    /* C as (batches, heads, rows, D = 8) with rows_per_batch = M / 2 */
+    int parts;         /* 1, or 2: the reduction split, the second part accumulating */
+    int no_bias;
+} mm_case;
+
+static const mm_case cases[] = {
+    {"1x1x1", 1, 1, 1},
+    {"7x13x5", 7, 13, 5},
+    {"65x67x17", 65, 67, 17},
+    {"9x40x3_no_bias", 9, 40, 3, .no_bias = 1},
+    {"64x96x128", 64, 96, 128, 1},
+    {"100x48x256_head_major", 100, 48, 256, 1, .head_major = 1},
+    {"128x384x128_qkv", 128, 384, 128, 1},
+    {"70x72x132_f16", 70, 72, 132, 1, 1, 1},
+    {"37x29x41_f16_in", 37, 29, 41, 0, 1, 0},
+    {"50x70x96_f16_out", 50, 70, 96, 1, 0, 1},
+    {"67x40x68_split", 67, 40, 68, 1, .parts = 2},
+    {"31x33x45_split_f16", 31, 33, 45, 0, 1, 1, .parts = 2},
+    /* 1250 blocks of 16: a loop the driver cut short would show past lavapipe's 65535 in texels */
+    {"32x32x20000_long_k", 32, 32, 20000, 1},
+};
+
+typedef struct mm_buffers {
+    vka_buffer a, w, bias, c;
+} mm_buffers;
+
+/* Where C element (m, n) lands (abi.h, vka_matmul_push). */
+static uint32_t c_at(const vka_matmul_push *p, uint32_t m, uint32_t n)
+{
+    return p->c_offset + m / p->rows_per_batch * p->batch_stride + m % p->rows_per_batch * p->c_row +
+           n / p->c_col_block * p->c_block + n % p->c_col_block;
+}
+
+static void put(vka_buffer *b, int f16, size_t i, float x)
+{
+    if (f16) ((uint16_t *)b->mapped)[i] = vka_f32_to_f16(x);
+    else ((float *)b->mapped)[i] = x;
+}
+
+static float get(const vka_buffer *b, int f16, size_t i)
+{
+    return f16 ? vka_f16_to_f32(((const uint16_t *)b->mapped)[i]) : ((const float *)b->mapped)[i];
+}
+
+/* Records and runs the case's dispatches (one, or two reduction parts); 0 on success. */
+static int run_dispatches(vkattn_context *ctx, const mm_case *c, const vka_pipeline *first, const vka_pipeline *rest,
+                          mm_buffers *bufs, const vka_matmul_push *push, uint32_t tile_k)
+{
+    vka_device *dev = &ctx->dev;
+    const uint32_t vec = c->vec4 ? 4 : 1, K = c->K / vec;
+    vka_view_format in = c->vec4 ? (c->f16_in ? VKA_VIEW_RGBA16F : VKA_VIEW_RGBA32F)
+                                 : (c->f16_in ? VKA_VIEW_R16F : VKA_VIEW_R32F);
+    vka_binding bindings[VKA_MATMUL_BINDINGS] = {
+        [VKA_MATMUL_A] = {&bufs->a, 0, 0, in}, [VKA_MATMUL_B] = {&bufs->w, 0, 0, in},
+        [VKA_MATMUL_BIAS] = {&bufs->bias, 0, 0, VKA_VIEW_R32F}, [VKA_MATMUL_C] = {&bufs->c, 0, 0, VKA_VIEW_R32F}};
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    VkCommandBuffer cmd;
+    uint32_t groups[3];
+    uint32_t tiles = (uint32_t)(vka_ceil_div(c->M, first->spec[VKA_SPEC_TILE_A]) * push->tiles_n);
+    if (!vka_fold_groups(tiles, ctx->dev.caps.props.limits.maxComputeWorkGroupCount, groups)) return -1;
+    if (vka_descriptor_pool_create(dev, 2, &pool) != VKATTN_OK || vka_transfer_begin(&ctx->transfer, &cmd) != VKATTN_OK)
+        return -1;
+    /* The second part starts at a whole block, as the plan's parts do. */
+    uint32_t split = c->parts == 2 ? (uint32_t)vka_ceil_div(K / 2, tile_k / vec) * (tile_k / vec) : K;
+    vka_matmul_push p = *push;
+    p.K = split;
+    vkattn_status status = vka_record_dispatch(dev, cmd, pool, first, bindings, &p, groups);
+    if (status == VKATTN_OK && c->parts == 2) {
+        vka_record_barrier(dev, cmd);
+        p.K = K - split, p.a_offset += split, p.b_offset += split, p.has_bias = 0;
+        status = vka_record_dispatch(dev, cmd, pool, rest, bindings, &p, groups);
+    }
+    if (status == VKATTN_OK) status = vka_transfer_submit_wait(&ctx->transfer, "matmul_sm");
+    dev->vk.vkDestroyDescriptorPool(dev->device, pool, NULL);
+    CHECK_MSG(status == VKATTN_OK, "%s: %s", c->name, vkattn_context_last_error(ctx));
+    return status == VKATTN_OK ? 0 : -1;
+}
+
+/* One case in tuning `t`'s tile; returns its max-abs error relative to the tolerance's scale. */
+static double run_case(vkattn_context *ctx, const vka_tuning *t, const mm_case *c, unsigned long long seed)
+{
+    vka_device *dev = &ctx->dev;
+    const uint32_t vec = c->vec4 ? 4 : 1, M = c->M, N = c->N, K = c->K;
+    const size_t in_bytes = c->f16_in ? 2 : 4, out_bytes = c->f16_out ? 2 : 4;
+    /* The plan's shape (vka_matmul_sm_tile_for): 4 x 4 outputs per invocation. */
+    uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = t->sm_tile_m * t->sm_tile_n / 16,
+                                   [VKA_SPEC_TILE_A] = t->sm_tile_m, [VKA_SPEC_TILE_B] = t->sm_tile_n,
+                                   [VKA_SPEC_VEC] = vec, [VKA_SPEC_TILE_K] = t->sm_tile_k};
+    const vka_pipeline *first = NULL, *rest = NULL;
+    double rel = -1;
+    CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, VKA_KERNEL_MATMUL_SM, c->f16_out, spec, &first), VKATTN_OK);
+    spec[VKA_SPEC_FLAGS] = VKA_MATMUL_ACCUMULATE;
+    if (c->parts == 2)
+        CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, VKA_KERNEL_MATMUL_SM, c->f16_out, spec, &rest), VKATTN_OK);
+    if (!first || (c->parts == 2 && !rest)) return rel;
+
+    /* C: row-major with a gap of 3 after each row, or head-major (2 batches of M/2 rows, heads of 8) */
+    vka_matmul_push push = {.M = M, .N = N, .K = K / vec, .lda = K / vec, .ldb = K / vec,
+                            .c_row = N + 3, .c_col_block = N, .c_block = 0, .rows_per_batch = M,
+                            .batch_stride = 0, .has_bias = !c->no_bias,
+                            .tiles_n = (uint32_t)vka_ceil_div(N, spec[VKA_SPEC_TILE_B])};
+    if (c->head_major)
+        push.c_row = 8, push.c_col_block = 8, push.c_block = M / 2 * 8, push.rows_per_batch = M / 2,
+        push.batch_stride = N * (M / 2);
+    size_t c_elems = c_at(&push, M - 1, N - 1) + 1;
+    mm_buffers b = {0};
+    vkattn_status status = vka_buffer_create(dev, (size_t)M * K * in_bytes, VKA_MEMORY_STAGING, "A", &b.a);
+    if (status == VKATTN_OK) status = vka_buffer_create(dev, (size_t)N * K * in_bytes, VKA_MEMORY_STAGING, "W", &b.w);
+    if (status == VKATTN_OK) status = vka_buffer_create(dev, (size_t)N * 4, VKA_MEMORY_STAGING, "bias", &b.bias);
+    if (status == VKATTN_OK) status = vka_buffer_create(dev, c_elems * out_bytes, VKA_MEMORY_STAGING, "C", &b.c);
+    CHECK_MSG(status == VKATTN_OK && b.c.mapped, "%s: buffers: %s", c->name, vkattn_context_last_error(ctx));
+    if (status != VKATTN_OK || !b.c.mapped) goto done;
+
+    test_rng rng = test_rng_make(seed);
+    float *a = malloc((size_t)M * K * sizeof *a), *w = malloc((size_t)N * K * sizeof *w), *bias = malloc(N * sizeof *bias);
+    /* fp16 operands hold fp16 values (what the device reads); fp32 ones full 24-bit values */
+    for (size_t i = 0; i < (size_t)M * K; i++) {
+        float x = test_rng_float(&rng);
+        put(&b.a, c->f16_in, i, x), a[i] = get(&b.a, c->f16_in, i);
+    }
+    for (size_t i = 0; i < (size_t)N * K; i++) {
+        float x = test_rng_float(&rng);
+        put(&b.w, c->f16_in, i, x), w[i] = get(&b.w, c->f16_in, i);
+    }
+    for (uint32_t n = 0; n < N; n++) ((float *)b.bias.mapped)[n] = bias[n] = c->no_bias ? 0.0f : test_rng_float(&rng);
+    /* NaN everywhere else in C: the kernel must write every element it owns and nothing between */
+    for (size_t i = 0; i < c_elems; i++) put(&b.c, c->f16_out, i, NAN);
+
+    if (run_dispatches(ctx, c, first, rest, &b, &push, spec[VKA_SPEC_TILE_K]) == 0) {
+        double max_err = 0, ref_max = 0, abs_max = 0;
+        size_t bad = 0;
+        for (uint32_t m = 0; m < M; m++)
+            for (uint32_t n = 0; n < N; n++) {
+                double ref = bias[n], abs_sum = fabs(bias[n]);
+                for (uint32_t k = 0; k < K; k++) {
+                    double p = (double)a[(size_t)m * K + k] * w[(size_t)n * K + k];
+                    ref += p, abs_sum += fabs(p);
+                }
+                double got = get(&b.c, c->f16_out, c_at(&push, m, n));
+                bad += !isfinite(got);
+                if (fabs(got - ref) > max_err) max_err = fabs(got - ref);
+                if (fabs(ref) > ref_max) ref_max = fabs(ref);
+                if (abs_sum > abs_max) abs_max = abs_sum;
+            }
+        size_t untouched = 0;
+        for (size_t i = 0; i < c_elems; i++) untouched += isnan(get(&b.c, c->f16_out, i));
+        size_t written = c_elems - untouched;
+        double scale = c->f16_out ? (ref_max > 1 ? ref_max : 1) : (abs_max > 1 ? abs_max : 1);
+        double tol = (c->f16_out ? 1e-3 : 1.0 / (1 << 20)) * scale;
+        rel = max_err / scale;
+        int ok = bad == 0 && max_err <= tol && written == (size_t)M * N;
+        printf("  %-8s %-24s max-abs %.2e (%.2e of %s %.3g)  %s\n", t->name, c->name, max_err, rel,
+               c->f16_out ? "max|ref|" : "max sum|a·w|", scale, ok ? "ok" : "FAILED");
+        CHECK_MSG(bad == 0, "%s: %zu outputs not finite (never written?)", c->name, bad);
+        CHECK_MSG(max_err <= tol, "%s: max-abs %.3g > %.3g", c->name, max_err, tol);
+        CHECK_MSG(written == (size_t)M * N, "%s: %zu elements of C written, %u expected", c->name, written, M * N);
+    }
+    free(a), free(w), free(bias);
+done:
+    vka_buffer_destroy(dev, &b.a), vka_buffer_destroy(dev, &b.w), vka_buffer_destroy(dev, &b.bias);
+    vka_buffer_destroy(dev, &b.c);
+    return rel;
+}
+
+/* The plan's side, through the public API: a layer under `tuning` at a loop budget of `budget`
+ * (0 = the device's) against the CPU path; its plan runs the projections on matmul_sm (in
+ * reduction parts added to C at a lowered budget). 80 rows: at least a tile of either tuning. */
+static void run_forward_tuned(const char *tuning, uint32_t budget)
+{
+    enum { E = 512 };
+    vkattn_context *ctx = NULL;
+    vkattn_error error = {0};
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = tuning, .loop_budget = budget};
+    CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
+    if (!ctx) {
+        fprintf(stderr, "%s\n", error.message);
+        return;
+    }
+    /* head dim 4 keeps the attention kernels' loops short, so a budget that cuts E = 512 (32 blocks
+     * of 16) into parts still fits them */
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = 128, .kdim = 40, .vdim = 56};
+    test_weights tw;
+    test_weights_make(&tw, &ld, 7 + budget);
+    const uint32_t B = 2, L = 40, S = 23;
+    test_rng rng = test_rng_make(11);
+    float *q = malloc(B * L * E * sizeof(float)), *k = malloc(B * S * 40 * sizeof(float));
+    float *v = malloc(B * S * 56 * sizeof(float)), *gpu = malloc(B * L * E * sizeof(float));
+    float *cpu = malloc(B * L * E * sizeof(float));
+    test_fill(&rng, q, B * L * E, 1), test_fill(&rng, k, B * S * 40, 1), test_fill(&rng, v, B * S * 56, 1);
+    vkattn_host_forward_desc f = {.batch = B, .query_len = L, .key_len = S, .query = q, .key = k, .value = v,
+                                  .causal = 1, .output = gpu};
+    vkattn_layer *layer = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+    static char plan[1 << 18];
+    plan[0] = '\0';
+    vkattn_status status = vkattn_forward_explain(layer, &f, plan, sizeof plan, NULL);
+    CHECK_MSG(status == VKATTN_OK, "explain: %s", vkattn_context_last_error(ctx));
+    if (status == VKATTN_OK) status = vkattn_forward_host(layer, &f);
+    CHECK_MSG(status == VKATTN_OK, "forward: %s", vkattn_context_last_error(ctx));
+    if (status != VKATTN_OK) memset(gpu, 0, B * L * E * sizeof(float));
+    f.output = cpu;
+    CHECK_STATUS(vkattn_reference_forward(&ld, &tw.w, &f, &error), VKATTN_OK);
+    test_error e = test_compare(gpu, cpu, B * L * E);
+    const compare_tolerance *tol = compare_tolerance_of(COMPARE_F32);
+    int sm = strstr(plan, "in shared-memory tiles") != NULL, parts = strstr(plan, "added to C") != NULL;
+    printf("  forward, %s tuning, loop budget %u: max-abs %.2e NMSE %.2e; plan %s matmul_sm%s  %s\n", tuning, budget,
+           e.max_abs, e.nmse, sm ? "uses" : "has no", parts ? " in parts" : "", compare_within(&e, tol) ? "ok" : "FAILED");
+    CHECK_MSG(compare_within(&e, tol), "forward against the CPU path: max-abs %.3g, NMSE %.3g", e.max_abs, e.nmse);
+    CHECK_MSG(sm, "the plan lacks matmul_sm:\n%s", plan);
+    if (budget) CHECK_MSG(parts, "a loop budget of %u left the reductions whole:\n%s", budget, plan);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+    free(q), free(k), free(v), free(gpu), free(cpu);
+    gpu_test_finish_context(ctx);
+}
+
+/* argv[1] "small": a few cases in the gpu tile and one forward (the `driver` row, also on Mesa 25). */
+int main(int argc, char **argv)
+{
+    const int small = argc > 1 && strcmp(argv[1], "small") == 0;
+    vkattn_context *ctx = gpu_test_context();
+    vkattn_device_info info;
+    vkattn_context_device(ctx, &info);
+    const char *tunings[] = {"gpu", "mobile"};
+    double worst = 0;
+    for (size_t ti = 0; ti < (small ? 1 : 2); ti++) {
+        const vka_tuning *t = vka_tuning_for(&info, tunings[ti]);
+        CHECK_MSG(t && t->sm_tile_m, "tuning %s has no matmul_sm tile", tunings[ti]);
+        if (!t || !t->sm_tile_m) continue;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            if (small && i != 2 && i != 5 && i != 10) continue; /* edges, head-major scatter, split */
+            double rel = run_case(ctx, t, &cases[i], 100 + i);
+            if (!cases[i].f16_out && rel > worst) worst = rel;
+        }
+    }
+    printf("worst fp32 error: %.2e of max sum|a·w| (2^-20 = %.2e asked)\n", worst, 1.0 / (1 << 20));
+    gpu_test_finish_context(ctx);
+    run_forward_tuned("gpu", small ? 0 : 24);
+    if (!small) run_forward_tuned("mobile", 0);
+    return test_finish();
+}
