@@ -371,7 +371,8 @@ static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role
     int bad = 0;
     for (uint32_t i = 0; i < plan->step_count; i++) {
         const vka_step *st = &plan->steps[i];
-        if ((st->kernel != VKA_KERNEL_MATMUL && st->kernel != VKA_KERNEL_MATMUL_CM) || st->stage != stage ||
+        if ((st->kernel != VKA_KERNEL_MATMUL && st->kernel != VKA_KERNEL_MATMUL_CM && st->kernel != VKA_KERNEL_MATMUL_SM) ||
+            st->stage != stage ||
             st->bind[VKA_MATMUL_C].role != c)
             continue;
         const vka_matmul_push *m = &st->push.matmul;
@@ -1001,6 +1002,74 @@ static void test_coopmat_profiles(void)
     vka_plan_free(&plan);
 }
 
+/* matmul_sm under the gpu and mobile tunings on lavapipe's limits (32 KiB of shared memory, 65535
+ * trips, and a lowered budget): the projections take it with the tuning's tile, 4 x 4 outputs
+ * per invocation, in reduction parts within the budget that cover C exactly once;
+ * decoding's few rows (fewer than a tile's), and a device whose shared memory or workgroup size is
+ * too small, take matmul.comp; the lavapipe tuning never takes it. */
+static void test_matmul_sm_plans(void)
+{
+    const struct {
+        const char *tuning;
+        uint32_t budget, tile, parts_at_least;
+    } rows[] = {
+        {"gpu", 65535, 64, 1},
+        {"mobile", 65535, 32, 1},
+        /* 1024 texels in blocks of 4: 256 blocks, 7 parts within 40 */
+        {"gpu", 40, 64, 7},
+    };
+    vkattn_device_info any = {0};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        vka_plan_limits l = lavapipe_limits();
+        l.tuning = vka_tuning_for(&any, rows[r].tuning);
+        l.max_shared_bytes = 32768, l.max_workgroup_invocations = 1024, l.loop_budget = rows[r].budget;
+        vka_problem p = problem(1, 512, 512, 4096, rows[r].budget < 1000 ? 1024 : 32, 1);
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK_MSG(check_plan_limits(&plan, &l, rows[r].tuning) == 0, "%s", rows[r].tuning);
+        CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0);
+        uint32_t sm = count_kernel(&plan, VKA_KERNEL_MATMUL_SM), accumulating = 0;
+        for (uint32_t i = 0; i < plan.step_count; i++) {
+            const vka_step *st = &plan.steps[i];
+            if (st->kernel != VKA_KERNEL_MATMUL_SM) continue;
+            accumulating += (st->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_ACCUMULATE) != 0;
+            CHECK(st->spec[VKA_SPEC_TILE_A] == rows[r].tile && st->spec[VKA_SPEC_TILE_B] == rows[r].tile);
+            CHECK(st->spec[VKA_SPEC_TILE_K] == 16 && st->spec[VKA_SPEC_WG_SIZE] == rows[r].tile * rows[r].tile / 16);
+            CHECK(vka_matmul_sm_shared_bytes(rows[r].tile, rows[r].tile, 16) <= 32768);
+            CHECK(vka_step_loop_trips(st) <= rows[r].budget);
+            uint64_t groups = (uint64_t)st->groups[0] * st->groups[1] * st->groups[2];
+            CHECK(groups >= vka_ceil_div(st->push.matmul.M, rows[r].tile) * st->push.matmul.tiles_n);
+        }
+        printf("  %-8s budget %-6u %u matmul_sm dispatches (%u adding to C)\n", rows[r].tuning, rows[r].budget, sm,
+               accumulating);
+        CHECK(sm >= 2 * rows[r].parts_at_least);
+        CHECK(rows[r].parts_at_least > 1 ? accumulating > 0 : accumulating == 0);
+        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 512ull * 3 * 4096, 1024) == 0);
+        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 512ull * 4096, 1024) == 0);
+        vka_plan_free(&plan);
+    }
+    vka_plan_limits l = lavapipe_limits();
+    l.tuning = vka_tuning_for(&any, "gpu");
+    l.max_shared_bytes = 32768, l.max_workgroup_invocations = 1024;
+    vka_problem p = problem(1, 63, 63, 256, 4, 1); /* fewer rows than a 64-row tile */
+    vka_plan plan = {0};
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 2);
+    p = problem(1, 64, 64, 256, 4, 1);
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 2 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 0);
+    l.max_shared_bytes = 8192; /* 8.5 KiB of tiles do not fit */
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 0);
+    l.max_shared_bytes = 32768, l.max_workgroup_invocations = 128; /* 256 invocations do not fit */
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 0);
+    l = lavapipe_limits();
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 2);
+    vka_plan_free(&plan);
+}
+
 /* Made-up profiles of real devices: the limits their drivers report (vulkan.gpuinfo.org, vendor
  * documents; the subgroup sizes, shared memory, units and matrix shapes are the figures the
  * classes and tiles turn on, the ranges and alignments only decide where the plan slices
@@ -1086,6 +1155,15 @@ static int check_profile_steps(const device_profile *d, const vka_plan_limits *l
         int ok = wg >= 1 && wg <= d->info.max_workgroup_invocations;
         CHECK_MSG(ok, "%s step %u: workgroup %u", d->name, i, wg);
         bad += !ok;
+        if (st->kernel == VKA_KERNEL_MATMUL_SM) {
+            uint64_t shared = vka_matmul_sm_shared_bytes(st->spec[VKA_SPEC_TILE_A], st->spec[VKA_SPEC_TILE_B],
+                                                         st->spec[VKA_SPEC_TILE_K]);
+            ok = shared <= d->info.max_shared_memory_bytes &&
+                 wg == st->spec[VKA_SPEC_TILE_A] * st->spec[VKA_SPEC_TILE_B] / 16;
+            CHECK_MSG(ok, "%s: matmul_sm with %llu bytes of shared memory, workgroup %u", d->name,
+                      (unsigned long long)shared, wg);
+            bad += !ok;
+        }
         if (!vka_kernel_is_coopmat(vka_kernel_get(st->kernel))) continue;
         uint32_t sg = l->subgroup_size;
         ok = sg >= d->info.subgroup_size_min && sg <= d->info.subgroup_size_max && wg % sg == 0;
@@ -1116,7 +1194,7 @@ static const vka_step *largest_step(const vka_plan *plan, vkattn_stage stage, vk
 
 /* The profiles at a Llama-3-8B layer (E = 4096, H = 32, H_kv = 8, D = 128): the class each device
  * gets from its properties, the projections' kernel (matmul_cm with the largest matrix shape where
- * the class has cooperative matrices, else matmul.comp), a fused prefill of 4096 tokens (no unfused
+ * the class has cooperative matrices, matmul_sm where it has sm_* tiles, else matmul.comp), a fused prefill of 4096 tokens (no unfused
  * kernel), every dispatch within the device's workgroup size, subgroup range and shared memory, and
  * at least two waves (two workgroups per compute unit) for the prefill's projections and attention
  * and for the attention of one decoding step over 8192 cached keys. Forcing a class works where the
@@ -1144,9 +1222,11 @@ static void test_device_profiles(void)
         vka_plan plan = {0};
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         CHECK(check_profile_steps(dp, &l, &plan) == 0);
-        vka_kernel mm = cm ? VKA_KERNEL_MATMUL_CM : VKA_KERNEL_MATMUL;
-        CHECK_MSG(count_kernel(&plan, cm ? VKA_KERNEL_MATMUL : VKA_KERNEL_MATMUL_CM) == 0 && count_kernel(&plan, mm) >= 2,
-                  "%s: projections not all on %s", dp->name, cm ? "matmul_cm" : "matmul");
+        vka_kernel mm = cm ? VKA_KERNEL_MATMUL_CM : t->sm_tile_m ? VKA_KERNEL_MATMUL_SM : VKA_KERNEL_MATMUL;
+        const char *mm_name = vka_kernel_get(mm)->spirv;
+        uint32_t mm_all = count_kernel(&plan, VKA_KERNEL_MATMUL) + count_kernel(&plan, VKA_KERNEL_MATMUL_CM) +
+                          count_kernel(&plan, VKA_KERNEL_MATMUL_SM);
+        CHECK_MSG(count_kernel(&plan, mm) == mm_all && mm_all >= 2, "%s: projections not all on %s", dp->name, mm_name);
         CHECK(count_kernel(&plan, VKA_KERNEL_SCORES) == 0 && count_kernel(&plan, VKA_KERNEL_SOFTMAX) == 0);
         const vka_step *qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, mm);
         const vka_step *out = largest_step(&plan, VKATTN_STAGE_OUT_PROJECTION, mm);
@@ -1163,7 +1243,7 @@ static void test_device_profiles(void)
                       (unsigned long long)step_groups(qkv), (unsigned long long)step_groups(out),
                       (unsigned long long)step_groups(attn), dp->units);
             printf("  %-24s %-8s prefill 4096: %s %ux%u tiles, %llu workgroups; attention %llu (%s)", dp->name, t->name,
-                   cm ? "matmul_cm" : "matmul", qkv->spec[VKA_SPEC_TILE_A], qkv->spec[VKA_SPEC_TILE_B],
+                   mm_name, qkv->spec[VKA_SPEC_TILE_A], qkv->spec[VKA_SPEC_TILE_B],
                    (unsigned long long)step_groups(qkv), (unsigned long long)step_groups(attn),
                    vka_kernel_get(attn->kernel)->spirv);
         }
@@ -1174,7 +1254,9 @@ static void test_device_profiles(void)
         CHECK(check_profile_steps(dp, &l, &plan) == 0);
         const vka_step *paged = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_PAGED);
         const vka_step *step_qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL);
-        CHECK_MSG(paged && step_qkv && count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0, "%s decode: steps", dp->name);
+        CHECK_MSG(paged && step_qkv && count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0 &&
+                      count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 0,
+                  "%s decode: steps (the skinny matmul for one token)", dp->name);
         if (paged && step_qkv) {
             CHECK_MSG(step_groups(paged) >= two_waves, "%s decode: %llu workgroups of attn_paged for %u units", dp->name,
                       (unsigned long long)step_groups(paged), dp->units);
@@ -1203,6 +1285,10 @@ static void test_device_profiles(void)
             CHECK(count_kernel(&fp, VKA_KERNEL_MATMUL_CM) == (f->cm_frags_m ? count_kind(&fp, VKATTN_STAGE_QKV_PROJECTION) +
                                                                                   count_kind(&fp, VKATTN_STAGE_OUT_PROJECTION)
                                                                             : 0));
+            CHECK(count_kernel(&fp, VKA_KERNEL_MATMUL_SM) == (!f->cm_frags_m && f->sm_tile_m
+                                                                   ? count_kind(&fp, VKATTN_STAGE_QKV_PROJECTION) +
+                                                                         count_kind(&fp, VKATTN_STAGE_OUT_PROJECTION)
+                                                                   : 0));
             vka_plan_free(&fp);
         }
     }
@@ -1294,6 +1380,7 @@ int main(void)
     RUN_TEST(test_limits);
     RUN_TEST(test_loop_budget_everywhere);
     RUN_TEST(test_splits_where_lavapipe_failed);
+    RUN_TEST(test_matmul_sm_plans);
     RUN_TEST(test_weights_past_the_range);
     RUN_TEST(test_gqa_workspace);
     RUN_TEST(test_gqa_budget_and_windows);
