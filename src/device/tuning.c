@@ -5,6 +5,18 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The gpu row's shapes of the kernels every GPU class shares; the cooperative-matrix rows run
+ * their other kernels this way too. Decoding: attn_paged has an invocation per (row tile, key
+ * part), so a batch-1 step over 8192 keys has 32 row tiles at D = 128 (Llama-3-8B) and needs parts
+ * of 16 keys (one block) and workgroups of one 32-lane subgroup to give two workgroups per unit on
+ * 132 units. */
+#define GPU_KERNELS                                                                                  \
+    .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64, .matmul_skinny_tile_n = 4,             \
+    .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4, \
+    .pv_tile_d = 2, .pv_wg = 64, .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4,     \
+    .fused_wg = 64, .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128,                    \
+    .paged_min_part = 16, .softmax_wg = 256
+
 static const vka_tuning tunings[] = {
     {
         .name = "lavapipe",
@@ -28,16 +40,7 @@ static const vka_tuning tunings[] = {
                "light threads hide latency, small per-thread tiles keep registers free; the projections on the "
                "shared-memory tiled GEMM (matmul_sm), the other kernels with GPU-sized tiles and workgroups "
                "(untuned: no GPU was available)",
-        .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
-        .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 64,
-        .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
-        .pv_tile_q = 4, .pv_tile_d = 2, .pv_wg = 64,
-        .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4, .fused_wg = 64,
-        /* decoding: attn_paged has an invocation per (row tile, key part), so a batch-1 step over
-         * 8192 keys has 32 row tiles at D = 128 (Llama-3-8B) and needs parts of 16 keys (one block)
-         * and workgroups of one 32-lane subgroup to give two workgroups per unit on 132 units */
-        .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128, .paged_min_part = 16,
-        .softmax_wg = 256,
+        GPU_KERNELS,
         /* 64 x 64 outputs per workgroup of 256 (4 x 4 each), blocks of 16: the classic SGEMM tile
          * (8.5 KiB of shared memory); matmuls of fewer than 64 rows keep matmul.comp */
         .sm_tile_m = 64, .sm_tile_n = 64, .sm_tile_k = 16,
@@ -47,13 +50,7 @@ static const vka_tuning tunings[] = {
         .why = "desktop GPUs with matrix cores of 16 x 16 matrices (VK_KHR_cooperative_matrix: NVIDIA since Turing, "
                "AMD RDNA3): the projections as shared-memory tiled GEMMs and the fused attention with fp16 operands "
                "and fp32 sums in 32-lane subgroups, the other kernels as gpu (untuned: no GPU was available)",
-        .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
-        .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 64,
-        .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
-        .pv_tile_q = 4, .pv_tile_d = 2, .pv_wg = 64,
-        .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4, .fused_wg = 64,
-        .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128, .paged_min_part = 16,
-        .softmax_wg = 256,
+        GPU_KERNELS, /* the other kernels as gpu */
         /* 2 x 2 accumulators per subgroup, 2 steps per block: with 16 x 16 x 16 matrices 64 x 64
          * outputs per workgroup and blocks of 32 (ggml's medium coopmat tile; larger is the next
          * step on a real GPU), 32 x 32 and blocks of 16 with lavapipe's 8 x 8 x 8 (which keeps its
@@ -71,13 +68,7 @@ static const vka_tuning tunings[] = {
         .why = "GPUs whose matrix engines take narrow matrices (8 rows) in small subgroups (8 or 16 lanes; Intel "
                "Arc and Xe2): more accumulators per subgroup for the same tile of C, the device's smallest "
                "subgroup, the other kernels as gpu (untuned: no GPU was available)",
-        .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64,
-        .matmul_skinny_tile_n = 4, .matmul_skinny_wg = 64,
-        .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
-        .pv_tile_q = 4, .pv_tile_d = 2, .pv_wg = 64,
-        .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4, .fused_wg = 64,
-        .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128, .paged_min_part = 16,
-        .softmax_wg = 256,
+        GPU_KERNELS, /* the other kernels as gpu */
         /* 4 x 4 accumulators of 8 x 8 x 16 (Arc A770): 64 x 64 outputs per workgroup, blocks of 32,
          * as the coopmat row's tile with 16 x 16 matrices; ggml also takes the smallest subgroup
          * for Intel's matmuls */

@@ -487,6 +487,20 @@ fail:
     return status;
 }
 
+vkattn_status vka_pipeline_make(vka_device *dev, vka_pipeline_cache *cache, vka_kernel kernel, int f16_out,
+                                const uint32_t spec[VKA_MAX_SPEC], vka_pipeline **out)
+{
+    vka_pipeline *p = vka_calloc(&dev->faults, 1, sizeof *p);
+    if (!p) return vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a pipeline");
+    vkattn_status status = create_pipeline(dev, cache->vk_cache, kernel, f16_out, spec, p);
+    if (status != VKATTN_OK) {
+        destroy_pipeline(dev, p);
+        return status;
+    }
+    *out = p;
+    return VKATTN_OK;
+}
+
 vkattn_status vka_pipeline_get(vka_device *dev, vka_pipeline_cache *cache, vka_kernel kernel, int f16_out,
                                const uint32_t spec[VKA_MAX_SPEC], const vka_pipeline **out)
 {
@@ -504,29 +518,11 @@ vkattn_status vka_pipeline_get(vka_device *dev, vka_pipeline_cache *cache, vka_k
         cache->items = items;
         cache->capacity = capacity;
     }
-    vka_pipeline *p = vka_calloc(&dev->faults, 1, sizeof *p);
-    if (!p) return vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a pipeline");
-    vkattn_status status = create_pipeline(dev, cache->vk_cache, kernel, f16_out, spec, p);
-    if (status != VKATTN_OK) {
-        destroy_pipeline(dev, p);
-        return status;
-    }
+    vka_pipeline *p = NULL;
+    vkattn_status status = vka_pipeline_make(dev, cache, kernel, f16_out, spec, &p);
+    if (status != VKATTN_OK) return status;
     cache->items[cache->count++] = p;
     cache->dirty = 1;
-    *out = p;
-    return VKATTN_OK;
-}
-
-vkattn_status vka_pipeline_make(vka_device *dev, vka_pipeline_cache *cache, vka_kernel kernel, int f16_out,
-                                const uint32_t spec[VKA_MAX_SPEC], vka_pipeline **out)
-{
-    vka_pipeline *p = vka_calloc(&dev->faults, 1, sizeof *p);
-    if (!p) return vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory for a pipeline");
-    vkattn_status status = create_pipeline(dev, cache->vk_cache, kernel, f16_out, spec, p);
-    if (status != VKATTN_OK) {
-        destroy_pipeline(dev, p);
-        return status;
-    }
     *out = p;
     return VKATTN_OK;
 }
