@@ -274,29 +274,27 @@ typedef struct vkattn_context_desc {
      * matrices (vkattn_device_info.cooperative_matrix 0) or a build without the kernels. Where
      * they are only turned off (no_cooperative_matrix, VKATTN_COOPMAT=0, a failed self-test) a
      * forced "coopmat" or "intel" runs with the plain matmul and attn_fused. In those two classes
-     * the projections run on matrix cores (matmul_cm, fp16 operands, fp32 accumulation), and in
-     * "coopmat" asked for by name (this field or VKATTN_TUNING) the fused attention too (attn_cm:
-     * it has run on lavapipe's 8 x 8 x 8 matrices only, so until it has been checked on a GPU no
-     * device gets it by default); the other kernels as "gpu"; "gpu" and "mobile"
-     * have no kernels of their own yet (the shared ones with GPU-sized tiles). All but "lavapipe"
-     * were chosen without a GPU to measure on. A GPU with usable cooperative matrices gets a
-     * cooperative-matrix class by default, which changes the rounding of fp32 layers (below);
-     * "gpu", VKATTN_COOPMAT=0 or a layer's precision VKATTN_PRECISION_F32 keeps fp32 operands.
+     * the projections of layers with fp16 operands (F16 storage, or precision VKATTN_PRECISION_F16)
+     * run on matrix cores (matmul_cm, fp16 operands, fp32 accumulation), and in "coopmat" the fused
+     * attention too (attn_cm, checked against the CPU path on an NVIDIA H200 and on Mesa 26
+     * lavapipe); the other kernels as "gpu"; "gpu" and "mobile" have no kernels of their own yet
+     * (the shared ones with GPU-sized tiles). "coopmat" was measured on one GPU (an H200), the
+     * others were chosen without a GPU to measure on.
      *
      * Precision on the cooperative-matrix path: A and W of each projection are rounded to fp16 as
      * they are staged (to nearest; toward zero on drivers that convert that way, which Mesa 22
      * lavapipe does elsewhere: docs/KNOWN_ISSUES.md), like FlashAttention and cuBLAS's fp16 GEMMs; the
-     * products are exact and summed in fp32. A layer with fp32 storage therefore gets fp16-rounded
-     * projections there (a relative error of about 1e-3 per operand, NMSE around 1e-7 at unit
-     * scale), and values beyond fp16's range (|x| > 65504) become infinite. The fused attention
-     * (attn_cm) likewise rounds Q, K, V and the softmax probabilities to fp16 and keeps the scores,
-     * the running max and sum and the output in fp32, as FlashAttention-2 does (against the fp32
-     * path: max-abs about 1e-3 and NMSE about 5e-7 at unit scale, the fp16 storage tolerance; a key
-     * whose V row holds NaN or inf makes the rows that see it NaN, and a masked one still
-     * contributes nothing). The default tuning on lavapipe, and "gpu", "mobile" and "lavapipe" everywhere,
-     * keep fp32 operands, and so does a layer with vkattn_layer_desc.precision
-     * VKATTN_PRECISION_F32 under any tuning: the choice is per layer (a model may need fp32 in
-     * some layers only), where no_cooperative_matrix turns the matrices off for a whole context. */
+     * products are exact and summed in fp32 (a relative error of about 1e-3 per operand, NMSE
+     * around 1e-7 at unit scale; values beyond fp16's range, |x| > 65504, become infinite). The
+     * fused attention (attn_cm) likewise rounds Q, K, V and the softmax probabilities to fp16 and
+     * keeps the scores, the running max and sum and the output in fp32, as FlashAttention-2 does
+     * (against the fp32 path: max-abs about 1e-3 and NMSE about 5e-7 at unit scale, the fp16
+     * storage tolerance; a key whose V row holds NaN or inf makes the rows that see it NaN, and a
+     * masked one still contributes nothing). Only layers whose precision allows fp16 operands take
+     * this path: by default those with F16 storage, whose operands are fp16 already; an F32 layer
+     * keeps fp32 operands under every tuning unless its precision is VKATTN_PRECISION_F16 (see
+     * vkattn_precision: the choice is per layer, where no_cooperative_matrix turns the matrices off
+     * for a whole context). */
     const char *tuning;
     /* Loop trips per shader invocation the plan keeps every kernel within: 0 = the
      * VKATTN_LOOP_BUDGET environment variable, else the device's own (vkattn_device_info).
@@ -549,14 +547,17 @@ typedef enum vkattn_host_weights {
 
 /* The arithmetic a layer's kernels may use (vkattn_layer_desc.precision). */
 typedef enum vkattn_precision {
-    VKATTN_PRECISION_DEFAULT = 0, /* the context's tuning decides: under "coopmat" the projections and the
-                                     fused attention run on cooperative matrices with fp16 operands (Q, K, V,
-                                     the probabilities, A and W rounded to fp16) and fp32 sums, see
-                                     vkattn_context_desc.tuning; elsewhere fp32 arithmetic */
-    VKATTN_PRECISION_F32 = 1      /* fp32 operands everywhere: this layer never uses the cooperative-matrix
-                                     kernels (as ggml's prec=f32), even under "coopmat"; its forwards then
-                                     round as under the "gpu" tuning. For layers whose scores or values
-                                     need more than fp16 (large logits before a softcap, say) */
+    VKATTN_PRECISION_DEFAULT = 0, /* follows the layer's storage: F32 storage keeps fp32 operands (as
+                                     VKATTN_PRECISION_F32: nn.MultiheadAttention's fp32 results), F16
+                                     storage may use fp16 operands (as VKATTN_PRECISION_F16) */
+    VKATTN_PRECISION_F32 = 1,     /* fp32 operands everywhere: this layer never uses the cooperative-matrix
+                                     kernels (as ggml's prec=f32), whatever the tuning; its forwards round
+                                     as under the "gpu" tuning. For layers whose scores or values need
+                                     more than fp16 (large logits before a softcap, say) */
+    VKATTN_PRECISION_F16 = 2      /* fp16 operands where the tuning has cooperative-matrix kernels (the
+                                     projections' A and W, and Q, K, V and the probabilities of the fused
+                                     attention, rounded to fp16; fp32 sums), also for an F32-storage layer;
+                                     elsewhere fp32 arithmetic, see vkattn_context_desc.tuning */
 } vkattn_precision;
 
 typedef struct vkattn_layer_desc {

@@ -1,8 +1,9 @@
 #!/bin/sh
 # The CLI's side of the cooperative-matrix path: `vkattn info` prints a `cooperative matrix:` line;
-# under VKATTN_TUNING=coopmat, `vkattn run --trace` shows the projections' matmul_cm and the fused
-# attention's attn_cm (2 heads of 8 dims: whole 8x8x8 matrices) where the device has cooperative
-# matrices, and no _cm kernel with VKATTN_COOPMAT=0 as well, nor with --precision f32; where it has none, the
+# under VKATTN_TUNING=coopmat, `vkattn run --precision f16 --trace` shows the projections' matmul_cm
+# and the fused attention's attn_cm (2 heads of 8 dims: whole 8x8x8 matrices) where the device has
+# cooperative matrices, and no _cm kernel with VKATTN_COOPMAT=0 as well, nor with --precision f32 or
+# the default precision of this f32 layer; where it has none, the
 # tuning is refused with a clear message and the test reports itself skipped (77).
 #   usage: coopmat_cli.sh LAUNCHER VKATTN FIXTURES   (LAUNCHER: "" or build/mesa26/run)
 set -u
@@ -22,17 +23,19 @@ line=$(grep -E '^ +cooperative matrix: ' "$out/info" | head -n1)
 [ -n "$line" ] || fail "vkattn info has no 'cooperative matrix:' line: $(cat "$out/info")"
 echo "info:$line"
 if echo "$line" | grep -qE 'cooperative matrix: +[0-9]+x[0-9]+x[0-9]+' && ! echo "$line" | grep -q 'not used'; then
-  VKATTN_TUNING=coopmat forward >"$out/cm" 2>&1 || fail "coopmat forward: $(cat "$out/cm")"
+  VKATTN_TUNING=coopmat forward --precision f16 >"$out/cm" 2>&1 || fail "coopmat forward: $(cat "$out/cm")"
   grep -E '^ +[0-9]+ [a-z_]+ +[a-z_]*_cm ' "$out/cm" || fail "no _cm kernel in the coopmat plan: $(cat "$out/cm")"
   grep -qE '^ +[0-9]+ fused +attn_cm ' "$out/cm" || fail "no attn_cm in the coopmat plan: $(cat "$out/cm")"
-  VKATTN_TUNING=coopmat VKATTN_COOPMAT=0 forward >"$out/off" 2>&1 || fail "forward with VKATTN_COOPMAT=0: $(cat "$out/off")"
+  VKATTN_TUNING=coopmat VKATTN_COOPMAT=0 forward --precision f16 >"$out/off" 2>&1 || fail "forward with VKATTN_COOPMAT=0: $(cat "$out/off")"
   ! grep -E '_cm ' "$out/off" || fail "a _cm kernel with VKATTN_COOPMAT=0"
   grep -qE 'out_projection +matmul ' "$out/off" || fail "no plain matmul with VKATTN_COOPMAT=0: $(cat "$out/off")"
   grep -qE '^ +[0-9]+ fused +attn_fused ' "$out/off" || fail "no attn_fused with VKATTN_COOPMAT=0: $(cat "$out/off")"
   VKATTN_TUNING=coopmat forward --precision f32 >"$out/f32" 2>&1 || fail "forward with --precision f32: $(cat "$out/f32")"
   ! grep -E '_cm ' "$out/f32" || fail "a _cm kernel with --precision f32"
   grep -qE '^ +[0-9]+ fused +attn_fused ' "$out/f32" || fail "no attn_fused with --precision f32: $(cat "$out/f32")"
-  echo "ok: the coopmat tuning runs matmul_cm and attn_cm; with VKATTN_COOPMAT=0 or --precision f32 it runs none"
+  VKATTN_TUNING=coopmat forward >"$out/default" 2>&1 || fail "forward at the default precision: $(cat "$out/default")"
+  ! grep -E '_cm ' "$out/default" || fail "a _cm kernel at the default precision of an f32 layer"
+  echo "ok: the coopmat tuning runs matmul_cm and attn_cm at --precision f16; with VKATTN_COOPMAT=0, --precision f32 or the f32 layer's default it runs none"
   exit 0
 fi
 if VKATTN_TUNING=coopmat forward >"$out/refused" 2>&1; then

@@ -65,8 +65,8 @@ static void test_layer_errors(void)
     CHECK_ERROR(vkattn_layer_create(ctx, &cross, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "in_proj_weight");
     vkattn_layer_desc f16 = {.embed_dim = 8, .num_heads = 2, .storage = VKATTN_DTYPE_BOOL};
     CHECK_ERROR(vkattn_layer_create(ctx, &f16, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "storage");
-    vkattn_layer_desc precision = {.embed_dim = 8, .num_heads = 2, .precision = (vkattn_precision)2};
-    CHECK_ERROR(vkattn_layer_create(ctx, &precision, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "precision 2");
+    vkattn_layer_desc precision = {.embed_dim = 8, .num_heads = 2, .precision = (vkattn_precision)3};
+    CHECK_ERROR(vkattn_layer_create(ctx, &precision, &tw.w, &layer), VKATTN_ERROR_INVALID_ARGUMENT, "precision 3");
     /* A weight past fp16's range would become inf in fp16 storage: refused, naming it. */
     vkattn_layer_desc half = {.embed_dim = 8, .num_heads = 2, .storage = VKATTN_DTYPE_F16};
     w = tw.w;

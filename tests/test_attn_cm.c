@@ -1,5 +1,5 @@
 /* attn_cm.comp, the cooperative-matrix fused attention, through the public API under the coopmat
- * tuning (each plan must name attn_cm):
+ * tuning, every layer with precision VKATTN_PRECISION_F16 (each plan must name attn_cm):
  *
  * 1. A grid against the CPU reference: head dims 64, 80, 96, 128 and 256, odd L and S (several
  *    query tiles and key blocks, partial ones), one query, one key, f32 and f16 storage, every mask
@@ -179,7 +179,7 @@ static vkattn_layer_desc layer_of(const cm_case *c)
     return (vkattn_layer_desc){.embed_dim = c->H * c->D, .num_heads = c->H, .num_kv_heads = c->H_kv,
                                .storage = c->f16 ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32, .window = c->window,
                                .softcap = c->softcap, .alibi = c->alibi, .add_bias_kv = c->bias_kv,
-                               .add_zero_attn = c->zero_attn};
+                               .add_zero_attn = c->zero_attn, .precision = VKATTN_PRECISION_F16};
 }
 
 static vkattn_context *context_for(uint32_t budget, int off, uint32_t state_kib)
@@ -295,7 +295,7 @@ static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
     int ran = 1;
     for (int k = 0; k < 2; k++) {
         out[k] = malloc(n_out * sizeof(float)), lse[k] = malloc(n_lse * sizeof(float));
-        ld.precision = k ? VKATTN_PRECISION_F32 : VKATTN_PRECISION_DEFAULT;
+        ld.precision = k ? VKATTN_PRECISION_F32 : VKATTN_PRECISION_F16;
         vkattn_layer *layer = NULL;
         CHECK_STATUS(vkattn_layer_create(ctx, &ld, &w, &layer), VKATTN_OK);
         vkattn_host_forward_desc f = forward_of(c, &in, out[k], lse[k]);
@@ -334,7 +334,7 @@ static void run_off(int off)
     vkattn_context *ctx = context_for(0, off, 0);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(&c);
-    ld.precision = off ? VKATTN_PRECISION_DEFAULT : VKATTN_PRECISION_F32;
+    ld.precision = off ? VKATTN_PRECISION_F16 : VKATTN_PRECISION_F32;
     test_weights tw;
     test_weights_make(&tw, &ld, 5);
     cm_inputs in;

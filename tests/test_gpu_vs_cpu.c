@@ -21,9 +21,9 @@
  * the splits real shapes need (fused key parts merged by log-sum-exp, key chunks carrying the
  * softmax state, softmax and P·V key ranges, matmul reduction parts) run at small shapes.
  *
- * Under VKATTN_TUNING=coopmat (ctest's gpu_vs_cpu_coopmat_* families) the projections run on
- * cooperative matrices with fp16-rounded operands, so the rows of the device's own tuning are held
- * to the fp16 tolerances; on a device that refuses that tuning the run is skipped (exit 77).
+ * Under VKATTN_TUNING=coopmat (ctest's gpu_vs_cpu_coopmat_* families) the rows of the device's own
+ * tuning ask for precision VKATTN_PRECISION_F16 (f32 storage too): the projections and the fused
+ * attention run on cooperative matrices with fp16-rounded operands, held to the fp16 tolerances; on a device that refuses that tuning the run is skipped (exit 77).
  *
  * Usage: test_gpu_vs_cpu [family]  (no argument = every family)
  */
@@ -475,7 +475,7 @@ typedef struct family_stats {
     int runs, failures;
 } family_stats;
 
-/* 1 when VKATTN_TUNING=coopmat: rows without a tuning of their own get fp16-rounded projections. */
+/* 1 when VKATTN_TUNING=coopmat: rows without a tuning of their own get fp16 operands (precision F16). */
 static int coopmat_run;
 
 /* The rows of the shared table (tools/compare.h) the cases are held to. */
@@ -573,7 +573,8 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
                             .rope_dim = c->rope_dim, .rope_style = c->rope_gptj ? VKATTN_ROPE_GPTJ : VKATTN_ROPE_NEOX,
                             .head_mask = c->head_mask, .window = c->window, .softcap = c->softcap, .alibi = c->alibi,
                             .alibi_slopes = c->slopes, .head_dim = c->head_dim, .scale = c->scale,
-                            .rope_scaling = c->rope_scaling, .qk_norm = c->qk_norm, .qk_norm_plus_one = c->qk_plus_one};
+                            .rope_scaling = c->rope_scaling, .qk_norm = c->qk_norm, .qk_norm_plus_one = c->qk_plus_one,
+                            .precision = coopmat_run && !c->tuning ? VKATTN_PRECISION_F16 : VKATTN_PRECISION_DEFAULT};
     test_weights tw;
     test_weights_make(&tw, &ld, seed);
     if (c->sinks) test_weights_add_sinks(&tw, -1.0f, 3.0f, seed + 7);

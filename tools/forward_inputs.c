@@ -11,7 +11,7 @@
 #define F(field) offsetof(forward_options, field)
 static const int k_paths[] = {VKATTN_PATH_AUTO, VKATTN_PATH_FUSED, VKATTN_PATH_UNFUSED};
 static const int k_rope_styles[] = {VKATTN_ROPE_NEOX, VKATTN_ROPE_GPTJ};
-static const int k_precisions[] = {VKATTN_PRECISION_DEFAULT, VKATTN_PRECISION_F32};
+static const int k_precisions[] = {VKATTN_PRECISION_DEFAULT, VKATTN_PRECISION_F32, VKATTN_PRECISION_F16};
 
 const cli_option forward_option_rows[] = {
     {"--weights", "W.safetensors", "an nn.MultiheadAttention state_dict, or a checkpoint with --prefix", CLI_TEXT,
@@ -58,9 +58,9 @@ const cli_option forward_option_rows[] = {
      F(sinks)},
     {"--path", "auto|fused|unfused", "the device path (auto: fused, or unfused when attention weights are asked for)",
      CLI_CHOICE, F(path), .values = k_paths, .given = CLI_GIVEN(forward_options, path_given)},
-    {"--precision", "default|f32", "f32: fp32 operands in every kernel, never the cooperative-matrix ones (default: "
-     "the tuning decides; VKATTN_TUNING=coopmat rounds the operands of the projections and the fused attention to "
-     "fp16)", CLI_CHOICE, F(precision), .values = k_precisions},
+    {"--precision", "default|f32|f16", "f32: fp32 operands in every kernel, never the cooperative-matrix ones; f16: "
+     "the projections' and the fused attention's operands rounded to fp16 where the tuning has cooperative-matrix "
+     "kernels (default: as the storage, f32 here)", CLI_CHOICE, F(precision), .values = k_precisions},
     CLI_DEVICE_OPTION(forward_options, device),
     {"--cpu", NULL, "run the CPU reference path instead of Vulkan", CLI_FLAG, F(cpu)},
     {"--trace", NULL, "print the plan before the forward runs: the shapes per head, how keys and rows are split, the "
