@@ -934,7 +934,6 @@ static vka_plan_limits coopmat_limits(vkattn_matrix_shape shape, uint32_t subgro
     l.tuning = vka_tuning_for(&any, "coopmat");
     l.matrix_shape = shape, l.subgroup_size = subgroup, l.max_shared_bytes = shared;
     l.max_workgroup_invocations = 1024, l.loop_budget = budget;
-    l.fused_cm = 1;
     return l;
 }
 
@@ -1357,12 +1356,6 @@ static void test_coopmat_attention(void)
     p = problem(1, 64, 64, 84, 7, 1); /* D = 12 */
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 1);
-    p = problem(1, 64, 64, 256, 4, 1); /* a context that does not allow attn_cm (a class not forced) */
-    l.fused_cm = 0;
-    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 1);
-    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_CM) > 0);
-    l.fused_cm = 1;
     p = problem(1, 64, 64, 1024, 4, 1); /* D = 256 in 16 KiB */
     l.max_shared_bytes = 16384;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);

@@ -622,10 +622,6 @@ vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
     limits.storage_offset_alignment = ctx->dev.caps.props.limits.minStorageBufferOffsetAlignment;
     limits.loop_budget = ctx->loop_budget;
     limits.faults = (vka_faults *)&ctx->dev.faults;
-    /* attn_cm has run on lavapipe's 8 x 8 x 8 matrices only, and the context's self-test checks
-     * matmul_cm, not it: until it has been checked on a GPU it runs where the cooperative-matrix
-     * class was asked for by name, never by default. */
-    limits.fused_cm = limits.fused_cm && ctx->tuning_forced;
     /* A context's own state budget (tests lower it to reach the chunked path); else the default. */
     if (ctx->state_budget_bytes) limits.state_budget_bytes = ctx->state_budget_bytes;
     return limits;

@@ -102,7 +102,6 @@ vka_plan_limits vka_plan_limits_of(const vkattn_device_info *device, const vka_t
     if (device->cooperative_matrix_usable) {
         limits.matrix_shape = vka_matrix_shape_for(device);
         limits.subgroup_size = vka_matrix_subgroup_for(tuning, device);
-        limits.fused_cm = 1; /* what the device could run; the context narrows it (vka_context_plan_limits) */
     }
     limits.max_shared_bytes = device->max_shared_memory_bytes;
     limits.max_workgroup_invocations = device->max_workgroup_invocations;
