@@ -27,9 +27,22 @@
  * past the matrix edges, transposed so that the block's FMA loop (unrolled) reads one k at a
  * time. Grid: ceil(M/TILE_A) * ceil(N/TILE_B) workgroups.
  * Loop trips per invocation: ceil(K / (TILE_K / VEC)) + 1, K in texels (the blocks).
+ *
+ * The MATVEC build (kernel matmul_vec, decoding's few rows on the GPU tunings) is a matrix-vector
+ * product: a workgroup owns TILE_A x TILE_B of C, TILE_A the (at most 8) rows, and its WG
+ * invocations stride the reduction together, invocation t taking texels t, t + WG, ... of each
+ * row, so neighbouring invocations read neighbouring texels of W (coalesced) and W, the whole cost
+ * of a decoding step's projections, streams once over many workgroups. The sums: subgroupAdd in
+ * each subgroup, then the subgroups' sums through shared memory (the plan takes this build only
+ * where compute shaders have subgroup arithmetic on subgroups of at least 4 lanes, so a workgroup
+ * has at most WG / 4). Grid: ceil(M/TILE_A) * ceil(N/TILE_B) workgroups.
+ * Loop trips per invocation: ceil(K / WG) + 1, K in texels (the sums' loop is unrolled).
  */
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
+#endif
+#ifdef MATVEC
+#extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 #extension GL_GOOGLE_include_directive : require
 #include "prelude.glsl"
@@ -41,7 +54,7 @@ layout(binding = VKA_MATMUL_BIAS) uniform samplerBuffer Bias;
 layout(std430, binding = VKA_MATMUL_C) buffer C_ { VKA_OUT_TYPE c[]; };
 layout(push_constant) uniform Push { vka_matmul_push pc; };
 
-#ifdef SHARED_TILES
+#if defined(SHARED_TILES) || defined(MATVEC)
 /* C element (m, n) of the dispatch, in range: bias (first part), C's earlier parts, stored. */
 void store(uint m, uint n, float value)
 {
@@ -51,7 +64,54 @@ void store(uint m, uint n, float value)
     if ((FLAGS & VKA_MATMUL_ACCUMULATE) != 0) value += float(c[out_at]);
     c[out_at] = VKA_TO_OUT(value);
 }
+#endif
 
+#ifdef MATVEC
+const uint WG = gl_WorkGroupSize.x;
+const uint OUTS = TILE_A * TILE_B;
+
+shared float sums_s[OUTS * (WG / 4)]; /* each subgroup's sum of each output */
+
+void main()
+{
+    /* One workgroup per tile: padding workgroups of a folded grid leave whole, before the barrier. */
+    uint tile = vka_group_index();
+    if (tile >= (pc.M + TILE_A - 1) / TILE_A * pc.tiles_n) return;
+    uint row0 = tile / pc.tiles_n * TILE_A, col0 = tile % pc.tiles_n * TILE_B;
+
+    /* Rows and columns past the edge read the last valid one and are not stored. */
+    uint arow[TILE_A], brow[TILE_B];
+    [[unroll]] for (uint r = 0; r < TILE_A; r++) arow[r] = pc.a_offset + min(row0 + r, pc.M - 1) * pc.lda;
+    [[unroll]] for (uint s = 0; s < TILE_B; s++) brow[s] = pc.b_offset + min(col0 + s, pc.N - 1) * pc.ldb;
+
+    float acc[TILE_A][TILE_B];
+    [[unroll]] for (uint r = 0; r < TILE_A; r++)
+        [[unroll]] for (uint s = 0; s < TILE_B; s++) acc[r][s] = 0.0;
+    for (uint k = gl_LocalInvocationID.x; k < pc.K; k += WG) {
+        vec4 a[TILE_A];
+        [[unroll]] for (uint r = 0; r < TILE_A; r++) a[r] = vka_fetch(A, arow[r] + k);
+        [[unroll]] for (uint s = 0; s < TILE_B; s++) {
+            vec4 b = vka_fetch(B, brow[s] + k);
+            [[unroll]] for (uint r = 0; r < TILE_A; r++) acc[r][s] += dot(a[r], b);
+        }
+    }
+
+    [[unroll]] for (uint r = 0; r < TILE_A; r++)
+        [[unroll]] for (uint s = 0; s < TILE_B; s++) {
+            float sum = subgroupAdd(acc[r][s]);
+            if (subgroupElect()) sums_s[(r * TILE_B + s) * (WG / 4) + gl_SubgroupID] = sum;
+        }
+    barrier(); /* every subgroup's sums are in shared memory */
+    uint t = gl_LocalInvocationID.x;
+    if (t < OUTS) {
+        uint r = t / TILE_B, s = t % TILE_B;
+        float value = 0.0;
+        [[unroll]] for (uint g = 0; g < WG / 4; g++) /* unrolled: no loop trips */
+            if (g < gl_NumSubgroups) value += sums_s[t * (WG / 4) + g];
+        if (row0 + r < pc.M && col0 + s < pc.N) store(row0 + r, col0 + s, value);
+    }
+}
+#elif defined(SHARED_TILES)
 const uint WG = gl_WorkGroupSize.x;
 const uint TX = TILE_B / 4, TY = TILE_A / 4; /* invocations across and down: TX * TY = WG */
 const uint TK = TILE_K / VEC;                /* texels of a row per block */

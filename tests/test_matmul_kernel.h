@@ -58,10 +58,13 @@ static double run_dispatches(vkattn_context *ctx, const mm_case *c, const vka_pi
     uint32_t groups[3];
     uint32_t tiles = (uint32_t)(vka_ceil_div(c->M, first->spec[VKA_SPEC_TILE_A]) * push->tiles_n);
     if (!vka_fold_groups(tiles, ctx->dev.caps.props.limits.maxComputeWorkGroupCount, groups)) return -1;
+    /* The second part starts at a whole block, as the plan's parts do; a case whose first part took
+     * the whole reduction would run the second over 2^32 texels. */
+    uint32_t split = c->parts == 2 ? (uint32_t)vka_ceil_div(K / 2, tile_k / vec) * (tile_k / vec) : K;
+    CHECK_MSG(split <= K && (c->parts != 2 || split < K), "%s: parts of %u and %u texels", c->name, split, K - split);
+    if (split > K || (c->parts == 2 && split == K)) return -1;
     if (vka_descriptor_pool_create(dev, 2, &pool) != VKATTN_OK || vka_transfer_begin(&ctx->transfer, &cmd) != VKATTN_OK)
         return -1;
-    /* The second part starts at a whole block, as the plan's parts do. */
-    uint32_t split = c->parts == 2 ? (uint32_t)vka_ceil_div(K / 2, tile_k / vec) * (tile_k / vec) : K;
     vka_matmul_push p = *push;
     p.K = split;
     vkattn_status status = vka_record_dispatch(dev, cmd, pool, first, bindings, &p, groups);

@@ -371,7 +371,8 @@ static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role
     int bad = 0;
     for (uint32_t i = 0; i < plan->step_count; i++) {
         const vka_step *st = &plan->steps[i];
-        if ((st->kernel != VKA_KERNEL_MATMUL && st->kernel != VKA_KERNEL_MATMUL_CM && st->kernel != VKA_KERNEL_MATMUL_SM) ||
+        if ((st->kernel != VKA_KERNEL_MATMUL && st->kernel != VKA_KERNEL_MATMUL_CM && st->kernel != VKA_KERNEL_MATMUL_SM &&
+             st->kernel != VKA_KERNEL_MATMUL_VEC) ||
             st->stage != stage ||
             st->bind[VKA_MATMUL_C].role != c)
             continue;
@@ -985,7 +986,8 @@ static void test_coopmat_profiles(void)
         CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 512ull * 4096, 1024) == 0);
         vka_plan_free(&plan);
     }
-    /* Decoding (8 rows), no matrices on the context, too little shared memory: matmul.comp. */
+    /* Decoding (8 rows; no subgroup sums in these limits), no matrices on the context (64 rows:
+     * matmul_sm, the fp32 GEMM), too little shared memory for either: matmul.comp. */
     vka_plan_limits l = coopmat_limits((vkattn_matrix_shape){16, 16, 16}, 32, 49152, 0);
     vka_problem p = problem(1, 8, 8, 4096, 32, 1);
     vka_plan plan = {0};
@@ -994,7 +996,7 @@ static void test_coopmat_profiles(void)
     p = problem(1, 64, 64, 256, 4, 1);
     l.matrix_shape = (vkattn_matrix_shape){0};
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 2);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 2);
     l = coopmat_limits((vkattn_matrix_shape){16, 16, 16}, 32, 8192, 0);
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0);
@@ -1069,6 +1071,74 @@ static void test_matmul_sm_plans(void)
     vka_plan_free(&plan);
 }
 
+/* matmul_vec: decoding's rows (1 to 8) under the GPU tunings take the matrix-vector product where the
+ * limits allow subgroup sums (else the skinny matmul): a row tile of the rows rounded up to a power
+ * of two, the tuning's columns and workgroup, loop trips within the budget (16384 wide at a budget
+ * of 25: 4096 texels in parts of 24 strides of 128), every element of C covered over the whole
+ * reduction. Nine rows, lavapipe's tuning or no subgroup sums: not matmul_vec. */
+static void test_matmul_vec_plans(void)
+{
+    const struct {
+        const char *tuning;
+        uint32_t budget, E, H, L, tile_a, tile_b, wg, parts;
+    } rows[] = {
+        {"gpu", 65535, 4096, 32, 1, 1, 4, 128, 1},
+        {"mobile", 65535, 4096, 32, 3, 4, 4, 64, 1},
+        {"coopmat", 65535, 4096, 32, 8, 8, 4, 128, 1},
+        {"gpu", 25, 16384, 4096, 1, 1, 4, 128, 2},
+    };
+    vkattn_device_info any = {0};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        vka_plan_limits l = lavapipe_limits();
+        l.tuning = vka_tuning_for(&any, rows[r].tuning);
+        l.max_shared_bytes = 32768, l.max_workgroup_invocations = 1024, l.loop_budget = rows[r].budget;
+        l.subgroup_sums = 1;
+        const uint32_t E = rows[r].E, L = rows[r].L;
+        vka_problem p = problem(1, L, L, E, rows[r].H, 1);
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK_MSG(check_plan_limits(&plan, &l, rows[r].tuning) == 0, "%s", rows[r].tuning);
+        uint32_t mv = count_kernel(&plan, VKA_KERNEL_MATMUL_VEC), accumulating = 0;
+        CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0 &&
+              count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 0);
+        for (uint32_t i = 0; i < plan.step_count; i++) {
+            const vka_step *st = &plan.steps[i];
+            if (st->kernel != VKA_KERNEL_MATMUL_VEC) continue;
+            accumulating += (st->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_ACCUMULATE) != 0;
+            CHECK(st->spec[VKA_SPEC_TILE_A] == rows[r].tile_a && st->spec[VKA_SPEC_TILE_B] == rows[r].tile_b &&
+                  st->spec[VKA_SPEC_WG_SIZE] == rows[r].wg);
+            CHECK(vka_step_loop_trips(st) <= rows[r].budget);
+            CHECK((uint64_t)st->groups[0] * st->groups[1] * st->groups[2] >=
+                  vka_ceil_div(st->push.matmul.M, rows[r].tile_a) * st->push.matmul.tiles_n);
+        }
+        printf("  %-8s budget %-6u E %-5u L %u: %u matmul_vec dispatches (%u adding to C)\n", rows[r].tuning,
+               rows[r].budget, E, L, mv, accumulating);
+        CHECK(mv >= 2 * rows[r].parts);
+        CHECK(rows[r].parts > 1 ? accumulating > 0 : accumulating == 0);
+        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, (uint64_t)L * 3 * E, E / 4) == 0);
+        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, (uint64_t)L * E, E / 4) == 0);
+        vka_plan_free(&plan);
+    }
+    vka_plan_limits l = lavapipe_limits();
+    l.tuning = vka_tuning_for(&any, "gpu");
+    l.max_shared_bytes = 32768, l.max_workgroup_invocations = 1024, l.subgroup_sums = 1;
+    vka_problem p = problem(1, 9, 9, 256, 4, 1); /* nine rows */
+    vka_plan plan = {0};
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_VEC) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 2);
+    p = problem(1, 8, 8, 256, 4, 1);
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_VEC) == 2);
+    l.subgroup_sums = 0;
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_VEC) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 2);
+    l = lavapipe_limits();
+    l.subgroup_sums = 1;
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_VEC) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 2);
+    vka_plan_free(&plan);
+}
+
 /* Made-up profiles of real devices: the limits their drivers report (vulkan.gpuinfo.org, vendor
  * documents; the subgroup sizes, shared memory, units and matrix shapes are the figures the
  * classes and tiles turn on, the ranges and alignments only decide where the plan slices
@@ -1135,6 +1205,7 @@ static vka_plan_limits profile_limits(const device_profile *d, const vka_tuning 
     vka_plan_limits l = vka_plan_limits_of(&d->info, t);
     l.max_texel_elements = d->texel_elements;
     l.texel_offset_alignment = d->texel_align, l.storage_offset_alignment = d->storage_align;
+    l.subgroup_sums = 1; /* subgroup arithmetic in compute shaders: every one of these GPUs */
     return l;
 }
 
@@ -1252,14 +1323,18 @@ static void test_device_profiles(void)
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         CHECK(check_profile_steps(dp, &l, &plan) == 0);
         const vka_step *paged = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_PAGED);
-        const vka_step *step_qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL);
-        CHECK_MSG(paged && step_qkv && count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0 &&
-                      count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 0,
-                  "%s decode: steps (the skinny matmul for one token)", dp->name);
-        if (paged && step_qkv) {
-            CHECK_MSG(step_groups(paged) >= two_waves, "%s decode: %llu workgroups of attn_paged for %u units", dp->name,
-                      (unsigned long long)step_groups(paged), dp->units);
-            printf("; decode 8k: attn_paged %u parts, %llu workgroups; QKV matmul %llu\n", plan.key_parts,
+        const vka_step *step_qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_VEC);
+        const vka_step *step_out = largest_step(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_KERNEL_MATMUL_VEC);
+        CHECK_MSG(paged && step_qkv && step_out && count_kernel(&plan, VKA_KERNEL_MATMUL) == 0 &&
+                      count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 0,
+                  "%s decode: steps (matmul_vec for one token)", dp->name);
+        if (paged && step_qkv && step_out) {
+            CHECK_MSG(step_groups(paged) >= two_waves && step_groups(step_qkv) >= two_waves &&
+                          step_groups(step_out) >= two_waves,
+                      "%s decode: %llu workgroups of attn_paged, %llu and %llu of matmul_vec for %u units", dp->name,
+                      (unsigned long long)step_groups(paged), (unsigned long long)step_groups(step_qkv),
+                      (unsigned long long)step_groups(step_out), dp->units);
+            printf("; decode 8k: attn_paged %u parts, %llu workgroups; QKV matmul_vec %llu\n", plan.key_parts,
                    (unsigned long long)step_groups(paged), (unsigned long long)step_groups(step_qkv));
         }
         vka_plan_free(&plan);
@@ -1374,6 +1449,7 @@ int main(void)
     RUN_TEST(test_loop_budget_everywhere);
     RUN_TEST(test_splits_where_lavapipe_failed);
     RUN_TEST(test_matmul_sm_plans);
+    RUN_TEST(test_matmul_vec_plans);
     RUN_TEST(test_weights_past_the_range);
     RUN_TEST(test_gqa_workspace);
     RUN_TEST(test_gqa_budget_and_windows);

@@ -620,6 +620,7 @@ vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
     limits.max_texel_elements = ctx->dev.caps.props.limits.maxTexelBufferElements;
     limits.texel_offset_alignment = ctx->dev.caps.props.limits.minTexelBufferOffsetAlignment;
     limits.storage_offset_alignment = ctx->dev.caps.props.limits.minStorageBufferOffsetAlignment;
+    limits.subgroup_sums = ctx->dev.caps.subgroup_sums;
     limits.loop_budget = ctx->loop_budget;
     limits.faults = (vka_faults *)&ctx->dev.faults;
     /* A context's own state budget (tests lower it to reach the chunked path); else the default. */

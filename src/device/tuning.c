@@ -9,13 +9,19 @@
  * their other kernels this way too. Decoding: attn_paged has an invocation per (row tile, key
  * part), so a batch-1 step over 8192 keys has 32 row tiles at D = 128 (Llama-3-8B) and needs parts
  * of 16 keys (one block) and workgroups of one 32-lane subgroup to give two workgroups per unit on
- * 132 units. */
+ * 132 units. Its projections (one row) are matrix-vector products (matmul_vec): 128 invocations
+ * stream 4 rows of W, so a 4096-wide layer has 1024 workgroups or more (on an H200 the skinny
+ * matmul's 24 workgroups read W at about 70 GB/s, matmul_vec at 1.3-1.5 TB/s). Projections of 64
+ * rows or more with fp32 operands (every one in "gpu"; in the cooperative-matrix classes those of
+ * fp32 layers) take matmul_sm: 64 x 64 outputs per workgroup of 256 (4 x 4 each), blocks of 16,
+ * the classic SGEMM tile (8.5 KiB of shared memory; on an H200 27 TFLOP/s, matmul.comp 2). */
 #define GPU_KERNELS                                                                                  \
     .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64, .matmul_skinny_tile_n = 4,             \
     .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4, \
     .pv_tile_d = 2, .pv_wg = 64, .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4,     \
     .fused_wg = 64, .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128,                    \
-    .paged_min_part = 16, .softmax_wg = 256
+    .paged_min_part = 16, .softmax_wg = 256, .vec_tile_n = 4, .vec_wg = 128, .sm_tile_m = 64,              \
+    .sm_tile_n = 64, .sm_tile_k = 16
 
 static const vka_tuning tunings[] = {
     {
@@ -41,9 +47,6 @@ static const vka_tuning tunings[] = {
                "shared-memory tiled GEMM (matmul_sm), the other kernels with GPU-sized tiles and workgroups "
                "(untuned: no GPU was available)",
         GPU_KERNELS,
-        /* 64 x 64 outputs per workgroup of 256 (4 x 4 each), blocks of 16: the classic SGEMM tile
-         * (8.5 KiB of shared memory); matmuls of fewer than 64 rows keep matmul.comp */
-        .sm_tile_m = 64, .sm_tile_n = 64, .sm_tile_k = 16,
     },
     {
         .name = "coopmat",
@@ -91,6 +94,8 @@ static const vka_tuning tunings[] = {
         .softmax_wg = 128,
         /* 32 x 32 outputs per workgroup of 64 (4.5 KiB of shared memory, blocks of 16) */
         .sm_tile_m = 32, .sm_tile_n = 32, .sm_tile_k = 16,
+        /* decoding's matrix-vector products: 4 columns per workgroup of 64 */
+        .vec_tile_n = 4, .vec_wg = 64,
     },
 };
 
@@ -161,7 +166,8 @@ int vka_tuning_refusal(const vka_tuning *t, const vkattn_device_info *device, ch
         uint32_t wg;
     } groups[] = {{"matmul", t->matmul_wg}, {"matmul (decoding)", t->matmul_skinny_wg}, {"attn_scores", t->scores_wg},
                   {"attn_pv", t->pv_wg}, {"attn_fused", t->fused_wg}, {"attn_paged", t->paged_wg},
-                  {"softmax", t->softmax_wg}, {"matmul_sm", t->sm_tile_m * t->sm_tile_n / 16}};
+                  {"softmax", t->softmax_wg}, {"matmul_sm", t->sm_tile_m * t->sm_tile_n / 16},
+                  {"matmul_vec", t->vec_wg}};
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
         if (!device->max_workgroup_invocations || groups[i].wg <= device->max_workgroup_invocations) continue;
         snprintf(why, size, "its %s workgroups of %u invocations exceed the device's %u", groups[i].kernel,

@@ -40,6 +40,11 @@ typedef struct vka_tuning {
      * and B's rows in fp32 per block of sm_tile_k reduction elements (a multiple of 4). Matmuls of
      * fewer than sm_tile_m rows (decoding steps) take matmul.comp's skinny tiles instead. */
     uint32_t sm_tile_m, sm_tile_n, sm_tile_k;
+    /* matmul_vec (matmul.comp's MATVEC build), the matrix-vector product of decoding steps (0 =
+     * this tuning does not use it): matmuls of at most 8 rows, a workgroup of vec_wg invocations
+     * per vec_tile_n columns (and all the rows, rounded up to a power of two) striding the
+     * reduction together, summed by subgroup arithmetic. */
+    uint32_t vec_tile_n, vec_wg;
     /* The subgroup size the cooperative-matrix kernels require: this one where the device can
      * give it (subgroup_size_min..max), 0 = the device's smallest (Intel's matrix engines work on
      * 8 or 16 lanes). Read from the "coopmat" row by tunings without cm_* fields. */

@@ -76,6 +76,23 @@ vka_matmul_cm_tile vka_matmul_sm_tile_for(const vka_tuning *t, const vka_plan_li
     return s;
 }
 
+/* matmul_vec: the matrix-vector product of up to this many rows (decoding steps) */
+#define VEC_MAX_ROWS 8
+
+vka_matmul_cm_tile vka_matmul_vec_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M)
+{
+    const cm_shape none = {0};
+    if (!t->vec_wg || !t->vec_tile_n || !limits->subgroup_sums || M > VEC_MAX_ROWS) return none;
+    uint32_t rows = 1;
+    while (rows < M) rows <<= 1;
+    cm_shape s = {rows, t->vec_tile_n, 0, t->vec_wg};
+    /* the sums' shared memory: a float per output per subgroup of at least 4 lanes */
+    if (s.wg % 4 || s.wg < rows * s.tile_n || (uint64_t)rows * s.tile_n * (s.wg / 4) * 4 > limits->max_shared_bytes ||
+        (limits->max_workgroup_invocations && s.wg > limits->max_workgroup_invocations))
+        return none;
+    return s;
+}
+
 /* The tile for a layer's matmul of M rows: none where the layer asks for fp32 precision. */
 static cm_shape cm_shape_for(const vka_builder *b, uint32_t M)
 {
@@ -100,9 +117,13 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
     matmul_shape sh = shape_for(b->tuning, m->M);
     const cm_shape cm = cm_shape_for(b, m->M);
     const cm_shape sm = cm.wg ? (cm_shape){0} : vka_matmul_sm_tile_for(b->tuning, b->limits, m->M);
+    const cm_shape mv = cm.wg || sm.wg ? (cm_shape){0} : vka_matmul_vec_tile_for(b->tuning, b->limits, m->M);
     vkattn_status status;
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = m->stage,
-                  .kernel = cm.wg ? VKA_KERNEL_MATMUL_CM : sm.wg ? VKA_KERNEL_MATMUL_SM : VKA_KERNEL_MATMUL,
+                  .kernel = cm.wg   ? VKA_KERNEL_MATMUL_CM
+                            : sm.wg ? VKA_KERNEL_MATMUL_SM
+                            : mv.wg ? VKA_KERNEL_MATMUL_VEC
+                                    : VKA_KERNEL_MATMUL,
                   .f16_out = b->plan->role_dtype[m->c] == VKATTN_DTYPE_F16, .barrier_before = barrier,
                   .binding_count = VKA_MATMUL_BINDINGS};
     if (cm.wg) { /* a workgroup per tile of C */
@@ -114,6 +135,8 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
     } else if (sm.wg) { /* a workgroup per tile of C, 4 x 4 outputs per invocation */
         sh = (matmul_shape){sm.tile_m, sm.tile_n, sm.wg};
         s.spec[VKA_SPEC_TILE_K] = sm.tile_k;
+    } else if (mv.wg) { /* a workgroup per tile of C, its invocations striding the reduction */
+        sh = (matmul_shape){mv.tile_m, mv.tile_n, mv.wg};
     }
     s.spec[VKA_SPEC_WG_SIZE] = sh.wg;
     s.spec[VKA_SPEC_TILE_A] = sh.tile_m;
@@ -147,7 +170,8 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
         .has_bias = m->bias != VKA_ROLE_NONE && first_part,
         .tiles_n = tiles_n,
     };
-    return vka_push_step(b, &s, (uint64_t)tiles_m * tiles_n * (cm.wg ? cm.wg : sm.wg ? sm.wg : 1), sh.wg);
+    const uint32_t per_tile = cm.wg ? cm.wg : sm.wg ? sm.wg : mv.wg ? mv.wg : 1; /* invocations */
+    return vka_push_step(b, &s, (uint64_t)tiles_m * tiles_n * per_tile, sh.wg);
 fail:
     return status;
 }
@@ -190,10 +214,12 @@ static vkattn_status add_matmul(vka_builder *b, const matmul_args *m)
     uint32_t K = m->K / vec;
     uint64_t part = vka_budget_left(b, 1); /* blocks of the reduction one part may take */
     if (part == 0) return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT, "the loop budget is too small for a matmul");
-    /* A block is a texel (matmul.comp) or TILE_K / vec texels (matmul_cm, matmul_sm). */
+    /* A block is a texel (matmul.comp), TILE_K / vec texels (matmul_cm, matmul_sm) or a texel per
+     * invocation (matmul_vec). */
     const cm_shape cm = cm_shape_for(b, m->M);
     const cm_shape sm = vka_matmul_sm_tile_for(b->tuning, b->limits, m->M);
-    uint64_t block = cm.wg ? cm.tile_k / vec : sm.wg ? sm.tile_k / vec : 1;
+    const cm_shape mv = vka_matmul_vec_tile_for(b->tuning, b->limits, m->M);
+    uint64_t block = cm.wg ? cm.tile_k / vec : sm.wg ? sm.tile_k / vec : mv.wg ? mv.wg : 1;
     uint32_t kc = (uint32_t)vka_min64(part > UINT64_MAX / block ? UINT64_MAX : part * block, K);
     uint32_t n_unit = m->c_col_block < m->N ? (uint32_t)m->c_col_block : pr->matmul_tile_n;
     uint32_t nc = m->N, mc = m->M;
@@ -442,6 +468,19 @@ void vka_matmul_sm_describe(vka_text *t, const vka_step *s)
     vka_matmul_describe(t, s);
     vka_text_put(t, " in shared-memory tiles (%ux%u tiles, %u-element blocks, fp32)", s->spec[VKA_SPEC_TILE_A],
                  s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_TILE_K]);
+}
+
+/* matmul_vec: the reduction strided over the workgroup (the subgroups' sums are unrolled). */
+uint64_t vka_matmul_vec_trips(const vka_step *s)
+{
+    return vka_loop(vka_ceil_div(s->push.matmul.K, s->spec[VKA_SPEC_WG_SIZE]));
+}
+
+void vka_matmul_vec_describe(vka_text *t, const vka_step *s)
+{
+    vka_matmul_describe(t, s);
+    vka_text_put(t, " as matrix-vector products (%u rows x %u columns per workgroup of %u, subgroup sums)",
+                 s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_WG_SIZE]);
 }
 
 /* rope: no loops for a rotation alone; each head's norm two passes over its D values; a row's two

@@ -32,4 +32,10 @@ vka_matmul_cm_tile vka_matmul_sm_tile_for(const vka_tuning *t, const vka_plan_li
 /* The shared memory matmul_sm takes: fp32 k-major tiles of A and B, each row padded by 4. */
 uint64_t vka_matmul_sm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k);
 
+/* matmul_vec's tile (matmul.comp's MATVEC build) for a matmul of M rows, in the same struct (wg 0:
+ * none; tile_k unused): under a tuning with vec_* fields, where the limits allow subgroup sums,
+ * for at most 8 rows (tile_m: M rounded up to a power of two) and vec_tile_n columns, a workgroup
+ * of vec_wg within the device's size. */
+vka_matmul_cm_tile vka_matmul_vec_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M);
+
 #endif

@@ -1,15 +1,20 @@
-/* matmul_sm (matmul.comp's SHARED_TILES build), the shared-memory tiled scalar GEMM of the gpu and
- * mobile tunings, dispatched on its own against a float64 reference: C = A·W^T + bias at odd shapes
- * (edge tiles in M, N and K, one-element matrices), projection shapes, fp16 and fp32 operands and
- * output, the output scatter of a head-major C, a reduction in two parts (the second with
- * ACCUMULATE, as the plan splits K under a loop budget), and a long reduction that would show a loop
- * the driver cuts short, in the gpu tuning's tile (64 x 64, workgroups of 256); edge tiles, the
- * scatter and split reductions also in the mobile tuning's (32 x 32, workgroups of 64). C is filled
- * with NaN first: every element the kernel owns is written and nothing else is. Then the plan's
- * side: a forward under the gpu tuning picks matmul_sm, in reduction parts at a lowered loop budget,
- * and agrees with the CPU path (the mobile tuning's forwards: gpu_vs_cpu_gpu_tuning).
+/* The GPU-shaped scalar matmuls of the gpu and mobile tunings (the coopmat ones' decoding steps too),
+ * each dispatched on its own against a float64 reference:
+ * - matmul_sm (matmul.comp's SHARED_TILES build), the shared-memory tiled GEMM: C = A·W^T + bias at
+ *   odd shapes (edge tiles in M, N and K, one-element matrices), projection shapes, fp16 and fp32
+ *   operands and output, the output scatter of a head-major C, a reduction in two parts (the second
+ *   with ACCUMULATE, as the plan splits K under a loop budget), and a long reduction that would show
+ *   a loop the driver cuts short, in the gpu tuning's tile (64 x 64, workgroups of 256); edge
+ *   tiles, the scatter and split reductions also in the mobile tuning's (32 x 32, workgroups of 64).
+ * - matmul_vec (the MATVEC build), the matrix-vector product of decoding steps: 1 to 8 rows (a row
+ *   tile of 1, 2, 4 or 8, partial ones), column edges, fp16 weights, fp16 output, the head-major
+ *   scatter, two reduction parts and 20000-long rows, in both tunings' workgroups (128 and 64).
+ * C is filled with NaN first: every element the kernel owns is written and nothing else is. Then
+ * the plan's side: forwards under the gpu tuning pick matmul_sm (80 rows, in reduction parts at a
+ * lowered loop budget) and under the mobile one matmul_vec (one query row), and agree with the CPU path (the mobile
+ * tuning's forwards: gpu_vs_cpu_gpu_tuning).
  *
- * The kernel keeps fp32 operands (no fp16 staging): operands are random fp32 values in [-1, 1] and
+ * The kernels keep fp32 operands (no fp16 staging): operands are random fp32 values in [-1, 1] and
  * the error asked is max-abs <= 2^-20 * max over outputs of sum |a·w| (fp32 sums; fp16 rounding of
  * the operands would be about 500 times larger). fp16 output: 1e-3 max(1, max|ref|). */
 #include "test_matmul_kernel.h"
@@ -31,22 +36,45 @@ static const mm_case cases[] = {
     {"32x32x20000_long_k", 32, 32, 20000, 1},
 };
 
-/* One case in tuning `t`'s tile; returns its max-abs error relative to the tolerance's scale. */
-static double run_case(vkattn_context *ctx, const vka_tuning *t, const mm_case *c, unsigned long long seed)
+/* matmul_vec's: decoding's rows */
+static const mm_case vec_cases[] = {
+    {"1x1x1", 1, 1, 1},
+    {"1x13x5", 1, 13, 5},
+    {"3x67x17_no_bias", 3, 67, 17, .no_bias = 1},
+    {"1x96x512", 1, 96, 512, 1},
+    {"4x48x256_head_major", 4, 48, 256, 1, .head_major = 1},
+    {"8x41x132_f16", 8, 41, 132, 1, 1, 1},
+    {"2x29x41_f16_in", 2, 29, 41, 0, 1, 0},
+    {"7x40x1000_split", 7, 40, 1000, 1, .parts = 2},
+    {"1x33x300_split_f16", 1, 33, 300, 1, 1, 1, .parts = 2},
+    {"2x16x20000_long_k", 2, 16, 20000, 1},
+};
+
+/* One case of `kernel` (matmul_sm or matmul_vec) in tuning `t`'s tile; returns its max-abs error
+ * relative to the tolerance's scale. */
+static double run_case(vkattn_context *ctx, const vka_tuning *t, vka_kernel kernel, const mm_case *c,
+                       unsigned long long seed)
 {
     vka_device *dev = &ctx->dev;
     const uint32_t vec = c->vec4 ? 4 : 1, M = c->M, N = c->N, K = c->K;
     const size_t in_bytes = c->f16_in ? 2 : 4, out_bytes = c->f16_out ? 2 : 4;
-    /* The plan's shape (vka_matmul_sm_tile_for): 4 x 4 outputs per invocation. */
-    uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = t->sm_tile_m * t->sm_tile_n / 16,
-                                   [VKA_SPEC_TILE_A] = t->sm_tile_m, [VKA_SPEC_TILE_B] = t->sm_tile_n,
-                                   [VKA_SPEC_VEC] = vec, [VKA_SPEC_TILE_K] = t->sm_tile_k};
+    const int is_vec = kernel == VKA_KERNEL_MATMUL_VEC;
+    uint32_t rows = 1;
+    while (rows < M) rows <<= 1;
+    /* The plan's shapes (vka_matmul_sm_tile_for: 4 x 4 outputs per invocation; vka_matmul_vec_tile_for:
+     * the rows rounded up to a power of two); a reduction part of matmul_vec is whole strides. */
+    uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = is_vec ? t->vec_wg : t->sm_tile_m * t->sm_tile_n / 16,
+                                   [VKA_SPEC_TILE_A] = is_vec ? rows : t->sm_tile_m,
+                                   [VKA_SPEC_TILE_B] = is_vec ? t->vec_tile_n : t->sm_tile_n, [VKA_SPEC_VEC] = vec,
+                                   [VKA_SPEC_TILE_K] = is_vec ? 0 : t->sm_tile_k};
+    /* the second part starts at a whole block of matmul_sm, anywhere for matmul_vec (a texel) */
+    const uint32_t part_unit = is_vec ? vec : t->sm_tile_k;
+    const char *what = is_vec ? "matmul_vec" : "matmul_sm";
     const vka_pipeline *first = NULL, *rest = NULL;
     double rel = -1;
-    CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, VKA_KERNEL_MATMUL_SM, c->f16_out, spec, &first), VKATTN_OK);
+    CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, kernel, c->f16_out, spec, &first), VKATTN_OK);
     spec[VKA_SPEC_FLAGS] = VKA_MATMUL_ACCUMULATE;
-    if (c->parts == 2)
-        CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, VKA_KERNEL_MATMUL_SM, c->f16_out, spec, &rest), VKATTN_OK);
+    if (c->parts == 2) CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, kernel, c->f16_out, spec, &rest), VKATTN_OK);
     if (!first || (c->parts == 2 && !rest)) return rel;
 
     /* C: row-major with a gap of 3 after each row, or head-major (2 batches of M/2 rows, heads of 8) */
@@ -81,7 +109,7 @@ static double run_case(vkattn_context *ctx, const vka_tuning *t, const mm_case *
     /* NaN everywhere else in C: the kernel must write every element it owns and nothing between */
     for (size_t i = 0; i < c_elems; i++) put(&b.c, c->f16_out, i, NAN);
 
-    if (run_dispatches(ctx, c, first, rest, &b, &push, spec[VKA_SPEC_TILE_K], "matmul_sm") >= 0) {
+    if (run_dispatches(ctx, c, first, rest, &b, &push, part_unit, what) >= 0) {
         double max_err = 0, ref_max = 0, abs_max = 0;
         size_t bad = 0;
         for (uint32_t m = 0; m < M; m++)
@@ -104,7 +132,7 @@ static double run_case(vkattn_context *ctx, const vka_tuning *t, const mm_case *
         double tol = (c->f16_out ? 1e-3 : 1.0 / (1 << 20)) * scale;
         rel = max_err / scale;
         int ok = bad == 0 && max_err <= tol && written == (size_t)M * N;
-        printf("  %-8s %-24s max-abs %.2e (%.2e of %s %.3g)  %s\n", t->name, c->name, max_err, rel,
+        printf("  %-10s %-8s %-24s max-abs %.2e (%.2e of %s %.3g)  %s\n", what, t->name, c->name, max_err, rel,
                c->f16_out ? "max|ref|" : "max sum|a·w|", scale, ok ? "ok" : "FAILED");
         CHECK_MSG(bad == 0, "%s: %zu outputs not finite (never written?)", c->name, bad);
         CHECK_MSG(max_err <= tol, "%s: max-abs %.3g > %.3g", c->name, max_err, tol);
@@ -117,12 +145,13 @@ done:
     return rel;
 }
 
-/* The plan's side, through the public API: a layer under `tuning` at a loop budget of `budget`
- * (0 = the device's) against the CPU path; its plan runs the projections on matmul_sm (in
- * reduction parts added to C at a lowered budget). 80 rows: at least a tile of the gpu tuning's. */
-static void run_forward_tuned(const char *tuning, uint32_t budget)
+/* The plan's side, through the public API: a layer of width E under `tuning` at a loop budget of
+ * `budget` (0 = the device's) against the CPU path, B x L queries over B x 23 keys; its plan runs
+ * the projections on `kernel` (in reduction parts added to C at a lowered budget): matmul_sm for
+ * 40 rows of 2 batch items (a tile of the gpu tuning's), matmul_vec for one query row. */
+static void run_forward_tuned(const char *tuning, uint32_t budget, vka_kernel kernel, uint32_t E, uint32_t B,
+                              uint32_t L)
 {
-    enum { E = 512 };
     vkattn_context *ctx = NULL;
     vkattn_error error = {0};
     vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = tuning, .loop_budget = budget};
@@ -131,12 +160,12 @@ static void run_forward_tuned(const char *tuning, uint32_t budget)
         fprintf(stderr, "%s\n", error.message);
         return;
     }
-    /* head dim 4 keeps the attention kernels' loops short, so a budget that cuts E = 512 (32 blocks
-     * of 16) into parts still fits them */
-    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = 128, .kdim = 40, .vdim = 56};
+    /* head dim 4 keeps the attention kernels' loops short, so a budget that cuts E into parts still
+     * fits them */
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = E / 4, .kdim = 40, .vdim = 56};
     test_weights tw;
     test_weights_make(&tw, &ld, 7 + budget);
-    const uint32_t B = 2, L = 40, S = 23;
+    const uint32_t S = 23;
     test_rng rng = test_rng_make(11);
     float *q = malloc(B * L * E * sizeof(float)), *k = malloc(B * S * 40 * sizeof(float));
     float *v = malloc(B * S * 56 * sizeof(float)), *gpu = malloc(B * L * E * sizeof(float));
@@ -157,11 +186,15 @@ static void run_forward_tuned(const char *tuning, uint32_t budget)
     CHECK_STATUS(vkattn_reference_forward(&ld, &tw.w, &f, &error), VKATTN_OK);
     test_error e = test_compare(gpu, cpu, B * L * E);
     const compare_tolerance *tol = compare_tolerance_of(COMPARE_F32);
-    int sm = strstr(plan, "in shared-memory tiles") != NULL, parts = strstr(plan, "added to C") != NULL;
-    printf("  forward, %s tuning, loop budget %u: max-abs %.2e NMSE %.2e; plan %s matmul_sm%s  %s\n", tuning, budget,
-           e.max_abs, e.nmse, sm ? "uses" : "has no", parts ? " in parts" : "", compare_within(&e, tol) ? "ok" : "FAILED");
+    const char *name = kernel == VKA_KERNEL_MATMUL_VEC ? "matmul_vec" : "matmul_sm";
+    char step[32];
+    snprintf(step, sizeof step, " %s ", name); /* a kernel column of the plan's steps */
+    int used = strstr(plan, step) != NULL, parts = strstr(plan, "added to C") != NULL;
+    printf("  forward, %s tuning, E %u, %u x %u queries, loop budget %u: max-abs %.2e NMSE %.2e; plan %s %s%s  %s\n",
+           tuning, E, B, L, budget, e.max_abs, e.nmse, used ? "uses" : "has no", name, parts ? " in parts" : "",
+           compare_within(&e, tol) ? "ok" : "FAILED");
     CHECK_MSG(compare_within(&e, tol), "forward against the CPU path: max-abs %.3g, NMSE %.3g", e.max_abs, e.nmse);
-    CHECK_MSG(sm, "the plan lacks matmul_sm:\n%s", plan);
+    CHECK_MSG(used, "the plan lacks %s:\n%s", name, plan);
     if (budget) CHECK_MSG(parts, "a loop budget of %u left the reductions whole:\n%s", budget, plan);
     vkattn_layer_destroy(layer);
     test_weights_free(&tw);
@@ -187,12 +220,20 @@ int main(int argc, char **argv)
              * K, the head-major scatter, the split reduction (the mobile tile also in fp16) */
             int few = i == 2 || i == 5 || i == 10 || (!small && i == 11);
             if ((small || ti == 1) && !few) continue;
-            double rel = run_case(ctx, t, &cases[i], 100 + i);
+            double rel = run_case(ctx, t, VKA_KERNEL_MATMUL_SM, &cases[i], 100 + i);
             if (!cases[i].f16_out && rel > worst) worst = rel;
+        }
+        for (size_t i = 0; i < sizeof vec_cases / sizeof vec_cases[0]; i++) {
+            /* small: a partial row tile, the fp16 case, the split and the long reduction */
+            if (small && i != 2 && i != 5 && i != 7 && i != 9) continue;
+            double rel = run_case(ctx, t, VKA_KERNEL_MATMUL_VEC, &vec_cases[i], 200 + i);
+            if (!vec_cases[i].f16_out && rel > worst) worst = rel;
         }
     }
     printf("worst fp32 error: %.2e of max sum|a·w| (2^-20 = %.2e asked)\n", worst, 1.0 / (1 << 20));
     gpu_test_finish_context(ctx);
-    run_forward_tuned("gpu", small ? 0 : 24);
+    run_forward_tuned("gpu", small ? 0 : 24, VKA_KERNEL_MATMUL_SM, 512, 2, 40);
+    /* one query row (matmul_vec's reduction parts under a budget: test_plan's test_matmul_vec_plans) */
+    run_forward_tuned(small ? "gpu" : "mobile", 0, VKA_KERNEL_MATMUL_VEC, 2048, 1, 1);
     return test_finish();
 }
