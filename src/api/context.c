@@ -18,7 +18,8 @@
 #define VKA_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
 #define VKA_MAX_DEVICES 16
 
-/* Counts validation warnings and errors so tests can fail on them; prints each one. */
+/* Counts validation warnings and errors so tests can fail on them; prints each one (but those not
+ * about vkattn's calls, vka_validation_message_ignored). */
 static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                             VkDebugUtilsMessageTypeFlagsEXT type,
                                                             const VkDebugUtilsMessengerCallbackDataEXT *data,
@@ -26,7 +27,7 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageS
 {
     vkattn_context *ctx = user;
     if ((type & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT)) &&
-        severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT && !vka_validation_message_ignored(data)) {
         ctx->validation_messages++;
         fprintf(stderr, "vkattn: validation %s: %s\n",
                 severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning",

@@ -76,6 +76,11 @@ VkResult vka_injected_result(const vka_device *dev)
     return dev->faults.vk_result ? (VkResult)dev->faults.vk_result : VK_ERROR_OUT_OF_DEVICE_MEMORY;
 }
 
+int vka_validation_message_ignored(const VkDebugUtilsMessengerCallbackDataEXT *data)
+{
+    return data && data->pMessageIdName && strcmp(data->pMessageIdName, "WARNING-vkGetDeviceProcAddr-device") == 0;
+}
+
 vkattn_status vka_check_alive(vka_device *dev)
 {
     if (!dev->lost) return VKATTN_OK;
@@ -140,7 +145,10 @@ void vka_commands_destroy(vka_device *dev, vka_commands *c)
 
 vkattn_status vka_commands_begin(vka_device *dev, vka_commands *c)
 {
-    vkattn_status status = VKATTN_OK;
+    /* After a loss the last submission's fence may never signal: its command buffer stays pending
+     * and must not be reset or recorded again. */
+    vkattn_status status = vka_check_alive(dev);
+    if (status != VKATTN_OK) return status;
     VKA_VK(dev, dev->vk.vkResetCommandBuffer(c->cmd, 0));
     VkCommandBufferBeginInfo begin = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,

@@ -67,6 +67,13 @@ VkResult vka_injected_result(const vka_device *dev);
 /* Records a failure message in the device and returns `status`. */
 vkattn_status vka_fail(vka_device *dev, vkattn_status status, const char *fmt, ...) VKA_PRINTF(3, 4);
 
+/* Validation messages that are not about the calls of the program that receives them, which the
+ * messengers drop: WARNING-vkGetDeviceProcAddr-device, raised inside vkCreateDevice when a part of
+ * the stack below the application asks vkGetDeviceProcAddr for an instance-level function (seen
+ * with NVIDIA's 580 driver and the 1.4.309 layer; KhronosGroup/Vulkan-ValidationLayers#8048 on
+ * AMD's). vkattn's own table (volk) asks for device-level functions only. */
+int vka_validation_message_ignored(const VkDebugUtilsMessengerCallbackDataEXT *data);
+
 /* VKATTN_ERROR_DEVICE_LOST (with a message) if the device is lost, else VKATTN_OK. */
 vkattn_status vka_check_alive(vka_device *dev);
 
