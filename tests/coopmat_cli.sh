@@ -25,7 +25,10 @@ echo "info:$line"
 if echo "$line" | grep -qE 'cooperative matrix: +[0-9]+x[0-9]+x[0-9]+' && ! echo "$line" | grep -q 'not used'; then
   VKATTN_TUNING=coopmat forward --precision f16 >"$out/cm" 2>&1 || fail "coopmat forward: $(cat "$out/cm")"
   grep -E '^ +[0-9]+ [a-z_]+ +[a-z_]*_cm ' "$out/cm" || fail "no _cm kernel in the coopmat plan: $(cat "$out/cm")"
-  grep -qE '^ +[0-9]+ fused +attn_cm ' "$out/cm" || fail "no attn_cm in the coopmat plan: $(cat "$out/cm")"
+  # attn_cm takes head dims of whole matrices: these 8 dims with 8x8x8 (lavapipe), not 16x16x16
+  if echo "$line" | grep -qE '(^|[ ,])8x8x[0-9]+'; then
+    grep -qE '^ +[0-9]+ fused +attn_cm ' "$out/cm" || fail "no attn_cm in the coopmat plan: $(cat "$out/cm")"
+  fi
   VKATTN_TUNING=coopmat VKATTN_COOPMAT=0 forward --precision f16 >"$out/off" 2>&1 || fail "forward with VKATTN_COOPMAT=0: $(cat "$out/off")"
   ! grep -E '_cm ' "$out/off" || fail "a _cm kernel with VKATTN_COOPMAT=0"
   grep -qE 'out_projection +matmul ' "$out/off" || fail "no plain matmul with VKATTN_COOPMAT=0: $(cat "$out/off")"

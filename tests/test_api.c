@@ -3,6 +3,7 @@
  * layer is reused across shapes. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 
+#include <ctype.h>
 #include <malloc.h>
 
 #include "api/context.h" /* test_fp16_fallback hides the device's 16-bit storage */
@@ -628,7 +629,11 @@ static void test_explain(void)
     char *text = malloc(need + 1);
     CHECK_STATUS(vkattn_forward_explain(layer, &f, text, need + 1, NULL), VKATTN_OK);
     CHECK(strlen(text) == need);
-    CHECK_MSG(strstr(text, "plan: fused path") && strstr(text, "attn_merge") && strstr(text, "(1, 1, 32768, 128)"),
+    vkattn_device_info info;
+    vkattn_context_device(ctx, &info);
+    /* 32768 keys of 4 queries: in parts merged by attn_merge under a loop budget (lavapipe's) */
+    CHECK_MSG(strstr(text, "plan: fused path") && strstr(text, "(1, 1, 32768, 128)") &&
+                  (!info.loop_budget || strstr(text, "attn_merge")),
               "%s", text);
     char cut[40];
     size_t len = 0;
@@ -651,13 +656,17 @@ static void test_device_selection(void)
 {
     vkattn_context *c = NULL;
     vkattn_error err = {0};
+    vkattn_device_info own; /* the test's device: llvmpipe in CI, a GPU on the GPU day */
+    vkattn_context_device(ctx, &own);
+    char upper[sizeof own.name];
+    for (size_t i = 0; i < sizeof upper; i++) upper[i] = (char)toupper((unsigned char)own.name[i]);
     vkattn_context_desc d = {.device = "no such device"};
     CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_ERROR_NO_DEVICE);
-    CHECK(strstr(err.message, "no such device") != NULL && strstr(err.message, "llvmpipe") != NULL);
+    CHECK_MSG(strstr(err.message, "no such device") != NULL && strstr(err.message, own.name) != NULL, "%s", err.message);
     d.device = "99";
     CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_ERROR_NO_DEVICE);
     CHECK(c == NULL);
-    d.device = "LLVMPIPE"; /* names match case-insensitively */
+    d.device = upper; /* names match case-insensitively */
     CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
     vkattn_context_destroy(c);
     vkattn_context_destroy(NULL);

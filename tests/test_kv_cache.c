@@ -287,8 +287,12 @@ static void run_decode_row(vkattn_context *ctx, const decode_row *row)
     const int rope = desc->rope_theta > 0 || desc->rope_scaling.type == VKATTN_ROPE_TYPE_TABLE;
     /* one rope step (a row norm: q's and k's) */
     uint32_t want = 4 + (desc->qk_norm == VKATTN_QK_NORM_ROW ? 2 : desc->qk_norm || rope) + (row->merged > 0);
-    CHECK_MSG(row->merged < 0 || stats.dispatches == want, "%s: the last step ran %u dispatches, not %u", row->name,
-              stats.dispatches, want);
+    /* whether a step splits its keys (and merges) is lavapipe's choice here; a GPU splits for waves */
+    vkattn_device_info info;
+    vkattn_context_device(ctx, &info);
+    int split_by_device = info.type != VKATTN_DEVICE_CPU && row->merged == 0 && stats.dispatches == want + 1;
+    CHECK_MSG(row->merged < 0 || stats.dispatches == want || split_by_device,
+              "%s: the last step ran %u dispatches, not %u", row->name, stats.dispatches, want);
     char what[96];
     snprintf(what, sizeof what, "%s, %s cache", row->name, vkattn_dtype_name(row->dtype));
     if (vka_dtype_is_block(row->dtype)) check_run_as(&tw, &r, row->dtype, ROUNDING_REFERENCE_NMSE, what);

@@ -145,7 +145,7 @@ done:
  * no_cooperative_matrix: no _cm kernel. */
 static void run_forward_tuned(const char *tuning, uint32_t budget, int off)
 {
-    enum { E = 512 };
+    enum { E = 1024 };
     vkattn_context *ctx = NULL;
     vkattn_error error = {0};
     vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = tuning, .loop_budget = budget,
@@ -155,9 +155,10 @@ static void run_forward_tuned(const char *tuning, uint32_t budget, int off)
         fprintf(stderr, "%s\n", error.message);
         return;
     }
-    /* head dim 4 keeps the attention kernels' loops short, so a budget that cuts E = 512 (32 blocks)
-     * into parts still fits them */
-    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = 128, .kdim = 40, .vdim = 56, .precision = VKATTN_PRECISION_F16};
+    /* head dim 4 keeps the attention kernels' loops short, so a budget that cuts E = 1024 into
+     * parts still fits them (64 blocks of 16 on lavapipe's 8 x 8 x 8, 32 of 32 with 16 x 16 x 16:
+     * parts at a budget of 24 with either) */
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = E / 4, .kdim = 40, .vdim = 56, .precision = VKATTN_PRECISION_F16};
     test_weights tw;
     test_weights_make(&tw, &ld, 7 + budget);
     const uint32_t B = 2, L = 19, S = 23;
