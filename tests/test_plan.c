@@ -952,7 +952,7 @@ static void test_coopmat_profiles(void)
         vkattn_matrix_shape shape;
         uint32_t subgroup, shared, budget, tile, tile_k, parts_at_least, heads;
     } devices[] = {
-        {"H100-like", {16, 16, 16}, 32, 49152, 0, 64, 32, 1, 32},
+        {"H100-like", {16, 16, 16}, 32, 49152, 0, 128, 32, 1, 32},
         {"lavapipe", {8, 8, 8}, 8, 32768, 65535, 32, 16, 1, 32},
         /* 1024 texels in blocks of 4: 7 parts; head dim 4 keeps attention within so small a budget */
         {"lavapipe, budget 40", {8, 8, 8}, 8, 32768, 40, 32, 16, 4, 1024},

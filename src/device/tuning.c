@@ -54,12 +54,13 @@ static const vka_tuning tunings[] = {
                "AMD RDNA3): the projections as shared-memory tiled GEMMs and the fused attention with fp16 operands "
                "and fp32 sums in 32-lane subgroups, the other kernels as gpu (untuned: no GPU was available)",
         GPU_KERNELS, /* the other kernels as gpu */
-        /* 2 x 2 accumulators per subgroup, 2 steps per block: with 16 x 16 x 16 matrices 64 x 64
-         * outputs per workgroup and blocks of 32 (ggml's medium coopmat tile; larger is the next
-         * step on a real GPU), 32 x 32 and blocks of 16 with lavapipe's 8 x 8 x 8 (which keeps its
-         * LLVM compile short). Up to 8 rows (decoding) stay on the skinny matmul, as ggml keeps
-         * them on matrix-vector kernels. Subgroups of 32: NVIDIA's only size, and RDNA3's wave32. */
-        .cm_frags_m = 2, .cm_frags_n = 2, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 32,
+        /* 4 x 4 accumulators per subgroup, 2 steps per block: with 16 x 16 x 16 matrices 128 x 128
+         * outputs per workgroup and blocks of 32 (on an H200 150 TFLOP/s at E = 4096, against 95
+         * with 2 x 2: 64 x 64), 2 x 2 with lavapipe's 8 x 8 x 8, 32 x 32 and blocks of 16 (the
+         * oracle's LLVM compile grows with the unrolled body). Up to 8 rows (decoding) take
+         * matmul_vec, as ggml keeps them on matrix-vector kernels. Subgroups of 32: NVIDIA's only
+         * size, and RDNA3's wave32. */
+        .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 2, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 32,
         /* Attention: 4 subgroups of MAT_M query rows, keys in blocks of 2 MAT_N: 32 rows x 16 keys
          * with 8 x 8 x 8 (about 21 KiB of shared memory at D = 256, within lavapipe's 32 KiB),
          * 64 x 32 with 16 x 16 x 16 (47 KiB at D = 256; a device with less shared memory keeps
@@ -75,7 +76,7 @@ static const vka_tuning tunings[] = {
         /* 4 x 4 accumulators of 8 x 8 x 16 (Arc A770): 64 x 64 outputs per workgroup, blocks of 32,
          * as the coopmat row's tile with 16 x 16 matrices; ggml also takes the smallest subgroup
          * for Intel's matmuls */
-        .cm_frags_m = 4, .cm_frags_n = 4, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 0,
+        .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 4, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 0,
         /* attention keeps attn_fused: attn_cm has run with 8 x 8 x 8 and 16 x 16 x 16 shapes in
          * 32-lane subgroups only (lavapipe; the H100 plan), not with Intel's 8 x 8 x 16 */
     },

@@ -30,10 +30,11 @@ typedef struct vka_tuning {
     /* matmul_cm.comp, the cooperative-matrix GEMM (0 = this tuning does not use it), in units of
      * the device's matrix shape MAT_M x MAT_N x MAT_K: each of a workgroup's 2 x 2 subgroups holds
      * cm_frags_m x cm_frags_n accumulators, and a block of the reduction is cm_ksteps matrix steps.
-     * So the workgroup's tile of C is (2 cm_frags_m MAT_M) x (2 cm_frags_n MAT_N), 64 x 64 with
-     * 2 x 2 accumulators of 16 x 16 x 16. Matmuls of fewer than cm_min_rows rows (decoding steps)
-     * take matmul.comp's skinny tiles instead. */
-    uint32_t cm_frags_m, cm_frags_n, cm_ksteps, cm_min_rows;
+     * So the workgroup's tile of C is (2 cm_frags_m MAT_M) x (2 cm_frags_n MAT_N), 128 x 128 with
+     * 4 x 4 accumulators of 16 x 16 x 16; with matrices of fewer than 16 rows each subgroup holds
+     * cm_frags_narrow x cm_frags_narrow (0: as the others). Matmuls of fewer than cm_min_rows rows
+     * (decoding steps) take matmul_vec or matmul.comp's skinny tiles instead. */
+    uint32_t cm_frags_m, cm_frags_n, cm_frags_narrow, cm_ksteps, cm_min_rows;
     /* matmul_sm (matmul.comp's SHARED_TILES build), the shared-memory tiled scalar GEMM (0 = this
      * tuning does not use it): a workgroup owns a sm_tile_m x sm_tile_n tile of C, each
      * invocation 4 x 4 outputs of it (so sm_tile_m * sm_tile_n / 16 invocations), staging A's
