@@ -277,9 +277,10 @@ typedef struct vkattn_context_desc {
      * the projections of layers with fp16 operands (F16 storage, or precision VKATTN_PRECISION_F16)
      * run on matrix cores (matmul_cm, fp16 operands, fp32 accumulation), and in "coopmat" the fused
      * attention too (attn_cm, checked against the CPU path on an NVIDIA H200 and on Mesa 26
-     * lavapipe); the other kernels as "gpu"; "gpu" and "mobile" have no kernels of their own yet
-     * (the shared ones with GPU-sized tiles). "coopmat" was measured on one GPU (an H200), the
-     * others were chosen without a GPU to measure on.
+     * lavapipe); the other kernels as "gpu". The GPU classes project fp32 operands on a
+     * shared-memory scalar GEMM (matmul_sm) and decoding steps' few rows on a matrix-vector
+     * kernel (matmul_vec), the rest with GPU-sized tiles. "coopmat" was measured on one GPU (an
+     * H200), the others were chosen without a GPU to measure on.
      *
      * Precision on the cooperative-matrix path: A and W of each projection are rounded to fp16 as
      * they are staged (to nearest; toward zero on drivers that convert that way, which Mesa 22
