@@ -31,9 +31,28 @@
  * Loop trips per invocation (the plan's model, src/plan/paged.c): the key-block loop, blocks + 1;
  * per block three loops over the DV texels of a head row (Q·K^T, rescale, P·V), DV + 1 each;
  * once each, a DV loop to clear the output and one to store. Tile loops are unrolled.
+ *
+ * The LANES build (kernels attn_paged_lanes and attn_paged_quant_lanes: the GPU tunings) shapes the
+ * same work for a GPU: a workgroup of WG invocations per (part, sequence, K/V head, row tile), and
+ * TILE_B of them (a group) per key: each reads DV / TILE_B consecutive texels of the key's row, so
+ * a group reads a row whole and the workgroup WG / TILE_B rows side by side, coalesced; the
+ * group's partial dot products meet by subgroup shuffles. A block's scores go through shared
+ * memory; every invocation runs the online softmax over them, then owns texels lane,
+ * lane + WG, ... of the rows' outputs and reads the V rows the same coalesced way. The block
+ * formats' groups of DV / TILE_B texels are whole blocks of 32 values at D = 128.
+ * Grid: parts * seqs * H_kv * tiles workgroups.
+ * Loop trips per invocation: the key-block loop, blocks + 1, and per block its P·V loop over the
+ * block's WG / TILE_B keys, WG / TILE_B + 1 (the rest is unrolled).
  */
+#ifdef KV_QUANT_LANES
+#define KV_QUANT
+#define LANES
+#endif
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
+#endif
+#ifdef LANES
+#extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 #extension GL_GOOGLE_include_directive : require
 #include "prelude.glsl"
@@ -61,55 +80,83 @@ layout(push_constant) uniform Push { vka_paged_push pc; };
 layout(std430, binding = VKA_PAGED_CTX) writeonly buffer Ctx_ { VKA_OUT_TYPE ctx[]; };
 layout(std430, binding = VKA_PAGED_CTX) writeonly buffer Ctx4_ { VKA_OUT_VEC4 ctx4[]; };
 
+/* A key's score for one row: -inf where the row may not see key j (past the part's end k_hi, past
+ * its causal limit, before its window start, or outside its tree mask row), else scaled and
+ * through the variants. kpos and jn are the key's position and new-token index. */
+float paged_score(float dot_qk, uint j, uint k_hi, uint limit, uint first, int kpos, int qpos, uint h, uint old, uint jn,
+                  uint mrow)
+{
+    bool seen = j < k_hi && j < limit && kpos >= int(first);
+    if ((FLAGS & VKA_PAGED_TREE) != 0u) {
+        uint bits = meta[mrow + jn / 32u];
+        seen = seen && (j < old || ((bits >> (jn % 32u)) & 1u) != 0u);
+    }
+    return seen ? vka_variant_score(dot_qk * pc.scale, h, kpos - qpos) : -1.0 / 0.0;
+}
+
+/* The row tile of work item `item` (part, sequence, K/V head, tile): leaves when the item is past
+ * the grid or its sequence has fewer rows; else each row's query, position, causal limit, window
+ * start, state and output place, the running softmax started (a sink for part 0), and the part's
+ * keys [k_lo, k_hi). Rows past `rows` repeat the last one (loads stay in bounds) and are not
+ * stored. (A macro: the rows' arrays are sized by specialization constants.) */
+#define PAGED_ROWS(item)                                                                                      \
+    uint H_kv = pc.H / pc.kv_group;                                                                           \
+    uint per_part = pc.seqs * H_kv * pc.tiles;                                                                \
+    uint part_index = (item) / per_part;                                                                      \
+    if (part_index >= pc.parts) return;                                                                       \
+    uint tile = (item) % pc.tiles, kvh = (item) / pc.tiles % H_kv, b = (item) % per_part / (pc.tiles * H_kv); \
+    uint q_start = meta[b * VKA_SEQ_WORDS + VKA_SEQ_Q_START], n_new = meta[b * VKA_SEQ_WORDS + VKA_SEQ_NEW];  \
+    uint len = meta[b * VKA_SEQ_WORDS + VKA_SEQ_LEN], table = meta[b * VKA_SEQ_WORDS + VKA_SEQ_TABLE];        \
+    uint i_end = min(pc.i_begin + pc.i_count, n_new);                                                         \
+    uint rows = i_end > pc.i_begin ? (i_end - pc.i_begin) * pc.kv_group : 0, r0 = tile * TILE_A;              \
+    if (r0 >= rows) return; /* a sequence with fewer new tokens than the longest */                          \
+    const float neg_inf = -1.0 / 0.0;                                                                         \
+    const bool tree = (FLAGS & VKA_PAGED_TREE) != 0;                                                          \
+    uint old = len - n_new; /* keys below are cached, the others are this forward's new tokens */            \
+    uint mask_at = tree ? meta[b * VKA_SEQ_WORDS + VKA_SEQ_MASK] : 0u, mask_words = (n_new + 31u) / 32u;      \
+    float m[TILE_A], l[TILE_A];                                                                               \
+    bool saw_nan[TILE_A], valid[TILE_A];                                                                      \
+    uint qrow[TILE_A], limit[TILE_A], state[TILE_A], out_row[TILE_A], head[TILE_A], first[TILE_A], mrow[TILE_A]; \
+    int qk[TILE_A]; /* the row's position */                                                                  \
+    uint real_end = 0, k_first = len;                                                                         \
+    [[unroll]] for (uint r = 0; r < TILE_A; r++) {                                                            \
+        uint rr = min(r0 + r, rows - 1), i = pc.i_begin + rr / pc.kv_group, h = kvh * pc.kv_group + rr % pc.kv_group; \
+        m[r] = neg_inf;                                                                                       \
+        l[r] = 0.0;                                                                                           \
+        saw_nan[r] = false;                                                                                   \
+        vka_sink_start(h, part_index == 0, m[r], l[r]);                                                       \
+        valid[r] = r0 + r < rows;                                                                             \
+        head[r] = h;                                                                                          \
+        qrow[r] = h * pc.q_head + (q_start + i) * pc.q_row;                                                   \
+        uint pos = tree ? meta[pc.pos_offset + q_start + i] : old + i;                                        \
+        qk[r] = int(pos);                                                                                     \
+        limit[r] = tree ? len : pos + 1; /* causal: its own position, and every key before it */             \
+        first[r] = vka_window_start(int(pos));                                                                \
+        mrow[r] = mask_at + i * mask_words;                                                                   \
+        real_end = max(real_end, limit[r]);                                                                   \
+        k_first = min(k_first, first[r]);                                                                     \
+        state[r] = ((part_index * pc.seqs + b) * pc.H + h) * pc.i_count + (i - pc.i_begin);                   \
+        out_row[r] = (q_start + i) * pc.ctx_stride + h * DV * VEC;                                            \
+    }                                                                                                         \
+    /* Parts count from the rows' first window start (0 without a window): no row sees a key before. */      \
+    uint k_lo = k_first + part_index * pc.part_len, k_hi = min(k_lo + pc.part_len, real_end);
+
+/* Key j's row in the pools (texels, or bytes for a block format), its new-token index and position. */
+#define PAGED_KEY(j, krow, jn, kpos)                                                              \
+    uint krow = meta[table + (j) / pc.block_size] * pc.block_stride + kvh * pc.kv_head +         \
+                ((j) % pc.block_size) * pc.kv_row;                                                \
+    uint jn = (j) >= old ? (j) - old : 0u;                                                        \
+    int kpos = tree && (j) >= old ? int(meta[pc.pos_offset + q_start + jn]) : int(j);
+
+#ifndef LANES
 void main()
 {
     uint id = vka_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-    uint H_kv = pc.H / pc.kv_group;
-    uint per_part = pc.seqs * H_kv * pc.tiles;
-    uint part_index = id / per_part;
-    if (part_index >= pc.parts) return;
-    uint tile = id % pc.tiles, kvh = id / pc.tiles % H_kv, b = id % per_part / (pc.tiles * H_kv);
-    uint q_start = meta[b * VKA_SEQ_WORDS + VKA_SEQ_Q_START], n_new = meta[b * VKA_SEQ_WORDS + VKA_SEQ_NEW];
-    uint len = meta[b * VKA_SEQ_WORDS + VKA_SEQ_LEN], table = meta[b * VKA_SEQ_WORDS + VKA_SEQ_TABLE];
-    uint i_end = min(pc.i_begin + pc.i_count, n_new);
-    uint rows = i_end > pc.i_begin ? (i_end - pc.i_begin) * pc.kv_group : 0, r0 = tile * TILE_A;
-    if (r0 >= rows) return; /* a sequence with fewer new tokens than the longest */
-    const float neg_inf = -1.0 / 0.0;
-    const bool tree = (FLAGS & VKA_PAGED_TREE) != 0;
-    uint old = len - n_new; /* keys below are cached, the others are this forward's new tokens */
-    uint mask_at = tree ? meta[b * VKA_SEQ_WORDS + VKA_SEQ_MASK] : 0u, mask_words = (n_new + 31u) / 32u;
-
-    /* Rows past `rows` repeat the last one (loads stay in bounds) and are not stored. */
-    float m[TILE_A], l[TILE_A];
-    bool saw_nan[TILE_A], valid[TILE_A];
+    PAGED_ROWS(id)
     vec4 o[TILE_A][DV];
-    uint qrow[TILE_A], limit[TILE_A], state[TILE_A], out_row[TILE_A], head[TILE_A], first[TILE_A], mrow[TILE_A];
-    int qk[TILE_A]; /* the row's position */
-    uint real_end = 0, k_first = len;
-    [[unroll]] for (uint r = 0; r < TILE_A; r++) {
-        uint rr = min(r0 + r, rows - 1), i = pc.i_begin + rr / pc.kv_group, h = kvh * pc.kv_group + rr % pc.kv_group;
-        m[r] = neg_inf;
-        l[r] = 0.0;
-        saw_nan[r] = false;
-        vka_sink_start(h, part_index == 0, m[r], l[r]);
-        valid[r] = r0 + r < rows;
-        head[r] = h;
-        qrow[r] = h * pc.q_head + (q_start + i) * pc.q_row;
-        uint pos = tree ? meta[pc.pos_offset + q_start + i] : old + i;
-        qk[r] = int(pos);
-        limit[r] = tree ? len : pos + 1; /* causal: its own position, and every key before it */
-        first[r] = vka_window_start(int(pos));
-        mrow[r] = mask_at + i * mask_words;
-        real_end = max(real_end, limit[r]);
-        k_first = min(k_first, first[r]);
-        state[r] = ((part_index * pc.seqs + b) * pc.H + h) * pc.i_count + (i - pc.i_begin);
-        out_row[r] = (q_start + i) * pc.ctx_stride + h * DV * VEC;
-    }
     for (uint d = 0; d < DV; d++)
         [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][d] = vec4(0.0);
 
-    /* Parts count from the rows' first window start (0 without a window): no row sees a key before. */
-    uint k_lo = k_first + part_index * pc.part_len, k_hi = min(k_lo + pc.part_len, real_end);
     uint blocks = k_hi > k_lo ? (k_hi - k_lo + TILE_B - 1) / TILE_B : 0;
     for (uint n = 0; n < blocks; n++) {
         uint j0 = k_lo + n * TILE_B;
@@ -117,22 +164,15 @@ void main()
         int kpos[TILE_B]; /* the key's position: its index, or a new token's meta position (TREE) */
         [[unroll]] for (uint c = 0; c < TILE_B; c++) {
             uint j = min(j0 + c, k_hi - 1);
-            uint block = meta[table + j / pc.block_size];
-            krow[c] = block * pc.block_stride + kvh * pc.kv_head + (j % pc.block_size) * pc.kv_row;
-            jn[c] = j >= old ? j - old : 0u;
-            kpos[c] = tree && j >= old ? int(meta[pc.pos_offset + q_start + jn[c]]) : int(j);
+            PAGED_KEY(j, row_, jn_, kpos_)
+            krow[c] = row_, jn[c] = jn_, kpos[c] = kpos_;
         }
         float s[TILE_A][TILE_B];
         VKA_QK_TILE(s, qrow, krow);
         [[unroll]] for (uint r = 0; r < TILE_A; r++)
-            [[unroll]] for (uint c = 0; c < TILE_B; c++) {
-                bool seen = j0 + c < k_hi && j0 + c < limit[r] && kpos[c] >= int(first[r]);
-                if (tree) {
-                    uint bits = meta[mrow[r] + jn[c] / 32u];
-                    seen = seen && (j0 + c < old || ((bits >> (jn[c] % 32u)) & 1u) != 0u);
-                }
-                s[r][c] = seen ? vka_variant_score(s[r][c] * pc.scale, head[r], kpos[c] - qk[r]) : neg_inf;
-            }
+            [[unroll]] for (uint c = 0; c < TILE_B; c++)
+                s[r][c] = paged_score(s[r][c], j0 + c, k_hi, limit[r], first[r], kpos[c], qk[r], head[r], old, jn[c],
+                                      mrow[r]);
         VKA_ONLINE_SOFTMAX_BLOCK(s, m, l, o, saw_nan, krow); /* V rows sit where K rows do */
     }
 
@@ -141,3 +181,103 @@ void main()
         if (valid[r] && store_state) state_lse[state[r]] = saw_nan[r] ? 0.0 / 0.0 : l[r] > 0.0 ? m[r] + log(l[r]) : neg_inf;
     VKA_STORE_ROWS(o, l, saw_nan, valid, state, out_row, store_state);
 }
+#else
+const uint WG = gl_WorkGroupSize.x;
+const uint BK = WG / TILE_B;             /* keys per block: a group of TILE_B invocations each */
+const uint SLICE = DV / TILE_B;          /* texels of a key row per invocation */
+const uint OWN = (DV + WG - 1) / WG;     /* output texels per invocation */
+
+shared float s_s[TILE_A * BK]; /* the block's scores */
+
+void main()
+{
+    uint lane = gl_LocalInvocationID.x;
+    PAGED_ROWS(vka_group_index())
+    vec4 o[TILE_A][OWN];
+    [[unroll]] for (uint r = 0; r < TILE_A; r++)
+        [[unroll]] for (uint t = 0; t < OWN; t++) o[r][t] = vec4(0.0);
+
+    uint c = lane / TILE_B, g = lane % TILE_B; /* this invocation's key of a block, and its slice */
+    uint blocks = k_hi > k_lo ? (k_hi - k_lo + BK - 1) / BK : 0;
+    for (uint n = 0; n < blocks; n++) {
+        uint j0 = k_lo + n * BK;
+        {
+            uint j = min(j0 + c, k_hi - 1);
+            PAGED_KEY(j, krow, jn, kpos)
+            float part[TILE_A];
+            [[unroll]] for (uint r = 0; r < TILE_A; r++) part[r] = 0.0;
+            [[unroll]] for (uint t = 0; t < SLICE; t++) {
+                vec4 k = VKA_FETCH_K(krow, g * SLICE + t);
+                [[unroll]] for (uint r = 0; r < TILE_A; r++) part[r] += dot(vka_fetch(Q, qrow[r] + g * SLICE + t), k);
+            }
+            /* the group's slices meet: its TILE_B (at most 16) invocations are neighbours in one subgroup */
+            [[unroll]] for (uint r = 0; r < TILE_A; r++) {
+                if (TILE_B > 1) part[r] += subgroupShuffleXor(part[r], 1u);
+                if (TILE_B > 2) part[r] += subgroupShuffleXor(part[r], 2u);
+                if (TILE_B > 4) part[r] += subgroupShuffleXor(part[r], 4u);
+                if (TILE_B > 8) part[r] += subgroupShuffleXor(part[r], 8u);
+            }
+            if (g == 0)
+                [[unroll]] for (uint r = 0; r < TILE_A; r++)
+                    s_s[r * BK + c] = paged_score(part[r], j0 + c, k_hi, limit[r], first[r], kpos, qk[r], head[r], old,
+                                                  jn, mrow[r]);
+        }
+        barrier(); /* the block's scores are whole */
+
+        /* The online softmax, in every invocation alike (attention_common's rules: a row with no
+         * visible key keeps m = -inf, l = 0, o = 0; a zero probability skips its V row). */
+        float alpha[TILE_A], m_ref[TILE_A];
+        [[unroll]] for (uint r = 0; r < TILE_A; r++) {
+            float block_max = neg_inf;
+            [[unroll]] for (uint i = 0; i < BK; i++) {
+                float x = s_s[r * BK + i];
+                saw_nan[r] = saw_nan[r] || isnan(x);
+                block_max = max(block_max, x);
+            }
+            float m_new = max(m[r], block_max);
+            m_ref[r] = m_new == neg_inf ? 0.0 : m_new; /* exp(-inf - -inf) would be NaN */
+            alpha[r] = exp(m[r] - m_ref[r]);
+            l[r] *= alpha[r];
+            m[r] = m_new;
+            [[unroll]] for (uint t = 0; t < OWN; t++) o[r][t] *= alpha[r];
+        }
+        for (uint i = 0; i < BK; i++) {
+            uint jv = min(j0 + i, k_hi - 1);
+            PAGED_KEY(jv, vrow, jn_v, kpos_v) /* V rows sit where K rows do */
+            float p[TILE_A];
+            [[unroll]] for (uint r = 0; r < TILE_A; r++) {
+                p[r] = exp(s_s[r * BK + i] - m_ref[r]);
+                l[r] += p[r];
+            }
+            [[unroll]] for (uint t = 0; t < OWN; t++) {
+                uint d = lane + t * WG;
+                if (OWN * WG == DV || d < DV) {
+                    vec4 v = VKA_FETCH_V(vrow, d);
+                    [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][t] += p[r] != 0.0 ? p[r] * v : vec4(0.0);
+                }
+            }
+        }
+        barrier(); /* every invocation has read the scores before the next block writes them */
+    }
+
+    const bool store_state = (FLAGS & VKA_FUSED_STORE) != 0;
+    [[unroll]] for (uint r = 0; r < TILE_A; r++) {
+        if (lane == 0 && valid[r] && store_state)
+            state_lse[state[r]] = saw_nan[r] ? 0.0 / 0.0 : l[r] > 0.0 ? m[r] + log(l[r]) : neg_inf;
+        float inv = l[r] > 0.0 ? 1.0 / l[r] : 0.0, poison = saw_nan[r] ? 0.0 / 0.0 : 0.0;
+        [[unroll]] for (uint t = 0; t < OWN; t++) {
+            uint d = lane + t * WG;
+            if (!valid[r] || (OWN * WG != DV && d >= DV)) continue;
+            vec4 value = o[r][t] * inv + poison;
+            if (store_state) {
+                if (VEC == 4) state_o4[state[r] * DV + d] = value;
+                else state_o[state[r] * DV + d] = value.x;
+            } else if (VEC == 4) {
+                ctx4[out_row[r] / 4 + d] = VKA_TO_OUT_VEC4(value);
+            } else {
+                ctx[out_row[r] + d] = VKA_TO_OUT(value.x);
+            }
+        }
+    }
+}
+#endif

@@ -40,6 +40,7 @@ static uint32_t count_kind(const vka_plan *plan, vkattn_stage stage)
 static int check_plan_limits(const vka_plan *plan, const vka_plan_limits *l, const char *what);
 static int check_fused_cover(const vka_problem *p, const vka_plan *plan);
 static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role c, uint64_t elems, uint32_t K_texels);
+static uint32_t count_kernel(const vka_plan *plan, vka_kernel k);
 
 static void test_small_self_attention(void)
 {
@@ -636,6 +637,62 @@ static vka_problem cached_problem(uint32_t E, uint32_t H, uint32_t H_kv, uint32_
                                   uint32_t splits)
 {
     return cached_problem_of(E, H, H_kv, seqs, new_tokens, len, splits, VKATTN_DTYPE_F16);
+}
+
+/* attn_paged's LANES build under the gpu tuning where the limits allow subgroup sums: a workgroup of
+ * 32 per row tile holding a decoding step's whole GQA group (4 rows), 4 invocations per key (fewer
+ * where the head's texels do not divide: D = 15), every format; at a loop budget of 600 its parts
+ * keep blocks + 1 + blocks (8 + 1) trips within it and cover the keys; without subgroup sums, or
+ * under lavapipe's tuning, the scalar build. */
+static void test_paged_lanes_plans(void)
+{
+    const struct {
+        uint32_t E, H, H_kv, len, budget, key_lanes, rows;
+        vkattn_dtype dtype;
+    } rows[] = {
+        {4096, 32, 8, 8192, 0, 4, 4, VKATTN_DTYPE_F16},       {4096, 32, 8, 8192, 0, 4, 4, VKATTN_DTYPE_Q8_0},
+        {4096, 32, 8, 32768, 600, 4, 4, VKATTN_DTYPE_Q4_0},   {512, 4, 1, 1300, 600, 4, 4, VKATTN_DTYPE_F32},
+        {30, 2, 1, 40, 0, 1, 2, VKATTN_DTYPE_F32}, /* D = 15: texels of one float each */
+    };
+    vkattn_device_info any = {0};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        vka_plan_limits l = lavapipe_limits();
+        l.tuning = vka_tuning_for(&any, "gpu");
+        l.max_shared_bytes = 32768, l.max_workgroup_invocations = 1024, l.loop_budget = rows[r].budget;
+        l.subgroup_sums = 1;
+        vka_problem p = cached_problem_of(rows[r].E, rows[r].H, rows[r].H_kv, 1, 1, rows[r].len, 0, rows[r].dtype);
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK_MSG(check_plan_limits(&plan, &l, "lanes") == 0, "row %zu", r);
+        const vka_kernel want = vka_dtype_is_block(rows[r].dtype) ? VKA_KERNEL_PAGED_QUANT_LANES : VKA_KERNEL_PAGED_LANES;
+        uint32_t found = 0;
+        for (uint32_t i = 0; i < plan.step_count; i++) {
+            const vka_step *st = &plan.steps[i];
+            if (st->kernel != want) continue;
+            found++;
+            const vka_paged_push *c = &st->push.paged;
+            CHECK(st->spec[VKA_SPEC_WG_SIZE] == 32 && st->spec[VKA_SPEC_TILE_B] == rows[r].key_lanes &&
+                  st->spec[VKA_SPEC_TILE_A] == rows[r].rows);
+            CHECK((uint64_t)st->groups[0] * st->groups[1] * st->groups[2] >= (uint64_t)c->parts * rows[r].H_kv * c->tiles);
+            CHECK((uint64_t)c->parts * c->part_len >= rows[r].len && (uint64_t)(c->parts - 1) * c->part_len < rows[r].len);
+            if (rows[r].budget) CHECK(vka_step_loop_trips(st) <= rows[r].budget);
+            printf("  E %-5u H_kv %u, %6u keys %-5s budget %-4u: %u parts of %u keys, trips %llu\n", rows[r].E,
+                   rows[r].H_kv, rows[r].len, vkattn_dtype_name(rows[r].dtype), rows[r].budget, c->parts, c->part_len,
+                   (unsigned long long)vka_step_loop_trips(st));
+        }
+        CHECK_MSG(found == 1, "row %zu: %u %s steps", r, found, vka_kernel_get(want)->spirv);
+        l.subgroup_sums = 0, l.loop_budget = 0; /* the scalar build (whose blocks take more of a budget) */
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK(count_kernel(&plan, VKA_KERNEL_PAGED_LANES) + count_kernel(&plan, VKA_KERNEL_PAGED_QUANT_LANES) == 0);
+        vka_plan_free(&plan);
+    }
+    vka_plan_limits l = lavapipe_limits();
+    l.subgroup_sums = 1;
+    vka_problem p = cached_problem(4096, 32, 8, 1, 1, 8192, 0);
+    vka_plan plan = {0};
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_PAGED_LANES) == 0 && count_kernel(&plan, VKA_KERNEL_PAGED) == 1);
+    vka_plan_free(&plan);
 }
 
 /* Cached forwards at the shapes decoding uses (LLaMA-sized layers, head dims 64 to 256, contexts to
@@ -1322,7 +1379,9 @@ static void test_device_profiles(void)
         p.cfg.bias = 0;
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         CHECK(check_profile_steps(dp, &l, &plan) == 0);
-        const vka_step *paged = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_PAGED);
+        /* the GPU classes' decode attention: the LANES build, a workgroup per row tile */
+        const vka_step *paged =
+            largest_step(&plan, VKATTN_STAGE_FUSED, t->paged_lanes ? VKA_KERNEL_PAGED_LANES : VKA_KERNEL_PAGED);
         const vka_step *step_qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_VEC);
         const vka_step *step_out = largest_step(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_KERNEL_MATMUL_VEC);
         CHECK_MSG(paged && step_qkv && step_out && count_kernel(&plan, VKA_KERNEL_MATMUL) == 0 &&
@@ -1450,6 +1509,7 @@ int main(void)
     RUN_TEST(test_splits_where_lavapipe_failed);
     RUN_TEST(test_matmul_sm_plans);
     RUN_TEST(test_matmul_vec_plans);
+    RUN_TEST(test_paged_lanes_plans);
     RUN_TEST(test_weights_past_the_range);
     RUN_TEST(test_gqa_workspace);
     RUN_TEST(test_gqa_budget_and_windows);

@@ -21,8 +21,8 @@ typedef struct vka_device_caps {
     int timestamps;     /* the queue family can write timestamps */
     uint32_t timestamp_valid_bits;
     int vulkan_memory_model; /* vulkanMemoryModel: the cooperative-matrix kernels' SPIR-V needs it */
-    int subgroup_sums;       /* subgroup arithmetic in compute shaders on subgroups of at least 4 lanes
-                                (matmul_vec's sums) */
+    int subgroup_sums;       /* subgroup arithmetic and shuffles in compute shaders on subgroups of at
+                                least 4 lanes (matmul_vec's sums, attn_paged_lanes's key groups) */
 } vka_device_caps;
 
 typedef struct vka_device {

@@ -251,6 +251,7 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
         caps->vulkan_memory_model = memory_model.vulkanMemoryModel != 0;
         caps->subgroup_sums = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                               (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
                               info->subgroup_size_min >= 4;
     }
 }

@@ -21,7 +21,7 @@
     .pv_tile_d = 2, .pv_wg = 64, .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4,     \
     .fused_wg = 64, .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128,                    \
     .paged_min_part = 16, .softmax_wg = 256, .vec_tile_n = 4, .vec_wg = 128, .sm_tile_m = 64,              \
-    .sm_tile_n = 64, .sm_tile_k = 16
+    .sm_tile_n = 64, .sm_tile_k = 16, .paged_lanes = 32, .paged_lanes_group = 4, .paged_lanes_per_unit = 16
 
 static const vka_tuning tunings[] = {
     {
@@ -169,7 +169,7 @@ int vka_tuning_refusal(const vka_tuning *t, const vkattn_device_info *device, ch
     } groups[] = {{"matmul", t->matmul_wg}, {"matmul (decoding)", t->matmul_skinny_wg}, {"attn_scores", t->scores_wg},
                   {"attn_pv", t->pv_wg}, {"attn_fused", t->fused_wg}, {"attn_paged", t->paged_wg},
                   {"softmax", t->softmax_wg}, {"matmul_sm", t->sm_tile_m * t->sm_tile_n / 16},
-                  {"matmul_vec", t->vec_wg}};
+                  {"matmul_vec", t->vec_wg}, {"attn_paged_lanes", t->paged_lanes}};
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
         if (!device->max_workgroup_invocations || groups[i].wg <= device->max_workgroup_invocations) continue;
         snprintf(why, size, "its %s workgroups of %u invocations exceed the device's %u", groups[i].kernel,

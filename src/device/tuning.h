@@ -25,6 +25,12 @@ typedef struct vka_tuning {
      * the dispatch has about paged_target invocations (paged_per_unit per compute unit where the
      * device reports its units), parts of at least paged_min_part keys */
     uint32_t paged_wg, paged_target, paged_per_unit, paged_min_part;
+    /* attn_paged's LANES build, the GPU-shaped one (0 = this tuning keeps the scalar build): a
+     * workgroup of paged_lanes invocations per (part, sequence, K/V head, row tile), paged_lanes_group
+     * of them per key (fewer where they do not divide the head's texels), parts enough for about
+     * paged_lanes_per_unit workgroups per compute unit (paged_target / paged_lanes in all where the
+     * device does not say). Taken where the limits allow subgroup sums and shuffles. */
+    uint32_t paged_lanes, paged_lanes_group, paged_lanes_per_unit;
     /* softmax.comp workgroup size (a power of two) */
     uint32_t softmax_wg;
     /* matmul_cm.comp, the cooperative-matrix GEMM (0 = this tuning does not use it), in units of

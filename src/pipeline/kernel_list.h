@@ -36,6 +36,8 @@ VKA_KERNEL(AVERAGE_HEADS, average_heads,    average_heads.comp, -,         0, vk
 VKA_KERNEL(ROPE,          rope,             rope.comp,          -,         1, vka_rope_push,    "X_ Freq Meta_ NormW_", vka_rope_trips, vka_rope_describe)
 VKA_KERNEL(PAGED,         attn_paged,       attn_paged.comp,    -,         1, vka_paged_push,   "Q K V Ctx_ Meta_ StateO_ StateLse_ HeadTerms_", vka_paged_trips, vka_paged_describe)
 VKA_KERNEL(PAGED_QUANT,   attn_paged_quant, attn_paged.comp,    KV_QUANT,  1, vka_paged_push,   "Q K V Ctx_ Meta_ StateO_ StateLse_ HeadTerms_", vka_paged_trips, vka_paged_describe)
+VKA_KERNEL(PAGED_LANES,   attn_paged_lanes, attn_paged.comp,    LANES,     1, vka_paged_push,   "Q K V Ctx_ Meta_ StateO_ StateLse_ HeadTerms_", vka_paged_lanes_trips, vka_paged_describe)
+VKA_KERNEL(PAGED_QUANT_LANES, attn_paged_quant_lanes, attn_paged.comp, KV_QUANT_LANES, 1, vka_paged_push, "Q K V Ctx_ Meta_ StateO_ StateLse_ HeadTerms_", vka_paged_lanes_trips, vka_paged_describe)
 VKA_KERNEL(APPEND,        kv_append,        kv_append.comp,     -,         1, vka_append_push,  "Src Meta_ KPool_ VPool_", vka_append_trips, vka_append_describe)
 VKA_KERNEL(APPEND_QUANT,  kv_append_quant,  kv_append.comp,     KV_QUANT,  0, vka_append_push,  "Src Meta_ KPool_ VPool_", vka_append_trips, vka_append_describe)
 VKA_KERNEL(PEAK_FMA_F32,  peak_fma_f32,     peak_fma.comp,      -,         0, vka_peak_push,    "Out_", vka_untimed_trips, vka_untimed_describe)

@@ -58,9 +58,15 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
      * compile time grows faster than the unrolled key tile: the kv_cache quant_accuracy tests took
      * 37 s cold with tiles of 16 keys, 18 s with 8, and decode steps (D = 128, 2000 keys) ran as fast. */
     const int quant = vka_dtype_is_block(cp->dtype);
-    const uint32_t tile_k = quant && pr->fused_tile_k > 8 ? 8 : pr->fused_tile_k;
+    /* The LANES build: a workgroup of `lanes` per row tile, a group of `key_lanes` per key (as many
+     * of the tuning's as divide the head's texels), lanes / key_lanes keys per block; its row tile
+     * holds up to 8 rows (a decoding step's whole GQA group: K/V read once per K/V head). */
+    const uint32_t lanes = pr->paged_lanes && b->limits->subgroup_sums ? pr->paged_lanes : 0;
+    uint32_t key_lanes = pr->paged_lanes_group ? pr->paged_lanes_group : 1;
+    while (key_lanes > 1 && DV % key_lanes) key_lanes >>= 1;
+    const uint32_t tile_k = lanes ? lanes / key_lanes : quant && pr->fused_tile_k > 8 ? 8 : pr->fused_tile_k;
     /* rows of one (sequence, K/V head): its group's heads times its new tokens; no wider than that */
-    uint32_t tile_a = vka_tuning_fused_tile_q(pr, D);
+    uint32_t tile_a = lanes ? 8 : vka_tuning_fused_tile_q(pr, D);
     if (tile_a > pow2_at_least(group * cp->max_new)) tile_a = pow2_at_least(group * cp->max_new);
     const int f16_out = b->plan->role_dtype[VKA_ROLE_CTX] == VKATTN_DTYPE_F16;
     vkattn_status status;
@@ -69,7 +75,16 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
      * the device about paged_per_unit invocations per compute unit (paged_target where the device
      * does not say), in parts of at least paged_min_part keys. */
     uint64_t max_keys;
-    VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
+    if (lanes) { /* blocks + 1 + blocks (tile_k + 1) trips (vka_paged_lanes_trips) */
+        uint64_t blocks = b->budget == UINT64_MAX ? UINT32_MAX / 2 / tile_k : (b->budget - 1) / (tile_k + 2);
+        if (blocks == 0)
+            return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                                 "this device's loop budget (%llu per invocation) leaves no room for a block of %u keys",
+                                 (unsigned long long)b->budget, tile_k);
+        max_keys = blocks * tile_k;
+    } else {
+        VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
+    }
     /* The keys one invocation's rows can see: every key of the longest sequence, or with a sliding
      * window those from its first row's window start to its last row's position, at most
      * W + (queries in a tile) - 1. Parts start at that window start (attn_paged), so decoding with a
@@ -82,9 +97,10 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     if (c->window && cp->tree) span = vka_min64(cp->max_len, (uint64_t)c->window + cp->max_new - 1);
     uint64_t needed = vka_ceil_div(span, max_keys), parts = cp->parts;
     uint64_t work = (uint64_t)cp->seqs * c->H_kv * vka_ceil_div((uint64_t)group * cp->max_new, tile_a);
-    if (parts == 0) {
-        uint64_t target = b->limits->compute_units ? (uint64_t)b->limits->compute_units * pr->paged_per_unit
-                                                   : pr->paged_target;
+    if (parts == 0) { /* a target of invocations, or of workgroups for the LANES build */
+        uint64_t target = b->limits->compute_units
+                              ? (uint64_t)b->limits->compute_units * (lanes ? pr->paged_lanes_per_unit : pr->paged_per_unit)
+                              : pr->paged_target / (lanes ? lanes : 1);
         parts = vka_ceil_div(target, work);
         parts = vka_min64(parts, vka_ceil_div(span, pr->paged_min_part));
     }
@@ -118,12 +134,14 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     /* A block format's pools are read as uint words, addressed in bytes (abi.h); its D is whole
      * blocks, so vec = 4 and a texel of Q meets 4 values of one block. */
     const uint8_t pool_view = quant ? VKA_VIEW_SCALAR : (uint8_t)vec;
-    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED,
-                  .kernel = quant ? VKA_KERNEL_PAGED_QUANT : VKA_KERNEL_PAGED, .f16_out = f16_out,
+    const vka_kernel kernel = quant ? (lanes ? VKA_KERNEL_PAGED_QUANT_LANES : VKA_KERNEL_PAGED_QUANT)
+                                    : (lanes ? VKA_KERNEL_PAGED_LANES : VKA_KERNEL_PAGED);
+    const uint32_t wg = lanes ? lanes : pr->paged_wg, per_item = lanes ? lanes : 1; /* invocations per row tile */
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = kernel, .f16_out = f16_out,
                   .barrier_before = 1, .binding_count = VKA_PAGED_BINDINGS};
-    s.spec[VKA_SPEC_WG_SIZE] = pr->paged_wg;
+    s.spec[VKA_SPEC_WG_SIZE] = wg;
     s.spec[VKA_SPEC_TILE_A] = tile_a;
-    s.spec[VKA_SPEC_TILE_B] = tile_k;
+    s.spec[VKA_SPEC_TILE_B] = lanes ? key_lanes : tile_k;
     s.spec[VKA_SPEC_VEC] = vec;
     s.spec[VKA_SPEC_DV] = DV;
     s.spec[VKA_SPEC_FLAGS] = (parts > 1 ? VKA_FUSED_STORE : 0) | (cp->dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0) |
@@ -165,7 +183,7 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
             .parts = (uint32_t)parts, .part_len = (uint32_t)part_len, .tiles = tiles,
             .softcap = c->softcap, .window = c->window, .pos_offset = cp->positions_at,
         };
-        VKA_TRY(vka_push_step(b, &s, parts * cp->seqs * c->H_kv * tiles, pr->paged_wg));
+        VKA_TRY(vka_push_step(b, &s, parts * cp->seqs * c->H_kv * tiles * per_item, wg));
         if (parts > 1) {
             merge.push.merge = (vka_merge_push){
                 .L = 0, .H = c->H, .bh_begin = 0, .bh_count = cp->seqs * c->H, .i_begin = (uint32_t)i0,
@@ -186,6 +204,15 @@ uint64_t vka_paged_trips(const vka_step *s)
     return vka_fused_loop_trips(s->spec[VKA_SPEC_DV], s->spec[VKA_SPEC_TILE_B], s->push.paged.part_len, 0);
 }
 
+/* attn_paged's LANES build: the key-block loop, and per block its P·V loop over the block's keys
+ * (WG_SIZE / TILE_B of them); the rest is unrolled. */
+uint64_t vka_paged_lanes_trips(const vka_step *s)
+{
+    const uint64_t keys = s->spec[VKA_SPEC_WG_SIZE] / s->spec[VKA_SPEC_TILE_B];
+    const uint64_t blocks = vka_ceil_div(s->push.paged.part_len, keys);
+    return vka_loop(blocks) + blocks * vka_loop(keys);
+}
+
 /* kv_append has no loops (the quantizing build's are unrolled). */
 uint64_t vka_append_trips(const vka_step *s)
 {
@@ -196,7 +223,9 @@ uint64_t vka_append_trips(const vka_step *s)
 /* " (q8_0)" or " (q4_0)": the block format a KV_QUANT build reads or writes (VKA_SPEC_FLAGS). */
 static const char *quant_name(const vka_step *s)
 {
-    if (s->kernel != VKA_KERNEL_PAGED_QUANT && s->kernel != VKA_KERNEL_APPEND_QUANT) return "";
+    if (s->kernel != VKA_KERNEL_PAGED_QUANT && s->kernel != VKA_KERNEL_PAGED_QUANT_LANES &&
+        s->kernel != VKA_KERNEL_APPEND_QUANT)
+        return "";
     return (s->spec[VKA_SPEC_FLAGS] & VKA_KV_Q4_0) ? " (q4_0)" : " (q8_0)";
 }
 
@@ -207,6 +236,9 @@ void vka_paged_describe(vka_text *t, const vka_step *s)
                  "part%s of %u%s", c->seqs, c->H, c->kv_group, c->i_begin, c->i_begin + c->i_count - 1, quant_name(s),
                  (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_TREE) ? ", masked among the new tokens" : "", c->parts,
                  c->parts > 1 ? "s" : "", c->part_len, (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
+    if (s->kernel == VKA_KERNEL_PAGED_LANES || s->kernel == VKA_KERNEL_PAGED_QUANT_LANES)
+        vka_text_put(t, "; %u rows per workgroup of %u, %u per key", s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_WG_SIZE],
+                     s->spec[VKA_SPEC_TILE_B]);
 }
 
 void vka_append_describe(vka_text *t, const vka_step *s)
