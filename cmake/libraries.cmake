@@ -3,7 +3,7 @@
 # vkattn's own vka_* functions, must not take the place of an application's (an application that
 # links -lvulkan or its own volk calls those names too).
 #
-#   vkattn_shared    libvkattn.so.0.3.0 (SONAME libvkattn.so.0): a version script exports vkattn_*
+#   vkattn_shared    libvkattn.so.0.4.0 (SONAME libvkattn.so.0): a version script exports vkattn_*
 #                    (version node VKATTN_0) and makes everything else local.
 #   vkattn_static    libvkattn.a: all objects partially linked (ld -r) into one object whose
 #                    symbols other than vkattn_* are then made local (objcopy), so the archive

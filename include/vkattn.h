@@ -115,7 +115,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------- */
 
 #define VKATTN_VERSION_MAJOR 0
-#define VKATTN_VERSION_MINOR 3
+#define VKATTN_VERSION_MINOR 4
 #define VKATTN_VERSION_PATCH 0
 #define VKATTN_VERSION_NUMBER (VKATTN_VERSION_MAJOR * 10000 + VKATTN_VERSION_MINOR * 100 + VKATTN_VERSION_PATCH)
 
@@ -278,8 +278,9 @@ typedef struct vkattn_context_desc {
      * run on matrix cores (matmul_cm, fp16 operands, fp32 accumulation), and in "coopmat" the fused
      * attention too (attn_cm, checked against the CPU path on an NVIDIA H200 and on Mesa 26
      * lavapipe); the other kernels as "gpu". The GPU classes project fp32 operands on a
-     * shared-memory scalar GEMM (matmul_sm) and decoding steps' few rows on a matrix-vector
-     * kernel (matmul_vec), the rest with GPU-sized tiles. "coopmat" was measured on one GPU (an
+     * shared-memory scalar GEMM (matmul_sm), and where compute shaders have subgroup arithmetic and
+     * shuffles on 4 or more lanes, decoding steps' few rows on a matrix-vector kernel (matmul_vec)
+     * and their attention on attn_paged's GPU-shaped build; the rest with GPU-sized tiles. "coopmat" was measured on one GPU (an
      * H200), the others were chosen without a GPU to measure on.
      *
      * Precision on the cooperative-matrix path: A and W of each projection are rounded to fp16 as

@@ -17,7 +17,7 @@
  * Bindings: VKA_MATMUL_* (abi.h).
  * Loop trips per invocation: K + 1 (the reduction, in texels; tile loops unrolled).
  *
- * The SHARED_TILES build (kernel matmul_sm, the `gpu` and `mobile` tunings) is the GPU-shaped
+ * The SHARED_TILES build (kernel matmul_sm, every GPU tuning's fp32 projections) is the GPU-shaped
  * scalar twin of matmul_cm.comp, same contract and epilogue: a workgroup owns a TILE_A x TILE_B
  * block of C, each invocation a 4 x 4 register block of it (WG_SIZE = TILE_A * TILE_B / 16; rows
  * ty + i * TILE_A / 4 and columns tx + j * TILE_B / 4, so neighbouring invocations read

@@ -23,7 +23,8 @@
  *
  * Under VKATTN_TUNING=coopmat (ctest's gpu_vs_cpu_coopmat_* families) the rows of the device's own
  * tuning ask for precision VKATTN_PRECISION_F16 (f32 storage too): the projections and the fused
- * attention run on cooperative matrices with fp16-rounded operands, held to the fp16 tolerances; on a device that refuses that tuning the run is skipped (exit 77).
+ * attention run on cooperative matrices with fp16-rounded operands, held to the fp16 tolerances;
+ * on a device that refuses that tuning the run is skipped (exit 77).
  *
  * Usage: test_gpu_vs_cpu [family]  (no argument = every family)
  */

@@ -13,6 +13,7 @@ static vka_problem problem(uint32_t B, uint32_t L, uint32_t S, uint32_t E, uint3
     p.cfg.E = E, p.cfg.H = H, p.cfg.D = E / H, p.cfg.H_active = H, p.cfg.inner = E, p.cfg.kdim = E, p.cfg.vdim = E, p.cfg.bias = 1, p.cfg.packed_in_proj = 1;
     p.cfg.H_kv = H, p.cfg.group = 1, p.cfg.E_kv = E, p.cfg.inner_kv = E;
     p.B = B, p.L = L, p.S = S, p.S_ext = S, p.self_attention = self;
+    p.cfg.precision = VKATTN_PRECISION_F16; /* fp16 operands allowed: the cooperative-matrix kernels may run */
     return p;
 }
 

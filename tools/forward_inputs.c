@@ -60,7 +60,7 @@ const cli_option forward_option_rows[] = {
      CLI_CHOICE, F(path), .values = k_paths, .given = CLI_GIVEN(forward_options, path_given)},
     {"--precision", "default|f32|f16", "f32: fp32 operands in every kernel, never the cooperative-matrix ones; f16: "
      "the projections' and the fused attention's operands rounded to fp16 where the tuning has cooperative-matrix "
-     "kernels (default: as the storage, f32 here)", CLI_CHOICE, F(precision), .values = k_precisions},
+     "kernels (default: as the storage)", CLI_CHOICE, F(precision), .values = k_precisions},
     CLI_DEVICE_OPTION(forward_options, device),
     {"--cpu", NULL, "run the CPU reference path instead of Vulkan", CLI_FLAG, F(cpu)},
     {"--trace", NULL, "print the plan before the forward runs: the shapes per head, how keys and rows are split, the "

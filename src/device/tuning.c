@@ -20,8 +20,9 @@
     .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4, \
     .pv_tile_d = 2, .pv_wg = 64, .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4,     \
     .fused_wg = 64, .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128,                    \
-    .paged_min_part = 16, .softmax_wg = 256, .vec_tile_n = 4, .vec_wg = 128, .sm_tile_m = 64,              \
-    .sm_tile_n = 64, .sm_tile_k = 16, .paged_lanes = 32, .paged_lanes_group = 4, .paged_lanes_per_unit = 16
+    .paged_min_part = 16, .softmax_wg = 256, .vec_tile_n = 4, .vec_wg = 128, .sm_tile_m = 64,        \
+    .sm_tile_n = 64, .sm_tile_k = 16, .paged_lanes = 32, .paged_lanes_group = 4,                     \
+    .paged_lanes_per_unit = 16
 
 static const vka_tuning tunings[] = {
     {
@@ -74,12 +75,11 @@ static const vka_tuning tunings[] = {
                "Arc and Xe2): more accumulators per subgroup for the same tile of C, the device's smallest "
                "subgroup, the other kernels as gpu (untuned: no GPU was available)",
         GPU_KERNELS, /* the other kernels as gpu */
-        /* 4 x 4 accumulators of 8 x 8 x 16 (Arc A770): 64 x 64 outputs per workgroup, blocks of 32,
-         * as the coopmat row's tile with 16 x 16 matrices; ggml also takes the smallest subgroup
-         * for Intel's matmuls */
+        /* 4 x 4 accumulators of 8 x 8 x 16 (Arc A770): 64 x 64 outputs per workgroup, blocks of 32
+         * (untuned); ggml also takes the smallest subgroup for Intel's matmuls */
         .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 4, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 0,
         /* attention keeps attn_fused: attn_cm has run with 8 x 8 x 8 and 16 x 16 x 16 shapes in
-         * 32-lane subgroups only (lavapipe; the H100 plan), not with Intel's 8 x 8 x 16 */
+         * 32-lane subgroups only (lavapipe, an H200), not with Intel's 8 x 8 x 16 */
     },
     {
         .name = "mobile",

@@ -45,7 +45,8 @@ typedef struct vka_tuning {
      * tuning does not use it): a workgroup owns a sm_tile_m x sm_tile_n tile of C, each
      * invocation 4 x 4 outputs of it (so sm_tile_m * sm_tile_n / 16 invocations), staging A's
      * and B's rows in fp32 per block of sm_tile_k reduction elements (a multiple of 4). Matmuls of
-     * fewer than sm_tile_m rows (decoding steps) take matmul.comp's skinny tiles instead. */
+     * fewer than sm_tile_m rows take matmul.comp's tiles instead (at most 8: matmul_vec, where the
+     * tuning and device have it). */
     uint32_t sm_tile_m, sm_tile_n, sm_tile_k;
     /* matmul_vec (matmul.comp's MATVEC build), the matrix-vector product of decoding steps (0 =
      * this tuning does not use it): matmuls of at most 8 rows, a workgroup of vec_wg invocations

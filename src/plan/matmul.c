@@ -95,10 +95,11 @@ vka_matmul_cm_tile vka_matmul_vec_tile_for(const vka_tuning *t, const vka_plan_l
     return s;
 }
 
-/* The tile for a layer's matmul of M rows: none where the layer asks for fp32 precision. */
+/* The tile for a layer's matmul of M rows: none but for a layer with fp16 operands (precision F16,
+ * resolved from the storage by default). */
 static cm_shape cm_shape_for(const vka_builder *b, uint32_t M)
 {
-    if (b->p->cfg.precision == VKATTN_PRECISION_F32) return (cm_shape){0};
+    if (b->p->cfg.precision != VKATTN_PRECISION_F16) return (cm_shape){0};
     return vka_matmul_cm_tile_for(b->tuning, b->limits, M);
 }
 

@@ -79,8 +79,8 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
         uint64_t blocks = b->budget == UINT64_MAX ? UINT32_MAX / 2 / tile_k : (b->budget - 1) / (tile_k + 2);
         if (blocks == 0)
             return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
-                                 "this device's loop budget (%llu per invocation) leaves no room for a block of %u keys",
-                                 (unsigned long long)b->budget, tile_k);
+                                 "this device's loop budget (%llu per invocation) leaves no room for a block of %u "
+                                 "keys", (unsigned long long)b->budget, tile_k);
         max_keys = blocks * tile_k;
     } else {
         VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
@@ -98,9 +98,9 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     uint64_t needed = vka_ceil_div(span, max_keys), parts = cp->parts;
     uint64_t work = (uint64_t)cp->seqs * c->H_kv * vka_ceil_div((uint64_t)group * cp->max_new, tile_a);
     if (parts == 0) { /* a target of invocations, or of workgroups for the LANES build */
-        uint64_t target = b->limits->compute_units
-                              ? (uint64_t)b->limits->compute_units * (lanes ? pr->paged_lanes_per_unit : pr->paged_per_unit)
-                              : pr->paged_target / (lanes ? lanes : 1);
+        const uint64_t per_unit = lanes ? pr->paged_lanes_per_unit : pr->paged_per_unit;
+        uint64_t target = b->limits->compute_units ? (uint64_t)b->limits->compute_units * per_unit
+                                                   : pr->paged_target / (lanes ? lanes : 1);
         parts = vka_ceil_div(target, work);
         parts = vka_min64(parts, vka_ceil_div(span, pr->paged_min_part));
     }
@@ -237,8 +237,8 @@ void vka_paged_describe(vka_text *t, const vka_step *s)
                  (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_TREE) ? ", masked among the new tokens" : "", c->parts,
                  c->parts > 1 ? "s" : "", c->part_len, (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
     if (s->kernel == VKA_KERNEL_PAGED_LANES || s->kernel == VKA_KERNEL_PAGED_QUANT_LANES)
-        vka_text_put(t, "; %u rows per workgroup of %u, %u per key", s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_WG_SIZE],
-                     s->spec[VKA_SPEC_TILE_B]);
+        vka_text_put(t, "; %u rows per workgroup of %u, %u per key", s->spec[VKA_SPEC_TILE_A],
+                     s->spec[VKA_SPEC_WG_SIZE], s->spec[VKA_SPEC_TILE_B]);
 }
 
 void vka_append_describe(vka_text *t, const vka_step *s)
