@@ -18,8 +18,8 @@
 #define VKA_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
 #define VKA_MAX_DEVICES 16
 
-/* Counts validation warnings and errors so tests can fail on them; prints each one (but those not
- * about vkattn's calls, vka_validation_message_ignored). */
+/* Counts validation warnings and errors so tests can fail on them; prints each one (but, inside
+ * vkCreateDevice, those not about vkattn's calls: vka_validation_message_ignored). */
 static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                             VkDebugUtilsMessageTypeFlagsEXT type,
                                                             const VkDebugUtilsMessengerCallbackDataEXT *data,
@@ -27,7 +27,8 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageS
 {
     vkattn_context *ctx = user;
     if ((type & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT)) &&
-        severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT && !vka_validation_message_ignored(data)) {
+        severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT &&
+        !(ctx->creating_device && vka_validation_message_ignored(data))) {
         ctx->validation_messages++;
         fprintf(stderr, "vkattn: validation %s: %s\n",
                 severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning",
@@ -282,10 +283,13 @@ static vkattn_status create_device(vkattn_context *ctx)
         .enabledExtensionCount = extension_count,
         .ppEnabledExtensionNames = extensions,
     };
+    ctx->creating_device = 1;
     VKA_VK(&ctx->dev, ctx->dev.ifn.vkCreateDevice(ctx->dev.physical, &info, NULL, &ctx->dev.device));
+    ctx->creating_device = 0;
     vka_load_device_table(&ctx->dev.ifn, ctx->dev.device, &ctx->dev.vk);
     ctx->dev.vk.vkGetDeviceQueue(ctx->dev.device, ctx->dev.queue_family, 0, &ctx->dev.queue);
 fail:
+    ctx->creating_device = 0;
     return status;
 }
 

@@ -28,6 +28,7 @@ struct vkattn_context {
     vka_buffer dummy;           /* bound to descriptor slots a dispatch does not use */
     int validation_enabled;
     uint32_t validation_messages;
+    int creating_device;          /* inside vkCreateDevice: vka_validation_message_ignored applies */
     atomic_int busy;            /* a call is inside (vka_enter): the threading rule, checked */
     vka_link children;          /* the objects made from it and not yet destroyed (vka_child) */
     uint64_t layers_made;       /* layers created so far: the next one's serial number */

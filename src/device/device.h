@@ -71,7 +71,8 @@ vkattn_status vka_fail(vka_device *dev, vkattn_status status, const char *fmt, .
  * messengers drop: WARNING-vkGetDeviceProcAddr-device, raised inside vkCreateDevice when a part of
  * the stack below the application asks vkGetDeviceProcAddr for an instance-level function (seen
  * with NVIDIA's 580 driver and the 1.4.309 layer; KhronosGroup/Vulkan-ValidationLayers#8048 on
- * AMD's). vkattn's own table (volk) asks for device-level functions only. */
+ * AMD's). vkattn's own table (volk) asks for device-level functions only; vkattn drops it only
+ * while its vkCreateDevice runs. */
 int vka_validation_message_ignored(const VkDebugUtilsMessengerCallbackDataEXT *data);
 
 /* VKATTN_ERROR_DEVICE_LOST (with a message) if the device is lost, else VKATTN_OK. */
