@@ -52,6 +52,7 @@
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #ifdef LANES
+#extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 #extension GL_GOOGLE_include_directive : require
@@ -197,7 +198,10 @@ void main()
     [[unroll]] for (uint r = 0; r < TILE_A; r++)
         [[unroll]] for (uint t = 0; t < OWN; t++) o[r][t] = vec4(0.0);
 
-    uint c = lane / TILE_B, g = lane % TILE_B; /* this invocation's key of a block, and its slice */
+    /* This invocation's key of a block, and its slice: counted through its subgroup, so that a key's
+     * TILE_B lanes are neighbours there whatever order the driver gives local ids. */
+    uint sub_lane = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+    uint c = sub_lane / TILE_B, g = sub_lane % TILE_B;
     uint blocks = k_hi > k_lo ? (k_hi - k_lo + BK - 1) / BK : 0;
     for (uint n = 0; n < blocks; n++) {
         uint j0 = k_lo + n * BK;

@@ -11,7 +11,7 @@
  *            as a sequence of its own, forked from the same history; then a kept path decodes on;
  *   errors   every bad input refused with a message and nothing changed (lengths, blocks, owner);
  *            BUSY rules; a dropped or destroyed submission takes its cached forwards back. */
-#include "gpu_test.h"
+#include "gpu_tuning_test.h"
 #include "test_tree.h"
 #include "vkattn.h"
 
@@ -702,6 +702,7 @@ int main(int argc, char **argv)
 {
     const char *family = argc > 1 ? argv[1] : "stack";
     vkattn_context *ctx = gpu_test_context();
+    gpu_test_expect_subgroup_kernels(ctx);
     if (strcmp(family, "stack") == 0) family_stack(ctx);
     else if (strcmp(family, "tensors") == 0) family_tensors(ctx);
     else if (strcmp(family, "tree") == 0) family_tree(ctx, 0);

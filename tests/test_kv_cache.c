@@ -8,7 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "api/kv_cache.h"
 #include "api/context.h"
-#include "gpu_test.h"
+#include "gpu_tuning_test.h"
 #include "format/quant.h"
 #include "memory/transfer.h"
 
@@ -982,6 +982,7 @@ int main(int argc, char **argv)
     const char *family = argc > 1 ? argv[1] : "decode";
     if (strcmp(family, "split") == 0) setenv("VKATTN_LOOP_BUDGET", "600", 1);
     vkattn_context *ctx = gpu_test_context();
+    gpu_test_expect_subgroup_kernels(ctx);
     int rows = run_decode_rows(ctx, family);
     if (strcmp(family, "ragged") == 0) family_ragged(ctx);
     else if (strcmp(family, "paging") == 0) family_paging(ctx);

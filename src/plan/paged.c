@@ -61,9 +61,12 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     /* The LANES build: a workgroup of `lanes` per row tile, a group of `key_lanes` per key (as many
      * of the tuning's as divide the head's texels), lanes / key_lanes keys per block; its row tile
      * holds up to 8 rows (a decoding step's whole GQA group: K/V read once per K/V head). */
-    const uint32_t lanes = pr->paged_lanes && b->limits->subgroup_sums ? pr->paged_lanes : 0;
-    uint32_t key_lanes = pr->paged_lanes_group ? pr->paged_lanes_group : 1;
-    while (key_lanes > 1 && DV % key_lanes) key_lanes >>= 1;
+    uint32_t lanes = pr->paged_lanes && b->limits->subgroup_sums ? pr->paged_lanes : 0;
+    /* a key's lanes meet by XOR shuffles: a power of two within the 4 lanes every subgroup has
+     * (subgroup_sums), dividing the head's texels and the workgroup */
+    uint32_t key_lanes = 1;
+    while (key_lanes * 2 <= pr->paged_lanes_group && key_lanes * 2 <= 4) key_lanes *= 2;
+    while (key_lanes > 1 && (DV % key_lanes || lanes % key_lanes)) key_lanes >>= 1;
     const uint32_t tile_k = lanes ? lanes / key_lanes : quant && pr->fused_tile_k > 8 ? 8 : pr->fused_tile_k;
     /* rows of one (sequence, K/V head): its group's heads times its new tokens; no wider than that */
     uint32_t tile_a = lanes ? 8 : vka_tuning_fused_tile_q(pr, D);
