@@ -150,43 +150,12 @@ done:
  * no_cooperative_matrix: no _cm kernel. */
 static void run_forward_tuned(const char *tuning, uint32_t budget, int off)
 {
-    enum { E = 1024 };
-    vkattn_context *ctx = NULL;
-    vkattn_error error = {0};
-    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = tuning, .loop_budget = budget,
-                                .no_cooperative_matrix = off};
-    CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
-    if (!ctx) {
-        fprintf(stderr, "%s\n", error.message);
-        return;
-    }
-    /* head dim 4 keeps the attention kernels' loops short, so a budget that cuts E = 1024 into
-     * parts still fits them (64 blocks of 16 on lavapipe's 8 x 8 x 8, 32 of 32 with 16 x 16 x 16:
-     * parts at a budget of 24 with either) */
-    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = E / 4, .kdim = 40, .vdim = 56,
-                            .precision = VKATTN_PRECISION_F16};
-    test_weights tw;
-    test_weights_make(&tw, &ld, 7 + budget);
-    const uint32_t B = 2, L = 19, S = 23;
-    test_rng rng = test_rng_make(11);
-    float *q = malloc(B * L * E * sizeof(float)), *k = malloc(B * S * 40 * sizeof(float));
-    float *v = malloc(B * S * 56 * sizeof(float)), *gpu = malloc(B * L * E * sizeof(float));
-    float *cpu = malloc(B * L * E * sizeof(float));
-    test_fill(&rng, q, B * L * E, 1), test_fill(&rng, k, B * S * 40, 1), test_fill(&rng, v, B * S * 56, 1);
-    vkattn_host_forward_desc f = {.batch = B, .query_len = L, .key_len = S, .query = q, .key = k, .value = v,
-                                  .causal = 1, .output = gpu};
-    vkattn_layer *layer = NULL;
-    CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+    /* E = 1024: 64 blocks of 16 on lavapipe's 8 x 8 x 8, 32 of 32 with 16 x 16 x 16, parts at a
+     * budget of 24 with either */
+    const mm_forward fw = {tuning, budget, off, VKATTN_PRECISION_F16, .E = 1024, .B = 2, .L = 19, .S = 23};
     static char plan[1 << 18];
-    plan[0] = '\0';
-    vkattn_status status = vkattn_forward_explain(layer, &f, plan, sizeof plan, NULL);
-    CHECK_MSG(status == VKATTN_OK, "explain: %s", vkattn_context_last_error(ctx));
-    if (status == VKATTN_OK) status = vkattn_forward_host(layer, &f);
-    CHECK_MSG(status == VKATTN_OK, "forward: %s", vkattn_context_last_error(ctx));
-    if (status != VKATTN_OK) memset(gpu, 0, B * L * E * sizeof(float));
-    f.output = cpu;
-    CHECK_STATUS(vkattn_reference_forward(&ld, &tw.w, &f, &error), VKATTN_OK);
-    test_error e = test_compare(gpu, cpu, B * L * E);
+    test_error e;
+    if (!mm_forward_run(&fw, plan, sizeof plan, &e)) return;
     const compare_tolerance *tol = compare_tolerance_of(COMPARE_F16);
     int cm = strstr(plan, "matmul_cm") != NULL, parts = strstr(plan, "added to C") != NULL;
     printf("  forward, %s tuning%s, loop budget %u: max-abs %.2e NMSE %.2e; plan %s matmul_cm%s  %s\n", tuning,
@@ -195,10 +164,6 @@ static void run_forward_tuned(const char *tuning, uint32_t budget, int off)
     CHECK_MSG(compare_within(&e, tol), "forward against the CPU path: max-abs %.3g, NMSE %.3g", e.max_abs, e.nmse);
     CHECK_MSG(off ? !strstr(plan, "_cm") : cm, "the plan %s a _cm kernel:\n%s", off ? "has" : "lacks", plan);
     if (budget && !off) CHECK_MSG(parts, "a loop budget of %u left the reductions whole:\n%s", budget, plan);
-    vkattn_layer_destroy(layer);
-    test_weights_free(&tw);
-    free(q), free(k), free(v), free(gpu), free(cpu);
-    gpu_test_finish_context(ctx);
 }
 
 static void run_forward(uint32_t budget, int off) { run_forward_tuned("coopmat", budget, off); }

@@ -1,5 +1,6 @@
-/* The matmul kernels dispatched on their own (test_matmul_cm.c, test_matmul_sm.c): a case's
- * shape and options, its buffers, where C's elements land, and the dispatches of one case. */
+/* The matmul kernels dispatched on their own (test_matmul_cm.c, test_matmul_scalar.c): a case's
+ * shape and options, its buffers, where C's elements land, and the dispatches of one case; and
+ * the forward their plan-side checks share. */
 #ifndef VKATTN_TEST_MATMUL_KERNEL_H
 #define VKATTN_TEST_MATMUL_KERNEL_H
 
@@ -79,6 +80,60 @@ static double run_dispatches(vkattn_context *ctx, const mm_case *c, const vka_pi
     dev->vk.vkDestroyDescriptorPool(dev->device, pool, NULL);
     CHECK_MSG(status == VKATTN_OK, "%s: %s", c->name, vkattn_context_last_error(ctx));
     return status == VKATTN_OK ? seconds : -1;
+}
+
+/* The plan's side of a matmul test, through the public API: a context under `tuning` at a loop
+ * budget (0 = the device's; no_cooperative_matrix with `cm_off`), a layer of width E whose head dim
+ * 4 keeps the attention kernels' loops short (so a lowered budget cuts the projections' reductions
+ * into parts while attention still fits), kdim 40 and vdim 56, B x L causal queries over B x S
+ * keys. Fills `plan` (its explain text) and `e` (the output against the CPU path); 0 when no
+ * context could be made. */
+typedef struct mm_forward {
+    const char *tuning;
+    uint32_t budget;
+    int cm_off;
+    vkattn_precision precision;
+    uint32_t E, B, L, S;
+} mm_forward;
+
+static int mm_forward_run(const mm_forward *fw, char *plan, size_t plan_size, test_error *e)
+{
+    const uint32_t E = fw->E, B = fw->B, L = fw->L, S = fw->S;
+    vkattn_context *ctx = NULL;
+    vkattn_error error = {0};
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = fw->tuning, .loop_budget = fw->budget,
+                                .no_cooperative_matrix = fw->cm_off};
+    CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
+    if (!ctx) {
+        fprintf(stderr, "%s\n", error.message);
+        return 0;
+    }
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = E / 4, .kdim = 40, .vdim = 56, .precision = fw->precision};
+    test_weights tw;
+    test_weights_make(&tw, &ld, 7 + fw->budget);
+    test_rng rng = test_rng_make(11);
+    float *q = malloc(B * L * E * sizeof(float)), *k = malloc(B * S * 40 * sizeof(float));
+    float *v = malloc(B * S * 56 * sizeof(float)), *gpu = malloc(B * L * E * sizeof(float));
+    float *cpu = malloc(B * L * E * sizeof(float));
+    test_fill(&rng, q, B * L * E, 1), test_fill(&rng, k, B * S * 40, 1), test_fill(&rng, v, B * S * 56, 1);
+    vkattn_host_forward_desc f = {.batch = B, .query_len = L, .key_len = S, .query = q, .key = k, .value = v,
+                                  .causal = 1, .output = gpu};
+    vkattn_layer *layer = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+    plan[0] = '\0';
+    vkattn_status status = vkattn_forward_explain(layer, &f, plan, plan_size, NULL);
+    CHECK_MSG(status == VKATTN_OK, "explain: %s", vkattn_context_last_error(ctx));
+    if (status == VKATTN_OK) status = vkattn_forward_host(layer, &f);
+    CHECK_MSG(status == VKATTN_OK, "forward: %s", vkattn_context_last_error(ctx));
+    if (status != VKATTN_OK) memset(gpu, 0, B * L * E * sizeof(float));
+    f.output = cpu;
+    CHECK_STATUS(vkattn_reference_forward(&ld, &tw.w, &f, &error), VKATTN_OK);
+    *e = test_compare(gpu, cpu, B * L * E);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+    free(q), free(k), free(v), free(gpu), free(cpu);
+    gpu_test_finish_context(ctx);
+    return 1;
 }
 
 #endif

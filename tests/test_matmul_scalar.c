@@ -152,39 +152,10 @@ done:
 static void run_forward_tuned(const char *tuning, uint32_t budget, vka_kernel kernel, uint32_t E, uint32_t B,
                               uint32_t L)
 {
-    vkattn_context *ctx = NULL;
-    vkattn_error error = {0};
-    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = tuning, .loop_budget = budget};
-    CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
-    if (!ctx) {
-        fprintf(stderr, "%s\n", error.message);
-        return;
-    }
-    /* head dim 4 keeps the attention kernels' loops short, so a budget that cuts E into parts still
-     * fits them */
-    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = E / 4, .kdim = 40, .vdim = 56};
-    test_weights tw;
-    test_weights_make(&tw, &ld, 7 + budget);
-    const uint32_t S = 23;
-    test_rng rng = test_rng_make(11);
-    float *q = malloc(B * L * E * sizeof(float)), *k = malloc(B * S * 40 * sizeof(float));
-    float *v = malloc(B * S * 56 * sizeof(float)), *gpu = malloc(B * L * E * sizeof(float));
-    float *cpu = malloc(B * L * E * sizeof(float));
-    test_fill(&rng, q, B * L * E, 1), test_fill(&rng, k, B * S * 40, 1), test_fill(&rng, v, B * S * 56, 1);
-    vkattn_host_forward_desc f = {.batch = B, .query_len = L, .key_len = S, .query = q, .key = k, .value = v,
-                                  .causal = 1, .output = gpu};
-    vkattn_layer *layer = NULL;
-    CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+    const mm_forward fw = {tuning, budget, 0, VKATTN_PRECISION_DEFAULT, E, B, L, .S = 23};
     static char plan[1 << 18];
-    plan[0] = '\0';
-    vkattn_status status = vkattn_forward_explain(layer, &f, plan, sizeof plan, NULL);
-    CHECK_MSG(status == VKATTN_OK, "explain: %s", vkattn_context_last_error(ctx));
-    if (status == VKATTN_OK) status = vkattn_forward_host(layer, &f);
-    CHECK_MSG(status == VKATTN_OK, "forward: %s", vkattn_context_last_error(ctx));
-    if (status != VKATTN_OK) memset(gpu, 0, B * L * E * sizeof(float));
-    f.output = cpu;
-    CHECK_STATUS(vkattn_reference_forward(&ld, &tw.w, &f, &error), VKATTN_OK);
-    test_error e = test_compare(gpu, cpu, B * L * E);
+    test_error e;
+    if (!mm_forward_run(&fw, plan, sizeof plan, &e)) return;
     const compare_tolerance *tol = compare_tolerance_of(COMPARE_F32);
     const char *name = kernel == VKA_KERNEL_MATMUL_VEC ? "matmul_vec" : "matmul_sm";
     char step[32];
@@ -196,10 +167,6 @@ static void run_forward_tuned(const char *tuning, uint32_t budget, vka_kernel ke
     CHECK_MSG(compare_within(&e, tol), "forward against the CPU path: max-abs %.3g, NMSE %.3g", e.max_abs, e.nmse);
     CHECK_MSG(used, "the plan lacks %s:\n%s", name, plan);
     if (budget) CHECK_MSG(parts, "a loop budget of %u left the reductions whole:\n%s", budget, plan);
-    vkattn_layer_destroy(layer);
-    test_weights_free(&tw);
-    free(q), free(k), free(v), free(gpu), free(cpu);
-    gpu_test_finish_context(ctx);
 }
 
 /* argv[1] "small": a few cases in the gpu tile and one forward (the `driver` row, also on Mesa 25). */

@@ -300,12 +300,13 @@ static vkattn_status layer_create(vkattn_context *ctx, const vkattn_layer_desc *
     status = vka_layer_config_resolve(desc, weights, &cfg, &ctx->dev.error);
     if (status != VKATTN_OK) return status;
 
-    /* fp16 activations are written through 16-bit storage; without it the layer stays fp32, and so
-     * do its operands where its precision followed the storage. */
-    if (cfg.storage == VKATTN_DTYPE_F16 && !ctx->dev.info.storage_16bit) {
-        cfg.storage = VKATTN_DTYPE_F32;
-        if (desc->precision == VKATTN_PRECISION_DEFAULT) cfg.precision = VKATTN_PRECISION_F32;
-    }
+    /* fp16 activations are written through 16-bit storage; without it the layer stays fp32. */
+    if (cfg.storage == VKATTN_DTYPE_F16 && !ctx->dev.info.storage_16bit) cfg.storage = VKATTN_DTYPE_F32;
+    /* The default precision follows the storage the layer got: an f32 layer keeps fp32 operands
+     * (nn.MultiheadAttention's results), an f16 one may round them to fp16, which its storage has
+     * done already. */
+    if (cfg.precision == VKATTN_PRECISION_DEFAULT)
+        cfg.precision = cfg.storage == VKATTN_DTYPE_F16 ? VKATTN_PRECISION_F16 : VKATTN_PRECISION_F32;
     if (cfg.storage == VKATTN_DTYPE_F16 && (status = check_weights_fit_fp16(ctx, &cfg, weights)) != VKATTN_OK)
         return status;
     vkattn_layer *layer = vka_calloc(&ctx->dev.faults, 1, sizeof *layer);

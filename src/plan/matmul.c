@@ -95,12 +95,22 @@ vka_matmul_cm_tile vka_matmul_vec_tile_for(const vka_tuning *t, const vka_plan_l
     return s;
 }
 
-/* The tile for a layer's matmul of M rows: none but for a layer with fp16 operands (precision F16,
- * resolved from the storage by default). */
-static cm_shape cm_shape_for(const vka_builder *b, uint32_t M)
+/* The kernel for a layer's matmul of M rows and its tile (wg 0 for matmul.comp, whose shape is
+ * shape_for's), in order of preference: matmul_cm for a layer with fp16 operands (precision F16,
+ * resolved from the storage by default), matmul_sm, matmul_vec. */
+typedef struct matmul_choice {
+    vka_kernel kernel;
+    cm_shape tile;
+} matmul_choice;
+
+static matmul_choice matmul_choice_for(const vka_builder *b, uint32_t M)
 {
-    if (b->p->cfg.precision != VKATTN_PRECISION_F16) return (cm_shape){0};
-    return vka_matmul_cm_tile_for(b->tuning, b->limits, M);
+    cm_shape t = {0};
+    if (b->p->cfg.precision == VKATTN_PRECISION_F16 && (t = vka_matmul_cm_tile_for(b->tuning, b->limits, M)).wg)
+        return (matmul_choice){VKA_KERNEL_MATMUL_CM, t};
+    if ((t = vka_matmul_sm_tile_for(b->tuning, b->limits, M)).wg) return (matmul_choice){VKA_KERNEL_MATMUL_SM, t};
+    if ((t = vka_matmul_vec_tile_for(b->tuning, b->limits, M)).wg) return (matmul_choice){VKA_KERNEL_MATMUL_VEC, t};
+    return (matmul_choice){VKA_KERNEL_MATMUL, t};
 }
 
 uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, vkattn_matrix_shape ms)
@@ -118,29 +128,19 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
                                   int emit)
 {
     matmul_shape sh = shape_for(b->tuning, m->M);
-    const cm_shape cm = cm_shape_for(b, m->M);
-    const cm_shape sm = cm.wg ? (cm_shape){0} : vka_matmul_sm_tile_for(b->tuning, b->limits, m->M);
-    const cm_shape mv = cm.wg || sm.wg ? (cm_shape){0} : vka_matmul_vec_tile_for(b->tuning, b->limits, m->M);
+    const matmul_choice ch = matmul_choice_for(b, m->M);
     vkattn_status status;
-    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = m->stage,
-                  .kernel = cm.wg   ? VKA_KERNEL_MATMUL_CM
-                            : sm.wg ? VKA_KERNEL_MATMUL_SM
-                            : mv.wg ? VKA_KERNEL_MATMUL_VEC
-                                    : VKA_KERNEL_MATMUL,
+    vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = m->stage, .kernel = ch.kernel,
                   .f16_out = b->plan->role_dtype[m->c] == VKATTN_DTYPE_F16, .barrier_before = barrier,
                   .binding_count = VKA_MATMUL_BINDINGS};
-    if (cm.wg) { /* a workgroup per tile of C */
-        sh = (matmul_shape){cm.tile_m, cm.tile_n, cm.wg};
+    if (ch.tile.wg) /* a workgroup per tile of C (matmul_vec's invocations striding the reduction) */
+        sh = (matmul_shape){ch.tile.tile_m, ch.tile.tile_n, ch.tile.wg};
+    if (ch.kernel == VKA_KERNEL_MATMUL_CM) {
         s.spec[VKA_SPEC_MAT_M] = b->limits->matrix_shape.m;
         s.spec[VKA_SPEC_MAT_N] = b->limits->matrix_shape.n;
         s.spec[VKA_SPEC_MAT_K] = b->limits->matrix_shape.k;
-        s.spec[VKA_SPEC_TILE_K] = cm.tile_k;
-    } else if (sm.wg) { /* a workgroup per tile of C, 4 x 4 outputs per invocation */
-        sh = (matmul_shape){sm.tile_m, sm.tile_n, sm.wg};
-        s.spec[VKA_SPEC_TILE_K] = sm.tile_k;
-    } else if (mv.wg) { /* a workgroup per tile of C, its invocations striding the reduction */
-        sh = (matmul_shape){mv.tile_m, mv.tile_n, mv.wg};
     }
+    if (ch.kernel == VKA_KERNEL_MATMUL_CM || ch.kernel == VKA_KERNEL_MATMUL_SM) s.spec[VKA_SPEC_TILE_K] = ch.tile.tile_k;
     s.spec[VKA_SPEC_WG_SIZE] = sh.wg;
     s.spec[VKA_SPEC_TILE_A] = sh.tile_m;
     s.spec[VKA_SPEC_TILE_B] = sh.tile_n;
@@ -173,8 +173,8 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
         .has_bias = m->bias != VKA_ROLE_NONE && first_part,
         .tiles_n = tiles_n,
     };
-    const uint32_t per_tile = cm.wg ? cm.wg : sm.wg ? sm.wg : mv.wg ? mv.wg : 1; /* invocations */
-    return vka_push_step(b, &s, (uint64_t)tiles_m * tiles_n * per_tile, sh.wg);
+    /* invocations: a workgroup per tile, or (matmul.comp) one */
+    return vka_push_step(b, &s, (uint64_t)tiles_m * tiles_n * (ch.tile.wg ? ch.tile.wg : 1), sh.wg);
 fail:
     return status;
 }
@@ -219,10 +219,8 @@ static vkattn_status add_matmul(vka_builder *b, const matmul_args *m)
     if (part == 0) return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT, "the loop budget is too small for a matmul");
     /* A block is a texel (matmul.comp), TILE_K / vec texels (matmul_cm, matmul_sm) or a texel per
      * invocation (matmul_vec). */
-    const cm_shape cm = cm_shape_for(b, m->M);
-    const cm_shape sm = vka_matmul_sm_tile_for(b->tuning, b->limits, m->M);
-    const cm_shape mv = vka_matmul_vec_tile_for(b->tuning, b->limits, m->M);
-    uint64_t block = cm.wg ? cm.tile_k / vec : sm.wg ? sm.tile_k / vec : mv.wg ? mv.wg : 1;
+    const matmul_choice ch = matmul_choice_for(b, m->M);
+    uint64_t block = ch.kernel == VKA_KERNEL_MATMUL_VEC ? ch.tile.wg : ch.tile.wg ? ch.tile.tile_k / vec : 1;
     uint32_t kc = (uint32_t)vka_min64(part > UINT64_MAX / block ? UINT64_MAX : part * block, K);
     uint32_t n_unit = m->c_col_block < m->N ? (uint32_t)m->c_col_block : pr->matmul_tile_n;
     uint32_t nc = m->N, mc = m->M;

@@ -248,11 +248,7 @@ vkattn_status vka_layer_config_from_desc(const vkattn_layer_desc *desc, vka_laye
     c.extra_keys = (uint32_t)c.bias_kv + (uint32_t)c.zero_attn;
     c.packed_in_proj = c.kdim == c.E && c.vdim == c.E;
     c.storage = desc->storage;
-    /* The default follows the storage: an f32 layer keeps fp32 operands (nn.MultiheadAttention's
-     * results), an f16 one may round them to fp16, which its storage has done already. */
-    c.precision = desc->precision != VKATTN_PRECISION_DEFAULT ? desc->precision
-                  : c.storage == VKATTN_DTYPE_F16     ? VKATTN_PRECISION_F16
-                                                      : VKATTN_PRECISION_F32;
+    c.precision = desc->precision; /* DEFAULT follows the storage the layer gets: vkattn_layer_create */
     vkattn_status status = resolve_rope(desc, &c, error);
     if (status == VKATTN_OK) status = resolve_qk_norm(desc, &c, error);
     if (status == VKATTN_OK) status = resolve_variants(desc, &c, error);

@@ -40,7 +40,8 @@ typedef struct vka_layer_config {
     float softcap;       /* scaled scores x become softcap * tanh(x / softcap) */
     int alibi;           /* scores get m_h * (pos_j - pos_i); the slopes live with the layer (vka_alibi_slopes) */
     int sinks;           /* the weights hold a sink logit per head (vkattn_weights.sinks) */
-    vkattn_precision precision; /* F32 or F16 (DEFAULT resolved by the storage); F32: no cooperative-matrix kernel */
+    vkattn_precision precision; /* as asked; a layer's is F32 or F16 (DEFAULT follows its storage): only F16
+                                   takes the cooperative-matrix kernels */
 } vka_layer_config;
 
 /* The ALiBi slope of each of the H heads: `given` (H floats) when not NULL, else the standard
