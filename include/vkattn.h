@@ -233,7 +233,11 @@ typedef struct vkattn_device_info {
      * or a kernel the driver cannot build or run, turns them off for that context (usable 0, the
      * note says what went wrong) instead of failing. It runs at creation, not at first use, so
      * that the tuning and every plan of the context see the verdict. 0 in vkattn_list_devices,
-     * which creates no device. */
+     * which creates no device. The cooperative-matrix fused attention (attn_cm) has a self-test
+     * of its own, one dispatch at the context's first plan (forward, warm-up or explain) that
+     * takes it; where that fails, the context runs its attention on attn_fused from then on, the
+     * projections stay on matrices, and cooperative_matrix_note says "attn_cm self-test failed:
+     * ..." (read it with vkattn_context_device after that plan). */
     int cooperative_matrix_checked;
     float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
     char tuning[32];                  /* the kernel shapes vkattn picks for this device */

@@ -47,6 +47,7 @@ typedef struct cm_case {
     int nan_masked;    /* NaN in every key and value row no query may see (padding, past the lengths) */
     uint32_t budget;   /* the context's loop budget: 0 = the device's */
     uint32_t state_kib; /* the fused states' budget (internal): small enough for chunks; 0 = the default */
+    int attn_cm_fault; /* attn_cm's self-test made to see a wrong element (1) or a failed call (2) */
 } cm_case;
 
 /* Rows share pipelines where they can (a pipeline is a specialization: head dim, fp16 output,
@@ -58,6 +59,9 @@ static const cm_case grid[] = {
     {"D128_causal", 1, 40, 0, 2, 0, 128, .causal = 1},
     {"D256", 1, 17, 33, 1, 0, 256},
     {"L1_S64", 2, 1, 64, 2, 0, 64},
+    /* attn_cm's self-test made to fail: attn_fused runs the attention, matmul_cm the projections */
+    {"self_test_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_WRONG},
+    {"self_test_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_FAIL},
     {"L45_S1", 1, 45, 1, 2, 0, 64},
     {"causal_L_lt_S", 2, 17, 45, 2, 0, 64, .causal = 1},
     {"causal_L_gt_S", 1, 45, 17, 2, 0, 64, .causal = 1},
@@ -184,20 +188,23 @@ static vkattn_layer_desc layer_of(const cm_case *c)
                                .add_zero_attn = c->zero_attn, .precision = VKATTN_PRECISION_F16};
 }
 
-static vkattn_context *context_for(uint32_t budget, int off, uint32_t state_kib)
+/* A coopmat-tuned context; `attn_cm_fault`: the fault injector's attn_cm_check (0 = none). */
+static vkattn_context *context_for(uint32_t budget, int off, uint32_t state_kib, int attn_cm_fault)
 {
     vkattn_context *ctx = NULL;
     vkattn_error error = {0};
     vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = "coopmat", .loop_budget = budget,
                                 .no_cooperative_matrix = off};
-    CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
+    const vka_faults faults = {.attn_cm_check = attn_cm_fault};
+    CHECK_STATUS(vka_context_create_with_faults(&desc, &faults, &ctx, &error), VKATTN_OK);
     if (!ctx) fprintf(stderr, "%s\n", error.message);
     if (ctx) ctx->state_budget_bytes = (uint64_t)state_kib << 10;
     return ctx;
 }
 
-/* Runs the forward on `layer`; its plan must (or with `want_cm` 0 must not) name attn_cm.
- * 0 on failure, else 2 where the keys were split into parts (merged), 1 where not. */
+/* Runs the forward on `layer`. `want_cm` 1: its plan must name attn_cm, and the context's
+ * self-test of attn_cm (run at its first plan that takes it) must have passed; 0: no _cm kernel;
+ * 2: matmul_cm but not attn_cm (its self-test made to fail). 0 on failure, else 2 where the keys were split into parts (merged), 1 where not. */
 static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c, const vkattn_host_forward_desc *f,
                      int want_cm)
 {
@@ -208,8 +215,13 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
     CHECK_MSG(status == VKATTN_OK, "%s: %s", c->name, vkattn_context_last_error(ctx));
     if (status != VKATTN_OK) return 0;
     int cm = strstr(plan, "attn_cm") != NULL;
-    CHECK_MSG(want_cm ? cm : !strstr(plan, "_cm"), "%s: the plan %s:\n%s", c->name,
-              want_cm ? "lacks attn_cm" : "has a _cm kernel", plan);
+    if (want_cm == 2)
+        CHECK_MSG(!cm && strstr(plan, "matmul_cm"), "%s: the plan has attn_cm or lacks matmul_cm:\n%s", c->name, plan);
+    else
+        CHECK_MSG(want_cm ? cm : !strstr(plan, "_cm"), "%s: the plan %s:\n%s", c->name,
+                  want_cm ? "lacks attn_cm" : "has a _cm kernel", plan);
+    if (want_cm == 1) /* the context's first attn_cm plan ran the kernel's self-test, which passed */
+        CHECK_MSG(ctx->attn_cm_verdict == 1, "%s: attn_cm self-test verdict %d", c->name, ctx->attn_cm_verdict);
     if (c->state_kib)
         CHECK_MSG(strstr(plan, "carried in") != NULL, "%s: no chunk carries the state:\n%s", c->name, plan);
     return 1 + (strstr(plan, "merge") != NULL);
@@ -218,7 +230,7 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
 static void run_grid_case(const cm_case *c, unsigned long long seed, double *worst)
 {
     double t0 = test_now_s();
-    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib);
+    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib, c->attn_cm_fault);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(c);
     test_weights tw;
@@ -232,7 +244,19 @@ static void run_grid_case(const cm_case *c, unsigned long long seed, double *wor
     vkattn_layer *layer = NULL;
     CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
     vkattn_host_forward_desc f = forward_of(c, &in, gpu, gpu_lse);
-    int ran = layer ? run_layer(ctx, layer, c, &f, 1) : 0;
+    int ran = layer ? run_layer(ctx, layer, c, &f, c->attn_cm_fault ? 2 : 1) : 0;
+    if (c->attn_cm_fault) {
+        /* the context keeps attn_fused for the attention and says why; the answers stay right */
+        vkattn_device_info info;
+        vkattn_context_device(ctx, &info);
+        const char *expect = c->attn_cm_fault == VKA_FAULT_COOPMAT_WRONG ? " gave " : "(injected)";
+        CHECK_MSG(ctx->attn_cm_verdict == -1 && info.cooperative_matrix_usable &&
+                      strncmp(info.cooperative_matrix_note, "attn_cm self-test failed: ", 26) == 0 &&
+                      strstr(info.cooperative_matrix_note, expect),
+                  "%s: verdict %d, usable %d, note \"%s\"", c->name, ctx->attn_cm_verdict,
+                  info.cooperative_matrix_usable, info.cooperative_matrix_note);
+        printf("  %-24s note \"%s\"\n", c->name, info.cooperative_matrix_note);
+    }
     if (c->budget && !c->state_kib)
         CHECK_MSG(ran != 1, "%s: a loop budget of %u left the keys whole", c->name, c->budget);
     f.output = cpu, f.lse = cpu_lse, f.path = VKATTN_PATH_CPU;
@@ -276,7 +300,7 @@ static float *identity_weights(const cm_case *c, vkattn_weights *w)
 static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
 {
     double t0 = test_now_s();
-    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib);
+    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib, 0);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(c);
     ld.no_bias = 1;
@@ -334,7 +358,7 @@ static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
 static void run_off(int off)
 {
     const cm_case c = {off ? "no_cooperative_matrix" : "precision_f32", 1, 9, 20, 2, 0, 64, .causal = 1};
-    vkattn_context *ctx = context_for(0, off, 0);
+    vkattn_context *ctx = context_for(0, off, 0, 0);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(&c);
     ld.precision = off ? VKATTN_PRECISION_F16 : VKATTN_PRECISION_F32;

@@ -626,11 +626,34 @@ vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
     limits.texel_offset_alignment = ctx->dev.caps.props.limits.minTexelBufferOffsetAlignment;
     limits.storage_offset_alignment = ctx->dev.caps.props.limits.minStorageBufferOffsetAlignment;
     limits.subgroup_sums = ctx->dev.caps.subgroup_sums;
+    limits.no_fused_cm = ctx->attn_cm_verdict < 0;
     limits.loop_budget = ctx->loop_budget;
     limits.faults = (vka_faults *)&ctx->dev.faults;
     /* A context's own state budget (tests lower it to reach the chunked path); else the default. */
     if (ctx->state_budget_bytes) limits.state_budget_bytes = ctx->state_budget_bytes;
     return limits;
+}
+
+vkattn_status vka_context_plan(vkattn_context *ctx, const vka_problem *p, vka_plan *plan)
+{
+    vka_plan_limits limits = vka_context_plan_limits(ctx);
+    vkattn_status status = vka_plan_build(p, &limits, plan, &ctx->dev.error);
+    if (status != VKATTN_OK || ctx->attn_cm_verdict) return status;
+    const vka_step *cm = NULL;
+    for (uint32_t i = 0; !cm && i < plan->step_count; i++)
+        if (plan->steps[i].kind == VKA_STEP_DISPATCH && plan->steps[i].kernel == VKA_KERNEL_FUSED_CM) cm = &plan->steps[i];
+    if (!cm) return VKATTN_OK;
+    vkattn_device_info *info = &ctx->dev.info;
+    char note[sizeof info->cooperative_matrix_note] = "";
+    int passed = 0;
+    status = vka_attn_cm_self_test(&ctx->dev, &ctx->transfer, &ctx->pipelines, &ctx->dummy, cm, &passed, note,
+                                   sizeof note);
+    if (status != VKATTN_OK) return status; /* out of memory or a lost device: no verdict yet */
+    ctx->attn_cm_verdict = passed ? 1 : -1;
+    if (passed) return VKATTN_OK;
+    snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note, "%s", note);
+    limits = vka_context_plan_limits(ctx);
+    return vka_plan_build(p, &limits, plan, &ctx->dev.error);
 }
 
 void vka_context_adopt(vkattn_context *ctx, vka_child *child, void (*destroy)(vka_child *self))

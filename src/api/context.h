@@ -26,6 +26,8 @@ struct vkattn_context {
                                     lower it (internal API) so that parts are visited in chunks
                                     that carry the state, which only huge shapes need otherwise */
     vka_buffer dummy;           /* bound to descriptor slots a dispatch does not use */
+    int attn_cm_verdict;        /* attn_cm's self-test (vka_context_plan): 0 not run yet, 1 passed,
+                                   -1 failed (attn_fused runs the attention) */
     int validation_enabled;
     uint32_t validation_messages;
     int creating_device;          /* inside vkCreateDevice: vka_validation_message_ignored applies */
@@ -75,6 +77,11 @@ static inline void vka_leave(vkattn_context *ctx) { atomic_store_explicit(&ctx->
 
 /* The device facts the context's plans are built with. */
 vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx);
+/* Builds the plan of `p` on this context (into `plan`, as vka_plan_build). The first plan that
+ * takes attn_cm runs its self-test (api/coopmat_check.h) first: where that fails, the context
+ * keeps attn_fused for the attention from then on (the device's note says why) and the plan is
+ * built again without attn_cm. */
+vkattn_status vka_context_plan(vkattn_context *ctx, const vka_problem *p, vka_plan *plan);
 
 /* Creates a context whose fault injector is armed from the start (tests only). */
 vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, const vka_faults *faults,

@@ -1,10 +1,14 @@
-/* The cooperative-matrix self-test (coopmat_check.h): one matmul_cm dispatch against float64. */
+/* The cooperative-matrix self-tests (coopmat_check.h): one matmul_cm dispatch at context creation,
+ * one attn_cm dispatch at the first plan that takes it, each against float64. */
 #include "api/coopmat_check.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
+#include "format/half.h"
 #include "pipeline/dispatch.h"
 #include "plan/matmul.h"
 
@@ -118,6 +122,179 @@ fail:
     if (status != VKATTN_OK && status != VKATTN_ERROR_OUT_OF_HOST_MEMORY &&
         status != VKATTN_ERROR_OUT_OF_DEVICE_MEMORY && status != VKATTN_ERROR_DEVICE_LOST) {
         snprintf(note, note_size, "self-test failed: %s", dev->error.message);
+        return VKATTN_OK;
+    }
+    return status;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* attn_cm                                                                                         */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* Q and K: multiples of 1/8 in [-1, 1]; V: multiples of 1/16 in [-1, 1] (all exact in fp16), from
+ * patterns that differ by head, row and column, so a transposed, shifted or mixed-up tile gives
+ * different numbers. */
+static float q_value(uint32_t h, uint32_t i, uint32_t d) { return (float)((int)((h * 5 + i * 7 + d * 3) % 17) - 8) / 8.0f; }
+static float k_value(uint32_t j, uint32_t d) { return (float)((int)((j * 3 + d * 5 + 1) % 15) - 7) / 8.0f; }
+static float v_value(uint32_t j, uint32_t d) { return (float)((int)((j * 11 + d * 7 + 2) % 31) - 15) / 16.0f; }
+
+enum { CM_H = 2 }; /* two query heads on one K/V head */
+
+typedef struct cm_problem {
+    uint32_t D, L, S, store;
+    float scale;
+} cm_problem;
+
+typedef struct cm_buffers {
+    vka_buffer q, k, v, ctx, state_o, state_lse;
+} cm_buffers;
+
+/* The float64 output and lse of row (h, i): causal aligned at the end (row i sees keys up to
+ * i + S - L), both heads on K/V head 0. */
+static double reference_row(const cm_problem *c, uint32_t h, uint32_t i, double *s, double *o)
+{
+    const uint32_t limit = i + c->S - c->L + 1;
+    double m = -INFINITY, l = 0;
+    for (uint32_t j = 0; j < limit; j++) {
+        double dot = 0;
+        for (uint32_t d = 0; d < c->D; d++) dot += (double)q_value(h, i, d) * k_value(j, d);
+        s[j] = dot * c->scale;
+        if (s[j] > m) m = s[j];
+    }
+    for (uint32_t d = 0; d < c->D; d++) o[d] = 0;
+    for (uint32_t j = 0; j < limit; j++) {
+        double p = exp(s[j] - m);
+        l += p;
+        for (uint32_t d = 0; d < c->D; d++) o[d] += p * v_value(j, d);
+    }
+    for (uint32_t d = 0; d < c->D; d++) o[d] /= l;
+    return m + log(l);
+}
+
+/* The largest error over every output element (and lse where stored), against float64; sets
+ * `where` to describe the worst. `scratch`: S + D doubles. */
+static double cm_worst_error(const cm_problem *c, const cm_buffers *b, int f16_out, double *scratch, char *where,
+                             size_t where_size)
+{
+    double worst = -1, *o = scratch + c->S;
+    for (uint32_t h = 0; h < CM_H; h++)
+        for (uint32_t i = 0; i < c->L; i++) {
+            double lse = reference_row(c, h, i, scratch, o);
+            const size_t st = (size_t)h * c->L + i; /* one part: state row (bh, i) */
+            for (uint32_t d = 0; d <= c->D; d++) {
+                double got, ref = d < c->D ? o[d] : lse;
+                if (d == c->D && !c->store) break;
+                if (d == c->D) got = ((const float *)b->state_lse.mapped)[st];
+                else if (c->store) got = ((const float *)b->state_o.mapped)[st * c->D + d];
+                else if (f16_out) got = vka_f16_to_f32(((const uint16_t *)b->ctx.mapped)[(size_t)i * CM_H * c->D + h * c->D + d]);
+                else got = ((const float *)b->ctx.mapped)[(size_t)i * CM_H * c->D + h * c->D + d];
+                double err = isnan(got) ? INFINITY : fabs(got - ref);
+                if (err > worst) {
+                    worst = err;
+                    snprintf(where, where_size, "%g for %g at %s[head %u][row %u][%u]", got, ref,
+                             d == c->D ? "lse" : "out", h, i, d == c->D ? 0 : d);
+                }
+            }
+        }
+    return worst;
+}
+
+vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka_pipeline_cache *pipelines,
+                                    vka_buffer *dummy, const vka_step *step, int *passed, char *note, size_t note_size)
+{
+    vkattn_status status = VKATTN_OK;
+    cm_buffers b = {0};
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    double *scratch = NULL;
+    *passed = 0;
+    /* The step's pipeline where its masks and variants are off (a plain forward's own), the
+     * state written where the step writes it; the first chunk of a part never loads one. */
+    uint32_t spec[VKA_MAX_SPEC];
+    memcpy(spec, step->spec, sizeof spec);
+    spec[VKA_SPEC_ATTN_MASK] = 0, spec[VKA_SPEC_VARIANT] = 0;
+    spec[VKA_SPEC_FLAGS] &= VKA_FUSED_STORE;
+    const uint32_t tile_q = spec[VKA_SPEC_TILE_A], tile_k = spec[VKA_SPEC_TILE_B], vec = spec[VKA_SPEC_VEC];
+    /* Two query tiles (the second partial) and three key blocks (the last partial). */
+    const uint32_t D = spec[VKA_SPEC_DV] * vec;
+    const cm_problem c = {.D = D, .L = tile_q + 3, .S = 2 * tile_k + 3, .store = spec[VKA_SPEC_FLAGS] != 0,
+                           .scale = 1.0f / sqrtf((float)D)};
+    const int f16_out = step->f16_out && !c.store;
+    const vka_pipeline *pipeline = NULL;
+    if (dev->faults.attn_cm_check == VKA_FAULT_COOPMAT_FAIL) {
+        status = vka_fail(dev, VKATTN_ERROR_VULKAN, "vkCreateComputePipelines failed: VK_ERROR_UNKNOWN (injected)");
+        goto fail;
+    }
+    VKA_TRY(vka_pipeline_get(dev, pipelines, VKA_KERNEL_FUSED_CM, f16_out, spec, &pipeline));
+    const VkDeviceSize q_bytes = (VkDeviceSize)CM_H * c.L * c.D * 4, kv_bytes = (VkDeviceSize)c.S * c.D * 4;
+    const VkDeviceSize rows = (VkDeviceSize)CM_H * c.L;
+    VKA_TRY(vka_buffer_create(dev, q_bytes, VKA_MEMORY_STAGING, "the attention self-test's Q", &b.q));
+    VKA_TRY(vka_buffer_create(dev, kv_bytes, VKA_MEMORY_STAGING, "the attention self-test's K", &b.k));
+    VKA_TRY(vka_buffer_create(dev, kv_bytes, VKA_MEMORY_STAGING, "the attention self-test's V", &b.v));
+    VKA_TRY(vka_buffer_create(dev, rows * c.D * 4, VKA_MEMORY_STAGING, "the attention self-test's output", &b.ctx));
+    if (c.store) {
+        VKA_TRY(vka_buffer_create(dev, rows * c.D * 4, VKA_MEMORY_STAGING, "the attention self-test's state", &b.state_o));
+        VKA_TRY(vka_buffer_create(dev, rows * 4, VKA_MEMORY_STAGING, "the attention self-test's lse", &b.state_lse));
+    }
+    /* Q as (L, H, D) rows, K and V as (S, D); unwritten outputs NaN */
+    float *q = b.q.mapped, *k = b.k.mapped, *v = b.v.mapped;
+    for (uint32_t i = 0; i < c.L; i++)
+        for (uint32_t h = 0; h < CM_H; h++)
+            for (uint32_t d = 0; d < c.D; d++) q[((size_t)i * CM_H + h) * c.D + d] = q_value(h, i, d);
+    for (uint32_t j = 0; j < c.S; j++)
+        for (uint32_t d = 0; d < c.D; d++) k[(size_t)j * c.D + d] = k_value(j, d), v[(size_t)j * c.D + d] = v_value(j, d);
+    memset(b.ctx.mapped, 0xff, (size_t)(rows * c.D * 4)); /* NaN as fp32 and as fp16 */
+    if (c.store) memset(b.state_o.mapped, 0xff, (size_t)(rows * c.D * 4)), memset(b.state_lse.mapped, 0xff, (size_t)(rows * 4));
+
+    const uint32_t DV = c.D / vec;
+    const vka_fused_push push = {
+        .L = c.L, .S = c.S, .S_ext = c.S, .H = CM_H, .bh_begin = 0, .bh_count = CM_H, .i_begin = 0,
+        .i_count = c.L, .q_offset = 0, .q_batch = c.L * CM_H * DV, .q_head = DV, .q_row = CM_H * DV,
+        .k_offset = 0, .v_offset = 0, .kv_batch = c.S * DV, .kv_head = 0, .kv_row = DV, .ctx_offset = 0,
+        .ctx_stride = CM_H * c.D, .scale = c.scale, .mask_flags = VKA_MASK_CAUSAL | VKA_MASK_CAUSAL_END,
+        .mask_heads = CM_H, .parts = 1, .part_len = c.S, .chunk_begin = 0, .chunk_len = c.S, .has_lse = 0,
+        .kv_group = CM_H};
+    vka_binding bindings[VKA_FUSED_BINDINGS] = {
+        [VKA_FUSED_Q] = {&b.q, 0, 0, VKA_VIEW_RGBA32F}, [VKA_FUSED_K] = {&b.k, 0, 0, VKA_VIEW_RGBA32F},
+        [VKA_FUSED_V] = {&b.v, 0, 0, VKA_VIEW_RGBA32F}, [VKA_FUSED_CTX] = {&b.ctx, 0, 0, VKA_VIEW_R32F},
+        [VKA_FUSED_KEY_PADDING] = {dummy, 0, 0, VKA_VIEW_R32F}, [VKA_FUSED_VALID_LENS] = {dummy, 0, 0, VKA_VIEW_R32F},
+        [VKA_FUSED_ATTN_MASK] = {dummy, 0, 0, VKA_VIEW_R32F}, [VKA_FUSED_LSE_OUT] = {dummy, 0, 0, VKA_VIEW_R32F},
+        [VKA_FUSED_STATE_O] = {c.store ? &b.state_o : dummy, 0, 0, VKA_VIEW_R32F},
+        [VKA_FUSED_STATE_LSE] = {c.store ? &b.state_lse : dummy, 0, 0, VKA_VIEW_R32F},
+        [VKA_FUSED_HEAD_TERMS] = {dummy, 0, 0, VKA_VIEW_R32F}};
+    const uint32_t groups[3] = {CM_H * ((c.L + tile_q - 1) / tile_q), 1, 1};
+    VkCommandBuffer cmd;
+    VKA_TRY(vka_descriptor_pool_create(dev, 1, &pool));
+    VKA_TRY(vka_transfer_begin(transfer, &cmd));
+    VKA_TRY(vka_record_dispatch(dev, cmd, pool, pipeline, bindings, &push, groups));
+    VKA_TRY(vka_transfer_submit_wait(transfer, "the attention self-test"));
+    if (dev->faults.attn_cm_check == VKA_FAULT_COOPMAT_WRONG) {
+        float *out = c.store ? b.state_o.mapped : b.ctx.mapped;
+        if (f16_out) ((uint16_t *)b.ctx.mapped)[c.D + 3] ^= 0x2000; /* a wrong exponent bit */
+        else out[c.D + 3] += 0.25f;
+    }
+    char where[160];
+    /* fp16 probabilities (2^-11 relative) and an fp16 output (2^-11 of |V| <= 1), with room */
+    const double tolerance = 1.0 / 256;
+    scratch = vka_malloc(&dev->faults, ((size_t)c.S + c.D) * sizeof *scratch);
+    if (!scratch) {
+        status = vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for the attention self-test");
+        goto fail;
+    }
+    double worst = cm_worst_error(&c, &b, f16_out, scratch, where, sizeof where);
+    if (worst <= tolerance) *passed = 1;
+    else snprintf(note, note_size, "attn_cm self-test failed: head dim %u gave %s", c.D, where);
+fail:
+    free(scratch);
+    if (pool) dev->vk.vkDestroyDescriptorPool(dev->device, pool, NULL);
+    vka_buffer_destroy(dev, &b.state_lse);
+    vka_buffer_destroy(dev, &b.state_o);
+    vka_buffer_destroy(dev, &b.ctx);
+    vka_buffer_destroy(dev, &b.v);
+    vka_buffer_destroy(dev, &b.k);
+    vka_buffer_destroy(dev, &b.q);
+    if (status != VKATTN_OK && status != VKATTN_ERROR_OUT_OF_HOST_MEMORY &&
+        status != VKATTN_ERROR_OUT_OF_DEVICE_MEMORY && status != VKATTN_ERROR_DEVICE_LOST) {
+        snprintf(note, note_size, "attn_cm self-test failed: %s", dev->error.message);
         return VKATTN_OK;
     }
     return status;

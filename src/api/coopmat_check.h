@@ -1,6 +1,7 @@
-/* The cooperative-matrix self-test a context runs where it has enabled VK_KHR_cooperative_matrix:
- * one matmul_cm dispatch checked on the host, so that a driver that advertises matrices but
- * computes them wrong (or cannot build the kernel) costs the fast path, not the answers. */
+/* The cooperative-matrix self-tests: one matmul_cm dispatch a context runs where it has enabled
+ * VK_KHR_cooperative_matrix, and one attn_cm dispatch at its first plan that takes attn_cm, each
+ * checked on the host, so that a driver that advertises matrices but computes them wrong (or
+ * cannot build the kernel) costs the fast path, not the answers. */
 #ifndef VKA_COOPMAT_CHECK_H
 #define VKA_COOPMAT_CHECK_H
 
@@ -25,5 +26,19 @@
 vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka_pipeline_cache *pipelines,
                                     const vka_plan_limits *limits, const vka_tuning *tuning, int *passed, char *note,
                                     size_t note_size);
+
+/* Runs attn_cm once, with the pipeline of `step` (a plan's attn_cm step) where its attn_mask and
+ * variants are off and it loads no state (so a plain forward's own pipeline, made through the
+ * context's registry), on a small causal problem (aligned at the end): two query heads on one K/V
+ * head (grouped), two query tiles of the step's shape (the second partial), three key blocks (the
+ * last partial), fp16-exact operands; and compares the output (the state and lse where the step
+ * stores them instead) with float64. An element off by more than 2^-8 (the probabilities and an
+ * fp16 output are rounded to fp16; |V| <= 1) fails. `dummy` fills the unused bindings.
+ *
+ * Returns VKATTN_OK with *passed 1, or *passed 0 and one line in `note` ("attn_cm self-test
+ * failed: ...") for a wrong element or a call that failed otherwise than below. Running out of
+ * host or device memory and a lost device are returned as such. */
+vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka_pipeline_cache *pipelines,
+                                    vka_buffer *dummy, const vka_step *step, int *passed, char *note, size_t note_size);
 
 #endif

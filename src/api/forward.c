@@ -343,9 +343,8 @@ static vkattn_status forward_explain(vkattn_layer *layer, const vkattn_host_forw
     } else {
         /* The plan the forward would build, into a plan of its own: the layer's stays as it is. */
         vka_plan plan = {0};
-        vka_plan_limits limits = vka_context_plan_limits(ctx);
-        status = vka_plan_build(&p, &limits, &plan, &ctx->dev.error);
-        n = status == VKATTN_OK ? vka_plan_describe(&p, &plan, limits.loop_budget, text, capacity) : 0;
+        status = vka_context_plan(ctx, &p, &plan);
+        n = status == VKATTN_OK ? vka_plan_describe(&p, &plan, ctx->loop_budget, text, capacity) : 0;
         vka_plan_free(&plan);
         if (status != VKATTN_OK) return status;
     }

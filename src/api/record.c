@@ -208,8 +208,7 @@ static vkattn_status prepare(vkattn_layer *layer, const vka_problem *p, vka_buff
 {
     vkattn_context *ctx = layer->ctx;
     vkattn_status status = VKATTN_OK;
-    vka_plan_limits limits = vka_context_plan_limits(ctx);
-    VKA_TRY(vka_plan_build(p, &limits, &layer->plan, &ctx->dev.error));
+    VKA_TRY(vka_context_plan(ctx, p, &layer->plan));
     VKA_TRY(reserve_workspace(layer, &layer->plan));
     for (int r = 0; r < VKA_ROLE_COUNT; r++) {
         vka_buffer *b = r < VKA_FIRST_LAYER_ROLE ? caller[r] : &layer->buffers[r];

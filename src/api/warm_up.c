@@ -24,8 +24,7 @@ static uint32_t sample_lengths(uint32_t max, uint32_t *out)
 static vkattn_status build_pipelines(vkattn_layer *layer, const vka_problem *p, vka_plan *plan)
 {
     vkattn_context *ctx = layer->ctx;
-    vka_plan_limits limits = vka_context_plan_limits(ctx);
-    vkattn_status status = vka_plan_build(p, &limits, plan, &ctx->dev.error);
+    vkattn_status status = vka_context_plan(ctx, p, plan);
     for (uint32_t i = 0; status == VKATTN_OK && i < plan->step_count; i++) {
         const vka_step *s = &plan->steps[i];
         const vka_pipeline *pipeline;

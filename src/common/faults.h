@@ -17,6 +17,7 @@ typedef struct vka_faults {
     int coopmat_check;     /* the cooperative-matrix self-test at context creation (api/coopmat_check.c):
                               VKA_FAULT_COOPMAT_WRONG finds a wrong element, VKA_FAULT_COOPMAT_FAIL a
                               failed call, as a broken driver would give them */
+    int attn_cm_check;     /* the same for attn_cm's self-test at the first plan that takes it */
     uint64_t host_calls;   /* counted so far */
     uint64_t vk_calls;
 } vka_faults;

@@ -200,8 +200,9 @@ vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, u
 
 /* attn_cm.comp's shape for this attention, or all zeros where attn_fused.comp runs it: under a
  * tuning with cm_attn_*, on a context that may run the cooperative-matrix kernels
- * (limits->matrix_shape), for a layer with fp16 operands (precision F16), a head dim of whole
- * matrices, within the device's shared memory and workgroup size. */
+ * (limits->matrix_shape) and has not seen attn_cm's self-test fail, for a layer with fp16
+ * operands (precision F16), a head dim of whole matrices, within the device's shared memory and
+ * workgroup size. */
 typedef struct fused_cm_shape {
     uint32_t tile_q, tile_k, wg;
 } fused_cm_shape;
@@ -212,7 +213,7 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
     const vkattn_matrix_shape ms = b->limits->matrix_shape;
     const uint32_t D = b->p->cfg.D;
     const fused_cm_shape none = {0};
-    if (!t->cm_attn_subgroups || !ms.m || !ms.n || !ms.k ||
+    if (!t->cm_attn_subgroups || !ms.m || !ms.n || !ms.k || b->limits->no_fused_cm ||
         b->p->cfg.precision != VKATTN_PRECISION_F16)
         return none;
     if (D % ms.k || D % ms.n || D % 4) return none;

@@ -77,6 +77,7 @@ typedef struct vka_plan_limits {
     vkattn_matrix_shape matrix_shape;  /* the cooperative-matrix shape the kernels use; all 0 where
                                           they may not run (no device support, build, or turned off) */
     uint32_t subgroup_size;            /* the subgroup size the cooperative-matrix kernels require */
+    int no_fused_cm;                   /* attn_cm may not run (its self-test failed on this context) */
     int subgroup_sums;                 /* subgroupAdd and shuffles in compute shaders, subgroups of >= 4
                                           lanes: matmul_vec, attn_paged_lanes */
     uint32_t max_shared_bytes;         /* maxComputeSharedMemorySize */
