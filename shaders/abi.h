@@ -31,7 +31,7 @@
 #endif
 
 /* Specialization constant ids. */
-#define VKA_MAX_SPEC 12       /* every pipeline gets ids 0..11; a kernel reads the ones it declares */
+#define VKA_MAX_SPEC 13       /* every pipeline gets ids 0..12; a kernel reads the ones it declares */
 #define VKA_MAX_BINDINGS 11   /* the most binding slots a kernel has (attn_fused) */
 #define VKA_SPEC_WG_SIZE 0 /* invocations per workgroup (local_size_x) */
 #define VKA_SPEC_TILE_A 1  /* kernel-specific register tile, see each .comp */
@@ -46,6 +46,7 @@
 #define VKA_SPEC_MAT_N 9     /* from vkattn_device_info.cooperative_matrix_shapes */
 #define VKA_SPEC_MAT_K 10
 #define VKA_SPEC_TILE_K 11   /* cooperative-matrix kernels: reduction elements per block in shared memory */
+#define VKA_SPEC_ROW_LANES 12 /* attn_cm: invocations that share a query row in the softmax */
 
 /* Attention variants (vkattn_layer_desc.window, softcap, alibi; vkattn_weights.sinks). Each is code
  * compiled in only when on. Positions: a row's query sits at key index `qk` (the key at its own

@@ -10,11 +10,13 @@
  * (or chunk of it). Q is staged through shared memory once, rounded to fp16, and kept as each
  * subgroup's MAT_M x MAT_K fragments (D / MAT_K of them). Per block of TILE_B keys the invocations
  * stage K's and V's rows into shared memory as fp16; each subgroup computes its MAT_M x TILE_B scores
- * S = Q·K^T (fp32 accumulators), stores them to its scratch, and one invocation per row applies the
- * scale, variants and masks (attention_common.glsl) and updates the row's online softmax (running max
- * m and sum l, fp32), writing the probabilities as fp16 P and the row's rescale factor; then
- * O_block = P·V per MAT_N columns of the head dim goes through the scratch into the running output,
- * which each invocation keeps for its share of the subgroup's rows: o = o * alpha + O_block.
+ * S = Q·K^T (fp32 accumulators) and stores them to its scratch; ROW_LANES invocations per row apply
+ * the scale, variants and masks (attention_common.glsl) to a share of its scores each, meet by
+ * subgroup shuffles, and update the row's online softmax (reference m and sum l, fp32), writing the
+ * probabilities as fp16 P. The running output O stays in accumulators (D / MAT_N per subgroup): O
+ * += P·V by cooperative multiply-add. KHR matrices have no row access, so the rows' rescale
+ * factors reach O as a matrix (each row its factor) through the scratch, one component-wise
+ * multiply per fragment and block. At the end O goes out through the scratch, times 1 / l.
  *
  * Masked keys never contribute: a masked score becomes -inf (probability 0) whatever K held, and V
  * is staged with every non-finite element replaced by 0, so 0 x V adds nothing. A key whose V row
@@ -24,16 +26,20 @@
  * The probabilities are rounded to fp16 before P·V, and l sums the rounded values.
  *
  * Grid: parts * bh_count * ceil(i_count / TILE_A) workgroups of WG_SIZE = NSG x the subgroup size;
- * the pipeline requires that size with full subgroups (src/pipeline/pipeline_cache.c).
+ * the pipeline requires that size with full subgroups (src/pipeline/pipeline_cache.c) and subgroup
+ * shuffles (every device with cooperative matrices has them; one without fails the context's
+ * attn_cm self-test, and attn_fused runs).
  * Bindings: VKA_FUSED_* (abi.h). Specialization: TILE_A (query rows, a multiple of MAT_M), TILE_B
  * (keys per block, a multiple of MAT_N and MAT_K), DV, VEC (D = DV x VEC, a multiple of MAT_N and
- * MAT_K), MAT_M, MAT_N, MAT_K, ATTN_MASK, FLAGS, VARIANT.
+ * MAT_K), MAT_M, MAT_N, MAT_K, ROW_LANES (a power of two dividing the subgroup size and TILE_B),
+ * ATTN_MASK, FLAGS, VARIANT.
  * Loop trips per invocation: the key-block loop, blocks + 1 (a block more where the real keys end
  * and the extra ones begin); every other loop has a constant count and is unrolled.
  */
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -68,7 +74,9 @@ const uint KF = TILE_B / MAT_N;            /* score fragments per block */
 const uint PF = TILE_B / MAT_K;            /* P fragments per block (the reduction of P·V) */
 const uint FRAG = MAT_M * MAT_N;
 const uint EPL = (FRAG + SG - 1) / SG;     /* elements of an output fragment per invocation */
-const uint RPL = (MAT_M + SG - 1) / SG;    /* rows of the subgroup per invocation (softmax) */
+const uint RPP = SG / ROW_LANES;           /* rows of the subgroup per pass of the softmax */
+const uint RPL = (MAT_M + RPP - 1) / RPP;  /* passes: rows of the subgroup per invocation */
+const uint KPL = TILE_B / ROW_LANES;       /* keys of a block per invocation in the softmax */
 const uint STRIDE = D + 8;                 /* fp16 per staged row: 16 bytes of padding against bank conflicts */
 const uint PSTRIDE = TILE_B + 8;
 const uint STAGED_ROWS = TILE_A > 2 * TILE_B ? TILE_A : 2 * TILE_B;
@@ -115,8 +123,9 @@ void main()
     const float neg_inf = -1.0 / 0.0;
     const bool load_state = (FLAGS & VKA_FUSED_LOAD) != 0, store_state = (FLAGS & VKA_FUSED_STORE) != 0;
 
-    /* The running softmax of this invocation's rows (row sg * MAT_M + lane + k * SG of the tile).
-     * Rows past i_count repeat the last row (loads stay in bounds) and are not stored. */
+    /* The running softmax of this invocation's rows: ROW_LANES invocations share each row, row
+     * lane / ROW_LANES + k * RPP of the subgroup's (each holding the row's state). Rows past
+     * i_count repeat the last row (loads stay in bounds) and are not stored. */
     float m[RPL], l[RPL];
     bool saw_nan[RPL];
     uint limit[RPL], first[RPL], state[RPL];
@@ -124,7 +133,7 @@ void main()
     if (gl_LocalInvocationID.x == 0) real_end_s = 0, bad_keys_s = 0;
     barrier();
     [[unroll]] for (uint k = 0; k < RPL; k++) {
-        uint r = lane + k * SG, il = min(il0 + sg * MAT_M + r, pc.i_count - 1), i = pc.i_begin + il;
+        uint r = lane / ROW_LANES + k * RPP, il = min(il0 + sg * MAT_M + r, pc.i_count - 1), i = pc.i_begin + il;
         m[k] = neg_inf;
         l[k] = 0.0;
         saw_nan[k] = false;
@@ -154,15 +163,25 @@ void main()
         coopMatLoad(qf[f], kv_s, sg * MAT_M * STRIDE + f * MAT_K, STRIDE, gl_CooperativeMatrixLayoutRowMajor);
     uint real_end = real_end_s;
 
-    /* The running output: element e * SG + lane of each MAT_M x MAT_N fragment of the subgroup's rows. */
-    float o[OF][EPL];
-    [[unroll]] for (uint f = 0; f < OF; f++)
-        [[unroll]] for (uint e = 0; e < EPL; e++) {
-            uint at = e * SG + lane, row = sg * MAT_M + at / MAT_N;
-            uint il = min(il0 + row, pc.i_count - 1);
-            uint st = (part_index * pc.bh_count + bh_local) * pc.i_count + il;
-            o[f][e] = load_state && (FRAG % SG == 0 || at < FRAG) ? state_o[st * D + f * MAT_N + at % MAT_N] : 0.0;
+    /* The running output, O = sum of p x V over the keys so far (p relative to the row's m), as
+     * accumulators: fragment f holds columns f * MAT_N.. of the subgroup's rows. A stored state
+     * comes in through the subgroup's scratch. */
+    const uint scratch = sg * MAT_M * TILE_B; /* the subgroup's part of s_s */
+    coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> o[OF];
+    [[unroll]] for (uint f = 0; f < OF; f++) {
+        o[f] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+        if (load_state) {
+            [[unroll]] for (uint e = 0; e < EPL; e++) {
+                uint at = e * SG + lane, row = sg * MAT_M + at / MAT_N;
+                uint st = (part_index * pc.bh_count + bh_local) * pc.i_count + min(il0 + row, pc.i_count - 1);
+                if (FRAG % SG == 0 || at < FRAG) s_s[scratch + at] = state_o[st * D + f * MAT_N + at % MAT_N];
+            }
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            coopMatLoad(o[f], s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
+            subgroupBarrier(); /* loaded before the next fragment overwrites the scratch */
         }
+    }
     barrier(); /* every subgroup has its Q fragments before K overwrites them */
 
     /* The workgroup's keys [k_lo, k_hi): the real ones some row can see, then the extra keys. Parts
@@ -200,74 +219,84 @@ void main()
         subgroupMemoryBarrierShared();
         subgroupBarrier(); /* the scores are visible to the subgroup's invocations */
 
-        /* The online softmax, one invocation per row: scale, variants and masks (an invisible score
-         * becomes -inf whatever the key held), then P as fp16 and the row's rescale factor. */
+        /* The online softmax, ROW_LANES invocations per row (keys c = lane % ROW_LANES + t x
+         * ROW_LANES), meeting by XOR shuffles: scale, variants and masks (an invisible score becomes
+         * -inf whatever the key held), then P as fp16 and the row's rescale factor. */
         uint bad = bad_keys_s;
         [[unroll]] for (uint k = 0; k < RPL; k++) {
-            uint r = lane + k * SG, row = sg * MAT_M + r;
-            if (r < MAT_M) {
-                uint i = pc.i_begin + min(il0 + row, pc.i_count - 1);
-                float s[TILE_B];
-                float block_max = neg_inf;
-                [[unroll]] for (uint c = 0; c < TILE_B; c++) {
-                    uint j = j0 + c;
-                    bool ok = j < end && (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
-                    ok = ok && (!real || (j < limit[k] && j >= first[k]));
-                    float x = ok ? vka_variant_score(s_s[row * TILE_B + c] * pc.scale, h, int(j) - qk[k]) : neg_inf;
-                    if (ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0 && j < end)
-                        x = vka_add_mask(x, vka_mask_term(b, h, i, j));
-                    saw_nan[k] = saw_nan[k] || isnan(x);
-                    block_max = max(block_max, x);
-                    s[c] = x;
-                }
-                float m_new = max(m[k], block_max);
-                float m_ref = m_new == neg_inf ? 0.0 : m_new; /* exp(-inf - -inf) would be NaN */
-                float alpha = exp(m[k] - m_ref), sum = 0.0;
-                [[unroll]] for (uint c = 0; c < TILE_B; c++) {
-                    float16_t p = float16_t(exp(s[c] - m_ref));
-                    saw_nan[k] = saw_nan[k] || (p != float16_t(0.0) && (bad & (1u << c)) != 0);
-                    sum += float(p);
-                    p_s[row * PSTRIDE + c] = p;
-                }
-                l[k] = l[k] * alpha + sum;
-                m[k] = m_new;
-                alpha_s[row] = alpha;
+            uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
+            uint i = pc.i_begin + min(il0 + row, pc.i_count - 1);
+            float s[KPL];
+            float block_max = neg_inf;
+            bool nan = false;
+            [[unroll]] for (uint t = 0; t < KPL; t++) {
+                uint c = t * ROW_LANES + lane % ROW_LANES, j = j0 + c;
+                bool ok = j < end && (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
+                ok = ok && (!real || (j < limit[k] && j >= first[k]));
+                float x = ok ? vka_variant_score(s_s[row * TILE_B + c] * pc.scale, h, int(j) - qk[k]) : neg_inf;
+                if (ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0 && j < end)
+                    x = vka_add_mask(x, vka_mask_term(b, h, i, j));
+                nan = nan || isnan(x);
+                block_max = max(block_max, x);
+                s[t] = x;
             }
+            [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2)
+                block_max = max(block_max, subgroupShuffleXor(block_max, d));
+            float m_new = max(m[k], block_max);
+            float m_ref = m_new == neg_inf ? 0.0 : m_new; /* exp(-inf - -inf) would be NaN */
+            float alpha = exp(m[k] - m_ref), sum = 0.0;
+            [[unroll]] for (uint t = 0; t < KPL; t++) {
+                uint c = t * ROW_LANES + lane % ROW_LANES;
+                float16_t p = float16_t(exp(s[t] - m_ref));
+                nan = nan || (p != float16_t(0.0) && (bad & (1u << c)) != 0);
+                sum += float(p);
+                if (r < MAT_M) p_s[row * PSTRIDE + c] = p;
+            }
+            /* a butterfly: every invocation of the row adds the same numbers in the same pairs */
+            [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2) {
+                sum += subgroupShuffleXor(sum, d);
+                nan = subgroupShuffleXor(uint(nan), d) != 0 || nan;
+            }
+            l[k] = l[k] * alpha + sum;
+            m[k] = m_new;
+            saw_nan[k] = saw_nan[k] || nan;
+            if (r < MAT_M && lane % ROW_LANES == 0) alpha_s[row] = alpha;
         }
         subgroupMemoryBarrierShared();
         subgroupBarrier(); /* P and the factors are visible; the scores are read */
 
-        /* O = O * alpha + P·V, a fragment of MAT_N columns at a time through the scratch. */
+        /* O = O x alpha (alpha as a matrix, one row per query, through the scratch: one
+         * component-wise multiply per fragment), then O += P·V. No branch around the matrix
+         * operations: Mesa 26 lavapipe got O wrong with them under a condition, even one the whole
+         * subgroup took alike (docs/KNOWN_ISSUES.md). */
+        [[unroll]] for (uint e = 0; e < EPL; e++) {
+            uint at = e * SG + lane;
+            if (FRAG % SG == 0 || at < FRAG) s_s[scratch + at] = alpha_s[sg * MAT_M + at / MAT_N];
+        }
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> a;
+        coopMatLoad(a, s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
+        [[unroll]] for (uint f = 0; f < OF; f++) o[f] = o[f] * a;
         coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> pf[PF];
         [[unroll]] for (uint f = 0; f < PF; f++)
             coopMatLoad(pf[f], p_s, sg * MAT_M * PSTRIDE + f * MAT_K, PSTRIDE, gl_CooperativeMatrixLayoutRowMajor);
-        [[unroll]] for (uint f = 0; f < OF; f++) {
-            coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc =
-                coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+        [[unroll]] for (uint f = 0; f < OF; f++)
             [[unroll]] for (uint c = 0; c < PF; c++) {
                 coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> vf;
                 coopMatLoad(vf, kv_s, (TILE_B + c * MAT_K) * STRIDE + f * MAT_N, STRIDE, gl_CooperativeMatrixLayoutRowMajor);
-                acc = coopMatMulAdd(pf[c], vf, acc);
+                o[f] = coopMatMulAdd(pf[c], vf, o[f]);
             }
-            coopMatStore(acc, s_s, sg * MAT_M * TILE_B, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
-            subgroupMemoryBarrierShared();
-            subgroupBarrier(); /* the fragment is visible */
-            [[unroll]] for (uint e = 0; e < EPL; e++) {
-                uint at = e * SG + lane;
-                if (FRAG % SG == 0 || at < FRAG)
-                    o[f][e] = o[f][e] * alpha_s[sg * MAT_M + at / MAT_N] + s_s[sg * MAT_M * TILE_B + at];
-            }
-            subgroupBarrier(); /* read before the next fragment overwrites the scratch */
-        }
         barrier(); /* every subgroup is done with the block (and the bad-key word) before the next */
         if (gl_LocalInvocationID.x == 0) bad_keys_s = 0;
         barrier();
     }
 
-    /* Each row's lse (or state), and 1 / l for the output; then the outputs. */
+    /* Each row's lse (or state), and 1 / l for the output; then the outputs, a fragment at a time
+     * through the scratch. */
     [[unroll]] for (uint k = 0; k < RPL; k++) {
-        uint r = lane + k * SG, row = sg * MAT_M + r;
-        if (r < MAT_M) {
+        uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + r;
+        if (r < MAT_M && lane % ROW_LANES == 0) {
             uint il = il0 + row, i = pc.i_begin + min(il, pc.i_count - 1);
             float row_lse = saw_nan[k] ? 0.0 / 0.0 : l[k] > 0.0 ? m[k] + log(l[k]) : neg_inf;
             if (il < pc.i_count) {
@@ -280,15 +309,20 @@ void main()
     }
     subgroupMemoryBarrierShared();
     subgroupBarrier();
-    [[unroll]] for (uint f = 0; f < OF; f++)
+    [[unroll]] for (uint f = 0; f < OF; f++) {
+        coopMatStore(o[f], s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
+        subgroupMemoryBarrierShared();
+        subgroupBarrier(); /* the fragment is visible */
         [[unroll]] for (uint e = 0; e < EPL; e++) {
             uint at = e * SG + lane, row = sg * MAT_M + at / MAT_N, il = il0 + row;
             if ((FRAG % SG == 0 || at < FRAG) && il < pc.i_count) {
-                float value = o[f][e] * alpha_s[row] + poison_s[row];
+                float value = s_s[scratch + at] * alpha_s[row] + poison_s[row];
                 uint col = f * MAT_N + at % MAT_N;
                 uint st = (part_index * pc.bh_count + bh_local) * pc.i_count + il;
                 if (store_state) state_o[st * D + col] = value;
                 else ctx[pc.ctx_offset + (b * pc.L + pc.i_begin + il) * pc.ctx_stride + h * D + col] = VKA_TO_OUT(value);
             }
         }
+        subgroupBarrier(); /* read before the next fragment overwrites the scratch */
+    }
 }

@@ -16,3 +16,4 @@ layout(constant_id = VKA_SPEC_MAT_M) const uint MAT_M = 8;
 layout(constant_id = VKA_SPEC_MAT_N) const uint MAT_N = 8;
 layout(constant_id = VKA_SPEC_MAT_K) const uint MAT_K = 8;
 layout(constant_id = VKA_SPEC_TILE_K) const uint TILE_K = 32;
+layout(constant_id = VKA_SPEC_ROW_LANES) const uint ROW_LANES = 1;

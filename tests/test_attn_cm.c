@@ -48,6 +48,8 @@ typedef struct cm_case {
     uint32_t budget;   /* the context's loop budget: 0 = the device's */
     uint32_t state_kib; /* the fused states' budget (internal): small enough for chunks; 0 = the default */
     int attn_cm_fault; /* attn_cm's self-test made to see a wrong element (1) or a failed call (2) */
+    int rising;        /* key row j scaled by 1 + 60 j / S: each row's max keeps passing its reference
+                          by more than 8 ln 2 (attn_cm's deferred rescale of O runs most blocks) */
 } cm_case;
 
 /* Rows share pipelines where they can (a pipeline is a specialization: head dim, fp16 output,
@@ -59,6 +61,7 @@ static const cm_case grid[] = {
     {"D128_causal", 1, 40, 0, 2, 0, 128, .causal = 1},
     {"D256", 1, 17, 33, 1, 0, 256},
     {"L1_S64", 2, 1, 64, 2, 0, 64},
+    {"rising_causal", 1, 40, 120, 2, 0, 64, .causal = 1, .rising = 1},
     /* attn_cm's self-test made to fail: attn_fused runs the attention, matmul_cm the projections */
     {"self_test_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_WRONG},
     {"self_test_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_FAIL},
@@ -95,6 +98,7 @@ static const cm_case grid[] = {
 /* attn_cm against attn_fused: identity projections, B x L <= 8 (the f16 row excepted). */
 static const cm_case pairs[] = {
     {"pair_D64", 1, 8, 77, 2, 0, 64},
+    {"pair_rising", 1, 8, 120, 2, 0, 64, .rising = 1},
     {"pair_D128_causal_gqa", 1, 7, 40, 4, 2, 128, .causal = 1},
     {"pair_masks", 2, 3, 50, 2, 0, 64, .mask = 2, .key_padding = 1, .fully_masked = 1},
     /* attn_fused needs 52 trips per block of keys at D = 64: at a budget of 512 it splits S = 300
@@ -126,6 +130,9 @@ static void inputs_make(const cm_case *c, cm_inputs *in, int fp16_values, unsign
         in->k = malloc(nk * sizeof(float)), in->v = malloc(nk * sizeof(float));
         test_fill(&rng, in->k, nk, 1.0f), test_fill(&rng, in->v, nk, 1.0f);
     }
+    for (uint32_t b = 0; c->rising && b < c->B; b++)
+        for (uint32_t j = 0; j < S; j++)
+            for (uint32_t e = 0; e < in->Ek; e++) in->k[((size_t)b * S + j) * in->Ek + e] *= 1.0f + 60.0f * (float)j / (float)S;
     if (fp16_values) {
         for (size_t i = 0; i < nq; i++) in->q[i] = half_round(in->q[i]);
         for (size_t i = 0; in->k && i < nk; i++) in->k[i] = half_round(in->k[i]), in->v[i] = half_round(in->v[i]);

@@ -66,8 +66,11 @@ static const vka_tuning tunings[] = {
          * with 8 x 8 x 8 (about 21 KiB of shared memory at D = 256, within lavapipe's 32 KiB),
          * 64 x 32 with 16 x 16 x 16 (47 KiB at D = 256; a device with less shared memory keeps
          * attn_fused there). A real GPU wants more keys per block (FA2: 64-128): on an H200 it
-         * ran at 4-5% of FlashAttention-2 (docs/PERFORMANCE.md), its next step. */
-        .cm_attn_subgroups = 4, .cm_attn_key_frags = 2,
+         * ran at 4-5% of FlashAttention-2 (docs/PERFORMANCE.md). Two invocations per row in the
+         * softmax: a 32-lane subgroup's 16 rows keep every lane busy (with one per row, half
+         * idled through the kernel's longest phase), and lavapipe's 8 lanes run the shuffles
+         * too (two passes of 4 rows). */
+        .cm_attn_subgroups = 4, .cm_attn_key_frags = 2, .cm_attn_row_lanes = 2,
     },
     {
         .name = "intel",

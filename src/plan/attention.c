@@ -204,7 +204,7 @@ vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, u
  * operands (precision F16), a head dim of whole matrices, within the device's shared memory and
  * workgroup size. */
 typedef struct fused_cm_shape {
-    uint32_t tile_q, tile_k, wg;
+    uint32_t tile_q, tile_k, wg, row_lanes;
 } fused_cm_shape;
 
 static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
@@ -217,9 +217,13 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
         b->p->cfg.precision != VKATTN_PRECISION_F16)
         return none;
     if (D % ms.k || D % ms.n || D % 4) return none;
-    fused_cm_shape s = {t->cm_attn_subgroups * ms.m, t->cm_attn_key_frags * ms.n,
-                        t->cm_attn_subgroups * b->limits->subgroup_size};
+    const uint32_t sg = b->limits->subgroup_size;
+    fused_cm_shape s = {t->cm_attn_subgroups * ms.m, t->cm_attn_key_frags * ms.n, t->cm_attn_subgroups * sg,
+                        b->limits->subgroup_sums && t->cm_attn_row_lanes ? t->cm_attn_row_lanes : 1};
     while (s.tile_k % ms.k) s.tile_k += ms.n; /* whole matrices of P (M x K) and of K^T (K x N) */
+    /* a row's invocations meet by XOR shuffles: a power of two dividing the subgroup and the block */
+    while (s.row_lanes > 1 && ((s.row_lanes & (s.row_lanes - 1)) || sg % s.row_lanes || s.tile_k % s.row_lanes))
+        s.row_lanes >>= 1;
     if (s.tile_k > 32 || vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D) > b->limits->max_shared_bytes ||
         s.wg > b->limits->max_workgroup_invocations)
         return none;
@@ -305,6 +309,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
         s.spec[VKA_SPEC_MAT_M] = b->limits->matrix_shape.m;
         s.spec[VKA_SPEC_MAT_N] = b->limits->matrix_shape.n;
         s.spec[VKA_SPEC_MAT_K] = b->limits->matrix_shape.k;
+        s.spec[VKA_SPEC_ROW_LANES] = cm.row_lanes;
     }
     s.spec[VKA_SPEC_TILE_A] = tile_q;
     s.spec[VKA_SPEC_TILE_B] = tile_k;
@@ -678,9 +683,9 @@ void vka_fused_cm_describe(vka_text *t, const vka_step *s)
 {
     vka_fused_describe(t, s);
     vka_text_put(t, "; on cooperative matrices (%u query rows x %u-key blocks per workgroup, %ux%ux%u matrices, fp16 "
-                    "operands)",
+                    "operands, %u invocations per row's softmax)",
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_MAT_M], s->spec[VKA_SPEC_MAT_N],
-                 s->spec[VKA_SPEC_MAT_K]);
+                 s->spec[VKA_SPEC_MAT_K], s->spec[VKA_SPEC_ROW_LANES]);
 }
 
 void vka_merge_describe(vka_text *t, const vka_step *s)
