@@ -115,7 +115,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------- */
 
 #define VKATTN_VERSION_MAJOR 0
-#define VKATTN_VERSION_MINOR 4
+#define VKATTN_VERSION_MINOR 5
 #define VKATTN_VERSION_PATCH 0
 #define VKATTN_VERSION_NUMBER (VKATTN_VERSION_MAJOR * 10000 + VKATTN_VERSION_MINOR * 100 + VKATTN_VERSION_PATCH)
 
@@ -186,6 +186,18 @@ typedef struct vkattn_matrix_shape {
 } vkattn_matrix_shape;
 #define VKATTN_MAX_MATRIX_SHAPES 8
 
+/* The features of VK_NV_cooperative_matrix2 (vkattn_device_info.cooperative_matrix2), one bit
+ * each, named as the extension's VkPhysicalDeviceCooperativeMatrix2FeaturesNV members. */
+enum {
+    VKATTN_MATRIX2_WORKGROUP_SCOPE = 1u << 0,      /* cooperativeMatrixWorkgroupScope */
+    VKATTN_MATRIX2_FLEXIBLE_DIMENSIONS = 1u << 1,  /* cooperativeMatrixFlexibleDimensions */
+    VKATTN_MATRIX2_REDUCTIONS = 1u << 2,           /* cooperativeMatrixReductions */
+    VKATTN_MATRIX2_CONVERSIONS = 1u << 3,          /* cooperativeMatrixConversions */
+    VKATTN_MATRIX2_PER_ELEMENT = 1u << 4,          /* cooperativeMatrixPerElementOperations */
+    VKATTN_MATRIX2_TENSOR_ADDRESSING = 1u << 5,    /* cooperativeMatrixTensorAddressing */
+    VKATTN_MATRIX2_BLOCK_LOADS = 1u << 6           /* cooperativeMatrixBlockLoads */
+};
+
 typedef struct vkattn_device_info {
     uint32_t index;                   /* position in vkattn_list_devices order */
     int is_default;                   /* the device a context picks when nothing is asked for */
@@ -239,6 +251,11 @@ typedef struct vkattn_device_info {
      * projections stay on matrices, and cooperative_matrix_note says "attn_cm self-test failed:
      * ..." (read it with vkattn_context_device after that plan). */
     int cooperative_matrix_checked;
+    /* VK_NV_cooperative_matrix2's features where the device has that extension (VKATTN_MATRIX2_*
+     * bits; 0 without it), recorded for `vkattn info` and for the kernels still to be written on
+     * them: no kernel of this version uses them, and contexts do not enable them. The same in
+     * vkattn_list_devices and vkattn_context_device. */
+    uint32_t cooperative_matrix2;
     float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
     char tuning[32];                  /* the kernel shapes vkattn picks for this device */
     uint32_t loop_budget;             /* loop trips one shader invocation may run before the driver

@@ -1,5 +1,6 @@
 #!/bin/sh
-# The CLI's side of the cooperative-matrix path: `vkattn info` prints a `cooperative matrix:` line;
+# The CLI's side of the cooperative-matrix path: `vkattn info` prints a `cooperative matrix:` line
+# and a `cooperative matrix 2:` line (VK_NV_cooperative_matrix2's features);
 # under VKATTN_TUNING=coopmat, `vkattn run --precision f16 --trace` shows the projections' matmul_cm
 # and the fused attention's attn_cm (2 heads of 8 dims: whole 8x8x8 matrices) where the device has
 # cooperative matrices, and no _cm kernel with VKATTN_COOPMAT=0 as well, nor with --precision f32 or
@@ -22,6 +23,14 @@ run info >"$out/info" 2>&1 || fail "vkattn info: $(cat "$out/info")"
 line=$(grep -E '^ +cooperative matrix: ' "$out/info" | head -n1)
 [ -n "$line" ] || fail "vkattn info has no 'cooperative matrix:' line: $(cat "$out/info")"
 echo "info:$line"
+# VK_NV_cooperative_matrix2's features (Mesa 26 lavapipe lists four), or none: none wherever the
+# device has no KHR cooperative matrices, which the NV extension builds on
+line2=$(grep -E '^ +cooperative matrix 2: +(none$|[a-z].*\(VK_NV_cooperative_matrix2; not used by vkattn yet\)$)' "$out/info" | head -n1)
+[ -n "$line2" ] || fail "vkattn info has no well-formed 'cooperative matrix 2:' line: $(cat "$out/info")"
+echo "info:$line2"
+if echo "$line" | grep -qE 'cooperative matrix: +none'; then
+  echo "$line2" | grep -qE ': +none$' || fail "matrix2 features without KHR cooperative matrices: $line2"
+fi
 if echo "$line" | grep -qE 'cooperative matrix: +[0-9]+x[0-9]+x[0-9]+' && ! echo "$line" | grep -q 'not used'; then
   VKATTN_TUNING=coopmat forward --precision f16 >"$out/cm" 2>&1 || fail "coopmat forward: $(cat "$out/cm")"
   grep -E '^ +[0-9]+ [a-z_]+ +[a-z_]*_cm ' "$out/cm" || fail "no _cm kernel in the coopmat plan: $(cat "$out/cm")"

@@ -30,6 +30,29 @@ static void print_self_test(const vkattn_device_info *d)
     vkattn_context_destroy(ctx);
 }
 
+/* VK_NV_cooperative_matrix2's features (vkattn_device_info.cooperative_matrix2), or "none". */
+static void print_matrix2(uint32_t bits)
+{
+    static const struct {
+        uint32_t bit;
+        const char *name;
+    } features[] = {{VKATTN_MATRIX2_WORKGROUP_SCOPE, "workgroup scope"},
+                    {VKATTN_MATRIX2_FLEXIBLE_DIMENSIONS, "flexible dimensions"},
+                    {VKATTN_MATRIX2_REDUCTIONS, "reductions"},
+                    {VKATTN_MATRIX2_CONVERSIONS, "conversions"},
+                    {VKATTN_MATRIX2_PER_ELEMENT, "per-element operations"},
+                    {VKATTN_MATRIX2_TENSOR_ADDRESSING, "tensor addressing"},
+                    {VKATTN_MATRIX2_BLOCK_LOADS, "block loads"}};
+    if (!bits) {
+        printf("none\n");
+        return;
+    }
+    const char *sep = "";
+    for (size_t i = 0; i < sizeof features / sizeof features[0]; i++)
+        if (bits & features[i].bit) printf("%s%s", sep, features[i].name), sep = ", ";
+    printf(" (VK_NV_cooperative_matrix2; not used by vkattn yet)\n");
+}
+
 int cmd_info(int argc, char **argv)
 {
     cli_command c = {"info", NULL,
@@ -78,6 +101,8 @@ int cmd_info(int argc, char **argv)
         else if (d->cooperative_matrix_usable)
             print_self_test(d);
         printf("\n");
+        printf("    cooperative matrix 2:     ");
+        print_matrix2(d->cooperative_matrix2);
         if (d->timestamp_period_ns > 0) printf("    timestamps                %g ns per tick\n", d->timestamp_period_ns);
         else printf("    timestamps                not supported on the compute queue\n");
         if (d->loop_budget)

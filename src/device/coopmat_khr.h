@@ -1,6 +1,6 @@
-/* VK_KHR_cooperative_matrix, declared here where the Vulkan headers predate it (Debian bookworm's
- * 1.3.239; the extension arrived in 1.3.255). The values are the registry's; with newer headers
- * their own declarations are used. */
+/* VK_KHR_cooperative_matrix and VK_NV_cooperative_matrix2's features, declared here where the
+ * Vulkan headers predate them (Debian bookworm's 1.3.239; the KHR one arrived in 1.3.255, the NV
+ * one later). The values are the registry's; with newer headers their own declarations are used. */
 #ifndef VKA_COOPMAT_KHR_H
 #define VKA_COOPMAT_KHR_H
 
@@ -39,6 +39,24 @@ typedef struct VkPhysicalDeviceCooperativeMatrixFeaturesKHR {
 
 typedef VkResult(VKAPI_PTR *PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)(
     VkPhysicalDevice physicalDevice, uint32_t *pPropertyCount, VkCooperativeMatrixPropertiesKHR *pProperties);
+#endif
+
+#ifndef VK_NV_cooperative_matrix2
+#define VK_NV_cooperative_matrix2 1
+#define VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME "VK_NV_cooperative_matrix2"
+#define VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV ((VkStructureType)1000593000)
+
+typedef struct VkPhysicalDeviceCooperativeMatrix2FeaturesNV {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 cooperativeMatrixWorkgroupScope;
+    VkBool32 cooperativeMatrixFlexibleDimensions;
+    VkBool32 cooperativeMatrixReductions;
+    VkBool32 cooperativeMatrixConversions;
+    VkBool32 cooperativeMatrixPerElementOperations;
+    VkBool32 cooperativeMatrixTensorAddressing;
+    VkBool32 cooperativeMatrixBlockLoads;
+} VkPhysicalDeviceCooperativeMatrix2FeaturesNV;
 #endif
 
 #endif

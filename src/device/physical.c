@@ -117,6 +117,18 @@ static void coopmat_shapes(const vka_instance_fns *fns, VkPhysicalDevice device,
     }
 }
 
+/* VK_NV_cooperative_matrix2's features as VKATTN_MATRIX2_* bits. */
+static uint32_t matrix2_bits(const VkPhysicalDeviceCooperativeMatrix2FeaturesNV *f)
+{
+    return (f->cooperativeMatrixWorkgroupScope ? VKATTN_MATRIX2_WORKGROUP_SCOPE : 0) |
+           (f->cooperativeMatrixFlexibleDimensions ? VKATTN_MATRIX2_FLEXIBLE_DIMENSIONS : 0) |
+           (f->cooperativeMatrixReductions ? VKATTN_MATRIX2_REDUCTIONS : 0) |
+           (f->cooperativeMatrixConversions ? VKATTN_MATRIX2_CONVERSIONS : 0) |
+           (f->cooperativeMatrixPerElementOperations ? VKATTN_MATRIX2_PER_ELEMENT : 0) |
+           (f->cooperativeMatrixTensorAddressing ? VKATTN_MATRIX2_TENSOR_ADDRESSING : 0) |
+           (f->cooperativeMatrixBlockLoads ? VKATTN_MATRIX2_BLOCK_LOADS : 0);
+}
+
 /* Whether the device has what vkattn's cooperative-matrix kernels need (the build and the switches
  * are the context's to add: api/context.c); the note says what is missing. Their SPIR-V is 1.6
  * (Vulkan 1.3) with the Vulkan memory model, fp16 arithmetic and a workgroup size set by a
@@ -178,8 +190,12 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
     if (base.apiVersion >= VK_API_VERSION_1_2) storage16.pNext = &memory_model;
     if (has_size_control) *tail = &size_control_features, tail = (const void **)&size_control_features.pNext;
     if (base.apiVersion >= VK_API_VERSION_1_3) *tail = &maintenance4, tail = (const void **)&maintenance4.pNext;
+    VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
     int has_coopmat = has_extension(fns, device, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
-    if (has_coopmat) *tail = &coopmat;
+    if (has_coopmat) *tail = &coopmat, tail = (const void **)&coopmat.pNext;
+    int has_coopmat2 = has_coopmat && has_extension(fns, device, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
+    if (has_coopmat2) *tail = &coopmat2;
     fns->vkGetPhysicalDeviceFeatures2(device, &features);
 
     VkPhysicalDeviceMemoryProperties memory;
@@ -214,6 +230,7 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
     info->shader_float16 = float16.shaderFloat16 != 0;
     info->cooperative_matrix = has_coopmat && coopmat.cooperativeMatrix;
     if (info->cooperative_matrix) coopmat_shapes(fns, device, info);
+    if (has_coopmat2) info->cooperative_matrix2 = matrix2_bits(&coopmat2);
     /* With the memory model enabled, Device-scope atomics (kv_append's quantizing build) need its
      * device scope too, so the cooperative-matrix kernels ask for both. */
     coopmat_usable(info, memory_model.vulkanMemoryModel && memory_model.vulkanMemoryModelDeviceScope &&

@@ -33,7 +33,7 @@ install)
   config_lc=$(tr '[:upper:]' '[:lower:]' <<<"${config:-noconfig}")
   expected=(
     "$includedir/vkattn.h" "$includedir/vkattn_vulkan.h"
-    "$libdir/libvkattn.so" "$libdir/libvkattn.so.0" "$libdir/libvkattn.so.0.4.0" "$libdir/libvkattn.a"
+    "$libdir/libvkattn.so" "$libdir/libvkattn.so.0" "$libdir/libvkattn.so.0.5.0" "$libdir/libvkattn.a"
     "$libdir/cmake/vkattn/vkattnConfig.cmake" "$libdir/cmake/vkattn/vkattnConfigVersion.cmake"
     "$libdir/cmake/vkattn/vkattnTargets.cmake" "$libdir/cmake/vkattn/vkattnTargets-$config_lc.cmake"
     "$libdir/pkgconfig/vkattn.pc")
@@ -46,10 +46,10 @@ install)
     exit 1
   fi
   [ "$(readlink "$staging/$libdir/libvkattn.so")" = libvkattn.so.0 ] || { echo "install: libvkattn.so -> $(readlink "$staging/$libdir/libvkattn.so")" >&2; exit 1; }
-  [ "$(readlink "$staging/$libdir/libvkattn.so.0")" = libvkattn.so.0.4.0 ] || { echo "install: bad libvkattn.so.0 link" >&2; exit 1; }
-  soname=$(readelf -d "$staging/$libdir/libvkattn.so.0.4.0" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+  [ "$(readlink "$staging/$libdir/libvkattn.so.0")" = libvkattn.so.0.5.0 ] || { echo "install: bad libvkattn.so.0 link" >&2; exit 1; }
+  soname=$(readelf -d "$staging/$libdir/libvkattn.so.0.5.0" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
   [ "$soname" = libvkattn.so.0 ] || { echo "install: SONAME '$soname'" >&2; exit 1; }
-  if readelf -d "$staging/$libdir/libvkattn.so.0.4.0" | grep -Eq '\((RPATH|RUNPATH)\)'; then
+  if readelf -d "$staging/$libdir/libvkattn.so.0.5.0" | grep -Eq '\((RPATH|RUNPATH)\)'; then
     echo "install: libvkattn.so carries a run path" >&2; exit 1
   fi
   # Text files (headers, CMake package, .pc) must not point into the build or source tree, nor
