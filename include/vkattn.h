@@ -868,14 +868,16 @@ typedef struct vkattn_host_forward_desc {
  * are kept in the layer and reused while the shapes fit. */
 vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward_desc *desc);
 
-/* Describes, without running anything, the plan vkattn_forward_host would run for `desc`: the
+/* Describes, without running the forward, the plan vkattn_forward_host would run for `desc`: the
  * shapes it traces (q, k, v per head, the attention weights, ctx, out), how keys and rows are
  * split, the workspace, then each step: its stage, kernel and parameters, the buffers (and
  * windows of them) it reads and writes, its dispatch grid and loop trips. It is built by the same
  * planner, from the same arguments, as the forward. Writes at most `capacity` bytes of
  * nul-terminated text to `text` (NULL when capacity is 0) and the length the whole text needs
  * to *length (may be NULL); a text cut short still ends in a nul. The layer is not changed, and
- * no array is read or written: only the shapes and which arrays are given matter. */
+ * no array is read or written: only the shapes and which arrays are given matter. Like a forward,
+ * the context's first plan that takes attn_cm runs that kernel's self-test (one small dispatch;
+ * see cooperative_matrix_checked). */
 vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forward_desc *desc, char *text,
                                      size_t capacity, size_t *length);
 
@@ -977,7 +979,8 @@ vkattn_status vkattn_kv_cache_truncate(vkattn_kv_cache *cache, uint32_t seq, uin
  * each with LLVM: hundreds of milliseconds, seconds with a cold shader cache). vkattn_layer_warm_up
  * builds, ahead of the first request, every pipeline the layer's forwards within the limits below
  * will use: afterwards such a forward builds none. With a persistent pipeline cache (GPU drivers),
- * the next process neither. Nothing runs on the device. */
+ * the next process neither. Nothing runs on the device, except attn_cm's self-test where this
+ * is the context's first plan to take attn_cm (see cooperative_matrix_checked). */
 typedef struct vkattn_warm_up_desc {
     const vkattn_kv_cache *cache; /* cached forwards through this cache; NULL: plain self-attention forwards */
     uint32_t max_batch;           /* sequences per cached forward (at most the cache's max_sequences), or the

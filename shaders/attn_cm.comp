@@ -27,8 +27,7 @@
  *
  * Grid: parts * bh_count * ceil(i_count / TILE_A) workgroups of WG_SIZE = NSG x the subgroup size;
  * the pipeline requires that size with full subgroups (src/pipeline/pipeline_cache.c) and subgroup
- * shuffles (every device with cooperative matrices has them; one without fails the context's
- * attn_cm self-test, and attn_fused runs).
+ * shuffles (the plan takes attn_fused on a device without them).
  * Bindings: VKA_FUSED_* (abi.h). Specialization: TILE_A (query rows, a multiple of MAT_M), TILE_B
  * (keys per block, a multiple of MAT_N and MAT_K), DV, VEC (D = DV x VEC, a multiple of MAT_N and
  * MAT_K), MAT_M, MAT_N, MAT_K, ROW_LANES (a power of two dividing the subgroup size and TILE_B),
@@ -82,7 +81,9 @@ const uint PSTRIDE = TILE_B + 8;
 const uint STAGED_ROWS = TILE_A > 2 * TILE_B ? TILE_A : 2 * TILE_B;
 
 shared float16_t kv_s[STAGED_ROWS * STRIDE];  /* Q's rows once; then per block K's rows, V's after them */
-shared float s_s[TILE_A * TILE_B];            /* each subgroup's scores, then its P·V fragment on its way out */
+shared float s_s[TILE_A * TILE_B];            /* each subgroup's scratch: a stored state on its way in, per block
+                                                 its scores then its rows' rescale factors, at the end O on its
+                                                 way out */
 shared float16_t p_s[TILE_A * PSTRIDE];       /* the probabilities */
 shared float alpha_s[TILE_A];                 /* each row's rescale factor for this block; at the end 1 / l */
 shared float poison_s[TILE_A];                /* NaN for a row that saw a NaN score, else 0 */
@@ -133,7 +134,9 @@ void main()
     if (gl_LocalInvocationID.x == 0) real_end_s = 0, bad_keys_s = 0;
     barrier();
     [[unroll]] for (uint k = 0; k < RPL; k++) {
-        uint r = lane / ROW_LANES + k * RPP, il = min(il0 + sg * MAT_M + r, pc.i_count - 1), i = pc.i_begin + il;
+        /* r past the subgroup's rows (a pass not whole) shadows its last row and stores nothing */
+        uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
+        uint il = min(il0 + row, pc.i_count - 1), i = pc.i_begin + il;
         m[k] = neg_inf;
         l[k] = 0.0;
         saw_nan[k] = false;

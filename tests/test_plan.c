@@ -1456,7 +1456,7 @@ static void test_coopmat_attention(void)
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_plan_limits l = coopmat_limits(rows[r].shape, rows[r].subgroup, rows[r].shared, rows[r].budget);
-        l.subgroup_sums = r % 2 == 0; /* two invocations per row's softmax where shuffles allow, else one */
+        l.subgroup_sums = 1;
         vka_problem p = problem(1, 300, 777, rows[r].E, rows[r].H, 0);
         p.causal = 1;
         vka_plan plan = {0};
@@ -1472,8 +1472,8 @@ static void test_coopmat_attention(void)
             CHECK(st->spec[VKA_SPEC_TILE_A] == rows[r].tile_q && st->spec[VKA_SPEC_TILE_B] == rows[r].tile_k);
             CHECK(st->spec[VKA_SPEC_WG_SIZE] == rows[r].tile_q / rows[r].shape.m * rows[r].subgroup);
             CHECK(st->spec[VKA_SPEC_MAT_N] == rows[r].shape.n && st->spec[VKA_SPEC_DV] * 4 == p.cfg.D);
-            CHECK_MSG(st->spec[VKA_SPEC_ROW_LANES] == (l.subgroup_sums ? 2u : 1u), "%s: %u invocations per row",
-                      rows[r].name, st->spec[VKA_SPEC_ROW_LANES]);
+            CHECK_MSG(st->spec[VKA_SPEC_ROW_LANES] == 2, "%s: %u invocations per row", rows[r].name,
+                      st->spec[VKA_SPEC_ROW_LANES]);
             CHECK(vka_fused_cm_shared_bytes(rows[r].tile_q, rows[r].tile_k, p.cfg.D) <= rows[r].shared);
             /* a workgroup per (part, head, query tile) */
             uint64_t groups = (uint64_t)st->groups[0] * st->groups[1] * st->groups[2];
@@ -1503,6 +1503,16 @@ static void test_coopmat_attention(void)
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 1);
     CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_CM) > 0);
+    l.no_fused_cm = 0, l.subgroup_sums = 0; /* no subgroup shuffles */
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 1);
+    l.subgroup_sums = 1, l.subgroup_size = 64; /* 64 lanes, 8 x 8 matrices: 8 invocations per row */
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    for (uint32_t i = 0; i < plan.step_count; i++)
+        if (plan.steps[i].kernel == VKA_KERNEL_FUSED_CM)
+            CHECK_MSG(plan.steps[i].spec[VKA_SPEC_ROW_LANES] == 8, "%u invocations per row in 64 lanes",
+                      plan.steps[i].spec[VKA_SPEC_ROW_LANES]);
+    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) > 0);
     vka_plan_free(&plan);
 }
 

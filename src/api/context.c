@@ -698,11 +698,17 @@ void vkattn_context_destroy(vkattn_context *ctx)
 
 const char *vkattn_context_last_error(const vkattn_context *ctx) { return ctx ? ctx->dev.error.message : ""; }
 
+static vkattn_status context_device(const vkattn_context *ctx, vkattn_device_info *out)
+{
+    *out = ctx->dev.info;
+    return VKATTN_OK;
+}
+
 vkattn_status vkattn_context_device(const vkattn_context *ctx, vkattn_device_info *out)
 {
     if (!ctx || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
-    *out = ctx->dev.info;
-    return VKATTN_OK;
+    /* guarded: a plan's attn_cm self-test may write the note (vka_context_plan) */
+    VKA_GUARDED((vkattn_context *)ctx, context_device(ctx, out));
 }
 
 uint32_t vkattn_context_validation_messages(const vkattn_context *ctx) { return ctx ? ctx->validation_messages : 0; }

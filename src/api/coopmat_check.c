@@ -131,14 +131,22 @@ fail:
 /* attn_cm                                                                                         */
 /* ---------------------------------------------------------------------------------------------- */
 
-/* Q and K: multiples of 1/8 in [-1, 1]; V: multiples of 1/16 in [-1, 1] (all exact in fp16), from
- * patterns that differ by head, row and column, so a transposed, shifted or mixed-up tile gives
- * different numbers. */
+/* Q: multiples of 1/8 in [-1, 1]; K: multiples of 1/8 in [-7/8, 7/8] times (4 + j) / 4, growing
+ * along the keys, so that each row's max keeps rising and O is rescaled block after block; V:
+ * multiples of 1/16 in [-1, 1]. K and V differ by K/V head g, every pattern by row and column, so
+ * a transposed, shifted or mixed-up tile, or a query head on the wrong K/V head, gives different
+ * numbers. All exact in fp16 (|K| < 17 in steps of 1/32). */
 static float q_value(uint32_t h, uint32_t i, uint32_t d) { return (float)((int)((h * 5 + i * 7 + d * 3) % 17) - 8) / 8.0f; }
-static float k_value(uint32_t j, uint32_t d) { return (float)((int)((j * 3 + d * 5 + 1) % 15) - 7) / 8.0f; }
-static float v_value(uint32_t j, uint32_t d) { return (float)((int)((j * 11 + d * 7 + 2) % 31) - 15) / 16.0f; }
+static float k_value(uint32_t g, uint32_t j, uint32_t d)
+{
+    return (float)(((int)((g * 4 + j * 3 + d * 5 + 1) % 15) - 7) * (int)(4 + j)) / 32.0f;
+}
+static float v_value(uint32_t g, uint32_t j, uint32_t d)
+{
+    return (float)((int)((g * 13 + j * 11 + d * 7 + 2) % 31) - 15) / 16.0f;
+}
 
-enum { CM_H = 2 }; /* two query heads on one K/V head */
+enum { CM_H = 4, CM_HKV = 2 }; /* query heads 0, 1 on K/V head 0; 2, 3 on K/V head 1 */
 
 typedef struct cm_problem {
     uint32_t D, L, S, store;
@@ -150,14 +158,14 @@ typedef struct cm_buffers {
 } cm_buffers;
 
 /* The float64 output and lse of row (h, i): causal aligned at the end (row i sees keys up to
- * i + S - L), both heads on K/V head 0. */
+ * i + S - L; S > L, so every row sees some). `s`: S doubles, `o`: D. */
 static double reference_row(const cm_problem *c, uint32_t h, uint32_t i, double *s, double *o)
 {
-    const uint32_t limit = i + c->S - c->L + 1;
+    const uint32_t limit = i + (c->S - c->L) + 1, g = h / (CM_H / CM_HKV);
     double m = -INFINITY, l = 0;
     for (uint32_t j = 0; j < limit; j++) {
         double dot = 0;
-        for (uint32_t d = 0; d < c->D; d++) dot += (double)q_value(h, i, d) * k_value(j, d);
+        for (uint32_t d = 0; d < c->D; d++) dot += (double)q_value(h, i, d) * k_value(g, j, d);
         s[j] = dot * c->scale;
         if (s[j] > m) m = s[j];
     }
@@ -165,7 +173,7 @@ static double reference_row(const cm_problem *c, uint32_t h, uint32_t i, double 
     for (uint32_t j = 0; j < limit; j++) {
         double p = exp(s[j] - m);
         l += p;
-        for (uint32_t d = 0; d < c->D; d++) o[d] += p * v_value(j, d);
+        for (uint32_t d = 0; d < c->D; d++) o[d] += p * v_value(g, j, d);
     }
     for (uint32_t d = 0; d < c->D; d++) o[d] /= l;
     return m + log(l);
@@ -214,10 +222,11 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
     spec[VKA_SPEC_ATTN_MASK] = 0, spec[VKA_SPEC_VARIANT] = 0;
     spec[VKA_SPEC_FLAGS] &= VKA_FUSED_STORE;
     const uint32_t tile_q = spec[VKA_SPEC_TILE_A], tile_k = spec[VKA_SPEC_TILE_B], vec = spec[VKA_SPEC_VEC];
-    /* Two query tiles (the second partial) and three key blocks (the last partial). */
-    const uint32_t D = spec[VKA_SPEC_DV] * vec;
-    const cm_problem c = {.D = D, .L = tile_q + 3, .S = 2 * tile_k + 3, .store = spec[VKA_SPEC_FLAGS] != 0,
-                           .scale = 1.0f / sqrtf((float)D)};
+    /* Two query tiles (the second partial), and more keys than queries: at least three key blocks,
+     * the last partial. */
+    const uint32_t D = spec[VKA_SPEC_DV] * vec, L = tile_q + 3;
+    const cm_problem c = {.D = D, .L = L, .S = (L > 2 * tile_k ? L : 2 * tile_k) + 3,
+                          .store = spec[VKA_SPEC_FLAGS] != 0, .scale = 1.0f / sqrtf((float)D)};
     const int f16_out = step->f16_out && !c.store;
     const vka_pipeline *pipeline = NULL;
     if (dev->faults.attn_cm_check == VKA_FAULT_COOPMAT_FAIL) {
@@ -225,7 +234,7 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
         goto fail;
     }
     VKA_TRY(vka_pipeline_get(dev, pipelines, VKA_KERNEL_FUSED_CM, f16_out, spec, &pipeline));
-    const VkDeviceSize q_bytes = (VkDeviceSize)CM_H * c.L * c.D * 4, kv_bytes = (VkDeviceSize)c.S * c.D * 4;
+    const VkDeviceSize q_bytes = (VkDeviceSize)CM_H * c.L * c.D * 4, kv_bytes = (VkDeviceSize)CM_HKV * c.S * c.D * 4;
     const VkDeviceSize rows = (VkDeviceSize)CM_H * c.L;
     VKA_TRY(vka_buffer_create(dev, q_bytes, VKA_MEMORY_STAGING, "the attention self-test's Q", &b.q));
     VKA_TRY(vka_buffer_create(dev, kv_bytes, VKA_MEMORY_STAGING, "the attention self-test's K", &b.k));
@@ -235,13 +244,17 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
         VKA_TRY(vka_buffer_create(dev, rows * c.D * 4, VKA_MEMORY_STAGING, "the attention self-test's state", &b.state_o));
         VKA_TRY(vka_buffer_create(dev, rows * 4, VKA_MEMORY_STAGING, "the attention self-test's lse", &b.state_lse));
     }
-    /* Q as (L, H, D) rows, K and V as (S, D); unwritten outputs NaN */
+    /* Q as (L, H, D) rows, K and V as (S, H_kv, D); unwritten outputs NaN */
     float *q = b.q.mapped, *k = b.k.mapped, *v = b.v.mapped;
     for (uint32_t i = 0; i < c.L; i++)
         for (uint32_t h = 0; h < CM_H; h++)
             for (uint32_t d = 0; d < c.D; d++) q[((size_t)i * CM_H + h) * c.D + d] = q_value(h, i, d);
     for (uint32_t j = 0; j < c.S; j++)
-        for (uint32_t d = 0; d < c.D; d++) k[(size_t)j * c.D + d] = k_value(j, d), v[(size_t)j * c.D + d] = v_value(j, d);
+        for (uint32_t g = 0; g < CM_HKV; g++)
+            for (uint32_t d = 0; d < c.D; d++) {
+                const size_t at = ((size_t)j * CM_HKV + g) * c.D + d;
+                k[at] = k_value(g, j, d), v[at] = v_value(g, j, d);
+            }
     memset(b.ctx.mapped, 0xff, (size_t)(rows * c.D * 4)); /* NaN as fp32 and as fp16 */
     if (c.store) memset(b.state_o.mapped, 0xff, (size_t)(rows * c.D * 4)), memset(b.state_lse.mapped, 0xff, (size_t)(rows * 4));
 
@@ -249,10 +262,10 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
     const vka_fused_push push = {
         .L = c.L, .S = c.S, .S_ext = c.S, .H = CM_H, .bh_begin = 0, .bh_count = CM_H, .i_begin = 0,
         .i_count = c.L, .q_offset = 0, .q_batch = c.L * CM_H * DV, .q_head = DV, .q_row = CM_H * DV,
-        .k_offset = 0, .v_offset = 0, .kv_batch = c.S * DV, .kv_head = 0, .kv_row = DV, .ctx_offset = 0,
-        .ctx_stride = CM_H * c.D, .scale = c.scale, .mask_flags = VKA_MASK_CAUSAL | VKA_MASK_CAUSAL_END,
-        .mask_heads = CM_H, .parts = 1, .part_len = c.S, .chunk_begin = 0, .chunk_len = c.S, .has_lse = 0,
-        .kv_group = CM_H};
+        .k_offset = 0, .v_offset = 0, .kv_batch = c.S * CM_HKV * DV, .kv_head = DV, .kv_row = CM_HKV * DV,
+        .ctx_offset = 0, .ctx_stride = CM_H * c.D, .scale = c.scale,
+        .mask_flags = VKA_MASK_CAUSAL | VKA_MASK_CAUSAL_END, .mask_heads = CM_H, .parts = 1, .part_len = c.S,
+        .chunk_begin = 0, .chunk_len = c.S, .has_lse = 0, .kv_group = CM_H / CM_HKV};
     vka_binding bindings[VKA_FUSED_BINDINGS] = {
         [VKA_FUSED_Q] = {&b.q, 0, 0, VKA_VIEW_RGBA32F}, [VKA_FUSED_K] = {&b.k, 0, 0, VKA_VIEW_RGBA32F},
         [VKA_FUSED_V] = {&b.v, 0, 0, VKA_VIEW_RGBA32F}, [VKA_FUSED_CTX] = {&b.ctx, 0, 0, VKA_VIEW_R32F},

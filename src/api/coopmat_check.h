@@ -29,11 +29,13 @@ vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka
 
 /* Runs attn_cm once, with the pipeline of `step` (a plan's attn_cm step) where its attn_mask and
  * variants are off and it loads no state (so a plain forward's own pipeline, made through the
- * context's registry), on a small causal problem (aligned at the end): two query heads on one K/V
- * head (grouped), two query tiles of the step's shape (the second partial), three key blocks (the
- * last partial), fp16-exact operands; and compares the output (the state and lse where the step
- * stores them instead) with float64. An element off by more than 2^-8 (the probabilities and an
- * fp16 output are rounded to fp16; |V| <= 1) fails. `dummy` fills the unused bindings.
+ * context's registry), on a small causal problem (aligned at the end): four query heads on two
+ * K/V heads (grouped), two query tiles of the step's shape (the second partial), three key blocks
+ * or more (the last partial), fp16-exact operands whose keys grow along the sequence (so the
+ * running output is rescaled block after block); and compares the output (the state and lse
+ * where the step stores them instead) with float64. An element off by more than 2^-8 (the
+ * probabilities and an fp16 output are rounded to fp16; |V| <= 1) fails. `dummy` fills the
+ * unused bindings.
  *
  * Returns VKATTN_OK with *passed 1, or *passed 0 and one line in `note` ("attn_cm self-test
  * failed: ...") for a wrong element or a call that failed otherwise than below. Running out of

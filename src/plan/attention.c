@@ -200,9 +200,9 @@ vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, u
 
 /* attn_cm.comp's shape for this attention, or all zeros where attn_fused.comp runs it: under a
  * tuning with cm_attn_*, on a context that may run the cooperative-matrix kernels
- * (limits->matrix_shape) and has not seen attn_cm's self-test fail, for a layer with fp16
- * operands (precision F16), a head dim of whole matrices, within the device's shared memory and
- * workgroup size. */
+ * (limits->matrix_shape), has subgroup shuffles (subgroup_sums: the softmax's lanes meet by them)
+ * and has not seen attn_cm's self-test fail, for a layer with fp16 operands (precision F16), a
+ * head dim of whole matrices, within the device's shared memory and workgroup size. */
 typedef struct fused_cm_shape {
     uint32_t tile_q, tile_k, wg, row_lanes;
 } fused_cm_shape;
@@ -213,14 +213,15 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
     const vkattn_matrix_shape ms = b->limits->matrix_shape;
     const uint32_t D = b->p->cfg.D;
     const fused_cm_shape none = {0};
-    if (!t->cm_attn_subgroups || !ms.m || !ms.n || !ms.k || b->limits->no_fused_cm ||
+    if (!t->cm_attn_subgroups || !ms.m || !ms.n || !ms.k || b->limits->no_fused_cm || !b->limits->subgroup_sums ||
         b->p->cfg.precision != VKATTN_PRECISION_F16)
         return none;
     if (D % ms.k || D % ms.n || D % 4) return none;
     const uint32_t sg = b->limits->subgroup_size;
     fused_cm_shape s = {t->cm_attn_subgroups * ms.m, t->cm_attn_key_frags * ms.n, t->cm_attn_subgroups * sg,
-                        b->limits->subgroup_sums && t->cm_attn_row_lanes ? t->cm_attn_row_lanes : 1};
+                        t->cm_attn_row_lanes ? t->cm_attn_row_lanes : 1};
     while (s.tile_k % ms.k) s.tile_k += ms.n; /* whole matrices of P (M x K) and of K^T (K x N) */
+    if (s.row_lanes * ms.m < sg) s.row_lanes = sg / ms.m; /* no lane idle in the softmax */
     /* a row's invocations meet by XOR shuffles: a power of two dividing the subgroup and the block */
     while (s.row_lanes > 1 && ((s.row_lanes & (s.row_lanes - 1)) || sg % s.row_lanes || s.tile_k % s.row_lanes))
         s.row_lanes >>= 1;
