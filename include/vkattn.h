@@ -94,6 +94,8 @@
  *                      sizes), when vkattn_context_desc.tuning is NULL (default: the device's class)
  *   VKATTN_COOPMAT     "0" turns VK_KHR_cooperative_matrix off for every context (as
  *                      vkattn_context_desc.no_cooperative_matrix does for one)
+ *   VKATTN_COOPMAT2    "0" leaves VK_NV_cooperative_matrix2 off for every context: attn_cm instead
+ *                      of attn_cm2 (see vkattn_device_info.cooperative_matrix2)
  *   VKATTN_LOOP_BUDGET  loop trips per shader invocation to plan within, when
  *                      vkattn_context_desc.loop_budget is 0; lowers the device's own, never raises it
  *   VKATTN_PIPELINE_CACHE  a pipeline cache file to read and write, when
@@ -252,9 +254,12 @@ typedef struct vkattn_device_info {
      * ..." (read it with vkattn_context_device after that plan). */
     int cooperative_matrix_checked;
     /* VK_NV_cooperative_matrix2's features where the device has that extension (VKATTN_MATRIX2_*
-     * bits; 0 without it), recorded for `vkattn info` and for the kernels still to be written on
-     * them: no kernel of this version uses them, and contexts do not enable them. The same in
-     * vkattn_list_devices and vkattn_context_device. */
+     * bits; 0 without it; the same in vkattn_list_devices and vkattn_context_device). A context
+     * with usable cooperative matrices whose device has REDUCTIONS, CONVERSIONS and PER_ELEMENT
+     * enables those three (unless VKATTN_COOPMAT2=0) and runs its cooperative-matrix attention as
+     * attn_cm2, which keeps the softmax in the matrices (row max and sum by reductions, masks and
+     * exponentials per element) instead of passing scores through shared memory; same contract,
+     * same self-test. Checked on Mesa 26 lavapipe only (no GPU with the extension measured). */
     uint32_t cooperative_matrix2;
     float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
     char tuning[32];                  /* the kernel shapes vkattn picks for this device */

@@ -18,6 +18,15 @@
  * factors reach O as a matrix (each row its factor) through the scratch, one component-wise
  * multiply per fragment and block. At the end O goes out through the scratch, times 1 / l.
  *
+ * The COOPMAT2 build (kernel attn_cm2, where the context enabled VK_NV_cooperative_matrix2's
+ * reductions, conversions and per-element operations) keeps the softmax in the matrices: the
+ * scale, variants and masks are a per-element function of each score's row and column
+ * (cm2_score), the block's row max and the rows' sums are row reductions, the rescale factors and
+ * P = exp(X - m) per element, and P is converted to an fp16 A matrix for P·V; the rows' running
+ * m, l and NaN flag are matrices holding each row's value in all its columns, turned from and into
+ * the per-row scalars once per workgroup (so the state, sinks and lse are the KHR build's). Only K
+ * and V pass through shared memory. It needs MAT_N = MAT_K (P, M x N, becomes an M x K matrix).
+ *
  * Masked keys never contribute: a masked score becomes -inf (probability 0) whatever K held, and V
  * is staged with every non-finite element replaced by 0, so 0 x V adds nothing. A key whose V row
  * held NaN or inf and that a row does see with a non-zero probability makes that row NaN (where
@@ -36,6 +45,9 @@
  * and the extra ones begin); every other loop has a constant count and is unrolled.
  */
 #extension GL_KHR_cooperative_matrix : require
+#ifdef COOPMAT2
+#extension GL_NV_cooperative_matrix2 : require
+#endif
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
@@ -108,6 +120,43 @@ shared uint bad_keys_s;                       /* bit c: key c of the block held 
                 kv_s[(base + r_) * STRIDE + d_ * VEC + e_] = v_[e_];                                \
         }                                                                                           \
     }
+
+#ifdef COOPMAT2
+/* The per-element and reduction functions of the COOPMAT2 build (GL_NV_cooperative_matrix2 calls
+ * them with an element's row and column in its matrix). */
+#define ACC coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>
+#define ACC16 coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>
+float cm2_max(const in float a, const in float b) { return max(a, b); }
+float cm2_add(const in float a, const in float b) { return a + b; }
+float cm2_max_of(const in uint row, const in uint col, const in float a, const in float b) { return max(a, b); }
+float cm2_exp_sub(const in uint row, const in uint col, const in float a, const in float b) { return exp(a - b); }
+/* exp(-inf - -inf) would be NaN: a row that has seen no key takes 0 as its reference */
+float cm2_reference(const in uint row, const in uint col, const in float m) { return m == -1.0 / 0.0 ? 0.0 : m; }
+
+/* Score (row, col) of a fragment whose first key is j0 and whose first row is il_first (of
+ * i_count): scale, variants and masks, -inf where the row may not see the key (what the
+ * KHR build's softmax loop does per score). */
+float cm2_score(const in uint row, const in uint col, const in float s, const in uint j0, const in uint il_first,
+                const in uint b, const in uint h, const in uint end, const in uint real)
+{
+    uint i = pc.i_begin + min(il_first + row, pc.i_count - 1), j = j0 + col;
+    int qk = int(i) + int(pc.S) - int(pc.L);
+    bool ok = j < end && (real == 0 || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
+    ok = ok && (real == 0 || (j < vka_row_limit(b, i) && j >= vka_window_start(qk)));
+    float x = ok ? vka_variant_score(s * pc.scale, h, int(j) - qk) : -1.0 / 0.0;
+    if (ATTN_MASK != 0 && real != 0 && (pc.mask_flags & VKA_MASK_ATTN) != 0 && j < end)
+        x = vka_add_mask(x, vka_mask_term(b, h, i, j));
+    return x;
+}
+
+/* 1 where the row turns NaN: a NaN score, or a key whose V held a non-finite value (bit c0 + col
+ * of `bad`) seen with a non-zero probability p */
+float cm2_poison(const in uint row, const in uint col, const in float x, const in float p, const in uint bad,
+                 const in uint c0)
+{
+    return isnan(x) || (p != 0.0 && (bad & (1u << (c0 + col))) != 0) ? 1.0 : 0.0;
+}
+#endif
 
 void main()
 {
@@ -187,6 +236,30 @@ void main()
     }
     barrier(); /* every subgroup has its Q fragments before K overwrites them */
 
+#ifdef COOPMAT2
+    /* The rows' running state as matrices, each row's value in all its columns (through the
+     * scratch): m, l, and 1 where the row has turned NaN. */
+    ACC mm, ll, nf;
+#define ROWS_TO_MATRIX(dst, value)                                                                  \
+    [[unroll]] for (uint k = 0; k < RPL; k++) {                                                     \
+        uint r = lane / ROW_LANES + k * RPP;                                                        \
+        if (r < MAT_M && lane % ROW_LANES == 0) alpha_s[sg * MAT_M + r] = (value);                  \
+    }                                                                                               \
+    subgroupMemoryBarrierShared();                                                                  \
+    subgroupBarrier();                                                                              \
+    [[unroll]] for (uint e = 0; e < EPL; e++) {                                                     \
+        uint at = e * SG + lane;                                                                    \
+        if (FRAG % SG == 0 || at < FRAG) s_s[scratch + at] = alpha_s[sg * MAT_M + at / MAT_N];      \
+    }                                                                                               \
+    subgroupMemoryBarrierShared();                                                                  \
+    subgroupBarrier();                                                                              \
+    coopMatLoad(dst, s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);                      \
+    subgroupBarrier();
+    ROWS_TO_MATRIX(mm, m[k])
+    ROWS_TO_MATRIX(ll, l[k])
+    ROWS_TO_MATRIX(nf, saw_nan[k] ? 1.0 : 0.0)
+#endif
+
     /* The workgroup's keys [k_lo, k_hi): the real ones some row can see, then the extra keys. Parts
      * count from the first row's window start (0 without a window): no row sees a key before. */
     uint part = vka_window_start(int(pc.i_begin + il0) + int(pc.S) - int(pc.L)) + part_index * pc.part_len;
@@ -208,6 +281,7 @@ void main()
         STAGE(V, TILE_B, TILE_B, V_ROW, true)
         barrier(); /* the block is staged */
 
+#ifndef COOPMAT2
         /* S = Q·K^T for the subgroup's rows: K's rows are the columns of B (column-major). */
         [[unroll]] for (uint c = 0; c < KF; c++) {
             coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc =
@@ -290,10 +364,72 @@ void main()
                 coopMatLoad(vf, kv_s, (TILE_B + c * MAT_K) * STRIDE + f * MAT_N, STRIDE, gl_CooperativeMatrixLayoutRowMajor);
                 o[f] = coopMatMulAdd(pf[c], vf, o[f]);
             }
+#else
+        /* The block in registers: per fragment of MAT_N keys S = Q·K^T, its masked scores X and
+         * their row max; then the rows' new reference, the rescale factors, P = exp(X - m) rounded
+         * to fp16 (l sums the rounded values), and O = O x alpha + P·V. Row values live in
+         * matrices with the value in every column of its row (mm, ll, nf). */
+        uint bad = bad_keys_s;
+        ACC xs[KF], block_max;
+        [[unroll]] for (uint c = 0; c < KF; c++) {
+            ACC acc = ACC(0.0);
+            [[unroll]] for (uint f = 0; f < QF; f++) {
+                coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> kf;
+                coopMatLoad(kf, kv_s, c * MAT_N * STRIDE + f * MAT_K, STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+                acc = coopMatMulAdd(qf[f], kf, acc);
+            }
+            coopMatPerElementNV(xs[c], acc, cm2_score, j0 + c * MAT_N, il0 + sg * MAT_M, b, h, end, uint(real));
+            ACC row_max;
+            coopMatReduceNV(row_max, xs[c], gl_CooperativeMatrixReduceRowNV, cm2_max);
+            if (c == 0) block_max = row_max;
+            else coopMatPerElementNV(block_max, block_max, cm2_max_of, row_max);
+        }
+        ACC m_new, m_ref, alpha, sum = ACC(0.0);
+        coopMatPerElementNV(m_new, mm, cm2_max_of, block_max);
+        coopMatPerElementNV(m_ref, m_new, cm2_reference);
+        coopMatPerElementNV(alpha, mm, cm2_exp_sub, m_ref);
+        coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> pf[PF];
+        [[unroll]] for (uint c = 0; c < KF; c++) {
+            ACC p, row_sum, poison, row_poison;
+            coopMatPerElementNV(p, xs[c], cm2_exp_sub, m_ref);
+            ACC16 p16 = ACC16(p);
+            p = ACC(p16); /* the values P·V multiplies */
+            pf[c] = coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA>(p16);
+            coopMatReduceNV(row_sum, p, gl_CooperativeMatrixReduceRowNV, cm2_add);
+            sum = sum + row_sum;
+            coopMatPerElementNV(poison, xs[c], cm2_poison, p, bad, c * MAT_N);
+            coopMatReduceNV(row_poison, poison, gl_CooperativeMatrixReduceRowNV, cm2_max);
+            coopMatPerElementNV(nf, nf, cm2_max_of, row_poison);
+        }
+        ll = ll * alpha + sum;
+        mm = m_new;
+        [[unroll]] for (uint f = 0; f < OF; f++) {
+            o[f] = o[f] * alpha;
+            [[unroll]] for (uint c = 0; c < PF; c++) {
+                coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> vf;
+                coopMatLoad(vf, kv_s, (TILE_B + c * MAT_K) * STRIDE + f * MAT_N, STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+                o[f] = coopMatMulAdd(pf[c], vf, o[f]);
+            }
+        }
+#endif
         barrier(); /* every subgroup is done with the block (and the bad-key word) before the next */
         if (gl_LocalInvocationID.x == 0) bad_keys_s = 0;
         barrier();
     }
+
+#ifdef COOPMAT2
+    /* back to each row's scalars */
+#define MATRIX_TO_ROWS(src, value, TYPE)                                                            \
+    coopMatStore(src, s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);                     \
+    subgroupMemoryBarrierShared();                                                                  \
+    subgroupBarrier();                                                                              \
+    [[unroll]] for (uint k = 0; k < RPL; k++)                                                       \
+        value = TYPE(s_s[scratch + min(lane / ROW_LANES + k * RPP, MAT_M - 1) * MAT_N]);            \
+    subgroupBarrier();
+    MATRIX_TO_ROWS(mm, m[k], float)
+    MATRIX_TO_ROWS(ll, l[k], float)
+    MATRIX_TO_ROWS(nf, saw_nan[k], bool)
+#endif
 
     /* Each row's lse (or state), and 1 / l for the output; then the outputs, a fragment at a time
      * through the scratch. */

@@ -25,7 +25,7 @@ line=$(grep -E '^ +cooperative matrix: ' "$out/info" | head -n1)
 echo "info:$line"
 # VK_NV_cooperative_matrix2's features (Mesa 26 lavapipe lists four), or none: none wherever the
 # device has no KHR cooperative matrices, which the NV extension builds on
-line2=$(grep -E '^ +cooperative matrix 2: +(none$|[a-z].*\(VK_NV_cooperative_matrix2; not used by vkattn yet\)$)' "$out/info" | head -n1)
+line2=$(grep -E '^ +cooperative matrix 2: +(none$|[a-z].*\(VK_NV_cooperative_matrix2; [a-z0-9_ ,-]+\)$)' "$out/info" | head -n1)
 [ -n "$line2" ] || fail "vkattn info has no well-formed 'cooperative matrix 2:' line: $(cat "$out/info")"
 echo "info:$line2"
 if echo "$line" | grep -qE 'cooperative matrix: +none'; then
@@ -36,7 +36,7 @@ if echo "$line" | grep -qE 'cooperative matrix: +[0-9]+x[0-9]+x[0-9]+' && ! echo
   grep -E '^ +[0-9]+ [a-z_]+ +[a-z_]*_cm ' "$out/cm" || fail "no _cm kernel in the coopmat plan: $(cat "$out/cm")"
   # attn_cm takes head dims of whole matrices: these 8 dims with 8x8x8 (lavapipe), not 16x16x16
   if echo "$line" | grep -qE '(^|[ ,])8x8x[0-9]+'; then
-    grep -qE '^ +[0-9]+ fused +attn_cm ' "$out/cm" || fail "no attn_cm in the coopmat plan: $(cat "$out/cm")"
+    grep -qE '^ +[0-9]+ fused +attn_cm2? ' "$out/cm" || fail "no attn_cm in the coopmat plan: $(cat "$out/cm")"
   fi
   VKATTN_TUNING=coopmat VKATTN_COOPMAT=0 forward --precision f16 >"$out/off" 2>&1 || fail "forward with VKATTN_COOPMAT=0: $(cat "$out/off")"
   ! grep -E '_cm ' "$out/off" || fail "a _cm kernel with VKATTN_COOPMAT=0"

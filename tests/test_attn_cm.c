@@ -22,6 +22,9 @@
  *    row with more queries compares fp16 outputs, where an output ulp (4.9e-4 relative) is the bound.
  * 3. VKATTN_PRECISION_F32 and no_cooperative_matrix leave no _cm kernel in the plan.
  *
+ * Where the context enabled VK_NV_cooperative_matrix2's reductions, conversions and per-element
+ * operations (Mesa 26 lavapipe does), the plans name attn_cm2, the build that keeps the softmax
+ * in the matrices; the "khr" run repeats a third of the rows with VKATTN_COOPMAT2=0 (attn_cm).
  * On a device without cooperative matrices the test reports itself skipped (exit 77) with the
  * reason. Mesa 26 lavapipe runs the matrices on the CPU at a few GFLOP/s and compiles each pipeline
  * with LLVM: the shapes are small, and the grid shares pipelines where it can. */
@@ -48,42 +51,43 @@ typedef struct cm_case {
     uint32_t budget;   /* the context's loop budget: 0 = the device's */
     uint32_t state_kib; /* the fused states' budget (internal): small enough for chunks; 0 = the default */
     int attn_cm_fault; /* attn_cm's self-test made to see a wrong element (1) or a failed call (2) */
-    int rising;        /* key row j scaled by 1 + 60 j / S: each row's max keeps passing its reference
-                          by more than 8 ln 2 (attn_cm's deferred rescale of O runs most blocks) */
+    int rising;        /* key row j scaled by 1 + 60 j / S: each row's max keeps rising, so O is
+                          rescaled by large factors block after block */
+    int khr;           /* also in the "khr" run: the KHR build where a device has attn_cm2 too */
 } cm_case;
 
 /* Rows share pipelines where they can (a pipeline is a specialization: head dim, fp16 output,
  * variants, attn_mask code, state flags), because lavapipe compiles each with LLVM. */
 static const cm_case grid[] = {
-    {"D64", 2, 37, 45, 2, 0, 64},
+    {"D64", 2, 37, 45, 2, 0, 64, .khr = 1},
     {"D80_causal_self", 1, 33, 0, 2, 0, 80, .causal = 1},
     {"D96_f16", 1, 19, 50, 1, 0, 96, .f16 = 1},
     {"D128_causal", 1, 40, 0, 2, 0, 128, .causal = 1},
     {"D256", 1, 17, 33, 1, 0, 256},
     {"L1_S64", 2, 1, 64, 2, 0, 64},
-    {"rising_causal", 1, 40, 120, 2, 0, 64, .causal = 1, .rising = 1},
+    {"rising_causal", 1, 40, 120, 2, 0, 64, .causal = 1, .rising = 1, .khr = 1},
     /* attn_cm's self-test made to fail: attn_fused runs the attention, matmul_cm the projections */
-    {"self_test_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_WRONG},
+    {"self_test_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_WRONG, .khr = 1},
     {"self_test_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_FAIL},
     {"L45_S1", 1, 45, 1, 2, 0, 64},
-    {"causal_L_lt_S", 2, 17, 45, 2, 0, 64, .causal = 1},
+    {"causal_L_lt_S", 2, 17, 45, 2, 0, 64, .causal = 1, .khr = 1},
     {"causal_L_gt_S", 1, 45, 17, 2, 0, 64, .causal = 1},
-    {"gqa_causal", 1, 37, 0, 4, 2, 64, .causal = 1},
-    {"mqa_f16_padding_nan", 2, 21, 29, 4, 1, 64, .f16 = 1, .key_padding = 1, .nan_masked = 1},
+    {"gqa_causal", 1, 37, 0, 4, 2, 64, .causal = 1, .khr = 1},
+    {"mqa_f16_padding_nan", 2, 21, 29, 4, 1, 64, .f16 = 1, .key_padding = 1, .nan_masked = 1, .khr = 1},
     {"bool_per_head_lens", 2, 19, 41, 2, 0, 64, .mask = 1, .mask_per_head = 1, .lens = 2, .key_padding = 1,
      .fully_masked = 1},
-    {"float_mask_lens_nan", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1, .nan_masked = 1},
+    {"float_mask_lens_nan", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1, .nan_masked = 1, .khr = 1},
     /* every variant at once (one pipeline): causal aligned at the end (a layer with positions),
      * L < S, a window, softcap, ALiBi, sinks; then self-attention where batch item 0 sees no key
      * (its rows: the sink only) */
     {"variants_end_aligned", 2, 17, 45, 2, 0, 64, .causal = 1, .window = 20, .softcap = 5.0f, .alibi = 1,
-     .sinks = 1},
+     .sinks = 1, .khr = 1},
     {"variants_self_lens", 2, 37, 0, 2, 0, 64, .causal = 1, .window = 9, .softcap = 5.0f, .alibi = 1, .sinks = 1,
      .lens = 1, .fully_masked = 1},
     /* 1250 blocks in one workgroup: a loop hidden in the driver's matrix code (per multiply-add,
      * 32 of them a block) would run past lavapipe's 65535 trips and end early */
     {"long_S20000", 1, 3, 20000, 1, 0, 64},
-    {"extra_keys_nan", 2, 17, 23, 2, 0, 64, .bias_kv = 1, .zero_attn = 1, .key_padding = 1, .nan_masked = 1},
+    {"extra_keys_nan", 2, 17, 23, 2, 0, 64, .bias_kv = 1, .zero_attn = 1, .key_padding = 1, .nan_masked = 1, .khr = 1},
     /* lowered loop budgets: at most (budget - 2) blocks of 2 MAT_N keys per workgroup (16 on
      * lavapipe, 32 with 16 x 16 x 16 matrices), so key parts merged by attn_merge (whose loops take
      * 2 (parts + 1) trips of the budget) */
@@ -92,19 +96,19 @@ static const cm_case grid[] = {
     {"budget_extra_keys", 2, 5, 300, 2, 0, 64, .bias_kv = 1, .zero_attn = 1, .key_padding = 1, .budget = 10},
     /* 16 KiB of states hold 2 parts of 32 rows: each part in chunks of 160 keys, the state carried
      * (with 64-row tiles, a GPU's, one part in chunks: no merge) */
-    {"budget_chunks", 2, 21, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .budget = 12, .state_kib = 16},
+    {"budget_chunks", 2, 21, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .budget = 12, .state_kib = 16, .khr = 1},
 };
 
 /* attn_cm against attn_fused: identity projections, B x L <= 8 (the f16 row excepted). */
 static const cm_case pairs[] = {
     {"pair_D64", 1, 8, 77, 2, 0, 64},
-    {"pair_rising", 1, 8, 120, 2, 0, 64, .rising = 1},
+    {"pair_rising", 1, 8, 120, 2, 0, 64, .rising = 1, .khr = 1},
     {"pair_D128_causal_gqa", 1, 7, 40, 4, 2, 128, .causal = 1},
     {"pair_masks", 2, 3, 50, 2, 0, 64, .mask = 2, .key_padding = 1, .fully_masked = 1},
     /* attn_fused needs 52 trips per block of keys at D = 64: at a budget of 512 it splits S = 300
      * into parts, attn_cm not */
     {"pair_budget", 1, 5, 300, 2, 0, 64, .key_padding = 1, .budget = 512},
-    {"pair_D64_f16_rows", 2, 37, 45, 2, 0, 64, .f16 = 1, .causal = 1},
+    {"pair_D64_f16_rows", 2, 37, 45, 2, 0, 64, .f16 = 1, .causal = 1, .khr = 1},
 };
 
 static float half_round(float x) { return vka_f16_to_f32(vka_f32_to_f16(x)); }
@@ -222,6 +226,11 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
     CHECK_MSG(status == VKATTN_OK, "%s: %s", c->name, vkattn_context_last_error(ctx));
     if (status != VKATTN_OK) return 0;
     int cm = strstr(plan, "attn_cm") != NULL;
+    /* attn_cm2 (the softmax in the matrices) where the context enabled VK_NV_cooperative_matrix2's
+     * operations, else the KHR build */
+    if (want_cm == 1)
+        CHECK_MSG(ctx->dev.matrix2 ? strstr(plan, "attn_cm2") != NULL : strstr(plan, "attn_cm2") == NULL,
+                  "%s: matrix2 %d, the plan:\n%s", c->name, ctx->dev.matrix2, plan);
     if (want_cm == 2)
         CHECK_MSG(!cm && strstr(plan, "matmul_cm"), "%s: the plan has attn_cm or lacks matmul_cm:\n%s", c->name, plan);
     else
@@ -258,7 +267,8 @@ static void run_grid_case(const cm_case *c, unsigned long long seed, double *wor
         vkattn_context_device(ctx, &info);
         const char *expect = c->attn_cm_fault == VKA_FAULT_COOPMAT_WRONG ? " gave " : "(injected)";
         CHECK_MSG(ctx->attn_cm_verdict == -1 && info.cooperative_matrix_usable &&
-                      strncmp(info.cooperative_matrix_note, "attn_cm self-test failed: ", 26) == 0 &&
+                      strncmp(info.cooperative_matrix_note, "attn_cm", 7) == 0 &&
+                      strstr(info.cooperative_matrix_note, " self-test failed: ") &&
                       strstr(info.cooperative_matrix_note, expect),
                   "%s: verdict %d, usable %d, note \"%s\"", c->name, ctx->attn_cm_verdict,
                   info.cooperative_matrix_usable, info.cooperative_matrix_note);
@@ -388,9 +398,17 @@ static void run_off(int off)
 int main(int argc, char **argv)
 {
     /* "dims": the grid's head dims other than 64 (the long LLVM builds, a ctest of their own so
-     * that ctest -j runs them beside the rest); "rest": all else; a case's name: that case */
+     * that ctest -j runs them beside the rest); "rest": all else; "khr": the rows marked khr, run
+     * with VKATTN_COOPMAT2=0 (the KHR build, where the device would take attn_cm2); a case's
+     * name: that case */
     const char *only = argc > 1 ? argv[1] : NULL;
     int dims = only && strcmp(only, "dims") == 0, rest = only && strcmp(only, "rest") == 0;
+    int khr = only && strcmp(only, "khr") == 0;
+    const char *matrix2_env = getenv("VKATTN_COOPMAT2");
+    if (khr && !(matrix2_env && strcmp(matrix2_env, "0") == 0)) {
+        fprintf(stderr, "the khr run needs VKATTN_COOPMAT2=0 in its environment\n");
+        return 1;
+    }
     vkattn_context *ctx = gpu_test_context();
     vkattn_device_info info;
     vkattn_context_device(ctx, &info);
@@ -402,10 +420,12 @@ int main(int argc, char **argv)
     }
     double t0 = test_now_s(), grid_worst[3] = {0}, pair_worst[2] = {0};
     for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++)
-        if (!only || (dims && grid[i].D != 64) || (rest && grid[i].D == 64) || strcmp(only, grid[i].name) == 0)
+        if (!only || (dims && grid[i].D != 64) || (rest && grid[i].D == 64) || (khr && grid[i].khr) ||
+            strcmp(only, grid[i].name) == 0)
             run_grid_case(&grid[i], 1000 + 10 * i, grid_worst);
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
-        if (!only || rest || strcmp(only, pairs[i].name) == 0) run_pair(&pairs[i], 2000 + 10 * i, pair_worst);
+        if (!only || rest || (khr && pairs[i].khr) || strcmp(only, pairs[i].name) == 0)
+            run_pair(&pairs[i], 2000 + 10 * i, pair_worst);
     if (!only || rest) run_off(0), run_off(1);
     printf("largest errors: against the CPU path out max-abs %.2e NMSE %.2e lse %.2e; attn_cm vs attn_fused "
            "(f32) out max-abs %.2e lse %.2e; %.1f s\n",

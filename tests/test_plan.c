@@ -1506,6 +1506,13 @@ static void test_coopmat_attention(void)
     l.no_fused_cm = 0, l.subgroup_sums = 0; /* no subgroup shuffles */
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 1);
+    l.subgroup_sums = 1, l.matrix2 = 1; /* VK_NV_cooperative_matrix2's operations: attn_cm2, with square fragments only */
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM2) == 1 && count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0);
+    l.matrix_shape = (vkattn_matrix_shape){8, 16, 8}; /* P (8 x 16) cannot become an 8 x 8 A matrix */
+    CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM2) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 1);
+    l.matrix_shape = (vkattn_matrix_shape){8, 8, 8}, l.matrix2 = 0;
     l.subgroup_sums = 1, l.subgroup_size = 64; /* 64 lanes, 8 x 8 matrices: 8 invocations per row */
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     for (uint32_t i = 0; i < plan.step_count; i++)

@@ -50,7 +50,10 @@ static void print_matrix2(uint32_t bits)
     const char *sep = "";
     for (size_t i = 0; i < sizeof features / sizeof features[0]; i++)
         if (bits & features[i].bit) printf("%s%s", sep, features[i].name), sep = ", ";
-    printf(" (VK_NV_cooperative_matrix2; not used by vkattn yet)\n");
+    const uint32_t used = VKATTN_MATRIX2_REDUCTIONS | VKATTN_MATRIX2_CONVERSIONS | VKATTN_MATRIX2_PER_ELEMENT;
+    printf(" (VK_NV_cooperative_matrix2; %s)\n",
+           (bits & used) == used ? "attn_cm2 runs on them"
+                                 : "attn_cm2 needs reductions, conversions and per-element operations");
 }
 
 int cmd_info(int argc, char **argv)

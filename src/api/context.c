@@ -249,7 +249,7 @@ static vkattn_status create_device(vkattn_context *ctx)
         .storageBuffer16BitAccess = ctx->dev.info.storage_16bit ? VK_TRUE : VK_FALSE,
     };
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &storage16};
-    const char *extensions[2];
+    const char *extensions[3];
     uint32_t extension_count = 0;
     /* Required wherever the implementation advertises it (MoltenVK). */
     if (vka_device_has_extension(&ctx->dev.ifn, ctx->dev.physical, "VK_KHR_portability_subset"))
@@ -274,6 +274,21 @@ static vkattn_status create_device(vkattn_context *ctx)
     if (ctx->dev.info.cooperative_matrix_usable) {
         float16.pNext = &memory_model;
         extensions[extension_count++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    }
+    /* VK_NV_cooperative_matrix2's row reductions, conversions and per-element operations, which
+     * attn_cm2 keeps its softmax in the matrices with, where the device has all three (unless
+     * VKATTN_COOPMAT2=0). */
+    VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV,
+        .cooperativeMatrixReductions = VK_TRUE, .cooperativeMatrixConversions = VK_TRUE,
+        .cooperativeMatrixPerElementOperations = VK_TRUE};
+    const uint32_t matrix2_needed = VKATTN_MATRIX2_REDUCTIONS | VKATTN_MATRIX2_CONVERSIONS | VKATTN_MATRIX2_PER_ELEMENT;
+    const char *matrix2_env = getenv("VKATTN_COOPMAT2");
+    if (ctx->dev.info.cooperative_matrix_usable && (ctx->dev.info.cooperative_matrix2 & matrix2_needed) == matrix2_needed &&
+        !(matrix2_env && strcmp(matrix2_env, "0") == 0)) {
+        coopmat.pNext = &coopmat2;
+        extensions[extension_count++] = VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME;
+        ctx->dev.matrix2 = 1;
     }
     VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
@@ -409,6 +424,7 @@ static vkattn_status check_coopmat(vkattn_context *ctx)
     info->cooperative_matrix_checked = passed;
     if (passed) return VKATTN_OK;
     info->cooperative_matrix_usable = 0;
+    ctx->dev.matrix2 = 0;
     snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note, "%s", note);
     if (!ctx->tuning_forced) {
         ctx->tuning = vka_tuning_for(info, NULL);
@@ -627,6 +643,7 @@ vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
     limits.storage_offset_alignment = ctx->dev.caps.props.limits.minStorageBufferOffsetAlignment;
     limits.subgroup_sums = ctx->dev.caps.subgroup_sums;
     limits.no_fused_cm = ctx->attn_cm_verdict < 0;
+    limits.matrix2 = ctx->dev.info.cooperative_matrix_usable && ctx->dev.matrix2;
     limits.loop_budget = ctx->loop_budget;
     limits.faults = (vka_faults *)&ctx->dev.faults;
     /* A context's own state budget (tests lower it to reach the chunked path); else the default. */
@@ -641,7 +658,9 @@ vkattn_status vka_context_plan(vkattn_context *ctx, const vka_problem *p, vka_pl
     if (status != VKATTN_OK || ctx->attn_cm_verdict) return status;
     const vka_step *cm = NULL;
     for (uint32_t i = 0; !cm && i < plan->step_count; i++)
-        if (plan->steps[i].kind == VKA_STEP_DISPATCH && plan->steps[i].kernel == VKA_KERNEL_FUSED_CM) cm = &plan->steps[i];
+        if (plan->steps[i].kind == VKA_STEP_DISPATCH &&
+            (plan->steps[i].kernel == VKA_KERNEL_FUSED_CM || plan->steps[i].kernel == VKA_KERNEL_FUSED_CM2))
+            cm = &plan->steps[i];
     if (!cm) return VKATTN_OK;
     vkattn_device_info *info = &ctx->dev.info;
     char note[sizeof info->cooperative_matrix_note] = "";

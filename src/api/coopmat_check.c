@@ -233,7 +233,7 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
         status = vka_fail(dev, VKATTN_ERROR_VULKAN, "vkCreateComputePipelines failed: VK_ERROR_UNKNOWN (injected)");
         goto fail;
     }
-    VKA_TRY(vka_pipeline_get(dev, pipelines, VKA_KERNEL_FUSED_CM, f16_out, spec, &pipeline));
+    VKA_TRY(vka_pipeline_get(dev, pipelines, step->kernel, f16_out, spec, &pipeline));
     const VkDeviceSize q_bytes = (VkDeviceSize)CM_H * c.L * c.D * 4, kv_bytes = (VkDeviceSize)CM_HKV * c.S * c.D * 4;
     const VkDeviceSize rows = (VkDeviceSize)CM_H * c.L;
     VKA_TRY(vka_buffer_create(dev, q_bytes, VKA_MEMORY_STAGING, "the attention self-test's Q", &b.q));
@@ -295,7 +295,7 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
     }
     double worst = cm_worst_error(&c, &b, f16_out, scratch, where, sizeof where);
     if (worst <= tolerance) *passed = 1;
-    else snprintf(note, note_size, "attn_cm self-test failed: head dim %u gave %s", c.D, where);
+    else snprintf(note, note_size, "%s self-test failed: head dim %u gave %s", vka_kernel_get(step->kernel)->spirv, c.D, where);
 fail:
     free(scratch);
     if (pool) dev->vk.vkDestroyDescriptorPool(dev->device, pool, NULL);
@@ -307,7 +307,7 @@ fail:
     vka_buffer_destroy(dev, &b.q);
     if (status != VKATTN_OK && status != VKATTN_ERROR_OUT_OF_HOST_MEMORY &&
         status != VKATTN_ERROR_OUT_OF_DEVICE_MEMORY && status != VKATTN_ERROR_DEVICE_LOST) {
-        snprintf(note, note_size, "attn_cm self-test failed: %s", dev->error.message);
+        snprintf(note, note_size, "%s self-test failed: %s", vka_kernel_get(step->kernel)->spirv, dev->error.message);
         return VKATTN_OK;
     }
     return status;

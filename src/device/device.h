@@ -37,6 +37,8 @@ typedef struct vka_device {
     vka_device_caps caps;
     uint32_t matrix_subgroup;  /* the subgroup size cooperative-matrix pipelines require (the tuning's
                                   choice, vka_matrix_subgroup_for; 0 where they are not enabled) */
+    int matrix2;               /* VK_NV_cooperative_matrix2's reductions, conversions and per-element
+                                  operations are enabled (attn_cm2) */
     struct {                   /* the application's lock around submits to a shared queue */
         void (*lock)(void *user), (*unlock)(void *user);
         void *user;

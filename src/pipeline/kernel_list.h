@@ -12,7 +12,9 @@
  *   defines   one word its builds also define, or - for none. COOPMAT marks a cooperative-matrix
  *             kernel: compiled by the capable glslang (VKATTN_GLSLANG_COOPMAT) for Vulkan 1.3 and
  *             left out of builds without one; its pipelines require full subgroups of the device's
- *             subgroup size, and it runs only where the context enabled VK_KHR_cooperative_matrix
+ *             subgroup size, and it runs only where the context enabled VK_KHR_cooperative_matrix;
+ *             COOPMAT2 the same, on VK_NV_cooperative_matrix2's reductions, conversions and
+ *             per-element operations too (where the context enabled them)
  *   push      its push-constant struct (abi.h)
  *   slots     the GLSL name at each binding slot, in abi.h's slot order (checked against the SPIR-V
  *             when the pipeline is made, so swapped slots are caught)
@@ -31,6 +33,7 @@ VKA_KERNEL(SOFTMAX,       softmax,          softmax.comp,       -,         0, vk
 VKA_KERNEL(PV,            attn_pv,          attn_pv.comp,       -,         1, vka_pv_push,      "P V Ctx_ Acc_", vka_pv_trips, vka_pv_describe)
 VKA_KERNEL(FUSED,         attn_fused,       attn_fused.comp,    -,         1, vka_fused_push,   "Q K V Ctx_ Kpm_ ValidLens_ MaskBytes_ Lse_ StateO_ StateLse_ HeadTerms_", vka_fused_trips, vka_fused_describe)
 VKA_KERNEL(FUSED_CM,      attn_cm,          attn_cm.comp,       COOPMAT,   1, vka_fused_push,   "Q K V Ctx_ Kpm_ ValidLens_ MaskBytes_ Lse_ StateO_ StateLse_ HeadTerms_", vka_fused_cm_trips, vka_fused_cm_describe)
+VKA_KERNEL(FUSED_CM2,     attn_cm2,         attn_cm.comp,       COOPMAT2,  1, vka_fused_push,   "Q K V Ctx_ Kpm_ ValidLens_ MaskBytes_ Lse_ StateO_ StateLse_ HeadTerms_", vka_fused_cm_trips, vka_fused_cm_describe)
 VKA_KERNEL(MERGE,         attn_merge,       attn_merge.comp,    -,         1, vka_merge_push,   "StateO_ StateLse_ Ctx_ Lse_ Meta_", vka_merge_trips, vka_merge_describe)
 VKA_KERNEL(AVERAGE_HEADS, average_heads,    average_heads.comp, -,         0, vka_average_push, "P_ W_", vka_average_trips, vka_average_describe)
 VKA_KERNEL(ROPE,          rope,             rope.comp,          -,         1, vka_rope_push,    "X_ Freq Meta_ NormW_", vka_rope_trips, vka_rope_describe)

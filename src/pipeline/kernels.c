@@ -29,7 +29,10 @@ const vka_kernel_info *vka_kernel_get(vka_kernel kernel)
     return (unsigned)kernel < VKA_KERNEL_COUNT ? &kernels[kernel] : NULL;
 }
 
-int vka_kernel_is_coopmat(const vka_kernel_info *kernel) { return strcmp(kernel->defines, "COOPMAT") == 0; }
+int vka_kernel_is_coopmat(const vka_kernel_info *kernel)
+{
+    return strcmp(kernel->defines, "COOPMAT") == 0 || strcmp(kernel->defines, "COOPMAT2") == 0;
+}
 
 int vka_kernel_slot_name(const vka_kernel_info *kernel, uint32_t slot, char *out, size_t cap)
 {

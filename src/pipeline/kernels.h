@@ -23,7 +23,7 @@ typedef struct vka_kernel_info {
     const char *defines;       /* the word its row defines ("-" for none) */
 } vka_kernel_info;
 
-/* A cooperative-matrix kernel (its row defines COOPMAT): its pipelines require full subgroups of the
+/* A cooperative-matrix kernel (its row defines COOPMAT or COOPMAT2): its pipelines require full subgroups of the
  * device's subgroup size, and a build without a capable glslang has no SPIR-V for it. */
 int vka_kernel_is_coopmat(const vka_kernel_info *kernel);
 

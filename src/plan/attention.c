@@ -205,6 +205,7 @@ vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, u
  * head dim of whole matrices, within the device's shared memory and workgroup size. */
 typedef struct fused_cm_shape {
     uint32_t tile_q, tile_k, wg, row_lanes;
+    int matrix2; /* attn_cm2: the softmax in the matrices (P converts from accumulator to A: N = K) */
 } fused_cm_shape;
 
 static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
@@ -225,6 +226,7 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
     /* a row's invocations meet by XOR shuffles: a power of two dividing the subgroup and the block */
     while (s.row_lanes > 1 && ((s.row_lanes & (s.row_lanes - 1)) || sg % s.row_lanes || s.tile_k % s.row_lanes))
         s.row_lanes >>= 1;
+    s.matrix2 = b->limits->matrix2 && ms.n == ms.k;
     if (s.tile_k > 32 || vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D) > b->limits->max_shared_bytes ||
         s.wg > b->limits->max_workgroup_invocations)
         return none;
@@ -302,7 +304,8 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     b->plan->key_chunks = (uint32_t)chunks;
 
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED,
-                  .kernel = cm.wg ? VKA_KERNEL_FUSED_CM : VKA_KERNEL_FUSED, .f16_out = f16_out, .barrier_before = 1,
+                  .kernel = !cm.wg ? VKA_KERNEL_FUSED : cm.matrix2 ? VKA_KERNEL_FUSED_CM2 : VKA_KERNEL_FUSED_CM,
+                  .f16_out = f16_out, .barrier_before = 1,
                   .binding_count = VKA_FUSED_BINDINGS};
     const uint32_t wg = cm.wg ? cm.wg : pr->fused_wg;
     s.spec[VKA_SPEC_WG_SIZE] = wg;

@@ -78,6 +78,8 @@ typedef struct vka_plan_limits {
                                           they may not run (no device support, build, or turned off) */
     uint32_t subgroup_size;            /* the subgroup size the cooperative-matrix kernels require */
     int no_fused_cm;                   /* attn_cm may not run (its self-test failed on this context) */
+    int matrix2;                       /* VK_NV_cooperative_matrix2's reductions, conversions and
+                                          per-element operations may be used (attn_cm2) */
     int subgroup_sums;                 /* subgroupAdd and shuffles in compute shaders, subgroups of >= 4
                                           lanes: matmul_vec, attn_paged_lanes */
     uint32_t max_shared_bytes;         /* maxComputeSharedMemorySize */
