@@ -94,8 +94,9 @@
  *                      sizes), when vkattn_context_desc.tuning is NULL (default: the device's class)
  *   VKATTN_COOPMAT     "0" turns VK_KHR_cooperative_matrix off for every context (as
  *                      vkattn_context_desc.no_cooperative_matrix does for one)
- *   VKATTN_COOPMAT2    "0" leaves VK_NV_cooperative_matrix2 off for every context: attn_cm instead
- *                      of attn_cm2 (see vkattn_device_info.cooperative_matrix2)
+ *   VKATTN_COOPMAT2    "1" turns VK_NV_cooperative_matrix2 on where the device has what attn_cm2
+ *                      needs: the fused attention as attn_cm2 instead of attn_cm (experimental,
+ *                      see vkattn_device_info.cooperative_matrix2)
  *   VKATTN_LOOP_BUDGET  loop trips per shader invocation to plan within, when
  *                      vkattn_context_desc.loop_budget is 0; lowers the device's own, never raises it
  *   VKATTN_PIPELINE_CACHE  a pipeline cache file to read and write, when
@@ -254,12 +255,12 @@ typedef struct vkattn_device_info {
      * ..." (read it with vkattn_context_device after that plan). */
     int cooperative_matrix_checked;
     /* VK_NV_cooperative_matrix2's features where the device has that extension (VKATTN_MATRIX2_*
-     * bits; 0 without it; the same in vkattn_list_devices and vkattn_context_device). A context
-     * with usable cooperative matrices whose device has REDUCTIONS, CONVERSIONS and PER_ELEMENT
-     * enables those three (unless VKATTN_COOPMAT2=0) and runs its cooperative-matrix attention as
-     * attn_cm2, which keeps the softmax in the matrices (row max and sum by reductions, masks and
-     * exponentials per element) instead of passing scores through shared memory; same contract,
-     * same self-test. Checked on Mesa 26 lavapipe only (no GPU with the extension measured). */
+     * bits; 0 without it; the same in vkattn_list_devices and vkattn_context_device). With
+     * VKATTN_COOPMAT2=1, a context with usable cooperative matrices whose device has REDUCTIONS,
+     * CONVERSIONS and PER_ELEMENT enables those three and runs its cooperative-matrix attention
+     * as attn_cm2, which keeps the softmax in the matrices (row max and sum by reductions, masks
+     * and exponentials per element) instead of passing scores through shared memory; same
+     * contract, same self-test. Opt-in: it has run on Mesa 26 lavapipe (CI) but on no GPU yet. */
     uint32_t cooperative_matrix2;
     float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
     char tuning[32];                  /* the kernel shapes vkattn picks for this device */

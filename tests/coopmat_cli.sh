@@ -25,7 +25,7 @@ line=$(grep -E '^ +cooperative matrix: ' "$out/info" | head -n1)
 echo "info:$line"
 # VK_NV_cooperative_matrix2's features (Mesa 26 lavapipe lists four), or none: none wherever the
 # device has no KHR cooperative matrices, which the NV extension builds on
-line2=$(grep -E '^ +cooperative matrix 2: +(none$|[a-z].*\(VK_NV_cooperative_matrix2; [a-z0-9_ ,-]+\)$)' "$out/info" | head -n1)
+line2=$(grep -E '^ +cooperative matrix 2: +(none$|[a-z].*\(VK_NV_cooperative_matrix2; [^)]+\)$)' "$out/info" | head -n1)
 [ -n "$line2" ] || fail "vkattn info has no well-formed 'cooperative matrix 2:' line: $(cat "$out/info")"
 echo "info:$line2"
 if echo "$line" | grep -qE 'cooperative matrix: +none'; then

@@ -23,8 +23,9 @@
  * 3. VKATTN_PRECISION_F32 and no_cooperative_matrix leave no _cm kernel in the plan.
  *
  * Where the context enabled VK_NV_cooperative_matrix2's reductions, conversions and per-element
- * operations (Mesa 26 lavapipe does), the plans name attn_cm2, the build that keeps the softmax
- * in the matrices; the "khr" run repeats a third of the rows with VKATTN_COOPMAT2=0 (attn_cm).
+ * operations (VKATTN_COOPMAT2=1, on a device that has them: Mesa 26 lavapipe does), the plans name
+ * attn_cm2, the build that keeps the softmax in the matrices; the "khr" run repeats a third of the
+ * rows without it (attn_cm).
  * On a device without cooperative matrices the test reports itself skipped (exit 77) with the
  * reason. Mesa 26 lavapipe runs the matrices on the CPU at a few GFLOP/s and compiles each pipeline
  * with LLVM: the shapes are small, and the grid shares pipelines where it can. */
@@ -399,19 +400,26 @@ int main(int argc, char **argv)
 {
     /* "dims": the grid's head dims other than 64 (the long LLVM builds, a ctest of their own so
      * that ctest -j runs them beside the rest); "rest": all else; "khr": the rows marked khr, run
-     * with VKATTN_COOPMAT2=0 (the KHR build, where the device would take attn_cm2); a case's
+     * without VKATTN_COOPMAT2=1 (the KHR build where ctest runs the others as attn_cm2); a case's
      * name: that case */
     const char *only = argc > 1 ? argv[1] : NULL;
     int dims = only && strcmp(only, "dims") == 0, rest = only && strcmp(only, "rest") == 0;
     int khr = only && strcmp(only, "khr") == 0;
     const char *matrix2_env = getenv("VKATTN_COOPMAT2");
-    if (khr && !(matrix2_env && strcmp(matrix2_env, "0") == 0)) {
-        fprintf(stderr, "the khr run needs VKATTN_COOPMAT2=0 in its environment\n");
+    const int matrix2_asked = matrix2_env && strcmp(matrix2_env, "1") == 0;
+    if (khr && matrix2_asked) {
+        fprintf(stderr, "the khr run is the default build: run it without VKATTN_COOPMAT2=1\n");
         return 1;
     }
     vkattn_context *ctx = gpu_test_context();
     vkattn_device_info info;
     vkattn_context_device(ctx, &info);
+    /* asked for, attn_cm2 must be what runs wherever the device has its operations */
+    const uint32_t matrix2_ops = VKATTN_MATRIX2_REDUCTIONS | VKATTN_MATRIX2_CONVERSIONS | VKATTN_MATRIX2_PER_ELEMENT;
+    if (info.cooperative_matrix_usable && (info.cooperative_matrix2 & matrix2_ops) == matrix2_ops)
+        CHECK_MSG(ctx->dev.matrix2 == matrix2_asked, "VKATTN_COOPMAT2=%s, matrix2 enabled %d",
+                  matrix2_env ? matrix2_env : "(unset)", ctx->dev.matrix2);
+    printf("the fused attention on matrices: %s\n", ctx->dev.matrix2 ? "attn_cm2" : "attn_cm");
     gpu_test_finish_context(ctx);
     if (!info.cooperative_matrix_usable) {
         printf("skipped: no cooperative matrices for vkattn on this device (%s)\n",

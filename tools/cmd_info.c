@@ -52,7 +52,7 @@ static void print_matrix2(uint32_t bits)
         if (bits & features[i].bit) printf("%s%s", sep, features[i].name), sep = ", ";
     const uint32_t used = VKATTN_MATRIX2_REDUCTIONS | VKATTN_MATRIX2_CONVERSIONS | VKATTN_MATRIX2_PER_ELEMENT;
     printf(" (VK_NV_cooperative_matrix2; %s)\n",
-           (bits & used) == used ? "attn_cm2 runs on them"
+           (bits & used) == used ? "attn_cm2 can run on them: VKATTN_COOPMAT2=1"
                                  : "attn_cm2 needs reductions, conversions and per-element operations");
 }
 

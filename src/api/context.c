@@ -276,8 +276,9 @@ static vkattn_status create_device(vkattn_context *ctx)
         extensions[extension_count++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
     }
     /* VK_NV_cooperative_matrix2's row reductions, conversions and per-element operations, which
-     * attn_cm2 keeps its softmax in the matrices with, where the device has all three (unless
-     * VKATTN_COOPMAT2=0). */
+     * attn_cm2 keeps its softmax in the matrices with, where the device has all three and
+     * VKATTN_COOPMAT2=1 asks for them: opt-in until attn_cm2 has run on a GPU (it has on Mesa 26
+     * lavapipe only). */
     VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV,
         .cooperativeMatrixReductions = VK_TRUE, .cooperativeMatrixConversions = VK_TRUE,
@@ -285,7 +286,7 @@ static vkattn_status create_device(vkattn_context *ctx)
     const uint32_t matrix2_needed = VKATTN_MATRIX2_REDUCTIONS | VKATTN_MATRIX2_CONVERSIONS | VKATTN_MATRIX2_PER_ELEMENT;
     const char *matrix2_env = getenv("VKATTN_COOPMAT2");
     if (ctx->dev.info.cooperative_matrix_usable && (ctx->dev.info.cooperative_matrix2 & matrix2_needed) == matrix2_needed &&
-        !(matrix2_env && strcmp(matrix2_env, "0") == 0)) {
+        matrix2_env && strcmp(matrix2_env, "1") == 0) {
         coopmat.pNext = &coopmat2;
         extensions[extension_count++] = VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME;
         ctx->dev.matrix2 = 1;
