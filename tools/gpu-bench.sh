@@ -41,7 +41,9 @@ fi
 step "prefill: vkattn bench --preset gpu (fp32 and fp16 storage)"
 "$vk" bench --preset gpu --dtype f32,f16 --json "$out/prefill.json" | tee "$out/prefill.txt"
 step "prefill on attn_cm2 (VKATTN_COOPMAT2=1: where the device has VK_NV_cooperative_matrix2; else as above)"
-VKATTN_COOPMAT2=1 "$vk" bench --preset gpu --dtype f16 --json "$out/prefill_cm2.json" | tee "$out/prefill_cm2.txt"
+# --trace: each configuration's plan names the attention kernel that ran (attn_cm2, attn_cm, attn_fused)
+VKATTN_COOPMAT2=1 "$vk" bench --preset gpu --dtype f16 --trace --json "$out/prefill_cm2.json" >"$out/prefill_cm2.txt"
+grep -E 'GFLOP|attn_cm2|attn_cm |attn_fused' "$out/prefill_cm2.txt" | head -40 || true
 step "projections: vkattn bench --preset projections"
 "$vk" bench --preset projections --dtype f32,f16 --json "$out/projections.json" | tee "$out/projections.txt"
 step "decode: vkattn bench --preset decode (E=4096 H=32 H_kv=8, to 32768 keys)"

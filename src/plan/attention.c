@@ -687,9 +687,11 @@ void vka_fused_cm_describe(vka_text *t, const vka_step *s)
 {
     vka_fused_describe(t, s);
     vka_text_put(t, "; on cooperative matrices (%u query rows x %u-key blocks per workgroup, %ux%ux%u matrices, fp16 "
-                    "operands, %u invocations per row's softmax)",
+                    "operands, ",
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_MAT_M], s->spec[VKA_SPEC_MAT_N],
-                 s->spec[VKA_SPEC_MAT_K], s->spec[VKA_SPEC_ROW_LANES]);
+                 s->spec[VKA_SPEC_MAT_K]);
+    if (s->kernel == VKA_KERNEL_FUSED_CM2) vka_text_put(t, "the softmax in the matrices)");
+    else vka_text_put(t, "%u invocations per row's softmax)", s->spec[VKA_SPEC_ROW_LANES]);
 }
 
 void vka_merge_describe(vka_text *t, const vka_step *s)
