@@ -252,7 +252,9 @@ typedef struct vkattn_device_info {
      * of its own, one dispatch at the context's first plan (forward, warm-up or explain) that
      * takes it; where that fails, the context runs its attention on attn_fused from then on, the
      * projections stay on matrices, and cooperative_matrix_note says "attn_cm self-test failed:
-     * ..." (read it with vkattn_context_device after that plan). */
+     * ..." (read it with vkattn_context_device after that plan). attn_cm2 (VKATTN_COOPMAT2=1,
+     * see cooperative_matrix2) is tested the same way; where it fails, the note says "attn_cm2
+     * self-test failed: ..." and the context goes on with attn_cm, tested in turn. */
     int cooperative_matrix_checked;
     /* VK_NV_cooperative_matrix2's features where the device has that extension (VKATTN_MATRIX2_*
      * bits; 0 without it; the same in vkattn_list_devices and vkattn_context_device). With

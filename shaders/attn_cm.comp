@@ -24,8 +24,11 @@
  * (cm2_score), the block's row max and the rows' sums are row reductions, the rescale factors and
  * P = exp(X - m) per element, and P is converted to an fp16 A matrix for P·V; the rows' running
  * m, l and NaN flag are matrices holding each row's value in all its columns, turned from and into
- * the per-row scalars once per workgroup (so the state, sinks and lse are the KHR build's). Only K
- * and V pass through shared memory. It needs MAT_N = MAT_K (P, M x N, becomes an M x K matrix).
+ * the per-row scalars once per workgroup (so the state, sinks and lse are the KHR build's); a row
+ * turned NaN carries NaN in l. Only K and V pass through shared memory. It needs MAT_N = MAT_K (P,
+ * M x N, becomes an M x K matrix) and an fp16 accumulator of M x N (the conversion's way; P is
+ * rounded to fp16 per element first, so the conversions are exact). Mesa 26 lavapipe keeps more
+ * than fp16 in these matrices and roundings (docs/KNOWN_ISSUES.md).
  *
  * Masked keys never contribute: a masked score becomes -inf (probability 0) whatever K held, and V
  * is staged with every non-finite element replaced by 0, so 0 x V adds nothing. A key whose V row
@@ -130,6 +133,11 @@ float cm2_max(const in float a, const in float b) { return max(a, b); }
 float cm2_add(const in float a, const in float b) { return a + b; }
 float cm2_max_of(const in uint row, const in uint col, const in float a, const in float b) { return max(a, b); }
 float cm2_exp_sub(const in uint row, const in uint col, const in float a, const in float b) { return exp(a - b); }
+/* the probability rounded to fp16 (as P·V takes it; l sums these) */
+float cm2_probability(const in uint row, const in uint col, const in float x, const in float m)
+{
+    return float(float16_t(exp(x - m)));
+}
 /* exp(-inf - -inf) would be NaN: a row that has seen no key takes 0 as its reference */
 float cm2_reference(const in uint row, const in uint col, const in float m) { return m == -1.0 / 0.0 ? 0.0 : m; }
 
@@ -149,12 +157,13 @@ float cm2_score(const in uint row, const in uint col, const in float s, const in
     return x;
 }
 
-/* 1 where the row turns NaN: a NaN score, or a key whose V held a non-finite value (bit c0 + col
- * of `bad`) seen with a non-zero probability p */
-float cm2_poison(const in uint row, const in uint col, const in float x, const in float p, const in uint bad,
-                 const in uint c0)
+/* p as the row's sum counts it: NaN where the row turns NaN (a NaN score, or a key whose V held a
+ * non-finite value, bit c0 + col of `bad`, seen with a non-zero probability), so that l carries
+ * the row's NaN flag */
+float cm2_counted(const in uint row, const in uint col, const in float p, const in float x, const in uint bad,
+                  const in uint c0)
 {
-    return isnan(x) || (p != 0.0 && (bad & (1u << (c0 + col))) != 0) ? 1.0 : 0.0;
+    return isnan(x) || (p != 0.0 && (bad & (1u << (c0 + col))) != 0) ? 0.0 / 0.0 : p;
 }
 #endif
 
@@ -238,8 +247,8 @@ void main()
 
 #ifdef COOPMAT2
     /* The rows' running state as matrices, each row's value in all its columns (through the
-     * scratch): m, l, and 1 where the row has turned NaN. */
-    ACC mm, ll, nf;
+     * scratch): m, and l, NaN where the row has turned NaN. */
+    ACC mm, ll;
 #define ROWS_TO_MATRIX(dst, value)                                                                  \
     [[unroll]] for (uint k = 0; k < RPL; k++) {                                                     \
         uint r = lane / ROW_LANES + k * RPP;                                                        \
@@ -256,8 +265,7 @@ void main()
     coopMatLoad(dst, s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);                      \
     subgroupBarrier();
     ROWS_TO_MATRIX(mm, m[k])
-    ROWS_TO_MATRIX(ll, l[k])
-    ROWS_TO_MATRIX(nf, saw_nan[k] ? 1.0 : 0.0)
+    ROWS_TO_MATRIX(ll, saw_nan[k] ? 0.0 / 0.0 : l[k])
 #endif
 
     /* The workgroup's keys [k_lo, k_hi): the real ones some row can see, then the extra keys. Parts
@@ -368,9 +376,10 @@ void main()
         /* The block in registers: per fragment of MAT_N keys S = Q·K^T, its masked scores X and
          * their row max; then the rows' new reference, the rescale factors, P = exp(X - m) rounded
          * to fp16 (l sums the rounded values), and O = O x alpha + P·V. Row values live in
-         * matrices with the value in every column of its row (mm, ll, nf). */
+         * matrices with the value in every column of its row (mm, ll); a row turned NaN has l NaN.
+         * No branch around a matrix operation (docs/KNOWN_ISSUES.md). */
         uint bad = bad_keys_s;
-        ACC xs[KF], block_max;
+        ACC xs[KF], block_max = ACC(-1.0 / 0.0);
         [[unroll]] for (uint c = 0; c < KF; c++) {
             ACC acc = ACC(0.0);
             [[unroll]] for (uint f = 0; f < QF; f++) {
@@ -381,8 +390,7 @@ void main()
             coopMatPerElementNV(xs[c], acc, cm2_score, j0 + c * MAT_N, il0 + sg * MAT_M, b, h, end, uint(real));
             ACC row_max;
             coopMatReduceNV(row_max, xs[c], gl_CooperativeMatrixReduceRowNV, cm2_max);
-            if (c == 0) block_max = row_max;
-            else coopMatPerElementNV(block_max, block_max, cm2_max_of, row_max);
+            coopMatPerElementNV(block_max, block_max, cm2_max_of, row_max);
         }
         ACC m_new, m_ref, alpha, sum = ACC(0.0);
         coopMatPerElementNV(m_new, mm, cm2_max_of, block_max);
@@ -390,16 +398,12 @@ void main()
         coopMatPerElementNV(alpha, mm, cm2_exp_sub, m_ref);
         coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> pf[PF];
         [[unroll]] for (uint c = 0; c < KF; c++) {
-            ACC p, row_sum, poison, row_poison;
-            coopMatPerElementNV(p, xs[c], cm2_exp_sub, m_ref);
-            ACC16 p16 = ACC16(p);
-            p = ACC(p16); /* the values P·V multiplies */
-            pf[c] = coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA>(p16);
-            coopMatReduceNV(row_sum, p, gl_CooperativeMatrixReduceRowNV, cm2_add);
+            ACC p, counted, row_sum;
+            coopMatPerElementNV(p, xs[c], cm2_probability, m_ref);
+            pf[c] = coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA>(ACC16(p)); /* exact */
+            coopMatPerElementNV(counted, p, cm2_counted, xs[c], bad, c * MAT_N);
+            coopMatReduceNV(row_sum, counted, gl_CooperativeMatrixReduceRowNV, cm2_add);
             sum = sum + row_sum;
-            coopMatPerElementNV(poison, xs[c], cm2_poison, p, bad, c * MAT_N);
-            coopMatReduceNV(row_poison, poison, gl_CooperativeMatrixReduceRowNV, cm2_max);
-            coopMatPerElementNV(nf, nf, cm2_max_of, row_poison);
         }
         ll = ll * alpha + sum;
         mm = m_new;
@@ -428,7 +432,7 @@ void main()
     subgroupBarrier();
     MATRIX_TO_ROWS(mm, m[k], float)
     MATRIX_TO_ROWS(ll, l[k], float)
-    MATRIX_TO_ROWS(nf, saw_nan[k], bool)
+    [[unroll]] for (uint k = 0; k < RPL; k++) saw_nan[k] = isnan(l[k]);
 #endif
 
     /* Each row's lse (or state), and 1 / l for the output; then the outputs, a fragment at a time

@@ -52,6 +52,7 @@ typedef struct cm_case {
     uint32_t budget;   /* the context's loop budget: 0 = the device's */
     uint32_t state_kib; /* the fused states' budget (internal): small enough for chunks; 0 = the default */
     int attn_cm_fault; /* attn_cm's self-test made to see a wrong element (1) or a failed call (2) */
+    int attn_cm2_fault; /* the same for attn_cm2's alone: the context falls back to attn_cm */
     int rising;        /* key row j scaled by 1 + 60 j / S: each row's max keeps rising, so O is
                           rescaled by large factors block after block */
     int khr;           /* also in the "khr" run: the KHR build where a device has attn_cm2 too */
@@ -70,6 +71,7 @@ static const cm_case grid[] = {
     /* attn_cm's self-test made to fail: attn_fused runs the attention, matmul_cm the projections */
     {"self_test_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_WRONG, .khr = 1},
     {"self_test_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_FAIL},
+    {"self_test_cm2_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm2_fault = VKA_FAULT_COOPMAT_WRONG},
     {"L45_S1", 1, 45, 1, 2, 0, 64},
     {"causal_L_lt_S", 2, 17, 45, 2, 0, 64, .causal = 1, .khr = 1},
     {"causal_L_gt_S", 1, 45, 17, 2, 0, 64, .causal = 1},
@@ -200,14 +202,15 @@ static vkattn_layer_desc layer_of(const cm_case *c)
                                .add_zero_attn = c->zero_attn, .precision = VKATTN_PRECISION_F16};
 }
 
-/* A coopmat-tuned context; `attn_cm_fault`: the fault injector's attn_cm_check (0 = none). */
-static vkattn_context *context_for(uint32_t budget, int off, uint32_t state_kib, int attn_cm_fault)
+/* A coopmat-tuned context; `attn_cm_fault`, `attn_cm2_fault`: the fault injector's attn_cm_check
+ * and attn_cm2_check (0 = none). */
+static vkattn_context *context_for(uint32_t budget, int off, uint32_t state_kib, int attn_cm_fault, int attn_cm2_fault)
 {
     vkattn_context *ctx = NULL;
     vkattn_error error = {0};
     vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = "coopmat", .loop_budget = budget,
                                 .no_cooperative_matrix = off};
-    const vka_faults faults = {.attn_cm_check = attn_cm_fault};
+    const vka_faults faults = {.attn_cm_check = attn_cm_fault, .attn_cm2_check = attn_cm2_fault};
     CHECK_STATUS(vka_context_create_with_faults(&desc, &faults, &ctx, &error), VKATTN_OK);
     if (!ctx) fprintf(stderr, "%s\n", error.message);
     if (ctx) ctx->state_budget_bytes = (uint64_t)state_kib << 10;
@@ -247,7 +250,7 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
 static void run_grid_case(const cm_case *c, unsigned long long seed, double *worst)
 {
     double t0 = test_now_s();
-    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib, c->attn_cm_fault);
+    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib, c->attn_cm_fault, c->attn_cm2_fault);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(c);
     test_weights tw;
@@ -261,19 +264,31 @@ static void run_grid_case(const cm_case *c, unsigned long long seed, double *wor
     vkattn_layer *layer = NULL;
     CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
     vkattn_host_forward_desc f = forward_of(c, &in, gpu, gpu_lse);
+    const int had_matrix2 = ctx->dev.matrix2;
     int ran = layer ? run_layer(ctx, layer, c, &f, c->attn_cm_fault ? 2 : 1) : 0;
+    vkattn_device_info info;
+    vkattn_context_device(ctx, &info);
     if (c->attn_cm_fault) {
-        /* the context keeps attn_fused for the attention and says why; the answers stay right */
-        vkattn_device_info info;
-        vkattn_context_device(ctx, &info);
+        /* the context keeps attn_fused for the attention (after attn_cm2, where it ran first, and
+         * then attn_cm failed) and says why; the answers stay right */
         const char *expect = c->attn_cm_fault == VKA_FAULT_COOPMAT_WRONG ? " gave " : "(injected)";
-        CHECK_MSG(ctx->attn_cm_verdict == -1 && info.cooperative_matrix_usable &&
-                      strncmp(info.cooperative_matrix_note, "attn_cm", 7) == 0 &&
-                      strstr(info.cooperative_matrix_note, " self-test failed: ") &&
+        CHECK_MSG(ctx->attn_cm_verdict == -1 && info.cooperative_matrix_usable && !ctx->dev.matrix2 &&
+                      strncmp(info.cooperative_matrix_note, "attn_cm self-test failed: ", 26) == 0 &&
                       strstr(info.cooperative_matrix_note, expect),
                   "%s: verdict %d, usable %d, note \"%s\"", c->name, ctx->attn_cm_verdict,
                   info.cooperative_matrix_usable, info.cooperative_matrix_note);
         printf("  %-24s note \"%s\"\n", c->name, info.cooperative_matrix_note);
+    }
+    if (c->attn_cm2_fault) {
+        /* attn_cm2's failure leaves the context on attn_cm, which passes its own test; where
+         * attn_cm2 never ran, nothing failed */
+        CHECK_MSG(ctx->attn_cm_verdict == 1 && !ctx->dev.matrix2 &&
+                      (had_matrix2 ? strncmp(info.cooperative_matrix_note, "attn_cm2 self-test failed: ", 27) == 0
+                                   : info.cooperative_matrix_note[0] == '\0'),
+                  "%s: attn_cm2 enabled %d, verdict %d, note \"%s\"", c->name, had_matrix2, ctx->attn_cm_verdict,
+                  info.cooperative_matrix_note);
+        printf("  %-24s attn_cm2 %s; note \"%s\"\n", c->name, had_matrix2 ? "failed, attn_cm ran" : "not enabled",
+               info.cooperative_matrix_note);
     }
     if (c->budget && !c->state_kib)
         CHECK_MSG(ran != 1, "%s: a loop budget of %u left the keys whole", c->name, c->budget);
@@ -318,7 +333,7 @@ static float *identity_weights(const cm_case *c, vkattn_weights *w)
 static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
 {
     double t0 = test_now_s();
-    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib, 0);
+    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib, 0, 0);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(c);
     ld.no_bias = 1;
@@ -376,7 +391,7 @@ static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
 static void run_off(int off)
 {
     const cm_case c = {off ? "no_cooperative_matrix" : "precision_f32", 1, 9, 20, 2, 0, 64, .causal = 1};
-    vkattn_context *ctx = context_for(0, off, 0, 0);
+    vkattn_context *ctx = context_for(0, off, 0, 0, 0);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(&c);
     ld.precision = off ? VKATTN_PRECISION_F16 : VKATTN_PRECISION_F32;

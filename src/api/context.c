@@ -654,26 +654,32 @@ vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
 
 vkattn_status vka_context_plan(vkattn_context *ctx, const vka_problem *p, vka_plan *plan)
 {
-    vka_plan_limits limits = vka_context_plan_limits(ctx);
-    vkattn_status status = vka_plan_build(p, &limits, plan, &ctx->dev.error);
-    if (status != VKATTN_OK || ctx->attn_cm_verdict) return status;
-    const vka_step *cm = NULL;
-    for (uint32_t i = 0; !cm && i < plan->step_count; i++)
-        if (plan->steps[i].kind == VKA_STEP_DISPATCH &&
-            (plan->steps[i].kernel == VKA_KERNEL_FUSED_CM || plan->steps[i].kernel == VKA_KERNEL_FUSED_CM2))
-            cm = &plan->steps[i];
-    if (!cm) return VKATTN_OK;
     vkattn_device_info *info = &ctx->dev.info;
-    char note[sizeof info->cooperative_matrix_note] = "";
-    int passed = 0;
-    status = vka_attn_cm_self_test(&ctx->dev, &ctx->transfer, &ctx->pipelines, &ctx->dummy, cm, &passed, note,
-                                   sizeof note);
-    if (status != VKATTN_OK) return status; /* out of memory or a lost device: no verdict yet */
-    ctx->attn_cm_verdict = passed ? 1 : -1;
-    if (passed) return VKATTN_OK;
-    snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note, "%s", note);
-    limits = vka_context_plan_limits(ctx);
-    return vka_plan_build(p, &limits, plan, &ctx->dev.error);
+    for (;;) {
+        vka_plan_limits limits = vka_context_plan_limits(ctx);
+        vkattn_status status = vka_plan_build(p, &limits, plan, &ctx->dev.error);
+        if (status != VKATTN_OK || ctx->attn_cm_verdict) return status;
+        const vka_step *cm = NULL;
+        for (uint32_t i = 0; !cm && i < plan->step_count; i++)
+            if (plan->steps[i].kind == VKA_STEP_DISPATCH &&
+                (plan->steps[i].kernel == VKA_KERNEL_FUSED_CM || plan->steps[i].kernel == VKA_KERNEL_FUSED_CM2))
+                cm = &plan->steps[i];
+        if (!cm) return VKATTN_OK;
+        char note[sizeof info->cooperative_matrix_note] = "";
+        int passed = 0;
+        status = vka_attn_cm_self_test(&ctx->dev, &ctx->transfer, &ctx->pipelines, &ctx->dummy, cm, &passed, note,
+                                       sizeof note);
+        if (status != VKATTN_OK) return status; /* out of memory or a lost device: no verdict yet */
+        if (passed) {
+            ctx->attn_cm_verdict = 1;
+            return VKATTN_OK;
+        }
+        snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note, "%s", note);
+        /* attn_cm2 failed: plan again on attn_cm, which then has its own test; attn_cm failed:
+         * attn_fused from now on */
+        if (cm->kernel == VKA_KERNEL_FUSED_CM2) ctx->dev.matrix2 = 0;
+        else ctx->attn_cm_verdict = -1;
+    }
 }
 
 void vka_context_adopt(vkattn_context *ctx, vka_child *child, void (*destroy)(vka_child *self))

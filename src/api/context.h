@@ -78,9 +78,10 @@ static inline void vka_leave(vkattn_context *ctx) { atomic_store_explicit(&ctx->
 /* The device facts the context's plans are built with. */
 vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx);
 /* Builds the plan of `p` on this context (into `plan`, as vka_plan_build). The first plan that
- * takes attn_cm runs its self-test (api/coopmat_check.h) first: where that fails, the context
- * keeps attn_fused for the attention from then on (the device's note says why) and the plan is
- * built again without attn_cm. */
+ * takes attn_cm (or attn_cm2) runs its self-test (api/coopmat_check.h) first: where attn_cm2's
+ * fails, the context leaves VK_NV_cooperative_matrix2 alone from then on and plans again on
+ * attn_cm, which is tested in turn; where attn_cm's fails, it keeps attn_fused for the attention
+ * from then on. The device's note says what failed. */
 vkattn_status vka_context_plan(vkattn_context *ctx, const vka_problem *p, vka_plan *plan);
 
 /* Creates a context whose fault injector is armed from the start (tests only). */

@@ -154,11 +154,14 @@ typedef struct cm_problem {
 } cm_problem;
 
 typedef struct cm_buffers {
-    vka_buffer q, k, v, ctx, state_o, state_lse;
+    vka_buffer q, k, v, kpm, ctx, state_o, state_lse;
 } cm_buffers;
 
+/* Key padding: every seventh key, from key 3, is masked (keys 0-2 stay, so every row sees some). */
+static int key_padded(uint32_t j) { return j % 7 == 3; }
+
 /* The float64 output and lse of row (h, i): causal aligned at the end (row i sees keys up to
- * i + S - L; S > L, so every row sees some). `s`: S doubles, `o`: D. */
+ * i + S - L; S > L), the padded keys left out. `s`: S doubles, `o`: D. */
 static double reference_row(const cm_problem *c, uint32_t h, uint32_t i, double *s, double *o)
 {
     const uint32_t limit = i + (c->S - c->L) + 1, g = h / (CM_H / CM_HKV);
@@ -166,7 +169,7 @@ static double reference_row(const cm_problem *c, uint32_t h, uint32_t i, double 
     for (uint32_t j = 0; j < limit; j++) {
         double dot = 0;
         for (uint32_t d = 0; d < c->D; d++) dot += (double)q_value(h, i, d) * k_value(g, j, d);
-        s[j] = dot * c->scale;
+        s[j] = key_padded(j) ? -INFINITY : dot * c->scale;
         if (s[j] > m) m = s[j];
     }
     for (uint32_t d = 0; d < c->D; d++) o[d] = 0;
@@ -229,7 +232,9 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
                           .store = spec[VKA_SPEC_FLAGS] != 0, .scale = 1.0f / sqrtf((float)D)};
     const int f16_out = step->f16_out && !c.store;
     const vka_pipeline *pipeline = NULL;
-    if (dev->faults.attn_cm_check == VKA_FAULT_COOPMAT_FAIL) {
+    const int fault = step->kernel == VKA_KERNEL_FUSED_CM2 && dev->faults.attn_cm2_check ? dev->faults.attn_cm2_check
+                                                                                          : dev->faults.attn_cm_check;
+    if (fault == VKA_FAULT_COOPMAT_FAIL) {
         status = vka_fail(dev, VKATTN_ERROR_VULKAN, "vkCreateComputePipelines failed: VK_ERROR_UNKNOWN (injected)");
         goto fail;
     }
@@ -239,6 +244,7 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
     VKA_TRY(vka_buffer_create(dev, q_bytes, VKA_MEMORY_STAGING, "the attention self-test's Q", &b.q));
     VKA_TRY(vka_buffer_create(dev, kv_bytes, VKA_MEMORY_STAGING, "the attention self-test's K", &b.k));
     VKA_TRY(vka_buffer_create(dev, kv_bytes, VKA_MEMORY_STAGING, "the attention self-test's V", &b.v));
+    VKA_TRY(vka_buffer_create(dev, (c.S + 3) / 4 * 4, VKA_MEMORY_STAGING, "the attention self-test's key padding", &b.kpm));
     VKA_TRY(vka_buffer_create(dev, rows * c.D * 4, VKA_MEMORY_STAGING, "the attention self-test's output", &b.ctx));
     if (c.store) {
         VKA_TRY(vka_buffer_create(dev, rows * c.D * 4, VKA_MEMORY_STAGING, "the attention self-test's state", &b.state_o));
@@ -255,6 +261,8 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
                 const size_t at = ((size_t)j * CM_HKV + g) * c.D + d;
                 k[at] = k_value(g, j, d), v[at] = v_value(g, j, d);
             }
+    uint8_t *kpm = b.kpm.mapped; /* a byte per key, nonzero where padded */
+    for (uint32_t j = 0; j < (c.S + 3) / 4 * 4; j++) kpm[j] = j < c.S && key_padded(j);
     memset(b.ctx.mapped, 0xff, (size_t)(rows * c.D * 4)); /* NaN as fp32 and as fp16 */
     if (c.store) memset(b.state_o.mapped, 0xff, (size_t)(rows * c.D * 4)), memset(b.state_lse.mapped, 0xff, (size_t)(rows * 4));
 
@@ -264,12 +272,12 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
         .i_count = c.L, .q_offset = 0, .q_batch = c.L * CM_H * DV, .q_head = DV, .q_row = CM_H * DV,
         .k_offset = 0, .v_offset = 0, .kv_batch = c.S * CM_HKV * DV, .kv_head = DV, .kv_row = CM_HKV * DV,
         .ctx_offset = 0, .ctx_stride = CM_H * c.D, .scale = c.scale,
-        .mask_flags = VKA_MASK_CAUSAL | VKA_MASK_CAUSAL_END, .mask_heads = CM_H, .parts = 1, .part_len = c.S,
+        .mask_flags = VKA_MASK_CAUSAL | VKA_MASK_CAUSAL_END | VKA_MASK_KEY_PADDING, .mask_heads = CM_H, .parts = 1, .part_len = c.S,
         .chunk_begin = 0, .chunk_len = c.S, .has_lse = 0, .kv_group = CM_H / CM_HKV};
     vka_binding bindings[VKA_FUSED_BINDINGS] = {
         [VKA_FUSED_Q] = {&b.q, 0, 0, VKA_VIEW_RGBA32F}, [VKA_FUSED_K] = {&b.k, 0, 0, VKA_VIEW_RGBA32F},
         [VKA_FUSED_V] = {&b.v, 0, 0, VKA_VIEW_RGBA32F}, [VKA_FUSED_CTX] = {&b.ctx, 0, 0, VKA_VIEW_R32F},
-        [VKA_FUSED_KEY_PADDING] = {dummy, 0, 0, VKA_VIEW_R32F}, [VKA_FUSED_VALID_LENS] = {dummy, 0, 0, VKA_VIEW_R32F},
+        [VKA_FUSED_KEY_PADDING] = {&b.kpm, 0, 0, VKA_VIEW_R32F}, [VKA_FUSED_VALID_LENS] = {dummy, 0, 0, VKA_VIEW_R32F},
         [VKA_FUSED_ATTN_MASK] = {dummy, 0, 0, VKA_VIEW_R32F}, [VKA_FUSED_LSE_OUT] = {dummy, 0, 0, VKA_VIEW_R32F},
         [VKA_FUSED_STATE_O] = {c.store ? &b.state_o : dummy, 0, 0, VKA_VIEW_R32F},
         [VKA_FUSED_STATE_LSE] = {c.store ? &b.state_lse : dummy, 0, 0, VKA_VIEW_R32F},
@@ -280,7 +288,7 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
     VKA_TRY(vka_transfer_begin(transfer, &cmd));
     VKA_TRY(vka_record_dispatch(dev, cmd, pool, pipeline, bindings, &push, groups));
     VKA_TRY(vka_transfer_submit_wait(transfer, "the attention self-test"));
-    if (dev->faults.attn_cm_check == VKA_FAULT_COOPMAT_WRONG) {
+    if (fault == VKA_FAULT_COOPMAT_WRONG) {
         float *out = c.store ? b.state_o.mapped : b.ctx.mapped;
         if (f16_out) ((uint16_t *)b.ctx.mapped)[c.D + 3] ^= 0x2000; /* a wrong exponent bit */
         else out[c.D + 3] += 0.25f;
@@ -302,6 +310,7 @@ fail:
     vka_buffer_destroy(dev, &b.state_lse);
     vka_buffer_destroy(dev, &b.state_o);
     vka_buffer_destroy(dev, &b.ctx);
+    vka_buffer_destroy(dev, &b.kpm);
     vka_buffer_destroy(dev, &b.v);
     vka_buffer_destroy(dev, &b.k);
     vka_buffer_destroy(dev, &b.q);

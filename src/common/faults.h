@@ -18,6 +18,7 @@ typedef struct vka_faults {
                               VKA_FAULT_COOPMAT_WRONG finds a wrong element, VKA_FAULT_COOPMAT_FAIL a
                               failed call, as a broken driver would give them */
     int attn_cm_check;     /* the same for attn_cm's self-test at the first plan that takes it */
+    int attn_cm2_check;    /* the same for attn_cm2's alone (it overrides attn_cm_check there) */
     uint64_t host_calls;   /* counted so far */
     uint64_t vk_calls;
 } vka_faults;
