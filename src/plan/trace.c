@@ -107,7 +107,7 @@ size_t vka_plan_describe(const vka_problem *p, const vka_plan *plan, uint32_t lo
     if (plan->path != VKATTN_PATH_UNFUSED && loop_budget) vka_text_put(&t, " (loop budget %u trips)\n", loop_budget);
     else if (plan->path != VKATTN_PATH_UNFUSED) vka_text_put(&t, " (no loop budget)\n");
     vka_text_put(&t, "  ctx: weights x v -> (%u, %u, %u) heads side by side\n", B, L, H * D);
-    vka_text_put(&t, "  out: ctx x W_O^T + b_O -> (%u, %u, %u)\n", B, L, E);
+    vka_text_put(&t, "  out: ctx x W_O^T%s -> (%u, %u, %u)\n", c->bias ? " + b_O" : "", B, L, E);
     vka_text_put(&t, "  workspace:");
     for (int r = VKA_FIRST_WORKSPACE_ROLE; r < VKA_ROLE_COUNT; r++) {
         if (!plan->workspace_bytes[r]) continue;
