@@ -124,6 +124,25 @@ shared uint bad_keys_s;                       /* bit c: key c of the block held 
         }                                                                                           \
     }
 
+/* acc = S for the subgroup's rows and the block's keys c * MAT_N..: Q·K^T, K's rows as the columns of
+ * B (column-major). Both builds. */
+#define BLOCK_SCORES(acc, c)                                                                        \
+    [[unroll]] for (uint f_ = 0; f_ < QF; f_++) {                                                   \
+        coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> kf_;                      \
+        coopMatLoad(kf_, kv_s, (c) * MAT_N * STRIDE + f_ * MAT_K, STRIDE,                           \
+                    gl_CooperativeMatrixLayoutColumnMajor);                                         \
+        acc = coopMatMulAdd(qf[f_], kf_, acc);                                                      \
+    }
+
+/* o[f] += P·V for output columns f * MAT_N.., P as the subgroup's A fragments pf. Both builds. */
+#define ADD_PV(f)                                                                                   \
+    [[unroll]] for (uint c_ = 0; c_ < PF; c_++) {                                                   \
+        coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> vf_;                      \
+        coopMatLoad(vf_, kv_s, (TILE_B + c_ * MAT_K) * STRIDE + (f) * MAT_N, STRIDE,                \
+                    gl_CooperativeMatrixLayoutRowMajor);                                            \
+        o[f] = coopMatMulAdd(pf[c_], vf_, o[f]);                                                    \
+    }
+
 #ifdef COOPMAT2
 /* The per-element and reduction functions of the COOPMAT2 build (GL_NV_cooperative_matrix2 calls
  * them with an element's row and column in its matrix). */
@@ -290,15 +309,11 @@ void main()
         barrier(); /* the block is staged */
 
 #ifndef COOPMAT2
-        /* S = Q·K^T for the subgroup's rows: K's rows are the columns of B (column-major). */
+        /* S = Q·K^T for the subgroup's rows, through its scratch for the softmax below. */
         [[unroll]] for (uint c = 0; c < KF; c++) {
             coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc =
                 coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
-            [[unroll]] for (uint f = 0; f < QF; f++) {
-                coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> kf;
-                coopMatLoad(kf, kv_s, c * MAT_N * STRIDE + f * MAT_K, STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
-                acc = coopMatMulAdd(qf[f], kf, acc);
-            }
+            BLOCK_SCORES(acc, c)
             coopMatStore(acc, s_s, sg * MAT_M * TILE_B + c * MAT_N, TILE_B, gl_CooperativeMatrixLayoutRowMajor);
         }
         subgroupMemoryBarrierShared();
@@ -366,12 +381,9 @@ void main()
         coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> pf[PF];
         [[unroll]] for (uint f = 0; f < PF; f++)
             coopMatLoad(pf[f], p_s, sg * MAT_M * PSTRIDE + f * MAT_K, PSTRIDE, gl_CooperativeMatrixLayoutRowMajor);
-        [[unroll]] for (uint f = 0; f < OF; f++)
-            [[unroll]] for (uint c = 0; c < PF; c++) {
-                coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> vf;
-                coopMatLoad(vf, kv_s, (TILE_B + c * MAT_K) * STRIDE + f * MAT_N, STRIDE, gl_CooperativeMatrixLayoutRowMajor);
-                o[f] = coopMatMulAdd(pf[c], vf, o[f]);
-            }
+        [[unroll]] for (uint f = 0; f < OF; f++) {
+            ADD_PV(f)
+        }
 #else
         /* The block in registers: per fragment of MAT_N keys S = Q·K^T, its masked scores X and
          * their row max; then the rows' new reference, the rescale factors, P = exp(X - m) rounded
@@ -382,11 +394,7 @@ void main()
         ACC xs[KF], block_max = ACC(-1.0 / 0.0);
         [[unroll]] for (uint c = 0; c < KF; c++) {
             ACC acc = ACC(0.0);
-            [[unroll]] for (uint f = 0; f < QF; f++) {
-                coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> kf;
-                coopMatLoad(kf, kv_s, c * MAT_N * STRIDE + f * MAT_K, STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
-                acc = coopMatMulAdd(qf[f], kf, acc);
-            }
+            BLOCK_SCORES(acc, c)
             coopMatPerElementNV(xs[c], acc, cm2_score, j0 + c * MAT_N, il0 + sg * MAT_M, b, h, end, uint(real));
             ACC row_max;
             coopMatReduceNV(row_max, xs[c], gl_CooperativeMatrixReduceRowNV, cm2_max);
@@ -409,11 +417,7 @@ void main()
         mm = m_new;
         [[unroll]] for (uint f = 0; f < OF; f++) {
             o[f] = o[f] * alpha;
-            [[unroll]] for (uint c = 0; c < PF; c++) {
-                coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> vf;
-                coopMatLoad(vf, kv_s, (TILE_B + c * MAT_K) * STRIDE + f * MAT_N, STRIDE, gl_CooperativeMatrixLayoutRowMajor);
-                o[f] = coopMatMulAdd(pf[c], vf, o[f]);
-            }
+            ADD_PV(f)
         }
 #endif
         barrier(); /* every subgroup is done with the block (and the bad-key word) before the next */

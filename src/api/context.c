@@ -644,7 +644,7 @@ vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
     limits.storage_offset_alignment = ctx->dev.caps.props.limits.minStorageBufferOffsetAlignment;
     limits.subgroup_sums = ctx->dev.caps.subgroup_sums;
     limits.no_fused_cm = ctx->attn_cm_verdict < 0;
-    limits.matrix2 = ctx->dev.info.cooperative_matrix_usable && ctx->dev.matrix2;
+    limits.matrix2 = ctx->dev.matrix2; /* cleared wherever the matrices are turned off */
     limits.loop_budget = ctx->loop_budget;
     limits.faults = (vka_faults *)&ctx->dev.faults;
     /* A context's own state budget (tests lower it to reach the chunked path); else the default. */

@@ -22,24 +22,34 @@ typedef struct check_buffers {
     vka_buffer a, w, bias, c;
 } check_buffers;
 
-/* Records and runs the one dispatch; C must already hold NaN. */
+/* Records and runs one dispatch of `pipeline` through `transfer` and waits for it. */
 static vkattn_status run_dispatch(vka_device *dev, vka_transfer *transfer, const vka_pipeline *pipeline,
-                                  check_buffers *b, const vka_matmul_push *push)
+                                  const vka_binding *bindings, const void *push, const uint32_t groups[3],
+                                  const char *what)
 {
     vkattn_status status = VKATTN_OK;
     VkDescriptorPool pool = VK_NULL_HANDLE;
     VkCommandBuffer cmd;
-    const uint32_t groups[3] = {1, 1, 1};
-    vka_binding bindings[VKA_MATMUL_BINDINGS] = {
-        [VKA_MATMUL_A] = {&b->a, 0, 0, VKA_VIEW_RGBA32F}, [VKA_MATMUL_B] = {&b->w, 0, 0, VKA_VIEW_RGBA32F},
-        [VKA_MATMUL_BIAS] = {&b->bias, 0, 0, VKA_VIEW_R32F}, [VKA_MATMUL_C] = {&b->c, 0, 0, VKA_VIEW_R32F}};
     VKA_TRY(vka_descriptor_pool_create(dev, 1, &pool));
     VKA_TRY(vka_transfer_begin(transfer, &cmd));
     VKA_TRY(vka_record_dispatch(dev, cmd, pool, pipeline, bindings, push, groups));
-    VKA_TRY(vka_transfer_submit_wait(transfer, "the cooperative-matrix self-test"));
+    VKA_TRY(vka_transfer_submit_wait(transfer, what));
 fail:
     if (pool) dev->vk.vkDestroyDescriptorPool(dev->device, pool, NULL);
     return status;
+}
+
+/* A self-test's call that failed: a driver that cannot build or run the kernel is a finding about
+ * the driver (a note "<kernel>self-test failed: ...", VKATTN_OK); running out of memory or losing
+ * the device is returned as such, as anywhere else. */
+static vkattn_status driver_verdict(vka_device *dev, vkattn_status status, const char *kernel, char *note,
+                                    size_t note_size)
+{
+    if (status == VKATTN_OK || status == VKATTN_ERROR_OUT_OF_HOST_MEMORY ||
+        status == VKATTN_ERROR_OUT_OF_DEVICE_MEMORY || status == VKATTN_ERROR_DEVICE_LOST)
+        return status;
+    snprintf(note, note_size, "%sself-test failed: %s", kernel, dev->error.message);
+    return VKATTN_OK;
 }
 
 /* The largest error of C against float64, and where; C is M x N row-major. */
@@ -100,7 +110,11 @@ vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka
     for (size_t i = 0; i < (size_t)M * N; i++) c[i] = NAN;
     const vka_matmul_push push = {.M = M, .N = N, .K = K / vec, .lda = K / vec, .ldb = K / vec, .c_row = N,
                                   .c_col_block = N, .rows_per_batch = M, .has_bias = 1, .tiles_n = 1};
-    VKA_TRY(run_dispatch(dev, transfer, pipeline, &b, &push));
+    const vka_binding bindings[VKA_MATMUL_BINDINGS] = {
+        [VKA_MATMUL_A] = {&b.a, 0, 0, VKA_VIEW_RGBA32F}, [VKA_MATMUL_B] = {&b.w, 0, 0, VKA_VIEW_RGBA32F},
+        [VKA_MATMUL_BIAS] = {&b.bias, 0, 0, VKA_VIEW_R32F}, [VKA_MATMUL_C] = {&b.c, 0, 0, VKA_VIEW_R32F}};
+    VKA_TRY(run_dispatch(dev, transfer, pipeline, bindings, &push, (const uint32_t[3]){1, 1, 1},
+                         "the cooperative-matrix self-test")); /* C already holds NaN */
     if (dev->faults.coopmat_check == VKA_FAULT_COOPMAT_WRONG) c[(size_t)(M / 2) * N + N / 3] += 0.25f;
     uint32_t at_m = 0, at_n = 0;
     double ref = 0, worst = worst_error(c, M, N, K, &at_m, &at_n, &ref);
@@ -117,14 +131,7 @@ fail:
     vka_buffer_destroy(dev, &b.bias);
     vka_buffer_destroy(dev, &b.w);
     vka_buffer_destroy(dev, &b.a);
-    /* A driver that cannot build or run the kernel is a finding about the driver; running out of
-     * memory or losing the device ends the context's creation as anywhere else. */
-    if (status != VKATTN_OK && status != VKATTN_ERROR_OUT_OF_HOST_MEMORY &&
-        status != VKATTN_ERROR_OUT_OF_DEVICE_MEMORY && status != VKATTN_ERROR_DEVICE_LOST) {
-        snprintf(note, note_size, "self-test failed: %s", dev->error.message);
-        return VKATTN_OK;
-    }
-    return status;
+    return driver_verdict(dev, status, "", note, note_size);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -215,7 +222,6 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
 {
     vkattn_status status = VKATTN_OK;
     cm_buffers b = {0};
-    VkDescriptorPool pool = VK_NULL_HANDLE;
     double *scratch = NULL;
     *passed = 0;
     /* The step's pipeline where its masks and variants are off (a plain forward's own), the
@@ -272,9 +278,9 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
         .i_count = c.L, .q_offset = 0, .q_batch = c.L * CM_H * DV, .q_head = DV, .q_row = CM_H * DV,
         .k_offset = 0, .v_offset = 0, .kv_batch = c.S * CM_HKV * DV, .kv_head = DV, .kv_row = CM_HKV * DV,
         .ctx_offset = 0, .ctx_stride = CM_H * c.D, .scale = c.scale,
-        .mask_flags = VKA_MASK_CAUSAL | VKA_MASK_CAUSAL_END | VKA_MASK_KEY_PADDING, .mask_heads = CM_H, .parts = 1, .part_len = c.S,
-        .chunk_begin = 0, .chunk_len = c.S, .has_lse = 0, .kv_group = CM_H / CM_HKV};
-    vka_binding bindings[VKA_FUSED_BINDINGS] = {
+        .mask_flags = VKA_MASK_CAUSAL | VKA_MASK_CAUSAL_END | VKA_MASK_KEY_PADDING, .mask_heads = CM_H,
+        .parts = 1, .part_len = c.S, .chunk_begin = 0, .chunk_len = c.S, .has_lse = 0, .kv_group = CM_H / CM_HKV};
+    const vka_binding bindings[VKA_FUSED_BINDINGS] = {
         [VKA_FUSED_Q] = {&b.q, 0, 0, VKA_VIEW_RGBA32F}, [VKA_FUSED_K] = {&b.k, 0, 0, VKA_VIEW_RGBA32F},
         [VKA_FUSED_V] = {&b.v, 0, 0, VKA_VIEW_RGBA32F}, [VKA_FUSED_CTX] = {&b.ctx, 0, 0, VKA_VIEW_R32F},
         [VKA_FUSED_KEY_PADDING] = {&b.kpm, 0, 0, VKA_VIEW_R32F}, [VKA_FUSED_VALID_LENS] = {dummy, 0, 0, VKA_VIEW_R32F},
@@ -283,11 +289,7 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
         [VKA_FUSED_STATE_LSE] = {c.store ? &b.state_lse : dummy, 0, 0, VKA_VIEW_R32F},
         [VKA_FUSED_HEAD_TERMS] = {dummy, 0, 0, VKA_VIEW_R32F}};
     const uint32_t groups[3] = {CM_H * ((c.L + tile_q - 1) / tile_q), 1, 1};
-    VkCommandBuffer cmd;
-    VKA_TRY(vka_descriptor_pool_create(dev, 1, &pool));
-    VKA_TRY(vka_transfer_begin(transfer, &cmd));
-    VKA_TRY(vka_record_dispatch(dev, cmd, pool, pipeline, bindings, &push, groups));
-    VKA_TRY(vka_transfer_submit_wait(transfer, "the attention self-test"));
+    VKA_TRY(run_dispatch(dev, transfer, pipeline, bindings, &push, groups, "the attention self-test"));
     if (fault == VKA_FAULT_COOPMAT_WRONG) {
         float *out = c.store ? b.state_o.mapped : b.ctx.mapped;
         if (f16_out) ((uint16_t *)b.ctx.mapped)[c.D + 3] ^= 0x2000; /* a wrong exponent bit */
@@ -303,10 +305,11 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
     }
     double worst = cm_worst_error(&c, &b, f16_out, scratch, where, sizeof where);
     if (worst <= tolerance) *passed = 1;
-    else snprintf(note, note_size, "%s self-test failed: head dim %u gave %s", vka_kernel_get(step->kernel)->spirv, c.D, where);
+    else
+        snprintf(note, note_size, "%s self-test failed: head dim %u gave %s", vka_kernel_get(step->kernel)->spirv, c.D,
+                 where);
 fail:
     free(scratch);
-    if (pool) dev->vk.vkDestroyDescriptorPool(dev->device, pool, NULL);
     vka_buffer_destroy(dev, &b.state_lse);
     vka_buffer_destroy(dev, &b.state_o);
     vka_buffer_destroy(dev, &b.ctx);
@@ -314,10 +317,7 @@ fail:
     vka_buffer_destroy(dev, &b.v);
     vka_buffer_destroy(dev, &b.k);
     vka_buffer_destroy(dev, &b.q);
-    if (status != VKATTN_OK && status != VKATTN_ERROR_OUT_OF_HOST_MEMORY &&
-        status != VKATTN_ERROR_OUT_OF_DEVICE_MEMORY && status != VKATTN_ERROR_DEVICE_LOST) {
-        snprintf(note, note_size, "%s self-test failed: %s", vka_kernel_get(step->kernel)->spirv, dev->error.message);
-        return VKATTN_OK;
-    }
-    return status;
+    char kernel[40];
+    snprintf(kernel, sizeof kernel, "%s ", vka_kernel_get(step->kernel)->spirv);
+    return driver_verdict(dev, status, kernel, note, note_size);
 }
