@@ -10,9 +10,11 @@
  * rounding this path adds, see vkattn.h) and zero past the matrix edges, so that edge tiles need no
  * other care. Each subgroup then multiplies its (TILE_A/2) x (TILE_B/2) quarter as MAT_M x MAT_N
  * accumulators from MAT_M x MAT_K fragments of A (row-major) and MAT_K x MAT_N fragments of B (B's
- * rows are the columns: column-major). The epilogue stores each accumulator into the subgroup's
- * scratch in shared memory; its invocations add the bias (and C, with ACCUMULATE) and scatter the
- * elements exactly as matmul.comp does.
+ * rows are the columns: column-major). The next block's texels are fetched into registers before
+ * this block's multiplies and staged after them (software pipelining: GPU GEMMs hide the loads'
+ * latency behind the matrix work so; not yet measured on a GPU). The epilogue stores each
+ * accumulator into the subgroup's scratch in shared memory; its invocations add the bias (and C,
+ * with ACCUMULATE) and scatter the elements exactly as matmul.comp does.
  *
  * Grid: ceil(M/TILE_A) * ceil(N/TILE_B) workgroups of WG_SIZE = 4 x the subgroup size; the pipeline
  * requires that size with full subgroups (src/pipeline/pipeline_cache.c).
@@ -50,18 +52,27 @@ shared float16_t a_s[TILE_A * STRIDE];
 shared float16_t b_s[TILE_B * STRIDE];
 shared float c_s[4 * FRAG];                /* one accumulator per subgroup, on its way out */
 
-/* Rows [row0, row0 + rows) of a texel view, texels [k0, k0 + TK) of each, into `tile` as fp16;
- * zeros past `limit` rows or K texels. (A macro: shared arrays are not parameters.) */
-#define STAGE(tile, view, offset, ld, row0, rows, limit, k0)                                        \
+const uint A_FETCH = (TILE_A * TK + WG - 1) / WG; /* texels of A's block per invocation */
+const uint B_FETCH = (TILE_B * TK + WG - 1) / WG;
+
+/* This invocation's texels of rows [row0, row0 + rows) of a texel view, texels [k0, k0 + TK) of
+ * each, into `regs`; zeros past `limit` rows or K texels (so a block past the end is all zeros). */
+#define FETCH(regs, view, offset, ld, row0, rows, limit, k0)                                        \
+    [[unroll]] for (uint i_ = 0; i_ < (rows * TK + WG - 1) / WG; i_++) {                            \
+        uint t_ = i_ * WG + gl_LocalInvocationID.x, r_ = t_ / TK, kt_ = t_ % TK;                    \
+        regs[i_] = vec4(0.0);                                                                       \
+        if (((rows * TK) % WG == 0 || t_ < rows * TK) && (row0) + r_ < (limit) && (k0) + kt_ < pc.K) \
+            regs[i_] = vka_fetch(view, (offset) + ((row0) + r_) * (ld) + (k0) + kt_);               \
+    }
+
+/* The texels FETCH gave this invocation into `tile` as fp16. (A macro: shared arrays are not
+ * parameters.) */
+#define STAGE(tile, regs, rows)                                                                     \
     [[unroll]] for (uint i_ = 0; i_ < (rows * TK + WG - 1) / WG; i_++) {                            \
         uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
-        if ((rows * TK) % WG == 0 || t_ < rows * TK) {                                              \
-            uint r_ = t_ / TK, kt_ = t_ % TK;                                                       \
-            vec4 v_ = vec4(0.0);                                                                    \
-            if ((row0) + r_ < (limit) && (k0) + kt_ < pc.K)                                         \
-                v_ = vka_fetch(view, (offset) + ((row0) + r_) * (ld) + (k0) + kt_);                 \
-            [[unroll]] for (uint e_ = 0; e_ < VEC; e_++) tile[r_ * STRIDE + kt_ * VEC + e_] = float16_t(v_[e_]); \
-        }                                                                                           \
+        if ((rows * TK) % WG == 0 || t_ < rows * TK)                                                \
+            [[unroll]] for (uint e_ = 0; e_ < VEC; e_++)                                            \
+                tile[(t_ / TK) * STRIDE + (t_ % TK) * VEC + e_] = float16_t(regs[i_][e_]);          \
     }
 
 void main()
@@ -77,10 +88,16 @@ void main()
     [[unroll]] for (uint f = 0; f < FM * FN; f++)
         acc[f] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
 
+    vec4 a_next[A_FETCH], b_next[B_FETCH];
+    FETCH(a_next, A, pc.a_offset, pc.lda, row0, TILE_A, pc.M, 0)
+    FETCH(b_next, B, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, 0)
     for (uint k0 = 0; k0 < pc.K; k0 += TK) {
-        STAGE(a_s, A, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0)
-        STAGE(b_s, B, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0)
+        STAGE(a_s, a_next, TILE_A)
+        STAGE(b_s, b_next, TILE_B)
         barrier(); /* the tiles are whole before any subgroup reads them */
+        /* the next block's loads are in flight while this one multiplies (past K: zeros, unused) */
+        FETCH(a_next, A, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0 + TK)
+        FETCH(b_next, B, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0 + TK)
         [[unroll]] for (uint ks = 0; ks < TILE_K / MAT_K; ks++) {
             coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> fa[FM];
             coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> fb[FN];
