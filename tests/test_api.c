@@ -348,15 +348,23 @@ static void test_host_weights_memory(void)
     test_weights tw;
     test_weights_make(&tw, &d, 15);
     const double weight_bytes = LAYERS * (4.0 * 512 * 512 + 4 * 512) * sizeof(float);
-    double grew[3];
-    for (int mode = VKATTN_HOST_WEIGHTS_NONE; mode <= VKATTN_HOST_WEIGHTS_BORROW; mode++) {
-        vkattn_layer_desc m = d;
-        m.host_weights = (vkattn_host_weights)mode;
-        vkattn_layer *layers[LAYERS] = {NULL};
-        size_t before = live_heap_bytes();
-        for (int i = 0; i < LAYERS; i++) CHECK_STATUS(vkattn_layer_create(ctx, &m, &tw.w, &layers[i]), VKATTN_OK);
-        grew[mode] = (double)live_heap_bytes() - (double)before;
-        for (int i = 0; i < LAYERS; i++) vkattn_layer_destroy(layers[i]);
+    /* Each mode's growth is the median of 3 rounds: the driver may free or keep a megabyte of its
+     * own while a round runs (on Mesa 26 "none" once grew -1.0 MiB). */
+    double grew[3], round[3][3];
+    for (int r = 0; r < 3; r++)
+        for (int mode = VKATTN_HOST_WEIGHTS_NONE; mode <= VKATTN_HOST_WEIGHTS_BORROW; mode++) {
+            vkattn_layer_desc m = d;
+            m.host_weights = (vkattn_host_weights)mode;
+            vkattn_layer *layers[LAYERS] = {NULL};
+            size_t before = live_heap_bytes();
+            for (int i = 0; i < LAYERS; i++) CHECK_STATUS(vkattn_layer_create(ctx, &m, &tw.w, &layers[i]), VKATTN_OK);
+            round[mode][r] = (double)live_heap_bytes() - (double)before;
+            for (int i = 0; i < LAYERS; i++) vkattn_layer_destroy(layers[i]);
+        }
+    for (int mode = 0; mode < 3; mode++) {
+        const double *x = round[mode];
+        double lo = x[0] < x[1] ? x[0] : x[1], hi = x[0] < x[1] ? x[1] : x[0];
+        grew[mode] = x[2] < lo ? lo : x[2] > hi ? hi : x[2];
     }
     printf("  %d layers of E = 512 (%.1f MiB of f32 weights): malloc grew %.1f MiB (none), %.1f (copy), %.1f (borrow)\n",
            LAYERS, weight_bytes / 1048576, grew[0] / 1048576, grew[1] / 1048576, grew[2] / 1048576);
@@ -707,6 +715,40 @@ static void test_device_selection(void)
         CHECK_MSG(strstr(err.message, "\"intel\" needs cooperative matrices"), "%s", err.message);
     }
     vkattn_context_destroy(c);
+    /* A tuning string sets fields of a class (or, without a name, of the device's class): the
+     * device info says how many; a bad one is refused with what was wrong and nothing made. */
+    c = NULL;
+    d.tuning = "gpu:sm_tile_m=32,sm_tile_n=32";
+    CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
+    if (c && vkattn_context_device(c, &info) == VKATTN_OK)
+        CHECK_MSG(strcmp(info.tuning, "gpu, 2 fields set") == 0, "%s", info.tuning);
+    vkattn_context_destroy(c);
+    c = NULL;
+    setenv("VKATTN_TUNING", ":paged_min_part=64", 1);
+    d.tuning = NULL;
+    CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
+    if (c && vkattn_context_device(c, &info) == VKATTN_OK)
+        CHECK_MSG(strstr(info.tuning, ", 1 field set") != NULL, "%s", info.tuning);
+    vkattn_context_destroy(c);
+    const struct {
+        const char *tuning, *said;
+    } bad[] = {{"gpu:bogus=1", "\"bogus\" is no field a tuning string may set"},
+               {"gpu:sm_tile_m=0", "sm_tile_m takes a whole number from 4 to 128, not \"0\""},
+               {"gpu:sm_tile_m=", "not \"\""},
+               {"gpu:sm_tile_m", "sm_tile_m takes a whole number"},
+               {"gpu:sm_tile_m=32x", "not \"32x\""},
+               {"gpu:sm_tile_m=-32", "not \"-32\""},
+               {"gpu:cm_ksteps=99999999999999999999999", "cm_ksteps takes a whole number from 1 to 8"},
+               {"gpu:sm_tile_m=32,sm_tile_m=64", "sm_tile_m is given twice"},
+               {"gpu:", "\"\" is no field"},
+               {"nope:sm_tile_m=32", "no tuning is named \"nope\""}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        c = NULL;
+        d.tuning = bad[i].tuning;
+        CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+        CHECK_MSG(c == NULL && strstr(err.message, bad[i].said) && strstr(err.message, bad[i].tuning),
+                  "%s: %s", bad[i].tuning, err.message);
+    }
     d.tuning = NULL;
     if (before) setenv("VKATTN_TUNING", saved, 1);
     else unsetenv("VKATTN_TUNING");
