@@ -91,7 +91,8 @@
  *   VKATTN_VALIDATION  "1" enables VK_LAYER_KHRONOS_validation (with synchronization validation)
  *                      when vkattn_context_desc.validation is VKATTN_VALIDATION_DEFAULT
  *   VKATTN_TUNING      "lavapipe", "gpu", "coopmat", "intel" or "mobile": the kernel shapes (tile
- *                      sizes), when vkattn_context_desc.tuning is NULL (default: the device's class)
+ *                      sizes), when vkattn_context_desc.tuning is NULL (default: the device's class);
+ *                      a tuning string ("coopmat:cm_ksteps=4") sets fields of one, see there
  *   VKATTN_COOPMAT     "0" turns VK_KHR_cooperative_matrix off for every context (as
  *                      vkattn_context_desc.no_cooperative_matrix does for one)
  *   VKATTN_COOPMAT2    "1" turns VK_NV_cooperative_matrix2 on where the device has what attn_cm2
@@ -265,7 +266,8 @@ typedef struct vkattn_device_info {
      * contract, same self-test. Opt-in: it has run on Mesa 26 lavapipe (CI) but on no GPU yet. */
     uint32_t cooperative_matrix2;
     float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
-    char tuning[32];                  /* the kernel shapes vkattn picks for this device */
+    char tuning[32];                  /* the kernel shapes vkattn picks for this device (a context's: its
+                                         tuning string's class, with ", K fields set" where it set some) */
     uint32_t loop_budget;             /* loop trips one shader invocation may run before the driver
                                          cuts its loops short, which vkattn plans within (0 = no
                                          limit known; 65535 on lavapipe, docs/KNOWN_ISSUES.md) */
@@ -311,6 +313,24 @@ typedef struct vkattn_context_desc {
      * shuffles on 4 or more lanes, decoding steps' few rows on a matrix-vector kernel (matmul_vec)
      * and their attention on attn_paged's GPU-shaped build; the rest with GPU-sized tiles. "coopmat" was measured on one GPU (an
      * H200), the others were chosen without a GPU to measure on.
+     *
+     * Tuning strings, for trying kernel shapes on a GPU without a rebuild: "NAME:FIELD=VALUE,..."
+     * sets fields of class NAME (an empty NAME: of the device's class), e.g.
+     * "coopmat:cm_frags_m=2,cm_ksteps=4". The fields, in units of the device's matrix shape M x N x
+     * K where they count matrices: cm_frags_m, cm_frags_n (1-8: each of matmul_cm's 2 x 2
+     * subgroups holds m x n accumulators), cm_frags_narrow (0-8: the same for matrices narrower than
+     * 16, 0 = as those), cm_ksteps (1-8: matrix steps per staged block), cm_min_rows (1-65536:
+     * fewer rows take the matrix-vector kernels), cm_subgroup (0-128: the subgroup size wanted,
+     * 0 = the smallest), cm_attn_subgroups (1-8: attn_cm's subgroups of M query rows per workgroup),
+     * cm_attn_key_frags (1-4: N-key matrices per block, at most 32 keys), cm_attn_row_lanes (1-64:
+     * invocations per row's softmax), sm_tile_m, sm_tile_n (4-128, multiples of 4), sm_tile_k
+     * (4-64: matmul_sm's tile), paged_lanes_group (1-4: lanes per key in decoding),
+     * paged_lanes_per_unit, paged_per_unit (1-4096: decoding's workgroups or invocations per
+     * compute unit), paged_min_part (1-65536: keys per part at least). A kernel whose shape does not
+     * fit the device (shared memory, workgroup size, whole matrices) gives way to the next one, as
+     * with a class's own shapes; a field outside its range, an unknown one or one given twice is
+     * refused (VKATTN_ERROR_INVALID_ARGUMENT). vkattn_device_info.tuning then reads "NAME, K fields
+     * set"; the plans (vkattn_forward_explain, `vkattn run --trace`) show the tiles taken.
      *
      * Precision on the cooperative-matrix path: A and W of each projection are rounded to fp16 as
      * they are staged (to nearest; toward zero on drivers that convert that way, which Mesa 22

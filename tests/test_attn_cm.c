@@ -56,6 +56,7 @@ typedef struct cm_case {
     int rising;        /* key row j scaled by 1 + 60 j / S: each row's max keeps rising, so O is
                           rescaled by large factors block after block */
     int khr;           /* also in the "khr" run: the KHR build where a device has attn_cm2 too */
+    const char *tuning; /* a tuning string, whose tile the plan must take (NULL: "coopmat") */
 } cm_case;
 
 /* Rows share pipelines where they can (a pipeline is a specialization: head dim, fp16 output,
@@ -100,6 +101,10 @@ static const cm_case grid[] = {
     /* 16 KiB of states hold 2 parts of 32 rows: each part in chunks of 160 keys, the state carried
      * (with 64-row tiles, a GPU's, one part in chunks: no merge) */
     {"budget_chunks", 2, 21, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .budget = 12, .state_kib = 16, .khr = 1},
+    /* a tuning string's tile: 2 subgroups of query rows, blocks of one matrix of keys, one
+     * invocation per row in the softmax (where the subgroup has no more lanes than rows) */
+    {"tuned_tile", 1, 37, 70, 4, 2, 64, .causal = 1, .key_padding = 1, .rising = 1, .khr = 1,
+     .tuning = "coopmat:cm_attn_subgroups=2,cm_attn_key_frags=1,cm_attn_row_lanes=1"},
 };
 
 /* attn_cm against attn_fused: identity projections, B x L <= 8 (the f16 row excepted). */
@@ -204,11 +209,13 @@ static vkattn_layer_desc layer_of(const cm_case *c)
 
 /* A coopmat-tuned context; `attn_cm_fault`, `attn_cm2_fault`: the fault injector's attn_cm_check
  * and attn_cm2_check (0 = none). */
-static vkattn_context *context_for(uint32_t budget, int off, uint32_t state_kib, int attn_cm_fault, int attn_cm2_fault)
+static vkattn_context *context_for(const char *tuning, uint32_t budget, int off, uint32_t state_kib, int attn_cm_fault,
+                                   int attn_cm2_fault)
 {
     vkattn_context *ctx = NULL;
     vkattn_error error = {0};
-    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = "coopmat", .loop_budget = budget,
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = tuning ? tuning : "coopmat",
+                                .loop_budget = budget,
                                 .no_cooperative_matrix = off};
     const vka_faults faults = {.attn_cm_check = attn_cm_fault, .attn_cm2_check = attn_cm2_fault};
     CHECK_STATUS(vka_context_create_with_faults(&desc, &faults, &ctx, &error), VKATTN_OK);
@@ -244,13 +251,19 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         CHECK_MSG(ctx->attn_cm_verdict == 1, "%s: attn_cm self-test verdict %d", c->name, ctx->attn_cm_verdict);
     if (c->state_kib)
         CHECK_MSG(strstr(plan, "carried in") != NULL, "%s: no chunk carries the state:\n%s", c->name, plan);
+    if (c->tuning) { /* 2 subgroups of MAT_M rows, blocks of MAT_N keys */
+        const vkattn_matrix_shape ms = vka_matrix_shape_for(&ctx->dev.info);
+        char tile[64];
+        snprintf(tile, sizeof tile, "(%u query rows x %u-key blocks", 2 * ms.m, ms.n);
+        CHECK_MSG(strstr(plan, tile) != NULL, "%s: the tuning's tile \"%s\" is not the plan's:\n%s", c->name, tile, plan);
+    }
     return 1 + (strstr(plan, "merge") != NULL);
 }
 
 static void run_grid_case(const cm_case *c, unsigned long long seed, double *worst)
 {
     double t0 = test_now_s();
-    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib, c->attn_cm_fault, c->attn_cm2_fault);
+    vkattn_context *ctx = context_for(c->tuning, c->budget, 0, c->state_kib, c->attn_cm_fault, c->attn_cm2_fault);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(c);
     test_weights tw;
@@ -333,7 +346,7 @@ static float *identity_weights(const cm_case *c, vkattn_weights *w)
 static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
 {
     double t0 = test_now_s();
-    vkattn_context *ctx = context_for(c->budget, 0, c->state_kib, 0, 0);
+    vkattn_context *ctx = context_for(c->tuning, c->budget, 0, c->state_kib, 0, 0);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(c);
     ld.no_bias = 1;
@@ -391,7 +404,7 @@ static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
 static void run_off(int off)
 {
     const cm_case c = {off ? "no_cooperative_matrix" : "precision_f32", 1, 9, 20, 2, 0, 64, .causal = 1};
-    vkattn_context *ctx = context_for(0, off, 0, 0, 0);
+    vkattn_context *ctx = context_for(NULL, 0, off, 0, 0, 0);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(&c);
     ld.precision = off ? VKATTN_PRECISION_F16 : VKATTN_PRECISION_F32;

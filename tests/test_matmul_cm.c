@@ -147,8 +147,8 @@ done:
 /* The plan's side, through the public API: a layer under a cooperative-matrix tuning ("coopmat" or
  * "intel") at a loop budget of `budget` (0 = the device's) against the CPU path; its plan names
  * matmul_cm (in reduction parts added to C at a lowered budget). With `off`, the context has
- * no_cooperative_matrix: no _cm kernel. */
-static void run_forward_tuned(const char *tuning, uint32_t budget, int off)
+ * no_cooperative_matrix: no _cm kernel. `tile` (or NULL): text the plan's matmul_cm step must hold. */
+static void run_forward_tuned(const char *tuning, uint32_t budget, int off, const char *tile)
 {
     /* E = 1024: 64 blocks of 16 on lavapipe's 8 x 8 x 8, 32 of 32 with 16 x 16 x 16, parts at a
      * budget of 24 with either */
@@ -163,10 +163,11 @@ static void run_forward_tuned(const char *tuning, uint32_t budget, int off)
            compare_within(&e, tol) ? "ok" : "FAILED");
     CHECK_MSG(compare_within(&e, tol), "forward against the CPU path: max-abs %.3g, NMSE %.3g", e.max_abs, e.nmse);
     CHECK_MSG(off ? !strstr(plan, "_cm") : cm, "the plan %s a _cm kernel:\n%s", off ? "has" : "lacks", plan);
+    if (tile) CHECK_MSG(strstr(plan, tile) != NULL, "the tile \"%s\" is not the plan's:\n%s", tile, plan);
     if (budget && !off) CHECK_MSG(parts, "a loop budget of %u left the reductions whole:\n%s", budget, plan);
 }
 
-static void run_forward(uint32_t budget, int off) { run_forward_tuned("coopmat", budget, off); }
+static void run_forward(uint32_t budget, int off) { run_forward_tuned("coopmat", budget, off, NULL); }
 
 /* The plan of a small forward (32 rows: enough for matmul_cm) on `ctx`, as text, into `plan`. */
 static void explain_small(vkattn_context *ctx, char *plan, size_t size)
@@ -261,6 +262,11 @@ int main(void)
     run_forward(24, 0);
     run_forward(0, 1);
     /* the intel class: 4 x 4 accumulators per subgroup of the device's smallest size */
-    run_forward_tuned("intel", 0, 0);
+    run_forward_tuned("intel", 0, 0, NULL);
+    /* a tuning string's tile: 1 x 3 accumulators per subgroup (narrow matrices too), blocks of 3
+     * steps; the plan must say so */
+    char tile[64];
+    snprintf(tile, sizeof tile, "(%ux%u tiles, %u-element blocks", 2 * ms.m, 6 * ms.n, (3 * ms.k + 3) / 4 * 4);
+    run_forward_tuned("coopmat:cm_frags_m=1,cm_frags_n=3,cm_frags_narrow=0,cm_ksteps=3", 0, 0, tile);
     return test_finish();
 }

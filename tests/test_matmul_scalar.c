@@ -167,6 +167,8 @@ static void run_forward_tuned(const char *tuning, uint32_t budget, vka_kernel ke
     CHECK_MSG(compare_within(&e, tol), "forward against the CPU path: max-abs %.3g, NMSE %.3g", e.max_abs, e.nmse);
     CHECK_MSG(used, "the plan lacks %s:\n%s", name, plan);
     if (budget) CHECK_MSG(parts, "a loop budget of %u left the reductions whole:\n%s", budget, plan);
+    const char *tile = strstr(tuning, "sm_tile_m=32") ? "(32x16 tiles, 8-element blocks, fp32)" : NULL;
+    if (tile) CHECK_MSG(strstr(plan, tile) != NULL, "the tuning string's tile %s is not the plan's:\n%s", tile, plan);
 }
 
 /* argv[1] "small": a few cases in the gpu tile and one forward (the `driver` row, also on Mesa 25). */
@@ -202,6 +204,8 @@ int main(int argc, char **argv)
     const int ctx_has_subgroup_sums = ctx->dev.caps.subgroup_sums;
     gpu_test_finish_context(ctx);
     run_forward_tuned("gpu", small ? 0 : 24, VKA_KERNEL_MATMUL_SM, 512, 2, 40);
+    /* a tuning string's tile (32 x 16 outputs, blocks of 8), which the plan must take */
+    if (!small) run_forward_tuned("gpu:sm_tile_m=32,sm_tile_n=16,sm_tile_k=8", 0, VKA_KERNEL_MATMUL_SM, 256, 2, 40);
     /* one query row (matmul_vec's reduction parts under a budget: test_plan's test_matmul_vec_plans) */
     if (!ctx_has_subgroup_sums) {
         printf("  matmul_vec: this device has no subgroup arithmetic and shuffles; its cases are skipped\n");

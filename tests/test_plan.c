@@ -1436,6 +1436,74 @@ static void test_device_profiles(void)
     CHECK(!vka_tuning_refusal(vka_tuning_for(&tiny, "mobile"), &tiny, why, sizeof why));
 }
 
+/* Tuning strings on the H100 profile, at the Llama-3-8B prefill (L = 4096): the GPU day's sweep
+ * (tools/gpu-bench.sh) plans valid dispatches with the tiles it names, and a shape beyond the
+ * device's shared memory gives way to the next kernel (matmul_cm's 128 x 128 tile in blocks of 128
+ * needs 72 KiB of the 48: matmul_sm; attn_cm in blocks of 64 keys, over its 32: attn_fused). */
+static void test_tuning_strings(void)
+{
+    const device_profile *dp = &profiles[0];
+    const struct {
+        const char *tuning;
+        vka_kernel mm, attn;
+        uint32_t tile_m, tile_n, tile_k; /* matmul_cm's, or 0 */
+        uint32_t attn_rows, attn_keys;   /* attn_cm's, or 0 */
+    } rows[] = {
+        {"coopmat", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
+        {"coopmat:cm_ksteps=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 64, 64, 32},
+        {"coopmat:cm_frags_m=8,cm_frags_n=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 256, 64, 32, 64, 32},
+        {"coopmat:cm_ksteps=8", VKA_KERNEL_MATMUL_SM, VKA_KERNEL_FUSED_CM, 0, 0, 0, 64, 32},
+        {"coopmat:cm_attn_subgroups=2,cm_attn_key_frags=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 32,
+         16},
+        {"coopmat:cm_attn_key_frags=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED, 128, 128, 32, 0, 0},
+        {":cm_attn_row_lanes=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        vka_tuning t;
+        int named = -1;
+        char why[600] = "";
+        CHECK_MSG(vka_tuning_parse(&dp->info, rows[r].tuning, &t, &named, why, sizeof why) == 0, "%s: %s",
+                  rows[r].tuning, why);
+        CHECK(named == (rows[r].tuning[0] != ':') && strcmp(t.name, "coopmat") == 0);
+        vka_plan_limits l = profile_limits(dp, &t);
+        vka_problem p = problem(1, 4096, 4096, 4096, 32, 1);
+        gqa(&p, 8);
+        p.cfg.bias = 0, p.causal = 1;
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK_MSG(check_profile_steps(dp, &l, &plan) == 0, "%s", rows[r].tuning);
+        const vka_step *qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, rows[r].mm);
+        const vka_step *attn = largest_step(&plan, VKATTN_STAGE_FUSED, rows[r].attn);
+        CHECK_MSG(qkv && attn, "%s: the projections on %s and the attention on %s", rows[r].tuning,
+                  vka_kernel_get(rows[r].mm)->spirv, vka_kernel_get(rows[r].attn)->spirv);
+        if (qkv && rows[r].tile_m)
+            CHECK_MSG(qkv->spec[VKA_SPEC_TILE_A] == rows[r].tile_m && qkv->spec[VKA_SPEC_TILE_B] == rows[r].tile_n &&
+                          qkv->spec[VKA_SPEC_TILE_K] == rows[r].tile_k,
+                      "%s: matmul_cm %ux%u blocks of %u", rows[r].tuning, qkv->spec[VKA_SPEC_TILE_A],
+                      qkv->spec[VKA_SPEC_TILE_B], qkv->spec[VKA_SPEC_TILE_K]);
+        if (attn && rows[r].attn_rows)
+            CHECK_MSG(attn->spec[VKA_SPEC_TILE_A] == rows[r].attn_rows && attn->spec[VKA_SPEC_TILE_B] == rows[r].attn_keys,
+                      "%s: attn_cm %u rows, blocks of %u", rows[r].tuning, attn->spec[VKA_SPEC_TILE_A],
+                      attn->spec[VKA_SPEC_TILE_B]);
+        char changes[200];
+        size_t n = vka_tuning_changes(&t, &dp->info, changes, sizeof changes);
+        printf("  %-48s %zu field%s set (%s): %s, %s\n", rows[r].tuning, n, n == 1 ? "" : "s", changes,
+               vka_kernel_get(rows[r].mm)->spirv, vka_kernel_get(rows[r].attn)->spirv);
+        CHECK(n == (size_t)(strchr(rows[r].tuning, ':') ? 1 + (strchr(rows[r].tuning, ',') != NULL) : 0));
+        vka_plan_free(&plan);
+    }
+    /* the parser alone: what it refuses (tests/test_api.c checks the messages a context gives) */
+    const char *bad[] = {"coopmat:", "coopmat:cm_ksteps=0", "coopmat:cm_ksteps=9", "coopmat:cm_ksteps=4,cm_ksteps=4",
+                         "coopmat:cm_ksteps=4,", "coopmat:name=x", "coopmat:cm_ksteps=1e1", "nope",
+                         "coopmat-with-a-name-longer-than-any-tuning:cm_ksteps=4"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vka_tuning t;
+        int named;
+        char why[600] = "";
+        CHECK_MSG(vka_tuning_parse(&dp->info, bad[i], &t, &named, why, sizeof why) == 1 && why[0], "%s accepted", bad[i]);
+    }
+}
+
 /* attn_cm under the coopmat tuning: chosen where the context has matrices, the head dim is whole
  * matrices and the shared memory holds its tiles; its key parts within the loop budget; never
  * for a layer with fp32 precision. */
@@ -1546,6 +1614,7 @@ int main(void)
     RUN_TEST(test_fold_groups);
     RUN_TEST(test_coopmat_profiles);
     RUN_TEST(test_device_profiles);
+    RUN_TEST(test_tuning_strings);
     RUN_TEST(test_coopmat_attention);
     return test_finish();
 }

@@ -44,6 +44,23 @@ step "prefill on attn_cm2 (VKATTN_COOPMAT2=1: where the device has VK_NV_coopera
 # --trace: each configuration's plan names the attention kernel that ran (attn_cm2, attn_cm, attn_fused)
 VKATTN_COOPMAT2=1 "$vk" bench --preset gpu --dtype f16 --trace --json "$out/prefill_cm2.json" >"$out/prefill_cm2.txt"
 grep -E 'GFLOP|attn_cm2|attn_cm |attn_fused' "$out/prefill_cm2.txt" | head -40 || true
+step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/PERFORMANCE.md)"
+# Each run names its tuning; the QKV projection column is matmul_cm's figure, attention attn_cm's
+# (attn_cm2's with VKATTN_COOPMAT2=1). A shape that does not fit the device gives way to the next
+# kernel: --trace shows what ran. GPU_BENCH_SWEEP="T1 T2 ..." replaces the list.
+sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_row_lanes=1 coopmat:cm_attn_subgroups=2 coopmat:cm_attn_subgroups=8
+  coopmat:cm_attn_key_frags=1 coopmat:cm_ksteps=1 coopmat:cm_ksteps=4 coopmat:cm_frags_m=2
+  coopmat:cm_frags_n=2 coopmat:cm_frags_m=8,cm_frags_n=2"}
+n=0
+for t in $sweep; do
+  n=$((n + 1))
+  printf '\n-- VKATTN_TUNING=%s\n' "$t" | tee -a "$out/sweep.txt"
+  VKATTN_TUNING="$t" "$vk" bench --preset gpu --len 4096 --dtype f16 --min-time 0.3 --trace \
+    --json "$out/sweep_$n.json" >"$out/sweep_$n.txt" || echo "(failed: see sweep_$n.txt)" | tee -a "$out/sweep.txt"
+  # the steps that ran (kernels, tiles), then each configuration's time and its stages' shares
+  grep -E '^ +[0-9]+ +(qkv_projection|fused|merge|out_projection) +[a-z_0-9]+ |^ +1 +4096 |^ +(qkv_projection|fused|merge|out_projection) +[0-9.]+%' \
+    "$out/sweep_$n.txt" | cut -c1-170 | awk '!seen[$0]++' | tee -a "$out/sweep.txt" || true
+done
 step "projections: vkattn bench --preset projections"
 "$vk" bench --preset projections --dtype f32,f16 --json "$out/projections.json" | tee "$out/projections.txt"
 step "decode: vkattn bench --preset decode (E=4096 H=32 H_kv=8, to 32768 keys)"

@@ -376,11 +376,10 @@ static vkattn_status choose_tuning(vkattn_context *ctx, const vkattn_context_des
     if (!tuning && (tuning = getenv("VKATTN_TUNING")) && !*tuning) tuning = NULL;
     if (tuning && tuning != desc->tuning) tuning_source = "VKATTN_TUNING";
     vkattn_device_info *info = &ctx->dev.info;
-    ctx->tuning_forced = tuning != NULL;
-    ctx->tuning = vka_tuning_for(info, tuning);
-    if (!ctx->tuning)
-        return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s \"%s\" does not exist (try %s)", tuning_source,
-                        tuning, vka_tuning_names());
+    char why[600];
+    if (vka_tuning_parse(info, tuning ? tuning : "", &ctx->tuning_own, &ctx->tuning_forced, why, sizeof why))
+        return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s \"%s\": %s", tuning_source, tuning, why);
+    ctx->tuning = &ctx->tuning_own;
     /* A forced cooperative-matrix class on a device or build that cannot run its kernels is refused;
      * turned off, it runs with the plain matmul (the switch is there to route around a driver). */
     if (ctx->tuning->cm_frags_m && (coopmat == COOPMAT_DEVICE_LACKS || coopmat == COOPMAT_NOT_BUILT))
@@ -388,11 +387,13 @@ static vkattn_status choose_tuning(vkattn_context *ctx, const vkattn_context_des
                         "%s \"%s\" needs cooperative matrices, which device \"%s\" cannot give vkattn: %s",
                         tuning_source, ctx->tuning->name, info->name,
                         info->cooperative_matrix ? info->cooperative_matrix_note : "no VK_KHR_cooperative_matrix");
-    char why[160];
     if (vka_tuning_refusal(ctx->tuning, info, why, sizeof why))
         return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "%s \"%s\" cannot run on device \"%s\": %s", tuning_source,
                         ctx->tuning->name, info->name, why);
-    snprintf(info->tuning, sizeof info->tuning, "%s", ctx->tuning->name);
+    size_t changes = vka_tuning_changes(ctx->tuning, info, why, sizeof why);
+    char name[64];
+    snprintf(name, sizeof name, "%.16s, %zu field%s set", ctx->tuning->name, changes, changes == 1 ? "" : "s");
+    snprintf(info->tuning, sizeof info->tuning, "%.31s", changes ? name : ctx->tuning->name);
     return VKATTN_OK;
 }
 

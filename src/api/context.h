@@ -19,7 +19,9 @@ struct vkattn_context {
     VkDebugUtilsMessengerEXT messenger;
     vka_transfer transfer;      /* host <-> device copies for memory the host cannot map */
     vka_pipeline_cache pipelines;
-    const vka_tuning *tuning; /* kernel shapes for this device (src/device/tuning.c) */
+    const vka_tuning *tuning; /* kernel shapes for this device (src/device/tuning.c): tuning_own, or a
+                                 class's row after a failed cooperative-matrix self-test */
+    vka_tuning tuning_own;    /* the tuning asked for, with the fields a tuning string set */
     int tuning_forced;        /* asked for by name (desc->tuning or VKATTN_TUNING), not the device's class */
     uint32_t loop_budget;       /* loop trips per invocation the plan keeps to, 0 = unlimited */
     uint64_t state_budget_bytes; /* the fused key parts' softmax states at most: 0 = 64 MiB. Tests

@@ -2,7 +2,10 @@
  * tuning a device gets. Figures behind the lavapipe row: ../../docs/PERFORMANCE.md. */
 #include "tuning.h"
 
+#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The gpu row's shapes of the kernels every GPU class shares; the cooperative-matrix rows run
@@ -163,6 +166,116 @@ const vka_tuning *vka_tuning_for(const vkattn_device_info *device, const char *n
 }
 
 const char *vka_tuning_names(void) { return "lavapipe, gpu, coopmat, intel, mobile"; }
+
+/* The fields a tuning string may change: the GPU classes' tiles, each checked again by its planner
+ * (shared memory, workgroup size, whole matrices: a shape that does not fit takes the next kernel).
+ * The ranges keep the unrolled kernels compilable. */
+static const struct tuning_field {
+    const char *name;
+    size_t offset;
+    uint32_t min, max;
+} fields[] = {
+#define FIELD(f, lo, hi) {#f, offsetof(vka_tuning, f), lo, hi}
+    FIELD(cm_frags_m, 1, 8),         FIELD(cm_frags_n, 1, 8),          FIELD(cm_frags_narrow, 0, 8),
+    FIELD(cm_ksteps, 1, 8),          FIELD(cm_min_rows, 1, 65536),     FIELD(cm_subgroup, 0, 128),
+    FIELD(cm_attn_subgroups, 1, 8),  FIELD(cm_attn_key_frags, 1, 4),   FIELD(cm_attn_row_lanes, 1, 64),
+    FIELD(sm_tile_m, 4, 128),        FIELD(sm_tile_n, 4, 128),         FIELD(sm_tile_k, 4, 64),
+    FIELD(paged_lanes_group, 1, 4),  FIELD(paged_lanes_per_unit, 1, 4096), FIELD(paged_per_unit, 1, 4096),
+    FIELD(paged_min_part, 1, 65536),
+#undef FIELD
+};
+
+_Static_assert(sizeof fields / sizeof fields[0] <= 32, "vka_tuning_parse keeps a bit per field");
+enum { FIELDS = sizeof fields / sizeof fields[0] };
+
+/* "a, b, ..." of the fields' names into `text`. */
+static void field_names(char *text, size_t size)
+{
+    size_t used = 0;
+    text[0] = 0;
+    for (size_t i = 0; i < FIELDS && used < size; i++) {
+        int n = snprintf(text + used, size - used, "%s%s", i ? ", " : "", fields[i].name);
+        used += n > 0 ? (size_t)n : 0;
+    }
+}
+
+static uint32_t *field_at(vka_tuning *t, const struct tuning_field *f) { return (uint32_t *)((char *)t + f->offset); }
+
+int vka_tuning_parse(const vkattn_device_info *device, const char *text, vka_tuning *out, int *named, char *why,
+                     size_t size)
+{
+    const char *colon = strchr(text, ':');
+    size_t name_len = colon ? (size_t)(colon - text) : strlen(text);
+    char name[32];
+    if (name_len >= sizeof name) {
+        snprintf(why, size, "no tuning has a name that long (try %s)", vka_tuning_names());
+        return 1;
+    }
+    memcpy(name, text, name_len);
+    name[name_len] = 0;
+    const vka_tuning *base = vka_tuning_for(device, name_len ? name : NULL);
+    if (!base) {
+        snprintf(why, size, "no tuning is named \"%s\" (try %s)", name, vka_tuning_names());
+        return 1;
+    }
+    *out = *base;
+    *named = name_len > 0;
+    uint32_t changed = 0; /* bit i: fields[i] given */
+    for (const char *at = colon ? colon + 1 : NULL; at;) {
+        const char *end = strchr(at, ','), *eq = strchr(at, '=');
+        size_t len = end ? (size_t)(end - at) : strlen(at);
+        size_t key_len = eq && eq < at + len ? (size_t)(eq - at) : len;
+        size_t i = 0;
+        while (i < FIELDS &&
+               (strlen(fields[i].name) != key_len || strncmp(fields[i].name, at, key_len) != 0))
+            i++;
+        if (i == FIELDS) {
+            char names[400];
+            field_names(names, sizeof names);
+            snprintf(why, size, "\"%.*s\" is no field a tuning string may set (FIELD=VALUE, FIELD one of %s)",
+                     (int)(key_len < 40 ? key_len : 40), at, names);
+            return 1;
+        }
+        const struct tuning_field *f = &fields[i];
+        /* the value: digits only, up to the next comma */
+        char value[24] = "";
+        size_t value_len = key_len < len ? len - key_len - 1 : 0;
+        if (value_len < sizeof value) memcpy(value, at + key_len + 1, value_len), value[value_len] = 0;
+        char *stop = NULL;
+        errno = 0;
+        unsigned long long v = value[0] >= '0' && value[0] <= '9' ? strtoull(value, &stop, 10) : 0;
+        if (key_len == len || value_len >= sizeof value || !stop || *stop || errno || v < f->min || v > f->max) {
+            snprintf(why, size, "%s takes a whole number from %u to %u, not \"%.*s\"", f->name, f->min, f->max,
+                     (int)(value_len < 24 ? value_len : 24), key_len < len ? at + key_len + 1 : "");
+            return 1;
+        }
+        if (changed & (1u << i)) {
+            snprintf(why, size, "%s is given twice", f->name);
+            return 1;
+        }
+        changed |= 1u << i;
+        *field_at(out, f) = (uint32_t)v;
+        at = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+size_t vka_tuning_changes(const vka_tuning *t, const vkattn_device_info *device, char *text, size_t size)
+{
+    const vka_tuning *base = vka_tuning_for(device, t->name);
+    size_t used = 0, count = 0;
+    if (size) text[0] = 0;
+    for (size_t i = 0; base && i < FIELDS; i++) {
+        uint32_t v = *field_at((vka_tuning *)t, &fields[i]), was = *field_at((vka_tuning *)base, &fields[i]);
+        if (v == was) continue;
+        count++;
+        if (used < size) {
+            int n = snprintf(text + used, size - used, "%s%s=%u", used ? "," : "", fields[i].name, v);
+            used += n > 0 ? (size_t)n : 0;
+        }
+    }
+    return count;
+}
 
 int vka_tuning_refusal(const vka_tuning *t, const vkattn_device_info *device, char *why, size_t size)
 {

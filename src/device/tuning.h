@@ -75,6 +75,17 @@ const vka_tuning *vka_tuning_for(const vkattn_device_info *device, const char *n
 /* The names of every tuning, ", "-separated ("lavapipe, gpu, ..."), for messages. */
 const char *vka_tuning_names(void);
 
+/* A tuning from a tuning string: "NAME" or "NAME:FIELD=VALUE,FIELD=VALUE..." (NAME as in
+ * vka_tuning_for, empty for the device's class; FIELD a field of vka_tuning that the table in
+ * tuning.c lists, within its range), the GPU day's way to try kernel shapes without a rebuild. `*named`: a NAME was given.
+ * 0, or 1 with the reason in `why` (*out then unspecified). */
+int vka_tuning_parse(const vkattn_device_info *device, const char *text, vka_tuning *out, int *named, char *why,
+                     size_t size);
+
+/* The fields where `t` differs from the tuning of its name, as "FIELD=VALUE,..." into `text`
+ * (truncated to `size`); their count. */
+size_t vka_tuning_changes(const vka_tuning *t, const vkattn_device_info *device, char *text, size_t size);
+
 /* Why `device` cannot run tuning `t`'s kernels (a workgroup larger than the device allows), as
  * one line into `why`; 0 when it can. Cooperative matrices are the context's check (they also
  * depend on the build and the switches). */

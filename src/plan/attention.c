@@ -691,7 +691,8 @@ void vka_fused_cm_describe(vka_text *t, const vka_step *s)
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_MAT_M], s->spec[VKA_SPEC_MAT_N],
                  s->spec[VKA_SPEC_MAT_K]);
     if (s->kernel == VKA_KERNEL_FUSED_CM2) vka_text_put(t, "the softmax in the matrices)");
-    else vka_text_put(t, "%u invocations per row's softmax)", s->spec[VKA_SPEC_ROW_LANES]);
+    else vka_text_put(t, "%u invocation%s per row's softmax)", s->spec[VKA_SPEC_ROW_LANES],
+                      s->spec[VKA_SPEC_ROW_LANES] == 1 ? "" : "s");
 }
 
 void vka_merge_describe(vka_text *t, const vka_step *s)
