@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 seconds=${VKATTN_FUZZ_SECONDS:-20}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(npy safetensors model_config bench_json)
+[ ${#targets[@]} -gt 0 ] || targets=(npy safetensors model_config tuning bench_json)
 build=$root/build-fuzz
 start=$SECONDS
 
