@@ -316,21 +316,24 @@ typedef struct vkattn_context_desc {
      *
      * Tuning strings, for trying kernel shapes on a GPU without a rebuild: "NAME:FIELD=VALUE,..."
      * sets fields of class NAME (an empty NAME: of the device's class), e.g.
-     * "coopmat:cm_frags_m=2,cm_ksteps=4". The fields, in units of the device's matrix shape M x N x
-     * K where they count matrices: cm_frags_m, cm_frags_n (1-8: each of matmul_cm's 2 x 2
-     * subgroups holds m x n accumulators), cm_frags_narrow (0-8: the same for matrices narrower than
-     * 16, 0 = as those), cm_ksteps (1-8: matrix steps per staged block), cm_min_rows (1-65536:
-     * fewer rows take the matrix-vector kernels), cm_subgroup (0-128: the subgroup size wanted,
-     * 0 = the smallest), cm_attn_subgroups (1-8: attn_cm's subgroups of M query rows per workgroup),
-     * cm_attn_key_frags (1-4: N-key matrices per block, at most 32 keys), cm_attn_row_lanes (1-64:
-     * invocations per row's softmax), sm_tile_m, sm_tile_n (4-128, multiples of 4), sm_tile_k
-     * (4-64: matmul_sm's tile), paged_lanes_group (1-4: lanes per key in decoding),
-     * paged_lanes_per_unit, paged_per_unit (1-4096: decoding's workgroups or invocations per
-     * compute unit), paged_min_part (1-65536: keys per part at least). A kernel whose shape does not
-     * fit the device (shared memory, workgroup size, whole matrices) gives way to the next one, as
-     * with a class's own shapes; a field outside its range, an unknown one or one given twice is
-     * refused (VKATTN_ERROR_INVALID_ARGUMENT). vkattn_device_info.tuning then reads "NAME, K fields
-     * set"; the plans (vkattn_forward_explain, `vkattn run --trace`) show the tiles taken.
+     * "coopmat:cm_frags_m=2,cm_ksteps=4" (no spaces, no comma at the end). The fields, in units of
+     * the device's matrix shape M x N x K where they count matrices: cm_frags_m, cm_frags_n (1-8:
+     * each of matmul_cm's 2 x 2 subgroups holds m x n accumulators), cm_frags_narrow (0-8: the same
+     * for matrices narrower than 16, 0 = as those), cm_ksteps (1-8: matrix steps per staged block),
+     * cm_min_rows (1-65536: fewer rows take the matrix-vector kernels), cm_subgroup (0 or a power of
+     * two to 128: the subgroup size wanted, 0 = the smallest), cm_attn_subgroups (1-8: attn_cm's
+     * subgroups of M query rows per workgroup), cm_attn_key_frags (1-4: N-key matrices per block, at
+     * most 32 keys), cm_attn_row_lanes (a power of two, 1-64: invocations per row's softmax),
+     * sm_tile_m, sm_tile_n (4-128), sm_tile_k (4-64; multiples of 4: matmul_sm's tile),
+     * paged_lanes_group (1, 2 or 4: lanes per key in decoding), paged_lanes_per_unit,
+     * paged_per_unit (1-4096: decoding's workgroups or invocations per compute unit),
+     * paged_min_part (1-65536: keys per part at least). A field of a kernel the class does not run
+     * (cm_* in "gpu", cm_attn_* in "intel", sm_* in "lavapipe") is refused, as is a value out of
+     * range, an unknown field or one given twice (VKATTN_ERROR_INVALID_ARGUMENT). A kernel whose
+     * shape does not fit the device (shared memory, workgroup size, whole matrices) gives way to the
+     * next one, as with a class's own shapes (the cooperative-matrix self-test then uses the
+     * class's tile). vkattn_device_info.tuning reads "NAME, K fields set"; the plans
+     * (vkattn_forward_explain, `vkattn run --trace`) show the tiles taken.
      *
      * Precision on the cooperative-matrix path: A and W of each projection are rounded to fp16 as
      * they are staged (to nearest; toward zero on drivers that convert that way, which Mesa 22

@@ -733,7 +733,12 @@ static void test_device_selection(void)
     const struct {
         const char *tuning, *said;
     } bad[] = {{"gpu:bogus=1", "\"bogus\" is no field a tuning string may set"},
-               {"gpu:sm_tile_m=0", "sm_tile_m takes a whole number from 4 to 128, not \"0\""},
+               {"gpu:sm_tile_m=0", "sm_tile_m takes a whole number from 4 to 128 (a multiple of 4), not \"0\""},
+               {"gpu:sm_tile_m=30", "(a multiple of 4), not \"30\""},
+               {"coopmat:cm_subgroup=48", "(a power of two), not \"48\""},
+               {"gpu:cm_attn_subgroups=2", "cm_attn_subgroups sets attn_cm's tiles, which tuning \"gpu\" does not run"},
+               {"lavapipe:sm_tile_m=32", "sm_tile_m sets matmul_sm's tiles, which tuning \"lavapipe\" does not run"},
+               {"cm_ksteps=4", "fields of the device's class alone: \":FIELD=VALUE\""},
                {"gpu:sm_tile_m=", "not \"\""},
                {"gpu:sm_tile_m", "sm_tile_m takes a whole number"},
                {"gpu:sm_tile_m=32x", "not \"32x\""},

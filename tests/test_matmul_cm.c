@@ -227,6 +227,42 @@ static void test_self_test(const vkattn_device_info *info)
     }
 }
 
+/* A tuning string whose matmul_cm tile the device cannot hold (8 x 8 accumulators per subgroup in
+ * blocks of 8 steps: 72 KiB or more of staging) keeps the cooperative matrices: the self-test
+ * checks them with the class's own tile, the projections take the next kernel (32 rows: matmul.comp),
+ * the attention attn_cm. */
+static void test_tile_too_large(void)
+{
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON,
+                                .tuning = "coopmat:cm_frags_m=8,cm_frags_n=8,cm_frags_narrow=8,cm_ksteps=8"};
+    vkattn_context *ctx = NULL;
+    vkattn_error error = {0};
+    CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
+    if (!ctx) return;
+    vkattn_device_info got;
+    vkattn_context_device(ctx, &got);
+    CHECK_MSG(got.cooperative_matrix_usable && got.cooperative_matrix_checked && strcmp(got.tuning, "coopmat, 4 fields set") == 0,
+              "usable %d checked %d tuning %s (%s)", got.cooperative_matrix_usable, got.cooperative_matrix_checked,
+              got.tuning, got.cooperative_matrix_note);
+    vkattn_layer_desc ld = {.embed_dim = 64, .num_heads = 4, .storage = VKATTN_DTYPE_F16};
+    test_weights tw;
+    test_weights_make(&tw, &ld, 3);
+    vkattn_layer *layer = NULL;
+    float q[32 * 64] = {0}, out[32 * 64];
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = 32, .query = q, .output = out};
+    static char plan[1 << 16];
+    plan[0] = '\0';
+    CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+    if (layer) CHECK_STATUS(vkattn_forward_explain(layer, &f, plan, sizeof plan, NULL), VKATTN_OK);
+    CHECK_MSG(!strstr(plan, "matmul_cm") && strstr(plan, " matmul ") && strstr(plan, "attn_cm"),
+              "the plan under a tile too large:\n%s", plan);
+    printf("  tuning %s (a tile too large): matrices kept, projections on matmul, attention on attn_cm\n",
+           got.tuning);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+    gpu_test_finish_context(ctx);
+}
+
 int main(void)
 {
     vkattn_context *ctx = gpu_test_context();
@@ -252,6 +288,7 @@ int main(void)
     const vkattn_matrix_shape ms = vka_matrix_shape_for(&info);
     printf("matrices %ux%ux%u, subgroup size %u\n", ms.m, ms.n, ms.k, ctx->dev.matrix_subgroup);
     test_self_test(&info);
+    test_tile_too_large();
     double flops = 0, seconds = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(ctx, &cases[i], 100 + i, &flops, &seconds);
     if (seconds > 0)

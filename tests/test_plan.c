@@ -1495,7 +1495,9 @@ static void test_tuning_strings(void)
     /* the parser alone: what it refuses (tests/test_api.c checks the messages a context gives) */
     const char *bad[] = {"coopmat:", "coopmat:cm_ksteps=0", "coopmat:cm_ksteps=9", "coopmat:cm_ksteps=4,cm_ksteps=4",
                          "coopmat:cm_ksteps=4,", "coopmat:name=x", "coopmat:cm_ksteps=1e1", "nope",
-                         "coopmat-with-a-name-longer-than-any-tuning:cm_ksteps=4"};
+                         "coopmat-with-a-name-longer-than-any-tuning:cm_ksteps=4", "gpu:cm_ksteps=2",
+                         "intel:cm_attn_subgroups=4", "lavapipe:sm_tile_m=32", "coopmat:cm_subgroup=48",
+                         "gpu:sm_tile_k=6", "coopmat:cm_attn_row_lanes=3", "cm_ksteps=4"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vka_tuning t;
         int named;

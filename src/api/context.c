@@ -12,6 +12,7 @@
 #include "api/coopmat_check.h"
 #include "device/physical.h"
 #include "pipeline/kernels.h"
+#include "plan/matmul.h"
 #include "plan/plan.h"
 #include "vkattn_vulkan.h"
 
@@ -378,8 +379,10 @@ static vkattn_status choose_tuning(vkattn_context *ctx, const vkattn_context_des
     vkattn_device_info *info = &ctx->dev.info;
     char why[600];
     if (vka_tuning_parse(info, tuning ? tuning : "", &ctx->tuning_own, &ctx->tuning_forced, why, sizeof why))
-        return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s \"%s\": %s", tuning_source, tuning, why);
+        return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s \"%.64s\": %s", tuning_source, tuning, why);
     ctx->tuning = &ctx->tuning_own;
+    size_t changes = vka_tuning_changes(ctx->tuning, info, why, sizeof why);
+    if (changes) ctx->tuning_forced = 1; /* the fields stay set, as a named class stays */
     /* A forced cooperative-matrix class on a device or build that cannot run its kernels is refused;
      * turned off, it runs with the plain matmul (the switch is there to route around a driver). */
     if (ctx->tuning->cm_frags_m && (coopmat == COOPMAT_DEVICE_LACKS || coopmat == COOPMAT_NOT_BUILT))
@@ -390,7 +393,6 @@ static vkattn_status choose_tuning(vkattn_context *ctx, const vkattn_context_des
     if (vka_tuning_refusal(ctx->tuning, info, why, sizeof why))
         return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "%s \"%s\" cannot run on device \"%s\": %s", tuning_source,
                         ctx->tuning->name, info->name, why);
-    size_t changes = vka_tuning_changes(ctx->tuning, info, why, sizeof why);
     char name[64];
     snprintf(name, sizeof name, "%.16s, %zu field%s set", ctx->tuning->name, changes, changes == 1 ? "" : "s");
     snprintf(info->tuning, sizeof info->tuning, "%.31s", changes ? name : ctx->tuning->name);
@@ -417,6 +419,9 @@ static vkattn_status check_coopmat(vkattn_context *ctx)
     char note[sizeof info->cooperative_matrix_note] = "";
     int passed = 0;
     const vka_plan_limits limits = vka_context_plan_limits(ctx);
+    /* a tuning string's tile that this device cannot hold leaves the projections to the next
+     * kernel; the matrices are checked with the class's own tile */
+    if (t == ctx->tuning && !vka_matmul_cm_tile_for(t, &limits, t->cm_min_rows).wg) t = vka_tuning_for(info, t->name);
     vkattn_status status =
         vka_coopmat_self_test(&ctx->dev, &ctx->transfer, &ctx->pipelines, &limits, t, &passed, note, sizeof note);
     if (status == VKATTN_ERROR_DEVICE_LOST)

@@ -22,7 +22,8 @@ struct vkattn_context {
     const vka_tuning *tuning; /* kernel shapes for this device (src/device/tuning.c): tuning_own, or a
                                  class's row after a failed cooperative-matrix self-test */
     vka_tuning tuning_own;    /* the tuning asked for, with the fields a tuning string set */
-    int tuning_forced;        /* asked for by name (desc->tuning or VKATTN_TUNING), not the device's class */
+    int tuning_forced;        /* asked for by name (desc->tuning or VKATTN_TUNING) or with fields set, not
+                                 the device's class alone */
     uint32_t loop_budget;       /* loop trips per invocation the plan keeps to, 0 = unlimited */
     uint64_t state_budget_bytes; /* the fused key parts' softmax states at most: 0 = 64 MiB. Tests
                                     lower it (internal API) so that parts are visited in chunks

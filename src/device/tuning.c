@@ -169,19 +169,35 @@ const char *vka_tuning_names(void) { return "lavapipe, gpu, coopmat, intel, mobi
 
 /* The fields a tuning string may change: the GPU classes' tiles, each checked again by its planner
  * (shared memory, workgroup size, whole matrices: a shape that does not fit takes the next kernel).
- * The ranges keep the unrolled kernels compilable. */
+ * The ranges keep the unrolled kernels compilable; `unit`: the value is a multiple of 4 (MUL4) or
+ * a power of two (POW2, or 0 where the range has it). A field may be set only where the class runs
+ * its kernel (`family`, the class's field that is 0 where it does not): a lone field of a kernel a
+ * class lacks would leave the kernel's other fields 0. */
+enum { ANY, MUL4, POW2 };
 static const struct tuning_field {
     const char *name;
     size_t offset;
-    uint32_t min, max;
+    uint32_t min, max, unit;
+    size_t family;
+    const char *kernel;
 } fields[] = {
-#define FIELD(f, lo, hi) {#f, offsetof(vka_tuning, f), lo, hi}
-    FIELD(cm_frags_m, 1, 8),         FIELD(cm_frags_n, 1, 8),          FIELD(cm_frags_narrow, 0, 8),
-    FIELD(cm_ksteps, 1, 8),          FIELD(cm_min_rows, 1, 65536),     FIELD(cm_subgroup, 0, 128),
-    FIELD(cm_attn_subgroups, 1, 8),  FIELD(cm_attn_key_frags, 1, 4),   FIELD(cm_attn_row_lanes, 1, 64),
-    FIELD(sm_tile_m, 4, 128),        FIELD(sm_tile_n, 4, 128),         FIELD(sm_tile_k, 4, 64),
-    FIELD(paged_lanes_group, 1, 4),  FIELD(paged_lanes_per_unit, 1, 4096), FIELD(paged_per_unit, 1, 4096),
-    FIELD(paged_min_part, 1, 65536),
+#define FIELD(f, lo, hi, unit, family, kernel) {#f, offsetof(vka_tuning, f), lo, hi, unit, offsetof(vka_tuning, family), kernel}
+    FIELD(cm_frags_m, 1, 8, ANY, cm_frags_m, "matmul_cm"),
+    FIELD(cm_frags_n, 1, 8, ANY, cm_frags_m, "matmul_cm"),
+    FIELD(cm_frags_narrow, 0, 8, ANY, cm_frags_m, "matmul_cm"),
+    FIELD(cm_ksteps, 1, 8, ANY, cm_frags_m, "matmul_cm"),
+    FIELD(cm_min_rows, 1, 65536, ANY, cm_frags_m, "matmul_cm"),
+    FIELD(cm_subgroup, 0, 128, POW2, cm_frags_m, "matmul_cm"),
+    FIELD(cm_attn_subgroups, 1, 8, ANY, cm_attn_subgroups, "attn_cm"),
+    FIELD(cm_attn_key_frags, 1, 4, ANY, cm_attn_subgroups, "attn_cm"),
+    FIELD(cm_attn_row_lanes, 1, 64, POW2, cm_attn_subgroups, "attn_cm"),
+    FIELD(sm_tile_m, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
+    FIELD(sm_tile_n, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
+    FIELD(sm_tile_k, 4, 64, MUL4, sm_tile_m, "matmul_sm"),
+    FIELD(paged_lanes_group, 1, 4, POW2, paged_lanes, "attn_paged_lanes"),
+    FIELD(paged_lanes_per_unit, 1, 4096, ANY, paged_lanes, "attn_paged_lanes"),
+    FIELD(paged_per_unit, 1, 4096, ANY, paged_wg, "attn_paged"),
+    FIELD(paged_min_part, 1, 65536, ANY, paged_wg, "attn_paged"),
 #undef FIELD
 };
 
@@ -215,7 +231,8 @@ int vka_tuning_parse(const vkattn_device_info *device, const char *text, vka_tun
     name[name_len] = 0;
     const vka_tuning *base = vka_tuning_for(device, name_len ? name : NULL);
     if (!base) {
-        snprintf(why, size, "no tuning is named \"%s\" (try %s)", name, vka_tuning_names());
+        snprintf(why, size, "no tuning is named \"%s\" (try %s%s)", name, vka_tuning_names(),
+                 strchr(name, '=') ? "; fields of the device's class alone: \":FIELD=VALUE\"" : "");
         return 1;
     }
     *out = *base;
@@ -244,9 +261,17 @@ int vka_tuning_parse(const vkattn_device_info *device, const char *text, vka_tun
         char *stop = NULL;
         errno = 0;
         unsigned long long v = value[0] >= '0' && value[0] <= '9' ? strtoull(value, &stop, 10) : 0;
-        if (key_len == len || value_len >= sizeof value || !stop || *stop || errno || v < f->min || v > f->max) {
-            snprintf(why, size, "%s takes a whole number from %u to %u, not \"%.*s\"", f->name, f->min, f->max,
+        int fits = f->unit == MUL4 ? v % 4 == 0 : f->unit == POW2 ? (v & (v - 1)) == 0 : 1;
+        if (key_len == len || value_len >= sizeof value || !stop || *stop || errno || v < f->min || v > f->max ||
+            !fits) {
+            snprintf(why, size, "%s takes a whole number from %u to %u%s, not \"%.*s\"", f->name, f->min, f->max,
+                     f->unit == MUL4 ? " (a multiple of 4)" : f->unit == POW2 ? " (a power of two)" : "",
                      (int)(value_len < 24 ? value_len : 24), key_len < len ? at + key_len + 1 : "");
+            return 1;
+        }
+        if (*(const uint32_t *)((const char *)base + f->family) == 0) {
+            snprintf(why, size, "%s sets %s's tiles, which tuning \"%s\" does not run", f->name, f->kernel,
+                     base->name);
             return 1;
         }
         if (changed & (1u << i)) {
@@ -284,8 +309,9 @@ int vka_tuning_refusal(const vka_tuning *t, const vkattn_device_info *device, ch
         uint32_t wg;
     } groups[] = {{"matmul", t->matmul_wg}, {"matmul (decoding)", t->matmul_skinny_wg}, {"attn_scores", t->scores_wg},
                   {"attn_pv", t->pv_wg}, {"attn_fused", t->fused_wg}, {"attn_paged", t->paged_wg},
-                  {"softmax", t->softmax_wg}, {"matmul_sm", t->sm_tile_m * t->sm_tile_n / 16},
-                  {"matmul_vec", t->vec_wg}, {"attn_paged_lanes", t->paged_lanes}};
+                  {"softmax", t->softmax_wg}, {"matmul_vec", t->vec_wg}, {"attn_paged_lanes", t->paged_lanes}};
+    /* (matmul_sm's workgroup, sm_tile_m x sm_tile_n / 16, is its planner's check: a tile larger
+     * than the device allows takes matmul.comp, as a tuning string's may) */
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
         if (!device->max_workgroup_invocations || groups[i].wg <= device->max_workgroup_invocations) continue;
         snprintf(why, size, "its %s workgroups of %u invocations exceed the device's %u", groups[i].kernel,
