@@ -93,6 +93,7 @@
 #define VKA_MATMUL_C 3    /* storage buffer, fp16 with OUT_F16 */
 #define VKA_MATMUL_BINDINGS 4
 #define VKA_MATMUL_ACCUMULATE 1u /* VKA_SPEC_FLAGS */
+#define VKA_MATMUL_PREFETCH 2u   /* VKA_SPEC_FLAGS of matmul_cm: the next block fetched during this one's multiplies */
 VKA_STRUCT(vka_matmul_push) {
     uint32_t M, N, K;            /* K in texels */
     uint32_t a_offset, lda;

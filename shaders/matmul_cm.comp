@@ -10,16 +10,18 @@
  * rounding this path adds, see vkattn.h) and zero past the matrix edges, so that edge tiles need no
  * other care. Each subgroup then multiplies its (TILE_A/2) x (TILE_B/2) quarter as MAT_M x MAT_N
  * accumulators from MAT_M x MAT_K fragments of A (row-major) and MAT_K x MAT_N fragments of B (B's
- * rows are the columns: column-major). The next block's texels are fetched into registers before
- * this block's multiplies and staged after them (software pipelining: GPU GEMMs hide the loads'
- * latency behind the matrix work so; not yet measured on a GPU). The epilogue stores each
+ * rows are the columns: column-major). With the PREFETCH flag the next block's texels are fetched
+ * into registers before this block's multiplies and staged after them (software pipelining: GPU
+ * GEMMs hide the loads' latency behind the matrix work so; not yet measured on a GPU, hence the
+ * flag: the tuning's cm_prefetch). The epilogue stores each
  * accumulator into the subgroup's scratch in shared memory; its invocations add the bias (and C,
  * with ACCUMULATE) and scatter the elements exactly as matmul.comp does.
  *
  * Grid: ceil(M/TILE_A) * ceil(N/TILE_B) workgroups of WG_SIZE = 4 x the subgroup size; the pipeline
  * requires that size with full subgroups (src/pipeline/pipeline_cache.c).
  * Bindings: VKA_MATMUL_* (abi.h). Specialization: TILE_A, TILE_B (multiples of 2 MAT_M, 2 MAT_N),
- * TILE_K (a multiple of MAT_K and VEC), MAT_M, MAT_N, MAT_K (the device's shape), VEC, FLAGS.
+ * TILE_K (a multiple of MAT_K and VEC), MAT_M, MAT_N, MAT_K (the device's shape), VEC, FLAGS
+ * (VKA_MATMUL_ACCUMULATE, VKA_MATMUL_PREFETCH).
  * Loop trips per invocation: ceil(K / (TILE_K / VEC)) + 1, K in texels (the blocks; every other loop
  * has a constant count and is unrolled).
  */
@@ -88,16 +90,24 @@ void main()
     [[unroll]] for (uint f = 0; f < FM * FN; f++)
         acc[f] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
 
+    /* PREFETCH: block k0 + TK's loads are in flight while block k0 multiplies (past K: zeros,
+     * unused); without it each block is fetched right before it is staged. */
+    const bool prefetch = (FLAGS & VKA_MATMUL_PREFETCH) != 0;
     vec4 a_next[A_FETCH], b_next[B_FETCH];
     FETCH(a_next, A, pc.a_offset, pc.lda, row0, TILE_A, pc.M, 0)
     FETCH(b_next, B, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, 0)
     for (uint k0 = 0; k0 < pc.K; k0 += TK) {
+        if (!prefetch && k0 > 0) {
+            FETCH(a_next, A, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0)
+            FETCH(b_next, B, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0)
+        }
         STAGE(a_s, a_next, TILE_A)
         STAGE(b_s, b_next, TILE_B)
         barrier(); /* the tiles are whole before any subgroup reads them */
-        /* the next block's loads are in flight while this one multiplies (past K: zeros, unused) */
-        FETCH(a_next, A, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0 + TK)
-        FETCH(b_next, B, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0 + TK)
+        if (prefetch) {
+            FETCH(a_next, A, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0 + TK)
+            FETCH(b_next, B, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0 + TK)
+        }
         [[unroll]] for (uint ks = 0; ks < TILE_K / MAT_K; ks++) {
             coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> fa[FM];
             coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> fb[FN];

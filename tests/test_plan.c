@@ -1457,6 +1457,7 @@ static void test_tuning_strings(void)
          16},
         {"coopmat:cm_attn_key_frags=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED, 128, 128, 32, 0, 0},
         {":cm_attn_row_lanes=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
+        {"coopmat:cm_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_tuning t;
@@ -1476,6 +1477,8 @@ static void test_tuning_strings(void)
         const vka_step *attn = largest_step(&plan, VKATTN_STAGE_FUSED, rows[r].attn);
         CHECK_MSG(qkv && attn, "%s: the projections on %s and the attention on %s", rows[r].tuning,
                   vka_kernel_get(rows[r].mm)->spirv, vka_kernel_get(rows[r].attn)->spirv);
+        if (qkv && rows[r].tile_m) /* the next block fetched meanwhile unless cm_prefetch=0 */
+            CHECK(!(qkv->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_PREFETCH) == (strstr(rows[r].tuning, "cm_prefetch=0") != NULL));
         if (qkv && rows[r].tile_m)
             CHECK_MSG(qkv->spec[VKA_SPEC_TILE_A] == rows[r].tile_m && qkv->spec[VKA_SPEC_TILE_B] == rows[r].tile_n &&
                           qkv->spec[VKA_SPEC_TILE_K] == rows[r].tile_k,

@@ -65,6 +65,7 @@ static const vka_tuning tunings[] = {
          * matmul_vec, as ggml keeps them on matrix-vector kernels. Subgroups of 32: NVIDIA's only
          * size, and RDNA3's wave32. */
         .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 2, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 32,
+        .cm_prefetch = 1, /* software pipelining, not yet measured on a GPU */
         /* Attention: 4 subgroups of MAT_M query rows, keys in blocks of 2 MAT_N: 32 rows x 16 keys
          * with 8 x 8 x 8 (about 21 KiB of shared memory at D = 256, within lavapipe's 32 KiB),
          * 64 x 32 with 16 x 16 x 16 (47 KiB at D = 256; a device with less shared memory keeps
@@ -84,6 +85,7 @@ static const vka_tuning tunings[] = {
         /* 4 x 4 accumulators of 8 x 8 x 16 (Arc A770): 64 x 64 outputs per workgroup, blocks of 32
          * (untuned); ggml also takes the smallest subgroup for Intel's matmuls */
         .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 4, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 0,
+        .cm_prefetch = 1,
         /* attention keeps attn_fused: attn_cm has run with 8 x 8 x 8 and 16 x 16 x 16 shapes in
          * 32-lane subgroups only (lavapipe, an H200), not with Intel's 8 x 8 x 16 */
     },
@@ -188,6 +190,7 @@ static const struct tuning_field {
     FIELD(cm_ksteps, 1, 8, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_min_rows, 1, 65536, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_subgroup, 0, 128, POW2, cm_frags_m, "matmul_cm"),
+    FIELD(cm_prefetch, 0, 1, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_attn_subgroups, 1, 8, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_key_frags, 1, 4, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_row_lanes, 1, 64, POW2, cm_attn_subgroups, "attn_cm"),

@@ -146,6 +146,7 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
     s.spec[VKA_SPEC_TILE_B] = sh.tile_n;
     s.spec[VKA_SPEC_VEC] = vec;
     s.spec[VKA_SPEC_FLAGS] = first_part ? 0 : VKA_MATMUL_ACCUMULATE;
+    if (ch.kernel == VKA_KERNEL_MATMUL_CM && b->tuning->cm_prefetch) s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_PREFETCH;
     uint64_t rpb = m->rows_per_batch, bs = m->batch_stride;
     if (m0 % rpb != 0 || mc % rpb != 0) rpb = mc, bs = 0; /* inside one batch item: a plain block */
     uint64_t c_first = c_index(m, m0, n0), c_last = c_index(m, (uint64_t)m0 + mc - 1, (uint64_t)n0 + nc - 1);
@@ -456,9 +457,10 @@ uint64_t vka_matmul_cm_trips(const vka_step *s)
 void vka_matmul_cm_describe(vka_text *t, const vka_step *s)
 {
     vka_matmul_describe(t, s);
-    vka_text_put(t, " on cooperative matrices (%ux%u tiles, %u-element blocks, %ux%ux%u matrices, fp16 operands)",
+    vka_text_put(t, " on cooperative matrices (%ux%u tiles, %u-element blocks, %ux%ux%u matrices, fp16 operands%s)",
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_TILE_K], s->spec[VKA_SPEC_MAT_M],
-                 s->spec[VKA_SPEC_MAT_N], s->spec[VKA_SPEC_MAT_K]);
+                 s->spec[VKA_SPEC_MAT_N], s->spec[VKA_SPEC_MAT_K],
+                 s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_PREFETCH ? ", the next block fetched meanwhile" : "");
 }
 
 /* matmul_sm: one loop over the reduction's blocks of TILE_K elements, as matmul_cm. */
