@@ -173,10 +173,11 @@ static void run_forward_tuned(const char *tuning, uint32_t budget, int off, cons
 
 static void run_forward(uint32_t budget, int off) { run_forward_tuned("coopmat", budget, off, NULL); }
 
-/* The plan of a small forward (32 rows: enough for matmul_cm) on `ctx`, as text, into `plan`. */
-static void explain_small(vkattn_context *ctx, char *plan, size_t size)
+/* The plan of a small forward (32 rows: enough for matmul_cm) of a layer of `storage` on `ctx`, as
+ * text, into `plan`. */
+static void explain_small(vkattn_context *ctx, vkattn_dtype storage, char *plan, size_t size)
 {
-    vkattn_layer_desc ld = {.embed_dim = 64, .num_heads = 4};
+    vkattn_layer_desc ld = {.embed_dim = 64, .num_heads = 4, .storage = storage};
     test_weights tw;
     test_weights_make(&tw, &ld, 3);
     vkattn_layer *layer = NULL;
@@ -221,7 +222,7 @@ static void test_self_test(const vkattn_device_info *info)
             const vka_tuning *class_without = vka_tuning_for(&got, NULL);
             CHECK_MSG(strcmp(got.tuning, forced ? "coopmat" : class_without->name) == 0, "tuning %s", got.tuning);
             CHECK(ctx->dev.matrix_subgroup == 0);
-            explain_small(ctx, plan, sizeof plan);
+            explain_small(ctx, VKATTN_DTYPE_F32, plan, sizeof plan);
             CHECK_MSG(!strstr(plan, "_cm") && strstr(plan, "matmul"), "a plan after a failed self-test:\n%s", plan);
             printf("  self-test made to fail (%s, tuning %s): \"%s\"; the plan has no _cm kernel\n",
                    mode == VKA_FAULT_COOPMAT_WRONG ? "a wrong element" : "a failed call", got.tuning,
@@ -248,22 +249,12 @@ static void test_tile_too_large(void)
     CHECK_MSG(got.cooperative_matrix_usable && got.cooperative_matrix_checked && strcmp(got.tuning, "coopmat, 4 fields set") == 0,
               "usable %d checked %d tuning %s (%s)", got.cooperative_matrix_usable, got.cooperative_matrix_checked,
               got.tuning, got.cooperative_matrix_note);
-    vkattn_layer_desc ld = {.embed_dim = 64, .num_heads = 4, .storage = VKATTN_DTYPE_F16};
-    test_weights tw;
-    test_weights_make(&tw, &ld, 3);
-    vkattn_layer *layer = NULL;
-    float q[32 * 64] = {0}, out[32 * 64];
-    vkattn_host_forward_desc f = {.batch = 1, .query_len = 32, .query = q, .output = out};
     static char plan[1 << 16];
-    plan[0] = '\0';
-    CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
-    if (layer) CHECK_STATUS(vkattn_forward_explain(layer, &f, plan, sizeof plan, NULL), VKATTN_OK);
+    explain_small(ctx, VKATTN_DTYPE_F16, plan, sizeof plan);
     CHECK_MSG(!strstr(plan, "matmul_cm") && strstr(plan, " matmul ") && strstr(plan, "attn_cm"),
               "the plan under a tile too large:\n%s", plan);
     printf("  tuning %s (a tile too large): matrices kept, projections on matmul, attention on attn_cm\n",
            got.tuning);
-    vkattn_layer_destroy(layer);
-    test_weights_free(&tw);
     gpu_test_finish_context(ctx);
 }
 

@@ -218,7 +218,13 @@ static void field_names(char *text, size_t size)
     }
 }
 
-static uint32_t *field_at(vka_tuning *t, const struct tuning_field *f) { return (uint32_t *)((char *)t + f->offset); }
+/* The uint32_t field of `t` at byte `offset` (a row of the table names its own and its family's). */
+static uint32_t field_value(const vka_tuning *t, size_t offset)
+{
+    uint32_t v;
+    memcpy(&v, (const char *)t + offset, sizeof v);
+    return v;
+}
 
 int vka_tuning_parse(const vkattn_device_info *device, const char *text, vka_tuning *out, int *named, char *why,
                      size_t size)
@@ -272,7 +278,7 @@ int vka_tuning_parse(const vkattn_device_info *device, const char *text, vka_tun
                      (int)(value_len < 24 ? value_len : 24), key_len < len ? at + key_len + 1 : "");
             return 1;
         }
-        if (*(const uint32_t *)((const char *)base + f->family) == 0) {
+        if (field_value(base, f->family) == 0) {
             snprintf(why, size, "%s sets %s's tiles, which tuning \"%s\" does not run", f->name, f->kernel,
                      base->name);
             return 1;
@@ -282,7 +288,8 @@ int vka_tuning_parse(const vkattn_device_info *device, const char *text, vka_tun
             return 1;
         }
         changed |= 1u << i;
-        *field_at(out, f) = (uint32_t)v;
+        const uint32_t set = (uint32_t)v;
+        memcpy((char *)out + f->offset, &set, sizeof set);
         at = end ? end + 1 : NULL;
     }
     return 0;
@@ -294,7 +301,7 @@ size_t vka_tuning_changes(const vka_tuning *t, const vkattn_device_info *device,
     size_t used = 0, count = 0;
     if (size) text[0] = 0;
     for (size_t i = 0; base && i < FIELDS; i++) {
-        uint32_t v = *field_at((vka_tuning *)t, &fields[i]), was = *field_at((vka_tuning *)base, &fields[i]);
+        uint32_t v = field_value(t, fields[i].offset), was = field_value(base, fields[i].offset);
         if (v == was) continue;
         count++;
         if (used < size) {
