@@ -91,12 +91,15 @@ const uint EPL = (FRAG + SG - 1) / SG;     /* elements of an output fragment per
 const uint RPP = SG / ROW_LANES;           /* rows of the subgroup per pass of the softmax */
 const uint RPL = (MAT_M + RPP - 1) / RPP;  /* passes: rows of the subgroup per invocation */
 const uint KPL = TILE_B / ROW_LANES;       /* keys of a block per invocation in the softmax */
-const uint STRIDE = D + 8;                 /* fp16 per staged row: 16 bytes of padding against bank conflicts */
+const uint STRIDE4 = DV + 2;               /* f16vec4 per staged row: 16 bytes of padding against bank conflicts */
 const uint PSTRIDE = TILE_B + 8;
+const uint SSTRIDE = TILE_B + 4;           /* floats per row of scores: 16 bytes of padding (see the softmax) */
 const uint STAGED_ROWS = TILE_A > 2 * TILE_B ? TILE_A : 2 * TILE_B;
 
-shared float16_t kv_s[STAGED_ROWS * STRIDE];  /* Q's rows once; then per block K's rows, V's after them */
-shared float s_s[TILE_A * TILE_B];            /* each subgroup's scratch: a stored state on its way in, per block
+/* Staged rows as f16vec4, so that an invocation stages a texel with one 8-byte store (the matrix
+ * loads count offsets and strides in these elements). */
+shared f16vec4 kv_s[STAGED_ROWS * STRIDE4];   /* Q's rows once; then per block K's rows, V's after them */
+shared float s_s[TILE_A * SSTRIDE];           /* each subgroup's scratch: a stored state on its way in, per block
                                                  its scores then its rows' rescale factors, at the end O on its
                                                  way out */
 shared float16_t p_s[TILE_A * PSTRIDE];       /* the probabilities */
@@ -119,8 +122,7 @@ shared uint bad_keys_s;                       /* bit c: key c of the block held 
                 if (any(bad_)) atomicOr(bad_keys_s, 1u << r_);                                      \
                 v_ = mix(v_, f16vec4(0.0), bad_);                                                   \
             }                                                                                       \
-            [[unroll]] for (uint e_ = 0; e_ < VEC; e_++)                                            \
-                kv_s[(base + r_) * STRIDE + d_ * VEC + e_] = v_[e_];                                \
+            kv_s[(base + r_) * STRIDE4 + d_] = v_;                                                  \
         }                                                                                           \
     }
 
@@ -129,7 +131,7 @@ shared uint bad_keys_s;                       /* bit c: key c of the block held 
 #define BLOCK_SCORES(acc, c)                                                                        \
     [[unroll]] for (uint f_ = 0; f_ < QF; f_++) {                                                   \
         coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> kf_;                      \
-        coopMatLoad(kf_, kv_s, (c) * MAT_N * STRIDE + f_ * MAT_K, STRIDE,                           \
+        coopMatLoad(kf_, kv_s, (c) * MAT_N * STRIDE4 + f_ * MAT_K / 4, STRIDE4,                    \
                     gl_CooperativeMatrixLayoutColumnMajor);                                         \
         acc = coopMatMulAdd(qf[f_], kf_, acc);                                                      \
     }
@@ -138,7 +140,7 @@ shared uint bad_keys_s;                       /* bit c: key c of the block held 
 #define ADD_PV(f)                                                                                   \
     [[unroll]] for (uint c_ = 0; c_ < PF; c_++) {                                                   \
         coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> vf_;                      \
-        coopMatLoad(vf_, kv_s, (TILE_B + c_ * MAT_K) * STRIDE + (f) * MAT_N, STRIDE,                \
+        coopMatLoad(vf_, kv_s, (TILE_B + c_ * MAT_K) * STRIDE4 + (f) * MAT_N / 4, STRIDE4,         \
                     gl_CooperativeMatrixLayoutRowMajor);                                            \
         o[f] = coopMatMulAdd(pf[c_], vf_, o[f]);                                                    \
     }
@@ -240,13 +242,13 @@ void main()
     barrier(); /* Q is staged, and real_end_s is final */
     coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> qf[QF];
     [[unroll]] for (uint f = 0; f < QF; f++)
-        coopMatLoad(qf[f], kv_s, sg * MAT_M * STRIDE + f * MAT_K, STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatLoad(qf[f], kv_s, sg * MAT_M * STRIDE4 + f * MAT_K / 4, STRIDE4, gl_CooperativeMatrixLayoutRowMajor);
     uint real_end = real_end_s;
 
     /* The running output, O = sum of p x V over the keys so far (p relative to the row's m), as
      * accumulators: fragment f holds columns f * MAT_N.. of the subgroup's rows. A stored state
      * comes in through the subgroup's scratch. */
-    const uint scratch = sg * MAT_M * TILE_B; /* the subgroup's part of s_s */
+    const uint scratch = sg * MAT_M * SSTRIDE; /* the subgroup's part of s_s */
     coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> o[OF];
     [[unroll]] for (uint f = 0; f < OF; f++) {
         o[f] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
@@ -314,14 +316,16 @@ void main()
             coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc =
                 coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
             BLOCK_SCORES(acc, c)
-            coopMatStore(acc, s_s, sg * MAT_M * TILE_B + c * MAT_N, TILE_B, gl_CooperativeMatrixLayoutRowMajor);
+            coopMatStore(acc, s_s, scratch + c * MAT_N, SSTRIDE, gl_CooperativeMatrixLayoutRowMajor);
         }
         subgroupMemoryBarrierShared();
         subgroupBarrier(); /* the scores are visible to the subgroup's invocations */
 
-        /* The online softmax, ROW_LANES invocations per row (keys c = lane % ROW_LANES + t x
-         * ROW_LANES), meeting by XOR shuffles: scale, variants and masks (an invisible score becomes
-         * -inf whatever the key held), then P as fp16 and the row's rescale factor. */
+        /* The online softmax, ROW_LANES invocations per row, meeting by XOR shuffles: scale, variants
+         * and masks (an invisible score becomes -inf whatever the key held), then P as fp16 and the
+         * row's rescale factor. A row's invocations take keys lane % ROW_LANES + t x ROW_LANES,
+         * rotated by ROW_LANES x the row: with rows SSTRIDE floats apart a subgroup's reads of the
+         * scores then fall in distinct banks (32 lanes, 2 per row: 16-way conflicts unrotated). */
         uint bad = bad_keys_s;
         [[unroll]] for (uint k = 0; k < RPL; k++) {
             uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
@@ -329,11 +333,14 @@ void main()
             float s[KPL];
             float block_max = neg_inf;
             bool nan = false;
+            uint rot = (ROW_LANES * r + lane % ROW_LANES) % TILE_B;
             [[unroll]] for (uint t = 0; t < KPL; t++) {
-                uint c = t * ROW_LANES + lane % ROW_LANES, j = j0 + c;
+                uint c = t * ROW_LANES + rot, j;
+                c -= c >= TILE_B ? TILE_B : 0;
+                j = j0 + c;
                 bool ok = j < end && (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
                 ok = ok && (!real || (j < limit[k] && j >= first[k]));
-                float x = ok ? vka_variant_score(s_s[row * TILE_B + c] * pc.scale, h, int(j) - qk[k]) : neg_inf;
+                float x = ok ? vka_variant_score(s_s[row * SSTRIDE + c] * pc.scale, h, int(j) - qk[k]) : neg_inf;
                 if (ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0 && j < end)
                     x = vka_add_mask(x, vka_mask_term(b, h, i, j));
                 nan = nan || isnan(x);
@@ -346,7 +353,8 @@ void main()
             float m_ref = m_new == neg_inf ? 0.0 : m_new; /* exp(-inf - -inf) would be NaN */
             float alpha = exp(m[k] - m_ref), sum = 0.0;
             [[unroll]] for (uint t = 0; t < KPL; t++) {
-                uint c = t * ROW_LANES + lane % ROW_LANES;
+                uint c = t * ROW_LANES + rot;
+                c -= c >= TILE_B ? TILE_B : 0;
                 float16_t p = float16_t(exp(s[t] - m_ref));
                 nan = nan || (p != float16_t(0.0) && (bad & (1u << c)) != 0);
                 sum += float(p);

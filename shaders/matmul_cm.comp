@@ -47,11 +47,13 @@ const uint SG = WG / 4;                    /* invocations per subgroup */
 const uint FM = TILE_A / (2 * MAT_M);      /* accumulators per subgroup, down */
 const uint FN = TILE_B / (2 * MAT_N);      /* and across */
 const uint TK = TILE_K / VEC;              /* texels of a row per block */
-const uint STRIDE = TILE_K + 8;            /* fp16 per staged row: 16 bytes of padding against bank conflicts */
+const uint STRIDE4 = TILE_K / 4 + 2;       /* f16vec4 per staged row: 16 bytes of padding against bank conflicts */
 const uint FRAG = MAT_M * MAT_N;
 
-shared float16_t a_s[TILE_A * STRIDE];
-shared float16_t b_s[TILE_B * STRIDE];
+/* Staged rows as f16vec4, so that an invocation stages a texel of 4 with one 8-byte store (the
+ * matrix loads count offsets and strides in these elements) */
+shared f16vec4 a_s[TILE_A * STRIDE4];
+shared f16vec4 b_s[TILE_B * STRIDE4];
 shared float c_s[4 * FRAG];                /* one accumulator per subgroup, on its way out */
 
 const uint A_FETCH = (TILE_A * TK + WG - 1) / WG; /* texels of A's block per invocation */
@@ -67,14 +69,15 @@ const uint B_FETCH = (TILE_B * TK + WG - 1) / WG;
             regs[i_] = vka_fetch(view, (offset) + ((row0) + r_) * (ld) + (k0) + kt_);               \
     }
 
-/* The texels FETCH gave this invocation into `tile` as fp16. (A macro: shared arrays are not
- * parameters.) */
+/* The texels FETCH gave this invocation into `tile` as fp16 (texels of one value: element
+ * t % TK of the row). (A macro: shared arrays are not parameters.) */
 #define STAGE(tile, regs, rows)                                                                     \
     [[unroll]] for (uint i_ = 0; i_ < (rows * TK + WG - 1) / WG; i_++) {                            \
         uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
-        if ((rows * TK) % WG == 0 || t_ < rows * TK)                                                \
-            [[unroll]] for (uint e_ = 0; e_ < VEC; e_++)                                            \
-                tile[(t_ / TK) * STRIDE + (t_ % TK) * VEC + e_] = float16_t(regs[i_][e_]);          \
+        if ((rows * TK) % WG == 0 || t_ < rows * TK) {                                              \
+            if (VEC == 4) tile[(t_ / TK) * STRIDE4 + t_ % TK] = f16vec4(regs[i_]);                  \
+            else tile[(t_ / TK) * STRIDE4 + (t_ % TK) / 4][(t_ % TK) % 4] = float16_t(regs[i_].x);   \
+        }                                                                                           \
     }
 
 void main()
@@ -112,10 +115,10 @@ void main()
             coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> fa[FM];
             coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> fb[FN];
             [[unroll]] for (uint i = 0; i < FM; i++)
-                coopMatLoad(fa[i], a_s, (sg_row + i * MAT_M) * STRIDE + ks * MAT_K, STRIDE,
+                coopMatLoad(fa[i], a_s, (sg_row + i * MAT_M) * STRIDE4 + ks * MAT_K / 4, STRIDE4,
                             gl_CooperativeMatrixLayoutRowMajor);
             [[unroll]] for (uint j = 0; j < FN; j++)
-                coopMatLoad(fb[j], b_s, (sg_col + j * MAT_N) * STRIDE + ks * MAT_K, STRIDE,
+                coopMatLoad(fb[j], b_s, (sg_col + j * MAT_N) * STRIDE4 + ks * MAT_K / 4, STRIDE4,
                             gl_CooperativeMatrixLayoutColumnMajor);
             [[unroll]] for (uint i = 0; i < FM; i++)
                 [[unroll]] for (uint j = 0; j < FN; j++) acc[i * FN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * FN + j]);

@@ -68,7 +68,7 @@ static const vka_tuning tunings[] = {
         .cm_prefetch = 1, /* software pipelining, not yet measured on a GPU */
         /* Attention: 4 subgroups of MAT_M query rows, keys in blocks of 2 MAT_N: 32 rows x 16 keys
          * with 8 x 8 x 8 (about 21 KiB of shared memory at D = 256, within lavapipe's 32 KiB),
-         * 64 x 32 with 16 x 16 x 16 (47 KiB at D = 256; a device with less shared memory keeps
+         * 64 x 32 with 16 x 16 x 16 (47.5 KiB at D = 256; a device with less shared memory keeps
          * attn_fused there). A real GPU wants more keys per block (FA2: 64-128): on an H200 it
          * ran at 4-5% of FlashAttention-2 (docs/PERFORMANCE.md). Two invocations per row in the
          * softmax: a 32-lane subgroup's 16 rows keep every lane busy (with one per row, half

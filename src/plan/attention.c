@@ -217,7 +217,8 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
     if (!t->cm_attn_subgroups || !ms.m || !ms.n || !ms.k || b->limits->no_fused_cm || !b->limits->subgroup_sums ||
         b->p->cfg.precision != VKATTN_PRECISION_F16)
         return none;
-    if (D % ms.k || D % ms.n || D % 4) return none;
+    /* the staged rows are f16vec4: matrix offsets and strides in whole texels */
+    if (D % ms.k || D % ms.n || D % 4 || ms.k % 4 || ms.n % 4) return none;
     const uint32_t sg = b->limits->subgroup_size;
     fused_cm_shape s = {t->cm_attn_subgroups * ms.m, t->cm_attn_key_frags * ms.n, t->cm_attn_subgroups * sg,
                         t->cm_attn_row_lanes ? t->cm_attn_row_lanes : 1};
@@ -235,10 +236,10 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
 
 uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D)
 {
-    /* attn_cm.comp: fp16 rows of D + 8 for Q (once), then K and V; fp32 scores; fp16 P in rows of
-     * tile_k + 8; two floats per row; two words */
+    /* attn_cm.comp: fp16 rows of D + 8 for Q (once), then K and V; fp32 scores in rows of
+     * tile_k + 4; fp16 P in rows of tile_k + 8; two floats per row; two words */
     uint64_t staged = tile_q > 2 * tile_k ? tile_q : 2 * tile_k;
-    return staged * (D + 8) * 2 + (uint64_t)tile_q * tile_k * 4 + (uint64_t)tile_q * (tile_k + 8) * 2 +
+    return staged * (D + 8) * 2 + (uint64_t)tile_q * (tile_k + 4) * 4 + (uint64_t)tile_q * (tile_k + 8) * 2 +
            (uint64_t)tile_q * 8 + 8;
 }
 
