@@ -180,6 +180,7 @@ VKA_STRUCT(vka_pv_push) {
  * attn_merge.comp. Q, K, V and ctx are addressed as the comment above the scores kernel says. */
 #define VKA_FUSED_LOAD 1u
 #define VKA_FUSED_STORE 2u
+#define VKA_FUSED_PREFETCH 4u /* attn_cm: the next block's K and V fetched during this one's matrix work */
 #define VKA_FUSED_Q 0            /* texel view */
 #define VKA_FUSED_K 1            /* texel view */
 #define VKA_FUSED_V 2            /* texel view */

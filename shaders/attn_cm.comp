@@ -9,7 +9,9 @@
  * A workgroup of NSG subgroups owns TILE_A = NSG x MAT_M query rows of one (b, h) and one key part
  * (or chunk of it). Q is staged through shared memory once, rounded to fp16, and kept as each
  * subgroup's MAT_M x MAT_K fragments (D / MAT_K of them). Per block of TILE_B keys the invocations
- * stage K's and V's rows into shared memory as fp16; each subgroup computes its MAT_M x TILE_B scores
+ * stage K's and V's rows into shared memory as fp16 (with FLAGS' VKA_FUSED_PREFETCH the next
+ * block's rows are fetched into registers during this block's work, and staged from there at the
+ * next block); each subgroup computes its MAT_M x TILE_B scores
  * S = Q·K^T (fp32 accumulators) and stores them to its scratch; ROW_LANES invocations per row apply
  * the scale, variants and masks (attention_common.glsl) to a share of its scores each, meet by
  * subgroup shuffles, and update the row's online softmax (reference m and sum l, fp32), writing the
@@ -43,7 +45,7 @@
  * Bindings: VKA_FUSED_* (abi.h). Specialization: TILE_A (query rows, a multiple of MAT_M), TILE_B
  * (keys per block, a multiple of MAT_N and MAT_K), DV, VEC (D = DV x VEC, a multiple of MAT_N and
  * MAT_K), MAT_M, MAT_N, MAT_K, ROW_LANES (a power of two dividing the subgroup size and TILE_B),
- * ATTN_MASK, FLAGS, VARIANT.
+ * ATTN_MASK, FLAGS (VKA_FUSED_LOAD, STORE, PREFETCH), VARIANT.
  * Loop trips per invocation: the key-block loop, blocks + 1 (a block more where the real keys end
  * and the extra ones begin); every other loop has a constant count and is unrolled.
  */
@@ -106,23 +108,34 @@ shared float16_t p_s[TILE_A * PSTRIDE];       /* the probabilities */
 shared float alpha_s[TILE_A];                 /* each row's rescale factor for this block; at the end 1 / l */
 shared float poison_s[TILE_A];                /* NaN for a row that saw a NaN score, else 0 */
 shared uint real_end_s;                       /* the keys past every row's limit are masked for all */
-shared uint bad_keys_s;                       /* bit c: key c of the block held a non-finite V element */
+shared uint bad_keys_s[2];                    /* bit c: key c of the block held a non-finite V element (block
+                                                 n's word n % 2, the other cleared meanwhile) */
 
-/* Texel t of staged row r: `count` rows of DV texels each from the texel view `view`, row r at
- * texel row_of(r); non-finite elements become 0 and set `bad` (bit r) where asked.
- * (A macro: shared arrays are not parameters.) */
-#define STAGE(view, base, count, row_of, check_bad)                                                 \
+const uint Q_TEXELS = (TILE_A * DV + WG - 1) / WG;  /* texels of Q's tile per invocation */
+const uint KV_TEXELS = (TILE_B * DV + WG - 1) / WG; /* of a block's K (and V) rows */
+
+/* This invocation's texels of `count` rows of DV texels from the texel view `view` (row r at
+ * texel row_of(r)) into `regs`: texel t of the rows, for t = i x WG + the invocation. */
+#define FETCH(regs, view, count, row_of)                                                            \
+    [[unroll]] for (uint i_ = 0; i_ < (count * DV + WG - 1) / WG; i_++) {                           \
+        uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
+        if ((count * DV) % WG == 0 || t_ < count * DV) regs[i_] = vka_fetch(view, row_of(t_ / DV) + t_ % DV); \
+    }
+
+/* The texels FETCH gave this invocation into staged rows base.. as fp16; non-finite elements
+ * become 0 and set bit r of `bad_word` where asked. (A macro: shared arrays are not parameters.) */
+#define STAGE(regs, base, count, check_bad, bad_word)                                               \
     [[unroll]] for (uint i_ = 0; i_ < (count * DV + WG - 1) / WG; i_++) {                           \
         uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
         if ((count * DV) % WG == 0 || t_ < count * DV) {                                            \
-            uint r_ = t_ / DV, d_ = t_ % DV;                                                        \
-            f16vec4 v_ = f16vec4(vka_fetch(view, row_of(r_) + d_));                                 \
+            uint r_ = t_ / DV;                                                                      \
+            f16vec4 v_ = f16vec4(regs[i_]);                                                         \
             if (check_bad) { /* after the rounding: beyond fp16's range is infinite too */          \
                 bvec4 bad_ = bvec4(uvec4(isnan(v_)) | uvec4(isinf(v_)));                            \
-                if (any(bad_)) atomicOr(bad_keys_s, 1u << r_);                                      \
+                if (any(bad_)) atomicOr(bad_keys_s[bad_word], 1u << r_);                            \
                 v_ = mix(v_, f16vec4(0.0), bad_);                                                   \
             }                                                                                       \
-            kv_s[(base + r_) * STRIDE4 + d_] = v_;                                                  \
+            kv_s[(base + r_) * STRIDE4 + t_ % DV] = v_;                                             \
         }                                                                                           \
     }
 
@@ -210,7 +223,7 @@ void main()
     bool saw_nan[RPL];
     uint limit[RPL], first[RPL], state[RPL];
     int qk[RPL];
-    if (gl_LocalInvocationID.x == 0) real_end_s = 0, bad_keys_s = 0;
+    if (gl_LocalInvocationID.x == 0) real_end_s = 0, bad_keys_s[0] = 0, bad_keys_s[1] = 0;
     barrier();
     [[unroll]] for (uint k = 0; k < RPL; k++) {
         /* r past the subgroup's rows (a pass not whole) shadows its last row and stores nothing */
@@ -238,7 +251,11 @@ void main()
     /* Q's rows of the tile into fp16 fragments, kept for every block. */
     uint q_base = pc.q_offset + b * pc.q_batch + h * pc.q_head;
 #define Q_ROW(r) (q_base + (pc.i_begin + min(il0 + (r), pc.i_count - 1)) * pc.q_row)
-    STAGE(Q, 0, TILE_A, Q_ROW, false)
+    {
+        vec4 q_in[Q_TEXELS];
+        FETCH(q_in, Q, TILE_A, Q_ROW)
+        STAGE(q_in, 0, TILE_A, false, 0)
+    }
     barrier(); /* Q is staged, and real_end_s is final */
     coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> qf[QF];
     [[unroll]] for (uint f = 0; f < QF; f++)
@@ -298,17 +315,40 @@ void main()
     uint real_blocks = real_hi > k_lo ? (real_hi - k_lo + TILE_B - 1) / TILE_B : 0;
     uint extra_blocks = k_hi > extra_lo ? (k_hi - extra_lo + TILE_B - 1) / TILE_B : 0;
     uint kv_base = b * pc.kv_batch + h / pc.kv_group * pc.kv_head; /* K/V head h / kv_group */
-    for (uint n = 0; n < real_blocks + extra_blocks; n++) {
-        bool real = n < real_blocks;
-        uint j0 = real ? k_lo + n * TILE_B : extra_lo + (n - real_blocks) * TILE_B;
-        uint end = real ? real_hi : k_hi;
+    const uint blocks = real_blocks + extra_blocks;
+#define BLOCK_J0(n) ((n) < real_blocks ? k_lo + (n) * TILE_B : extra_lo + ((n) - real_blocks) * TILE_B)
+#define BLOCK_END(n) ((n) < real_blocks ? real_hi : k_hi)
 
-        /* K's and V's rows of the block (the last key repeated past the end) as fp16. */
-#define K_ROW(c) (pc.k_offset + kv_base + min(j0 + (c), end - 1) * pc.kv_row)
-#define V_ROW(c) (pc.v_offset + kv_base + min(j0 + (c), end - 1) * pc.kv_row)
-        STAGE(K, 0, TILE_B, K_ROW, false)
-        STAGE(V, TILE_B, TILE_B, V_ROW, true)
+    /* K's and V's rows of a block (the last key repeated past the end) into registers. PREFETCH:
+     * block n + 1's are fetched once block n is staged, so their loads are in flight during block
+     * n's matrix work (software pipelining, as FlashAttention-2 overlaps its K/V loads); without
+     * it each block is fetched right before it is staged. */
+    const bool prefetch = (FLAGS & VKA_FUSED_PREFETCH) != 0;
+    vec4 k_in[KV_TEXELS], v_in[KV_TEXELS];
+    uint fetch_j0 = BLOCK_J0(0), fetch_end = BLOCK_END(0);
+#define K_ROW(c) (pc.k_offset + kv_base + min(fetch_j0 + (c), fetch_end - 1) * pc.kv_row)
+#define V_ROW(c) (pc.v_offset + kv_base + min(fetch_j0 + (c), fetch_end - 1) * pc.kv_row)
+    if (prefetch && blocks > 0) {
+        FETCH(k_in, K, TILE_B, K_ROW)
+        FETCH(v_in, V, TILE_B, V_ROW)
+    }
+    for (uint n = 0; n < blocks; n++) {
+        bool real = n < real_blocks;
+        uint j0 = BLOCK_J0(n), end = BLOCK_END(n);
+        if (!prefetch) {
+            fetch_j0 = j0, fetch_end = end;
+            FETCH(k_in, K, TILE_B, K_ROW)
+            FETCH(v_in, V, TILE_B, V_ROW)
+        }
+        STAGE(k_in, 0, TILE_B, false, 0)
+        STAGE(v_in, TILE_B, TILE_B, true, n % 2)
         barrier(); /* the block is staged */
+        if (gl_LocalInvocationID.x == 0) bad_keys_s[(n + 1) % 2] = 0; /* block n - 1's, read before that barrier */
+        if (prefetch && n + 1 < blocks) {
+            fetch_j0 = BLOCK_J0(n + 1), fetch_end = BLOCK_END(n + 1);
+            FETCH(k_in, K, TILE_B, K_ROW)
+            FETCH(v_in, V, TILE_B, V_ROW)
+        }
 
 #ifndef COOPMAT2
         /* S = Q·K^T for the subgroup's rows, through its scratch for the softmax below. */
@@ -326,7 +366,7 @@ void main()
          * row's rescale factor. A row's invocations take keys lane % ROW_LANES + t x ROW_LANES,
          * rotated by ROW_LANES x the row: with rows SSTRIDE floats apart a subgroup's reads of the
          * scores then fall in distinct banks (32 lanes, 2 per row: 16-way conflicts unrotated). */
-        uint bad = bad_keys_s;
+        uint bad = bad_keys_s[n % 2];
         [[unroll]] for (uint k = 0; k < RPL; k++) {
             uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
             uint i = pc.i_begin + min(il0 + row, pc.i_count - 1);
@@ -398,7 +438,7 @@ void main()
          * to fp16 (l sums the rounded values), and O = O x alpha + P·V. Row values live in
          * matrices with the value in every column of its row (mm, ll); a row turned NaN has l NaN.
          * No branch around a matrix operation (docs/KNOWN_ISSUES.md). */
-        uint bad = bad_keys_s;
+        uint bad = bad_keys_s[n % 2];
         ACC xs[KF], block_max = ACC(-1.0 / 0.0);
         [[unroll]] for (uint c = 0; c < KF; c++) {
             ACC acc = ACC(0.0);
@@ -428,9 +468,7 @@ void main()
             ADD_PV(f)
         }
 #endif
-        barrier(); /* every subgroup is done with the block (and the bad-key word) before the next */
-        if (gl_LocalInvocationID.x == 0) bad_keys_s = 0;
-        barrier();
+        barrier(); /* every subgroup is done with the block before the next is staged */
     }
 
 #ifdef COOPMAT2

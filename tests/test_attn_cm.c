@@ -105,6 +105,10 @@ static const cm_case grid[] = {
      * invocation per row in the softmax (where the subgroup has no more lanes than rows) */
     {"tuned_tile", 1, 37, 70, 4, 2, 64, .causal = 1, .key_padding = 1, .rising = 1, .khr = 1,
      .tuning = "coopmat:cm_attn_subgroups=2,cm_attn_key_frags=1,cm_attn_row_lanes=1"},
+    /* each block fetched as it is staged (the default fetches the next during this one's work up
+     * to D = 128; D = 256 never), with NaN in V rows that no query sees */
+    {"no_prefetch", 2, 19, 90, 2, 0, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
+     .tuning = "coopmat:cm_attn_prefetch=0"},
 };
 
 /* attn_cm against attn_fused: identity projections, B x L <= 8 (the f16 row excepted). */
@@ -251,7 +255,14 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         CHECK_MSG(ctx->attn_cm_verdict == 1, "%s: attn_cm self-test verdict %d", c->name, ctx->attn_cm_verdict);
     if (c->state_kib)
         CHECK_MSG(strstr(plan, "carried in") != NULL, "%s: no chunk carries the state:\n%s", c->name, plan);
-    if (c->tuning) { /* 2 subgroups of MAT_M rows, blocks of MAT_N keys */
+    const char *step = strstr(plan, " attn_cm"); /* the step line of attn_cm or attn_cm2 */
+    if (want_cm == 1 && step) { /* the next K/V block fetched meanwhile up to D = 128, unless the tuning says not */
+        const char *eol = strchr(step, '\n'), *said = strstr(step, "fetched meanwhile");
+        int prefetch = c->D <= 128 && !(c->tuning && strstr(c->tuning, "cm_attn_prefetch=0"));
+        CHECK_MSG((said && (!eol || said < eol)) == prefetch, "%s: attn_cm should%s fetch the next block meanwhile:\n%s",
+                  c->name, prefetch ? "" : " not", plan);
+    }
+    if (c->tuning && strstr(c->tuning, "cm_attn_subgroups=2")) { /* 2 subgroups of MAT_M rows, blocks of MAT_N keys */
         const vkattn_matrix_shape ms = vka_matrix_shape_for(&ctx->dev.info);
         char tile[64];
         snprintf(tile, sizeof tile, "(%u query rows x %u-key blocks", 2 * ms.m, ms.n);

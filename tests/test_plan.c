@@ -1458,6 +1458,7 @@ static void test_tuning_strings(void)
         {"coopmat:cm_attn_key_frags=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED, 128, 128, 32, 0, 0},
         {":cm_attn_row_lanes=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
         {"coopmat:cm_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
+        {"coopmat:cm_attn_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_tuning t;
@@ -1484,6 +1485,9 @@ static void test_tuning_strings(void)
                           qkv->spec[VKA_SPEC_TILE_K] == rows[r].tile_k,
                       "%s: matmul_cm %ux%u blocks of %u", rows[r].tuning, qkv->spec[VKA_SPEC_TILE_A],
                       qkv->spec[VKA_SPEC_TILE_B], qkv->spec[VKA_SPEC_TILE_K]);
+        if (attn && rows[r].attn_rows) /* D = 128: the next K/V block fetched meanwhile unless cm_attn_prefetch=0 */
+            CHECK(!(attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH) ==
+                  (strstr(rows[r].tuning, "cm_attn_prefetch=0") != NULL));
         if (attn && rows[r].attn_rows)
             CHECK_MSG(attn->spec[VKA_SPEC_TILE_A] == rows[r].attn_rows && attn->spec[VKA_SPEC_TILE_B] == rows[r].attn_keys,
                       "%s: attn_cm %u rows, blocks of %u", rows[r].tuning, attn->spec[VKA_SPEC_TILE_A],
@@ -1547,6 +1551,9 @@ static void test_coopmat_attention(void)
             CHECK(st->spec[VKA_SPEC_MAT_N] == rows[r].shape.n && st->spec[VKA_SPEC_DV] * 4 == p.cfg.D);
             CHECK_MSG(st->spec[VKA_SPEC_ROW_LANES] == 2, "%s: %u invocations per row", rows[r].name,
                       st->spec[VKA_SPEC_ROW_LANES]);
+            /* the next K/V block fetched meanwhile up to D = 128 (the coopmat class's cm_attn_prefetch) */
+            CHECK_MSG(!(st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH) == (p.cfg.D > 128), "%s: prefetch flag %u",
+                      rows[r].name, st->spec[VKA_SPEC_FLAGS]);
             CHECK(vka_fused_cm_shared_bytes(rows[r].tile_q, rows[r].tile_k, p.cfg.D) <= rows[r].shared);
             /* a workgroup per (part, head, query tile) */
             uint64_t groups = (uint64_t)st->groups[0] * st->groups[1] * st->groups[2];

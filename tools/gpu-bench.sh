@@ -48,7 +48,8 @@ step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/P
 # Each run names its tuning; the QKV projection column is matmul_cm's figure, attention attn_cm's
 # (attn_cm2's with VKATTN_COOPMAT2=1). A shape that does not fit the device gives way to the next
 # kernel: --trace shows what ran. GPU_BENCH_SWEEP="T1 T2 ..." replaces the list.
-sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_prefetch=0 coopmat:cm_attn_row_lanes=1 coopmat:cm_attn_subgroups=2 coopmat:cm_attn_subgroups=8
+sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_prefetch=0 coopmat:cm_attn_prefetch=0 coopmat:cm_attn_row_lanes=1
+  coopmat:cm_attn_subgroups=2 coopmat:cm_attn_subgroups=8
   coopmat:cm_attn_key_frags=1 coopmat:cm_ksteps=1 coopmat:cm_ksteps=4 coopmat:cm_frags_m=2
   coopmat:cm_frags_n=2 coopmat:cm_frags_m=8,cm_frags_n=2"}
 n=0

@@ -226,17 +226,18 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
     double *scratch = NULL;
     *passed = 0;
     /* The step's pipeline where its masks and variants are off (a plain forward's own), the
-     * state written where the step writes it; the first chunk of a part never loads one. */
+     * state written where the step writes it and K/V fetched as it fetches them; the first chunk
+     * of a part never loads one. */
     uint32_t spec[VKA_MAX_SPEC];
     memcpy(spec, step->spec, sizeof spec);
     spec[VKA_SPEC_ATTN_MASK] = 0, spec[VKA_SPEC_VARIANT] = 0;
-    spec[VKA_SPEC_FLAGS] &= VKA_FUSED_STORE;
+    spec[VKA_SPEC_FLAGS] &= VKA_FUSED_STORE | VKA_FUSED_PREFETCH;
     const uint32_t tile_q = spec[VKA_SPEC_TILE_A], tile_k = spec[VKA_SPEC_TILE_B], vec = spec[VKA_SPEC_VEC];
     /* Two query tiles (the second partial), and more keys than queries: at least three key blocks,
      * the last partial. */
     const uint32_t D = spec[VKA_SPEC_DV] * vec, L = tile_q + 3;
     const cm_problem c = {.D = D, .L = L, .S = (L > 2 * tile_k ? L : 2 * tile_k) + 3,
-                          .store = spec[VKA_SPEC_FLAGS] != 0, .scale = 1.0f / sqrtf((float)D)};
+                          .store = (spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) != 0, .scale = 1.0f / sqrtf((float)D)};
     const int f16_out = step->f16_out && !c.store;
     const vka_pipeline *pipeline = NULL;
     const int fault = step->kernel == VKA_KERNEL_FUSED_CM2 && dev->faults.attn_cm2_check ? dev->faults.attn_cm2_check

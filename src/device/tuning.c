@@ -75,6 +75,10 @@ static const vka_tuning tunings[] = {
          * idled through the kernel's longest phase), and lavapipe's 8 lanes run the shuffles
          * too (two passes of 4 rows). */
         .cm_attn_subgroups = 4, .cm_attn_key_frags = 2, .cm_attn_row_lanes = 2,
+        /* the next K/V block in flight during this one's work up to D = 128 (at D = 128 16 more
+         * vec4 registers per invocation; D = 256's accumulators already take 128): not yet
+         * measured on a GPU */
+        .cm_attn_prefetch = 128,
     },
     {
         .name = "intel",
@@ -194,6 +198,7 @@ static const struct tuning_field {
     FIELD(cm_attn_subgroups, 1, 8, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_key_frags, 1, 4, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_row_lanes, 1, 64, POW2, cm_attn_subgroups, "attn_cm"),
+    FIELD(cm_attn_prefetch, 0, 1024, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(sm_tile_m, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_n, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_k, 4, 64, MUL4, sm_tile_m, "matmul_sm"),

@@ -64,8 +64,11 @@ typedef struct vka_tuning {
      * subgroup MAT_M of them) and visits its keys in blocks of cm_attn_key_frags x MAT_N (at most
      * 32); cm_attn_row_lanes invocations share each row's softmax (a power of two; more where the
      * subgroup has more lanes than the matrices rows, fewer where it does not divide the subgroup
-     * or the block). attn_cm needs subgroup shuffles: without them attn_fused runs. */
-    uint32_t cm_attn_subgroups, cm_attn_key_frags, cm_attn_row_lanes;
+     * or the block). Heads of at most cm_attn_prefetch dims fetch the next block's K and V into
+     * registers during this block's matrix work (software pipelining; 0: never; larger heads need
+     * their registers for the accumulators). attn_cm needs subgroup shuffles: without them
+     * attn_fused runs. */
+    uint32_t cm_attn_subgroups, cm_attn_key_frags, cm_attn_row_lanes, cm_attn_prefetch;
 } vka_tuning;
 
 /* The tuning for a device: by explicit name ("lavapipe", "gpu", "coopmat", "intel", "mobile")

@@ -237,10 +237,10 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
 uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D)
 {
     /* attn_cm.comp: fp16 rows of D + 8 for Q (once), then K and V; fp32 scores in rows of
-     * tile_k + 4; fp16 P in rows of tile_k + 8; two floats per row; two words */
+     * tile_k + 4; fp16 P in rows of tile_k + 8; two floats per row; three words */
     uint64_t staged = tile_q > 2 * tile_k ? tile_q : 2 * tile_k;
     return staged * (D + 8) * 2 + (uint64_t)tile_q * (tile_k + 4) * 4 + (uint64_t)tile_q * (tile_k + 8) * 2 +
-           (uint64_t)tile_q * 8 + 8;
+           (uint64_t)tile_q * 8 + 12;
 }
 
 /* The most keys one attn_cm workgroup may visit: its one loop is the key blocks', with one block
@@ -347,7 +347,8 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
         s.bind[VKA_FUSED_CTX] = merge.bind[VKA_MERGE_CTX] = gb.ctx;
         for (uint32_t c = 0; c < chunks; c++) {
             int store = c + 1 < chunks || parts > 1;
-            s.spec[VKA_SPEC_FLAGS] = (c > 0 ? VKA_FUSED_LOAD : 0) | (store ? VKA_FUSED_STORE : 0);
+            s.spec[VKA_SPEC_FLAGS] = (c > 0 ? VKA_FUSED_LOAD : 0) | (store ? VKA_FUSED_STORE : 0) |
+                                     (cm.wg && D <= pr->cm_attn_prefetch ? VKA_FUSED_PREFETCH : 0);
             s.push.fused = (vka_fused_push){
                 .L = p->L, .S = p->S, .S_ext = p->S_ext, .H = p->cfg.H_active,
                 .bh_begin = g.bh_begin, .bh_count = g.bh_count, .i_begin = g.i_begin, .i_count = g.i_count,
@@ -691,9 +692,10 @@ void vka_fused_cm_describe(vka_text *t, const vka_step *s)
                     "operands, ",
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_MAT_M], s->spec[VKA_SPEC_MAT_N],
                  s->spec[VKA_SPEC_MAT_K]);
-    if (s->kernel == VKA_KERNEL_FUSED_CM2) vka_text_put(t, "the softmax in the matrices)");
-    else vka_text_put(t, "%u invocation%s per row's softmax)", s->spec[VKA_SPEC_ROW_LANES],
+    if (s->kernel == VKA_KERNEL_FUSED_CM2) vka_text_put(t, "the softmax in the matrices");
+    else vka_text_put(t, "%u invocation%s per row's softmax", s->spec[VKA_SPEC_ROW_LANES],
                       s->spec[VKA_SPEC_ROW_LANES] == 1 ? "" : "s");
+    vka_text_put(t, "%s)", s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH ? ", the next block fetched meanwhile" : "");
 }
 
 void vka_merge_describe(vka_text *t, const vka_step *s)
