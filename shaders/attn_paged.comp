@@ -38,11 +38,11 @@
  * a group reads a row whole and the workgroup WG / TILE_B rows side by side, coalesced; the
  * group's partial dot products meet by subgroup shuffles. A block's scores go through shared
  * memory; every invocation runs the online softmax over them, then owns texels lane,
- * lane + WG, ... of the rows' outputs and reads the V rows the same coalesced way. The block
- * formats' groups of DV / TILE_B texels are whole blocks of 32 values at D = 128.
+ * lane + WG, ... of the rows' outputs and reads the V rows the same coalesced way, fetched
+ * with the block's K (their loads need no score). The block formats' groups of DV / TILE_B
+ * texels are whole blocks of 32 values at D = 128.
  * Grid: parts * seqs * H_kv * tiles workgroups.
- * Loop trips per invocation: the key-block loop, blocks + 1, and per block its P·V loop over the
- * block's WG / TILE_B keys, WG / TILE_B + 1 (the rest is unrolled).
+ * Loop trips per invocation: the key-block loop, blocks + 1 (the rest is unrolled).
  */
 #ifdef KV_QUANT_LANES
 #define KV_QUANT
@@ -205,6 +205,17 @@ void main()
     uint blocks = k_hi > k_lo ? (k_hi - k_lo + BK - 1) / BK : 0;
     for (uint n = 0; n < blocks; n++) {
         uint j0 = k_lo + n * BK;
+        /* The V texels this invocation adds for the block's keys, fetched with K's: their loads
+         * need no score, so they are in flight while the scores are made (not one latency after). */
+        vec4 v_in[BK][OWN];
+        [[unroll]] for (uint i = 0; i < BK; i++) {
+            uint jv = min(j0 + i, k_hi - 1);
+            PAGED_KEY(jv, vrow, jn_v, kpos_v) /* V rows sit where K rows do */
+            [[unroll]] for (uint t = 0; t < OWN; t++) {
+                uint d = lane + t * WG;
+                v_in[i][t] = OWN * WG == DV || d < DV ? VKA_FETCH_V(vrow, d) : vec4(0.0);
+            }
+        }
         {
             uint j = min(j0 + c, k_hi - 1);
             PAGED_KEY(j, krow, jn, kpos)
@@ -245,21 +256,14 @@ void main()
             m[r] = m_new;
             [[unroll]] for (uint t = 0; t < OWN; t++) o[r][t] *= alpha[r];
         }
-        for (uint i = 0; i < BK; i++) {
-            uint jv = min(j0 + i, k_hi - 1);
-            PAGED_KEY(jv, vrow, jn_v, kpos_v) /* V rows sit where K rows do */
+        [[unroll]] for (uint i = 0; i < BK; i++) {
             float p[TILE_A];
             [[unroll]] for (uint r = 0; r < TILE_A; r++) {
                 p[r] = exp(s_s[r * BK + i] - m_ref[r]);
                 l[r] += p[r];
             }
-            [[unroll]] for (uint t = 0; t < OWN; t++) {
-                uint d = lane + t * WG;
-                if (OWN * WG == DV || d < DV) {
-                    vec4 v = VKA_FETCH_V(vrow, d);
-                    [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][t] += p[r] != 0.0 ? p[r] * v : vec4(0.0);
-                }
-            }
+            [[unroll]] for (uint t = 0; t < OWN; t++)
+                [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][t] += p[r] != 0.0 ? p[r] * v_in[i][t] : vec4(0.0);
         }
         barrier(); /* every invocation has read the scores before the next block writes them */
     }

@@ -643,7 +643,7 @@ static vka_problem cached_problem(uint32_t E, uint32_t H, uint32_t H_kv, uint32_
 /* attn_paged's LANES build under the gpu tuning where the limits allow subgroup sums: a workgroup of
  * 32 per row tile holding a decoding step's whole GQA group (4 rows), 4 invocations per key (fewer
  * where the head's texels do not divide: D = 15), every format; at a loop budget of 600 its parts
- * keep blocks + 1 + blocks (8 + 1) trips within it and cover the keys; without subgroup sums, or
+ * keep blocks + 1 trips within it and cover the keys; without subgroup sums, or
  * under lavapipe's tuning, the scalar build. */
 static void test_paged_lanes_plans(void)
 {

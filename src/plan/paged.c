@@ -78,8 +78,8 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
      * the device about paged_per_unit invocations per compute unit (paged_target where the device
      * does not say), in parts of at least paged_min_part keys. */
     uint64_t max_keys;
-    if (lanes) { /* blocks + 1 + blocks (tile_k + 1) trips (vka_paged_lanes_trips) */
-        uint64_t blocks = b->budget == UINT64_MAX ? UINT32_MAX / 2 / tile_k : (b->budget - 1) / (tile_k + 2);
+    if (lanes) { /* blocks + 1 trips (vka_paged_lanes_trips) */
+        uint64_t blocks = b->budget == UINT64_MAX ? UINT32_MAX / 2 / tile_k : b->budget > 1 ? b->budget - 1 : 0;
         if (blocks == 0)
             return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                                  "this device's loop budget (%llu per invocation) leaves no room for a block of %u "
@@ -207,13 +207,12 @@ uint64_t vka_paged_trips(const vka_step *s)
     return vka_fused_loop_trips(s->spec[VKA_SPEC_DV], s->spec[VKA_SPEC_TILE_B], s->push.paged.part_len, 0);
 }
 
-/* attn_paged's LANES build: the key-block loop, and per block its P·V loop over the block's keys
- * (WG_SIZE / TILE_B of them); the rest is unrolled. */
+/* attn_paged's LANES build: the key-block loop over blocks of WG_SIZE / TILE_B keys; the rest is
+ * unrolled. */
 uint64_t vka_paged_lanes_trips(const vka_step *s)
 {
     const uint64_t keys = s->spec[VKA_SPEC_WG_SIZE] / s->spec[VKA_SPEC_TILE_B];
-    const uint64_t blocks = vka_ceil_div(s->push.paged.part_len, keys);
-    return vka_loop(blocks) + blocks * vka_loop(keys);
+    return vka_loop(vka_ceil_div(s->push.paged.part_len, keys));
 }
 
 /* kv_append has no loops (the quantizing build's are unrolled). */
