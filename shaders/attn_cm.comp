@@ -43,8 +43,8 @@
  * the pipeline requires that size with full subgroups (src/pipeline/pipeline_cache.c) and subgroup
  * shuffles (the plan takes attn_fused on a device without them).
  * Bindings: VKA_FUSED_* (abi.h). Specialization: TILE_A (query rows, a multiple of MAT_M), TILE_B
- * (keys per block, a multiple of MAT_N and MAT_K), DV, VEC (D = DV x VEC, a multiple of MAT_N and
- * MAT_K), MAT_M, MAT_N, MAT_K, ROW_LANES (a power of two dividing the subgroup size and TILE_B),
+ * (keys per block, a multiple of MAT_N and MAT_K), DV, VEC (4: D = 4 DV, a multiple of MAT_N and
+ * MAT_K, which are multiples of 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), MAT_M, MAT_N, MAT_K, ROW_LANES (a power of two dividing the subgroup size and TILE_B),
  * ATTN_MASK, FLAGS (VKA_FUSED_LOAD, STORE, PREFETCH), VARIANT.
  * Loop trips per invocation: the key-block loop, blocks + 1 (a block more where the real keys end
  * and the extra ones begin); every other loop has a constant count and is unrolled.
@@ -95,7 +95,8 @@ const uint RPL = (MAT_M + RPP - 1) / RPP;  /* passes: rows of the subgroup per i
 const uint KPL = TILE_B / ROW_LANES;       /* keys of a block per invocation in the softmax */
 const uint STRIDE4 = DV + 2;               /* f16vec4 per staged row: 16 bytes of padding against bank conflicts */
 const uint PSTRIDE = TILE_B + 8;
-const uint SSTRIDE = TILE_B + 4;           /* floats per row of scores: 16 bytes of padding (see the softmax) */
+const uint SSTRIDE = TILE_B + 4;           /* floats per row of scores: 16 bytes of padding (the scores' stores;
+                                              the softmax's reads are spread by its key rotation) */
 const uint STAGED_ROWS = TILE_A > 2 * TILE_B ? TILE_A : 2 * TILE_B;
 
 /* Staged rows as f16vec4, so that an invocation stages a texel with one 8-byte store (the matrix
@@ -123,7 +124,8 @@ const uint KV_TEXELS = (TILE_B * DV + WG - 1) / WG; /* of a block's K (and V) ro
     }
 
 /* The texels FETCH gave this invocation into staged rows base.. as fp16; non-finite elements
- * become 0 and set bit r of `bad_word` where asked. (A macro: shared arrays are not parameters.) */
+ * become 0 and set bit r of bad_keys_s[bad_word] where asked. (A macro: shared arrays are not
+ * parameters.) */
 #define STAGE(regs, base, count, check_bad, bad_word)                                               \
     [[unroll]] for (uint i_ = 0; i_ < (count * DV + WG - 1) / WG; i_++) {                           \
         uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
@@ -364,8 +366,9 @@ void main()
         /* The online softmax, ROW_LANES invocations per row, meeting by XOR shuffles: scale, variants
          * and masks (an invisible score becomes -inf whatever the key held), then P as fp16 and the
          * row's rescale factor. A row's invocations take keys lane % ROW_LANES + t x ROW_LANES,
-         * rotated by ROW_LANES x the row: with rows SSTRIDE floats apart a subgroup's reads of the
-         * scores then fall in distinct banks (32 lanes, 2 per row: 16-way conflicts unrotated). */
+         * rotated by ROW_LANES x the row, so that a subgroup's reads of the scores fall in distinct
+         * banks (32 lanes, 2 per row, rows of 32 or 36 floats: 16- or 2-way conflicts unrotated;
+         * the padding is for the matrix stores, 8-way without it). */
         uint bad = bad_keys_s[n % 2];
         [[unroll]] for (uint k = 0; k < RPL; k++) {
             uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);

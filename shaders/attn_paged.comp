@@ -34,9 +34,11 @@
  *
  * The LANES build (kernels attn_paged_lanes and attn_paged_quant_lanes: the GPU tunings) shapes the
  * same work for a GPU: a workgroup of WG invocations per (part, sequence, K/V head, row tile), and
- * TILE_B of them (a group) per key: each reads DV / TILE_B consecutive texels of the key's row, so
- * a group reads a row whole and the workgroup WG / TILE_B rows side by side, coalesced; the
- * group's partial dot products meet by subgroup shuffles. A block's scores go through shared
+ * TILE_B of them (a group) per key: each reads DV / TILE_B texels of the key's row, so a group
+ * reads a row whole and the workgroup WG / TILE_B rows side by side, coalesced (a texel view's
+ * rows interleaved, invocation g taking texels g, g + TILE_B, ...: each fetch reads the group's
+ * neighbouring texels; a block format's contiguous, so that each invocation's texels share
+ * their blocks' scales); the group's partial dot products meet by subgroup shuffles. A block's scores go through shared
  * memory; every invocation runs the online softmax over them, then owns texels lane,
  * lane + WG, ... of the rows' outputs and reads the V rows the same coalesced way, fetched
  * with the block's K (their loads need no score). The block formats' groups of DV / TILE_B
@@ -190,6 +192,13 @@ const uint OWN = (DV + WG - 1) / WG;     /* output texels per invocation */
 
 shared float s_s[TILE_A * BK]; /* the block's scores */
 
+/* Texel t of invocation g's share of a key row (see the top of the file). */
+#ifdef KV_QUANT
+#define SLICE_TEXEL(g, t) ((g) * SLICE + (t))
+#else
+#define SLICE_TEXEL(g, t) ((t) * TILE_B + (g))
+#endif
+
 void main()
 {
     uint lane = gl_LocalInvocationID.x;
@@ -222,8 +231,8 @@ void main()
             float part[TILE_A];
             [[unroll]] for (uint r = 0; r < TILE_A; r++) part[r] = 0.0;
             [[unroll]] for (uint t = 0; t < SLICE; t++) {
-                vec4 k = VKA_FETCH_K(krow, g * SLICE + t);
-                [[unroll]] for (uint r = 0; r < TILE_A; r++) part[r] += dot(vka_fetch(Q, qrow[r] + g * SLICE + t), k);
+                vec4 k = VKA_FETCH_K(krow, SLICE_TEXEL(g, t));
+                [[unroll]] for (uint r = 0; r < TILE_A; r++) part[r] += dot(vka_fetch(Q, qrow[r] + SLICE_TEXEL(g, t)), k);
             }
             /* the group's slices meet: its TILE_B (at most 16) invocations are neighbours in one subgroup */
             [[unroll]] for (uint r = 0; r < TILE_A; r++) {

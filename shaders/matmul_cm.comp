@@ -20,7 +20,8 @@
  * Grid: ceil(M/TILE_A) * ceil(N/TILE_B) workgroups of WG_SIZE = 4 x the subgroup size; the pipeline
  * requires that size with full subgroups (src/pipeline/pipeline_cache.c).
  * Bindings: VKA_MATMUL_* (abi.h). Specialization: TILE_A, TILE_B (multiples of 2 MAT_M, 2 MAT_N),
- * TILE_K (a multiple of MAT_K and VEC), MAT_M, MAT_N, MAT_K (the device's shape), VEC, FLAGS
+ * TILE_K (a multiple of MAT_K and of 8), MAT_M, MAT_N, MAT_K (the device's shape, MAT_K a multiple of
+ * 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), VEC, FLAGS
  * (VKA_MATMUL_ACCUMULATE, VKA_MATMUL_PREFETCH).
  * Loop trips per invocation: ceil(K / (TILE_K / VEC)) + 1, K in texels (the blocks; every other loop
  * has a constant count and is unrolled).

@@ -217,8 +217,9 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
     if (!t->cm_attn_subgroups || !ms.m || !ms.n || !ms.k || b->limits->no_fused_cm || !b->limits->subgroup_sums ||
         b->p->cfg.precision != VKATTN_PRECISION_F16)
         return none;
-    /* the staged rows are f16vec4: matrix offsets and strides in whole texels */
-    if (D % ms.k || D % ms.n || D % 4 || ms.k % 4 || ms.n % 4) return none;
+    /* the staged rows are f16vec4: matrix offsets in whole texels, 16-byte aligned (Vulkan's rule
+     * for cooperative-matrix loads) */
+    if (D % ms.k || D % ms.n || D % 4 || ms.k % 8 || ms.n % 8) return none;
     const uint32_t sg = b->limits->subgroup_size;
     fused_cm_shape s = {t->cm_attn_subgroups * ms.m, t->cm_attn_key_frags * ms.n, t->cm_attn_subgroups * sg,
                         t->cm_attn_row_lanes ? t->cm_attn_row_lanes : 1};

@@ -50,7 +50,7 @@ vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_li
     const vkattn_matrix_shape ms = limits->matrix_shape;
     const cm_shape none = {0};
     if (!t->cm_frags_m || !ms.m || !ms.n || !ms.k || M < t->cm_min_rows) return none;
-    if (ms.k % 4) return none; /* the staged rows are f16vec4: matrix steps of whole texels */
+    if (ms.k % 8) return none; /* the staged rows are f16vec4: matrix steps of whole texels, 16-byte aligned */
     const int narrow = ms.m < 16 && t->cm_frags_narrow;
     const uint32_t fm = narrow ? t->cm_frags_narrow : t->cm_frags_m, fn = narrow ? t->cm_frags_narrow : t->cm_frags_n;
     cm_shape s = {2 * fm * ms.m, 2 * fn * ms.n, round_up(t->cm_ksteps * ms.k, 4),
