@@ -45,7 +45,8 @@
 #define VKA_SPEC_MAT_M 8     /* cooperative-matrix kernels: the device's matrix shape (M x K times K x N), */
 #define VKA_SPEC_MAT_N 9     /* from vkattn_device_info.cooperative_matrix_shapes */
 #define VKA_SPEC_MAT_K 10
-#define VKA_SPEC_TILE_K 11   /* cooperative-matrix kernels: reduction elements per block in shared memory */
+#define VKA_SPEC_TILE_K 11   /* cooperative-matrix kernels: reduction elements per block in shared memory
+                               (attn_cm: Q's head dims, the reduction of S, staged per pass) */
 #define VKA_SPEC_ROW_LANES 12 /* attn_cm: invocations that share a query row in the softmax */
 
 /* Attention variants (vkattn_layer_desc.window, softcap, alibi; vkattn_weights.sinks). Each is code

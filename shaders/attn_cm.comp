@@ -97,11 +97,14 @@ const uint STRIDE4 = DV + 2;               /* f16vec4 per staged row: 16 bytes o
 const uint PSTRIDE = TILE_B + 8;
 const uint SSTRIDE = TILE_B + 4;           /* floats per row of scores: 16 bytes of padding (the scores' stores;
                                               the softmax's reads are spread by its key rotation) */
-const uint STAGED_ROWS = TILE_A > 2 * TILE_B ? TILE_A : 2 * TILE_B;
+const uint QD = TILE_K > 0 && TILE_K < D ? TILE_K : D; /* Q's head dims staged per pass (the plan's) */
+const uint QDV = QD / 4, QSTRIDE4 = QDV + 2;
+const uint KV_SPACE = 2 * TILE_B * STRIDE4, Q_SPACE = TILE_A * QSTRIDE4;
 
 /* Staged rows as f16vec4, so that an invocation stages a texel with one 8-byte store (the matrix
  * loads count offsets and strides in these elements). */
-shared f16vec4 kv_s[STAGED_ROWS * STRIDE4];   /* Q's rows once; then per block K's rows, V's after them */
+shared f16vec4 kv_s[KV_SPACE > Q_SPACE ? KV_SPACE : Q_SPACE]; /* Q's rows, QD dims at a time; then per block
+                                                                K's rows, V's after them */
 shared float s_s[TILE_A * SSTRIDE];           /* each subgroup's scratch: a stored state on its way in, per block
                                                  its scores then its rows' rescale factors, at the end O on its
                                                  way out */
@@ -112,32 +115,33 @@ shared uint real_end_s;                       /* the keys past every row's limit
 shared uint bad_keys_s[2];                    /* bit c: key c of the block held a non-finite V element (block
                                                  n's word n % 2, the other cleared meanwhile) */
 
-const uint Q_TEXELS = (TILE_A * DV + WG - 1) / WG;  /* texels of Q's tile per invocation */
+const uint Q_TEXELS = (TILE_A * QDV + WG - 1) / WG; /* texels of a pass of Q's tile per invocation */
 const uint KV_TEXELS = (TILE_B * DV + WG - 1) / WG; /* of a block's K (and V) rows */
 
-/* This invocation's texels of `count` rows of DV texels from the texel view `view` (row r at
- * texel row_of(r)) into `regs`: texel t of the rows, for t = i x WG + the invocation. */
-#define FETCH(regs, view, count, row_of)                                                            \
-    [[unroll]] for (uint i_ = 0; i_ < (count * DV + WG - 1) / WG; i_++) {                           \
+/* This invocation's texels of `count` rows of `width` texels from the texel view `view` (row r
+ * at texel row_of(r)) into `regs`: texel t of the rows, for t = i x WG + the invocation. */
+#define FETCH(regs, view, count, width, row_of)                                                     \
+    [[unroll]] for (uint i_ = 0; i_ < (count * width + WG - 1) / WG; i_++) {                        \
         uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
-        if ((count * DV) % WG == 0 || t_ < count * DV) regs[i_] = vka_fetch(view, row_of(t_ / DV) + t_ % DV); \
+        if ((count * width) % WG == 0 || t_ < count * width)                                        \
+            regs[i_] = vka_fetch(view, row_of(t_ / width) + t_ % width);                            \
     }
 
-/* The texels FETCH gave this invocation into staged rows base.. as fp16; non-finite elements
- * become 0 and set bit r of bad_keys_s[bad_word] where asked. (A macro: shared arrays are not
- * parameters.) */
-#define STAGE(regs, base, count, check_bad, bad_word)                                               \
-    [[unroll]] for (uint i_ = 0; i_ < (count * DV + WG - 1) / WG; i_++) {                           \
+/* The texels FETCH gave this invocation into staged rows base.. (`stride4` apart) as fp16;
+ * non-finite elements become 0 and set bit r of bad_keys_s[bad_word] where asked. (A macro:
+ * shared arrays are not parameters.) */
+#define STAGE(regs, base, count, width, stride4, check_bad, bad_word)                               \
+    [[unroll]] for (uint i_ = 0; i_ < (count * width + WG - 1) / WG; i_++) {                        \
         uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
-        if ((count * DV) % WG == 0 || t_ < count * DV) {                                            \
-            uint r_ = t_ / DV;                                                                      \
+        if ((count * width) % WG == 0 || t_ < count * width) {                                      \
+            uint r_ = t_ / width;                                                                   \
             f16vec4 v_ = f16vec4(regs[i_]);                                                         \
             if (check_bad) { /* after the rounding: beyond fp16's range is infinite too */          \
                 bvec4 bad_ = bvec4(uvec4(isnan(v_)) | uvec4(isinf(v_)));                            \
                 if (any(bad_)) atomicOr(bad_keys_s[bad_word], 1u << r_);                            \
                 v_ = mix(v_, f16vec4(0.0), bad_);                                                   \
             }                                                                                       \
-            kv_s[(base + r_) * STRIDE4 + t_ % DV] = v_;                                             \
+            kv_s[(base + r_) * stride4 + t_ % width] = v_;                                          \
         }                                                                                           \
     }
 
@@ -250,18 +254,22 @@ void main()
         }
     }
 
-    /* Q's rows of the tile into fp16 fragments, kept for every block. */
+    /* Q's rows of the tile into fp16 fragments, kept for every block: QD head dims of every row
+     * at a time (the plan's: all D unless the tile has more query rows than two blocks of keys,
+     * whose space they share), each pass's fragments loaded before the next pass overwrites it. */
     uint q_base = pc.q_offset + b * pc.q_batch + h * pc.q_head;
-#define Q_ROW(r) (q_base + (pc.i_begin + min(il0 + (r), pc.i_count - 1)) * pc.q_row)
-    {
-        vec4 q_in[Q_TEXELS];
-        FETCH(q_in, Q, TILE_A, Q_ROW)
-        STAGE(q_in, 0, TILE_A, false, 0)
-    }
-    barrier(); /* Q is staged, and real_end_s is final */
     coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> qf[QF];
-    [[unroll]] for (uint f = 0; f < QF; f++)
-        coopMatLoad(qf[f], kv_s, sg * MAT_M * STRIDE4 + f * MAT_K / 4, STRIDE4, gl_CooperativeMatrixLayoutRowMajor);
+    [[unroll]] for (uint qp = 0; qp < D / QD; qp++) {
+#define Q_ROW(r) (q_base + (pc.i_begin + min(il0 + (r), pc.i_count - 1)) * pc.q_row + qp * QDV)
+        if (qp > 0) barrier(); /* the last pass's fragments are loaded */
+        vec4 q_in[Q_TEXELS];
+        FETCH(q_in, Q, TILE_A, QDV, Q_ROW)
+        STAGE(q_in, 0, TILE_A, QDV, QSTRIDE4, false, 0)
+        barrier(); /* the pass is staged (the first: real_end_s is final too) */
+        [[unroll]] for (uint f = 0; f < QD / MAT_K; f++)
+            coopMatLoad(qf[qp * (QD / MAT_K) + f], kv_s, sg * MAT_M * QSTRIDE4 + f * MAT_K / 4, QSTRIDE4,
+                        gl_CooperativeMatrixLayoutRowMajor);
+    }
     uint real_end = real_end_s;
 
     /* The running output, O = sum of p x V over the keys so far (p relative to the row's m), as
@@ -331,25 +339,25 @@ void main()
 #define K_ROW(c) (pc.k_offset + kv_base + min(fetch_j0 + (c), fetch_end - 1) * pc.kv_row)
 #define V_ROW(c) (pc.v_offset + kv_base + min(fetch_j0 + (c), fetch_end - 1) * pc.kv_row)
     if (prefetch && blocks > 0) {
-        FETCH(k_in, K, TILE_B, K_ROW)
-        FETCH(v_in, V, TILE_B, V_ROW)
+        FETCH(k_in, K, TILE_B, DV, K_ROW)
+        FETCH(v_in, V, TILE_B, DV, V_ROW)
     }
     for (uint n = 0; n < blocks; n++) {
         bool real = n < real_blocks;
         uint j0 = BLOCK_J0(n), end = BLOCK_END(n);
         if (!prefetch) {
             fetch_j0 = j0, fetch_end = end;
-            FETCH(k_in, K, TILE_B, K_ROW)
-            FETCH(v_in, V, TILE_B, V_ROW)
+            FETCH(k_in, K, TILE_B, DV, K_ROW)
+            FETCH(v_in, V, TILE_B, DV, V_ROW)
         }
-        STAGE(k_in, 0, TILE_B, false, 0)
-        STAGE(v_in, TILE_B, TILE_B, true, n % 2)
+        STAGE(k_in, 0, TILE_B, DV, STRIDE4, false, 0)
+        STAGE(v_in, TILE_B, TILE_B, DV, STRIDE4, true, n % 2)
         barrier(); /* the block is staged */
         if (gl_LocalInvocationID.x == 0) bad_keys_s[(n + 1) % 2] = 0; /* block n - 1's, read before that barrier */
         if (prefetch && n + 1 < blocks) {
             fetch_j0 = BLOCK_J0(n + 1), fetch_end = BLOCK_END(n + 1);
-            FETCH(k_in, K, TILE_B, K_ROW)
-            FETCH(v_in, V, TILE_B, V_ROW)
+            FETCH(k_in, K, TILE_B, DV, K_ROW)
+            FETCH(v_in, V, TILE_B, DV, V_ROW)
         }
 
 #ifndef COOPMAT2

@@ -109,6 +109,10 @@ static const cm_case grid[] = {
      * to D = 128; D = 256 never), with NaN in V rows that no query sees */
     {"no_prefetch", 2, 19, 90, 2, 0, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
      .tuning = "coopmat:cm_attn_prefetch=0"},
+    /* more query rows than two blocks of keys (8 subgroups, blocks of one matrix): Q is staged
+     * through the key blocks' space a few head dims at a time (8 passes of 8 dims on lavapipe) */
+    {"q_passes", 1, 70, 50, 2, 1, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
+     .tuning = "coopmat:cm_attn_subgroups=8,cm_attn_key_frags=1"},
 };
 
 /* attn_cm against attn_fused: identity projections, B x L <= 8 (the f16 row excepted). */
@@ -262,10 +266,14 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         CHECK_MSG((said && (!eol || said < eol)) == prefetch, "%s: attn_cm should%s fetch the next block meanwhile:\n%s",
                   c->name, prefetch ? "" : " not", plan);
     }
-    if (c->tuning && strstr(c->tuning, "cm_attn_subgroups=2")) { /* 2 subgroups of MAT_M rows, blocks of MAT_N keys */
+    const char *sgs = c->tuning ? strstr(c->tuning, "cm_attn_subgroups=") : NULL;
+    const char *frags = c->tuning ? strstr(c->tuning, "cm_attn_key_frags=") : NULL;
+    if (sgs && frags) { /* the tuning's subgroups of MAT_M rows, its blocks of MAT_N-key matrices */
         const vkattn_matrix_shape ms = vka_matrix_shape_for(&ctx->dev.info);
+        unsigned n_sgs = 0, n_frags = 0;
+        CHECK(sscanf(sgs, "cm_attn_subgroups=%u", &n_sgs) == 1 && sscanf(frags, "cm_attn_key_frags=%u", &n_frags) == 1);
         char tile[64];
-        snprintf(tile, sizeof tile, "(%u query rows x %u-key blocks", 2 * ms.m, ms.n);
+        snprintf(tile, sizeof tile, "(%u query rows x %u-key blocks", n_sgs * ms.m, n_frags * ms.n);
         CHECK_MSG(strstr(plan, tile) != NULL, "%s: the tuning's tile \"%s\" is not the plan's:\n%s", c->name, tile, plan);
     }
     return 1 + (strstr(plan, "merge") != NULL);

@@ -1459,6 +1459,8 @@ static void test_tuning_strings(void)
         {":cm_attn_row_lanes=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
         {"coopmat:cm_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
         {"coopmat:cm_attn_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
+        /* 128 query rows fit 48 KiB with Q staged 32 dims at a time through the key blocks' space */
+        {"coopmat:cm_attn_subgroups=8", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 32},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_tuning t;
@@ -1488,6 +1490,12 @@ static void test_tuning_strings(void)
         if (attn && rows[r].attn_rows) /* D = 128: the next K/V block fetched meanwhile unless cm_attn_prefetch=0 */
             CHECK(!(attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH) ==
                   (strstr(rows[r].tuning, "cm_attn_prefetch=0") != NULL));
+        if (attn && rows[r].attn_rows) { /* Q in one pass unless the tile has more rows than 2 blocks of keys */
+            const uint32_t q_dims = attn->spec[VKA_SPEC_TILE_K];
+            CHECK_MSG(q_dims == (rows[r].attn_rows > 2 * rows[r].attn_keys ? 32u : 128u), "%s: Q in passes of %u dims",
+                      rows[r].tuning, q_dims);
+            CHECK(vka_fused_cm_shared_bytes(rows[r].attn_rows, rows[r].attn_keys, 128, q_dims) <= l.max_shared_bytes);
+        }
         if (attn && rows[r].attn_rows)
             CHECK_MSG(attn->spec[VKA_SPEC_TILE_A] == rows[r].attn_rows && attn->spec[VKA_SPEC_TILE_B] == rows[r].attn_keys,
                       "%s: attn_cm %u rows, blocks of %u", rows[r].tuning, attn->spec[VKA_SPEC_TILE_A],
@@ -1554,7 +1562,9 @@ static void test_coopmat_attention(void)
             /* the next K/V block fetched meanwhile up to D = 128 (the coopmat class's cm_attn_prefetch) */
             CHECK_MSG(!(st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH) == (p.cfg.D > 128), "%s: prefetch flag %u",
                       rows[r].name, st->spec[VKA_SPEC_FLAGS]);
-            CHECK(vka_fused_cm_shared_bytes(rows[r].tile_q, rows[r].tile_k, p.cfg.D) <= rows[r].shared);
+            CHECK(vka_fused_cm_shared_bytes(rows[r].tile_q, rows[r].tile_k, p.cfg.D, st->spec[VKA_SPEC_TILE_K]) <=
+                  rows[r].shared);
+            CHECK(st->spec[VKA_SPEC_TILE_K] == p.cfg.D); /* Q in one pass: no more query rows than 2 blocks of keys */
             /* a workgroup per (part, head, query tile) */
             uint64_t groups = (uint64_t)st->groups[0] * st->groups[1] * st->groups[2];
             const vka_fused_push *f = &st->push.fused;

@@ -205,6 +205,7 @@ vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, u
  * head dim of whole matrices, within the device's shared memory and workgroup size. */
 typedef struct fused_cm_shape {
     uint32_t tile_q, tile_k, wg, row_lanes;
+    uint32_t q_dims; /* Q's head dims staged per pass (through the space of two blocks of keys) */
     int matrix2; /* attn_cm2: the softmax in the matrices (P converts from accumulator to A: N = K) */
 } fused_cm_shape;
 
@@ -229,18 +230,25 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
     while (s.row_lanes > 1 && ((s.row_lanes & (s.row_lanes - 1)) || sg % s.row_lanes || s.tile_k % s.row_lanes))
         s.row_lanes >>= 1;
     s.matrix2 = b->limits->matrix2 && ms.n == ms.k;
-    if (s.tile_k > 32 || vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D) > b->limits->max_shared_bytes ||
+    /* Q passes: halve the dims staged at once while a pass of every query row would need more
+     * shared memory than the key blocks' (whole matrices and texels, 16-byte aligned) */
+    s.q_dims = D;
+    while (s.q_dims % 2 == 0 && (s.q_dims / 2) % ms.k == 0 && (s.q_dims / 2) % 8 == 0 &&
+           (uint64_t)s.tile_q * (s.q_dims + 8) > 2ull * s.tile_k * (D + 8))
+        s.q_dims /= 2;
+    if (s.tile_k > 32 || vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D, s.q_dims) > b->limits->max_shared_bytes ||
         s.wg > b->limits->max_workgroup_invocations)
         return none;
     return s;
 }
 
-uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D)
+uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D, uint32_t q_dims)
 {
-    /* attn_cm.comp: fp16 rows of D + 8 for Q (once), then K and V; fp32 scores in rows of
-     * tile_k + 4; fp16 P in rows of tile_k + 8; two floats per row; three words */
-    uint64_t staged = tile_q > 2 * tile_k ? tile_q : 2 * tile_k;
-    return staged * (D + 8) * 2 + (uint64_t)tile_q * (tile_k + 4) * 4 + (uint64_t)tile_q * (tile_k + 8) * 2 +
+    /* attn_cm.comp: fp16 rows of D + 8 for K and V, in the same space Q's rows of q_dims + 8 per
+     * pass; fp32 scores in rows of tile_k + 4; fp16 P in rows of tile_k + 8; two floats per row;
+     * three words */
+    uint64_t kv = 2ull * tile_k * (D + 8), q = (uint64_t)tile_q * (q_dims + 8);
+    return (kv > q ? kv : q) * 2 + (uint64_t)tile_q * (tile_k + 4) * 4 + (uint64_t)tile_q * (tile_k + 8) * 2 +
            (uint64_t)tile_q * 8 + 12;
 }
 
@@ -316,6 +324,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
         s.spec[VKA_SPEC_MAT_N] = b->limits->matrix_shape.n;
         s.spec[VKA_SPEC_MAT_K] = b->limits->matrix_shape.k;
         s.spec[VKA_SPEC_ROW_LANES] = cm.row_lanes;
+        s.spec[VKA_SPEC_TILE_K] = cm.q_dims;
     }
     s.spec[VKA_SPEC_TILE_A] = tile_q;
     s.spec[VKA_SPEC_TILE_B] = tile_k;
