@@ -67,6 +67,20 @@ step "projections: vkattn bench --preset projections"
 step "decode: vkattn bench --preset decode (E=4096 H=32 H_kv=8, to 32768 keys)"
 "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 1024,4096,8192,32768 --dtype f16,q8_0 \
   --json "$out/decode.json" | tee "$out/decode.txt"
+step "decode sweep: 8192 keys (f16) under tuning strings (attn_paged_lanes' parts per compute unit, lanes per key)"
+# fewer parts read longer runs of keys per workgroup and merge less; more keep more loads in flight.
+# GPU_BENCH_DECODE_SWEEP="T1 T2 ..." replaces the list.
+dsweep=${GPU_BENCH_DECODE_SWEEP:-"coopmat coopmat:paged_lanes_per_unit=4 coopmat:paged_lanes_per_unit=64
+  coopmat:paged_lanes_group=2"}
+n=0
+for t in $dsweep; do
+  n=$((n + 1))
+  printf '\n-- VKATTN_TUNING=%s\n' "$t" | tee -a "$out/decode_sweep.txt"
+  VKATTN_TUNING="$t" "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 8192 --dtype f16 \
+    --min-time 0.3 --json "$out/decode_sweep_$n.json" >"$out/decode_sweep_$n.txt" ||
+    echo "(failed: see decode_sweep_$n.txt)" | tee -a "$out/decode_sweep.txt"
+  cut -c1-170 "$out/decode_sweep_$n.txt" | tail -n 5 | tee -a "$out/decode_sweep.txt" || true # its table
+done
 step "a decoder's loop: an 8-layer stack, one submission per token against a blocking forward per layer"
 "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 1024,8192 --dtype f16 --stack 8 \
   --json "$out/stack.json" | tee "$out/stack.txt"
