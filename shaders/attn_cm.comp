@@ -210,13 +210,15 @@ float cm2_counted(const in uint row, const in uint col, const in float p, const 
 void main()
 {
     /* One workgroup per (part, head, query tile): padding workgroups of a folded grid leave whole,
-     * before any barrier. */
+     * before any barrier. A head's query tiles go last first: under a causal mask the later rows
+     * see the most keys, and a GPU starts workgroups roughly in order, so the longest start
+     * first and the last wave is the short ones (as FlashAttention-2 orders its blocks). */
     uint group = vka_group_index();
     uint q_blocks = (pc.i_count + TILE_A - 1) / TILE_A;
     uint tiles = pc.bh_count * q_blocks;
     uint part_index = group / tiles;
     if (part_index >= pc.parts) return;
-    uint bh_local = (group % tiles) / q_blocks, il0 = (group % q_blocks) * TILE_A;
+    uint bh_local = (group % tiles) / q_blocks, il0 = (q_blocks - 1 - group % q_blocks) * TILE_A;
     uint bh = pc.bh_begin + bh_local, b = bh / pc.H, h = bh % pc.H;
     uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
     const float neg_inf = -1.0 / 0.0;
