@@ -8,15 +8,33 @@
 # VKATTN_GLSLANG_COOPMAT / VKATTN_SPIRV_VAL name a cooperative-matrix capable glslang and spirv-val
 # (tools/fetch-mesa26.sh unpacks trixie's) so the coopmat kernels are built; GPU_BENCH_BUILD=DIR runs
 # a build made elsewhere (a GPU machine without glslang: build here with the coopmat compiler, carry
-# the folder, keep its absolute path there); GPU_BENCH_SKIP_TESTS=1 skips the tests. Exits non-zero
-# when a step fails, after writing what it has.
+# the folder, keep its absolute path there); GPU_BENCH_SKIP_TESTS=1 skips the tests; GPU_BENCH_QUICK=1
+# (a short lease) skips them too and measures the targets' shapes only (L = S = 4096, 8192 keys,
+# f16), torch first, then the sweeps. Exits non-zero when a step fails, after writing what it has.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-bench}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 build=${GPU_BENCH_BUILD:-build-gpu}
+quick=${GPU_BENCH_QUICK:-0}
 step() { printf '\n== %s\n' "$*"; }
+torch_figures() {
+  if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    step "torch: scaled_dot_product_attention and matmul at the same shapes"
+    python3 tools/gpu_bench_torch.py "$out/torch.json" | tee "$out/torch.txt"
+  else
+    step "torch with CUDA is not installed: no torch figures"
+  fi
+}
+# the full run's shapes, or (quick) the targets' only
+if [ "$quick" = 1 ]; then
+  prefill_args=(--dtype f16 --len 4096) cm2_args=(--len 4096) proj_dtypes=f16
+  decode_args=(--len 8192 --dtype f16)
+else
+  prefill_args=(--dtype f32,f16) cm2_args=() proj_dtypes=f32,f16
+  decode_args=(--len 1024,4096,8192,32768 --dtype f16,q8_0)
+fi
 
 if [ -z "${GPU_BENCH_BUILD:-}" ]; then
   step "build ($build/)"
@@ -30,7 +48,7 @@ fi
 vk=$build/vkattn
 "$vk" info | tee "$out/info.txt"
 
-if [ "${GPU_BENCH_SKIP_TESTS:-0}" != 1 ]; then
+if [ "${GPU_BENCH_SKIP_TESTS:-0}" != 1 ] && [ "$quick" != 1 ]; then
   step "GPU tests on this device (correctness first)"
   # the fault walks, the CPU-only rows and the consumer builds add nothing here; numerics rows are
   # the accuracy grid. NVIDIA's driver is pinned: reloaded 30 times in a process, it fails.
@@ -38,11 +56,13 @@ if [ "${GPU_BENCH_SKIP_TESTS:-0}" != 1 ]; then
     --output-on-failure 2>&1 | tee "$out/tests.log"
 fi
 
-step "prefill: vkattn bench --preset gpu (fp32 and fp16 storage)"
-"$vk" bench --preset gpu --dtype f32,f16 --json "$out/prefill.json" | tee "$out/prefill.txt"
+[ "$quick" = 1 ] && torch_figures
+step "prefill: vkattn bench --preset gpu ${prefill_args[*]}"
+"$vk" bench --preset gpu "${prefill_args[@]}" --json "$out/prefill.json" | tee "$out/prefill.txt"
 step "prefill on attn_cm2 (VKATTN_COOPMAT2=1: where the device has VK_NV_cooperative_matrix2; else as above)"
 # --trace: each configuration's plan names the attention kernel that ran (attn_cm2, attn_cm, attn_fused)
-VKATTN_COOPMAT2=1 "$vk" bench --preset gpu --dtype f16 --trace --json "$out/prefill_cm2.json" >"$out/prefill_cm2.txt"
+VKATTN_COOPMAT2=1 "$vk" bench --preset gpu --dtype f16 ${cm2_args[@]+"${cm2_args[@]}"} --trace --json "$out/prefill_cm2.json" \
+  >"$out/prefill_cm2.txt"
 grep -E 'GFLOP|attn_cm2|attn_cm |attn_fused' "$out/prefill_cm2.txt" | head -40 || true
 step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/PERFORMANCE.md)"
 # Each run names its tuning; the QKV projection column is matmul_cm's figure, attention attn_cm's
@@ -63,10 +83,10 @@ for t in $sweep; do
     "$out/sweep_$n.txt" | cut -c1-170 | awk '!seen[$0]++' | tee -a "$out/sweep.txt" || true
 done
 step "projections: vkattn bench --preset projections"
-"$vk" bench --preset projections --dtype f32,f16 --json "$out/projections.json" | tee "$out/projections.txt"
-step "decode: vkattn bench --preset decode (E=4096 H=32 H_kv=8, to 32768 keys)"
-"$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 1024,4096,8192,32768 --dtype f16,q8_0 \
-  --json "$out/decode.json" | tee "$out/decode.txt"
+"$vk" bench --preset projections --dtype "$proj_dtypes" --json "$out/projections.json" | tee "$out/projections.txt"
+step "decode: vkattn bench --preset decode (E=4096 H=32 H_kv=8) ${decode_args[*]}"
+"$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 "${decode_args[@]}" --json "$out/decode.json" |
+  tee "$out/decode.txt"
 step "decode sweep: 8192 keys (f16) under tuning strings (attn_paged_lanes' parts per compute unit, lanes per key)"
 # fewer parts read longer runs of keys per workgroup and merge less; more keep more loads in flight.
 # GPU_BENCH_DECODE_SWEEP="T1 T2 ..." replaces the list.
@@ -81,15 +101,11 @@ for t in $dsweep; do
     echo "(failed: see decode_sweep_$n.txt)" | tee -a "$out/decode_sweep.txt"
   cut -c1-170 "$out/decode_sweep_$n.txt" | tail -n 5 | tee -a "$out/decode_sweep.txt" || true # its table
 done
-step "a decoder's loop: an 8-layer stack, one submission per token against a blocking forward per layer"
-"$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 1024,8192 --dtype f16 --stack 8 \
-  --json "$out/stack.json" | tee "$out/stack.txt"
-
-if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  step "torch: scaled_dot_product_attention and matmul at the same shapes"
-  python3 tools/gpu_bench_torch.py "$out/torch.json" | tee "$out/torch.txt"
-else
-  step "torch with CUDA is not installed: no torch figures"
+if [ "$quick" != 1 ]; then
+  step "a decoder's loop: an 8-layer stack, one submission per token against a blocking forward per layer"
+  "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 1024,8192 --dtype f16 --stack 8 \
+    --json "$out/stack.json" | tee "$out/stack.txt"
+  torch_figures
 fi
 step "done: $out"
 ls -l "$out"
