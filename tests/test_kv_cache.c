@@ -978,6 +978,49 @@ static void family_random_ops(vkattn_context *ctx)
     if (budget) gpu_test_finish_context(budget);
 }
 
+/* One part of many key blocks (the GPU tunings' attn_paged_lanes, run under VKATTN_TUNING=gpu):
+ * its plan counts one trip per block of keys, which holds only if lavapipe unrolls the block's
+ * inner loops (the V fetches, P·V): otherwise a part of more than 65535 / (keys per block + 1)
+ * blocks would run past the driver's loop cap and silently lose its last keys. So: 70000 cached
+ * keys at D = 8 (16 keys per block: 4375 blocks, 74375 trips if those loops were rolled), the last
+ * token decoded in one part, then rolled back and decoded again in 8 parts (well within the cap
+ * either way), the two against each other. Not in the suite: the 70000-token prompt takes about 4
+ * minutes on lavapipe (a cache serves one layer, so no cheaper layer can write it); run it by hand
+ * after changing that kernel's loops: VKATTN_TUNING=gpu vkattn_test_kv_cache long_part. */
+static void family_long_part(vkattn_context *ctx)
+{
+    const uint32_t E = 8, n = 70000, bs = 256;
+    vkattn_layer_desc desc = {.embed_dim = E, .num_heads = 1};
+    test_weights tw;
+    vkattn_layer *layer = make_layer(ctx, &tw, &desc, 61);
+    vkattn_kv_cache *cache = make_cache(ctx, &desc, (n + 1 + bs - 1) / bs, bs, 1, VKATTN_DTYPE_F32);
+    seq_run r, *rp = &r;
+    run_make(&r, 0, n + 1, E, 63);
+    vkattn_status st = feed(layer, cache, E, &rp, (uint32_t[]){n}, 1, 0);
+    CHECK_MSG(st == VKATTN_OK, "prompt: %s: %s", vkattn_status_name(st), vkattn_context_last_error(ctx));
+    float one_part[8], parts[8];
+    vkattn_forward_stats stats;
+    st = feed(layer, cache, E, &rp, (uint32_t[]){1}, 1, 1);
+    CHECK_MSG(st == VKATTN_OK, "one part: %s: %s", vkattn_status_name(st), vkattn_context_last_error(ctx));
+    CHECK_STATUS(vkattn_layer_last_stats(layer, &stats), VKATTN_OK);
+    const uint32_t unsplit = stats.dispatches;
+    memcpy(one_part, r.out + (size_t)n * E, sizeof one_part);
+    CHECK_STATUS(vkattn_kv_cache_truncate(cache, 0, n), VKATTN_OK);
+    r.len = n;
+    CHECK_STATUS(feed(layer, cache, E, &rp, (uint32_t[]){1}, 1, 8), VKATTN_OK);
+    CHECK_STATUS(vkattn_layer_last_stats(layer, &stats), VKATTN_OK);
+    CHECK_MSG(stats.dispatches == unsplit + 1, "%u dispatches in 8 parts, %u in one: no merge?", stats.dispatches,
+              unsplit);
+    memcpy(parts, r.out + (size_t)n * E, sizeof parts);
+    test_error e = test_compare(one_part, parts, E);
+    printf("  %u keys in one part against 8 parts: nmse %.2e max_abs %.2e\n", n, e.nmse, e.max_abs);
+    CHECK_MSG(e.nonfinite == 0 && e.nmse <= 1e-10, "one part: nmse %.3e against 8 parts", e.nmse);
+    run_free(&r);
+    vkattn_kv_cache_destroy(cache);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
 int main(int argc, char **argv)
 {
     const char *family = argc > 1 ? argv[1] : "decode";
@@ -1000,6 +1043,7 @@ int main(int argc, char **argv)
     else if (strcmp(family, "warm_up") == 0) family_warm_up(ctx);
     else if (strcmp(family, "errors") == 0) family_errors(ctx);
     else if (strcmp(family, "quant") == 0) family_quant(ctx);
+    else if (strcmp(family, "long_part") == 0) family_long_part(ctx);
     else if (strcmp(family, "variants") == 0) family_variants(ctx);
     else if (strcmp(family, "random_ops") == 0) family_random_ops(ctx);
     else CHECK_MSG(rows, "unknown family %s", family);
