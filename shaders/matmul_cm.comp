@@ -36,8 +36,14 @@
 #extension GL_GOOGLE_include_directive : require
 #include "prelude.glsl"
 
-layout(binding = VKA_MATMUL_A) uniform samplerBuffer A;
-layout(binding = VKA_MATMUL_B) uniform samplerBuffer B;
+/* A and B as storage buffers, a GPU's load path (a texel fetch goes through the texture pipe, on
+ * NVIDIA a fraction of the load units' throughput): fp32 texels of 4, or 4 halves as two words
+ * (FLAGS' A_F16, B_F16; the plan binds each slice from a multiple of 4 elements). A texel of one
+ * value (VEC 1) is a component of those. */
+layout(std430, binding = VKA_MATMUL_A) readonly buffer A_ { vec4 a32[]; };
+layout(std430, binding = VKA_MATMUL_A) readonly buffer AH_ { uvec2 a16[]; };
+layout(std430, binding = VKA_MATMUL_B) readonly buffer B_ { vec4 b32[]; };
+layout(std430, binding = VKA_MATMUL_B) readonly buffer BH_ { uvec2 b16[]; };
 layout(binding = VKA_MATMUL_BIAS) uniform samplerBuffer Bias;
 #include "attention_common.glsl"
 layout(std430, binding = VKA_MATMUL_C) buffer C_ { VKA_OUT_TYPE c[]; };
@@ -60,24 +66,42 @@ shared float c_s[4 * FRAG];                /* one accumulator per subgroup, on i
 const uint A_FETCH = (TILE_A * TK + WG - 1) / WG; /* texels of A's block per invocation */
 const uint B_FETCH = (TILE_B * TK + WG - 1) / WG;
 
-/* This invocation's texels of rows [row0, row0 + rows) of a texel view, texels [k0, k0 + TK) of
- * each, into `regs`; zeros past `limit` rows or K texels (so a block past the end is all zeros). */
-#define FETCH(regs, view, offset, ld, row0, rows, limit, k0)                                        \
+/* Texel t of A or B as its bits: fp32's four words, or fp16's four halves in x and y (loads only:
+ * the registers wait for the staging, which converts). */
+#define LOAD_BITS(x32, x16, fp16, t)                                                                \
+    (VEC == 4 ? ((fp16) ? uvec4(x16[t], 0u, 0u) : floatBitsToUint(x32[t]))                         \
+              : ((fp16) ? uvec4((((t) & 2u) != 0u ? x16[(t) >> 2].y : x16[(t) >> 2].x) >> (((t) & 1u) * 16u) & 0xffffu, 0u, 0u, 0u) \
+                        : uvec4(floatBitsToUint(x32[(t) >> 2][(t) & 3u]), 0u, 0u, 0u)))
+const bool A_HALF = (FLAGS & VKA_MATMUL_A_F16) != 0, B_HALF = (FLAGS & VKA_MATMUL_B_F16) != 0;
+uvec4 load_a(uint t) { return LOAD_BITS(a32, a16, A_HALF, t); }
+uvec4 load_b(uint t) { return LOAD_BITS(b32, b16, B_HALF, t); }
+
+/* A texel's bits as fp16 (an fp32 value rounded: the one rounding this path adds). */
+f16vec4 texel_f16(uvec4 r, bool fp16)
+{
+    if (VEC == 4) return fp16 ? f16vec4(unpackFloat2x16(r.x), unpackFloat2x16(r.y)) : f16vec4(uintBitsToFloat(r));
+    return f16vec4(fp16 ? unpackFloat2x16(r.x).x : float16_t(uintBitsToFloat(r.x)), 0.0hf, 0.0hf, 0.0hf);
+}
+
+/* This invocation's texels of rows [row0, row0 + rows) of A or B (`load`), texels [k0, k0 + TK)
+ * of each, into `regs`; zeros past `limit` rows or K texels (so a block past the end is all zeros). */
+#define FETCH(regs, load, offset, ld, row0, rows, limit, k0)                                        \
     [[unroll]] for (uint i_ = 0; i_ < (rows * TK + WG - 1) / WG; i_++) {                            \
         uint t_ = i_ * WG + gl_LocalInvocationID.x, r_ = t_ / TK, kt_ = t_ % TK;                    \
-        regs[i_] = vec4(0.0);                                                                       \
+        regs[i_] = uvec4(0u);                                                                       \
         if (((rows * TK) % WG == 0 || t_ < rows * TK) && (row0) + r_ < (limit) && (k0) + kt_ < pc.K) \
-            regs[i_] = vka_fetch(view, (offset) + ((row0) + r_) * (ld) + (k0) + kt_);               \
+            regs[i_] = load((offset) + ((row0) + r_) * (ld) + (k0) + kt_);                          \
     }
 
 /* The texels FETCH gave this invocation into `tile` as fp16 (texels of one value: element
  * t % TK of the row). (A macro: shared arrays are not parameters.) */
-#define STAGE(tile, regs, rows)                                                                     \
+#define STAGE(tile, regs, rows, fp16)                                                               \
     [[unroll]] for (uint i_ = 0; i_ < (rows * TK + WG - 1) / WG; i_++) {                            \
         uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
         if ((rows * TK) % WG == 0 || t_ < rows * TK) {                                              \
-            if (VEC == 4) tile[(t_ / TK) * STRIDE4 + t_ % TK] = f16vec4(regs[i_]);                  \
-            else tile[(t_ / TK) * STRIDE4 + (t_ % TK) / 4][(t_ % TK) % 4] = float16_t(regs[i_].x);   \
+            f16vec4 v_ = texel_f16(regs[i_], fp16);                                                 \
+            if (VEC == 4) tile[(t_ / TK) * STRIDE4 + t_ % TK] = v_;                                 \
+            else tile[(t_ / TK) * STRIDE4 + (t_ % TK) / 4][(t_ % TK) % 4] = v_.x;                   \
         }                                                                                           \
     }
 
@@ -97,20 +121,20 @@ void main()
     /* PREFETCH: block k0 + TK's loads are in flight while block k0 multiplies (past K: zeros,
      * unused); without it each block is fetched right before it is staged. */
     const bool prefetch = (FLAGS & VKA_MATMUL_PREFETCH) != 0;
-    vec4 a_next[A_FETCH], b_next[B_FETCH];
-    FETCH(a_next, A, pc.a_offset, pc.lda, row0, TILE_A, pc.M, 0)
-    FETCH(b_next, B, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, 0)
+    uvec4 a_next[A_FETCH], b_next[B_FETCH];
+    FETCH(a_next, load_a, pc.a_offset, pc.lda, row0, TILE_A, pc.M, 0)
+    FETCH(b_next, load_b, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, 0)
     for (uint k0 = 0; k0 < pc.K; k0 += TK) {
         if (!prefetch && k0 > 0) {
-            FETCH(a_next, A, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0)
-            FETCH(b_next, B, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0)
+            FETCH(a_next, load_a, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0)
+            FETCH(b_next, load_b, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0)
         }
-        STAGE(a_s, a_next, TILE_A)
-        STAGE(b_s, b_next, TILE_B)
+        STAGE(a_s, a_next, TILE_A, A_HALF)
+        STAGE(b_s, b_next, TILE_B, B_HALF)
         barrier(); /* the tiles are whole before any subgroup reads them */
         if (prefetch) {
-            FETCH(a_next, A, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0 + TK)
-            FETCH(b_next, B, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0 + TK)
+            FETCH(a_next, load_a, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0 + TK)
+            FETCH(b_next, load_b, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0 + TK)
         }
         [[unroll]] for (uint ks = 0; ks < TILE_K / MAT_K; ks++) {
             coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> fa[FM];

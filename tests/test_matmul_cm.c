@@ -58,14 +58,16 @@ static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long s
     /* The plan's shape for the coopmat tuning: 2 x 2 accumulators per subgroup, blocks of 2 steps;
      * the next block prefetched (the tuning's cm_prefetch) in the even-seeded cases, not in the odd */
     const uint32_t prefetch = seed % 2 ? 0 : VKA_MATMUL_PREFETCH;
+    /* A and B are storage buffers whose element type the flags say */
+    const uint32_t in_flags = prefetch | (c->f16_in ? VKA_MATMUL_A_F16 | VKA_MATMUL_B_F16 : 0);
     uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = 4 * dev->matrix_subgroup,
                                    [VKA_SPEC_TILE_A] = 4 * ms.m, [VKA_SPEC_TILE_B] = 4 * ms.n,
                                    [VKA_SPEC_VEC] = vec, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
                                    [VKA_SPEC_MAT_K] = ms.k, [VKA_SPEC_TILE_K] = (2 * ms.k + 3) / 4 * 4,
-                                   [VKA_SPEC_FLAGS] = prefetch};
+                                   [VKA_SPEC_FLAGS] = in_flags};
     const vka_pipeline *first = NULL, *rest = NULL;
     CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, VKA_KERNEL_MATMUL_CM, c->f16_out, spec, &first), VKATTN_OK);
-    spec[VKA_SPEC_FLAGS] = VKA_MATMUL_ACCUMULATE | prefetch;
+    spec[VKA_SPEC_FLAGS] = VKA_MATMUL_ACCUMULATE | in_flags;
     if (c->parts == 2)
         CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, VKA_KERNEL_MATMUL_CM, c->f16_out, spec, &rest), VKATTN_OK);
     if (!first || (c->parts == 2 && !rest)) return;
@@ -172,6 +174,27 @@ static void run_forward_tuned(const char *tuning, uint32_t budget, int off, cons
 }
 
 static void run_forward(uint32_t budget, int off) { run_forward_tuned("coopmat", budget, off, NULL); }
+
+/* matmul_cm reads A and B as storage buffers bound from a multiple of 4 elements: with the
+ * bindings' range lowered to 256 KiB (internal), in_proj_weight (3072 x 1024 fp32, 12 MiB) and
+ * out_proj_weight are bound in slices of whole column blocks at offsets the kernel must follow. */
+static void run_forward_sliced(void)
+{
+    const mm_forward fw = {"coopmat", 0, 0, VKATTN_PRECISION_F16, .E = 1024, .B = 2, .L = 19, .S = 23,
+                           .binding_kib = 256};
+    static char plan[1 << 18];
+    test_error e;
+    if (!mm_forward_run(&fw, plan, sizeof plan, &e)) return;
+    const compare_tolerance *tol = compare_tolerance_of(COMPARE_F16);
+    uint32_t cm = 0;
+    for (const char *at = plan; (at = strstr(at, "matmul_cm ")) != NULL; at++) cm++;
+    printf("  forward, coopmat tuning, 256 KiB bindings: max-abs %.2e NMSE %.2e; %u matmul_cm dispatches  %s\n",
+           e.max_abs, e.nmse, cm, compare_within(&e, tol) ? "ok" : "FAILED");
+    CHECK_MSG(compare_within(&e, tol), "sliced forward against the CPU path: max-abs %.3g, NMSE %.3g", e.max_abs,
+              e.nmse);
+    /* whole: 3 projections and the output; slices of at most 64 columns of K = 1024: many more */
+    CHECK_MSG(cm > 16, "%u matmul_cm dispatches: the weights were not sliced:\n%s", cm, plan);
+}
 
 /* The plan of a small forward (32 rows: enough for matmul_cm) of a layer of `storage` on `ctx`, as
  * text, into `plan`. */
@@ -303,5 +326,6 @@ int main(void)
     /* the default fetches the next block meanwhile; cm_prefetch=0 each block as it is staged */
     run_forward_tuned("coopmat", 0, 0, "fp16 operands, the next block fetched meanwhile)");
     run_forward_tuned("coopmat:cm_prefetch=0", 0, 0, "fp16 operands)");
+    run_forward_sliced();
     return test_finish();
 }

@@ -94,6 +94,7 @@ typedef struct mm_forward {
     int cm_off;
     vkattn_precision precision;
     uint32_t E, B, L, S;
+    uint32_t binding_kib; /* the storage bindings' range (internal): small enough for slices; 0 = the device's */
 } mm_forward;
 
 static int mm_forward_run(const mm_forward *fw, char *plan, size_t plan_size, test_error *e)
@@ -108,6 +109,7 @@ static int mm_forward_run(const mm_forward *fw, char *plan, size_t plan_size, te
         fprintf(stderr, "%s\n", error.message);
         return 0;
     }
+    ctx->binding_bytes = (uint64_t)fw->binding_kib << 10;
     vkattn_layer_desc ld = {.embed_dim = E, .num_heads = E / 4, .kdim = 40, .vdim = 56, .precision = fw->precision};
     test_weights tw;
     test_weights_make(&tw, &ld, 7 + fw->budget);

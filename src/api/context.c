@@ -655,6 +655,8 @@ vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
     limits.faults = (vka_faults *)&ctx->dev.faults;
     /* A context's own state budget (tests lower it to reach the chunked path); else the default. */
     if (ctx->state_budget_bytes) limits.state_budget_bytes = ctx->state_budget_bytes;
+    if (ctx->binding_bytes && ctx->binding_bytes < limits.max_storage_buffer_range)
+        limits.max_storage_buffer_range = ctx->binding_bytes;
     return limits;
 }
 

@@ -28,6 +28,9 @@ struct vkattn_context {
     uint64_t state_budget_bytes; /* the fused key parts' softmax states at most: 0 = 64 MiB. Tests
                                     lower it (internal API) so that parts are visited in chunks
                                     that carry the state, which only huge shapes need otherwise */
+    uint64_t binding_bytes;      /* the storage bindings' range at most: 0 = the device's. Tests lower
+                                    it (internal API) so that small matmuls bind slices of their
+                                    operands, which only huge layers need otherwise */
     vka_buffer dummy;           /* bound to descriptor slots a dispatch does not use */
     int attn_cm_verdict;        /* attn_cm's self-test (vka_context_plan): 0 not run yet, 1 passed,
                                    -1 failed (attn_fused runs the attention) */

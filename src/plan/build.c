@@ -110,8 +110,8 @@ vkattn_status vka_bind_whole(vka_builder *b, vka_bind *out, vka_role role, uint8
     return VKATTN_OK;
 }
 
-vkattn_status vka_bind_elems(vka_builder *b, vka_bind *out, vka_role role, uint8_t view, uint64_t first,
-                             uint64_t count, uint64_t *shift)
+static vkattn_status bind_elems(vka_builder *b, vka_bind *out, vka_role role, uint8_t view, uint64_t first,
+                                uint64_t count, uint64_t min_align, uint64_t *shift)
 {
     uint64_t esize = vka_elem_bytes(b, role), texel = texel_bytes(b, role, view);
     if (vka_fits_binding(b, role, view, b->plan->role_bytes[role])) {
@@ -120,12 +120,25 @@ vkattn_status vka_bind_elems(vka_builder *b, vka_bind *out, vka_role role, uint8
     }
     uint64_t align = view == VKA_VIEW_BUFFER ? b->limits->storage_offset_alignment : b->limits->texel_offset_alignment;
     if (align < texel) align = texel; /* both powers of two: the slice starts on a whole texel */
+    if (align < min_align) align = min_align;
     uint64_t start = first * esize / align * align, end = (first + count) * esize;
     uint64_t range = binding_range(b, role, start, end, texel);
     if (!vka_fits_binding(b, role, view, range)) return too_big(b, role, range);
     *out = (vka_bind){.role = role, .view = view, .offset = start, .range = range};
     *shift = (first * esize - start) / esize;
     return VKATTN_OK;
+}
+
+vkattn_status vka_bind_elems(vka_builder *b, vka_bind *out, vka_role role, uint8_t view, uint64_t first,
+                             uint64_t count, uint64_t *shift)
+{
+    return bind_elems(b, out, role, view, first, count, 1, shift);
+}
+
+vkattn_status vka_bind_vectors(vka_builder *b, vka_bind *out, vka_role role, uint64_t first, uint64_t count,
+                               uint64_t *shift)
+{
+    return bind_elems(b, out, role, VKA_VIEW_BUFFER, first, count, 4 * vka_elem_bytes(b, role), shift);
 }
 
 uint32_t vka_slice_offset(uint64_t layout_offset, uint64_t first, uint64_t shift, uint32_t vec)

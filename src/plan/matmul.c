@@ -152,10 +152,17 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
     if (m0 % rpb != 0 || mc % rpb != 0) rpb = mc, bs = 0; /* inside one batch item: a plain block */
     uint64_t c_first = c_index(m, m0, n0), c_last = c_index(m, (uint64_t)m0 + mc - 1, (uint64_t)n0 + nc - 1);
     uint64_t a_shift, w_shift, c_shift, bias_shift = 0;
-    VKA_TRY(vka_bind_elems(b, &s.bind[VKA_MATMUL_A], m->a, (uint8_t)vec, m->a_offset + (uint64_t)m0 * m->lda,
-                           (uint64_t)(mc - 1) * m->lda + m->K, &a_shift));
-    VKA_TRY(vka_bind_elems(b, &s.bind[VKA_MATMUL_B], m->w, (uint8_t)vec, m->w_offset + (uint64_t)n0 * m->K,
-                           (uint64_t)nc * m->K, &w_shift));
+    const uint64_t a_first = m->a_offset + (uint64_t)m0 * m->lda, a_count = (uint64_t)(mc - 1) * m->lda + m->K;
+    const uint64_t w_first = m->w_offset + (uint64_t)n0 * m->K, w_count = (uint64_t)nc * m->K;
+    if (ch.kernel == VKA_KERNEL_MATMUL_CM) { /* storage buffers: a GPU's load path (see matmul_cm.comp) */
+        VKA_TRY(vka_bind_vectors(b, &s.bind[VKA_MATMUL_A], m->a, a_first, a_count, &a_shift));
+        VKA_TRY(vka_bind_vectors(b, &s.bind[VKA_MATMUL_B], m->w, w_first, w_count, &w_shift));
+        if (b->plan->role_dtype[m->a] == VKATTN_DTYPE_F16) s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_A_F16;
+        if (b->plan->role_dtype[m->w] == VKATTN_DTYPE_F16) s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_B_F16;
+    } else {
+        VKA_TRY(vka_bind_elems(b, &s.bind[VKA_MATMUL_A], m->a, (uint8_t)vec, a_first, a_count, &a_shift));
+        VKA_TRY(vka_bind_elems(b, &s.bind[VKA_MATMUL_B], m->w, (uint8_t)vec, w_first, w_count, &w_shift));
+    }
     if (m->bias != VKA_ROLE_NONE)
         VKA_TRY(vka_bind_elems(b, &s.bind[VKA_MATMUL_BIAS], m->bias, VKA_VIEW_SCALAR, m->bias_offset + n0, nc,
                                &bias_shift));
