@@ -184,9 +184,12 @@ VKA_STRUCT(vka_pv_push) {
 #define VKA_FUSED_LOAD 1u
 #define VKA_FUSED_STORE 2u
 #define VKA_FUSED_PREFETCH 4u /* attn_cm: the next block's K and V fetched during this one's matrix work */
-#define VKA_FUSED_Q 0            /* texel view */
-#define VKA_FUSED_K 1            /* texel view */
-#define VKA_FUSED_V 2            /* texel view */
+#define VKA_FUSED_Q_F16 8u    /* attn_cm: Q holds fp16 values (else fp32; Q, K, V are storage buffers there) */
+#define VKA_FUSED_K_F16 16u   /* attn_cm: K holds fp16 values */
+#define VKA_FUSED_V_F16 32u   /* attn_cm: V holds fp16 values */
+#define VKA_FUSED_Q 0            /* texel view (attn_cm: a storage buffer) */
+#define VKA_FUSED_K 1            /* texel view (attn_cm: a storage buffer) */
+#define VKA_FUSED_V 2            /* texel view (attn_cm: a storage buffer) */
 #define VKA_FUSED_CTX 3          /* storage buffer, out, fp16 with OUT_F16 */
 #define VKA_FUSED_KEY_PADDING 4  /* bytes read as uint words */
 #define VKA_FUSED_VALID_LENS 5   /* int */

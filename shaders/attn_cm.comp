@@ -63,9 +63,14 @@
 #extension GL_GOOGLE_include_directive : require
 #include "prelude.glsl"
 
-layout(binding = VKA_FUSED_Q) uniform samplerBuffer Q;
-layout(binding = VKA_FUSED_K) uniform samplerBuffer K;
-layout(binding = VKA_FUSED_V) uniform samplerBuffer V;
+/* Q, K and V as storage buffers (storage_texels.glsl): fp32 or fp16 texels, as FLAGS' Q_F16,
+ * K_F16 and V_F16 say. */
+layout(std430, binding = VKA_FUSED_Q) readonly buffer Q_ { vec4 q32[]; };
+layout(std430, binding = VKA_FUSED_Q) readonly buffer QH_ { uvec2 q16[]; };
+layout(std430, binding = VKA_FUSED_K) readonly buffer K_ { vec4 k32[]; };
+layout(std430, binding = VKA_FUSED_K) readonly buffer KH_ { uvec2 k16[]; };
+layout(std430, binding = VKA_FUSED_V) readonly buffer V_ { vec4 v32[]; };
+layout(std430, binding = VKA_FUSED_V) readonly buffer VH_ { uvec2 v16[]; };
 layout(std430, binding = VKA_FUSED_KEY_PADDING) readonly buffer Kpm_ { uint kpm[]; };
 layout(std430, binding = VKA_FUSED_VALID_LENS) readonly buffer ValidLens_ { int valid_lens[]; };
 layout(std430, binding = VKA_FUSED_ATTN_MASK) readonly buffer MaskBytes_ { uint mask_bytes[]; };
@@ -78,6 +83,7 @@ layout(push_constant) uniform Push { vka_fused_push pc; };
 #define VKA_WITH_MASKS
 #define VKA_WITH_VARIANTS
 #include "attention_common.glsl"
+#include "storage_texels.glsl"
 layout(std430, binding = VKA_FUSED_CTX) writeonly buffer Ctx_ { VKA_OUT_TYPE ctx[]; };
 
 const uint WG = gl_WorkGroupSize.x;
@@ -118,24 +124,29 @@ shared uint bad_keys_s[2];                    /* bit c: key c of the block held 
 const uint Q_TEXELS = (TILE_A * QDV + WG - 1) / WG; /* texels of a pass of Q's tile per invocation */
 const uint KV_TEXELS = (TILE_B * DV + WG - 1) / WG; /* of a block's K (and V) rows */
 
-/* This invocation's texels of `count` rows of `width` texels from the texel view `view` (row r
- * at texel row_of(r)) into `regs`: texel t of the rows, for t = i x WG + the invocation. */
-#define FETCH(regs, view, count, width, row_of)                                                     \
+const bool Q_HALF = (FLAGS & VKA_FUSED_Q_F16) != 0, K_HALF = (FLAGS & VKA_FUSED_K_F16) != 0;
+const bool V_HALF = (FLAGS & VKA_FUSED_V_F16) != 0;
+uvec4 load_q(uint t) { return VKA_TEXEL_BITS(q32, q16, Q_HALF, t); }
+uvec4 load_k(uint t) { return VKA_TEXEL_BITS(k32, k16, K_HALF, t); }
+uvec4 load_v(uint t) { return VKA_TEXEL_BITS(v32, v16, V_HALF, t); }
+
+/* This invocation's texels of `count` rows of `width` texels (row r at texel row_of(r)) into
+ * `regs` as bits, through `load`: texel t of the rows, for t = i x WG + the invocation. */
+#define FETCH(regs, load, count, width, row_of)                                                     \
     [[unroll]] for (uint i_ = 0; i_ < (count * width + WG - 1) / WG; i_++) {                        \
         uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
-        if ((count * width) % WG == 0 || t_ < count * width)                                        \
-            regs[i_] = vka_fetch(view, row_of(t_ / width) + t_ % width);                            \
+        if ((count * width) % WG == 0 || t_ < count * width) regs[i_] = load(row_of(t_ / width) + t_ % width); \
     }
 
 /* The texels FETCH gave this invocation into staged rows base.. (`stride4` apart) as fp16;
  * non-finite elements become 0 and set bit r of bad_keys_s[bad_word] where asked. (A macro:
  * shared arrays are not parameters.) */
-#define STAGE(regs, base, count, width, stride4, check_bad, bad_word)                               \
+#define STAGE(regs, base, count, width, stride4, fp16, check_bad, bad_word)                         \
     [[unroll]] for (uint i_ = 0; i_ < (count * width + WG - 1) / WG; i_++) {                        \
         uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
         if ((count * width) % WG == 0 || t_ < count * width) {                                      \
             uint r_ = t_ / width;                                                                   \
-            f16vec4 v_ = f16vec4(regs[i_]);                                                         \
+            f16vec4 v_ = vka_texel_f16(regs[i_], fp16);                                             \
             if (check_bad) { /* after the rounding: beyond fp16's range is infinite too */          \
                 bvec4 bad_ = bvec4(uvec4(isnan(v_)) | uvec4(isinf(v_)));                            \
                 if (any(bad_)) atomicOr(bad_keys_s[bad_word], 1u << r_);                            \
@@ -264,9 +275,9 @@ void main()
     [[unroll]] for (uint qp = 0; qp < D / QD; qp++) {
 #define Q_ROW(r) (q_base + (pc.i_begin + min(il0 + (r), pc.i_count - 1)) * pc.q_row + qp * QDV)
         if (qp > 0) barrier(); /* the last pass's fragments are loaded */
-        vec4 q_in[Q_TEXELS];
-        FETCH(q_in, Q, TILE_A, QDV, Q_ROW)
-        STAGE(q_in, 0, TILE_A, QDV, QSTRIDE4, false, 0)
+        uvec4 q_in[Q_TEXELS];
+        FETCH(q_in, load_q, TILE_A, QDV, Q_ROW)
+        STAGE(q_in, 0, TILE_A, QDV, QSTRIDE4, Q_HALF, false, 0)
         barrier(); /* the pass is staged (the first: real_end_s is final too) */
         [[unroll]] for (uint f = 0; f < QD / MAT_K; f++)
             coopMatLoad(qf[qp * (QD / MAT_K) + f], kv_s, sg * MAT_M * QSTRIDE4 + f * MAT_K / 4, QSTRIDE4,
@@ -336,30 +347,30 @@ void main()
      * n's matrix work (software pipelining, as FlashAttention-2 overlaps its K/V loads); without
      * it each block is fetched right before it is staged. */
     const bool prefetch = (FLAGS & VKA_FUSED_PREFETCH) != 0;
-    vec4 k_in[KV_TEXELS], v_in[KV_TEXELS];
+    uvec4 k_in[KV_TEXELS], v_in[KV_TEXELS];
     uint fetch_j0 = BLOCK_J0(0), fetch_end = BLOCK_END(0);
 #define K_ROW(c) (pc.k_offset + kv_base + min(fetch_j0 + (c), fetch_end - 1) * pc.kv_row)
 #define V_ROW(c) (pc.v_offset + kv_base + min(fetch_j0 + (c), fetch_end - 1) * pc.kv_row)
     if (prefetch && blocks > 0) {
-        FETCH(k_in, K, TILE_B, DV, K_ROW)
-        FETCH(v_in, V, TILE_B, DV, V_ROW)
+        FETCH(k_in, load_k, TILE_B, DV, K_ROW)
+        FETCH(v_in, load_v, TILE_B, DV, V_ROW)
     }
     for (uint n = 0; n < blocks; n++) {
         bool real = n < real_blocks;
         uint j0 = BLOCK_J0(n), end = BLOCK_END(n);
         if (!prefetch) {
             fetch_j0 = j0, fetch_end = end;
-            FETCH(k_in, K, TILE_B, DV, K_ROW)
-            FETCH(v_in, V, TILE_B, DV, V_ROW)
+            FETCH(k_in, load_k, TILE_B, DV, K_ROW)
+            FETCH(v_in, load_v, TILE_B, DV, V_ROW)
         }
-        STAGE(k_in, 0, TILE_B, DV, STRIDE4, false, 0)
-        STAGE(v_in, TILE_B, TILE_B, DV, STRIDE4, true, n % 2)
+        STAGE(k_in, 0, TILE_B, DV, STRIDE4, K_HALF, false, 0)
+        STAGE(v_in, TILE_B, TILE_B, DV, STRIDE4, V_HALF, true, n % 2)
         barrier(); /* the block is staged */
         if (gl_LocalInvocationID.x == 0) bad_keys_s[(n + 1) % 2] = 0; /* block n - 1's, read before that barrier */
         if (prefetch && n + 1 < blocks) {
             fetch_j0 = BLOCK_J0(n + 1), fetch_end = BLOCK_END(n + 1);
-            FETCH(k_in, K, TILE_B, DV, K_ROW)
-            FETCH(v_in, V, TILE_B, DV, V_ROW)
+            FETCH(k_in, load_k, TILE_B, DV, K_ROW)
+            FETCH(v_in, load_v, TILE_B, DV, V_ROW)
         }
 
 #ifndef COOPMAT2

@@ -36,16 +36,15 @@
 #extension GL_GOOGLE_include_directive : require
 #include "prelude.glsl"
 
-/* A and B as storage buffers, a GPU's load path (a texel fetch goes through the texture pipe, on
- * NVIDIA a fraction of the load units' throughput): fp32 texels of 4, or 4 halves as two words
- * (FLAGS' A_F16, B_F16; the plan binds each slice from a multiple of 4 elements). A texel of one
- * value (VEC 1) is a component of those. */
+/* A and B as storage buffers (storage_texels.glsl): fp32 or fp16 texels, as FLAGS' A_F16 and
+ * B_F16 say. */
 layout(std430, binding = VKA_MATMUL_A) readonly buffer A_ { vec4 a32[]; };
 layout(std430, binding = VKA_MATMUL_A) readonly buffer AH_ { uvec2 a16[]; };
 layout(std430, binding = VKA_MATMUL_B) readonly buffer B_ { vec4 b32[]; };
 layout(std430, binding = VKA_MATMUL_B) readonly buffer BH_ { uvec2 b16[]; };
 layout(binding = VKA_MATMUL_BIAS) uniform samplerBuffer Bias;
 #include "attention_common.glsl"
+#include "storage_texels.glsl"
 layout(std430, binding = VKA_MATMUL_C) buffer C_ { VKA_OUT_TYPE c[]; };
 layout(push_constant) uniform Push { vka_matmul_push pc; };
 
@@ -66,22 +65,9 @@ shared float c_s[4 * FRAG];                /* one accumulator per subgroup, on i
 const uint A_FETCH = (TILE_A * TK + WG - 1) / WG; /* texels of A's block per invocation */
 const uint B_FETCH = (TILE_B * TK + WG - 1) / WG;
 
-/* Texel t of A or B as its bits: fp32's four words, or fp16's four halves in x and y (loads only:
- * the registers wait for the staging, which converts). */
-#define LOAD_BITS(x32, x16, fp16, t)                                                                \
-    (VEC == 4 ? ((fp16) ? uvec4(x16[t], 0u, 0u) : floatBitsToUint(x32[t]))                         \
-              : ((fp16) ? uvec4((((t) & 2u) != 0u ? x16[(t) >> 2].y : x16[(t) >> 2].x) >> (((t) & 1u) * 16u) & 0xffffu, 0u, 0u, 0u) \
-                        : uvec4(floatBitsToUint(x32[(t) >> 2][(t) & 3u]), 0u, 0u, 0u)))
 const bool A_HALF = (FLAGS & VKA_MATMUL_A_F16) != 0, B_HALF = (FLAGS & VKA_MATMUL_B_F16) != 0;
-uvec4 load_a(uint t) { return LOAD_BITS(a32, a16, A_HALF, t); }
-uvec4 load_b(uint t) { return LOAD_BITS(b32, b16, B_HALF, t); }
-
-/* A texel's bits as fp16 (an fp32 value rounded: the one rounding this path adds). */
-f16vec4 texel_f16(uvec4 r, bool fp16)
-{
-    if (VEC == 4) return fp16 ? f16vec4(unpackFloat2x16(r.x), unpackFloat2x16(r.y)) : f16vec4(uintBitsToFloat(r));
-    return f16vec4(fp16 ? unpackFloat2x16(r.x).x : float16_t(uintBitsToFloat(r.x)), 0.0hf, 0.0hf, 0.0hf);
-}
+uvec4 load_a(uint t) { return VKA_TEXEL_BITS(a32, a16, A_HALF, t); }
+uvec4 load_b(uint t) { return VKA_TEXEL_BITS(b32, b16, B_HALF, t); }
 
 /* This invocation's texels of rows [row0, row0 + rows) of A or B (`load`), texels [k0, k0 + TK)
  * of each, into `regs`; zeros past `limit` rows or K texels (so a block past the end is all zeros). */
@@ -99,7 +85,7 @@ f16vec4 texel_f16(uvec4 r, bool fp16)
     [[unroll]] for (uint i_ = 0; i_ < (rows * TK + WG - 1) / WG; i_++) {                            \
         uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
         if ((rows * TK) % WG == 0 || t_ < rows * TK) {                                              \
-            f16vec4 v_ = texel_f16(regs[i_], fp16);                                                 \
+            f16vec4 v_ = vka_texel_f16(regs[i_], fp16);                                             \
             if (VEC == 4) tile[(t_ / TK) * STRIDE4 + t_ % TK] = v_;                                 \
             else tile[(t_ / TK) * STRIDE4 + (t_ % TK) / 4][(t_ % TK) % 4] = v_.x;                   \
         }                                                                                           \

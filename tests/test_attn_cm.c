@@ -51,6 +51,7 @@ typedef struct cm_case {
     int nan_masked;    /* NaN in every key and value row no query may see (padding, past the lengths) */
     uint32_t budget;   /* the context's loop budget: 0 = the device's */
     uint32_t state_kib; /* the fused states' budget (internal): small enough for chunks; 0 = the default */
+    uint32_t binding_kib; /* the storage bindings' range (internal): Q, K and V bound in slices; 0 = the device's */
     int attn_cm_fault; /* attn_cm's self-test made to see a wrong element (1) or a failed call (2) */
     int attn_cm2_fault; /* the same for attn_cm2's alone: the context falls back to attn_cm */
     int rising;        /* key row j scaled by 1 + 60 j / S: each row's max keeps rising, so O is
@@ -109,6 +110,9 @@ static const cm_case grid[] = {
      * to D = 128; D = 256 never), with NaN in V rows that no query sees */
     {"no_prefetch", 2, 19, 90, 2, 0, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
      .tuning = "coopmat:cm_attn_prefetch=0"},
+    /* Q, K and V are storage buffers bound from a multiple of 4 elements: with 32 KiB bindings the
+     * attention runs in row sets whose slices start at other offsets (and the projections too) */
+    {"sliced_bindings", 2, 37, 45, 2, 0, 64, .causal = 1, .key_padding = 1, .khr = 1, .binding_kib = 32},
     /* more query rows than two blocks of keys (8 subgroups, blocks of one matrix): Q is staged
      * through the key blocks' space a few head dims at a time (8 passes of 8 dims on lavapipe) */
     {"q_passes", 1, 70, 50, 2, 1, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
@@ -259,6 +263,11 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         CHECK_MSG(ctx->attn_cm_verdict == 1, "%s: attn_cm self-test verdict %d", c->name, ctx->attn_cm_verdict);
     if (c->state_kib)
         CHECK_MSG(strstr(plan, "carried in") != NULL, "%s: no chunk carries the state:\n%s", c->name, plan);
+    if (c->binding_kib) { /* the attention in several row sets */
+        uint32_t sets = 0;
+        for (const char *at = plan; (at = strstr(at, " attn_cm")) != NULL; at++) sets++;
+        CHECK_MSG(sets > 1, "%s: %u attn_cm dispatches: Q, K and V were not sliced:\n%s", c->name, sets, plan);
+    }
     const char *step = strstr(plan, " attn_cm"); /* the step line of attn_cm or attn_cm2 */
     if (want_cm == 1 && step) { /* the next K/V block fetched meanwhile up to D = 128, unless the tuning says not */
         const char *eol = strchr(step, '\n'), *said = strstr(step, "fetched meanwhile");
@@ -284,6 +293,7 @@ static void run_grid_case(const cm_case *c, unsigned long long seed, double *wor
     double t0 = test_now_s();
     vkattn_context *ctx = context_for(c->tuning, c->budget, 0, c->state_kib, c->attn_cm_fault, c->attn_cm2_fault);
     if (!ctx) return;
+    ctx->binding_bytes = (uint64_t)c->binding_kib << 10;
     vkattn_layer_desc ld = layer_of(c);
     test_weights tw;
     test_weights_make(&tw, &ld, seed);

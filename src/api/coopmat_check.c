@@ -156,6 +156,13 @@ static float v_value(uint32_t g, uint32_t j, uint32_t d)
 
 enum { CM_H = 4, CM_HKV = 2 }; /* query heads 0, 1 on K/V head 0; 2, 3 on K/V head 1 */
 
+/* Element i of a mapped buffer of fp16 or fp32 values. */
+static void put_value(vka_buffer *buffer, uint32_t f16, size_t i, float x)
+{
+    if (f16) ((uint16_t *)buffer->mapped)[i] = vka_f32_to_f16(x);
+    else ((float *)buffer->mapped)[i] = x;
+}
+
 typedef struct cm_problem {
     uint32_t D, L, S, store;
     float scale;
@@ -231,7 +238,7 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
     uint32_t spec[VKA_MAX_SPEC];
     memcpy(spec, step->spec, sizeof spec);
     spec[VKA_SPEC_ATTN_MASK] = 0, spec[VKA_SPEC_VARIANT] = 0;
-    spec[VKA_SPEC_FLAGS] &= VKA_FUSED_STORE | VKA_FUSED_PREFETCH;
+    spec[VKA_SPEC_FLAGS] &= VKA_FUSED_STORE | VKA_FUSED_PREFETCH | VKA_FUSED_Q_F16 | VKA_FUSED_K_F16 | VKA_FUSED_V_F16;
     const uint32_t tile_q = spec[VKA_SPEC_TILE_A], tile_k = spec[VKA_SPEC_TILE_B], vec = spec[VKA_SPEC_VEC];
     /* Two query tiles (the second partial), and more keys than queries: at least three key blocks,
      * the last partial. */
@@ -258,16 +265,19 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
         VKA_TRY(vka_buffer_create(dev, rows * c.D * 4, VKA_MEMORY_STAGING, "the attention self-test's state", &b.state_o));
         VKA_TRY(vka_buffer_create(dev, rows * 4, VKA_MEMORY_STAGING, "the attention self-test's lse", &b.state_lse));
     }
-    /* Q as (L, H, D) rows, K and V as (S, H_kv, D); unwritten outputs NaN */
-    float *q = b.q.mapped, *k = b.k.mapped, *v = b.v.mapped;
+    /* Q as (L, H, D) rows, K and V as (S, H_kv, D), each in the element type the step reads (the
+     * values are exact in fp16); unwritten outputs NaN */
+    const uint32_t flags = spec[VKA_SPEC_FLAGS];
     for (uint32_t i = 0; i < c.L; i++)
         for (uint32_t h = 0; h < CM_H; h++)
-            for (uint32_t d = 0; d < c.D; d++) q[((size_t)i * CM_H + h) * c.D + d] = q_value(h, i, d);
+            for (uint32_t d = 0; d < c.D; d++)
+                put_value(&b.q, flags & VKA_FUSED_Q_F16, ((size_t)i * CM_H + h) * c.D + d, q_value(h, i, d));
     for (uint32_t j = 0; j < c.S; j++)
         for (uint32_t g = 0; g < CM_HKV; g++)
             for (uint32_t d = 0; d < c.D; d++) {
                 const size_t at = ((size_t)j * CM_HKV + g) * c.D + d;
-                k[at] = k_value(g, j, d), v[at] = v_value(g, j, d);
+                put_value(&b.k, flags & VKA_FUSED_K_F16, at, k_value(g, j, d));
+                put_value(&b.v, flags & VKA_FUSED_V_F16, at, v_value(g, j, d));
             }
     uint8_t *kpm = b.kpm.mapped; /* a byte per key, nonzero where padded */
     for (uint32_t j = 0; j < (c.S + 3) / 4 * 4; j++) kpm[j] = j < c.S && key_padded(j);

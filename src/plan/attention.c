@@ -88,7 +88,7 @@ typedef struct row_set_binds {
 } row_set_binds;
 
 static vkattn_status bind_row_set(vka_builder *b, const vka_qkv_layout *l, const row_set *g, vka_role acc,
-                                row_set_binds *out)
+                                int storage, row_set_binds *out)
 {
     const vka_problem *p = b->p;
     const uint32_t H = p->cfg.H_active, vec = vka_attention_vec(p);
@@ -100,7 +100,8 @@ static vkattn_status bind_row_set(vka_builder *b, const vka_qkv_layout *l, const
     uint64_t first, last, shift;
     first = l->q_offset + b0 * l->q_batch + h0 * l->q_head + i0 * l->q_row;
     last = l->q_offset + b1 * l->q_batch + h1 * l->q_head + i1 * l->q_row + D;
-    VKA_TRY(vka_bind_elems(b, &out->q, l->q, (uint8_t)vec, first, last - first, &shift));
+    if (storage) VKA_TRY(vka_bind_vectors(b, &out->q, l->q, first, last - first, &shift));
+    else VKA_TRY(vka_bind_elems(b, &out->q, l->q, (uint8_t)vec, first, last - first, &shift));
     out->q_offset = vka_slice_offset(l->q_offset, first, shift, vec);
     /* K and V: the K/V heads h / group the set's query heads read */
     const uint64_t G = p->cfg.group;
@@ -108,7 +109,10 @@ static vkattn_status bind_row_set(vka_builder *b, const vka_qkv_layout *l, const
         uint64_t base = kv ? l->v_offset : l->k_offset;
         first = base + b0 * l->kv_batch + h0 / G * l->kv_head;
         last = base + b1 * l->kv_batch + h1 / G * l->kv_head + (uint64_t)(p->S_ext - 1) * l->kv_row + D;
-        VKA_TRY(vka_bind_elems(b, kv ? &out->v : &out->k, kv ? l->v : l->k, (uint8_t)vec, first, last - first, &shift));
+        vka_bind *bind = kv ? &out->v : &out->k;
+        const vka_role role = kv ? l->v : l->k;
+        if (storage) VKA_TRY(vka_bind_vectors(b, bind, role, first, last - first, &shift));
+        else VKA_TRY(vka_bind_elems(b, bind, role, (uint8_t)vec, first, last - first, &shift));
         *(kv ? &out->v_offset : &out->k_offset) = vka_slice_offset(base, first, shift, vec);
     }
     /* ctx (B·L, I): row (b, i), the heads side by side */
@@ -130,7 +134,7 @@ fail:
 /* The largest row sets (halving heads, then queries in multiples of `tile_q`) whose slices
  * fit and whose rows fit `max_rows` (0 = any). */
 static vkattn_status choose_row_sets(vka_builder *b, const vka_qkv_layout *l, uint32_t tile_q, uint64_t max_rows,
-                                     vka_role acc, row_sets *out)
+                                     vka_role acc, int storage, row_sets *out)
 {
     const vka_problem *p = b->p;
     row_sets gr = {p->B * p->cfg.H_active, p->L};
@@ -145,7 +149,7 @@ static vkattn_status choose_row_sets(vka_builder *b, const vka_qkv_layout *l, ui
             b->error = &quiet; /* trying sizes: a slice that does not fit is not an error yet */
             row_set g = {0};
             row_set_binds gb;
-            while (status == VKATTN_OK && next_row_set(p, gr, &g)) status = bind_row_set(b, l, &g, acc, &gb);
+            while (status == VKATTN_OK && next_row_set(p, gr, &g)) status = bind_row_set(b, l, &g, acc, storage, &gb);
             b->error = error;
             if (status == VKATTN_OK) break;
             if (status != VKATTN_ERROR_DEVICE_LIMIT) return vka_error_set(error, status, "%s", quiet.message);
@@ -303,8 +307,8 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
         max_rows = state_budget / (row_bytes * parts);
     }
     const int split = parts > 1 || chunks > 1;
-    row_sets gr;
-    VKA_TRY(choose_row_sets(b, l, tile_q, max_rows, VKA_ROLE_NONE, &gr));
+    row_sets gr = {0};
+    VKA_TRY(choose_row_sets(b, l, tile_q, max_rows, VKA_ROLE_NONE, cm.wg != 0, &gr));
     if (split) {
         uint64_t states = parts * gr.heads * gr.queries;
         VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_STATE_O, states * D));
@@ -319,6 +323,13 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                   .binding_count = VKA_FUSED_BINDINGS};
     const uint32_t wg = cm.wg ? cm.wg : pr->fused_wg;
     s.spec[VKA_SPEC_WG_SIZE] = wg;
+    /* attn_cm: the next block fetched meanwhile where the head is small enough; Q, K and V read as
+     * storage buffers of their roles' element types */
+    const uint32_t cm_flags = !cm.wg ? 0
+                              : (D <= pr->cm_attn_prefetch ? VKA_FUSED_PREFETCH : 0) |
+                                    (b->plan->role_dtype[l->q] == VKATTN_DTYPE_F16 ? VKA_FUSED_Q_F16 : 0) |
+                                    (b->plan->role_dtype[l->k] == VKATTN_DTYPE_F16 ? VKA_FUSED_K_F16 : 0) |
+                                    (b->plan->role_dtype[l->v] == VKATTN_DTYPE_F16 ? VKA_FUSED_V_F16 : 0);
     if (cm.wg) {
         s.spec[VKA_SPEC_MAT_M] = b->limits->matrix_shape.m;
         s.spec[VKA_SPEC_MAT_N] = b->limits->matrix_shape.n;
@@ -352,13 +363,12 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     row_set g = {0};
     while (next_row_set(p, gr, &g)) {
         row_set_binds gb;
-        VKA_TRY(bind_row_set(b, l, &g, VKA_ROLE_NONE, &gb));
+        VKA_TRY(bind_row_set(b, l, &g, VKA_ROLE_NONE, cm.wg != 0, &gb));
         s.bind[VKA_FUSED_Q] = gb.q, s.bind[VKA_FUSED_K] = gb.k, s.bind[VKA_FUSED_V] = gb.v;
         s.bind[VKA_FUSED_CTX] = merge.bind[VKA_MERGE_CTX] = gb.ctx;
         for (uint32_t c = 0; c < chunks; c++) {
             int store = c + 1 < chunks || parts > 1;
-            s.spec[VKA_SPEC_FLAGS] = (c > 0 ? VKA_FUSED_LOAD : 0) | (store ? VKA_FUSED_STORE : 0) |
-                                     (cm.wg && D <= pr->cm_attn_prefetch ? VKA_FUSED_PREFETCH : 0);
+            s.spec[VKA_SPEC_FLAGS] = (c > 0 ? VKA_FUSED_LOAD : 0) | (store ? VKA_FUSED_STORE : 0) | cm_flags;
             s.push.fused = (vka_fused_push){
                 .L = p->L, .S = p->S, .S_ext = p->S_ext, .H = p->cfg.H_active,
                 .bh_begin = g.bh_begin, .bh_count = g.bh_count, .i_begin = g.i_begin, .i_count = g.i_count,
@@ -460,7 +470,7 @@ static vkattn_status add_chunk(vka_builder *b, const vka_qkv_layout *l, vka_role
     const uint32_t vec = vka_attention_vec(p), DV = c->D / vec;
     vkattn_status status;
     row_set_binds gb;
-    VKA_TRY(bind_row_set(b, l, g, pv_ranges > 1 ? VKA_ROLE_CTX_ACC : VKA_ROLE_NONE, &gb));
+    VKA_TRY(bind_row_set(b, l, g, pv_ranges > 1 ? VKA_ROLE_CTX_ACC : VKA_ROLE_NONE, 0, &gb));
 
     vka_step scores = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_SCORES, .kernel = VKA_KERNEL_SCORES,
                        .barrier_before = 1, .binding_count = VKA_SCORES_BINDINGS};
@@ -582,11 +592,11 @@ vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l)
     /* Per-head weights that fit one binding are the probability buffer themselves when one row set
      * takes every row; otherwise sets of score rows in the score workspace, within its budget,
      * each set's rows copied into the weights. */
-    row_sets gr;
+    row_sets gr = {0};
     vka_role probs = VKA_ROLE_SCORES;
     if (p->weights == VKATTN_WEIGHTS_PER_HEAD &&
         vka_fits_binding(b, VKA_ROLE_WEIGHTS, VKA_VIEW_SCALAR, b->plan->role_bytes[VKA_ROLE_WEIGHTS])) {
-        VKA_TRY(choose_row_sets(b, l, b->tuning->scores_tile_q, 0, acc, &gr));
+        VKA_TRY(choose_row_sets(b, l, b->tuning->scores_tile_q, 0, acc, 0, &gr));
         if (gr.heads == p->B * p->cfg.H_active && gr.queries == p->L) probs = VKA_ROLE_WEIGHTS;
     }
     if (probs == VKA_ROLE_SCORES) {
@@ -598,7 +608,7 @@ vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l)
             return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                                  "one row of %u scores (%llu bytes) exceeds the score buffer limit of %llu bytes",
                                  p->S_ext, (unsigned long long)(row * 4), (unsigned long long)budget);
-        VKA_TRY(choose_row_sets(b, l, b->tuning->scores_tile_q, budget / (row * 4), acc, &gr));
+        VKA_TRY(choose_row_sets(b, l, b->tuning->scores_tile_q, budget / (row * 4), acc, 0, &gr));
         VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_SCORES, (uint64_t)gr.heads * gr.queries * row));
     }
     row_set g = {0};
