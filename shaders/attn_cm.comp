@@ -7,7 +7,8 @@
  * that asks for it (src/device/tuning.c) and where the head dim is whole matrices.
  *
  * A workgroup of NSG subgroups owns TILE_A = NSG x MAT_M query rows of one (b, h) and one key part
- * (or chunk of it). Q is staged through shared memory once, rounded to fp16, and kept as each
+ * (or chunk of it). Q is staged through shared memory once (in passes of TILE_K head dims where
+ * the tile has more rows than two blocks of keys), rounded to fp16, and kept as each
  * subgroup's MAT_M x MAT_K fragments (D / MAT_K of them). Per block of TILE_B keys the invocations
  * stage K's and V's rows into shared memory as fp16 (with FLAGS' VKA_FUSED_PREFETCH the next
  * block's rows are fetched into registers during this block's work, and staged from there at the
@@ -45,7 +46,8 @@
  * Bindings: VKA_FUSED_* (abi.h). Specialization: TILE_A (query rows, a multiple of MAT_M), TILE_B
  * (keys per block, a multiple of MAT_N and MAT_K), DV, VEC (4: D = 4 DV, a multiple of MAT_N and
  * MAT_K, which are multiples of 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), MAT_M, MAT_N, MAT_K, ROW_LANES (a power of two dividing the subgroup size and TILE_B),
- * ATTN_MASK, FLAGS (VKA_FUSED_LOAD, STORE, PREFETCH), VARIANT.
+ * TILE_K (Q's head dims staged per pass), ATTN_MASK, FLAGS (VKA_FUSED_LOAD, STORE, PREFETCH, and
+ * Q_F16, K_F16, V_F16: the storage buffers' element types), VARIANT.
  * Loop trips per invocation: the key-block loop, blocks + 1 (a block more where the real keys end
  * and the extra ones begin); every other loop has a constant count and is unrolled.
  */
@@ -221,15 +223,16 @@ float cm2_counted(const in uint row, const in uint col, const in float p, const 
 void main()
 {
     /* One workgroup per (part, head, query tile): padding workgroups of a folded grid leave whole,
-     * before any barrier. A head's query tiles go last first: under a causal mask the later rows
-     * see the most keys, and a GPU starts workgroups roughly in order, so the longest start
-     * first and the last wave is the short ones (as FlashAttention-2 orders its blocks). */
+     * before any barrier. Query tiles go last first, every head's before the next tile: under a
+     * causal mask the later rows see the most keys, and a GPU starts workgroups roughly in order,
+     * so the longest start first and the last wave is the short ones (as FlashAttention-2 orders
+     * its blocks); neighbouring heads (a GQA group's K and V) run side by side. */
     uint group = vka_group_index();
     uint q_blocks = (pc.i_count + TILE_A - 1) / TILE_A;
     uint tiles = pc.bh_count * q_blocks;
     uint part_index = group / tiles;
     if (part_index >= pc.parts) return;
-    uint bh_local = (group % tiles) / q_blocks, il0 = (q_blocks - 1 - group % q_blocks) * TILE_A;
+    uint bh_local = group % tiles % pc.bh_count, il0 = (q_blocks - 1 - group % tiles / pc.bh_count) * TILE_A;
     uint bh = pc.bh_begin + bh_local, b = bh / pc.H, h = bh % pc.H;
     uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
     const float neg_inf = -1.0 / 0.0;

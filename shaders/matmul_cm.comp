@@ -22,7 +22,7 @@
  * Bindings: VKA_MATMUL_* (abi.h). Specialization: TILE_A, TILE_B (multiples of 2 MAT_M, 2 MAT_N),
  * TILE_K (a multiple of MAT_K and of 8), MAT_M, MAT_N, MAT_K (the device's shape, MAT_K a multiple of
  * 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), VEC, FLAGS
- * (VKA_MATMUL_ACCUMULATE, VKA_MATMUL_PREFETCH).
+ * (VKA_MATMUL_ACCUMULATE, VKA_MATMUL_PREFETCH, and A_F16, B_F16: the storage buffers' element types).
  * Loop trips per invocation: ceil(K / (TILE_K / VEC)) + 1, K in texels (the blocks; every other loop
  * has a constant count and is unrolled).
  */

@@ -1044,6 +1044,38 @@ static void test_coopmat_profiles(void)
         CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 512ull * 4096, 1024) == 0);
         vka_plan_free(&plan);
     }
+    /* matmul_cm and attn_cm read their operands as storage buffers in vectors of 4 elements: on a
+     * device whose storage offsets need only 4 bytes (RADV's), bindings of 256 KiB cut the key
+     * projection's input (41 wide: texels of one value, rows at any element) and the attention's
+     * rows into slices, each starting on a whole vector (16 bytes of fp32). */
+    {
+        vka_plan_limits l = coopmat_limits((vkattn_matrix_shape){16, 16, 16}, 32, 49152, 0);
+        l.storage_offset_alignment = 4, l.max_storage_buffer_range = 256u << 10;
+        vka_problem p = problem(2, 300, 999, 256, 4, 0);
+        p.cfg.kdim = 41;
+        vka_plan plan = {0};
+        vkattn_error err = {0};
+        CHECK_MSG(vka_plan_build(&p, &l, &plan, &err) == VKATTN_OK, "4-byte storage offsets: %s", err.message);
+        CHECK(check_plan_limits(&plan, &l, "4-byte storage offsets") == 0);
+        uint32_t sliced = 0, checked = 0;
+        for (uint32_t i = 0; i < plan.step_count; i++) {
+            const vka_step *st = &plan.steps[i];
+            const int mm = st->kernel == VKA_KERNEL_MATMUL_CM, attn = st->kernel == VKA_KERNEL_FUSED_CM;
+            if (!mm && !attn) continue;
+            const uint32_t slots[3] = {mm ? VKA_MATMUL_A : VKA_FUSED_Q, mm ? VKA_MATMUL_B : VKA_FUSED_K, VKA_FUSED_V};
+            for (uint32_t k = 0; k < (mm ? 2u : 3u); k++) {
+                const vka_bind *bd = &st->bind[slots[k]];
+                uint64_t vector = 4 * vkattn_dtype_size(plan.role_dtype[bd->role]);
+                CHECK_MSG(bd->view == VKA_VIEW_BUFFER && bd->offset % vector == 0, "step %u slot %u: offset %llu", i,
+                          slots[k], (unsigned long long)bd->offset);
+                sliced += bd->offset > 0, checked++;
+            }
+        }
+        printf("  4-byte storage offsets, 256 KiB bindings: %u storage bindings of matrix kernels, %u at an offset\n",
+               checked, sliced);
+        CHECK(checked > 0 && sliced > 0);
+        vka_plan_free(&plan);
+    }
     /* Decoding (8 rows; no subgroup sums in these limits), no matrices on the context (64 rows:
      * matmul_sm, the fp32 GEMM), too little shared memory for either: matmul.comp. */
     vka_plan_limits l = coopmat_limits((vkattn_matrix_shape){16, 16, 16}, 32, 49152, 0);

@@ -9,8 +9,9 @@
 # (tools/fetch-mesa26.sh unpacks trixie's) so the coopmat kernels are built; GPU_BENCH_BUILD=DIR runs
 # a build made elsewhere (a GPU machine without glslang: build here with the coopmat compiler, carry
 # the folder, keep its absolute path there); GPU_BENCH_SKIP_TESTS=1 skips the tests; GPU_BENCH_QUICK=1
-# (a short lease) skips them too and measures the targets' shapes only (L = S = 4096, 8192 keys,
-# f16), torch first, then the sweeps. Exits non-zero when a step fails, after writing what it has.
+# (a short lease) runs only the matrix kernels' tests, then torch (all its shapes), vkattn at the
+# targets' shapes (L = S = 4096, 8192 keys, f16) and the sweeps. Exits non-zero when a step fails,
+# after writing what it has.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-bench}
@@ -42,13 +43,18 @@ if [ -z "${GPU_BENCH_BUILD:-}" ]; then
   [ -n "${VKATTN_GLSLANG_COOPMAT:-}" ] && coopmat+=(-DVKATTN_GLSLANG_COOPMAT="$VKATTN_GLSLANG_COOPMAT")
   [ -n "${VKATTN_SPIRV_VAL:-}" ] && coopmat+=(-DVKATTN_SPIRV_VAL="$VKATTN_SPIRV_VAL")
   # VKATTN_TEST_DEVICE empty: the tests run on the device VKATTN_DEVICE names, or the default one
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DVKATTN_TEST_DEVICE="${VKATTN_DEVICE:-}" "${coopmat[@]}" >/dev/null
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DVKATTN_TEST_DEVICE="${VKATTN_DEVICE:-}" \
+    ${coopmat[@]+"${coopmat[@]}"} >/dev/null
   cmake --build "$build" -j "$(nproc)" >/dev/null
 fi
 vk=$build/vkattn
 "$vk" info | tee "$out/info.txt"
 
-if [ "${GPU_BENCH_SKIP_TESTS:-0}" != 1 ] && [ "$quick" != 1 ]; then
+if [ "${GPU_BENCH_SKIP_TESTS:-0}" != 1 ] && [ "$quick" = 1 ]; then
+  step "the matrix kernels' tests on this device (quick: their kernel cases and grids only)"
+  VKATTN_TEST_PIN_DRIVERS=1 ctest --test-dir "$build" -R '^(matmul_cm|attn_cm_khr|kv_cache_decode_gpu_tuning)$' \
+    --output-on-failure 2>&1 | tee "$out/tests.log"
+elif [ "${GPU_BENCH_SKIP_TESTS:-0}" != 1 ]; then
   step "GPU tests on this device (correctness first)"
   # the fault walks, the CPU-only rows and the consumer builds add nothing here; numerics rows are
   # the accuracy grid. NVIDIA's driver is pinned: reloaded 30 times in a process, it fails.
@@ -56,7 +62,7 @@ if [ "${GPU_BENCH_SKIP_TESTS:-0}" != 1 ] && [ "$quick" != 1 ]; then
     --output-on-failure 2>&1 | tee "$out/tests.log"
 fi
 
-[ "$quick" = 1 ] && torch_figures
+if [ "$quick" = 1 ]; then torch_figures || echo "(torch failed: see torch.txt)"; fi
 step "prefill: vkattn bench --preset gpu ${prefill_args[*]}"
 "$vk" bench --preset gpu "${prefill_args[@]}" --json "$out/prefill.json" | tee "$out/prefill.txt"
 step "prefill on attn_cm2 (VKATTN_COOPMAT2=1: where the device has VK_NV_cooperative_matrix2; else as above)"

@@ -18,6 +18,13 @@ static float a_value(uint32_t m, uint32_t k) { return (float)((int)((m * 7 + k *
 static float w_value(uint32_t n, uint32_t k) { return (float)((int)((n * 5 + k * 11 + 3) % 13) - 6) / 8.0f; }
 static float bias_value(uint32_t n) { return (float)((int)(n % 9) - 4) / 8.0f; }
 
+/* Element i of a mapped buffer of fp16 or fp32 values. */
+static void put_value(vka_buffer *buffer, uint32_t f16, size_t i, float x)
+{
+    if (f16) ((uint16_t *)buffer->mapped)[i] = vka_f32_to_f16(x);
+    else ((float *)buffer->mapped)[i] = x;
+}
+
 typedef struct check_buffers {
     vka_buffer a, w, bias, c;
 } check_buffers;
@@ -84,48 +91,56 @@ vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka
         return VKATTN_OK;
     }
     const uint32_t M = tile.tile_m, N = tile.tile_n, K = 2 * tile.tile_k, vec = 4;
-    /* The plan's first-part, fp32-output pipeline for this tile, made outside the context's
+    /* The plan's first-part, fp32-output pipelines for this tile, made outside the context's
      * registry (vka_pipeline_make): a forward under the tuning finds the driver's work in the
-     * pipeline cache, and a context that runs no forward writes no cache file. */
+     * pipeline cache, and a context that runs no forward writes no cache file. Both builds the
+     * plan uses: A and B of fp32 values, and of fp16 ones (an f16 layer's; the values are exact in
+     * fp16), read as raw words. */
     uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = tile.wg, [VKA_SPEC_TILE_A] = M, [VKA_SPEC_TILE_B] = N,
                                    [VKA_SPEC_VEC] = vec, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
-                                   [VKA_SPEC_MAT_K] = ms.k, [VKA_SPEC_TILE_K] = tile.tile_k,
-                                   [VKA_SPEC_FLAGS] = tuning->cm_prefetch ? VKA_MATMUL_PREFETCH : 0};
+                                   [VKA_SPEC_MAT_K] = ms.k, [VKA_SPEC_TILE_K] = tile.tile_k};
     vka_pipeline *pipeline = NULL;
     if (dev->faults.coopmat_check == VKA_FAULT_COOPMAT_FAIL) {
         status = vka_fail(dev, VKATTN_ERROR_VULKAN, "vkCreateComputePipelines failed: VK_ERROR_UNKNOWN (injected)");
         goto fail;
     }
-    VKA_TRY(vka_pipeline_make(dev, pipelines, VKA_KERNEL_MATMUL_CM, 0, spec, &pipeline));
     VKA_TRY(vka_buffer_create(dev, (VkDeviceSize)M * K * 4, VKA_MEMORY_STAGING, "the self-test's A", &b.a));
     VKA_TRY(vka_buffer_create(dev, (VkDeviceSize)N * K * 4, VKA_MEMORY_STAGING, "the self-test's W", &b.w));
     VKA_TRY(vka_buffer_create(dev, (VkDeviceSize)N * 4, VKA_MEMORY_STAGING, "the self-test's bias", &b.bias));
     VKA_TRY(vka_buffer_create(dev, (VkDeviceSize)M * N * 4, VKA_MEMORY_STAGING, "the self-test's C", &b.c));
-    float *a = b.a.mapped, *w = b.w.mapped, *bias = b.bias.mapped, *c = b.c.mapped;
-    for (uint32_t m = 0; m < M; m++)
-        for (uint32_t k = 0; k < K; k++) a[(size_t)m * K + k] = a_value(m, k);
-    for (uint32_t n = 0; n < N; n++) {
-        bias[n] = bias_value(n);
-        for (uint32_t k = 0; k < K; k++) w[(size_t)n * K + k] = w_value(n, k);
-    }
-    for (size_t i = 0; i < (size_t)M * N; i++) c[i] = NAN;
+    float *bias = b.bias.mapped, *c = b.c.mapped;
+    for (uint32_t n = 0; n < N; n++) bias[n] = bias_value(n);
     const vka_matmul_push push = {.M = M, .N = N, .K = K / vec, .lda = K / vec, .ldb = K / vec, .c_row = N,
                                   .c_col_block = N, .rows_per_batch = M, .has_bias = 1, .tiles_n = 1};
     const vka_binding bindings[VKA_MATMUL_BINDINGS] = {
         [VKA_MATMUL_A] = {&b.a, 0, 0, VKA_VIEW_RGBA32F}, [VKA_MATMUL_B] = {&b.w, 0, 0, VKA_VIEW_RGBA32F},
         [VKA_MATMUL_BIAS] = {&b.bias, 0, 0, VKA_VIEW_R32F}, [VKA_MATMUL_C] = {&b.c, 0, 0, VKA_VIEW_R32F}};
-    VKA_TRY(run_dispatch(dev, transfer, pipeline, bindings, &push, (const uint32_t[3]){1, 1, 1},
-                         "the cooperative-matrix self-test")); /* C already holds NaN */
-    if (dev->faults.coopmat_check == VKA_FAULT_COOPMAT_WRONG) c[(size_t)(M / 2) * N + N / 3] += 0.25f;
-    uint32_t at_m = 0, at_n = 0;
-    double ref = 0, worst = worst_error(c, M, N, K, &at_m, &at_n, &ref);
-    const double tolerance = 1.0 / 1024; /* fp16's rounding of the result, relative to max(1, |ref|) */
-    if (worst <= tolerance) {
-        *passed = 1;
-    } else {
-        snprintf(note, note_size, "self-test failed: a %ux%ux%u GEMM on %ux%ux%u matrices gave %g for %g at C[%u][%u]",
-                 M, N, K, ms.m, ms.n, ms.k, (double)c[(size_t)at_m * N + at_n], ref, at_m, at_n);
+    for (int fp16 = 0; fp16 < 2; fp16++) {
+        spec[VKA_SPEC_FLAGS] = (tuning->cm_prefetch ? VKA_MATMUL_PREFETCH : 0) |
+                               (fp16 ? VKA_MATMUL_A_F16 | VKA_MATMUL_B_F16 : 0);
+        VKA_TRY(vka_pipeline_make(dev, pipelines, VKA_KERNEL_MATMUL_CM, 0, spec, &pipeline));
+        for (uint32_t m = 0; m < M; m++)
+            for (uint32_t k = 0; k < K; k++) put_value(&b.a, fp16, (size_t)m * K + k, a_value(m, k));
+        for (uint32_t n = 0; n < N; n++)
+            for (uint32_t k = 0; k < K; k++) put_value(&b.w, fp16, (size_t)n * K + k, w_value(n, k));
+        for (size_t i = 0; i < (size_t)M * N; i++) c[i] = NAN;
+        VKA_TRY(run_dispatch(dev, transfer, pipeline, bindings, &push, (const uint32_t[3]){1, 1, 1},
+                             "the cooperative-matrix self-test")); /* C already holds NaN */
+        vka_pipeline_release(dev, pipeline);
+        pipeline = NULL;
+        if (dev->faults.coopmat_check == VKA_FAULT_COOPMAT_WRONG) c[(size_t)(M / 2) * N + N / 3] += 0.25f;
+        uint32_t at_m = 0, at_n = 0;
+        double ref = 0, worst = worst_error(c, M, N, K, &at_m, &at_n, &ref);
+        const double tolerance = 1.0 / 1024; /* fp16's rounding of the result, relative to max(1, |ref|) */
+        if (worst > tolerance) {
+            snprintf(note, note_size,
+                     "self-test failed: a %ux%ux%u GEMM on %ux%ux%u matrices (%s operands) gave %g for %g at C[%u][%u]",
+                     M, N, K, ms.m, ms.n, ms.k, fp16 ? "fp16" : "fp32", (double)c[(size_t)at_m * N + at_n], ref, at_m,
+                     at_n);
+            goto fail;
+        }
     }
+    *passed = 1;
 fail:
     vka_pipeline_release(dev, pipeline);
     vka_buffer_destroy(dev, &b.c);
@@ -156,12 +171,6 @@ static float v_value(uint32_t g, uint32_t j, uint32_t d)
 
 enum { CM_H = 4, CM_HKV = 2 }; /* query heads 0, 1 on K/V head 0; 2, 3 on K/V head 1 */
 
-/* Element i of a mapped buffer of fp16 or fp32 values. */
-static void put_value(vka_buffer *buffer, uint32_t f16, size_t i, float x)
-{
-    if (f16) ((uint16_t *)buffer->mapped)[i] = vka_f32_to_f16(x);
-    else ((float *)buffer->mapped)[i] = x;
-}
 
 typedef struct cm_problem {
     uint32_t D, L, S, store;
