@@ -251,7 +251,7 @@ typedef struct vkattn_device_info {
      * that the tuning and every plan of the context see the verdict. 0 in vkattn_list_devices,
      * which creates no device. The cooperative-matrix fused attention (attn_cm) has a self-test
      * of its own, one dispatch at the context's first plan (forward, warm-up or explain) that
-     * takes it; where that fails, the context runs its attention on attn_fused from then on, the
+     * takes each build of it (a head dim, tile and element types); where one fails, the context runs its attention on attn_fused from then on, the
      * projections stay on matrices, and cooperative_matrix_note says "attn_cm self-test failed:
      * ..." (read it with vkattn_context_device after that plan). attn_cm2 (VKATTN_COOPMAT2=1,
      * see cooperative_matrix2) is tested the same way; where it fails, the note says "attn_cm2
@@ -910,8 +910,8 @@ vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward
  * nul-terminated text to `text` (NULL when capacity is 0) and the length the whole text needs
  * to *length (may be NULL); a text cut short still ends in a nul. The layer is not changed, and
  * no array is read or written: only the shapes and which arrays are given matter. Like a forward,
- * the context's first plan that takes attn_cm runs that kernel's self-test (one small dispatch;
- * see cooperative_matrix_checked). */
+ * a plan that takes a build of attn_cm the context has not tested yet runs that kernel's
+ * self-test (one small dispatch; see cooperative_matrix_checked). */
 vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forward_desc *desc, char *text,
                                      size_t capacity, size_t *length);
 
@@ -1013,8 +1013,8 @@ vkattn_status vkattn_kv_cache_truncate(vkattn_kv_cache *cache, uint32_t seq, uin
  * each with LLVM: hundreds of milliseconds, seconds with a cold shader cache). vkattn_layer_warm_up
  * builds, ahead of the first request, every pipeline the layer's forwards within the limits below
  * will use: afterwards such a forward builds none. With a persistent pipeline cache (GPU drivers),
- * the next process neither. Nothing runs on the device, except attn_cm's self-test where this
- * is the context's first plan to take attn_cm (see cooperative_matrix_checked). */
+ * the next process neither. Nothing runs on the device, except attn_cm's self-test where a plan
+ * takes a build of attn_cm the context has not tested yet (see cooperative_matrix_checked). */
 typedef struct vkattn_warm_up_desc {
     const vkattn_kv_cache *cache; /* cached forwards through this cache; NULL: plain self-attention forwards */
     uint32_t max_batch;           /* sequences per cached forward (at most the cache's max_sequences), or the

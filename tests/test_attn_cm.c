@@ -453,6 +453,37 @@ static void run_off(int off)
     gpu_test_finish_context(ctx);
 }
 
+/* A context tests each build of attn_cm its plans take, once: layers of fp32 and fp16 storage (Q,
+ * K and V read as fp32 or fp16 words: two builds) take two self-tests, and planning the first
+ * layer again none. */
+static void run_two_builds(void)
+{
+    vkattn_context *ctx = context_for(NULL, 0, 0, 0, 0, 0);
+    if (!ctx) return;
+    static char plan[1 << 16];
+    uint32_t counts[3] = {0};
+    for (int i = 0; i < 3; i++) {
+        vkattn_layer_desc ld = {.embed_dim = 128, .num_heads = 2, .precision = VKATTN_PRECISION_F16,
+                                .storage = i == 1 ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32};
+        test_weights tw;
+        test_weights_make(&tw, &ld, 9);
+        vkattn_layer *layer = NULL;
+        float q[20 * 128] = {0}, out[20 * 128];
+        vkattn_host_forward_desc f = {.batch = 1, .query_len = 20, .query = q, .output = out, .causal = 1};
+        CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+        if (layer) CHECK_STATUS(vkattn_forward_explain(layer, &f, plan, sizeof plan, NULL), VKATTN_OK);
+        CHECK_MSG(strstr(plan, " attn_cm") != NULL, "layer %d: no attn_cm in the plan:\n%s", i, plan);
+        counts[i] = ctx->attn_cm_checked_count;
+        vkattn_layer_destroy(layer);
+        test_weights_free(&tw);
+    }
+    printf("  two_builds               self-tests after each plan: %u, %u, %u  %s\n", counts[0], counts[1], counts[2],
+           counts[0] == 1 && counts[1] == 2 && counts[2] == 2 && ctx->attn_cm_verdict == 1 ? "ok" : "FAILED");
+    CHECK_MSG(counts[0] == 1 && counts[1] == 2 && counts[2] == 2 && ctx->attn_cm_verdict == 1,
+              "self-tests after each plan %u, %u, %u (verdict %d)", counts[0], counts[1], counts[2], ctx->attn_cm_verdict);
+    gpu_test_finish_context(ctx);
+}
+
 int main(int argc, char **argv)
 {
     /* "dims": the grid's head dims other than 64 (the long LLVM builds, a ctest of their own so
@@ -492,6 +523,7 @@ int main(int argc, char **argv)
         if (!only || rest || (khr && pairs[i].khr) || strcmp(only, pairs[i].name) == 0)
             run_pair(&pairs[i], 2000 + 10 * i, pair_worst);
     if (!only || rest) run_off(0), run_off(1);
+    if (!only || rest || khr) run_two_builds();
     printf("largest errors: against the CPU path out max-abs %.2e NMSE %.2e lse %.2e; attn_cm vs attn_fused "
            "(f32) out max-abs %.2e lse %.2e; %.1f s\n",
            grid_worst[0], grid_worst[1], grid_worst[2], pair_worst[0], pair_worst[1], test_now_s() - t0);

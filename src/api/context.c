@@ -666,12 +666,20 @@ vkattn_status vka_context_plan(vkattn_context *ctx, const vka_problem *p, vka_pl
     for (;;) {
         vka_plan_limits limits = vka_context_plan_limits(ctx);
         vkattn_status status = vka_plan_build(p, &limits, plan, &ctx->dev.error);
-        if (status != VKATTN_OK || ctx->attn_cm_verdict) return status;
+        if (status != VKATTN_OK || ctx->attn_cm_verdict < 0) return status;
+        /* the first attn_cm step of a build not yet tested on this context (each build once: a
+         * driver may get one specialization wrong and not another) */
         const vka_step *cm = NULL;
-        for (uint32_t i = 0; !cm && i < plan->step_count; i++)
-            if (plan->steps[i].kind == VKA_STEP_DISPATCH &&
-                (plan->steps[i].kernel == VKA_KERNEL_FUSED_CM || plan->steps[i].kernel == VKA_KERNEL_FUSED_CM2))
-                cm = &plan->steps[i];
+        uint64_t variant = 0;
+        for (uint32_t i = 0; !cm && i < plan->step_count; i++) {
+            const vka_step *st = &plan->steps[i];
+            if (st->kind != VKA_STEP_DISPATCH || (st->kernel != VKA_KERNEL_FUSED_CM && st->kernel != VKA_KERNEL_FUSED_CM2))
+                continue;
+            variant = vka_attn_cm_variant(st);
+            int checked = 0;
+            for (uint32_t k = 0; k < ctx->attn_cm_checked_count && k < 16; k++) checked |= ctx->attn_cm_checked[k] == variant;
+            if (!checked) cm = st;
+        }
         if (!cm) return VKATTN_OK;
         char note[sizeof info->cooperative_matrix_note] = "";
         int passed = 0;
@@ -680,7 +688,8 @@ vkattn_status vka_context_plan(vkattn_context *ctx, const vka_problem *p, vka_pl
         if (status != VKATTN_OK) return status; /* out of memory or a lost device: no verdict yet */
         if (passed) {
             ctx->attn_cm_verdict = 1;
-            return VKATTN_OK;
+            ctx->attn_cm_checked[ctx->attn_cm_checked_count++ % 16] = variant;
+            continue; /* the plan's other builds, if any */
         }
         snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note, "%s", note);
         /* attn_cm2 failed: plan again on attn_cm, which then has its own test; attn_cm failed:

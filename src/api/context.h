@@ -32,8 +32,11 @@ struct vkattn_context {
                                     it (internal API) so that small matmuls bind slices of their
                                     operands, which only huge layers need otherwise */
     vka_buffer dummy;           /* bound to descriptor slots a dispatch does not use */
-    int attn_cm_verdict;        /* attn_cm's self-test (vka_context_plan): 0 not run yet, 1 passed,
-                                   -1 failed (attn_fused runs the attention) */
+    int attn_cm_verdict;        /* attn_cm's self-tests (vka_context_plan): 0 none run yet, 1 passed,
+                                   -1 one failed (attn_fused runs the attention) */
+    uint64_t attn_cm_checked[16]; /* the builds of attn_cm whose self-test passed (vka_attn_cm_variant;
+                                     the oldest replaced when full: tested again if planned again) */
+    uint32_t attn_cm_checked_count;
     int validation_enabled;
     uint32_t validation_messages;
     int creating_device;          /* inside vkCreateDevice: vka_validation_message_ignored applies */
@@ -83,8 +86,9 @@ static inline void vka_leave(vkattn_context *ctx) { atomic_store_explicit(&ctx->
 
 /* The device facts the context's plans are built with. */
 vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx);
-/* Builds the plan of `p` on this context (into `plan`, as vka_plan_build). The first plan that
- * takes attn_cm (or attn_cm2) runs its self-test (api/coopmat_check.h) first: where attn_cm2's
+/* Builds the plan of `p` on this context (into `plan`, as vka_plan_build). A plan that takes a
+ * build of attn_cm (or attn_cm2) not yet tested on this context runs its self-test
+ * (api/coopmat_check.h, vka_attn_cm_variant) first: where attn_cm2's
  * fails, the context leaves VK_NV_cooperative_matrix2 alone from then on and plans again on
  * attn_cm, which is tested in turn; where attn_cm's fails, it keeps attn_fused for the attention
  * from then on. The device's note says what failed. */

@@ -234,6 +234,31 @@ static double cm_worst_error(const cm_problem *c, const cm_buffers *b, int f16_o
     return worst;
 }
 
+/* The step's pipeline where its masks and variants are off (a plain forward's own), the state
+ * written where the step writes it, K/V fetched as it fetches them and Q, K, V of its element
+ * types; the first chunk of a part never loads one. */
+static void self_test_spec(const vka_step *step, uint32_t spec[VKA_MAX_SPEC])
+{
+    memcpy(spec, step->spec, sizeof step->spec);
+    spec[VKA_SPEC_ATTN_MASK] = 0, spec[VKA_SPEC_VARIANT] = 0;
+    spec[VKA_SPEC_FLAGS] &= VKA_FUSED_STORE | VKA_FUSED_PREFETCH | VKA_FUSED_Q_F16 | VKA_FUSED_K_F16 | VKA_FUSED_V_F16;
+}
+
+uint64_t vka_attn_cm_variant(const vka_step *step)
+{
+    uint32_t spec[VKA_MAX_SPEC];
+    self_test_spec(step, spec);
+    /* FNV-1a over the kernel, the output type (fp16 only where no state is stored) and the spec */
+    uint64_t h = 14695981039346656037ull;
+    const uint32_t words[2] = {(uint32_t)step->kernel,
+                               (uint32_t)(step->f16_out && !(spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE))};
+    for (int i = 0; i < 2 + VKA_MAX_SPEC; i++) {
+        uint32_t w = i < 2 ? words[i] : spec[i - 2];
+        for (int byte = 0; byte < 4; byte++) h = (h ^ ((w >> (8 * byte)) & 0xffu)) * 1099511628211ull;
+    }
+    return h;
+}
+
 vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka_pipeline_cache *pipelines,
                                     vka_buffer *dummy, const vka_step *step, int *passed, char *note, size_t note_size)
 {
@@ -241,13 +266,8 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
     cm_buffers b = {0};
     double *scratch = NULL;
     *passed = 0;
-    /* The step's pipeline where its masks and variants are off (a plain forward's own), the
-     * state written where the step writes it and K/V fetched as it fetches them; the first chunk
-     * of a part never loads one. */
     uint32_t spec[VKA_MAX_SPEC];
-    memcpy(spec, step->spec, sizeof spec);
-    spec[VKA_SPEC_ATTN_MASK] = 0, spec[VKA_SPEC_VARIANT] = 0;
-    spec[VKA_SPEC_FLAGS] &= VKA_FUSED_STORE | VKA_FUSED_PREFETCH | VKA_FUSED_Q_F16 | VKA_FUSED_K_F16 | VKA_FUSED_V_F16;
+    self_test_spec(step, spec);
     const uint32_t tile_q = spec[VKA_SPEC_TILE_A], tile_k = spec[VKA_SPEC_TILE_B], vec = spec[VKA_SPEC_VEC];
     /* Two query tiles (the second partial), and more keys than queries: at least three key blocks,
      * the last partial. */

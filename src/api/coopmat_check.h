@@ -1,5 +1,5 @@
 /* The cooperative-matrix self-tests: one matmul_cm dispatch a context runs where it has enabled
- * VK_KHR_cooperative_matrix, and one attn_cm dispatch at its first plan that takes attn_cm, each
+ * VK_KHR_cooperative_matrix, and one attn_cm dispatch per build of attn_cm its plans take, each
  * checked on the host, so that a driver that advertises matrices but computes them wrong (or
  * cannot build the kernel) costs the fast path, not the answers. */
 #ifndef VKA_COOPMAT_CHECK_H
@@ -43,5 +43,9 @@ vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka
  * host or device memory and a lost device are returned as such. */
 vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka_pipeline_cache *pipelines,
                                     vka_buffer *dummy, const vka_step *step, int *passed, char *note, size_t note_size);
+
+/* The build of attn_cm that vka_attn_cm_self_test runs for `step`, as a key: steps of one key run
+ * the same self-test (a context tests each build its plans take once). */
+uint64_t vka_attn_cm_variant(const vka_step *step);
 
 #endif
