@@ -158,6 +158,14 @@ uvec4 load_v(uint t) { return VKA_TEXEL_BITS(v32, v16, V_HALF, t); }
         }                                                                                           \
     }
 
+/* Key t of an invocation's share of a block in the softmax: t x ROW_LANES + rot, modulo the
+ * block (rot < TILE_B: its lane of the row, plus the row's rotation). */
+uint rotated_key(uint t, uint rot)
+{
+    uint c = t * ROW_LANES + rot;
+    return c >= TILE_B ? c - TILE_B : c;
+}
+
 /* acc = S for the subgroup's rows and the block's keys c * MAT_N..: Q·K^T, K's rows as the columns of
  * B (column-major). Both builds. */
 #define BLOCK_SCORES(acc, c)                                                                        \
@@ -351,30 +359,25 @@ void main()
      * it each block is fetched right before it is staged. */
     const bool prefetch = (FLAGS & VKA_FUSED_PREFETCH) != 0;
     uvec4 k_in[KV_TEXELS], v_in[KV_TEXELS];
-    uint fetch_j0 = BLOCK_J0(0), fetch_end = BLOCK_END(0);
+    uint fetch_j0 = 0, fetch_end = 1; /* the block FETCH_BLOCK last fetched */
 #define K_ROW(c) (pc.k_offset + kv_base + min(fetch_j0 + (c), fetch_end - 1) * pc.kv_row)
 #define V_ROW(c) (pc.v_offset + kv_base + min(fetch_j0 + (c), fetch_end - 1) * pc.kv_row)
-    if (prefetch && blocks > 0) {
-        FETCH(k_in, load_k, TILE_B, DV, K_ROW)
-        FETCH(v_in, load_v, TILE_B, DV, V_ROW)
+#define FETCH_BLOCK(n)                                                                              \
+    {                                                                                               \
+        fetch_j0 = BLOCK_J0(n), fetch_end = BLOCK_END(n);                                           \
+        FETCH(k_in, load_k, TILE_B, DV, K_ROW)                                                      \
+        FETCH(v_in, load_v, TILE_B, DV, V_ROW)                                                      \
     }
+    if (prefetch && blocks > 0) FETCH_BLOCK(0)
     for (uint n = 0; n < blocks; n++) {
         bool real = n < real_blocks;
         uint j0 = BLOCK_J0(n), end = BLOCK_END(n);
-        if (!prefetch) {
-            fetch_j0 = j0, fetch_end = end;
-            FETCH(k_in, load_k, TILE_B, DV, K_ROW)
-            FETCH(v_in, load_v, TILE_B, DV, V_ROW)
-        }
+        if (!prefetch) FETCH_BLOCK(n)
         STAGE(k_in, 0, TILE_B, DV, STRIDE4, K_HALF, false, 0)
         STAGE(v_in, TILE_B, TILE_B, DV, STRIDE4, V_HALF, true, n % 2)
         barrier(); /* the block is staged */
         if (gl_LocalInvocationID.x == 0) bad_keys_s[(n + 1) % 2] = 0; /* block n - 1's, read before that barrier */
-        if (prefetch && n + 1 < blocks) {
-            fetch_j0 = BLOCK_J0(n + 1), fetch_end = BLOCK_END(n + 1);
-            FETCH(k_in, load_k, TILE_B, DV, K_ROW)
-            FETCH(v_in, load_v, TILE_B, DV, V_ROW)
-        }
+        if (prefetch && n + 1 < blocks) FETCH_BLOCK(n + 1)
 
 #ifndef COOPMAT2
         /* S = Q·K^T for the subgroup's rows, through its scratch for the softmax below. */
@@ -402,9 +405,7 @@ void main()
             bool nan = false;
             uint rot = (ROW_LANES * r + lane % ROW_LANES) % TILE_B;
             [[unroll]] for (uint t = 0; t < KPL; t++) {
-                uint c = t * ROW_LANES + rot, j;
-                c -= c >= TILE_B ? TILE_B : 0;
-                j = j0 + c;
+                uint c = rotated_key(t, rot), j = j0 + c;
                 bool ok = j < end && (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
                 ok = ok && (!real || (j < limit[k] && j >= first[k]));
                 float x = ok ? vka_variant_score(s_s[row * SSTRIDE + c] * pc.scale, h, int(j) - qk[k]) : neg_inf;
@@ -420,8 +421,7 @@ void main()
             float m_ref = m_new == neg_inf ? 0.0 : m_new; /* exp(-inf - -inf) would be NaN */
             float alpha = exp(m[k] - m_ref), sum = 0.0;
             [[unroll]] for (uint t = 0; t < KPL; t++) {
-                uint c = t * ROW_LANES + rot;
-                c -= c >= TILE_B ? TILE_B : 0;
+                uint c = rotated_key(t, rot);
                 float16_t p = float16_t(exp(s[t] - m_ref));
                 nan = nan || (p != float16_t(0.0) && (bad & (1u << c)) != 0);
                 sum += float(p);

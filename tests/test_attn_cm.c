@@ -264,8 +264,7 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
     if (c->state_kib)
         CHECK_MSG(strstr(plan, "carried in") != NULL, "%s: no chunk carries the state:\n%s", c->name, plan);
     if (c->binding_kib) { /* the attention in several row sets */
-        uint32_t sets = 0;
-        for (const char *at = plan; (at = strstr(at, " attn_cm")) != NULL; at++) sets++;
+        uint32_t sets = test_count_text(plan, " attn_cm");
         CHECK_MSG(sets > 1, "%s: %u attn_cm dispatches: Q, K and V were not sliced:\n%s", c->name, sets, plan);
     }
     const char *step = strstr(plan, " attn_cm"); /* the step line of attn_cm or attn_cm2 */

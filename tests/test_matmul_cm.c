@@ -186,8 +186,7 @@ static void run_forward_sliced(void)
     test_error e;
     if (!mm_forward_run(&fw, plan, sizeof plan, &e)) return;
     const compare_tolerance *tol = compare_tolerance_of(COMPARE_F16);
-    uint32_t cm = 0;
-    for (const char *at = plan; (at = strstr(at, "matmul_cm ")) != NULL; at++) cm++;
+    uint32_t cm = test_count_text(plan, "matmul_cm ");
     printf("  forward, coopmat tuning, 256 KiB bindings: max-abs %.2e NMSE %.2e; %u matmul_cm dispatches  %s\n",
            e.max_abs, e.nmse, cm, compare_within(&e, tol) ? "ok" : "FAILED");
     CHECK_MSG(compare_within(&e, tol), "sliced forward against the CPU path: max-abs %.3g, NMSE %.3g", e.max_abs,

@@ -78,6 +78,14 @@ static test_state test_g;
     } while (0)
 
 /* Seconds (C11's wall clock), for the time lines tests print. */
+/* How many times `needle` occurs in `text` (a plan's text: its steps of one kernel). */
+static inline unsigned test_count_text(const char *text, const char *needle)
+{
+    unsigned n = 0;
+    for (const char *at = text; (at = strstr(at, needle)) != NULL; at++) n++;
+    return n;
+}
+
 static inline double test_now_s(void)
 {
     struct timespec ts;

@@ -660,6 +660,16 @@ vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
     return limits;
 }
 
+enum { ATTN_CM_CHECKED = sizeof ((vkattn_context *)0)->attn_cm_checked / sizeof(uint64_t) };
+
+/* Whether a build of attn_cm passed its self-test on this context (among the last it remembers). */
+static int attn_cm_checked(const vkattn_context *ctx, uint64_t variant)
+{
+    for (uint32_t k = 0; k < ctx->attn_cm_checked_count && k < ATTN_CM_CHECKED; k++)
+        if (ctx->attn_cm_checked[k] == variant) return 1;
+    return 0;
+}
+
 vkattn_status vka_context_plan(vkattn_context *ctx, const vka_problem *p, vka_plan *plan)
 {
     vkattn_device_info *info = &ctx->dev.info;
@@ -667,34 +677,33 @@ vkattn_status vka_context_plan(vkattn_context *ctx, const vka_problem *p, vka_pl
         vka_plan_limits limits = vka_context_plan_limits(ctx);
         vkattn_status status = vka_plan_build(p, &limits, plan, &ctx->dev.error);
         if (status != VKATTN_OK || ctx->attn_cm_verdict < 0) return status;
-        /* the first attn_cm step of a build not yet tested on this context (each build once: a
-         * driver may get one specialization wrong and not another) */
-        const vka_step *cm = NULL;
-        uint64_t variant = 0;
-        for (uint32_t i = 0; !cm && i < plan->step_count; i++) {
+        /* Each attn_cm step of a build not yet tested on this context (each build once: a driver
+         * may get one specialization wrong and not another) runs its self-test; the plan is made
+         * again only where one failed. */
+        const vka_step *failed = NULL;
+        for (uint32_t i = 0; !failed && i < plan->step_count; i++) {
             const vka_step *st = &plan->steps[i];
             if (st->kind != VKA_STEP_DISPATCH || (st->kernel != VKA_KERNEL_FUSED_CM && st->kernel != VKA_KERNEL_FUSED_CM2))
                 continue;
-            variant = vka_attn_cm_variant(st);
-            int checked = 0;
-            for (uint32_t k = 0; k < ctx->attn_cm_checked_count && k < 16; k++) checked |= ctx->attn_cm_checked[k] == variant;
-            if (!checked) cm = st;
+            const uint64_t variant = vka_attn_cm_variant(st);
+            if (attn_cm_checked(ctx, variant)) continue;
+            char note[sizeof info->cooperative_matrix_note] = "";
+            int passed = 0;
+            status = vka_attn_cm_self_test(&ctx->dev, &ctx->transfer, &ctx->pipelines, &ctx->dummy, st, &passed, note,
+                                           sizeof note);
+            if (status != VKATTN_OK) return status; /* out of memory or a lost device: no verdict yet */
+            if (passed) {
+                ctx->attn_cm_verdict = 1;
+                ctx->attn_cm_checked[ctx->attn_cm_checked_count++ % ATTN_CM_CHECKED] = variant;
+            } else {
+                snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note, "%s", note);
+                failed = st;
+            }
         }
-        if (!cm) return VKATTN_OK;
-        char note[sizeof info->cooperative_matrix_note] = "";
-        int passed = 0;
-        status = vka_attn_cm_self_test(&ctx->dev, &ctx->transfer, &ctx->pipelines, &ctx->dummy, cm, &passed, note,
-                                       sizeof note);
-        if (status != VKATTN_OK) return status; /* out of memory or a lost device: no verdict yet */
-        if (passed) {
-            ctx->attn_cm_verdict = 1;
-            ctx->attn_cm_checked[ctx->attn_cm_checked_count++ % 16] = variant;
-            continue; /* the plan's other builds, if any */
-        }
-        snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note, "%s", note);
+        if (!failed) return VKATTN_OK;
         /* attn_cm2 failed: plan again on attn_cm, which then has its own test; attn_cm failed:
          * attn_fused from now on */
-        if (cm->kernel == VKA_KERNEL_FUSED_CM2) ctx->dev.matrix2 = 0;
+        if (failed->kernel == VKA_KERNEL_FUSED_CM2) ctx->dev.matrix2 = 0;
         else ctx->attn_cm_verdict = -1;
     }
 }
