@@ -1645,9 +1645,38 @@ static void test_coopmat_attention(void)
     vka_plan_free(&plan);
 }
 
+/* attn_merge combines a row's key parts in one invocation, 2 (parts + 1) trips: at a budget of 300
+ * it takes at most 149. A fused forward over 3000 keys at head dim 128 (about 32 keys per part
+ * there: 94 parts would do, 188 if none were chunked) keeps its parts within that and visits each
+ * in chunks; a cached forward, which has no chunks, is refused with the reason instead of
+ * planning a merge past the budget (seen once as an "internal:" error from the final check). */
+static void test_merge_budget(void)
+{
+    vka_plan_limits l = lavapipe_limits();
+    l.loop_budget = 300;
+    vka_problem p = problem(1, 3000, 3000, 1024, 8, 1);
+    p.causal = 1;
+    vka_plan plan = {0};
+    vkattn_error err = {0};
+    CHECK_MSG(vka_plan_build(&p, &l, &plan, &err) == VKATTN_OK, "fused: %s", err.message);
+    CHECK(check_plan_limits(&plan, &l, "merge budget") == 0);
+    CHECK(check_fused_cover(&p, &plan) == 0);
+    printf("  fused, 3000 keys at D = 128, budget 300: %u parts, %u chunks\n", plan.key_parts, plan.key_chunks);
+    CHECK(plan.key_parts <= 149 && plan.key_chunks > 1);
+    vka_problem c = cached_problem(1024, 8, 2, 1, 1, 3000, 0);
+    CHECK(vka_plan_build(&c, &l, &plan, &err) == VKATTN_ERROR_DEVICE_LIMIT);
+    CHECK_MSG(strstr(err.message, "more than one merge combines (149)") != NULL, "cached: %s", err.message);
+    printf("  cached, 3000 keys: \"%s\"\n", err.message);
+    l.loop_budget = 600; /* 62 parts: within the merge's 299 */
+    CHECK_MSG(vka_plan_build(&c, &l, &plan, &err) == VKATTN_OK, "cached at 600: %s", err.message);
+    CHECK(check_plan_limits(&plan, &l, "merge budget, cached") == 0);
+    vka_plan_free(&plan);
+}
+
 int main(void)
 {
     RUN_TEST(test_small_self_attention);
+    RUN_TEST(test_merge_budget);
     RUN_TEST(test_cross_attention);
     RUN_TEST(test_chunking_by_heads);
     RUN_TEST(test_chunking_by_rows);

@@ -298,6 +298,8 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
         if (max_parts == 0)
             return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                                  "head dim %u: the softmax state of one query tile does not fit a binding", D);
+        /* no more parts than one merge invocation combines within the budget: the rest in chunks */
+        max_parts = vka_min64(max_parts, vka_merge_max_parts(b));
         parts = vka_min64(pieces, max_parts);
         part_len = vka_ceil_div(vka_ceil_div(span, parts), tile_k) * tile_k;
         parts = vka_ceil_div(span, part_len);
@@ -669,6 +671,12 @@ uint64_t vka_softmax_trips(const vka_step *s)
 
 uint64_t vka_pv_trips(const vka_step *s) { return vka_loop(s->push.pv.j_count); }
 uint64_t vka_merge_trips(const vka_step *s) { return 2 * vka_loop(s->push.merge.parts); }
+
+uint64_t vka_merge_max_parts(const vka_builder *b)
+{
+    if (b->budget == UINT64_MAX) return UINT64_MAX;
+    return b->budget / 2 > 1 ? b->budget / 2 - 1 : 1; /* 2 (parts + 1) trips within the budget */
+}
 uint64_t vka_average_trips(const vka_step *s) { return vka_loop(s->push.average.H); }
 
 void vka_scores_describe(vka_text *t, const vka_step *s)

@@ -10,6 +10,8 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l);
 vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l);
 /* The most keys one attn_fused or attn_paged invocation may visit within the loop budget. */
 vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, uint64_t *out);
+/* The most key parts attn_merge combines within the builder's loop budget. */
+uint64_t vka_merge_max_parts(const vka_builder *b);
 /* The per-head constants (ALiBi slopes, sinks) of the variants, or the placeholder without them. */
 vkattn_status vka_bind_head_terms(vka_builder *b, vka_bind *out);
 /* Texel width of the attention kernels' Q/K/V reads: whole vec4s when the head dim allows. */

@@ -106,9 +106,17 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
                                                    : pr->paged_target / (lanes ? lanes : 1);
         parts = vka_ceil_div(target, work);
         parts = vka_min64(parts, vka_ceil_div(span, pr->paged_min_part));
+        parts = vka_min64(parts, vka_merge_max_parts(b));
     }
     if (parts < needed) parts = needed;
     if (parts < 1) parts = 1;
+    /* attn_merge combines a row's parts in one invocation (no chunks here to carry the rest) */
+    if (parts > vka_merge_max_parts(b))
+        return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                             "%llu keys at head dim %u need %llu key parts at this device's loop budget (%llu per "
+                             "invocation), more than one merge combines (%llu)",
+                             (unsigned long long)span, D, (unsigned long long)parts, (unsigned long long)b->budget,
+                             (unsigned long long)vka_merge_max_parts(b));
     uint64_t part_len = vka_ceil_div(vka_ceil_div(span, parts), tile_k) * tile_k;
     parts = vka_ceil_div(span, part_len);
 
