@@ -1470,29 +1470,31 @@ static void test_device_profiles(void)
 
 /* Tuning strings on the H100 profile, at the Llama-3-8B prefill (L = 4096): the GPU day's sweep
  * (tools/gpu-bench.sh) plans valid dispatches with the tiles it names, and a shape beyond the
- * device's shared memory gives way to the next kernel (matmul_cm's 128 x 128 tile in blocks of 128
- * needs 72 KiB of the 48: matmul_sm; attn_cm in blocks of 64 keys, over its 32: attn_fused). */
+ * device's shared memory gives way: matmul_cm's 128 x 128 tile in blocks of 128 needs 72 KiB of the
+ * 48, so matmul_sm; attn_cm's blocks of 64 keys are over its 32, so the largest block that fits
+ * (32 keys, 47.1 KiB). Q is staged in passes of q_dims head dims where a pass of every query row
+ * would need more than two blocks of keys (128 x (q_dims + 8) halfs against 2 x 16 x 136). */
 static void test_tuning_strings(void)
 {
     const device_profile *dp = &profiles[0];
     const struct {
         const char *tuning;
         vka_kernel mm, attn;
-        uint32_t tile_m, tile_n, tile_k; /* matmul_cm's, or 0 */
-        uint32_t attn_rows, attn_keys;   /* attn_cm's, or 0 */
+        uint32_t tile_m, tile_n, tile_k;         /* matmul_cm's, or 0 */
+        uint32_t attn_rows, attn_keys, q_dims; /* attn_cm's, or 0 */
     } rows[] = {
-        {"coopmat", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
-        {"coopmat:cm_ksteps=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 64, 64, 32},
-        {"coopmat:cm_frags_m=8,cm_frags_n=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 256, 64, 32, 64, 32},
-        {"coopmat:cm_ksteps=8", VKA_KERNEL_MATMUL_SM, VKA_KERNEL_FUSED_CM, 0, 0, 0, 64, 32},
-        {"coopmat:cm_attn_subgroups=2,cm_attn_key_frags=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 32,
-         16},
-        {"coopmat:cm_attn_key_frags=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED, 128, 128, 32, 0, 0},
-        {":cm_attn_row_lanes=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
-        {"coopmat:cm_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
-        {"coopmat:cm_attn_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 32},
-        /* 128 query rows fit 48 KiB with Q staged 32 dims at a time through the key blocks' space */
-        {"coopmat:cm_attn_subgroups=8", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 32},
+        {"coopmat", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 16, 16},
+        {"coopmat:cm_ksteps=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 64, 128, 16, 16},
+        {"coopmat:cm_frags_m=8,cm_frags_n=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 256, 64, 32, 128, 16, 16},
+        {"coopmat:cm_ksteps=8", VKA_KERNEL_MATMUL_SM, VKA_KERNEL_FUSED_CM, 0, 0, 0, 128, 16, 16},
+        {"coopmat:cm_attn_subgroups=2,cm_attn_key_frags=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32,
+         32, 32, 128},
+        {"coopmat:cm_attn_subgroups=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 16, 32},
+        {"coopmat:cm_attn_key_frags=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 32, 32},
+        {":cm_attn_row_lanes=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 16, 16},
+        {"coopmat:cm_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 16, 16},
+        {"coopmat:cm_attn_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 16, 16},
+        {"coopmat:cm_attn_key_frags=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 32, 32},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_tuning t;
@@ -1522,10 +1524,9 @@ static void test_tuning_strings(void)
         if (attn && rows[r].attn_rows) /* D = 128: the next K/V block fetched meanwhile unless cm_attn_prefetch=0 */
             CHECK(!(attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH) ==
                   (strstr(rows[r].tuning, "cm_attn_prefetch=0") != NULL));
-        if (attn && rows[r].attn_rows) { /* Q in one pass unless the tile has more rows than 2 blocks of keys */
+        if (attn && rows[r].attn_rows) {
             const uint32_t q_dims = attn->spec[VKA_SPEC_TILE_K];
-            CHECK_MSG(q_dims == (rows[r].attn_rows > 2 * rows[r].attn_keys ? 32u : 128u), "%s: Q in passes of %u dims",
-                      rows[r].tuning, q_dims);
+            CHECK_MSG(q_dims == rows[r].q_dims, "%s: Q in passes of %u dims", rows[r].tuning, q_dims);
             CHECK(vka_fused_cm_shared_bytes(rows[r].attn_rows, rows[r].attn_keys, 128, q_dims) <= l.max_shared_bytes);
         }
         if (attn && rows[r].attn_rows)
@@ -1562,14 +1563,17 @@ static void test_coopmat_attention(void)
         const char *name;
         vkattn_matrix_shape shape;
         uint32_t subgroup, shared, budget, E, H, tile_q, tile_k;
+        uint32_t q_dims; /* Q's dims per pass: halved while its rows need more than 2 blocks of keys */
         int parts;
     } rows[] = {
-        {"H100-like D128", {16, 16, 16}, 32, 49152, 0, 4096, 32, 64, 32, 0},
-        {"H100-like D256", {16, 16, 16}, 32, 49152, 0, 2048, 8, 64, 32, 0},
-        {"lavapipe D64", {8, 8, 8}, 8, 32768, 65535, 512, 8, 32, 16, 0},
-        {"lavapipe D256", {8, 8, 8}, 8, 32768, 65535, 512, 2, 32, 16, 0},
-        {"lavapipe D80, budget 12", {8, 8, 8}, 8, 32768, 12, 160, 2, 32, 16, 1},
-        {"lavapipe D96, budget 40", {8, 8, 8}, 8, 32768, 40, 96, 1, 32, 16, 1},
+        {"H100-like D128", {16, 16, 16}, 32, 49152, 0, 4096, 32, 128, 16, 16, 0},
+        {"H100-like D256", {16, 16, 16}, 32, 49152, 0, 2048, 8, 128, 16, 32, 0},
+        /* a device of 24 KiB: at D = 256 128 x 16 needs 34 KiB, 64 x 16 25.0, 32 x 16 20.8 */
+        {"24 KiB D256", {16, 16, 16}, 32, 24576, 0, 2048, 8, 32, 16, 256, 0},
+        {"lavapipe D64", {8, 8, 8}, 8, 32768, 65535, 512, 8, 64, 8, 8, 0},
+        {"lavapipe D256", {8, 8, 8}, 8, 32768, 65535, 512, 2, 64, 8, 32, 0},
+        {"lavapipe D80, budget 12", {8, 8, 8}, 8, 32768, 12, 160, 2, 64, 8, 40, 1},
+        {"lavapipe D96, budget 40", {8, 8, 8}, 8, 32768, 40, 96, 1, 64, 8, 24, 1},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_plan_limits l = coopmat_limits(rows[r].shape, rows[r].subgroup, rows[r].shared, rows[r].budget);
@@ -1596,7 +1600,8 @@ static void test_coopmat_attention(void)
                       rows[r].name, st->spec[VKA_SPEC_FLAGS]);
             CHECK(vka_fused_cm_shared_bytes(rows[r].tile_q, rows[r].tile_k, p.cfg.D, st->spec[VKA_SPEC_TILE_K]) <=
                   rows[r].shared);
-            CHECK(st->spec[VKA_SPEC_TILE_K] == p.cfg.D); /* Q in one pass: no more query rows than 2 blocks of keys */
+            CHECK_MSG(st->spec[VKA_SPEC_TILE_K] == rows[r].q_dims, "%s: Q in passes of %u dims", rows[r].name,
+                      st->spec[VKA_SPEC_TILE_K]);
             /* a workgroup per (part, head, query tile) */
             uint64_t groups = (uint64_t)st->groups[0] * st->groups[1] * st->groups[2];
             const vka_fused_push *f = &st->push.fused;

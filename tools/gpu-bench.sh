@@ -72,11 +72,11 @@ VKATTN_COOPMAT2=1 "$vk" bench --preset gpu --dtype f16 ${cm2_args[@]+"${cm2_args
 grep -E 'GFLOP|attn_cm2|attn_cm |attn_fused' "$out/prefill_cm2.txt" | head -40 || true
 step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/PERFORMANCE.md)"
 # Each run names its tuning; the QKV projection column is matmul_cm's figure, attention attn_cm's
-# (attn_cm2's with VKATTN_COOPMAT2=1). A shape that does not fit the device gives way to the next
+# (attn_cm2's with VKATTN_COOPMAT2=1). An attn_cm tile that does not fit gives way to a smaller one, a matmul_cm tile to the next
 # kernel: --trace shows what ran. GPU_BENCH_SWEEP="T1 T2 ..." replaces the list.
 sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_prefetch=0 coopmat:cm_attn_prefetch=0 coopmat:cm_attn_row_lanes=1
-  coopmat:cm_attn_subgroups=2 coopmat:cm_attn_subgroups=8
-  coopmat:cm_attn_key_frags=1 coopmat:cm_ksteps=1 coopmat:cm_ksteps=4 coopmat:cm_frags_m=2
+  coopmat:cm_attn_subgroups=4 coopmat:cm_attn_key_frags=2 coopmat:cm_attn_key_frags=2,cm_attn_row_lanes=4
+  coopmat:cm_ksteps=1 coopmat:cm_ksteps=4 coopmat:cm_frags_m=2
   coopmat:cm_frags_n=2 coopmat:cm_frags_m=8,cm_frags_n=2"}
 n=0
 for t in $sweep; do
@@ -96,7 +96,7 @@ step "decode: vkattn bench --preset decode (E=4096 H=32 H_kv=8) ${decode_args[*]
 step "decode sweep: 8192 keys (f16) under tuning strings (attn_paged_lanes' parts per compute unit, lanes per key)"
 # fewer parts read longer runs of keys per workgroup and merge less; more keep more loads in flight.
 # GPU_BENCH_DECODE_SWEEP="T1 T2 ..." replaces the list.
-dsweep=${GPU_BENCH_DECODE_SWEEP:-"coopmat coopmat:paged_lanes_per_unit=4 coopmat:paged_lanes_per_unit=64
+dsweep=${GPU_BENCH_DECODE_SWEEP:-"coopmat coopmat:paged_lanes_per_unit=4 coopmat:paged_lanes_per_unit=16
   coopmat:paged_lanes_group=2"}
 n=0
 for t in $dsweep; do

@@ -17,7 +17,12 @@
  * matmul's 24 workgroups read W at about 70 GB/s, matmul_vec at 1.3-1.5 TB/s). Projections of 64
  * rows or more with fp32 operands (every one in "gpu"; in the cooperative-matrix classes those of
  * fp32 layers) take matmul_sm: 64 x 64 outputs per workgroup of 256 (4 x 4 each), blocks of 16,
- * the classic SGEMM tile (8.5 KiB of shared memory; on an H200 27 TFLOP/s, matmul.comp 2). */
+ * the classic SGEMM tile (8.5 KiB of shared memory; on an H200 27 TFLOP/s, matmul.comp 2).
+ * attn_paged_lanes (a workgroup of 32 per row tile, 4 lanes per key) gets parts for 8 workgroups
+ * per compute unit: on an H100 (2026-11-26, E = 4096, H_kv = 8, f16 cache) its step took 0.063 ms
+ * at 8192 keys and 0.119 at 32768 with 8, against 0.088 and 0.163 with 16, 0.060 and 0.139 with 4,
+ * 0.079 and 0.231 with 2 (fewer parts: longer runs of keys per workgroup and a shorter merge; more:
+ * more loads in flight); 2 lanes per key 0.076 and 0.194 at 4 per unit. */
 #define GPU_KERNELS                                                                                  \
     .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64, .matmul_skinny_tile_n = 4,             \
     .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4, \
@@ -25,7 +30,7 @@
     .fused_wg = 64, .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128,                    \
     .paged_min_part = 16, .softmax_wg = 256, .vec_tile_n = 4, .vec_wg = 128, .sm_tile_m = 64,        \
     .sm_tile_n = 64, .sm_tile_k = 16, .paged_lanes = 32, .paged_lanes_group = 4,                     \
-    .paged_lanes_per_unit = 16
+    .paged_lanes_per_unit = 8
 
 static const vka_tuning tunings[] = {
     {
@@ -66,18 +71,19 @@ static const vka_tuning tunings[] = {
          * size, and RDNA3's wave32. */
         .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 2, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 32,
         .cm_prefetch = 1, /* software pipelining, not yet measured on a GPU */
-        /* Attention: 4 subgroups of MAT_M query rows, keys in blocks of 2 MAT_N: 32 rows x 16 keys
-         * with 8 x 8 x 8 (about 21 KiB of shared memory at D = 256, within lavapipe's 32 KiB),
-         * 64 x 32 with 16 x 16 x 16 (47.5 KiB at D = 256; a device with less shared memory keeps
-         * attn_fused there). A real GPU wants more keys per block (FA2: 64-128): on an H200 it
-         * ran at 4-5% of FlashAttention-2 (docs/PERFORMANCE.md). Two invocations per row in the
-         * softmax: a 32-lane subgroup's 16 rows keep every lane busy (with one per row, half
-         * idled through the kernel's longest phase), and lavapipe's 8 lanes run the shuffles
-         * too (two passes of 4 rows). */
-        .cm_attn_subgroups = 4, .cm_attn_key_frags = 2, .cm_attn_row_lanes = 2,
-        /* the next K/V block in flight during this one's work up to D = 128 (at D = 128 16 more
-         * vec4 registers per invocation; D = 256's accumulators already take 128): not yet
-         * measured on a GPU */
+        /* Attention: 8 subgroups of MAT_M query rows, keys in blocks of one MAT_N matrix: 128
+         * rows x 16 keys with 16 x 16 x 16 (26 KiB of shared memory at D = 128, 34 at D = 256),
+         * 64 x 8 with lavapipe's 8 x 8 x 8. Measured on an H100 (2026-11-26, L = S = 4096, fp16,
+         * attention alone, fastest of the repeats; docs/PERFORMANCE.md): at D = 128 64 x 32
+         * took 6.4 ms, 64 x 16 3.8, 128 x 32 3.6-3.7, 128 x 16 3.9; at D = 64 (B = 4, H = 16,
+         * L = 2048) 128 x 16 1.06 ms against 1.5 for the others; at D = 256 only 128 x 16 of the
+         * 128-row tiles fits 48 KiB (3.0 ms; 64 x 32: 6.0). Two invocations per row in the
+         * softmax: a 32-lane subgroup's 16 rows keep every lane busy, and lavapipe's 8 lanes run
+         * the shuffles too (two passes of 4 rows). */
+        .cm_attn_subgroups = 8, .cm_attn_key_frags = 1, .cm_attn_row_lanes = 2,
+        /* the next K/V block in flight during this one's work up to D = 128 (at D = 128 and 128 x
+         * 16, 32 bytes of fp16 per invocation; D = 256's accumulators need the registers): on an H100
+         * attention took 3.9 ms with it at 128 x 16 and 4.3 without, 6.4 and 7.2 at 64 x 32 */
         .cm_attn_prefetch = 128,
     },
     {

@@ -213,21 +213,15 @@ typedef struct fused_cm_shape {
     int matrix2; /* attn_cm2: the softmax in the matrices (P converts from accumulator to A: N = K) */
 } fused_cm_shape;
 
-static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
+/* attn_cm's shape with `subgroups` subgroups of query rows and blocks of `frags` N-key matrices,
+ * or none where it does not fit the device */
+static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, uint32_t frags)
 {
     const vka_tuning *t = b->tuning;
     const vkattn_matrix_shape ms = b->limits->matrix_shape;
-    const uint32_t D = b->p->cfg.D;
+    const uint32_t D = b->p->cfg.D, sg = b->limits->subgroup_size;
     const fused_cm_shape none = {0};
-    if (!t->cm_attn_subgroups || !ms.m || !ms.n || !ms.k || b->limits->no_fused_cm || !b->limits->subgroup_sums ||
-        b->p->cfg.precision != VKATTN_PRECISION_F16)
-        return none;
-    /* the staged rows are f16vec4: matrix offsets in whole texels, 16-byte aligned (Vulkan's rule
-     * for cooperative-matrix loads) */
-    if (D % ms.k || D % ms.n || D % 4 || ms.k % 8 || ms.n % 8) return none;
-    const uint32_t sg = b->limits->subgroup_size;
-    fused_cm_shape s = {t->cm_attn_subgroups * ms.m, t->cm_attn_key_frags * ms.n, t->cm_attn_subgroups * sg,
-                        t->cm_attn_row_lanes ? t->cm_attn_row_lanes : 1};
+    fused_cm_shape s = {subgroups * ms.m, frags * ms.n, subgroups * sg, t->cm_attn_row_lanes ? t->cm_attn_row_lanes : 1};
     while (s.tile_k % ms.k) s.tile_k += ms.n; /* whole matrices of P (M x K) and of K^T (K x N) */
     if (s.row_lanes * ms.m < sg) s.row_lanes = sg / ms.m; /* no lane idle in the softmax */
     /* a row's invocations meet by XOR shuffles: a power of two dividing the subgroup and the block */
@@ -244,6 +238,30 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
         s.wg > b->limits->max_workgroup_invocations)
         return none;
     return s;
+}
+
+static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
+{
+    const vka_tuning *t = b->tuning;
+    const vkattn_matrix_shape ms = b->limits->matrix_shape;
+    const uint32_t D = b->p->cfg.D;
+    const fused_cm_shape none = {0};
+    if (!t->cm_attn_subgroups || !ms.m || !ms.n || !ms.k || b->limits->no_fused_cm || !b->limits->subgroup_sums ||
+        b->p->cfg.precision != VKATTN_PRECISION_F16)
+        return none;
+    /* the staged rows are f16vec4: matrix offsets in whole texels, 16-byte aligned (Vulkan's rule
+     * for cooperative-matrix loads) */
+    if (D % ms.k || D % ms.n || D % 4 || ms.k % 8 || ms.n % 8) return none;
+    /* The tuning's tile, else the largest smaller one that fits (fewer keys per block first, then
+     * fewer query rows): a large head dim or a device with less shared memory keeps the matrix
+     * kernel (on an H100 at D = 256 128 x 16 ran 16x faster than attn_fused, which 128 x 32 fell
+     * back to). */
+    for (uint32_t subgroups = t->cm_attn_subgroups; subgroups >= 1; subgroups /= 2)
+        for (uint32_t frags = t->cm_attn_key_frags; frags >= 1; frags--) {
+            fused_cm_shape s = fused_cm_tile(b, subgroups, frags);
+            if (s.wg) return s;
+        }
+    return none;
 }
 
 uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D, uint32_t q_dims)
