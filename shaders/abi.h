@@ -31,7 +31,7 @@
 #endif
 
 /* Specialization constant ids. */
-#define VKA_MAX_SPEC 13       /* every pipeline gets ids 0..12; a kernel reads the ones it declares */
+#define VKA_MAX_SPEC 14       /* every pipeline gets ids 0..13; a kernel reads the ones it declares */
 #define VKA_MAX_BINDINGS 11   /* the most binding slots a kernel has (attn_fused) */
 #define VKA_SPEC_WG_SIZE 0 /* invocations per workgroup (local_size_x) */
 #define VKA_SPEC_TILE_A 1  /* kernel-specific register tile, see each .comp */
@@ -48,6 +48,7 @@
 #define VKA_SPEC_TILE_K 11   /* cooperative-matrix kernels: reduction elements per block in shared memory
                                (attn_cm: Q's head dims, the reduction of S, staged per pass) */
 #define VKA_SPEC_ROW_LANES 12 /* attn_cm: invocations that share a query row in the softmax */
+#define VKA_SPEC_SUBGROUPS_N 13 /* matmul_cm: subgroups across a workgroup's tile of C (in two rows) */
 
 /* Attention variants (vkattn_layer_desc.window, softcap, alibi; vkattn_weights.sinks). Each is code
  * compiled in only when on. Positions: a row's query sits at key index `qk` (the key at its own

@@ -5,10 +5,10 @@
  * ACCUMULATE flag for later parts of a split reduction, fp16 or fp32 output) with fp16 operands and
  * fp32 sums. The plan picks it only under a tuning that asks for it (src/device/tuning.c).
  *
- * A workgroup of 2 x 2 subgroups owns a TILE_A x TILE_B block of C. Per block of TILE_K reduction
+ * A workgroup of 2 x SUBGROUPS_N subgroups owns a TILE_A x TILE_B block of C. Per block of TILE_K reduction
  * elements its invocations stage A's and B's rows into shared memory, converted to fp16 (the one
  * rounding this path adds, see vkattn.h) and zero past the matrix edges, so that edge tiles need no
- * other care. Each subgroup then multiplies its (TILE_A/2) x (TILE_B/2) quarter as MAT_M x MAT_N
+ * other care. Each subgroup then multiplies its (TILE_A/2) x (TILE_B/SUBGROUPS_N) part as MAT_M x MAT_N
  * accumulators from MAT_M x MAT_K fragments of A (row-major) and MAT_K x MAT_N fragments of B (B's
  * rows are the columns: column-major). With the PREFETCH flag the next block's texels are fetched
  * into registers before this block's multiplies and staged after them (software pipelining: GPU
@@ -17,9 +17,9 @@
  * accumulator into the subgroup's scratch in shared memory; its invocations add the bias (and C,
  * with ACCUMULATE) and scatter the elements exactly as matmul.comp does.
  *
- * Grid: ceil(M/TILE_A) * ceil(N/TILE_B) workgroups of WG_SIZE = 4 x the subgroup size; the pipeline
+ * Grid: ceil(M/TILE_A) * ceil(N/TILE_B) workgroups of WG_SIZE = 2 SUBGROUPS_N x the subgroup size; the pipeline
  * requires that size with full subgroups (src/pipeline/pipeline_cache.c).
- * Bindings: VKA_MATMUL_* (abi.h). Specialization: TILE_A, TILE_B (multiples of 2 MAT_M, 2 MAT_N),
+ * Bindings: VKA_MATMUL_* (abi.h). Specialization: TILE_A, TILE_B (multiples of 2 MAT_M, SUBGROUPS_N MAT_N),
  * TILE_K (a multiple of MAT_K and of 8), MAT_M, MAT_N, MAT_K (the device's shape, MAT_K a multiple of
  * 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), VEC, FLAGS
  * (VKA_MATMUL_ACCUMULATE, VKA_MATMUL_PREFETCH, and A_F16, B_F16: the storage buffers' element types).
@@ -49,9 +49,10 @@ layout(std430, binding = VKA_MATMUL_C) buffer C_ { VKA_OUT_TYPE c[]; };
 layout(push_constant) uniform Push { vka_matmul_push pc; };
 
 const uint WG = gl_WorkGroupSize.x;
-const uint SG = WG / 4;                    /* invocations per subgroup */
+const uint SUBGROUPS = 2 * SUBGROUPS_N;
+const uint SG = WG / SUBGROUPS;            /* invocations per subgroup */
 const uint FM = TILE_A / (2 * MAT_M);      /* accumulators per subgroup, down */
-const uint FN = TILE_B / (2 * MAT_N);      /* and across */
+const uint FN = TILE_B / (SUBGROUPS_N * MAT_N); /* and across */
 const uint TK = TILE_K / VEC;              /* texels of a row per block */
 const uint STRIDE4 = TILE_K / 4 + 2;       /* f16vec4 per staged row: 16 bytes of padding against bank conflicts */
 const uint FRAG = MAT_M * MAT_N;
@@ -60,7 +61,7 @@ const uint FRAG = MAT_M * MAT_N;
  * matrix loads count offsets and strides in these elements) */
 shared f16vec4 a_s[TILE_A * STRIDE4];
 shared f16vec4 b_s[TILE_B * STRIDE4];
-shared float c_s[4 * FRAG];                /* one accumulator per subgroup, on its way out */
+shared float c_s[SUBGROUPS * FRAG];        /* one accumulator per subgroup, on its way out */
 
 const uint A_FETCH = (TILE_A * TK + WG - 1) / WG; /* texels of A's block per invocation */
 const uint B_FETCH = (TILE_B * TK + WG - 1) / WG;
@@ -98,7 +99,7 @@ void main()
     if (tile >= (pc.M + TILE_A - 1) / TILE_A * pc.tiles_n) return;
     uint row0 = tile / pc.tiles_n * TILE_A, col0 = tile % pc.tiles_n * TILE_B;
     uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-    uint sg_row = (sg / 2) * FM * MAT_M, sg_col = (sg % 2) * FN * MAT_N;
+    uint sg_row = (sg / SUBGROUPS_N) * FM * MAT_M, sg_col = (sg % SUBGROUPS_N) * FN * MAT_N;
 
     coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc[FM * FN];
     [[unroll]] for (uint f = 0; f < FM * FN; f++)

@@ -17,3 +17,4 @@ layout(constant_id = VKA_SPEC_MAT_N) const uint MAT_N = 8;
 layout(constant_id = VKA_SPEC_MAT_K) const uint MAT_K = 8;
 layout(constant_id = VKA_SPEC_TILE_K) const uint TILE_K = 32;
 layout(constant_id = VKA_SPEC_ROW_LANES) const uint ROW_LANES = 1;
+layout(constant_id = VKA_SPEC_SUBGROUPS_N) const uint SUBGROUPS_N = 2;

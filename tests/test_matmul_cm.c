@@ -38,6 +38,10 @@ static const mm_case cases[] = {
     {"31x33x45_split_f16", 31, 33, 45, 0, 1, 1, .parts = 2},
     /* 1250 blocks of 16: a loop the driver's coopmat code hid would run past lavapipe's 65535 */
     {"32x32x20000_long_k", 32, 32, 20000, 1},
+    /* 2 x 4 subgroups (a tile twice as wide), and 2 x 1 */
+    {"70x200x72_8_subgroups", 70, 200, 72, 1, .subgroups_n = 4},
+    {"33x130x48_split_f16_8_subgroups", 33, 130, 48, 1, 1, 0, .parts = 2, .subgroups_n = 4},
+    {"45x50x40_f16_2_subgroups", 45, 50, 40, 0, 1, 1, .subgroups_n = 1},
     {"rounding_probe", 1, 1, 1, .no_bias = 1},
 };
 
@@ -55,16 +59,18 @@ static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long s
     const vkattn_matrix_shape ms = vka_matrix_shape_for(&dev->info);
     const uint32_t vec = c->vec4 ? 4 : 1, M = c->M, N = c->N, K = c->K;
     const size_t in_bytes = c->f16_in ? 2 : 4, out_bytes = c->f16_out ? 2 : 4;
-    /* The plan's shape for the coopmat tuning: 2 x 2 accumulators per subgroup, blocks of 2 steps;
-     * the next block prefetched (the tuning's cm_prefetch) in the even-seeded cases, not in the odd */
+    /* The plan's shape for the coopmat tuning: 2 x 2 accumulators per subgroup, blocks of 2 steps,
+     * 2 x subgroups_n subgroups; the next block prefetched (the tuning's cm_prefetch) in the
+     * even-seeded cases, not in the odd */
+    const uint32_t sgs_n = c->subgroups_n ? c->subgroups_n : 2;
     const uint32_t prefetch = seed % 2 ? 0 : VKA_MATMUL_PREFETCH;
     /* A and B are storage buffers whose element type the flags say */
     const uint32_t in_flags = prefetch | (c->f16_in ? VKA_MATMUL_A_F16 | VKA_MATMUL_B_F16 : 0);
-    uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = 4 * dev->matrix_subgroup,
-                                   [VKA_SPEC_TILE_A] = 4 * ms.m, [VKA_SPEC_TILE_B] = 4 * ms.n,
+    uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = 2 * sgs_n * dev->matrix_subgroup,
+                                   [VKA_SPEC_TILE_A] = 4 * ms.m, [VKA_SPEC_TILE_B] = 2 * sgs_n * ms.n,
                                    [VKA_SPEC_VEC] = vec, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
                                    [VKA_SPEC_MAT_K] = ms.k, [VKA_SPEC_TILE_K] = (2 * ms.k + 3) / 4 * 4,
-                                   [VKA_SPEC_FLAGS] = in_flags};
+                                   [VKA_SPEC_FLAGS] = in_flags, [VKA_SPEC_SUBGROUPS_N] = sgs_n};
     const vka_pipeline *first = NULL, *rest = NULL;
     CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, VKA_KERNEL_MATMUL_CM, c->f16_out, spec, &first), VKATTN_OK);
     spec[VKA_SPEC_FLAGS] = VKA_MATMUL_ACCUMULATE | in_flags;
@@ -319,12 +325,18 @@ int main(void)
     run_forward_tuned("intel", 0, 0, NULL);
     /* a tuning string's tile: 1 x 3 accumulators per subgroup (narrow matrices too), blocks of 3
      * steps; the plan must say so */
-    char tile[64];
+    char tile[128];
     snprintf(tile, sizeof tile, "(%ux%u tiles, %u-element blocks", 2 * ms.m, 6 * ms.n, (3 * ms.k + 3) / 4 * 4);
     run_forward_tuned("coopmat:cm_frags_m=1,cm_frags_n=3,cm_frags_narrow=0,cm_ksteps=3", 0, 0, tile);
     /* the default fetches the next block meanwhile; cm_prefetch=0 each block as it is staged */
     run_forward_tuned("coopmat", 0, 0, "fp16 operands, the next block fetched meanwhile)");
     run_forward_tuned("coopmat:cm_prefetch=0", 0, 0, "fp16 operands)");
+    /* 2 x 4 subgroups of 4 x 1 accumulators (cm_frags_narrow=0: lavapipe's matrices too), and 2 x 1
+     * subgroups: the plan says so */
+    snprintf(tile, sizeof tile, "(%ux%u tiles, %u-element blocks, %ux%ux%u matrices in 8 subgroups", 8 * ms.m, 4 * ms.n,
+             (2 * ms.k + 3) / 4 * 4, ms.m, ms.n, ms.k);
+    run_forward_tuned("coopmat:cm_subgroups_n=4,cm_frags_narrow=0,cm_frags_n=1", 0, 0, tile);
+    run_forward_tuned("coopmat:cm_subgroups_n=1", 24, 0, "matrices in 2 subgroups");
     run_forward_sliced();
     return test_finish();
 }

@@ -17,6 +17,7 @@ typedef struct mm_case {
     int head_major;    /* C as (batches, heads, rows, D = 8) with rows_per_batch = M / 2 */
     int parts;         /* 1, or 2: the reduction split, the second part accumulating */
     int no_bias;
+    uint32_t subgroups_n; /* matmul_cm: subgroups across the tile, in two rows (0: 2) */
 } mm_case;
 
 typedef struct mm_buffers {

@@ -1031,7 +1031,8 @@ static void test_coopmat_profiles(void)
             CHECK(st->spec[VKA_SPEC_TILE_A] == devices[d].tile && st->spec[VKA_SPEC_TILE_B] == devices[d].tile);
             CHECK(st->spec[VKA_SPEC_TILE_K] == devices[d].tile_k && st->spec[VKA_SPEC_WG_SIZE] == 4 * devices[d].subgroup);
             CHECK(st->spec[VKA_SPEC_MAT_M] == devices[d].shape.m && st->spec[VKA_SPEC_MAT_K] == devices[d].shape.k);
-            CHECK(vka_matmul_cm_shared_bytes(devices[d].tile, devices[d].tile, devices[d].tile_k, devices[d].shape) <=
+            CHECK(st->spec[VKA_SPEC_SUBGROUPS_N] == 2);
+            CHECK(vka_matmul_cm_shared_bytes(devices[d].tile, devices[d].tile, devices[d].tile_k, devices[d].shape, 2) <=
                   devices[d].shared);
             /* one workgroup per tile of C */
             uint64_t groups = (uint64_t)st->groups[0] * st->groups[1] * st->groups[2];
@@ -1331,8 +1332,18 @@ static int check_profile_steps(const device_profile *d, const vka_plan_limits *l
                   d->info.subgroup_size_min, d->info.subgroup_size_max);
         bad += !ok;
         vkattn_matrix_shape ms = {st->spec[VKA_SPEC_MAT_M], st->spec[VKA_SPEC_MAT_N], st->spec[VKA_SPEC_MAT_K]};
-        uint64_t shared = vka_matmul_cm_shared_bytes(st->spec[VKA_SPEC_TILE_A], st->spec[VKA_SPEC_TILE_B],
-                                                     st->spec[VKA_SPEC_TILE_K], ms);
+        uint64_t shared;
+        if (st->kernel == VKA_KERNEL_MATMUL_CM) { /* 2 x SUBGROUPS_N subgroups */
+            const uint32_t sgs_n = st->spec[VKA_SPEC_SUBGROUPS_N];
+            shared = vka_matmul_cm_shared_bytes(st->spec[VKA_SPEC_TILE_A], st->spec[VKA_SPEC_TILE_B],
+                                                st->spec[VKA_SPEC_TILE_K], ms, sgs_n);
+            ok = sgs_n >= 1 && wg == 2 * sgs_n * sg;
+            CHECK_MSG(ok, "%s: matmul_cm with %u subgroups across in a workgroup of %u", d->name, sgs_n, wg);
+            bad += !ok;
+        } else { /* attn_cm: TILE_K is Q's dims per pass */
+            shared = vka_fused_cm_shared_bytes(st->spec[VKA_SPEC_TILE_A], st->spec[VKA_SPEC_TILE_B],
+                                               st->spec[VKA_SPEC_DV] * st->spec[VKA_SPEC_VEC], st->spec[VKA_SPEC_TILE_K]);
+        }
         ok = shared <= d->info.max_shared_memory_bytes;
         CHECK_MSG(ok, "%s: %llu bytes of shared memory", d->name, (unsigned long long)shared);
         bad += !ok;

@@ -98,7 +98,8 @@ vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka
      * fp16), read as raw words. */
     uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = tile.wg, [VKA_SPEC_TILE_A] = M, [VKA_SPEC_TILE_B] = N,
                                    [VKA_SPEC_VEC] = vec, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
-                                   [VKA_SPEC_MAT_K] = ms.k, [VKA_SPEC_TILE_K] = tile.tile_k};
+                                   [VKA_SPEC_MAT_K] = ms.k, [VKA_SPEC_TILE_K] = tile.tile_k,
+                                   [VKA_SPEC_SUBGROUPS_N] = tile.subgroups_n};
     vka_pipeline *pipeline = NULL;
     if (dev->faults.coopmat_check == VKA_FAULT_COOPMAT_FAIL) {
         status = vka_fail(dev, VKATTN_ERROR_VULKAN, "vkCreateComputePipelines failed: VK_ERROR_UNKNOWN (injected)");

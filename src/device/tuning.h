@@ -34,15 +34,20 @@ typedef struct vka_tuning {
     /* softmax.comp workgroup size (a power of two) */
     uint32_t softmax_wg;
     /* matmul_cm.comp, the cooperative-matrix GEMM (0 = this tuning does not use it), in units of
-     * the device's matrix shape MAT_M x MAT_N x MAT_K: each of a workgroup's 2 x 2 subgroups holds
-     * cm_frags_m x cm_frags_n accumulators, and a block of the reduction is cm_ksteps matrix steps.
-     * So the workgroup's tile of C is (2 cm_frags_m MAT_M) x (2 cm_frags_n MAT_N), 128 x 128 with
+     * the device's matrix shape MAT_M x MAT_N x MAT_K: each of a workgroup's 2 x cm_subgroups_n
+     * subgroups holds cm_frags_m x cm_frags_n accumulators, and a block of the reduction is
+     * cm_ksteps matrix steps. So the workgroup's tile of C is (2 cm_frags_m MAT_M) x
+     * (cm_subgroups_n cm_frags_n MAT_N), with 2 x 2 subgroups 128 x 128 with
      * 4 x 4 accumulators of 16 x 16 x 16; with matrices of fewer than 16 rows each subgroup holds
      * cm_frags_narrow x cm_frags_narrow (0: as the others). Matmuls of fewer than cm_min_rows rows
      * (decoding steps) take matmul_vec or matmul.comp's skinny tiles instead. cm_prefetch 1: the
      * next block's texels are fetched into registers while this block multiplies (software
      * pipelining), 0: each block is fetched as it is staged (kept to compare the two on a GPU). */
     uint32_t cm_frags_m, cm_frags_n, cm_frags_narrow, cm_ksteps, cm_min_rows, cm_prefetch;
+    /* matmul_cm's subgroups across the tile of C (1, 2 or 4): 2 x cm_subgroups_n subgroups
+     * per workgroup, so the tile is (2 cm_frags_m MAT_M) x (cm_subgroups_n cm_frags_n MAT_N); 4 with
+     * cm_frags_n = 2 is the same 128 x 128 tile in 8 subgroups of half the accumulators each */
+    uint32_t cm_subgroups_n;
     /* matmul_sm (matmul.comp's SHARED_TILES build), the shared-memory tiled scalar GEMM (0 = this
      * tuning does not use it): a workgroup owns a sm_tile_m x sm_tile_n tile of C, each
      * invocation 4 x 4 outputs of it (so sm_tile_m * sm_tile_n / 16 invocations), staging A's

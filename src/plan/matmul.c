@@ -53,10 +53,11 @@ vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_li
     if (ms.k % 8) return none; /* the staged rows are f16vec4: matrix steps of whole texels, 16-byte aligned */
     const int narrow = ms.m < 16 && t->cm_frags_narrow;
     const uint32_t fm = narrow ? t->cm_frags_narrow : t->cm_frags_m, fn = narrow ? t->cm_frags_narrow : t->cm_frags_n;
-    cm_shape s = {2 * fm * ms.m, 2 * fn * ms.n, round_up(t->cm_ksteps * ms.k, 4),
-                  4 * limits->subgroup_size};
+    const uint32_t sgs_n = t->cm_subgroups_n;
+    cm_shape s = {2 * fm * ms.m, sgs_n * fn * ms.n, round_up(t->cm_ksteps * ms.k, 4),
+                  2 * sgs_n * limits->subgroup_size, sgs_n};
     if (s.tile_k % ms.k) s.tile_k *= ms.k; /* whole matrix steps and whole texels of 4 */
-    if (vka_matmul_cm_shared_bytes(s.tile_m, s.tile_n, s.tile_k, ms) > limits->max_shared_bytes ||
+    if (vka_matmul_cm_shared_bytes(s.tile_m, s.tile_n, s.tile_k, ms, sgs_n) > limits->max_shared_bytes ||
         s.wg > limits->max_workgroup_invocations)
         return none;
     return s;
@@ -114,10 +115,11 @@ static matmul_choice matmul_choice_for(const vka_builder *b, uint32_t M)
     return (matmul_choice){VKA_KERNEL_MATMUL, t};
 }
 
-uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, vkattn_matrix_shape ms)
+uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, vkattn_matrix_shape ms,
+                                    uint32_t subgroups_n)
 {
     /* matmul_cm.comp: fp16 rows of TILE_K + 8 for A's and B's tiles, an fp32 accumulator per subgroup */
-    return ((uint64_t)tile_m + tile_n) * (tile_k + 8) * 2 + 4ull * ms.m * ms.n * 4;
+    return ((uint64_t)tile_m + tile_n) * (tile_k + 8) * 2 + 2ull * subgroups_n * ms.m * ms.n * 4;
 }
 
 /* One dispatch: rows [m0, m0 + mc) and columns [n0, n0 + nc) of C, reduction texels [k0, k0 + kc).
@@ -140,6 +142,7 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
         s.spec[VKA_SPEC_MAT_M] = b->limits->matrix_shape.m;
         s.spec[VKA_SPEC_MAT_N] = b->limits->matrix_shape.n;
         s.spec[VKA_SPEC_MAT_K] = b->limits->matrix_shape.k;
+        s.spec[VKA_SPEC_SUBGROUPS_N] = ch.tile.subgroups_n;
     }
     if (ch.kernel == VKA_KERNEL_MATMUL_CM || ch.kernel == VKA_KERNEL_MATMUL_SM) s.spec[VKA_SPEC_TILE_K] = ch.tile.tile_k;
     s.spec[VKA_SPEC_WG_SIZE] = sh.wg;
@@ -465,9 +468,11 @@ uint64_t vka_matmul_cm_trips(const vka_step *s)
 void vka_matmul_cm_describe(vka_text *t, const vka_step *s)
 {
     vka_matmul_describe(t, s);
-    vka_text_put(t, " on cooperative matrices (%ux%u tiles, %u-element blocks, %ux%ux%u matrices, fp16 operands%s)",
+    vka_text_put(t,
+                 " on cooperative matrices (%ux%u tiles, %u-element blocks, %ux%ux%u matrices in %u subgroups, fp16 "
+                 "operands%s)",
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_TILE_K], s->spec[VKA_SPEC_MAT_M],
-                 s->spec[VKA_SPEC_MAT_N], s->spec[VKA_SPEC_MAT_K],
+                 s->spec[VKA_SPEC_MAT_N], s->spec[VKA_SPEC_MAT_K], 2 * s->spec[VKA_SPEC_SUBGROUPS_N],
                  s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_PREFETCH ? ", the next block fetched meanwhile" : "");
 }
 

@@ -11,17 +11,19 @@ vkattn_status vka_plan_output_projection(vka_builder *b);
 /* Rotary position embedding in place on the projected Q and K (nothing when the layer has none). */
 vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l);
 /* The shared memory matmul_cm.comp takes for a tile of C (tile_m x tile_n, blocks of tile_k) with
- * matrices of shape `ms`: what the plan checks against the device's. */
-uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, vkattn_matrix_shape ms);
+ * matrices of shape `ms` in 2 x subgroups_n subgroups: what the plan checks against the device's. */
+uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, vkattn_matrix_shape ms,
+                                    uint32_t subgroups_n);
 
 /* matmul_cm.comp's tile for a matmul of M rows, or all zeros where matmul.comp runs it: under a
  * tuning with cm_* fields, with limits that give a matrix shape (the context may run matmul_cm), for
- * at least cm_min_rows rows. The tile is the tuning's accumulators times the matrix shape (2 x 2
- * subgroups of limits->subgroup_size), a block whole matrix steps (and whole texels of 4); it fits
+ * at least cm_min_rows rows. The tile is the tuning's accumulators times the matrix shape (2 x
+ * cm_subgroups_n subgroups of limits->subgroup_size), a block whole matrix steps (and whole texels of 4); it fits
  * the device's shared memory and workgroup size. The context's self-test uses it too, so that it
  * runs the pipeline the plans will. */
 typedef struct vka_matmul_cm_tile {
     uint32_t tile_m, tile_n, tile_k, wg; /* wg 0: no cooperative-matrix tile */
+    uint32_t subgroups_n;                /* matmul_cm: subgroups across the tile (2 rows of them) */
 } vka_matmul_cm_tile;
 vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M);
 
