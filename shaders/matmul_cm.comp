@@ -13,7 +13,9 @@
  * rows are the columns: column-major). With the PREFETCH flag the next block's texels are fetched
  * into registers before this block's multiplies and staged after them (software pipelining: GPU
  * GEMMs hide the loads' latency behind the matrix work so; not yet measured on a GPU, hence the
- * flag: the tuning's cm_prefetch). The epilogue stores each
+ * flag: the tuning's cm_prefetch). With TWO_STAGES shared memory holds two blocks: block k + 1 is
+ * staged into the other while block k multiplies, so each block takes one workgroup barrier instead
+ * of two (its loads are always fetched a block ahead). The epilogue stores each
  * accumulator into the subgroup's scratch in shared memory; its invocations add the bias (and C,
  * with ACCUMULATE) and scatter the elements exactly as matmul.comp does.
  *
@@ -22,7 +24,8 @@
  * Bindings: VKA_MATMUL_* (abi.h). Specialization: TILE_A, TILE_B (multiples of 2 MAT_M, SUBGROUPS_N MAT_N),
  * TILE_K (a multiple of MAT_K and of 8), MAT_M, MAT_N, MAT_K (the device's shape, MAT_K a multiple of
  * 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), VEC, FLAGS
- * (VKA_MATMUL_ACCUMULATE, VKA_MATMUL_PREFETCH, and A_F16, B_F16: the storage buffers' element types).
+ * (VKA_MATMUL_ACCUMULATE, VKA_MATMUL_PREFETCH, VKA_MATMUL_TWO_STAGES, and A_F16, B_F16: the storage
+ * buffers' element types).
  * Loop trips per invocation: ceil(K / (TILE_K / VEC)) + 1, K in texels (the blocks; every other loop
  * has a constant count and is unrolled).
  */
@@ -58,9 +61,11 @@ const uint STRIDE4 = TILE_K / 4 + 2;       /* f16vec4 per staged row: 16 bytes o
 const uint FRAG = MAT_M * MAT_N;
 
 /* Staged rows as f16vec4, so that an invocation stages a texel of 4 with one 8-byte store (the
- * matrix loads count offsets and strides in these elements) */
-shared f16vec4 a_s[TILE_A * STRIDE4];
-shared f16vec4 b_s[TILE_B * STRIDE4];
+ * matrix loads count offsets and strides in these elements); STAGES blocks of them */
+const uint STAGES = 1 + ((FLAGS & VKA_MATMUL_TWO_STAGES) != 0 ? 1 : 0);
+const uint A_BLOCK = TILE_A * STRIDE4, B_BLOCK = TILE_B * STRIDE4;
+shared f16vec4 a_s[STAGES * A_BLOCK];
+shared f16vec4 b_s[STAGES * B_BLOCK];
 shared float c_s[SUBGROUPS * FRAG];        /* one accumulator per subgroup, on its way out */
 
 const uint A_FETCH = (TILE_A * TK + WG - 1) / WG; /* texels of A's block per invocation */
@@ -80,16 +85,32 @@ uvec4 load_b(uint t) { return VKA_TEXEL_BITS(b32, b16, B_HALF, t); }
             regs[i_] = load((offset) + ((row0) + r_) * (ld) + (k0) + kt_);                          \
     }
 
-/* The texels FETCH gave this invocation into `tile` as fp16 (texels of one value: element
- * t % TK of the row). (A macro: shared arrays are not parameters.) */
-#define STAGE(tile, regs, rows, fp16)                                                               \
+/* The texels FETCH gave this invocation into `tile` from element `base` on, as fp16 (texels of
+ * one value: element t % TK of the row). (A macro: shared arrays are not parameters.) */
+#define STAGE(tile, base, regs, rows, fp16)                                                         \
     [[unroll]] for (uint i_ = 0; i_ < (rows * TK + WG - 1) / WG; i_++) {                            \
         uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
         if ((rows * TK) % WG == 0 || t_ < rows * TK) {                                              \
             f16vec4 v_ = vka_texel_f16(regs[i_], fp16);                                             \
-            if (VEC == 4) tile[(t_ / TK) * STRIDE4 + t_ % TK] = v_;                                 \
-            else tile[(t_ / TK) * STRIDE4 + (t_ % TK) / 4][(t_ % TK) % 4] = v_.x;                   \
+            if (VEC == 4) tile[(base) + (t_ / TK) * STRIDE4 + t_ % TK] = v_;                        \
+            else tile[(base) + (t_ / TK) * STRIDE4 + (t_ % TK) / 4][(t_ % TK) % 4] = v_.x;          \
         }                                                                                           \
+    }
+
+/* The subgroup's accumulators += the staged block at a_s[a_base], b_s[b_base] */
+#define MULTIPLY(a_base, b_base)                                                                    \
+    [[unroll]] for (uint ks = 0; ks < TILE_K / MAT_K; ks++) {                                       \
+        coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> fa[FM];                   \
+        coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> fb[FN];                   \
+        [[unroll]] for (uint i = 0; i < FM; i++)                                                    \
+            coopMatLoad(fa[i], a_s, (a_base) + (sg_row + i * MAT_M) * STRIDE4 + ks * MAT_K / 4, STRIDE4, \
+                        gl_CooperativeMatrixLayoutRowMajor);                                        \
+        [[unroll]] for (uint j = 0; j < FN; j++)                                                    \
+            coopMatLoad(fb[j], b_s, (b_base) + (sg_col + j * MAT_N) * STRIDE4 + ks * MAT_K / 4, STRIDE4, \
+                        gl_CooperativeMatrixLayoutColumnMajor);                                     \
+        [[unroll]] for (uint i = 0; i < FM; i++)                                                    \
+            [[unroll]] for (uint j = 0; j < FN; j++)                                                \
+                acc[i * FN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * FN + j]);                     \
     }
 
 void main()
@@ -111,30 +132,35 @@ void main()
     uvec4 a_next[A_FETCH], b_next[B_FETCH];
     FETCH(a_next, load_a, pc.a_offset, pc.lda, row0, TILE_A, pc.M, 0)
     FETCH(b_next, load_b, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, 0)
-    for (uint k0 = 0; k0 < pc.K; k0 += TK) {
+    if (STAGES == 2) {
+        STAGE(a_s, 0, a_next, TILE_A, A_HALF)
+        STAGE(b_s, 0, b_next, TILE_B, B_HALF)
+        barrier(); /* the first block is whole */
+        uint cur = 0;
+        for (uint k0 = 0; k0 < pc.K; k0 += TK) {
+            FETCH(a_next, load_a, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0 + TK)
+            FETCH(b_next, load_b, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0 + TK)
+            MULTIPLY(cur * A_BLOCK, cur * B_BLOCK)
+            /* the other block was last read before the previous barrier (past K: zeros, unused) */
+            STAGE(a_s, (cur ^ 1) * A_BLOCK, a_next, TILE_A, A_HALF)
+            STAGE(b_s, (cur ^ 1) * B_BLOCK, b_next, TILE_B, B_HALF)
+            barrier(); /* the next block is whole, and this one read by every subgroup */
+            cur ^= 1;
+        }
+    }
+    for (uint k0 = 0; STAGES == 1 && k0 < pc.K; k0 += TK) {
         if (!prefetch && k0 > 0) {
             FETCH(a_next, load_a, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0)
             FETCH(b_next, load_b, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0)
         }
-        STAGE(a_s, a_next, TILE_A, A_HALF)
-        STAGE(b_s, b_next, TILE_B, B_HALF)
+        STAGE(a_s, 0, a_next, TILE_A, A_HALF)
+        STAGE(b_s, 0, b_next, TILE_B, B_HALF)
         barrier(); /* the tiles are whole before any subgroup reads them */
         if (prefetch) {
             FETCH(a_next, load_a, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0 + TK)
             FETCH(b_next, load_b, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0 + TK)
         }
-        [[unroll]] for (uint ks = 0; ks < TILE_K / MAT_K; ks++) {
-            coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> fa[FM];
-            coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> fb[FN];
-            [[unroll]] for (uint i = 0; i < FM; i++)
-                coopMatLoad(fa[i], a_s, (sg_row + i * MAT_M) * STRIDE4 + ks * MAT_K / 4, STRIDE4,
-                            gl_CooperativeMatrixLayoutRowMajor);
-            [[unroll]] for (uint j = 0; j < FN; j++)
-                coopMatLoad(fb[j], b_s, (sg_col + j * MAT_N) * STRIDE4 + ks * MAT_K / 4, STRIDE4,
-                            gl_CooperativeMatrixLayoutColumnMajor);
-            [[unroll]] for (uint i = 0; i < FM; i++)
-                [[unroll]] for (uint j = 0; j < FN; j++) acc[i * FN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * FN + j]);
-        }
+        MULTIPLY(0, 0)
         barrier(); /* every subgroup is done with the tiles before the next block overwrites them */
     }
 

@@ -42,6 +42,11 @@ static const mm_case cases[] = {
     {"70x200x72_8_subgroups", 70, 200, 72, 1, .subgroups_n = 4},
     {"33x130x48_split_f16_8_subgroups", 33, 130, 48, 1, 1, 0, .parts = 2, .subgroups_n = 4},
     {"45x50x40_f16_2_subgroups", 45, 50, 40, 0, 1, 1, .subgroups_n = 1},
+    /* two staged blocks: edge tiles, many blocks (the stages alternate), two parts, 2 x 4 subgroups */
+    {"33x65x17_two_stages", 33, 65, 17, .two_stages = 1},
+    {"64x96x300_f16_two_stages", 64, 96, 300, 1, 1, 0, .two_stages = 1},
+    {"17x40x68_split_two_stages", 17, 40, 68, 1, .parts = 2, .two_stages = 1},
+    {"70x200x72_8_subgroups_two_stages", 70, 200, 72, 1, .subgroups_n = 4, .two_stages = 1},
     {"rounding_probe", 1, 1, 1, .no_bias = 1},
 };
 
@@ -65,7 +70,8 @@ static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long s
     const uint32_t sgs_n = c->subgroups_n ? c->subgroups_n : 2;
     const uint32_t prefetch = seed % 2 ? 0 : VKA_MATMUL_PREFETCH;
     /* A and B are storage buffers whose element type the flags say */
-    const uint32_t in_flags = prefetch | (c->f16_in ? VKA_MATMUL_A_F16 | VKA_MATMUL_B_F16 : 0);
+    const uint32_t in_flags = prefetch | (c->f16_in ? VKA_MATMUL_A_F16 | VKA_MATMUL_B_F16 : 0) |
+                              (c->two_stages ? VKA_MATMUL_TWO_STAGES : 0);
     uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = 2 * sgs_n * dev->matrix_subgroup,
                                    [VKA_SPEC_TILE_A] = 4 * ms.m, [VKA_SPEC_TILE_B] = 2 * sgs_n * ms.n,
                                    [VKA_SPEC_VEC] = vec, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
@@ -337,6 +343,9 @@ int main(void)
              (2 * ms.k + 3) / 4 * 4, ms.m, ms.n, ms.k);
     run_forward_tuned("coopmat:cm_subgroups_n=4,cm_frags_narrow=0,cm_frags_n=1", 0, 0, tile);
     run_forward_tuned("coopmat:cm_subgroups_n=1", 24, 0, "matrices in 2 subgroups");
+    /* two staged blocks, whole and in reduction parts */
+    run_forward_tuned("coopmat:cm_stages=2", 0, 0, "the next block fetched meanwhile, two staged blocks)");
+    run_forward_tuned("coopmat:cm_stages=2,cm_subgroups_n=4", 24, 0, "in 8 subgroups, fp16 operands, the next block fetched meanwhile, two staged blocks)");
     run_forward_sliced();
     return test_finish();
 }

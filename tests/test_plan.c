@@ -1032,7 +1032,7 @@ static void test_coopmat_profiles(void)
             CHECK(st->spec[VKA_SPEC_TILE_K] == devices[d].tile_k && st->spec[VKA_SPEC_WG_SIZE] == 4 * devices[d].subgroup);
             CHECK(st->spec[VKA_SPEC_MAT_M] == devices[d].shape.m && st->spec[VKA_SPEC_MAT_K] == devices[d].shape.k);
             CHECK(st->spec[VKA_SPEC_SUBGROUPS_N] == 2);
-            CHECK(vka_matmul_cm_shared_bytes(devices[d].tile, devices[d].tile, devices[d].tile_k, devices[d].shape, 2) <=
+            CHECK(vka_matmul_cm_shared_bytes(devices[d].tile, devices[d].tile, devices[d].tile_k, devices[d].shape, 2, 1) <=
                   devices[d].shared);
             /* one workgroup per tile of C */
             uint64_t groups = (uint64_t)st->groups[0] * st->groups[1] * st->groups[2];
@@ -1336,7 +1336,8 @@ static int check_profile_steps(const device_profile *d, const vka_plan_limits *l
         if (st->kernel == VKA_KERNEL_MATMUL_CM) { /* 2 x SUBGROUPS_N subgroups */
             const uint32_t sgs_n = st->spec[VKA_SPEC_SUBGROUPS_N];
             shared = vka_matmul_cm_shared_bytes(st->spec[VKA_SPEC_TILE_A], st->spec[VKA_SPEC_TILE_B],
-                                                st->spec[VKA_SPEC_TILE_K], ms, sgs_n);
+                                                st->spec[VKA_SPEC_TILE_K], ms, sgs_n,
+                                                st->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_TWO_STAGES ? 2 : 1);
             ok = sgs_n >= 1 && wg == 2 * sgs_n * sg;
             CHECK_MSG(ok, "%s: matmul_cm with %u subgroups across in a workgroup of %u", d->name, sgs_n, wg);
             bad += !ok;

@@ -77,7 +77,8 @@ step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/P
 sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_prefetch=0 coopmat:cm_attn_prefetch=0 coopmat:cm_attn_row_lanes=1
   coopmat:cm_attn_subgroups=4 coopmat:cm_attn_key_frags=2 coopmat:cm_attn_key_frags=2,cm_attn_row_lanes=4
   coopmat:cm_ksteps=1 coopmat:cm_ksteps=4 coopmat:cm_frags_m=2
-  coopmat:cm_frags_n=2 coopmat:cm_frags_m=8,cm_frags_n=2"}
+  coopmat:cm_frags_n=2 coopmat:cm_subgroups_n=4,cm_frags_n=2 coopmat:cm_subgroups_n=4 coopmat:cm_stages=2
+  coopmat:cm_stages=2,cm_subgroups_n=4,cm_frags_n=2 coopmat:cm_subgroups_n=4,cm_frags_n=2,cm_ksteps=4"}
 n=0
 for t in $sweep; do
   n=$((n + 1))

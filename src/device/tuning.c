@@ -70,7 +70,7 @@ static const vka_tuning tunings[] = {
          * matmul_vec, as ggml keeps them on matrix-vector kernels. Subgroups of 32: NVIDIA's only
          * size, and RDNA3's wave32. */
         .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 2, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 32,
-        .cm_subgroups_n = 2,
+        .cm_subgroups_n = 2, .cm_stages = 1,
         /* software pipelining: on an H100 the Q/K/V projection at L = 4096 took 2.70 ms with it,
          * 3.19 without (fastest repeats) */
         .cm_prefetch = 1,
@@ -98,7 +98,7 @@ static const vka_tuning tunings[] = {
         /* 4 x 4 accumulators of 8 x 8 x 16 (Arc A770): 64 x 64 outputs per workgroup, blocks of 32
          * (untuned); ggml also takes the smallest subgroup for Intel's matmuls */
         .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 4, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 0,
-        .cm_subgroups_n = 2, .cm_prefetch = 1,
+        .cm_subgroups_n = 2, .cm_stages = 1, .cm_prefetch = 1,
         /* attention keeps attn_fused: attn_cm has run with 8 x 8 x 8 and 16 x 16 x 16 shapes in
          * 32-lane subgroups only (lavapipe, an H200), not with Intel's 8 x 8 x 16 */
     },
@@ -205,6 +205,7 @@ static const struct tuning_field {
     FIELD(cm_subgroup, 0, 128, POW2, cm_frags_m, "matmul_cm"),
     FIELD(cm_prefetch, 0, 1, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_subgroups_n, 1, 4, POW2, cm_frags_m, "matmul_cm"),
+    FIELD(cm_stages, 1, 2, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_attn_subgroups, 1, 8, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_key_frags, 1, 4, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_row_lanes, 1, 64, POW2, cm_attn_subgroups, "attn_cm"),

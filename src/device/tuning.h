@@ -48,6 +48,10 @@ typedef struct vka_tuning {
      * per workgroup, so the tile is (2 cm_frags_m MAT_M) x (cm_subgroups_n cm_frags_n MAT_N); 4 with
      * cm_frags_n = 2 is the same 128 x 128 tile in 8 subgroups of half the accumulators each */
     uint32_t cm_subgroups_n;
+    /* matmul_cm's staged blocks in shared memory (1 or 2): with 2 the next block is staged into
+     * the other while this one multiplies, one workgroup barrier per block instead of two (its
+     * loads are fetched a block ahead whatever cm_prefetch says) */
+    uint32_t cm_stages;
     /* matmul_sm (matmul.comp's SHARED_TILES build), the shared-memory tiled scalar GEMM (0 = this
      * tuning does not use it): a workgroup owns a sm_tile_m x sm_tile_n tile of C, each
      * invocation 4 x 4 outputs of it (so sm_tile_m * sm_tile_n / 16 invocations), staging A's

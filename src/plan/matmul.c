@@ -57,7 +57,7 @@ vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_li
     cm_shape s = {2 * fm * ms.m, sgs_n * fn * ms.n, round_up(t->cm_ksteps * ms.k, 4),
                   2 * sgs_n * limits->subgroup_size, sgs_n};
     if (s.tile_k % ms.k) s.tile_k *= ms.k; /* whole matrix steps and whole texels of 4 */
-    if (vka_matmul_cm_shared_bytes(s.tile_m, s.tile_n, s.tile_k, ms, sgs_n) > limits->max_shared_bytes ||
+    if (vka_matmul_cm_shared_bytes(s.tile_m, s.tile_n, s.tile_k, ms, sgs_n, t->cm_stages) > limits->max_shared_bytes ||
         s.wg > limits->max_workgroup_invocations)
         return none;
     return s;
@@ -116,10 +116,11 @@ static matmul_choice matmul_choice_for(const vka_builder *b, uint32_t M)
 }
 
 uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, vkattn_matrix_shape ms,
-                                    uint32_t subgroups_n)
+                                    uint32_t subgroups_n, uint32_t stages)
 {
-    /* matmul_cm.comp: fp16 rows of TILE_K + 8 for A's and B's tiles, an fp32 accumulator per subgroup */
-    return ((uint64_t)tile_m + tile_n) * (tile_k + 8) * 2 + 2ull * subgroups_n * ms.m * ms.n * 4;
+    /* matmul_cm.comp: fp16 rows of TILE_K + 8 for A's and B's tiles (per stage), an fp32
+     * accumulator per subgroup */
+    return (uint64_t)stages * (tile_m + tile_n) * (tile_k + 8) * 2 + 2ull * subgroups_n * ms.m * ms.n * 4;
 }
 
 /* One dispatch: rows [m0, m0 + mc) and columns [n0, n0 + nc) of C, reduction texels [k0, k0 + kc).
@@ -151,6 +152,7 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
     s.spec[VKA_SPEC_VEC] = vec;
     s.spec[VKA_SPEC_FLAGS] = first_part ? 0 : VKA_MATMUL_ACCUMULATE;
     if (ch.kernel == VKA_KERNEL_MATMUL_CM && b->tuning->cm_prefetch) s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_PREFETCH;
+    if (ch.kernel == VKA_KERNEL_MATMUL_CM && b->tuning->cm_stages == 2) s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_TWO_STAGES;
     uint64_t rpb = m->rows_per_batch, bs = m->batch_stride;
     if (m0 % rpb != 0 || mc % rpb != 0) rpb = mc, bs = 0; /* inside one batch item: a plain block */
     uint64_t c_first = c_index(m, m0, n0), c_last = c_index(m, (uint64_t)m0 + mc - 1, (uint64_t)n0 + nc - 1);
@@ -470,10 +472,11 @@ void vka_matmul_cm_describe(vka_text *t, const vka_step *s)
     vka_matmul_describe(t, s);
     vka_text_put(t,
                  " on cooperative matrices (%ux%u tiles, %u-element blocks, %ux%ux%u matrices in %u subgroups, fp16 "
-                 "operands%s)",
+                 "operands%s%s)",
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_TILE_K], s->spec[VKA_SPEC_MAT_M],
                  s->spec[VKA_SPEC_MAT_N], s->spec[VKA_SPEC_MAT_K], 2 * s->spec[VKA_SPEC_SUBGROUPS_N],
-                 s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_PREFETCH ? ", the next block fetched meanwhile" : "");
+                 s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_PREFETCH ? ", the next block fetched meanwhile" : "",
+                 s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_TWO_STAGES ? ", two staged blocks" : "");
 }
 
 /* matmul_sm: one loop over the reduction's blocks of TILE_K elements, as matmul_cm. */

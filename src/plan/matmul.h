@@ -11,9 +11,10 @@ vkattn_status vka_plan_output_projection(vka_builder *b);
 /* Rotary position embedding in place on the projected Q and K (nothing when the layer has none). */
 vkattn_status vka_plan_rope(vka_builder *b, const vka_qkv_layout *l);
 /* The shared memory matmul_cm.comp takes for a tile of C (tile_m x tile_n, blocks of tile_k) with
- * matrices of shape `ms` in 2 x subgroups_n subgroups: what the plan checks against the device's. */
+ * matrices of shape `ms` in 2 x subgroups_n subgroups, `stages` blocks staged: what the plan checks
+ * against the device's. */
 uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, vkattn_matrix_shape ms,
-                                    uint32_t subgroups_n);
+                                    uint32_t subgroups_n, uint32_t stages);
 
 /* matmul_cm.comp's tile for a matmul of M rows, or all zeros where matmul.comp runs it: under a
  * tuning with cm_* fields, with limits that give a matrix shape (the context may run matmul_cm), for
