@@ -329,14 +329,16 @@ int main(void)
     run_forward(0, 1);
     /* the intel class: 4 x 4 accumulators per subgroup of the device's smallest size */
     run_forward_tuned("intel", 0, 0, NULL);
-    /* a tuning string's tile: 1 x 3 accumulators per subgroup (narrow matrices too), blocks of 3
-     * steps; the plan must say so */
+    /* a tuning string's tile: 1 x 3 accumulators per subgroup (narrow matrices too) in 2 x 2
+     * subgroups, blocks of 3 steps; the plan must say so */
     char tile[128];
     snprintf(tile, sizeof tile, "(%ux%u tiles, %u-element blocks", 2 * ms.m, 6 * ms.n, (3 * ms.k + 3) / 4 * 4);
-    run_forward_tuned("coopmat:cm_frags_m=1,cm_frags_n=3,cm_frags_narrow=0,cm_ksteps=3", 0, 0, tile);
-    /* the default fetches the next block meanwhile; cm_prefetch=0 each block as it is staged */
-    run_forward_tuned("coopmat", 0, 0, "fp16 operands, the next block fetched meanwhile)");
-    run_forward_tuned("coopmat:cm_prefetch=0", 0, 0, "fp16 operands)");
+    run_forward_tuned("coopmat:cm_frags_m=1,cm_frags_n=3,cm_frags_narrow=0,cm_ksteps=3,cm_subgroups_n=2", 0, 0, tile);
+    /* the default stages two blocks (fetched a block ahead); with one, cm_prefetch=0 fetches each
+     * block as it is staged */
+    run_forward_tuned("coopmat", 0, 0, "fp16 operands, the next block fetched meanwhile, two staged blocks)");
+    run_forward_tuned("coopmat:cm_prefetch=0,cm_stages=1", 0, 0, "fp16 operands)");
+    run_forward_tuned("coopmat:cm_stages=1", 0, 0, "fp16 operands, the next block fetched meanwhile)");
     /* 2 x 4 subgroups of 4 x 1 accumulators (cm_frags_narrow=0: lavapipe's matrices too), and 2 x 1
      * subgroups: the plan says so */
     snprintf(tile, sizeof tile, "(%ux%u tiles, %u-element blocks, %ux%ux%u matrices in 8 subgroups", 8 * ms.m, 4 * ms.n,
@@ -345,7 +347,9 @@ int main(void)
     run_forward_tuned("coopmat:cm_subgroups_n=1", 24, 0, "matrices in 2 subgroups");
     /* two staged blocks, whole and in reduction parts */
     run_forward_tuned("coopmat:cm_stages=2", 0, 0, "the next block fetched meanwhile, two staged blocks)");
-    run_forward_tuned("coopmat:cm_stages=2,cm_subgroups_n=4", 24, 0, "in 8 subgroups, fp16 operands, the next block fetched meanwhile, two staged blocks)");
+    /* (2 x 4 subgroups of 4 x 2 with 16 x 16 x 16: 128 x 128, two blocks of 32 in exactly 48 KiB) */
+    run_forward_tuned("coopmat:cm_stages=2,cm_subgroups_n=4,cm_frags_n=2", 24, 0,
+                      "in 8 subgroups, fp16 operands, the next block fetched meanwhile, two staged blocks)");
     run_forward_sliced();
     return test_finish();
 }

@@ -1008,12 +1008,15 @@ static void test_coopmat_profiles(void)
     const struct {
         const char *name;
         vkattn_matrix_shape shape;
-        uint32_t subgroup, shared, budget, tile, tile_k, parts_at_least, heads;
+        uint32_t subgroup, shared, budget, tile_m, tile_n, tile_k, stages, parts_at_least, heads;
     } devices[] = {
-        {"H100-like", {16, 16, 16}, 32, 49152, 0, 128, 32, 1, 32},
-        {"lavapipe", {8, 8, 8}, 8, 32768, 65535, 32, 16, 1, 32},
+        /* 2 x 4 subgroups: 4 x 2 accumulators each with 16 x 16 x 16, 2 x 2 with 8 x 8 x 8 */
+        {"H100-like", {16, 16, 16}, 32, 49152, 0, 128, 128, 32, 2, 1, 32},
+        /* two staged blocks need 48 KiB: one */
+        {"32 KiB GPU", {16, 16, 16}, 32, 32768, 0, 128, 128, 32, 1, 1, 32},
+        {"lavapipe", {8, 8, 8}, 8, 32768, 65535, 32, 64, 16, 2, 1, 32},
         /* 1024 texels in blocks of 4: 7 parts; head dim 4 keeps attention within so small a budget */
-        {"lavapipe, budget 40", {8, 8, 8}, 8, 32768, 40, 32, 16, 4, 1024},
+        {"lavapipe, budget 40", {8, 8, 8}, 8, 32768, 40, 32, 64, 16, 2, 4, 1024},
     };
     CHECK(vka_tuning_for(&(vkattn_device_info){0}, "coopmat") != NULL);
     for (size_t d = 0; d < sizeof devices / sizeof devices[0]; d++) {
@@ -1028,15 +1031,19 @@ static void test_coopmat_profiles(void)
             const vka_step *st = &plan.steps[i];
             if (st->kernel != VKA_KERNEL_MATMUL_CM) continue;
             accumulating += (st->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_ACCUMULATE) != 0;
-            CHECK(st->spec[VKA_SPEC_TILE_A] == devices[d].tile && st->spec[VKA_SPEC_TILE_B] == devices[d].tile);
-            CHECK(st->spec[VKA_SPEC_TILE_K] == devices[d].tile_k && st->spec[VKA_SPEC_WG_SIZE] == 4 * devices[d].subgroup);
+            CHECK(st->spec[VKA_SPEC_TILE_A] == devices[d].tile_m && st->spec[VKA_SPEC_TILE_B] == devices[d].tile_n);
+            CHECK(st->spec[VKA_SPEC_TILE_K] == devices[d].tile_k && st->spec[VKA_SPEC_WG_SIZE] == 8 * devices[d].subgroup);
             CHECK(st->spec[VKA_SPEC_MAT_M] == devices[d].shape.m && st->spec[VKA_SPEC_MAT_K] == devices[d].shape.k);
-            CHECK(st->spec[VKA_SPEC_SUBGROUPS_N] == 2);
-            CHECK(vka_matmul_cm_shared_bytes(devices[d].tile, devices[d].tile, devices[d].tile_k, devices[d].shape, 2, 1) <=
-                  devices[d].shared);
+            CHECK(st->spec[VKA_SPEC_SUBGROUPS_N] == 4);
+            /* two staged blocks always fetch a block ahead */
+            CHECK_MSG(!(st->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_TWO_STAGES) == (devices[d].stages == 1) &&
+                          (st->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_PREFETCH),
+                      "%s: flags %u", devices[d].name, st->spec[VKA_SPEC_FLAGS]);
+            CHECK(vka_matmul_cm_shared_bytes(devices[d].tile_m, devices[d].tile_n, devices[d].tile_k, devices[d].shape, 4,
+                                             devices[d].stages) <= devices[d].shared);
             /* one workgroup per tile of C */
             uint64_t groups = (uint64_t)st->groups[0] * st->groups[1] * st->groups[2];
-            CHECK(groups >= vka_ceil_div(st->push.matmul.M, devices[d].tile) * st->push.matmul.tiles_n);
+            CHECK(groups >= vka_ceil_div(st->push.matmul.M, devices[d].tile_m) * st->push.matmul.tiles_n);
         }
         printf("  %-20s %u matmul_cm dispatches (%u adding to C)\n", devices[d].name, cm, accumulating);
         CHECK(cm >= 2 * devices[d].parts_at_least);
@@ -1482,8 +1489,9 @@ static void test_device_profiles(void)
 
 /* Tuning strings on the H100 profile, at the Llama-3-8B prefill (L = 4096): the GPU day's sweep
  * (tools/gpu-bench.sh) plans valid dispatches with the tiles it names, and a shape beyond the
- * device's shared memory gives way: matmul_cm's 128 x 128 tile in blocks of 128 needs 72 KiB of the
- * 48, so matmul_sm; attn_cm's blocks of 64 keys are over its 32, so the largest block that fits
+ * device's shared memory gives way: matmul_cm's two staged blocks of 64 (cm_ksteps=4) or a 256-row
+ * tile need more than 48 KiB, so one staged block; its 128 x 128 tile in blocks of 128 needs 76 KiB
+ * even so, so matmul_sm; attn_cm's blocks of 64 keys are over its 32, so the largest block that fits
  * (32 keys, 47.1 KiB). Q is staged in passes of q_dims head dims where a pass of every query row
  * would need more than two blocks of keys (128 x (q_dims + 8) halfs against 2 x 16 x 136). */
 static void test_tuning_strings(void)
@@ -1497,14 +1505,14 @@ static void test_tuning_strings(void)
     } rows[] = {
         {"coopmat", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 16, 16},
         {"coopmat:cm_ksteps=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 64, 128, 16, 16},
-        {"coopmat:cm_frags_m=8,cm_frags_n=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 256, 64, 32, 128, 16, 16},
+        {"coopmat:cm_frags_m=8,cm_frags_n=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 256, 64, 32, 128, 16, 16},
         {"coopmat:cm_ksteps=8", VKA_KERNEL_MATMUL_SM, VKA_KERNEL_FUSED_CM, 0, 0, 0, 128, 16, 16},
         {"coopmat:cm_attn_subgroups=2,cm_attn_key_frags=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32,
          32, 32, 128},
         {"coopmat:cm_attn_subgroups=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 64, 16, 32},
         {"coopmat:cm_attn_key_frags=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 32, 32},
         {":cm_attn_row_lanes=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 16, 16},
-        {"coopmat:cm_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 16, 16},
+        {"coopmat:cm_prefetch=0,cm_stages=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 16, 16},
         {"coopmat:cm_attn_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 16, 16},
         {"coopmat:cm_attn_key_frags=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 32, 32},
     };

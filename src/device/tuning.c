@@ -63,16 +63,21 @@ static const vka_tuning tunings[] = {
                "AMD RDNA3): the projections as shared-memory tiled GEMMs and the fused attention with fp16 operands "
                "and fp32 sums in 32-lane subgroups, the other kernels as gpu (tiles measured on an NVIDIA H200)",
         GPU_KERNELS, /* the other kernels as gpu */
-        /* 4 x 4 accumulators per subgroup, 2 steps per block: with 16 x 16 x 16 matrices 128 x 128
-         * outputs per workgroup and blocks of 32 (on an H200 150 TFLOP/s at E = 4096, against 95
-         * with 2 x 2: 64 x 64), 2 x 2 with lavapipe's 8 x 8 x 8, 32 x 32 and blocks of 16 (the
-         * oracle's LLVM compile grows with the unrolled body). Up to 8 rows (decoding) take
-         * matmul_vec, as ggml keeps them on matrix-vector kernels. Subgroups of 32: NVIDIA's only
-         * size, and RDNA3's wave32. */
-        .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 2, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 32,
-        .cm_subgroups_n = 2, .cm_stages = 1,
-        /* software pipelining: on an H100 the Q/K/V projection at L = 4096 took 2.70 ms with it,
-         * 3.19 without (fastest repeats) */
+        /* 2 x 4 subgroups of 4 x 2 accumulators, 2 steps per block, two blocks staged: with 16 x 16
+         * x 16 matrices 128 x 128 outputs per workgroup of 256, blocks of 32 (48 KiB of shared
+         * memory; with less, one staged block), 32 x 64 with lavapipe's 8 x 8 x 8 (2 x 2 each,
+         * blocks of 16: the oracle's LLVM compile grows with the unrolled body). On an H100
+         * (2026-11-26, E = 4096, L = 4096, fp16, alternated three times, fastest repeats) the Q/K/V
+         * projection took 3.03 ms so (135 TFLOP/s), 3.40-3.45 in 2 x 2 subgroups of 4 x 4 with one
+         * staged block (the H200's 150 TFLOP/s tile, against 95 with 2 x 2 accumulators), 3.36-3.46
+         * in 2 x 4 with blocks of 64, 4.6 in 2 x 4 with one block, 5.7-5.8 in 2 x 2 with two (at 45
+         * KiB of shared memory, one workgroup per unit). Up to 8 rows (decoding) take matmul_vec,
+         * as ggml keeps them on matrix-vector kernels. Subgroups of 32: NVIDIA's only size, and
+         * RDNA3's wave32. */
+        .cm_frags_m = 4, .cm_frags_n = 2, .cm_frags_narrow = 2, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 32,
+        .cm_subgroups_n = 4, .cm_stages = 2,
+        /* software pipelining (one staged block; two always fetch ahead): on an H100 the Q/K/V
+         * projection at L = 4096 took 2.70 ms with it, 3.19 without (fastest repeats) */
         .cm_prefetch = 1,
         /* Attention: 8 subgroups of MAT_M query rows, keys in blocks of one MAT_N matrix: 128
          * rows x 16 keys with 16 x 16 x 16 (26 KiB of shared memory at D = 128, 34 at D = 256),

@@ -55,12 +55,14 @@ vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_li
     const uint32_t fm = narrow ? t->cm_frags_narrow : t->cm_frags_m, fn = narrow ? t->cm_frags_narrow : t->cm_frags_n;
     const uint32_t sgs_n = t->cm_subgroups_n;
     cm_shape s = {2 * fm * ms.m, sgs_n * fn * ms.n, round_up(t->cm_ksteps * ms.k, 4),
-                  2 * sgs_n * limits->subgroup_size, sgs_n};
+                  2 * sgs_n * limits->subgroup_size, sgs_n, t->cm_stages};
     if (s.tile_k % ms.k) s.tile_k *= ms.k; /* whole matrix steps and whole texels of 4 */
-    if (vka_matmul_cm_shared_bytes(s.tile_m, s.tile_n, s.tile_k, ms, sgs_n, t->cm_stages) > limits->max_shared_bytes ||
-        s.wg > limits->max_workgroup_invocations)
-        return none;
-    return s;
+    if (s.wg > limits->max_workgroup_invocations) return none;
+    /* two staged blocks where they fit, else one (a device with less shared memory keeps the tile) */
+    for (; s.stages >= 1; s.stages--)
+        if (vka_matmul_cm_shared_bytes(s.tile_m, s.tile_n, s.tile_k, ms, sgs_n, s.stages) <= limits->max_shared_bytes)
+            return s;
+    return none;
 }
 
 uint64_t vka_matmul_sm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k)
@@ -151,8 +153,10 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
     s.spec[VKA_SPEC_TILE_B] = sh.tile_n;
     s.spec[VKA_SPEC_VEC] = vec;
     s.spec[VKA_SPEC_FLAGS] = first_part ? 0 : VKA_MATMUL_ACCUMULATE;
-    if (ch.kernel == VKA_KERNEL_MATMUL_CM && b->tuning->cm_prefetch) s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_PREFETCH;
-    if (ch.kernel == VKA_KERNEL_MATMUL_CM && b->tuning->cm_stages == 2) s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_TWO_STAGES;
+    /* two staged blocks fetch a block ahead in any case: the flags say what the kernel does */
+    if (ch.kernel == VKA_KERNEL_MATMUL_CM && (b->tuning->cm_prefetch || ch.tile.stages == 2))
+        s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_PREFETCH;
+    if (ch.kernel == VKA_KERNEL_MATMUL_CM && ch.tile.stages == 2) s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_TWO_STAGES;
     uint64_t rpb = m->rows_per_batch, bs = m->batch_stride;
     if (m0 % rpb != 0 || mc % rpb != 0) rpb = mc, bs = 0; /* inside one batch item: a plain block */
     uint64_t c_first = c_index(m, m0, n0), c_last = c_index(m, (uint64_t)m0 + mc - 1, (uint64_t)n0 + nc - 1);

@@ -20,11 +20,12 @@ uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t t
  * tuning with cm_* fields, with limits that give a matrix shape (the context may run matmul_cm), for
  * at least cm_min_rows rows. The tile is the tuning's accumulators times the matrix shape (2 x
  * cm_subgroups_n subgroups of limits->subgroup_size), a block whole matrix steps (and whole texels of 4); it fits
- * the device's shared memory and workgroup size. The context's self-test uses it too, so that it
+ * the device's shared memory (in cm_stages staged blocks, else one) and workgroup size. The context's self-test uses it too, so that it
  * runs the pipeline the plans will. */
 typedef struct vka_matmul_cm_tile {
     uint32_t tile_m, tile_n, tile_k, wg; /* wg 0: no cooperative-matrix tile */
     uint32_t subgroups_n;                /* matmul_cm: subgroups across the tile (2 rows of them) */
+    uint32_t stages;                     /* matmul_cm: blocks staged in shared memory (1 or 2) */
 } vka_matmul_cm_tile;
 vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M);
 
