@@ -328,7 +328,8 @@ typedef struct vkattn_context_desc {
      * subgroups of M query rows per workgroup), cm_attn_key_frags (1-4: N-key matrices per block, at
      * most 32 keys), cm_attn_row_lanes (a power of two, 1-64: invocations per row's softmax),
      * cm_attn_prefetch (0-1024: heads of at most this many dims fetch the next K/V block while
-     * this one computes, 0 = never),
+     * this one computes, 0 = never), cm_attn_stages (1 or 2: K/V blocks staged at once, 2: one
+     * barrier per block),
      * sm_tile_m, sm_tile_n (4-128), sm_tile_k (4-64; multiples of 4: matmul_sm's tile),
      * paged_lanes_group (1, 2 or 4: lanes per key in decoding), paged_lanes_per_unit,
      * paged_per_unit (1-4096: decoding's workgroups or invocations per compute unit),

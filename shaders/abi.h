@@ -189,6 +189,7 @@ VKA_STRUCT(vka_pv_push) {
 #define VKA_FUSED_Q_F16 8u    /* attn_cm: Q holds fp16 values (else fp32; Q, K, V are storage buffers there) */
 #define VKA_FUSED_K_F16 16u   /* attn_cm: K holds fp16 values */
 #define VKA_FUSED_V_F16 32u   /* attn_cm: V holds fp16 values */
+#define VKA_FUSED_TWO_STAGES 64u /* attn_cm: two staged K/V blocks, one workgroup barrier per block */
 #define VKA_FUSED_Q 0            /* texel view (attn_cm: a storage buffer) */
 #define VKA_FUSED_K 1            /* texel view (attn_cm: a storage buffer) */
 #define VKA_FUSED_V 2            /* texel view (attn_cm: a storage buffer) */

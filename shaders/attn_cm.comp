@@ -12,7 +12,9 @@
  * subgroup's MAT_M x MAT_K fragments (D / MAT_K of them). Per block of TILE_B keys the invocations
  * stage K's and V's rows into shared memory as fp16 (with FLAGS' VKA_FUSED_PREFETCH the next
  * block's rows are fetched into registers during this block's work, and staged from there at the
- * next block); each subgroup computes its MAT_M x TILE_B scores
+ * next block; with VKA_FUSED_TWO_STAGES shared memory holds two blocks and the next is staged into
+ * the other during this one's work, fetched a block ahead: one workgroup barrier per block instead
+ * of two); each subgroup computes its MAT_M x TILE_B scores
  * S = Q·K^T (fp32 accumulators) and stores them to its scratch; ROW_LANES invocations per row apply
  * the scale, variants and masks (attention_common.glsl) to a share of its scores each, meet by
  * subgroup shuffles, and update the row's online softmax (reference m and sum l, fp32), writing the
@@ -35,9 +37,10 @@
  *
  * Masked keys never contribute: a masked score becomes -inf (probability 0) whatever K held, and V
  * is staged with every non-finite element replaced by 0, so 0 x V adds nothing. A key whose V row
- * held NaN or inf and that a row does see with a non-zero probability makes that row NaN (where
- * attn_fused.comp gives inf or NaN in the affected elements). A row with no visible key gets a zero
- * context (lse = -inf); a NaN score makes the row NaN; the sink starts part 0's first chunk.
+ * held NaN or inf and that a row does see with a non-zero probability makes that row's context NaN
+ * (its P is NaN; where attn_fused.comp gives inf or NaN in the affected elements), its lse stays
+ * the scores' (as the CPU path's). A row with no visible key gets a zero context (lse = -inf); a
+ * NaN score makes the row NaN, lse too; the sink starts part 0's first chunk.
  * The probabilities are rounded to fp16 before P·V, and l sums the rounded values.
  *
  * Grid: parts * bh_count * ceil(i_count / TILE_A) workgroups of WG_SIZE = NSG x the subgroup size;
@@ -46,8 +49,8 @@
  * Bindings: VKA_FUSED_* (abi.h). Specialization: TILE_A (query rows, a multiple of MAT_M), TILE_B
  * (keys per block, a multiple of MAT_N and MAT_K), DV, VEC (4: D = 4 DV, a multiple of MAT_N and
  * MAT_K, which are multiples of 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), MAT_M, MAT_N, MAT_K, ROW_LANES (a power of two dividing the subgroup size and TILE_B),
- * TILE_K (Q's head dims staged per pass), ATTN_MASK, FLAGS (VKA_FUSED_LOAD, STORE, PREFETCH, and
- * Q_F16, K_F16, V_F16: the storage buffers' element types), VARIANT.
+ * TILE_K (Q's head dims staged per pass), ATTN_MASK, FLAGS (VKA_FUSED_LOAD, STORE, PREFETCH,
+ * TWO_STAGES, and Q_F16, K_F16, V_F16: the storage buffers' element types), VARIANT.
  * Loop trips per invocation: the key-block loop, blocks + 1 (a block more where the real keys end
  * and the extra ones begin); every other loop has a constant count and is unrolled.
  */
@@ -107,7 +110,9 @@ const uint SSTRIDE = TILE_B + 4;           /* floats per row of scores: 16 bytes
                                               the softmax's reads are spread by its key rotation) */
 const uint QD = TILE_K > 0 && TILE_K < D ? TILE_K : D; /* Q's head dims staged per pass (the plan's) */
 const uint QDV = QD / 4, QSTRIDE4 = QDV + 2;
-const uint KV_SPACE = 2 * TILE_B * STRIDE4, Q_SPACE = TILE_A * QSTRIDE4;
+const uint STAGES = 1 + ((FLAGS & VKA_FUSED_TWO_STAGES) != 0 ? 1 : 0); /* K/V blocks staged at once */
+const uint KV_BLOCK = 2 * TILE_B * STRIDE4;  /* one block: K's rows, then V's */
+const uint KV_SPACE = STAGES * KV_BLOCK, Q_SPACE = TILE_A * QSTRIDE4;
 
 /* Staged rows as f16vec4, so that an invocation stages a texel with one 8-byte store (the matrix
  * loads count offsets and strides in these elements). */
@@ -120,8 +125,9 @@ shared float16_t p_s[TILE_A * PSTRIDE];       /* the probabilities */
 shared float alpha_s[TILE_A];                 /* each row's rescale factor for this block; at the end 1 / l */
 shared float poison_s[TILE_A];                /* NaN for a row that saw a NaN score, else 0 */
 shared uint real_end_s;                       /* the keys past every row's limit are masked for all */
-shared uint bad_keys_s[2];                    /* bit c: key c of the block held a non-finite V element (block
-                                                 n's word n % 2, the other cleared meanwhile) */
+shared uint bad_keys_s[3];                    /* bit c: key c of the block held a non-finite V element (block
+                                                 n's word n % 2, the other cleared meanwhile; with two
+                                                 stages n % 3, block n - 1's cleared during block n) */
 
 const uint Q_TEXELS = (TILE_A * QDV + WG - 1) / WG; /* texels of a pass of Q's tile per invocation */
 const uint KV_TEXELS = (TILE_B * DV + WG - 1) / WG; /* of a block's K (and V) rows */
@@ -167,11 +173,11 @@ uint rotated_key(uint t, uint rot)
 }
 
 /* acc = S for the subgroup's rows and the block's keys c * MAT_N..: Q·K^T, K's rows as the columns of
- * B (column-major). Both builds. */
+ * B (column-major), the block staged at kv_s[kv0]. Both builds. */
 #define BLOCK_SCORES(acc, c)                                                                        \
     [[unroll]] for (uint f_ = 0; f_ < QF; f_++) {                                                   \
         coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> kf_;                      \
-        coopMatLoad(kf_, kv_s, (c) * MAT_N * STRIDE4 + f_ * MAT_K / 4, STRIDE4,                    \
+        coopMatLoad(kf_, kv_s, kv0 + (c) * MAT_N * STRIDE4 + f_ * MAT_K / 4, STRIDE4,              \
                     gl_CooperativeMatrixLayoutColumnMajor);                                         \
         acc = coopMatMulAdd(qf[f_], kf_, acc);                                                      \
     }
@@ -180,7 +186,7 @@ uint rotated_key(uint t, uint rot)
 #define ADD_PV(f)                                                                                   \
     [[unroll]] for (uint c_ = 0; c_ < PF; c_++) {                                                   \
         coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> vf_;                      \
-        coopMatLoad(vf_, kv_s, (TILE_B + c_ * MAT_K) * STRIDE4 + (f) * MAT_N / 4, STRIDE4,         \
+        coopMatLoad(vf_, kv_s, kv0 + (TILE_B + c_ * MAT_K) * STRIDE4 + (f) * MAT_N / 4, STRIDE4,   \
                     gl_CooperativeMatrixLayoutRowMajor);                                            \
         o[f] = coopMatMulAdd(pf[c_], vf_, o[f]);                                                    \
     }
@@ -218,13 +224,18 @@ float cm2_score(const in uint row, const in uint col, const in float s, const in
     return x;
 }
 
-/* p as the row's sum counts it: NaN where the row turns NaN (a NaN score, or a key whose V held a
- * non-finite value, bit c0 + col of `bad`, seen with a non-zero probability), so that l carries
- * the row's NaN flag */
-float cm2_counted(const in uint row, const in uint col, const in float p, const in float x, const in uint bad,
-                  const in uint c0)
+/* p as the row's sum counts it: NaN where the score is NaN, so that l (and the lse) carries the
+ * row's NaN flag */
+float cm2_counted(const in uint row, const in uint col, const in float p, const in float x)
 {
-    return isnan(x) || (p != 0.0 && (bad & (1u << (c0 + col))) != 0) ? 0.0 / 0.0 : p;
+    return isnan(x) ? 0.0 / 0.0 : p;
+}
+/* p as P·V takes it: NaN for a key whose V held a non-finite value (bit c0 + col of `bad`) seen
+ * with a non-zero probability, so that the row's O turns NaN (its V was staged as 0) while l and
+ * the lse, which depend on the scores alone, stay as the scores make them */
+float cm2_weight(const in uint row, const in uint col, const in float p, const in uint bad, const in uint c0)
+{
+    return p != 0.0 && (bad & (1u << (c0 + col))) != 0 ? 0.0 / 0.0 : p;
 }
 #endif
 
@@ -253,7 +264,7 @@ void main()
     bool saw_nan[RPL];
     uint limit[RPL], first[RPL], state[RPL];
     int qk[RPL];
-    if (gl_LocalInvocationID.x == 0) real_end_s = 0, bad_keys_s[0] = 0, bad_keys_s[1] = 0;
+    if (gl_LocalInvocationID.x == 0) real_end_s = 0, bad_keys_s[0] = 0, bad_keys_s[1] = 0, bad_keys_s[2] = 0;
     barrier();
     [[unroll]] for (uint k = 0; k < RPL; k++) {
         /* r past the subgroup's rows (a pass not whole) shadows its last row and stores nothing */
@@ -368,16 +379,30 @@ void main()
         FETCH(k_in, load_k, TILE_B, DV, K_ROW)                                                      \
         FETCH(v_in, load_v, TILE_B, DV, V_ROW)                                                      \
     }
-    if (prefetch && blocks > 0) FETCH_BLOCK(0)
+    /* TWO_STAGES: block n is staged at kv_s[(n % 2) x KV_BLOCK] and its bad-key word is n % 3;
+     * block n + 1 is fetched before block n's matrix work and staged after it, into the other
+     * stage, whose last reader (block n - 1) finished before the previous barrier. */
+    const bool two_stages = STAGES == 2;
+    if ((prefetch || two_stages) && blocks > 0) FETCH_BLOCK(0)
+    if (two_stages && blocks > 0) {
+        STAGE(k_in, 0, TILE_B, DV, STRIDE4, K_HALF, false, 0)
+        STAGE(v_in, TILE_B, TILE_B, DV, STRIDE4, V_HALF, true, 0)
+        barrier(); /* the first block is staged */
+    }
     for (uint n = 0; n < blocks; n++) {
         bool real = n < real_blocks;
         uint j0 = BLOCK_J0(n), end = BLOCK_END(n);
-        if (!prefetch) FETCH_BLOCK(n)
-        STAGE(k_in, 0, TILE_B, DV, STRIDE4, K_HALF, false, 0)
-        STAGE(v_in, TILE_B, TILE_B, DV, STRIDE4, V_HALF, true, n % 2)
-        barrier(); /* the block is staged */
-        if (gl_LocalInvocationID.x == 0) bad_keys_s[(n + 1) % 2] = 0; /* block n - 1's, read before that barrier */
-        if (prefetch && n + 1 < blocks) FETCH_BLOCK(n + 1)
+        uint kv0 = two_stages ? n % 2 * KV_BLOCK : 0, bad_word = two_stages ? n % 3 : n % 2;
+        if (two_stages) {
+            if (n + 1 < blocks) FETCH_BLOCK(n + 1)
+        } else {
+            if (!prefetch) FETCH_BLOCK(n)
+            STAGE(k_in, 0, TILE_B, DV, STRIDE4, K_HALF, false, 0)
+            STAGE(v_in, TILE_B, TILE_B, DV, STRIDE4, V_HALF, true, bad_word)
+            barrier(); /* the block is staged */
+            if (gl_LocalInvocationID.x == 0) bad_keys_s[(n + 1) % 2] = 0; /* block n - 1's, read before that barrier */
+            if (prefetch && n + 1 < blocks) FETCH_BLOCK(n + 1)
+        }
 
 #ifndef COOPMAT2
         /* S = Q·K^T for the subgroup's rows, through its scratch for the softmax below. */
@@ -396,7 +421,7 @@ void main()
          * rotated by ROW_LANES x the row, so that a subgroup's reads of the scores fall in distinct
          * banks (32 lanes, 2 per row, rows of 32 or 36 floats: 16- or 2-way conflicts unrotated;
          * the padding is for the matrix stores, 8-way without it). */
-        uint bad = bad_keys_s[n % 2];
+        uint bad = bad_keys_s[bad_word];
         [[unroll]] for (uint k = 0; k < RPL; k++) {
             uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
             uint i = pc.i_begin + min(il0 + row, pc.i_count - 1);
@@ -423,9 +448,10 @@ void main()
             [[unroll]] for (uint t = 0; t < KPL; t++) {
                 uint c = rotated_key(t, rot);
                 float16_t p = float16_t(exp(s[t] - m_ref));
-                nan = nan || (p != float16_t(0.0) && (bad & (1u << c)) != 0);
                 sum += float(p);
-                if (r < MAT_M) p_s[row * PSTRIDE + c] = p;
+                /* a key whose V held a non-finite value, seen: NaN into P·V (V was staged as 0), so
+                 * the row's O turns NaN while l and the lse stay the scores' */
+                if (r < MAT_M) p_s[row * PSTRIDE + c] = p != float16_t(0.0) && (bad & (1u << c)) != 0 ? float16_t(0.0 / 0.0) : p;
             }
             /* a butterfly: every invocation of the row adds the same numbers in the same pairs */
             [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2) {
@@ -465,7 +491,7 @@ void main()
          * to fp16 (l sums the rounded values), and O = O x alpha + P·V. Row values live in
          * matrices with the value in every column of its row (mm, ll); a row turned NaN has l NaN.
          * No branch around a matrix operation (docs/KNOWN_ISSUES.md). */
-        uint bad = bad_keys_s[n % 2];
+        uint bad = bad_keys_s[bad_word];
         ACC xs[KF], block_max = ACC(-1.0 / 0.0);
         [[unroll]] for (uint c = 0; c < KF; c++) {
             ACC acc = ACC(0.0);
@@ -481,10 +507,11 @@ void main()
         coopMatPerElementNV(alpha, mm, cm2_exp_sub, m_ref);
         coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> pf[PF];
         [[unroll]] for (uint c = 0; c < KF; c++) {
-            ACC p, counted, row_sum;
+            ACC p, weight, counted, row_sum;
             coopMatPerElementNV(p, xs[c], cm2_probability, m_ref);
-            pf[c] = coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA>(ACC16(p)); /* exact */
-            coopMatPerElementNV(counted, p, cm2_counted, xs[c], bad, c * MAT_N);
+            coopMatPerElementNV(weight, p, cm2_weight, bad, c * MAT_N);
+            pf[c] = coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA>(ACC16(weight)); /* exact */
+            coopMatPerElementNV(counted, p, cm2_counted, xs[c]);
             coopMatReduceNV(row_sum, counted, gl_CooperativeMatrixReduceRowNV, cm2_add);
             sum = sum + row_sum;
         }
@@ -495,7 +522,15 @@ void main()
             ADD_PV(f)
         }
 #endif
-        barrier(); /* every subgroup is done with the block before the next is staged */
+        if (two_stages) { /* the next block into the other stage, its word cleared a block before */
+            if (gl_LocalInvocationID.x == 0) bad_keys_s[(n + 2) % 3] = 0; /* block n - 1's, read before the last barrier */
+            if (n + 1 < blocks) {
+                STAGE(k_in, (n + 1) % 2 * 2 * TILE_B, TILE_B, DV, STRIDE4, K_HALF, false, 0)
+                STAGE(v_in, (n + 1) % 2 * 2 * TILE_B + TILE_B, TILE_B, DV, STRIDE4, V_HALF, true, (n + 1) % 3)
+            }
+        }
+        barrier(); /* every subgroup is done with the block before the next is staged (two stages: and the
+                      next is staged) */
     }
 
 #ifdef COOPMAT2

@@ -49,6 +49,8 @@ typedef struct cm_case {
     float softcap;
     int alibi, sinks, bias_kv, zero_attn;
     int nan_masked;    /* NaN in every key and value row no query may see (padding, past the lengths) */
+    int nan_seen;      /* NaN in batch item 0's value row S / 2 (cross-attention: S > 0), which later rows
+                          see: those rows NaN on both sides */
     uint32_t budget;   /* the context's loop budget: 0 = the device's */
     uint32_t state_kib; /* the fused states' budget (internal): small enough for chunks; 0 = the default */
     uint32_t binding_kib; /* the storage bindings' range (internal): Q, K and V bound in slices; 0 = the device's */
@@ -78,6 +80,9 @@ static const cm_case grid[] = {
     {"causal_L_lt_S", 2, 17, 45, 2, 0, 64, .causal = 1, .khr = 1},
     {"causal_L_gt_S", 1, 45, 17, 2, 0, 64, .causal = 1},
     {"gqa_causal", 1, 37, 0, 4, 2, 64, .causal = 1, .khr = 1},
+    /* a value row that later rows see holds NaN: those rows are NaN (attn_cm: through its bad-key
+     * word), the others match */
+    {"nan_seen_causal", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1},
     {"mqa_f16_padding_nan", 2, 21, 29, 4, 1, 64, .f16 = 1, .key_padding = 1, .nan_masked = 1, .khr = 1},
     {"bool_per_head_lens", 2, 19, 41, 2, 0, 64, .mask = 1, .mask_per_head = 1, .lens = 2, .key_padding = 1,
      .fully_masked = 1},
@@ -120,6 +125,18 @@ static const cm_case grid[] = {
      * through the key blocks' space a few head dims at a time (8 passes of 8 dims on lavapipe) */
     {"q_passes", 1, 70, 50, 2, 1, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
      .tuning = "coopmat:cm_attn_subgroups=8,cm_attn_key_frags=1"},
+    /* two staged K/V blocks (the next staged into the other during this one's work, the bad-key
+     * words in three): NaN in V rows no query sees, many blocks with rising maxima at D = 128,
+     * key parts and chunks at a lowered budget, D = 256 with fp16 storage */
+    {"two_stages", 2, 19, 90, 2, 0, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
+     .tuning = "coopmat:cm_attn_stages=2"},
+    {"two_stages_nan_seen", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1,
+     .tuning = "coopmat:cm_attn_stages=2"},
+    {"two_stages_rising_D128", 1, 40, 300, 2, 0, 128, .causal = 1, .rising = 1, .khr = 1,
+     .tuning = "coopmat:cm_attn_stages=2"},
+    {"two_stages_budget", 2, 21, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .budget = 12, .state_kib = 24,
+     .tuning = "coopmat:cm_attn_stages=2"},
+    {"two_stages_D256_f16", 1, 17, 33, 1, 0, 256, .f16 = 1, .khr = 1, .tuning = "coopmat:cm_attn_stages=2"},
 };
 
 /* attn_cm against attn_fused: identity projections, B x L <= 8 (the f16 row excepted). */
@@ -174,6 +191,7 @@ static void inputs_make(const cm_case *c, cm_inputs *in, int fp16_values, unsign
         for (size_t i = 0; i < n; i++) in->lens[i] = (int32_t)((test_rng_float(&rng) * 0.5f + 0.5f) * (float)(S + 1));
         if (c->fully_masked) in->lens[0] = 0;
     }
+    for (uint32_t e = 0; c->nan_seen && e < in->Ek; e++) in->v[(size_t)(S / 2) * in->Ek + e] = NAN;
     for (uint32_t b = 0; c->nan_masked && b < c->B; b++)
         for (uint32_t j = 0; j < S; j++)
             if ((in->kpm && in->kpm[(size_t)b * S + j]) || (c->lens == 1 && (int32_t)j >= in->lens[b]))
@@ -271,9 +289,14 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         CHECK_MSG(sets > 1, "%s: %u attn_cm dispatches: Q, K and V were not sliced:\n%s", c->name, sets, plan);
     }
     const char *step = strstr(plan, " attn_cm"); /* the step line of attn_cm or attn_cm2 */
-    if (want_cm == 1 && step) { /* the next K/V block fetched meanwhile up to D = 128, unless the tuning says not */
+    if (want_cm == 1 && step) { /* the next K/V block fetched meanwhile up to D = 128, unless the tuning says not;
+                                   two staged blocks (where they fit: up to D = 128 on every device) always */
         const char *eol = strchr(step, '\n'), *said = strstr(step, "fetched meanwhile");
-        int prefetch = c->D <= 128 && !(c->tuning && strstr(c->tuning, "cm_attn_prefetch=0"));
+        const char *two = strstr(step, "two staged blocks");
+        int two_said = two && (!eol || two < eol), two_asked = c->tuning && strstr(c->tuning, "cm_attn_stages=2");
+        CHECK_MSG(two_asked ? two_said || c->D > 128 : !two_said, "%s: two staged blocks %s:\n%s", c->name,
+                  two_said ? "said" : "not said", plan);
+        int prefetch = (c->D <= 128 && !(c->tuning && strstr(c->tuning, "cm_attn_prefetch=0"))) || two_said;
         CHECK_MSG((said && (!eol || said < eol)) == prefetch, "%s: attn_cm should%s fetch the next block meanwhile:\n%s",
                   c->name, prefetch ? "" : " not", plan);
     }

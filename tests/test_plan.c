@@ -1350,7 +1350,8 @@ static int check_profile_steps(const device_profile *d, const vka_plan_limits *l
             bad += !ok;
         } else { /* attn_cm: TILE_K is Q's dims per pass */
             shared = vka_fused_cm_shared_bytes(st->spec[VKA_SPEC_TILE_A], st->spec[VKA_SPEC_TILE_B],
-                                               st->spec[VKA_SPEC_DV] * st->spec[VKA_SPEC_VEC], st->spec[VKA_SPEC_TILE_K]);
+                                               st->spec[VKA_SPEC_DV] * st->spec[VKA_SPEC_VEC], st->spec[VKA_SPEC_TILE_K],
+                                               st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES ? 2 : 1);
         }
         ok = shared <= d->info.max_shared_memory_bytes;
         CHECK_MSG(ok, "%s: %llu bytes of shared memory", d->name, (unsigned long long)shared);
@@ -1515,6 +1516,8 @@ static void test_tuning_strings(void)
         {"coopmat:cm_prefetch=0,cm_stages=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 16, 16},
         {"coopmat:cm_attn_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 16, 16},
         {"coopmat:cm_attn_key_frags=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 32, 32},
+        /* two staged K/V blocks: 34 KiB at D = 128 (at D = 256, 50 KiB: one, below) */
+        {"coopmat:cm_attn_stages=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 32, 128, 16, 16},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_tuning t;
@@ -1547,7 +1550,10 @@ static void test_tuning_strings(void)
         if (attn && rows[r].attn_rows) {
             const uint32_t q_dims = attn->spec[VKA_SPEC_TILE_K];
             CHECK_MSG(q_dims == rows[r].q_dims, "%s: Q in passes of %u dims", rows[r].tuning, q_dims);
-            CHECK(vka_fused_cm_shared_bytes(rows[r].attn_rows, rows[r].attn_keys, 128, q_dims) <= l.max_shared_bytes);
+            const int two = (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES) != 0;
+            CHECK_MSG(two == (strstr(rows[r].tuning, "cm_attn_stages=2") != NULL), "%s: two stages %d", rows[r].tuning, two);
+            CHECK(vka_fused_cm_shared_bytes(rows[r].attn_rows, rows[r].attn_keys, 128, q_dims, two ? 2 : 1) <=
+                  l.max_shared_bytes);
         }
         if (attn && rows[r].attn_rows)
             CHECK_MSG(attn->spec[VKA_SPEC_TILE_A] == rows[r].attn_rows && attn->spec[VKA_SPEC_TILE_B] == rows[r].attn_keys,
@@ -1558,6 +1564,25 @@ static void test_tuning_strings(void)
         printf("  %-48s %zu field%s set (%s): %s, %s\n", rows[r].tuning, n, n == 1 ? "" : "s", changes,
                vka_kernel_get(rows[r].mm)->spirv, vka_kernel_get(rows[r].attn)->spirv);
         CHECK(n == (size_t)(strchr(rows[r].tuning, ':') ? 1 + (strchr(rows[r].tuning, ',') != NULL) : 0));
+        vka_plan_free(&plan);
+    }
+    /* two staged blocks where they fit: at D = 256 (E = 4096, H = 16) 128 x 16 needs 50 KiB with
+     * two, 34 with one, so one; the next block still fetched meanwhile only up to D = 128 */
+    {
+        vka_tuning t;
+        int named = -1;
+        char why[600] = "";
+        CHECK(vka_tuning_parse(&dp->info, "coopmat:cm_attn_stages=2", &t, &named, why, sizeof why) == 0);
+        vka_plan_limits l = profile_limits(dp, &t);
+        vka_problem p = problem(1, 1024, 1024, 4096, 16, 1);
+        p.causal = 1;
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        const vka_step *attn = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
+        CHECK_MSG(attn && attn->spec[VKA_SPEC_TILE_A] == 128 && attn->spec[VKA_SPEC_TILE_B] == 16 &&
+                      !(attn->spec[VKA_SPEC_FLAGS] & (VKA_FUSED_TWO_STAGES | VKA_FUSED_PREFETCH)),
+                  "D = 256 under cm_attn_stages=2: %s", attn ? "not 128 x 16 with one stage" : "no attn_cm");
+        CHECK(vka_fused_cm_shared_bytes(128, 16, 256, attn ? attn->spec[VKA_SPEC_TILE_K] : 256, 2) > l.max_shared_bytes);
         vka_plan_free(&plan);
     }
     /* the parser alone: what it refuses (tests/test_api.c checks the messages a context gives) */
@@ -1618,7 +1643,8 @@ static void test_coopmat_attention(void)
             /* the next K/V block fetched meanwhile up to D = 128 (the coopmat class's cm_attn_prefetch) */
             CHECK_MSG(!(st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH) == (p.cfg.D > 128), "%s: prefetch flag %u",
                       rows[r].name, st->spec[VKA_SPEC_FLAGS]);
-            CHECK(vka_fused_cm_shared_bytes(rows[r].tile_q, rows[r].tile_k, p.cfg.D, st->spec[VKA_SPEC_TILE_K]) <=
+            CHECK(!(st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES)); /* the class stages one block */
+            CHECK(vka_fused_cm_shared_bytes(rows[r].tile_q, rows[r].tile_k, p.cfg.D, st->spec[VKA_SPEC_TILE_K], 1) <=
                   rows[r].shared);
             CHECK_MSG(st->spec[VKA_SPEC_TILE_K] == rows[r].q_dims, "%s: Q in passes of %u dims", rows[r].name,
                       st->spec[VKA_SPEC_TILE_K]);

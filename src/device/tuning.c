@@ -93,6 +93,9 @@ static const vka_tuning tunings[] = {
          * 16, 32 bytes of fp16 per invocation; D = 256's accumulators need the registers): on an H100
          * attention took 3.9 ms with it at 128 x 16 and 4.3 without, 6.4 and 7.2 at 64 x 32 */
         .cm_attn_prefetch = 128,
+        /* one staged K/V block: two (cm_attn_stages=2, one barrier per block instead of two; 35 KiB
+         * at 128 x 16, D = 128) are proven on lavapipe, not yet measured on a GPU */
+        .cm_attn_stages = 1,
     },
     {
         .name = "intel",
@@ -215,6 +218,7 @@ static const struct tuning_field {
     FIELD(cm_attn_key_frags, 1, 4, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_row_lanes, 1, 64, POW2, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_prefetch, 0, 1024, ANY, cm_attn_subgroups, "attn_cm"),
+    FIELD(cm_attn_stages, 1, 2, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(sm_tile_m, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_n, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_k, 4, 64, MUL4, sm_tile_m, "matmul_sm"),

@@ -78,6 +78,10 @@ typedef struct vka_tuning {
      * their registers for the accumulators). attn_cm needs subgroup shuffles: without them
      * attn_fused runs. */
     uint32_t cm_attn_subgroups, cm_attn_key_frags, cm_attn_row_lanes, cm_attn_prefetch;
+    /* attn_cm's K/V blocks staged in shared memory at once (1 or 2; 0 = 1): with 2 the next block
+     * is staged into the other during this one's work, one workgroup barrier per block instead of
+     * two, where the tile fits (else one) */
+    uint32_t cm_attn_stages;
 } vka_tuning;
 
 /* The tuning for a device: by explicit name ("lavapipe", "gpu", "coopmat", "intel", "mobile")

@@ -210,12 +210,13 @@ vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, u
 typedef struct fused_cm_shape {
     uint32_t tile_q, tile_k, wg, row_lanes;
     uint32_t q_dims; /* Q's head dims staged per pass (through the space of two blocks of keys) */
+    uint32_t stages; /* K/V blocks staged at once (1 or 2) */
     int matrix2; /* attn_cm2: the softmax in the matrices (P converts from accumulator to A: N = K) */
 } fused_cm_shape;
 
 /* attn_cm's shape with `subgroups` subgroups of query rows and blocks of `frags` N-key matrices,
- * or none where it does not fit the device */
-static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, uint32_t frags)
+ * `stages` of them staged at once, or none where it does not fit the device */
+static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, uint32_t frags, uint32_t stages)
 {
     const vka_tuning *t = b->tuning;
     const vkattn_matrix_shape ms = b->limits->matrix_shape;
@@ -228,13 +229,14 @@ static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, ui
     while (s.row_lanes > 1 && ((s.row_lanes & (s.row_lanes - 1)) || sg % s.row_lanes || s.tile_k % s.row_lanes))
         s.row_lanes >>= 1;
     s.matrix2 = b->limits->matrix2 && ms.n == ms.k;
+    s.stages = stages;
     /* Q passes: halve the dims staged at once while a pass of every query row would need more
      * shared memory than the key blocks' (whole matrices and texels, 16-byte aligned) */
     s.q_dims = D;
     while (s.q_dims % 2 == 0 && (s.q_dims / 2) % ms.k == 0 && (s.q_dims / 2) % 8 == 0 &&
            (uint64_t)s.tile_q * (s.q_dims + 8) > 2ull * s.tile_k * (D + 8))
         s.q_dims /= 2;
-    if (s.tile_k > 32 || vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D, s.q_dims) > b->limits->max_shared_bytes ||
+    if (s.tile_k > 32 || vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D, s.q_dims, stages) > b->limits->max_shared_bytes ||
         s.wg > b->limits->max_workgroup_invocations)
         return none;
     return s;
@@ -252,26 +254,27 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
     /* the staged rows are f16vec4: matrix offsets in whole texels, 16-byte aligned (Vulkan's rule
      * for cooperative-matrix loads) */
     if (D % ms.k || D % ms.n || D % 4 || ms.k % 8 || ms.n % 8) return none;
-    /* The tuning's tile, else the largest smaller one that fits (fewer keys per block first, then
-     * fewer query rows): a large head dim or a device with less shared memory keeps the matrix
-     * kernel (on an H100 at D = 256 128 x 16 ran 16x faster than attn_fused, which 128 x 32 fell
-     * back to). */
+    /* The tuning's tile, else the largest smaller one that fits (one staged block first, then
+     * fewer keys per block, then fewer query rows): a large head dim or a device with less shared
+     * memory keeps the matrix kernel (on an H100 at D = 256 128 x 16 ran 16x faster than
+     * attn_fused, which 128 x 32 fell back to). */
     for (uint32_t subgroups = t->cm_attn_subgroups; subgroups >= 1; subgroups /= 2)
-        for (uint32_t frags = t->cm_attn_key_frags; frags >= 1; frags--) {
-            fused_cm_shape s = fused_cm_tile(b, subgroups, frags);
-            if (s.wg) return s;
-        }
+        for (uint32_t frags = t->cm_attn_key_frags; frags >= 1; frags--)
+            for (uint32_t stages = t->cm_attn_stages ? t->cm_attn_stages : 1; stages >= 1; stages--) {
+                fused_cm_shape s = fused_cm_tile(b, subgroups, frags, stages);
+                if (s.wg) return s;
+            }
     return none;
 }
 
-uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D, uint32_t q_dims)
+uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D, uint32_t q_dims, uint32_t stages)
 {
-    /* attn_cm.comp: fp16 rows of D + 8 for K and V, in the same space Q's rows of q_dims + 8 per
-     * pass; fp32 scores in rows of tile_k + 4; fp16 P in rows of tile_k + 8; two floats per row;
-     * three words */
-    uint64_t kv = 2ull * tile_k * (D + 8), q = (uint64_t)tile_q * (q_dims + 8);
+    /* attn_cm.comp: fp16 rows of D + 8 for K and V (per stage), in the same space Q's rows of
+     * q_dims + 8 per pass; fp32 scores in rows of tile_k + 4; fp16 P in rows of tile_k + 8; two
+     * floats per row; four words */
+    uint64_t kv = 2ull * stages * tile_k * (D + 8), q = (uint64_t)tile_q * (q_dims + 8);
     return (kv > q ? kv : q) * 2 + (uint64_t)tile_q * (tile_k + 4) * 4 + (uint64_t)tile_q * (tile_k + 8) * 2 +
-           (uint64_t)tile_q * 8 + 12;
+           (uint64_t)tile_q * 8 + 16;
 }
 
 /* The most keys one attn_cm workgroup may visit: its one loop is the key blocks', with one block
@@ -343,10 +346,12 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                   .binding_count = VKA_FUSED_BINDINGS};
     const uint32_t wg = cm.wg ? cm.wg : pr->fused_wg;
     s.spec[VKA_SPEC_WG_SIZE] = wg;
-    /* attn_cm: the next block fetched meanwhile where the head is small enough; Q, K and V read as
-     * storage buffers of their roles' element types */
+    /* attn_cm: the next block fetched meanwhile where the head is small enough (two staged blocks
+     * always fetch a block ahead: the flags say what the kernel does); Q, K and V read as storage
+     * buffers of their roles' element types */
     const uint32_t cm_flags = !cm.wg ? 0
-                              : (D <= pr->cm_attn_prefetch ? VKA_FUSED_PREFETCH : 0) |
+                              : (D <= pr->cm_attn_prefetch || cm.stages == 2 ? VKA_FUSED_PREFETCH : 0) |
+                                    (cm.stages == 2 ? VKA_FUSED_TWO_STAGES : 0) |
                                     (b->plan->role_dtype[l->q] == VKATTN_DTYPE_F16 ? VKA_FUSED_Q_F16 : 0) |
                                     (b->plan->role_dtype[l->k] == VKATTN_DTYPE_F16 ? VKA_FUSED_K_F16 : 0) |
                                     (b->plan->role_dtype[l->v] == VKATTN_DTYPE_F16 ? VKA_FUSED_V_F16 : 0);
@@ -741,7 +746,8 @@ void vka_fused_cm_describe(vka_text *t, const vka_step *s)
     if (s->kernel == VKA_KERNEL_FUSED_CM2) vka_text_put(t, "the softmax in the matrices");
     else vka_text_put(t, "%u invocation%s per row's softmax", s->spec[VKA_SPEC_ROW_LANES],
                       s->spec[VKA_SPEC_ROW_LANES] == 1 ? "" : "s");
-    vka_text_put(t, "%s)", s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH ? ", the next block fetched meanwhile" : "");
+    vka_text_put(t, "%s%s)", s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH ? ", the next block fetched meanwhile" : "",
+                 s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES ? ", two staged blocks" : "");
 }
 
 void vka_merge_describe(vka_text *t, const vka_step *s)
