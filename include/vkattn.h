@@ -318,9 +318,9 @@ typedef struct vkattn_context_desc {
      * sets fields of class NAME (an empty NAME: of the device's class), e.g.
      * "coopmat:cm_frags_m=2,cm_ksteps=4" (no spaces, no comma at the end). The fields, in units of
      * the device's matrix shape M x N x K where they count matrices: cm_frags_m, cm_frags_n (1-8:
-     * each of matmul_cm's 2 x 2 subgroups holds m x n accumulators), cm_subgroups_n (1, 2 or 4:
-     * matmul_cm's subgroups across its tile, 2 rows of them), cm_stages (1 or 2: blocks staged in
-     * shared memory, 2: one barrier per block), cm_frags_narrow (0-8: the same
+     * each of matmul_cm's 2 x cm_subgroups_n subgroups holds m x n accumulators),
+     * cm_subgroups_n (1, 2 or 4: matmul_cm's subgroups across its tile, 2 rows of them), cm_stages
+     * (1 or 2: blocks staged in shared memory, 2: one barrier per block), cm_frags_narrow (0-8: the same
      * for matrices narrower than 16, 0 = as those), cm_ksteps (1-8: matrix steps per staged block),
      * cm_min_rows (1-65536: fewer rows take the matrix-vector kernels), cm_prefetch (1: the next
      * block fetched while this one multiplies, 0: as it is staged), cm_subgroup (0 or a power of

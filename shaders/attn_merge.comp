@@ -56,7 +56,9 @@ void main()
         uint state = s * part_stride + row;
         float w = isnan(state_lse[state]) ? 0.0 : exp(state_lse[state] - ref);
         vec4 o = VEC == 4 ? state_o4[state * DV + t] : vec4(state_o[state * DV + t], 0.0, 0.0, 0.0);
-        acc += w != 0.0 ? w * o : vec4(0.0);
+        /* a part too far below the top adds nothing, but its NaN elements (a non-finite value a
+         * row saw, which attn_cm leaves in o with the lse the scores') still poison the row */
+        acc += w != 0.0 ? w * o : mix(vec4(0.0), o, isnan(o));
         sum += w;
     }
     vec4 value = (sum > 0.0 ? acc / sum : vec4(0.0)) + (saw_nan ? 0.0 / 0.0 : 0.0);

@@ -49,8 +49,10 @@ typedef struct cm_case {
     float softcap;
     int alibi, sinks, bias_kv, zero_attn;
     int nan_masked;    /* NaN in every key and value row no query may see (padding, past the lengths) */
-    int nan_seen;      /* NaN in batch item 0's value row S / 2 (cross-attention: S > 0), which later rows
-                          see: those rows NaN on both sides */
+    int nan_seen;      /* NaN in batch item 0's value row S / 2 (2: S / 4; cross-attention: S > 0), which
+                          later rows see: those rows NaN on both sides */
+    int far_half;      /* a float attn_mask of -200 on the first half of the keys: their parts' weights
+                          underflow in the merge (exp(-200) is 0 in fp32) */
     uint32_t budget;   /* the context's loop budget: 0 = the device's */
     uint32_t state_kib; /* the fused states' budget (internal): small enough for chunks; 0 = the default */
     uint32_t binding_kib; /* the storage bindings' range (internal): Q, K and V bound in slices; 0 = the device's */
@@ -132,6 +134,10 @@ static const cm_case grid[] = {
      .tuning = "coopmat:cm_attn_stages=2"},
     {"two_stages_nan_seen", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1,
      .tuning = "coopmat:cm_attn_stages=2"},
+    /* the NaN value row in a key part far below the top one (a float mask of -200 on the first
+     * half of 600 keys, parts at a budget of 12): the merge gives that part no weight, yet the
+     * rows must still turn NaN (the merge dropped it, tried once before the fix) */
+    {"nan_seen_far_part", 1, 8, 600, 2, 0, 64, .nan_seen = 2, .far_half = 1, .budget = 12, .khr = 1},
     {"two_stages_rising_D128", 1, 40, 300, 2, 0, 128, .causal = 1, .rising = 1, .khr = 1,
      .tuning = "coopmat:cm_attn_stages=2"},
     {"two_stages_budget", 2, 21, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .budget = 12, .state_kib = 24,
@@ -191,12 +197,17 @@ static void inputs_make(const cm_case *c, cm_inputs *in, int fp16_values, unsign
         for (size_t i = 0; i < n; i++) in->lens[i] = (int32_t)((test_rng_float(&rng) * 0.5f + 0.5f) * (float)(S + 1));
         if (c->fully_masked) in->lens[0] = 0;
     }
-    for (uint32_t e = 0; c->nan_seen && e < in->Ek; e++) in->v[(size_t)(S / 2) * in->Ek + e] = NAN;
+    for (uint32_t e = 0; c->nan_seen && e < in->Ek; e++) in->v[(size_t)(S / (2 * c->nan_seen)) * in->Ek + e] = NAN;
     for (uint32_t b = 0; c->nan_masked && b < c->B; b++)
         for (uint32_t j = 0; j < S; j++)
             if ((in->kpm && in->kpm[(size_t)b * S + j]) || (c->lens == 1 && (int32_t)j >= in->lens[b]))
                 for (uint32_t e = 0; e < in->Ek; e++)
                     in->k[((size_t)b * S + j) * in->Ek + e] = in->v[((size_t)b * S + j) * in->Ek + e] = NAN;
+    if (c->far_half) {
+        in->mask_f = calloc((size_t)c->L * S, sizeof(float));
+        for (uint32_t i = 0; i < c->L; i++)
+            for (uint32_t j = 0; j < S / 2; j++) in->mask_f[(size_t)i * S + j] = -200.0f;
+    }
     if (c->mask) {
         size_t n = (size_t)(c->mask_per_head ? c->B * c->H : 1) * c->L * S;
         if (c->mask == 1) {
@@ -294,7 +305,9 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         const char *eol = strchr(step, '\n'), *said = strstr(step, "fetched meanwhile");
         const char *two = strstr(step, "two staged blocks");
         int two_said = two && (!eol || two < eol), two_asked = c->tuning && strstr(c->tuning, "cm_attn_stages=2");
-        CHECK_MSG(two_asked ? two_said || c->D > 128 : !two_said, "%s: two staged blocks %s:\n%s", c->name,
+        /* (at D = 256 two stages need 50 KiB with 16 x 16 x 16 matrices; 22 KiB with lavapipe's 8 x 8 x 8) */
+        const int two_fit = c->D <= 128 || vka_matrix_shape_for(&ctx->dev.info).m < 16;
+        CHECK_MSG(two_asked ? two_said == two_fit : !two_said, "%s: two staged blocks %s:\n%s", c->name,
                   two_said ? "said" : "not said", plan);
         int prefetch = (c->D <= 128 && !(c->tuning && strstr(c->tuning, "cm_attn_prefetch=0"))) || two_said;
         CHECK_MSG((said && (!eol || said < eol)) == prefetch, "%s: attn_cm should%s fetch the next block meanwhile:\n%s",

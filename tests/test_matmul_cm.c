@@ -338,18 +338,17 @@ int main(void)
      * block as it is staged */
     run_forward_tuned("coopmat", 0, 0, "fp16 operands, the next block fetched meanwhile, two staged blocks)");
     run_forward_tuned("coopmat:cm_prefetch=0,cm_stages=1", 0, 0, "fp16 operands)");
-    run_forward_tuned("coopmat:cm_stages=1", 0, 0, "fp16 operands, the next block fetched meanwhile)");
     /* 2 x 4 subgroups of 4 x 1 accumulators (cm_frags_narrow=0: lavapipe's matrices too), and 2 x 1
      * subgroups: the plan says so */
     snprintf(tile, sizeof tile, "(%ux%u tiles, %u-element blocks, %ux%ux%u matrices in 8 subgroups", 8 * ms.m, 4 * ms.n,
              (2 * ms.k + 3) / 4 * 4, ms.m, ms.n, ms.k);
     run_forward_tuned("coopmat:cm_subgroups_n=4,cm_frags_narrow=0,cm_frags_n=1", 0, 0, tile);
     run_forward_tuned("coopmat:cm_subgroups_n=1", 24, 0, "matrices in 2 subgroups");
-    /* two staged blocks, whole and in reduction parts */
-    run_forward_tuned("coopmat:cm_stages=2", 0, 0, "the next block fetched meanwhile, two staged blocks)");
-    /* (2 x 4 subgroups of 4 x 2 with 16 x 16 x 16: 128 x 128, two blocks of 32 in exactly 48 KiB) */
-    run_forward_tuned("coopmat:cm_stages=2,cm_subgroups_n=4,cm_frags_n=2", 24, 0,
-                      "in 8 subgroups, fp16 operands, the next block fetched meanwhile, two staged blocks)");
+    /* two staged blocks in 2 x 2 subgroups; the default's 2 x 4 with one block, in reduction parts
+     * (the default, 2 x 4 with two, is the "coopmat" rows above) */
+    run_forward_tuned("coopmat:cm_subgroups_n=2,cm_stages=2", 0, 0,
+                      "in 4 subgroups, fp16 operands, the next block fetched meanwhile, two staged blocks)");
+    run_forward_tuned("coopmat:cm_stages=1", 24, 0, "in 8 subgroups, fp16 operands, the next block fetched meanwhile)");
     run_forward_sliced();
     return test_finish();
 }

@@ -116,6 +116,8 @@ for n, t in enumerate(tunings, 1):
             continue
         for res in results:
             for st in res["stages"]:
+                if st.get("ms_min") is None:  # a non-finite time is null in the JSON
+                    continue
                 key = (st["stage"], res["mask"])
                 best[key] = min(best.get(key, float("inf")), st["ms_min"])
     cell = lambda s: "%7.3f | %7.3f" % (best.get((s, "none"), float("nan")), best.get((s, "causal"), float("nan")))

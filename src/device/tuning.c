@@ -68,10 +68,11 @@ static const vka_tuning tunings[] = {
          * memory; with less, one staged block), 32 x 64 with lavapipe's 8 x 8 x 8 (2 x 2 each,
          * blocks of 16: the oracle's LLVM compile grows with the unrolled body). On an H100
          * (2026-11-26, E = 4096, L = 4096, fp16, alternated three times, fastest repeats) the Q/K/V
-         * projection took 3.03 ms so (135 TFLOP/s), 3.40-3.45 in 2 x 2 subgroups of 4 x 4 with one
+         * projection took 3.03 ms so (136 TFLOP/s), 3.40-3.45 in 2 x 2 subgroups of 4 x 4 with one
          * staged block (the H200's 150 TFLOP/s tile, against 95 with 2 x 2 accumulators), 3.36-3.46
-         * in 2 x 4 with blocks of 64, 4.6 in 2 x 4 with one block, 5.7-5.8 in 2 x 2 with two (at 45
-         * KiB of shared memory, one workgroup per unit). Up to 8 rows (decoding) take matmul_vec,
+         * in 2 x 4 with blocks of 64, 4.6 in 2 x 4 with one block, 5.7-5.8 in 2 x 2 with two (44
+         * KiB of shared memory; why each alone lost is not known: no profiler ran). Up to 8 rows
+         * (decoding) take matmul_vec,
          * as ggml keeps them on matrix-vector kernels. Subgroups of 32: NVIDIA's only size, and
          * RDNA3's wave32. */
         .cm_frags_m = 4, .cm_frags_n = 2, .cm_frags_narrow = 2, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 32,
@@ -80,7 +81,7 @@ static const vka_tuning tunings[] = {
          * projection at L = 4096 took 2.70 ms with it, 3.19 without (fastest repeats) */
         .cm_prefetch = 1,
         /* Attention: 8 subgroups of MAT_M query rows, keys in blocks of one MAT_N matrix: 128
-         * rows x 16 keys with 16 x 16 x 16 (26 KiB of shared memory at D = 128, 34 at D = 256),
+         * rows x 16 keys with 16 x 16 x 16 (25.5 KiB of shared memory at D = 128, 33.5 at D = 256),
          * 64 x 8 with lavapipe's 8 x 8 x 8. Measured on an H100 (2026-11-26, L = S = 4096, fp16,
          * attention alone, fastest of the repeats; docs/PERFORMANCE.md): at D = 128 64 x 32
          * took 6.4 ms, 64 x 16 3.8, 128 x 32 3.6-3.7, 128 x 16 3.9; at D = 64 (B = 4, H = 16,
@@ -93,7 +94,7 @@ static const vka_tuning tunings[] = {
          * 16, 32 bytes of fp16 per invocation; D = 256's accumulators need the registers): on an H100
          * attention took 3.9 ms with it at 128 x 16 and 4.3 without, 6.4 and 7.2 at 64 x 32 */
         .cm_attn_prefetch = 128,
-        /* one staged K/V block: two (cm_attn_stages=2, one barrier per block instead of two; 35 KiB
+        /* one staged K/V block: two (cm_attn_stages=2, one barrier per block instead of two; 34 KiB
          * at 128 x 16, D = 128) are proven on lavapipe, not yet measured on a GPU */
         .cm_attn_stages = 1,
     },

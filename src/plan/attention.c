@@ -231,10 +231,10 @@ static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, ui
     s.matrix2 = b->limits->matrix2 && ms.n == ms.k;
     s.stages = stages;
     /* Q passes: halve the dims staged at once while a pass of every query row would need more
-     * shared memory than the key blocks' (whole matrices and texels, 16-byte aligned) */
+     * shared memory than the key blocks' (all stages'; whole matrices and texels, 16-byte aligned) */
     s.q_dims = D;
     while (s.q_dims % 2 == 0 && (s.q_dims / 2) % ms.k == 0 && (s.q_dims / 2) % 8 == 0 &&
-           (uint64_t)s.tile_q * (s.q_dims + 8) > 2ull * s.tile_k * (D + 8))
+           (uint64_t)s.tile_q * (s.q_dims + 8) > 2ull * stages * s.tile_k * (D + 8))
         s.q_dims /= 2;
     if (s.tile_k > 32 || vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D, s.q_dims, stages) > b->limits->max_shared_bytes ||
         s.wg > b->limits->max_workgroup_invocations)
