@@ -126,8 +126,7 @@ shared float alpha_s[TILE_A];                 /* each row's rescale factor for t
 shared float poison_s[TILE_A];                /* NaN for a row that saw a NaN score, else 0 */
 shared uint real_end_s;                       /* the keys past every row's limit are masked for all */
 shared uint bad_keys_s[3];                    /* bit c: key c of the block held a non-finite V element (block
-                                                 n's word n % 2, the other cleared meanwhile; with two
-                                                 stages n % 3, block n - 1's cleared during block n) */
+                                                 n's word n % 3; block n - 1's cleared during block n) */
 
 const uint Q_TEXELS = (TILE_A * QDV + WG - 1) / WG; /* texels of a pass of Q's tile per invocation */
 const uint KV_TEXELS = (TILE_B * DV + WG - 1) / WG; /* of a block's K (and V) rows */
@@ -379,28 +378,32 @@ void main()
         FETCH(k_in, load_k, TILE_B, DV, K_ROW)                                                      \
         FETCH(v_in, load_v, TILE_B, DV, V_ROW)                                                      \
     }
-    /* TWO_STAGES: block n is staged at kv_s[(n % 2) x KV_BLOCK] and its bad-key word is n % 3;
-     * block n + 1 is fetched before block n's matrix work and staged after it, into the other
-     * stage, whose last reader (block n - 1) finished before the previous barrier. */
+    /* Block n's K and V rows go to kv_s[stage x KV_BLOCK] (stage n % 2 with TWO_STAGES, else 0),
+     * its bad-key bits to word n % 3, which block n - 3 read and the end of block n - 2 cleared.
+     * TWO_STAGES: block n + 1 is fetched before block n's matrix work and staged after it, into the
+     * other stage, whose last reader (block n - 1) finished before the previous barrier. */
     const bool two_stages = STAGES == 2;
+#define STAGE_BLOCK(n)                                                                              \
+    {                                                                                               \
+        uint rows_ = (two_stages ? (n) % 2 : 0) * 2 * TILE_B;                                       \
+        STAGE(k_in, rows_, TILE_B, DV, STRIDE4, K_HALF, false, 0)                                   \
+        STAGE(v_in, rows_ + TILE_B, TILE_B, DV, STRIDE4, V_HALF, true, (n) % 3)                     \
+    }
     if ((prefetch || two_stages) && blocks > 0) FETCH_BLOCK(0)
     if (two_stages && blocks > 0) {
-        STAGE(k_in, 0, TILE_B, DV, STRIDE4, K_HALF, false, 0)
-        STAGE(v_in, TILE_B, TILE_B, DV, STRIDE4, V_HALF, true, 0)
+        STAGE_BLOCK(0)
         barrier(); /* the first block is staged */
     }
     for (uint n = 0; n < blocks; n++) {
         bool real = n < real_blocks;
         uint j0 = BLOCK_J0(n), end = BLOCK_END(n);
-        uint kv0 = two_stages ? n % 2 * KV_BLOCK : 0, bad_word = two_stages ? n % 3 : n % 2;
+        uint kv0 = (two_stages ? n % 2 : 0) * KV_BLOCK;
         if (two_stages) {
             if (n + 1 < blocks) FETCH_BLOCK(n + 1)
         } else {
             if (!prefetch) FETCH_BLOCK(n)
-            STAGE(k_in, 0, TILE_B, DV, STRIDE4, K_HALF, false, 0)
-            STAGE(v_in, TILE_B, TILE_B, DV, STRIDE4, V_HALF, true, bad_word)
+            STAGE_BLOCK(n)
             barrier(); /* the block is staged */
-            if (gl_LocalInvocationID.x == 0) bad_keys_s[(n + 1) % 2] = 0; /* block n - 1's, read before that barrier */
             if (prefetch && n + 1 < blocks) FETCH_BLOCK(n + 1)
         }
 
@@ -421,7 +424,7 @@ void main()
          * rotated by ROW_LANES x the row, so that a subgroup's reads of the scores fall in distinct
          * banks (32 lanes, 2 per row, rows of 32 or 36 floats: 16- or 2-way conflicts unrotated;
          * the padding is for the matrix stores, 8-way without it). */
-        uint bad = bad_keys_s[bad_word];
+        uint bad = bad_keys_s[n % 3];
         [[unroll]] for (uint k = 0; k < RPL; k++) {
             uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
             uint i = pc.i_begin + min(il0 + row, pc.i_count - 1);
@@ -491,7 +494,7 @@ void main()
          * to fp16 (l sums the rounded values), and O = O x alpha + P·V. Row values live in
          * matrices with the value in every column of its row (mm, ll); a row turned NaN has l NaN.
          * No branch around a matrix operation (docs/KNOWN_ISSUES.md). */
-        uint bad = bad_keys_s[bad_word];
+        uint bad = bad_keys_s[n % 3];
         ACC xs[KF], block_max = ACC(-1.0 / 0.0);
         [[unroll]] for (uint c = 0; c < KF; c++) {
             ACC acc = ACC(0.0);
@@ -522,13 +525,9 @@ void main()
             ADD_PV(f)
         }
 #endif
-        if (two_stages) { /* the next block into the other stage, its word cleared a block before */
-            if (gl_LocalInvocationID.x == 0) bad_keys_s[(n + 2) % 3] = 0; /* block n - 1's, read before the last barrier */
-            if (n + 1 < blocks) {
-                STAGE(k_in, (n + 1) % 2 * 2 * TILE_B, TILE_B, DV, STRIDE4, K_HALF, false, 0)
-                STAGE(v_in, (n + 1) % 2 * 2 * TILE_B + TILE_B, TILE_B, DV, STRIDE4, V_HALF, true, (n + 1) % 3)
-            }
-        }
+        /* block n - 1's word, read before the last barrier, for block n + 2 */
+        if (gl_LocalInvocationID.x == 0) bad_keys_s[(n + 2) % 3] = 0;
+        if (two_stages && n + 1 < blocks) STAGE_BLOCK(n + 1)
         barrier(); /* every subgroup is done with the block before the next is staged (two stages: and the
                       next is staged) */
     }

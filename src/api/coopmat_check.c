@@ -117,9 +117,7 @@ vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka
         [VKA_MATMUL_A] = {&b.a, 0, 0, VKA_VIEW_RGBA32F}, [VKA_MATMUL_B] = {&b.w, 0, 0, VKA_VIEW_RGBA32F},
         [VKA_MATMUL_BIAS] = {&b.bias, 0, 0, VKA_VIEW_R32F}, [VKA_MATMUL_C] = {&b.c, 0, 0, VKA_VIEW_R32F}};
     for (int fp16 = 0; fp16 < 2; fp16++) {
-        spec[VKA_SPEC_FLAGS] = (tuning->cm_prefetch || tile.stages == 2 ? VKA_MATMUL_PREFETCH : 0) |
-                               (tile.stages == 2 ? VKA_MATMUL_TWO_STAGES : 0) |
-                               (fp16 ? VKA_MATMUL_A_F16 | VKA_MATMUL_B_F16 : 0);
+        spec[VKA_SPEC_FLAGS] = vka_matmul_cm_flags(tuning, &tile) | (fp16 ? VKA_MATMUL_A_F16 | VKA_MATMUL_B_F16 : 0);
         VKA_TRY(vka_pipeline_make(dev, pipelines, VKA_KERNEL_MATMUL_CM, 0, spec, &pipeline));
         for (uint32_t m = 0; m < M; m++)
             for (uint32_t k = 0; k < K; k++) put_value(&b.a, fp16, (size_t)m * K + k, a_value(m, k));

@@ -65,6 +65,13 @@ vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_li
     return none;
 }
 
+uint32_t vka_matmul_cm_flags(const vka_tuning *t, const vka_matmul_cm_tile *tile)
+{
+    /* two staged blocks fetch a block ahead in any case: the flags say what the kernel does */
+    return (t->cm_prefetch || tile->stages == 2 ? VKA_MATMUL_PREFETCH : 0) |
+           (tile->stages == 2 ? VKA_MATMUL_TWO_STAGES : 0);
+}
+
 uint64_t vka_matmul_sm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k)
 {
     return ((uint64_t)tile_m + 4 + tile_n + 4) * tile_k * 4;
@@ -153,10 +160,7 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
     s.spec[VKA_SPEC_TILE_B] = sh.tile_n;
     s.spec[VKA_SPEC_VEC] = vec;
     s.spec[VKA_SPEC_FLAGS] = first_part ? 0 : VKA_MATMUL_ACCUMULATE;
-    /* two staged blocks fetch a block ahead in any case: the flags say what the kernel does */
-    if (ch.kernel == VKA_KERNEL_MATMUL_CM && (b->tuning->cm_prefetch || ch.tile.stages == 2))
-        s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_PREFETCH;
-    if (ch.kernel == VKA_KERNEL_MATMUL_CM && ch.tile.stages == 2) s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_TWO_STAGES;
+    if (ch.kernel == VKA_KERNEL_MATMUL_CM) s.spec[VKA_SPEC_FLAGS] |= vka_matmul_cm_flags(b->tuning, &ch.tile);
     uint64_t rpb = m->rows_per_batch, bs = m->batch_stride;
     if (m0 % rpb != 0 || mc % rpb != 0) rpb = mc, bs = 0; /* inside one batch item: a plain block */
     uint64_t c_first = c_index(m, m0, n0), c_last = c_index(m, (uint64_t)m0 + mc - 1, (uint64_t)n0 + nc - 1);

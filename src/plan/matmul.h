@@ -28,6 +28,9 @@ typedef struct vka_matmul_cm_tile {
     uint32_t stages;                     /* matmul_cm: blocks staged in shared memory (1 or 2) */
 } vka_matmul_cm_tile;
 vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M);
+/* matmul_cm's pipelining flags for a tile under a tuning (VKA_MATMUL_PREFETCH, TWO_STAGES): what
+ * the plan's steps and the context's self-test both build. */
+uint32_t vka_matmul_cm_flags(const vka_tuning *t, const vka_matmul_cm_tile *tile);
 
 /* matmul_sm's tile (matmul.comp's SHARED_TILES build) for a matmul of M rows, in the same struct
  * (wg 0: none): under a tuning with sm_* fields, for at least sm_tile_m rows, where the staged
