@@ -103,6 +103,9 @@
  *   VKATTN_PIPELINE_CACHE  a pipeline cache file to read and write, when
  *                      vkattn_context_desc has neither pipeline_cache_path nor pipeline_cache_data
  *                      ("" = none)
+ *   VKATTN_PIPELINE_STATS  "1" prints each pipeline's compiler statistics (registers, spills,
+ *                      instructions: whatever the driver reports) to stderr as it is created, on
+ *                      devices with VK_KHR_pipeline_executable_properties (a note on others)
  */
 #ifndef VKATTN_H
 #define VKATTN_H

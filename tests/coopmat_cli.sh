@@ -19,6 +19,13 @@ forward() {
       --out "$out/out.npy" --causal --trace "$@"
 }
 
+# VKATTN_PIPELINE_STATS=1, the tuning aid: a line of statistics per pipeline where the driver has
+# VK_KHR_pipeline_executable_properties, else one note; the forward runs either way
+VKATTN_PIPELINE_STATS=1 forward >"$out/stats" 2>&1 || fail "forward with VKATTN_PIPELINE_STATS=1: $(cat "$out/stats")"
+grep -qE '^vkattn: (pipeline [a-z_0-9]+ spec [0-9,]+; .+|VKATTN_PIPELINE_STATS: .+ has no VK_KHR_pipeline_executable_properties; no statistics)$' "$out/stats" ||
+  fail "VKATTN_PIPELINE_STATS=1 printed neither statistics nor the note: $(cat "$out/stats")"
+grep -qE '^ +[0-9]+ fused ' "$out/stats" || fail "no plan with VKATTN_PIPELINE_STATS=1: $(cat "$out/stats")"
+
 run info >"$out/info" 2>&1 || fail "vkattn info: $(cat "$out/info")"
 line=$(grep -E '^ +cooperative matrix: ' "$out/info" | head -n1)
 [ -n "$line" ] || fail "vkattn info has no 'cooperative matrix:' line: $(cat "$out/info")"

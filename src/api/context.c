@@ -250,7 +250,7 @@ static vkattn_status create_device(vkattn_context *ctx)
         .storageBuffer16BitAccess = ctx->dev.info.storage_16bit ? VK_TRUE : VK_FALSE,
     };
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &storage16};
-    const char *extensions[3];
+    const char *extensions[4];
     uint32_t extension_count = 0;
     /* Required wherever the implementation advertises it (MoltenVK). */
     if (vka_device_has_extension(&ctx->dev.ifn, ctx->dev.physical, "VK_KHR_portability_subset"))
@@ -291,6 +291,21 @@ static vkattn_status create_device(vkattn_context *ctx)
         coopmat.pNext = &coopmat2;
         extensions[extension_count++] = VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME;
         ctx->dev.matrix2 = 1;
+    }
+    /* The compiler's statistics of every pipeline (a tuning aid: registers and spills show what a
+     * tile costs), asked for by VKATTN_PIPELINE_STATS=1. */
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pNext = features.pNext, .pipelineExecutableInfo = VK_TRUE};
+    const char *stats_env = getenv("VKATTN_PIPELINE_STATS");
+    if (stats_env && strcmp(stats_env, "1") == 0) {
+        if (vka_device_has_extension(&ctx->dev.ifn, ctx->dev.physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+            features.pNext = &executable;
+            extensions[extension_count++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+            ctx->dev.pipeline_stats = 1;
+        } else
+            fprintf(stderr, "vkattn: VKATTN_PIPELINE_STATS: %s has no VK_KHR_pipeline_executable_properties; no statistics\n",
+                    ctx->dev.info.name);
     }
     VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,

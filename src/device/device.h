@@ -37,6 +37,8 @@ typedef struct vka_device {
     vka_device_caps caps;
     uint32_t matrix_subgroup;  /* the subgroup size cooperative-matrix pipelines require (the tuning's
                                   choice, vka_matrix_subgroup_for; 0 where they are not enabled) */
+    int pipeline_stats;        /* VKATTN_PIPELINE_STATS=1 on a device with VK_KHR_pipeline_executable_properties:
+                                  pipelines capture their statistics, printed as they are made */
     int matrix2;               /* VK_NV_cooperative_matrix2's reductions, conversions and per-element
                                   operations are enabled (attn_cm2) */
     struct {                   /* the application's lock around submits to a shared queue */

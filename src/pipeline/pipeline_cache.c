@@ -27,6 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/text.h"
+
 #define MAGIC "VKATTNPC"
 #define FORMAT_VERSION 1u
 #define VK_HEADER_BYTES 32u /* sizeof(VkPipelineCacheHeaderVersionOne) */
@@ -394,6 +396,46 @@ fail:
     return status;
 }
 
+/* VKATTN_PIPELINE_STATS=1: one line per executable of the pipeline, its kernel, its
+ * specialization constants and every statistic the driver reports (a diagnostic: a query that
+ * fails prints less, never fails the pipeline). */
+static void print_statistics(vka_device *dev, const vka_pipeline *p, const char *name)
+{
+    VkPipelineExecutablePropertiesKHR executables[4];
+    uint32_t count = 4;
+    VkPipelineInfoKHR pipeline = {.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, .pipeline = p->pipeline};
+    for (uint32_t i = 0; i < count; i++)
+        executables[i] = (VkPipelineExecutablePropertiesKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR};
+    VkResult r = dev->vk.vkGetPipelineExecutablePropertiesKHR(dev->device, &pipeline, &count, executables);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) count = 0;
+    for (uint32_t e = 0; e < count; e++) {
+        char line[1024];
+        vka_text t = {line, sizeof line, 0};
+        vka_text_put(&t, "vkattn: pipeline %s spec", name);
+        for (uint32_t i = 0; i < VKA_MAX_SPEC; i++) vka_text_put(&t, "%c%u", i ? ',' : ' ', p->spec[i]);
+        if (count > 1) vka_text_put(&t, " [%s]", executables[e].name);
+        VkPipelineExecutableStatisticKHR stats[24];
+        uint32_t n = 24;
+        for (uint32_t i = 0; i < n; i++)
+            stats[i] = (VkPipelineExecutableStatisticKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+        VkPipelineExecutableInfoKHR which = {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, .pipeline = p->pipeline, .executableIndex = e};
+        r = dev->vk.vkGetPipelineExecutableStatisticsKHR(dev->device, &which, &n, stats);
+        if (r != VK_SUCCESS && r != VK_INCOMPLETE) n = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            vka_text_put(&t, "; %s ", stats[i].name);
+            switch (stats[i].format) {
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: vka_text_put(&t, "%s", stats[i].value.b32 ? "yes" : "no"); break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: vka_text_put(&t, "%lld", (long long)stats[i].value.i64); break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: vka_text_put(&t, "%llu", (unsigned long long)stats[i].value.u64); break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: vka_text_put(&t, "%g", stats[i].value.f64); break;
+            default: vka_text_put(&t, "?");
+            }
+        }
+        fprintf(stderr, "%s\n", line);
+    }
+}
+
 static vkattn_status create_pipeline(vka_device *dev, VkPipelineCache vk_cache, vka_kernel kernel, int f16_out,
                                      const uint32_t spec[VKA_MAX_SPEC], vka_pipeline *p)
 {
@@ -474,6 +516,7 @@ static vkattn_status create_pipeline(vka_device *dev, VkPipelineCache vk_cache, 
                 .pSpecializationInfo = &spec_info,
             },
         .layout = p->layout,
+        .flags = dev->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
     };
     VkResult r = dev->vk.vkCreateComputePipelines(dev->device, vk_cache, 1, &pipeline_info, NULL,
                                                   &p->pipeline);
@@ -482,6 +525,8 @@ static vkattn_status create_pipeline(vka_device *dev, VkPipelineCache vk_cache, 
         size_t used = strlen(dev->error.message);
         snprintf(dev->error.message + used, sizeof dev->error.message - used, " in pipeline %s", name);
     }
+    else if (dev->pipeline_stats)
+        print_statistics(dev, p, name);
 fail:
     if (module) dev->vk.vkDestroyShaderModule(dev->device, module, NULL);
     return status;
