@@ -99,7 +99,6 @@
 #define VKA_MATMUL_A_F16 4u      /* VKA_SPEC_FLAGS of matmul_cm: A holds fp16 values (else fp32) */
 #define VKA_MATMUL_B_F16 8u      /* VKA_SPEC_FLAGS of matmul_cm: B holds fp16 values (else fp32) */
 #define VKA_MATMUL_TWO_STAGES 16u /* VKA_SPEC_FLAGS of matmul_cm: two staged blocks, one barrier per block */
-#define VKA_MATMUL_PREFETCH2 32u /* VKA_SPEC_FLAGS of matmul_cm with TWO_STAGES: loads fetched two blocks ahead */
 VKA_STRUCT(vka_matmul_push) {
     uint32_t M, N, K;            /* K in texels */
     uint32_t a_offset, lda;

@@ -15,10 +15,7 @@
  * GEMMs hide the loads' latency behind the matrix work so; on an H100 the Q/K/V projection took
  * 2.70 ms with it, 3.19 without: the tuning's cm_prefetch). With TWO_STAGES shared memory holds two blocks: block k + 1 is
  * staged into the other while block k multiplies, so each block takes one workgroup barrier instead
- * of two (its loads are always fetched a block ahead; with PREFETCH2 two blocks ahead, block k + 2's
- * loads in flight for a whole block and a multiply where one block's multiplies hid too little of
- * their latency on an H100: fetching and staging alone took 97% of the projection's time there,
- * the multiplies alone 47%). The epilogue stores each
+ * of two (its loads are always fetched a block ahead). The epilogue stores each
  * accumulator into the subgroup's scratch in shared memory; its invocations add the bias (and C,
  * with ACCUMULATE) and scatter the elements exactly as matmul.comp does.
  *
@@ -27,8 +24,7 @@
  * Bindings: VKA_MATMUL_* (abi.h). Specialization: TILE_A, TILE_B (multiples of 2 MAT_M, SUBGROUPS_N MAT_N),
  * TILE_K (a multiple of MAT_K and of 8), MAT_M, MAT_N, MAT_K (the device's shape, MAT_K a multiple of
  * 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), VEC, FLAGS
- * (VKA_MATMUL_ACCUMULATE, VKA_MATMUL_PREFETCH, VKA_MATMUL_TWO_STAGES, VKA_MATMUL_PREFETCH2 (with
- * TWO_STAGES), and A_F16, B_F16: the storage
+ * (VKA_MATMUL_ACCUMULATE, VKA_MATMUL_PREFETCH, VKA_MATMUL_TWO_STAGES, and A_F16, B_F16: the storage
  * buffers' element types).
  * Loop trips per invocation: ceil(K / (TILE_K / VEC)) + 1, K in texels (the blocks; every other loop
  * has a constant count and is unrolled).
@@ -75,9 +71,6 @@ shared float c_s[SUBGROUPS * FRAG];        /* one accumulator per subgroup, on i
 const uint A_FETCH = (TILE_A * TK + WG - 1) / WG; /* texels of A's block per invocation */
 const uint B_FETCH = (TILE_B * TK + WG - 1) / WG;
 
-/* PREFETCH2 (with TWO_STAGES): loads two blocks ahead (one expression: glslang misplaces a
- * short-circuited one of specialization constants inside main) */
-const bool deep = (FLAGS & (VKA_MATMUL_TWO_STAGES | VKA_MATMUL_PREFETCH2)) == (VKA_MATMUL_TWO_STAGES | VKA_MATMUL_PREFETCH2);
 const bool A_HALF = (FLAGS & VKA_MATMUL_A_F16) != 0, B_HALF = (FLAGS & VKA_MATMUL_B_F16) != 0;
 uvec4 load_a(uint t) { return VKA_TEXEL_BITS(a32, a16, A_HALF, t); }
 uvec4 load_b(uint t) { return VKA_TEXEL_BITS(b32, b16, B_HALF, t); }
@@ -140,13 +133,11 @@ void main()
      * finished before the previous barrier. */
     const bool prefetch = (FLAGS & VKA_MATMUL_PREFETCH) != 0, two_stages = STAGES == 2;
     uvec4 a_next[A_FETCH], b_next[B_FETCH];
-    uvec4 a_far[A_FETCH], b_far[B_FETCH]; /* PREFETCH2: the block after next (else unused, compiled out) */
-#define FETCH_INTO(a_regs, b_regs, k0)                                                              \
+#define FETCH_BLOCK(k0)                                                                             \
     {                                                                                               \
-        FETCH(a_regs, load_a, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0)                          \
-        FETCH(b_regs, load_b, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0)                          \
+        FETCH(a_next, load_a, pc.a_offset, pc.lda, row0, TILE_A, pc.M, k0)                          \
+        FETCH(b_next, load_b, pc.b_offset, pc.ldb, col0, TILE_B, pc.N, k0)                          \
     }
-#define FETCH_BLOCK(k0) FETCH_INTO(a_next, b_next, k0)
 #define STAGE_BLOCK(stage)                                                                          \
     {                                                                                               \
         STAGE(a_s, (stage) * A_BLOCK, a_next, TILE_A, A_HALF)                                       \
@@ -155,14 +146,11 @@ void main()
     FETCH_BLOCK(0)
     if (two_stages) {
         STAGE_BLOCK(0)
-        if (deep) FETCH_BLOCK(TK)
         barrier(); /* the first block is whole */
     }
     uint cur = 0;
     for (uint k0 = 0; k0 < pc.K; k0 += TK) {
-        if (deep) {
-            FETCH_INTO(a_far, b_far, k0 + 2 * TK)
-        } else if (two_stages) {
+        if (two_stages) {
             FETCH_BLOCK(k0 + TK)
         } else {
             if (!prefetch && k0 > 0) FETCH_BLOCK(k0)
@@ -174,10 +162,6 @@ void main()
         if (two_stages) { /* the next block (past K: zeros, unused) into the other stage */
             cur ^= 1;
             STAGE_BLOCK(cur)
-            if (deep) {
-                [[unroll]] for (uint i = 0; i < A_FETCH; i++) a_next[i] = a_far[i];
-                [[unroll]] for (uint i = 0; i < B_FETCH; i++) b_next[i] = b_far[i];
-            }
         }
         barrier(); /* every subgroup is done with the block before it is overwritten (two stages: and
                       the next is whole) */

@@ -47,12 +47,6 @@ static const mm_case cases[] = {
     {"64x96x300_f16_two_stages", 64, 96, 300, 1, 1, 0, .two_stages = 1},
     {"17x40x68_split_two_stages", 17, 40, 68, 1, .parts = 2, .two_stages = 1},
     {"70x200x72_8_subgroups_two_stages", 70, 200, 72, 1, .subgroups_n = 4, .two_stages = 1},
-    /* loads two blocks ahead (two = 2): one block (the block after next is past K from the start),
-     * two, three, many; edge tiles, fp16, parts */
-    {"33x65x4_two_ahead", 33, 65, 4, .two_stages = 2},
-    {"40x24x17_two_ahead", 40, 24, 17, .two_stages = 2},
-    {"64x96x300_f16_two_ahead", 64, 96, 300, 1, 1, 0, .two_stages = 2},
-    {"17x40x68_split_two_ahead", 17, 40, 68, 1, .parts = 2, .two_stages = 2},
     {"rounding_probe", 1, 1, 1, .no_bias = 1},
 };
 
@@ -77,8 +71,7 @@ static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long s
     const uint32_t prefetch = seed % 2 ? 0 : VKA_MATMUL_PREFETCH;
     /* A and B are storage buffers whose element type the flags say */
     const uint32_t in_flags = prefetch | (c->f16_in ? VKA_MATMUL_A_F16 | VKA_MATMUL_B_F16 : 0) |
-                              (c->two_stages ? VKA_MATMUL_TWO_STAGES : 0) |
-                              (c->two_stages == 2 ? VKA_MATMUL_PREFETCH2 : 0);
+                              (c->two_stages ? VKA_MATMUL_TWO_STAGES : 0);
     uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = 2 * sgs_n * dev->matrix_subgroup,
                                    [VKA_SPEC_TILE_A] = 4 * ms.m, [VKA_SPEC_TILE_B] = 2 * sgs_n * ms.n,
                                    [VKA_SPEC_VEC] = vec, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
@@ -356,9 +349,6 @@ int main(void)
     run_forward_tuned("coopmat:cm_subgroups_n=2,cm_stages=2", 0, 0,
                       "in 4 subgroups, fp16 operands, the next block fetched meanwhile, two staged blocks)");
     run_forward_tuned("coopmat:cm_stages=1", 24, 0, "in 8 subgroups, fp16 operands, the next block fetched meanwhile)");
-    /* loads two blocks ahead with two stages; with one stage cm_prefetch=2 is 1 */
-    run_forward_tuned("coopmat:cm_prefetch=2", 0, 0, "fp16 operands, the next two blocks fetched meanwhile, two staged blocks)");
-    run_forward_tuned("coopmat:cm_prefetch=2,cm_stages=1", 0, 0, "fp16 operands, the next block fetched meanwhile)");
     run_forward_sliced();
     return test_finish();
 }

@@ -18,7 +18,7 @@ typedef struct mm_case {
     int parts;         /* 1, or 2: the reduction split, the second part accumulating */
     int no_bias;
     uint32_t subgroups_n; /* matmul_cm: subgroups across the tile, in two rows (0: 2) */
-    int two_stages;       /* matmul_cm: two staged blocks (VKA_MATMUL_TWO_STAGES); 2: loads two blocks ahead too (PREFETCH2) */
+    int two_stages;       /* matmul_cm: two staged blocks (VKA_MATMUL_TWO_STAGES) */
 } mm_case;
 
 typedef struct mm_buffers {

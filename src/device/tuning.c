@@ -212,7 +212,7 @@ static const struct tuning_field {
     FIELD(cm_ksteps, 1, 8, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_min_rows, 1, 65536, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_subgroup, 0, 128, POW2, cm_frags_m, "matmul_cm"),
-    FIELD(cm_prefetch, 0, 2, ANY, cm_frags_m, "matmul_cm"),
+    FIELD(cm_prefetch, 0, 1, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_subgroups_n, 1, 4, POW2, cm_frags_m, "matmul_cm"),
     FIELD(cm_stages, 1, 2, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_attn_subgroups, 1, 8, ANY, cm_attn_subgroups, "attn_cm"),

@@ -42,8 +42,7 @@ typedef struct vka_tuning {
      * cm_frags_narrow x cm_frags_narrow (0: as the others). Matmuls of fewer than cm_min_rows rows
      * (decoding steps) take matmul_vec or matmul.comp's skinny tiles instead. cm_prefetch 1: the
      * next block's texels are fetched into registers while this block multiplies (software
-     * pipelining), 0: each block is fetched as it is staged (kept to compare the two on a GPU), 2 (with
-     * two stages, else as 1): two blocks ahead, their loads in flight for a whole block longer. */
+     * pipelining), 0: each block is fetched as it is staged (kept to compare the two on a GPU). */
     uint32_t cm_frags_m, cm_frags_n, cm_frags_narrow, cm_ksteps, cm_min_rows, cm_prefetch;
     /* matmul_cm's subgroups across the tile of C (1, 2 or 4): 2 x cm_subgroups_n subgroups
      * per workgroup, so the tile is (2 cm_frags_m MAT_M) x (cm_subgroups_n cm_frags_n MAT_N); 4 with

@@ -69,8 +69,7 @@ uint32_t vka_matmul_cm_flags(const vka_tuning *t, const vka_matmul_cm_tile *tile
 {
     /* two staged blocks fetch a block ahead in any case: the flags say what the kernel does */
     return (t->cm_prefetch || tile->stages == 2 ? VKA_MATMUL_PREFETCH : 0) |
-           (tile->stages == 2 ? VKA_MATMUL_TWO_STAGES : 0) |
-           (tile->stages == 2 && t->cm_prefetch == 2 ? VKA_MATMUL_PREFETCH2 : 0);
+           (tile->stages == 2 ? VKA_MATMUL_TWO_STAGES : 0);
 }
 
 uint64_t vka_matmul_sm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k)
@@ -484,8 +483,7 @@ void vka_matmul_cm_describe(vka_text *t, const vka_step *s)
                  "operands%s%s)",
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_TILE_K], s->spec[VKA_SPEC_MAT_M],
                  s->spec[VKA_SPEC_MAT_N], s->spec[VKA_SPEC_MAT_K], 2 * s->spec[VKA_SPEC_SUBGROUPS_N],
-                 s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_PREFETCH2 ? ", the next two blocks fetched meanwhile"
-                 : s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_PREFETCH ? ", the next block fetched meanwhile" : "",
+                 s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_PREFETCH ? ", the next block fetched meanwhile" : "",
                  s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_TWO_STAGES ? ", two staged blocks" : "");
 }
 
