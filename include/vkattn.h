@@ -322,7 +322,7 @@ typedef struct vkattn_context_desc {
      * "coopmat:cm_frags_m=2,cm_ksteps=4" (no spaces, no comma at the end). The fields, in units of
      * the device's matrix shape M x N x K where they count matrices: cm_frags_m, cm_frags_n (1-8:
      * each of matmul_cm's 2 x cm_subgroups_n subgroups holds m x n accumulators),
-     * cm_subgroups_n (1, 2 or 4: matmul_cm's subgroups across its tile, 2 rows of them), cm_stages
+     * cm_subgroups_n (1, 2, 4 or 8: matmul_cm's subgroups across its tile, 2 rows of them), cm_stages
      * (1 or 2: blocks staged in shared memory, 2: one barrier per block), cm_frags_narrow (0-8: the same
      * for matrices narrower than 16, 0 = as those), cm_ksteps (1-8: matrix steps per staged block),
      * cm_min_rows (1-65536: fewer rows take the matrix-vector kernels), cm_prefetch (1: the next
@@ -332,7 +332,8 @@ typedef struct vkattn_context_desc {
      * most 32 keys), cm_attn_row_lanes (a power of two, 1-64: invocations per row's softmax),
      * cm_attn_prefetch (0-1024: heads of at most this many dims fetch the next K/V block while
      * this one computes, 0 = never), cm_attn_stages (1 or 2: K/V blocks staged at once, 2: one
-     * barrier per block),
+     * barrier per block), cm_attn_wide_d (0-1024: heads of at least this many dims take
+     * cm_attn_key_frags matrices per block, smaller ones one; 0 = every head),
      * sm_tile_m, sm_tile_n (4-128), sm_tile_k (4-64; multiples of 4: matmul_sm's tile),
      * paged_lanes_group (1, 2 or 4: lanes per key in decoding), paged_lanes_per_unit,
      * paged_per_unit (1-4096: decoding's workgroups or invocations per compute unit),

@@ -129,7 +129,8 @@ static const cm_case grid[] = {
      .tuning = "coopmat:cm_attn_subgroups=8,cm_attn_key_frags=1"},
     /* two staged K/V blocks (the next staged into the other during this one's work, the bad-key
      * words in three): NaN in V rows no query sees, many blocks with rising maxima at D = 128,
-     * key parts and chunks at a lowered budget, D = 256 with fp16 storage */
+     * key parts and chunks at a lowered budget, D = 256 with fp16 storage (from D = 128 on, blocks
+     * of one matrix: two of the default's two-matrix blocks do not fit 48 KiB with 16 x 16 x 16) */
     {"two_stages", 2, 19, 90, 2, 0, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
      .tuning = "coopmat:cm_attn_stages=2"},
     {"two_stages_nan_seen", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1,
@@ -139,10 +140,11 @@ static const cm_case grid[] = {
      * rows must still turn NaN (the merge dropped it, tried once before the fix) */
     {"nan_seen_far_part", 1, 8, 600, 2, 0, 64, .nan_seen = 2, .far_half = 1, .budget = 12, .khr = 1},
     {"two_stages_rising_D128", 1, 40, 300, 2, 0, 128, .causal = 1, .rising = 1, .khr = 1,
-     .tuning = "coopmat:cm_attn_stages=2"},
+     .tuning = "coopmat:cm_attn_stages=2,cm_attn_key_frags=1"},
     {"two_stages_budget", 2, 21, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .budget = 12, .state_kib = 24,
      .tuning = "coopmat:cm_attn_stages=2"},
-    {"two_stages_D256_f16", 1, 17, 33, 1, 0, 256, .f16 = 1, .khr = 1, .tuning = "coopmat:cm_attn_stages=2"},
+    {"two_stages_D256_f16", 1, 17, 33, 1, 0, 256, .f16 = 1, .khr = 1,
+     .tuning = "coopmat:cm_attn_stages=2,cm_attn_key_frags=1"},
 };
 
 /* attn_cm against attn_fused: identity projections, B x L <= 8 (the f16 row excepted). */

@@ -21,6 +21,8 @@
 
 #include "test_matmul_kernel.h"
 
+#include "plan/matmul.h"
+
 #define SKIP 77
 
 static const mm_case cases[] = {
@@ -42,6 +44,10 @@ static const mm_case cases[] = {
     {"70x200x72_8_subgroups", 70, 200, 72, 1, .subgroups_n = 4},
     {"33x130x48_split_f16_8_subgroups", 33, 130, 48, 1, 1, 0, .parts = 2, .subgroups_n = 4},
     {"45x50x40_f16_2_subgroups", 45, 50, 40, 0, 1, 1, .subgroups_n = 1},
+    /* 2 x 8 subgroups (16: more of them per compute unit, fewer accumulators each) */
+    {"70x300x72_16_subgroups", 70, 300, 72, 1, .subgroups_n = 8},
+    {"33x130x48_split_f16_16_subgroups", 33, 130, 48, 1, 1, 0, .parts = 2, .subgroups_n = 8},
+    {"33x130x48_split_f16_16_subgroups_two_stages", 33, 130, 48, 1, 1, 0, .parts = 2, .subgroups_n = 8, .two_stages = 1},
     /* two staged blocks: edge tiles, many blocks (the stages alternate), two parts, 2 x 4 subgroups */
     {"33x65x17_two_stages", 33, 65, 17, .two_stages = 1},
     {"64x96x300_f16_two_stages", 64, 96, 300, 1, 1, 0, .two_stages = 1},
@@ -77,6 +83,15 @@ static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long s
                                    [VKA_SPEC_VEC] = vec, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
                                    [VKA_SPEC_MAT_K] = ms.k, [VKA_SPEC_TILE_K] = (2 * ms.k + 3) / 4 * 4,
                                    [VKA_SPEC_FLAGS] = in_flags, [VKA_SPEC_SUBGROUPS_N] = sgs_n};
+    /* a case the device cannot hold (as the plan would never choose it): said, not run (at 2 x 8
+     * subgroups and two stages, 66 KiB with 16 x 16 x 16 matrices, 19 with lavapipe's 8 x 8 x 8) */
+    const uint64_t shared = vka_matmul_cm_shared_bytes(spec[VKA_SPEC_TILE_A], spec[VKA_SPEC_TILE_B], spec[VKA_SPEC_TILE_K],
+                                                       ms, sgs_n, c->two_stages ? 2 : 1);
+    if (shared > dev->info.max_shared_memory_bytes) {
+        printf("  %-26s not run here: %llu bytes of shared memory, the device has %u\n", c->name,
+               (unsigned long long)shared, dev->info.max_shared_memory_bytes);
+        return;
+    }
     const vka_pipeline *first = NULL, *rest = NULL;
     CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, VKA_KERNEL_MATMUL_CM, c->f16_out, spec, &first), VKATTN_OK);
     spec[VKA_SPEC_FLAGS] = VKA_MATMUL_ACCUMULATE | in_flags;
@@ -334,9 +349,10 @@ int main(void)
     char tile[128];
     snprintf(tile, sizeof tile, "(%ux%u tiles, %u-element blocks", 2 * ms.m, 6 * ms.n, (3 * ms.k + 3) / 4 * 4);
     run_forward_tuned("coopmat:cm_frags_m=1,cm_frags_n=3,cm_frags_narrow=0,cm_ksteps=3,cm_subgroups_n=2", 0, 0, tile);
-    /* the default stages two blocks (fetched a block ahead); with one, cm_prefetch=0 fetches each
-     * block as it is staged */
-    run_forward_tuned("coopmat", 0, 0, "fp16 operands, the next block fetched meanwhile, two staged blocks)");
+    /* the default fetches a block ahead in 16 subgroups (two staged blocks where they fit: with
+     * lavapipe's 8 x 8 x 8, not in 48 KiB with 16 x 16 x 16, as the H100 showed); with one,
+     * cm_prefetch=0 fetches each block as it is staged */
+    run_forward_tuned("coopmat", 0, 0, "in 16 subgroups, fp16 operands, the next block fetched meanwhile");
     run_forward_tuned("coopmat:cm_prefetch=0,cm_stages=1", 0, 0, "fp16 operands)");
     /* 2 x 4 subgroups of 4 x 1 accumulators (cm_frags_narrow=0: lavapipe's matrices too), and 2 x 1
      * subgroups: the plan says so */
@@ -344,11 +360,12 @@ int main(void)
              (2 * ms.k + 3) / 4 * 4, ms.m, ms.n, ms.k);
     run_forward_tuned("coopmat:cm_subgroups_n=4,cm_frags_narrow=0,cm_frags_n=1", 0, 0, tile);
     run_forward_tuned("coopmat:cm_subgroups_n=1", 24, 0, "matrices in 2 subgroups");
-    /* two staged blocks in 2 x 2 subgroups; the default's 2 x 4 with one block, in reduction parts
-     * (the default, 2 x 4 with two, is the "coopmat" rows above) */
+    run_forward_tuned("coopmat:cm_subgroups_n=8,cm_frags_n=1,cm_stages=1", 0, 0, "matrices in 16 subgroups");
+    /* two staged blocks in 2 x 2 subgroups; the default's 2 x 8 with one block, in reduction parts
+     * (the default, 2 x 8 with two where they fit, is the "coopmat" rows above) */
     run_forward_tuned("coopmat:cm_subgroups_n=2,cm_stages=2", 0, 0,
                       "in 4 subgroups, fp16 operands, the next block fetched meanwhile, two staged blocks)");
-    run_forward_tuned("coopmat:cm_stages=1", 24, 0, "in 8 subgroups, fp16 operands, the next block fetched meanwhile)");
+    run_forward_tuned("coopmat:cm_stages=1", 24, 0, "in 16 subgroups, fp16 operands, the next block fetched meanwhile)");
     run_forward_sliced();
     return test_finish();
 }

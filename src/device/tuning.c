@@ -63,33 +63,41 @@ static const vka_tuning tunings[] = {
                "AMD RDNA3): the projections as shared-memory tiled GEMMs and the fused attention with fp16 operands "
                "and fp32 sums in 32-lane subgroups, the other kernels as gpu (tiles measured on an NVIDIA H200)",
         GPU_KERNELS, /* the other kernels as gpu */
-        /* 2 x 4 subgroups of 4 x 2 accumulators, 2 steps per block, two blocks staged: with 16 x 16
-         * x 16 matrices 128 x 128 outputs per workgroup of 256, blocks of 32 (48 KiB of shared
-         * memory; with less, one staged block), 32 x 64 with lavapipe's 8 x 8 x 8 (2 x 2 each,
-         * blocks of 16: the oracle's LLVM compile grows with the unrolled body). On an H100
-         * (2026-11-26, E = 4096, L = 4096, fp16, alternated three times, fastest repeats) the Q/K/V
-         * projection took 3.03 ms so (136 TFLOP/s), 3.40-3.45 in 2 x 2 subgroups of 4 x 4 with one
-         * staged block (the H200's 150 TFLOP/s tile, against 95 with 2 x 2 accumulators), 3.36-3.46
-         * in 2 x 4 with blocks of 64, 4.6 in 2 x 4 with one block, 5.7-5.8 in 2 x 2 with two (44
-         * KiB of shared memory; why each alone lost is not known: no profiler ran). Up to 8 rows
-         * (decoding) take matmul_vec,
+        /* 2 x 8 subgroups of 4 x 2 accumulators, 2 steps per block: with 16 x 16 x 16 matrices 128 x
+         * 256 outputs per workgroup of 512, blocks of 32 (46 KiB of shared memory with one staged
+         * block; two where the device holds them, 90 KiB), 32 x 128 with lavapipe's 8 x 8 x 8 (2 x 2
+         * each, blocks of 16: the oracle's LLVM compile grows with the unrolled body). On an H100
+         * (2026-11-26, E = 4096, L = 4096, fp16, Q/K/V projection, fastest repeats, alternated):
+         * 2.12 ms so (194 TFLOP/s; the output projection 0.73), against 3.05 (0.98) in 2 x 4
+         * subgroups of 4 x 2 with two staged blocks, the tile before (48 KiB, 168 registers: one
+         * workgroup of 8 subgroups a unit; 16 subgroups of 128 registers keep twice the loads in
+         * flight, and an experiment build without the loads ran 2.2 of its 3.05 ms faster); 256 x
+         * 128 in 16 subgroups 2.37, 128 x 128 in 16 2.81-2.85. Before: 3.40-3.45 in 2 x 2
+         * subgroups of 4 x 4 with one staged block, 3.36-3.46 in 2 x 4 with blocks of 64, 4.6 in
+         * 2 x 4 with one block, 5.7-5.8 in 2 x 2 with two. Up to 8 rows (decoding) take matmul_vec,
          * as ggml keeps them on matrix-vector kernels. Subgroups of 32: NVIDIA's only size, and
          * RDNA3's wave32. */
         .cm_frags_m = 4, .cm_frags_n = 2, .cm_frags_narrow = 2, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 32,
-        .cm_subgroups_n = 4, .cm_stages = 2,
+        .cm_subgroups_n = 8, .cm_stages = 2,
         /* software pipelining (one staged block; two always fetch ahead): on an H100 the Q/K/V
          * projection at L = 4096 took 2.70 ms with it, 3.19 without (fastest repeats) */
         .cm_prefetch = 1,
-        /* Attention: 8 subgroups of MAT_M query rows, keys in blocks of one MAT_N matrix: 128
-         * rows x 16 keys with 16 x 16 x 16 (25.5 KiB of shared memory at D = 128, 33.5 at D = 256),
-         * 64 x 8 with lavapipe's 8 x 8 x 8. Measured on an H100 (2026-11-26, L = S = 4096, fp16,
+        /* Attention: 8 subgroups of MAT_M query rows, keys in blocks of two MAT_N matrices from D =
+         * 128 on, of one below: 128 rows x 32 keys with 16 x 16 x 16 at D = 128 (46 KiB of shared
+         * memory; at D = 256 it does not fit and 128 x 16 runs, 33.5 KiB), 64 x 16 with lavapipe's
+         * 8 x 8 x 8. Before the whole-block softmax (below), measured on an H100 (2026-11-26, L = S = 4096, fp16,
          * attention alone, fastest of the repeats; docs/PERFORMANCE.md): at D = 128 64 x 32
          * took 6.4 ms, 64 x 16 3.8, 128 x 32 3.6-3.7, 128 x 16 3.9; at D = 64 (B = 4, H = 16,
          * L = 2048) 128 x 16 1.06 ms against 1.5 for the others; at D = 256 only 128 x 16 of the
          * 128-row tiles fits 48 KiB (3.0 ms; 64 x 32: 6.0). Two invocations per row in the
          * softmax: a 32-lane subgroup's 16 rows keep every lane busy, and lavapipe's 8 lanes run
-         * the shuffles too (two passes of 4 rows). */
-        .cm_attn_subgroups = 8, .cm_attn_key_frags = 1, .cm_attn_row_lanes = 2,
+         * the shuffles too (two passes of 4 rows). With whole blocks' softmax skipping the mask
+         * tests (2026-11-26, the third GPU day, same machine, alternated twice): at D = 128
+         * 128 x 32 took 2.54 ms against 2.90 for 128 x 16 (causal 1.34 against 1.51; 4 lanes per
+         * row: 2.57 and 3.06); at D = 64 128 x 16 stays (0.87 ms; 128 x 32 with 4 lanes 1.03:
+         * D = 64's 128 x 16 needs 128 registers, two workgroups a unit, 128 x 32 more), so 32-key
+         * blocks from D = 128 on; at D = 256 128 x 32 does not fit (128 x 16: 2.47 ms). */
+        .cm_attn_subgroups = 8, .cm_attn_key_frags = 2, .cm_attn_wide_d = 128, .cm_attn_row_lanes = 2,
         /* the next K/V block in flight during this one's work up to D = 128 (at D = 128 and 128 x
          * 16, 32 bytes of fp16 per invocation; D = 256's accumulators need the registers): on an H100
          * attention took 3.9 ms with it at 128 x 16 and 4.3 without, 6.4 and 7.2 at 64 x 32 */
@@ -213,13 +221,14 @@ static const struct tuning_field {
     FIELD(cm_min_rows, 1, 65536, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_subgroup, 0, 128, POW2, cm_frags_m, "matmul_cm"),
     FIELD(cm_prefetch, 0, 1, ANY, cm_frags_m, "matmul_cm"),
-    FIELD(cm_subgroups_n, 1, 4, POW2, cm_frags_m, "matmul_cm"),
+    FIELD(cm_subgroups_n, 1, 8, POW2, cm_frags_m, "matmul_cm"),
     FIELD(cm_stages, 1, 2, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_attn_subgroups, 1, 8, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_key_frags, 1, 4, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_row_lanes, 1, 64, POW2, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_prefetch, 0, 1024, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_stages, 1, 2, ANY, cm_attn_subgroups, "attn_cm"),
+    FIELD(cm_attn_wide_d, 0, 1024, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(sm_tile_m, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_n, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_k, 4, 64, MUL4, sm_tile_m, "matmul_sm"),

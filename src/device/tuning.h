@@ -44,7 +44,7 @@ typedef struct vka_tuning {
      * next block's texels are fetched into registers while this block multiplies (software
      * pipelining), 0: each block is fetched as it is staged (kept to compare the two on a GPU). */
     uint32_t cm_frags_m, cm_frags_n, cm_frags_narrow, cm_ksteps, cm_min_rows, cm_prefetch;
-    /* matmul_cm's subgroups across the tile of C (1, 2 or 4): 2 x cm_subgroups_n subgroups
+    /* matmul_cm's subgroups across the tile of C (1, 2, 4 or 8): 2 x cm_subgroups_n subgroups
      * per workgroup, so the tile is (2 cm_frags_m MAT_M) x (cm_subgroups_n cm_frags_n MAT_N); 4 with
      * cm_frags_n = 2 is the same 128 x 128 tile in 8 subgroups of half the accumulators each */
     uint32_t cm_subgroups_n;
@@ -78,6 +78,10 @@ typedef struct vka_tuning {
      * their registers for the accumulators). attn_cm needs subgroup shuffles: without them
      * attn_fused runs. */
     uint32_t cm_attn_subgroups, cm_attn_key_frags, cm_attn_row_lanes, cm_attn_prefetch;
+    /* Head dims of at least cm_attn_wide_d take blocks of cm_attn_key_frags matrices, smaller ones
+     * of one (0: every head dim): a smaller head's tile of one matrix may need few enough
+     * registers for two workgroups to share a compute unit */
+    uint32_t cm_attn_wide_d;
     /* attn_cm's K/V blocks staged in shared memory at once (1 or 2; 0 = 1): with 2 the next block
      * is staged into the other during this one's work, one workgroup barrier per block instead of
      * two, where the tile fits (else one) */

@@ -258,8 +258,9 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
      * fewer keys per block, then fewer query rows): a large head dim or a device with less shared
      * memory keeps the matrix kernel (on an H100 at D = 256 128 x 16 ran 16x faster than
      * attn_fused, which 128 x 32 fell back to). */
+    const uint32_t key_frags = D >= t->cm_attn_wide_d ? t->cm_attn_key_frags : 1;
     for (uint32_t subgroups = t->cm_attn_subgroups; subgroups >= 1; subgroups /= 2)
-        for (uint32_t frags = t->cm_attn_key_frags; frags >= 1; frags--)
+        for (uint32_t frags = key_frags; frags >= 1; frags--)
             for (uint32_t stages = t->cm_attn_stages ? t->cm_attn_stages : 1; stages >= 1; stages--) {
                 fused_cm_shape s = fused_cm_tile(b, subgroups, frags, stages);
                 if (s.wg) return s;

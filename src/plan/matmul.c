@@ -53,15 +53,19 @@ vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_li
     if (ms.k % 8) return none; /* the staged rows are f16vec4: matrix steps of whole texels, 16-byte aligned */
     const int narrow = ms.m < 16 && t->cm_frags_narrow;
     const uint32_t fm = narrow ? t->cm_frags_narrow : t->cm_frags_m, fn = narrow ? t->cm_frags_narrow : t->cm_frags_n;
-    const uint32_t sgs_n = t->cm_subgroups_n;
-    cm_shape s = {2 * fm * ms.m, sgs_n * fn * ms.n, round_up(t->cm_ksteps * ms.k, 4),
-                  2 * sgs_n * limits->subgroup_size, sgs_n, t->cm_stages};
-    if (s.tile_k % ms.k) s.tile_k *= ms.k; /* whole matrix steps and whole texels of 4 */
-    if (s.wg > limits->max_workgroup_invocations) return none;
-    /* two staged blocks where they fit, else one (a device with less shared memory keeps the tile) */
-    for (; s.stages >= 1; s.stages--)
-        if (vka_matmul_cm_shared_bytes(s.tile_m, s.tile_n, s.tile_k, ms, sgs_n, s.stages) <= limits->max_shared_bytes)
-            return s;
+    /* two staged blocks where they fit, else one, else half the subgroups across (half the tile's
+     * columns), down to 2 across (2 x 2 subgroups sharing their staged blocks): a device with less
+     * shared memory or smaller workgroups keeps a matrix tile (the coopmat class's 2 x 8 is 2 x 4 in
+     * 32 KiB), while a tuning whose subgroups' own tiles are too large still takes the next kernel */
+    for (uint32_t sgs_n = t->cm_subgroups_n; sgs_n >= 1; sgs_n = sgs_n > 2 ? sgs_n / 2 : 0) {
+        cm_shape s = {2 * fm * ms.m, sgs_n * fn * ms.n, round_up(t->cm_ksteps * ms.k, 4),
+                      2 * sgs_n * limits->subgroup_size, sgs_n, t->cm_stages};
+        if (s.tile_k % ms.k) s.tile_k *= ms.k; /* whole matrix steps and whole texels of 4 */
+        if (s.wg > limits->max_workgroup_invocations) continue;
+        for (; s.stages >= 1; s.stages--)
+            if (vka_matmul_cm_shared_bytes(s.tile_m, s.tile_n, s.tile_k, ms, sgs_n, s.stages) <= limits->max_shared_bytes)
+                return s;
+    }
     return none;
 }
 
