@@ -63,6 +63,10 @@ elif [ "${GPU_BENCH_SKIP_TESTS:-0}" != 1 ]; then
 fi
 
 if [ "$quick" = 1 ]; then torch_figures || echo "(torch failed: see torch.txt)"; fi
+step "pipeline statistics (registers, shared memory: VKATTN_PIPELINE_STATS=1), fp16 prefill at 1024 and a decode step"
+{ VKATTN_PIPELINE_STATS=1 "$vk" bench --preset gpu --len 1024 --dtype f16 --no-peak --min-time 0.01 2>&1 >/dev/null
+  VKATTN_PIPELINE_STATS=1 "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 1024 --dtype f16 \
+    --no-peak --min-time 0.01 2>&1 >/dev/null; } | grep '^vkattn: ' | sort -u | tee "$out/pipeline_stats.txt" || true
 step "prefill: vkattn bench --preset gpu ${prefill_args[*]}"
 "$vk" bench --preset gpu "${prefill_args[@]}" --json "$out/prefill.json" | tee "$out/prefill.txt"
 step "head dims 64 (B = 4, E = 1024, H = 16, L = S = 2048) and 256 (E = 4096, H = 16, L = S = 4096), f16"
@@ -77,12 +81,12 @@ VKATTN_COOPMAT2=1 "$vk" bench --preset gpu --dtype f16 ${cm2_args[@]+"${cm2_args
 grep -E 'GFLOP|attn_cm2|attn_cm |attn_fused' "$out/prefill_cm2.txt" | head -40 || true
 step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/PERFORMANCE.md)"
 # Each run names its tuning; the QKV projection column is matmul_cm's figure, attention attn_cm's
-# (attn_cm2's with VKATTN_COOPMAT2=1). An attn_cm tile that does not fit gives way to a smaller one, a matmul_cm tile to the next
-# kernel: --trace shows what ran. GPU_BENCH_SWEEP="T1 T2 ..." replaces the list.
-sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_subgroups_n=2,cm_frags_n=4,cm_stages=1 coopmat:cm_stages=1
-  coopmat:cm_prefetch=0,cm_stages=1 coopmat:cm_ksteps=1 coopmat:cm_ksteps=4 coopmat:cm_frags_m=2 coopmat:cm_frags_n=4
-  coopmat:cm_attn_prefetch=0 coopmat:cm_attn_row_lanes=1 coopmat:cm_attn_subgroups=4 coopmat:cm_attn_key_frags=2
-  coopmat:cm_attn_key_frags=2,cm_attn_row_lanes=4 coopmat:cm_attn_stages=2"}
+# (attn_cm2's with VKATTN_COOPMAT2=1). An attn_cm tile that does not fit gives way to a smaller one, a matmul_cm tile to
+# fewer subgroups across, then to the next kernel: --trace shows what ran. GPU_BENCH_SWEEP="T1 T2 ..." replaces the list.
+sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_subgroups_n=4,cm_frags_n=2 coopmat:cm_frags_m=8,cm_frags_n=1
+  coopmat:cm_frags_m=2 coopmat:cm_ksteps=1 coopmat:cm_prefetch=0,cm_stages=1 coopmat:cm_subgroups_n=4,cm_frags_n=4
+  coopmat:cm_attn_key_frags=1 coopmat:cm_attn_row_lanes=4 coopmat:cm_attn_prefetch=0 coopmat:cm_attn_subgroups=4
+  coopmat:cm_attn_stages=2,cm_attn_key_frags=1"}
 # GPU_BENCH_ROUNDS=N runs the list N times, alternating (shared machines drift: the fastest repeat
 # of alternated rounds agreed to 1-3% on an H100 where medians jumped 3x); sweep_summary.txt then has
 # each tuning's fastest stage times over the rounds.
