@@ -105,7 +105,9 @@
  *                      ("" = none)
  *   VKATTN_PIPELINE_STATS  "1" prints each pipeline's compiler statistics (registers, spills,
  *                      instructions: whatever the driver reports) to stderr as it is created, on
- *                      devices with VK_KHR_pipeline_executable_properties (a note on others)
+ *                      devices with VK_KHR_pipeline_executable_properties (a note on others);
+ *                      contexts on vkattn's own device only (an application's device keeps the
+ *                      features its application enabled)
  */
 #ifndef VKATTN_H
 #define VKATTN_H
@@ -340,8 +342,10 @@ typedef struct vkattn_context_desc {
      * paged_min_part (1-65536: keys per part at least). A field of a kernel the class does not run
      * (cm_* in "gpu", cm_attn_* in "intel", sm_* in "lavapipe") is refused, as is a value out of
      * range, an unknown field or one given twice (VKATTN_ERROR_INVALID_ARGUMENT). A kernel whose
-     * shape does not fit the device (shared memory, workgroup size, whole matrices) gives way to the
-     * next one, as with a class's own shapes (the cooperative-matrix self-test then uses the
+     * shape does not fit the device (shared memory, workgroup size, whole matrices) gives way to a
+     * smaller one of its kind (matmul_cm: two staged blocks to one, then half its subgroups across,
+     * down to 2; attn_cm: fewer keys per block, then fewer query rows), else to the next kernel, as
+     * with a class's own shapes (the cooperative-matrix self-test then uses the
      * class's tile). vkattn_device_info.tuning reads "NAME, K fields set"; the plans
      * (vkattn_forward_explain, `vkattn run --trace`) show the tiles taken.
      *

@@ -349,10 +349,16 @@ int main(void)
     char tile[128];
     snprintf(tile, sizeof tile, "(%ux%u tiles, %u-element blocks", 2 * ms.m, 6 * ms.n, (3 * ms.k + 3) / 4 * 4);
     run_forward_tuned("coopmat:cm_frags_m=1,cm_frags_n=3,cm_frags_narrow=0,cm_ksteps=3,cm_subgroups_n=2", 0, 0, tile);
-    /* the default fetches a block ahead in 16 subgroups (two staged blocks where they fit: with
-     * lavapipe's 8 x 8 x 8, not in 48 KiB with 16 x 16 x 16, as the H100 showed); with one,
+    /* the default fetches a block ahead in 2 x 8 subgroups of 4 x 2 accumulators (2 x 2 with
+     * matrices narrower than 16), with two staged blocks where they fit (19 KiB with lavapipe's 8 x
+     * 8 x 8; 76 KiB with 16 x 16 x 16, over the H100's 48, so one there); with one,
      * cm_prefetch=0 fetches each block as it is staged */
-    run_forward_tuned("coopmat", 0, 0, "in 16 subgroups, fp16 operands, the next block fetched meanwhile");
+    const uint32_t fm = ms.m < 16 ? 2 : 4, tile_k = (2 * ms.k + 3) / 4 * 4;
+    const int two_fit = vka_matmul_cm_shared_bytes(2 * fm * ms.m, 8 * 2 * ms.n, tile_k, ms, 8, 2) <=
+                        info.max_shared_memory_bytes;
+    run_forward_tuned("coopmat", 0, 0,
+                      two_fit ? "in 16 subgroups, fp16 operands, the next block fetched meanwhile, two staged blocks)"
+                              : "in 16 subgroups, fp16 operands, the next block fetched meanwhile)");
     run_forward_tuned("coopmat:cm_prefetch=0,cm_stages=1", 0, 0, "fp16 operands)");
     /* 2 x 4 subgroups of 4 x 1 accumulators (cm_frags_narrow=0: lavapipe's matrices too), and 2 x 1
      * subgroups: the plan says so */

@@ -1003,6 +1003,8 @@ static uint32_t count_kernel(const vka_plan *plan, vka_kernel k)
     return n;
 }
 
+static const vka_step *largest_step(const vka_plan *plan, vkattn_stage stage, vka_kernel kernel);
+
 static void test_coopmat_profiles(void)
 {
     const struct {
@@ -1052,6 +1054,35 @@ static void test_coopmat_profiles(void)
         CHECK(devices[d].parts_at_least > 1 ? accumulating > 0 : accumulating == 0);
         CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 512ull * 3 * 4096, 1024) == 0);
         CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 512ull * 4096, 1024) == 0);
+        vka_plan_free(&plan);
+    }
+    /* A device whose workgroups hold fewer invocations (256), or fewer subgroups of a required
+     * size (maxComputeWorkgroupSubgroups 8, 4): matmul_cm's 2 x 8 subgroups give way to 2 x 4
+     * (128 x 128, two staged blocks in 48 KiB), then 2 x 2; attn_cm's 8 subgroups to 4, then 2 */
+    const struct {
+        uint32_t invocations, matrix_wg, mm_subgroups_n, mm_tile_n, attn_rows;
+    } small_wg[] = {{256, 0, 4, 128, 128}, {1024, 8 * 32, 4, 128, 128}, {1024, 4 * 32, 2, 64, 64}};
+    for (size_t k = 0; k < sizeof small_wg / sizeof small_wg[0]; k++) {
+        vka_plan_limits l = coopmat_limits((vkattn_matrix_shape){16, 16, 16}, 32, 49152, 0);
+        l.max_workgroup_invocations = small_wg[k].invocations, l.max_matrix_workgroup = small_wg[k].matrix_wg;
+        l.subgroup_sums = 1; /* attn_cm meets its rows by shuffles */
+        vka_problem p = problem(1, 512, 512, 4096, 32, 1);
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK(check_plan_limits(&plan, &l, "small workgroups") == 0);
+        const vka_step *mm = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_CM);
+        const vka_step *attn = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
+        CHECK_MSG(mm && mm->spec[VKA_SPEC_SUBGROUPS_N] == small_wg[k].mm_subgroups_n &&
+                      mm->spec[VKA_SPEC_TILE_B] == small_wg[k].mm_tile_n &&
+                      mm->spec[VKA_SPEC_WG_SIZE] <= small_wg[k].invocations &&
+                      (!small_wg[k].matrix_wg || mm->spec[VKA_SPEC_WG_SIZE] <= small_wg[k].matrix_wg),
+                  "workgroups of %u (%u with matrices): matmul_cm %u across, %u wide, %u invocations",
+                  small_wg[k].invocations, small_wg[k].matrix_wg, mm ? mm->spec[VKA_SPEC_SUBGROUPS_N] : 0,
+                  mm ? mm->spec[VKA_SPEC_TILE_B] : 0, mm ? mm->spec[VKA_SPEC_WG_SIZE] : 0);
+        CHECK_MSG(attn && attn->spec[VKA_SPEC_TILE_A] == small_wg[k].attn_rows &&
+                      (!small_wg[k].matrix_wg || attn->spec[VKA_SPEC_WG_SIZE] <= small_wg[k].matrix_wg),
+                  "workgroups of %u (%u with matrices): attn_cm %u rows", small_wg[k].invocations,
+                  small_wg[k].matrix_wg, attn ? attn->spec[VKA_SPEC_TILE_A] : 0);
         vka_plan_free(&plan);
     }
     /* matmul_cm and attn_cm read their operands as storage buffers in vectors of 4 elements: on a
@@ -1492,9 +1523,10 @@ static void test_device_profiles(void)
 
 /* Tuning strings on the H100 profile, at the Llama-3-8B prefill (L = 4096): the GPU day's sweep
  * (tools/gpu-bench.sh) plans valid dispatches with the tiles it names, and a shape beyond the
- * device's shared memory gives way: matmul_cm's two staged blocks of 64 (cm_ksteps=4) or a 256-row
- * tile need more than 48 KiB, so one staged block; its 128 x 128 tile in blocks of 128 needs 76 KiB
- * even so, so matmul_sm; attn_cm's blocks of 64 keys are over its 32, so the largest block that fits
+ * device's shared memory gives way: matmul_cm's 2 x 8 subgroups with blocks of 64 (cm_ksteps=4)
+ * need more than 48 KiB even with one staged block, so 2 x 4 (128 x 128, one staged block); a
+ * 256 x 128 tile (cm_frags_m=8, cm_frags_n=1) one staged block; blocks of 128 (cm_ksteps=8) fit at
+ * none down to 2 x 2 subgroups, so matmul_sm; attn_cm's blocks of 64 keys are over its 32, so the largest block that fits
  * (32 keys, 46.0 KiB). Q is staged in passes of q_dims head dims where a pass of every query row
  * would need more than two blocks of keys (128 x (q_dims + 8) halfs against 2 x 16 x 136). */
 static void test_tuning_strings(void)

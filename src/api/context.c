@@ -660,6 +660,12 @@ vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
      * enabled and passed the self-test, cooperative matrices (cooperative_matrix_usable). */
     vka_plan_limits limits = vka_plan_limits_of(&ctx->dev.info, ctx->tuning);
     for (int i = 0; i < 3; i++) limits.max_group_count[i] = ctx->dev.caps.props.limits.maxComputeWorkGroupCount[i];
+    /* every kernel's workgroup is one-dimensional; one that requires its subgroup size (the
+     * cooperative-matrix kernels) holds at most maxComputeWorkgroupSubgroups of them */
+    if (ctx->dev.caps.props.limits.maxComputeWorkGroupSize[0] < limits.max_workgroup_invocations)
+        limits.max_workgroup_invocations = ctx->dev.caps.props.limits.maxComputeWorkGroupSize[0];
+    if (ctx->dev.caps.max_workgroup_subgroups && limits.subgroup_size)
+        limits.max_matrix_workgroup = limits.subgroup_size * ctx->dev.caps.max_workgroup_subgroups;
     limits.max_texel_elements = ctx->dev.caps.props.limits.maxTexelBufferElements;
     limits.texel_offset_alignment = ctx->dev.caps.props.limits.minTexelBufferOffsetAlignment;
     limits.storage_offset_alignment = ctx->dev.caps.props.limits.minStorageBufferOffsetAlignment;

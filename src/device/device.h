@@ -23,6 +23,8 @@ typedef struct vka_device_caps {
     int vulkan_memory_model; /* vulkanMemoryModel: the cooperative-matrix kernels' SPIR-V needs it */
     int subgroup_sums;       /* subgroup arithmetic and shuffles in compute shaders on subgroups of at
                                 least 4 lanes (matmul_vec's sums, attn_paged_lanes's key groups) */
+    uint32_t max_workgroup_subgroups; /* maxComputeWorkgroupSubgroups: a pipeline that requires a subgroup
+                                         size has at most this many per workgroup (0: not reported) */
 } vka_device_caps;
 
 typedef struct vka_device {

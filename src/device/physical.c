@@ -266,6 +266,7 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
         caps->timestamps = info->timestamp_period_ns > 0.0f;
         caps->timestamp_valid_bits = timestamp_bits;
         caps->vulkan_memory_model = memory_model.vulkanMemoryModel != 0;
+        caps->max_workgroup_subgroups = size_control.maxComputeWorkgroupSubgroups;
         caps->subgroup_sums = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                               (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                               (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&

@@ -65,13 +65,14 @@ static const vka_tuning tunings[] = {
         GPU_KERNELS, /* the other kernels as gpu */
         /* 2 x 8 subgroups of 4 x 2 accumulators, 2 steps per block: with 16 x 16 x 16 matrices 128 x
          * 256 outputs per workgroup of 512, blocks of 32 (46 KiB of shared memory with one staged
-         * block; two where the device holds them, 90 KiB), 32 x 128 with lavapipe's 8 x 8 x 8 (2 x 2
+         * block; two where the device holds them, 76 KiB), 32 x 128 with lavapipe's 8 x 8 x 8 (2 x 2
          * each, blocks of 16: the oracle's LLVM compile grows with the unrolled body). On an H100
          * (2026-11-26, E = 4096, L = 4096, fp16, Q/K/V projection, fastest repeats, alternated):
          * 2.12 ms so (194 TFLOP/s; the output projection 0.73), against 3.05 (0.98) in 2 x 4
          * subgroups of 4 x 2 with two staged blocks, the tile before (48 KiB, 168 registers: one
          * workgroup of 8 subgroups a unit; 16 subgroups of 128 registers keep twice the loads in
-         * flight, and an experiment build without the loads ran 2.2 of its 3.05 ms faster); 256 x
+         * flight: in an experiment build fetching and staging alone took 2.9 of its 3.05 ms, the
+         * multiplies alone 1.4); 256 x
          * 128 in 16 subgroups 2.37, 128 x 128 in 16 2.81-2.85. Before: 3.40-3.45 in 2 x 2
          * subgroups of 4 x 4 with one staged block, 3.36-3.46 in 2 x 4 with blocks of 64, 4.6 in
          * 2 x 4 with one block, 5.7-5.8 in 2 x 2 with two. Up to 8 rows (decoding) take matmul_vec,

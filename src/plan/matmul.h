@@ -20,7 +20,8 @@ uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t t
  * tuning with cm_* fields, with limits that give a matrix shape (the context may run matmul_cm), for
  * at least cm_min_rows rows. The tile is the tuning's accumulators times the matrix shape (2 x
  * cm_subgroups_n subgroups of limits->subgroup_size), a block whole matrix steps (and whole texels of 4); it fits
- * the device's shared memory (in cm_stages staged blocks, else one) and workgroup size. The context's self-test uses it too, so that it
+ * the device's shared memory (in cm_stages staged blocks, else one) and workgroup size, else half
+ * the subgroups across try again, down to 2. The context's self-test uses it too, so that it
  * runs the pipeline the plans will. */
 typedef struct vka_matmul_cm_tile {
     uint32_t tile_m, tile_n, tile_k, wg; /* wg 0: no cooperative-matrix tile */

@@ -83,7 +83,10 @@ typedef struct vka_plan_limits {
     int subgroup_sums;                 /* subgroupAdd and shuffles in compute shaders, subgroups of >= 4
                                           lanes: matmul_vec, attn_paged_lanes */
     uint32_t max_shared_bytes;         /* maxComputeSharedMemorySize */
-    uint32_t max_workgroup_invocations;
+    uint32_t max_workgroup_invocations; /* of a one-dimensional workgroup (vkattn's are) */
+    uint32_t max_matrix_workgroup;     /* invocations of a cooperative-matrix workgroup, whose subgroup
+                                          size is required: subgroup_size x maxComputeWorkgroupSubgroups
+                                          (0: max_workgroup_invocations alone) */
     struct vka_faults *faults;        /* test-only failure injection; NULL in pure tests */
 } vka_plan_limits;
 
