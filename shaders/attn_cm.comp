@@ -469,8 +469,9 @@ void main()
                 float16_t p = float16_t(exp(s[t] - m_ref));
                 sum += float(p);
                 /* a key whose V held a non-finite value, seen: NaN into P·V (V was staged as 0), so
-                 * the row's O turns NaN while l and the lse stay the scores' */
-                if (bad != 0u && p != float16_t(0.0) && (bad & (1u << c)) != 0) p = float16_t(0.0 / 0.0); /* bad: block-wide */
+                 * the row's O turns NaN while l and the lse stay the scores' (`bad` is the
+                 * workgroup's: most blocks skip the per-key test) */
+                if (bad != 0u && p != float16_t(0.0) && (bad & (1u << c)) != 0) p = float16_t(0.0 / 0.0);
                 if (r < MAT_M) p_s[row * PSTRIDE + c] = p;
             }
             /* a butterfly: every invocation of the row adds the same numbers in the same pairs */

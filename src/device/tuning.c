@@ -72,8 +72,8 @@ static const vka_tuning tunings[] = {
          * subgroups of 4 x 2 with two staged blocks, the tile before (48 KiB, 168 registers: one
          * workgroup of 8 subgroups a unit; 16 subgroups of 128 registers keep twice the loads in
          * flight: in an experiment build fetching and staging alone took 2.9 of its 3.05 ms, the
-         * multiplies alone 1.4); 256 x
-         * 128 in 16 subgroups 2.37, 128 x 128 in 16 2.81-2.85. Before: 3.40-3.45 in 2 x 2
+         * multiplies alone 1.4); 256 x 128 in 16 subgroups 2.37, 128 x 128 in 16 2.81-2.85.
+         * Before: 3.40-3.45 in 2 x 2
          * subgroups of 4 x 4 with one staged block, 3.36-3.46 in 2 x 4 with blocks of 64, 4.6 in
          * 2 x 4 with one block, 5.7-5.8 in 2 x 2 with two. Up to 8 rows (decoding) take matmul_vec,
          * as ggml keeps them on matrix-vector kernels. Subgroups of 32: NVIDIA's only size, and
@@ -86,10 +86,10 @@ static const vka_tuning tunings[] = {
         /* Attention: 8 subgroups of MAT_M query rows, keys in blocks of two MAT_N matrices from D =
          * 128 on, of one below: 128 rows x 32 keys with 16 x 16 x 16 at D = 128 (46 KiB of shared
          * memory; at D = 256 it does not fit and 128 x 16 runs, 33.5 KiB), 64 x 16 with lavapipe's
-         * 8 x 8 x 8. Before the whole-block softmax (below), measured on an H100 (2026-11-26, L = S = 4096, fp16,
-         * attention alone, fastest of the repeats; docs/PERFORMANCE.md): at D = 128 64 x 32
-         * took 6.4 ms, 64 x 16 3.8, 128 x 32 3.6-3.7, 128 x 16 3.9; at D = 64 (B = 4, H = 16,
-         * L = 2048) 128 x 16 1.06 ms against 1.5 for the others; at D = 256 only 128 x 16 of the
+         * 8 x 8 x 8. Before the whole-block softmax (below), measured on an H100 (2026-11-26,
+         * L = S = 4096, fp16, attention alone, fastest of the repeats; docs/PERFORMANCE.md):
+         * at D = 128 64 x 32 took 6.4 ms, 64 x 16 3.8, 128 x 32 3.6-3.7, 128 x 16 3.9; at D = 64
+         * (B = 4, H = 16, L = 2048) 128 x 16 1.06 ms against 1.5 for the others; at D = 256 only 128 x 16 of the
          * 128-row tiles fits 48 KiB (3.0 ms; 64 x 32: 6.0). Two invocations per row in the
          * softmax: a 32-lane subgroup's 16 rows keep every lane busy, and lavapipe's 8 lanes run
          * the shuffles too (two passes of 4 rows). With whole blocks' softmax skipping the mask

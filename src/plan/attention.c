@@ -237,8 +237,7 @@ static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, ui
            (uint64_t)s.tile_q * (s.q_dims + 8) > 2ull * stages * s.tile_k * (D + 8))
         s.q_dims /= 2;
     if (s.tile_k > 32 || vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D, s.q_dims, stages) > b->limits->max_shared_bytes ||
-        s.wg > b->limits->max_workgroup_invocations ||
-        (b->limits->max_matrix_workgroup && s.wg > b->limits->max_matrix_workgroup))
+        !vka_matrix_workgroup_fits(b->limits, s.wg))
         return none;
     return s;
 }

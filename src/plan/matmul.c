@@ -61,8 +61,7 @@ vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_li
         cm_shape s = {2 * fm * ms.m, sgs_n * fn * ms.n, round_up(t->cm_ksteps * ms.k, 4),
                       2 * sgs_n * limits->subgroup_size, sgs_n, t->cm_stages};
         if (s.tile_k % ms.k) s.tile_k *= ms.k; /* whole matrix steps and whole texels of 4 */
-        if (s.wg > limits->max_workgroup_invocations || (limits->max_matrix_workgroup && s.wg > limits->max_matrix_workgroup))
-            continue;
+        if (!vka_matrix_workgroup_fits(limits, s.wg)) continue;
         for (; s.stages >= 1; s.stages--)
             if (vka_matmul_cm_shared_bytes(s.tile_m, s.tile_n, s.tile_k, ms, sgs_n, s.stages) <= limits->max_shared_bytes)
                 return s;

@@ -125,6 +125,12 @@ int vka_fold_groups(uint64_t total, const uint32_t max[3], uint32_t out[3]);
 /* Small arithmetic every schedule uses. */
 static inline uint64_t vka_ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 static inline uint64_t vka_min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+/* Whether a cooperative-matrix workgroup of `wg` invocations fits the device: its invocations and
+ * its subgroups of the required size. */
+static inline int vka_matrix_workgroup_fits(const vka_plan_limits *l, uint32_t wg)
+{
+    return wg <= l->max_workgroup_invocations && (!l->max_matrix_workgroup || wg <= l->max_matrix_workgroup);
+}
 /* A rolled loop of t trips costs t + 1 against the budget (lavapipe counts the test that ends it). */
 static inline uint64_t vka_loop(uint64_t trips) { return trips + 1; }
 
