@@ -216,6 +216,13 @@ static const test_case cases[] = {
     {"gpu_tuning", "weights", 2, 17, 23, 32, 4, .weights = WEIGHTS_PER_HEAD, .lens = LENS_PER_QUERY,
      .tuning = "gpu"},
     {"gpu_tuning", "fp16", 2, 17, 0, 32, 4, .storage = VKATTN_DTYPE_F16, .tuning = "gpu"},
+    /* key parts merged by several invocations per texel (merge_lanes), with NaN in keys no query
+     * sees, and with the lse of a float mask and per-query lengths */
+    {"gpu_tuning", "split_parts", 2, 33, 700, 64, 2, .causal = 1, .loop_budget = 512, .also_f16 = 1, .tuning = "gpu"},
+    {"gpu_tuning", "split_nan_masked", 1, 8, 3000, 64, 2, .key_padding = 1, .nan_masked = 1, .loop_budget = 512,
+     .tuning = "gpu"},
+    {"gpu_tuning", "split_D7_lse", 2, 9, 250, 21, 3, .mask = MASK_FLOAT, .lens = LENS_PER_QUERY, .loop_budget = 300,
+     .tuning = "gpu"},
     /* the mobile class's shapes (8 keys and at most 2 queries per fused invocation, 2-query P·V
      * tiles, softmax workgroups of 128) */
     {"gpu_tuning", "mobile_self", 2, 33, 0, 32, 4, .causal = 1, .tuning = "mobile"},

@@ -1479,8 +1479,17 @@ static void test_device_profiles(void)
                       "%s decode: %llu workgroups of attn_paged, %llu and %llu of matmul_vec for %u units", dp->name,
                       (unsigned long long)step_groups(paged), (unsigned long long)step_groups(step_qkv),
                       (unsigned long long)step_groups(step_out), dp->units);
-            printf("; decode 8k: attn_paged %u parts, %llu workgroups; QKV matmul_vec %llu\n", plan.key_parts,
-                   (unsigned long long)step_groups(paged), (unsigned long long)step_groups(step_qkv));
+            /* the parts' merge: merge_lanes invocations per texel, each walking every 16th part
+             * (the classes' 16), its loop trips so */
+            const vka_step *merge = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_MERGE);
+            uint32_t lanes = merge ? merge->spec[VKA_SPEC_TILE_B] : 0;
+            CHECK_MSG(merge && plan.key_parts >= 16 && lanes == t->merge_lanes && t->merge_lanes == 16 &&
+                          vka_merge_trips(merge) == 2 * (vka_ceil_div(plan.key_parts, 16) + 1) + 2 * 17 &&
+                          step_groups(merge) == vka_ceil_div(32 * 32, merge->spec[VKA_SPEC_WG_SIZE] / lanes),
+                      "%s decode: merge of %u parts in %u lanes", dp->name, plan.key_parts, lanes);
+            printf("; decode 8k: attn_paged %u parts, %llu workgroups, merged in %u lanes; QKV matmul_vec %llu\n",
+                   plan.key_parts, (unsigned long long)step_groups(paged), lanes,
+                   (unsigned long long)step_groups(step_qkv));
         }
         vka_plan_free(&plan);
 

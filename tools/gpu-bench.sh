@@ -134,10 +134,12 @@ fi
 step "decode: vkattn bench --preset decode (E=4096 H=32 H_kv=8) ${decode_args[*]}"
 "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 "${decode_args[@]}" --json "$out/decode.json" |
   tee "$out/decode.txt"
-step "decode sweep: 8192 keys (f16) under tuning strings (attn_paged_lanes' parts per compute unit, lanes per key)"
-# fewer parts read longer runs of keys per workgroup and merge less; more keep more loads in flight.
+step "decode sweep: 8192 keys (f16) under tuning strings (attn_merge's lanes per texel, attn_paged_lanes' parts per compute unit, lanes per key)"
+# fewer parts read longer runs of keys per workgroup and merge less; more keep more loads in flight;
+# merge_lanes=1 is the merge as it was on the third GPU day (one invocation walks a row's parts).
 # GPU_BENCH_DECODE_SWEEP="T1 T2 ..." replaces the list.
-dsweep=${GPU_BENCH_DECODE_SWEEP:-"coopmat coopmat:paged_lanes_per_unit=4 coopmat:paged_lanes_per_unit=16
+dsweep=${GPU_BENCH_DECODE_SWEEP:-"coopmat coopmat:merge_lanes=1 coopmat:merge_lanes=4 coopmat:merge_lanes=32
+  coopmat:paged_lanes_per_unit=4 coopmat:paged_lanes_per_unit=16 coopmat:paged_lanes_per_unit=32
   coopmat:paged_lanes_group=2"}
 n=0
 for t in $dsweep; do

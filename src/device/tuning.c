@@ -22,7 +22,10 @@
  * per compute unit: on an H100 (2026-11-26, E = 4096, H_kv = 8, f16 cache) its step took 0.063 ms
  * at 8192 keys and 0.119 at 32768 with 8, against 0.088 and 0.163 with 16, 0.060 and 0.139 with 4,
  * 0.079 and 0.231 with 2 (fewer parts: longer runs of keys per workgroup and a shorter merge; more:
- * more loads in flight); 2 lanes per key 0.076 and 0.194 at 4 per unit. */
+ * more loads in flight); 2 lanes per key 0.076 and 0.194 at 4 per unit. Those times fit about
+ * 1.2 us per serial key block, 0.1 us per part and 42 us besides: the merge walked a row's parts in
+ * one invocation (132 parts at 8 per unit). It now gives each texel 16 invocations that walk every
+ * 16th part and meet in shared memory (derived from those figures, not yet measured on a GPU). */
 #define GPU_KERNELS                                                                                  \
     .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64, .matmul_skinny_tile_n = 4,             \
     .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4, \
@@ -30,7 +33,7 @@
     .fused_wg = 64, .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128,                    \
     .paged_min_part = 16, .softmax_wg = 256, .vec_tile_n = 4, .vec_wg = 128, .sm_tile_m = 64,        \
     .sm_tile_n = 64, .sm_tile_k = 16, .paged_lanes = 32, .paged_lanes_group = 4,                     \
-    .paged_lanes_per_unit = 8
+    .paged_lanes_per_unit = 8, .merge_lanes = 16
 
 static const vka_tuning tunings[] = {
     {
@@ -132,7 +135,7 @@ static const vka_tuning tunings[] = {
         .fused_tile_k = 8, .fused_q_dims = 64, .fused_max_tile_q = 2, .fused_wg = 64,
         /* a handful of cores: parts of 64 keys or more, two workgroups of 64 per core */
         .paged_wg = 64, .paged_target = 4096, .paged_per_unit = 128, .paged_min_part = 64,
-        .softmax_wg = 128,
+        .merge_lanes = 16, .softmax_wg = 128,
         /* 32 x 32 outputs per workgroup of 64 (4.5 KiB of shared memory, blocks of 16) */
         .sm_tile_m = 32, .sm_tile_n = 32, .sm_tile_k = 16,
         /* decoding's matrix-vector products: 4 columns per workgroup of 64 */
@@ -237,6 +240,7 @@ static const struct tuning_field {
     FIELD(paged_lanes_per_unit, 1, 4096, ANY, paged_lanes, "attn_paged_lanes"),
     FIELD(paged_per_unit, 1, 4096, ANY, paged_wg, "attn_paged"),
     FIELD(paged_min_part, 1, 65536, ANY, paged_wg, "attn_paged"),
+    FIELD(merge_lanes, 1, 64, POW2, fused_wg, "attn_merge"),
 #undef FIELD
 };
 

@@ -31,6 +31,9 @@ typedef struct vka_tuning {
      * paged_lanes_per_unit workgroups per compute unit (paged_target / paged_lanes in all where the
      * device does not say). Taken where the limits allow subgroup sums and shuffles. */
     uint32_t paged_lanes, paged_lanes_group, paged_lanes_per_unit;
+    /* attn_merge.comp (in workgroups of fused_wg): invocations per texel of a row, each combining
+     * every merge_lanes-th key part (0 or 1: one invocation walks all of them) */
+    uint32_t merge_lanes;
     /* softmax.comp workgroup size (a power of two) */
     uint32_t softmax_wg;
     /* matmul_cm.comp, the cooperative-matrix GEMM (0 = this tuning does not use it), in units of

@@ -376,7 +376,6 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_FUSED_STATE_LSE], split ? VKA_ROLE_STATE_LSE : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
     vka_step merge = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = VKA_KERNEL_MERGE,
                       .f16_out = f16_out, .barrier_before = 1, .binding_count = VKA_MERGE_BINDINGS};
-    merge.spec[VKA_SPEC_WG_SIZE] = pr->fused_wg;
     merge.spec[VKA_SPEC_VEC] = vec;
     merge.spec[VKA_SPEC_DV] = DV;
     merge.bind[VKA_MERGE_STATE_O] = s.bind[VKA_FUSED_STATE_O];
@@ -419,7 +418,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                 .i_begin = g.i_begin, .i_count = g.i_count, .parts = (uint32_t)parts,
                 .ctx_offset = gb.ctx_offset, .ctx_stride = p->cfg.inner, .has_lse = p->lse != 0,
             };
-            VKA_TRY(vka_push_step(b, &merge, (uint64_t)g.bh_count * g.i_count * DV, pr->fused_wg));
+            VKA_TRY(vka_push_merge(b, &merge, (uint64_t)g.bh_count * g.i_count * DV));
         }
     }
 fail:
@@ -694,7 +693,31 @@ uint64_t vka_softmax_trips(const vka_step *s)
 }
 
 uint64_t vka_pv_trips(const vka_step *s) { return vka_loop(s->push.pv.j_count); }
-uint64_t vka_merge_trips(const vka_step *s) { return 2 * vka_loop(s->push.merge.parts); }
+uint64_t vka_merge_trips(const vka_step *s)
+{
+    const uint32_t lanes = s->spec[VKA_SPEC_TILE_B] ? s->spec[VKA_SPEC_TILE_B] : 1;
+    return 2 * vka_loop(vka_ceil_div(s->push.merge.parts, lanes)) + (lanes > 1 ? 2 * vka_loop(lanes) : 0);
+}
+
+vkattn_status vka_push_merge(vka_builder *b, const vka_step *merge, uint64_t texels)
+{
+    /* part lanes: the tuning's, a power of two within the workgroup, each with a part at least, and
+     * within the loop budget (one lane always is: vka_merge_max_parts) */
+    const uint32_t wg = b->tuning->fused_wg;
+    vka_step s = *merge;
+    s.spec[VKA_SPEC_WG_SIZE] = wg;
+    s.spec[VKA_SPEC_TILE_B] = 1;
+    for (uint32_t lanes = 2; lanes <= b->tuning->merge_lanes && lanes <= wg && wg % lanes == 0 &&
+                             lanes <= merge->push.merge.parts;
+         lanes *= 2) {
+        vka_step wider = s;
+        wider.spec[VKA_SPEC_TILE_B] = lanes;
+        if (vka_merge_trips(&wider) > b->budget) break;
+        s = wider;
+    }
+    const uint32_t lanes = s.spec[VKA_SPEC_TILE_B];
+    return vka_push_step(b, &s, vka_ceil_div(texels, wg / lanes) * wg, wg);
+}
 
 uint64_t vka_merge_max_parts(const vka_builder *b)
 {
@@ -756,6 +779,7 @@ void vka_merge_describe(vka_text *t, const vka_step *s)
     const vka_merge_push *c = &s->push.merge;
     vka_text_put(t, "merge %u parts of (batch, head) pairs %u..%u x queries %u..%u by log-sum-exp", c->parts,
                  c->bh_begin, c->bh_begin + c->bh_count - 1, c->i_begin, c->i_begin + c->i_count - 1);
+    if (s->spec[VKA_SPEC_TILE_B] > 1) vka_text_put(t, " (%u lanes per texel)", s->spec[VKA_SPEC_TILE_B]);
 }
 
 void vka_average_describe(vka_text *t, const vka_step *s)

@@ -169,7 +169,6 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
                            VKA_VIEW_BUFFER));
     vka_step merge = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = VKA_KERNEL_MERGE,
                       .f16_out = f16_out, .barrier_before = 1, .binding_count = VKA_MERGE_BINDINGS};
-    merge.spec[VKA_SPEC_WG_SIZE] = pr->fused_wg;
     merge.spec[VKA_SPEC_VEC] = vec;
     merge.spec[VKA_SPEC_DV] = DV;
     merge.spec[VKA_SPEC_FLAGS] = VKA_MERGE_RAGGED;
@@ -200,7 +199,7 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
                 .L = 0, .H = c->H, .bh_begin = 0, .bh_count = cp->seqs * c->H, .i_begin = (uint32_t)i0,
                 .i_count = ic, .parts = (uint32_t)parts, .ctx_offset = 0, .ctx_stride = c->inner, .has_lse = 0,
             };
-            VKA_TRY(vka_push_step(b, &merge, (uint64_t)cp->seqs * c->H * ic * DV, pr->fused_wg));
+            VKA_TRY(vka_push_merge(b, &merge, (uint64_t)cp->seqs * c->H * ic * DV));
         }
         b->plan->query_sets++;
     }
