@@ -1027,6 +1027,89 @@ static void test_compare_bad_files(void)
     remove(good), remove(broken);
 }
 
+/* A decode run's JSON (bench --preset decode --json) as bench_decode.c writes it: the layer, then
+ * one point per (context, cache format, kv_splits) with times `t` (ms) for the GPU step, QKV,
+ * attention, output and the host's step; a window adds to the key. */
+static void write_decode_file(const char *path, const char *device, unsigned window, const double t[2][5])
+{
+    char text[2048];
+    int n = snprintf(text, sizeof text,
+                     "{\"vkattn_version\": \"0.5.0\", \"device\": {\"name\": \"%s\", \"type\": \"cpu\", "
+                     "\"tuning\": \"lavapipe\"}, \"preset\": \"decode\", \"layer\": {\"embed_dim\": 512, "
+                     "\"heads\": 8, \"kv_heads\": 2, \"head_dim\": 64, \"rope_theta\": 10000, \"block_size\": 16, "
+                     "\"window\": %u}, \"points\": [",
+                     device, window);
+    for (int i = 0; i < 2; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n,
+                      "%s{\"cache_dtype\": \"f16\", \"ctx\": 2048, \"kv_splits\": %d, \"steps\": 9, "
+                      "\"gpu_ms_median\": %g, \"qkv_projection_ms\": %g, \"attention_ms\": %g, "
+                      "\"out_projection_ms\": %g, \"ms_per_token_median\": %g}",
+                      i ? ", " : "", i, t[i][0], t[i][1], t[i][2], t[i][3], t[i][4]);
+    snprintf(text + n, sizeof text - (size_t)n, "]}\n");
+    write_text(path, text, strlen(text));
+}
+
+/* Decode runs compare point by point, keyed by layer, format, context and kv_splits. */
+static void test_compare_decode(void)
+{
+    char old_path[300], new_path[300], broken[300], sweep[300];
+    test_tmp_path(old_path, sizeof old_path, "decode_old.json");
+    test_tmp_path(new_path, sizeof new_path, "decode_new.json");
+    test_tmp_path(broken, sizeof broken, "decode_broken.json");
+    test_tmp_path(sweep, sizeof sweep, "sweep.json");
+    const double old_t[2][5] = {{1.0, 0.25, 0.5, 0.125, 2.0}, {4.0, 0.25, 3.0, 0.125, 5.0}};
+    const double new_t[2][5] = {{0.5, 0.25, 0.25, 0.125, 1.0}, {8.0, 0.5, 6.0, 0.25, 10.0}};
+    write_decode_file(old_path, "llvmpipe", 0, old_t);
+    write_decode_file(new_path, "llvmpipe", 0, new_t);
+    int rc = -1;
+    char *text = run_compare(old_path, new_path, &rc);
+    CHECK(rc == 0 && text != NULL);
+    if (!text) return;
+    double a = 0, b = 0, ratio = 0;
+    const char *auto_key = "decode_E512_H8_Hkv2_D64_f16_ctx2048_split_auto", *one = "decode_E512_H8_Hkv2_D64_f16_ctx2048_split_1";
+    CHECK(scan_row(text, NULL, auto_key, &a, &b, &ratio) && a == 1.0 && b == 0.5);
+    CHECK_NEAR(ratio, 2, 1e-3);
+    CHECK(scan_row(text, auto_key, "attention", &a, &b, &ratio) && a == 0.5 && b == 0.25);
+    CHECK_NEAR(ratio, 2, 1e-3);
+    CHECK(scan_row(text, auto_key, "host ms/token", &a, &b, &ratio) && a == 2.0 && b == 1.0);
+    CHECK(scan_row(text, NULL, one, &a, &b, &ratio) && a == 4.0 && b == 8.0);
+    CHECK_NEAR(ratio, 0.5, 1e-3);
+    CHECK(scan_row(text, one, "qkv_projection", &a, &b, &ratio));
+    CHECK_NEAR(ratio, 0.5, 1e-3);
+    const char *gm = strstr(text, "geometric mean");
+    double mean = 0;
+    CHECK(gm && sscanf(strchr(gm, ':') + 1, "%lf", &mean) == 1);
+    CHECK_NEAR(mean, 1.0, 1e-3);
+    free(text);
+
+    /* another window is another layer: no point in common */
+    write_decode_file(new_path, "llvmpipe", 256, new_t);
+    text = run_compare(old_path, new_path, &rc);
+    CHECK(rc == 1 && text && strstr(text, "decode_E512_H8_Hkv2_D64_window256_f16_ctx2048_split_auto"));
+    free(text);
+    /* a sweep's file against a decode run's: no key in common */
+    write_compare_files(sweep, broken, "Test GPU", "gpu");
+    free(run_compare(sweep, old_path, &rc));
+    CHECK(rc == 1);
+    /* malformed decode files fail with a message, never a crash */
+    static const char *const bad_files[] = {
+        "{\"device\": {\"name\": \"x\"}, \"preset\": \"decode\", \"points\": []}",
+        "{\"device\": {\"name\": \"x\"}, \"preset\": \"decode\", \"layer\": {\"embed_dim\": 1, \"heads\": 1, "
+        "\"kv_heads\": 1, \"head_dim\": 1, \"window\": 0}, \"points\": {}}",
+        "{\"device\": {\"name\": \"x\"}, \"preset\": \"decode\", \"layer\": {\"embed_dim\": 1, \"heads\": 1, "
+        "\"kv_heads\": 1, \"head_dim\": 1, \"window\": 0}, \"points\": [{\"cache_dtype\": \"f16\", \"ctx\": 2}]}",
+        "{\"device\": {\"name\": \"x\"}, \"preset\": \"decode\", \"layer\": {\"embed_dim\": 1, \"heads\": 1, "
+        "\"kv_heads\": 1, \"head_dim\": 1, \"window\": 0}, \"points\": [{\"cache_dtype\": \"f16\", \"ctx\": 2, "
+        "\"kv_splits\": 0, \"gpu_ms_median\": 1, \"qkv_projection_ms\": \"x\"}]}",
+    };
+    for (size_t i = 0; i < sizeof bad_files / sizeof bad_files[0]; i++) {
+        write_text(broken, bad_files[i], strlen(bad_files[i]));
+        free(run_compare(old_path, broken, &rc));
+        CHECK_MSG(rc == 1, "bad decode file %zu accepted", i);
+    }
+    remove(old_path), remove(new_path), remove(broken), remove(sweep);
+}
+
 int main(void)
 {
     if (test_tmp_make("bench")) return 1;
@@ -1051,6 +1134,7 @@ int main(void)
     RUN_TEST(test_compare_device_mismatch);
     RUN_TEST(test_compare_tuning_mismatch);
     RUN_TEST(test_compare_bad_files);
+    RUN_TEST(test_compare_decode);
     test_tmp_remove();
     /* cairo's font caches and fontconfig's configuration live until exit: released here, or
      * LeakSanitizer reports them. */

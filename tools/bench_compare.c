@@ -1,6 +1,7 @@
 /* vkattn bench --compare OLD.json NEW.json: per-configuration speed ratios between two runs.
  *
- * Configurations are matched by their "key" (bench_config_key). The ratio is old time / new time,
+ * Configurations are matched by their "key" (bench_config_key; a decode run's points get one from
+ * their layer, cache format, context and kv_splits, see decode_results). The ratio is old time / new time,
  * so > 1 means NEW is faster; the summary is the geometric mean of the whole-forward ratios, the
  * mean that treats a 2x gain and a 2x loss as cancelling out. The files are read with cJSON
  * (cli_json.h); tests/fuzz/fuzz_bench_json.c fuzzes this loader.
@@ -25,6 +26,7 @@ typedef struct cmp_file {
     const char *path;
     cJSON *doc;
     const cJSON *results; /* the entries in file order */
+    cJSON *decode;        /* a decode run's points as entries (owned), or NULL */
     const char *device, *type, *driver_name, *driver_info, *tuning;
     cmp_entry *sorted;    /* by key, then file order */
     size_t count;
@@ -83,6 +85,68 @@ static int check_result(const cmp_file *f, const cJSON *r, size_t i)
     return 0;
 }
 
+/* Adds a copy of `value` to `object` as `name`: 0, or 1 when out of memory. */
+static int add_copy(cJSON *object, const char *name, const cJSON *value)
+{
+    cJSON *v = cJSON_Duplicate(value, 0);
+    if (v && cJSON_AddItemToObject(object, name, v)) return 0;
+    cJSON_Delete(v);
+    return 1;
+}
+
+/* A decode run's points (`vkattn bench --preset decode --json`) as entries, into f->decode: the key
+ * names the layer, the cache's format, the context and kv_splits; the step's GPU time compares as
+ * the whole forward, and the QKV, attention and output stages and the host's time per token as its
+ * stages. */
+static int decode_results(cmp_file *f, const cJSON *layer, const cJSON *points)
+{
+    static const struct {
+        const char *field, *stage;
+    } stages[] = {{"qkv_projection_ms", "qkv_projection"},
+                  {"attention_ms", "attention"},
+                  {"out_projection_ms", "out_projection"},
+                  {"ms_per_token_median", "host ms/token"}};
+    static const char *const dims[] = {"embed_dim", "heads", "kv_heads", "head_dim", "window"};
+    double dim[5];
+    for (int d = 0; d < 5; d++) {
+        int ok;
+        dim[d] = cli_json_number(layer, dims[d], &ok);
+        if (!ok) return bad(f, "a decode run's \"layer\" lacks embed_dim, heads, kv_heads, head_dim or window", (size_t)-1);
+    }
+    if (!cJSON_IsArray(points)) return bad(f, "a decode run without a \"points\" array", (size_t)-1);
+    char window[40] = "";
+    if (dim[4] != 0) snprintf(window, sizeof window, "_window%.0f", dim[4]);
+    if (!(f->decode = cJSON_CreateArray())) return bad(f, "out of memory", (size_t)-1);
+    size_t i = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, points) {
+        int ok_ctx, ok_splits;
+        const char *dtype = cli_json_string(p, "cache_dtype");
+        double ctx = cli_json_number(p, "ctx", &ok_ctx), splits = cli_json_number(p, "kv_splits", &ok_splits);
+        if (!dtype || !ok_ctx || !ok_splits) return bad(f, "a point lacks \"cache_dtype\", \"ctx\" or \"kv_splits\"", i);
+        if (!check_time(p, "gpu_ms_median")) return bad(f, "\"gpu_ms_median\" is missing or not a number", i);
+        for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++)
+            if (!check_time(p, stages[k].field)) return bad(f, "a stage time is missing or not a number", i);
+        char key[200], split[40] = "auto";
+        if (splits != 0) snprintf(split, sizeof split, "%.0f", splits);
+        snprintf(key, sizeof key, "decode_E%.0f_H%.0f_Hkv%.0f_D%.0f%s_%.16s_ctx%.0f_split_%s", dim[0], dim[1], dim[2],
+                 dim[3], window, dtype, ctx, split);
+        cJSON *r = cJSON_CreateObject(), *list = NULL;
+        if (cli_json_append(f->decode, r) || !cJSON_AddStringToObject(r, "key", key) ||
+            add_copy(r, "gpu_ms_median", member(p, "gpu_ms_median")) ||
+            !(list = cJSON_AddArrayToObject(r, "stages")))
+            return bad(f, "out of memory", (size_t)-1);
+        for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++) {
+            cJSON *stage = cJSON_CreateObject();
+            if (cli_json_append(list, stage) || !cJSON_AddStringToObject(stage, "stage", stages[k].stage) ||
+                add_copy(stage, "ms_median", member(p, stages[k].field)))
+                return bad(f, "out of memory", (size_t)-1);
+        }
+        i++;
+    }
+    return 0;
+}
+
 static int load(cmp_file *f, const char *path)
 {
     char err[600];
@@ -100,6 +164,10 @@ static int load(cmp_file *f, const char *path)
     f->driver_name = cli_json_string(device, "driver_name");
     f->driver_info = cli_json_string(device, "driver_info");
     f->tuning = cli_json_string(device, "tuning");
+    if (!results && cli_json_string(root, "preset") && strcmp(cli_json_string(root, "preset"), "decode") == 0) {
+        if (decode_results(f, member(root, "layer"), member(root, "points"))) return 1;
+        results = f->decode;
+    }
     if (!cJSON_IsArray(results)) return bad(f, "no \"results\" array", (size_t)-1);
     f->results = results;
     if (!(f->sorted = calloc((size_t)cJSON_GetArraySize(results) + 1, sizeof *f->sorted)))
@@ -120,6 +188,7 @@ static int load(cmp_file *f, const char *path)
 
 static void unload(cmp_file *f)
 {
+    cJSON_Delete(f->decode);
     cJSON_Delete(f->doc);
     free(f->sorted);
 }

@@ -98,7 +98,7 @@ static const char k_bench_notes[] =
     "until --min-time and 3 runs. --preset decode is no sweep: one token at a time through the paged KV\n"
     "cache at each context, in each cache format, kv_splits auto and 1, beside re-projecting the prefix\n"
     "(layer E=512 H=8 H_kv=2, RoPE). vkattn bench --compare OLD.json NEW.json prints the speed ratios\n"
-    "of two --json files.\n" CLI_EXIT_HELP "presets:\n";
+    "of two --json files (two sweeps, or two decode runs: point by point, with their stages).\n" CLI_EXIT_HELP "presets:\n";
 
 /* The options, then what --preset decode and the sweep refuse of each other's. */
 static int parse(int argc, char **argv, bench_options *o)
