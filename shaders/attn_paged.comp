@@ -42,7 +42,10 @@
  * memory; every invocation runs the online softmax over them, then owns texels lane,
  * lane + WG, ... of the rows' outputs and reads the V rows the same coalesced way, fetched
  * with the block's K (their loads need no score). The block formats' groups of DV / TILE_B
- * texels are whole blocks of 32 values at D = 128.
+ * texels are whole blocks of 32 values at D = 128. With FLAGS' VKA_PAGED_PREFETCH (texel formats
+ * only) the next block's K and V rows are fetched into registers before this block's scores are
+ * made, so a workgroup always has a block's loads in flight (software pipelining: without it each
+ * block waits a whole memory latency, then computes with nothing in flight).
  * Grid: parts * seqs * H_kv * tiles workgroups.
  * Loop trips per invocation: the key-block loop, blocks + 1 (the rest is unrolled).
  */
@@ -212,28 +215,44 @@ void main()
     uint sub_lane = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
     uint c = sub_lane / TILE_B, g = sub_lane % TILE_B;
     uint blocks = k_hi > k_lo ? (k_hi - k_lo + BK - 1) / BK : 0;
+    /* Block n's rows into registers: the V texels this invocation adds for the block's keys, and
+     * its slice of key c's K row. V's loads need no score, so they are in flight while the scores
+     * are made (not one latency after); with PREFETCH both are the next block's, fetched before
+     * this block's work. */
+    const bool prefetch = (FLAGS & VKA_PAGED_PREFETCH) != 0;
+    vec4 v_in[BK][OWN], k_in[SLICE];
+#define FETCH_KV(n_)                                                                                \
+    {                                                                                               \
+        uint f0_ = k_lo + (n_) * BK;                                                                \
+        [[unroll]] for (uint i = 0; i < BK; i++) {                                                  \
+            uint jv = min(f0_ + i, k_hi - 1);                                                       \
+            PAGED_KEY(jv, vrow, jn_v, kpos_v) /* V rows sit where K rows do */                     \
+            [[unroll]] for (uint t = 0; t < OWN; t++) {                                             \
+                uint d = lane + t * WG;                                                             \
+                v_in[i][t] = OWN * WG == DV || d < DV ? VKA_FETCH_V(vrow, d) : vec4(0.0);           \
+            }                                                                                       \
+        }                                                                                           \
+        uint jk = min(f0_ + c, k_hi - 1);                                                           \
+        PAGED_KEY(jk, krow, jn_k, kpos_k)                                                           \
+        [[unroll]] for (uint t = 0; t < SLICE; t++) k_in[t] = VKA_FETCH_K(krow, SLICE_TEXEL(g, t)); \
+    }
+    if (prefetch && blocks > 0) FETCH_KV(0)
     for (uint n = 0; n < blocks; n++) {
         uint j0 = k_lo + n * BK;
-        /* The V texels this invocation adds for the block's keys, fetched with K's: their loads
-         * need no score, so they are in flight while the scores are made (not one latency after). */
-        vec4 v_in[BK][OWN];
-        [[unroll]] for (uint i = 0; i < BK; i++) {
-            uint jv = min(j0 + i, k_hi - 1);
-            PAGED_KEY(jv, vrow, jn_v, kpos_v) /* V rows sit where K rows do */
-            [[unroll]] for (uint t = 0; t < OWN; t++) {
-                uint d = lane + t * WG;
-                v_in[i][t] = OWN * WG == DV || d < DV ? VKA_FETCH_V(vrow, d) : vec4(0.0);
-            }
-        }
+        if (!prefetch) FETCH_KV(n)
+        vec4 v_blk[BK][OWN], k_blk[SLICE]; /* this block's (copies: the arrays are spec-sized) */
+        [[unroll]] for (uint i = 0; i < BK; i++)
+            [[unroll]] for (uint t = 0; t < OWN; t++) v_blk[i][t] = v_in[i][t];
+        [[unroll]] for (uint t = 0; t < SLICE; t++) k_blk[t] = k_in[t];
+        if (prefetch && n + 1 < blocks) FETCH_KV(n + 1)
         {
             uint j = min(j0 + c, k_hi - 1);
-            PAGED_KEY(j, krow, jn, kpos)
+            PAGED_KEY(j, krow, jn, kpos) /* (krow unused here: its row came with FETCH_KV) */
             float part[TILE_A];
             [[unroll]] for (uint r = 0; r < TILE_A; r++) part[r] = 0.0;
-            [[unroll]] for (uint t = 0; t < SLICE; t++) {
-                vec4 k = VKA_FETCH_K(krow, SLICE_TEXEL(g, t));
-                [[unroll]] for (uint r = 0; r < TILE_A; r++) part[r] += dot(vka_fetch(Q, qrow[r] + SLICE_TEXEL(g, t)), k);
-            }
+            [[unroll]] for (uint t = 0; t < SLICE; t++)
+                [[unroll]] for (uint r = 0; r < TILE_A; r++)
+                    part[r] += dot(vka_fetch(Q, qrow[r] + SLICE_TEXEL(g, t)), k_blk[t]);
             /* the group's slices meet: its TILE_B (at most 16) invocations are neighbours in one subgroup */
             [[unroll]] for (uint r = 0; r < TILE_A; r++) {
                 if (TILE_B > 1) part[r] += subgroupShuffleXor(part[r], 1u);
@@ -272,7 +291,7 @@ void main()
                 l[r] += p[r];
             }
             [[unroll]] for (uint t = 0; t < OWN; t++)
-                [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][t] += p[r] != 0.0 ? p[r] * v_in[i][t] : vec4(0.0);
+                [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][t] += p[r] != 0.0 ? p[r] * v_blk[i][t] : vec4(0.0);
         }
         barrier(); /* every invocation has read the scores before the next block writes them */
     }

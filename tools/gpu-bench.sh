@@ -134,21 +134,27 @@ fi
 step "decode: vkattn bench --preset decode (E=4096 H=32 H_kv=8) ${decode_args[*]}"
 "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 "${decode_args[@]}" --json "$out/decode.json" |
   tee "$out/decode.txt"
-step "decode sweep: 8192 keys (f16) under tuning strings (attn_merge's lanes per texel, attn_paged_lanes' parts per compute unit, lanes per key)"
+step "decode sweep: 8192 and 32768 keys (f16) under tuning strings (attn_merge's lanes per texel, attn_paged_lanes' prefetch, parts per compute unit, lanes per key)"
 # fewer parts read longer runs of keys per workgroup and merge less; more keep more loads in flight;
-# merge_lanes=1 is the merge as it was on the third GPU day (one invocation walks a row's parts).
+# merge_lanes=1 is the merge as it was on the third GPU day (one invocation walks a row's parts),
+# paged_lanes_prefetch=0 attn_paged_lanes as it was (each block's rows fetched at its start).
 # GPU_BENCH_DECODE_SWEEP="T1 T2 ..." replaces the list.
 dsweep=${GPU_BENCH_DECODE_SWEEP:-"coopmat coopmat:merge_lanes=1 coopmat:merge_lanes=4 coopmat:merge_lanes=32
-  coopmat:paged_lanes_per_unit=4 coopmat:paged_lanes_per_unit=16 coopmat:paged_lanes_per_unit=32
-  coopmat:paged_lanes_group=2"}
+  coopmat:paged_lanes_prefetch=0 coopmat:paged_lanes_per_unit=4 coopmat:paged_lanes_per_unit=16
+  coopmat:paged_lanes_per_unit=32 coopmat:paged_lanes_group=2"}
 n=0
 for t in $dsweep; do
   n=$((n + 1))
   printf '\n-- VKATTN_TUNING=%s\n' "$t" | tee -a "$out/decode_sweep.txt"
-  VKATTN_TUNING="$t" "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 8192 --dtype f16 \
+  VKATTN_TUNING="$t" "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 8192,32768 --dtype f16 \
     --min-time 0.3 --json "$out/decode_sweep_$n.json" >"$out/decode_sweep_$n.txt" ||
     echo "(failed: see decode_sweep_$n.txt)" | tee -a "$out/decode_sweep.txt"
-  cut -c1-170 "$out/decode_sweep_$n.txt" | tail -n 5 | tee -a "$out/decode_sweep.txt" || true # its table
+  grep -E '^ +[0-9]+ f16' "$out/decode_sweep_$n.txt" | cut -c1-170 | tee -a "$out/decode_sweep.txt" || true # its rows
+  # against the first string, point by point (old/new > 1: this string is faster)
+  if [ "$n" -gt 1 ] && [ -f "$out/decode_sweep_1.json" ] && [ -f "$out/decode_sweep_$n.json" ]; then
+    "$vk" bench --compare "$out/decode_sweep_1.json" "$out/decode_sweep_$n.json" | grep -E '^decode_|attention' |
+      tee -a "$out/decode_sweep.txt" || true
+  fi
 done
 if [ "$quick" != 1 ]; then
   step "a decoder's loop: an 8-layer stack, one submission per token against a blocking forward per layer"

@@ -25,7 +25,11 @@
  * more loads in flight); 2 lanes per key 0.076 and 0.194 at 4 per unit. Those times fit about
  * 1.2 us per serial key block, 0.1 us per part and 42 us besides: the merge walked a row's parts in
  * one invocation (132 parts at 8 per unit). It now gives each texel 16 invocations that walk every
- * 16th part and meet in shared memory (derived from those figures, not yet measured on a GPU). */
+ * 16th part and meet in shared memory (derived from those figures, not yet measured on a GPU).
+ * Each block of attn_paged_lanes waited a whole memory latency (its loads issued at its start, then
+ * the scores, the softmax and P.V with nothing in flight): the next block's rows are now fetched
+ * before this one's work (not yet measured on a GPU; paged_lanes_prefetch=0 is the kernel as it
+ * was). */
 #define GPU_KERNELS                                                                                  \
     .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64, .matmul_skinny_tile_n = 4,             \
     .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4, \
@@ -33,7 +37,7 @@
     .fused_wg = 64, .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128,                    \
     .paged_min_part = 16, .softmax_wg = 256, .vec_tile_n = 4, .vec_wg = 128, .sm_tile_m = 64,        \
     .sm_tile_n = 64, .sm_tile_k = 16, .paged_lanes = 32, .paged_lanes_group = 4,                     \
-    .paged_lanes_per_unit = 8, .merge_lanes = 16
+    .paged_lanes_per_unit = 8, .paged_lanes_prefetch = 1, .merge_lanes = 16
 
 static const vka_tuning tunings[] = {
     {
@@ -238,6 +242,7 @@ static const struct tuning_field {
     FIELD(sm_tile_k, 4, 64, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(paged_lanes_group, 1, 4, POW2, paged_lanes, "attn_paged_lanes"),
     FIELD(paged_lanes_per_unit, 1, 4096, ANY, paged_lanes, "attn_paged_lanes"),
+    FIELD(paged_lanes_prefetch, 0, 1, ANY, paged_lanes, "attn_paged_lanes"),
     FIELD(paged_per_unit, 1, 4096, ANY, paged_wg, "attn_paged"),
     FIELD(paged_min_part, 1, 65536, ANY, paged_wg, "attn_paged"),
     FIELD(merge_lanes, 1, 64, POW2, fused_wg, "attn_merge"),

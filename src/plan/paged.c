@@ -156,7 +156,8 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     s.spec[VKA_SPEC_VEC] = vec;
     s.spec[VKA_SPEC_DV] = DV;
     s.spec[VKA_SPEC_FLAGS] = (parts > 1 ? VKA_FUSED_STORE : 0) | (cp->dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0) |
-                             (cp->tree ? VKA_PAGED_TREE : 0);
+                             (cp->tree ? VKA_PAGED_TREE : 0) |
+                             (lanes && !quant && pr->paged_lanes_prefetch ? VKA_PAGED_PREFETCH : 0);
     s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(c);
     VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_PAGED_HEAD_TERMS]));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_Q], l->q, (uint8_t)vec));
@@ -246,8 +247,9 @@ void vka_paged_describe(vka_text *t, const vka_step *s)
                  (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_TREE) ? ", masked among the new tokens" : "", c->parts,
                  c->parts > 1 ? "s" : "", c->part_len, (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
     if (s->kernel == VKA_KERNEL_PAGED_LANES || s->kernel == VKA_KERNEL_PAGED_QUANT_LANES)
-        vka_text_put(t, "; %u rows per workgroup of %u, %u per key", s->spec[VKA_SPEC_TILE_A],
-                     s->spec[VKA_SPEC_WG_SIZE], s->spec[VKA_SPEC_TILE_B]);
+        vka_text_put(t, "; %u rows per workgroup of %u, %u per key%s", s->spec[VKA_SPEC_TILE_A],
+                     s->spec[VKA_SPEC_WG_SIZE], s->spec[VKA_SPEC_TILE_B],
+                     (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_PREFETCH) ? ", the next block fetched meanwhile" : "");
 }
 
 void vka_append_describe(vka_text *t, const vka_step *s)
