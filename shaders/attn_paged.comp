@@ -236,7 +236,9 @@ void main()
         PAGED_KEY(jk, krow, jn_k, kpos_k)                                                           \
         [[unroll]] for (uint t = 0; t < SLICE; t++) k_in[t] = VKA_FETCH_K(krow, SLICE_TEXEL(g, t)); \
     }
+#ifndef KV_QUANT /* (never set there: one expansion of the dequantizing fetch keeps its compile short) */
     if (prefetch && blocks > 0) FETCH_KV(0)
+#endif
     for (uint n = 0; n < blocks; n++) {
         uint j0 = k_lo + n * BK;
         if (!prefetch) FETCH_KV(n)
@@ -244,7 +246,9 @@ void main()
         [[unroll]] for (uint i = 0; i < BK; i++)
             [[unroll]] for (uint t = 0; t < OWN; t++) v_blk[i][t] = v_in[i][t];
         [[unroll]] for (uint t = 0; t < SLICE; t++) k_blk[t] = k_in[t];
+#ifndef KV_QUANT
         if (prefetch && n + 1 < blocks) FETCH_KV(n + 1)
+#endif
         {
             uint j = min(j0 + c, k_hi - 1);
             PAGED_KEY(j, krow, jn, kpos) /* (krow unused here: its row came with FETCH_KV) */
@@ -295,6 +299,7 @@ void main()
         }
         barrier(); /* every invocation has read the scores before the next block writes them */
     }
+#undef FETCH_KV
 
     const bool store_state = (FLAGS & VKA_FUSED_STORE) != 0;
     [[unroll]] for (uint r = 0; r < TILE_A; r++) {

@@ -176,6 +176,8 @@ static const decode_row decode_rows[] = {
     {"split", "split-KV 1 part (unsplit)", MQA_ROPE, 0, 300, 300, 310, 16, VKATTN_DTYPE_F32, 1, 1e-10, 0},
     {"split", "split-KV 7 parts", MQA_ROPE, 0, 300, 300, 310, 16, VKATTN_DTYPE_F32, 7, 1e-10, 1},
     {"split", "split-KV 7 parts, f16 cache", MQA_ROPE, 0, 300, 300, 310, 16, VKATTN_DTYPE_F16, 7, 1e-5, 1},
+    /* enough parts (about 20) for the GPU classes' 16 merge lanes per texel */
+    {"split", "split-KV 32 parts asked, f16 cache", MQA_ROPE, 0, 300, 300, 310, 16, VKATTN_DTYPE_F16, 32, 1e-5, 1},
     {"split", "loop budget: parts it needs", MQA_ROPE, 0, 1290, 1290, 1300, 32, VKATTN_DTYPE_F32, 1, 1e-10, 1},
     {"split", "loop budget: window 700, sinks",
      {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000, .window = 700}, 1, 1290, 1290, 1300, 32,

@@ -123,10 +123,12 @@ static int decode_results(cmp_file *f, const cJSON *layer, const cJSON *points)
         int ok_ctx, ok_splits;
         const char *dtype = cli_json_string(p, "cache_dtype");
         double ctx = cli_json_number(p, "ctx", &ok_ctx), splits = cli_json_number(p, "kv_splits", &ok_splits);
-        if (!dtype || !ok_ctx || !ok_splits) return bad(f, "a point lacks \"cache_dtype\", \"ctx\" or \"kv_splits\"", i);
-        if (!check_time(p, "gpu_ms_median")) return bad(f, "\"gpu_ms_median\" is missing or not a number", i);
+        if (!dtype || !ok_ctx || !ok_splits)
+            return bad(f, "a decode point (of \"points\") lacks \"cache_dtype\", \"ctx\" or \"kv_splits\"", i);
+        if (!check_time(p, "gpu_ms_median"))
+            return bad(f, "a decode point's \"gpu_ms_median\" is missing or not a number", i);
         for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++)
-            if (!check_time(p, stages[k].field)) return bad(f, "a stage time is missing or not a number", i);
+            if (!check_time(p, stages[k].field)) return bad(f, "a decode point's stage time is missing or not a number", i);
         char key[200], split[40] = "auto";
         if (splits != 0) snprintf(split, sizeof split, "%.0f", splits);
         snprintf(key, sizeof key, "decode_E%.0f_H%.0f_Hkv%.0f_D%.0f%s_%.16s_ctx%.0f_split_%s", dim[0], dim[1], dim[2],

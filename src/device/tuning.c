@@ -24,12 +24,12 @@
  * 0.079 and 0.231 with 2 (fewer parts: longer runs of keys per workgroup and a shorter merge; more:
  * more loads in flight); 2 lanes per key 0.076 and 0.194 at 4 per unit. Those times fit about
  * 1.2 us per serial key block, 0.1 us per part and 42 us besides: the merge walked a row's parts in
- * one invocation (132 parts at 8 per unit). It now gives each texel 16 invocations that walk every
- * 16th part and meet in shared memory (derived from those figures, not yet measured on a GPU).
+ * one invocation (128 parts at 8 per unit). It now gives each texel up to 16 invocations that walk
+ * every 16th part and meet in shared memory (derived from those figures, not yet measured on a GPU).
  * Each block of attn_paged_lanes waited a whole memory latency (its loads issued at its start, then
  * the scores, the softmax and P.V with nothing in flight): the next block's rows are now fetched
- * before this one's work (not yet measured on a GPU; paged_lanes_prefetch=0 is the kernel as it
- * was). */
+ * before this one's work, up to D = 128 (not yet measured on a GPU; paged_lanes_prefetch=0 is the
+ * kernel as it was). */
 #define GPU_KERNELS                                                                                  \
     .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64, .matmul_skinny_tile_n = 4,             \
     .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4, \

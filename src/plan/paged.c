@@ -145,6 +145,11 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     /* A block format's pools are read as uint words, addressed in bytes (abi.h); its D is whole
      * blocks, so vec = 4 and a texel of Q meets 4 values of one block. */
     const uint8_t pool_view = quant ? VKA_VIEW_SCALAR : (uint8_t)vec;
+    /* The next block fetched ahead doubles the fetched rows' registers: only where they are few
+     * (at most 16 texels of 4 per invocation, D = 128 with 4 lanes per key; attn_cm stops at
+     * D = 128 alike), and not in the block formats, which dequantize as they fetch. */
+    const uint32_t fetched = lanes ? tile_k * vka_ceil_div(DV, lanes) + DV / key_lanes : 0;
+    const int prefetch = lanes && !quant && pr->paged_lanes_prefetch && fetched <= 16;
     const vka_kernel kernel = quant ? (lanes ? VKA_KERNEL_PAGED_QUANT_LANES : VKA_KERNEL_PAGED_QUANT)
                                     : (lanes ? VKA_KERNEL_PAGED_LANES : VKA_KERNEL_PAGED);
     const uint32_t wg = lanes ? lanes : pr->paged_wg, per_item = lanes ? lanes : 1; /* invocations per row tile */
@@ -157,7 +162,7 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     s.spec[VKA_SPEC_DV] = DV;
     s.spec[VKA_SPEC_FLAGS] = (parts > 1 ? VKA_FUSED_STORE : 0) | (cp->dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0) |
                              (cp->tree ? VKA_PAGED_TREE : 0) |
-                             (lanes && !quant && pr->paged_lanes_prefetch ? VKA_PAGED_PREFETCH : 0);
+                             (prefetch ? VKA_PAGED_PREFETCH : 0);
     s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(c);
     VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_PAGED_HEAD_TERMS]));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_Q], l->q, (uint8_t)vec));
