@@ -51,6 +51,8 @@ typedef struct test_case {
     const char *tuning;  /* kernel tuning of the context: NULL = the device's own */
     int also_f16;        /* run the row with fp16 storage too, against the same reference */
     int nan_masked;      /* NaN in every key/value row no query may see */
+    int nan_seen;        /* NaN in batch item 0's key row 7S/8 (cross-attention), which some of its queries
+                            see (per-query lengths): those rows NaN on both sides, the lse too, others not */
     uint32_t loop_budget; /* 0 = the device's own */
     uint32_t kv_heads;    /* num_kv_heads: 0 = H */
     float rope_theta;     /* 0 = no RoPE */
@@ -222,6 +224,11 @@ static const test_case cases[] = {
     {"gpu_tuning", "split_nan_masked", 1, 8, 3000, 64, 2, .key_padding = 1, .nan_masked = 1, .loop_budget = 512,
      .tuning = "gpu"},
     {"gpu_tuning", "split_D7_lse", 2, 9, 250, 21, 3, .mask = MASK_FLOAT, .lens = LENS_PER_QUERY, .loop_budget = 300,
+     .tuning = "gpu"},
+    /* a NaN key (row 1312) that about half the queries see, in a part another lane than lane 0
+     * merges (6 parts of 256 keys in 4 lanes: part 5, lane 1): its NaN must reach the rows' lse
+     * through the lanes' shared maxima */
+    {"gpu_tuning", "split_nan_seen_lse", 2, 9, 1500, 64, 2, .lens = LENS_PER_QUERY, .nan_seen = 1, .loop_budget = 512,
      .tuning = "gpu"},
     /* the mobile class's shapes (8 keys and at most 2 queries per fused invocation, 2-query P·V
      * tiles, softmax workgroups of 128) */
@@ -469,6 +476,7 @@ static void make_data(const test_case *c, const vkattn_layer_desc *ld, case_data
             for (size_t j = 0; j < S; j++) d->float_mask[j] = -INFINITY; /* row 0 (of head 0) */
     }
     if (c->nan_masked) poison_unseen_keys(c, d, S, kd, vd);
+    for (uint32_t e = 0; c->nan_seen && e < kd; e++) d->key[(size_t)(7 * S / 8) * kd + e] = NAN;
 }
 
 static void free_data(case_data *d)
@@ -515,6 +523,14 @@ static int check_run(const test_case *c, vkattn_dtype storage, vkattn_path path,
     CHECK_MSG(e.nonfinite == 0, "%s/%s: %zu outputs finite on one side only", c->name, pn, e.nonfinite);
     CHECK_MSG(e.nmse <= tol->nmse, "%s/%s: output NMSE %.3g > %.1g", c->name, pn, e.nmse, tol->nmse);
     CHECK_MSG(e.max_abs <= tol_abs, "%s/%s: output max-abs %.3g > %.3g", c->name, pn, e.max_abs, tol_abs);
+    if (c->nan_seen) { /* the row must test something: some outputs (and lse) NaN, some finite */
+        size_t nan_out = 0, nan_lse = 0;
+        for (size_t i = 0; i < out_n; i++) nan_out += isnan(cpu[i]) != 0;
+        for (size_t i = 0; i < lse_n; i++) nan_lse += isnan(cpu_lse[i]) != 0;
+        CHECK_MSG(nan_out > 0 && nan_out < out_n && (!lse_n || (nan_lse > 0 && nan_lse < lse_n)),
+                  "%s/%s: %zu of %zu outputs, %zu of %zu lse NaN in the reference: the seen NaN key tests nothing",
+                  c->name, pn, nan_out, out_n, nan_lse, lse_n);
+    }
     test_error ew = {0}, el = {0};
     if (w_n) {
         ew = test_compare(gpu_w, cpu_w, w_n);
