@@ -1030,7 +1030,9 @@ static void test_compare_bad_files(void)
 /* A decode run's JSON (bench --preset decode --json) as bench_decode.c writes it: the layer, then
  * one point per (context, cache format, kv_splits) with times `t` (ms) for the GPU step, QKV,
  * attention, output and the host's step; a window adds to the key. */
-static void write_decode_file(const char *path, const char *device, unsigned window, const double t[2][5])
+/* `from`, where not NULL: its first occurrence in the file's text replaced by `to`. */
+static void write_decode_file(const char *path, const char *device, unsigned window, const double t[2][5],
+                              const char *from, const char *to)
 {
     char text[2048];
     int n = snprintf(text, sizeof text,
@@ -1046,6 +1048,13 @@ static void write_decode_file(const char *path, const char *device, unsigned win
                       "\"out_projection_ms\": %g, \"ms_per_token_median\": %g}",
                       i ? ", " : "", i, t[i][0], t[i][1], t[i][2], t[i][3], t[i][4]);
     snprintf(text + n, sizeof text - (size_t)n, "]}\n");
+    char *at = from ? strstr(text, from) : NULL;
+    if (at) {
+        char rest[2048];
+        snprintf(rest, sizeof rest, "%s", at + strlen(from));
+        snprintf(at, sizeof text - (size_t)(at - text), "%s%s", to, rest);
+    }
+    CHECK_MSG(!from || at, "\"%s\" is not in the decode file", from);
     write_text(path, text, strlen(text));
 }
 
@@ -1059,8 +1068,8 @@ static void test_compare_decode(void)
     test_tmp_path(sweep, sizeof sweep, "sweep.json");
     const double old_t[2][5] = {{1.0, 0.25, 0.5, 0.125, 2.0}, {4.0, 0.25, 3.0, 0.125, 5.0}};
     const double new_t[2][5] = {{0.5, 0.25, 0.25, 0.125, 1.0}, {8.0, 0.5, 6.0, 0.25, 10.0}};
-    write_decode_file(old_path, "llvmpipe", 0, old_t);
-    write_decode_file(new_path, "llvmpipe", 0, new_t);
+    write_decode_file(old_path, "llvmpipe", 0, old_t, NULL, NULL);
+    write_decode_file(new_path, "llvmpipe", 0, new_t, NULL, NULL);
     int rc = -1;
     char *text = run_compare(old_path, new_path, &rc);
     CHECK(rc == 0 && text != NULL);
@@ -1083,7 +1092,7 @@ static void test_compare_decode(void)
     free(text);
 
     /* another window is another layer: no point in common */
-    write_decode_file(new_path, "llvmpipe", 256, new_t);
+    write_decode_file(new_path, "llvmpipe", 256, new_t, NULL, NULL);
     text = run_compare(old_path, new_path, &rc);
     CHECK(rc == 1 && text && strstr(text, "decode_E512_H8_Hkv2_D64_window256_f16_ctx2048_split_auto"));
     free(text);
@@ -1106,6 +1115,18 @@ static void test_compare_decode(void)
         write_text(broken, bad_files[i], strlen(bad_files[i]));
         free(run_compare(old_path, broken, &rc));
         CHECK_MSG(rc == 1, "bad decode file %zu accepted", i);
+    }
+    /* key fields that are not whole 32-bit counts, each of which would print as the old file's
+     * (512.4 as 512, 1.25 as 1) and so compare, or print 301 digits (1e300) */
+    static const char *const bad_counts[][2] = {
+        {"\"embed_dim\": 512", "\"embed_dim\": 512.4"}, {"\"window\": 0", "\"window\": -0.4"},
+        {"\"ctx\": 2048", "\"ctx\": 2048.25"},        {"\"kv_splits\": 1", "\"kv_splits\": 1.25"},
+        {"\"ctx\": 2048", "\"ctx\": 1e300"},
+    };
+    for (size_t i = 0; i < sizeof bad_counts / sizeof bad_counts[0]; i++) {
+        write_decode_file(broken, "llvmpipe", 0, new_t, bad_counts[i][0], bad_counts[i][1]);
+        free(run_compare(old_path, broken, &rc));
+        CHECK_MSG(rc == 1, "a decode file with %s accepted", bad_counts[i][1]);
     }
     remove(old_path), remove(new_path), remove(broken), remove(sweep);
 }

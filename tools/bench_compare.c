@@ -94,6 +94,13 @@ static int add_copy(cJSON *object, const char *name, const cJSON *value)
     return 1;
 }
 
+/* A count in a decode run's key: a whole number that fits 32 bits (1.5 would print as 2, 1e300 as
+ * 301 digits: two points could then share a key). */
+static int key_count(double x)
+{
+    return x >= 0 && x <= 4294967295.0 && x == (double)(uint64_t)x;
+}
+
 /* A decode run's points (`vkattn bench --preset decode --json`) as entries, into f->decode: the key
  * names the layer, the cache's format, the context and kv_splits; the step's GPU time compares as
  * the whole forward, and the QKV, attention and output stages and the host's time per token as its
@@ -112,6 +119,9 @@ static int decode_results(cmp_file *f, const cJSON *layer, const cJSON *points)
         int ok;
         dim[d] = cli_json_number(layer, dims[d], &ok);
         if (!ok) return bad(f, "a decode run's \"layer\" lacks embed_dim, heads, kv_heads, head_dim or window", (size_t)-1);
+        if (!key_count(dim[d]))
+            return bad(f, "a decode run's \"layer\" has an embed_dim, heads, kv_heads, head_dim or window that is not "
+                          "a whole number below 2^32", (size_t)-1);
     }
     if (!cJSON_IsArray(points)) return bad(f, "a decode run without a \"points\" array", (size_t)-1);
     char window[40] = "";
@@ -125,6 +135,8 @@ static int decode_results(cmp_file *f, const cJSON *layer, const cJSON *points)
         double ctx = cli_json_number(p, "ctx", &ok_ctx), splits = cli_json_number(p, "kv_splits", &ok_splits);
         if (!dtype || !ok_ctx || !ok_splits)
             return bad(f, "a decode point (of \"points\") lacks \"cache_dtype\", \"ctx\" or \"kv_splits\"", i);
+        if (!key_count(ctx) || !key_count(splits))
+            return bad(f, "a decode point's \"ctx\" or \"kv_splits\" is not a whole number below 2^32", i);
         if (!check_time(p, "gpu_ms_median"))
             return bad(f, "a decode point's \"gpu_ms_median\" is missing or not a number", i);
         for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++)
