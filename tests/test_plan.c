@@ -3,6 +3,7 @@
 #include "plan/plan.h"
 #include "format/quant.h"
 #include "plan/attention.h"
+#include "plan/build.h"
 #include "plan/matmul.h"
 #include "problem/config.h"
 #include "test_util.h"
@@ -1778,10 +1779,64 @@ static void test_merge_budget(void)
     vka_plan_free(&plan);
 }
 
+/* attn_merge's part lanes (vka_push_merge): the tuning's merge_lanes narrowed to a power of two that
+ * divides the workgroup, has a part per lane, and keeps the loop trips within the budget
+ * (2 (ceil(parts / lanes) + 1) + 2 (lanes + 1) with lanes, 2 (parts + 1) without); the workgroups
+ * hold wg / lanes texels each. Expected lanes worked out by hand from those trips. */
+static void test_merge_lanes(void)
+{
+    const struct {
+        uint32_t merge_lanes, wg, parts;
+        uint64_t budget; /* 0: unlimited */
+        uint32_t lanes;
+    } rows[] = {
+        {16, 64, 100, 0, 16},  /* the GPU classes' 16 */
+        {16, 64, 3, 0, 2},     /* a lane per part at least: 2 of 3 */
+        {16, 64, 5, 0, 4},
+        {16, 64, 1, 0, 1},     /* one part: one lane, no shared memory */
+        {1, 64, 100, 0, 1},    /* lavapipe */
+        {64, 64, 100, 0, 64},
+        {64, 32, 100, 0, 32},  /* not past the workgroup */
+        {64, 48, 100, 0, 16},  /* 32 does not divide 48 */
+        {64, 64, 64, 134, 64}, /* trips 2 (1 + 1) + 2 (64 + 1) = 134 */
+        {64, 64, 64, 133, 32}, /* 64 lanes 134 trips: 32 take 2 (2 + 1) + 2 (32 + 1) = 72 */
+        {64, 64, 64, 130, 32}, /* one lane's 2 (64 + 1) = 130 just fits */
+        {16, 64, 2, 9, 1},     /* 2 lanes: 2 (1 + 1) + 2 (2 + 1) = 10 > 9, one lane 6 */
+        {16, 64, 2, 10, 2},
+    };
+    const vka_plan_limits l = lavapipe_limits();
+    vkattn_device_info any = {0};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        vka_tuning t = *vka_tuning_for(&any, "gpu");
+        t.merge_lanes = rows[r].merge_lanes, t.fused_wg = rows[r].wg;
+        vka_plan plan = {0};
+        vkattn_error err = {0};
+        vka_builder b = {.limits = &l, .tuning = &t, .plan = &plan, .error = &err,
+                         .budget = rows[r].budget ? rows[r].budget : UINT64_MAX};
+        vka_step merge = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = VKA_KERNEL_MERGE};
+        merge.push.merge = (vka_merge_push){.L = 1, .H = 32, .bh_count = 32, .i_count = 1, .parts = rows[r].parts};
+        const uint64_t texels = 32 * 32; /* 32 rows of D = 128 in vec4 texels */
+        CHECK_MSG(vka_push_merge(&b, &merge, texels) == VKATTN_OK && plan.step_count == 1, "row %zu: %s", r, err.message);
+        if (plan.step_count == 1) {
+            const vka_step *st = &plan.steps[0];
+            const uint32_t lanes = st->spec[VKA_SPEC_TILE_B];
+            CHECK_MSG(lanes == rows[r].lanes && st->spec[VKA_SPEC_WG_SIZE] == rows[r].wg,
+                      "row %zu: %u lanes in a workgroup of %u, want %u", r, lanes, st->spec[VKA_SPEC_WG_SIZE],
+                      rows[r].lanes);
+            CHECK_MSG((uint64_t)st->groups[0] * st->groups[1] * st->groups[2] ==
+                          vka_ceil_div(texels, rows[r].wg / rows[r].lanes),
+                      "row %zu: %u x %u x %u workgroups", r, st->groups[0], st->groups[1], st->groups[2]);
+            CHECK(vka_step_loop_trips(st) <= b.budget);
+        }
+        vka_plan_free(&plan);
+    }
+}
+
 int main(void)
 {
     RUN_TEST(test_small_self_attention);
     RUN_TEST(test_merge_budget);
+    RUN_TEST(test_merge_lanes);
     RUN_TEST(test_cross_attention);
     RUN_TEST(test_chunking_by_heads);
     RUN_TEST(test_chunking_by_rows);
