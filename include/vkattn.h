@@ -338,7 +338,7 @@ typedef struct vkattn_context_desc {
      * cm_attn_key_frags matrices per block, smaller ones one; 0 = every head),
      * sm_tile_m, sm_tile_n (4-128), sm_tile_k (4-64; multiples of 4: matmul_sm's tile),
      * paged_lanes_group (1, 2 or 4: lanes per key in decoding), paged_lanes_prefetch (0 or 1: the
-     * next block of keys fetched during this one's work, f16 and f32 caches up to D = 128), paged_lanes_per_unit,
+     * next block of keys fetched during this one's work, every cache format, up to D = 128), paged_lanes_per_unit,
      * paged_per_unit (1-4096: decoding's workgroups or invocations per compute unit),
      * paged_min_part (1-65536: keys per part at least), merge_lanes (a power of two, 1-64:
      * invocations per texel merging key parts, at most the parts, a divisor of the workgroup and

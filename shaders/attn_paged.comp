@@ -42,10 +42,11 @@
  * memory; every invocation runs the online softmax over them, then owns texels lane,
  * lane + WG, ... of the rows' outputs and reads the V rows the same coalesced way, fetched
  * with the block's K (their loads need no score). The block formats' groups of DV / TILE_B
- * texels are whole blocks of 32 values at D = 128. With FLAGS' VKA_PAGED_PREFETCH (texel formats
- * only) the next block's K and V rows are fetched into registers before this block's scores are
- * made, so a workgroup always has a block's loads in flight (software pipelining: without it each
- * block waits a whole memory latency, then computes with nothing in flight).
+ * texels are whole blocks of 32 values at D = 128. With FLAGS' VKA_PAGED_PREFETCH the next
+ * block's K and V rows are fetched into registers before this block's scores are made, so a
+ * workgroup always has a block's loads in flight (software pipelining: without it each block
+ * waits a whole memory latency, then computes with nothing in flight); a block format's rows are
+ * held as their words and dequantized at use.
  * Grid: parts * seqs * H_kv * tiles workgroups.
  * Loop trips per invocation: the key-block loop, blocks + 1 (the rest is unrolled).
  */
@@ -71,7 +72,14 @@ layout(binding = VKA_PAGED_V) uniform usamplerBuffer V;
 #include "kv_quant.glsl"
 #define VKA_FETCH_K(row, t) kv_load(K, row, t)
 #define VKA_FETCH_V(row, t) kv_load(V, row, t)
+/* The LANES build's fetch in two halves (kv_quant.glsl): the words of texel t of a row, then its values */
+#define KV_RAW uvec3
+#define KV_FETCH_RAW(pool, row, t) kv_fetch(pool, row, t)
+#define KV_DECODE(words, row, t) kv_decode(words, row, t)
 #else
+#define KV_RAW vec4
+#define KV_FETCH_RAW(pool, row, t) vka_fetch(pool, (row) + (t))
+#define KV_DECODE(texel, row, t) (texel)
 layout(binding = VKA_PAGED_K) uniform samplerBuffer K;
 layout(binding = VKA_PAGED_V) uniform samplerBuffer V;
 #endif
@@ -218,37 +226,40 @@ void main()
     /* Block n's rows into registers: the V texels this invocation adds for the block's keys, and
      * its slice of key c's K row. V's loads need no score, so they are in flight while the scores
      * are made (not one latency after); with PREFETCH both are the next block's, fetched before
-     * this block's work. */
+     * this block's work. A block format's rows are held as fetched (its words, and each row's
+     * byte offset) and dequantized where they are used, so that no arithmetic waits on them early. */
     const bool prefetch = (FLAGS & VKA_PAGED_PREFETCH) != 0;
-    vec4 v_in[BK][OWN], k_in[SLICE];
+    KV_RAW v_in[BK][OWN], k_in[SLICE];
+    uint v_at[BK], k_at;
 #define FETCH_KV(n_)                                                                                \
     {                                                                                               \
         uint f0_ = k_lo + (n_) * BK;                                                                \
         [[unroll]] for (uint i = 0; i < BK; i++) {                                                  \
             uint jv = min(f0_ + i, k_hi - 1);                                                       \
             PAGED_KEY(jv, vrow, jn_v, kpos_v) /* V rows sit where K rows do */                     \
+            v_at[i] = vrow;                                                                         \
             [[unroll]] for (uint t = 0; t < OWN; t++) {                                             \
                 uint d = lane + t * WG;                                                             \
-                v_in[i][t] = OWN * WG == DV || d < DV ? VKA_FETCH_V(vrow, d) : vec4(0.0);           \
+                v_in[i][t] = OWN * WG == DV || d < DV ? KV_FETCH_RAW(V, vrow, d) : KV_RAW(0);       \
             }                                                                                       \
         }                                                                                           \
         uint jk = min(f0_ + c, k_hi - 1);                                                           \
         PAGED_KEY(jk, krow, jn_k, kpos_k)                                                           \
-        [[unroll]] for (uint t = 0; t < SLICE; t++) k_in[t] = VKA_FETCH_K(krow, SLICE_TEXEL(g, t)); \
+        k_at = krow;                                                                                \
+        [[unroll]] for (uint t = 0; t < SLICE; t++) k_in[t] = KV_FETCH_RAW(K, krow, SLICE_TEXEL(g, t)); \
     }
-#ifndef KV_QUANT /* (never set there: one expansion of the dequantizing fetch keeps its compile short) */
     if (prefetch && blocks > 0) FETCH_KV(0)
-#endif
     for (uint n = 0; n < blocks; n++) {
         uint j0 = k_lo + n * BK;
         if (!prefetch) FETCH_KV(n)
-        vec4 v_blk[BK][OWN], k_blk[SLICE]; /* this block's (copies: the arrays are spec-sized) */
-        [[unroll]] for (uint i = 0; i < BK; i++)
+        KV_RAW v_blk[BK][OWN], k_blk[SLICE]; /* this block's (copies: the arrays are spec-sized) */
+        uint v_blk_at[BK], k_blk_at = k_at;
+        [[unroll]] for (uint i = 0; i < BK; i++) {
+            v_blk_at[i] = v_at[i];
             [[unroll]] for (uint t = 0; t < OWN; t++) v_blk[i][t] = v_in[i][t];
+        }
         [[unroll]] for (uint t = 0; t < SLICE; t++) k_blk[t] = k_in[t];
-#ifndef KV_QUANT
         if (prefetch && n + 1 < blocks) FETCH_KV(n + 1)
-#endif
         {
             uint j = min(j0 + c, k_hi - 1);
             PAGED_KEY(j, krow, jn, kpos) /* (krow unused here: its row came with FETCH_KV) */
@@ -256,7 +267,7 @@ void main()
             [[unroll]] for (uint r = 0; r < TILE_A; r++) part[r] = 0.0;
             [[unroll]] for (uint t = 0; t < SLICE; t++)
                 [[unroll]] for (uint r = 0; r < TILE_A; r++)
-                    part[r] += dot(vka_fetch(Q, qrow[r] + SLICE_TEXEL(g, t)), k_blk[t]);
+                    part[r] += dot(vka_fetch(Q, qrow[r] + SLICE_TEXEL(g, t)), KV_DECODE(k_blk[t], k_blk_at, SLICE_TEXEL(g, t)));
             /* the group's slices meet: its TILE_B (at most 16) invocations are neighbours in one subgroup */
             [[unroll]] for (uint r = 0; r < TILE_A; r++) {
                 if (TILE_B > 1) part[r] += subgroupShuffleXor(part[r], 1u);
@@ -294,8 +305,10 @@ void main()
                 p[r] = exp(s_s[r * BK + i] - m_ref[r]);
                 l[r] += p[r];
             }
-            [[unroll]] for (uint t = 0; t < OWN; t++)
-                [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][t] += p[r] != 0.0 ? p[r] * v_blk[i][t] : vec4(0.0);
+            [[unroll]] for (uint t = 0; t < OWN; t++) {
+                vec4 v = KV_DECODE(v_blk[i][t], v_blk_at[i], lane + t * WG);
+                [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][t] += p[r] != 0.0 ? p[r] * v : vec4(0.0);
+            }
         }
         barrier(); /* every invocation has read the scores before the next block writes them */
     }

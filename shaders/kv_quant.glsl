@@ -33,15 +33,27 @@ uint kv_word(usamplerBuffer pool, uint i) { return texelFetch(pool, int(i)).x; }
 /* Values 4t .. 4t + 3 of a row at byte `row` of a pool read as uint words: their block's fp16
  * scale, then 4 quant bytes (Q8_0) or the 4 nibbles of bytes j % 16 .. j % 16 + 3 (Q4_0: low
  * nibbles for values j < 16, high ones after), read as one little-endian uint at an even byte
- * offset (two words when it straddles them: the pool's spare word keeps the second in bounds). */
-vec4 kv_load(usamplerBuffer pool, uint row, uint t)
+ * offset (two words when it straddles them: the pool's spare word keeps the second in bounds).
+ * In two halves, so that a kernel can fetch a block's words early and decode them later
+ * (attn_paged.comp's prefetch): kv_fetch only loads (the scale's word, the quant word and the next,
+ * always: in bounds by that spare word, and the neighbouring value's anyway), kv_decode only computes. */
+uvec3 kv_fetch(usamplerBuffer pool, uint row, uint t)
 {
     uint at = row + (t >> 3) * kv_block_bytes(), j = (t & 7u) * 4u;
-    float scale = unpackHalf2x16(kv_word(pool, at >> 2) >> ((at & 2u) * 8u)).x;
-    uint q_at = at + 2u + (kv_q4() ? (j & 15u) : j), w = q_at >> 2;
-    uint q = (q_at & 2u) != 0u ? (kv_word(pool, w) >> 16) | (kv_word(pool, w + 1u) << 16) : kv_word(pool, w);
+    uint w = (at + 2u + (kv_q4() ? (j & 15u) : j)) >> 2;
+    return uvec3(kv_word(pool, at >> 2), kv_word(pool, w), kv_word(pool, w + 1u));
+}
+
+vec4 kv_decode(uvec3 words, uint row, uint t)
+{
+    uint at = row + (t >> 3) * kv_block_bytes(), j = (t & 7u) * 4u;
+    float scale = unpackHalf2x16(words.x >> ((at & 2u) * 8u)).x;
+    uint q_at = at + 2u + (kv_q4() ? (j & 15u) : j);
+    uint q = (q_at & 2u) != 0u ? (words.y >> 16) | (words.z << 16) : words.y;
     return kv_decode4(q, j, scale);
 }
+
+vec4 kv_load(usamplerBuffer pool, uint row, uint t) { return kv_decode(kv_fetch(pool, row, t), row, t); }
 
 /* ---- quantizing --------------------------------------------------------------------------- */
 

@@ -644,7 +644,7 @@ static vka_problem cached_problem(uint32_t E, uint32_t H, uint32_t H_kv, uint32_
 /* attn_paged's LANES build under the gpu tuning where the limits allow subgroup sums: a workgroup of
  * 32 per row tile holding a decoding step's whole GQA group (4 rows), 4 invocations per key (fewer
  * where the head's texels do not divide: D = 15), every format, the next block fetched meanwhile
- * in the texel formats up to D = 128 with 4 lanes per key (not D = 15, not D = 256); at a loop budget of 600 its parts
+ * in every format up to D = 128 with 4 lanes per key (not D = 15, not D = 256); at a loop budget of 600 its parts
  * keep blocks + 1 trips within it and cover the keys; without subgroup sums, or
  * under lavapipe's tuning, the scalar build. */
 static void test_paged_lanes_plans(void)
@@ -677,7 +677,7 @@ static void test_paged_lanes_plans(void)
             const vka_paged_push *c = &st->push.paged;
             CHECK(st->spec[VKA_SPEC_WG_SIZE] == 32 && st->spec[VKA_SPEC_TILE_B] == rows[r].key_lanes &&
                   st->spec[VKA_SPEC_TILE_A] == rows[r].rows);
-            const int ahead = !vka_dtype_is_block(rows[r].dtype) && rows[r].E / rows[r].H <= 128 && rows[r].key_lanes == 4;
+            const int ahead = rows[r].E / rows[r].H <= 128 && rows[r].key_lanes == 4;
             CHECK_MSG(((st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_PREFETCH) != 0) == ahead, "row %zu: prefetch", r);
             CHECK((uint64_t)st->groups[0] * st->groups[1] * st->groups[2] >= (uint64_t)c->parts * rows[r].H_kv * c->tiles);
             CHECK((uint64_t)c->parts * c->part_len >= rows[r].len && (uint64_t)(c->parts - 1) * c->part_len < rows[r].len);

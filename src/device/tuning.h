@@ -30,8 +30,8 @@ typedef struct vka_tuning {
      * of them per key (fewer where they do not divide the head's texels), parts enough for about
      * paged_lanes_per_unit workgroups per compute unit (paged_target / paged_lanes in all where the
      * device does not say). Taken where the limits allow subgroup sums and shuffles.
-     * paged_lanes_prefetch (1): the next block's K and V rows fetched during this one's work (the
-     * texel formats; the block formats fetch as they use). */
+     * paged_lanes_prefetch (1): the next block's K and V rows fetched during this one's work (a
+     * block format's as words, dequantized at use). */
     uint32_t paged_lanes, paged_lanes_group, paged_lanes_per_unit, paged_lanes_prefetch;
     /* attn_merge.comp (in workgroups of fused_wg): invocations per texel of a row, each combining
      * every merge_lanes-th key part (0 or 1: one invocation walks all of them) */

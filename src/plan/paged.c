@@ -146,10 +146,10 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
      * blocks, so vec = 4 and a texel of Q meets 4 values of one block. */
     const uint8_t pool_view = quant ? VKA_VIEW_SCALAR : (uint8_t)vec;
     /* The next block fetched ahead doubles the fetched rows' registers: only where they are few
-     * (at most 16 texels of 4 per invocation, D = 128 with 4 lanes per key; attn_cm stops at
-     * D = 128 alike), and not in the block formats, which dequantize as they fetch. */
+     * (at most 16 texels per invocation, D = 128 with 4 lanes per key; attn_cm stops at D = 128
+     * alike). A block format's texel is held as 3 words (scale, quant word and the next) until used. */
     const uint32_t fetched = lanes ? tile_k * vka_ceil_div(DV, lanes) + DV / key_lanes : 0;
-    const int prefetch = lanes && !quant && pr->paged_lanes_prefetch && fetched <= 16;
+    const int prefetch = lanes && pr->paged_lanes_prefetch && fetched <= 16;
     const vka_kernel kernel = quant ? (lanes ? VKA_KERNEL_PAGED_QUANT_LANES : VKA_KERNEL_PAGED_QUANT)
                                     : (lanes ? VKA_KERNEL_PAGED_LANES : VKA_KERNEL_PAGED);
     const uint32_t wg = lanes ? lanes : pr->paged_wg, per_item = lanes ? lanes : 1; /* invocations per row tile */
