@@ -278,8 +278,9 @@ VKA_STRUCT(vka_merge_push) {
 #define VKA_PAGED_TREE 8u    /* VKA_SPEC_FLAGS of attn_paged: a mask among each sequence's new tokens
                                 (meta's mask rows) replaces the causal rule among them, and the
                                 tokens' positions are meta's (see attn_paged below) */
-#define VKA_PAGED_PREFETCH 16u /* VKA_SPEC_FLAGS of attn_paged_lanes (not the KV_QUANT build): the next
-                                  block's K and V rows fetched during this one's work */
+#define VKA_PAGED_PREFETCH 16u /* VKA_SPEC_FLAGS of attn_paged_lanes and attn_paged_quant_lanes: the
+                                  next block's K and V rows (a block format's words) fetched during
+                                  this one's work */
 
 /* kv_append.comp: K and V rows of the new tokens (the projected, rotated K/V heads of the qkv
  * workspace: head k, token t at k_offset (v_offset) + k * head_stride + t * row_stride, elements)
