@@ -14,7 +14,7 @@
  *
  * The KV_QUANT build reads a cache of a block format (Q8_0 or Q4_0, by FLAGS): its pools are read
  * as uint words, krow / vrow are byte offsets, and each texel of 4 values is dequantized as it is
- * fetched (kv_quant.glsl), in the same loops.
+ * fetched (kv_quant.glsl), in the same loops (the LANES build: where it is used, see below).
  * Variants (VARIANT, abi.h) as in attn_fused.comp, at the tokens' own positions: a row at position
  * len - new + i; with a window its parts start at its rows' first window start, so a decoding step
  * visits at most `window` keys; a sink starts part 0's running softmax.
@@ -227,7 +227,8 @@ void main()
      * its slice of key c's K row. V's loads need no score, so they are in flight while the scores
      * are made (not one latency after); with PREFETCH both are the next block's, fetched before
      * this block's work. A block format's rows are held as fetched (its words, and each row's
-     * byte offset) and dequantized where they are used, so that no arithmetic waits on them early. */
+     * offset: v_at, k_at) and dequantized where they are used, so that no arithmetic waits on them
+     * early (the texel formats' rows are their values; the offsets go unused). */
     const bool prefetch = (FLAGS & VKA_PAGED_PREFETCH) != 0;
     KV_RAW v_in[BK][OWN], k_in[SLICE];
     uint v_at[BK], k_at;
@@ -246,7 +247,8 @@ void main()
         uint jk = min(f0_ + c, k_hi - 1);                                                           \
         PAGED_KEY(jk, krow, jn_k, kpos_k)                                                           \
         k_at = krow;                                                                                \
-        [[unroll]] for (uint t = 0; t < SLICE; t++) k_in[t] = KV_FETCH_RAW(K, krow, SLICE_TEXEL(g, t)); \
+        [[unroll]] for (uint t = 0; t < SLICE; t++)                                                 \
+            k_in[t] = KV_FETCH_RAW(K, krow, SLICE_TEXEL(g, t));                                     \
     }
     if (prefetch && blocks > 0) FETCH_KV(0)
     for (uint n = 0; n < blocks; n++) {
@@ -265,9 +267,10 @@ void main()
             PAGED_KEY(j, krow, jn, kpos) /* (krow unused here: its row came with FETCH_KV) */
             float part[TILE_A];
             [[unroll]] for (uint r = 0; r < TILE_A; r++) part[r] = 0.0;
-            [[unroll]] for (uint t = 0; t < SLICE; t++)
-                [[unroll]] for (uint r = 0; r < TILE_A; r++)
-                    part[r] += dot(vka_fetch(Q, qrow[r] + SLICE_TEXEL(g, t)), KV_DECODE(k_blk[t], k_blk_at, SLICE_TEXEL(g, t)));
+            [[unroll]] for (uint t = 0; t < SLICE; t++) {
+                vec4 k = KV_DECODE(k_blk[t], k_blk_at, SLICE_TEXEL(g, t));
+                [[unroll]] for (uint r = 0; r < TILE_A; r++) part[r] += dot(vka_fetch(Q, qrow[r] + SLICE_TEXEL(g, t)), k);
+            }
             /* the group's slices meet: its TILE_B (at most 16) invocations are neighbours in one subgroup */
             [[unroll]] for (uint r = 0; r < TILE_A; r++) {
                 if (TILE_B > 1) part[r] += subgroupShuffleXor(part[r], 1u);

@@ -6,13 +6,14 @@
 #include "api/context.h"
 #include "gpu_test.h"
 
-/* Under VKATTN_TUNING=gpu the decoding tests mean to run the GPU-shaped builds (matmul_vec,
+/* Under VKATTN_TUNING=gpu (with fields or not) the decoding tests mean to run the GPU-shaped builds (matmul_vec,
  * attn_paged_lanes), which the plan takes only where subgroups have arithmetic and shuffles: on a
  * device without them the test would quietly run the scalar builds, so it says so and fails. */
 static inline void gpu_test_expect_subgroup_kernels(const vkattn_context *ctx)
 {
     const char *tuning = getenv("VKATTN_TUNING");
-    if (tuning && strcmp(tuning, "gpu") == 0)
+    /* "gpu", or "gpu:FIELD=VALUE,..." (the class with fields of its own) */
+    if (tuning && strncmp(tuning, "gpu", 3) == 0 && (tuning[3] == '\0' || tuning[3] == ':'))
         CHECK_MSG(ctx->dev.caps.subgroup_sums, "VKATTN_TUNING=gpu: this device has no subgroup arithmetic and shuffles "
                                                "on 4+ lanes, so matmul_vec and attn_paged_lanes would not run");
 }

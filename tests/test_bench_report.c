@@ -1116,17 +1116,24 @@ static void test_compare_decode(void)
         free(run_compare(old_path, broken, &rc));
         CHECK_MSG(rc == 1, "bad decode file %zu accepted", i);
     }
-    /* key fields that are not whole 32-bit counts, each of which would print as the old file's
-     * (512.4 as 512, 1.25 as 1) and so compare, or print 301 digits (1e300) */
-    static const char *const bad_counts[][2] = {
-        {"\"embed_dim\": 512", "\"embed_dim\": 512.4"}, {"\"window\": 0", "\"window\": -0.4"},
-        {"\"ctx\": 2048", "\"ctx\": 2048.25"},        {"\"kv_splits\": 1", "\"kv_splits\": 1.25"},
-        {"\"ctx\": 2048", "\"ctx\": 1e300"},
+    /* key fields that are not whole 32-bit counts: each file is refused when it is read (nothing is
+     * printed); 512.4 would print as 512, 256.4 as 256, 1.25 as 1 (the old file's key), 1e300 as
+     * 301 digits, -0.4 as -0 */
+    static const struct {
+        const char *from, *to;
+        unsigned window; /* both files' */
+    } bad_counts[] = {
+        {"\"embed_dim\": 512", "\"embed_dim\": 512.4", 0}, {"\"window\": 256", "\"window\": 256.4", 256},
+        {"\"window\": 0", "\"window\": -0.4", 0},         {"\"ctx\": 2048", "\"ctx\": 2048.25", 0},
+        {"\"kv_splits\": 1", "\"kv_splits\": 1.25", 0},   {"\"ctx\": 2048", "\"ctx\": 1e300", 0},
     };
     for (size_t i = 0; i < sizeof bad_counts / sizeof bad_counts[0]; i++) {
-        write_decode_file(broken, "llvmpipe", 0, new_t, bad_counts[i][0], bad_counts[i][1]);
-        free(run_compare(old_path, broken, &rc));
-        CHECK_MSG(rc == 1, "a decode file with %s accepted", bad_counts[i][1]);
+        write_decode_file(old_path, "llvmpipe", bad_counts[i].window, old_t, NULL, NULL);
+        write_decode_file(broken, "llvmpipe", bad_counts[i].window, new_t, bad_counts[i].from, bad_counts[i].to);
+        text = run_compare(old_path, broken, &rc);
+        CHECK_MSG(rc == 1 && text && text[0] == '\0', "a decode file with %s accepted:\n%s", bad_counts[i].to,
+                  text ? text : "");
+        free(text);
     }
     remove(old_path), remove(new_path), remove(broken), remove(sweep);
 }

@@ -51,8 +51,9 @@ typedef struct test_case {
     const char *tuning;  /* kernel tuning of the context: NULL = the device's own */
     int also_f16;        /* run the row with fp16 storage too, against the same reference */
     int nan_masked;      /* NaN in every key/value row no query may see */
-    int nan_seen;        /* NaN in batch item 0's key row 7S/8 (cross-attention), which some of its queries
-                            see (per-query lengths): those rows NaN on both sides, the lse too, others not */
+    uint32_t nan_seen;   /* > 0: NaN in batch item 0's key row nan_seen (cross-attention), which some of its
+                            queries see (per-query lengths): those rows NaN on both sides, the lse too */
+    const char *plan_has; /* text the fused path's plan must hold (the shape a row was written for) */
     uint32_t loop_budget; /* 0 = the device's own */
     uint32_t kv_heads;    /* num_kv_heads: 0 = H */
     float rope_theta;     /* 0 = no RoPE */
@@ -225,11 +226,11 @@ static const test_case cases[] = {
      .tuning = "gpu"},
     {"gpu_tuning", "split_D7_lse", 2, 9, 250, 21, 3, .mask = MASK_FLOAT, .lens = LENS_PER_QUERY, .loop_budget = 300,
      .tuning = "gpu"},
-    /* a NaN key (row 1312) that about half the queries see, in a part another lane than lane 0
-     * merges (6 parts of 256 keys in 4 lanes: part 5, lane 1): its NaN must reach the rows' lse
-     * through the lanes' shared maxima */
-    {"gpu_tuning", "split_nan_seen_lse", 2, 9, 1500, 64, 2, .lens = LENS_PER_QUERY, .nan_seen = 1, .loop_budget = 512,
-     .tuning = "gpu"},
+    /* a NaN key (row 850) that 5 of batch item 0's 9 queries see, in a part another lane than
+     * lane 0 merges (6 parts of 256 keys in 4 lanes: part 3, lane 3): its NaN must reach the
+     * rows' lse through the lanes' shared maxima */
+    {"gpu_tuning", "split_nan_seen_lse", 2, 9, 1500, 64, 2, .lens = LENS_PER_QUERY, .nan_seen = 850, .loop_budget = 512,
+     .tuning = "gpu", .plan_has = "merge 6 parts of (batch, head) pairs 0..3 x queries 0..8 by log-sum-exp (4 lanes per texel)"},
     /* the mobile class's shapes (8 keys and at most 2 queries per fused invocation, 2-query P·V
      * tiles, softmax workgroups of 128) */
     {"gpu_tuning", "mobile_self", 2, 33, 0, 32, 4, .causal = 1, .tuning = "mobile"},
@@ -476,7 +477,7 @@ static void make_data(const test_case *c, const vkattn_layer_desc *ld, case_data
             for (size_t j = 0; j < S; j++) d->float_mask[j] = -INFINITY; /* row 0 (of head 0) */
     }
     if (c->nan_masked) poison_unseen_keys(c, d, S, kd, vd);
-    for (uint32_t e = 0; c->nan_seen && e < kd; e++) d->key[(size_t)(7 * S / 8) * kd + e] = NAN;
+    for (uint32_t e = 0; c->nan_seen && e < kd; e++) d->key[(size_t)c->nan_seen * kd + e] = NAN;
 }
 
 static void free_data(case_data *d)
@@ -527,9 +528,10 @@ static int check_run(const test_case *c, vkattn_dtype storage, vkattn_path path,
         size_t nan_out = 0, nan_lse = 0;
         for (size_t i = 0; i < out_n; i++) nan_out += isnan(cpu[i]) != 0;
         for (size_t i = 0; i < lse_n; i++) nan_lse += isnan(cpu_lse[i]) != 0;
-        CHECK_MSG(nan_out > 0 && nan_out < out_n && (!lse_n || (nan_lse > 0 && nan_lse < lse_n)),
-                  "%s/%s: %zu of %zu outputs, %zu of %zu lse NaN in the reference: the seen NaN key tests nothing",
+        int some = nan_out > 0 && nan_out < out_n && (!lse_n || (nan_lse > 0 && nan_lse < lse_n));
+        CHECK_MSG(some, "%s/%s: %zu of %zu outputs, %zu of %zu lse NaN in the reference: the seen NaN key tests nothing",
                   c->name, pn, nan_out, out_n, nan_lse, lse_n);
+        failed |= !some;
     }
     test_error ew = {0}, el = {0};
     if (w_n) {
@@ -661,6 +663,13 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
             if (status != VKATTN_OK) {
                 fs->runs++, fs->failures++;
                 continue;
+            }
+            if (c->plan_has && paths[k] == VKATTN_PATH_FUSED) { /* the shape the row was written for */
+                static char plan[1 << 16];
+                plan[0] = '\0';
+                vkattn_forward_explain(layer, &g, plan, sizeof plan, NULL);
+                CHECK_MSG(strstr(plan, c->plan_has) != NULL, "%s: the plan lacks \"%s\":\n%s", c->name, c->plan_has,
+                          plan);
             }
             vkattn_forward_stats stats;
             vkattn_layer_last_stats(layer, &stats);

@@ -657,6 +657,7 @@ static void test_paged_lanes_plans(void)
         {4096, 32, 8, 32768, 600, 4, 4, VKATTN_DTYPE_Q4_0},   {512, 4, 1, 1300, 600, 4, 4, VKATTN_DTYPE_F32},
         {30, 2, 1, 40, 0, 1, 2, VKATTN_DTYPE_F32}, /* D = 15: texels of one float each */
         {2048, 8, 2, 4096, 0, 4, 4, VKATTN_DTYPE_F16}, /* D = 256: too many rows' registers to fetch ahead */
+        {2048, 8, 2, 4096, 0, 4, 4, VKATTN_DTYPE_Q8_0}, /* in a block format neither */
     };
     vkattn_device_info any = {0};
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
@@ -1800,7 +1801,8 @@ static void test_merge_lanes(void)
         {64, 48, 100, 0, 16},  /* 32 does not divide 48 */
         {64, 64, 64, 134, 64}, /* trips 2 (1 + 1) + 2 (64 + 1) = 134 */
         {64, 64, 64, 133, 32}, /* 64 lanes 134 trips: 32 take 2 (2 + 1) + 2 (32 + 1) = 72 */
-        {64, 64, 64, 130, 32}, /* one lane's 2 (64 + 1) = 130 just fits */
+        {64, 64, 16, 34, 8},   /* below the top: 16 lanes 2 (1 + 1) + 2 (16 + 1) = 38 > 34, 8 lanes 24 */
+        {64, 64, 16, 38, 16},
         {16, 64, 2, 9, 1},     /* 2 lanes: 2 (1 + 1) + 2 (2 + 1) = 10 > 9, one lane 6 */
         {16, 64, 2, 10, 2},
     };
