@@ -694,6 +694,21 @@ typedef struct context_slot {
     vkattn_context *ctx;
 } context_slot;
 
+/* A context of the device's tuning, or VKATTN_TUNING's: under VKATTN_TUNING=NAME[:FIELDS] (ctest's
+ * gpu_vs_cpu_gpu_class_* and gpu_vs_cpu_coopmat_* rows) that class must be the one in use, or
+ * the rows would quietly test another. */
+static vkattn_context *checked_tuning(vkattn_context *ctx)
+{
+    const char *asked = getenv("VKATTN_TUNING");
+    if (!ctx || !asked || !*asked) return ctx;
+    vkattn_device_info info;
+    vkattn_context_device(ctx, &info);
+    size_t n = strcspn(asked, ":");
+    CHECK_MSG(strncmp(info.tuning, asked, n) == 0 && (info.tuning[n] == '\0' || info.tuning[n] == ','),
+              "VKATTN_TUNING=%s, but the context runs the %s tuning", asked, info.tuning);
+    return ctx;
+}
+
 static vkattn_context *context_for(const test_case *c, context_slot *slots, int *count)
 {
     for (int i = 0; i < *count; i++)
@@ -702,7 +717,7 @@ static vkattn_context *context_for(const test_case *c, context_slot *slots, int 
             return slots[i].ctx;
     context_slot *s = &slots[(*count)++];
     s->tuning = c->tuning, s->loop_budget = c->loop_budget;
-    if (!c->tuning && !c->loop_budget) return s->ctx = gpu_test_context();
+    if (!c->tuning && !c->loop_budget) return s->ctx = checked_tuning(gpu_test_context());
     gpu_test_pin_drivers();
     vkattn_error error = {0};
     vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = c->tuning,
@@ -716,7 +731,7 @@ static vkattn_context *context_for(const test_case *c, context_slot *slots, int 
         CHECK_MSG(info.loop_budget == c->loop_budget, "loop budget %u asked, %u in effect", c->loop_budget,
                   info.loop_budget);
     }
-    return s->ctx;
+    return c->tuning ? s->ctx : checked_tuning(s->ctx);
 }
 
 int main(int argc, char **argv)
