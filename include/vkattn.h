@@ -1123,6 +1123,19 @@ typedef struct vkattn_cached_forward_desc {
  *     and do not fork, truncate, free or destroy it (not checked). */
 vkattn_status vkattn_forward_cached(vkattn_layer *layer, vkattn_kv_cache *cache, const vkattn_cached_forward_desc *desc);
 
+/* Describes, without running it, the plan vkattn_forward_cached would run for `desc` on `cache`
+ * now, as vkattn_forward_explain does for a plain forward: the steps of the new tokens'
+ * projections, RoPE and append to the cache, the paged attention (which kernel: attn_paged, or
+ * the GPU tunings' attn_paged_lanes, with its key parts, their merge, whether the next block is
+ * fetched meanwhile) and the output projection. `desc` is checked as the forward checks it (host
+ * arrays or device tensors; none is read or written), but not against the pool's free blocks,
+ * which the forward learns as it takes them (VKATTN_ERROR_CACHE_FULL); the cache is not changed
+ * (no block taken, no length advanced) nor the layer. Writes at most `capacity` bytes of nul-terminated text to
+ * `text` (NULL when capacity is 0) and the length the whole text needs to *length (may be NULL). */
+vkattn_status vkattn_forward_cached_explain(vkattn_layer *layer, vkattn_kv_cache *cache,
+                                            const vkattn_cached_forward_desc *desc, char *text, size_t capacity,
+                                            size_t *length);
+
 /* Checks a cached forward on device tensors as vkattn_forward_cached would, commits it to the
  * cache (see above: the sequences advance now) and appends it to the submission, after the
  * forwards added before it (a barrier between them: its query may be the last one's output).

@@ -1023,6 +1023,84 @@ static void family_long_part(vkattn_context *ctx)
     test_weights_free(&tw);
 }
 
+/* vkattn_forward_cached_explain: the plan of a decoding step (and of one in key parts) before it
+ * runs, in the formats f16 and q8_0: the kernels this device's tuning takes (attn_paged, or the
+ * GPU tunings' lanes builds, fetching the next block meanwhile unless the tuning string says not),
+ * the merge of the parts; the length asked with no buffer, a text cut short, bad arguments refused
+ * as the forward refuses them; the cache and the layer unchanged (length, the layer's last stats),
+ * and the step then run against the reference. */
+static void family_explain(vkattn_context *ctx)
+{
+    const char *tuning = getenv("VKATTN_TUNING");
+    const int lanes = tuning && strncmp(tuning, "gpu", 3) == 0 && (tuning[3] == '\0' || tuning[3] == ':');
+    const int prefetch = lanes && !strstr(tuning, "paged_lanes_prefetch=0");
+    const vkattn_dtype dtypes[2] = {VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0};
+    for (int k = 0; k < 2; k++) {
+        const uint32_t E = 512, n = 200;
+        vkattn_layer_desc desc = {.embed_dim = E, .num_heads = 8, .num_kv_heads = 2, .rope_theta = 10000};
+        test_weights tw;
+        vkattn_layer *layer = make_layer(ctx, &tw, &desc, 71 + k);
+        vkattn_kv_cache *cache = make_cache(ctx, &desc, 16, 16, 2, dtypes[k]);
+        seq_run r, *rp = &r;
+        run_make(&r, 0, n + 1, E, 73 + k);
+        CHECK_STATUS(feed(layer, cache, E, &rp, (uint32_t[]){n}, 1, 0), VKATTN_OK);
+        vkattn_forward_stats before, after;
+        CHECK_STATUS(vkattn_layer_last_stats(layer, &before), VKATTN_OK);
+
+        float q[512], o[512];
+        memcpy(q, r.tokens + (size_t)n * E, sizeof q);
+        uint32_t id = 0, one = 1;
+        for (uint32_t splits = 0; splits <= 4; splits += 4) {
+            vkattn_cached_forward_desc d = {.batch = 1, .seq_ids = &id, .new_tokens = &one, .query = q, .output = o,
+                                            .kv_splits = splits};
+            size_t need = 0, got = 0;
+            CHECK_STATUS(vkattn_forward_cached_explain(layer, cache, &d, NULL, 0, &need), VKATTN_OK);
+            char *text = malloc(need + 1);
+            CHECK_STATUS(vkattn_forward_cached_explain(layer, cache, &d, text, need + 1, &got), VKATTN_OK);
+            CHECK(got == need && strlen(text) == need && need > 0);
+            const int quant = dtypes[k] != VKATTN_DTYPE_F16;
+            const char *kernel = lanes ? (quant ? " attn_paged_quant_lanes " : " attn_paged_lanes ")
+                                       : (quant ? " attn_paged_quant " : " attn_paged ");
+            CHECK_MSG(strstr(text, kernel) != NULL, "%s, kv_splits %u: no%s step in the plan:\n%s",
+                      vkattn_dtype_name(dtypes[k]), splits, kernel, text);
+            CHECK_MSG((strstr(text, "fetched meanwhile") != NULL) == prefetch, "%s: the next block%s fetched meanwhile:\n%s",
+                      vkattn_dtype_name(dtypes[k]), prefetch ? " not" : "", text);
+            CHECK_MSG(!splits || strstr(text, " attn_merge ") != NULL, "kv_splits %u: no merge:\n%s", splits, text);
+            if (k == 0 && splits) printf("  explain, f16 cache, kv_splits 4:\n%s", text);
+            char cut[10];
+            CHECK_STATUS(vkattn_forward_cached_explain(layer, cache, &d, cut, sizeof cut, &got), VKATTN_OK);
+            CHECK(got == need && strlen(cut) == sizeof cut - 1 && strncmp(cut, text, sizeof cut - 1) == 0);
+            free(text);
+        }
+        /* refused as the forward refuses it, and nothing changes */
+        vkattn_cached_forward_desc d = {.batch = 1, .seq_ids = &id, .new_tokens = &one, .query = q, .output = o};
+        char small[8];
+        CHECK_STATUS(vkattn_forward_cached_explain(layer, cache, &d, NULL, sizeof small, NULL),
+                     VKATTN_ERROR_INVALID_ARGUMENT);
+        CHECK_STATUS(vkattn_forward_cached_explain(layer, NULL, &d, small, sizeof small, NULL),
+                     VKATTN_ERROR_INVALID_ARGUMENT);
+        CHECK_STATUS(vkattn_forward_cached_explain(NULL, cache, &d, small, sizeof small, NULL),
+                     VKATTN_ERROR_INVALID_ARGUMENT);
+        uint32_t stranger = 5; /* the cache holds 2 sequences */
+        vkattn_cached_forward_desc bad = {.batch = 1, .seq_ids = &stranger, .new_tokens = &one, .query = q, .output = o};
+        vkattn_status explain_status = vkattn_forward_cached_explain(layer, cache, &bad, small, sizeof small, NULL);
+        CHECK_MSG(explain_status != VKATTN_OK && explain_status == vkattn_forward_cached(layer, cache, &bad),
+                  "sequence 5 of 2: explain %s", vkattn_status_name(explain_status));
+        uint32_t length = 0;
+        CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 0, &length), VKATTN_OK);
+        CHECK_MSG(length == n, "the cache's sequence is %u tokens after the explains, %u before", length, n);
+        CHECK_STATUS(vkattn_layer_last_stats(layer, &after), VKATTN_OK);
+        CHECK(after.dispatches == before.dispatches && after.chunks == before.chunks);
+        /* the step itself, as explained */
+        CHECK_STATUS(feed(layer, cache, E, &rp, (uint32_t[]){1}, 1, 0), VKATTN_OK);
+        check_run_as(&tw, &r, dtypes[k], k ? 1e-6 : 5e-4, k ? "explained step, q8_0 cache" : "explained step, f16 cache");
+        run_free(&r);
+        vkattn_kv_cache_destroy(cache);
+        vkattn_layer_destroy(layer);
+        test_weights_free(&tw);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *family = argc > 1 ? argv[1] : "decode";
@@ -1048,6 +1126,7 @@ int main(int argc, char **argv)
     else if (strcmp(family, "long_part") == 0) family_long_part(ctx);
     else if (strcmp(family, "variants") == 0) family_variants(ctx);
     else if (strcmp(family, "random_ops") == 0) family_random_ops(ctx);
+    else if (strcmp(family, "explain") == 0) family_explain(ctx);
     else CHECK_MSG(rows, "unknown family %s", family);
     gpu_test_finish_context(ctx);
     return test_finish();

@@ -12,6 +12,7 @@
 #include "api/kv_cache.h"
 #include "api/layer.h"
 #include "api/tensor.h"
+#include "plan/trace.h"
 #include "vkattn_vulkan.h"
 
 /* The layer can feed this cache: its K/V heads and head dim, self-attention shaped, nothing the
@@ -403,6 +404,33 @@ vkattn_status vkattn_forward_cached(vkattn_layer *layer, vkattn_kv_cache *cache,
 {
     if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
     VKA_GUARDED(layer->ctx, forward_cached(layer, cache, d));
+}
+
+/* The plan vkattn_forward_cached would run, checked as it would be; nothing is committed. */
+static vkattn_status forward_cached_explain(vkattn_layer *layer, vkattn_kv_cache *cache,
+                                            const vkattn_cached_forward_desc *d, char *text, size_t capacity,
+                                            size_t *length)
+{
+    vkattn_context *ctx = layer->ctx;
+    if (!text && capacity) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "text is NULL but capacity is not 0");
+    vka_cached_forward f;
+    vkattn_status status = vka_cached_check(layer, cache, d, NULL, VKA_CACHED_HOST_OR_DEVICE, &f);
+    if (status != VKATTN_OK) return status;
+    vka_plan plan = {0}; /* a plan of its own: the layer's stays as it is */
+    status = vka_context_plan(ctx, &f.problem, &plan);
+    size_t n = status == VKATTN_OK ? vka_plan_describe(&f.problem, &plan, ctx->loop_budget, text, capacity) : 0;
+    vka_plan_free(&plan);
+    vka_cached_free(&f);
+    if (status == VKATTN_OK && length) *length = n;
+    return status;
+}
+
+vkattn_status vkattn_forward_cached_explain(vkattn_layer *layer, vkattn_kv_cache *cache,
+                                            const vkattn_cached_forward_desc *desc, char *text, size_t capacity,
+                                            size_t *length)
+{
+    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(layer->ctx, forward_cached_explain(layer, cache, desc, text, capacity, length));
 }
 
 static vkattn_status forward_cached_record(vkattn_layer *layer, vkattn_kv_cache *cache,

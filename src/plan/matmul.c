@@ -533,7 +533,10 @@ void vka_rope_describe(vka_text *t, const vka_step *s)
     if (s->spec[VKA_SPEC_FLAGS] & (VKA_ROPE_NORM | VKA_ROPE_NORM_ROW))
         vka_text_put(t, "RMS norm over %u dims (eps %g), then ",
                      s->spec[VKA_SPEC_FLAGS] & VKA_ROPE_NORM ? c->dim : c->heads * c->dim, (double)c->eps);
-    vka_text_put(t, "RoPE (%s) of %u pairs x %u rows x %u heads per batch item, positions %u..%u", c->gptj ? "gptj" : "neox",
-                 c->pairs, c->rows, c->heads, c->pos_offset, c->pos_offset + c->rows - 1);
+    vka_text_put(t, "RoPE (%s) of %u pairs x %u rows x %u heads per batch item, ", c->gptj ? "gptj" : "neox", c->pairs,
+                 c->rows, c->heads);
+    if (s->spec[VKA_SPEC_FLAGS] & VKA_ROPE_POSITIONS) /* a cached forward's: each token's, from the sequence table */
+        vka_text_put(t, "positions from the sequence table");
+    else vka_text_put(t, "positions %u..%u", c->pos_offset, c->pos_offset + c->rows - 1);
     if (c->factor != 1.0f) vka_text_put(t, ", cos and sin x %g", (double)c->factor);
 }
