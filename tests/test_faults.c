@@ -105,7 +105,7 @@ static vkattn_status scenario_submission(vkattn_context *ctx)
     return s;
 }
 
-/* A KV cache: a prompt of two sequences, a decode step, a fork with a block copy, a rollback into
+/* A KV cache: a prompt of two sequences, a decode step's plan explained, the step, a fork with a block copy, a rollback into
  * a shared block (its copy), a free; a refused forward or rollback must leave the sequences'
  * lengths as they were (checked after every fault). */
 static vkattn_status scenario_cached(vkattn_context *ctx)
@@ -124,6 +124,8 @@ static vkattn_status scenario_cached(vkattn_context *ctx)
     vkattn_cached_forward_desc f = {.batch = 2, .new_tokens = (uint32_t[]){5, 2}, .query = x, .output = y};
     if (s == VKATTN_OK) s = vkattn_forward_cached(layer, cache, &f);
     f.new_tokens = NULL, f.kv_splits = 2;
+    char plan[1 << 12];
+    if (s == VKATTN_OK) s = vkattn_forward_cached_explain(layer, cache, &f, plan, sizeof plan, NULL);
     vkattn_status step = s == VKATTN_OK ? vkattn_forward_cached(layer, cache, &f) : s;
     if (s == VKATTN_OK) {
         vkattn_kv_cache_seq_length(cache, 0, &len0), vkattn_kv_cache_seq_length(cache, 1, &len1);
