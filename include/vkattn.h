@@ -633,7 +633,7 @@ typedef enum vkattn_precision {
 
 typedef struct vkattn_layer_desc {
     uint32_t embed_dim;  /* E, required */
-    uint32_t num_heads;  /* H, required; E % H must be 0 */
+    uint32_t num_heads;  /* H, required; E % H must be 0 unless head_dim is given */
     uint32_t kdim;       /* 0 = E */
     uint32_t vdim;       /* 0 = E */
     int no_bias;         /* 0 = in and out projections have biases (PyTorch bias=True) */
