@@ -943,6 +943,15 @@ static void test_run_decode(int fp16)
     }
     CHECK_SAID("decode: 2 sequences, each 20 tokens prefilled in one forward");
     CHECK_SAID("and 0 decoded one at a time; f32 KV cache of 4 blocks of 16 tokens (64 bytes per token)");
+    /* --trace: the prefill's plan, then the first step's (one token per sequence over 7 cached), once each */
+    CHECK(RUN_GQA(weights, query, out, "--causal", "--decode-from", "7", "--trace") == CLI_EXIT_OK);
+    CHECK_SAID("plan of the prefill (one cached forward):\nplan: fused path, B=1 L=14 S=14");
+    CHECK_SAID("plan of the first decoding step (each step is planned anew as the context grows):\nplan: fused path, "
+               "B=1 L=2 S=2");
+    CHECK_SAID(" kv_append ");
+    CHECK_SAID(" attn_paged");
+    CHECK_MSG(test_count_text(captured, "plan of the") == 2, "%u plans printed", test_count_text(captured, "plan of the"));
+    CHECK_MSG(npy_max_abs(out, plain) <= 1e-5, "--trace changed the decode: max-abs %g", npy_max_abs(out, plain));
     CHECK(RUN_GQA(weights, query, out, "--causal", "--decode-from", "7", "--check", "--check-finite") == CLI_EXIT_OK);
     CHECK_SAID("decode: 2 sequences, each 7 tokens prefilled in one forward");
     CHECK_SAID("and 13 decoded one at a time: ");
@@ -980,7 +989,6 @@ static void test_run_decode(int fp16)
         {{"--causal", "--decode-from", "4", "--head-mask"}, "--decode-from computes every head: it takes no --head-mask"},
         {{"--causal", "--decode-from", "4", "--add-zero-attn"}, "takes no --add-zero-attn"},
         {{"--causal", "--decode-from", "4", "--cpu"}, "the CPU reference has no KV cache"},
-        {{"--causal", "--decode-from", "4", "--trace"}, "--trace prints a plain forward's plan"},
         {{"--causal", "--kv-cache-dtype", "f16"}, "--kv-cache-dtype is what the KV cache of --decode-from stores"},
         {{"--causal", "--decode-from", "4", "--kv-cache-dtype"}, "--kv-cache-dtype needs a value"},
     };

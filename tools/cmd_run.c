@@ -50,8 +50,8 @@ static const cli_option k_decode_rows[] = {
      "time (all sequences in each step). The output is the plain causal run's (B, L, E) and matches it; --check "
      "compares it with the CPU reference of the plain causal forward. It prints the tokens prefilled and decoded "
      "and the time per decode step. It takes no --key, --value, other masks, --attn-weights, --head-mask, "
-     "--add-zero-attn, bias_k/bias_v weights, --cpu (a plain --causal --cpu run gives the same output), --path "
-     "unfused or --trace", CLI_U32, R(decode_from), 0, .given = CLI_GIVEN(run_options, decode)},
+     "--add-zero-attn, bias_k/bias_v weights, --cpu (a plain --causal --cpu run gives the same output) or --path "
+     "unfused; with --trace it prints the prefill's plan and the first decoding step's", CLI_U32, R(decode_from), 0, .given = CLI_GIVEN(run_options, decode)},
     {"--kv-cache-dtype", "f32|f16|q8_0|q4_0", "(with --decode-from) what the KV cache stores; q8_0 and q4_0 are "
      "ggml's blocks of 32 values (8 and 4 bits each, and an fp16 scale per block), quantized as tokens are appended, "
      "for a head dim that is a multiple of 32. --check applies the tolerance of what the cache stores: f16's, or "
@@ -94,7 +94,6 @@ static const char *decode_refusal(const run_options *o)
                "the same output, and --check compares the decode with it)";
     if (f->path_given && f->path == VKATTN_PATH_UNFUSED)
         return "--decode-from runs the cached forward's own kernels: it takes no --path unfused";
-    if (f->trace) return "--trace prints a plain forward's plan; --decode-from runs cached forwards, which it cannot show";
     return NULL;
 }
 
@@ -266,14 +265,31 @@ static void copy_tokens(float *x, float *rows, uint32_t B, uint32_t L, uint32_t 
     }
 }
 
-/* One cached forward of n tokens per sequence, from the query's tokens at `first` into `out`. */
+/* The plan of cached forward `f` (vkattn_forward_cached_explain) under the heading `what`. */
+static vkattn_status print_cached_plan(vkattn_layer *layer, vkattn_kv_cache *cache, const vkattn_cached_forward_desc *f,
+                                       const char *what)
+{
+    size_t need = 0;
+    vkattn_status status = vkattn_forward_cached_explain(layer, cache, f, NULL, 0, &need);
+    char *text = status == VKATTN_OK ? malloc(need + 1) : NULL;
+    if (status == VKATTN_OK && !text) status = VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    if (status == VKATTN_OK) status = vkattn_forward_cached_explain(layer, cache, f, text, need + 1, NULL);
+    if (status == VKATTN_OK) printf("%s:\n%s", what, text);
+    free(text);
+    return status;
+}
+
+/* One cached forward of n tokens per sequence, from the query's tokens at `first` into `out`;
+ * `trace`: its plan printed first, under that heading (NULL: not). */
 static vkattn_status decode_feed(vkattn_layer *layer, vkattn_kv_cache *cache, const forward_inputs *in, float *out,
-                                 float *rows_in, float *rows_out, uint32_t *news, uint32_t first, uint32_t n)
+                                 float *rows_in, float *rows_out, uint32_t *news, uint32_t first, uint32_t n,
+                                 const char *trace)
 {
     for (uint32_t b = 0; b < in->B; b++) news[b] = n;
     copy_tokens(in->query.data, rows_in, in->B, in->L, in->E, first, n, 1);
     vkattn_cached_forward_desc f = {.batch = in->B, .new_tokens = news, .query = rows_in, .output = rows_out};
-    vkattn_status status = vkattn_forward_cached(layer, cache, &f);
+    vkattn_status status = trace ? print_cached_plan(layer, cache, &f, trace) : VKATTN_OK;
+    if (status == VKATTN_OK) status = vkattn_forward_cached(layer, cache, &f);
     if (status == VKATTN_OK) copy_tokens(out, rows_out, in->B, in->L, in->E, first, n, 0);
     return status;
 }
@@ -293,11 +309,15 @@ static int decode_all(vkattn_context *ctx, vkattn_layer *layer, vkattn_kv_cache 
         goto done;
     }
     double t0 = cli_now();
-    vkattn_status status = decode_feed(layer, cache, in, out, rows_in, rows_out, news, 0, P);
+    const int trace = d->fwd.trace;
+    vkattn_status status = decode_feed(layer, cache, in, out, rows_in, rows_out, news, 0, P,
+                                       trace ? "plan of the prefill (one cached forward)" : NULL);
     double prefill_ms = (cli_now() - t0) * 1e3;
     for (uint32_t t = P; status == VKATTN_OK && t < L; t++) {
         t0 = cli_now();
-        status = decode_feed(layer, cache, in, out, rows_in, rows_out, news, t, 1);
+        status = decode_feed(layer, cache, in, out, rows_in, rows_out, news, t, 1,
+                             trace && t == P ? "plan of the first decoding step (each step is planned anew as the "
+                                               "context grows)" : NULL);
         step_ms[t - P] = (cli_now() - t0) * 1e3;
     }
     if (status != VKATTN_OK) {
