@@ -1191,6 +1191,16 @@ static void test_bench_decode(void)
     cJSON_Delete(root);
     remove(json);
 
+    /* --trace: each point's decoding step's plan (both split settings), before its timing row */
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "decode", "--len", "64", "--dtype", "q4_0", "--min-time", "0",
+                                              "--no-mqa", "--no-window", "--no-peak", "--trace", NULL}) == CLI_EXIT_OK);
+    CHECK_SAID("-- decoding step at context 64, q4_0 cache, kv_splits auto:\nplan: fused path, B=1 L=1 S=1");
+    CHECK_SAID("-- decoding step at context 64, q4_0 cache, kv_splits 1:\nplan: ");
+    CHECK_SAID(" attn_paged_quant");
+    CHECK_MSG(test_count_text(captured, "-- decoding step at") == 2, "%u plans",
+              test_count_text(captured, "-- decoding step at"));
+    CHECK_SAID("    64 q4_0  auto ");
+
     CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "decode", "--path", "fused", NULL}) == CLI_EXIT_USAGE);
     CHECK_SAID("vkattn bench: --preset decode takes no --path");
     CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "decode", "--embed", "64,128", NULL}) == CLI_EXIT_USAGE);

@@ -40,6 +40,7 @@ typedef struct decode_setup {
     int features;
     uint32_t stack; /* --stack: layers, 0 = not timed */
     double min_time_s;
+    int trace;      /* --trace: each point's decoding step's plan, before it is timed */
 } decode_setup;
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -123,6 +124,32 @@ fail:
     return rc;
 }
 
+/* Prints the plan of a decode step at the cache's context (sequence 0 adds a token: the fork's
+ * step has its shapes; nothing is committed) with kv_splits `splits`. */
+static int print_step_plan(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cache *cache, uint32_t splits,
+                           const float *token, float *out)
+{
+    uint32_t seq = 0, one = 1, len = 0;
+    vkattn_cached_forward_desc d = {.batch = 1, .seq_ids = &seq, .new_tokens = &one, .query = token, .output = out,
+                                    .kv_splits = splits};
+    size_t need = 0;
+    vkattn_status s = vkattn_kv_cache_seq_length(cache, 0, &len);
+    if (s == VKATTN_OK) s = vkattn_forward_cached_explain(l->layer, cache, &d, NULL, 0, &need);
+    char *text = s == VKATTN_OK ? malloc(need + 1) : NULL;
+    if (s == VKATTN_OK && !text) s = VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    if (s == VKATTN_OK) s = vkattn_forward_cached_explain(l->layer, cache, &d, text, need + 1, NULL);
+    if (s == VKATTN_OK) {
+        vkattn_kv_cache_info info;
+        vkattn_kv_cache_get_info(cache, &info);
+        char asked[16] = "auto";
+        if (splits) snprintf(asked, sizeof asked, "%u", splits);
+        printf("-- decoding step at context %u, %s cache, kv_splits %s:\n%s", len + 1, vkattn_dtype_name(info.desc.dtype),
+               asked, text);
+    }
+    free(text);
+    return s == VKATTN_OK ? 0 : cli_fail("bench", "explaining a decode step", s, vkattn_context_last_error(ctx));
+}
+
 /* One decode step at context len(sequence 0) + 1 on a fork of sequence 0 (see the top). */
 static vkattn_status fork_step(const decode_layer *l, vkattn_kv_cache *cache, uint32_t splits, const float *token,
                                float *out, double *wall_ms, vkattn_forward_stats *stats)
@@ -171,7 +198,7 @@ enum { SAMPLE_ROWS = 2 + VKATTN_STAGE_COUNT };
  * ratio holds on a machine shared with other work even when the absolute times move. `rows`
  * holds 2 * SAMPLE_ROWS rows. */
 static int time_points(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cache *cache, uint32_t warmup,
-                       double min_time_s, sample_row *rows, decode_point *points)
+                       double min_time_s, int trace, sample_row *rows, decode_point *points)
 {
     const uint32_t E = l->desc.embed_dim;
     float *token = malloc(E * sizeof(float)), *out = malloc(E * sizeof(float));
@@ -180,6 +207,8 @@ static int time_points(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cac
     int rc = 0;
     BENCH_NEED(token && out);
     cli_fill_random(token, E, 3, 1.0f);
+    for (int k = 0; trace && k < 2; k++)
+        if ((rc = print_step_plan(ctx, l, cache, points[k].splits, token, out))) goto fail;
     /* at least one warm-up: a split setting's first step at a new context may build pipelines */
     for (uint32_t i = 0; i < (warmup ? warmup : 1); i++)
         for (int k = 0; k < 2; k++)
@@ -247,7 +276,7 @@ static int run_dtype(vkattn_context *ctx, const decode_setup *o, const decode_la
             points[c * 2 + s] = (decode_point){.ctx = o->lens[c], .dtype = dtype, .splits = split_settings[s],
                                                .bytes_per_token = info.bytes_per_token, .reproject_ms = -1};
         if (!(rc = fill_to(ctx, l, cache, o->lens[c] - 1)))
-            rc = time_points(ctx, l, cache, o->warmup, o->min_time_s, rows, &points[c * 2]);
+            rc = time_points(ctx, l, cache, o->warmup, o->min_time_s, o->trace, rows, &points[c * 2]);
     }
 fail:
     if (isatty(fileno(stderr))) fprintf(stderr, "\r\033[K");
@@ -450,7 +479,7 @@ static int resolve(const bench_options *in, decode_setup *o)
     *o = (decode_setup){.len_count = in->len.n, .E = in->embed.n ? in->embed.v[0] : 512,
                         .H = in->heads.n ? in->heads.v[0] : 8, .H_kv = in->kv_heads ? in->kv_heads : 2,
                         .window = in->window, .warmup = in->warmup, .features = in->features, .stack = in->stack,
-                        .min_time_s = in->min_time_s};
+                        .min_time_s = in->min_time_s, .trace = in->trace};
     o->D = o->E / o->H;
     memcpy(o->lens, in->len.v, sizeof o->lens);
     if (!o->len_count) {

@@ -61,6 +61,8 @@ static const cli_option k_both[] = {
     {"--peak-seconds", "SEC", "time the peak microkernels take", CLI_NUMBER, B(peak_seconds), 0, 3600},
     CLI_DEVICE_OPTION(bench_options, device),
     {"--json", "FILE", "the results as JSON (checked before the run, as --csv and --plot are)", CLI_TEXT, B(json)},
+    {"--trace", NULL, "print each configuration's plan (steps, kernels, grids, loop trips) before timing it "
+     "(decode: each point's decoding step)", CLI_FLAG, B(trace)},
 };
 static const cli_option k_sweep[] = {
     {"--batch", "B,..", "batch sizes", CLI_LIST, B(batch)},
@@ -73,8 +75,6 @@ static const cli_option k_sweep[] = {
      0, 1e9},
     {"--head-mask", "m.npy", "a bool (H) mask of the heads to keep, applied to every configuration", CLI_TEXT,
      B(head_mask)},
-    {"--trace", NULL, "print each configuration's plan (steps, kernels, grids, loop trips) before timing it",
-     CLI_FLAG, B(trace)},
     {"--csv", "FILE", "the results as CSV", CLI_TEXT, B(csv)},
     {"--plot", "FILE.png|FILE.svg", "GFLOP/s against L, as PNG or SVG by the file name", CLI_TEXT, B(plot)},
 };

@@ -147,8 +147,10 @@ for t in $dsweep; do
   n=$((n + 1))
   printf '\n-- VKATTN_TUNING=%s\n' "$t" | tee -a "$out/decode_sweep.txt"
   VKATTN_TUNING="$t" "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 8192,32768 --dtype f16 \
-    --min-time 0.3 --json "$out/decode_sweep_$n.json" >"$out/decode_sweep_$n.txt" ||
+    --min-time 0.3 --trace --json "$out/decode_sweep_$n.json" >"$out/decode_sweep_$n.txt" ||
     echo "(failed: see decode_sweep_$n.txt)" | tee -a "$out/decode_sweep.txt"
+  # the attention steps that ran (kernel, parts, lanes, prefetch), then its rows
+  grep -E '^-- decoding step|^ +[0-9]+ fused +attn_' "$out/decode_sweep_$n.txt" | cut -c1-220 | tee -a "$out/decode_sweep.txt" || true
   grep -E '^ +[0-9]+ f16' "$out/decode_sweep_$n.txt" | cut -c1-170 | tee -a "$out/decode_sweep.txt" || true # its rows
   # against the first string, point by point (old/new > 1: this string is faster)
   if [ "$n" -gt 1 ] && [ -f "$out/decode_sweep_1.json" ] && [ -f "$out/decode_sweep_$n.json" ]; then
@@ -160,7 +162,7 @@ step "decode, q8_0 cache: attn_paged_quant_lanes fetching the next block's words
 for t in coopmat coopmat:paged_lanes_prefetch=0; do
   printf '\n-- VKATTN_TUNING=%s\n' "$t" | tee -a "$out/decode_quant.txt"
   VKATTN_TUNING="$t" "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 8192,32768 --dtype q8_0 \
-    --min-time 0.3 --json "$out/decode_quant_${t#*:}.json" >>"$out/decode_quant.txt" ||
+    --min-time 0.3 --trace --json "$out/decode_quant_${t#*:}.json" >>"$out/decode_quant.txt" ||
     echo "(failed: see decode_quant.txt)" | tee -a "$out/decode_quant.txt"
 done
 if [ -f "$out/decode_quant_coopmat.json" ] && [ -f "$out/decode_quant_paged_lanes_prefetch=0.json" ]; then
