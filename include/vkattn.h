@@ -897,7 +897,8 @@ typedef struct vkattn_host_forward_desc {
      * and v to float and as a KV cache of this dtype stores them, so that a cached forward can be
      * checked against what its cache holds: Q8_0 or Q4_0 (each head's row in blocks of 32, exactly
      * as the device quantizes; needs a head dim that is a multiple of 32), or F16 (to nearest even;
-     * a device whose fp16 stores round otherwise, as lavapipe's toward zero, differs by an ulp).
+     * a device whose fp16 stores round otherwise, as lavapipe's toward zero, differs by up to an
+     * ulp per stored value: about 1e-3 relative on a layer's outputs, NMSE ~1e-6).
      * 0 = F32 = no rounding. Device forwards and vkattn_forward_explain take only 0 (else
      * VKATTN_ERROR_INVALID_ARGUMENT). */
     vkattn_dtype kv_cache_dtype;
