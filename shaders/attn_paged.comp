@@ -269,7 +269,8 @@ void main()
             [[unroll]] for (uint r = 0; r < TILE_A; r++) part[r] = 0.0;
             [[unroll]] for (uint t = 0; t < SLICE; t++) {
                 vec4 k = KV_DECODE(k_blk[t], k_blk_at, SLICE_TEXEL(g, t));
-                [[unroll]] for (uint r = 0; r < TILE_A; r++) part[r] += dot(vka_fetch(Q, qrow[r] + SLICE_TEXEL(g, t)), k);
+                [[unroll]] for (uint r = 0; r < TILE_A; r++)
+                    part[r] += dot(vka_fetch(Q, qrow[r] + SLICE_TEXEL(g, t)), k);
             }
             /* the group's slices meet: its TILE_B (at most 16) invocations are neighbours in one subgroup */
             [[unroll]] for (uint r = 0; r < TILE_A; r++) {

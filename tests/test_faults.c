@@ -105,9 +105,9 @@ static vkattn_status scenario_submission(vkattn_context *ctx)
     return s;
 }
 
-/* A KV cache: a prompt of two sequences, a decode step's plan explained, the step, a fork with a block copy, a rollback into
- * a shared block (its copy), a free; a refused forward or rollback must leave the sequences'
- * lengths as they were (checked after every fault). */
+/* A KV cache: a prompt of two sequences, a decode step's plan explained, the step, a fork with a
+ * block copy, a rollback into a shared block (its copy), a free; a refused forward or rollback
+ * must leave the sequences' lengths as they were (checked after every fault). */
 static vkattn_status scenario_cached(vkattn_context *ctx)
 {
     vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
