@@ -1026,7 +1026,8 @@ static void family_long_part(vkattn_context *ctx)
 /* vkattn_forward_cached_explain: the plan of a decoding step (and of one in key parts) before it
  * runs, in the formats f16 and q8_0: the kernels this device's tuning takes (attn_paged, or the
  * GPU tunings' lanes builds, fetching the next block meanwhile unless the tuning string says not),
- * the merge of the parts; the length asked with no buffer, a text cut short, bad arguments refused
+ * the merge of the parts, the same text for the step on device tensors; the length asked with no
+ * buffer, a text cut short, bad arguments refused
  * as the forward refuses them; the cache and the layer unchanged (length, the layer's last stats),
  * and the step then run against the reference. */
 static void family_explain(vkattn_context *ctx)
@@ -1070,6 +1071,18 @@ static void family_explain(vkattn_context *ctx)
             char cut[10];
             CHECK_STATUS(vkattn_forward_cached_explain(layer, cache, &d, cut, sizeof cut, &got), VKATTN_OK);
             CHECK(got == need && strlen(cut) == sizeof cut - 1 && strncmp(cut, text, sizeof cut - 1) == 0);
+            /* the same step on device tensors: the same plan */
+            vkattn_tensor *tq = NULL, *to = NULL;
+            CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 2, (uint32_t[]){1, E}, &tq), VKATTN_OK);
+            CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 2, (uint32_t[]){1, E}, &to), VKATTN_OK);
+            vkattn_cached_forward_desc dt = d;
+            dt.query = NULL, dt.output = NULL, dt.query_tensor = tq, dt.output_tensor = to;
+            char *tensor_text = malloc(need + 1);
+            CHECK_STATUS(vkattn_forward_cached_explain(layer, cache, &dt, tensor_text, need + 1, &got), VKATTN_OK);
+            CHECK_MSG(got == need && strcmp(tensor_text, text) == 0, "the plan on device tensors differs:\n%s",
+                      tensor_text);
+            free(tensor_text);
+            vkattn_tensor_destroy(tq), vkattn_tensor_destroy(to);
             free(text);
         }
         /* refused as the forward refuses it, and nothing changes */
