@@ -1027,9 +1027,8 @@ static void family_long_part(vkattn_context *ctx)
  * runs, in the formats f16 and q8_0: the kernels this device's tuning takes (attn_paged, or the
  * GPU tunings' lanes builds, fetching the next block meanwhile unless the tuning string says not),
  * the merge of the parts, the same text for the step on device tensors; the length asked with no
- * buffer, a text cut short, bad arguments refused
- * as the forward refuses them; the cache and the layer unchanged (length, the layer's last stats),
- * and the step then run against the reference. */
+ * buffer, a text cut short, bad arguments refused as the forward refuses them; the cache and the
+ * layer unchanged (length, the layer's last stats), and the step then run against the reference. */
 static void family_explain(vkattn_context *ctx)
 {
     const char *tuning = getenv("VKATTN_TUNING");
