@@ -342,7 +342,10 @@ typedef struct vkattn_context_desc {
      * paged_per_unit (1-4096: decoding's workgroups or invocations per compute unit),
      * paged_min_part (1-65536: keys per part at least), merge_lanes (a power of two, 1-64:
      * invocations per texel merging key parts, at most the parts, a divisor of the workgroup and
-     * within the loop budget; every class, 1 = one walks them all). A field of a kernel the class does not run
+     * within the loop budget; every class, 1 = one walks them all), vec_tile_n (1-8: the output
+     * columns of a matmul_vec workgroup, decoding's projections), vec_wg (a power of two, 32-1024:
+     * its invocations, at least 4 x its rows x vec_tile_n; a shape that does not fit takes
+     * matmul.comp's skinny tiles). A field of a kernel the class does not run
      * (cm_* in "gpu", cm_attn_* in "intel", sm_* in "lavapipe") is refused, as is a value out of
      * range, an unknown field or one given twice (VKATTN_ERROR_INVALID_ARGUMENT). A kernel whose
      * shape does not fit the device (shared memory, workgroup size, whole matrices) gives way to a

@@ -1639,12 +1639,41 @@ static void test_tuning_strings(void)
         CHECK(vka_fused_cm_shared_bytes(128, 16, 256, attn ? attn->spec[VKA_SPEC_TILE_K] : 256, 2) > l.max_shared_bytes);
         vka_plan_free(&plan);
     }
+    /* matmul_vec's shape from a tuning string: a decoding step's projections (one row) in workgroups of
+     * vec_wg invocations per vec_tile_n columns, loop trips ceil(K / vec_wg) + 1 */
+    {
+        const struct {
+            const char *tuning;
+            uint32_t tile_n, wg;
+        } vec[] = {{"coopmat", 4, 128}, {"coopmat:vec_tile_n=1", 1, 128}, {"coopmat:vec_tile_n=8,vec_wg=256", 8, 256},
+                   {"gpu:vec_wg=32", 4, 32}, {"mobile:vec_tile_n=2", 2, 64}};
+        for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++) {
+            vka_tuning t;
+            int named = -1;
+            char why[600] = "";
+            CHECK_MSG(vka_tuning_parse(&dp->info, vec[i].tuning, &t, &named, why, sizeof why) == 0, "%s: %s",
+                      vec[i].tuning, why);
+            vka_plan_limits l = profile_limits(dp, &t);
+            vka_problem p = cached_problem(4096, 32, 8, 1, 1, 8192, 0);
+            p.cfg.bias = 0;
+            vka_plan plan = {0};
+            CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+            const vka_step *qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_VEC);
+            CHECK_MSG(qkv && qkv->spec[VKA_SPEC_TILE_B] == vec[i].tile_n && qkv->spec[VKA_SPEC_WG_SIZE] == vec[i].wg &&
+                          step_groups(qkv) == vka_ceil_div(4096 + 2 * 1024, vec[i].tile_n) &&
+                          vka_step_loop_trips(qkv) == vka_ceil_div(1024, vec[i].wg) + 1,
+                      "%s: matmul_vec %u columns, %u invocations", vec[i].tuning, qkv ? qkv->spec[VKA_SPEC_TILE_B] : 0,
+                      qkv ? qkv->spec[VKA_SPEC_WG_SIZE] : 0);
+            vka_plan_free(&plan);
+        }
+    }
     /* the parser alone: what it refuses (tests/test_api.c checks the messages a context gives) */
     const char *bad[] = {"coopmat:", "coopmat:cm_ksteps=0", "coopmat:cm_ksteps=9", "coopmat:cm_ksteps=4,cm_ksteps=4",
                          "coopmat:cm_ksteps=4,", "coopmat:name=x", "coopmat:cm_ksteps=1e1", "nope",
                          "coopmat-with-a-name-longer-than-any-tuning:cm_ksteps=4", "gpu:cm_ksteps=2",
                          "intel:cm_attn_subgroups=4", "lavapipe:sm_tile_m=32", "coopmat:cm_subgroup=48",
-                         "gpu:sm_tile_k=6", "coopmat:cm_attn_row_lanes=3", "cm_ksteps=4"};
+                         "gpu:sm_tile_k=6", "coopmat:cm_attn_row_lanes=3", "cm_ksteps=4", "lavapipe:vec_wg=64",
+                         "gpu:vec_tile_n=0", "gpu:vec_tile_n=9", "gpu:vec_wg=48", "gpu:vec_wg=2048"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vka_tuning t;
         int named;

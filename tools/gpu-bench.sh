@@ -158,6 +158,26 @@ for t in $dsweep; do
       tee -a "$out/decode_sweep.txt" || true
   fi
 done
+step "decode's projections: matmul_vec's shapes at 8192 keys (f16), each against the default"
+# a decoding step's Q/K/V and output projections stream the weights once (50 and 34 MB at E = 4096):
+# columns per workgroup (vec_tile_n) and invocations (vec_wg) set the loads in flight and the grid.
+# GPU_BENCH_VEC_SWEEP="T1 T2 ..." replaces the list.
+vsweep=${GPU_BENCH_VEC_SWEEP:-"coopmat coopmat:vec_tile_n=1 coopmat:vec_tile_n=2 coopmat:vec_tile_n=8
+  coopmat:vec_wg=64 coopmat:vec_wg=256 coopmat:vec_tile_n=8,vec_wg=256"}
+n=0
+for t in $vsweep; do
+  n=$((n + 1))
+  printf '\n-- VKATTN_TUNING=%s\n' "$t" | tee -a "$out/decode_vec.txt"
+  VKATTN_TUNING="$t" "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 8192 --dtype f16 \
+    --min-time 0.3 --trace --json "$out/decode_vec_$n.json" >"$out/decode_vec_$n.txt" ||
+    echo "(failed: see decode_vec_$n.txt)" | tee -a "$out/decode_vec.txt"
+  grep -E '^ +[0-9]+ +(qkv|out)_projection +matmul' "$out/decode_vec_$n.txt" | awk '!seen[$0]++' | cut -c1-200 |
+    tee -a "$out/decode_vec.txt" || true
+  if [ "$n" -gt 1 ] && [ -f "$out/decode_vec_1.json" ] && [ -f "$out/decode_vec_$n.json" ]; then
+    "$vk" bench --compare "$out/decode_vec_1.json" "$out/decode_vec_$n.json" | grep -E '^decode_|projection' |
+      tee -a "$out/decode_vec.txt" || true
+  fi
+done
 step "decode, q8_0 cache: attn_paged_quant_lanes fetching the next block's words ahead, against not"
 for t in coopmat coopmat:paged_lanes_prefetch=0; do
   printf '\n-- VKATTN_TUNING=%s\n' "$t" | tee -a "$out/decode_quant.txt"

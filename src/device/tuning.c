@@ -246,6 +246,8 @@ static const struct tuning_field {
     FIELD(paged_per_unit, 1, 4096, ANY, paged_wg, "attn_paged"),
     FIELD(paged_min_part, 1, 65536, ANY, paged_wg, "attn_paged"),
     FIELD(merge_lanes, 1, 64, POW2, fused_wg, "attn_merge"),
+    FIELD(vec_tile_n, 1, 8, ANY, vec_wg, "matmul_vec"),
+    FIELD(vec_wg, 32, 1024, POW2, vec_wg, "matmul_vec"),
 #undef FIELD
 };
 
