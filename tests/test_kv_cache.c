@@ -1031,9 +1031,8 @@ static void family_long_part(vkattn_context *ctx)
  * layer unchanged (length, the layer's last stats), and the step then run against the reference. */
 static void family_explain(vkattn_context *ctx)
 {
-    const char *tuning = getenv("VKATTN_TUNING");
-    const int lanes = tuning && strncmp(tuning, "gpu", 3) == 0 && (tuning[3] == '\0' || tuning[3] == ':');
-    const int prefetch = lanes && !strstr(tuning, "paged_lanes_prefetch=0");
+    const int lanes = gpu_test_tuning_is("gpu");
+    const int prefetch = lanes && !strstr(getenv("VKATTN_TUNING"), "paged_lanes_prefetch=0");
     const vkattn_dtype dtypes[2] = {VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0};
     for (int k = 0; k < 2; k++) {
         const uint32_t E = 512, n = 200;

@@ -1544,6 +1544,15 @@ static void test_device_profiles(void)
  * none down to 2 x 2 subgroups, so matmul_sm; attn_cm's blocks of 64 keys are over its 32, so the largest block that fits
  * (32 keys, 46.0 KiB). Q is staged in passes of q_dims head dims where a pass of every query row
  * would need more than two blocks of keys (128 x (q_dims + 8) halfs against 2 x 16 x 136). */
+/* vka_tuning_parse of `tuning` on profile dp, which must accept it; *named (may be NULL): whether it named a class. */
+static void parse_tuning(const device_profile *dp, const char *tuning, vka_tuning *t, int *named)
+{
+    int named_ = -1;
+    char why[600] = "";
+    CHECK_MSG(vka_tuning_parse(&dp->info, tuning, t, named ? named : &named_, why, sizeof why) == 0, "%s: %s", tuning,
+              why);
+}
+
 static void test_tuning_strings(void)
 {
     const device_profile *dp = &profiles[0];
@@ -1574,9 +1583,7 @@ static void test_tuning_strings(void)
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_tuning t;
         int named = -1;
-        char why[600] = "";
-        CHECK_MSG(vka_tuning_parse(&dp->info, rows[r].tuning, &t, &named, why, sizeof why) == 0, "%s: %s",
-                  rows[r].tuning, why);
+        parse_tuning(dp, rows[r].tuning, &t, &named);
         CHECK(named == (rows[r].tuning[0] != ':') && strcmp(t.name, "coopmat") == 0);
         vka_plan_limits l = profile_limits(dp, &t);
         vka_problem p = problem(1, 4096, 4096, 4096, 32, 1);
@@ -1624,9 +1631,7 @@ static void test_tuning_strings(void)
      * two, 34 with one, so one; the next block still fetched meanwhile only up to D = 128 */
     {
         vka_tuning t;
-        int named = -1;
-        char why[600] = "";
-        CHECK(vka_tuning_parse(&dp->info, "coopmat:cm_attn_stages=2", &t, &named, why, sizeof why) == 0);
+        parse_tuning(dp, "coopmat:cm_attn_stages=2", &t, NULL);
         vka_plan_limits l = profile_limits(dp, &t);
         vka_problem p = problem(1, 1024, 1024, 4096, 16, 1);
         p.causal = 1;
@@ -1649,10 +1654,7 @@ static void test_tuning_strings(void)
                    {"gpu:vec_wg=32", 4, 32}, {"mobile:vec_tile_n=2", 2, 64}};
         for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++) {
             vka_tuning t;
-            int named = -1;
-            char why[600] = "";
-            CHECK_MSG(vka_tuning_parse(&dp->info, vec[i].tuning, &t, &named, why, sizeof why) == 0, "%s: %s",
-                      vec[i].tuning, why);
+            parse_tuning(dp, vec[i].tuning, &t, NULL);
             vka_plan_limits l = profile_limits(dp, &t);
             vka_problem p = cached_problem(4096, 32, 8, 1, 1, 8192, 0);
             p.cfg.bias = 0;

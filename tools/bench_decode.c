@@ -124,32 +124,6 @@ fail:
     return rc;
 }
 
-/* Prints the plan of a decode step at the cache's context (sequence 0 adds a token: the fork's
- * step has its shapes; nothing is committed) with kv_splits `splits`. */
-static int print_step_plan(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cache *cache, uint32_t splits,
-                           const float *token, float *out)
-{
-    uint32_t seq = 0, one = 1, len = 0;
-    vkattn_cached_forward_desc d = {.batch = 1, .seq_ids = &seq, .new_tokens = &one, .query = token, .output = out,
-                                    .kv_splits = splits};
-    size_t need = 0;
-    vkattn_status s = vkattn_kv_cache_seq_length(cache, 0, &len);
-    if (s == VKATTN_OK) s = vkattn_forward_cached_explain(l->layer, cache, &d, NULL, 0, &need);
-    char *text = s == VKATTN_OK ? malloc(need + 1) : NULL;
-    if (s == VKATTN_OK && !text) s = VKATTN_ERROR_OUT_OF_HOST_MEMORY;
-    if (s == VKATTN_OK) s = vkattn_forward_cached_explain(l->layer, cache, &d, text, need + 1, NULL);
-    if (s == VKATTN_OK) {
-        vkattn_kv_cache_info info;
-        vkattn_kv_cache_get_info(cache, &info);
-        char asked[16] = "auto";
-        if (splits) snprintf(asked, sizeof asked, "%u", splits);
-        printf("-- decoding step at context %u, %s cache, kv_splits %s:\n%s", len + 1, vkattn_dtype_name(info.desc.dtype),
-               asked, text);
-    }
-    free(text);
-    return s == VKATTN_OK ? 0 : cli_fail("bench", "explaining a decode step", s, vkattn_context_last_error(ctx));
-}
-
 /* One decode step at context len(sequence 0) + 1 on a fork of sequence 0 (see the top). */
 static vkattn_status fork_step(const decode_layer *l, vkattn_kv_cache *cache, uint32_t splits, const float *token,
                                float *out, double *wall_ms, vkattn_forward_stats *stats)
@@ -193,6 +167,21 @@ typedef struct pair_point {
 typedef double sample_row[MAX_STEPS];
 enum { SAMPLE_ROWS = 2 + VKATTN_STAGE_COUNT };
 
+/* Prints the plan of point p's decode step at the cache's context (sequence 0 adds a token: the
+ * fork's step has its shapes; nothing is committed). */
+static int print_step_plan(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cache *cache, const decode_point *p,
+                           const float *token, float *out)
+{
+    uint32_t seq = 0, one = 1;
+    vkattn_cached_forward_desc d = {.batch = 1, .seq_ids = &seq, .new_tokens = &one, .query = token, .output = out,
+                                    .kv_splits = p->splits};
+    char heading[96], asked[16] = "auto";
+    if (p->splits) snprintf(asked, sizeof asked, "%u", p->splits);
+    snprintf(heading, sizeof heading, "-- decoding step at context %u, %s cache, kv_splits %s", p->ctx,
+             vkattn_dtype_name(p->dtype), asked);
+    return cli_print_cached_plan("bench", ctx, l->layer, cache, &d, heading);
+}
+
 /* Times the two points of one context (kv_splits auto and 1) at the cache's current context, their
  * steps alternating, until min_time (at least 3 steps each): both see the same machine, so their
  * ratio holds on a machine shared with other work even when the absolute times move. `rows`
@@ -208,7 +197,7 @@ static int time_points(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cac
     BENCH_NEED(token && out);
     cli_fill_random(token, E, 3, 1.0f);
     for (int k = 0; trace && k < 2; k++)
-        if ((rc = print_step_plan(ctx, l, cache, points[k].splits, token, out))) goto fail;
+        if ((rc = print_step_plan(ctx, l, cache, &points[k], token, out))) goto fail;
     /* at least one warm-up: a split setting's first step at a new context may build pipelines */
     for (uint32_t i = 0; i < (warmup ? warmup : 1); i++)
         for (int k = 0; k < 2; k++)

@@ -519,6 +519,38 @@ int cli_open_context(const char *command, const char *device, vkattn_context **o
 
 const int cli_storage_values[2] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16};
 
+/* A forward to explain: a plain one (f), or a cached one (cache, cf). */
+typedef struct explained {
+    vkattn_layer *layer;
+    const vkattn_host_forward_desc *f;
+    vkattn_kv_cache *cache;
+    const vkattn_cached_forward_desc *cf;
+} explained;
+
+static vkattn_status explain(const explained *e, char *text, size_t capacity, size_t *length)
+{
+    return e->cache ? vkattn_forward_cached_explain(e->layer, e->cache, e->cf, text, capacity, length)
+                    : vkattn_forward_explain(e->layer, e->f, text, capacity, length);
+}
+
+/* The plan's text, under `heading` (NULL: none). */
+static int print_explained(const char *command, vkattn_context *ctx, const char *heading, const explained *e)
+{
+    size_t need = 0;
+    vkattn_status status = explain(e, NULL, 0, &need);
+    char *text = status == VKATTN_OK ? malloc(need + 1) : NULL;
+    if (text) status = explain(e, text, need + 1, NULL);
+    if (status != VKATTN_OK || !text) {
+        free(text);
+        return cli_fail(command, "explaining the plan", status ? status : VKATTN_ERROR_OUT_OF_HOST_MEMORY,
+                        vkattn_context_last_error(ctx));
+    }
+    if (heading) printf("%s:\n", heading);
+    fputs(text, stdout);
+    free(text);
+    return 0;
+}
+
 int cli_print_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer,
                    const vkattn_host_forward_desc *f)
 {
@@ -526,18 +558,13 @@ int cli_print_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer
         printf("plan: the CPU reference path (plain loops, double accumulation)\n");
         return 0;
     }
-    size_t need = 0;
-    vkattn_status status = vkattn_forward_explain(layer, f, NULL, 0, &need);
-    char *text = status == VKATTN_OK ? malloc(need + 1) : NULL;
-    if (text) status = vkattn_forward_explain(layer, f, text, need + 1, NULL);
-    if (status != VKATTN_OK || !text) {
-        free(text);
-        return cli_fail(command, "explaining the plan", status ? status : VKATTN_ERROR_OUT_OF_HOST_MEMORY,
-                        vkattn_context_last_error(ctx));
-    }
-    fputs(text, stdout);
-    free(text);
-    return 0;
+    return print_explained(command, ctx, NULL, &(explained){.layer = layer, .f = f});
+}
+
+int cli_print_cached_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer, vkattn_kv_cache *cache,
+                          const vkattn_cached_forward_desc *f, const char *heading)
+{
+    return print_explained(command, ctx, heading, &(explained){.layer = layer, .cache = cache, .cf = f});
 }
 
 vkattn_dtype cli_layer_storage(const char *command, const vkattn_layer *layer, vkattn_dtype asked)

@@ -170,6 +170,9 @@ _Static_assert(sizeof(vkattn_dtype) == sizeof(int), "choices store enums as int"
  * says the CPU reference runs when `layer` is NULL. 0, or 1 after printing why it could not. */
 int cli_print_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer,
                    const vkattn_host_forward_desc *f);
+/* The same for cached forward `f` on `cache` (vkattn_forward_cached_explain), under `heading`. */
+int cli_print_cached_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer, vkattn_kv_cache *cache,
+                          const vkattn_cached_forward_desc *f, const char *heading);
 /* The storage a layer really has (vkattn_layer_get_desc); prints a note when `asked` was F16 and
  * the device fell back to F32. */
 vkattn_dtype cli_layer_storage(const char *command, const vkattn_layer *layer, vkattn_dtype asked);

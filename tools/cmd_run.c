@@ -51,7 +51,8 @@ static const cli_option k_decode_rows[] = {
      "compares it with the CPU reference of the plain causal forward. It prints the tokens prefilled and decoded "
      "and the time per decode step. It takes no --key, --value, other masks, --attn-weights, --head-mask, "
      "--add-zero-attn, bias_k/bias_v weights, --cpu (a plain --causal --cpu run gives the same output) or --path "
-     "unfused; with --trace it prints the prefill's plan and the first decoding step's", CLI_U32, R(decode_from), 0, .given = CLI_GIVEN(run_options, decode)},
+     "unfused; with --trace it prints the prefill's plan and the first decoding step's",
+     CLI_U32, R(decode_from), 0, .given = CLI_GIVEN(run_options, decode)},
     {"--kv-cache-dtype", "f32|f16|q8_0|q4_0", "(with --decode-from) what the KV cache stores; q8_0 and q4_0 are "
      "ggml's blocks of 32 values (8 and 4 bits each, and an fp16 scale per block), quantized as tokens are appended, "
      "for a head dim that is a multiple of 32. --check applies the tolerance of what the cache stores: f16's, or "
@@ -265,32 +266,22 @@ static void copy_tokens(float *x, float *rows, uint32_t B, uint32_t L, uint32_t 
     }
 }
 
-/* The plan of cached forward `f` (vkattn_forward_cached_explain) under the heading `what`. */
-static vkattn_status print_cached_plan(vkattn_layer *layer, vkattn_kv_cache *cache, const vkattn_cached_forward_desc *f,
-                                       const char *what)
-{
-    size_t need = 0;
-    vkattn_status status = vkattn_forward_cached_explain(layer, cache, f, NULL, 0, &need);
-    char *text = status == VKATTN_OK ? malloc(need + 1) : NULL;
-    if (status == VKATTN_OK && !text) status = VKATTN_ERROR_OUT_OF_HOST_MEMORY;
-    if (status == VKATTN_OK) status = vkattn_forward_cached_explain(layer, cache, f, text, need + 1, NULL);
-    if (status == VKATTN_OK) printf("%s:\n%s", what, text);
-    free(text);
-    return status;
-}
-
-/* One cached forward of n tokens per sequence, from the query's tokens at `first` into `out`;
- * `trace`: its plan printed first, under that heading (NULL: not). */
-static vkattn_status decode_feed(vkattn_layer *layer, vkattn_kv_cache *cache, const forward_inputs *in, float *out,
-                                 float *rows_in, float *rows_out, uint32_t *news, uint32_t first, uint32_t n,
-                                 const char *trace)
+/* The cached forward of n tokens per sequence from the query's tokens at `first`: its rows copied
+ * into `rows_in`, its output to `rows_out`. */
+static vkattn_cached_forward_desc decode_rows(const forward_inputs *in, float *rows_in, float *rows_out, uint32_t *news,
+                                              uint32_t first, uint32_t n)
 {
     for (uint32_t b = 0; b < in->B; b++) news[b] = n;
     copy_tokens(in->query.data, rows_in, in->B, in->L, in->E, first, n, 1);
-    vkattn_cached_forward_desc f = {.batch = in->B, .new_tokens = news, .query = rows_in, .output = rows_out};
-    vkattn_status status = trace ? print_cached_plan(layer, cache, &f, trace) : VKATTN_OK;
-    if (status == VKATTN_OK) status = vkattn_forward_cached(layer, cache, &f);
-    if (status == VKATTN_OK) copy_tokens(out, rows_out, in->B, in->L, in->E, first, n, 0);
+    return (vkattn_cached_forward_desc){.batch = in->B, .new_tokens = news, .query = rows_in, .output = rows_out};
+}
+
+/* Runs `f` (decode_rows' of tokens first .. first + n - 1) and copies its output into `out`. */
+static vkattn_status decode_feed(vkattn_layer *layer, vkattn_kv_cache *cache, const forward_inputs *in, float *out,
+                                 const vkattn_cached_forward_desc *f, uint32_t first, uint32_t n)
+{
+    vkattn_status status = vkattn_forward_cached(layer, cache, f);
+    if (status == VKATTN_OK) copy_tokens(out, f->output, in->B, in->L, in->E, first, n, 0);
     return status;
 }
 
@@ -308,16 +299,23 @@ static int decode_all(vkattn_context *ctx, vkattn_layer *layer, vkattn_kv_cache 
         rc = cli_fail("run", "allocating the decode's buffers", VKATTN_ERROR_OUT_OF_HOST_MEMORY, NULL);
         goto done;
     }
+    /* --trace: the prefill's plan and the first step's, printed before they are timed */
+    vkattn_cached_forward_desc f = decode_rows(in, rows_in, rows_out, news, 0, P);
+    if (d->fwd.trace &&
+        (rc = cli_print_cached_plan("run", ctx, layer, cache, &f, "plan of the prefill (one cached forward)")))
+        goto done;
     double t0 = cli_now();
-    const int trace = d->fwd.trace;
-    vkattn_status status = decode_feed(layer, cache, in, out, rows_in, rows_out, news, 0, P,
-                                       trace ? "plan of the prefill (one cached forward)" : NULL);
+    vkattn_status status = decode_feed(layer, cache, in, out, &f, 0, P);
     double prefill_ms = (cli_now() - t0) * 1e3;
     for (uint32_t t = P; status == VKATTN_OK && t < L; t++) {
+        f = decode_rows(in, rows_in, rows_out, news, t, 1);
+        if (d->fwd.trace && t == P &&
+            (rc = cli_print_cached_plan("run", ctx, layer, cache, &f,
+                                        "plan of the first decoding step (each step is planned anew as the context "
+                                        "grows)")))
+            goto done;
         t0 = cli_now();
-        status = decode_feed(layer, cache, in, out, rows_in, rows_out, news, t, 1,
-                             trace && t == P ? "plan of the first decoding step (each step is planned anew as the "
-                                               "context grows)" : NULL);
+        status = decode_feed(layer, cache, in, out, &f, t, 1);
         step_ms[t - P] = (cli_now() - t0) * 1e3;
     }
     if (status != VKATTN_OK) {
