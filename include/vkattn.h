@@ -345,7 +345,9 @@ typedef struct vkattn_context_desc {
      * within the loop budget; every class, 1 = one walks them all), vec_tile_n (1-8: the output
      * columns of a matmul_vec workgroup, decoding's projections), vec_wg (a power of two, 32-1024:
      * its invocations, at least 4 x its rows x vec_tile_n; a shape that does not fit takes
-     * matmul.comp's skinny tiles). A field of a kernel the class does not run
+     * matmul.comp's skinny tiles), vec_storage (0 or 1: 1 reads the operands from storage
+     * buffers 16 bytes at a time where rows start on multiples of 8 elements, 0 through texel
+     * fetches). A field of a kernel the class does not run
      * (cm_* in "gpu", cm_attn_* in "intel", sm_* in "lavapipe") is refused, as is a value out of
      * range, an unknown field or one given twice (VKATTN_ERROR_INVALID_ARGUMENT). A kernel whose
      * shape does not fit the device (shared memory, workgroup size, whole matrices) gives way to a

@@ -89,15 +89,15 @@
  *            + (n / c_col_block) * c_block + n % c_col_block
  * (elements): row-major C has c_row = its row length and one column block; a head-major C (the
  * projected Q, K, V: (B, heads, rows, D)) has c_col_block = D and c_block = rows * D. */
-#define VKA_MATMUL_A 0    /* texel view (matmul_cm: a storage buffer, see its flags) */
-#define VKA_MATMUL_B 1    /* texel view (matmul_cm: a storage buffer) */
+#define VKA_MATMUL_A 0    /* texel view (matmul_cm, matmul_vec_storage: a storage buffer, see their flags) */
+#define VKA_MATMUL_B 1    /* texel view (matmul_cm, matmul_vec_storage: a storage buffer) */
 #define VKA_MATMUL_BIAS 2 /* texel view (R32F) */
 #define VKA_MATMUL_C 3    /* storage buffer, fp16 with OUT_F16 */
 #define VKA_MATMUL_BINDINGS 4
 #define VKA_MATMUL_ACCUMULATE 1u /* VKA_SPEC_FLAGS */
 #define VKA_MATMUL_PREFETCH 2u   /* VKA_SPEC_FLAGS of matmul_cm: the next block fetched during this one's multiplies */
-#define VKA_MATMUL_A_F16 4u      /* VKA_SPEC_FLAGS of matmul_cm: A holds fp16 values (else fp32) */
-#define VKA_MATMUL_B_F16 8u      /* VKA_SPEC_FLAGS of matmul_cm: B holds fp16 values (else fp32) */
+#define VKA_MATMUL_A_F16 4u      /* VKA_SPEC_FLAGS of matmul_cm, matmul_vec_storage: A holds fp16 values (else fp32) */
+#define VKA_MATMUL_B_F16 8u      /* VKA_SPEC_FLAGS of matmul_cm, matmul_vec_storage: B holds fp16 values (else fp32) */
 #define VKA_MATMUL_TWO_STAGES 16u /* VKA_SPEC_FLAGS of matmul_cm: two staged blocks, one barrier per block */
 VKA_STRUCT(vka_matmul_push) {
     uint32_t M, N, K;            /* K in texels */

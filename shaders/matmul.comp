@@ -37,7 +37,17 @@
  * where compute shaders have subgroup arithmetic on subgroups of at least 4 lanes, so a workgroup
  * has at most WG / 4). Grid: ceil(M/TILE_A) * ceil(N/TILE_B) workgroups.
  * Loop trips per invocation: ceil(K / WG) + 1, K in texels (the sums' loop is unrolled).
+ *
+ * The MATVEC_STORAGE build (kernel matmul_vec_storage, the GPU tunings' choice where a row's
+ * elements come in whole 16-byte words: vec_storage) is the MATVEC build reading A and B from
+ * storage buffers, a texel being 8 elements: one 16-byte load of fp16 (uvec4), two of fp32 (vec4),
+ * as FLAGS' A_F16 and B_F16 say. On NVIDIA a texel fetch goes through the texture pipe (see
+ * storage_texels.glsl); a wider load also halves the loop's trips and keeps twice the bytes in
+ * flight per invocation.
  */
+#ifdef MATVEC_STORAGE
+#define MATVEC
+#endif
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
 #endif
@@ -47,8 +57,15 @@
 #extension GL_GOOGLE_include_directive : require
 #include "prelude.glsl"
 
+#ifdef MATVEC_STORAGE
+layout(std430, binding = VKA_MATMUL_A) readonly buffer A_ { vec4 a32[]; };
+layout(std430, binding = VKA_MATMUL_A) readonly buffer AH_ { uvec4 a16[]; };
+layout(std430, binding = VKA_MATMUL_B) readonly buffer B_ { vec4 b32[]; };
+layout(std430, binding = VKA_MATMUL_B) readonly buffer BH_ { uvec4 b16[]; };
+#else
 layout(binding = VKA_MATMUL_A) uniform samplerBuffer A;
 layout(binding = VKA_MATMUL_B) uniform samplerBuffer B;
+#endif
 layout(binding = VKA_MATMUL_BIAS) uniform samplerBuffer Bias;
 #include "attention_common.glsl"
 layout(std430, binding = VKA_MATMUL_C) buffer C_ { VKA_OUT_TYPE c[]; };
@@ -72,6 +89,25 @@ const uint OUTS = TILE_A * TILE_B;
 
 shared float sums_s[OUTS * (WG / 4)]; /* each subgroup's sum of each output */
 
+/* Texel t of A or B and the dot product of two texels: 8 elements as the two columns of a mat2x4
+ * (storage buffers), or VEC elements of a vec4 (texel views). */
+#ifdef MATVEC_STORAGE
+#define VEC_TEXEL mat2x4
+const bool A_HALF = (FLAGS & VKA_MATMUL_A_F16) != 0, B_HALF = (FLAGS & VKA_MATMUL_B_F16) != 0;
+mat2x4 halves(uvec4 w)
+{
+    return mat2x4(vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)), vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w)));
+}
+mat2x4 load_a(uint t) { return A_HALF ? halves(a16[t]) : mat2x4(a32[2 * t], a32[2 * t + 1]); }
+mat2x4 load_b(uint t) { return B_HALF ? halves(b16[t]) : mat2x4(b32[2 * t], b32[2 * t + 1]); }
+float texel_dot(mat2x4 a, mat2x4 b) { return dot(a[0], b[0]) + dot(a[1], b[1]); }
+#else
+#define VEC_TEXEL vec4
+vec4 load_a(uint t) { return vka_fetch(A, t); }
+vec4 load_b(uint t) { return vka_fetch(B, t); }
+float texel_dot(vec4 a, vec4 b) { return dot(a, b); }
+#endif
+
 void main()
 {
     /* One workgroup per tile: padding workgroups of a folded grid leave whole, before the barrier. */
@@ -88,11 +124,11 @@ void main()
     [[unroll]] for (uint r = 0; r < TILE_A; r++)
         [[unroll]] for (uint s = 0; s < TILE_B; s++) acc[r][s] = 0.0;
     for (uint k = gl_LocalInvocationID.x; k < pc.K; k += WG) {
-        vec4 a[TILE_A];
-        [[unroll]] for (uint r = 0; r < TILE_A; r++) a[r] = vka_fetch(A, arow[r] + k);
+        VEC_TEXEL a[TILE_A];
+        [[unroll]] for (uint r = 0; r < TILE_A; r++) a[r] = load_a(arow[r] + k);
         [[unroll]] for (uint s = 0; s < TILE_B; s++) {
-            vec4 b = vka_fetch(B, brow[s] + k);
-            [[unroll]] for (uint r = 0; r < TILE_A; r++) acc[r][s] += dot(a[r], b);
+            VEC_TEXEL b = load_b(brow[s] + k);
+            [[unroll]] for (uint r = 0; r < TILE_A; r++) acc[r][s] += texel_dot(a[r], b);
         }
     }
 

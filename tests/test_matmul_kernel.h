@@ -19,6 +19,8 @@ typedef struct mm_case {
     int no_bias;
     uint32_t subgroups_n; /* matmul_cm: subgroups across the tile, in two rows (0: 2) */
     int two_stages;       /* matmul_cm: two staged blocks (VKA_MATMUL_TWO_STAGES) */
+    int vec8;             /* matmul_vec_storage: texels of 8 elements (K a multiple of 8) */
+    int f32_a;            /* with f16_in: A stays fp32 (a caller's query), W is fp16 */
 } mm_case;
 
 typedef struct mm_buffers {
@@ -50,11 +52,12 @@ static double run_dispatches(vkattn_context *ctx, const mm_case *c, const vka_pi
                              const char *what)
 {
     vka_device *dev = &ctx->dev;
-    const uint32_t vec = c->vec4 ? 4 : 1, K = c->K / vec;
+    const uint32_t vec = c->vec8 ? 8 : c->vec4 ? 4 : 1, K = c->K / vec;
     vka_view_format in = c->vec4 ? (c->f16_in ? VKA_VIEW_RGBA16F : VKA_VIEW_RGBA32F)
                                  : (c->f16_in ? VKA_VIEW_R16F : VKA_VIEW_R32F);
+    vka_view_format in_a = c->f32_a ? (c->vec4 ? VKA_VIEW_RGBA32F : VKA_VIEW_R32F) : in;
     vka_binding bindings[VKA_MATMUL_BINDINGS] = {
-        [VKA_MATMUL_A] = {&bufs->a, 0, 0, in}, [VKA_MATMUL_B] = {&bufs->w, 0, 0, in},
+        [VKA_MATMUL_A] = {&bufs->a, 0, 0, in_a}, [VKA_MATMUL_B] = {&bufs->w, 0, 0, in},
         [VKA_MATMUL_BIAS] = {&bufs->bias, 0, 0, VKA_VIEW_R32F}, [VKA_MATMUL_C] = {&bufs->c, 0, 0, VKA_VIEW_R32F}};
     VkDescriptorPool pool = VK_NULL_HANDLE;
     VkCommandBuffer cmd;

@@ -50,15 +50,32 @@ static const mm_case vec_cases[] = {
     {"2x16x20000_long_k", 2, 16, 20000, 1},
 };
 
-/* One case of `kernel` (matmul_sm or matmul_vec) in tuning `t`'s tile; returns its max-abs error
- * relative to the tolerance's scale. */
+/* matmul_vec_storage's: the same rows, reductions of whole 8-element texels (storage buffers read
+ * 16 bytes at a time), and A in fp32 with W in fp16 (a decoding step's query against fp16 weights) */
+static const mm_case storage_cases[] = {
+    {"1x8x8", 1, 8, 8, .vec8 = 1},
+    {"1x13x40", 1, 13, 40, .vec8 = 1},
+    {"3x67x136_no_bias", 3, 67, 136, .no_bias = 1, .vec8 = 1},
+    {"1x96x512", 1, 96, 512, .vec8 = 1},
+    {"4x48x256_head_major", 4, 48, 256, .head_major = 1, .vec8 = 1},
+    {"8x41x136_f16", 8, 41, 136, 0, 1, 1, .vec8 = 1},
+    {"2x29x40_f16_in", 2, 29, 40, 0, 1, 0, .vec8 = 1},
+    {"1x37x264_f32_a_f16_w", 1, 37, 264, 0, 1, 0, .vec8 = 1, .f32_a = 1},
+    {"7x40x1000_split", 7, 40, 1000, .parts = 2, .vec8 = 1},
+    {"1x33x304_split_f16", 1, 33, 304, 0, 1, 1, .parts = 2, .vec8 = 1},
+    {"2x16x20000_long_k", 2, 16, 20000, .vec8 = 1},
+};
+
+/* One case of `kernel` (matmul_sm, matmul_vec or matmul_vec_storage) in tuning `t`'s tile; returns
+ * its max-abs error relative to the tolerance's scale. */
 static double run_case(vkattn_context *ctx, const vka_tuning *t, vka_kernel kernel, const mm_case *c,
                        unsigned long long seed)
 {
     vka_device *dev = &ctx->dev;
-    const uint32_t vec = c->vec4 ? 4 : 1, M = c->M, N = c->N, K = c->K;
-    const size_t in_bytes = c->f16_in ? 2 : 4, out_bytes = c->f16_out ? 2 : 4;
-    const int is_vec = kernel == VKA_KERNEL_MATMUL_VEC;
+    const uint32_t vec = c->vec8 ? 8 : c->vec4 ? 4 : 1, M = c->M, N = c->N, K = c->K;
+    const int a_f16 = c->f16_in && !c->f32_a;
+    const size_t a_bytes = a_f16 ? 2 : 4, in_bytes = c->f16_in ? 2 : 4, out_bytes = c->f16_out ? 2 : 4;
+    const int is_vec = kernel == VKA_KERNEL_MATMUL_VEC || kernel == VKA_KERNEL_MATMUL_VEC_STORAGE;
     uint32_t rows = 1;
     while (rows < M) rows <<= 1;
     /* The plan's shapes (vka_matmul_sm_tile_for: 4 x 4 outputs per invocation; vka_matmul_vec_tile_for:
@@ -67,13 +84,17 @@ static double run_case(vkattn_context *ctx, const vka_tuning *t, vka_kernel kern
                                    [VKA_SPEC_TILE_A] = is_vec ? rows : t->sm_tile_m,
                                    [VKA_SPEC_TILE_B] = is_vec ? t->vec_tile_n : t->sm_tile_n, [VKA_SPEC_VEC] = vec,
                                    [VKA_SPEC_TILE_K] = is_vec ? 0 : t->sm_tile_k};
+    if (kernel == VKA_KERNEL_MATMUL_VEC_STORAGE)
+        spec[VKA_SPEC_FLAGS] = (a_f16 ? VKA_MATMUL_A_F16 : 0) | (c->f16_in ? VKA_MATMUL_B_F16 : 0);
     /* the second part starts at a whole block of matmul_sm, anywhere for matmul_vec (a texel) */
     const uint32_t part_unit = is_vec ? vec : t->sm_tile_k;
-    const char *what = is_vec ? "matmul_vec" : "matmul_sm";
+    const char *what = kernel == VKA_KERNEL_MATMUL_VEC_STORAGE ? "matmul_vec_storage"
+                       : is_vec                                 ? "matmul_vec"
+                                                                : "matmul_sm";
     const vka_pipeline *first = NULL, *rest = NULL;
     double rel = -1;
     CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, kernel, c->f16_out, spec, &first), VKATTN_OK);
-    spec[VKA_SPEC_FLAGS] = VKA_MATMUL_ACCUMULATE;
+    spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_ACCUMULATE;
     if (c->parts == 2) CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, kernel, c->f16_out, spec, &rest), VKATTN_OK);
     if (!first || (c->parts == 2 && !rest)) return rel;
 
@@ -87,7 +108,7 @@ static double run_case(vkattn_context *ctx, const vka_tuning *t, vka_kernel kern
         push.batch_stride = N * (M / 2);
     size_t c_elems = c_at(&push, M - 1, N - 1) + 1;
     mm_buffers b = {0};
-    vkattn_status status = vka_buffer_create(dev, (size_t)M * K * in_bytes, VKA_MEMORY_STAGING, "A", &b.a);
+    vkattn_status status = vka_buffer_create(dev, (size_t)M * K * a_bytes, VKA_MEMORY_STAGING, "A", &b.a);
     if (status == VKATTN_OK) status = vka_buffer_create(dev, (size_t)N * K * in_bytes, VKA_MEMORY_STAGING, "W", &b.w);
     if (status == VKATTN_OK) status = vka_buffer_create(dev, (size_t)N * 4, VKA_MEMORY_STAGING, "bias", &b.bias);
     if (status == VKATTN_OK) status = vka_buffer_create(dev, c_elems * out_bytes, VKA_MEMORY_STAGING, "C", &b.c);
@@ -99,7 +120,7 @@ static double run_case(vkattn_context *ctx, const vka_tuning *t, vka_kernel kern
     /* fp16 operands hold fp16 values (what the device reads); fp32 ones full 24-bit values */
     for (size_t i = 0; i < (size_t)M * K; i++) {
         float x = test_rng_float(&rng);
-        put(&b.a, c->f16_in, i, x), a[i] = get(&b.a, c->f16_in, i);
+        put(&b.a, a_f16, i, x), a[i] = get(&b.a, a_f16, i);
     }
     for (size_t i = 0; i < (size_t)N * K; i++) {
         float x = test_rng_float(&rng);
@@ -132,7 +153,7 @@ static double run_case(vkattn_context *ctx, const vka_tuning *t, vka_kernel kern
         double tol = (c->f16_out ? 1e-3 : 1.0 / (1 << 20)) * scale;
         rel = max_err / scale;
         int ok = bad == 0 && max_err <= tol && written == (size_t)M * N;
-        printf("  %-10s %-8s %-24s max-abs %.2e (%.2e of %s %.3g)  %s\n", what, t->name, c->name, max_err, rel,
+        printf("  %-18s %-8s %-24s max-abs %.2e (%.2e of %s %.3g)  %s\n", what, t->name, c->name, max_err, rel,
                c->f16_out ? "max|ref|" : "max sum|a·w|", scale, ok ? "ok" : "FAILED");
         CHECK_MSG(bad == 0, "%s: %zu outputs not finite (never written?)", c->name, bad);
         CHECK_MSG(max_err <= tol, "%s: max-abs %.3g > %.3g", c->name, max_err, tol);
@@ -146,26 +167,32 @@ done:
 }
 
 /* The plan's side, through the public API: a layer of width E under `tuning` at a loop budget of
- * `budget` (0 = the device's) against the CPU path, B x L queries over B x 23 keys; its plan runs
- * the projections on `kernel` (in reduction parts added to C at a lowered budget): matmul_sm for
- * 40 rows of 2 batch items (a tile of the gpu tuning's), matmul_vec for one query row. */
-static void run_forward_tuned(const char *tuning, uint32_t budget, vka_kernel kernel, uint32_t E, uint32_t B,
-                              uint32_t L)
+ * `budget` (0 = the device's) against the CPU path, B x L queries over B x S keys; its plan runs
+ * the projections on `kernel` (in reduction parts added to C at a lowered budget), and on
+ * `also` too unless it is `kernel`: matmul_sm for 40 rows of 2 batch items (a tile of the gpu
+ * tuning's), matmul_vec_storage for one query row where the rows are whole 8-element texels,
+ * matmul_vec where they are not or the tuning says vec_storage=0. */
+static void run_forward_tuned(const char *tuning, uint32_t budget, vka_kernel kernel, vka_kernel also, uint32_t E,
+                              uint32_t B, uint32_t L, uint32_t S)
 {
-    const mm_forward fw = {tuning, budget, 0, VKATTN_PRECISION_DEFAULT, E, B, L, .S = 23};
+    const mm_forward fw = {tuning, budget, 0, VKATTN_PRECISION_DEFAULT, E, B, L, .S = S};
     static char plan[1 << 18];
     test_error e;
     if (!mm_forward_run(&fw, plan, sizeof plan, &e)) return;
     const compare_tolerance *tol = compare_tolerance_of(COMPARE_F32);
-    const char *name = kernel == VKA_KERNEL_MATMUL_VEC ? "matmul_vec" : "matmul_sm";
-    char step[32];
+    const char *name = vka_kernel_get(kernel)->spirv, *also_name = vka_kernel_get(also)->spirv;
+    char step[40], also_step[40];
     snprintf(step, sizeof step, " %s ", name); /* a kernel column of the plan's steps */
+    snprintf(also_step, sizeof also_step, " %s ", also_name);
     int used = strstr(plan, step) != NULL, parts = strstr(plan, "added to C") != NULL;
-    printf("  forward, %s tuning, E %u, %u x %u queries, loop budget %u: max-abs %.2e NMSE %.2e; plan %s %s%s  %s\n",
-           tuning, E, B, L, budget, e.max_abs, e.nmse, used ? "uses" : "has no", name, parts ? " in parts" : "",
+    int also_used = strstr(plan, also_step) != NULL;
+    printf("  forward, %s tuning, E %u, %u x %u queries, %u keys, loop budget %u: max-abs %.2e NMSE %.2e; plan %s %s%s%s%s  %s\n",
+           tuning, E, B, L, S, budget, e.max_abs, e.nmse, used ? "uses" : "has no", name, also != kernel ? " and " : "",
+           also != kernel ? (also_used ? also_name : "no other") : "", parts ? " in parts" : "",
            compare_within(&e, tol) ? "ok" : "FAILED");
     CHECK_MSG(compare_within(&e, tol), "forward against the CPU path: max-abs %.3g, NMSE %.3g", e.max_abs, e.nmse);
     CHECK_MSG(used, "the plan lacks %s:\n%s", name, plan);
+    CHECK_MSG(also_used, "the plan lacks %s:\n%s", also_name, plan);
     if (budget) CHECK_MSG(parts, "a loop budget of %u left the reductions whole:\n%s", budget, plan);
     const char *tile = strstr(tuning, "sm_tile_m=32") ? "(32x16 tiles, 8-element blocks, fp32)" : NULL;
     if (tile) CHECK_MSG(strstr(plan, tile) != NULL, "the tuning string's tile %s is not the plan's:\n%s", tile, plan);
@@ -199,18 +226,33 @@ int main(int argc, char **argv)
             double rel = run_case(ctx, t, VKA_KERNEL_MATMUL_VEC, &vec_cases[i], 200 + i);
             if (!vec_cases[i].f16_out && rel > worst) worst = rel;
         }
+        for (size_t i = 0; ctx->dev.caps.subgroup_sums && i < sizeof storage_cases / sizeof storage_cases[0]; i++) {
+            /* small: a partial row tile, fp16 in and out, A fp32 with W fp16, the split, the long
+             * reduction */
+            if (small && i != 2 && i != 5 && i != 7 && i != 8 && i != 10) continue;
+            double rel = run_case(ctx, t, VKA_KERNEL_MATMUL_VEC_STORAGE, &storage_cases[i], 300 + i);
+            if (!storage_cases[i].f16_out && rel > worst) worst = rel;
+        }
     }
     printf("worst fp32 error: %.2e of max sum|a·w| (2^-20 = %.2e asked)\n", worst, 1.0 / (1 << 20));
     const int ctx_has_subgroup_sums = ctx->dev.caps.subgroup_sums;
     gpu_test_finish_context(ctx);
-    run_forward_tuned("gpu", small ? 0 : 24, VKA_KERNEL_MATMUL_SM, 512, 2, 40);
+    run_forward_tuned("gpu", small ? 0 : 24, VKA_KERNEL_MATMUL_SM, VKA_KERNEL_MATMUL_SM, 512, 2, 40, 23);
     /* a tuning string's tile (32 x 16 outputs, blocks of 8), which the plan must take */
-    if (!small) run_forward_tuned("gpu:sm_tile_m=32,sm_tile_n=16,sm_tile_k=8", 0, VKA_KERNEL_MATMUL_SM, 256, 2, 40);
+    if (!small)
+        run_forward_tuned("gpu:sm_tile_m=32,sm_tile_n=16,sm_tile_k=8", 0, VKA_KERNEL_MATMUL_SM, VKA_KERNEL_MATMUL_SM,
+                          256, 2, 40, 23);
     /* one query row (matmul_vec's reduction parts under a budget: test_plan's test_matmul_vec_plans) */
     if (!ctx_has_subgroup_sums) {
         printf("  matmul_vec: this device has no subgroup arithmetic and shuffles; its cases are skipped\n");
         return test_finish();
     }
-    run_forward_tuned(small ? "gpu" : "mobile", 0, VKA_KERNEL_MATMUL_VEC, 2048, 1, 1);
+    run_forward_tuned(small ? "gpu" : "mobile", 0, VKA_KERNEL_MATMUL_VEC_STORAGE, VKA_KERNEL_MATMUL_VEC_STORAGE, 2048,
+                      1, 1, 23);
+    /* texel fetches where the tuning asks; and where the query's width is no whole number of
+     * 8-element texels (E 2052) while the key's and value's are (kdim 40, vdim 56; one key, so
+     * that their projections are matrix-vector products too), both kernels in one plan */
+    run_forward_tuned("gpu:vec_storage=0", 0, VKA_KERNEL_MATMUL_VEC, VKA_KERNEL_MATMUL_VEC, 2048, 1, 1, 23);
+    if (!small) run_forward_tuned("gpu", 0, VKA_KERNEL_MATMUL_VEC, VKA_KERNEL_MATMUL_VEC_STORAGE, 2052, 1, 1, 1);
     return test_finish();
 }

@@ -41,7 +41,7 @@ static uint32_t count_kind(const vka_plan *plan, vkattn_stage stage)
 
 static int check_plan_limits(const vka_plan *plan, const vka_plan_limits *l, const char *what);
 static int check_fused_cover(const vka_problem *p, const vka_plan *plan);
-static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role c, uint64_t elems, uint32_t K_texels);
+static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role c, uint64_t elems, uint32_t K);
 static uint32_t count_kernel(const vka_plan *plan, vka_kernel k);
 
 static void test_small_self_attention(void)
@@ -197,7 +197,7 @@ static void test_limits(void)
     CHECK(plan.qkv_one_matmul == 1);
     CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) > 1);
     CHECK(check_plan_limits(&plan, &l, "one Q/K/V buffer of 192 MiB") == 0);
-    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 16384ull * 3 * 1024, 256) == 0);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 16384ull * 3 * 1024, 1024) == 0);
     vka_plan_free(&plan);
 }
 
@@ -366,8 +366,8 @@ static void test_splits_where_lavapipe_failed(void)
 }
 
 /* A matmul's blocks and parts write `elems` distinct elements of C, each with the whole reduction
- * (K texels summed over its parts), and nothing twice. */
-static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role c, uint64_t elems, uint32_t K_texels)
+ * (K elements: its parts' texels times each part's elements per texel), and nothing twice. */
+static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role c, uint64_t elems, uint32_t K)
 {
     uint64_t esize = vkattn_dtype_size(plan->role_dtype[c]), n_elems = plan->role_bytes[c] / esize;
     uint32_t *seen = calloc(n_elems, sizeof *seen);
@@ -375,7 +375,7 @@ static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role
     for (uint32_t i = 0; i < plan->step_count; i++) {
         const vka_step *st = &plan->steps[i];
         if ((st->kernel != VKA_KERNEL_MATMUL && st->kernel != VKA_KERNEL_MATMUL_CM && st->kernel != VKA_KERNEL_MATMUL_SM &&
-             st->kernel != VKA_KERNEL_MATMUL_VEC) ||
+             st->kernel != VKA_KERNEL_MATMUL_VEC && st->kernel != VKA_KERNEL_MATMUL_VEC_STORAGE) ||
             st->stage != stage ||
             st->bind[VKA_MATMUL_C].role != c)
             continue;
@@ -386,14 +386,14 @@ static int check_matmul_cover(const vka_plan *plan, vkattn_stage stage, vka_role
             for (uint64_t n = 0; n < m->N; n++) {
                 uint64_t at = row + n / m->c_col_block * m->c_block + n % m->c_col_block;
                 if (at >= n_elems) bad++;
-                else seen[at] += m->K;
+                else seen[at] += m->K * st->spec[VKA_SPEC_VEC];
             }
         }
     }
     uint64_t written = 0;
     for (uint64_t x = 0; x < n_elems; x++) {
         written += seen[x] != 0;
-        bad += seen[x] != 0 && seen[x] != K_texels;
+        bad += seen[x] != 0 && seen[x] != K;
     }
     bad += written != elems;
     free(seen);
@@ -410,8 +410,8 @@ static void test_weights_past_the_range(void)
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(check_plan_limits(&plan, &l, "E4096 fp32") == 0);
     CHECK(count_kind(&plan, VKATTN_STAGE_QKV_PROJECTION) == 2);
-    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 64 * 3 * 4096, 1024) == 0);
-    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 64 * 4096, 1024) == 0);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 64 * 3 * 4096, 4096) == 0);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 64 * 4096, 4096) == 0);
     /* E = 8192, H = 64, fp16: in_proj_weight is 384 MiB, out_proj.weight exactly 128 MiB. */
     p = problem(1, 16, 16, 8192, 64, 1);
     p.cfg.storage = VKATTN_DTYPE_F16;
@@ -424,8 +424,8 @@ static void test_weights_past_the_range(void)
     l.loop_budget = 700;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(check_plan_limits(&plan, &l, "E8192 fp32 budget 700") == 0);
-    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 40ull * 3 * 8192, 2048) == 0);
-    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 40ull * 8192, 2048) == 0);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 40ull * 3 * 8192, 8192) == 0);
+    CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 40ull * 8192, 8192) == 0);
     vka_plan_free(&plan);
 }
 
@@ -1058,8 +1058,8 @@ static void test_coopmat_profiles(void)
         printf("  %-20s %u matmul_cm dispatches (%u adding to C)\n", devices[d].name, cm, accumulating);
         CHECK(cm >= 2 * devices[d].parts_at_least);
         CHECK(devices[d].parts_at_least > 1 ? accumulating > 0 : accumulating == 0);
-        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 512ull * 3 * 4096, 1024) == 0);
-        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 512ull * 4096, 1024) == 0);
+        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 512ull * 3 * 4096, 4096) == 0);
+        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 512ull * 4096, 4096) == 0);
         vka_plan_free(&plan);
     }
     /* A device whose workgroups hold fewer invocations (256), or fewer subgroups of a required
@@ -1182,8 +1182,8 @@ static void test_matmul_sm_plans(void)
                accumulating);
         CHECK(sm >= 2 * rows[r].parts_at_least);
         CHECK(rows[r].parts_at_least > 1 ? accumulating > 0 : accumulating == 0);
-        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 512ull * 3 * 4096, 1024) == 0);
-        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 512ull * 4096, 1024) == 0);
+        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, 512ull * 3 * 4096, 4096) == 0);
+        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, 512ull * 4096, 4096) == 0);
         vka_plan_free(&plan);
     }
     vka_plan_limits l = lavapipe_limits();
@@ -1211,49 +1211,71 @@ static void test_matmul_sm_plans(void)
 /* matmul_vec: decoding's rows (1 to 8) under the GPU tunings take the matrix-vector product where the
  * limits allow subgroup sums (else the skinny matmul): a row tile of the rows rounded up to a power
  * of two, the tuning's columns and workgroup, loop trips within the budget (16384 wide at a budget
- * of 25: 4096 texels in parts of 24 strides of 128), every element of C covered over the whole
- * reduction. Nine rows, lavapipe's tuning or no subgroup sums: not matmul_vec. */
+ * of 25: 4096 texels of 4 in parts of 24 strides of 128, or 2048 texels of 8 in parts of 24 strides of 32),
+ * every element of C covered over the whole reduction; in 8-element texels from storage buffers
+ * (matmul_vec_storage) where the rows allow and the tuning says vec_storage (every GPU class),
+ * else in texel fetches of 4 (E 4100). Nine rows, lavapipe's tuning or no subgroup sums: neither. */
+static uint32_t count_vec(const vka_plan *plan)
+{
+    return count_kernel(plan, VKA_KERNEL_MATMUL_VEC) + count_kernel(plan, VKA_KERNEL_MATMUL_VEC_STORAGE);
+}
+
 static void test_matmul_vec_plans(void)
 {
+    const vka_kernel fetch = VKA_KERNEL_MATMUL_VEC, storage = VKA_KERNEL_MATMUL_VEC_STORAGE;
     const struct {
         const char *tuning;
         uint32_t budget, E, H, L, tile_a, tile_b, wg, parts;
+        vka_kernel kernel;
+        uint32_t vec;
     } rows[] = {
-        {"gpu", 65535, 4096, 32, 1, 1, 4, 128, 1},
-        {"mobile", 65535, 4096, 32, 3, 4, 4, 64, 1},
-        {"coopmat", 65535, 4096, 32, 8, 8, 4, 128, 1},
-        {"gpu", 25, 16384, 4096, 1, 1, 4, 128, 2},
+        {"gpu", 65535, 4096, 32, 1, 1, 4, 128, 1, storage, 8},
+        {"mobile", 65535, 4096, 32, 3, 4, 4, 64, 1, storage, 8},
+        {"coopmat", 65535, 4096, 32, 8, 8, 4, 128, 1, storage, 8},
+        {"gpu:vec_wg=32", 25, 16384, 4096, 1, 1, 4, 32, 2, storage, 8},
+        {"gpu:vec_storage=0", 25, 16384, 4096, 1, 1, 4, 128, 2, fetch, 4},
+        {"gpu:vec_storage=0", 65535, 4096, 32, 1, 1, 4, 128, 1, fetch, 4},
+        {"gpu", 65535, 4100, 41, 1, 1, 4, 128, 1, fetch, 4},
     };
     vkattn_device_info any = {0};
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_plan_limits l = lavapipe_limits();
-        l.tuning = vka_tuning_for(&any, rows[r].tuning);
+        vka_tuning parsed;
+        int named;
+        char why[600] = "";
+        CHECK_MSG(vka_tuning_parse(&any, rows[r].tuning, &parsed, &named, why, sizeof why) == 0, "%s", why);
+        l.tuning = &parsed;
         l.max_shared_bytes = 32768, l.max_workgroup_invocations = 1024, l.loop_budget = rows[r].budget;
         l.subgroup_sums = 1;
         const uint32_t E = rows[r].E, L = rows[r].L;
         vka_problem p = problem(1, L, L, E, rows[r].H, 1);
         vka_plan plan = {0};
-        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-        CHECK_MSG(check_plan_limits(&plan, &l, rows[r].tuning) == 0, "%s", rows[r].tuning);
-        uint32_t mv = count_kernel(&plan, VKA_KERNEL_MATMUL_VEC), accumulating = 0;
+        vkattn_error err = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_OK);
+        CHECK_MSG(check_plan_limits(&plan, &l, rows[r].tuning) == 0, "%s: %s", rows[r].tuning, err.message);
+        uint32_t mv = count_kernel(&plan, rows[r].kernel), accumulating = 0;
         CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0 &&
-              count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 0);
+              count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 0 && count_vec(&plan) == mv);
         for (uint32_t i = 0; i < plan.step_count; i++) {
             const vka_step *st = &plan.steps[i];
-            if (st->kernel != VKA_KERNEL_MATMUL_VEC) continue;
+            if (st->kernel != rows[r].kernel) continue;
             accumulating += (st->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_ACCUMULATE) != 0;
             CHECK(st->spec[VKA_SPEC_TILE_A] == rows[r].tile_a && st->spec[VKA_SPEC_TILE_B] == rows[r].tile_b &&
-                  st->spec[VKA_SPEC_WG_SIZE] == rows[r].wg);
+                  st->spec[VKA_SPEC_WG_SIZE] == rows[r].wg && st->spec[VKA_SPEC_VEC] == rows[r].vec);
+            /* fp32 operands here: no fp16 flags; the storage build binds whole 8-element texels */
+            CHECK((st->spec[VKA_SPEC_FLAGS] & (VKA_MATMUL_A_F16 | VKA_MATMUL_B_F16)) == 0);
+            if (st->kernel == storage)
+                CHECK(st->bind[VKA_MATMUL_A].offset % 32 == 0 && st->bind[VKA_MATMUL_B].offset % 32 == 0);
             CHECK(vka_step_loop_trips(st) <= rows[r].budget);
             CHECK((uint64_t)st->groups[0] * st->groups[1] * st->groups[2] >=
                   vka_ceil_div(st->push.matmul.M, rows[r].tile_a) * st->push.matmul.tiles_n);
         }
-        printf("  %-8s budget %-6u E %-5u L %u: %u matmul_vec dispatches (%u adding to C)\n", rows[r].tuning,
-               rows[r].budget, E, L, mv, accumulating);
+        printf("  %-17s budget %-6u E %-5u L %u: %u %s dispatches (%u adding to C)\n", rows[r].tuning,
+               rows[r].budget, E, L, mv, vka_kernel_get(rows[r].kernel)->spirv, accumulating);
         CHECK(mv >= 2 * rows[r].parts);
         CHECK(rows[r].parts > 1 ? accumulating > 0 : accumulating == 0);
-        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, (uint64_t)L * 3 * E, E / 4) == 0);
-        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, (uint64_t)L * E, E / 4) == 0);
+        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_ROLE_QKV, (uint64_t)L * 3 * E, E) == 0);
+        CHECK(check_matmul_cover(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_ROLE_OUTPUT, (uint64_t)L * E, E) == 0);
         vka_plan_free(&plan);
     }
     vka_plan_limits l = lavapipe_limits();
@@ -1262,17 +1284,17 @@ static void test_matmul_vec_plans(void)
     vka_problem p = problem(1, 9, 9, 256, 4, 1); /* nine rows */
     vka_plan plan = {0};
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_VEC) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 2);
+    CHECK(count_vec(&plan) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 2);
     p = problem(1, 8, 8, 256, 4, 1);
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_VEC) == 2);
+    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_VEC_STORAGE) == 2);
     l.subgroup_sums = 0;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_VEC) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 2);
+    CHECK(count_vec(&plan) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 2);
     l = lavapipe_limits();
     l.subgroup_sums = 1;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_VEC) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 2);
+    CHECK(count_vec(&plan) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL) == 2);
     vka_plan_free(&plan);
 }
 
@@ -1474,11 +1496,12 @@ static void test_device_profiles(void)
         /* the GPU classes' decode attention: the LANES build, a workgroup per row tile */
         const vka_step *paged =
             largest_step(&plan, VKATTN_STAGE_FUSED, t->paged_lanes ? VKA_KERNEL_PAGED_LANES : VKA_KERNEL_PAGED);
-        const vka_step *step_qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_VEC);
-        const vka_step *step_out = largest_step(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_KERNEL_MATMUL_VEC);
+        const vka_step *step_qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_VEC_STORAGE);
+        const vka_step *step_out = largest_step(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_KERNEL_MATMUL_VEC_STORAGE);
         CHECK_MSG(paged && step_qkv && step_out && count_kernel(&plan, VKA_KERNEL_MATMUL) == 0 &&
-                      count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 0,
-                  "%s decode: steps (matmul_vec for one token)", dp->name);
+                      count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0 && count_kernel(&plan, VKA_KERNEL_MATMUL_SM) == 0 &&
+                      count_kernel(&plan, VKA_KERNEL_MATMUL_VEC) == 0,
+                  "%s decode: steps (matmul_vec_storage for one token)", dp->name);
         if (paged && step_qkv && step_out) {
             CHECK_MSG(step_groups(paged) >= two_waves && step_groups(step_qkv) >= two_waves &&
                           step_groups(step_out) >= two_waves,
@@ -1645,13 +1668,19 @@ static void test_tuning_strings(void)
         vka_plan_free(&plan);
     }
     /* matmul_vec's shape from a tuning string: a decoding step's projections (one row) in workgroups of
-     * vec_wg invocations per vec_tile_n columns, loop trips ceil(K / vec_wg) + 1 */
+     * vec_wg invocations per vec_tile_n columns, loop trips ceil(K / vec_wg) + 1, K in texels of 8
+     * (matmul_vec_storage) or, with vec_storage=0, of 4 (matmul_vec) */
     {
         const struct {
             const char *tuning;
-            uint32_t tile_n, wg;
-        } vec[] = {{"coopmat", 4, 128}, {"coopmat:vec_tile_n=1", 1, 128}, {"coopmat:vec_tile_n=8,vec_wg=256", 8, 256},
-                   {"gpu:vec_wg=32", 4, 32}, {"mobile:vec_tile_n=2", 2, 64}};
+            uint32_t tile_n, wg, vec;
+        } vec[] = {{"coopmat", 4, 128, 8},
+                   {"coopmat:vec_tile_n=1", 1, 128, 8},
+                   {"coopmat:vec_tile_n=8,vec_wg=256", 8, 256, 8},
+                   {"gpu:vec_wg=32", 4, 32, 8},
+                   {"mobile:vec_tile_n=2", 2, 64, 8},
+                   {"coopmat:vec_storage=0", 4, 128, 4},
+                   {"coopmat:vec_storage=0,vec_wg=256", 4, 256, 4}};
         for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++) {
             vka_tuning t;
             parse_tuning(dp, vec[i].tuning, &t, NULL);
@@ -1660,10 +1689,12 @@ static void test_tuning_strings(void)
             p.cfg.bias = 0;
             vka_plan plan = {0};
             CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-            const vka_step *qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_VEC);
+            const vka_step *qkv = largest_step(
+                &plan, VKATTN_STAGE_QKV_PROJECTION, vec[i].vec == 8 ? VKA_KERNEL_MATMUL_VEC_STORAGE : VKA_KERNEL_MATMUL_VEC);
             CHECK_MSG(qkv && qkv->spec[VKA_SPEC_TILE_B] == vec[i].tile_n && qkv->spec[VKA_SPEC_WG_SIZE] == vec[i].wg &&
                           step_groups(qkv) == vka_ceil_div(4096 + 2 * 1024, vec[i].tile_n) &&
-                          vka_step_loop_trips(qkv) == vka_ceil_div(1024, vec[i].wg) + 1,
+                          vka_step_loop_trips(qkv) == vka_ceil_div(4096 / vec[i].vec, vec[i].wg) + 1 &&
+                          qkv->spec[VKA_SPEC_VEC] == vec[i].vec && count_vec(&plan) == 2,
                       "%s: matmul_vec %u columns, %u invocations", vec[i].tuning, qkv ? qkv->spec[VKA_SPEC_TILE_B] : 0,
                       qkv ? qkv->spec[VKA_SPEC_WG_SIZE] : 0);
             vka_plan_free(&plan);
@@ -1675,7 +1706,8 @@ static void test_tuning_strings(void)
                          "coopmat-with-a-name-longer-than-any-tuning:cm_ksteps=4", "gpu:cm_ksteps=2",
                          "intel:cm_attn_subgroups=4", "lavapipe:sm_tile_m=32", "coopmat:cm_subgroup=48",
                          "gpu:sm_tile_k=6", "coopmat:cm_attn_row_lanes=3", "cm_ksteps=4", "lavapipe:vec_wg=64",
-                         "gpu:vec_tile_n=0", "gpu:vec_tile_n=9", "gpu:vec_wg=48", "gpu:vec_wg=2048"};
+                         "gpu:vec_tile_n=0", "gpu:vec_tile_n=9", "gpu:vec_wg=48", "gpu:vec_wg=2048",
+                         "gpu:vec_storage=2", "lavapipe:vec_storage=1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vka_tuning t;
         int named;

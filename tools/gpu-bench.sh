@@ -160,10 +160,13 @@ for t in $dsweep; do
 done
 step "decode's projections: matmul_vec's shapes at 8192 keys (f16), each against the default"
 # a decoding step's Q/K/V and output projections stream the weights once (50 and 34 MB at E = 4096):
-# columns per workgroup (vec_tile_n) and invocations (vec_wg) set the loads in flight and the grid.
+# columns per workgroup (vec_tile_n) and invocations (vec_wg) set the loads in flight and the grid;
+# vec_storage=0 reads them through texel fetches (matmul_vec, the second GPU day's 40-45% of the
+# copy bandwidth) instead of 16-byte storage-buffer loads (matmul_vec_storage).
 # GPU_BENCH_VEC_SWEEP="T1 T2 ..." replaces the list.
-vsweep=${GPU_BENCH_VEC_SWEEP:-"coopmat coopmat:vec_tile_n=1 coopmat:vec_tile_n=2 coopmat:vec_tile_n=8
-  coopmat:vec_wg=64 coopmat:vec_wg=256 coopmat:vec_tile_n=8,vec_wg=256"}
+vsweep=${GPU_BENCH_VEC_SWEEP:-"coopmat coopmat:vec_storage=0 coopmat:vec_tile_n=1 coopmat:vec_tile_n=2
+  coopmat:vec_tile_n=8 coopmat:vec_wg=64 coopmat:vec_wg=256 coopmat:vec_tile_n=8,vec_wg=256
+  coopmat:vec_storage=0,vec_tile_n=8,vec_wg=256"}
 n=0
 for t in $vsweep; do
   n=$((n + 1))
@@ -171,7 +174,7 @@ for t in $vsweep; do
   VKATTN_TUNING="$t" "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 8192 --dtype f16 \
     --min-time 0.3 --trace --json "$out/decode_vec_$n.json" >"$out/decode_vec_$n.txt" ||
     echo "(failed: see decode_vec_$n.txt)" | tee -a "$out/decode_vec.txt"
-  grep -E '^ +[0-9]+ +(qkv|out)_projection +matmul' "$out/decode_vec_$n.txt" | awk '!seen[$0]++' | cut -c1-200 |
+  grep -E '^ +[0-9]+ +(qkv|out)_projection +matmul' "$out/decode_vec_$n.txt" | awk '!seen[$0]++' | cut -c1-240 |
     tee -a "$out/decode_vec.txt" || true
   if [ "$n" -gt 1 ] && [ -f "$out/decode_vec_1.json" ] && [ -f "$out/decode_vec_$n.json" ]; then
     "$vk" bench --compare "$out/decode_vec_1.json" "$out/decode_vec_$n.json" | grep -E '^decode_|projection' |

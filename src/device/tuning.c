@@ -29,14 +29,17 @@
  * Each block of attn_paged_lanes waited a whole memory latency (its loads issued at its start, then
  * the scores, the softmax and P.V with nothing in flight): the next block's rows are now fetched
  * before this one's work, up to D = 128 (not yet measured on a GPU; paged_lanes_prefetch=0 is the
- * kernel as it was). */
+ * kernel as it was). matmul_vec read W through texel fetches (the texture pipe on NVIDIA) at
+ * 40-45% of an H100's copy bandwidth (QKV 48 us for 50 MB, the output 28 us for 34 MB): it now
+ * reads 16-byte words of storage buffers where the rows allow (vec_storage; not yet measured on a
+ * GPU, vec_storage=0 is the kernel as it was). */
 #define GPU_KERNELS                                                                                  \
     .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64, .matmul_skinny_tile_n = 4,             \
     .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4, \
     .pv_tile_d = 2, .pv_wg = 64, .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4,     \
     .fused_wg = 64, .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128,                    \
-    .paged_min_part = 16, .softmax_wg = 256, .vec_tile_n = 4, .vec_wg = 128, .sm_tile_m = 64,        \
-    .sm_tile_n = 64, .sm_tile_k = 16, .paged_lanes = 32, .paged_lanes_group = 4,                     \
+    .paged_min_part = 16, .softmax_wg = 256, .vec_tile_n = 4, .vec_wg = 128, .vec_storage = 1,     \
+    .sm_tile_m = 64, .sm_tile_n = 64, .sm_tile_k = 16, .paged_lanes = 32, .paged_lanes_group = 4,    \
     .paged_lanes_per_unit = 8, .paged_lanes_prefetch = 1, .merge_lanes = 16
 
 static const vka_tuning tunings[] = {
@@ -142,8 +145,8 @@ static const vka_tuning tunings[] = {
         .merge_lanes = 16, .softmax_wg = 128,
         /* 32 x 32 outputs per workgroup of 64 (4.5 KiB of shared memory, blocks of 16) */
         .sm_tile_m = 32, .sm_tile_n = 32, .sm_tile_k = 16,
-        /* decoding's matrix-vector products: 4 columns per workgroup of 64 */
-        .vec_tile_n = 4, .vec_wg = 64,
+        /* decoding's matrix-vector products: 4 columns per workgroup of 64, 16-byte loads */
+        .vec_tile_n = 4, .vec_wg = 64, .vec_storage = 1,
     },
 };
 
@@ -248,6 +251,7 @@ static const struct tuning_field {
     FIELD(merge_lanes, 1, 64, POW2, fused_wg, "attn_merge"),
     FIELD(vec_tile_n, 1, 8, ANY, vec_wg, "matmul_vec"),
     FIELD(vec_wg, 32, 1024, POW2, vec_wg, "matmul_vec"),
+    FIELD(vec_storage, 0, 1, ANY, vec_wg, "matmul_vec"),
 #undef FIELD
 };
 

@@ -67,8 +67,10 @@ typedef struct vka_tuning {
     /* matmul_vec (matmul.comp's MATVEC build), the matrix-vector product of decoding steps (0 =
      * this tuning does not use it): matmuls of at most 8 rows, a workgroup of vec_wg invocations
      * per vec_tile_n columns (and all the rows, rounded up to a power of two) striding the
-     * reduction together, summed by subgroup arithmetic. */
-    uint32_t vec_tile_n, vec_wg;
+     * reduction together, summed by subgroup arithmetic. vec_storage 1: where the reduction and
+     * the rows start on whole 8-element texels, the MATVEC_STORAGE build (matmul_vec_storage),
+     * which reads A and W from storage buffers 16 bytes at a time, instead of texel fetches. */
+    uint32_t vec_tile_n, vec_wg, vec_storage;
     /* The subgroup size the cooperative-matrix kernels require: this one where the device can
      * give it (subgroup_size_min..max), 0 = the device's smallest (Intel's matrix engines work on
      * 8 or 16 lanes). Read from the "coopmat" row by tunings without cm_* fields. */

@@ -27,6 +27,7 @@
 VKA_KERNEL(MATMUL,        matmul,           matmul.comp,        -,         1, vka_matmul_push,  "A B Bias C_", vka_matmul_trips, vka_matmul_describe)
 VKA_KERNEL(MATMUL_SM,     matmul_sm,        matmul.comp,        SHARED_TILES, 1, vka_matmul_push,  "A B Bias C_", vka_matmul_sm_trips, vka_matmul_sm_describe)
 VKA_KERNEL(MATMUL_VEC,    matmul_vec,       matmul.comp,        MATVEC,    1, vka_matmul_push,  "A B Bias C_", vka_matmul_vec_trips, vka_matmul_vec_describe)
+VKA_KERNEL(MATMUL_VEC_STORAGE, matmul_vec_storage, matmul.comp, MATVEC_STORAGE, 1, vka_matmul_push, "A_ B_ Bias C_", vka_matmul_vec_trips, vka_matmul_vec_describe)
 VKA_KERNEL(MATMUL_CM,     matmul_cm,        matmul_cm.comp,     COOPMAT,   1, vka_matmul_push,  "A_ B_ Bias C_", vka_matmul_cm_trips, vka_matmul_cm_describe)
 VKA_KERNEL(SCORES,        attn_scores,      attn_scores.comp,   -,         0, vka_scores_push,  "Q K P_ Kpm_ ValidLens_ MaskBytes_ HeadTerms_", vka_scores_trips, vka_scores_describe)
 VKA_KERNEL(SOFTMAX,       softmax,          softmax.comp,       -,         0, vka_softmax_push, "P_ Stats_ HeadTerms_", vka_softmax_trips, vka_softmax_describe)

@@ -100,7 +100,7 @@ static vkattn_status bind_row_set(vka_builder *b, const vka_qkv_layout *l, const
     uint64_t first, last, shift;
     first = l->q_offset + b0 * l->q_batch + h0 * l->q_head + i0 * l->q_row;
     last = l->q_offset + b1 * l->q_batch + h1 * l->q_head + i1 * l->q_row + D;
-    if (storage) VKA_TRY(vka_bind_vectors(b, &out->q, l->q, first, last - first, &shift));
+    if (storage) VKA_TRY(vka_bind_vectors(b, &out->q, l->q, 4, first, last - first, &shift));
     else VKA_TRY(vka_bind_elems(b, &out->q, l->q, (uint8_t)vec, first, last - first, &shift));
     out->q_offset = vka_slice_offset(l->q_offset, first, shift, vec);
     /* K and V: the K/V heads h / group the set's query heads read */
@@ -111,7 +111,7 @@ static vkattn_status bind_row_set(vka_builder *b, const vka_qkv_layout *l, const
         last = base + b1 * l->kv_batch + h1 / G * l->kv_head + (uint64_t)(p->S_ext - 1) * l->kv_row + D;
         vka_bind *bind = kv ? &out->v : &out->k;
         const vka_role role = kv ? l->v : l->k;
-        if (storage) VKA_TRY(vka_bind_vectors(b, bind, role, first, last - first, &shift));
+        if (storage) VKA_TRY(vka_bind_vectors(b, bind, role, 4, first, last - first, &shift));
         else VKA_TRY(vka_bind_elems(b, bind, role, (uint8_t)vec, first, last - first, &shift));
         *(kv ? &out->v_offset : &out->k_offset) = vka_slice_offset(base, first, shift, vec);
     }

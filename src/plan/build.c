@@ -135,10 +135,10 @@ vkattn_status vka_bind_elems(vka_builder *b, vka_bind *out, vka_role role, uint8
     return bind_elems(b, out, role, view, first, count, 1, shift);
 }
 
-vkattn_status vka_bind_vectors(vka_builder *b, vka_bind *out, vka_role role, uint64_t first, uint64_t count,
-                               uint64_t *shift)
+vkattn_status vka_bind_vectors(vka_builder *b, vka_bind *out, vka_role role, uint32_t width, uint64_t first,
+                               uint64_t count, uint64_t *shift)
 {
-    return bind_elems(b, out, role, VKA_VIEW_BUFFER, first, count, 4 * vka_elem_bytes(b, role), shift);
+    return bind_elems(b, out, role, VKA_VIEW_BUFFER, first, count, width * vka_elem_bytes(b, role), shift);
 }
 
 uint32_t vka_slice_offset(uint64_t layout_offset, uint64_t first, uint64_t shift, uint32_t vec)

@@ -41,10 +41,11 @@ vkattn_status vka_bind_whole(vka_builder *b, vka_bind *out, vka_role role, uint8
  * a slice from an aligned offset. *shift gets the elements from the slice's start to `first`. */
 vkattn_status vka_bind_elems(vka_builder *b, vka_bind *out, vka_role role, uint8_t view, uint64_t first,
                              uint64_t count, uint64_t *shift);
-/* The same as a storage buffer read in vectors of 4 elements (vec4, or 4 halves as a uvec2): the
- * slice starts on a multiple of 4 elements, so that *shift is one too where `first` is. */
-vkattn_status vka_bind_vectors(vka_builder *b, vka_bind *out, vka_role role, uint64_t first, uint64_t count,
-                               uint64_t *shift);
+/* The same as a storage buffer read in vectors of `width` elements (4: a vec4, or 4 halves as a
+ * uvec2; 8: matmul_vec_storage's): the slice starts on a multiple of `width` elements, so that
+ * *shift is one too where `first` is. */
+vkattn_status vka_bind_vectors(vka_builder *b, vka_bind *out, vka_role role, uint32_t width, uint64_t first,
+                               uint64_t count, uint64_t *shift);
 /* The push-constant offset, in texels of `vec` elements and modulo 2^32, that makes a kernel's
  * `offset + absolute index` land inside a slice: the slice holds element `first` `shift`
  * elements after its start, and `layout_offset + index(first)` is `first`. */

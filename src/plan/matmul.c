@@ -110,22 +110,35 @@ vka_matmul_cm_tile vka_matmul_vec_tile_for(const vka_tuning *t, const vka_plan_l
     return s;
 }
 
-/* The kernel for a layer's matmul of M rows and its tile (wg 0 for matmul.comp, whose shape is
- * shape_for's), in order of preference: matmul_cm for a layer with fp16 operands (precision F16,
- * resolved from the storage by default), matmul_sm, matmul_vec. */
+/* Whether the reduction and every row of A and W start on a whole texel of `vec` elements. */
+static int whole_texels(const matmul_args *m, uint32_t vec)
+{
+    return m->K % vec == 0 && m->lda % vec == 0 && m->a_offset % vec == 0 && m->w_offset % vec == 0;
+}
+
+/* The kernel for a layer's matmul, its tile (wg 0 for matmul.comp, whose shape is shape_for's)
+ * and its texels' elements (vec: 4 where the rows allow, else 1; matmul_vec_storage's 8), in
+ * order of preference: matmul_cm for a layer with fp16 operands (precision F16, resolved from the
+ * storage by default), matmul_sm, matmul_vec (matmul_vec_storage where the tuning asks and the
+ * rows start on 8-element texels). */
 typedef struct matmul_choice {
     vka_kernel kernel;
     cm_shape tile;
+    uint32_t vec;
 } matmul_choice;
 
-static matmul_choice matmul_choice_for(const vka_builder *b, uint32_t M)
+static matmul_choice matmul_choice_for(const vka_builder *b, const matmul_args *m)
 {
+    const uint32_t vec = whole_texels(m, 4) ? 4 : 1;
     cm_shape t = {0};
-    if (b->p->cfg.precision == VKATTN_PRECISION_F16 && (t = vka_matmul_cm_tile_for(b->tuning, b->limits, M)).wg)
-        return (matmul_choice){VKA_KERNEL_MATMUL_CM, t};
-    if ((t = vka_matmul_sm_tile_for(b->tuning, b->limits, M)).wg) return (matmul_choice){VKA_KERNEL_MATMUL_SM, t};
-    if ((t = vka_matmul_vec_tile_for(b->tuning, b->limits, M)).wg) return (matmul_choice){VKA_KERNEL_MATMUL_VEC, t};
-    return (matmul_choice){VKA_KERNEL_MATMUL, t};
+    if (b->p->cfg.precision == VKATTN_PRECISION_F16 && (t = vka_matmul_cm_tile_for(b->tuning, b->limits, m->M)).wg)
+        return (matmul_choice){VKA_KERNEL_MATMUL_CM, t, vec};
+    if ((t = vka_matmul_sm_tile_for(b->tuning, b->limits, m->M)).wg)
+        return (matmul_choice){VKA_KERNEL_MATMUL_SM, t, vec};
+    if ((t = vka_matmul_vec_tile_for(b->tuning, b->limits, m->M)).wg)
+        return b->tuning->vec_storage && whole_texels(m, 8) ? (matmul_choice){VKA_KERNEL_MATMUL_VEC_STORAGE, t, 8}
+                                                             : (matmul_choice){VKA_KERNEL_MATMUL_VEC, t, vec};
+    return (matmul_choice){VKA_KERNEL_MATMUL, t, vec};
 }
 
 uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, vkattn_matrix_shape ms,
@@ -145,7 +158,7 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
                                   int emit)
 {
     matmul_shape sh = shape_for(b->tuning, m->M);
-    const matmul_choice ch = matmul_choice_for(b, m->M);
+    const matmul_choice ch = matmul_choice_for(b, m);
     vkattn_status status;
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = m->stage, .kernel = ch.kernel,
                   .f16_out = b->plan->role_dtype[m->c] == VKATTN_DTYPE_F16, .barrier_before = barrier,
@@ -171,9 +184,11 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
     uint64_t a_shift, w_shift, c_shift, bias_shift = 0;
     const uint64_t a_first = m->a_offset + (uint64_t)m0 * m->lda, a_count = (uint64_t)(mc - 1) * m->lda + m->K;
     const uint64_t w_first = m->w_offset + (uint64_t)n0 * m->K, w_count = (uint64_t)nc * m->K;
-    if (ch.kernel == VKA_KERNEL_MATMUL_CM) { /* storage buffers: a GPU's load path (see matmul_cm.comp) */
-        VKA_TRY(vka_bind_vectors(b, &s.bind[VKA_MATMUL_A], m->a, a_first, a_count, &a_shift));
-        VKA_TRY(vka_bind_vectors(b, &s.bind[VKA_MATMUL_B], m->w, w_first, w_count, &w_shift));
+    if (ch.kernel == VKA_KERNEL_MATMUL_CM || ch.kernel == VKA_KERNEL_MATMUL_VEC_STORAGE) {
+        /* storage buffers: a GPU's load path (see matmul_cm.comp), in vectors of 4 or 8 elements */
+        const uint32_t width = ch.kernel == VKA_KERNEL_MATMUL_CM ? 4 : 8;
+        VKA_TRY(vka_bind_vectors(b, &s.bind[VKA_MATMUL_A], m->a, width, a_first, a_count, &a_shift));
+        VKA_TRY(vka_bind_vectors(b, &s.bind[VKA_MATMUL_B], m->w, width, w_first, w_count, &w_shift));
         if (b->plan->role_dtype[m->a] == VKATTN_DTYPE_F16) s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_A_F16;
         if (b->plan->role_dtype[m->w] == VKATTN_DTYPE_F16) s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_B_F16;
     } else {
@@ -239,14 +254,14 @@ fail:
 static vkattn_status add_matmul(vka_builder *b, const matmul_args *m)
 {
     const vka_tuning *pr = b->tuning;
-    uint32_t vec = m->K % 4 == 0 && m->lda % 4 == 0 && m->a_offset % 4 == 0 && m->w_offset % 4 == 0 ? 4 : 1;
-    uint32_t K = m->K / vec;
+    const matmul_choice ch = matmul_choice_for(b, m);
+    const uint32_t vec = ch.vec, K = m->K / vec;
     uint64_t part = vka_budget_left(b, 1); /* blocks of the reduction one part may take */
     if (part == 0) return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT, "the loop budget is too small for a matmul");
     /* A block is a texel (matmul.comp), TILE_K / vec texels (matmul_cm, matmul_sm) or a texel per
-     * invocation (matmul_vec). */
-    const matmul_choice ch = matmul_choice_for(b, m->M);
-    uint64_t block = ch.kernel == VKA_KERNEL_MATMUL_VEC ? ch.tile.wg : ch.tile.wg ? ch.tile.tile_k / vec : 1;
+     * invocation (matmul_vec, matmul_vec_storage). */
+    const int strided = ch.kernel == VKA_KERNEL_MATMUL_VEC || ch.kernel == VKA_KERNEL_MATMUL_VEC_STORAGE;
+    uint64_t block = strided ? ch.tile.wg : ch.tile.wg ? ch.tile.tile_k / vec : 1;
     uint32_t kc = (uint32_t)vka_min64(part > UINT64_MAX / block ? UINT64_MAX : part * block, K);
     uint32_t n_unit = m->c_col_block < m->N ? (uint32_t)m->c_col_block : pr->matmul_tile_n;
     uint32_t nc = m->N, mc = m->M;
@@ -510,8 +525,10 @@ uint64_t vka_matmul_vec_trips(const vka_step *s)
 void vka_matmul_vec_describe(vka_text *t, const vka_step *s)
 {
     vka_matmul_describe(t, s);
-    vka_text_put(t, " as matrix-vector products (%u rows x %u columns per workgroup of %u, subgroup sums)",
-                 s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_WG_SIZE]);
+    vka_text_put(t, " as matrix-vector products (%u rows x %u columns per workgroup of %u, %s, subgroup sums)",
+                 s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_WG_SIZE],
+                 s->kernel == VKA_KERNEL_MATMUL_VEC_STORAGE ? "8-element texels in 16-byte storage loads"
+                                                             : "texel fetches");
 }
 
 /* rope: no loops for a rotation alone; each head's norm two passes over its D values; a row's two
