@@ -23,7 +23,8 @@
  * requires that size with full subgroups (src/pipeline/pipeline_cache.c).
  * Bindings: VKA_MATMUL_* (abi.h). Specialization: TILE_A, TILE_B (multiples of 2 MAT_M, SUBGROUPS_N MAT_N),
  * TILE_K (a multiple of MAT_K and of 8), MAT_M, MAT_N, MAT_K (the device's shape, MAT_K a multiple of
- * 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), VEC, FLAGS
+ * 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), VEC (elements per texel: 1, 4, or
+ * 8 where A and B both hold fp16: one 16-byte load of 8 halves, staged as two f16vec4), FLAGS
  * (VKA_MATMUL_ACCUMULATE, VKA_MATMUL_PREFETCH, VKA_MATMUL_TWO_STAGES, and A_F16, B_F16: the storage
  * buffers' element types).
  * Loop trips per invocation: ceil(K / (TILE_K / VEC)) + 1, K in texels (the blocks; every other loop
@@ -43,8 +44,10 @@
  * B_F16 say. */
 layout(std430, binding = VKA_MATMUL_A) readonly buffer A_ { vec4 a32[]; };
 layout(std430, binding = VKA_MATMUL_A) readonly buffer AH_ { uvec2 a16[]; };
+layout(std430, binding = VKA_MATMUL_A) readonly buffer AW_ { uvec4 a16x8[]; }; /* VEC 8 */
 layout(std430, binding = VKA_MATMUL_B) readonly buffer B_ { vec4 b32[]; };
 layout(std430, binding = VKA_MATMUL_B) readonly buffer BH_ { uvec2 b16[]; };
+layout(std430, binding = VKA_MATMUL_B) readonly buffer BW_ { uvec4 b16x8[]; };
 layout(binding = VKA_MATMUL_BIAS) uniform samplerBuffer Bias;
 #include "attention_common.glsl"
 #include "storage_texels.glsl"
@@ -72,8 +75,9 @@ const uint A_FETCH = (TILE_A * TK + WG - 1) / WG; /* texels of A's block per inv
 const uint B_FETCH = (TILE_B * TK + WG - 1) / WG;
 
 const bool A_HALF = (FLAGS & VKA_MATMUL_A_F16) != 0, B_HALF = (FLAGS & VKA_MATMUL_B_F16) != 0;
-uvec4 load_a(uint t) { return VKA_TEXEL_BITS(a32, a16, A_HALF, t); }
-uvec4 load_b(uint t) { return VKA_TEXEL_BITS(b32, b16, B_HALF, t); }
+/* a texel's bits: with VEC 8 its 8 halves (the plan takes VEC 8 only where A and B hold fp16) */
+uvec4 load_a(uint t) { return VEC == 8 ? a16x8[t] : VKA_TEXEL_BITS(a32, a16, A_HALF, t); }
+uvec4 load_b(uint t) { return VEC == 8 ? b16x8[t] : VKA_TEXEL_BITS(b32, b16, B_HALF, t); }
 
 /* This invocation's texels of rows [row0, row0 + rows) of A or B (`load`), texels [k0, k0 + TK)
  * of each, into `regs`; zeros past `limit` rows or K texels (so a block past the end is all zeros). */
@@ -91,9 +95,15 @@ uvec4 load_b(uint t) { return VKA_TEXEL_BITS(b32, b16, B_HALF, t); }
     [[unroll]] for (uint i_ = 0; i_ < (rows * TK + WG - 1) / WG; i_++) {                            \
         uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
         if ((rows * TK) % WG == 0 || t_ < rows * TK) {                                              \
-            f16vec4 v_ = vka_texel_f16(regs[i_], fp16);                                             \
-            if (VEC == 4) tile[(base) + (t_ / TK) * STRIDE4 + t_ % TK] = v_;                        \
-            else tile[(base) + (t_ / TK) * STRIDE4 + (t_ % TK) / 4][(t_ % TK) % 4] = v_.x;          \
+            if (VEC == 8) {                                                                         \
+                uint at_ = (base) + (t_ / TK) * STRIDE4 + 2 * (t_ % TK);                            \
+                tile[at_] = f16vec4(unpackFloat2x16(regs[i_].x), unpackFloat2x16(regs[i_].y));      \
+                tile[at_ + 1] = f16vec4(unpackFloat2x16(regs[i_].z), unpackFloat2x16(regs[i_].w));  \
+            } else {                                                                                \
+                f16vec4 v_ = vka_texel_f16(regs[i_], fp16);                                         \
+                if (VEC == 4) tile[(base) + (t_ / TK) * STRIDE4 + t_ % TK] = v_;                    \
+                else tile[(base) + (t_ / TK) * STRIDE4 + (t_ % TK) / 4][(t_ % TK) % 4] = v_.x;      \
+            }                                                                                       \
         }                                                                                           \
     }
 

@@ -53,6 +53,12 @@ static const mm_case cases[] = {
     {"64x96x300_f16_two_stages", 64, 96, 300, 1, 1, 0, .two_stages = 1},
     {"17x40x68_split_two_stages", 17, 40, 68, 1, .parts = 2, .two_stages = 1},
     {"70x200x72_8_subgroups_two_stages", 70, 200, 72, 1, .subgroups_n = 4, .two_stages = 1},
+    /* fp16 A and B in texels of 8 (cm_wide_loads: one 16-byte load, staged as two f16vec4) */
+    {"128x128x128_f16_wide", 128, 128, 128, 0, 1, 1, .vec8 = 1},
+    {"33x65x40_f16_in_wide", 33, 65, 40, 0, 1, 0, .vec8 = 1},
+    {"31x33x48_split_f16_wide", 31, 33, 48, 0, 1, 1, .parts = 2, .vec8 = 1},
+    {"33x130x48_split_f16_16_subgroups_two_stages_wide", 33, 130, 48, 0, 1, 0, .parts = 2, .subgroups_n = 8,
+     .two_stages = 1, .vec8 = 1},
     {"rounding_probe", 1, 1, 1, .no_bias = 1},
 };
 
@@ -68,7 +74,7 @@ static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long s
 {
     vka_device *dev = &ctx->dev;
     const vkattn_matrix_shape ms = vka_matrix_shape_for(&dev->info);
-    const uint32_t vec = c->vec4 ? 4 : 1, M = c->M, N = c->N, K = c->K;
+    const uint32_t vec = c->vec8 ? 8 : c->vec4 ? 4 : 1, M = c->M, N = c->N, K = c->K;
     const size_t in_bytes = c->f16_in ? 2 : 4, out_bytes = c->f16_out ? 2 : 4;
     /* The plan's shape for the coopmat tuning: 2 x 2 accumulators per subgroup, blocks of 2 steps,
      * 2 x subgroups_n subgroups; the next block prefetched (the tuning's cm_prefetch) in the
@@ -281,6 +287,31 @@ static void test_self_test(const vkattn_device_info *info)
     }
 }
 
+/* cm_wide_loads: an f16 layer's output projection (fp16 context and weights, E 64) reads 8 values
+ * per 16-byte load under the coopmat class, 4 with cm_wide_loads=0 (its Q/K/V projection reads the
+ * caller's fp32 query: 4); an f32 layer's projections (fp32 operands) never. The kernel itself: the _wide cases above; the forwards
+ * of f16 layers against the CPU path: gpu_vs_cpu_coopmat_fp16, attn_cm's f16 rows. */
+static void test_wide_loads(void)
+{
+    const char *tunings[] = {"coopmat", "coopmat:cm_wide_loads=0"};
+    static char plan[1 << 16];
+    for (int t = 0; t < 2; t++) {
+        vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = tunings[t]};
+        vkattn_context *ctx = NULL;
+        vkattn_error error = {0};
+        CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
+        if (!ctx) continue;
+        explain_small(ctx, VKATTN_DTYPE_F16, plan, sizeof plan);
+        int cm = strstr(plan, "matmul_cm") != NULL, wide = strstr(plan, "in 16-byte loads of 8") != NULL;
+        CHECK_MSG(cm && wide == (t == 0), "an f16 layer under %s:\n%s", tunings[t], plan);
+        explain_small(ctx, VKATTN_DTYPE_F32, plan, sizeof plan);
+        CHECK_MSG(!strstr(plan, "16-byte loads"), "an f32 layer under %s:\n%s", tunings[t], plan);
+        printf("  tuning %s: an f16 layer's matmul_cm %s\n", tunings[t],
+               wide ? "in 16-byte loads of 8 values" : "in loads of 4 values");
+        gpu_test_finish_context(ctx);
+    }
+}
+
 /* A tuning string whose matmul_cm tile the device cannot hold (8 x 8 accumulators per subgroup in
  * blocks of 8 steps: 72 KiB or more of staging) keeps the cooperative matrices: the self-test
  * checks them with the class's own tile, the projections take the next kernel (32 rows: matmul.comp),
@@ -333,6 +364,7 @@ int main(void)
     printf("matrices %ux%ux%u, subgroup size %u\n", ms.m, ms.n, ms.k, ctx->dev.matrix_subgroup);
     test_self_test(&info);
     test_tile_too_large();
+    test_wide_loads();
     double flops = 0, seconds = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(ctx, &cases[i], 100 + i, &flops, &seconds);
     if (seconds > 0)

@@ -1487,6 +1487,38 @@ static void test_device_profiles(void)
                    mm_name, qkv->spec[VKA_SPEC_TILE_A], qkv->spec[VKA_SPEC_TILE_B],
                    (unsigned long long)step_groups(qkv), (unsigned long long)step_groups(attn),
                    vka_kernel_get(attn->kernel)->spirv);
+            /* fp32 storage (precision F16): matmul_cm loads 4 values at a time */
+            CHECK_MSG(!cm || (qkv->spec[VKA_SPEC_VEC] == 4 && out->spec[VKA_SPEC_VEC] == 4), "%s: f32 layer's texels",
+                      dp->name);
+        }
+        if (cm) {
+            /* an f16 layer: the output projection (fp16 context and weights) in 16-byte loads of 8
+             * values (cm_wide_loads), 4 with cm_wide_loads=0; the Q/K/V projection so where the
+             * caller's query is fp16 too (device tensors), of 4 for an fp32 one */
+            for (int wide = 0; wide < 2; wide++) {
+                for (int q16 = 0; q16 < 2; q16++) {
+                    vka_tuning tw = *t;
+                    tw.cm_wide_loads = (uint32_t)wide;
+                    vka_plan_limits lw = profile_limits(dp, &tw);
+                    vka_problem ph = problem(1, 4096, 4096, 4096, 32, 1);
+                    ph.cfg.storage = VKATTN_DTYPE_F16;
+                    if (q16) ph.query_dtype = ph.key_dtype = ph.value_dtype = VKATTN_DTYPE_F16;
+                    vka_plan plan_h = {0};
+                    CHECK_STATUS(vka_plan_build(&ph, &lw, &plan_h, NULL), VKATTN_OK);
+                    const vka_step *hq = largest_step(&plan_h, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_CM);
+                    const vka_step *ho = largest_step(&plan_h, VKATTN_STAGE_OUT_PROJECTION, VKA_KERNEL_MATMUL_CM);
+                    const uint32_t want_q = wide && q16 ? 8 : 4, want_o = wide ? 8 : 4;
+                    CHECK_MSG(hq && ho && hq->spec[VKA_SPEC_VEC] == want_q && ho->spec[VKA_SPEC_VEC] == want_o &&
+                                  hq->push.matmul.K == 4096 / want_q && ho->push.matmul.K == 4096 / want_o &&
+                                  !(hq->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_A_F16) == !q16 &&
+                                  (ho->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_A_F16) &&
+                                  check_plan_limits(&plan_h, &lw, dp->name) == 0,
+                              "%s: an f16 layer, %s query, cm_wide_loads=%d: texels of %u and %u", dp->name,
+                              q16 ? "fp16" : "fp32", wide, hq ? hq->spec[VKA_SPEC_VEC] : 0,
+                              ho ? ho->spec[VKA_SPEC_VEC] : 0);
+                    vka_plan_free(&plan_h);
+                }
+            }
         }
 
         p = cached_problem(4096, 32, 8, 1, 1, 8192, 0);
@@ -1707,7 +1739,8 @@ static void test_tuning_strings(void)
                          "intel:cm_attn_subgroups=4", "lavapipe:sm_tile_m=32", "coopmat:cm_subgroup=48",
                          "gpu:sm_tile_k=6", "coopmat:cm_attn_row_lanes=3", "cm_ksteps=4", "lavapipe:vec_wg=64",
                          "gpu:vec_tile_n=0", "gpu:vec_tile_n=9", "gpu:vec_wg=48", "gpu:vec_wg=2048",
-                         "gpu:vec_storage=2", "lavapipe:vec_storage=1"};
+                         "gpu:vec_storage=2", "lavapipe:vec_storage=1", "gpu:cm_wide_loads=1",
+                         "coopmat:cm_wide_loads=2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vka_tuning t;
         int named;

@@ -86,7 +86,7 @@ step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/P
 sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_subgroups_n=4,cm_frags_n=2 coopmat:cm_frags_m=8,cm_frags_n=1
   coopmat:cm_frags_m=2 coopmat:cm_ksteps=1 coopmat:cm_prefetch=0,cm_stages=1 coopmat:cm_subgroups_n=4,cm_frags_n=4
   coopmat:cm_attn_key_frags=1 coopmat:cm_attn_row_lanes=4 coopmat:cm_attn_prefetch=0 coopmat:cm_attn_subgroups=4
-  coopmat:cm_attn_stages=2,cm_attn_key_frags=1"}
+  coopmat:cm_attn_stages=2,cm_attn_key_frags=1 coopmat:cm_wide_loads=0"}
 # GPU_BENCH_ROUNDS=N runs the list N times, alternating (shared machines drift: the fastest repeat
 # of alternated rounds agreed to 1-3% on an H100 where medians jumped 3x); sweep_summary.txt then has
 # each tuning's fastest stage times over the rounds.

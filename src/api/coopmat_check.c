@@ -90,14 +90,14 @@ vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka
                  limits->max_shared_bytes);
         return VKATTN_OK;
     }
-    const uint32_t M = tile.tile_m, N = tile.tile_n, K = 2 * tile.tile_k, vec = 4;
+    const uint32_t M = tile.tile_m, N = tile.tile_n, K = 2 * tile.tile_k;
     /* The plan's first-part, fp32-output pipelines for this tile, made outside the context's
      * registry (vka_pipeline_make): a forward under the tuning finds the driver's work in the
      * pipeline cache, and a context that runs no forward writes no cache file. Both builds the
-     * plan uses: A and B of fp32 values, and of fp16 ones (an f16 layer's; the values are exact in
-     * fp16), read as raw words. */
+     * plan uses: A and B of fp32 values in texels of 4, and of fp16 ones (an f16 layer's; the
+     * values are exact in fp16), read as raw words, in texels of 8 with cm_wide_loads. */
     uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = tile.wg, [VKA_SPEC_TILE_A] = M, [VKA_SPEC_TILE_B] = N,
-                                   [VKA_SPEC_VEC] = vec, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
+                                   [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
                                    [VKA_SPEC_MAT_K] = ms.k, [VKA_SPEC_TILE_K] = tile.tile_k,
                                    [VKA_SPEC_SUBGROUPS_N] = tile.subgroups_n};
     vka_pipeline *pipeline = NULL;
@@ -111,12 +111,14 @@ vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka
     VKA_TRY(vka_buffer_create(dev, (VkDeviceSize)M * N * 4, VKA_MEMORY_STAGING, "the self-test's C", &b.c));
     float *bias = b.bias.mapped, *c = b.c.mapped;
     for (uint32_t n = 0; n < N; n++) bias[n] = bias_value(n);
-    const vka_matmul_push push = {.M = M, .N = N, .K = K / vec, .lda = K / vec, .ldb = K / vec, .c_row = N,
-                                  .c_col_block = N, .rows_per_batch = M, .has_bias = 1, .tiles_n = 1};
     const vka_binding bindings[VKA_MATMUL_BINDINGS] = {
         [VKA_MATMUL_A] = {&b.a, 0, 0, VKA_VIEW_RGBA32F}, [VKA_MATMUL_B] = {&b.w, 0, 0, VKA_VIEW_RGBA32F},
         [VKA_MATMUL_BIAS] = {&b.bias, 0, 0, VKA_VIEW_R32F}, [VKA_MATMUL_C] = {&b.c, 0, 0, VKA_VIEW_R32F}};
     for (int fp16 = 0; fp16 < 2; fp16++) {
+        const uint32_t vec = fp16 && tuning->cm_wide_loads ? 8 : 4;
+        const vka_matmul_push push = {.M = M, .N = N, .K = K / vec, .lda = K / vec, .ldb = K / vec, .c_row = N,
+                                      .c_col_block = N, .rows_per_batch = M, .has_bias = 1, .tiles_n = 1};
+        spec[VKA_SPEC_VEC] = vec;
         spec[VKA_SPEC_FLAGS] = vka_matmul_cm_flags(tuning, &tile) | (fp16 ? VKA_MATMUL_A_F16 | VKA_MATMUL_B_F16 : 0);
         VKA_TRY(vka_pipeline_make(dev, pipelines, VKA_KERNEL_MATMUL_CM, 0, spec, &pipeline));
         for (uint32_t m = 0; m < M; m++)

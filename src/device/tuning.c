@@ -93,6 +93,11 @@ static const vka_tuning tunings[] = {
         /* software pipelining (one staged block; two always fetch ahead): on an H100 the Q/K/V
          * projection at L = 4096 took 2.70 ms with it, 3.19 without (fastest repeats) */
         .cm_prefetch = 1,
+        /* fp16 operands in 16-byte loads of 8 values (half the load and staging instructions of
+         * 8-byte ones: an experiment build without the global loads ran the Q/K/V projection in
+         * 1.6 ms of 3.05 on an H100; not yet measured on a GPU, cm_wide_loads=0 is the kernel as
+         * it was) */
+        .cm_wide_loads = 1,
         /* Attention: 8 subgroups of MAT_M query rows, keys in blocks of two MAT_N matrices from D =
          * 128 on, of one below: 128 rows x 32 keys with 16 x 16 x 16 at D = 128 (46 KiB of shared
          * memory; at D = 256 it does not fit and 128 x 16 runs, 33.5 KiB), 64 x 16 with lavapipe's
@@ -126,7 +131,7 @@ static const vka_tuning tunings[] = {
         /* 4 x 4 accumulators of 8 x 8 x 16 (Arc A770): 64 x 64 outputs per workgroup, blocks of 32
          * (untuned); ggml also takes the smallest subgroup for Intel's matmuls */
         .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 4, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 0,
-        .cm_subgroups_n = 2, .cm_stages = 1, .cm_prefetch = 1,
+        .cm_subgroups_n = 2, .cm_stages = 1, .cm_prefetch = 1, .cm_wide_loads = 1,
         /* attention keeps attn_fused: attn_cm has run with 8 x 8 x 8 and 16 x 16 x 16 shapes in
          * 32-lane subgroups only (lavapipe, an H200), not with Intel's 8 x 8 x 16 */
     },
@@ -234,6 +239,7 @@ static const struct tuning_field {
     FIELD(cm_prefetch, 0, 1, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_subgroups_n, 1, 8, POW2, cm_frags_m, "matmul_cm"),
     FIELD(cm_stages, 1, 2, ANY, cm_frags_m, "matmul_cm"),
+    FIELD(cm_wide_loads, 0, 1, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_attn_subgroups, 1, 8, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_key_frags, 1, 4, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_row_lanes, 1, 64, POW2, cm_attn_subgroups, "attn_cm"),

@@ -117,10 +117,10 @@ static int whole_texels(const matmul_args *m, uint32_t vec)
 }
 
 /* The kernel for a layer's matmul, its tile (wg 0 for matmul.comp, whose shape is shape_for's)
- * and its texels' elements (vec: 4 where the rows allow, else 1; matmul_vec_storage's 8), in
- * order of preference: matmul_cm for a layer with fp16 operands (precision F16, resolved from the
- * storage by default), matmul_sm, matmul_vec (matmul_vec_storage where the tuning asks and the
- * rows start on 8-element texels). */
+ * and its texels' elements (vec: 4 where the rows allow, else 1; 8 for matmul_vec_storage, and for
+ * matmul_cm with cm_wide_loads where A and W hold fp16), in order of preference: matmul_cm for a
+ * layer with fp16 operands (precision F16, resolved from the storage by default), matmul_sm,
+ * matmul_vec (matmul_vec_storage where the tuning asks and the rows start on 8-element texels). */
 typedef struct matmul_choice {
     vka_kernel kernel;
     cm_shape tile;
@@ -131,8 +131,10 @@ static matmul_choice matmul_choice_for(const vka_builder *b, const matmul_args *
 {
     const uint32_t vec = whole_texels(m, 4) ? 4 : 1;
     cm_shape t = {0};
-    if (b->p->cfg.precision == VKATTN_PRECISION_F16 && (t = vka_matmul_cm_tile_for(b->tuning, b->limits, m->M)).wg)
-        return (matmul_choice){VKA_KERNEL_MATMUL_CM, t, vec};
+    if (b->p->cfg.precision == VKATTN_PRECISION_F16 && (t = vka_matmul_cm_tile_for(b->tuning, b->limits, m->M)).wg) {
+        const int halves = b->plan->role_dtype[m->a] == VKATTN_DTYPE_F16 && b->plan->role_dtype[m->w] == VKATTN_DTYPE_F16;
+        return (matmul_choice){VKA_KERNEL_MATMUL_CM, t, b->tuning->cm_wide_loads && halves && whole_texels(m, 8) ? 8 : vec};
+    }
     if ((t = vka_matmul_sm_tile_for(b->tuning, b->limits, m->M)).wg)
         return (matmul_choice){VKA_KERNEL_MATMUL_SM, t, vec};
     if ((t = vka_matmul_vec_tile_for(b->tuning, b->limits, m->M)).wg)
@@ -186,7 +188,7 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
     const uint64_t w_first = m->w_offset + (uint64_t)n0 * m->K, w_count = (uint64_t)nc * m->K;
     if (ch.kernel == VKA_KERNEL_MATMUL_CM || ch.kernel == VKA_KERNEL_MATMUL_VEC_STORAGE) {
         /* storage buffers: a GPU's load path (see matmul_cm.comp), in vectors of 4 or 8 elements */
-        const uint32_t width = ch.kernel == VKA_KERNEL_MATMUL_CM ? 4 : 8;
+        const uint32_t width = vec == 8 ? 8 : 4;
         VKA_TRY(vka_bind_vectors(b, &s.bind[VKA_MATMUL_A], m->a, width, a_first, a_count, &a_shift));
         VKA_TRY(vka_bind_vectors(b, &s.bind[VKA_MATMUL_B], m->w, width, w_first, w_count, &w_shift));
         if (b->plan->role_dtype[m->a] == VKATTN_DTYPE_F16) s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_A_F16;
@@ -499,9 +501,10 @@ void vka_matmul_cm_describe(vka_text *t, const vka_step *s)
     vka_matmul_describe(t, s);
     vka_text_put(t,
                  " on cooperative matrices (%ux%u tiles, %u-element blocks, %ux%ux%u matrices in %u subgroups, fp16 "
-                 "operands%s%s)",
+                 "operands%s%s%s)",
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_TILE_K], s->spec[VKA_SPEC_MAT_M],
                  s->spec[VKA_SPEC_MAT_N], s->spec[VKA_SPEC_MAT_K], 2 * s->spec[VKA_SPEC_SUBGROUPS_N],
+                 s->spec[VKA_SPEC_VEC] == 8 ? " in 16-byte loads of 8" : "",
                  s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_PREFETCH ? ", the next block fetched meanwhile" : "",
                  s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_TWO_STAGES ? ", two staged blocks" : "");
 }
