@@ -328,8 +328,9 @@ typedef struct vkattn_context_desc {
      * (1 or 2: blocks staged in shared memory, 2: one barrier per block), cm_frags_narrow (0-8: the same
      * for matrices narrower than 16, 0 = as those), cm_ksteps (1-8: matrix steps per staged block),
      * cm_min_rows (1-65536: fewer rows take the matrix-vector kernels), cm_prefetch (1: the next
-     * block fetched while this one multiplies, 0: as it is staged), cm_wide_loads (1: fp16 operands
-     * in 16-byte loads of 8 values where rows start on multiples of 8, 0: 4 values per load),
+     * block fetched while this one multiplies, 0: as it is staged), cm_wide_loads (1: matmul_cm's
+     * and attn_cm's fp16 operands in 16-byte loads of 8 values where rows start on multiples of
+     * 8, 0: 4 values per load),
      * cm_subgroup (0 or a power of
      * two to 128: the subgroup size wanted, 0 = the smallest), cm_attn_subgroups (1-8: attn_cm's
      * subgroups of M query rows per workgroup), cm_attn_key_frags (1-4: N-key matrices per block, at

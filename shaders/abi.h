@@ -190,6 +190,7 @@ VKA_STRUCT(vka_pv_push) {
 #define VKA_FUSED_K_F16 16u   /* attn_cm: K holds fp16 values */
 #define VKA_FUSED_V_F16 32u   /* attn_cm: V holds fp16 values */
 #define VKA_FUSED_TWO_STAGES 64u /* attn_cm: two staged K/V blocks, one workgroup barrier per block */
+#define VKA_FUSED_WIDE 128u      /* attn_cm: Q, K, V fp16 read 8 values (two texels) per 16-byte load */
 #define VKA_FUSED_Q 0            /* texel view (attn_cm: a storage buffer) */
 #define VKA_FUSED_K 1            /* texel view (attn_cm: a storage buffer) */
 #define VKA_FUSED_V 2            /* texel view (attn_cm: a storage buffer) */

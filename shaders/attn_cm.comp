@@ -50,7 +50,8 @@
  * (keys per block, a multiple of MAT_N and MAT_K), DV, VEC (4: D = 4 DV, a multiple of MAT_N and
  * MAT_K, which are multiples of 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), MAT_M, MAT_N, MAT_K, ROW_LANES (a power of two dividing the subgroup size and TILE_B),
  * TILE_K (Q's head dims staged per pass), ATTN_MASK, FLAGS (VKA_FUSED_LOAD, STORE, PREFETCH,
- * TWO_STAGES, and Q_F16, K_F16, V_F16: the storage buffers' element types), VARIANT.
+ * TWO_STAGES, Q_F16, K_F16, V_F16: the storage buffers' element types, and WIDE: all three fp16,
+ * read two texels per 16-byte load), VARIANT.
  * Loop trips per invocation: the key-block loop, blocks + 1 (a block more where the real keys end
  * and the extra ones begin); every other loop has a constant count and is unrolled.
  */
@@ -72,10 +73,13 @@
  * K_F16 and V_F16 say. */
 layout(std430, binding = VKA_FUSED_Q) readonly buffer Q_ { vec4 q32[]; };
 layout(std430, binding = VKA_FUSED_Q) readonly buffer QH_ { uvec2 q16[]; };
+layout(std430, binding = VKA_FUSED_Q) readonly buffer QW_ { uvec4 q16x8[]; }; /* VKA_FUSED_WIDE */
 layout(std430, binding = VKA_FUSED_K) readonly buffer K_ { vec4 k32[]; };
 layout(std430, binding = VKA_FUSED_K) readonly buffer KH_ { uvec2 k16[]; };
+layout(std430, binding = VKA_FUSED_K) readonly buffer KW_ { uvec4 k16x8[]; };
 layout(std430, binding = VKA_FUSED_V) readonly buffer V_ { vec4 v32[]; };
 layout(std430, binding = VKA_FUSED_V) readonly buffer VH_ { uvec2 v16[]; };
+layout(std430, binding = VKA_FUSED_V) readonly buffer VW_ { uvec4 v16x8[]; };
 layout(std430, binding = VKA_FUSED_KEY_PADDING) readonly buffer Kpm_ { uint kpm[]; };
 layout(std430, binding = VKA_FUSED_VALID_LENS) readonly buffer ValidLens_ { int valid_lens[]; };
 layout(std430, binding = VKA_FUSED_ATTN_MASK) readonly buffer MaskBytes_ { uint mask_bytes[]; };
@@ -128,38 +132,53 @@ shared uint real_end_s;                       /* the keys past every row's limit
 shared uint bad_keys_s[3];                    /* bit c: key c of the block held a non-finite V element (block
                                                  n's word n % 3; block n - 1's cleared during block n) */
 
-const uint Q_TEXELS = (TILE_A * QDV + WG - 1) / WG; /* texels of a pass of Q's tile per invocation */
-const uint KV_TEXELS = (TILE_B * DV + WG - 1) / WG; /* of a block's K (and V) rows */
+/* A load: one texel of 4 values, or with VKA_FUSED_WIDE (Q, K and V all fp16, every row starting
+ * on a multiple of 8 elements) two, 8 halves in one 16-byte load: half the load and staging
+ * instructions. Rows are counted in texels of 4 either way. */
+const bool WIDE = (FLAGS & VKA_FUSED_WIDE) != 0;
+const uint LT = WIDE ? 2 : 1;                       /* texels per load */
+const uint Q_TEXELS = (TILE_A * (QDV / LT) + WG - 1) / WG; /* loads of a pass of Q's tile per invocation */
+const uint KV_TEXELS = (TILE_B * (DV / LT) + WG - 1) / WG; /* of a block's K (and V) rows */
 
 const bool Q_HALF = (FLAGS & VKA_FUSED_Q_F16) != 0, K_HALF = (FLAGS & VKA_FUSED_K_F16) != 0;
 const bool V_HALF = (FLAGS & VKA_FUSED_V_F16) != 0;
-uvec4 load_q(uint t) { return VKA_TEXEL_BITS(q32, q16, Q_HALF, t); }
-uvec4 load_k(uint t) { return VKA_TEXEL_BITS(k32, k16, K_HALF, t); }
-uvec4 load_v(uint t) { return VKA_TEXEL_BITS(v32, v16, V_HALF, t); }
+/* the bits of the load at texel t (even with WIDE) */
+uvec4 load_q(uint t) { return WIDE ? q16x8[t >> 1] : VKA_TEXEL_BITS(q32, q16, Q_HALF, t); }
+uvec4 load_k(uint t) { return WIDE ? k16x8[t >> 1] : VKA_TEXEL_BITS(k32, k16, K_HALF, t); }
+uvec4 load_v(uint t) { return WIDE ? v16x8[t >> 1] : VKA_TEXEL_BITS(v32, v16, V_HALF, t); }
+/* texel h of a load's bits as fp16 (h 1: a WIDE load's second) */
+f16vec4 load_f16(uvec4 r, uint h, bool fp16)
+{
+    if (WIDE) return h == 0 ? f16vec4(unpackFloat2x16(r.x), unpackFloat2x16(r.y))
+                            : f16vec4(unpackFloat2x16(r.z), unpackFloat2x16(r.w));
+    return vka_texel_f16(r, fp16);
+}
 
-/* This invocation's texels of `count` rows of `width` texels (row r at texel row_of(r)) into
- * `regs` as bits, through `load`: texel t of the rows, for t = i x WG + the invocation. */
+/* This invocation's loads of `count` rows of `width` texels (row r at texel row_of(r)) into `regs`
+ * as bits, through `load`: load t of the rows (LT texels each), for t = i x WG + the invocation. */
 #define FETCH(regs, load, count, width, row_of)                                                     \
-    [[unroll]] for (uint i_ = 0; i_ < (count * width + WG - 1) / WG; i_++) {                        \
-        uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
-        if ((count * width) % WG == 0 || t_ < count * width) regs[i_] = load(row_of(t_ / width) + t_ % width); \
+    [[unroll]] for (uint i_ = 0; i_ < (count * (width / LT) + WG - 1) / WG; i_++) {                 \
+        uint t_ = i_ * WG + gl_LocalInvocationID.x, w_ = width / LT;                                \
+        if ((count * w_) % WG == 0 || t_ < count * w_) regs[i_] = load(row_of(t_ / w_) + t_ % w_ * LT); \
     }
 
-/* The texels FETCH gave this invocation into staged rows base.. (`stride4` apart) as fp16;
- * non-finite elements become 0 and set bit r of bad_keys_s[bad_word] where asked. (A macro:
- * shared arrays are not parameters.) */
+/* The loads FETCH gave this invocation into staged rows base.. (`stride4` apart) as fp16, a
+ * texel per f16vec4; non-finite elements become 0 and set bit r of bad_keys_s[bad_word] where
+ * asked. (A macro: shared arrays are not parameters.) */
 #define STAGE(regs, base, count, width, stride4, fp16, check_bad, bad_word)                         \
-    [[unroll]] for (uint i_ = 0; i_ < (count * width + WG - 1) / WG; i_++) {                        \
-        uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
-        if ((count * width) % WG == 0 || t_ < count * width) {                                      \
-            uint r_ = t_ / width;                                                                   \
-            f16vec4 v_ = vka_texel_f16(regs[i_], fp16);                                             \
-            if (check_bad) { /* after the rounding: beyond fp16's range is infinite too */          \
-                bvec4 bad_ = bvec4(uvec4(isnan(v_)) | uvec4(isinf(v_)));                            \
-                if (any(bad_)) atomicOr(bad_keys_s[bad_word], 1u << r_);                            \
-                v_ = mix(v_, f16vec4(0.0), bad_);                                                   \
+    [[unroll]] for (uint i_ = 0; i_ < (count * (width / LT) + WG - 1) / WG; i_++) {                 \
+        uint t_ = i_ * WG + gl_LocalInvocationID.x, w_ = width / LT;                                \
+        if ((count * w_) % WG == 0 || t_ < count * w_) {                                            \
+            uint r_ = t_ / w_;                                                                      \
+            [[unroll]] for (uint h_ = 0; h_ < LT; h_++) {                                           \
+                f16vec4 v_ = load_f16(regs[i_], h_, fp16);                                          \
+                if (check_bad) { /* after the rounding: beyond fp16's range is infinite too */      \
+                    bvec4 bad_ = bvec4(uvec4(isnan(v_)) | uvec4(isinf(v_)));                        \
+                    if (any(bad_)) atomicOr(bad_keys_s[bad_word], 1u << r_);                        \
+                    v_ = mix(v_, f16vec4(0.0), bad_);                                               \
+                }                                                                                   \
+                kv_s[(base + r_) * stride4 + t_ % w_ * LT + h_] = v_;                               \
             }                                                                                       \
-            kv_s[(base + r_) * stride4 + t_ % width] = v_;                                          \
         }                                                                                           \
     }
 

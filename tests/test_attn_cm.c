@@ -123,6 +123,16 @@ static const cm_case grid[] = {
     /* Q, K and V are storage buffers bound from a multiple of 4 elements: with 32 KiB bindings the
      * attention runs in row sets whose slices start at other offsets (and the projections too) */
     {"sliced_bindings", 2, 37, 45, 2, 0, 64, .causal = 1, .key_padding = 1, .khr = 1, .binding_kib = 32},
+    /* an f16 layer's Q, K and V read 8 values per 16-byte load (cm_wide_loads): sliced from
+     * multiples of 8 elements; with the extra keys and NaN in V rows no query sees (both halves of
+     * a load checked); Q staged in passes of 8 dims, one load per row; and as 4 per load */
+    {"sliced_bindings_f16", 2, 37, 45, 2, 0, 64, .f16 = 1, .causal = 1, .key_padding = 1, .khr = 1, .binding_kib = 16},
+    {"extra_keys_nan_f16", 2, 17, 23, 2, 0, 64, .f16 = 1, .bias_kv = 1, .zero_attn = 1, .key_padding = 1,
+     .nan_masked = 1, .khr = 1},
+    {"q_passes_f16", 1, 70, 50, 2, 1, 64, .f16 = 1, .causal = 1, .key_padding = 1, .nan_masked = 1,
+     .tuning = "coopmat:cm_attn_subgroups=8,cm_attn_key_frags=1"},
+    {"narrow_loads_f16", 2, 21, 29, 4, 1, 64, .f16 = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
+     .tuning = "coopmat:cm_wide_loads=0"},
     /* more query rows than two blocks of keys (8 subgroups, blocks of one matrix): Q is staged
      * through the key blocks' space a few head dims at a time (8 passes of 8 dims on lavapipe) */
     {"q_passes", 1, 70, 50, 2, 1, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
@@ -314,6 +324,12 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         int prefetch = (c->D <= 128 && !(c->tuning && strstr(c->tuning, "cm_attn_prefetch=0"))) || two_said;
         CHECK_MSG((said && (!eol || said < eol)) == prefetch, "%s: attn_cm should%s fetch the next block meanwhile:\n%s",
                   c->name, prefetch ? "" : " not", plan);
+        /* an f16 layer's Q, K and V (fp16 projections; every head dim here a multiple of 8) in
+         * 16-byte loads of 8 values unless the tuning says cm_wide_loads=0; an f32 layer's never */
+        const char *wide = strstr(step, "16-byte loads of 8");
+        const int wide_asked = c->f16 && !(c->tuning && strstr(c->tuning, "cm_wide_loads=0"));
+        CHECK_MSG((wide && (!eol || wide < eol)) == wide_asked, "%s: attn_cm should%s read 16-byte loads of 8:\n%s",
+                  c->name, wide_asked ? "" : " not", plan);
     }
     const char *sgs = c->tuning ? strstr(c->tuning, "cm_attn_subgroups=") : NULL;
     const char *frags = c->tuning ? strstr(c->tuning, "cm_attn_key_frags=") : NULL;

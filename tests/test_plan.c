@@ -1494,7 +1494,8 @@ static void test_device_profiles(void)
         if (cm) {
             /* an f16 layer: the output projection (fp16 context and weights) in 16-byte loads of 8
              * values (cm_wide_loads), 4 with cm_wide_loads=0; the Q/K/V projection so where the
-             * caller's query is fp16 too (device tensors), of 4 for an fp32 one */
+             * caller's query is fp16 too (device tensors), of 4 for an fp32 one; attn_cm (fp16
+             * projections) so whatever the query, its Q/K/V bound from multiples of 8 elements */
             for (int wide = 0; wide < 2; wide++) {
                 for (int q16 = 0; q16 < 2; q16++) {
                     vka_tuning tw = *t;
@@ -1516,6 +1517,11 @@ static void test_device_profiles(void)
                               "%s: an f16 layer, %s query, cm_wide_loads=%d: texels of %u and %u", dp->name,
                               q16 ? "fp16" : "fp32", wide, hq ? hq->spec[VKA_SPEC_VEC] : 0,
                               ho ? ho->spec[VKA_SPEC_VEC] : 0);
+                    const vka_step *ha = largest_step(&plan_h, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
+                    if (t->cm_attn_subgroups)
+                        CHECK_MSG(ha && !(ha->spec[VKA_SPEC_FLAGS] & VKA_FUSED_WIDE) == !wide &&
+                                      ha->bind[VKA_FUSED_Q].offset % 16 == 0 && ha->bind[VKA_FUSED_K].offset % 16 == 0,
+                                  "%s: an f16 layer's attn_cm with cm_wide_loads=%d", dp->name, wide);
                     vka_plan_free(&plan_h);
                 }
             }

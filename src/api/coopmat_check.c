@@ -244,7 +244,7 @@ static void self_test_spec(const vka_step *step, uint32_t spec[VKA_MAX_SPEC])
     memcpy(spec, step->spec, sizeof step->spec);
     spec[VKA_SPEC_ATTN_MASK] = 0, spec[VKA_SPEC_VARIANT] = 0;
     spec[VKA_SPEC_FLAGS] &= VKA_FUSED_STORE | VKA_FUSED_PREFETCH | VKA_FUSED_TWO_STAGES | VKA_FUSED_Q_F16 |
-                           VKA_FUSED_K_F16 | VKA_FUSED_V_F16;
+                           VKA_FUSED_K_F16 | VKA_FUSED_V_F16 | VKA_FUSED_WIDE;
 }
 
 uint64_t vka_attn_cm_variant(const vka_step *step)

@@ -93,10 +93,11 @@ static const vka_tuning tunings[] = {
         /* software pipelining (one staged block; two always fetch ahead): on an H100 the Q/K/V
          * projection at L = 4096 took 2.70 ms with it, 3.19 without (fastest repeats) */
         .cm_prefetch = 1,
-        /* fp16 operands in 16-byte loads of 8 values (half the load and staging instructions of
-         * 8-byte ones: an experiment build without the global loads ran the Q/K/V projection in
-         * 1.6 ms of 3.05 on an H100; not yet measured on a GPU, cm_wide_loads=0 is the kernel as
-         * it was) */
+        /* fp16 operands in 16-byte loads of 8 values, matmul_cm's and attn_cm's (half the load and
+         * staging instructions of 8-byte ones: an experiment build without the global loads ran
+         * the Q/K/V projection in 1.6 ms of 3.05 on an H100, and attn_cm's loads, staging and
+         * barriers took 1.33 of 2.90 ms; not yet measured on a GPU, cm_wide_loads=0 is the
+         * kernels as they were) */
         .cm_wide_loads = 1,
         /* Attention: 8 subgroups of MAT_M query rows, keys in blocks of two MAT_N matrices from D =
          * 128 on, of one below: 128 rows x 32 keys with 16 x 16 x 16 at D = 128 (46 KiB of shared

@@ -87,8 +87,10 @@ typedef struct row_set_binds {
     uint32_t q_offset, k_offset, v_offset, ctx_offset, acc_offset;
 } row_set_binds;
 
+/* storage: 0 binds Q, K and V as texel views, else as storage buffers in vectors of that many
+ * elements (attn_cm: 4, or 8 with VKA_FUSED_WIDE). */
 static vkattn_status bind_row_set(vka_builder *b, const vka_qkv_layout *l, const row_set *g, vka_role acc,
-                                int storage, row_set_binds *out)
+                                uint32_t storage, row_set_binds *out)
 {
     const vka_problem *p = b->p;
     const uint32_t H = p->cfg.H_active, vec = vka_attention_vec(p);
@@ -100,7 +102,7 @@ static vkattn_status bind_row_set(vka_builder *b, const vka_qkv_layout *l, const
     uint64_t first, last, shift;
     first = l->q_offset + b0 * l->q_batch + h0 * l->q_head + i0 * l->q_row;
     last = l->q_offset + b1 * l->q_batch + h1 * l->q_head + i1 * l->q_row + D;
-    if (storage) VKA_TRY(vka_bind_vectors(b, &out->q, l->q, 4, first, last - first, &shift));
+    if (storage) VKA_TRY(vka_bind_vectors(b, &out->q, l->q, storage, first, last - first, &shift));
     else VKA_TRY(vka_bind_elems(b, &out->q, l->q, (uint8_t)vec, first, last - first, &shift));
     out->q_offset = vka_slice_offset(l->q_offset, first, shift, vec);
     /* K and V: the K/V heads h / group the set's query heads read */
@@ -111,7 +113,7 @@ static vkattn_status bind_row_set(vka_builder *b, const vka_qkv_layout *l, const
         last = base + b1 * l->kv_batch + h1 / G * l->kv_head + (uint64_t)(p->S_ext - 1) * l->kv_row + D;
         vka_bind *bind = kv ? &out->v : &out->k;
         const vka_role role = kv ? l->v : l->k;
-        if (storage) VKA_TRY(vka_bind_vectors(b, bind, role, 4, first, last - first, &shift));
+        if (storage) VKA_TRY(vka_bind_vectors(b, bind, role, storage, first, last - first, &shift));
         else VKA_TRY(vka_bind_elems(b, bind, role, (uint8_t)vec, first, last - first, &shift));
         *(kv ? &out->v_offset : &out->k_offset) = vka_slice_offset(base, first, shift, vec);
     }
@@ -132,9 +134,9 @@ fail:
 }
 
 /* The largest row sets (halving heads, then queries in multiples of `tile_q`) whose slices
- * fit and whose rows fit `max_rows` (0 = any). */
+ * fit and whose rows fit `max_rows` (0 = any); `storage` as bind_row_set's. */
 static vkattn_status choose_row_sets(vka_builder *b, const vka_qkv_layout *l, uint32_t tile_q, uint64_t max_rows,
-                                     vka_role acc, int storage, row_sets *out)
+                                     vka_role acc, uint32_t storage, row_sets *out)
 {
     const vka_problem *p = b->p;
     row_sets gr = {p->B * p->cfg.H_active, p->L};
@@ -332,7 +334,16 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     }
     const int split = parts > 1 || chunks > 1;
     row_sets gr = {0};
-    VKA_TRY(choose_row_sets(b, l, tile_q, max_rows, VKA_ROLE_NONE, cm.wg != 0, &gr));
+    /* attn_cm's loads: 8 fp16 values at a time where Q, K and V all hold fp16 and every row of
+     * theirs starts on a multiple of 8 elements (cm_wide_loads), else texels of 4 */
+    const vka_role roles[3] = {l->q, l->k, l->v};
+    const uint64_t starts[9] = {l->q_offset, l->q_batch, l->q_head, l->q_row, l->k_offset,
+                                l->v_offset, l->kv_batch, l->kv_head, l->kv_row};
+    int wide = cm.wg && pr->cm_wide_loads && D % 8 == 0 && cm.q_dims % 8 == 0;
+    for (int r = 0; r < 3; r++) wide = wide && b->plan->role_dtype[roles[r]] == VKATTN_DTYPE_F16;
+    for (int i = 0; i < 9; i++) wide = wide && starts[i] % 8 == 0;
+    const uint32_t storage = !cm.wg ? 0 : wide ? 8 : 4;
+    VKA_TRY(choose_row_sets(b, l, tile_q, max_rows, VKA_ROLE_NONE, storage, &gr));
     if (split) {
         uint64_t states = parts * gr.heads * gr.queries;
         VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_STATE_O, states * D));
@@ -355,7 +366,8 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                                     (cm.stages == 2 ? VKA_FUSED_TWO_STAGES : 0) |
                                     (b->plan->role_dtype[l->q] == VKATTN_DTYPE_F16 ? VKA_FUSED_Q_F16 : 0) |
                                     (b->plan->role_dtype[l->k] == VKATTN_DTYPE_F16 ? VKA_FUSED_K_F16 : 0) |
-                                    (b->plan->role_dtype[l->v] == VKATTN_DTYPE_F16 ? VKA_FUSED_V_F16 : 0);
+                                    (b->plan->role_dtype[l->v] == VKATTN_DTYPE_F16 ? VKA_FUSED_V_F16 : 0) |
+                                    (wide ? VKA_FUSED_WIDE : 0);
     if (cm.wg) {
         s.spec[VKA_SPEC_MAT_M] = b->limits->matrix_shape.m;
         s.spec[VKA_SPEC_MAT_N] = b->limits->matrix_shape.n;
@@ -388,7 +400,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     row_set g = {0};
     while (next_row_set(p, gr, &g)) {
         row_set_binds gb;
-        VKA_TRY(bind_row_set(b, l, &g, VKA_ROLE_NONE, cm.wg != 0, &gb));
+        VKA_TRY(bind_row_set(b, l, &g, VKA_ROLE_NONE, storage, &gb));
         s.bind[VKA_FUSED_Q] = gb.q, s.bind[VKA_FUSED_K] = gb.k, s.bind[VKA_FUSED_V] = gb.v;
         s.bind[VKA_FUSED_CTX] = merge.bind[VKA_MERGE_CTX] = gb.ctx;
         for (uint32_t c = 0; c < chunks; c++) {
@@ -770,8 +782,9 @@ void vka_fused_cm_describe(vka_text *t, const vka_step *s)
     if (s->kernel == VKA_KERNEL_FUSED_CM2) vka_text_put(t, "the softmax in the matrices");
     else vka_text_put(t, "%u invocation%s per row's softmax", s->spec[VKA_SPEC_ROW_LANES],
                       s->spec[VKA_SPEC_ROW_LANES] == 1 ? "" : "s");
-    vka_text_put(t, "%s%s)", s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH ? ", the next block fetched meanwhile" : "",
-                 s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES ? ", two staged blocks" : "");
+    vka_text_put(t, "%s%s%s)", s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH ? ", the next block fetched meanwhile" : "",
+                 s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES ? ", two staged blocks" : "",
+                 s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_WIDE ? ", 16-byte loads of 8" : "");
 }
 
 void vka_merge_describe(vka_text *t, const vka_step *s)
