@@ -272,7 +272,8 @@ typedef struct vkattn_device_info {
     uint32_t cooperative_matrix2;
     float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
     char tuning[32];                  /* the kernel shapes vkattn picks for this device (a context's: its
-                                         tuning string's class, with ", K fields set" where it set some) */
+                                         tuning string's class, with ", K fields set" where K of its
+                                         fields differ from the class's own values) */
     uint32_t loop_budget;             /* loop trips one shader invocation may run before the driver
                                          cuts its loops short, which vkattn plans within (0 = no
                                          limit known; 65535 on lavapipe, docs/KNOWN_ISSUES.md) */
@@ -315,8 +316,9 @@ typedef struct vkattn_context_desc {
      * attention too (attn_cm, checked against the CPU path on an NVIDIA H200 and on Mesa 26
      * lavapipe); the other kernels as "gpu". The GPU classes project fp32 operands on a
      * shared-memory scalar GEMM (matmul_sm), and where compute shaders have subgroup arithmetic and
-     * shuffles on 4 or more lanes, decoding steps' few rows on a matrix-vector kernel (matmul_vec)
-     * and their attention on attn_paged's GPU-shaped build; the rest with GPU-sized tiles. "coopmat" was measured on one GPU (an
+     * shuffles on 4 or more lanes, decoding steps' few rows on a matrix-vector kernel (matmul_vec;
+     * matmul_vec_storage, 16-byte storage-buffer loads, where rows start on multiples of 8
+     * elements) and their attention on attn_paged's GPU-shaped build; the rest with GPU-sized tiles. "coopmat" was measured on one GPU (an
      * H200), the others were chosen without a GPU to measure on.
      *
      * Tuning strings, for trying kernel shapes on a GPU without a rebuild: "NAME:FIELD=VALUE,..."
@@ -357,7 +359,8 @@ typedef struct vkattn_context_desc {
      * smaller one of its kind (matmul_cm: two staged blocks to one, then half its subgroups across,
      * down to 2; attn_cm: fewer keys per block, then fewer query rows), else to the next kernel, as
      * with a class's own shapes (the cooperative-matrix self-test then uses the
-     * class's tile). vkattn_device_info.tuning reads "NAME, K fields set"; the plans
+     * class's tile). vkattn_device_info.tuning reads "NAME, K fields set" (K: the fields whose values
+     * differ from the class's own; a string that sets only the class's values reads "NAME"); the plans
      * (vkattn_forward_explain, `vkattn run --trace`) show the tiles taken.
      *
      * Precision on the cooperative-matrix path: A and W of each projection are rounded to fp16 as

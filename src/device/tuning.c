@@ -337,7 +337,7 @@ int vka_tuning_parse(const vkattn_device_info *device, const char *text, vka_tun
             return 1;
         }
         if (field_value(base, f->family) == 0) {
-            snprintf(why, size, "%s sets %s's tiles, which tuning \"%s\" does not run", f->name, f->kernel,
+            snprintf(why, size, "%s is a field of %s, which tuning \"%s\" does not run", f->name, f->kernel,
                      base->name);
             return 1;
         }

@@ -530,7 +530,7 @@ void vka_matmul_vec_describe(vka_text *t, const vka_step *s)
     vka_matmul_describe(t, s);
     vka_text_put(t, " as matrix-vector products (%u rows x %u columns per workgroup of %u, %s, subgroup sums)",
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_WG_SIZE],
-                 s->kernel == VKA_KERNEL_MATMUL_VEC_STORAGE ? "8-element texels in 16-byte storage loads"
+                 s->kernel == VKA_KERNEL_MATMUL_VEC_STORAGE ? "8-element texels from storage buffers, 16 bytes a load"
                                                              : "texel fetches");
 }
 

@@ -67,6 +67,12 @@ size_t vka_plan_describe(const vka_problem *p, const vka_plan *plan, uint32_t lo
     vka_text_put(&t, " D=%u%s, %s storage", D, c->E_q != E ? " (H*D != E)" : "", vkattn_dtype_name(c->storage));
     if (c->scale != (float)(1.0 / sqrt((double)D))) vka_text_put(&t, ", scale %g", (double)c->scale);
     vka_text_put(&t, "\n");
+    if (p->cache.seqs) /* a cached forward's L = S are its new tokens; its keys come from the cache */
+        vka_text_put(&t,
+                     "  cache: %u sequence%s, %u new token%s in all (at most %u in one), keys from the cache's %s "
+                     "blocks of %u, up to %u per sequence\n",
+                     p->cache.seqs, p->cache.seqs == 1 ? "" : "s", L, L == 1 ? "" : "s", p->cache.max_new,
+                     vkattn_dtype_name(p->cache.dtype), p->cache.block_size, p->cache.max_len);
     vka_text_put(&t, "  q: query (%u, %u, %u) x W_Q^T -> (%u, %u, %u, %u) per head\n", B, L, E, B, H, L, D);
     vka_text_put(&t, "  k, v: %s (%u, %u, %u) x W_K^T, W_V^T -> (%u, %u, %u, %u) per %shead", p->self_attention ? "query" : "key",
         B, S, p->self_attention ? E : c->kdim, B, c->inner_kv / D, Sx, D, c->group > 1 ? "K/V " : "");
@@ -78,9 +84,11 @@ size_t vka_plan_describe(const vka_problem *p, const vka_plan *plan, uint32_t lo
             c->qk_norm_plus_one ? ", weights 1 + w" : "");
     if (c->rope_dim) {
         static const char *const types[] = {"", ", linear", ", dynamic", ", yarn", ", longrope", ", llama3", ", a table"};
-        vka_text_put(&t, "  rope: q and k rotated in place, %u of %u dims per head (%s pairs), theta %g%s, positions from %u",
+        vka_text_put(&t, "  rope: q and k rotated in place, %u of %u dims per head (%s pairs), theta %g%s, ",
             c->rope_dim, D, c->rope_style == VKATTN_ROPE_GPTJ ? "gptj" : "neox", (double)c->rope_theta,
-            types[c->rope_scaling.type], p->rope_offset);
+            types[c->rope_scaling.type]);
+        if (p->cache.seqs) vka_text_put(&t, "positions from the sequence table");
+        else vka_text_put(&t, "positions from %u", p->rope_offset);
         if (c->rope_attention != 1.0f) vka_text_put(&t, ", cos and sin x %g", (double)c->rope_attention);
         if (vka_rope_table_varies(&c->rope_scaling, vka_rope_seq_len(p)))
             vka_text_put(&t, ", the table of length %llu", (unsigned long long)vka_rope_seq_len(p));
