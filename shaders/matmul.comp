@@ -38,8 +38,8 @@
  * has at most WG / 4). Grid: ceil(M/TILE_A) * ceil(N/TILE_B) workgroups.
  * Loop trips per invocation: ceil(K / WG) + 1, K in texels (the sums' loop is unrolled).
  *
- * The MATVEC_STORAGE build (kernel matmul_vec_storage, the GPU tunings' choice where a row's
- * elements come in whole 16-byte words: vec_storage) is the MATVEC build reading A and B from
+ * The MATVEC_STORAGE build (kernel matmul_vec_storage, the GPU tunings' choice where the reduction
+ * and every row start on multiples of 8 elements: vec_storage) is the MATVEC build reading A and B from
  * storage buffers, a texel being 8 elements: one 16-byte load of fp16 (uvec4), two of fp32 (vec4),
  * as FLAGS' A_F16 and B_F16 say. On NVIDIA a texel fetch goes through the texture pipe (see
  * storage_texels.glsl); a wider load also halves the loop's trips and keeps twice the bytes in

@@ -21,6 +21,8 @@ typedef struct mm_case {
     int two_stages;       /* matmul_cm: two staged blocks (VKA_MATMUL_TWO_STAGES) */
     int vec8;             /* matmul_vec_storage: texels of 8 elements (K a multiple of 8) */
     int f32_a;            /* with f16_in: A stays fp32 (a caller's query), W is fp16 */
+    int f16_a;            /* without f16_in: A is fp16 (a caller's fp16 tensor), W stays fp32 */
+    uint32_t lead;        /* rows of NaN before A's and W's first (nonzero a_offset, b_offset) */
 } mm_case;
 
 typedef struct mm_buffers {
@@ -55,7 +57,9 @@ static double run_dispatches(vkattn_context *ctx, const mm_case *c, const vka_pi
     const uint32_t vec = c->vec8 ? 8 : c->vec4 ? 4 : 1, K = c->K / vec;
     vka_view_format in = c->vec4 ? (c->f16_in ? VKA_VIEW_RGBA16F : VKA_VIEW_RGBA32F)
                                  : (c->f16_in ? VKA_VIEW_R16F : VKA_VIEW_R32F);
-    vka_view_format in_a = c->f32_a ? (c->vec4 ? VKA_VIEW_RGBA32F : VKA_VIEW_R32F) : in;
+    vka_view_format in_a = c->f32_a ? (c->vec4 ? VKA_VIEW_RGBA32F : VKA_VIEW_R32F)
+                           : c->f16_a ? (c->vec4 ? VKA_VIEW_RGBA16F : VKA_VIEW_R16F)
+                                      : in;
     vka_binding bindings[VKA_MATMUL_BINDINGS] = {
         [VKA_MATMUL_A] = {&bufs->a, 0, 0, in_a}, [VKA_MATMUL_B] = {&bufs->w, 0, 0, in},
         [VKA_MATMUL_BIAS] = {&bufs->bias, 0, 0, VKA_VIEW_R32F}, [VKA_MATMUL_C] = {&bufs->c, 0, 0, VKA_VIEW_R32F}};
@@ -100,11 +104,13 @@ typedef struct mm_forward {
     vkattn_precision precision;
     uint32_t E, B, L, S;
     uint32_t binding_kib; /* the storage bindings' range (internal): small enough for slices; 0 = the device's */
+    uint32_t kv_dim;      /* kdim = vdim (E: the packed in_proj_weight, K's and V's rows after Q's); 0 = 40 and 56 */
 } mm_forward;
 
 static int mm_forward_run(const mm_forward *fw, char *plan, size_t plan_size, test_error *e)
 {
-    const uint32_t E = fw->E, B = fw->B, L = fw->L, S = fw->S;
+    const uint32_t E = fw->E, B = fw->B, L = fw->L, S = fw->S, KD = fw->kv_dim ? fw->kv_dim : 40,
+                   VD = fw->kv_dim ? fw->kv_dim : 56;
     vkattn_context *ctx = NULL;
     vkattn_error error = {0};
     vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = fw->tuning, .loop_budget = fw->budget,
@@ -115,14 +121,14 @@ static int mm_forward_run(const mm_forward *fw, char *plan, size_t plan_size, te
         return 0;
     }
     ctx->binding_bytes = (uint64_t)fw->binding_kib << 10;
-    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = E / 4, .kdim = 40, .vdim = 56, .precision = fw->precision};
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = E / 4, .kdim = KD, .vdim = VD, .precision = fw->precision};
     test_weights tw;
     test_weights_make(&tw, &ld, 7 + fw->budget);
     test_rng rng = test_rng_make(11);
-    float *q = malloc(B * L * E * sizeof(float)), *k = malloc(B * S * 40 * sizeof(float));
-    float *v = malloc(B * S * 56 * sizeof(float)), *gpu = malloc(B * L * E * sizeof(float));
+    float *q = malloc(B * L * E * sizeof(float)), *k = malloc(B * S * KD * sizeof(float));
+    float *v = malloc(B * S * VD * sizeof(float)), *gpu = malloc(B * L * E * sizeof(float));
     float *cpu = malloc(B * L * E * sizeof(float));
-    test_fill(&rng, q, B * L * E, 1), test_fill(&rng, k, B * S * 40, 1), test_fill(&rng, v, B * S * 56, 1);
+    test_fill(&rng, q, B * L * E, 1), test_fill(&rng, k, B * S * KD, 1), test_fill(&rng, v, B * S * VD, 1);
     vkattn_host_forward_desc f = {.batch = B, .query_len = L, .key_len = S, .query = q, .key = k, .value = v,
                                   .causal = 1, .output = gpu};
     vkattn_layer *layer = NULL;

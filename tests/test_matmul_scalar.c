@@ -61,6 +61,9 @@ static const mm_case storage_cases[] = {
     {"8x41x136_f16", 8, 41, 136, 0, 1, 1, .vec8 = 1},
     {"2x29x40_f16_in", 2, 29, 40, 0, 1, 0, .vec8 = 1},
     {"1x37x264_f32_a_f16_w", 1, 37, 264, 0, 1, 0, .vec8 = 1, .f32_a = 1},
+    {"3x37x2048_split_f16_a_f32_w", 3, 37, 2048, .parts = 2, .vec8 = 1, .f16_a = 1},
+    {"2x21x96_lead_3", 2, 21, 96, .vec8 = 1, .lead = 3},
+    {"1x19x40_lead_1_f32_a_f16_w", 1, 19, 40, 0, 1, 0, .vec8 = 1, .f32_a = 1, .lead = 1},
     {"7x40x1000_split", 7, 40, 1000, .parts = 2, .vec8 = 1},
     {"1x33x304_split_f16", 1, 33, 304, 0, 1, 1, .parts = 2, .vec8 = 1},
     {"2x16x20000_long_k", 2, 16, 20000, .vec8 = 1},
@@ -73,7 +76,8 @@ static double run_case(vkattn_context *ctx, const vka_tuning *t, vka_kernel kern
 {
     vka_device *dev = &ctx->dev;
     const uint32_t vec = c->vec8 ? 8 : c->vec4 ? 4 : 1, M = c->M, N = c->N, K = c->K;
-    const int a_f16 = c->f16_in && !c->f32_a;
+    const int a_f16 = (c->f16_in && !c->f32_a) || c->f16_a;
+    const size_t lead = (size_t)c->lead * K; /* elements of NaN before A's first row and W's */
     const size_t a_bytes = a_f16 ? 2 : 4, in_bytes = c->f16_in ? 2 : 4, out_bytes = c->f16_out ? 2 : 4;
     const int is_vec = kernel == VKA_KERNEL_MATMUL_VEC || kernel == VKA_KERNEL_MATMUL_VEC_STORAGE;
     uint32_t rows = 1;
@@ -100,6 +104,7 @@ static double run_case(vkattn_context *ctx, const vka_tuning *t, vka_kernel kern
 
     /* C: row-major with a gap of 3 after each row, or head-major (2 batches of M/2 rows, heads of 8) */
     vka_matmul_push push = {.M = M, .N = N, .K = K / vec, .lda = K / vec, .ldb = K / vec,
+                            .a_offset = (uint32_t)(lead / vec), .b_offset = (uint32_t)(lead / vec),
                             .c_row = N + 3, .c_col_block = N, .c_block = 0, .rows_per_batch = M,
                             .batch_stride = 0, .has_bias = !c->no_bias,
                             .tiles_n = (uint32_t)vka_ceil_div(N, spec[VKA_SPEC_TILE_B])};
@@ -108,8 +113,9 @@ static double run_case(vkattn_context *ctx, const vka_tuning *t, vka_kernel kern
         push.batch_stride = N * (M / 2);
     size_t c_elems = c_at(&push, M - 1, N - 1) + 1;
     mm_buffers b = {0};
-    vkattn_status status = vka_buffer_create(dev, (size_t)M * K * a_bytes, VKA_MEMORY_STAGING, "A", &b.a);
-    if (status == VKATTN_OK) status = vka_buffer_create(dev, (size_t)N * K * in_bytes, VKA_MEMORY_STAGING, "W", &b.w);
+    vkattn_status status = vka_buffer_create(dev, (lead + (size_t)M * K) * a_bytes, VKA_MEMORY_STAGING, "A", &b.a);
+    if (status == VKATTN_OK)
+        status = vka_buffer_create(dev, (lead + (size_t)N * K) * in_bytes, VKA_MEMORY_STAGING, "W", &b.w);
     if (status == VKATTN_OK) status = vka_buffer_create(dev, (size_t)N * 4, VKA_MEMORY_STAGING, "bias", &b.bias);
     if (status == VKATTN_OK) status = vka_buffer_create(dev, c_elems * out_bytes, VKA_MEMORY_STAGING, "C", &b.c);
     CHECK_MSG(status == VKATTN_OK && b.c.mapped, "%s: buffers: %s", c->name, vkattn_context_last_error(ctx));
@@ -117,14 +123,16 @@ static double run_case(vkattn_context *ctx, const vka_tuning *t, vka_kernel kern
 
     test_rng rng = test_rng_make(seed);
     float *a = malloc((size_t)M * K * sizeof *a), *w = malloc((size_t)N * K * sizeof *w), *bias = malloc(N * sizeof *bias);
-    /* fp16 operands hold fp16 values (what the device reads); fp32 ones full 24-bit values */
+    /* fp16 operands hold fp16 values (what the device reads); fp32 ones full 24-bit values; the
+     * lead rows NaN, which a read would carry into C */
+    for (size_t i = 0; i < lead; i++) put(&b.a, a_f16, i, NAN), put(&b.w, c->f16_in, i, NAN);
     for (size_t i = 0; i < (size_t)M * K; i++) {
         float x = test_rng_float(&rng);
-        put(&b.a, a_f16, i, x), a[i] = get(&b.a, a_f16, i);
+        put(&b.a, a_f16, lead + i, x), a[i] = get(&b.a, a_f16, lead + i);
     }
     for (size_t i = 0; i < (size_t)N * K; i++) {
         float x = test_rng_float(&rng);
-        put(&b.w, c->f16_in, i, x), w[i] = get(&b.w, c->f16_in, i);
+        put(&b.w, c->f16_in, lead + i, x), w[i] = get(&b.w, c->f16_in, lead + i);
     }
     for (uint32_t n = 0; n < N; n++) ((float *)b.bias.mapped)[n] = bias[n] = c->no_bias ? 0.0f : test_rng_float(&rng);
     /* NaN everywhere else in C: the kernel must write every element it owns and nothing between */
@@ -153,7 +161,7 @@ static double run_case(vkattn_context *ctx, const vka_tuning *t, vka_kernel kern
         double tol = (c->f16_out ? 1e-3 : 1.0 / (1 << 20)) * scale;
         rel = max_err / scale;
         int ok = bad == 0 && max_err <= tol && written == (size_t)M * N;
-        printf("  %-18s %-8s %-24s max-abs %.2e (%.2e of %s %.3g)  %s\n", what, t->name, c->name, max_err, rel,
+        printf("  %-18s %-8s %-28s max-abs %.2e (%.2e of %s %.3g)  %s\n", what, t->name, c->name, max_err, rel,
                c->f16_out ? "max|ref|" : "max sum|a·w|", scale, ok ? "ok" : "FAILED");
         CHECK_MSG(bad == 0, "%s: %zu outputs not finite (never written?)", c->name, bad);
         CHECK_MSG(max_err <= tol, "%s: max-abs %.3g > %.3g", c->name, max_err, tol);
@@ -198,6 +206,66 @@ static void run_forward_tuned(const char *tuning, uint32_t budget, vka_kernel ke
     if (tile) CHECK_MSG(strstr(plan, tile) != NULL, "the tuning string's tile %s is not the plan's:\n%s", tile, plan);
 }
 
+/* A decoding forward under the gpu tuning whose plan must run matmul_vec_storage, against the CPU
+ * path: `fw` makes its operands start elsewhere than at a binding's first element (the packed
+ * in_proj_weight's K and V rows after Q's; W bound in slices). */
+static void run_forward_storage(const mm_forward *fw, const char *what)
+{
+    static char plan[1 << 20];
+    test_error e;
+    if (!mm_forward_run(fw, plan, sizeof plan, &e)) return;
+    const compare_tolerance *tol = compare_tolerance_of(COMPARE_F32);
+    uint32_t steps = test_count_text(plan, " matmul_vec_storage ");
+    printf("  forward, gpu tuning, E %u, %s: max-abs %.2e NMSE %.2e; %u matmul_vec_storage dispatches  %s\n", fw->E, what,
+           e.max_abs, e.nmse, steps, compare_within(&e, tol) ? "ok" : "FAILED");
+    CHECK_MSG(compare_within(&e, tol), "%s: max-abs %.3g, NMSE %.3g", what, e.max_abs, e.nmse);
+    CHECK_MSG(steps >= (fw->binding_kib ? 8u : 3u), "%s: %u matmul_vec_storage steps:\n%.4000s", what, steps, plan);
+}
+
+/* An f32 layer's decoding step from an fp16 device tensor: matmul_vec_storage reads A as fp16
+ * and W as fp32 (the only forward with that pair), against the CPU path on the fp16 query. */
+static void run_forward_f16_query(void)
+{
+    const uint32_t E = 256;
+    vkattn_context *ctx = NULL;
+    vkattn_error error = {0};
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = "gpu"};
+    CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
+    if (!ctx) return;
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = 4};
+    test_weights tw;
+    test_weights_make(&tw, &ld, 21);
+    vkattn_layer *layer = NULL;
+    vkattn_tensor *qt = NULL, *ot = NULL;
+    float q[256], gpu[256], cpu[256];
+    uint16_t q16[256];
+    test_rng rng = test_rng_make(23);
+    for (uint32_t i = 0; i < E; i++) {
+        q16[i] = vka_f32_to_f16(test_rng_float(&rng));
+        q[i] = vka_f16_to_f32(q16[i]);
+    }
+    const uint32_t dims[3] = {1, 1, E};
+    CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F16, 3, dims, &qt), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, dims, &ot), VKATTN_OK);
+    if (layer && qt && ot) {
+        CHECK_STATUS(vkattn_tensor_write(qt, q16, sizeof q16), VKATTN_OK);
+        CHECK_STATUS(vkattn_forward(layer, &(vkattn_forward_desc){.query = qt, .output = ot}), VKATTN_OK);
+        CHECK_STATUS(vkattn_tensor_read(ot, gpu, sizeof gpu), VKATTN_OK);
+        vkattn_host_forward_desc f = {.batch = 1, .query_len = 1, .query = q, .output = cpu};
+        CHECK_STATUS(vkattn_reference_forward(&ld, &tw.w, &f, &error), VKATTN_OK);
+        test_error e = test_compare(gpu, cpu, E);
+        const compare_tolerance *tol = compare_tolerance_of(COMPARE_F32);
+        printf("  forward, gpu tuning, E %u, an fp16 query tensor on an f32 layer: max-abs %.2e NMSE %.2e  %s\n", E,
+               e.max_abs, e.nmse, compare_within(&e, tol) ? "ok" : "FAILED");
+        CHECK_MSG(compare_within(&e, tol), "fp16 query: max-abs %.3g, NMSE %.3g", e.max_abs, e.nmse);
+    }
+    vkattn_tensor_destroy(qt), vkattn_tensor_destroy(ot);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+    gpu_test_finish_context(ctx);
+}
+
 /* argv[1] "small": a few cases in the gpu tile and one forward (the `driver` row, also on Mesa 25). */
 int main(int argc, char **argv)
 {
@@ -227,9 +295,9 @@ int main(int argc, char **argv)
             if (!vec_cases[i].f16_out && rel > worst) worst = rel;
         }
         for (size_t i = 0; ctx->dev.caps.subgroup_sums && i < sizeof storage_cases / sizeof storage_cases[0]; i++) {
-            /* small: a partial row tile, fp16 in and out, A fp32 with W fp16, the split, the long
-             * reduction */
-            if (small && i != 2 && i != 5 && i != 7 && i != 8 && i != 10) continue;
+            /* small: a partial row tile, fp16 in and out, A fp32 with W fp16 and the reverse (in
+             * parts), operands after lead rows, the split, the long reduction */
+            if (small && i != 2 && i != 5 && i != 7 && i != 8 && i != 10 && i != 11 && i != 13) continue;
             double rel = run_case(ctx, t, VKA_KERNEL_MATMUL_VEC_STORAGE, &storage_cases[i], 300 + i);
             if (!storage_cases[i].f16_out && rel > worst) worst = rel;
         }
@@ -254,5 +322,14 @@ int main(int argc, char **argv)
      * that their projections are matrix-vector products too), both kernels in one plan */
     run_forward_tuned("gpu:vec_storage=0", 0, VKA_KERNEL_MATMUL_VEC, VKA_KERNEL_MATMUL_VEC, 2048, 1, 1, 23);
     if (!small) run_forward_tuned("gpu", 0, VKA_KERNEL_MATMUL_VEC, VKA_KERNEL_MATMUL_VEC_STORAGE, 2052, 1, 1, 1);
+    /* operands that start past a binding's first element: K's and V's rows of the packed
+     * in_proj_weight (kdim = vdim = E, 3 keys: their projections are matrix-vector products too),
+     * and W bound in 256 KiB slices; an fp16 query tensor */
+    run_forward_storage(&(mm_forward){"gpu", 0, 0, VKATTN_PRECISION_DEFAULT, 2048, 1, 1, 3, .kv_dim = 2048},
+                        "packed K/V rows, 3 keys");
+    if (!small)
+        run_forward_storage(&(mm_forward){"gpu", 0, 0, VKATTN_PRECISION_DEFAULT, 2048, 1, 1, 23, .binding_kib = 256},
+                            "W in 256 KiB slices");
+    run_forward_f16_query();
     return test_finish();
 }

@@ -1262,10 +1262,23 @@ static void test_matmul_vec_plans(void)
             accumulating += (st->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_ACCUMULATE) != 0;
             CHECK(st->spec[VKA_SPEC_TILE_A] == rows[r].tile_a && st->spec[VKA_SPEC_TILE_B] == rows[r].tile_b &&
                   st->spec[VKA_SPEC_WG_SIZE] == rows[r].wg && st->spec[VKA_SPEC_VEC] == rows[r].vec);
-            /* fp32 operands here: no fp16 flags; the storage build binds whole 8-element texels */
+            /* fp32 operands here: no fp16 flags. The texels read lie inside their bindings, and the
+             * first element of W read (its binding's offset plus b_offset texels) sits as far into
+             * a row of the weight (rows of E elements) as A's first (the query's, from 0) into its
+             * row: the part's first reduction element (E 16384's weights are bound in slices, whose
+             * texel offsets must count in the kernel's texels) */
             CHECK((st->spec[VKA_SPEC_FLAGS] & (VKA_MATMUL_A_F16 | VKA_MATMUL_B_F16)) == 0);
-            if (st->kernel == storage)
-                CHECK(st->bind[VKA_MATMUL_A].offset % 32 == 0 && st->bind[VKA_MATMUL_B].offset % 32 == 0);
+            const vka_matmul_push *mp = &st->push.matmul;
+            const uint64_t vec = st->spec[VKA_SPEC_VEC];
+            const uint64_t w_first = st->bind[VKA_MATMUL_B].offset / 4 + (uint64_t)mp->b_offset * vec;
+            const uint64_t a_first = st->bind[VKA_MATMUL_A].offset / 4 + (uint64_t)mp->a_offset * vec;
+            CHECK_MSG(w_first % E == a_first % E &&
+                          ((uint64_t)mp->b_offset + (uint64_t)(mp->N - 1) * mp->ldb + mp->K) * vec * 4 <=
+                              st->bind[VKA_MATMUL_B].range &&
+                          ((uint64_t)mp->a_offset + (uint64_t)(mp->M - 1) * mp->lda + mp->K) * vec * 4 <=
+                              st->bind[VKA_MATMUL_A].range,
+                      "%s: W from element %llu, texels of %llu", rows[r].tuning, (unsigned long long)w_first,
+                      (unsigned long long)vec);
             CHECK(vka_step_loop_trips(st) <= rows[r].budget);
             CHECK((uint64_t)st->groups[0] * st->groups[1] * st->groups[2] >=
                   vka_ceil_div(st->push.matmul.M, rows[r].tile_a) * st->push.matmul.tiles_n);

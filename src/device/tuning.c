@@ -32,7 +32,8 @@
  * kernel as it was). matmul_vec read W through texel fetches (the texture pipe on NVIDIA) at
  * 40-45% of an H100's copy bandwidth (QKV 48 us for 50 MB, the output 28 us for 34 MB): it now
  * reads 16-byte words of storage buffers where the rows allow (vec_storage; not yet measured on a
- * GPU, vec_storage=0 is the kernel as it was). */
+ * GPU, vec_storage=0 is the kernel as it was; with 8 rows a texel of 8 holds twice the registers
+ * of one of 4, which mobile GPUs may feel). */
 #define GPU_KERNELS                                                                                  \
     .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64, .matmul_skinny_tile_n = 4,             \
     .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4, \
