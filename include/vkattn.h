@@ -318,8 +318,9 @@ typedef struct vkattn_context_desc {
      * shared-memory scalar GEMM (matmul_sm), and where compute shaders have subgroup arithmetic and
      * shuffles on 4 or more lanes, decoding steps' few rows on a matrix-vector kernel (matmul_vec;
      * matmul_vec_storage, 16-byte storage-buffer loads, where rows start on multiples of 8
-     * elements) and their attention on attn_paged's GPU-shaped build; the rest with GPU-sized tiles. "coopmat" was measured on one GPU (an
-     * H200), the others were chosen without a GPU to measure on.
+     * elements) and their attention on attn_paged's GPU-shaped build; the rest with GPU-sized tiles.
+     * "coopmat"'s tiles were measured on an H200 and H100s, not its later defaults vec_storage and
+     * cm_wide_loads (no GPU at hand); the others were chosen without a GPU to measure on.
      *
      * Tuning strings, for trying kernel shapes on a GPU without a rebuild: "NAME:FIELD=VALUE,..."
      * sets fields of class NAME (an empty NAME: of the device's class), e.g.
@@ -332,7 +333,7 @@ typedef struct vkattn_context_desc {
      * cm_min_rows (1-65536: fewer rows take the matrix-vector kernels), cm_prefetch (1: the next
      * block fetched while this one multiplies, 0: as it is staged), cm_wide_loads (1: matmul_cm's
      * and attn_cm's fp16 operands in 16-byte loads of 8 values where rows start on multiples of
-     * 8, 0: 4 values per load),
+     * 8, the coopmat and intel classes' default, not yet measured on a GPU; 0: 4 values per load),
      * cm_subgroup (0 or a power of
      * two to 128: the subgroup size wanted, 0 = the smallest), cm_attn_subgroups (1-8: attn_cm's
      * subgroups of M query rows per workgroup), cm_attn_key_frags (1-4: N-key matrices per block, at

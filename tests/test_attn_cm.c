@@ -129,8 +129,11 @@ static const cm_case grid[] = {
     {"sliced_bindings_f16", 2, 37, 45, 2, 0, 64, .f16 = 1, .causal = 1, .key_padding = 1, .khr = 1, .binding_kib = 16},
     {"extra_keys_nan_f16", 2, 17, 23, 2, 0, 64, .f16 = 1, .bias_kv = 1, .zero_attn = 1, .key_padding = 1,
      .nan_masked = 1, .khr = 1},
-    {"q_passes_f16", 1, 70, 50, 2, 1, 64, .f16 = 1, .causal = 1, .key_padding = 1, .nan_masked = 1,
+    {"q_passes_f16", 1, 70, 50, 2, 1, 64, .f16 = 1, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
      .tuning = "coopmat:cm_attn_subgroups=8,cm_attn_key_frags=1"},
+    /* self-attention's one Q/K/V buffer (K and V after Q's heads), GQA in key parts merged */
+    {"causal_self_f16", 1, 33, 0, 2, 0, 64, .f16 = 1, .causal = 1, .khr = 1},
+    {"gqa_self_f16_parts", 1, 300, 0, 4, 2, 64, .f16 = 1, .causal = 1, .budget = 12, .khr = 1},
     {"narrow_loads_f16", 2, 21, 29, 4, 1, 64, .f16 = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
      .tuning = "coopmat:cm_wide_loads=0"},
     /* more query rows than two blocks of keys (8 subgroups, blocks of one matrix): Q is staged
@@ -485,6 +488,50 @@ static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
     gpu_test_finish_context(ctx);
 }
 
+/* One element of one value row that fp16 cannot hold (1e5 > 65504: an f16 layer's identity
+ * projection stores it as inf), in key 5 of a causal cross-attention: in attn_cm the rows that
+ * see key 5 (5 to 8) turn non-finite (a seen key whose V holds a non-finite value makes its rows
+ * NaN) and rows 0 to 4 stay finite, whether the element is the first or the second texel of its
+ * 16-byte load (d = 2, d = 5: cm_wide_loads stages a load as two texels and checks each; a second
+ * texel left unchecked would stage 0 there and give those rows finite numbers). The CPU path
+ * keeps its projections in fp32, so 1e5 stays finite there: no comparison with it. */
+static void run_partial_overflow(void)
+{
+    const cm_case c = {"partial_overflow", 1, 9, 20, 2, 0, 64, .f16 = 1, .causal = 1};
+    for (uint32_t d = 2; d <= 5; d += 3) {
+        vkattn_context *ctx = context_for(NULL, 0, 0, 0, 0, 0);
+        if (!ctx) return;
+        vkattn_layer_desc ld = layer_of(&c);
+        ld.no_bias = 1;
+        ld.kdim = ld.vdim = c.H * c.D;
+        vkattn_weights w;
+        float *block = identity_weights(&c, &w);
+        cm_inputs in;
+        inputs_make(&c, &in, 1, 4000 + d);
+        in.v[5 * in.Ek + d] = 1e5f;
+        const size_t n = (size_t)c.L * in.E;
+        float *out = malloc(n * sizeof(float));
+        vkattn_layer *layer = NULL;
+        CHECK_STATUS(vkattn_layer_create(ctx, &ld, &w, &layer), VKATTN_OK);
+        vkattn_host_forward_desc f = forward_of(&c, &in, out, NULL);
+        int ran = layer && run_layer(ctx, layer, &c, &f, 1), wrong = 0;
+        for (uint32_t i = 0; ran && i < c.L; i++) {
+            int finite = 1;
+            for (size_t e = 0; e < in.E; e++) finite = finite && isfinite(out[i * in.E + e]);
+            wrong += finite != (i < 5);
+        }
+        printf("  %-24s f16 d = %u (texel %u of its load): %d rows of 9 wrong  %s\n", c.name, d, d / 4, wrong,
+               ran && !wrong ? "ok" : "FAILED");
+        CHECK_MSG(ran && wrong == 0, "%s d = %u: %d rows wrong (rows 5-8 must be non-finite, 0-4 finite)", c.name, d,
+                  wrong);
+        vkattn_layer_destroy(layer);
+        free(out);
+        inputs_free(&in);
+        free(block);
+        gpu_test_finish_context(ctx);
+    }
+}
+
 /* VKATTN_PRECISION_F32 and no_cooperative_matrix: no _cm kernel in the plan, and the forward runs. */
 static void run_off(int off)
 {
@@ -580,6 +627,7 @@ int main(int argc, char **argv)
             run_pair(&pairs[i], 2000 + 10 * i, pair_worst);
     if (!only || rest) run_off(0), run_off(1);
     if (!only || rest || khr) run_two_builds();
+    if (!only || rest || khr) run_partial_overflow();
     printf("largest errors: against the CPU path out max-abs %.2e NMSE %.2e lse %.2e; attn_cm vs attn_fused "
            "(f32) out max-abs %.2e lse %.2e; %.1f s\n",
            grid_worst[0], grid_worst[1], grid_worst[2], pair_worst[0], pair_worst[1], test_now_s() - t0);

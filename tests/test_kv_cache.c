@@ -1065,6 +1065,15 @@ static void family_explain(vkattn_context *ctx)
             CHECK_MSG((strstr(text, "fetched meanwhile") != NULL) == prefetch, "%s: the next block%s fetched meanwhile:\n%s",
                       vkattn_dtype_name(dtypes[k]), prefetch ? " not" : "", text);
             CHECK_MSG(!splits || strstr(text, " attn_merge ") != NULL, "kv_splits %u: no merge:\n%s", splits, text);
+            /* the header says where the keys come from: one sequence, one new token, n + 1 keys in
+             * the cache's blocks of 16; RoPE's positions from the sequence table */
+            char cache_line[160];
+            snprintf(cache_line, sizeof cache_line,
+                     "  cache: 1 sequence, 1 new token in all (at most 1 in one), keys from the cache's %s blocks of 16, "
+                     "up to %u per sequence\n",
+                     vkattn_dtype_name(dtypes[k]), n + 1);
+            CHECK_MSG(strstr(text, cache_line) && strstr(text, "theta 10000, positions from the sequence table\n"),
+                      "the plan's header:\n%s", text);
             if (k == 0 && splits) printf("  explain, f16 cache, kv_splits 4:\n%s", text);
             char cut[10];
             CHECK_STATUS(vkattn_forward_cached_explain(layer, cache, &d, cut, sizeof cut, &got), VKATTN_OK);

@@ -228,6 +228,71 @@ static void run_forward_sliced(void)
     CHECK_MSG(cm > 16, "%u matmul_cm dispatches: the weights were not sliced:\n%s", cm, plan);
 }
 
+/* f16 layers (fp16 context and weights in the output projection) under the coopmat tuning against
+ * the CPU path: E 40 reads them 8 per 16-byte load (cm_wide_loads), E 36, whose rows start on
+ * multiples of 4 elements only, 4 per load (the plan must say which). */
+static void run_forward_f16_layers(void)
+{
+    static char plan[1 << 18];
+    for (uint32_t E = 36; E <= 40; E += 4) {
+        const mm_forward fw = {"coopmat", 0, 0, VKATTN_PRECISION_DEFAULT, .E = E, .B = 2, .L = 19, .S = 23,
+                               .storage = VKATTN_DTYPE_F16};
+        test_error e;
+        if (!mm_forward_run(&fw, plan, sizeof plan, &e)) return;
+        const compare_tolerance *tol = compare_tolerance_of(COMPARE_F16);
+        int cm = strstr(plan, "matmul_cm") != NULL, wide = strstr(plan, "in 16-byte loads of 8") != NULL;
+        printf("  forward, f16 layer of width %u, coopmat tuning: max-abs %.2e NMSE %.2e; matmul_cm%s  %s\n", E,
+               e.max_abs, e.nmse, wide ? " in 16-byte loads of 8" : ", 4 values per load",
+               compare_within(&e, tol) ? "ok" : "FAILED");
+        CHECK_MSG(compare_within(&e, tol), "E %u: max-abs %.3g, NMSE %.3g", E, e.max_abs, e.nmse);
+        CHECK_MSG(cm && wide == (E % 8 == 0), "E %u: the plan:\n%s", E, plan);
+    }
+}
+
+/* An f16 layer's forward from fp16 device tensors (query and output): its Q/K/V projection reads
+ * the query 8 values per load too, with the storage bindings whole or (binding_kib) in slices. */
+static void run_forward_f16_tensors(uint32_t binding_kib)
+{
+    const uint32_t E = 256, L = 32;
+    vkattn_context *ctx = NULL;
+    vkattn_error error = {0};
+    vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = "coopmat"};
+    CHECK_STATUS(vkattn_context_create(&desc, &ctx, &error), VKATTN_OK);
+    if (!ctx) return;
+    ctx->binding_bytes = (uint64_t)binding_kib << 10;
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = 4, .storage = VKATTN_DTYPE_F16};
+    test_weights tw;
+    test_weights_make(&tw, &ld, 31);
+    vkattn_layer *layer = NULL;
+    vkattn_tensor *qt = NULL, *ot = NULL;
+    float *q = malloc(L * E * sizeof *q), *gpu = malloc(L * E * sizeof *gpu), *cpu = malloc(L * E * sizeof *cpu);
+    uint16_t *q16 = malloc(L * E * sizeof *q16), *o16 = malloc(L * E * sizeof *o16);
+    test_rng rng = test_rng_make(37);
+    for (uint32_t i = 0; i < L * E; i++) q16[i] = vka_f32_to_f16(test_rng_float(&rng)), q[i] = vka_f16_to_f32(q16[i]);
+    const uint32_t dims[3] = {1, L, E};
+    CHECK_STATUS(vkattn_layer_create(ctx, &ld, &tw.w, &layer), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F16, 3, dims, &qt), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F16, 3, dims, &ot), VKATTN_OK);
+    if (layer && qt && ot) {
+        CHECK_STATUS(vkattn_tensor_write(qt, q16, L * E * sizeof *q16), VKATTN_OK);
+        CHECK_STATUS(vkattn_forward(layer, &(vkattn_forward_desc){.query = qt, .output = ot, .causal = 1}), VKATTN_OK);
+        CHECK_STATUS(vkattn_tensor_read(ot, o16, L * E * sizeof *o16), VKATTN_OK);
+        for (uint32_t i = 0; i < L * E; i++) gpu[i] = vka_f16_to_f32(o16[i]);
+        vkattn_host_forward_desc f = {.batch = 1, .query_len = L, .query = q, .causal = 1, .output = cpu};
+        CHECK_STATUS(vkattn_reference_forward(&ld, &tw.w, &f, &error), VKATTN_OK);
+        test_error e = test_compare(gpu, cpu, L * E);
+        const compare_tolerance *tol = compare_tolerance_of(COMPARE_F16);
+        printf("  forward, f16 layer from fp16 tensors, coopmat tuning%s: max-abs %.2e NMSE %.2e  %s\n",
+               binding_kib ? ", 256 KiB bindings" : "", e.max_abs, e.nmse, compare_within(&e, tol) ? "ok" : "FAILED");
+        CHECK_MSG(compare_within(&e, tol), "fp16 tensors: max-abs %.3g, NMSE %.3g", e.max_abs, e.nmse);
+    }
+    vkattn_tensor_destroy(qt), vkattn_tensor_destroy(ot);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+    free(q), free(gpu), free(cpu), free(q16), free(o16);
+    gpu_test_finish_context(ctx);
+}
+
 /* The plan of a small forward (32 rows: enough for matmul_cm) of a layer of `storage` on `ctx`, as
  * text, into `plan`. */
 static void explain_small(vkattn_context *ctx, vkattn_dtype storage, char *plan, size_t size)
@@ -405,5 +470,8 @@ int main(void)
                       "in 4 subgroups, fp16 operands, the next block fetched meanwhile, two staged blocks)");
     run_forward_tuned("coopmat:cm_stages=1", 24, 0, "in 16 subgroups, fp16 operands, the next block fetched meanwhile)");
     run_forward_sliced();
+    run_forward_f16_layers();
+    run_forward_f16_tensors(0);
+    run_forward_f16_tensors(256);
     return test_finish();
 }

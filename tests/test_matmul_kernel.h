@@ -105,6 +105,7 @@ typedef struct mm_forward {
     uint32_t E, B, L, S;
     uint32_t binding_kib; /* the storage bindings' range (internal): small enough for slices; 0 = the device's */
     uint32_t kv_dim;      /* kdim = vdim (E: the packed in_proj_weight, K's and V's rows after Q's); 0 = 40 and 56 */
+    vkattn_dtype storage; /* the layer's (0: f32) */
 } mm_forward;
 
 static int mm_forward_run(const mm_forward *fw, char *plan, size_t plan_size, test_error *e)
@@ -121,7 +122,8 @@ static int mm_forward_run(const mm_forward *fw, char *plan, size_t plan_size, te
         return 0;
     }
     ctx->binding_bytes = (uint64_t)fw->binding_kib << 10;
-    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = E / 4, .kdim = KD, .vdim = VD, .precision = fw->precision};
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = E / 4, .kdim = KD, .vdim = VD, .precision = fw->precision,
+                            .storage = fw->storage};
     test_weights tw;
     test_weights_make(&tw, &ld, 7 + fw->budget);
     test_rng rng = test_rng_make(11);

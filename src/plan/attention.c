@@ -335,7 +335,9 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     const int split = parts > 1 || chunks > 1;
     row_sets gr = {0};
     /* attn_cm's loads: 8 fp16 values at a time where Q, K and V all hold fp16 and every row of
-     * theirs starts on a multiple of 8 elements (cm_wide_loads), else texels of 4 */
+     * theirs starts on a multiple of 8 elements (cm_wide_loads), else texels of 4. (Today's
+     * layouts start every row on a multiple of the head dim, a multiple of 8 for attn_cm: the
+     * starts are checked so that a new layout cannot break the loads unseen.) */
     const vka_role roles[3] = {l->q, l->k, l->v};
     const uint64_t starts[9] = {l->q_offset, l->q_batch, l->q_head, l->q_row, l->k_offset,
                                 l->v_offset, l->kv_batch, l->kv_head, l->kv_row};
