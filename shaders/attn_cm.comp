@@ -149,9 +149,7 @@ uvec4 load_v(uint t) { return WIDE ? v16x8[t >> 1] : VKA_TEXEL_BITS(v32, v16, V_
 /* texel h of a load's bits as fp16 (h 1: a WIDE load's second) */
 f16vec4 load_f16(uvec4 r, uint h, bool fp16)
 {
-    if (WIDE) return h == 0 ? f16vec4(unpackFloat2x16(r.x), unpackFloat2x16(r.y))
-                            : f16vec4(unpackFloat2x16(r.z), unpackFloat2x16(r.w));
-    return vka_texel_f16(r, fp16);
+    return WIDE ? vka_texel8_f16(r, h) : vka_texel_f16(r, fp16);
 }
 
 /* This invocation's loads of `count` rows of `width` texels (row r at texel row_of(r)) into `regs`

@@ -97,8 +97,8 @@ uvec4 load_b(uint t) { return VEC == 8 ? b16x8[t] : VKA_TEXEL_BITS(b32, b16, B_H
         if ((rows * TK) % WG == 0 || t_ < rows * TK) {                                              \
             if (VEC == 8) {                                                                         \
                 uint at_ = (base) + (t_ / TK) * STRIDE4 + 2 * (t_ % TK);                            \
-                tile[at_] = f16vec4(unpackFloat2x16(regs[i_].x), unpackFloat2x16(regs[i_].y));      \
-                tile[at_ + 1] = f16vec4(unpackFloat2x16(regs[i_].z), unpackFloat2x16(regs[i_].w));  \
+                tile[at_] = vka_texel8_f16(regs[i_], 0);                                            \
+                tile[at_ + 1] = vka_texel8_f16(regs[i_], 1);                                        \
             } else {                                                                                \
                 f16vec4 v_ = vka_texel_f16(regs[i_], fp16);                                         \
                 if (VEC == 4) tile[(base) + (t_ / TK) * STRIDE4 + t_ % TK] = v_;                    \
