@@ -282,6 +282,7 @@ VKA_STRUCT(vka_merge_push) {
 #define VKA_PAGED_PREFETCH 16u /* VKA_SPEC_FLAGS of attn_paged_lanes and attn_paged_quant_lanes: the
                                   next block's K and V rows (a block format's words) fetched during
                                   this one's work */
+#define VKA_PAGED_POOL_F16 32u /* VKA_SPEC_FLAGS of attn_paged_lanes_storage: the pools hold fp16 (else fp32) */
 
 /* kv_append.comp: K and V rows of the new tokens (the projected, rotated K/V heads of the qkv
  * workspace: head k, token t at k_offset (v_offset) + k * head_stride + t * row_stride, elements)
@@ -317,8 +318,9 @@ VKA_STRUCT(vka_append_push) {
  * the T new tokens) and sees the cached keys (j < len - new, key j at position j) and those new
  * tokens j its mask row allows (at their meta positions); the window and ALiBi take positions. */
 #define VKA_PAGED_Q 0         /* texel view */
-#define VKA_PAGED_K 1         /* texel view, the cache's dtype; R32UI words for a block format */
-#define VKA_PAGED_V 2         /* texel view; R32UI words for a block format */
+#define VKA_PAGED_K 1         /* texel view, the cache's dtype; R32UI words for a block format;
+                                 attn_paged_lanes_storage: a storage buffer */
+#define VKA_PAGED_V 2         /* as K */
 #define VKA_PAGED_CTX 3       /* storage buffer, out, fp16 with OUT_F16 */
 #define VKA_PAGED_META 4      /* uint */
 #define VKA_PAGED_STATE_O 5   /* float, written with STORE */

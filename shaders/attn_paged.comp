@@ -46,12 +46,19 @@
  * block's K and V rows are fetched into registers before this block's scores are made, so a
  * workgroup always has a block's loads in flight (software pipelining: without it each block
  * waits a whole memory latency, then computes with nothing in flight); a block format's rows are
- * held as their words and dequantized at use.
+ * held as their words and dequantized at use. The KV_STORAGE_LANES build (attn_paged_lanes_storage,
+ * the GPU tunings' choice for fp16 and fp32 caches at head dims that are multiples of 4) is the
+ * LANES build reading K and V rows from storage buffers, a texel of 4 values per load, instead of
+ * through texel fetches; the pools' dtype comes with FLAGS (VKA_PAGED_POOL_F16).
  * Grid: parts * seqs * H_kv * tiles workgroups.
  * Loop trips per invocation: the key-block loop, blocks + 1 (the rest is unrolled).
  */
 #ifdef KV_QUANT_LANES
 #define KV_QUANT
+#define LANES
+#endif
+#ifdef KV_STORAGE_LANES
+#define KV_STORAGE
 #define LANES
 #endif
 #ifdef OUT_F16
@@ -76,6 +83,20 @@ layout(binding = VKA_PAGED_V) uniform usamplerBuffer V;
 #define KV_RAW uvec3
 #define KV_FETCH_RAW(pool, row, t) kv_fetch(pool, row, t)
 #define KV_DECODE(words, row, t) kv_decode(words, row, t)
+#elif defined(KV_STORAGE)
+/* Texel t of a row from a storage buffer (a GPU's load path; on NVIDIA a texel fetch takes the
+ * texture pipe): the pool declared as fp32 texels (vec4) and as fp16 ones (two words, uvec2),
+ * VKA_PAGED_POOL_F16 saying which it holds. A texel is held as its bits and converted at use. */
+layout(std430, binding = VKA_PAGED_K) readonly buffer K_ { vec4 K_f[]; };
+layout(std430, binding = VKA_PAGED_K) readonly buffer KH_ { uvec2 K_h[]; };
+layout(std430, binding = VKA_PAGED_V) readonly buffer V_ { vec4 V_f[]; };
+layout(std430, binding = VKA_PAGED_V) readonly buffer VH_ { uvec2 V_h[]; };
+const bool POOL_F16 = (FLAGS & VKA_PAGED_POOL_F16) != 0u;
+#define KV_RAW uvec4
+#define KV_FETCH_RAW(pool, row, t) \
+    (POOL_F16 ? uvec4(pool##_h[(row) + (t)], 0u, 0u) : floatBitsToUint(pool##_f[(row) + (t)]))
+#define KV_DECODE(bits, row, t) \
+    (POOL_F16 ? vec4(unpackHalf2x16((bits).x), unpackHalf2x16((bits).y)) : uintBitsToFloat(bits))
 #else
 #define KV_RAW vec4
 #define KV_FETCH_RAW(pool, row, t) vka_fetch(pool, (row) + (t))

@@ -644,7 +644,9 @@ static vka_problem cached_problem(uint32_t E, uint32_t H, uint32_t H_kv, uint32_
 /* attn_paged's LANES build under the gpu tuning where the limits allow subgroup sums: a workgroup of
  * 32 per row tile holding a decoding step's whole GQA group (4 rows), 4 invocations per key (fewer
  * where the head's texels do not divide: D = 15), every format, the next block fetched meanwhile
- * in every format up to D = 128 with 4 lanes per key (not D = 15, not D = 256); at a loop budget of 600 its parts
+ * in every format up to D = 128 with 4 lanes per key (not D = 15, not D = 256); an fp16 or fp32 cache
+ * read from storage buffers where D is a multiple of 4 (attn_paged_lanes_storage, the pools bound as
+ * buffers; paged_lanes_storage=0 the texel fetches' build); at a loop budget of 600 its parts
  * keep blocks + 1 trips within it and cover the keys; without subgroup sums, or
  * under lavapipe's tuning, the scalar build. */
 static void test_paged_lanes_plans(void)
@@ -669,7 +671,9 @@ static void test_paged_lanes_plans(void)
         vka_plan plan = {0};
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         CHECK_MSG(check_plan_limits(&plan, &l, "lanes") == 0, "row %zu", r);
-        const vka_kernel want = vka_dtype_is_block(rows[r].dtype) ? VKA_KERNEL_PAGED_QUANT_LANES : VKA_KERNEL_PAGED_LANES;
+        const int quant = vka_dtype_is_block(rows[r].dtype), storage = !quant && rows[r].E / rows[r].H % 4 == 0;
+        const vka_kernel want = quant ? VKA_KERNEL_PAGED_QUANT_LANES
+                                : storage ? VKA_KERNEL_PAGED_LANES_STORAGE : VKA_KERNEL_PAGED_LANES;
         uint32_t found = 0;
         for (uint32_t i = 0; i < plan.step_count; i++) {
             const vka_step *st = &plan.steps[i];
@@ -680,6 +684,13 @@ static void test_paged_lanes_plans(void)
                   st->spec[VKA_SPEC_TILE_A] == rows[r].rows);
             const int ahead = rows[r].E / rows[r].H <= 128 && rows[r].key_lanes == 4;
             CHECK_MSG(((st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_PREFETCH) != 0) == ahead, "row %zu: prefetch", r);
+            /* the storage build reads the pools as buffers, its flag saying fp16; the others texel views */
+            const uint8_t view = storage ? VKA_VIEW_BUFFER : quant ? VKA_VIEW_SCALAR : st->spec[VKA_SPEC_VEC];
+            CHECK_MSG(st->bind[VKA_PAGED_K].view == view && st->bind[VKA_PAGED_V].view == view &&
+                          ((st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_POOL_F16) != 0) ==
+                              (storage && rows[r].dtype == VKATTN_DTYPE_F16),
+                      "row %zu: pool views %u %u, flags %u", r, st->bind[VKA_PAGED_K].view, st->bind[VKA_PAGED_V].view,
+                      st->spec[VKA_SPEC_FLAGS]);
             CHECK((uint64_t)st->groups[0] * st->groups[1] * st->groups[2] >= (uint64_t)c->parts * rows[r].H_kv * c->tiles);
             CHECK((uint64_t)c->parts * c->part_len >= rows[r].len && (uint64_t)(c->parts - 1) * c->part_len < rows[r].len);
             if (rows[r].budget) CHECK(vka_step_loop_trips(st) <= rows[r].budget);
@@ -688,9 +699,24 @@ static void test_paged_lanes_plans(void)
                    (unsigned long long)vka_step_loop_trips(st));
         }
         CHECK_MSG(found == 1, "row %zu: %u %s steps", r, found, vka_kernel_get(want)->spirv);
+        /* paged_lanes_storage=0: the texel fetches' build, the pools as texel views */
+        vka_tuning fetches = *l.tuning;
+        fetches.paged_lanes_storage = 0;
+        l.tuning = &fetches;
+        vka_plan_free(&plan);
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK_MSG(count_kernel(&plan, VKA_KERNEL_PAGED_LANES_STORAGE) == 0 &&
+                      count_kernel(&plan, quant ? VKA_KERNEL_PAGED_QUANT_LANES : VKA_KERNEL_PAGED_LANES) == 1,
+                  "row %zu: paged_lanes_storage=0", r);
+        for (uint32_t i = 0; i < plan.step_count; i++)
+            if (plan.steps[i].kernel == VKA_KERNEL_PAGED_LANES)
+                CHECK(plan.steps[i].bind[VKA_PAGED_K].view == plan.steps[i].spec[VKA_SPEC_VEC] &&
+                      (plan.steps[i].spec[VKA_SPEC_FLAGS] & VKA_PAGED_POOL_F16) == 0);
+        vka_plan_free(&plan);
         l.subgroup_sums = 0, l.loop_budget = 0; /* the scalar build (whose blocks take more of a budget) */
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-        CHECK(count_kernel(&plan, VKA_KERNEL_PAGED_LANES) + count_kernel(&plan, VKA_KERNEL_PAGED_QUANT_LANES) == 0);
+        CHECK(count_kernel(&plan, VKA_KERNEL_PAGED_LANES) + count_kernel(&plan, VKA_KERNEL_PAGED_QUANT_LANES) +
+                  count_kernel(&plan, VKA_KERNEL_PAGED_LANES_STORAGE) == 0);
         vka_plan_free(&plan);
     }
     vka_plan_limits l = lavapipe_limits();
@@ -698,7 +724,8 @@ static void test_paged_lanes_plans(void)
     vka_problem p = cached_problem(4096, 32, 8, 1, 1, 8192, 0);
     vka_plan plan = {0};
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(count_kernel(&plan, VKA_KERNEL_PAGED_LANES) == 0 && count_kernel(&plan, VKA_KERNEL_PAGED) == 1);
+    CHECK(count_kernel(&plan, VKA_KERNEL_PAGED_LANES) + count_kernel(&plan, VKA_KERNEL_PAGED_LANES_STORAGE) == 0 &&
+          count_kernel(&plan, VKA_KERNEL_PAGED) == 1);
     vka_plan_free(&plan);
 }
 
@@ -1544,9 +1571,13 @@ static void test_device_profiles(void)
         p.cfg.bias = 0;
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         CHECK(check_profile_steps(dp, &l, &plan) == 0);
-        /* the GPU classes' decode attention: the LANES build, a workgroup per row tile */
-        const vka_step *paged =
-            largest_step(&plan, VKATTN_STAGE_FUSED, t->paged_lanes ? VKA_KERNEL_PAGED_LANES : VKA_KERNEL_PAGED);
+        /* the GPU classes' decode attention: the LANES build reading the f16 cache from storage
+         * buffers, a workgroup per row tile */
+        const vka_step *paged = largest_step(&plan, VKATTN_STAGE_FUSED,
+                                             t->paged_lanes ? VKA_KERNEL_PAGED_LANES_STORAGE : VKA_KERNEL_PAGED);
+        CHECK_MSG(!paged || !t->paged_lanes ||
+                      (paged->bind[VKA_PAGED_K].view == VKA_VIEW_BUFFER && (paged->spec[VKA_SPEC_FLAGS] & VKA_PAGED_POOL_F16)),
+                  "%s decode: the pools as fp16 storage buffers", dp->name);
         const vka_step *step_qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_VEC_STORAGE);
         const vka_step *step_out = largest_step(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_KERNEL_MATMUL_VEC_STORAGE);
         CHECK_MSG(paged && step_qkv && step_out && count_kernel(&plan, VKA_KERNEL_MATMUL) == 0 &&

@@ -136,13 +136,15 @@ fi
 step "decode: vkattn bench --preset decode (E=4096 H=32 H_kv=8) ${decode_args[*]}"
 "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 "${decode_args[@]}" --json "$out/decode.json" |
   tee "$out/decode.txt"
-step "decode sweep: 8192 and 32768 keys (f16) under tuning strings (attn_merge's lanes per texel, attn_paged_lanes' prefetch, parts per compute unit, lanes per key)"
+step "decode sweep: 8192 and 32768 keys (f16) under tuning strings (attn_merge's lanes per texel, attn_paged_lanes' prefetch and loads, parts per compute unit, lanes per key)"
 # fewer parts read longer runs of keys per workgroup and merge less; more keep more loads in flight;
 # merge_lanes=1 is the merge as it was on the third GPU day (one invocation walks a row's parts),
-# paged_lanes_prefetch=0 attn_paged_lanes as it was (each block's rows fetched at its start).
+# paged_lanes_prefetch=0 attn_paged_lanes as it was (each block's rows fetched at its start),
+# paged_lanes_storage=0 its K and V rows through texel fetches (the kernel attn_paged_lanes) instead
+# of storage buffers (attn_paged_lanes_storage).
 # GPU_BENCH_DECODE_SWEEP="T1 T2 ..." replaces the list.
 dsweep=${GPU_BENCH_DECODE_SWEEP:-"coopmat coopmat:merge_lanes=1 coopmat:merge_lanes=4 coopmat:merge_lanes=32
-  coopmat:paged_lanes_prefetch=0 coopmat:paged_lanes_per_unit=4 coopmat:paged_lanes_per_unit=16
+  coopmat:paged_lanes_prefetch=0 coopmat:paged_lanes_storage=0 coopmat:paged_lanes_per_unit=4 coopmat:paged_lanes_per_unit=16
   coopmat:paged_lanes_per_unit=32 coopmat:paged_lanes_group=2"}
 n=0
 for t in $dsweep; do

@@ -150,8 +150,13 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
      * alike). A block format's texel is held as 3 words (scale, quant word and the next) until used. */
     const uint32_t fetched = lanes ? tile_k * vka_ceil_div(DV, lanes) + DV / key_lanes : 0;
     const int prefetch = lanes && pr->paged_lanes_prefetch && fetched <= 16;
-    const vka_kernel kernel = quant ? (lanes ? VKA_KERNEL_PAGED_QUANT_LANES : VKA_KERNEL_PAGED_QUANT)
-                                    : (lanes ? VKA_KERNEL_PAGED_LANES : VKA_KERNEL_PAGED);
+    /* The LANES build reads an fp16 or fp32 cache from storage buffers where the tuning says so,
+     * a texel of 4 values per load (a head dim of a multiple of 4; others have texels of one) */
+    const int storage = lanes && !quant && vec == 4 && pr->paged_lanes_storage;
+    const vka_kernel kernel = quant     ? (lanes ? VKA_KERNEL_PAGED_QUANT_LANES : VKA_KERNEL_PAGED_QUANT)
+                              : storage ? VKA_KERNEL_PAGED_LANES_STORAGE
+                              : lanes   ? VKA_KERNEL_PAGED_LANES
+                                        : VKA_KERNEL_PAGED;
     const uint32_t wg = lanes ? lanes : pr->paged_wg, per_item = lanes ? lanes : 1; /* invocations per row tile */
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED, .kernel = kernel, .f16_out = f16_out,
                   .barrier_before = 1, .binding_count = VKA_PAGED_BINDINGS};
@@ -162,12 +167,13 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     s.spec[VKA_SPEC_DV] = DV;
     s.spec[VKA_SPEC_FLAGS] = (parts > 1 ? VKA_FUSED_STORE : 0) | (cp->dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0) |
                              (cp->tree ? VKA_PAGED_TREE : 0) |
-                             (prefetch ? VKA_PAGED_PREFETCH : 0);
+                             (prefetch ? VKA_PAGED_PREFETCH : 0) |
+                             (storage && cp->dtype == VKATTN_DTYPE_F16 ? VKA_PAGED_POOL_F16 : 0);
     s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(c);
     VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_PAGED_HEAD_TERMS]));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_Q], l->q, (uint8_t)vec));
-    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_K], VKA_ROLE_CACHE_K, pool_view));
-    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_V], VKA_ROLE_CACHE_V, pool_view));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_K], VKA_ROLE_CACHE_K, storage ? VKA_VIEW_BUFFER : pool_view));
+    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_V], VKA_ROLE_CACHE_V, storage ? VKA_VIEW_BUFFER : pool_view));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_CTX], VKA_ROLE_CTX, VKA_VIEW_BUFFER));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_META], VKA_ROLE_CACHE_META, VKA_VIEW_BUFFER));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_STATE_O], parts > 1 ? VKA_ROLE_STATE_O : VKA_ROLE_NONE, VKA_VIEW_BUFFER));
@@ -251,10 +257,12 @@ void vka_paged_describe(vka_text *t, const vka_step *s)
                  "part%s of %u%s", c->seqs, c->H, c->kv_group, c->i_begin, c->i_begin + c->i_count - 1, quant_name(s),
                  (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_TREE) ? ", masked among the new tokens" : "", c->parts,
                  c->parts > 1 ? "s" : "", c->part_len, (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
-    if (s->kernel == VKA_KERNEL_PAGED_LANES || s->kernel == VKA_KERNEL_PAGED_QUANT_LANES)
-        vka_text_put(t, "; %u rows per workgroup of %u, %u per key%s", s->spec[VKA_SPEC_TILE_A],
+    if (s->kernel == VKA_KERNEL_PAGED_LANES || s->kernel == VKA_KERNEL_PAGED_QUANT_LANES ||
+        s->kernel == VKA_KERNEL_PAGED_LANES_STORAGE)
+        vka_text_put(t, "; %u rows per workgroup of %u, %u per key%s%s", s->spec[VKA_SPEC_TILE_A],
                      s->spec[VKA_SPEC_WG_SIZE], s->spec[VKA_SPEC_TILE_B],
-                     (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_PREFETCH) ? ", the next block fetched meanwhile" : "");
+                     (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_PREFETCH) ? ", the next block fetched meanwhile" : "",
+                     s->kernel == VKA_KERNEL_PAGED_LANES_STORAGE ? ", K and V rows from storage buffers" : "");
 }
 
 void vka_append_describe(vka_text *t, const vka_step *s)
