@@ -320,7 +320,7 @@ typedef struct vkattn_context_desc {
      * matmul_vec_storage, 16-byte storage-buffer loads, where rows start on multiples of 8
      * elements) and their attention on attn_paged's GPU-shaped build; the rest with GPU-sized tiles.
      * "coopmat"'s tiles were measured on an H200 and H100s, not its later defaults vec_storage,
-     * cm_wide_loads and paged_lanes_storage (no GPU at hand); the others were chosen without a GPU
+     * cm_wide_loads, paged_lanes_storage and paged_lanes_q_shared (no GPU at hand); the others were chosen without a GPU
      * to measure on.
      *
      * Tuning strings, for trying kernel shapes on a GPU without a rebuild: "NAME:FIELD=VALUE,..."
@@ -348,7 +348,9 @@ typedef struct vkattn_context_desc {
      * next block of keys fetched during this one's work, every cache format, up to D = 128),
      * paged_lanes_storage (0 or 1: 1 reads an fp16 or fp32 cache's K and V rows from storage
      * buffers, attn_paged_lanes_storage, the GPU classes' default, not yet measured on a GPU; 0
-     * through texel fetches), paged_lanes_per_unit,
+     * through texel fetches), paged_lanes_q_shared (0 or 1: 1 stages a row tile's queries in
+     * shared memory once, the GPU classes' default, not yet measured on a GPU; 0 fetches them
+     * again for each block of keys), paged_lanes_per_unit,
      * paged_per_unit (1-4096: decoding's workgroups or invocations per compute unit),
      * paged_min_part (1-65536: keys per part at least), merge_lanes (a power of two, 1-64:
      * invocations per texel merging key parts, at most the parts, a divisor of the workgroup and

@@ -283,6 +283,8 @@ VKA_STRUCT(vka_merge_push) {
                                   next block's K and V rows (a block format's words) fetched during
                                   this one's work */
 #define VKA_PAGED_POOL_F16 32u /* VKA_SPEC_FLAGS of attn_paged_lanes_storage: the pools hold fp16 (else fp32) */
+#define VKA_PAGED_Q_SHARED 64u /* VKA_SPEC_FLAGS of the lanes builds: the row tile's queries staged in
+                                  shared memory once, read there by every block */
 
 /* kv_append.comp: K and V rows of the new tokens (the projected, rotated K/V heads of the qkv
  * workspace: head k, token t at k_offset (v_offset) + k * head_stride + t * row_stride, elements)

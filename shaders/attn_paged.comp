@@ -50,6 +50,8 @@
  * the GPU tunings' choice for fp16 and fp32 caches at head dims that are multiples of 4) is the
  * LANES build reading K and V rows from storage buffers, a texel of 4 values per load, instead of
  * through texel fetches; the pools' dtype comes with FLAGS (VKA_PAGED_POOL_F16).
+ * With FLAGS' VKA_PAGED_Q_SHARED the row tile's queries are staged in shared memory once (TILE_A x
+ * DV texels) and every block's scores read them there, not through a texel fetch per block.
  * Grid: parts * seqs * H_kv * tiles workgroups.
  * Loop trips per invocation: the key-block loop, blocks + 1 (the rest is unrolled).
  */
@@ -223,6 +225,10 @@ const uint SLICE = DV / TILE_B;          /* texels of a key row per invocation *
 const uint OWN = (DV + WG - 1) / WG;     /* output texels per invocation */
 
 shared float s_s[TILE_A * BK]; /* the block's scores */
+/* With VKA_PAGED_Q_SHARED the row tile's queries, staged once: every block reads them from here
+ * instead of fetching each texel again (a key's group reads its own texels, every group the same) */
+const bool Q_SHARED = (FLAGS & VKA_PAGED_Q_SHARED) != 0u;
+shared vec4 s_q[Q_SHARED ? TILE_A * DV : 1u];
 
 /* Texel t of invocation g's share of a key row (see the top of the file). */
 #ifdef KV_QUANT
@@ -238,6 +244,14 @@ void main()
     vec4 o[TILE_A][OWN];
     [[unroll]] for (uint r = 0; r < TILE_A; r++)
         [[unroll]] for (uint t = 0; t < OWN; t++) o[r][t] = vec4(0.0);
+    if (Q_SHARED) {
+        [[unroll]] for (uint r = 0; r < TILE_A; r++)
+            [[unroll]] for (uint t = 0; t < OWN; t++) {
+                uint d = lane + t * WG;
+                if (OWN * WG == DV || d < DV) s_q[r * DV + d] = vka_fetch(Q, qrow[r] + d);
+            }
+        barrier(); /* (the whole workgroup is here: PAGED_ROWS leaves or stays per workgroup) */
+    }
 
     /* This invocation's key of a block, and its slice: counted through its subgroup, so that a key's
      * TILE_B lanes are neighbours there whatever order the driver gives local ids. */
@@ -291,7 +305,7 @@ void main()
             [[unroll]] for (uint t = 0; t < SLICE; t++) {
                 vec4 k = KV_DECODE(k_blk[t], k_blk_at, SLICE_TEXEL(g, t));
                 [[unroll]] for (uint r = 0; r < TILE_A; r++)
-                    part[r] += dot(vka_fetch(Q, qrow[r] + SLICE_TEXEL(g, t)), k);
+                    part[r] += dot(Q_SHARED ? s_q[r * DV + SLICE_TEXEL(g, t)] : vka_fetch(Q, qrow[r] + SLICE_TEXEL(g, t)), k);
             }
             /* the group's slices meet: its TILE_B (at most 16) invocations are neighbours in one subgroup */
             [[unroll]] for (uint r = 0; r < TILE_A; r++) {

@@ -1026,7 +1026,8 @@ static void family_long_part(vkattn_context *ctx)
 /* vkattn_forward_cached_explain: the plan of a decoding step (and of one in key parts) before it
  * runs, in the formats f16 and q8_0: the kernels this device's tuning takes (attn_paged, or the
  * GPU tunings' lanes builds, fetching the next block meanwhile unless the tuning string says not,
- * an fp16 cache's rows from storage buffers unless it says not),
+ * an fp16 cache's rows from storage buffers and the queries staged in shared memory unless it
+ * says not),
  * the merge of the parts, the same text for the step on device tensors; the length asked with no
  * buffer, a text cut short, bad arguments refused as the forward refuses them; the cache and the
  * layer unchanged (length, the layer's last stats), and the step then run against the reference. */
@@ -1035,6 +1036,7 @@ static void family_explain(vkattn_context *ctx)
     const int lanes = gpu_test_tuning_is("gpu");
     const int prefetch = lanes && !strstr(getenv("VKATTN_TUNING"), "paged_lanes_prefetch=0");
     const int storage = lanes && !strstr(getenv("VKATTN_TUNING"), "paged_lanes_storage=0");
+    const int q_shared = lanes && !strstr(getenv("VKATTN_TUNING"), "paged_lanes_q_shared=0");
     const vkattn_dtype dtypes[2] = {VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0};
     for (int k = 0; k < 2; k++) {
         const uint32_t E = 512, n = 200;
@@ -1071,6 +1073,9 @@ static void family_explain(vkattn_context *ctx)
             CHECK_MSG((strstr(text, "K and V rows from storage buffers") != NULL) == (storage && !quant),
                       "%s: K and V rows%s from storage buffers:\n%s", vkattn_dtype_name(dtypes[k]),
                       storage && !quant ? " not" : "", text);
+            CHECK_MSG((strstr(text, "queries staged in shared memory") != NULL) == q_shared,
+                      "%s: queries%s staged in shared memory:\n%s", vkattn_dtype_name(dtypes[k]), q_shared ? " not" : "",
+                      text);
             CHECK_MSG(!splits || strstr(text, " attn_merge ") != NULL, "kv_splits %u: no merge:\n%s", splits, text);
             /* the header says where the keys come from: one sequence, one new token, n + 1 keys in
              * the cache's blocks of 16; RoPE's positions from the sequence table */

@@ -5,6 +5,7 @@
 #include "plan/attention.h"
 #include "plan/build.h"
 #include "plan/matmul.h"
+#include "plan/paged.h"
 #include "problem/config.h"
 #include "test_util.h"
 
@@ -641,12 +642,16 @@ static vka_problem cached_problem(uint32_t E, uint32_t H, uint32_t H_kv, uint32_
     return cached_problem_of(E, H, H_kv, seqs, new_tokens, len, splits, VKATTN_DTYPE_F16);
 }
 
+static const vka_step *largest_step(const vka_plan *plan, vkattn_stage stage, vka_kernel kernel);
+
 /* attn_paged's LANES build under the gpu tuning where the limits allow subgroup sums: a workgroup of
  * 32 per row tile holding a decoding step's whole GQA group (4 rows), 4 invocations per key (fewer
  * where the head's texels do not divide: D = 15), every format, the next block fetched meanwhile
  * in every format up to D = 128 with 4 lanes per key (not D = 15, not D = 256); an fp16 or fp32 cache
  * read from storage buffers where D is a multiple of 4 (attn_paged_lanes_storage, the pools bound as
- * buffers; paged_lanes_storage=0 the texel fetches' build); at a loop budget of 600 its parts
+ * buffers; paged_lanes_storage=0 the texel fetches' build); the queries staged in shared memory
+ * (not where one byte less than they and the scores need is there, nor with paged_lanes_q_shared=0);
+ * at a loop budget of 600 its parts
  * keep blocks + 1 trips within it and cover the keys; without subgroup sums, or
  * under lavapipe's tuning, the scalar build. */
 static void test_paged_lanes_plans(void)
@@ -691,6 +696,13 @@ static void test_paged_lanes_plans(void)
                               (storage && rows[r].dtype == VKATTN_DTYPE_F16),
                       "row %zu: pool views %u %u, flags %u", r, st->bind[VKA_PAGED_K].view, st->bind[VKA_PAGED_V].view,
                       st->spec[VKA_SPEC_FLAGS]);
+            /* the queries staged in shared memory: rows x texels, beside the scores, within the limit */
+            const uint32_t DVr = st->spec[VKA_SPEC_DV], keys = 32 / rows[r].key_lanes;
+            CHECK_MSG((st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED) &&
+                          vka_paged_lanes_shared_bytes(rows[r].rows, DVr, keys, 1) ==
+                              (uint64_t)rows[r].rows * (DVr * 16 + keys * 4) &&
+                          vka_paged_lanes_shared_bytes(rows[r].rows, DVr, keys, 1) <= l.max_shared_bytes,
+                      "row %zu: queries in shared memory", r);
             CHECK((uint64_t)st->groups[0] * st->groups[1] * st->groups[2] >= (uint64_t)c->parts * rows[r].H_kv * c->tiles);
             CHECK((uint64_t)c->parts * c->part_len >= rows[r].len && (uint64_t)(c->parts - 1) * c->part_len < rows[r].len);
             if (rows[r].budget) CHECK(vka_step_loop_trips(st) <= rows[r].budget);
@@ -699,19 +711,34 @@ static void test_paged_lanes_plans(void)
                    (unsigned long long)vka_step_loop_trips(st));
         }
         CHECK_MSG(found == 1, "row %zu: %u %s steps", r, found, vka_kernel_get(want)->spirv);
-        /* paged_lanes_storage=0: the texel fetches' build, the pools as texel views */
+        /* shared memory one byte short of the queries and the scores: they are fetched each block */
+        const vka_step *st0 = largest_step(&plan, VKATTN_STAGE_FUSED, want);
+        vka_plan_limits tight = l;
+        tight.max_shared_bytes = st0 ? (uint32_t)vka_paged_lanes_shared_bytes(st0->spec[VKA_SPEC_TILE_A],
+                                                                              st0->spec[VKA_SPEC_DV],
+                                                                              32 / rows[r].key_lanes, 1) - 1 : 0;
+        vka_plan_free(&plan);
+        CHECK_STATUS(vka_plan_build(&p, &tight, &plan, NULL), VKATTN_OK);
+        st0 = largest_step(&plan, VKATTN_STAGE_FUSED, want);
+        CHECK_MSG(st0 && !(st0->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED), "row %zu: %u bytes of shared memory", r,
+                  tight.max_shared_bytes);
+        /* paged_lanes_storage=0, paged_lanes_q_shared=0: the texel fetches' build, the pools as
+         * texel views, the queries fetched each block */
         vka_tuning fetches = *l.tuning;
-        fetches.paged_lanes_storage = 0;
+        fetches.paged_lanes_storage = 0, fetches.paged_lanes_q_shared = 0;
         l.tuning = &fetches;
         vka_plan_free(&plan);
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         CHECK_MSG(count_kernel(&plan, VKA_KERNEL_PAGED_LANES_STORAGE) == 0 &&
                       count_kernel(&plan, quant ? VKA_KERNEL_PAGED_QUANT_LANES : VKA_KERNEL_PAGED_LANES) == 1,
                   "row %zu: paged_lanes_storage=0", r);
-        for (uint32_t i = 0; i < plan.step_count; i++)
+        for (uint32_t i = 0; i < plan.step_count; i++) {
             if (plan.steps[i].kernel == VKA_KERNEL_PAGED_LANES)
                 CHECK(plan.steps[i].bind[VKA_PAGED_K].view == plan.steps[i].spec[VKA_SPEC_VEC] &&
                       (plan.steps[i].spec[VKA_SPEC_FLAGS] & VKA_PAGED_POOL_F16) == 0);
+            if (plan.steps[i].kernel != VKA_KERNEL_MERGE && plan.steps[i].stage == VKATTN_STAGE_FUSED)
+                CHECK(!(plan.steps[i].spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED));
+        }
         vka_plan_free(&plan);
         l.subgroup_sums = 0, l.loop_budget = 0; /* the scalar build (whose blocks take more of a budget) */
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
@@ -1036,7 +1063,6 @@ static uint32_t count_kernel(const vka_plan *plan, vka_kernel k)
     return n;
 }
 
-static const vka_step *largest_step(const vka_plan *plan, vkattn_stage stage, vka_kernel kernel);
 
 static void test_coopmat_profiles(void)
 {
@@ -1572,12 +1598,13 @@ static void test_device_profiles(void)
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         CHECK(check_profile_steps(dp, &l, &plan) == 0);
         /* the GPU classes' decode attention: the LANES build reading the f16 cache from storage
-         * buffers, a workgroup per row tile */
+         * buffers, its queries staged in shared memory, a workgroup per row tile */
         const vka_step *paged = largest_step(&plan, VKATTN_STAGE_FUSED,
                                              t->paged_lanes ? VKA_KERNEL_PAGED_LANES_STORAGE : VKA_KERNEL_PAGED);
         CHECK_MSG(!paged || !t->paged_lanes ||
-                      (paged->bind[VKA_PAGED_K].view == VKA_VIEW_BUFFER && (paged->spec[VKA_SPEC_FLAGS] & VKA_PAGED_POOL_F16)),
-                  "%s decode: the pools as fp16 storage buffers", dp->name);
+                      (paged->bind[VKA_PAGED_K].view == VKA_VIEW_BUFFER && (paged->spec[VKA_SPEC_FLAGS] & VKA_PAGED_POOL_F16) &&
+                       (paged->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED)),
+                  "%s decode: the pools as fp16 storage buffers, the queries in shared memory", dp->name);
         const vka_step *step_qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_VEC_STORAGE);
         const vka_step *step_out = largest_step(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_KERNEL_MATMUL_VEC_STORAGE);
         CHECK_MSG(paged && step_qkv && step_out && count_kernel(&plan, VKA_KERNEL_MATMUL) == 0 &&

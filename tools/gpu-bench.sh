@@ -141,10 +141,12 @@ step "decode sweep: 8192 and 32768 keys (f16) under tuning strings (attn_merge's
 # merge_lanes=1 is the merge as it was on the third GPU day (one invocation walks a row's parts),
 # paged_lanes_prefetch=0 attn_paged_lanes as it was (each block's rows fetched at its start),
 # paged_lanes_storage=0 its K and V rows through texel fetches (the kernel attn_paged_lanes) instead
-# of storage buffers (attn_paged_lanes_storage).
+# of storage buffers (attn_paged_lanes_storage), paged_lanes_q_shared=0 its queries fetched again by
+# each block instead of staged in shared memory once, and both: the kernel as it was.
 # GPU_BENCH_DECODE_SWEEP="T1 T2 ..." replaces the list.
 dsweep=${GPU_BENCH_DECODE_SWEEP:-"coopmat coopmat:merge_lanes=1 coopmat:merge_lanes=4 coopmat:merge_lanes=32
-  coopmat:paged_lanes_prefetch=0 coopmat:paged_lanes_storage=0 coopmat:paged_lanes_per_unit=4 coopmat:paged_lanes_per_unit=16
+  coopmat:paged_lanes_prefetch=0 coopmat:paged_lanes_storage=0 coopmat:paged_lanes_q_shared=0
+  coopmat:paged_lanes_storage=0,paged_lanes_q_shared=0 coopmat:paged_lanes_per_unit=4 coopmat:paged_lanes_per_unit=16
   coopmat:paged_lanes_per_unit=32 coopmat:paged_lanes_group=2"}
 n=0
 for t in $dsweep; do

@@ -35,7 +35,10 @@
  * GPU, vec_storage=0 is the kernel as it was; with 8 rows a texel of 8 holds twice the registers
  * of one of 4, which mobile GPUs may feel). attn_paged_lanes reads an fp16 or fp32 cache from
  * storage buffers too, by the same guess (paged_lanes_storage; not yet measured on a GPU,
- * paged_lanes_storage=0 is the kernel as it was). */
+ * paged_lanes_storage=0 is the kernel as it was). Each of its blocks fetched the row tile's query
+ * texels again (4 rows x 8 texels per invocation at D = 128, twice its K and V fetches): the
+ * queries are now staged in shared memory once (paged_lanes_q_shared; not yet measured on a GPU,
+ * paged_lanes_q_shared=0 fetches them as before). */
 #define GPU_KERNELS                                                                                  \
     .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64, .matmul_skinny_tile_n = 4,             \
     .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4, \
@@ -43,7 +46,8 @@
     .fused_wg = 64, .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128,                    \
     .paged_min_part = 16, .softmax_wg = 256, .vec_tile_n = 4, .vec_wg = 128, .vec_storage = 1,     \
     .sm_tile_m = 64, .sm_tile_n = 64, .sm_tile_k = 16, .paged_lanes = 32, .paged_lanes_group = 4,    \
-    .paged_lanes_per_unit = 8, .paged_lanes_prefetch = 1, .paged_lanes_storage = 1, .merge_lanes = 16
+    .paged_lanes_per_unit = 8, .paged_lanes_prefetch = 1, .paged_lanes_storage = 1,                    \
+    .paged_lanes_q_shared = 1, .merge_lanes = 16
 
 static const vka_tuning tunings[] = {
     {
@@ -257,6 +261,7 @@ static const struct tuning_field {
     FIELD(paged_lanes_per_unit, 1, 4096, ANY, paged_lanes, "attn_paged_lanes"),
     FIELD(paged_lanes_prefetch, 0, 1, ANY, paged_lanes, "attn_paged_lanes"),
     FIELD(paged_lanes_storage, 0, 1, ANY, paged_lanes, "attn_paged_lanes"),
+    FIELD(paged_lanes_q_shared, 0, 1, ANY, paged_lanes, "attn_paged_lanes"),
     FIELD(paged_per_unit, 1, 4096, ANY, paged_wg, "attn_paged"),
     FIELD(paged_min_part, 1, 65536, ANY, paged_wg, "attn_paged"),
     FIELD(merge_lanes, 1, 64, POW2, fused_wg, "attn_merge"),

@@ -32,8 +32,11 @@ typedef struct vka_tuning {
      * device does not say). Taken where the limits allow subgroup sums and shuffles.
      * paged_lanes_prefetch (1): the next block's K and V rows fetched during this one's work (a
      * block format's as words, dequantized at use). paged_lanes_storage 1: an fp16 or fp32 cache's
-     * K and V rows read from storage buffers (attn_paged_lanes_storage), 0: through texel fetches. */
-    uint32_t paged_lanes, paged_lanes_group, paged_lanes_per_unit, paged_lanes_prefetch, paged_lanes_storage;
+     * K and V rows read from storage buffers (attn_paged_lanes_storage), 0: through texel fetches.
+     * paged_lanes_q_shared 1: the row tile's queries staged in shared memory once (where they fit),
+     * 0: each block fetches its query texels again. */
+    uint32_t paged_lanes, paged_lanes_group, paged_lanes_per_unit, paged_lanes_prefetch, paged_lanes_storage,
+        paged_lanes_q_shared;
     /* attn_merge.comp (in workgroups of fused_wg): invocations per texel of a row, each combining
      * every merge_lanes-th key part (0 or 1: one invocation walks all of them) */
     uint32_t merge_lanes;

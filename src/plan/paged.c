@@ -150,6 +150,10 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
      * alike). A block format's texel is held as 3 words (scale, quant word and the next) until used. */
     const uint32_t fetched = lanes ? tile_k * vka_ceil_div(DV, lanes) + DV / key_lanes : 0;
     const int prefetch = lanes && pr->paged_lanes_prefetch && fetched <= 16;
+    /* The row tile's queries staged in shared memory (TILE_A x DV texels, beside the block's scores)
+     * where the tuning says so and they fit */
+    const int q_shared = lanes && pr->paged_lanes_q_shared &&
+                         vka_paged_lanes_shared_bytes(tile_a, DV, tile_k, 1) <= b->limits->max_shared_bytes;
     /* The LANES build reads an fp16 or fp32 cache from storage buffers where the tuning says so,
      * a texel of 4 values per load (a head dim of a multiple of 4; others have texels of one) */
     const int storage = lanes && !quant && vec == 4 && pr->paged_lanes_storage;
@@ -168,7 +172,8 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     s.spec[VKA_SPEC_FLAGS] = (parts > 1 ? VKA_FUSED_STORE : 0) | (cp->dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0) |
                              (cp->tree ? VKA_PAGED_TREE : 0) |
                              (prefetch ? VKA_PAGED_PREFETCH : 0) |
-                             (storage && cp->dtype == VKATTN_DTYPE_F16 ? VKA_PAGED_POOL_F16 : 0);
+                             (storage && cp->dtype == VKATTN_DTYPE_F16 ? VKA_PAGED_POOL_F16 : 0) |
+                             (q_shared ? VKA_PAGED_Q_SHARED : 0);
     s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(c);
     VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_PAGED_HEAD_TERMS]));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_Q], l->q, (uint8_t)vec));
@@ -219,6 +224,11 @@ fail:
     return status;
 }
 
+uint64_t vka_paged_lanes_shared_bytes(uint32_t tile_a, uint32_t DV, uint32_t keys, int q_shared)
+{
+    return (uint64_t)tile_a * keys * 4 + (q_shared ? (uint64_t)tile_a * DV * 16 : 16);
+}
+
 /* attn_paged: attn_fused's loops over its part's keys, without a carried state's load (the block
  * formats' build dequantizes as it fetches, in the same loops). */
 uint64_t vka_paged_trips(const vka_step *s)
@@ -259,9 +269,10 @@ void vka_paged_describe(vka_text *t, const vka_step *s)
                  c->parts > 1 ? "s" : "", c->part_len, (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
     if (s->kernel == VKA_KERNEL_PAGED_LANES || s->kernel == VKA_KERNEL_PAGED_QUANT_LANES ||
         s->kernel == VKA_KERNEL_PAGED_LANES_STORAGE)
-        vka_text_put(t, "; %u rows per workgroup of %u, %u per key%s%s", s->spec[VKA_SPEC_TILE_A],
+        vka_text_put(t, "; %u rows per workgroup of %u, %u per key%s%s%s", s->spec[VKA_SPEC_TILE_A],
                      s->spec[VKA_SPEC_WG_SIZE], s->spec[VKA_SPEC_TILE_B],
                      (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_PREFETCH) ? ", the next block fetched meanwhile" : "",
+                     (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED) ? ", queries staged in shared memory" : "",
                      s->kernel == VKA_KERNEL_PAGED_LANES_STORAGE ? ", K and V rows from storage buffers" : "");
 }
 

@@ -9,4 +9,8 @@
 vkattn_status vka_plan_kv_append(vka_builder *b, const vka_qkv_layout *l);
 vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l);
 
+/* The shared memory of attn_paged's lanes builds: a block's scores of `keys` keys for `tile_a`
+ * rows, and with `q_shared` the rows' queries (tile_a x DV texels), else a placeholder texel. */
+uint64_t vka_paged_lanes_shared_bytes(uint32_t tile_a, uint32_t DV, uint32_t keys, int q_shared);
+
 #endif
