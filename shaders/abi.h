@@ -283,6 +283,8 @@ VKA_STRUCT(vka_merge_push) {
                                   next block's K and V rows (a block format's words) fetched during
                                   this one's work */
 #define VKA_PAGED_POOL_F16 32u /* VKA_SPEC_FLAGS of attn_paged_lanes_storage: the pools hold fp16 (else fp32) */
+#define VKA_PAGED_WIDE_K 128u /* VKA_SPEC_FLAGS of attn_paged_lanes_storage: fp16 K rows read 8 halves
+                                  (two texels) per 16-byte load */
 #define VKA_PAGED_Q_SHARED 64u /* VKA_SPEC_FLAGS of the lanes builds: the row tile's queries staged in
                                   shared memory once, read there by every block */
 

@@ -49,7 +49,9 @@
  * held as their words and dequantized at use. The KV_STORAGE_LANES build (attn_paged_lanes_storage,
  * the GPU tunings' choice for fp16 and fp32 caches at head dims that are multiples of 4) is the
  * LANES build reading K and V rows from storage buffers, a texel of 4 values per load, instead of
- * through texel fetches; the pools' dtype comes with FLAGS (VKA_PAGED_POOL_F16).
+ * through texel fetches; the pools' dtype comes with FLAGS (VKA_PAGED_POOL_F16). With
+ * VKA_PAGED_WIDE_K (fp16, a share of an even count of texels) an invocation's share of a K row is
+ * read 8 halves per 16-byte load: loads g, g + TILE_B, ... of the row's, two texels each.
  * With FLAGS' VKA_PAGED_Q_SHARED the row tile's queries are staged in shared memory once (TILE_A x
  * DV texels) and every block's scores read them there, not through a texel fetch per block.
  * Grid: parts * seqs * H_kv * tiles workgroups.
@@ -99,6 +101,14 @@ const bool POOL_F16 = (FLAGS & VKA_PAGED_POOL_F16) != 0u;
     (POOL_F16 ? uvec4(pool##_h[(row) + (t)], 0u, 0u) : floatBitsToUint(pool##_f[(row) + (t)]))
 #define KV_DECODE(bits, row, t) \
     (POOL_F16 ? vec4(unpackHalf2x16((bits).x), unpackHalf2x16((bits).y)) : uintBitsToFloat(bits))
+/* With VKA_PAGED_WIDE_K an fp16 K row is read 8 halves (two texels) per 16-byte load */
+layout(std430, binding = VKA_PAGED_K) readonly buffer KW_ { uvec4 K_w[]; };
+const uint KT = (FLAGS & VKA_PAGED_WIDE_K) != 0u ? 2u : 1u;
+#define K_FETCH_LOAD(row, texel) (KT == 2u ? K_w[((row) + (texel)) / 2u] : KV_FETCH_RAW(K, row, texel))
+#define K_DECODE_LOAD(bits, row, texel, h)                                                               \
+    (KT == 2u ? ((h) == 0u ? vec4(unpackHalf2x16((bits).x), unpackHalf2x16((bits).y))                  \
+                           : vec4(unpackHalf2x16((bits).z), unpackHalf2x16((bits).w)))                  \
+              : KV_DECODE(bits, row, texel))
 #else
 #define KV_RAW vec4
 #define KV_FETCH_RAW(pool, row, t) vka_fetch(pool, (row) + (t))
@@ -236,6 +246,15 @@ shared vec4 s_q[Q_SHARED ? TILE_A * DV : 1u];
 #else
 #define SLICE_TEXEL(g, t) ((t) * TILE_B + (g))
 #endif
+/* The share is read in K_LOADS loads of KT texels each (KT 2: the storage build's 16-byte loads of
+ * fp16, interleaved as the texels are); load t's first texel. The other builds load texels. */
+#ifndef KV_STORAGE
+const uint KT = 1u;
+#define K_FETCH_LOAD(row, texel) KV_FETCH_RAW(K, row, texel)
+#define K_DECODE_LOAD(bits, row, texel, h) KV_DECODE(bits, row, texel)
+#endif
+const uint K_LOADS = SLICE / KT;
+#define K_TEXEL(g, t) (KT == 2u ? 2u * ((t) * TILE_B + (g)) : SLICE_TEXEL(g, t))
 
 void main()
 {
@@ -265,7 +284,7 @@ void main()
      * offset: v_at, k_at) and dequantized where they are used, so that no arithmetic waits on them
      * early (the texel formats' rows are their values; the offsets go unused). */
     const bool prefetch = (FLAGS & VKA_PAGED_PREFETCH) != 0;
-    KV_RAW v_in[BK][OWN], k_in[SLICE];
+    KV_RAW v_in[BK][OWN], k_in[K_LOADS];
     uint v_at[BK], k_at;
 #define FETCH_KV(n_)                                                                                \
     {                                                                                               \
@@ -282,31 +301,33 @@ void main()
         uint jk = min(f0_ + c, k_hi - 1);                                                           \
         PAGED_KEY(jk, krow, jn_k, kpos_k)                                                           \
         k_at = krow;                                                                                \
-        [[unroll]] for (uint t = 0; t < SLICE; t++)                                                 \
-            k_in[t] = KV_FETCH_RAW(K, krow, SLICE_TEXEL(g, t));                                     \
+        [[unroll]] for (uint t = 0; t < K_LOADS; t++)                                               \
+            k_in[t] = K_FETCH_LOAD(krow, K_TEXEL(g, t));                                            \
     }
     if (prefetch && blocks > 0) FETCH_KV(0)
     for (uint n = 0; n < blocks; n++) {
         uint j0 = k_lo + n * BK;
         if (!prefetch) FETCH_KV(n)
-        KV_RAW v_blk[BK][OWN], k_blk[SLICE]; /* this block's (copies: the arrays are spec-sized) */
+        KV_RAW v_blk[BK][OWN], k_blk[K_LOADS]; /* this block's (copies: the arrays are spec-sized) */
         uint v_blk_at[BK], k_blk_at = k_at;
         [[unroll]] for (uint i = 0; i < BK; i++) {
             v_blk_at[i] = v_at[i];
             [[unroll]] for (uint t = 0; t < OWN; t++) v_blk[i][t] = v_in[i][t];
         }
-        [[unroll]] for (uint t = 0; t < SLICE; t++) k_blk[t] = k_in[t];
+        [[unroll]] for (uint t = 0; t < K_LOADS; t++) k_blk[t] = k_in[t];
         if (prefetch && n + 1 < blocks) FETCH_KV(n + 1)
         {
             uint j = min(j0 + c, k_hi - 1);
             PAGED_KEY(j, krow, jn, kpos) /* (krow unused here: its row came with FETCH_KV) */
             float part[TILE_A];
             [[unroll]] for (uint r = 0; r < TILE_A; r++) part[r] = 0.0;
-            [[unroll]] for (uint t = 0; t < SLICE; t++) {
-                vec4 k = KV_DECODE(k_blk[t], k_blk_at, SLICE_TEXEL(g, t));
-                [[unroll]] for (uint r = 0; r < TILE_A; r++)
-                    part[r] += dot(Q_SHARED ? s_q[r * DV + SLICE_TEXEL(g, t)] : vka_fetch(Q, qrow[r] + SLICE_TEXEL(g, t)), k);
-            }
+            [[unroll]] for (uint t = 0; t < K_LOADS; t++)
+                [[unroll]] for (uint h = 0; h < KT; h++) {
+                    uint e = K_TEXEL(g, t) + h;
+                    vec4 k = K_DECODE_LOAD(k_blk[t], k_blk_at, e, h);
+                    [[unroll]] for (uint r = 0; r < TILE_A; r++)
+                        part[r] += dot(Q_SHARED ? s_q[r * DV + e] : vka_fetch(Q, qrow[r] + e), k);
+                }
             /* the group's slices meet: its TILE_B (at most 16) invocations are neighbours in one subgroup */
             [[unroll]] for (uint r = 0; r < TILE_A; r++) {
                 if (TILE_B > 1) part[r] += subgroupShuffleXor(part[r], 1u);

@@ -696,6 +696,13 @@ static void test_paged_lanes_plans(void)
                               (storage && rows[r].dtype == VKATTN_DTYPE_F16),
                       "row %zu: pool views %u %u, flags %u", r, st->bind[VKA_PAGED_K].view, st->bind[VKA_PAGED_V].view,
                       st->spec[VKA_SPEC_FLAGS]);
+            /* an fp16 cache's K rows 8 halves per load where a key lane's share is an even count of
+             * texels (D = 128 and 256: 8 and 16 of them) */
+            const int wide = storage && rows[r].dtype == VKATTN_DTYPE_F16 &&
+                             st->spec[VKA_SPEC_DV] % (2 * rows[r].key_lanes) == 0;
+            CHECK_MSG(((st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_K) != 0) == wide &&
+                          (!wide || st->spec[VKA_SPEC_DV] % 8 == 0),
+                      "row %zu: K 8 per load", r);
             /* the queries staged in shared memory: rows x texels, beside the scores, within the limit */
             const uint32_t DVr = st->spec[VKA_SPEC_DV], keys = 32 / rows[r].key_lanes;
             CHECK_MSG((st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED) &&
@@ -735,7 +742,7 @@ static void test_paged_lanes_plans(void)
         for (uint32_t i = 0; i < plan.step_count; i++) {
             if (plan.steps[i].kernel == VKA_KERNEL_PAGED_LANES)
                 CHECK(plan.steps[i].bind[VKA_PAGED_K].view == plan.steps[i].spec[VKA_SPEC_VEC] &&
-                      (plan.steps[i].spec[VKA_SPEC_FLAGS] & VKA_PAGED_POOL_F16) == 0);
+                      (plan.steps[i].spec[VKA_SPEC_FLAGS] & (VKA_PAGED_POOL_F16 | VKA_PAGED_WIDE_K)) == 0);
             if (plan.steps[i].kernel != VKA_KERNEL_MERGE && plan.steps[i].stage == VKATTN_STAGE_FUSED)
                 CHECK(!(plan.steps[i].spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED));
         }
@@ -1603,8 +1610,10 @@ static void test_device_profiles(void)
                                              t->paged_lanes ? VKA_KERNEL_PAGED_LANES_STORAGE : VKA_KERNEL_PAGED);
         CHECK_MSG(!paged || !t->paged_lanes ||
                       (paged->bind[VKA_PAGED_K].view == VKA_VIEW_BUFFER && (paged->spec[VKA_SPEC_FLAGS] & VKA_PAGED_POOL_F16) &&
-                       (paged->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED)),
-                  "%s decode: the pools as fp16 storage buffers, the queries in shared memory", dp->name);
+                       (paged->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED) &&
+                       (paged->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_K)),
+                  "%s decode: the pools as fp16 storage buffers (K 8 per load), the queries in shared memory",
+                  dp->name);
         const vka_step *step_qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_VEC_STORAGE);
         const vka_step *step_out = largest_step(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_KERNEL_MATMUL_VEC_STORAGE);
         CHECK_MSG(paged && step_qkv && step_out && count_kernel(&plan, VKA_KERNEL_MATMUL) == 0 &&

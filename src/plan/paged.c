@@ -157,6 +157,9 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     /* The LANES build reads an fp16 or fp32 cache from storage buffers where the tuning says so,
      * a texel of 4 values per load (a head dim of a multiple of 4; others have texels of one) */
     const int storage = lanes && !quant && vec == 4 && pr->paged_lanes_storage;
+    /* ... an fp16 one's K rows 8 halves per 16-byte load where each key lane's share is an even
+     * count of texels (its loads interleaved as the texels are; rows start on multiples of 8) */
+    const int wide_k = storage && cp->dtype == VKATTN_DTYPE_F16 && DV % (2 * key_lanes) == 0;
     const vka_kernel kernel = quant     ? (lanes ? VKA_KERNEL_PAGED_QUANT_LANES : VKA_KERNEL_PAGED_QUANT)
                               : storage ? VKA_KERNEL_PAGED_LANES_STORAGE
                               : lanes   ? VKA_KERNEL_PAGED_LANES
@@ -173,6 +176,7 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
                              (cp->tree ? VKA_PAGED_TREE : 0) |
                              (prefetch ? VKA_PAGED_PREFETCH : 0) |
                              (storage && cp->dtype == VKATTN_DTYPE_F16 ? VKA_PAGED_POOL_F16 : 0) |
+                             (wide_k ? VKA_PAGED_WIDE_K : 0) |
                              (q_shared ? VKA_PAGED_Q_SHARED : 0);
     s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(c);
     VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_PAGED_HEAD_TERMS]));
@@ -273,7 +277,9 @@ void vka_paged_describe(vka_text *t, const vka_step *s)
                      s->spec[VKA_SPEC_WG_SIZE], s->spec[VKA_SPEC_TILE_B],
                      (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_PREFETCH) ? ", the next block fetched meanwhile" : "",
                      (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED) ? ", queries staged in shared memory" : "",
-                     s->kernel == VKA_KERNEL_PAGED_LANES_STORAGE ? ", K and V rows from storage buffers" : "");
+                     s->kernel != VKA_KERNEL_PAGED_LANES_STORAGE    ? ""
+                     : (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_K) ? ", K and V rows from storage buffers (K 8 per 16-byte load)"
+                                                                    : ", K and V rows from storage buffers");
 }
 
 void vka_append_describe(vka_text *t, const vka_step *s)
