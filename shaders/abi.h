@@ -285,6 +285,8 @@ VKA_STRUCT(vka_merge_push) {
 #define VKA_PAGED_POOL_F16 32u /* VKA_SPEC_FLAGS of attn_paged_lanes_storage: the pools hold fp16 (else fp32) */
 #define VKA_PAGED_WIDE_K 128u /* VKA_SPEC_FLAGS of attn_paged_lanes_storage: fp16 K rows read 8 halves
                                   (two texels) per 16-byte load */
+#define VKA_PAGED_WIDE_V 256u /* VKA_SPEC_FLAGS of attn_paged_lanes_storage: fp16 V rows read 8 halves
+                                  per 16-byte load, by sets of lanes each adding some of a block's keys */
 #define VKA_PAGED_Q_SHARED 64u /* VKA_SPEC_FLAGS of the lanes builds: the row tile's queries staged in
                                   shared memory once, read there by every block */
 

@@ -51,7 +51,9 @@
  * LANES build reading K and V rows from storage buffers, a texel of 4 values per load, instead of
  * through texel fetches; the pools' dtype comes with FLAGS (VKA_PAGED_POOL_F16). With
  * VKA_PAGED_WIDE_K (fp16, a share of an even count of texels) an invocation's share of a K row is
- * read 8 halves per 16-byte load: loads g, g + TILE_B, ... of the row's, two texels each.
+ * read 8 halves per 16-byte load: loads g, g + TILE_B, ... of the row's, two texels each; with
+ * VKA_PAGED_WIDE_V V rows too, by sets of DV / 2 invocations (a row's loads), each set adding
+ * every SETS-th key of a block, the sets' sums added in shared memory after the last block.
  * With FLAGS' VKA_PAGED_Q_SHARED the row tile's queries are staged in shared memory once (TILE_A x
  * DV texels) and every block's scores read them there, not through a texel fetch per block.
  * Grid: parts * seqs * H_kv * tiles workgroups.
@@ -101,14 +103,16 @@ const bool POOL_F16 = (FLAGS & VKA_PAGED_POOL_F16) != 0u;
     (POOL_F16 ? uvec4(pool##_h[(row) + (t)], 0u, 0u) : floatBitsToUint(pool##_f[(row) + (t)]))
 #define KV_DECODE(bits, row, t) \
     (POOL_F16 ? vec4(unpackHalf2x16((bits).x), unpackHalf2x16((bits).y)) : uintBitsToFloat(bits))
-/* With VKA_PAGED_WIDE_K an fp16 K row is read 8 halves (two texels) per 16-byte load */
+/* With VKA_PAGED_WIDE_K (WIDE_V) an fp16 K (V) row is read 8 halves, two texels, per 16-byte load */
 layout(std430, binding = VKA_PAGED_K) readonly buffer KW_ { uvec4 K_w[]; };
-const uint KT = (FLAGS & VKA_PAGED_WIDE_K) != 0u ? 2u : 1u;
-#define K_FETCH_LOAD(row, texel) (KT == 2u ? K_w[((row) + (texel)) / 2u] : KV_FETCH_RAW(K, row, texel))
-#define K_DECODE_LOAD(bits, row, texel, h)                                                               \
-    (KT == 2u ? ((h) == 0u ? vec4(unpackHalf2x16((bits).x), unpackHalf2x16((bits).y))                  \
-                           : vec4(unpackHalf2x16((bits).z), unpackHalf2x16((bits).w)))                  \
-              : KV_DECODE(bits, row, texel))
+layout(std430, binding = VKA_PAGED_V) readonly buffer VW_ { uvec4 V_w[]; };
+const bool WIDE_K = (FLAGS & VKA_PAGED_WIDE_K) != 0u, WIDE_V = (FLAGS & VKA_PAGED_WIDE_V) != 0u;
+/* A load of `pool` starting at texel `texel` of a row (wide: of two texels), and its texel h */
+#define KV_FETCH_LOAD(pool, wide, row, texel) ((wide) ? pool##_w[((row) + (texel)) / 2u] : KV_FETCH_RAW(pool, row, texel))
+#define KV_DECODE_LOAD(bits, wide, row, texel, h)                                                         \
+    ((wide) ? ((h) == 0u ? vec4(unpackHalf2x16((bits).x), unpackHalf2x16((bits).y))                      \
+                         : vec4(unpackHalf2x16((bits).z), unpackHalf2x16((bits).w)))                      \
+            : KV_DECODE(bits, row, texel))
 #else
 #define KV_RAW vec4
 #define KV_FETCH_RAW(pool, row, t) vka_fetch(pool, (row) + (t))
@@ -235,10 +239,12 @@ const uint SLICE = DV / TILE_B;          /* texels of a key row per invocation *
 const uint OWN = (DV + WG - 1) / WG;     /* output texels per invocation */
 
 shared float s_s[TILE_A * BK]; /* the block's scores */
-/* With VKA_PAGED_Q_SHARED the row tile's queries, staged once: every block reads them from here
- * instead of fetching each texel again (a key's group reads its own texels, every group the same) */
+/* Rows of texels in shared memory: with VKA_PAGED_Q_SHARED the row tile's queries, staged once, that
+ * every block reads from here instead of fetching each texel again (a key's group reads its own
+ * texels, every group the same); after the last block, with WIDE_V, the V sets' sums. */
 const bool Q_SHARED = (FLAGS & VKA_PAGED_Q_SHARED) != 0u;
-shared vec4 s_q[Q_SHARED ? TILE_A * DV : 1u];
+const uint Q_ROWS = Q_SHARED ? TILE_A * DV : 1u, O_ROWS = (FLAGS & VKA_PAGED_WIDE_V) != 0u ? 2u * WG * TILE_A : 1u;
+shared vec4 s_rows[Q_ROWS > O_ROWS ? Q_ROWS : O_ROWS];
 
 /* Texel t of invocation g's share of a key row (see the top of the file). */
 #ifdef KV_QUANT
@@ -246,28 +252,38 @@ shared vec4 s_q[Q_SHARED ? TILE_A * DV : 1u];
 #else
 #define SLICE_TEXEL(g, t) ((t) * TILE_B + (g))
 #endif
-/* The share is read in K_LOADS loads of KT texels each (KT 2: the storage build's 16-byte loads of
- * fp16, interleaved as the texels are); load t's first texel. The other builds load texels. */
 #ifndef KV_STORAGE
-const uint KT = 1u;
-#define K_FETCH_LOAD(row, texel) KV_FETCH_RAW(K, row, texel)
-#define K_DECODE_LOAD(bits, row, texel, h) KV_DECODE(bits, row, texel)
+const bool WIDE_K = false, WIDE_V = false; /* (the storage build's: loads of two texels) */
+#define KV_FETCH_LOAD(pool, wide, row, texel) KV_FETCH_RAW(pool, row, texel)
+#define KV_DECODE_LOAD(bits, wide, row, texel, h) KV_DECODE(bits, row, texel)
 #endif
+/* K: the share is read in K_LOADS loads of KT texels each (WIDE_K: two, interleaved as the texels
+ * are); load t's first texel. */
+const uint KT = WIDE_K ? 2u : 1u;
 const uint K_LOADS = SLICE / KT;
-#define K_TEXEL(g, t) (KT == 2u ? 2u * ((t) * TILE_B + (g)) : SLICE_TEXEL(g, t))
+#define K_TEXEL(g, t) (WIDE_K ? 2u * ((t) * TILE_B + (g)) : SLICE_TEXEL(g, t))
+/* V: an invocation adds V_LOADS loads of VT texels of each of V_KEYS keys of a block to its HELD
+ * texels of each row's output: texels lane, lane + WG, ... of every key; with WIDE_V the
+ * workgroup's lanes form SETS sets of DV / 2 (2 WG / DV of them), set s adding keys s, s + SETS, ...
+ * of each block, its lane w load w of their rows (texels 2w and 2w + 1), and the sets' sums meet in
+ * shared memory at the end. */
+const uint VT = WIDE_V ? 2u : 1u, V_LOADS = WIDE_V ? 1u : OWN, HELD = V_LOADS * VT;
+const uint SETS = WIDE_V ? 2u * WG / DV : 1u, V_KEYS = BK / SETS;
+#define V_TEXEL(t, h) (WIDE_V ? 2u * v_w + (h) : lane + (t) * WG)
 
 void main()
 {
     uint lane = gl_LocalInvocationID.x;
     PAGED_ROWS(vka_group_index())
-    vec4 o[TILE_A][OWN];
+    vec4 o[TILE_A][HELD];
     [[unroll]] for (uint r = 0; r < TILE_A; r++)
-        [[unroll]] for (uint t = 0; t < OWN; t++) o[r][t] = vec4(0.0);
+        [[unroll]] for (uint t = 0; t < HELD; t++) o[r][t] = vec4(0.0);
+    uint v_set = WIDE_V ? lane / (DV / 2u) : 0u, v_w = WIDE_V ? lane % (DV / 2u) : 0u;
     if (Q_SHARED) {
         [[unroll]] for (uint r = 0; r < TILE_A; r++)
             [[unroll]] for (uint t = 0; t < OWN; t++) {
                 uint d = lane + t * WG;
-                if (OWN * WG == DV || d < DV) s_q[r * DV + d] = vka_fetch(Q, qrow[r] + d);
+                if (OWN * WG == DV || d < DV) s_rows[r * DV + d] = vka_fetch(Q, qrow[r] + d);
             }
         barrier(); /* (the whole workgroup is here: PAGED_ROWS leaves or stays per workgroup) */
     }
@@ -284,35 +300,36 @@ void main()
      * offset: v_at, k_at) and dequantized where they are used, so that no arithmetic waits on them
      * early (the texel formats' rows are their values; the offsets go unused). */
     const bool prefetch = (FLAGS & VKA_PAGED_PREFETCH) != 0;
-    KV_RAW v_in[BK][OWN], k_in[K_LOADS];
-    uint v_at[BK], k_at;
+    KV_RAW v_in[V_KEYS][V_LOADS], k_in[K_LOADS];
+    uint v_at[V_KEYS], k_at;
 #define FETCH_KV(n_)                                                                                \
     {                                                                                               \
         uint f0_ = k_lo + (n_) * BK;                                                                \
-        [[unroll]] for (uint i = 0; i < BK; i++) {                                                  \
-            uint jv = min(f0_ + i, k_hi - 1);                                                       \
+        [[unroll]] for (uint i = 0; i < V_KEYS; i++) {                                              \
+            uint jv = min(f0_ + v_set + i * SETS, k_hi - 1);                                        \
             PAGED_KEY(jv, vrow, jn_v, kpos_v) /* V rows sit where K rows do */                     \
             v_at[i] = vrow;                                                                         \
-            [[unroll]] for (uint t = 0; t < OWN; t++) {                                             \
-                uint d = lane + t * WG;                                                             \
-                v_in[i][t] = OWN * WG == DV || d < DV ? KV_FETCH_RAW(V, vrow, d) : KV_RAW(0);       \
+            [[unroll]] for (uint t = 0; t < V_LOADS; t++) {                                         \
+                uint d = V_TEXEL(t, 0);                                                             \
+                v_in[i][t] = WIDE_V || OWN * WG == DV || d < DV ? KV_FETCH_LOAD(V, WIDE_V, vrow, d) \
+                                                                : KV_RAW(0);                        \
             }                                                                                       \
         }                                                                                           \
         uint jk = min(f0_ + c, k_hi - 1);                                                           \
         PAGED_KEY(jk, krow, jn_k, kpos_k)                                                           \
         k_at = krow;                                                                                \
         [[unroll]] for (uint t = 0; t < K_LOADS; t++)                                               \
-            k_in[t] = K_FETCH_LOAD(krow, K_TEXEL(g, t));                                            \
+            k_in[t] = KV_FETCH_LOAD(K, WIDE_K, krow, K_TEXEL(g, t));                                \
     }
     if (prefetch && blocks > 0) FETCH_KV(0)
     for (uint n = 0; n < blocks; n++) {
         uint j0 = k_lo + n * BK;
         if (!prefetch) FETCH_KV(n)
-        KV_RAW v_blk[BK][OWN], k_blk[K_LOADS]; /* this block's (copies: the arrays are spec-sized) */
-        uint v_blk_at[BK], k_blk_at = k_at;
-        [[unroll]] for (uint i = 0; i < BK; i++) {
+        KV_RAW v_blk[V_KEYS][V_LOADS], k_blk[K_LOADS]; /* this block's (copies: the arrays are spec-sized) */
+        uint v_blk_at[V_KEYS], k_blk_at = k_at;
+        [[unroll]] for (uint i = 0; i < V_KEYS; i++) {
             v_blk_at[i] = v_at[i];
-            [[unroll]] for (uint t = 0; t < OWN; t++) v_blk[i][t] = v_in[i][t];
+            [[unroll]] for (uint t = 0; t < V_LOADS; t++) v_blk[i][t] = v_in[i][t];
         }
         [[unroll]] for (uint t = 0; t < K_LOADS; t++) k_blk[t] = k_in[t];
         if (prefetch && n + 1 < blocks) FETCH_KV(n + 1)
@@ -324,9 +341,9 @@ void main()
             [[unroll]] for (uint t = 0; t < K_LOADS; t++)
                 [[unroll]] for (uint h = 0; h < KT; h++) {
                     uint e = K_TEXEL(g, t) + h;
-                    vec4 k = K_DECODE_LOAD(k_blk[t], k_blk_at, e, h);
+                    vec4 k = KV_DECODE_LOAD(k_blk[t], WIDE_K, k_blk_at, e, h);
                     [[unroll]] for (uint r = 0; r < TILE_A; r++)
-                        part[r] += dot(Q_SHARED ? s_q[r * DV + e] : vka_fetch(Q, qrow[r] + e), k);
+                        part[r] += dot(Q_SHARED ? s_rows[r * DV + e] : vka_fetch(Q, qrow[r] + e), k);
                 }
             /* the group's slices meet: its TILE_B (at most 16) invocations are neighbours in one subgroup */
             [[unroll]] for (uint r = 0; r < TILE_A; r++) {
@@ -357,22 +374,46 @@ void main()
             alpha[r] = exp(m[r] - m_ref[r]);
             l[r] *= alpha[r];
             m[r] = m_new;
-            [[unroll]] for (uint t = 0; t < OWN; t++) o[r][t] *= alpha[r];
+            [[unroll]] for (uint t = 0; t < HELD; t++) o[r][t] *= alpha[r];
         }
-        [[unroll]] for (uint i = 0; i < BK; i++) {
+        if (WIDE_V) /* each set adds some of the keys; every invocation sums all their probabilities */
+            [[unroll]] for (uint i = 0; i < BK; i++)
+                [[unroll]] for (uint r = 0; r < TILE_A; r++) l[r] += exp(s_s[r * BK + i] - m_ref[r]);
+        [[unroll]] for (uint i = 0; i < V_KEYS; i++) {
             float p[TILE_A];
             [[unroll]] for (uint r = 0; r < TILE_A; r++) {
-                p[r] = exp(s_s[r * BK + i] - m_ref[r]);
-                l[r] += p[r];
+                p[r] = exp(s_s[r * BK + v_set + i * SETS] - m_ref[r]);
+                if (!WIDE_V) l[r] += p[r];
             }
-            [[unroll]] for (uint t = 0; t < OWN; t++) {
-                vec4 v = KV_DECODE(v_blk[i][t], v_blk_at[i], lane + t * WG);
-                [[unroll]] for (uint r = 0; r < TILE_A; r++) o[r][t] += p[r] != 0.0 ? p[r] * v : vec4(0.0);
-            }
+            [[unroll]] for (uint t = 0; t < V_LOADS; t++)
+                [[unroll]] for (uint h = 0; h < VT; h++) {
+                    vec4 v = KV_DECODE_LOAD(v_blk[i][t], WIDE_V, v_blk_at[i], V_TEXEL(t, h), h);
+                    [[unroll]] for (uint r = 0; r < TILE_A; r++)
+                        o[r][t * VT + h] += p[r] != 0.0 ? p[r] * v : vec4(0.0);
+                }
         }
         barrier(); /* every invocation has read the scores before the next block writes them */
     }
 #undef FETCH_KV
+
+    /* Each row's output texels lane, lane + WG, ...: with WIDE_V the sets' sums, added in shared
+     * memory (the last block's barrier is behind every read of the staged queries there) */
+    vec4 res[TILE_A][OWN];
+    if (WIDE_V) {
+        [[unroll]] for (uint r = 0; r < TILE_A; r++)
+            [[unroll]] for (uint h = 0; h < 2u; h++) s_rows[(v_set * TILE_A + r) * DV + V_TEXEL(0, h)] = o[r][h];
+        barrier();
+    }
+    [[unroll]] for (uint r = 0; r < TILE_A; r++)
+        [[unroll]] for (uint t = 0; t < OWN; t++) {
+            uint d = min(lane + t * WG, DV - 1u);
+            if (WIDE_V) {
+                res[r][t] = vec4(0.0);
+                [[unroll]] for (uint s = 0; s < SETS; s++) res[r][t] += s_rows[(s * TILE_A + r) * DV + d];
+            } else {
+                res[r][t] = o[r][min(t, HELD - 1u)];
+            }
+        }
 
     const bool store_state = (FLAGS & VKA_FUSED_STORE) != 0;
     [[unroll]] for (uint r = 0; r < TILE_A; r++) {
@@ -382,7 +423,7 @@ void main()
         [[unroll]] for (uint t = 0; t < OWN; t++) {
             uint d = lane + t * WG;
             if (!valid[r] || (OWN * WG != DV && d >= DV)) continue;
-            vec4 value = o[r][t] * inv + poison;
+            vec4 value = res[r][t] * inv + poison;
             if (store_state) {
                 if (VEC == 4) state_o4[state[r] * DV + d] = value;
                 else state_o[state[r] * DV + d] = value.x;

@@ -159,11 +159,16 @@ static const decode_row decode_rows[] = {
     {"decode", "gqa, f16 layer storage and cache",
      {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000, .storage = VKATTN_DTYPE_F16}, 0, 7, 7, 40,
      4, VKATTN_DTYPE_F16, 0, 2e-5, -1},
-    /* D = 64 in an f16 cache: the GPU classes read its K rows 8 halves per load (two texels of a
-     * key lane's four; D = 16 above has one each) */
+    /* D = 64, 128 and 256 in an f16 cache: the GPU classes read its K and V rows 8 halves per load
+     * (K: two texels of a key lane's 4, 8 or 16; D = 16 above has one each. V: by 4, 2 and 1 sets of
+     * lanes, each adding some of a block's keys, their sums added at the end) */
     {"decode", "gqa D=64, f16 cache, split-KV 3 parts",
      {.embed_dim = 256, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000}, 0, 9, 9, 40, 16, VKATTN_DTYPE_F16, 3,
      1e-5, 1},
+    {"decode", "gqa D=128, f16 cache", {.embed_dim = 512, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000}, 0, 9,
+     9, 40, 16, VKATTN_DTYPE_F16, 0, 1e-5, -1},
+    {"decode", "mqa D=256, f16 cache, split-KV 2 parts", {.embed_dim = 512, .num_heads = 2, .num_kv_heads = 1}, 0, 9, 9,
+     40, 16, VKATTN_DTYPE_F16, 2, 1e-5, 1},
     /* decode_shapes: the same kernels at more shapes */
     {"decode_shapes", "gqa, prompt in chunks of 5", GQA_ROPE, 0, 23, 5, 30, 8, VKATTN_DTYPE_F32, 0, 1e-10, -1},
     {"decode_shapes", "gqa, 1-token prefill (all decode)", GQA_ROPE, 0, 1, 1, 24, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1},
@@ -1075,8 +1080,8 @@ static void family_explain(vkattn_context *ctx)
                       vkattn_dtype_name(dtypes[k]), splits, kernel, text);
             CHECK_MSG((strstr(text, "fetched meanwhile") != NULL) == prefetch, "%s: the next block%s fetched meanwhile:\n%s",
                       vkattn_dtype_name(dtypes[k]), prefetch ? " not" : "", text);
-            /* (D = 64: a key lane's share of 4 texels, read 2 per load) */
-            CHECK_MSG((strstr(text, "K and V rows from storage buffers (K 8 per 16-byte load)") != NULL) ==
+            /* (D = 64: a key lane's share of 4 texels, read 2 per load; V by 4 sets of 8 lanes) */
+            CHECK_MSG((strstr(text, "K and V rows from storage buffers (K and V 8 per 16-byte load)") != NULL) ==
                           (storage && !quant),
                       "%s: K and V rows%s from storage buffers:\n%s", vkattn_dtype_name(dtypes[k]),
                       storage && !quant ? " not" : "", text);

@@ -703,12 +703,21 @@ static void test_paged_lanes_plans(void)
             CHECK_MSG(((st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_K) != 0) == wide &&
                           (!wide || st->spec[VKA_SPEC_DV] % 8 == 0),
                       "row %zu: K 8 per load", r);
+            /* and V by sets of DV / 2 lanes (D = 128: 2 sets, D = 256: 1) sharing the block's 8 keys,
+             * their sums in shared memory where the queries were */
+            const uint32_t sets = 32 / (st->spec[VKA_SPEC_DV] / 2);
+            const int wide_v = storage && rows[r].dtype == VKATTN_DTYPE_F16;
+            CHECK_MSG(((st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_V) != 0) == wide_v &&
+                          (!wide_v || (32 % (st->spec[VKA_SPEC_DV] / 2) == 0 && (32 / rows[r].key_lanes) % sets == 0 &&
+                                       vka_paged_lanes_shared_bytes(rows[r].rows, st->spec[VKA_SPEC_DV], 32 / rows[r].key_lanes,
+                                                                    1, sets) <= l.max_shared_bytes)),
+                      "row %zu: V 8 per load", r);
             /* the queries staged in shared memory: rows x texels, beside the scores, within the limit */
             const uint32_t DVr = st->spec[VKA_SPEC_DV], keys = 32 / rows[r].key_lanes;
             CHECK_MSG((st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED) &&
-                          vka_paged_lanes_shared_bytes(rows[r].rows, DVr, keys, 1) ==
+                          vka_paged_lanes_shared_bytes(rows[r].rows, DVr, keys, 1, 0) ==
                               (uint64_t)rows[r].rows * (DVr * 16 + keys * 4) &&
-                          vka_paged_lanes_shared_bytes(rows[r].rows, DVr, keys, 1) <= l.max_shared_bytes,
+                          vka_paged_lanes_shared_bytes(rows[r].rows, DVr, keys, 1, 0) <= l.max_shared_bytes,
                       "row %zu: queries in shared memory", r);
             CHECK((uint64_t)st->groups[0] * st->groups[1] * st->groups[2] >= (uint64_t)c->parts * rows[r].H_kv * c->tiles);
             CHECK((uint64_t)c->parts * c->part_len >= rows[r].len && (uint64_t)(c->parts - 1) * c->part_len < rows[r].len);
@@ -723,12 +732,12 @@ static void test_paged_lanes_plans(void)
         vka_plan_limits tight = l;
         tight.max_shared_bytes = st0 ? (uint32_t)vka_paged_lanes_shared_bytes(st0->spec[VKA_SPEC_TILE_A],
                                                                               st0->spec[VKA_SPEC_DV],
-                                                                              32 / rows[r].key_lanes, 1) - 1 : 0;
+                                                                              32 / rows[r].key_lanes, 1, 0) - 1 : 0;
         vka_plan_free(&plan);
         CHECK_STATUS(vka_plan_build(&p, &tight, &plan, NULL), VKATTN_OK);
         st0 = largest_step(&plan, VKATTN_STAGE_FUSED, want);
-        CHECK_MSG(st0 && !(st0->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED), "row %zu: %u bytes of shared memory", r,
-                  tight.max_shared_bytes);
+        CHECK_MSG(st0 && !(st0->spec[VKA_SPEC_FLAGS] & (VKA_PAGED_Q_SHARED | VKA_PAGED_WIDE_V)),
+                  "row %zu: %u bytes of shared memory", r, tight.max_shared_bytes);
         /* paged_lanes_storage=0, paged_lanes_q_shared=0: the texel fetches' build, the pools as
          * texel views, the queries fetched each block */
         vka_tuning fetches = *l.tuning;
@@ -744,7 +753,7 @@ static void test_paged_lanes_plans(void)
                 CHECK(plan.steps[i].bind[VKA_PAGED_K].view == plan.steps[i].spec[VKA_SPEC_VEC] &&
                       (plan.steps[i].spec[VKA_SPEC_FLAGS] & (VKA_PAGED_POOL_F16 | VKA_PAGED_WIDE_K)) == 0);
             if (plan.steps[i].kernel != VKA_KERNEL_MERGE && plan.steps[i].stage == VKATTN_STAGE_FUSED)
-                CHECK(!(plan.steps[i].spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED));
+                CHECK(!(plan.steps[i].spec[VKA_SPEC_FLAGS] & (VKA_PAGED_Q_SHARED | VKA_PAGED_WIDE_V | VKA_PAGED_WIDE_K)));
         }
         vka_plan_free(&plan);
         l.subgroup_sums = 0, l.loop_budget = 0; /* the scalar build (whose blocks take more of a budget) */
@@ -1611,8 +1620,8 @@ static void test_device_profiles(void)
         CHECK_MSG(!paged || !t->paged_lanes ||
                       (paged->bind[VKA_PAGED_K].view == VKA_VIEW_BUFFER && (paged->spec[VKA_SPEC_FLAGS] & VKA_PAGED_POOL_F16) &&
                        (paged->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED) &&
-                       (paged->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_K)),
-                  "%s decode: the pools as fp16 storage buffers (K 8 per load), the queries in shared memory",
+                       (paged->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_K) && (paged->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_V)),
+                  "%s decode: the pools as fp16 storage buffers (K and V 8 per load), the queries in shared memory",
                   dp->name);
         const vka_step *step_qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_VEC_STORAGE);
         const vka_step *step_out = largest_step(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_KERNEL_MATMUL_VEC_STORAGE);

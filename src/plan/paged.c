@@ -150,16 +150,22 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
      * alike). A block format's texel is held as 3 words (scale, quant word and the next) until used. */
     const uint32_t fetched = lanes ? tile_k * vka_ceil_div(DV, lanes) + DV / key_lanes : 0;
     const int prefetch = lanes && pr->paged_lanes_prefetch && fetched <= 16;
-    /* The row tile's queries staged in shared memory (TILE_A x DV texels, beside the block's scores)
-     * where the tuning says so and they fit */
-    const int q_shared = lanes && pr->paged_lanes_q_shared &&
-                         vka_paged_lanes_shared_bytes(tile_a, DV, tile_k, 1) <= b->limits->max_shared_bytes;
     /* The LANES build reads an fp16 or fp32 cache from storage buffers where the tuning says so,
      * a texel of 4 values per load (a head dim of a multiple of 4; others have texels of one) */
     const int storage = lanes && !quant && vec == 4 && pr->paged_lanes_storage;
     /* ... an fp16 one's K rows 8 halves per 16-byte load where each key lane's share is an even
      * count of texels (its loads interleaved as the texels are; rows start on multiples of 8) */
     const int wide_k = storage && cp->dtype == VKATTN_DTYPE_F16 && DV % (2 * key_lanes) == 0;
+    /* ... and its V rows so, by sets of DV / 2 lanes (a row's loads) each adding some of a block's
+     * keys, where such sets fill the workgroup and share the block's keys evenly */
+    const uint32_t row_loads = DV / 2, sets = storage && row_loads && lanes % row_loads == 0 ? lanes / row_loads : 0;
+    const int wide_v = storage && cp->dtype == VKATTN_DTYPE_F16 && DV % 2 == 0 && sets && tile_k % sets == 0 &&
+                       vka_paged_lanes_shared_bytes(tile_a, DV, tile_k, 0, sets) <= b->limits->max_shared_bytes;
+    /* The row tile's queries staged in shared memory (TILE_A x DV texels beside the block's scores,
+     * in the place where V's sets sum at the end) where the tuning says so and they fit */
+    const int q_shared = lanes && pr->paged_lanes_q_shared &&
+                         vka_paged_lanes_shared_bytes(tile_a, DV, tile_k, 1, wide_v ? sets : 0) <=
+                             b->limits->max_shared_bytes;
     const vka_kernel kernel = quant     ? (lanes ? VKA_KERNEL_PAGED_QUANT_LANES : VKA_KERNEL_PAGED_QUANT)
                               : storage ? VKA_KERNEL_PAGED_LANES_STORAGE
                               : lanes   ? VKA_KERNEL_PAGED_LANES
@@ -176,7 +182,7 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
                              (cp->tree ? VKA_PAGED_TREE : 0) |
                              (prefetch ? VKA_PAGED_PREFETCH : 0) |
                              (storage && cp->dtype == VKATTN_DTYPE_F16 ? VKA_PAGED_POOL_F16 : 0) |
-                             (wide_k ? VKA_PAGED_WIDE_K : 0) |
+                             (wide_k ? VKA_PAGED_WIDE_K : 0) | (wide_v ? VKA_PAGED_WIDE_V : 0) |
                              (q_shared ? VKA_PAGED_Q_SHARED : 0);
     s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(c);
     VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_PAGED_HEAD_TERMS]));
@@ -228,9 +234,10 @@ fail:
     return status;
 }
 
-uint64_t vka_paged_lanes_shared_bytes(uint32_t tile_a, uint32_t DV, uint32_t keys, int q_shared)
+uint64_t vka_paged_lanes_shared_bytes(uint32_t tile_a, uint32_t DV, uint32_t keys, int q_shared, uint32_t sets)
 {
-    return (uint64_t)tile_a * keys * 4 + (q_shared ? (uint64_t)tile_a * DV * 16 : 16);
+    uint64_t queries = q_shared ? (uint64_t)tile_a * DV : 1, sums = sets ? (uint64_t)sets * tile_a * DV : 1;
+    return (uint64_t)tile_a * keys * 4 + 16 * (queries > sums ? queries : sums);
 }
 
 /* attn_paged: attn_fused's loops over its part's keys, without a carried state's load (the block
@@ -277,9 +284,12 @@ void vka_paged_describe(vka_text *t, const vka_step *s)
                      s->spec[VKA_SPEC_WG_SIZE], s->spec[VKA_SPEC_TILE_B],
                      (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_PREFETCH) ? ", the next block fetched meanwhile" : "",
                      (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED) ? ", queries staged in shared memory" : "",
-                     s->kernel != VKA_KERNEL_PAGED_LANES_STORAGE    ? ""
-                     : (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_K) ? ", K and V rows from storage buffers (K 8 per 16-byte load)"
-                                                                    : ", K and V rows from storage buffers");
+                     s->kernel == VKA_KERNEL_PAGED_LANES_STORAGE ? ", K and V rows from storage buffers" : "");
+    const uint32_t wide = s->spec[VKA_SPEC_FLAGS] & (VKA_PAGED_WIDE_K | VKA_PAGED_WIDE_V);
+    if (s->kernel == VKA_KERNEL_PAGED_LANES_STORAGE && wide)
+        vka_text_put(t, " (%s 8 per 16-byte load)", wide == (VKA_PAGED_WIDE_K | VKA_PAGED_WIDE_V) ? "K and V"
+                                                    : wide == VKA_PAGED_WIDE_K                       ? "K"
+                                                                                                     : "V");
 }
 
 void vka_append_describe(vka_text *t, const vka_step *s)

@@ -10,7 +10,9 @@ vkattn_status vka_plan_kv_append(vka_builder *b, const vka_qkv_layout *l);
 vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l);
 
 /* The shared memory of attn_paged's lanes builds: a block's scores of `keys` keys for `tile_a`
- * rows, and with `q_shared` the rows' queries (tile_a x DV texels), else a placeholder texel. */
-uint64_t vka_paged_lanes_shared_bytes(uint32_t tile_a, uint32_t DV, uint32_t keys, int q_shared);
+ * rows, and texels of rows: with `q_shared` the rows' queries (tile_a x DV texels), with `sets`
+ * (V in 16-byte loads by sets of lanes; 0 = not) the sets' sums (sets x tile_a x DV), in one
+ * array (the larger; a placeholder texel for neither). */
+uint64_t vka_paged_lanes_shared_bytes(uint32_t tile_a, uint32_t DV, uint32_t keys, int q_shared, uint32_t sets);
 
 #endif
