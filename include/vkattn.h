@@ -346,9 +346,9 @@ typedef struct vkattn_context_desc {
      * sm_tile_m, sm_tile_n (4-128), sm_tile_k (4-64; multiples of 4: matmul_sm's tile),
      * paged_lanes_group (1, 2 or 4: lanes per key in decoding), paged_lanes_prefetch (0 or 1: the
      * next block of keys fetched during this one's work, every cache format, up to D = 128),
-     * paged_lanes_storage (0 or 1: 1 reads an fp16 or fp32 cache's K and V rows from storage
-     * buffers, attn_paged_lanes_storage, the GPU classes' default, not yet measured on a GPU; 0
-     * through texel fetches), paged_lanes_q_shared (0 or 1: 1 stages a row tile's queries in
+     * paged_lanes_storage (0 or 1: 1 reads the cache's K and V rows from storage buffers, an fp16
+     * one 8 values per 16-byte load, a block format's as words, the GPU classes' default, not yet
+     * measured on a GPU; 0 through texel fetches), paged_lanes_q_shared (0 or 1: 1 stages a row tile's queries in
      * shared memory once, the GPU classes' default, not yet measured on a GPU; 0 fetches them
      * again for each block of keys), paged_lanes_per_unit,
      * paged_per_unit (1-4096: decoding's workgroups or invocations per compute unit),

@@ -49,7 +49,8 @@
  * held as their words and dequantized at use. The KV_STORAGE_LANES build (attn_paged_lanes_storage,
  * the GPU tunings' choice for fp16 and fp32 caches at head dims that are multiples of 4) is the
  * LANES build reading K and V rows from storage buffers, a texel of 4 values per load, instead of
- * through texel fetches; the pools' dtype comes with FLAGS (VKA_PAGED_POOL_F16). With
+ * through texel fetches; the pools' dtype comes with FLAGS (VKA_PAGED_POOL_F16); the
+ * KV_QUANT_STORAGE_LANES build (attn_paged_quant_lanes_storage) reads a block format's words so. With
  * VKA_PAGED_WIDE_K (fp16, a share of an even count of texels) an invocation's share of a K row is
  * read 8 halves per 16-byte load: loads g, g + TILE_B, ... of the row's, two texels each; with
  * VKA_PAGED_WIDE_V V rows too, by sets of DV / 2 invocations (a row's loads), each set adding
@@ -67,6 +68,11 @@
 #define KV_STORAGE
 #define LANES
 #endif
+#ifdef KV_QUANT_STORAGE_LANES
+#define KV_QUANT
+#define KV_STORAGE
+#define LANES
+#endif
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
 #endif
@@ -78,7 +84,16 @@
 #include "prelude.glsl"
 
 layout(binding = VKA_PAGED_Q) uniform samplerBuffer Q;
-#ifdef KV_QUANT
+#if defined(KV_QUANT) && defined(KV_STORAGE)
+/* uint words of storage buffers (the GPU classes' lanes build, attn_paged_quant_lanes_storage) */
+layout(std430, binding = VKA_PAGED_K) readonly buffer K_ { uint K_u[]; };
+layout(std430, binding = VKA_PAGED_V) readonly buffer V_ { uint V_u[]; };
+#include "kv_quant.glsl"
+#define KV_RAW uvec3
+#define KV_FETCH_RAW(pool, row, t) \
+    uvec3(pool##_u[kv_scale_word(row, t)], pool##_u[kv_quant_word(row, t)], pool##_u[kv_quant_word(row, t) + 1u])
+#define KV_DECODE(words, row, t) kv_decode(words, row, t)
+#elif defined(KV_QUANT)
 /* uint words (R32UI views): lavapipe compiles this kernel ~3x faster than with storage buffers */
 layout(binding = VKA_PAGED_K) uniform usamplerBuffer K;
 layout(binding = VKA_PAGED_V) uniform usamplerBuffer V;
@@ -107,6 +122,7 @@ const bool POOL_F16 = (FLAGS & VKA_PAGED_POOL_F16) != 0u;
 layout(std430, binding = VKA_PAGED_K) readonly buffer KW_ { uvec4 K_w[]; };
 layout(std430, binding = VKA_PAGED_V) readonly buffer VW_ { uvec4 V_w[]; };
 const bool WIDE_K = (FLAGS & VKA_PAGED_WIDE_K) != 0u, WIDE_V = (FLAGS & VKA_PAGED_WIDE_V) != 0u;
+#define KV_WIDE_LOADS
 /* A load of `pool` starting at texel `texel` of a row (wide: of two texels), and its texel h */
 #define KV_FETCH_LOAD(pool, wide, row, texel) ((wide) ? pool##_w[((row) + (texel)) / 2u] : KV_FETCH_RAW(pool, row, texel))
 #define KV_DECODE_LOAD(bits, wide, row, texel, h)                                                         \
@@ -252,8 +268,8 @@ shared vec4 s_rows[Q_ROWS > O_ROWS ? Q_ROWS : O_ROWS];
 #else
 #define SLICE_TEXEL(g, t) ((t) * TILE_B + (g))
 #endif
-#ifndef KV_STORAGE
-const bool WIDE_K = false, WIDE_V = false; /* (the storage build's: loads of two texels) */
+#ifndef KV_WIDE_LOADS
+const bool WIDE_K = false, WIDE_V = false; /* (the fp16 storage build's: loads of two texels) */
 #define KV_FETCH_LOAD(pool, wide, row, texel) KV_FETCH_RAW(pool, row, texel)
 #define KV_DECODE_LOAD(bits, wide, row, texel, h) KV_DECODE(bits, row, texel)
 #endif

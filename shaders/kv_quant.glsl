@@ -36,12 +36,19 @@ uint kv_word(usamplerBuffer pool, uint i) { return texelFetch(pool, int(i)).x; }
  * offset (two words when it straddles them: the pool's spare word keeps the second in bounds).
  * In two halves, so that a kernel can fetch a block's words early and decode them later
  * (attn_paged.comp's prefetch): kv_fetch only loads (the scale's word, the quant word and the next,
- * always: in bounds by that spare word, and the neighbouring value's anyway), kv_decode only computes. */
-uvec3 kv_fetch(usamplerBuffer pool, uint row, uint t)
+ * always: in bounds by that spare word, and the neighbouring value's anyway), kv_decode only computes.
+ * A kernel reading the words from a storage buffer fetches the words kv_scale_word and
+ * kv_quant_word (and the next) name. */
+uint kv_scale_word(uint row, uint t) { return (row + (t >> 3) * kv_block_bytes()) >> 2; }
+uint kv_quant_word(uint row, uint t)
 {
     uint at = row + (t >> 3) * kv_block_bytes(), j = (t & 7u) * 4u;
-    uint w = (at + 2u + (kv_q4() ? (j & 15u) : j)) >> 2;
-    return uvec3(kv_word(pool, at >> 2), kv_word(pool, w), kv_word(pool, w + 1u));
+    return (at + 2u + (kv_q4() ? (j & 15u) : j)) >> 2;
+}
+uvec3 kv_fetch(usamplerBuffer pool, uint row, uint t)
+{
+    uint w = kv_quant_word(row, t);
+    return uvec3(kv_word(pool, kv_scale_word(row, t)), kv_word(pool, w), kv_word(pool, w + 1u));
 }
 
 vec4 kv_decode(uvec3 words, uint row, uint t)

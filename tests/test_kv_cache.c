@@ -1036,8 +1036,8 @@ static void family_long_part(vkattn_context *ctx)
 /* vkattn_forward_cached_explain: the plan of a decoding step (and of one in key parts) before it
  * runs, in the formats f16 and q8_0: the kernels this device's tuning takes (attn_paged, or the
  * GPU tunings' lanes builds, fetching the next block meanwhile unless the tuning string says not,
- * an fp16 cache's rows from storage buffers and the queries staged in shared memory unless it
- * says not),
+ * the cache's rows from storage buffers (an f16 one 8 halves per load) and the queries staged in
+ * shared memory unless it says not),
  * the merge of the parts, the same text for the step on device tensors; the length asked with no
  * buffer, a text cut short, bad arguments refused as the forward refuses them; the cache and the
  * layer unchanged (length, the layer's last stats), and the step then run against the reference. */
@@ -1072,19 +1072,19 @@ static void family_explain(vkattn_context *ctx)
             CHECK_STATUS(vkattn_forward_cached_explain(layer, cache, &d, text, need + 1, &got), VKATTN_OK);
             CHECK(got == need && strlen(text) == need && need > 0);
             const int quant = dtypes[k] != VKATTN_DTYPE_F16;
-            const char *kernel = lanes ? (quant     ? " attn_paged_quant_lanes "
-                                          : storage ? " attn_paged_lanes_storage "
-                                                    : " attn_paged_lanes ")
+            const char *kernel = lanes ? (quant ? (storage ? " attn_paged_quant_lanes_storage " : " attn_paged_quant_lanes ")
+                                                : (storage ? " attn_paged_lanes_storage " : " attn_paged_lanes "))
                                        : (quant ? " attn_paged_quant " : " attn_paged ");
             CHECK_MSG(strstr(text, kernel) != NULL, "%s, kv_splits %u: no%s step in the plan:\n%s",
                       vkattn_dtype_name(dtypes[k]), splits, kernel, text);
             CHECK_MSG((strstr(text, "fetched meanwhile") != NULL) == prefetch, "%s: the next block%s fetched meanwhile:\n%s",
                       vkattn_dtype_name(dtypes[k]), prefetch ? " not" : "", text);
-            /* (D = 64: a key lane's share of 4 texels, read 2 per load; V by 4 sets of 8 lanes) */
-            CHECK_MSG((strstr(text, "K and V rows from storage buffers (K and V 8 per 16-byte load)") != NULL) ==
-                          (storage && !quant),
+            /* (D = 64: a key lane's share of 4 texels, read 2 per load; V by 4 sets of 8 lanes; a
+             * block format's words one per load) */
+            CHECK_MSG((strstr(text, "K and V rows from storage buffers") != NULL) == storage &&
+                          (strstr(text, "(K and V 8 per 16-byte load)") != NULL) == (storage && !quant),
                       "%s: K and V rows%s from storage buffers:\n%s", vkattn_dtype_name(dtypes[k]),
-                      storage && !quant ? " not" : "", text);
+                      storage ? " not" : "", text);
             CHECK_MSG((strstr(text, "queries staged in shared memory") != NULL) == q_shared,
                       "%s: queries%s staged in shared memory:\n%s", vkattn_dtype_name(dtypes[k]), q_shared ? " not" : "",
                       text);

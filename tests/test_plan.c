@@ -676,8 +676,8 @@ static void test_paged_lanes_plans(void)
         vka_plan plan = {0};
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         CHECK_MSG(check_plan_limits(&plan, &l, "lanes") == 0, "row %zu", r);
-        const int quant = vka_dtype_is_block(rows[r].dtype), storage = !quant && rows[r].E / rows[r].H % 4 == 0;
-        const vka_kernel want = quant ? VKA_KERNEL_PAGED_QUANT_LANES
+        const int quant = vka_dtype_is_block(rows[r].dtype), storage = quant || rows[r].E / rows[r].H % 4 == 0;
+        const vka_kernel want = quant ? VKA_KERNEL_PAGED_QUANT_LANES_STORAGE
                                 : storage ? VKA_KERNEL_PAGED_LANES_STORAGE : VKA_KERNEL_PAGED_LANES;
         uint32_t found = 0;
         for (uint32_t i = 0; i < plan.step_count; i++) {
@@ -690,7 +690,7 @@ static void test_paged_lanes_plans(void)
             const int ahead = rows[r].E / rows[r].H <= 128 && rows[r].key_lanes == 4;
             CHECK_MSG(((st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_PREFETCH) != 0) == ahead, "row %zu: prefetch", r);
             /* the storage build reads the pools as buffers, its flag saying fp16; the others texel views */
-            const uint8_t view = storage ? VKA_VIEW_BUFFER : quant ? VKA_VIEW_SCALAR : st->spec[VKA_SPEC_VEC];
+            const uint8_t view = storage ? VKA_VIEW_BUFFER : st->spec[VKA_SPEC_VEC];
             CHECK_MSG(st->bind[VKA_PAGED_K].view == view && st->bind[VKA_PAGED_V].view == view &&
                           ((st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_POOL_F16) != 0) ==
                               (storage && rows[r].dtype == VKATTN_DTYPE_F16),
@@ -745,12 +745,13 @@ static void test_paged_lanes_plans(void)
         l.tuning = &fetches;
         vka_plan_free(&plan);
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-        CHECK_MSG(count_kernel(&plan, VKA_KERNEL_PAGED_LANES_STORAGE) == 0 &&
+        CHECK_MSG(count_kernel(&plan, VKA_KERNEL_PAGED_LANES_STORAGE) + count_kernel(&plan, VKA_KERNEL_PAGED_QUANT_LANES_STORAGE) == 0 &&
                       count_kernel(&plan, quant ? VKA_KERNEL_PAGED_QUANT_LANES : VKA_KERNEL_PAGED_LANES) == 1,
                   "row %zu: paged_lanes_storage=0", r);
         for (uint32_t i = 0; i < plan.step_count; i++) {
-            if (plan.steps[i].kernel == VKA_KERNEL_PAGED_LANES)
-                CHECK(plan.steps[i].bind[VKA_PAGED_K].view == plan.steps[i].spec[VKA_SPEC_VEC] &&
+            if (plan.steps[i].kernel == VKA_KERNEL_PAGED_LANES || plan.steps[i].kernel == VKA_KERNEL_PAGED_QUANT_LANES)
+                CHECK(plan.steps[i].bind[VKA_PAGED_K].view ==
+                          (quant ? VKA_VIEW_SCALAR : plan.steps[i].spec[VKA_SPEC_VEC]) &&
                       (plan.steps[i].spec[VKA_SPEC_FLAGS] & (VKA_PAGED_POOL_F16 | VKA_PAGED_WIDE_K)) == 0);
             if (plan.steps[i].kernel != VKA_KERNEL_MERGE && plan.steps[i].stage == VKATTN_STAGE_FUSED)
                 CHECK(!(plan.steps[i].spec[VKA_SPEC_FLAGS] & (VKA_PAGED_Q_SHARED | VKA_PAGED_WIDE_V | VKA_PAGED_WIDE_K)));
@@ -759,7 +760,8 @@ static void test_paged_lanes_plans(void)
         l.subgroup_sums = 0, l.loop_budget = 0; /* the scalar build (whose blocks take more of a budget) */
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         CHECK(count_kernel(&plan, VKA_KERNEL_PAGED_LANES) + count_kernel(&plan, VKA_KERNEL_PAGED_QUANT_LANES) +
-                  count_kernel(&plan, VKA_KERNEL_PAGED_LANES_STORAGE) == 0);
+                  count_kernel(&plan, VKA_KERNEL_PAGED_LANES_STORAGE) +
+                  count_kernel(&plan, VKA_KERNEL_PAGED_QUANT_LANES_STORAGE) == 0);
         vka_plan_free(&plan);
     }
     vka_plan_limits l = lavapipe_limits();

@@ -187,8 +187,8 @@ for t in $vsweep; do
       tee -a "$out/decode_vec.txt" || true
   fi
 done
-step "decode, q8_0 cache: attn_paged_quant_lanes fetching the next block's words ahead, against not"
-for t in coopmat coopmat:paged_lanes_prefetch=0; do
+step "decode, q8_0 cache: attn_paged_quant_lanes fetching the next block's words ahead, against not; its words from storage buffers, against texel fetches"
+for t in coopmat coopmat:paged_lanes_prefetch=0 coopmat:paged_lanes_storage=0; do
   printf '\n-- VKATTN_TUNING=%s\n' "$t" | tee -a "$out/decode_quant.txt"
   VKATTN_TUNING="$t" "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 8192,32768 --dtype q8_0 \
     --min-time 0.3 --trace --json "$out/decode_quant_${t#*:}.json" >>"$out/decode_quant.txt" ||
@@ -197,6 +197,10 @@ done
 if [ -f "$out/decode_quant_coopmat.json" ] && [ -f "$out/decode_quant_paged_lanes_prefetch=0.json" ]; then
   "$vk" bench --compare "$out/decode_quant_paged_lanes_prefetch=0.json" "$out/decode_quant_coopmat.json" |
     grep -E '^decode_|attention|geometric' | tee -a "$out/decode_quant.txt" || true # > 1: the prefetch is faster
+fi
+if [ -f "$out/decode_quant_coopmat.json" ] && [ -f "$out/decode_quant_paged_lanes_storage=0.json" ]; then
+  "$vk" bench --compare "$out/decode_quant_paged_lanes_storage=0.json" "$out/decode_quant_coopmat.json" |
+    grep -E '^decode_|attention|geometric' | tee -a "$out/decode_quant.txt" || true # > 1: storage buffers are faster
 fi
 if [ "$quick" != 1 ]; then
   step "a decoder's loop: an 8-layer stack, one submission per token against a blocking forward per layer"

@@ -33,8 +33,8 @@
  * 40-45% of an H100's copy bandwidth (QKV 48 us for 50 MB, the output 28 us for 34 MB): it now
  * reads 16-byte words of storage buffers where the rows allow (vec_storage; not yet measured on a
  * GPU, vec_storage=0 is the kernel as it was; with 8 rows a texel of 8 holds twice the registers
- * of one of 4, which mobile GPUs may feel). attn_paged_lanes reads an fp16 or fp32 cache from
- * storage buffers too, by the same guess (paged_lanes_storage; not yet measured on a GPU,
+ * of one of 4, which mobile GPUs may feel). attn_paged_lanes reads the cache from storage buffers
+ * too (an fp16 one 8 halves per load), by the same guess (paged_lanes_storage; not yet measured on a GPU,
  * paged_lanes_storage=0 is the kernel as it was). Each of its blocks fetched the row tile's query
  * texels again (4 rows x 8 texels per invocation at D = 128, twice its K and V fetches): the
  * queries are now staged in shared memory once (paged_lanes_q_shared; not yet measured on a GPU,

@@ -31,8 +31,9 @@ typedef struct vka_tuning {
      * paged_lanes_per_unit workgroups per compute unit (paged_target / paged_lanes in all where the
      * device does not say). Taken where the limits allow subgroup sums and shuffles.
      * paged_lanes_prefetch (1): the next block's K and V rows fetched during this one's work (a
-     * block format's as words, dequantized at use). paged_lanes_storage 1: an fp16 or fp32 cache's
-     * K and V rows read from storage buffers (attn_paged_lanes_storage), 0: through texel fetches.
+     * block format's as words, dequantized at use). paged_lanes_storage 1: the cache's K and V rows
+     * read from storage buffers (attn_paged_lanes_storage, attn_paged_quant_lanes_storage), 0:
+     * through texel fetches.
      * paged_lanes_q_shared 1: the row tile's queries staged in shared memory once (where they fit),
      * 0: each block fetches its query texels again. */
     uint32_t paged_lanes, paged_lanes_group, paged_lanes_per_unit, paged_lanes_prefetch, paged_lanes_storage,

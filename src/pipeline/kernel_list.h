@@ -43,6 +43,7 @@ VKA_KERNEL(PAGED_QUANT,   attn_paged_quant, attn_paged.comp,    KV_QUANT,  1, vk
 VKA_KERNEL(PAGED_LANES,   attn_paged_lanes, attn_paged.comp,    LANES,     1, vka_paged_push,   "Q K V Ctx_ Meta_ StateO_ StateLse_ HeadTerms_", vka_paged_lanes_trips, vka_paged_describe)
 VKA_KERNEL(PAGED_LANES_STORAGE, attn_paged_lanes_storage, attn_paged.comp, KV_STORAGE_LANES, 1, vka_paged_push, "Q K_ V_ Ctx_ Meta_ StateO_ StateLse_ HeadTerms_", vka_paged_lanes_trips, vka_paged_describe)
 VKA_KERNEL(PAGED_QUANT_LANES, attn_paged_quant_lanes, attn_paged.comp, KV_QUANT_LANES, 1, vka_paged_push, "Q K V Ctx_ Meta_ StateO_ StateLse_ HeadTerms_", vka_paged_lanes_trips, vka_paged_describe)
+VKA_KERNEL(PAGED_QUANT_LANES_STORAGE, attn_paged_quant_lanes_storage, attn_paged.comp, KV_QUANT_STORAGE_LANES, 1, vka_paged_push, "Q K_ V_ Ctx_ Meta_ StateO_ StateLse_ HeadTerms_", vka_paged_lanes_trips, vka_paged_describe)
 VKA_KERNEL(APPEND,        kv_append,        kv_append.comp,     -,         1, vka_append_push,  "Src Meta_ KPool_ VPool_", vka_append_trips, vka_append_describe)
 VKA_KERNEL(APPEND_QUANT,  kv_append_quant,  kv_append.comp,     KV_QUANT,  0, vka_append_push,  "Src Meta_ KPool_ VPool_", vka_append_trips, vka_append_describe)
 VKA_KERNEL(PEAK_FMA_F32,  peak_fma_f32,     peak_fma.comp,      -,         0, vka_peak_push,    "Out_", vka_untimed_trips, vka_untimed_describe)

@@ -150,9 +150,10 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
      * alike). A block format's texel is held as 3 words (scale, quant word and the next) until used. */
     const uint32_t fetched = lanes ? tile_k * vka_ceil_div(DV, lanes) + DV / key_lanes : 0;
     const int prefetch = lanes && pr->paged_lanes_prefetch && fetched <= 16;
-    /* The LANES build reads an fp16 or fp32 cache from storage buffers where the tuning says so,
-     * a texel of 4 values per load (a head dim of a multiple of 4; others have texels of one) */
-    const int storage = lanes && !quant && vec == 4 && pr->paged_lanes_storage;
+    /* The LANES builds read the cache from storage buffers where the tuning says so: a block
+     * format's words, an fp16 or fp32 cache's texels of 4 values (a head dim of a multiple of 4;
+     * others have texels of one) */
+    const int storage = lanes && (quant || vec == 4) && pr->paged_lanes_storage;
     /* ... an fp16 one's K rows 8 halves per 16-byte load where each key lane's share is an even
      * count of texels (its loads interleaved as the texels are; rows start on multiples of 8) */
     const int wide_k = storage && cp->dtype == VKATTN_DTYPE_F16 && DV % (2 * key_lanes) == 0;
@@ -166,7 +167,9 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     const int q_shared = lanes && pr->paged_lanes_q_shared &&
                          vka_paged_lanes_shared_bytes(tile_a, DV, tile_k, 1, wide_v ? sets : 0) <=
                              b->limits->max_shared_bytes;
-    const vka_kernel kernel = quant     ? (lanes ? VKA_KERNEL_PAGED_QUANT_LANES : VKA_KERNEL_PAGED_QUANT)
+    const vka_kernel kernel = quant     ? (storage ? VKA_KERNEL_PAGED_QUANT_LANES_STORAGE
+                                           : lanes ? VKA_KERNEL_PAGED_QUANT_LANES
+                                                   : VKA_KERNEL_PAGED_QUANT)
                               : storage ? VKA_KERNEL_PAGED_LANES_STORAGE
                               : lanes   ? VKA_KERNEL_PAGED_LANES
                                         : VKA_KERNEL_PAGED;
@@ -266,7 +269,7 @@ uint64_t vka_append_trips(const vka_step *s)
 static const char *quant_name(const vka_step *s)
 {
     if (s->kernel != VKA_KERNEL_PAGED_QUANT && s->kernel != VKA_KERNEL_PAGED_QUANT_LANES &&
-        s->kernel != VKA_KERNEL_APPEND_QUANT)
+        s->kernel != VKA_KERNEL_PAGED_QUANT_LANES_STORAGE && s->kernel != VKA_KERNEL_APPEND_QUANT)
         return "";
     return (s->spec[VKA_SPEC_FLAGS] & VKA_KV_Q4_0) ? " (q4_0)" : " (q8_0)";
 }
@@ -278,15 +281,15 @@ void vka_paged_describe(vka_text *t, const vka_step *s)
                  "part%s of %u%s", c->seqs, c->H, c->kv_group, c->i_begin, c->i_begin + c->i_count - 1, quant_name(s),
                  (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_TREE) ? ", masked among the new tokens" : "", c->parts,
                  c->parts > 1 ? "s" : "", c->part_len, (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
-    if (s->kernel == VKA_KERNEL_PAGED_LANES || s->kernel == VKA_KERNEL_PAGED_QUANT_LANES ||
-        s->kernel == VKA_KERNEL_PAGED_LANES_STORAGE)
+    const int storage = s->kernel == VKA_KERNEL_PAGED_LANES_STORAGE || s->kernel == VKA_KERNEL_PAGED_QUANT_LANES_STORAGE;
+    if (s->kernel == VKA_KERNEL_PAGED_LANES || s->kernel == VKA_KERNEL_PAGED_QUANT_LANES || storage)
         vka_text_put(t, "; %u rows per workgroup of %u, %u per key%s%s%s", s->spec[VKA_SPEC_TILE_A],
                      s->spec[VKA_SPEC_WG_SIZE], s->spec[VKA_SPEC_TILE_B],
                      (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_PREFETCH) ? ", the next block fetched meanwhile" : "",
                      (s->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED) ? ", queries staged in shared memory" : "",
-                     s->kernel == VKA_KERNEL_PAGED_LANES_STORAGE ? ", K and V rows from storage buffers" : "");
+                     storage ? ", K and V rows from storage buffers" : "");
     const uint32_t wide = s->spec[VKA_SPEC_FLAGS] & (VKA_PAGED_WIDE_K | VKA_PAGED_WIDE_V);
-    if (s->kernel == VKA_KERNEL_PAGED_LANES_STORAGE && wide)
+    if (storage && wide)
         vka_text_put(t, " (%s 8 per 16-byte load)", wide == (VKA_PAGED_WIDE_K | VKA_PAGED_WIDE_V) ? "K and V"
                                                     : wide == VKA_PAGED_WIDE_K                       ? "K"
                                                                                                      : "V");
