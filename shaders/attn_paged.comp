@@ -392,14 +392,14 @@ void main()
             m[r] = m_new;
             [[unroll]] for (uint t = 0; t < HELD; t++) o[r][t] *= alpha[r];
         }
-        if (WIDE_V) /* each set adds some of the keys; every invocation sums all their probabilities */
+        if (SETS > 1) /* each set adds some of the keys; every invocation sums all their probabilities */
             [[unroll]] for (uint i = 0; i < BK; i++)
                 [[unroll]] for (uint r = 0; r < TILE_A; r++) l[r] += exp(s_s[r * BK + i] - m_ref[r]);
         [[unroll]] for (uint i = 0; i < V_KEYS; i++) {
             float p[TILE_A];
             [[unroll]] for (uint r = 0; r < TILE_A; r++) {
                 p[r] = exp(s_s[r * BK + v_set + i * SETS] - m_ref[r]);
-                if (!WIDE_V) l[r] += p[r];
+                if (SETS == 1) l[r] += p[r];
             }
             [[unroll]] for (uint t = 0; t < V_LOADS; t++)
                 [[unroll]] for (uint h = 0; h < VT; h++) {

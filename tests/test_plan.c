@@ -701,11 +701,11 @@ static void test_paged_lanes_plans(void)
             const int wide = storage && rows[r].dtype == VKATTN_DTYPE_F16 &&
                              st->spec[VKA_SPEC_DV] % (2 * rows[r].key_lanes) == 0;
             CHECK_MSG(((st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_K) != 0) == wide &&
-                          (!wide || st->spec[VKA_SPEC_DV] % 8 == 0),
+                          (!wide || st->spec[VKA_SPEC_DV] % (2 * st->spec[VKA_SPEC_TILE_B]) == 0),
                       "row %zu: K 8 per load", r);
             /* and V by sets of DV / 2 lanes (D = 128: 2 sets, D = 256: 1) sharing the block's 8 keys,
              * their sums in shared memory where the queries were */
-            const uint32_t sets = 32 / (st->spec[VKA_SPEC_DV] / 2);
+            const uint32_t sets = st->spec[VKA_SPEC_DV] >= 2 ? 32 / (st->spec[VKA_SPEC_DV] / 2) : 0;
             const int wide_v = storage && rows[r].dtype == VKATTN_DTYPE_F16;
             CHECK_MSG(((st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_V) != 0) == wide_v &&
                           (!wide_v || (32 % (st->spec[VKA_SPEC_DV] / 2) == 0 && (32 / rows[r].key_lanes) % sets == 0 &&
@@ -738,6 +738,20 @@ static void test_paged_lanes_plans(void)
         st0 = largest_step(&plan, VKATTN_STAGE_FUSED, want);
         CHECK_MSG(st0 && !(st0->spec[VKA_SPEC_FLAGS] & (VKA_PAGED_Q_SHARED | VKA_PAGED_WIDE_V)),
                   "row %zu: %u bytes of shared memory", r, tight.max_shared_bytes);
+        /* room for the queries, one byte short of V's sets' sums (two sets or more: one takes the
+         * queries' room): the queries staged, V in texels */
+        const uint32_t DVt = st0 ? st0->spec[VKA_SPEC_DV] : 0, sets_t = DVt >= 2 ? 32 / (DVt / 2) : 0;
+        if (!quant && storage && rows[r].dtype == VKATTN_DTYPE_F16 && sets_t > 1) {
+            const uint32_t keys = 32 / rows[r].key_lanes;
+            tight.max_shared_bytes = (uint32_t)vka_paged_lanes_shared_bytes(rows[r].rows, DVt, keys, 0, sets_t) - 1;
+            CHECK(tight.max_shared_bytes >= vka_paged_lanes_shared_bytes(rows[r].rows, DVt, keys, 1, 0));
+            vka_plan_free(&plan);
+            CHECK_STATUS(vka_plan_build(&p, &tight, &plan, NULL), VKATTN_OK);
+            st0 = largest_step(&plan, VKATTN_STAGE_FUSED, want);
+            CHECK_MSG(st0 && (st0->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED) &&
+                          !(st0->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_V) && (st0->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_K),
+                      "row %zu: %u bytes of shared memory: queries staged, V in texels", r, tight.max_shared_bytes);
+        }
         /* paged_lanes_storage=0, paged_lanes_q_shared=0: the texel fetches' build, the pools as
          * texel views, the queries fetched each block */
         vka_tuning fetches = *l.tuning;
