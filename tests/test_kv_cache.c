@@ -159,16 +159,19 @@ static const decode_row decode_rows[] = {
     {"decode", "gqa, f16 layer storage and cache",
      {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000, .storage = VKATTN_DTYPE_F16}, 0, 7, 7, 40,
      4, VKATTN_DTYPE_F16, 0, 2e-5, -1},
-    /* D = 64, 128 and 256 in an f16 cache: the GPU classes read its K and V rows 8 halves per load
-     * (K: two texels of a key lane's 4, 8 or 16; D = 16 above has one each. V: by 4, 2 and 1 sets of
-     * lanes, each adding some of a block's keys, their sums added at the end) */
+    /* D = 64 in an f16 cache: the GPU classes read its K and V rows 8 halves per load (K: two
+     * texels of a key lane's 4; D = 16 above has one each. V: by 4 sets of 8 lanes, each adding
+     * some of a block's keys, their sums added at the end) */
     {"decode", "gqa D=64, f16 cache, split-KV 3 parts",
      {.embed_dim = 256, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000}, 0, 9, 9, 40, 16, VKATTN_DTYPE_F16, 3,
      1e-5, 1},
-    {"decode", "gqa D=128, f16 cache", {.embed_dim = 512, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000}, 0, 9,
-     9, 40, 16, VKATTN_DTYPE_F16, 0, 1e-5, -1},
-    {"decode", "mqa D=256, f16 cache, split-KV 2 parts", {.embed_dim = 512, .num_heads = 2, .num_kv_heads = 1}, 0, 9, 9,
-     40, 16, VKATTN_DTYPE_F16, 2, 1e-5, 1},
+    /* decode_dims: the same at D = 128 and 256 (K 8 and 16 texels a lane, V in 2 sets and 1); a
+     * family of its own, run under the gpu class only, since each head dim compiles its kernels anew
+     * (about 10 and 20 s from a cold cache on Mesa 25) */
+    {"decode_dims", "gqa D=128, f16 cache", {.embed_dim = 512, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000},
+     0, 9, 9, 40, 16, VKATTN_DTYPE_F16, 0, 1e-5, -1},
+    {"decode_dims", "mqa D=256, f16 cache, split-KV 2 parts", {.embed_dim = 512, .num_heads = 2, .num_kv_heads = 1}, 0,
+     9, 9, 40, 16, VKATTN_DTYPE_F16, 2, 1e-5, 1},
     /* decode_shapes: the same kernels at more shapes */
     {"decode_shapes", "gqa, prompt in chunks of 5", GQA_ROPE, 0, 23, 5, 30, 8, VKATTN_DTYPE_F32, 0, 1e-10, -1},
     {"decode_shapes", "gqa, 1-token prefill (all decode)", GQA_ROPE, 0, 1, 1, 24, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1},
