@@ -1046,7 +1046,8 @@ static void family_long_part(vkattn_context *ctx)
  * layer unchanged (length, the layer's last stats), and the step then run against the reference. */
 static void family_explain(vkattn_context *ctx)
 {
-    const int lanes = gpu_test_tuning_is("gpu");
+    /* (the cooperative-matrix classes decode with the gpu class's kernels) */
+    const int lanes = gpu_test_tuning_is("gpu") || gpu_test_tuning_is("coopmat") || gpu_test_tuning_is("intel");
     const int prefetch = lanes && !strstr(getenv("VKATTN_TUNING"), "paged_lanes_prefetch=0");
     const int storage = lanes && !strstr(getenv("VKATTN_TUNING"), "paged_lanes_storage=0");
     const int q_shared = lanes && !strstr(getenv("VKATTN_TUNING"), "paged_lanes_q_shared=0");
