@@ -18,6 +18,14 @@ vec4 vka_fetch(samplerBuffer t, uint index)
     return VEC == 4 ? v : vec4(v.x, 0.0, 0.0, 0.0);
 }
 
+/* Texel h (0 or 1) of a 16-byte storage-buffer load of 8 fp16 values (four words), as fp32: the
+ * kernels that read storage buffers where texel views would pass through the texture pipe
+ * (storage_texels.glsl's vka_texel8_f16 is the same for kernels that keep fp16) */
+vec4 vka_texel8(uvec4 r, uint h)
+{
+    return h == 0u ? vec4(unpackHalf2x16(r.x), unpackHalf2x16(r.y)) : vec4(unpackHalf2x16(r.z), unpackHalf2x16(r.w));
+}
+
 #ifndef VKA_FETCH_K
 #define VKA_FETCH_K(row, t) vka_fetch(K, (row) + (t))
 #define VKA_FETCH_V(row, t) vka_fetch(V, (row) + (t))

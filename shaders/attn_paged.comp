@@ -116,8 +116,7 @@ const bool POOL_F16 = (FLAGS & VKA_PAGED_POOL_F16) != 0u;
 #define KV_RAW uvec4
 #define KV_FETCH_RAW(pool, row, t) \
     (POOL_F16 ? uvec4(pool##_h[(row) + (t)], 0u, 0u) : floatBitsToUint(pool##_f[(row) + (t)]))
-#define KV_DECODE(bits, row, t) \
-    (POOL_F16 ? vec4(unpackHalf2x16((bits).x), unpackHalf2x16((bits).y)) : uintBitsToFloat(bits))
+#define KV_DECODE(bits, row, t) (POOL_F16 ? vka_texel8(bits, 0u) : uintBitsToFloat(bits))
 /* With VKA_PAGED_WIDE_K (WIDE_V) an fp16 K (V) row is read 8 halves, two texels, per 16-byte load */
 layout(std430, binding = VKA_PAGED_K) readonly buffer KW_ { uvec4 K_w[]; };
 layout(std430, binding = VKA_PAGED_V) readonly buffer VW_ { uvec4 V_w[]; };
@@ -125,10 +124,7 @@ const bool WIDE_K = (FLAGS & VKA_PAGED_WIDE_K) != 0u, WIDE_V = (FLAGS & VKA_PAGE
 #define KV_WIDE_LOADS
 /* A load of `pool` starting at texel `texel` of a row (wide: of two texels), and its texel h */
 #define KV_FETCH_LOAD(pool, wide, row, texel) ((wide) ? pool##_w[((row) + (texel)) / 2u] : KV_FETCH_RAW(pool, row, texel))
-#define KV_DECODE_LOAD(bits, wide, row, texel, h)                                                         \
-    ((wide) ? ((h) == 0u ? vec4(unpackHalf2x16((bits).x), unpackHalf2x16((bits).y))                      \
-                         : vec4(unpackHalf2x16((bits).z), unpackHalf2x16((bits).w)))                      \
-            : KV_DECODE(bits, row, texel))
+#define KV_DECODE_LOAD(bits, wide, row, texel, h) ((wide) ? vka_texel8(bits, h) : KV_DECODE(bits, row, texel))
 #else
 #define KV_RAW vec4
 #define KV_FETCH_RAW(pool, row, t) vka_fetch(pool, (row) + (t))
@@ -255,12 +251,6 @@ const uint SLICE = DV / TILE_B;          /* texels of a key row per invocation *
 const uint OWN = (DV + WG - 1) / WG;     /* output texels per invocation */
 
 shared float s_s[TILE_A * BK]; /* the block's scores */
-/* Rows of texels in shared memory: with VKA_PAGED_Q_SHARED the row tile's queries, staged once, that
- * every block reads from here instead of fetching each texel again (a key's group reads its own
- * texels, every group the same); after the last block, with WIDE_V, the V sets' sums. */
-const bool Q_SHARED = (FLAGS & VKA_PAGED_Q_SHARED) != 0u;
-const uint Q_ROWS = Q_SHARED ? TILE_A * DV : 1u, O_ROWS = (FLAGS & VKA_PAGED_WIDE_V) != 0u ? 2u * WG * TILE_A : 1u;
-shared vec4 s_rows[Q_ROWS > O_ROWS ? Q_ROWS : O_ROWS];
 
 /* Texel t of invocation g's share of a key row (see the top of the file). */
 #ifdef KV_QUANT
@@ -286,6 +276,12 @@ const uint K_LOADS = SLICE / KT;
 const uint VT = WIDE_V ? 2u : 1u, V_LOADS = WIDE_V ? 1u : OWN, HELD = V_LOADS * VT;
 const uint SETS = WIDE_V ? 2u * WG / DV : 1u, V_KEYS = BK / SETS;
 #define V_TEXEL(t, h) (WIDE_V ? 2u * v_w + (h) : lane + (t) * WG)
+/* Rows of texels in shared memory: with VKA_PAGED_Q_SHARED the row tile's queries, staged once, that
+ * every block reads from here instead of fetching each texel again (a key's group reads its own
+ * texels, every group the same); after the last block, with WIDE_V, the V sets' sums. */
+const bool Q_SHARED = (FLAGS & VKA_PAGED_Q_SHARED) != 0u;
+const uint Q_ROWS = Q_SHARED ? TILE_A * DV : 1u, O_ROWS = WIDE_V ? SETS * TILE_A * DV : 1u;
+shared vec4 s_rows[Q_ROWS > O_ROWS ? Q_ROWS : O_ROWS];
 
 void main()
 {

@@ -94,10 +94,7 @@ shared float sums_s[OUTS * (WG / 4)]; /* each subgroup's sum of each output */
 #ifdef MATVEC_STORAGE
 #define VEC_TEXEL mat2x4
 const bool A_HALF = (FLAGS & VKA_MATMUL_A_F16) != 0, B_HALF = (FLAGS & VKA_MATMUL_B_F16) != 0;
-mat2x4 halves(uvec4 w)
-{
-    return mat2x4(vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)), vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w)));
-}
+mat2x4 halves(uvec4 w) { return mat2x4(vka_texel8(w, 0u), vka_texel8(w, 1u)); }
 mat2x4 load_a(uint t) { return A_HALF ? halves(a16[t]) : mat2x4(a32[2 * t], a32[2 * t + 1]); }
 mat2x4 load_b(uint t) { return B_HALF ? halves(b16[t]) : mat2x4(b32[2 * t], b32[2 * t + 1]); }
 float texel_dot(mat2x4 a, mat2x4 b) { return dot(a[0], b[0]) + dot(a[1], b[1]); }
