@@ -320,7 +320,8 @@ typedef struct vkattn_context_desc {
      * matmul_vec_storage, 16-byte storage-buffer loads, where rows start on multiples of 8
      * elements) and their attention on attn_paged's GPU-shaped build; the rest with GPU-sized tiles.
      * "coopmat"'s tiles were measured on an H200 and H100s, not its later defaults vec_storage,
-     * cm_wide_loads, paged_lanes_storage and paged_lanes_q_shared (no GPU at hand); the others were chosen without a GPU
+     * cm_wide_loads, cm_attn_reg_softmax, paged_lanes_storage and paged_lanes_q_shared (no GPU at
+     * hand); the others were chosen without a GPU
      * to measure on.
      *
      * Tuning strings, for trying kernel shapes on a GPU without a rebuild: "NAME:FIELD=VALUE,..."
@@ -342,7 +343,11 @@ typedef struct vkattn_context_desc {
      * cm_attn_prefetch (0-1024: heads of at most this many dims fetch the next K/V block while
      * this one computes, 0 = never), cm_attn_stages (1 or 2: K/V blocks staged at once, 2: one
      * barrier per block), cm_attn_wide_d (0-1024: heads of at least this many dims take
-     * cm_attn_key_frags matrices per block, smaller ones one; 0 = every head),
+     * cm_attn_key_frags matrices per block, smaller ones one; 0 = every head), cm_attn_reg_softmax
+     * (0 or 1: 1 runs attn_cm's softmax on the score matrices' elements in registers where the
+     * device's accumulator layout allows, read once per context; the coopmat class's default, not
+     * yet measured on a GPU; 0, and any other layout: through shared memory, cm_attn_row_lanes
+     * invocations a row),
      * sm_tile_m, sm_tile_n (4-128), sm_tile_k (4-64; multiples of 4: matmul_sm's tile),
      * paged_lanes_group (1, 2 or 4: lanes per key in decoding), paged_lanes_prefetch (0 or 1: the
      * next block of keys fetched during this one's work, every cache format, up to D = 128),

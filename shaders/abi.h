@@ -31,7 +31,7 @@
 #endif
 
 /* Specialization constant ids. */
-#define VKA_MAX_SPEC 14       /* every pipeline gets ids 0..13; a kernel reads the ones it declares */
+#define VKA_MAX_SPEC 16       /* every pipeline gets ids 0..15; a kernel reads the ones it declares */
 #define VKA_MAX_BINDINGS 11   /* the most binding slots a kernel has (attn_fused) */
 #define VKA_SPEC_WG_SIZE 0 /* invocations per workgroup (local_size_x) */
 #define VKA_SPEC_TILE_A 1  /* kernel-specific register tile, see each .comp */
@@ -49,6 +49,8 @@
                                (attn_cm: Q's head dims, the reduction of S, staged per pass) */
 #define VKA_SPEC_ROW_LANES 12 /* attn_cm: invocations that share a query row in the softmax */
 #define VKA_SPEC_SUBGROUPS_N 13 /* matmul_cm: subgroups across a workgroup's tile of C (in two rows) */
+#define VKA_SPEC_ROW_RUN 14     /* attn_cm with VKA_FUSED_REG_SOFTMAX: element e of an accumulator lies in */
+#define VKA_SPEC_ROW_CLASSES 15 /* row class (e / ROW_RUN) % ROW_CLASSES (device/matrix_rows.h) */
 
 /* Attention variants (vkattn_layer_desc.window, softcap, alibi; vkattn_weights.sinks). Each is code
  * compiled in only when on. Positions: a row's query sits at key index `qk` (the key at its own
@@ -191,6 +193,8 @@ VKA_STRUCT(vka_pv_push) {
 #define VKA_FUSED_V_F16 32u   /* attn_cm: V holds fp16 values */
 #define VKA_FUSED_TWO_STAGES 64u /* attn_cm: two staged K/V blocks, one workgroup barrier per block */
 #define VKA_FUSED_WIDE 128u      /* attn_cm: Q, K, V fp16 read 8 values (two texels) per 16-byte load */
+#define VKA_FUSED_REG_SOFTMAX 256u /* attn_cm: the softmax on the score matrices' elements in registers,
+                                    rows met by XOR shuffles over ROW_LANES (device/matrix_rows.h) */
 #define VKA_FUSED_Q 0            /* texel view (attn_cm: a storage buffer) */
 #define VKA_FUSED_K 1            /* texel view (attn_cm: a storage buffer) */
 #define VKA_FUSED_V 2            /* texel view (attn_cm: a storage buffer) */
@@ -423,6 +427,13 @@ VKA_STRUCT(vka_peak_push) {
     uint32_t count;      /* vec4 elements to copy */
     float multiplier, addend;
 } VKA_STRUCT_END(vka_peak_push)
+
+/* coopmat_layout.comp: which elements of an fp32 accumulator matrix each invocation holds (one
+ * subgroup; src/device/coopmat_layout.h reads it). */
+#define VKA_LAYOUT_OUT 0 /* per invocation `stride` words: its element count, then each element's r x MAT_N + c */
+VKA_STRUCT(vka_layout_push) {
+    uint32_t stride; /* words per invocation: 1 + MAT_M x MAT_N */
+} VKA_STRUCT_END(vka_layout_push)
 
 #ifdef VKA_GLSL
 /* The linear workgroup index of a folded 3-d grid. */

@@ -23,6 +23,17 @@
  * factors reach O as a matrix (each row its factor) through the scratch, one component-wise
  * multiply per fragment and block. At the end O goes out through the scratch, times 1 / l.
  *
+ * With FLAGS' VKA_FUSED_REG_SOFTMAX (where the device's accumulator layout allows: the host reads
+ * it once per context with coopmat_layout.comp, device/matrix_rows.h) the scores stay in their
+ * accumulators: KHR matrices say nothing of which element is which, but a matrix loaded from
+ * (r, c) = r x MAT_N + c tells each invocation the row and column of each element it holds, and
+ * on a layout where a row's elements sit at the same indices of an aligned group of ROW_LANES
+ * invocations (element e in row class (e / ROW_RUN) % ROW_CLASSES) a row's max and sum are the
+ * invocation's elements of one class, then XOR shuffles. Each invocation keeps a softmax state per
+ * class, scales and masks its elements where they are, writes P at each element's row and column,
+ * and builds the rescale matrix from its classes' factors: no scores or factors through the
+ * scratch. P still passes through shared memory (a KHR accumulator cannot become an A operand).
+ *
  * The COOPMAT2 build (kernel attn_cm2, where the context enabled VK_NV_cooperative_matrix2's
  * reductions, conversions and per-element operations) keeps the softmax in the matrices: the
  * scale, variants and masks are a per-element function of each score's row and column
@@ -48,10 +59,11 @@
  * shuffles (the plan takes attn_fused on a device without them).
  * Bindings: VKA_FUSED_* (abi.h). Specialization: TILE_A (query rows, a multiple of MAT_M), TILE_B
  * (keys per block, a multiple of MAT_N and MAT_K), DV, VEC (4: D = 4 DV, a multiple of MAT_N and
- * MAT_K, which are multiples of 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), MAT_M, MAT_N, MAT_K, ROW_LANES (a power of two dividing the subgroup size and TILE_B),
- * TILE_K (Q's head dims staged per pass), ATTN_MASK, FLAGS (VKA_FUSED_LOAD, STORE, PREFETCH,
- * TWO_STAGES, Q_F16, K_F16, V_F16: the storage buffers' element types, and WIDE: all three fp16,
- * read two texels per 16-byte load), VARIANT.
+ * MAT_K, which are multiples of 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), MAT_M, MAT_N, MAT_K, ROW_LANES (a power of two dividing the subgroup size and TILE_B;
+ * REG_SOFTMAX: the layout's lanes a row), ROW_RUN and ROW_CLASSES (REG_SOFTMAX: the layout's
+ * element classes), TILE_K (Q's head dims staged per pass), ATTN_MASK, FLAGS (VKA_FUSED_LOAD,
+ * STORE, PREFETCH, TWO_STAGES, Q_F16, K_F16, V_F16: the storage buffers' element types, WIDE: all
+ * three fp16, read two texels per 16-byte load, and REG_SOFTMAX), VARIANT.
  * Loop trips per invocation: the key-block loop, blocks + 1 (a block more where the real keys end
  * and the extra ones begin); every other loop has a constant count and is unrolled.
  */
@@ -108,6 +120,12 @@ const uint EPL = (FRAG + SG - 1) / SG;     /* elements of an output fragment per
 const uint RPP = SG / ROW_LANES;           /* rows of the subgroup per pass of the softmax */
 const uint RPL = (MAT_M + RPP - 1) / RPP;  /* passes: rows of the subgroup per invocation */
 const uint KPL = TILE_B / ROW_LANES;       /* keys of a block per invocation in the softmax */
+/* REG_SOFTMAX: the softmax on the score matrices' own elements. Element e of an accumulator lies
+ * in row class (e / ROW_RUN) % ROW_CLASSES, each row held by an aligned group of ROW_LANES
+ * invocations at the same element indices (device/matrix_rows.h, read from the device once); an
+ * invocation keeps one softmax state per class. Otherwise RPL rows per invocation, as above. */
+const bool REG = (FLAGS & VKA_FUSED_REG_SOFTMAX) != 0;
+const uint NR = REG ? ROW_CLASSES : RPL;   /* rows of the subgroup this invocation keeps a state for */
 const uint STRIDE4 = DV + 2;               /* f16vec4 per staged row: 16 bytes of padding against bank conflicts */
 const uint PSTRIDE = TILE_B + 8;
 const uint SSTRIDE = TILE_B + 4;           /* floats per row of scores: 16 bytes of padding (the scores' stores;
@@ -273,18 +291,37 @@ void main()
     const float neg_inf = -1.0 / 0.0;
     const bool load_state = (FLAGS & VKA_FUSED_LOAD) != 0, store_state = (FLAGS & VKA_FUSED_STORE) != 0;
 
+    /* REG: which row and column of an accumulator each of this invocation's elements is, from a
+     * matrix whose element (r, c) holds r x MAT_N + c, loaded through the subgroup's scratch:
+     * class k's row, and element e's column. */
+    const uint scratch = sg * MAT_M * SSTRIDE; /* the subgroup's part of s_s */
+    uint class_row[ROW_CLASSES], elem_col[EPL];
+    if (REG) {
+        [[unroll]] for (uint e = 0; e < EPL; e++) {
+            uint at = e * SG + lane;
+            if (FRAG % SG == 0 || at < FRAG) s_s[scratch + at] = float(at);
+        }
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> map;
+        coopMatLoad(map, s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
+        [[unroll]] for (uint e = 0; e < EPL; e++) elem_col[e] = uint(map[e]) % MAT_N;
+        [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++) class_row[k] = uint(map[k * ROW_RUN]) / MAT_N;
+        subgroupBarrier(); /* read before the scratch is used again */
+    }
+
     /* The running softmax of this invocation's rows: ROW_LANES invocations share each row, row
-     * lane / ROW_LANES + k * RPP of the subgroup's (each holding the row's state). Rows past
-     * i_count repeat the last row (loads stay in bounds) and are not stored. */
-    float m[RPL], l[RPL];
-    bool saw_nan[RPL];
-    uint limit[RPL], first[RPL], state[RPL];
-    int qk[RPL];
+     * lane / ROW_LANES + k * RPP of the subgroup's (REG: class k's row), each holding the row's
+     * state. Rows past i_count repeat the last row (loads stay in bounds) and are not stored. */
+    float m[NR], l[NR];
+    bool saw_nan[NR];
+    uint limit[NR], first[NR], state[NR];
+    int qk[NR];
     if (gl_LocalInvocationID.x == 0) real_end_s = 0, bad_keys_s[0] = 0, bad_keys_s[1] = 0, bad_keys_s[2] = 0;
     barrier();
-    [[unroll]] for (uint k = 0; k < RPL; k++) {
+    [[unroll]] for (uint k = 0; k < NR; k++) {
         /* r past the subgroup's rows (a pass not whole) shadows its last row and stores nothing */
-        uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
+        uint r = REG ? class_row[k] : lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
         uint il = min(il0 + row, pc.i_count - 1), i = pc.i_begin + il;
         m[k] = neg_inf;
         l[k] = 0.0;
@@ -326,7 +363,6 @@ void main()
     /* The running output, O = sum of p x V over the keys so far (p relative to the row's m), as
      * accumulators: fragment f holds columns f * MAT_N.. of the subgroup's rows. A stored state
      * comes in through the subgroup's scratch. */
-    const uint scratch = sg * MAT_M * SSTRIDE; /* the subgroup's part of s_s */
     coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> o[OF];
     [[unroll]] for (uint f = 0; f < OF; f++) {
         o[f] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
@@ -425,97 +461,171 @@ void main()
         }
 
 #ifndef COOPMAT2
-        /* S = Q·K^T for the subgroup's rows, through its scratch for the softmax below. */
-        [[unroll]] for (uint c = 0; c < KF; c++) {
-            coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc =
-                coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
-            BLOCK_SCORES(acc, c)
-            coopMatStore(acc, s_s, scratch + c * MAT_N, SSTRIDE, gl_CooperativeMatrixLayoutRowMajor);
-        }
-        subgroupMemoryBarrierShared();
-        subgroupBarrier(); /* the scores are visible to the subgroup's invocations */
-
-        /* The online softmax, ROW_LANES invocations per row, meeting by XOR shuffles: scale, variants
-         * and masks (an invisible score becomes -inf whatever the key held), then P as fp16 and the
-         * row's rescale factor. A row's invocations take keys lane % ROW_LANES + t x ROW_LANES,
-         * rotated by ROW_LANES x the row, so that a subgroup's reads of the scores fall in distinct
-         * banks (32 lanes, 2 per row, rows of 32 or 36 floats: 16- or 2-way conflicts unrotated;
-         * the padding is for the matrix stores, 8-way without it). */
-        uint bad = bad_keys_s[n % 3];
-        [[unroll]] for (uint k = 0; k < RPL; k++) {
-            uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
-            uint i = pc.i_begin + min(il0 + row, pc.i_count - 1);
-            float s[KPL];
-            float block_max = neg_inf;
-            bool nan = false;
-            uint rot = (ROW_LANES * r + lane % ROW_LANES) % TILE_B;
-            /* A block the row sees whole (no mask reaches into it: most blocks of a long row) skips
-             * the per-key mask tests, which cost a quarter of the kernel's time on an H100. */
-            bool whole = j0 + TILE_B <= end &&
-                         (!real || (j0 + TILE_B <= limit[k] && j0 >= first[k] &&
-                                    (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 &&
-                                    (ATTN_MASK == 0 || (pc.mask_flags & VKA_MASK_ATTN) == 0)));
-            if (whole) {
-                [[unroll]] for (uint t = 0; t < KPL; t++) {
-                    uint c = rotated_key(t, rot);
-                    float x = vka_variant_score(s_s[row * SSTRIDE + c] * pc.scale, h, int(j0 + c) - qk[k]);
-                    nan = nan || isnan(x);
-                    block_max = max(block_max, x);
-                    s[t] = x;
-                }
-            } else {
-                [[unroll]] for (uint t = 0; t < KPL; t++) {
-                    uint c = rotated_key(t, rot), j = j0 + c;
-                    bool ok = j < end && (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
-                    ok = ok && (!real || (j < limit[k] && j >= first[k]));
-                    float x = ok ? vka_variant_score(s_s[row * SSTRIDE + c] * pc.scale, h, int(j) - qk[k]) : neg_inf;
-                    if (ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0 && j < end)
-                        x = vka_add_mask(x, vka_mask_term(b, h, i, j));
-                    nan = nan || isnan(x);
-                    block_max = max(block_max, x);
-                    s[t] = x;
+        coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> a; /* each row's rescale factor */
+        if (REG) {
+            /* S = Q·K^T kept in registers; per element its score X (scale, variants, masks), each
+             * class's block max (over the invocation's elements of the class, then XOR shuffles
+             * across the row's ROW_LANES invocations), the row's new reference and rescale factor,
+             * P = exp(X - m) rounded to fp16 into p_s at the element's row and column, the rows'
+             * sums the same way as the max. What the shared-memory build below does, without the
+             * scores' and the factors' trips through the scratch. */
+            coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> sc[KF];
+            [[unroll]] for (uint c = 0; c < KF; c++) {
+                sc[c] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+                BLOCK_SCORES(sc[c], c)
+            }
+            uint bad = bad_keys_s[n % 3];
+            float cmax[ROW_CLASSES], csum[ROW_CLASSES], mref[ROW_CLASSES], calpha[ROW_CLASSES];
+            bool cnan[ROW_CLASSES], whole[ROW_CLASSES];
+            [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++) {
+                whole[k] = j0 + TILE_B <= end &&
+                           (!real || (j0 + TILE_B <= limit[k] && j0 >= first[k] &&
+                                      (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 &&
+                                      (ATTN_MASK == 0 || (pc.mask_flags & VKA_MASK_ATTN) == 0)));
+                cmax[k] = neg_inf, csum[k] = 0.0, cnan[k] = false;
+            }
+            [[unroll]] for (uint c = 0; c < KF; c++) {
+                [[unroll]] for (uint e = 0; e < EPL; e++) {
+                    uint k = e / ROW_RUN % ROW_CLASSES, j = j0 + c * MAT_N + elem_col[e];
+                    float x;
+                    if (whole[k]) {
+                        x = vka_variant_score(sc[c][e] * pc.scale, h, int(j) - qk[k]);
+                    } else {
+                        bool ok = j < end && (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
+                        ok = ok && (!real || (j < limit[k] && j >= first[k]));
+                        x = ok ? vka_variant_score(sc[c][e] * pc.scale, h, int(j) - qk[k]) : neg_inf;
+                        if (ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0 && j < end) {
+                            uint i = pc.i_begin + min(il0 + sg * MAT_M + class_row[k], pc.i_count - 1);
+                            x = vka_add_mask(x, vka_mask_term(b, h, i, j));
+                        }
+                    }
+                    cnan[k] = cnan[k] || isnan(x);
+                    cmax[k] = max(cmax[k], x);
+                    sc[c][e] = x;
                 }
             }
-            [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2)
-                block_max = max(block_max, subgroupShuffleXor(block_max, d));
-            float m_new = max(m[k], block_max);
-            float m_ref = m_new == neg_inf ? 0.0 : m_new; /* exp(-inf - -inf) would be NaN */
-            float alpha = exp(m[k] - m_ref), sum = 0.0;
-            [[unroll]] for (uint t = 0; t < KPL; t++) {
-                uint c = rotated_key(t, rot);
-                float16_t p = float16_t(exp(s[t] - m_ref));
-                sum += float(p);
-                /* a key whose V held a non-finite value, seen: NaN into P·V (V was staged as 0), so
-                 * the row's O turns NaN while l and the lse stay the scores' (`bad` is the
-                 * workgroup's: most blocks skip the per-key test) */
-                if (bad != 0u && p != float16_t(0.0) && (bad & (1u << c)) != 0) p = float16_t(0.0 / 0.0);
-                if (r < MAT_M) p_s[row * PSTRIDE + c] = p;
+            [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++) {
+                [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2) cmax[k] = max(cmax[k], subgroupShuffleXor(cmax[k], d));
+                float m_new = max(m[k], cmax[k]);
+                mref[k] = m_new == neg_inf ? 0.0 : m_new; /* exp(-inf - -inf) would be NaN */
+                calpha[k] = exp(m[k] - mref[k]);
+                m[k] = m_new;
+            }
+            [[unroll]] for (uint c = 0; c < KF; c++) {
+                [[unroll]] for (uint e = 0; e < EPL; e++) {
+                    uint k = e / ROW_RUN % ROW_CLASSES, col = c * MAT_N + elem_col[e];
+                    float16_t p = float16_t(exp(sc[c][e] - mref[k]));
+                    csum[k] += float(p);
+                    /* a key whose V held a non-finite value, seen: NaN into P·V (as below) */
+                    if (bad != 0u && p != float16_t(0.0) && (bad & (1u << col)) != 0) p = float16_t(0.0 / 0.0);
+                    p_s[(sg * MAT_M + class_row[k]) * PSTRIDE + col] = p;
+                }
             }
             /* a butterfly: every invocation of the row adds the same numbers in the same pairs */
-            [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2) {
-                sum += subgroupShuffleXor(sum, d);
-                nan = subgroupShuffleXor(uint(nan), d) != 0 || nan;
+            [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++) {
+                [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2) {
+                    csum[k] += subgroupShuffleXor(csum[k], d);
+                    cnan[k] = subgroupShuffleXor(uint(cnan[k]), d) != 0 || cnan[k];
+                }
+                l[k] = l[k] * calpha[k] + csum[k];
+                saw_nan[k] = saw_nan[k] || cnan[k];
             }
-            l[k] = l[k] * alpha + sum;
-            m[k] = m_new;
-            saw_nan[k] = saw_nan[k] || nan;
-            if (r < MAT_M && lane % ROW_LANES == 0) alpha_s[row] = alpha;
-        }
-        subgroupMemoryBarrierShared();
-        subgroupBarrier(); /* P and the factors are visible; the scores are read */
+            a = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+            [[unroll]] for (uint e = 0; e < EPL; e++) a[e] = calpha[e / ROW_RUN % ROW_CLASSES];
+            subgroupMemoryBarrierShared();
+            subgroupBarrier(); /* P is visible to the subgroup */
+        } else {
+            /* S = Q·K^T for the subgroup's rows, through its scratch for the softmax below. */
+            [[unroll]] for (uint c = 0; c < KF; c++) {
+                coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc =
+                    coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+                BLOCK_SCORES(acc, c)
+                coopMatStore(acc, s_s, scratch + c * MAT_N, SSTRIDE, gl_CooperativeMatrixLayoutRowMajor);
+            }
+            subgroupMemoryBarrierShared();
+            subgroupBarrier(); /* the scores are visible to the subgroup's invocations */
 
-        /* O = O x alpha (alpha as a matrix, one row per query, through the scratch: one
-         * component-wise multiply per fragment), then O += P·V. No branch around the matrix
-         * operations: Mesa 26 lavapipe got O wrong with them under a condition, even one the whole
-         * subgroup took alike (docs/KNOWN_ISSUES.md). */
-        [[unroll]] for (uint e = 0; e < EPL; e++) {
-            uint at = e * SG + lane;
-            if (FRAG % SG == 0 || at < FRAG) s_s[scratch + at] = alpha_s[sg * MAT_M + at / MAT_N];
+            /* The online softmax, ROW_LANES invocations per row, meeting by XOR shuffles: scale, variants
+             * and masks (an invisible score becomes -inf whatever the key held), then P as fp16 and the
+             * row's rescale factor. A row's invocations take keys lane % ROW_LANES + t x ROW_LANES,
+             * rotated by ROW_LANES x the row, so that a subgroup's reads of the scores fall in distinct
+             * banks (32 lanes, 2 per row, rows of 32 or 36 floats: 16- or 2-way conflicts unrotated;
+             * the padding is for the matrix stores, 8-way without it). */
+            uint bad = bad_keys_s[n % 3];
+            [[unroll]] for (uint k = 0; k < RPL; k++) {
+                uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
+                uint i = pc.i_begin + min(il0 + row, pc.i_count - 1);
+                float s[KPL];
+                float block_max = neg_inf;
+                bool nan = false;
+                uint rot = (ROW_LANES * r + lane % ROW_LANES) % TILE_B;
+                /* A block the row sees whole (no mask reaches into it: most blocks of a long row) skips
+                 * the per-key mask tests, which cost a quarter of the kernel's time on an H100. */
+                bool whole = j0 + TILE_B <= end &&
+                             (!real || (j0 + TILE_B <= limit[k] && j0 >= first[k] &&
+                                        (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 &&
+                                        (ATTN_MASK == 0 || (pc.mask_flags & VKA_MASK_ATTN) == 0)));
+                if (whole) {
+                    [[unroll]] for (uint t = 0; t < KPL; t++) {
+                        uint c = rotated_key(t, rot);
+                        float x = vka_variant_score(s_s[row * SSTRIDE + c] * pc.scale, h, int(j0 + c) - qk[k]);
+                        nan = nan || isnan(x);
+                        block_max = max(block_max, x);
+                        s[t] = x;
+                    }
+                } else {
+                    [[unroll]] for (uint t = 0; t < KPL; t++) {
+                        uint c = rotated_key(t, rot), j = j0 + c;
+                        bool ok = j < end && (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
+                        ok = ok && (!real || (j < limit[k] && j >= first[k]));
+                        float x = ok ? vka_variant_score(s_s[row * SSTRIDE + c] * pc.scale, h, int(j) - qk[k]) : neg_inf;
+                        if (ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0 && j < end)
+                            x = vka_add_mask(x, vka_mask_term(b, h, i, j));
+                        nan = nan || isnan(x);
+                        block_max = max(block_max, x);
+                        s[t] = x;
+                    }
+                }
+                [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2)
+                    block_max = max(block_max, subgroupShuffleXor(block_max, d));
+                float m_new = max(m[k], block_max);
+                float m_ref = m_new == neg_inf ? 0.0 : m_new; /* exp(-inf - -inf) would be NaN */
+                float alpha = exp(m[k] - m_ref), sum = 0.0;
+                [[unroll]] for (uint t = 0; t < KPL; t++) {
+                    uint c = rotated_key(t, rot);
+                    float16_t p = float16_t(exp(s[t] - m_ref));
+                    sum += float(p);
+                    /* a key whose V held a non-finite value, seen: NaN into P·V (V was staged as 0), so
+                     * the row's O turns NaN while l and the lse stay the scores' (`bad` is the
+                     * workgroup's: most blocks skip the per-key test) */
+                    if (bad != 0u && p != float16_t(0.0) && (bad & (1u << c)) != 0) p = float16_t(0.0 / 0.0);
+                    if (r < MAT_M) p_s[row * PSTRIDE + c] = p;
+                }
+                /* a butterfly: every invocation of the row adds the same numbers in the same pairs */
+                [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2) {
+                    sum += subgroupShuffleXor(sum, d);
+                    nan = subgroupShuffleXor(uint(nan), d) != 0 || nan;
+                }
+                l[k] = l[k] * alpha + sum;
+                m[k] = m_new;
+                saw_nan[k] = saw_nan[k] || nan;
+                if (r < MAT_M && lane % ROW_LANES == 0) alpha_s[row] = alpha;
+            }
+            subgroupMemoryBarrierShared();
+            subgroupBarrier(); /* P and the factors are visible; the scores are read */
+
+            /* O = O x alpha (alpha as a matrix, one row per query, through the scratch: one
+             * component-wise multiply per fragment), then O += P·V. No branch around the matrix
+             * operations: Mesa 26 lavapipe got O wrong with them under a condition, even one the whole
+             * subgroup took alike (docs/KNOWN_ISSUES.md). */
+            [[unroll]] for (uint e = 0; e < EPL; e++) {
+                uint at = e * SG + lane;
+                if (FRAG % SG == 0 || at < FRAG) s_s[scratch + at] = alpha_s[sg * MAT_M + at / MAT_N];
+            }
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            coopMatLoad(a, s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
         }
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
-        coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> a;
-        coopMatLoad(a, s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
         [[unroll]] for (uint f = 0; f < OF; f++) o[f] = o[f] * a;
         coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> pf[PF];
         [[unroll]] for (uint f = 0; f < PF; f++)
@@ -583,8 +693,8 @@ void main()
 
     /* Each row's lse (or state), and 1 / l for the output; then the outputs, a fragment at a time
      * through the scratch. */
-    [[unroll]] for (uint k = 0; k < RPL; k++) {
-        uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + r;
+    [[unroll]] for (uint k = 0; k < NR; k++) {
+        uint r = REG ? class_row[k] : lane / ROW_LANES + k * RPP, row = sg * MAT_M + r;
         if (r < MAT_M && lane % ROW_LANES == 0) {
             uint il = il0 + row, i = pc.i_begin + min(il, pc.i_count - 1);
             float row_lse = saw_nan[k] ? 0.0 / 0.0 : l[k] > 0.0 ? m[k] + log(l[k]) : neg_inf;

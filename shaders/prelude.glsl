@@ -18,3 +18,5 @@ layout(constant_id = VKA_SPEC_MAT_K) const uint MAT_K = 8;
 layout(constant_id = VKA_SPEC_TILE_K) const uint TILE_K = 32;
 layout(constant_id = VKA_SPEC_ROW_LANES) const uint ROW_LANES = 1;
 layout(constant_id = VKA_SPEC_SUBGROUPS_N) const uint SUBGROUPS_N = 2;
+layout(constant_id = VKA_SPEC_ROW_RUN) const uint ROW_RUN = 1;
+layout(constant_id = VKA_SPEC_ROW_CLASSES) const uint ROW_CLASSES = 1;

@@ -58,6 +58,8 @@ typedef struct cm_case {
     uint32_t binding_kib; /* the storage bindings' range (internal): Q, K and V bound in slices; 0 = the device's */
     int attn_cm_fault; /* attn_cm's self-test made to see a wrong element (1) or a failed call (2) */
     int attn_cm2_fault; /* the same for attn_cm2's alone: the context falls back to attn_cm */
+    int reg_fault;     /* the same for attn_cm's softmax-in-registers build alone: it falls back to the
+                          shared-memory softmax */
     int rising;        /* key row j scaled by 1 + 60 j / S: each row's max keeps rising, so O is
                           rescaled by large factors block after block */
     int khr;           /* also in the "khr" run: the KHR build where a device has attn_cm2 too */
@@ -68,7 +70,7 @@ typedef struct cm_case {
  * variants, attn_mask code, state flags), because lavapipe compiles each with LLVM. */
 static const cm_case grid[] = {
     {"D64", 2, 37, 45, 2, 0, 64, .khr = 1},
-    {"D80_causal_self", 1, 33, 0, 2, 0, 80, .causal = 1},
+    {"D80_causal_self", 1, 33, 0, 2, 0, 80, .causal = 1, .khr = 1},
     {"D96_f16", 1, 19, 50, 1, 0, 96, .f16 = 1},
     {"D128_causal", 1, 40, 0, 2, 0, 128, .causal = 1},
     {"D256", 1, 17, 33, 1, 0, 256},
@@ -78,6 +80,7 @@ static const cm_case grid[] = {
     {"self_test_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_WRONG, .khr = 1},
     {"self_test_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_FAIL},
     {"self_test_cm2_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm2_fault = VKA_FAULT_COOPMAT_WRONG},
+    {"self_test_reg_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_fault = VKA_FAULT_COOPMAT_WRONG, .khr = 1},
     {"L45_S1", 1, 45, 1, 2, 0, 64},
     {"causal_L_lt_S", 2, 17, 45, 2, 0, 64, .causal = 1, .khr = 1},
     {"causal_L_gt_S", 1, 45, 17, 2, 0, 64, .causal = 1},
@@ -158,6 +161,18 @@ static const cm_case grid[] = {
      .tuning = "coopmat:cm_attn_stages=2"},
     {"two_stages_D256_f16", 1, 17, 33, 1, 0, 256, .f16 = 1, .khr = 1,
      .tuning = "coopmat:cm_attn_stages=2,cm_attn_key_frags=1"},
+    /* the KHR build's softmax through shared memory (cm_attn_reg_softmax=0; the default where the
+     * device's accumulator layout is unknown): every variant, the masks with NaN in keys no query
+     * sees and rows that see none, a value row later rows see holding NaN, fp16 storage with key
+     * parts in chunks carrying the state */
+    {"shared_softmax_variants", 2, 17, 45, 2, 0, 64, .causal = 1, .window = 20, .softcap = 5.0f, .alibi = 1,
+     .sinks = 1, .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0"},
+    {"shared_softmax_masks_nan", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1, .nan_masked = 1,
+     .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0"},
+    {"shared_softmax_nan_seen", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1,
+     .tuning = "coopmat:cm_attn_reg_softmax=0"},
+    {"shared_softmax_f16_chunks", 2, 21, 600, 2, 0, 64, .f16 = 1, .causal = 1, .key_padding = 1, .budget = 12,
+     .state_kib = 24, .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0"},
 };
 
 /* attn_cm against attn_fused: identity projections, B x L <= 8 (the f16 row excepted). */
@@ -266,20 +281,27 @@ static vkattn_layer_desc layer_of(const cm_case *c)
                                .add_zero_attn = c->zero_attn, .precision = VKATTN_PRECISION_F16};
 }
 
-/* A coopmat-tuned context; `attn_cm_fault`, `attn_cm2_fault`: the fault injector's attn_cm_check
- * and attn_cm2_check (0 = none). */
+/* The accumulator layout the last context made found (before any plan): a build with the softmax
+ * in registers that failed its self-test would zero it and run the shared-memory build, right
+ * but untested, so run_layer checks that it stays. */
+static vka_matrix_rows probed_rows;
+
+/* A coopmat-tuned context; `attn_cm_fault`, `attn_cm2_fault`, `reg_fault`: the fault injector's
+ * attn_cm_check, attn_cm2_check and attn_cm_reg_check (0 = none). */
 static vkattn_context *context_for(const char *tuning, uint32_t budget, int off, uint32_t state_kib, int attn_cm_fault,
-                                   int attn_cm2_fault)
+                                   int attn_cm2_fault, int reg_fault)
 {
     vkattn_context *ctx = NULL;
     vkattn_error error = {0};
     vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = tuning ? tuning : "coopmat",
                                 .loop_budget = budget,
                                 .no_cooperative_matrix = off};
-    const vka_faults faults = {.attn_cm_check = attn_cm_fault, .attn_cm2_check = attn_cm2_fault};
+    const vka_faults faults = {.attn_cm_check = attn_cm_fault, .attn_cm2_check = attn_cm2_fault,
+                               .attn_cm_reg_check = reg_fault};
     CHECK_STATUS(vka_context_create_with_faults(&desc, &faults, &ctx, &error), VKATTN_OK);
     if (!ctx) fprintf(stderr, "%s\n", error.message);
     if (ctx) ctx->state_budget_bytes = (uint64_t)state_kib << 10;
+    if (ctx) probed_rows = ctx->dev.matrix_rows;
     return ctx;
 }
 
@@ -308,6 +330,9 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
                   want_cm ? "lacks attn_cm" : "has a _cm kernel", plan);
     if (want_cm == 1) /* the context's first attn_cm plan ran the kernel's self-test, which passed */
         CHECK_MSG(ctx->attn_cm_verdict == 1, "%s: attn_cm self-test verdict %d", c->name, ctx->attn_cm_verdict);
+    if (want_cm == 1 && !c->reg_fault) /* and the build with its softmax in registers passed its own */
+        CHECK_MSG(ctx->dev.matrix_rows.lanes == probed_rows.lanes, "%s: rows in %u lanes after the plan, %u before (%s)",
+                  c->name, ctx->dev.matrix_rows.lanes, probed_rows.lanes, ctx->dev.info.cooperative_matrix_note);
     if (c->state_kib)
         CHECK_MSG(strstr(plan, "carried in") != NULL, "%s: no chunk carries the state:\n%s", c->name, plan);
     if (c->binding_kib) { /* the attention in several row sets */
@@ -329,6 +354,13 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
                   c->name, prefetch ? "" : " not", plan);
         /* an f16 layer's Q, K and V (fp16 projections; every head dim here a multiple of 8) in
          * 16-byte loads of 8 values unless the tuning says cm_wide_loads=0; an f32 layer's never */
+        /* the KHR build's softmax on the matrices' elements where the device's accumulator layout
+         * is known (Mesa 26 lavapipe's is), unless the tuning says cm_attn_reg_softmax=0 */
+        const char *regs = strstr(step, "the softmax on the matrices' elements in registers");
+        const int reg_asked = !ctx->dev.matrix2 && ctx->dev.matrix_rows.lanes &&
+                              !(c->tuning && strstr(c->tuning, "cm_attn_reg_softmax=0"));
+        CHECK_MSG((regs && (!eol || regs < eol)) == reg_asked, "%s: attn_cm's softmax should%s be in registers:\n%s",
+                  c->name, reg_asked ? "" : " not", plan);
         const char *wide = strstr(step, "16-byte loads of 8");
         const int wide_asked = c->f16 && !(c->tuning && strstr(c->tuning, "cm_wide_loads=0"));
         CHECK_MSG((wide && (!eol || wide < eol)) == wide_asked, "%s: attn_cm should%s read 16-byte loads of 8:\n%s",
@@ -350,7 +382,8 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
 static void run_grid_case(const cm_case *c, unsigned long long seed, double *worst)
 {
     double t0 = test_now_s();
-    vkattn_context *ctx = context_for(c->tuning, c->budget, 0, c->state_kib, c->attn_cm_fault, c->attn_cm2_fault);
+    vkattn_context *ctx = context_for(c->tuning, c->budget, 0, c->state_kib, c->attn_cm_fault, c->attn_cm2_fault,
+                                      c->reg_fault);
     if (!ctx) return;
     ctx->binding_bytes = (uint64_t)c->binding_kib << 10;
     vkattn_layer_desc ld = layer_of(c);
@@ -390,6 +423,15 @@ static void run_grid_case(const cm_case *c, unsigned long long seed, double *wor
                   info.cooperative_matrix_note);
         printf("  %-24s attn_cm2 %s; note \"%s\"\n", c->name, had_matrix2 ? "failed, attn_cm ran" : "not enabled",
                info.cooperative_matrix_note);
+    }
+    if (c->reg_fault && !had_matrix2) {
+        /* the build with its softmax in registers failed: attn_cm runs with it in shared memory
+         * (its own self-test passed), and the note says which build failed */
+        CHECK_MSG(ctx->attn_cm_verdict == 1 && !ctx->dev.matrix_rows.lanes && !ctx->dev.matrix2 &&
+                      strncmp(info.cooperative_matrix_note, "attn_cm (softmax in registers) self-test failed: ", 49) == 0,
+                  "%s: verdict %d, rows in %u lanes, note \"%s\"", c->name, ctx->attn_cm_verdict,
+                  ctx->dev.matrix_rows.lanes, info.cooperative_matrix_note);
+        printf("  %-24s note \"%s\"\n", c->name, info.cooperative_matrix_note);
     }
     if (c->budget && !c->state_kib)
         CHECK_MSG(ran != 1, "%s: a loop budget of %u left the keys whole", c->name, c->budget);
@@ -434,7 +476,7 @@ static float *identity_weights(const cm_case *c, vkattn_weights *w)
 static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
 {
     double t0 = test_now_s();
-    vkattn_context *ctx = context_for(c->tuning, c->budget, 0, c->state_kib, 0, 0);
+    vkattn_context *ctx = context_for(c->tuning, c->budget, 0, c->state_kib, 0, 0, 0);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(c);
     ld.no_bias = 1;
@@ -499,7 +541,7 @@ static void run_partial_overflow(void)
 {
     const cm_case c = {"partial_overflow", 1, 9, 20, 2, 0, 64, .f16 = 1, .causal = 1};
     for (uint32_t d = 2; d <= 5; d += 3) {
-        vkattn_context *ctx = context_for(NULL, 0, 0, 0, 0, 0);
+        vkattn_context *ctx = context_for(NULL, 0, 0, 0, 0, 0, 0);
         if (!ctx) return;
         vkattn_layer_desc ld = layer_of(&c);
         ld.no_bias = 1;
@@ -536,7 +578,7 @@ static void run_partial_overflow(void)
 static void run_off(int off)
 {
     const cm_case c = {off ? "no_cooperative_matrix" : "precision_f32", 1, 9, 20, 2, 0, 64, .causal = 1};
-    vkattn_context *ctx = context_for(NULL, 0, off, 0, 0, 0);
+    vkattn_context *ctx = context_for(NULL, 0, off, 0, 0, 0, 0);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(&c);
     ld.precision = off ? VKATTN_PRECISION_F16 : VKATTN_PRECISION_F32;
@@ -561,7 +603,7 @@ static void run_off(int off)
  * layer again none. */
 static void run_two_builds(void)
 {
-    vkattn_context *ctx = context_for(NULL, 0, 0, 0, 0, 0);
+    vkattn_context *ctx = context_for(NULL, 0, 0, 0, 0, 0, 0);
     if (!ctx) return;
     static char plan[1 << 16];
     uint32_t counts[3] = {0};
@@ -610,7 +652,13 @@ int main(int argc, char **argv)
     if (info.cooperative_matrix_usable && (info.cooperative_matrix2 & matrix2_ops) == matrix2_ops)
         CHECK_MSG(ctx->dev.matrix2 == matrix2_asked, "VKATTN_COOPMAT2=%s, matrix2 enabled %d",
                   matrix2_env ? matrix2_env : "(unset)", ctx->dev.matrix2);
-    printf("the fused attention on matrices: %s\n", ctx->dev.matrix2 ? "attn_cm2" : "attn_cm");
+    printf("the fused attention on matrices: %s; accumulator rows in %u lanes, element classes (e / %u) %% %u\n",
+           ctx->dev.matrix2 ? "attn_cm2" : "attn_cm", ctx->dev.matrix_rows.lanes, ctx->dev.matrix_rows.run,
+           ctx->dev.matrix_rows.classes);
+    /* lavapipe's layout (a row across the subgroup, one element each) is of the form the softmax
+     * in registers takes: CI runs that build there */
+    if (info.cooperative_matrix_usable && strstr(info.name, "llvmpipe"))
+        CHECK_MSG(ctx->dev.matrix_rows.lanes != 0, "no accumulator row layout found on %s", info.name);
     gpu_test_finish_context(ctx);
     if (!info.cooperative_matrix_usable) {
         printf("skipped: no cooperative matrices for vkattn on this device (%s)\n",

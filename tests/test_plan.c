@@ -1408,6 +1408,7 @@ typedef struct device_profile {
     uint64_t texel_elements;
     uint32_t texel_align, storage_align;
     uint32_t units;
+    vka_matrix_rows rows; /* the accumulator's row layout the probe would find (zeros: unknown) */
 } device_profile;
 
 static const device_profile profiles[] = {
@@ -1421,7 +1422,10 @@ static const device_profile profiles[] = {
       /* NVIDIA also lists 16 x 8 shapes; vkattn takes the largest */
       .cooperative_matrix_shapes = {{16, 8, 16}, {16, 8, 8}, {16, 16, 16}}, .cooperative_matrix_usable = 1,
       .compute_units = 132},
-     134217728, 16, 16, 132},
+     134217728, 16, 16, 132,
+     /* the layout of PTX's mma.m16n8k16 accumulators (two 16 x 8 halves): rows g and g + 8 in lanes
+      * 4g..4g+3, elements 0-1 and 4-5 row g, 2-3 and 6-7 row g + 8; assumed, not yet probed */
+     {4, 2, 2}},
     {"AMD RX 7900 XTX (RADV)", "coopmat",
      {.type = VKATTN_DEVICE_DISCRETE_GPU, .vendor_id = 0x1002, .driver_name = "radv", .api_version = (1u << 22) | (3u << 12),
       .max_storage_buffer_range = 4294967295u, .max_memory_allocation_size = 4294967292u,
@@ -1457,12 +1461,85 @@ static const device_profile profiles[] = {
      1u << 27, 16, 16, 10},
 };
 
+/* coopmat_layout.comp's output for a made-up layout: `at(x, e)` the index r x N + c of invocation
+ * x's element e; E = M x N / subgroup elements each. */
+static void layout_map(uint32_t *words, uint32_t subgroup, uint32_t M, uint32_t N,
+                       uint32_t (*at)(uint32_t x, uint32_t e, uint32_t N))
+{
+    const uint32_t E = M * N / subgroup, stride = 1 + M * N;
+    for (uint32_t x = 0; x < subgroup; x++) {
+        words[x * stride] = E;
+        for (uint32_t e = 0; e < E; e++) words[x * stride + 1 + e] = at(x, e, N);
+    }
+}
+/* NVIDIA's mma.m16n8k16 accumulator as two 16 x 8 halves: lane 4g + t holds (g, 2t), (g, 2t + 1),
+ * (g + 8, 2t), (g + 8, 2t + 1), then the same in columns 8.. */
+static uint32_t at_nvidia(uint32_t x, uint32_t e, uint32_t N)
+{
+    return (x / 4 + 8 * (e / 2 % 2)) * N + 8 * (e / 4) + 2 * (x % 4) + e % 2;
+}
+/* AMD's WMMA on 32 lanes: lane x holds column x % 16 of rows 2e + x / 16 */
+static uint32_t at_amd(uint32_t x, uint32_t e, uint32_t N) { return (2 * e + x / 16) * N + x % 16; }
+/* lavapipe's: element e is row e, lane x column x */
+static uint32_t at_rows_by_element(uint32_t x, uint32_t e, uint32_t N) { return e * N + x; }
+/* one lane per row */
+static uint32_t at_row_per_lane(uint32_t x, uint32_t e, uint32_t N) { return x * N + e; }
+/* a row's elements at different indices in different lanes */
+static uint32_t at_skewed(uint32_t x, uint32_t e, uint32_t N) { return (e + x) % 8 * N + x; }
+/* two lanes holding the same element */
+static uint32_t at_twice(uint32_t x, uint32_t e, uint32_t N) { return e * N + x / 2 * 2; }
+/* rows in groups of 4 lanes, but not aligned ones (lanes 2..5 share rows) */
+static uint32_t at_unaligned(uint32_t x, uint32_t e, uint32_t N)
+{
+    uint32_t y = (x + 2) % 32;
+    return (y / 4 + 8 * (e / 2 % 2)) * N + 8 * (e / 4) + 2 * (y % 4) + e % 2;
+}
+
+static void test_matrix_rows(void)
+{
+    const struct {
+        const char *name;
+        uint32_t subgroup, M, N;
+        uint32_t (*at)(uint32_t, uint32_t, uint32_t);
+        vka_matrix_rows want; /* zeros: not of the form */
+    } cases[] = {
+        {"NVIDIA 16x16 on 32", 32, 16, 16, at_nvidia, {4, 2, 2}},
+        {"AMD 16x16 on 32", 32, 16, 16, at_amd, {16, 1, 8}},
+        {"lavapipe 8x8 on 8", 8, 8, 8, at_rows_by_element, {8, 1, 8}},
+        {"Intel-like 8x16 on 16", 16, 8, 16, at_rows_by_element, {16, 1, 8}},
+        {"a row per lane 8x8 on 8", 8, 8, 8, at_row_per_lane, {1, 1, 1}},
+        {"skewed 8x8 on 8", 8, 8, 8, at_skewed, {0, 0, 0}},
+        {"an element twice 8x8 on 8", 8, 8, 8, at_twice, {0, 0, 0}},
+        {"unaligned groups 16x16 on 32", 32, 16, 16, at_unaligned, {0, 0, 0}},
+    };
+    static uint32_t words[32 * (1 + 16 * 16)];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        layout_map(words, cases[i].subgroup, cases[i].M, cases[i].N, cases[i].at);
+        vka_matrix_rows got;
+        char why[160] = "";
+        int ok = vka_matrix_rows_from_map(words, cases[i].subgroup, 1 + cases[i].M * cases[i].N, cases[i].M,
+                                          cases[i].N, &got, why, sizeof why);
+        CHECK_MSG(ok == (cases[i].want.lanes != 0) && got.lanes == cases[i].want.lanes && got.run == cases[i].want.run &&
+                      got.classes == cases[i].want.classes,
+                  "%s: %d {%u, %u, %u} (%s)", cases[i].name, ok, got.lanes, got.run, got.classes, why);
+        CHECK_MSG(ok || why[0], "%s: no reason given", cases[i].name);
+        printf("  %-30s %s\n", cases[i].name, ok ? "rows in aligned groups" : why);
+    }
+    /* an element count that is not the matrix's share */
+    layout_map(words, 32, 16, 16, at_nvidia);
+    words[0] = 7;
+    vka_matrix_rows got;
+    char why[160] = "";
+    CHECK(!vka_matrix_rows_from_map(words, 32, 257, 16, 16, &got, why, sizeof why) && got.lanes == 0 && why[0]);
+}
+
 static vka_plan_limits profile_limits(const device_profile *d, const vka_tuning *t)
 {
     vka_plan_limits l = vka_plan_limits_of(&d->info, t);
     l.max_texel_elements = d->texel_elements;
     l.texel_offset_alignment = d->texel_align, l.storage_offset_alignment = d->storage_align;
     l.subgroup_sums = 1; /* subgroup arithmetic in compute shaders: every one of these GPUs */
+    l.matrix_rows = d->rows;
     return l;
 }
 
@@ -1745,6 +1822,7 @@ static void test_tuning_strings(void)
          * would need 63: the stages give way first); Q through both blocks' space, so in passes of 32 dims */
         {"coopmat:cm_attn_stages=2,cm_attn_key_frags=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 16, 32},
         {"coopmat:cm_attn_stages=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
+        {"coopmat:cm_attn_reg_softmax=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_tuning t;
@@ -1782,6 +1860,15 @@ static void test_tuning_strings(void)
             CHECK(vka_fused_cm_shared_bytes(rows[r].attn_rows, rows[r].attn_keys, 128, q_dims, two ? 2 : 1) <=
                   l.max_shared_bytes);
         }
+        if (attn) { /* the softmax on the matrices' elements, in the profile's row layout, unless the tuning says not */
+            const int reg = (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) != 0;
+            const uint32_t *sp = attn->spec;
+            const vka_matrix_rows want = reg ? dp->rows : (vka_matrix_rows){sp[VKA_SPEC_ROW_LANES], 1, 1};
+            CHECK_MSG(reg == !strstr(rows[r].tuning, "cm_attn_reg_softmax=0") && sp[VKA_SPEC_ROW_LANES] == want.lanes &&
+                          sp[VKA_SPEC_ROW_RUN] == want.run && sp[VKA_SPEC_ROW_CLASSES] == want.classes,
+                      "%s: softmax in registers %d, rows in %u lanes, classes (e / %u) %% %u", rows[r].tuning, reg,
+                      sp[VKA_SPEC_ROW_LANES], sp[VKA_SPEC_ROW_RUN], sp[VKA_SPEC_ROW_CLASSES]);
+        }
         if (attn && rows[r].attn_rows)
             CHECK_MSG(attn->spec[VKA_SPEC_TILE_A] == rows[r].attn_rows && attn->spec[VKA_SPEC_TILE_B] == rows[r].attn_keys,
                       "%s: attn_cm %u rows, blocks of %u", rows[r].tuning, attn->spec[VKA_SPEC_TILE_A],
@@ -1791,6 +1878,21 @@ static void test_tuning_strings(void)
         printf("  %-48s %zu field%s set (%s): %s, %s\n", rows[r].tuning, n, n == 1 ? "" : "s", changes,
                vka_kernel_get(rows[r].mm)->spirv, vka_kernel_get(rows[r].attn)->spirv);
         CHECK(n == (size_t)(strchr(rows[r].tuning, ':') ? 1 + (strchr(rows[r].tuning, ',') != NULL) : 0));
+        vka_plan_free(&plan);
+    }
+    /* an accumulator layout the probe could not describe: the softmax through shared memory, two
+     * invocations a row */
+    {
+        vka_tuning t;
+        parse_tuning(dp, "coopmat", &t, NULL);
+        vka_plan_limits l = profile_limits(dp, &t);
+        l.matrix_rows = (vka_matrix_rows){0};
+        vka_problem p = problem(1, 1024, 1024, 4096, 32, 1);
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        const vka_step *attn = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
+        CHECK_MSG(attn && !(attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) && attn->spec[VKA_SPEC_ROW_LANES] == 2,
+                  "unknown layout: %s", attn ? "the softmax in registers or not 2 lanes a row" : "no attn_cm");
         vka_plan_free(&plan);
     }
     /* two staged blocks where they fit: at D = 256 (E = 4096, H = 16) 128 x 16 needs 50 KiB with
@@ -2068,5 +2170,6 @@ int main(void)
     RUN_TEST(test_device_profiles);
     RUN_TEST(test_tuning_strings);
     RUN_TEST(test_coopmat_attention);
+    RUN_TEST(test_matrix_rows);
     return test_finish();
 }

@@ -444,7 +444,12 @@ static vkattn_status check_coopmat(vkattn_context *ctx)
                         "leaves cooperative matrices alone", ctx->dev.error.message);
     if (status != VKATTN_OK) return status;
     info->cooperative_matrix_checked = passed;
-    if (passed) return VKATTN_OK;
+    if (passed) {
+        /* the accumulators' rows, for attn_cm's softmax in registers (none: in shared memory) */
+        char why[160] = "";
+        return vka_matrix_rows_probe(&ctx->dev, &ctx->transfer, &ctx->pipelines, &limits, &ctx->dev.matrix_rows, why,
+                                     sizeof why);
+    }
     info->cooperative_matrix_usable = 0;
     ctx->dev.matrix2 = 0;
     snprintf(info->cooperative_matrix_note, sizeof info->cooperative_matrix_note, "%s", note);
@@ -672,6 +677,7 @@ vka_plan_limits vka_context_plan_limits(const vkattn_context *ctx)
     limits.subgroup_sums = ctx->dev.caps.subgroup_sums;
     limits.no_fused_cm = ctx->attn_cm_verdict < 0;
     limits.matrix2 = ctx->dev.matrix2; /* cleared wherever the matrices are turned off */
+    limits.matrix_rows = ctx->dev.matrix_rows; /* ditto */
     limits.loop_budget = ctx->loop_budget;
     limits.faults = (vka_faults *)&ctx->dev.faults;
     /* A context's own state budget (tests lower it to reach the chunked path); else the default. */
@@ -722,9 +728,11 @@ vkattn_status vka_context_plan(vkattn_context *ctx, const vka_problem *p, vka_pl
             }
         }
         if (!failed) return VKATTN_OK;
-        /* attn_cm2 failed: plan again on attn_cm, which then has its own test; attn_cm failed:
-         * attn_fused from now on */
+        /* attn_cm2 failed: plan again on attn_cm, which then has its own test; attn_cm with its
+         * softmax in registers: plan again with it in shared memory; attn_cm so: attn_fused from
+         * now on */
         if (failed->kernel == VKA_KERNEL_FUSED_CM2) ctx->dev.matrix2 = 0;
+        else if (failed->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) ctx->dev.matrix_rows = (vka_matrix_rows){0};
         else ctx->attn_cm_verdict = -1;
     }
 }

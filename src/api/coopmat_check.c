@@ -152,6 +152,32 @@ fail:
     return driver_verdict(dev, status, "", note, note_size);
 }
 
+vkattn_status vka_matrix_rows_probe(vka_device *dev, vka_transfer *transfer, vka_pipeline_cache *pipelines,
+                                    const vka_plan_limits *limits, vka_matrix_rows *out, char *why, size_t why_size)
+{
+    vkattn_status status = VKATTN_OK;
+    vka_buffer map = {0};
+    vka_pipeline *pipeline = NULL;
+    *out = (vka_matrix_rows){0};
+    const vkattn_matrix_shape ms = limits->matrix_shape;
+    const uint32_t sg = limits->subgroup_size, stride = 1 + ms.m * ms.n;
+    uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = sg, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
+                                   [VKA_SPEC_MAT_K] = ms.k};
+    VKA_TRY(vka_buffer_create(dev, (VkDeviceSize)sg * stride * 4, VKA_MEMORY_STAGING, "the matrix layout's map", &map));
+    memset(map.mapped, 0xff, (size_t)sg * stride * 4);
+    VKA_TRY(vka_pipeline_make(dev, pipelines, VKA_KERNEL_COOPMAT_LAYOUT, 0, spec, &pipeline));
+    const vka_binding bindings[1] = {[VKA_LAYOUT_OUT] = {&map, 0, 0, VKA_VIEW_R32F}};
+    const vka_layout_push push = {.stride = stride};
+    VKA_TRY(run_dispatch(dev, transfer, pipeline, bindings, &push, (const uint32_t[3]){1, 1, 1},
+                         "the cooperative-matrix layout probe"));
+    if (!vka_matrix_rows_from_map(map.mapped, sg, stride, ms.m, ms.n, out, why, why_size)) *out = (vka_matrix_rows){0};
+fail:
+    vka_pipeline_release(dev, pipeline);
+    vka_buffer_destroy(dev, &map);
+    if (status != VKATTN_OK) *out = (vka_matrix_rows){0};
+    return driver_verdict(dev, status, "layout probe ", why, why_size);
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* attn_cm                                                                                         */
 /* ---------------------------------------------------------------------------------------------- */
@@ -244,7 +270,7 @@ static void self_test_spec(const vka_step *step, uint32_t spec[VKA_MAX_SPEC])
     memcpy(spec, step->spec, sizeof step->spec);
     spec[VKA_SPEC_ATTN_MASK] = 0, spec[VKA_SPEC_VARIANT] = 0;
     spec[VKA_SPEC_FLAGS] &= VKA_FUSED_STORE | VKA_FUSED_PREFETCH | VKA_FUSED_TWO_STAGES | VKA_FUSED_Q_F16 |
-                           VKA_FUSED_K_F16 | VKA_FUSED_V_F16 | VKA_FUSED_WIDE;
+                           VKA_FUSED_K_F16 | VKA_FUSED_V_F16 | VKA_FUSED_WIDE | VKA_FUSED_REG_SOFTMAX;
 }
 
 uint64_t vka_attn_cm_variant(const vka_step *step)
@@ -279,8 +305,12 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
                           .store = (spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) != 0, .scale = 1.0f / sqrtf((float)D)};
     const int f16_out = step->f16_out && !c.store;
     const vka_pipeline *pipeline = NULL;
+    const int reg = (step->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) != 0;
+    char kernel[64]; /* the build, as the notes name it */
+    snprintf(kernel, sizeof kernel, "%s%s", vka_kernel_get(step->kernel)->spirv, reg ? " (softmax in registers)" : "");
     const int fault = step->kernel == VKA_KERNEL_FUSED_CM2 && dev->faults.attn_cm2_check ? dev->faults.attn_cm2_check
-                                                                                          : dev->faults.attn_cm_check;
+                      : reg && dev->faults.attn_cm_reg_check                             ? dev->faults.attn_cm_reg_check
+                                                                                         : dev->faults.attn_cm_check;
     if (fault == VKA_FAULT_COOPMAT_FAIL) {
         status = vka_fail(dev, VKATTN_ERROR_VULKAN, "vkCreateComputePipelines failed: VK_ERROR_UNKNOWN (injected)");
         goto fail;
@@ -350,8 +380,7 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
     double worst = cm_worst_error(&c, &b, f16_out, scratch, where, sizeof where);
     if (worst <= tolerance) *passed = 1;
     else
-        snprintf(note, note_size, "%s self-test failed: head dim %u gave %s", vka_kernel_get(step->kernel)->spirv, c.D,
-                 where);
+        snprintf(note, note_size, "%s self-test failed: head dim %u gave %s", kernel, c.D, where);
 fail:
     free(scratch);
     vka_buffer_destroy(dev, &b.state_lse);
@@ -361,7 +390,6 @@ fail:
     vka_buffer_destroy(dev, &b.v);
     vka_buffer_destroy(dev, &b.k);
     vka_buffer_destroy(dev, &b.q);
-    char kernel[40];
-    snprintf(kernel, sizeof kernel, "%s ", vka_kernel_get(step->kernel)->spirv);
+    strncat(kernel, " ", sizeof kernel - strlen(kernel) - 1);
     return driver_verdict(dev, status, kernel, note, note_size);
 }

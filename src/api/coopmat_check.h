@@ -27,6 +27,14 @@ vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka
                                     const vka_plan_limits *limits, const vka_tuning *tuning, int *passed, char *note,
                                     size_t note_size);
 
+/* Runs coopmat_layout.comp once (one subgroup of limits->subgroup_size, the matrix shape's M x N
+ * fp32 accumulator) and reads from it how the accumulator's rows lie (device/matrix_rows.h):
+ * *out, or zeros and one line in `why` where the layout is not of that form or the probe could
+ * not run (then attn_cm keeps its softmax in shared memory). Running out of memory and a lost
+ * device are returned as such. */
+vkattn_status vka_matrix_rows_probe(vka_device *dev, vka_transfer *transfer, vka_pipeline_cache *pipelines,
+                                    const vka_plan_limits *limits, vka_matrix_rows *out, char *why, size_t why_size);
+
 /* Runs attn_cm once, with the pipeline of `step` (a plan's attn_cm step) where its attn_mask and
  * variants are off and it loads no state (so a plain forward's own pipeline, made through the
  * context's registry), on a small causal problem (aligned at the end): four query heads on two

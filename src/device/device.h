@@ -12,6 +12,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "device/loader.h"
+#include "device/matrix_rows.h"
 
 /* The Vulkan-typed facts of the device beside its public description (vkattn_device_info). */
 typedef struct vka_device_caps {
@@ -43,6 +44,9 @@ typedef struct vka_device {
                                   pipelines capture their statistics, printed as they are made */
     int matrix2;               /* VK_NV_cooperative_matrix2's reductions, conversions and per-element
                                   operations are enabled (attn_cm2) */
+    vka_matrix_rows matrix_rows; /* how the accumulators' rows lie in a subgroup (read after the
+                                    self-test; zeros: unknown, or attn_cm's softmax in registers
+                                    failed its self-test) */
     struct {                   /* the application's lock around submits to a shared queue */
         void (*lock)(void *user), (*unlock)(void *user);
         void *user;

@@ -129,6 +129,12 @@ static const vka_tuning tunings[] = {
         /* one staged K/V block: two (cm_attn_stages=2, one barrier per block instead of two; 34 KiB
          * at 128 x 16, D = 128) are proven on lavapipe, not yet measured on a GPU */
         .cm_attn_stages = 1,
+        /* the softmax on the scores' matrix elements where the accumulator layout allows (on
+         * NVIDIA's layout, rows in groups of 4 lanes: no scores or factors through shared memory,
+         * the third GPU day's breakdown had the softmax at 0.82 ms of 2.90 and O's rescale at
+         * 0.32); proven on lavapipe, not yet measured on a GPU: cm_attn_reg_softmax=0 is the
+         * kernel as it was */
+        .cm_attn_reg_softmax = 1,
     },
     {
         .name = "intel",
@@ -254,6 +260,7 @@ static const struct tuning_field {
     FIELD(cm_attn_prefetch, 0, 1024, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_stages, 1, 2, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_wide_d, 0, 1024, ANY, cm_attn_subgroups, "attn_cm"),
+    FIELD(cm_attn_reg_softmax, 0, 1, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(sm_tile_m, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_n, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_k, 4, 64, MUL4, sm_tile_m, "matmul_sm"),

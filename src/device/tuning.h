@@ -102,6 +102,12 @@ typedef struct vka_tuning {
      * is staged into the other during this one's work, one workgroup barrier per block instead of
      * two, where the tile fits (else one) */
     uint32_t cm_attn_stages;
+    /* 1: attn_cm's softmax works on the score matrices' own elements in registers where the
+     * device's accumulator layout allows (device/matrix_rows.h: read once per context), instead of
+     * storing the scores to shared memory and reading them back per row (0, and on any other
+     * layout); the rows' rescale factors reach O the same way, P still passes through shared
+     * memory (an accumulator cannot become an A operand in KHR matrices) */
+    uint32_t cm_attn_reg_softmax;
 } vka_tuning;
 
 /* The tuning for a device: by explicit name ("lavapipe", "gpu", "coopmat", "intel", "mobile")

@@ -35,6 +35,7 @@ VKA_KERNEL(PV,            attn_pv,          attn_pv.comp,       -,         1, vk
 VKA_KERNEL(FUSED,         attn_fused,       attn_fused.comp,    -,         1, vka_fused_push,   "Q K V Ctx_ Kpm_ ValidLens_ MaskBytes_ Lse_ StateO_ StateLse_ HeadTerms_", vka_fused_trips, vka_fused_describe)
 VKA_KERNEL(FUSED_CM,      attn_cm,          attn_cm.comp,       COOPMAT,   1, vka_fused_push,   "Q_ K_ V_ Ctx_ Kpm_ ValidLens_ MaskBytes_ Lse_ StateO_ StateLse_ HeadTerms_", vka_fused_cm_trips, vka_fused_cm_describe)
 VKA_KERNEL(FUSED_CM2,     attn_cm2,         attn_cm.comp,       COOPMAT2,  1, vka_fused_push,   "Q_ K_ V_ Ctx_ Kpm_ ValidLens_ MaskBytes_ Lse_ StateO_ StateLse_ HeadTerms_", vka_fused_cm_trips, vka_fused_cm_describe)
+VKA_KERNEL(COOPMAT_LAYOUT, coopmat_layout, coopmat_layout.comp, COOPMAT, 0, vka_layout_push, "Out_", vka_untimed_trips, vka_untimed_describe)
 VKA_KERNEL(MERGE,         attn_merge,       attn_merge.comp,    -,         1, vka_merge_push,   "StateO_ StateLse_ Ctx_ Lse_ Meta_", vka_merge_trips, vka_merge_describe)
 VKA_KERNEL(AVERAGE_HEADS, average_heads,    average_heads.comp, -,         0, vka_average_push, "P_ W_", vka_average_trips, vka_average_describe)
 VKA_KERNEL(ROPE,          rope,             rope.comp,          -,         1, vka_rope_push,    "X_ Freq Meta_ NormW_", vka_rope_trips, vka_rope_describe)

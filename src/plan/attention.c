@@ -214,6 +214,8 @@ typedef struct fused_cm_shape {
     uint32_t q_dims; /* Q's head dims staged per pass (through the space of two blocks of keys) */
     uint32_t stages; /* K/V blocks staged at once (1 or 2) */
     int matrix2; /* attn_cm2: the softmax in the matrices (P converts from accumulator to A: N = K) */
+    int reg;     /* attn_cm's softmax on the score matrices' elements (REG_SOFTMAX): the tuning asks
+                    and the device's accumulator layout is known (limits->matrix_rows) */
 } fused_cm_shape;
 
 /* attn_cm's shape with `subgroups` subgroups of query rows and blocks of `frags` N-key matrices,
@@ -231,6 +233,7 @@ static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, ui
     while (s.row_lanes > 1 && ((s.row_lanes & (s.row_lanes - 1)) || sg % s.row_lanes || s.tile_k % s.row_lanes))
         s.row_lanes >>= 1;
     s.matrix2 = b->limits->matrix2 && ms.n == ms.k;
+    s.reg = !s.matrix2 && t->cm_attn_reg_softmax && b->limits->matrix_rows.lanes;
     s.stages = stages;
     /* Q passes: halve the dims staged at once while a pass of every query row would need more
      * shared memory than the key blocks' (all stages'; whole matrices and texels, 16-byte aligned) */
@@ -369,12 +372,15 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                                     (b->plan->role_dtype[l->q] == VKATTN_DTYPE_F16 ? VKA_FUSED_Q_F16 : 0) |
                                     (b->plan->role_dtype[l->k] == VKATTN_DTYPE_F16 ? VKA_FUSED_K_F16 : 0) |
                                     (b->plan->role_dtype[l->v] == VKATTN_DTYPE_F16 ? VKA_FUSED_V_F16 : 0) |
-                                    (wide ? VKA_FUSED_WIDE : 0);
+                                    (wide ? VKA_FUSED_WIDE : 0) | (cm.reg ? VKA_FUSED_REG_SOFTMAX : 0);
     if (cm.wg) {
         s.spec[VKA_SPEC_MAT_M] = b->limits->matrix_shape.m;
         s.spec[VKA_SPEC_MAT_N] = b->limits->matrix_shape.n;
         s.spec[VKA_SPEC_MAT_K] = b->limits->matrix_shape.k;
-        s.spec[VKA_SPEC_ROW_LANES] = cm.row_lanes;
+        /* REG_SOFTMAX: a row's invocations and its elements' classes as the device lays them out */
+        s.spec[VKA_SPEC_ROW_LANES] = cm.reg ? b->limits->matrix_rows.lanes : cm.row_lanes;
+        s.spec[VKA_SPEC_ROW_RUN] = cm.reg ? b->limits->matrix_rows.run : 1;
+        s.spec[VKA_SPEC_ROW_CLASSES] = cm.reg ? b->limits->matrix_rows.classes : 1;
         s.spec[VKA_SPEC_TILE_K] = cm.q_dims;
     }
     s.spec[VKA_SPEC_TILE_A] = tile_q;
@@ -782,6 +788,9 @@ void vka_fused_cm_describe(vka_text *t, const vka_step *s)
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_MAT_M], s->spec[VKA_SPEC_MAT_N],
                  s->spec[VKA_SPEC_MAT_K]);
     if (s->kernel == VKA_KERNEL_FUSED_CM2) vka_text_put(t, "the softmax in the matrices");
+    else if (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX)
+        vka_text_put(t, "the softmax on the matrices' elements in registers, a row in %u invocation%s",
+                     s->spec[VKA_SPEC_ROW_LANES], s->spec[VKA_SPEC_ROW_LANES] == 1 ? "" : "s");
     else vka_text_put(t, "%u invocation%s per row's softmax", s->spec[VKA_SPEC_ROW_LANES],
                       s->spec[VKA_SPEC_ROW_LANES] == 1 ? "" : "s");
     vka_text_put(t, "%s%s%s)", s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH ? ", the next block fetched meanwhile" : "",

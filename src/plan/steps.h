@@ -6,6 +6,7 @@
 
 #include "abi.h"
 #include "common/text.h"
+#include "device/matrix_rows.h"
 #include "device/tuning.h"
 #include "pipeline/kernels.h"
 #include "problem/args.h"
@@ -80,6 +81,8 @@ typedef struct vka_plan_limits {
     int no_fused_cm;                   /* attn_cm may not run (its self-test failed on this context) */
     int matrix2;                       /* VK_NV_cooperative_matrix2's reductions, conversions and
                                           per-element operations may be used (attn_cm2) */
+    vka_matrix_rows matrix_rows;       /* the accumulators' row layout where known (attn_cm's softmax
+                                          in registers; zeros: in shared memory) */
     int subgroup_sums;                 /* subgroupAdd and shuffles in compute shaders, subgroups of >= 4
                                           lanes: matmul_vec, attn_paged_lanes */
     uint32_t max_shared_bytes;         /* maxComputeSharedMemorySize */
