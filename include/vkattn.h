@@ -349,6 +349,9 @@ typedef struct vkattn_context_desc {
      * yet measured on a GPU; 0, and any other layout: through shared memory, cm_attn_row_lanes
      * invocations a row),
      * sm_tile_m, sm_tile_n (4-128), sm_tile_k (4-64; multiples of 4: matmul_sm's tile),
+     * cm_group_rows, sm_group_rows (0-64: matmul_cm's and matmul_sm's tiles of C visited in groups
+     * of this many rows of tiles, so that the workgroups running at once share A and W in the
+     * cache; 0 or 1: row by row; 8 in the GPU classes, not yet measured on a GPU),
      * paged_lanes_group (1, 2 or 4: lanes per key in decoding), paged_lanes_prefetch (0 or 1: the
      * next block of keys fetched during this one's work, every cache format, up to D = 128),
      * paged_lanes_storage (0 or 1: 1 reads the cache's K and V rows from storage buffers, an fp16

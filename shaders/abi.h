@@ -110,7 +110,24 @@ VKA_STRUCT(vka_matmul_push) {
     uint32_t rows_per_batch, batch_stride;
     uint32_t has_bias;
     uint32_t tiles_n;
+    uint32_t group_rows; /* matmul_cm, matmul_sm: tiles visited in groups of this many rows (VKA_TILE_ROW) */
 } VKA_STRUCT_END(vka_matmul_push)
+
+/* Tile t of a grid of tiles_m x tiles_n tiles of C when the tiles go in groups of g rows of tiles
+ * (g <= 1: row by row): its row and column. Within a group consecutive tiles go down its rows,
+ * then to its next column, so the workgroups that run at once share a few rows of A and a few
+ * columns of W in the cache instead of sweeping all of W (grouped ordering, as Triton's GEMMs
+ * order their blocks). Plain arithmetic, so C (tests) and GLSL read the same definition. */
+#define VKA_TILE_GROUP(g) ((g) > 1u ? (g) : 1u)
+#define VKA_TILE_GROUP_ROWS(t, tiles_m, tiles_n, g)                                                   \
+    ((tiles_m) - (t) / (VKA_TILE_GROUP(g) * (tiles_n)) * VKA_TILE_GROUP(g) < VKA_TILE_GROUP(g)          \
+         ? (tiles_m) - (t) / (VKA_TILE_GROUP(g) * (tiles_n)) * VKA_TILE_GROUP(g)                        \
+         : VKA_TILE_GROUP(g))
+#define VKA_TILE_ROW(t, tiles_m, tiles_n, g)                                                          \
+    ((t) / (VKA_TILE_GROUP(g) * (tiles_n)) * VKA_TILE_GROUP(g) +                                        \
+     (t) % (VKA_TILE_GROUP(g) * (tiles_n)) % VKA_TILE_GROUP_ROWS(t, tiles_m, tiles_n, g))
+#define VKA_TILE_COL(t, tiles_m, tiles_n, g)                                                          \
+    ((t) % (VKA_TILE_GROUP(g) * (tiles_n)) / VKA_TILE_GROUP_ROWS(t, tiles_m, tiles_n, g))
 
 /* The chunk of score rows a scores/softmax/P·V/average dispatch covers: heads bh in
  * [bh_begin, bh_begin + bh_count) (bh = b*H + h), queries i in [i_begin, i_begin + i_count).

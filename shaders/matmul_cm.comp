@@ -127,8 +127,11 @@ void main()
 {
     /* One workgroup per tile: padding workgroups of a folded grid leave whole, before any barrier. */
     uint tile = vka_group_index();
-    if (tile >= (pc.M + TILE_A - 1) / TILE_A * pc.tiles_n) return;
-    uint row0 = tile / pc.tiles_n * TILE_A, col0 = tile % pc.tiles_n * TILE_B;
+    uint tiles_m = (pc.M + TILE_A - 1) / TILE_A;
+    if (tile >= tiles_m * pc.tiles_n) return;
+    /* tiles in groups of pc.group_rows rows (abi.h): the workgroups running at once share A and W in the cache */
+    uint row0 = VKA_TILE_ROW(tile, tiles_m, pc.tiles_n, pc.group_rows) * TILE_A;
+    uint col0 = VKA_TILE_COL(tile, tiles_m, pc.tiles_n, pc.group_rows) * TILE_B;
     uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
     uint sg_row = (sg / SUBGROUPS_N) * FM * MAT_M, sg_col = (sg % SUBGROUPS_N) * FN * MAT_N;
 

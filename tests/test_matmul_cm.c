@@ -29,6 +29,12 @@ static const mm_case cases[] = {
     {"1x1x1", 1, 1, 1},
     {"7x13x5", 7, 13, 5},
     {"33x65x17", 33, 65, 17},
+    /* tiles in groups of 4 rows (cm_group_rows): 6 rows of tiles (a whole group and a partial
+     * one) by 3 columns on lavapipe's 32 x 128 tile, 2 x 2 on the 128 x 256 of 16 x 16 matrices;
+     * and groups larger than the grid */
+    {"163x265x40_grouped", 163, 265, 40, 1, .group_rows = 4},
+    {"163x265x40_split_f16_grouped", 163, 265, 40, 1, 1, 1, .parts = 2, .group_rows = 4},
+    {"33x65x17_grouped_8", 33, 65, 17, .group_rows = 8},
     {"9x40x3_no_bias", 9, 40, 3, .no_bias = 1},
     {"64x96x128", 64, 96, 128, 1},
     {"100x48x256_head_major", 100, 48, 256, 1, .head_major = 1},
@@ -109,7 +115,8 @@ static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long s
     vka_matmul_push push = {.M = M, .N = N, .K = K / vec, .lda = K / vec, .ldb = K / vec,
                             .c_row = N + 3, .c_col_block = N, .c_block = 0, .rows_per_batch = M,
                             .batch_stride = 0, .has_bias = !c->no_bias,
-                            .tiles_n = (uint32_t)vka_ceil_div(N, spec[VKA_SPEC_TILE_B])};
+                            .tiles_n = (uint32_t)vka_ceil_div(N, spec[VKA_SPEC_TILE_B]),
+                            .group_rows = c->group_rows};
     if (c->head_major)
         push.c_row = 8, push.c_col_block = 8, push.c_block = M / 2 * 8, push.rows_per_batch = M / 2,
         push.batch_stride = N * (M / 2);

@@ -23,6 +23,7 @@ typedef struct mm_case {
     int f32_a;            /* with f16_in: A stays fp32 (a caller's query), W is fp16 */
     int f16_a;            /* without f16_in: A is fp16 (a caller's fp16 tensor), W stays fp32 */
     uint32_t lead;        /* rows of NaN before A's and W's first (nonzero a_offset, b_offset) */
+    uint32_t group_rows;  /* matmul_sm, matmul_cm: tiles in groups of this many rows (VKA_TILE_ROW) */
 } mm_case;
 
 typedef struct mm_buffers {

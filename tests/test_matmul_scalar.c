@@ -23,6 +23,11 @@ static const mm_case cases[] = {
     {"1x1x1", 1, 1, 1},
     {"7x13x5", 7, 13, 5},
     {"65x67x17", 65, 67, 17},
+    /* tiles in groups of 4 rows (sm_group_rows): 6 rows of 64 x 64 tiles (a whole group and a
+     * partial one) by 4 columns (11 x 7 of the mobile class's 32 x 32); a group larger than the grid */
+    {"327x197x33_grouped", 327, 197, 33, .group_rows = 4},
+    {"327x197x36_split_f16_grouped", 327, 197, 36, 1, 1, 1, .parts = 2, .group_rows = 4},
+    {"65x67x17_grouped_8", 65, 67, 17, .group_rows = 8},
     {"9x40x3_no_bias", 9, 40, 3, .no_bias = 1},
     {"64x96x128", 64, 96, 128, 1},
     {"100x48x256_head_major", 100, 48, 256, 1, .head_major = 1},
@@ -107,7 +112,8 @@ static double run_case(vkattn_context *ctx, const vka_tuning *t, vka_kernel kern
                             .a_offset = (uint32_t)(lead / vec), .b_offset = (uint32_t)(lead / vec),
                             .c_row = N + 3, .c_col_block = N, .c_block = 0, .rows_per_batch = M,
                             .batch_stride = 0, .has_bias = !c->no_bias,
-                            .tiles_n = (uint32_t)vka_ceil_div(N, spec[VKA_SPEC_TILE_B])};
+                            .tiles_n = (uint32_t)vka_ceil_div(N, spec[VKA_SPEC_TILE_B]),
+                            .group_rows = c->group_rows};
     if (c->head_major)
         push.c_row = 8, push.c_col_block = 8, push.c_block = M / 2 * 8, push.rows_per_batch = M / 2,
         push.batch_stride = N * (M / 2);

@@ -1796,6 +1796,55 @@ static void parse_tuning(const device_profile *dp, const char *tuning, vka_tunin
               why);
 }
 
+/* matmul_cm's and matmul_sm's tile order (abi.h's VKA_TILE_ROW / VKA_TILE_COL, the kernels' own
+ * definition): every tile of every grid up to 24 x 24 exactly once, for groups of 0 to 9 rows and
+ * more than the grid; row by row for 0 and 1; down a group's rows first otherwise; and the plans'
+ * groups from the tunings (coopmat's matmul_cm and gpu's matmul_sm 8, 0 where a tuning string
+ * says so). */
+static void test_tile_groups(void)
+{
+    static unsigned char seen[24 * 24];
+    int bad = 0;
+    for (uint32_t tm = 1; tm <= 24; tm++)
+        for (uint32_t tn = 1; tn <= 24; tn++)
+            for (uint32_t g = 0; g <= 30; g += g < 9 ? 1 : 21) {
+                memset(seen, 0, sizeof seen);
+                for (uint32_t t = 0; t < tm * tn; t++) {
+                    const uint32_t r = VKA_TILE_ROW(t, tm, tn, g), c = VKA_TILE_COL(t, tm, tn, g);
+                    int ok = r < tm && c < tn && !seen[r * tn + c];
+                    if (ok) seen[r * tn + c] = 1;
+                    if (g <= 1) ok = ok && r == t / tn && c == t % tn;
+                    else if (t % (g * tn) % (tm - t / (g * tn) * g < g ? tm - t / (g * tn) * g : g) != 0)
+                        ok = ok && r == VKA_TILE_ROW(t - 1, tm, tn, g) + 1 && c == VKA_TILE_COL(t - 1, tm, tn, g);
+                    if (!ok && bad++ < 5)
+                        CHECK_MSG(0, "grid %u x %u, groups of %u: tile %u at (%u, %u)", tm, tn, g, t, r, c);
+                }
+            }
+    CHECK_MSG(bad == 0, "%d tiles misplaced", bad);
+    const device_profile *dp = &profiles[0];
+    const struct {
+        const char *tuning;
+        vka_kernel kernel;
+        uint32_t group_rows;
+    } rows[] = {{"coopmat", VKA_KERNEL_MATMUL_CM, 8},
+                {"coopmat:cm_group_rows=0", VKA_KERNEL_MATMUL_CM, 0},
+                {"coopmat:cm_group_rows=3", VKA_KERNEL_MATMUL_CM, 3},
+                {"gpu", VKA_KERNEL_MATMUL_SM, 8},
+                {"gpu:sm_group_rows=1", VKA_KERNEL_MATMUL_SM, 1}};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        vka_tuning t;
+        parse_tuning(dp, rows[r].tuning, &t, NULL);
+        vka_plan_limits l = profile_limits(dp, &t);
+        vka_problem p = problem(1, 4096, 4096, 4096, 32, 1);
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        const vka_step *qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, rows[r].kernel);
+        CHECK_MSG(qkv && qkv->push.matmul.group_rows == rows[r].group_rows, "%s: %s in groups of %u rows",
+                  rows[r].tuning, vka_kernel_get(rows[r].kernel)->spirv, qkv ? qkv->push.matmul.group_rows : 0);
+        vka_plan_free(&plan);
+    }
+}
+
 static void test_tuning_strings(void)
 {
     const device_profile *dp = &profiles[0];
@@ -2171,5 +2220,6 @@ int main(void)
     RUN_TEST(test_tuning_strings);
     RUN_TEST(test_coopmat_attention);
     RUN_TEST(test_matrix_rows);
+    RUN_TEST(test_tile_groups);
     return test_finish();
 }

@@ -45,7 +45,8 @@
     .pv_tile_d = 2, .pv_wg = 64, .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4,     \
     .fused_wg = 64, .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128,                    \
     .paged_min_part = 16, .softmax_wg = 256, .vec_tile_n = 4, .vec_wg = 128, .vec_storage = 1,     \
-    .sm_tile_m = 64, .sm_tile_n = 64, .sm_tile_k = 16, .paged_lanes = 32, .paged_lanes_group = 4,    \
+    .sm_tile_m = 64, .sm_tile_n = 64, .sm_tile_k = 16, .sm_group_rows = 8, .paged_lanes = 32,          \
+    .paged_lanes_group = 4,                                                                          \
     .paged_lanes_per_unit = 8, .paged_lanes_prefetch = 1, .paged_lanes_storage = 1,                    \
     .paged_lanes_q_shared = 1, .merge_lanes = 16
 
@@ -106,6 +107,11 @@ static const vka_tuning tunings[] = {
          * barriers took 1.33 of 2.90 ms; not yet measured on a GPU, cm_wide_loads=0 is the
          * kernels as they were) */
         .cm_wide_loads = 1,
+        /* tiles in groups of 8 rows: the Q/K/V projection at L = 4096 (32 x 48 tiles of 128 x 256)
+         * ran row by row, so each wave of 132 workgroups (about 3 rows) read all 100 MB of W past
+         * the H100's 50 MB L2; in groups of 8 a wave spans 8 rows of A (8 MB) and 17 columns of W
+         * (35 MB). Not yet measured on a GPU: cm_group_rows=0 is the order as it was */
+        .cm_group_rows = 8,
         /* Attention: 8 subgroups of MAT_M query rows, keys in blocks of two MAT_N matrices from D =
          * 128 on, of one below: 128 rows x 32 keys with 16 x 16 x 16 at D = 128 (46 KiB of shared
          * memory; at D = 256 it does not fit and 128 x 16 runs, 33.5 KiB), 64 x 16 with lavapipe's
@@ -145,7 +151,7 @@ static const vka_tuning tunings[] = {
         /* 4 x 4 accumulators of 8 x 8 x 16 (Arc A770): 64 x 64 outputs per workgroup, blocks of 32
          * (untuned); ggml also takes the smallest subgroup for Intel's matmuls */
         .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 4, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 0,
-        .cm_subgroups_n = 2, .cm_stages = 1, .cm_prefetch = 1, .cm_wide_loads = 1,
+        .cm_subgroups_n = 2, .cm_stages = 1, .cm_prefetch = 1, .cm_wide_loads = 1, .cm_group_rows = 8,
         /* attention keeps attn_fused: attn_cm has run with 8 x 8 x 8 and 16 x 16 x 16 shapes in
          * 32-lane subgroups only (lavapipe, an H200), not with Intel's 8 x 8 x 16 */
     },
@@ -163,7 +169,7 @@ static const vka_tuning tunings[] = {
         .paged_wg = 64, .paged_target = 4096, .paged_per_unit = 128, .paged_min_part = 64,
         .merge_lanes = 16, .softmax_wg = 128,
         /* 32 x 32 outputs per workgroup of 64 (4.5 KiB of shared memory, blocks of 16) */
-        .sm_tile_m = 32, .sm_tile_n = 32, .sm_tile_k = 16,
+        .sm_tile_m = 32, .sm_tile_n = 32, .sm_tile_k = 16, .sm_group_rows = 8,
         /* decoding's matrix-vector products: 4 columns per workgroup of 64, 16-byte loads */
         .vec_tile_n = 4, .vec_wg = 64, .vec_storage = 1,
     },
@@ -254,6 +260,7 @@ static const struct tuning_field {
     FIELD(cm_subgroups_n, 1, 8, POW2, cm_frags_m, "matmul_cm"),
     FIELD(cm_stages, 1, 2, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_wide_loads, 0, 1, ANY, cm_frags_m, "matmul_cm"),
+    FIELD(cm_group_rows, 0, 64, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_attn_subgroups, 1, 8, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_key_frags, 1, 4, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_row_lanes, 1, 64, POW2, cm_attn_subgroups, "attn_cm"),
@@ -264,6 +271,7 @@ static const struct tuning_field {
     FIELD(sm_tile_m, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_n, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_k, 4, 64, MUL4, sm_tile_m, "matmul_sm"),
+    FIELD(sm_group_rows, 0, 64, ANY, sm_tile_m, "matmul_sm"),
     FIELD(paged_lanes_group, 1, 4, POW2, paged_lanes, "attn_paged_lanes"),
     FIELD(paged_lanes_per_unit, 1, 4096, ANY, paged_lanes, "attn_paged_lanes"),
     FIELD(paged_lanes_prefetch, 0, 1, ANY, paged_lanes, "attn_paged_lanes"),
@@ -278,7 +286,7 @@ static const struct tuning_field {
 #undef FIELD
 };
 
-_Static_assert(sizeof fields / sizeof fields[0] <= 32, "vka_tuning_parse keeps a bit per field");
+_Static_assert(sizeof fields / sizeof fields[0] <= 64, "vka_tuning_parse keeps a bit per field");
 enum { FIELDS = sizeof fields / sizeof fields[0] };
 
 /* "a, b, ..." of the fields' names into `text`. */
@@ -320,7 +328,7 @@ int vka_tuning_parse(const vkattn_device_info *device, const char *text, vka_tun
     }
     *out = *base;
     *named = name_len > 0;
-    uint32_t changed = 0; /* bit i: fields[i] given */
+    uint64_t changed = 0; /* bit i: fields[i] given */
     for (const char *at = colon ? colon + 1 : NULL; at;) {
         const char *end = strchr(at, ','), *eq = strchr(at, '=');
         size_t len = end ? (size_t)(end - at) : strlen(at);
@@ -357,11 +365,11 @@ int vka_tuning_parse(const vkattn_device_info *device, const char *text, vka_tun
                      base->name);
             return 1;
         }
-        if (changed & (1u << i)) {
+        if (changed & (1ull << i)) {
             snprintf(why, size, "%s is given twice", f->name);
             return 1;
         }
-        changed |= 1u << i;
+        changed |= 1ull << i;
         const uint32_t set = (uint32_t)v;
         memcpy((char *)out + f->offset, &set, sizeof set);
         at = end ? end + 1 : NULL;

@@ -73,6 +73,10 @@ typedef struct vka_tuning {
      * fewer than sm_tile_m rows take matmul.comp's tiles instead (at most 8: matmul_vec, where the
      * tuning and device have it). */
     uint32_t sm_tile_m, sm_tile_n, sm_tile_k;
+    /* matmul_sm's and matmul_cm's tiles of C visited in groups of this many rows of tiles (down a
+     * group's rows, then its next column: the workgroups that run at once share a few rows of A
+     * and columns of W in the cache instead of each wave sweeping all of W); 0 or 1: row by row */
+    uint32_t sm_group_rows, cm_group_rows;
     /* matmul_vec (matmul.comp's MATVEC build), the matrix-vector product of decoding steps (0 =
      * this tuning does not use it): matmuls of at most 8 rows, a workgroup of vec_wg invocations
      * per vec_tile_n columns (and all the rows, rounded up to a power of two) striding the

@@ -215,6 +215,9 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
         .rows_per_batch = (uint32_t)rpb, .batch_stride = (uint32_t)bs,
         .has_bias = m->bias != VKA_ROLE_NONE && first_part,
         .tiles_n = tiles_n,
+        .group_rows = ch.kernel == VKA_KERNEL_MATMUL_CM   ? b->tuning->cm_group_rows
+                      : ch.kernel == VKA_KERNEL_MATMUL_SM ? b->tuning->sm_group_rows
+                                                          : 0,
     };
     /* invocations: a workgroup per tile, or (matmul.comp) one */
     return vka_push_step(b, &s, (uint64_t)tiles_m * tiles_n * (ch.tile.wg ? ch.tile.wg : 1), sh.wg);
@@ -496,6 +499,15 @@ uint64_t vka_matmul_cm_trips(const vka_step *s)
     return vka_loop(vka_ceil_div(s->push.matmul.K, s->spec[VKA_SPEC_TILE_K] / s->spec[VKA_SPEC_VEC]));
 }
 
+/* The tiles' order where it is grouped (VKA_TILE_ROW) and there is more than one group's rows. */
+static void describe_group_rows(vka_text *t, const vka_step *s)
+{
+    const vka_matmul_push *c = &s->push.matmul;
+    const uint32_t tiles_m = c->M ? (c->M + s->spec[VKA_SPEC_TILE_A] - 1) / s->spec[VKA_SPEC_TILE_A] : 0;
+    if (c->group_rows > 1 && tiles_m > 1 && c->tiles_n > 1)
+        vka_text_put(t, ", its tiles in groups of %u rows", c->group_rows < tiles_m ? c->group_rows : tiles_m);
+}
+
 void vka_matmul_cm_describe(vka_text *t, const vka_step *s)
 {
     vka_matmul_describe(t, s);
@@ -507,6 +519,7 @@ void vka_matmul_cm_describe(vka_text *t, const vka_step *s)
                  s->spec[VKA_SPEC_VEC] == 8 ? " in 16-byte loads of 8" : "",
                  s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_PREFETCH ? ", the next block fetched meanwhile" : "",
                  s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_TWO_STAGES ? ", two staged blocks" : "");
+    describe_group_rows(t, s);
 }
 
 /* matmul_sm: one loop over the reduction's blocks of TILE_K elements, as matmul_cm. */
@@ -517,6 +530,7 @@ void vka_matmul_sm_describe(vka_text *t, const vka_step *s)
     vka_matmul_describe(t, s);
     vka_text_put(t, " in shared-memory tiles (%ux%u tiles, %u-element blocks, fp32)", s->spec[VKA_SPEC_TILE_A],
                  s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_TILE_K]);
+    describe_group_rows(t, s);
 }
 
 /* matmul_vec: the reduction strided over the workgroup (the subgroups' sums are unrolled). */
