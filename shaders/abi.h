@@ -446,7 +446,11 @@ VKA_STRUCT(vka_peak_push) {
 } VKA_STRUCT_END(vka_peak_push)
 
 /* coopmat_layout.comp: which elements of an fp32 accumulator matrix each invocation holds (one
- * subgroup; src/device/coopmat_layout.h reads it). */
+ * subgroup; src/device/matrix_rows.h reads it). */
+/* attn_cm's REG_SOFTMAX on such a layout: element e's row class, class k's first element (C and
+ * GLSL: test_plan runs the kernel's reduction on made-up layouts with these) */
+#define VKA_ROW_CLASS(e, run, classes) ((e) / (run) % (classes))
+#define VKA_CLASS_ELEMENT(k, run) ((k) * (run))
 #define VKA_LAYOUT_OUT 0 /* per invocation `stride` words: its element count, then each element's r x MAT_N + c */
 VKA_STRUCT(vka_layout_push) {
     uint32_t stride; /* words per invocation: 1 + MAT_M x MAT_N */

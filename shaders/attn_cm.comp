@@ -293,9 +293,14 @@ void main()
 
     /* REG: which row and column of an accumulator each of this invocation's elements is, from a
      * matrix whose element (r, c) holds r x MAT_N + c, loaded through the subgroup's scratch:
-     * class k's row, and element e's column. */
+     * class k's row, and element e's column. The layout was read by another pipeline: where this
+     * one's differs from what the constants say (each element in its class's row, a class's row
+     * the same across the row's lanes), every row turns NaN, so the build fails its self-test
+     * and the shared-memory softmax takes over, rather than answers going wrong. */
     const uint scratch = sg * MAT_M * SSTRIDE; /* the subgroup's part of s_s */
     uint class_row[ROW_CLASSES], elem_col[EPL];
+    /* a row's group and class hold MAT_N elements, the classes' runs tile the elements */
+    bool layout_ok = !REG || (EPL % (ROW_RUN * ROW_CLASSES) == 0 && EPL / ROW_CLASSES * ROW_LANES == MAT_N);
     if (REG) {
         [[unroll]] for (uint e = 0; e < EPL; e++) {
             uint at = e * SG + lane;
@@ -306,7 +311,15 @@ void main()
         coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> map;
         coopMatLoad(map, s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
         [[unroll]] for (uint e = 0; e < EPL; e++) elem_col[e] = uint(map[e]) % MAT_N;
-        [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++) class_row[k] = uint(map[k * ROW_RUN]) / MAT_N;
+        [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++)
+            class_row[k] = uint(map[min(VKA_CLASS_ELEMENT(k, ROW_RUN), EPL - 1)]) / MAT_N;
+        [[unroll]] for (uint e = 0; e < EPL; e++)
+            layout_ok = layout_ok && uint(map[e]) / MAT_N == class_row[VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES)];
+        [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++)
+            [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2)
+                layout_ok = layout_ok && subgroupShuffleXor(class_row[k], d) == class_row[k];
+        [[unroll]] for (uint d = 1; d < SG; d *= 2) /* the whole subgroup's verdict (shuffles: no vote needed) */
+            layout_ok = subgroupShuffleXor(uint(layout_ok), d) != 0 && layout_ok;
         subgroupBarrier(); /* read before the scratch is used again */
     }
 
@@ -325,7 +338,7 @@ void main()
         uint il = min(il0 + row, pc.i_count - 1), i = pc.i_begin + il;
         m[k] = neg_inf;
         l[k] = 0.0;
-        saw_nan[k] = false;
+        saw_nan[k] = !layout_ok;
         vka_sink_start(h, part_index == 0 && !load_state, m[k], l[k]);
         limit[k] = vka_row_limit(b, i);
         qk[k] = int(i) + int(pc.S) - int(pc.L);
@@ -486,7 +499,7 @@ void main()
             }
             [[unroll]] for (uint c = 0; c < KF; c++) {
                 [[unroll]] for (uint e = 0; e < EPL; e++) {
-                    uint k = e / ROW_RUN % ROW_CLASSES, j = j0 + c * MAT_N + elem_col[e];
+                    uint k = VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES), j = j0 + c * MAT_N + elem_col[e];
                     float x;
                     if (whole[k]) {
                         x = vka_variant_score(sc[c][e] * pc.scale, h, int(j) - qk[k]);
@@ -513,7 +526,7 @@ void main()
             }
             [[unroll]] for (uint c = 0; c < KF; c++) {
                 [[unroll]] for (uint e = 0; e < EPL; e++) {
-                    uint k = e / ROW_RUN % ROW_CLASSES, col = c * MAT_N + elem_col[e];
+                    uint k = VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES), col = c * MAT_N + elem_col[e];
                     float16_t p = float16_t(exp(sc[c][e] - mref[k]));
                     csum[k] += float(p);
                     /* a key whose V held a non-finite value, seen: NaN into P·V (as below) */
@@ -531,7 +544,7 @@ void main()
                 saw_nan[k] = saw_nan[k] || cnan[k];
             }
             a = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
-            [[unroll]] for (uint e = 0; e < EPL; e++) a[e] = calpha[e / ROW_RUN % ROW_CLASSES];
+            [[unroll]] for (uint e = 0; e < EPL; e++) a[e] = calpha[VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES)];
             subgroupMemoryBarrierShared();
             subgroupBarrier(); /* P is visible to the subgroup */
         } else {

@@ -3,7 +3,7 @@
  * coopmat_layout.comp — which elements of a cooperative-matrix accumulator each invocation holds
  * (VK_KHR_cooperative_matrix leaves it to the implementation). One subgroup loads an fp32
  * MAT_M x MAT_N accumulator whose element (r, c) holds r x MAT_N + c, and each invocation writes
- * how many elements it holds, then each one's value. The host (src/device/coopmat_layout.h) finds
+ * how many elements it holds, then each one's value. The host (src/device/matrix_rows.h) finds
  * in that whether each row's elements sit in aligned groups of lanes at the same element indices,
  * which is what attn_cm's softmax in registers needs, and with which constants.
  * Bindings: VKA_LAYOUT_OUT (abi.h). Specialization: WG_SIZE (the subgroup size: one subgroup),

@@ -81,6 +81,7 @@ static const cm_case grid[] = {
     {"self_test_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_FAIL},
     {"self_test_cm2_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm2_fault = VKA_FAULT_COOPMAT_WRONG},
     {"self_test_reg_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_fault = VKA_FAULT_COOPMAT_WRONG, .khr = 1},
+    {"self_test_reg_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_fault = VKA_FAULT_COOPMAT_FAIL, .khr = 1},
     {"L45_S1", 1, 45, 1, 2, 0, 64},
     {"causal_L_lt_S", 2, 17, 45, 2, 0, 64, .causal = 1, .khr = 1},
     {"causal_L_gt_S", 1, 45, 17, 2, 0, 64, .causal = 1},
@@ -90,7 +91,7 @@ static const cm_case grid[] = {
     {"nan_seen_causal", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1},
     {"mqa_f16_padding_nan", 2, 21, 29, 4, 1, 64, .f16 = 1, .key_padding = 1, .nan_masked = 1, .khr = 1},
     {"bool_per_head_lens", 2, 19, 41, 2, 0, 64, .mask = 1, .mask_per_head = 1, .lens = 2, .key_padding = 1,
-     .fully_masked = 1},
+     .fully_masked = 1, .khr = 1},
     {"float_mask_lens_nan", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1, .nan_masked = 1, .khr = 1},
     /* every variant at once (one pipeline): causal aligned at the end (a layer with positions),
      * L < S, a window, softcap, ALiBi, sinks; then self-attention where batch item 0 sees no key
@@ -98,7 +99,7 @@ static const cm_case grid[] = {
     {"variants_end_aligned", 2, 17, 45, 2, 0, 64, .causal = 1, .window = 20, .softcap = 5.0f, .alibi = 1,
      .sinks = 1, .khr = 1},
     {"variants_self_lens", 2, 37, 0, 2, 0, 64, .causal = 1, .window = 9, .softcap = 5.0f, .alibi = 1, .sinks = 1,
-     .lens = 1, .fully_masked = 1},
+     .lens = 1, .fully_masked = 1, .khr = 1},
     /* 1250 blocks in one workgroup: a loop hidden in the driver's matrix code (per multiply-add,
      * 32 of them a block) would run past lavapipe's 65535 trips and end early */
     {"long_S20000", 1, 3, 20000, 1, 0, 64},
@@ -107,7 +108,7 @@ static const cm_case grid[] = {
      * lavapipe, 32 with 16 x 16 x 16 matrices), so key parts merged by attn_merge (whose loops take
      * 2 (parts + 1) trips of the budget) */
     {"budget_parts", 1, 21, 600, 2, 0, 64, .causal = 1, .budget = 12},
-    {"budget_parts_sinks", 1, 9, 300, 2, 1, 64, .sinks = 1, .key_padding = 1, .budget = 10},
+    {"budget_parts_sinks", 1, 9, 300, 2, 1, 64, .sinks = 1, .key_padding = 1, .budget = 10, .khr = 1},
     {"budget_extra_keys", 2, 5, 300, 2, 0, 64, .bias_kv = 1, .zero_attn = 1, .key_padding = 1, .budget = 10},
     /* 16 KiB of states hold 2 parts of 32 rows: each part in chunks of 160 keys, the state carried
      * (with 64-row tiles, a GPU's, one part in chunks: no merge) */
@@ -116,9 +117,10 @@ static const cm_case grid[] = {
      * enough for lavapipe's 64-row tile, refused the H100's 128 rows) */
     {"budget_chunks", 2, 21, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .budget = 12, .state_kib = 24, .khr = 1},
     /* a tuning string's tile: 2 subgroups of query rows, blocks of one matrix of keys, one
-     * invocation per row in the softmax (where the subgroup has no more lanes than rows) */
+     * invocation per row in the shared-memory softmax (where the subgroup has no more lanes than
+     * rows; cm_attn_row_lanes applies to that build) */
     {"tuned_tile", 1, 37, 70, 4, 2, 64, .causal = 1, .key_padding = 1, .rising = 1, .khr = 1,
-     .tuning = "coopmat:cm_attn_subgroups=2,cm_attn_key_frags=1,cm_attn_row_lanes=1"},
+     .tuning = "coopmat:cm_attn_subgroups=2,cm_attn_key_frags=1,cm_attn_row_lanes=1,cm_attn_reg_softmax=0"},
     /* each block fetched as it is staged (the default fetches the next during this one's work up
      * to D = 128; D = 256 never), with NaN in V rows that no query sees */
     {"no_prefetch", 2, 19, 90, 2, 0, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
@@ -168,7 +170,7 @@ static const cm_case grid[] = {
     {"shared_softmax_variants", 2, 17, 45, 2, 0, 64, .causal = 1, .window = 20, .softcap = 5.0f, .alibi = 1,
      .sinks = 1, .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0"},
     {"shared_softmax_masks_nan", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1, .nan_masked = 1,
-     .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0"},
+     .rising = 1, .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0"},
     {"shared_softmax_nan_seen", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1,
      .tuning = "coopmat:cm_attn_reg_softmax=0"},
     {"shared_softmax_f16_chunks", 2, 21, 600, 2, 0, 64, .f16 = 1, .causal = 1, .key_padding = 1, .budget = 12,
@@ -427,8 +429,10 @@ static void run_grid_case(const cm_case *c, unsigned long long seed, double *wor
     if (c->reg_fault && !had_matrix2) {
         /* the build with its softmax in registers failed: attn_cm runs with it in shared memory
          * (its own self-test passed), and the note says which build failed */
+        const char *expect = c->reg_fault == VKA_FAULT_COOPMAT_WRONG ? " gave " : "(injected)";
         CHECK_MSG(ctx->attn_cm_verdict == 1 && !ctx->dev.matrix_rows.lanes && !ctx->dev.matrix2 &&
-                      strncmp(info.cooperative_matrix_note, "attn_cm (softmax in registers) self-test failed: ", 49) == 0,
+                      strncmp(info.cooperative_matrix_note, "attn_cm (softmax in registers) self-test failed: ", 49) == 0 &&
+                      strstr(info.cooperative_matrix_note, expect) && strstr(ctx->dev.matrix_rows_note, "self-test"),
                   "%s: verdict %d, rows in %u lanes, note \"%s\"", c->name, ctx->attn_cm_verdict,
                   ctx->dev.matrix_rows.lanes, info.cooperative_matrix_note);
         printf("  %-24s note \"%s\"\n", c->name, info.cooperative_matrix_note);
@@ -652,14 +656,22 @@ int main(int argc, char **argv)
     if (info.cooperative_matrix_usable && (info.cooperative_matrix2 & matrix2_ops) == matrix2_ops)
         CHECK_MSG(ctx->dev.matrix2 == matrix2_asked, "VKATTN_COOPMAT2=%s, matrix2 enabled %d",
                   matrix2_env ? matrix2_env : "(unset)", ctx->dev.matrix2);
-    printf("the fused attention on matrices: %s; accumulator rows in %u lanes, element classes (e / %u) %% %u\n",
-           ctx->dev.matrix2 ? "attn_cm2" : "attn_cm", ctx->dev.matrix_rows.lanes, ctx->dev.matrix_rows.run,
-           ctx->dev.matrix_rows.classes);
-    /* lavapipe's layout (a row across the subgroup, one element each) is of the form the softmax
-     * in registers takes: CI runs that build there */
-    if (info.cooperative_matrix_usable && strstr(info.name, "llvmpipe"))
-        CHECK_MSG(ctx->dev.matrix_rows.lanes != 0, "no accumulator row layout found on %s", info.name);
+    printf("the fused attention on matrices: %s\n", ctx->dev.matrix2 ? "attn_cm2" : "attn_cm");
     gpu_test_finish_context(ctx);
+    if (info.cooperative_matrix_usable) {
+        /* the coopmat tuning's context reads the accumulator layout: lavapipe's (a row across the
+         * subgroup, one element each) is of the form the softmax in registers takes, so CI runs
+         * that build there */
+        vkattn_context *cm = context_for(NULL, 0, 0, 0, 0, 0, 0);
+        if (cm) {
+            const vka_device *d = &cm->dev;
+            printf("accumulator rows in %u lanes, element classes (e / %u) %% %u%s%s\n", d->matrix_rows.lanes,
+                   d->matrix_rows.run, d->matrix_rows.classes, d->matrix_rows_note[0] ? ": " : "", d->matrix_rows_note);
+            if (strstr(info.name, "llvmpipe"))
+                CHECK_MSG(d->matrix_rows.lanes != 0, "no accumulator row layout found on %s", info.name);
+            gpu_test_finish_context(cm);
+        }
+    }
     if (!info.cooperative_matrix_usable) {
         printf("skipped: no cooperative matrices for vkattn on this device (%s)\n",
                info.cooperative_matrix_note[0] ? info.cooperative_matrix_note : "none");

@@ -1495,6 +1495,45 @@ static uint32_t at_unaligned(uint32_t x, uint32_t e, uint32_t N)
     return (y / 4 + 8 * (e / 2 % 2)) * N + 8 * (e / 4) + 2 * (y % 4) + e % 2;
 }
 
+/* attn_cm's REG_SOFTMAX reduction as the kernel runs it (abi.h's VKA_ROW_CLASS and
+ * VKA_CLASS_ELEMENT), on a layout the probe accepted: each invocation's class rows from its
+ * class's first element, every element in its class's row, per class the sum of the invocation's
+ * elements, then XOR shuffles over d = 1, 2, .. < lanes; each sum must be its row's whole sum
+ * (elements weighted by r x N + c + 1), and each row written once by the lanes x % lanes == 0.
+ * Returns the failures. */
+static int simulate_reg_softmax(const uint32_t *words, uint32_t subgroup, uint32_t M, uint32_t N,
+                                const vka_matrix_rows *r)
+{
+    enum { MAX_LANES = 32, MAX_CLASSES = 16 };
+    const uint32_t E = M * N / subgroup, stride = 1 + M * N;
+    uint32_t class_row[MAX_LANES][MAX_CLASSES], written[16] = {0};
+    double sum[MAX_LANES][MAX_CLASSES] = {{0}}, next[MAX_LANES][MAX_CLASSES];
+    int bad = 0;
+    if (subgroup > MAX_LANES || r->classes > MAX_CLASSES || M > 16) return 1;
+    for (uint32_t x = 0; x < subgroup; x++) {
+        const uint32_t *w = words + (size_t)x * stride + 1;
+        for (uint32_t k = 0; k < r->classes; k++) class_row[x][k] = w[VKA_CLASS_ELEMENT(k, r->run)] / N;
+        for (uint32_t e = 0; e < E; e++) {
+            const uint32_t k = VKA_ROW_CLASS(e, r->run, r->classes);
+            bad += w[e] / N != class_row[x][k];
+            sum[x][k] += w[e] + 1;
+        }
+    }
+    for (uint32_t d = 1; d < r->lanes; d *= 2) {
+        for (uint32_t x = 0; x < subgroup; x++)
+            for (uint32_t k = 0; k < r->classes; k++) next[x][k] = sum[x][k] + sum[x ^ d][k];
+        memcpy(sum, next, sizeof sum);
+    }
+    for (uint32_t x = 0; x < subgroup; x++)
+        for (uint32_t k = 0; k < r->classes; k++) {
+            const double whole = (double)class_row[x][k] * N * N + (double)N * (N + 1) / 2;
+            bad += sum[x][k] != whole;
+            if (x % r->lanes == 0) written[class_row[x][k]]++;
+        }
+    for (uint32_t row = 0; row < M; row++) bad += written[row] != 1;
+    return bad;
+}
+
 static void test_matrix_rows(void)
 {
     const struct {
@@ -1523,6 +1562,10 @@ static void test_matrix_rows(void)
                       got.classes == cases[i].want.classes,
                   "%s: %d {%u, %u, %u} (%s)", cases[i].name, ok, got.lanes, got.run, got.classes, why);
         CHECK_MSG(ok || why[0], "%s: no reason given", cases[i].name);
+        if (ok) {
+            const int bad = simulate_reg_softmax(words, cases[i].subgroup, cases[i].M, cases[i].N, &got);
+            CHECK_MSG(bad == 0, "%s: the kernel's reduction on this layout: %d wrong", cases[i].name, bad);
+        }
         printf("  %-30s %s\n", cases[i].name, ok ? "rows in aligned groups" : why);
     }
     /* an element count that is not the matrix's share */
@@ -1862,7 +1905,7 @@ static void test_tuning_strings(void)
          32, 32, 128},
         {"coopmat:cm_attn_subgroups=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 64, 32, 128},
         {"coopmat:cm_attn_key_frags=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
-        {":cm_attn_row_lanes=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
+        {":cm_attn_row_lanes=1,cm_attn_reg_softmax=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
         {"coopmat:cm_prefetch=0,cm_stages=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
         {"coopmat:cm_attn_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
         {"coopmat:cm_attn_key_frags=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 16, 16},

@@ -445,10 +445,15 @@ static vkattn_status check_coopmat(vkattn_context *ctx)
     if (status != VKATTN_OK) return status;
     info->cooperative_matrix_checked = passed;
     if (passed) {
-        /* the accumulators' rows, for attn_cm's softmax in registers (none: in shared memory) */
-        char why[160] = "";
-        return vka_matrix_rows_probe(&ctx->dev, &ctx->transfer, &ctx->pipelines, &limits, &ctx->dev.matrix_rows, why,
-                                     sizeof why);
+        /* the accumulators' rows, for attn_cm's softmax in registers (none: in shared memory),
+         * where the context's tuning would take that build */
+        if (!ctx->tuning->cm_attn_subgroups || !ctx->tuning->cm_attn_reg_softmax) return VKATTN_OK;
+        status = vka_matrix_rows_probe(&ctx->dev, &ctx->transfer, &ctx->pipelines, &limits, &ctx->dev.matrix_rows,
+                                       ctx->dev.matrix_rows_note, sizeof ctx->dev.matrix_rows_note);
+        if (status == VKATTN_ERROR_DEVICE_LOST)
+            return vka_fail(&ctx->dev, status, "the cooperative-matrix layout probe lost the device (%s); "
+                            "VKATTN_COOPMAT=0 leaves cooperative matrices alone", ctx->dev.error.message);
+        return status;
     }
     info->cooperative_matrix_usable = 0;
     ctx->dev.matrix2 = 0;
@@ -732,7 +737,11 @@ vkattn_status vka_context_plan(vkattn_context *ctx, const vka_problem *p, vka_pl
          * softmax in registers: plan again with it in shared memory; attn_cm so: attn_fused from
          * now on */
         if (failed->kernel == VKA_KERNEL_FUSED_CM2) ctx->dev.matrix2 = 0;
-        else if (failed->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) ctx->dev.matrix_rows = (vka_matrix_rows){0};
+        else if (failed->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) {
+            ctx->dev.matrix_rows = (vka_matrix_rows){0};
+            snprintf(ctx->dev.matrix_rows_note, sizeof ctx->dev.matrix_rows_note,
+                     "attn_cm's build with its softmax in registers failed its self-test");
+        }
         else ctx->attn_cm_verdict = -1;
     }
 }

@@ -209,8 +209,10 @@ typedef struct cm_buffers {
     vka_buffer q, k, v, kpm, ctx, state_o, state_lse;
 } cm_buffers;
 
-/* Key padding: every seventh key, from key 3, is masked (keys 0-2 stay, so every row sees some). */
-static int key_padded(uint32_t j) { return j % 7 == 3; }
+/* Key padding: every seventh key of the second half is masked, so that the first half's key blocks
+ * are whole to the rows that see them (the kernels' path without per-key mask tests) and the later
+ * ones take the mask tests; keys 0-2 stay, so every row sees some. */
+static int key_padded(const cm_problem *c, uint32_t j) { return j >= c->S / 2 && j % 7 == 3; }
 
 /* The float64 output and lse of row (h, i): causal aligned at the end (row i sees keys up to
  * i + S - L; S > L), the padded keys left out. `s`: S doubles, `o`: D. */
@@ -221,7 +223,7 @@ static double reference_row(const cm_problem *c, uint32_t h, uint32_t i, double 
     for (uint32_t j = 0; j < limit; j++) {
         double dot = 0;
         for (uint32_t d = 0; d < c->D; d++) dot += (double)q_value(h, i, d) * k_value(g, j, d);
-        s[j] = key_padded(j) ? -INFINITY : dot * c->scale;
+        s[j] = key_padded(c, j) ? -INFINITY : dot * c->scale;
         if (s[j] > m) m = s[j];
     }
     for (uint32_t d = 0; d < c->D; d++) o[d] = 0;
@@ -342,7 +344,7 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
                 put_value(&b.v, flags & VKA_FUSED_V_F16, at, v_value(g, j, d));
             }
     uint8_t *kpm = b.kpm.mapped; /* a byte per key, nonzero where padded */
-    for (uint32_t j = 0; j < (c.S + 3) / 4 * 4; j++) kpm[j] = j < c.S && key_padded(j);
+    for (uint32_t j = 0; j < (c.S + 3) / 4 * 4; j++) kpm[j] = j < c.S && key_padded(&c, j);
     memset(b.ctx.mapped, 0xff, (size_t)(rows * c.D * 4)); /* NaN as fp32 and as fp16 */
     if (c.store) memset(b.state_o.mapped, 0xff, (size_t)(rows * c.D * 4)), memset(b.state_lse.mapped, 0xff, (size_t)(rows * 4));
 

@@ -39,7 +39,8 @@ vkattn_status vka_matrix_rows_probe(vka_device *dev, vka_transfer *transfer, vka
  * variants are off and it loads no state (so a plain forward's own pipeline, made through the
  * context's registry), on a small causal problem (aligned at the end): four query heads on two
  * K/V heads (grouped), two query tiles of the step's shape (the second partial), three key blocks
- * or more (the last partial), every seventh key padded (a mask read from a buffer), fp16-exact
+ * or more (the last partial), every seventh key of the second half padded (a mask read from a
+ * buffer: the first half's blocks are whole, the later ones take the mask tests), fp16-exact
  * operands whose keys grow along the sequence (so the running output is rescaled block after
  * block); and compares the output (the state and lse
  * where the step stores them instead) with float64. An element off by more than 2^-8 (the

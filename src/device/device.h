@@ -45,8 +45,10 @@ typedef struct vka_device {
     int matrix2;               /* VK_NV_cooperative_matrix2's reductions, conversions and per-element
                                   operations are enabled (attn_cm2) */
     vka_matrix_rows matrix_rows; /* how the accumulators' rows lie in a subgroup (read after the
-                                    self-test; zeros: unknown, or attn_cm's softmax in registers
-                                    failed its self-test) */
+                                    self-test where the tuning takes attn_cm's softmax in registers;
+                                    zeros: not read, not of the form, or that build failed its
+                                    self-test) */
+    char matrix_rows_note[160];  /* why matrix_rows is zeros where the probe ran ("" otherwise) */
     struct {                   /* the application's lock around submits to a shared queue */
         void (*lock)(void *user), (*unlock)(void *user);
         void *user;

@@ -135,11 +135,11 @@ static const vka_tuning tunings[] = {
         /* one staged K/V block: two (cm_attn_stages=2, one barrier per block instead of two; 34 KiB
          * at 128 x 16, D = 128) are proven on lavapipe, not yet measured on a GPU */
         .cm_attn_stages = 1,
-        /* the softmax on the scores' matrix elements where the accumulator layout allows (on
-         * NVIDIA's layout, rows in groups of 4 lanes: no scores or factors through shared memory,
-         * the third GPU day's breakdown had the softmax at 0.82 ms of 2.90 and O's rescale at
-         * 0.32); proven on lavapipe, not yet measured on a GPU: cm_attn_reg_softmax=0 is the
-         * kernel as it was */
+        /* the softmax on the scores' matrix elements where the accumulator layout allows (PTX's
+         * mma layout would put a row in 4 lanes; not yet probed on NVIDIA's Vulkan driver): no
+         * scores or factors through shared memory, where the third GPU day's breakdown had the
+         * softmax at 0.82 ms of 2.90 and O's rescale at 0.32. Proven on lavapipe, not yet
+         * measured on a GPU: cm_attn_reg_softmax=0 is the kernel as it was */
         .cm_attn_reg_softmax = 1,
     },
     {
