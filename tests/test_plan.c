@@ -1480,6 +1480,8 @@ static uint32_t at_nvidia(uint32_t x, uint32_t e, uint32_t N)
 }
 /* AMD's WMMA on 32 lanes: lane x holds column x % 16 of rows 2e + x / 16 */
 static uint32_t at_amd(uint32_t x, uint32_t e, uint32_t N) { return (2 * e + x / 16) * N + x % 16; }
+/* the same on 64 lanes (wave64): lane x holds column x % 16 of rows 4e + x / 16 */
+static uint32_t at_amd64(uint32_t x, uint32_t e, uint32_t N) { return (4 * e + x / 16) * N + x % 16; }
 /* lavapipe's: element e is row e, lane x column x */
 static uint32_t at_rows_by_element(uint32_t x, uint32_t e, uint32_t N) { return e * N + x; }
 /* one lane per row */
@@ -1504,7 +1506,7 @@ static uint32_t at_unaligned(uint32_t x, uint32_t e, uint32_t N)
 static int simulate_reg_softmax(const uint32_t *words, uint32_t subgroup, uint32_t M, uint32_t N,
                                 const vka_matrix_rows *r)
 {
-    enum { MAX_LANES = 32, MAX_CLASSES = 16 };
+    enum { MAX_LANES = 64, MAX_CLASSES = 16 };
     const uint32_t E = M * N / subgroup, stride = 1 + M * N;
     uint32_t class_row[MAX_LANES][MAX_CLASSES], written[16] = {0};
     double sum[MAX_LANES][MAX_CLASSES] = {{0}}, next[MAX_LANES][MAX_CLASSES];
@@ -1544,6 +1546,7 @@ static void test_matrix_rows(void)
     } cases[] = {
         {"NVIDIA 16x16 on 32", 32, 16, 16, at_nvidia, {4, 2, 2}},
         {"AMD 16x16 on 32", 32, 16, 16, at_amd, {16, 1, 8}},
+        {"AMD 16x16 on 64", 64, 16, 16, at_amd64, {16, 1, 4}},
         {"lavapipe 8x8 on 8", 8, 8, 8, at_rows_by_element, {8, 1, 8}},
         {"Intel-like 8x16 on 16", 16, 8, 16, at_rows_by_element, {16, 1, 8}},
         {"a row per lane 8x8 on 8", 8, 8, 8, at_row_per_lane, {1, 1, 1}},
@@ -1551,7 +1554,7 @@ static void test_matrix_rows(void)
         {"an element twice 8x8 on 8", 8, 8, 8, at_twice, {0, 0, 0}},
         {"unaligned groups 16x16 on 32", 32, 16, 16, at_unaligned, {0, 0, 0}},
     };
-    static uint32_t words[32 * (1 + 16 * 16)];
+    static uint32_t words[64 * (1 + 16 * 16)];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         layout_map(words, cases[i].subgroup, cases[i].M, cases[i].N, cases[i].at);
         vka_matrix_rows got;
