@@ -789,8 +789,10 @@ void vka_fused_cm_describe(vka_text *t, const vka_step *s)
                  s->spec[VKA_SPEC_MAT_K]);
     if (s->kernel == VKA_KERNEL_FUSED_CM2) vka_text_put(t, "the softmax in the matrices");
     else if (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX)
-        vka_text_put(t, "the softmax on the matrices' elements in registers, a row in %u invocation%s",
-                     s->spec[VKA_SPEC_ROW_LANES], s->spec[VKA_SPEC_ROW_LANES] == 1 ? "" : "s");
+        vka_text_put(t, "the softmax on the matrices' elements in registers, a row in %u invocation%s (element e's "
+                        "row class (e / %u) %% %u)",
+                     s->spec[VKA_SPEC_ROW_LANES], s->spec[VKA_SPEC_ROW_LANES] == 1 ? "" : "s", s->spec[VKA_SPEC_ROW_RUN],
+                     s->spec[VKA_SPEC_ROW_CLASSES]);
     else vka_text_put(t, "%u invocation%s per row's softmax", s->spec[VKA_SPEC_ROW_LANES],
                       s->spec[VKA_SPEC_ROW_LANES] == 1 ? "" : "s");
     vka_text_put(t, "%s%s%s)", s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH ? ", the next block fetched meanwhile" : "",
