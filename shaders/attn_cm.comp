@@ -198,6 +198,33 @@ f16vec4 load_f16(uvec4 r, uint h, bool fp16)
         }                                                                                           \
     }
 
+/* Whether a row sees the block of keys [j0, j0 + TILE_B) whole (no mask reaches into it: most
+ * blocks of a long row), so that its scores skip the per-key mask tests, which cost a quarter of
+ * the kernel's time on an H100. `end`: the keys' end for the block (real or extra keys); the row's
+ * limit and first key (vka_row_limit, vka_window_start). */
+bool block_whole(uint j0, uint end, bool real, uint limit, uint first)
+{
+    return j0 + TILE_B <= end && (!real || (j0 + TILE_B <= limit && j0 >= first &&
+                                            (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 &&
+                                            (ATTN_MASK == 0 || (pc.mask_flags & VKA_MASK_ATTN) == 0)));
+}
+
+/* Score s of key j for query row i (qk = i + S - L, its limit and first key): scaled, the
+ * variants applied, -inf where the row may not see the key, the attn_mask added. With `whole`
+ * (block_whole) the mask tests are left out: the KHR builds call it with a constant or a per-row
+ * value, so the tests compile out where the block is whole. */
+float masked_score(float s, uint j, uint end, bool real, bool whole, uint b, uint h, uint i, uint limit, uint first,
+                   int qk)
+{
+    if (whole) return vka_variant_score(s * pc.scale, h, int(j) - qk);
+    bool ok = j < end && (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
+    ok = ok && (!real || (j < limit && j >= first));
+    float x = ok ? vka_variant_score(s * pc.scale, h, int(j) - qk) : -1.0 / 0.0;
+    if (ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0 && j < end)
+        x = vka_add_mask(x, vka_mask_term(b, h, i, j));
+    return x;
+}
+
 /* Key t of an invocation's share of a block in the softmax: t x ROW_LANES + rot, modulo the
  * block (rot < TILE_B: its lane of the row, plus the row's rotation). */
 uint rotated_key(uint t, uint rot)
@@ -491,27 +518,14 @@ void main()
             float cmax[ROW_CLASSES], csum[ROW_CLASSES], mref[ROW_CLASSES], calpha[ROW_CLASSES];
             bool cnan[ROW_CLASSES], whole[ROW_CLASSES];
             [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++) {
-                whole[k] = j0 + TILE_B <= end &&
-                           (!real || (j0 + TILE_B <= limit[k] && j0 >= first[k] &&
-                                      (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 &&
-                                      (ATTN_MASK == 0 || (pc.mask_flags & VKA_MASK_ATTN) == 0)));
+                whole[k] = block_whole(j0, end, real, limit[k], first[k]);
                 cmax[k] = neg_inf, csum[k] = 0.0, cnan[k] = false;
             }
             [[unroll]] for (uint c = 0; c < KF; c++) {
                 [[unroll]] for (uint e = 0; e < EPL; e++) {
                     uint k = VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES), j = j0 + c * MAT_N + elem_col[e];
-                    float x;
-                    if (whole[k]) {
-                        x = vka_variant_score(sc[c][e] * pc.scale, h, int(j) - qk[k]);
-                    } else {
-                        bool ok = j < end && (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
-                        ok = ok && (!real || (j < limit[k] && j >= first[k]));
-                        x = ok ? vka_variant_score(sc[c][e] * pc.scale, h, int(j) - qk[k]) : neg_inf;
-                        if (ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0 && j < end) {
-                            uint i = pc.i_begin + min(il0 + sg * MAT_M + class_row[k], pc.i_count - 1);
-                            x = vka_add_mask(x, vka_mask_term(b, h, i, j));
-                        }
-                    }
+                    uint i = pc.i_begin + min(il0 + sg * MAT_M + class_row[k], pc.i_count - 1);
+                    float x = masked_score(sc[c][e], j, end, real, whole[k], b, h, i, limit[k], first[k], qk[k]);
                     cnan[k] = cnan[k] || isnan(x);
                     cmax[k] = max(cmax[k], x);
                     sc[c][e] = x;
@@ -572,32 +586,20 @@ void main()
                 float block_max = neg_inf;
                 bool nan = false;
                 uint rot = (ROW_LANES * r + lane % ROW_LANES) % TILE_B;
-                /* A block the row sees whole (no mask reaches into it: most blocks of a long row) skips
-                 * the per-key mask tests, which cost a quarter of the kernel's time on an H100. */
-                bool whole = j0 + TILE_B <= end &&
-                             (!real || (j0 + TILE_B <= limit[k] && j0 >= first[k] &&
-                                        (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 &&
-                                        (ATTN_MASK == 0 || (pc.mask_flags & VKA_MASK_ATTN) == 0)));
-                if (whole) {
-                    [[unroll]] for (uint t = 0; t < KPL; t++) {
-                        uint c = rotated_key(t, rot);
-                        float x = vka_variant_score(s_s[row * SSTRIDE + c] * pc.scale, h, int(j0 + c) - qk[k]);
-                        nan = nan || isnan(x);
-                        block_max = max(block_max, x);
-                        s[t] = x;
-                    }
+                /* the row's whole blocks take the loop without the mask tests (one branch per row) */
+#define ROW_SCORES(WHOLE)                                                                           \
+    [[unroll]] for (uint t = 0; t < KPL; t++) {                                                     \
+        uint c = rotated_key(t, rot);                                                               \
+        float x = masked_score(s_s[row * SSTRIDE + c], j0 + c, end, real, WHOLE, b, h, i, limit[k],  \
+                               first[k], qk[k]);                                                    \
+        nan = nan || isnan(x);                                                                      \
+        block_max = max(block_max, x);                                                              \
+        s[t] = x;                                                                                   \
+    }
+                if (block_whole(j0, end, real, limit[k], first[k])) {
+                    ROW_SCORES(true)
                 } else {
-                    [[unroll]] for (uint t = 0; t < KPL; t++) {
-                        uint c = rotated_key(t, rot), j = j0 + c;
-                        bool ok = j < end && (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
-                        ok = ok && (!real || (j < limit[k] && j >= first[k]));
-                        float x = ok ? vka_variant_score(s_s[row * SSTRIDE + c] * pc.scale, h, int(j) - qk[k]) : neg_inf;
-                        if (ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0 && j < end)
-                            x = vka_add_mask(x, vka_mask_term(b, h, i, j));
-                        nan = nan || isnan(x);
-                        block_max = max(block_max, x);
-                        s[t] = x;
-                    }
+                    ROW_SCORES(false)
                 }
                 [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2)
                     block_max = max(block_max, subgroupShuffleXor(block_max, d));
