@@ -319,10 +319,9 @@ typedef struct vkattn_context_desc {
      * shuffles on 4 or more lanes, decoding steps' few rows on a matrix-vector kernel (matmul_vec;
      * matmul_vec_storage, 16-byte storage-buffer loads, where rows start on multiples of 8
      * elements) and their attention on attn_paged's GPU-shaped build; the rest with GPU-sized tiles.
-     * "coopmat"'s tiles were measured on an H200 and H100s, not its later defaults vec_storage,
-     * cm_wide_loads, cm_attn_reg_softmax, paged_lanes_storage and paged_lanes_q_shared (no GPU at
-     * hand); the others were chosen without a GPU
-     * to measure on.
+     * "coopmat"'s tiles and defaults were measured on an H200 and H100s (all of them since
+     * 2026-11-27, except cm_group_rows: no faster, no slower there); the others were chosen
+     * without a GPU to measure on.
      *
      * Tuning strings, for trying kernel shapes on a GPU without a rebuild: "NAME:FIELD=VALUE,..."
      * sets fields of class NAME (an empty NAME: of the device's class), e.g.
@@ -334,8 +333,9 @@ typedef struct vkattn_context_desc {
      * for matrices narrower than 16, 0 = as those), cm_ksteps (1-8: matrix steps per staged block),
      * cm_min_rows (1-65536: fewer rows take the matrix-vector kernels), cm_prefetch (1: the next
      * block fetched while this one multiplies, 0: as it is staged), cm_wide_loads (1: matmul_cm's
-     * and attn_cm's fp16 operands in 16-byte loads of 8 values where rows start on multiples of
-     * 8, the coopmat and intel classes' default, not yet measured on a GPU; 0: 4 values per load),
+     * fp16 operands in 16-byte loads of 8 values where rows start on multiples of 8, the coopmat
+     * and intel classes' default; 0: 4 values per load), cm_attn_wide_loads (the same for
+     * attn_cm's Q, K and V; 0 in the coopmat class: faster on an H100),
      * cm_subgroup (0 or a power of
      * two to 128: the subgroup size wanted, 0 = the smallest), cm_attn_subgroups (1-8: attn_cm's
      * subgroups of M query rows per workgroup), cm_attn_key_frags (1-4: N-key matrices per block, at
@@ -345,20 +345,18 @@ typedef struct vkattn_context_desc {
      * barrier per block), cm_attn_wide_d (0-1024: heads of at least this many dims take
      * cm_attn_key_frags matrices per block, smaller ones one; 0 = every head), cm_attn_reg_softmax
      * (0 or 1: 1 runs attn_cm's softmax on the score matrices' elements in registers where the
-     * device's accumulator layout allows, read once per context; the coopmat class's default, not
-     * yet measured on a GPU; 0, and any other layout: through shared memory, cm_attn_row_lanes
-     * invocations a row),
+     * device's accumulator layout allows, read once per context; the coopmat class's default;
+     * 0, and any other layout: through shared memory, cm_attn_row_lanes invocations a row),
      * sm_tile_m, sm_tile_n (4-128), sm_tile_k (4-64; multiples of 4: matmul_sm's tile),
      * cm_group_rows, sm_group_rows (0-64: matmul_cm's and matmul_sm's tiles of C visited in groups
      * of this many rows of tiles, so that the workgroups running at once share A and W in the
-     * cache; 0 or 1: row by row; 8 in the GPU classes, not yet measured on a GPU),
+     * cache; 0 or 1: row by row; 8 in the GPU classes),
      * paged_lanes_group (1, 2 or 4: lanes per key in decoding), paged_lanes_prefetch (0 or 1: the
      * next block of keys fetched during this one's work, every cache format, up to D = 128),
      * paged_lanes_storage (0 or 1: 1 reads the cache's K and V rows from storage buffers, an fp16
-     * one 8 values per 16-byte load, a block format's as words, the GPU classes' default, not yet
-     * measured on a GPU; 0 through texel fetches), paged_lanes_q_shared (0 or 1: 1 stages a row tile's queries in
-     * shared memory once, the GPU classes' default, not yet measured on a GPU; 0 fetches them
-     * again for each block of keys), paged_lanes_per_unit,
+     * one 8 values per 16-byte load, a block format's as words, the GPU classes' default; 0
+     * through texel fetches), paged_lanes_q_shared (0 or 1: 1 stages a row tile's queries in
+     * shared memory once, the GPU classes' default; 0 fetches them again for each block of keys), paged_lanes_per_unit,
      * paged_per_unit (1-4096: decoding's workgroups or invocations per compute unit),
      * paged_min_part (1-65536: keys per part at least), merge_lanes (a power of two, 1-64:
      * invocations per texel merging key parts, at most the parts, a divisor of the workgroup and

@@ -128,19 +128,22 @@ static const cm_case grid[] = {
     /* Q, K and V are storage buffers bound from a multiple of 4 elements: with 32 KiB bindings the
      * attention runs in row sets whose slices start at other offsets (and the projections too) */
     {"sliced_bindings", 2, 37, 45, 2, 0, 64, .causal = 1, .key_padding = 1, .khr = 1, .binding_kib = 32},
-    /* an f16 layer's Q, K and V read 8 values per 16-byte load (cm_wide_loads): sliced from
-     * multiples of 8 elements; with the extra keys and NaN in V rows no query sees (both halves of
-     * a load checked); Q staged in passes of 8 dims, one load per row; and as 4 per load */
-    {"sliced_bindings_f16", 2, 37, 45, 2, 0, 64, .f16 = 1, .causal = 1, .key_padding = 1, .khr = 1, .binding_kib = 16},
+    /* an f16 layer's Q, K and V read 8 values per 16-byte load (cm_attn_wide_loads=1; the coopmat
+     * class reads 4 per load, faster on an H100): sliced from multiples of 8 elements; with the
+     * extra keys and NaN in V rows no query sees (both halves of a load checked); Q staged in
+     * passes of 8 dims, one load per row; and as 4 per load (the class's default, named) */
+    {"sliced_bindings_f16", 2, 37, 45, 2, 0, 64, .f16 = 1, .causal = 1, .key_padding = 1, .khr = 1, .binding_kib = 16,
+     .tuning = "coopmat:cm_attn_wide_loads=1"},
     {"extra_keys_nan_f16", 2, 17, 23, 2, 0, 64, .f16 = 1, .bias_kv = 1, .zero_attn = 1, .key_padding = 1,
-     .nan_masked = 1, .khr = 1},
+     .nan_masked = 1, .khr = 1, .tuning = "coopmat:cm_attn_wide_loads=1"},
     {"q_passes_f16", 1, 70, 50, 2, 1, 64, .f16 = 1, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
-     .tuning = "coopmat:cm_attn_subgroups=8,cm_attn_key_frags=1"},
+     .tuning = "coopmat:cm_attn_subgroups=8,cm_attn_key_frags=1,cm_attn_wide_loads=1"},
     /* self-attention's one Q/K/V buffer (K and V after Q's heads), GQA in key parts merged */
-    {"causal_self_f16", 1, 33, 0, 2, 0, 64, .f16 = 1, .causal = 1, .khr = 1},
-    {"gqa_self_f16_parts", 1, 300, 0, 4, 2, 64, .f16 = 1, .causal = 1, .budget = 12, .khr = 1},
+    {"causal_self_f16", 1, 33, 0, 2, 0, 64, .f16 = 1, .causal = 1, .khr = 1, .tuning = "coopmat:cm_attn_wide_loads=1"},
+    {"gqa_self_f16_parts", 1, 300, 0, 4, 2, 64, .f16 = 1, .causal = 1, .budget = 12, .khr = 1,
+     .tuning = "coopmat:cm_attn_wide_loads=1"},
     {"narrow_loads_f16", 2, 21, 29, 4, 1, 64, .f16 = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
-     .tuning = "coopmat:cm_wide_loads=0"},
+     .tuning = "coopmat:cm_attn_wide_loads=0"},
     /* more query rows than two blocks of keys (8 subgroups, blocks of one matrix): Q is staged
      * through the key blocks' space a few head dims at a time (8 passes of 8 dims on lavapipe) */
     {"q_passes", 1, 70, 50, 2, 1, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
@@ -355,7 +358,8 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         CHECK_MSG((said && (!eol || said < eol)) == prefetch, "%s: attn_cm should%s fetch the next block meanwhile:\n%s",
                   c->name, prefetch ? "" : " not", plan);
         /* an f16 layer's Q, K and V (fp16 projections; every head dim here a multiple of 8) in
-         * 16-byte loads of 8 values unless the tuning says cm_wide_loads=0; an f32 layer's never */
+         * 16-byte loads of 8 values where the tuning says cm_attn_wide_loads=1 (else 4 per load,
+         * the coopmat class's default); an f32 layer's never */
         /* the KHR build's softmax on the matrices' elements where the device's accumulator layout
          * is known (Mesa 26 lavapipe's is), unless the tuning says cm_attn_reg_softmax=0 */
         const char *regs = strstr(step, "the softmax on the matrices' elements in registers");
@@ -364,7 +368,7 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         CHECK_MSG((regs && (!eol || regs < eol)) == reg_asked, "%s: attn_cm's softmax should%s be in registers:\n%s",
                   c->name, reg_asked ? "" : " not", plan);
         const char *wide = strstr(step, "16-byte loads of 8");
-        const int wide_asked = c->f16 && !(c->tuning && strstr(c->tuning, "cm_wide_loads=0"));
+        const int wide_asked = c->f16 && c->tuning && strstr(c->tuning, "cm_attn_wide_loads=1");
         CHECK_MSG((wide && (!eol || wide < eol)) == wide_asked, "%s: attn_cm should%s read 16-byte loads of 8:\n%s",
                   c->name, wide_asked ? "" : " not", plan);
     }
@@ -538,14 +542,17 @@ static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
  * projection stores it as inf), in key 5 of a causal cross-attention: in attn_cm the rows that
  * see key 5 (5 to 8) turn non-finite (a seen key whose V holds a non-finite value makes its rows
  * NaN) and rows 0 to 4 stay finite, whether the element is the first or the second texel of its
- * 16-byte load (d = 2, d = 5: cm_wide_loads stages a load as two texels and checks each; a second
- * texel left unchecked would stage 0 there and give those rows finite numbers). The CPU path
- * keeps its projections in fp32, so 1e5 stays finite there: no comparison with it. */
+ * 16-byte load (d = 2, d = 5: cm_attn_wide_loads=1 stages a load as two texels and checks each; a
+ * second texel left unchecked would stage 0 there and give those rows finite numbers), and with
+ * the class's 8-byte loads (d = 2 and 5 in two loads). The CPU path keeps its projections in fp32,
+ * so 1e5 stays finite there: no comparison with it. */
 static void run_partial_overflow(void)
 {
-    const cm_case c = {"partial_overflow", 1, 9, 20, 2, 0, 64, .f16 = 1, .causal = 1};
-    for (uint32_t d = 2; d <= 5; d += 3) {
-        vkattn_context *ctx = context_for(NULL, 0, 0, 0, 0, 0, 0);
+    for (uint32_t run = 0; run < 4; run++) {
+        const uint32_t d = run % 2 ? 5 : 2, wide = run < 2;
+        const cm_case c = {"partial_overflow", 1, 9, 20, 2, 0, 64, .f16 = 1, .causal = 1,
+                           .tuning = wide ? "coopmat:cm_attn_wide_loads=1" : NULL};
+        vkattn_context *ctx = context_for(c.tuning, 0, 0, 0, 0, 0, 0);
         if (!ctx) return;
         vkattn_layer_desc ld = layer_of(&c);
         ld.no_bias = 1;
@@ -566,10 +573,10 @@ static void run_partial_overflow(void)
             for (size_t e = 0; e < in.E; e++) finite = finite && isfinite(out[i * in.E + e]);
             wrong += finite != (i < 5);
         }
-        printf("  %-24s f16 d = %u (texel %u of its load): %d rows of 9 wrong  %s\n", c.name, d, d / 4, wrong,
-               ran && !wrong ? "ok" : "FAILED");
-        CHECK_MSG(ran && wrong == 0, "%s d = %u: %d rows wrong (rows 5-8 must be non-finite, 0-4 finite)", c.name, d,
-                  wrong);
+        printf("  %-24s f16 d = %u (%s, texel %u of its load): %d rows of 9 wrong  %s\n", c.name, d,
+               wide ? "16-byte loads" : "8-byte loads", wide ? d / 4 : 0, wrong, ran && !wrong ? "ok" : "FAILED");
+        CHECK_MSG(ran && wrong == 0, "%s d = %u, cm_attn_wide_loads=%u: %d rows wrong (rows 5-8 must be non-finite, 0-4 finite)",
+                  c.name, d, wide, wrong);
         vkattn_layer_destroy(layer);
         free(out);
         inputs_free(&in);

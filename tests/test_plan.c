@@ -1316,7 +1316,8 @@ static void test_matmul_vec_plans(void)
     } rows[] = {
         {"gpu", 65535, 4096, 32, 1, 1, 4, 128, 1, storage, 8},
         {"mobile", 65535, 4096, 32, 3, 4, 4, 64, 1, storage, 8},
-        {"coopmat", 65535, 4096, 32, 8, 8, 4, 128, 1, storage, 8},
+        {"coopmat", 65535, 4096, 32, 8, 8, 1, 128, 1, storage, 8},
+        {"coopmat:vec_tile_n=4", 65535, 4096, 32, 8, 8, 4, 128, 1, storage, 8},
         {"gpu:vec_wg=32", 25, 16384, 4096, 1, 1, 4, 32, 2, storage, 8},
         {"gpu:vec_storage=0", 25, 16384, 4096, 1, 1, 4, 128, 2, fetch, 4},
         {"gpu:vec_storage=0", 65535, 4096, 32, 1, 1, 4, 128, 1, fetch, 4},
@@ -1716,11 +1717,14 @@ static void test_device_profiles(void)
             /* an f16 layer: the output projection (fp16 context and weights) in 16-byte loads of 8
              * values (cm_wide_loads), 4 with cm_wide_loads=0; the Q/K/V projection so where the
              * caller's query is fp16 too (device tensors), of 4 for an fp32 one; attn_cm (fp16
-             * projections) so whatever the query, its Q/K/V bound from multiples of 8 elements */
+             * projections) by its own field (cm_attn_wide_loads, set here opposite to matmul_cm's
+             * so that a kernel reading the other's shows) whatever the query, its Q/K/V bound from
+             * multiples of 8 elements */
             for (int wide = 0; wide < 2; wide++) {
                 for (int q16 = 0; q16 < 2; q16++) {
                     vka_tuning tw = *t;
                     tw.cm_wide_loads = (uint32_t)wide;
+                    tw.cm_attn_wide_loads = (uint32_t)!wide;
                     vka_plan_limits lw = profile_limits(dp, &tw);
                     vka_problem ph = problem(1, 4096, 4096, 4096, 32, 1);
                     ph.cfg.storage = VKATTN_DTYPE_F16;
@@ -1740,9 +1744,9 @@ static void test_device_profiles(void)
                               ho ? ho->spec[VKA_SPEC_VEC] : 0);
                     const vka_step *ha = largest_step(&plan_h, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
                     if (t->cm_attn_subgroups)
-                        CHECK_MSG(ha && !(ha->spec[VKA_SPEC_FLAGS] & VKA_FUSED_WIDE) == !wide &&
+                        CHECK_MSG(ha && ((ha->spec[VKA_SPEC_FLAGS] & VKA_FUSED_WIDE) != 0) == !wide &&
                                       ha->bind[VKA_FUSED_Q].offset % 16 == 0 && ha->bind[VKA_FUSED_K].offset % 16 == 0,
-                                  "%s: an f16 layer's attn_cm with cm_wide_loads=%d", dp->name, wide);
+                                  "%s: an f16 layer's attn_cm with cm_attn_wide_loads=%d", dp->name, !wide);
                     vka_plan_free(&plan_h);
                 }
             }
@@ -2014,13 +2018,13 @@ static void test_tuning_strings(void)
         const struct {
             const char *tuning;
             uint32_t tile_n, wg, vec;
-        } vec[] = {{"coopmat", 4, 128, 8},
-                   {"coopmat:vec_tile_n=1", 1, 128, 8},
+        } vec[] = {{"coopmat", 1, 128, 8},
+                   {"coopmat:vec_tile_n=4", 4, 128, 8},
                    {"coopmat:vec_tile_n=8,vec_wg=256", 8, 256, 8},
                    {"gpu:vec_wg=32", 4, 32, 8},
                    {"mobile:vec_tile_n=2", 2, 64, 8},
-                   {"coopmat:vec_storage=0", 4, 128, 4},
-                   {"coopmat:vec_storage=0,vec_wg=256", 4, 256, 4}};
+                   {"coopmat:vec_storage=0", 1, 128, 4},
+                   {"coopmat:vec_storage=0,vec_wg=256", 1, 256, 4}};
         for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++) {
             vka_tuning t;
             parse_tuning(dp, vec[i].tuning, &t, NULL);
@@ -2048,7 +2052,7 @@ static void test_tuning_strings(void)
                          "gpu:sm_tile_k=6", "coopmat:cm_attn_row_lanes=3", "cm_ksteps=4", "lavapipe:vec_wg=64",
                          "gpu:vec_tile_n=0", "gpu:vec_tile_n=9", "gpu:vec_wg=48", "gpu:vec_wg=2048",
                          "gpu:vec_storage=2", "lavapipe:vec_storage=1", "gpu:cm_wide_loads=1",
-                         "coopmat:cm_wide_loads=2"};
+                         "coopmat:cm_wide_loads=2", "coopmat:cm_attn_wide_loads=2", "intel:cm_attn_wide_loads=1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vka_tuning t;
         int named;

@@ -25,26 +25,27 @@
  * more loads in flight); 2 lanes per key 0.076 and 0.194 at 4 per unit. Those times fit about
  * 1.2 us per serial key block, 0.1 us per part and 42 us besides: the merge walked a row's parts in
  * one invocation (128 parts at 8 per unit). It now gives each texel up to 16 invocations that walk
- * every 16th part and meet in shared memory (derived from those figures, not yet measured on a GPU).
- * Each block of attn_paged_lanes waited a whole memory latency (its loads issued at its start, then
- * the scores, the softmax and P.V with nothing in flight): the next block's rows are now fetched
- * before this one's work, up to D = 128 (not yet measured on a GPU; paged_lanes_prefetch=0 is the
- * kernel as it was). matmul_vec read W through texel fetches (the texture pipe on NVIDIA) at
- * 40-45% of an H100's copy bandwidth (QKV 48 us for 50 MB, the output 28 us for 34 MB): it now
- * reads 16-byte words of storage buffers where the rows allow (vec_storage; not yet measured on a
- * GPU, vec_storage=0 is the kernel as it was; with 8 rows a texel of 8 holds twice the registers
- * of one of 4, which mobile GPUs may feel). attn_paged_lanes reads the cache from storage buffers
- * too (an fp16 one 8 halves per load), by the same guess (paged_lanes_storage; not yet measured on a GPU,
- * paged_lanes_storage=0 is the kernel as it was). Each of its blocks fetched the row tile's query
- * texels again (4 rows x 8 texels per invocation at D = 128, twice its K and V fetches): the
- * queries are now staged in shared memory once (paged_lanes_q_shared; not yet measured on a GPU,
- * paged_lanes_q_shared=0 fetches them as before). */
+ * every 16th part and meet in shared memory; each block of attn_paged_lanes fetches the next
+ * block's rows before this one's work (up to D = 128), reads the cache from storage buffers (an
+ * fp16 one 8 halves per 16-byte load) and stages the row tile's queries in shared memory once,
+ * where each block fetched them again; matmul_vec reads 16-byte words of storage buffers where
+ * the rows allow (vec_storage). On an H100 (2026-11-27, the same layer, f16 cache; fastest
+ * repeats) the step's attention took 0.043 ms at 8192 keys (791-798 GB/s; torch's SDPA on the
+ * same cache 0.037) and 0.087 at 32768 (SDPA 0.071), against 0.060 and 0.107 with merge_lanes=1,
+ * 0.048 and 0.094 with 4, 0.043 and 0.088 with 32; with a part's keys read in one workgroup
+ * (split 1) 1.15 ms at 8192 against 1.94 without the prefetch, 1.46 with texel fetches, 2.10
+ * with the queries fetched per block, 1.96 as the kernel was; 4, 16 and 32 parts per unit
+ * 0.045, 0.050 and 0.061; 2 lanes per key 0.050. matmul_vec_storage and matmul_vec took the
+ * same time (texel fetches were not the limit: 48 us for the Q/K/V projection's 50 MB). A
+ * q8_0 cache's words from storage buffers: 0.063 ms at 8192 keys against 0.061 through texel
+ * fetches (0.160 both at 32768; split 1 2.05 against 1.93 ms), left so for one layout of the
+ * block formats' loads across the GPU classes; its prefetch 1.2-2.8x. */
 #define GPU_KERNELS                                                                                  \
     .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64, .matmul_skinny_tile_n = 4,             \
     .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4, \
     .pv_tile_d = 2, .pv_wg = 64, .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4,     \
     .fused_wg = 64, .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128,                    \
-    .paged_min_part = 16, .softmax_wg = 256, .vec_tile_n = 4, .vec_wg = 128, .vec_storage = 1,     \
+    .paged_min_part = 16, .softmax_wg = 256, .vec_wg = 128, .vec_storage = 1,                      \
     .sm_tile_m = 64, .sm_tile_n = 64, .sm_tile_k = 16, .sm_group_rows = 8, .paged_lanes = 32,          \
     .paged_lanes_group = 4,                                                                          \
     .paged_lanes_per_unit = 8, .paged_lanes_prefetch = 1, .paged_lanes_storage = 1,                    \
@@ -73,7 +74,7 @@ static const vka_tuning tunings[] = {
                "light threads hide latency, small per-thread tiles keep registers free; the projections on the "
                "shared-memory tiled GEMM (matmul_sm), the other kernels with GPU-sized tiles and workgroups "
                "(untuned: no GPU was available)",
-        GPU_KERNELS,
+        GPU_KERNELS, .vec_tile_n = 4,
     },
     {
         .name = "coopmat",
@@ -81,6 +82,10 @@ static const vka_tuning tunings[] = {
                "AMD RDNA3): the projections as shared-memory tiled GEMMs and the fused attention with fp16 operands "
                "and fp32 sums in 32-lane subgroups, the other kernels as gpu (tiles measured on an NVIDIA H200)",
         GPU_KERNELS, /* the other kernels as gpu */
+        /* decoding's projections one output column per workgroup of 128: on an H100 (2026-11-27,
+         * E = 4096, f16, 8192 keys, alternated) the output projection took 25-26 us so against
+         * 28 with 4 columns, the Q/K/V projection 47 against 48 (W streamed at 1.3 and 1.07 TB/s) */
+        .vec_tile_n = 1,
         /* 2 x 8 subgroups of 4 x 2 accumulators, 2 steps per block: with 16 x 16 x 16 matrices 128 x
          * 256 outputs per workgroup of 512, blocks of 32 (46 KiB of shared memory with one staged
          * block; two where the device holds them, 76 KiB), 32 x 128 with lavapipe's 8 x 8 x 8 (2 x 2
@@ -101,11 +106,10 @@ static const vka_tuning tunings[] = {
         /* software pipelining (one staged block; two always fetch ahead): on an H100 the Q/K/V
          * projection at L = 4096 took 2.70 ms with it, 3.19 without (fastest repeats) */
         .cm_prefetch = 1,
-        /* fp16 operands in 16-byte loads of 8 values, matmul_cm's and attn_cm's (half the load and
-         * staging instructions of 8-byte ones: an experiment build without the global loads ran
-         * the Q/K/V projection in 1.6 ms of 3.05 on an H100, and attn_cm's loads, staging and
-         * barriers took 1.33 of 2.90 ms; not yet measured on a GPU, cm_wide_loads=0 is the
-         * kernels as they were) */
+        /* matmul_cm's fp16 operands in 16-byte loads of 8 values (half the load and staging
+         * instructions of 8-byte ones): on an H100 (2026-11-27, L = 4096, fp16, alternated, fastest
+         * repeats) the output projection took 0.673-0.678 ms so, 0.720-0.725 with 4 per load (the
+         * Q/K/V projection reads fp32 queries: 2.08-2.09 either way) */
         .cm_wide_loads = 1,
         /* tiles in groups of 8 rows: the Q/K/V projection at L = 4096 (32 x 48 tiles of 128 x 256)
          * ran row by row, so each wave of 132 workgroups (about 3 rows) read all 100 MB of W past
@@ -135,19 +139,27 @@ static const vka_tuning tunings[] = {
         /* one staged K/V block: two (cm_attn_stages=2, one barrier per block instead of two; 34 KiB
          * at 128 x 16, D = 128) are proven on lavapipe, not yet measured on a GPU */
         .cm_attn_stages = 1,
-        /* the softmax on the scores' matrix elements where the accumulator layout allows (PTX's
-         * mma layout would put a row in 4 lanes; not yet probed on NVIDIA's Vulkan driver): no
+        /* the softmax on the scores' matrix elements where the accumulator layout allows (no
          * scores or factors through shared memory, where the third GPU day's breakdown had the
-         * softmax at 0.82 ms of 2.90 and O's rescale at 0.32. Proven on lavapipe, not yet
-         * measured on a GPU: cm_attn_reg_softmax=0 is the kernel as it was */
+         * softmax at 0.82 ms of 2.90 and O's rescale at 0.32). NVIDIA's Vulkan driver (580.159.04,
+         * H100, 16 x 16 x 16) puts a row in 4 lanes, 4 elements each, two rows a lane
+         * (element e's row class (e / 4) % 2). With cm_attn_wide_loads=0 (below), 2026-11-27:
+         * 2.20 ms against 2.57 through shared memory at D = 128, 0.689 against 0.852 at D = 64 */
         .cm_attn_reg_softmax = 1,
+        /* attn_cm's Q, K and V in 8-byte loads of 4 fp16 values: on an H100 (2026-11-27, L = S =
+         * 4096, D = 128, alternated twice, fastest repeats) attention took 2.20 ms so (causal
+         * 1.18) against 2.62-2.68 (1.38-1.40) with 16-byte loads of 8; the softmax in registers
+         * gained only with the narrow loads (the shared-memory softmax: 2.57 and 2.54). At D = 64
+         * (B = 4, H = 16, L = 2048) 0.689 against 0.739 (the shared-memory softmax 0.852), at
+         * D = 256 2.53 against 2.59 */
+        .cm_attn_wide_loads = 0,
     },
     {
         .name = "intel",
         .why = "GPUs whose matrix engines take narrow matrices (8 rows) in small subgroups (8 or 16 lanes; Intel "
                "Arc and Xe2): more accumulators per subgroup for the same tile of C, the device's smallest "
                "subgroup, the other kernels as gpu (untuned: no GPU was available)",
-        GPU_KERNELS, /* the other kernels as gpu */
+        GPU_KERNELS, .vec_tile_n = 4, /* the other kernels as gpu */
         /* 4 x 4 accumulators of 8 x 8 x 16 (Arc A770): 64 x 64 outputs per workgroup, blocks of 32
          * (untuned); ggml also takes the smallest subgroup for Intel's matmuls */
         .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 4, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 0,
@@ -268,6 +280,7 @@ static const struct tuning_field {
     FIELD(cm_attn_stages, 1, 2, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_wide_d, 0, 1024, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_reg_softmax, 0, 1, ANY, cm_attn_subgroups, "attn_cm"),
+    FIELD(cm_attn_wide_loads, 0, 1, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(sm_tile_m, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_n, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_k, 4, 64, MUL4, sm_tile_m, "matmul_sm"),

@@ -62,9 +62,9 @@ typedef struct vka_tuning {
      * the other while this one multiplies, one workgroup barrier per block instead of two (its
      * loads are fetched a block ahead whatever cm_prefetch says) */
     uint32_t cm_stages;
-    /* The cooperative-matrix kernels' loads where their operands all hold fp16 and their rows
-     * start on multiples of 8 elements (matmul_cm's A and B, attn_cm's Q, K and V): 1, 8 values
-     * in one 16-byte load; 0, 4 in an 8-byte load */
+    /* matmul_cm's loads where A and B both hold fp16 and their rows start on multiples of 8
+     * elements: 1, 8 values in one 16-byte load; 0, 4 in an 8-byte load (attn_cm's own:
+     * cm_attn_wide_loads) */
     uint32_t cm_wide_loads;
     /* matmul_sm (matmul.comp's SHARED_TILES build), the shared-memory tiled scalar GEMM (0 = this
      * tuning does not use it): a workgroup owns a sm_tile_m x sm_tile_n tile of C, each
@@ -112,6 +112,9 @@ typedef struct vka_tuning {
      * layout); the rows' rescale factors reach O the same way, P still passes through shared
      * memory (an accumulator cannot become an A operand in KHR matrices) */
     uint32_t cm_attn_reg_softmax;
+    /* attn_cm's Q, K and V loads where all three hold fp16 and their rows start on multiples of 8
+     * elements: 1, 8 values in one 16-byte load; 0, 4 in an 8-byte load */
+    uint32_t cm_attn_wide_loads;
 } vka_tuning;
 
 /* The tuning for a device: by explicit name ("lavapipe", "gpu", "coopmat", "intel", "mobile")

@@ -338,13 +338,13 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     const int split = parts > 1 || chunks > 1;
     row_sets gr = {0};
     /* attn_cm's loads: 8 fp16 values at a time where Q, K and V all hold fp16 and every row of
-     * theirs starts on a multiple of 8 elements (cm_wide_loads), else texels of 4. (Today's
+     * theirs starts on a multiple of 8 elements (cm_attn_wide_loads), else texels of 4. (Today's
      * layouts start every row on a multiple of the head dim, a multiple of 8 for attn_cm: the
      * starts are checked so that a new layout cannot break the loads unseen.) */
     const vka_role roles[3] = {l->q, l->k, l->v};
     const uint64_t starts[9] = {l->q_offset, l->q_batch, l->q_head, l->q_row, l->k_offset,
                                 l->v_offset, l->kv_batch, l->kv_head, l->kv_row};
-    int wide = cm.wg && pr->cm_wide_loads && D % 8 == 0 && cm.q_dims % 8 == 0;
+    int wide = cm.wg && pr->cm_attn_wide_loads && D % 8 == 0 && cm.q_dims % 8 == 0;
     for (int r = 0; r < 3; r++) wide = wide && b->plan->role_dtype[roles[r]] == VKATTN_DTYPE_F16;
     for (int i = 0; i < 9; i++) wide = wide && starts[i] % 8 == 0;
     const uint32_t storage = !cm.wg ? 0 : wide ? 8 : 4;
