@@ -85,13 +85,14 @@ step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/P
 # Each run names its tuning; the QKV projection column is matmul_cm's figure, attention attn_cm's
 # (attn_cm2's with VKATTN_COOPMAT2=1). An attn_cm tile that does not fit gives way to a smaller one, a matmul_cm tile to
 # fewer subgroups across, then to the next kernel: --trace shows what ran. GPU_BENCH_SWEEP="T1 T2 ..." replaces the list.
-# The defaults not yet measured on a GPU against the kernels as they were, and the tiles still in
-# question (the ones the H100 days settled are left out; GPU_BENCH_SWEEP takes any list):
-# cm_attn_reg_softmax=0: attn_cm's softmax through shared memory (cm_attn_row_lanes applies there);
-# cm_group_rows=0: matmul_cm's tiles row by row; cm_wide_loads=0: 8-byte loads in both kernels.
-sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_reg_softmax=0 coopmat:cm_group_rows=0 coopmat:cm_group_rows=16
-  coopmat:cm_wide_loads=0 coopmat:cm_attn_reg_softmax=0,cm_attn_row_lanes=4 coopmat:cm_attn_key_frags=1
-  coopmat:cm_attn_stages=2,cm_attn_key_frags=1 coopmat:cm_attn_prefetch=0 coopmat:cm_subgroups_n=4,cm_frags_n=2"}
+# The fourth day's defaults against the kernels as they were, and the tiles still in question
+# (the ones the H100 days settled are left out; GPU_BENCH_SWEEP takes any list):
+# cm_attn_wide_loads=1: attn_cm's 16-byte loads (2.62 ms against 2.20 on the fourth day);
+# cm_attn_reg_softmax=0: its softmax through shared memory (cm_attn_row_lanes applies there);
+# cm_wide_loads=0: matmul_cm's 8-byte loads.
+sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_wide_loads=1 coopmat:cm_attn_reg_softmax=0 coopmat:cm_wide_loads=0
+  coopmat:cm_attn_key_frags=1 coopmat:cm_attn_stages=2,cm_attn_key_frags=1 coopmat:cm_attn_stages=2
+  coopmat:cm_attn_prefetch=0 coopmat:cm_subgroups_n=4,cm_frags_n=2"}
 # GPU_BENCH_ROUNDS=N runs the list N times, alternating (shared machines drift: the fastest repeat
 # of alternated rounds agreed to 1-3% on an H100 where medians jumped 3x); sweep_summary.txt then has
 # each tuning's fastest stage times over the rounds.
@@ -173,7 +174,7 @@ step "decode's projections: matmul_vec's shapes at 8192 keys (f16), each against
 # vec_storage=0 reads them through texel fetches (matmul_vec, the second GPU day's 40-45% of the
 # copy bandwidth) instead of 16-byte storage-buffer loads (matmul_vec_storage).
 # GPU_BENCH_VEC_SWEEP="T1 T2 ..." replaces the list.
-vsweep=${GPU_BENCH_VEC_SWEEP:-"coopmat coopmat:vec_storage=0 coopmat:vec_tile_n=1 coopmat:vec_tile_n=2
+vsweep=${GPU_BENCH_VEC_SWEEP:-"coopmat coopmat:vec_storage=0 coopmat:vec_tile_n=4 coopmat:vec_tile_n=2
   coopmat:vec_tile_n=8 coopmat:vec_wg=64 coopmat:vec_wg=256 coopmat:vec_tile_n=8,vec_wg=256
   coopmat:vec_storage=0,vec_tile_n=8,vec_wg=256"}
 n=0
