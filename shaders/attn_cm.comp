@@ -180,13 +180,19 @@ f16vec4 load_f16(uvec4 r, uint h, bool fp16)
 
 /* The loads FETCH gave this invocation into staged rows base.. (`stride4` apart) as fp16, a
  * texel per f16vec4; non-finite elements become 0 and set bit r of bad_keys_s[bad_word] where
- * asked. (A macro: shared arrays are not parameters.) */
+ * asked. (A macro: shared arrays are not parameters.) A WIDE load's two texels are two 8-byte
+ * stores 16 bytes apart per invocation: if every invocation stored its first texel first, the 16
+ * invocations of a half-subgroup (one 8-byte store request on NVIDIA) would meet 2 to a bank pair
+ * wherever 16 consecutive loads share a row (D >= 128) or rows 144 bytes apart (D = 64); each 8
+ * invocations of the 16 with bit 3 set store their second texel first, so each store request
+ * covers 16 distinct bank pairs, as the 8-byte loads' stores do. */
 #define STAGE(regs, base, count, width, stride4, fp16, check_bad, bad_word)                         \
     [[unroll]] for (uint i_ = 0; i_ < (count * (width / LT) + WG - 1) / WG; i_++) {                 \
         uint t_ = i_ * WG + gl_LocalInvocationID.x, w_ = width / LT;                                \
         if ((count * w_) % WG == 0 || t_ < count * w_) {                                            \
             uint r_ = t_ / w_;                                                                      \
-            [[unroll]] for (uint h_ = 0; h_ < LT; h_++) {                                           \
+            [[unroll]] for (uint s_ = 0; s_ < LT; s_++) {                                           \
+                uint h_ = s_ ^ (WIDE ? (gl_LocalInvocationID.x >> 3) & 1 : 0);                      \
                 f16vec4 v_ = load_f16(regs[i_], h_, fp16);                                          \
                 if (check_bad) { /* after the rounding: beyond fp16's range is infinite too */      \
                     bvec4 bad_ = bvec4(uvec4(isnan(v_)) | uvec4(isinf(v_)));                        \

@@ -87,7 +87,8 @@ step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/P
 # fewer subgroups across, then to the next kernel: --trace shows what ran. GPU_BENCH_SWEEP="T1 T2 ..." replaces the list.
 # The fourth day's defaults against the kernels as they were, and the tiles still in question
 # (the ones the H100 days settled are left out; GPU_BENCH_SWEEP takes any list):
-# cm_attn_wide_loads=1: attn_cm's 16-byte loads (2.62 ms against 2.20 on the fourth day);
+# cm_attn_wide_loads=1: attn_cm's 16-byte loads (2.62 ms against 2.20 on the fourth day, before
+# their two stores were interleaved against bank conflicts);
 # cm_attn_reg_softmax=0: its softmax through shared memory (cm_attn_row_lanes applies there);
 # cm_wide_loads=0: matmul_cm's 8-byte loads.
 sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_wide_loads=1 coopmat:cm_attn_reg_softmax=0 coopmat:cm_wide_loads=0
