@@ -71,7 +71,7 @@ typedef struct cm_case {
 static const cm_case grid[] = {
     {"D64", 2, 37, 45, 2, 0, 64, .khr = 1},
     {"D80_causal_self", 1, 33, 0, 2, 0, 80, .causal = 1, .khr = 1},
-    {"D96_f16", 1, 19, 50, 1, 0, 96, .f16 = 1},
+    {"D96_f16", 1, 19, 50, 1, 0, 96, .f16 = 1, .tuning = "coopmat:cm_attn_wide_loads=1"},
     {"D128_causal", 1, 40, 0, 2, 0, 128, .causal = 1},
     {"D256", 1, 17, 33, 1, 0, 256},
     {"L1_S64", 2, 1, 64, 2, 0, 64},
@@ -131,7 +131,8 @@ static const cm_case grid[] = {
     /* an f16 layer's Q, K and V read 8 values per 16-byte load (cm_attn_wide_loads=1; the coopmat
      * class reads 4 per load, faster on an H100): sliced from multiples of 8 elements; with the
      * extra keys and NaN in V rows no query sees (both halves of a load checked); Q staged in
-     * passes of 8 dims, one load per row; and as 4 per load (the class's default, named) */
+     * passes of 8 dims, one load per row; D = 80 (rows of 10 loads). The 4-per-load build (the
+     * class's default) runs in every other f16 row (mqa_f16_padding_nan: this shape) */
     {"sliced_bindings_f16", 2, 37, 45, 2, 0, 64, .f16 = 1, .causal = 1, .key_padding = 1, .khr = 1, .binding_kib = 16,
      .tuning = "coopmat:cm_attn_wide_loads=1"},
     {"extra_keys_nan_f16", 2, 17, 23, 2, 0, 64, .f16 = 1, .bias_kv = 1, .zero_attn = 1, .key_padding = 1,
@@ -142,8 +143,8 @@ static const cm_case grid[] = {
     {"causal_self_f16", 1, 33, 0, 2, 0, 64, .f16 = 1, .causal = 1, .khr = 1, .tuning = "coopmat:cm_attn_wide_loads=1"},
     {"gqa_self_f16_parts", 1, 300, 0, 4, 2, 64, .f16 = 1, .causal = 1, .budget = 12, .khr = 1,
      .tuning = "coopmat:cm_attn_wide_loads=1"},
-    {"narrow_loads_f16", 2, 21, 29, 4, 1, 64, .f16 = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
-     .tuning = "coopmat:cm_attn_wide_loads=0"},
+    {"wide_loads_D80_f16", 2, 21, 29, 2, 0, 80, .f16 = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
+     .tuning = "coopmat:cm_attn_wide_loads=1"},
     /* more query rows than two blocks of keys (8 subgroups, blocks of one matrix): Q is staged
      * through the key blocks' space a few head dims at a time (8 passes of 8 dims on lavapipe) */
     {"q_passes", 1, 70, 50, 2, 1, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
@@ -165,7 +166,7 @@ static const cm_case grid[] = {
     {"two_stages_budget", 2, 21, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .budget = 12, .state_kib = 24,
      .tuning = "coopmat:cm_attn_stages=2"},
     {"two_stages_D256_f16", 1, 17, 33, 1, 0, 256, .f16 = 1, .khr = 1,
-     .tuning = "coopmat:cm_attn_stages=2,cm_attn_key_frags=1"},
+     .tuning = "coopmat:cm_attn_stages=2,cm_attn_key_frags=1,cm_attn_wide_loads=1"},
     /* the KHR build's softmax through shared memory (cm_attn_reg_softmax=0; the default where the
      * device's accumulator layout is unknown): every variant, the masks with NaN in keys no query
      * sees and rows that see none, a value row later rows see holding NaN, fp16 storage with key
@@ -177,7 +178,7 @@ static const cm_case grid[] = {
     {"shared_softmax_nan_seen", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1,
      .tuning = "coopmat:cm_attn_reg_softmax=0"},
     {"shared_softmax_f16_chunks", 2, 21, 600, 2, 0, 64, .f16 = 1, .causal = 1, .key_padding = 1, .budget = 12,
-     .state_kib = 24, .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0"},
+     .state_kib = 24, .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0,cm_attn_wide_loads=1"},
 };
 
 /* attn_cm against attn_fused: identity projections, B x L <= 8 (the f16 row excepted). */

@@ -1424,9 +1424,10 @@ static const device_profile profiles[] = {
       .cooperative_matrix_shapes = {{16, 8, 16}, {16, 8, 8}, {16, 16, 16}}, .cooperative_matrix_usable = 1,
       .compute_units = 132},
      134217728, 16, 16, 132,
-     /* the layout of PTX's mma.m16n8k16 accumulators (two 16 x 8 halves): rows g and g + 8 in lanes
-      * 4g..4g+3, elements 0-1 and 4-5 row g, 2-3 and 6-7 row g + 8; assumed, not yet probed */
-     {4, 2, 2}},
+     /* the layout the probe read from NVIDIA's Vulkan driver on an H100 (2026-11-27): rows g and
+      * g + 8 in lanes 4g..4g+3, elements 0-3 row g, 4-7 row g + 8 (PTX's mma.m16n8k16 form would
+      * be runs of 2: the test_matrix_rows case) */
+     {4, 4, 2}},
     {"AMD RX 7900 XTX (RADV)", "coopmat",
      {.type = VKATTN_DEVICE_DISCRETE_GPU, .vendor_id = 0x1002, .driver_name = "radv", .api_version = (1u << 22) | (3u << 12),
       .max_storage_buffer_range = 4294967295u, .max_memory_allocation_size = 4294967292u,
@@ -1473,11 +1474,18 @@ static void layout_map(uint32_t *words, uint32_t subgroup, uint32_t M, uint32_t 
         for (uint32_t e = 0; e < E; e++) words[x * stride + 1 + e] = at(x, e, N);
     }
 }
-/* NVIDIA's mma.m16n8k16 accumulator as two 16 x 8 halves: lane 4g + t holds (g, 2t), (g, 2t + 1),
+/* PTX's mma.m16n8k16 accumulator as two 16 x 8 halves: lane 4g + t holds (g, 2t), (g, 2t + 1),
  * (g + 8, 2t), (g + 8, 2t + 1), then the same in columns 8.. */
 static uint32_t at_nvidia(uint32_t x, uint32_t e, uint32_t N)
 {
     return (x / 4 + 8 * (e / 2 % 2)) * N + 8 * (e / 4) + 2 * (x % 4) + e % 2;
+}
+/* NVIDIA's Vulkan accumulators as the H100's probe read their rows (2026-11-27): lane 4g + t holds
+ * row g in elements 0-3 and row g + 8 in 4-7 (the columns here are a guess: the probe's result
+ * keeps only the rows' form) */
+static uint32_t at_nvidia_vulkan(uint32_t x, uint32_t e, uint32_t N)
+{
+    return (x / 4 + 8 * (e / 4)) * N + 8 * (e / 2 % 2) + 2 * (x % 4) + e % 2;
 }
 /* AMD's WMMA on 32 lanes: lane x holds column x % 16 of rows 2e + x / 16 */
 static uint32_t at_amd(uint32_t x, uint32_t e, uint32_t N) { return (2 * e + x / 16) * N + x % 16; }
@@ -1546,6 +1554,7 @@ static void test_matrix_rows(void)
         vka_matrix_rows want; /* zeros: not of the form */
     } cases[] = {
         {"NVIDIA 16x16 on 32", 32, 16, 16, at_nvidia, {4, 2, 2}},
+        {"NVIDIA's Vulkan 16x16 on 32", 32, 16, 16, at_nvidia_vulkan, {4, 4, 2}},
         {"AMD 16x16 on 32", 32, 16, 16, at_amd, {16, 1, 8}},
         {"AMD 16x16 on 64", 64, 16, 16, at_amd64, {16, 1, 4}},
         {"lavapipe 8x8 on 8", 8, 8, 8, at_rows_by_element, {8, 1, 8}},

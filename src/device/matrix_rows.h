@@ -13,11 +13,10 @@
  * invocations, at the same element indices in each (distinct rows for distinct classes), and that
  * group holds all N of its elements. So a row's max or sum is a combination over the invocation's
  * elements of one class, then XOR shuffles over lanes / 2, lanes / 4, ... 1. All 0: unknown (the
- * layout is not of this form), attn_cm keeps its softmax in shared memory. Examples: PTX's
- * documented mma.m16n8k16 accumulators, 16 x 16 on 32 lanes, would be {4, 2, 2} (rows g and g + 8
- * in lanes 4g..4g+3, two elements each per half; whether NVIDIA's Vulkan driver keeps that layout
- * is not yet probed); one row per element index across the lanes (lavapipe's 8 x 8, measured)
- * {N, 1, M x N / subgroup}. */
+ * layout is not of this form), attn_cm keeps its softmax in shared memory. Examples: NVIDIA's
+ * Vulkan driver, 16 x 16 on 32 lanes, {4, 4, 2} (probed on an H100: rows g and g + 8 in lanes
+ * 4g..4g+3, elements 0-3 and 4-7; PTX's documented mma.m16n8k16 form would be {4, 2, 2}); one row
+ * per element index across the lanes (lavapipe's 8 x 8, measured) {N, 1, M x N / subgroup}. */
 typedef struct vka_matrix_rows {
     uint32_t lanes, run, classes;
 } vka_matrix_rows;
