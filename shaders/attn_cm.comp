@@ -183,9 +183,11 @@ f16vec4 load_f16(uvec4 r, uint h, bool fp16)
  * asked. (A macro: shared arrays are not parameters.) A WIDE load's two texels are two 8-byte
  * stores 16 bytes apart per invocation: if every invocation stored its first texel first, the 16
  * invocations of a half-subgroup (one 8-byte store request on NVIDIA) would meet 2 to a bank pair
- * wherever 16 consecutive loads share a row (D >= 128) or rows 144 bytes apart (D = 64); each 8
- * invocations of the 16 with bit 3 set store their second texel first, so each store request
- * covers 16 distinct bank pairs, as the 8-byte loads' stores do. */
+ * wherever 16 consecutive loads share a row (D >= 128) or rows 144 bytes apart (D = 64); the 8
+ * of the 16 with bit 3 set store their second texel first, so K's and V's store requests cover
+ * 16 distinct bank pairs at D = 64, 128 and 256, as the 8-byte loads' stores do (at D = 80 and
+ * 96, and for Q staged in passes of fewer dims, some stay 2 to a pair). Only the speed depends on
+ * the order. */
 #define STAGE(regs, base, count, width, stride4, fp16, check_bad, bad_word)                         \
     [[unroll]] for (uint i_ = 0; i_ < (count * (width / LT) + WG - 1) / WG; i_++) {                 \
         uint t_ = i_ * WG + gl_LocalInvocationID.x, w_ = width / LT;                                \

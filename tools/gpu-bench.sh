@@ -7,8 +7,8 @@
 # Environment: VKATTN_DEVICE picks the device (default: vkattn's own choice, a discrete GPU first);
 # VKATTN_GLSLANG_COOPMAT / VKATTN_SPIRV_VAL name a cooperative-matrix capable glslang and spirv-val
 # (tools/fetch-mesa26.sh unpacks trixie's) so the coopmat kernels are built; GPU_BENCH_BUILD=DIR runs
-# a build made elsewhere (a GPU machine without glslang: build here with the coopmat compiler, carry
-# the folder, keep its absolute path there); GPU_BENCH_SKIP_TESTS=1 skips the tests; GPU_BENCH_QUICK=1
+# a build made elsewhere (a GPU machine without glslang: tools/gpu-pack.sh packs one, its run.sh
+# runs this script there); GPU_BENCH_SKIP_TESTS=1 skips the tests; GPU_BENCH_QUICK=1
 # (a short lease) runs only the matrix kernels' tests, then torch (all its shapes), vkattn at the
 # targets' shapes (L = S = 4096, 8192 keys, f16) and the sweeps. Exits non-zero when a step fails,
 # after writing what it has.
@@ -33,7 +33,9 @@ if [ "$quick" = 1 ]; then
   prefill_args=(--dtype f16 --len 4096) cm2_args=(--len 4096) proj_dtypes=f16
   decode_args=(--len 8192 --dtype f16)
 else
+  # shellcheck disable=SC2054 # the CLI's lists are comma-separated words
   prefill_args=(--dtype f32,f16) cm2_args=() proj_dtypes=f32,f16
+  # shellcheck disable=SC2054
   decode_args=(--len 1024,4096,8192,32768 --dtype f16,q8_0)
 fi
 
@@ -74,6 +76,13 @@ step "prefill: vkattn bench --preset gpu ${prefill_args[*]}"
 step "head dims 64 (B = 4, E = 1024, H = 16, L = S = 2048) and 256 (E = 4096, H = 16, L = S = 4096), f16"
 "$vk" bench --preset gpu --batch 4 --embed 1024 --heads 16 --len 2048 --dtype f16 --no-peak \
   --json "$out/prefill_d64.json" | tee "$out/prefill_d64.txt"
+# attn_cm's 16-byte loads at D = 64 too (their stores' order differs there from D = 128's)
+if VKATTN_TUNING=coopmat:cm_attn_wide_loads=1 "$vk" bench --preset gpu --batch 4 --embed 1024 --heads 16 --len 2048 \
+  --dtype f16 --no-peak --json "$out/prefill_d64_wide.json" >"$out/prefill_d64_wide.txt"; then
+  "$vk" bench --compare "$out/prefill_d64_wide.json" "$out/prefill_d64.json" | grep -E 'fused|geometric' || true
+else
+  echo "(failed: see prefill_d64_wide.txt)"
+fi
 "$vk" bench --preset gpu --embed 4096 --heads 16 --len 4096 --dtype f16 --no-peak \
   --json "$out/prefill_d256.json" | tee "$out/prefill_d256.txt"
 step "prefill on attn_cm2 (VKATTN_COOPMAT2=1: where the device has VK_NV_cooperative_matrix2; else as above)"

@@ -13,7 +13,8 @@
  * part), so a batch-1 step over 8192 keys has 32 row tiles at D = 128 (Llama-3-8B) and needs parts
  * of 16 keys (one block) and workgroups of one 32-lane subgroup to give two workgroups per unit on
  * 132 units. Its projections (one row) are matrix-vector products (matmul_vec): 128 invocations
- * stream 4 rows of W, so a 4096-wide layer has 1024 workgroups or more (on an H200 the skinny
+ * stream vec_tile_n rows of W (4 in gpu and intel, so a 4096-wide layer has 1024 workgroups or
+ * more; 1 in coopmat, measured below the table; on an H200 the skinny
  * matmul's 24 workgroups read W at about 70 GB/s, matmul_vec at 1.3-1.5 TB/s). Projections of 64
  * rows or more with fp32 operands (every one in "gpu"; in the cooperative-matrix classes those of
  * fp32 layers) take matmul_sm: 64 x 64 outputs per workgroup of 256 (4 x 4 each), blocks of 16,
@@ -30,7 +31,7 @@
  * fp16 one 8 halves per 16-byte load) and stages the row tile's queries in shared memory once,
  * where each block fetched them again; matmul_vec reads 16-byte words of storage buffers where
  * the rows allow (vec_storage). On an H100 (2026-11-27, the same layer, f16 cache; fastest
- * repeats) the step's attention took 0.043 ms at 8192 keys (791-798 GB/s; torch's SDPA on the
+ * repeats) the step's attention took 0.043 ms at 8192 keys (787-798 GB/s; torch's SDPA on the
  * same cache 0.037) and 0.087 at 32768 (SDPA 0.071), against 0.060 and 0.107 with merge_lanes=1,
  * 0.048 and 0.094 with 4, 0.043 and 0.088 with 32; with a part's keys read in one workgroup
  * (split 1) 1.15 ms at 8192 against 1.94 without the prefetch, 1.46 with texel fetches, 2.10
@@ -39,7 +40,8 @@
  * same time (texel fetches were not the limit: 48 us for the Q/K/V projection's 50 MB). A
  * q8_0 cache's words from storage buffers: 0.063 ms at 8192 keys against 0.061 through texel
  * fetches (0.160 both at 32768; split 1 2.05 against 1.93 ms), left so for one layout of the
- * block formats' loads across the GPU classes; its prefetch 1.2-2.8x. */
+ * block formats' loads across the GPU classes; its prefetch 1.2-1.4x (2.8x with a part's keys in
+ * one workgroup). */
 #define GPU_KERNELS                                                                                  \
     .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64, .matmul_skinny_tile_n = 4,             \
     .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4, \
@@ -80,11 +82,12 @@ static const vka_tuning tunings[] = {
         .name = "coopmat",
         .why = "desktop GPUs with matrix cores of 16 x 16 matrices (VK_KHR_cooperative_matrix: NVIDIA since Turing, "
                "AMD RDNA3): the projections as shared-memory tiled GEMMs and the fused attention with fp16 operands "
-               "and fp32 sums in 32-lane subgroups, the other kernels as gpu (tiles measured on an NVIDIA H200)",
-        GPU_KERNELS, /* the other kernels as gpu */
+               "and fp32 sums in 32-lane subgroups, the other kernels as gpu but decoding's matrix-vector products one "
+               "column a workgroup (measured on an NVIDIA H200 and H100s)",
+        GPU_KERNELS, /* the other kernels as gpu, but: */
         /* decoding's projections one output column per workgroup of 128: on an H100 (2026-11-27,
          * E = 4096, f16, 8192 keys, alternated) the output projection took 25-26 us so against
-         * 28 with 4 columns, the Q/K/V projection 47 against 48 (W streamed at 1.3 and 1.07 TB/s) */
+         * 28-29 with 4 columns, the Q/K/V projection 47 against 48 (W streamed at 1.3 and 1.07 TB/s) */
         .vec_tile_n = 1,
         /* 2 x 8 subgroups of 4 x 2 accumulators, 2 steps per block: with 16 x 16 x 16 matrices 128 x
          * 256 outputs per workgroup of 512, blocks of 32 (46 KiB of shared memory with one staged
@@ -108,13 +111,14 @@ static const vka_tuning tunings[] = {
         .cm_prefetch = 1,
         /* matmul_cm's fp16 operands in 16-byte loads of 8 values (half the load and staging
          * instructions of 8-byte ones): on an H100 (2026-11-27, L = 4096, fp16, alternated, fastest
-         * repeats) the output projection took 0.673-0.678 ms so, 0.720-0.725 with 4 per load (the
-         * Q/K/V projection reads fp32 queries: 2.08-2.09 either way) */
+         * repeats) the output projection took 0.673-0.689 ms so, 0.720-0.725 with 4 per load (the
+         * Q/K/V projection reads fp32 queries: 2.08-2.13 either way) */
         .cm_wide_loads = 1,
         /* tiles in groups of 8 rows: the Q/K/V projection at L = 4096 (32 x 48 tiles of 128 x 256)
          * ran row by row, so each wave of 132 workgroups (about 3 rows) read all 100 MB of W past
          * the H100's 50 MB L2; in groups of 8 a wave spans 8 rows of A (8 MB) and 17 columns of W
-         * (35 MB). Not yet measured on a GPU: cm_group_rows=0 is the order as it was */
+         * (35 MB). On an H100 (2026-11-27) no different: 2.09 ms against 2.11 row by row, 2.10 in
+         * groups of 16 (the L2 was not the limit); kept, a wave's reuse at no cost */
         .cm_group_rows = 8,
         /* Attention: 8 subgroups of MAT_M query rows, keys in blocks of two MAT_N matrices from D =
          * 128 on, of one below: 128 rows x 32 keys with 16 x 16 x 16 at D = 128 (46 KiB of shared
@@ -148,7 +152,8 @@ static const vka_tuning tunings[] = {
         .cm_attn_reg_softmax = 1,
         /* attn_cm's Q, K and V in 8-byte loads of 4 fp16 values: on an H100 (2026-11-27, L = S =
          * 4096, D = 128, alternated twice, fastest repeats) attention took 2.20 ms so (causal
-         * 1.18) against 2.62-2.68 (1.38-1.40) with 16-byte loads of 8; the softmax in registers
+         * 1.18) against 2.62-2.68 (1.38-1.40) with 16-byte loads of 8, as they were then (their
+         * stores since interleaved against bank conflicts, not yet measured); the softmax in registers
          * gained only with the narrow loads (the shared-memory softmax: 2.57 and 2.54). At D = 64
          * (B = 4, H = 16, L = 2048) 0.689 against 0.739 (the shared-memory softmax 0.852), at
          * D = 256 2.53 against 2.59 */
@@ -302,15 +307,22 @@ static const struct tuning_field {
 _Static_assert(sizeof fields / sizeof fields[0] <= 64, "vka_tuning_parse keeps a bit per field");
 enum { FIELDS = sizeof fields / sizeof fields[0] };
 
-/* "a, b, ..." of the fields' names into `text`. */
-static void field_names(char *text, size_t size)
+/* What an unknown field `key` might have meant, into `text`: the fields whose names start with its
+ * first word ("the cm_ fields: cm_frags_m, ..."), else the families (all of them would not fit an
+ * error message). */
+static void field_names(char *text, size_t size, const char *key, size_t key_len)
 {
-    size_t used = 0;
-    text[0] = 0;
-    for (size_t i = 0; i < FIELDS && used < size; i++) {
-        int n = snprintf(text + used, size - used, "%s%s", i ? ", " : "", fields[i].name);
+    const char *cut = memchr(key, '_', key_len);
+    const size_t word = cut ? (size_t)(cut - key) + 1 : 0;
+    int n = snprintf(text, size, "the %.*s fields: ", (int)word, key);
+    size_t used = n > 0 ? (size_t)n : 0, listed = 0;
+    for (size_t i = 0; word && i < FIELDS && used < size; i++) {
+        if (strncmp(fields[i].name, key, word) != 0) continue;
+        n = snprintf(text + used, size - used, "%s%s", listed++ ? ", " : "", fields[i].name);
         used += n > 0 ? (size_t)n : 0;
     }
+    if (!listed)
+        snprintf(text, size, "cm_*, sm_*, paged_*, merge_lanes, vec_*: vkattn.h lists them at vkattn_context_desc.tuning");
 }
 
 /* The uint32_t field of `t` at byte `offset` (a row of the table names its own and its family's). */
@@ -352,8 +364,8 @@ int vka_tuning_parse(const vkattn_device_info *device, const char *text, vka_tun
             i++;
         if (i == FIELDS) {
             char names[400];
-            field_names(names, sizeof names);
-            snprintf(why, size, "\"%.*s\" is no field a tuning string may set (FIELD=VALUE, FIELD one of %s)",
+            field_names(names, sizeof names, at, key_len);
+            snprintf(why, size, "\"%.*s\" is no field a tuning string may set (FIELD=VALUE; %s)",
                      (int)(key_len < 40 ? key_len : 40), at, names);
             return 1;
         }

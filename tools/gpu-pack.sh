@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Packs a GPU day for a machine that has a GPU but no compiler, packages or network (a lent
+# accelerator, docs/PERFORMANCE.md "On a GPU"): a build with the cooperative-matrix kernels made
+# here, the test programs the quick run takes, the CLI's shared libraries, trixie's validation
+# layer, bookworm's Vulkan loader packages, and run.sh, which runs tools/gpu-bench.sh there.
+#   tools/gpu-pack.sh [DIR]      (default build-gpu-pack/, inside the repository: git ignores it)
+# Copy the repository's tracked files and DIR to the GPU machine, DIR at the same place in it, and
+# there, from anywhere:
+#   DIR/run.sh [OUT_DIR]         (the environment as tools/gpu-bench.sh's: GPU_BENCH_QUICK=1, ...)
+# GPU_PACK_BUILD names the build folder (default build-gpu), GPU_PACK_MESA26 tools/fetch-mesa26.sh's
+# folder (default build/mesa26: its glslang builds the coopmat kernels, its layer validates them),
+# GPU_PACK_TESTS the test programs (default: the quick run's; all of build's tests/ for a full run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+pack=${1:-build-gpu-pack}
+build=${GPU_PACK_BUILD:-build-gpu}
+mesa26=${GPU_PACK_MESA26:-build/mesa26}
+tests=${GPU_PACK_TESTS:-matmul_cm attn_cm kv_cache matmul_scalar}
+case "$pack" in /* | ../*) echo "gpu-pack: DIR must lie inside the repository" >&2; exit 2 ;; esac
+for f in glslangValidator spirv-val layers/VkLayer_khronos_validation.json; do
+  [ -e "$mesa26/$f" ] || { echo "gpu-pack: no $mesa26/$f (run tools/fetch-mesa26.sh $mesa26)" >&2; exit 2; }
+done
+
+# VKATTN_TEST_DEVICE empty: the tests run on the default device there (a discrete GPU first)
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DVKATTN_TEST_DEVICE= -DVKATTN_TEST_LAUNCHER= \
+  -DVKATTN_GLSLANG_COOPMAT="$src/$mesa26/glslangValidator" -DVKATTN_SPIRV_VAL="$src/$mesa26/spirv-val" >/dev/null
+targets=(vkattn_cli)
+for t in $tests; do targets+=("vkattn_test_$t"); done
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >/dev/null
+
+rm -rf "$pack"
+mkdir -p "$pack/build/tests" "$pack/lib" "$pack/layers" "$pack/debs"
+programs=("$pack/build/vkattn")
+cp "$build/vkattn" "$pack/build/"
+for t in $tests; do
+  cp "$build/tests/vkattn_test_$t" "$pack/build/tests/"
+  programs+=("$pack/build/tests/vkattn_test_$t")
+done
+strip "${programs[@]}"
+# ctest's files (their paths name this machine's folders: run.sh links those to the copies)
+(cd "$build" && find . -name CTestTestfile.cmake) | while read -r f; do
+  mkdir -p "$pack/build/$(dirname "$f")"
+  cp "$build/$f" "$pack/build/$f"
+done
+# the shared libraries the programs load beyond the C runtime (cairo's, cJSON), found here
+ldd "${programs[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
+  grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt|ld-linux[^/]*)\.so' |
+  xargs -r cp -L -t "$pack/lib"
+# trixie's validation layer (bookworm's rejects cooperative-matrix modules), its manifest beside it
+manifest=$mesa26/layers/VkLayer_khronos_validation.json
+cp "$(sed -n 's/.*"library_path": "\(.*\)".*/\1/p' "$manifest")" "$pack/layers/"
+sed 's#"library_path": "[^"]*"#"library_path": "./libVkLayer_khronos_validation.so"#' "$manifest" \
+  >"$pack/layers/VkLayer_khronos_validation.json"
+# the Vulkan loader and the GL dispatch libraries NVIDIA's ICD loads, for a machine without them
+(cd "$pack/debs" && apt-get download -q libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 \
+  >/dev/null 2>&1) || { echo "gpu-pack: apt-get download failed (apt-get update first?)" >&2; exit 1; }
+
+cat >"$pack/run.sh" <<EOF
+#!/usr/bin/env bash
+# Written by tools/gpu-pack.sh at $(git rev-parse --short HEAD 2>/dev/null || echo '?'): runs tools/gpu-bench.sh with the
+# packed build on this machine. The build's files name the folders it was made in: those become
+# links to this copy (the repository's root and the build folder inside it).
+set -euo pipefail
+here=\$(cd "\$(dirname "\$0")" && pwd)
+repo=\$(cd "\$here/$(dirname "$pack/x" | sed 's#[^/][^/]*#..#g')" && pwd)
+made_src=$src made_build=$src/$build
+if [ "\$repo" != "\$made_src" ]; then
+  if [ -e "\$made_src" ] && [ ! -L "\$made_src" ]; then echo "run.sh: \$made_src is a folder here, not this copy" >&2; exit 1; fi
+  mkdir -p "\$(dirname "\$made_src")"
+  ln -sfn "\$repo" "\$made_src"
+fi
+if [ -e "\$made_build" ] && [ ! -L "\$made_build" ]; then echo "run.sh: \$made_build is a build here: run the packed one elsewhere" >&2; exit 1; fi
+ln -sfn "\$here/build" "\$made_build"
+if ! ldconfig -p | grep -q 'libvulkan\.so\.1'; then
+  if [ "\$(id -u)" != 0 ]; then echo "run.sh: no Vulkan loader here (as root, run.sh unpacks \$here/debs into /)" >&2; exit 1; fi
+  for f in "\$here"/debs/*.deb; do dpkg -x "\$f" /; done
+  ldconfig
+fi
+icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+if [ -z "\${VK_DRIVER_FILES:-}" ] && [ -f "\$icd" ]; then export VK_DRIVER_FILES=\$icd; fi
+export VK_LAYER_PATH=\$here/layers VK_ADD_LAYER_PATH=\$here/layers
+export LD_LIBRARY_PATH=\$here/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
+# torch (tools/gpu_bench_torch.py) with the machine's own libraries
+python3() { env -u LD_LIBRARY_PATH python3 "\$@"; }
+export -f python3
+cd "\$repo"
+GPU_BENCH_BUILD=\$made_build exec tools/gpu-bench.sh "\$@"
+EOF
+chmod +x "$pack/run.sh"
+du -sh "$pack"
