@@ -21,10 +21,11 @@ case "$pack" in /* | ../*) echo "gpu-pack: DIR must lie inside the repository" >
 for f in glslangValidator spirv-val layers/VkLayer_khronos_validation.json; do
   [ -e "$mesa26/$f" ] || { echo "gpu-pack: no $mesa26/$f (run tools/fetch-mesa26.sh $mesa26)" >&2; exit 2; }
 done
+mesa26=$(cd "$mesa26" && pwd)
 
 # VKATTN_TEST_DEVICE empty: the tests run on the default device there (a discrete GPU first)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DVKATTN_TEST_DEVICE= -DVKATTN_TEST_LAUNCHER= \
-  -DVKATTN_GLSLANG_COOPMAT="$src/$mesa26/glslangValidator" -DVKATTN_SPIRV_VAL="$src/$mesa26/spirv-val" >/dev/null
+  -DVKATTN_GLSLANG_COOPMAT="$mesa26/glslangValidator" -DVKATTN_SPIRV_VAL="$mesa26/spirv-val" >/dev/null
 targets=(vkattn_cli)
 for t in $tests; do targets+=("vkattn_test_$t"); done
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >/dev/null
