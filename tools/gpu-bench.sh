@@ -20,6 +20,16 @@ out=$(cd "$out" && pwd)
 build=${GPU_BENCH_BUILD:-build-gpu}
 quick=${GPU_BENCH_QUICK:-0}
 step() { printf '\n== %s\n' "$*"; }
+# llama.cpp's flash attention at the same shapes (tools/gpu_bench_ggml.c; gpu-pack.sh builds it and
+# its run.sh names it and ggml's Vulkan backend in GPU_BENCH_GGML and GPU_BENCH_GGML_BACKEND)
+ggml_figures() {
+  if [ -n "${GPU_BENCH_GGML:-}" ]; then
+    step "llama.cpp's flash attention (ggml's Vulkan backend) at the same shapes"
+    "$GPU_BENCH_GGML" "$GPU_BENCH_GGML_BACKEND" "$out/ggml.json" 2>&1 | grep -v '^ggml_vulkan: ' | tee "$out/ggml.txt"
+  else
+    step "GPU_BENCH_GGML not set (tools/gpu-pack.sh builds it): no llama.cpp figures"
+  fi
+}
 torch_figures() {
   if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     step "torch: scaled_dot_product_attention and matmul at the same shapes"
@@ -66,7 +76,10 @@ elif [ "${GPU_BENCH_SKIP_TESTS:-0}" != 1 ]; then
     --output-on-failure 2>&1 | tee "$out/tests.log"
 fi
 
-if [ "$quick" = 1 ]; then torch_figures || echo "(torch failed: see torch.txt)"; fi
+if [ "$quick" = 1 ]; then
+  torch_figures || echo "(torch failed: see torch.txt)"
+  ggml_figures || echo "(ggml failed: see ggml.txt)"
+fi
 step "pipeline statistics (registers, shared memory: VKATTN_PIPELINE_STATS=1), fp16 prefill at 1024 and a decode step"
 { VKATTN_PIPELINE_STATS=1 "$vk" bench --preset gpu --len 1024 --dtype f16 --no-peak --min-time 0.01 2>&1 >/dev/null
   VKATTN_PIPELINE_STATS=1 "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 1024 --dtype f16 \
@@ -222,6 +235,7 @@ if [ "$quick" != 1 ]; then
   "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 1024,8192 --dtype f16 --stack 8 \
     --json "$out/stack.json" | tee "$out/stack.txt"
   torch_figures
+  ggml_figures || echo "(ggml failed: see ggml.txt)"
 fi
 step "done: $out"
 ls -l "$out"

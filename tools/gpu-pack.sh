@@ -2,7 +2,9 @@
 # Packs a GPU day for a machine that has a GPU but no compiler, packages or network (a lent
 # accelerator, docs/PERFORMANCE.md "On a GPU"): a build with the cooperative-matrix kernels made
 # here, the test programs the quick run takes, the CLI's shared libraries, trixie's validation
-# layer, bookworm's Vulkan loader packages, and run.sh, which runs tools/gpu-bench.sh there.
+# layer, bookworm's Vulkan loader packages, llama.cpp's flash attention for comparison
+# (tools/gpu_bench_ggml.c built against trixie-backports' ggml, its packages unpacked there), and
+# run.sh, which runs tools/gpu-bench.sh there.
 #   tools/gpu-pack.sh [DIR]      (default build-gpu-pack/, inside the repository: git ignores it)
 # Copy the repository's tracked files and DIR to the GPU machine, DIR at the same place in it, and
 # there, from anywhere:
@@ -53,6 +55,21 @@ manifest=$mesa26/layers/VkLayer_khronos_validation.json
 cp "$(sed -n 's/.*"library_path": "\(.*\)".*/\1/p' "$manifest")" "$pack/layers/"
 sed 's#"library_path": "[^"]*"#"library_path": "./libVkLayer_khronos_validation.so"#' "$manifest" \
   >"$pack/layers/VkLayer_khronos_validation.json"
+# llama.cpp's attention kernel: ggml (trixie-backports, through tools/fetch-mesa26.sh's apt
+# configuration) and the peer benchmark built against it here; the packages travel (6 MB, 55
+# unpacked) and run.sh unpacks them beside the program, which finds them by its rpath
+mkdir -p "$pack/ggml" "$build/ggml"
+(cd "$pack/ggml" && APT_CONFIG=$mesa26/apt/apt.conf apt-get download -q libggml0/trixie-backports \
+  libggml0-backend-vulkan/trixie-backports libggml-dev/trixie-backports >/dev/null 2>&1) ||
+  { echo "gpu-pack: could not download ggml (trixie-backports)" >&2; exit 1; }
+rm -rf "$build/ggml/root"
+for f in "$pack/ggml/"*.deb; do dpkg -x "$f" "$build/ggml/root"; done
+ggml=$build/ggml/root/usr
+# trixie's libggml needs glibc 2.38: linked here without its symbols checked, run there
+# shellcheck disable=SC2016 # $ORIGIN is the dynamic loader's, not the shell's
+cc -O2 -std=c11 -Wall -Wextra tools/gpu_bench_ggml.c -I"$ggml/include" -L"$ggml/lib/x86_64-linux-gnu" \
+  -lggml -lggml-base -lm -Wl,--allow-shlib-undefined -Wl,-rpath,'$ORIGIN/root/usr/lib/x86_64-linux-gnu' \
+  -o "$pack/ggml/gpu_bench_ggml"
 # the Vulkan loader and the GL dispatch libraries NVIDIA's ICD loads, for a machine without them
 (cd "$pack/debs" && apt-get download -q libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 \
   >/dev/null 2>&1) || { echo "gpu-pack: apt-get download failed (apt-get update first?)" >&2; exit 1; }
@@ -81,6 +98,10 @@ fi
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "\${VK_DRIVER_FILES:-}" ] && [ -f "\$icd" ]; then export VK_DRIVER_FILES=\$icd; fi
 export VK_LAYER_PATH=\$here/layers VK_ADD_LAYER_PATH=\$here/layers
+# llama.cpp's attention (ggml, glibc 2.38 or later): its packages beside the program
+if [ ! -d "\$here/ggml/root" ]; then for f in "\$here"/ggml/*.deb; do dpkg -x "\$f" "\$here/ggml/root"; done; fi
+export GPU_BENCH_GGML=\$here/ggml/gpu_bench_ggml
+export GPU_BENCH_GGML_BACKEND=\$here/ggml/root/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so
 export LD_LIBRARY_PATH=\$here/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 # torch (tools/gpu_bench_torch.py) with the machine's own libraries
 python3() { env -u LD_LIBRARY_PATH python3 "\$@"; }
