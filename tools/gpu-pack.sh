@@ -59,6 +59,7 @@ sed 's#"library_path": "[^"]*"#"library_path": "./libVkLayer_khronos_validation.
 # configuration) and the peer benchmark built against it here; the packages travel (6 MB, 55
 # unpacked) and run.sh unpacks them beside the program, which finds them by its rpath
 mkdir -p "$pack/ggml" "$build/ggml"
+APT_CONFIG=$mesa26/apt/apt.conf apt-get update -q >/dev/null 2>&1 || true # the lists may be older than the pool
 (cd "$pack/ggml" && APT_CONFIG=$mesa26/apt/apt.conf apt-get download -q libggml0/trixie-backports \
   libggml0-backend-vulkan/trixie-backports libggml-dev/trixie-backports >/dev/null 2>&1) ||
   { echo "gpu-pack: could not download ggml (trixie-backports)" >&2; exit 1; }
