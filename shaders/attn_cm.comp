@@ -213,14 +213,14 @@ bool block_whole(uint j0, uint end, bool real, uint limit, uint first)
                                             (ATTN_MASK == 0 || (pc.mask_flags & VKA_MASK_ATTN) == 0)));
 }
 
-/* Score s of key j for query row i (qk = i + S - L, its limit and first key): scaled, the
- * variants applied, -inf where the row may not see the key, the attn_mask added. With `whole`
- * (block_whole) the mask tests are left out: the KHR builds call it with a constant or a per-row
- * value, so the tests compile out where the block is whole. */
-float masked_score(float s, uint j, uint end, bool real, bool whole, uint b, uint h, uint i, uint limit, uint first,
-                   int qk)
+/* Score s of key j for the query row whose qk is i + S - L (query i; its limit and first key):
+ * scaled, the variants applied, -inf where the row may not see the key, the attn_mask added. With
+ * `whole` (block_whole) the mask tests are left out: the KHR builds call it with a constant or a
+ * per-row value, so the tests compile out where the block is whole. */
+float masked_score(float s, uint j, uint end, bool real, bool whole, uint b, uint h, uint limit, uint first, int qk)
 {
     if (whole) return vka_variant_score(s * pc.scale, h, int(j) - qk);
+    const uint i = uint(qk - int(pc.S) + int(pc.L));
     bool ok = j < end && (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
     ok = ok && (!real || (j < limit && j >= first));
     float x = ok ? vka_variant_score(s * pc.scale, h, int(j) - qk) : -1.0 / 0.0;
@@ -274,19 +274,14 @@ float cm2_probability(const in uint row, const in uint col, const in float x, co
 float cm2_reference(const in uint row, const in uint col, const in float m) { return m == -1.0 / 0.0 ? 0.0 : m; }
 
 /* Score (row, col) of a fragment whose first key is j0 and whose first row is il_first (of
- * i_count): scale, variants and masks, -inf where the row may not see the key (what the
- * KHR build's softmax loop does per score). */
+ * i_count): masked_score with the mask tests, the row's limit and first key derived here (a
+ * per-element operation has no per-row state). */
 float cm2_score(const in uint row, const in uint col, const in float s, const in uint j0, const in uint il_first,
                 const in uint b, const in uint h, const in uint end, const in uint real)
 {
-    uint i = pc.i_begin + min(il_first + row, pc.i_count - 1), j = j0 + col;
+    uint i = pc.i_begin + min(il_first + row, pc.i_count - 1);
     int qk = int(i) + int(pc.S) - int(pc.L);
-    bool ok = j < end && (real == 0 || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j));
-    ok = ok && (real == 0 || (j < vka_row_limit(b, i) && j >= vka_window_start(qk)));
-    float x = ok ? vka_variant_score(s * pc.scale, h, int(j) - qk) : -1.0 / 0.0;
-    if (ATTN_MASK != 0 && real != 0 && (pc.mask_flags & VKA_MASK_ATTN) != 0 && j < end)
-        x = vka_add_mask(x, vka_mask_term(b, h, i, j));
-    return x;
+    return masked_score(s, j0 + col, end, real != 0, false, b, h, vka_row_limit(b, i), vka_window_start(qk), qk);
 }
 
 /* p as the row's sum counts it: NaN where the score is NaN, so that l (and the lse) carries the
@@ -528,8 +523,7 @@ void main()
             [[unroll]] for (uint c = 0; c < KF; c++) {
                 [[unroll]] for (uint e = 0; e < EPL; e++) {
                     uint k = VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES), j = j0 + c * MAT_N + elem_col[e];
-                    uint i = pc.i_begin + min(il0 + sg * MAT_M + class_row[k], pc.i_count - 1);
-                    float x = masked_score(sc[c][e], j, end, real, whole[k], b, h, i, limit[k], first[k], qk[k]);
+                    float x = masked_score(sc[c][e], j, end, real, whole[k], b, h, limit[k], first[k], qk[k]);
                     cnan[k] = cnan[k] || isnan(x);
                     cmax[k] = max(cmax[k], x);
                     sc[c][e] = x;
@@ -585,7 +579,6 @@ void main()
             uint bad = bad_keys_s[n % 3];
             [[unroll]] for (uint k = 0; k < RPL; k++) {
                 uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
-                uint i = pc.i_begin + min(il0 + row, pc.i_count - 1);
                 float s[KPL];
                 float block_max = neg_inf;
                 bool nan = false;
@@ -594,7 +587,7 @@ void main()
 #define ROW_SCORES(WHOLE)                                                                           \
     [[unroll]] for (uint t = 0; t < KPL; t++) {                                                     \
         uint c = rotated_key(t, rot);                                                               \
-        float x = masked_score(s_s[row * SSTRIDE + c], j0 + c, end, real, WHOLE, b, h, i, limit[k],  \
+        float x = masked_score(s_s[row * SSTRIDE + c], j0 + c, end, real, WHOLE, b, h, limit[k],     \
                                first[k], qk[k]);                                                    \
         nan = nan || isnan(x);                                                                      \
         block_max = max(block_max, x);                                                              \
