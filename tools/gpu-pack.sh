@@ -71,6 +71,11 @@ ggml=$build/ggml/root/usr
 cc -O2 -std=c11 -Wall -Wextra tools/gpu_bench_ggml.c -I"$ggml/include" -L"$ggml/lib/x86_64-linux-gnu" \
   -lggml -lggml-base -lm -Wl,--allow-shlib-undefined -Wl,-rpath,'$ORIGIN/root/usr/lib/x86_64-linux-gnu' \
   -o "$pack/ggml/gpu_bench_ggml"
+# trixie's C and C++ runtime from Mesa 26's tree, for a machine whose glibc is older than 2.38
+mkdir -p "$pack/ggml/glibc"
+for f in ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libstdc++.so.6 libgcc_s.so.1; do
+  cp -L "$mesa26/root/usr/lib/x86_64-linux-gnu/$f" "$pack/ggml/glibc/"
+done
 # the Vulkan loader and the GL dispatch libraries NVIDIA's ICD loads, for a machine without them
 (cd "$pack/debs" && apt-get download -q libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 \
   >/dev/null 2>&1) || { echo "gpu-pack: apt-get download failed (apt-get update first?)" >&2; exit 1; }
@@ -102,6 +107,13 @@ export VK_LAYER_PATH=\$here/layers VK_ADD_LAYER_PATH=\$here/layers
 # llama.cpp's attention (ggml, glibc 2.38 or later): its packages beside the program
 if [ ! -d "\$here/ggml/root" ]; then for f in "\$here"/ggml/*.deb; do dpkg -x "\$f" "\$here/ggml/root"; done; fi
 export GPU_BENCH_GGML=\$here/ggml/gpu_bench_ggml
+glibc=\$(getconf GNU_LIBC_VERSION | sed 's/.* //')
+if [ "\$(printf '%s\\n' "\$glibc" 2.38 | sort -V | head -1)" != 2.38 ]; then # older: trixie's runtime runs it
+  printf '#!/bin/sh\\nexec "%s/ggml/glibc/ld-linux-x86-64.so.2" --library-path "%s/ggml/glibc:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu" "%s/ggml/gpu_bench_ggml" "\$@"\\n' \
+    "\$here" "\$here" "\$here" >"\$here/ggml/run_ggml"
+  chmod +x "\$here/ggml/run_ggml"
+  GPU_BENCH_GGML=\$here/ggml/run_ggml
+fi
 export GPU_BENCH_GGML_BACKEND=\$here/ggml/root/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so
 export LD_LIBRARY_PATH=\$here/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 # torch (tools/gpu_bench_torch.py) with the machine's own libraries
