@@ -180,17 +180,13 @@ f16vec4 load_f16(uvec4 r, uint h, bool fp16)
 
 /* The loads FETCH gave this invocation into staged rows base.. (`stride4` apart) as fp16, a
  * texel per f16vec4; non-finite elements become 0 and set bit r of bad_keys_s[bad_word] where
- * asked. (A macro: shared arrays are not parameters.) A WIDE load's two texels go in
- * vka_texel8_order's order: K's and V's store requests then cover 16 distinct bank pairs at D =
- * 64, 128 and 256 (rows of 8 loads 144 bytes apart, of 16 or 32), as the 8-byte loads' stores do
- * (at D = 80 and 96, and for Q staged in passes of fewer dims, some stay 2 to a pair). */
+ * asked. (A macro: shared arrays are not parameters.) */
 #define STAGE(regs, base, count, width, stride4, fp16, check_bad, bad_word)                         \
     [[unroll]] for (uint i_ = 0; i_ < (count * (width / LT) + WG - 1) / WG; i_++) {                 \
         uint t_ = i_ * WG + gl_LocalInvocationID.x, w_ = width / LT;                                \
         if ((count * w_) % WG == 0 || t_ < count * w_) {                                            \
             uint r_ = t_ / w_;                                                                      \
-            [[unroll]] for (uint s_ = 0; s_ < LT; s_++) {                                           \
-                uint h_ = WIDE ? vka_texel8_order(s_) : 0;                                          \
+            [[unroll]] for (uint h_ = 0; h_ < LT; h_++) {                                           \
                 f16vec4 v_ = load_f16(regs[i_], h_, fp16);                                          \
                 if (check_bad) { /* after the rounding: beyond fp16's range is infinite too */      \
                     bvec4 bad_ = bvec4(uvec4(isnan(v_)) | uvec4(isinf(v_)));                        \

@@ -90,18 +90,15 @@ uvec4 load_b(uint t) { return VEC == 8 ? b16x8[t] : VKA_TEXEL_BITS(b32, b16, B_H
     }
 
 /* The texels FETCH gave this invocation into `tile` from element `base` on, as fp16 (texels of
- * one value: element t % TK of the row; a 16-byte load's two in vka_texel8_order's order). (A
- * macro: shared arrays are not parameters.) */
+ * one value: element t % TK of the row). (A macro: shared arrays are not parameters.) */
 #define STAGE(tile, base, regs, rows, fp16)                                                         \
     [[unroll]] for (uint i_ = 0; i_ < (rows * TK + WG - 1) / WG; i_++) {                            \
         uint t_ = i_ * WG + gl_LocalInvocationID.x;                                                 \
         if ((rows * TK) % WG == 0 || t_ < rows * TK) {                                              \
             if (VEC == 8) {                                                                         \
                 uint at_ = (base) + (t_ / TK) * STRIDE4 + 2 * (t_ % TK);                            \
-                [[unroll]] for (uint s_ = 0; s_ < 2; s_++) {                                        \
-                    uint h_ = vka_texel8_order(s_);                                                 \
-                    tile[at_ + h_] = vka_texel8_f16(regs[i_], h_);                                  \
-                }                                                                                   \
+                tile[at_] = vka_texel8_f16(regs[i_], 0);                                            \
+                tile[at_ + 1] = vka_texel8_f16(regs[i_], 1);                                        \
             } else {                                                                                \
                 f16vec4 v_ = vka_texel_f16(regs[i_], fp16);                                         \
                 if (VEC == 4) tile[(base) + (t_ / TK) * STRIDE4 + t_ % TK] = v_;                    \

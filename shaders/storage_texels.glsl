@@ -28,14 +28,6 @@ f16vec4 vka_texel8_f16(uvec4 r, uint h)
                   : f16vec4(unpackFloat2x16(r.z), unpackFloat2x16(r.w));
 }
 
-/* Which texel of its 16-byte load an invocation stages s-th (s 0 or 1), the two being 8-byte
- * stores 16 bytes apart: NVIDIA serves an 8-byte store request per 16 invocations, and where 16
- * consecutive loads run along a staged row their first texels meet 2 to a bank pair; the 8 with
- * bit 3 set store their second texel first, so those requests cover 16 distinct pairs (attn_cm's
- * rows of 16 or more loads; matmul_cm's rows of 4 loads 80 bytes apart go from 3 to 2 to a pair).
- * Only the speed depends on the order. */
-uint vka_texel8_order(uint s) { return s ^ ((gl_LocalInvocationID.x >> 3) & 1u); }
-
 /* A texel's bits as fp16 values (an fp32 one rounded; with VEC 1 the others are zero). */
 f16vec4 vka_texel_f16(uvec4 r, bool fp16)
 {
