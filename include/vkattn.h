@@ -320,8 +320,8 @@ typedef struct vkattn_context_desc {
      * matmul_vec_storage, 16-byte storage-buffer loads, where rows start on multiples of 8
      * elements) and their attention on attn_paged's GPU-shaped build; the rest with GPU-sized tiles.
      * "coopmat"'s tiles and defaults were measured on an H200 and H100s, each default against the
-     * kernel as it was (cm_group_rows: no faster, no slower there; cm_attn_stages=2 not yet
-     * compared); the others were chosen without a GPU to measure on.
+     * kernel as it was (cm_group_rows: no faster, no slower there); the others were chosen
+     * without a GPU to measure on.
      *
      * Tuning strings, for trying kernel shapes on a GPU without a rebuild: "NAME:FIELD=VALUE,..."
      * sets fields of class NAME (an empty NAME: of the device's class), e.g.
@@ -342,7 +342,7 @@ typedef struct vkattn_context_desc {
      * most 32 keys), cm_attn_row_lanes (a power of two, 1-64: invocations per row's softmax),
      * cm_attn_prefetch (0-1024: heads of at most this many dims fetch the next K/V block while
      * this one computes, 0 = never), cm_attn_stages (1 or 2: K/V blocks staged at once, 2: one
-     * barrier per block), cm_attn_wide_d (0-1024: heads of at least this many dims, wide heads,
+     * barrier per block, the coopmat class's default where they fit), cm_attn_wide_d (0-1024: heads of at least this many dims, wide heads,
      * take cm_attn_key_frags matrices per block, smaller ones one; 0 = every head), cm_attn_reg_softmax
      * (0 or 1: 1 runs attn_cm's softmax on the score matrices' elements in registers where the
      * device's accumulator layout allows, read once per context; the coopmat class's default;

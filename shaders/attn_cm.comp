@@ -31,8 +31,10 @@
  * invocations (element e in row class (e / ROW_RUN) % ROW_CLASSES) a row's max and sum are the
  * invocation's elements of one class, then XOR shuffles. Each invocation keeps a softmax state per
  * class, scales and masks its elements where they are, writes P at each element's row and column,
- * and builds the rescale matrix from its classes' factors: no scores or factors through the
- * scratch. P still passes through shared memory (a KHR accumulator cannot become an A operand).
+ * and builds the rescale matrix from its classes' factors, and a stored state comes in and the
+ * output goes out element by element where they are: no scratch per subgroup (so two staged
+ * blocks fit where the scores would not). P still passes through shared memory (a KHR
+ * accumulator cannot become an A operand).
  *
  * The COOPMAT2 build (kernel attn_cm2, where the context enabled VK_NV_cooperative_matrix2's
  * reductions, conversions and per-element operations) keeps the softmax in the matrices: the
@@ -140,9 +142,11 @@ const uint KV_SPACE = STAGES * KV_BLOCK, Q_SPACE = TILE_A * QSTRIDE4;
  * loads count offsets and strides in these elements). */
 shared f16vec4 kv_s[KV_SPACE > Q_SPACE ? KV_SPACE : Q_SPACE]; /* Q's rows, QD dims at a time; then per block
                                                                 K's rows, V's after them */
-shared float s_s[TILE_A * SSTRIDE];           /* each subgroup's scratch: a stored state on its way in, per block
-                                                 its scores then its rows' rescale factors, at the end O on its
-                                                 way out */
+/* each subgroup's scratch: a stored state on its way in, per block its scores then its rows' rescale
+ * factors, at the end O on its way out. The REG build needs none of it (its invocations know each
+ * element's row and column): one accumulator, the layout map every subgroup loads, so that two
+ * staged blocks fit where the scores would not (128 x 32 at D = 128 in 48 KiB). */
+shared float s_s[REG ? FRAG : TILE_A * SSTRIDE];
 shared float16_t p_s[TILE_A * PSTRIDE];       /* the probabilities */
 shared float alpha_s[TILE_A];                 /* each row's rescale factor for this block; at the end 1 / l */
 shared float poison_s[TILE_A];                /* NaN for a row that saw a NaN score, else 0 */
@@ -314,24 +318,25 @@ void main()
     const bool load_state = (FLAGS & VKA_FUSED_LOAD) != 0, store_state = (FLAGS & VKA_FUSED_STORE) != 0;
 
     /* REG: which row and column of an accumulator each of this invocation's elements is, from a
-     * matrix whose element (r, c) holds r x MAT_N + c, loaded through the subgroup's scratch:
+     * matrix whose element (r, c) holds r x MAT_N + c, which the workgroup writes into s_s:
      * class k's row, and element e's column. The layout was read by another pipeline: where this
      * one's differs from what the constants say (each element in its class's row, a class's row
      * the same across the row's lanes), every row turns NaN, so the build fails its self-test
      * and the shared-memory softmax takes over, rather than answers going wrong. */
-    const uint scratch = sg * MAT_M * SSTRIDE; /* the subgroup's part of s_s */
+    const uint scratch = sg * MAT_M * SSTRIDE; /* the subgroup's part of s_s (not REG) */
     uint class_row[ROW_CLASSES], elem_col[EPL];
     /* a row's group and class hold MAT_N elements, the classes' runs tile the elements */
     bool layout_ok = !REG || (EPL % (ROW_RUN * ROW_CLASSES) == 0 && EPL / ROW_CLASSES * ROW_LANES == MAT_N);
-    if (REG) {
-        [[unroll]] for (uint e = 0; e < EPL; e++) {
-            uint at = e * SG + lane;
-            if (FRAG % SG == 0 || at < FRAG) s_s[scratch + at] = float(at);
+    if (REG) /* the map, one for every subgroup (read after the barrier below) */
+        [[unroll]] for (uint e = 0; e < (FRAG + WG - 1) / WG; e++) {
+            uint at = e * WG + gl_LocalInvocationID.x;
+            if (FRAG % WG == 0 || at < FRAG) s_s[at] = float(at);
         }
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
+    if (gl_LocalInvocationID.x == 0) real_end_s = 0, bad_keys_s[0] = 0, bad_keys_s[1] = 0, bad_keys_s[2] = 0;
+    barrier();
+    if (REG) {
         coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> map;
-        coopMatLoad(map, s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatLoad(map, s_s, 0, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
         [[unroll]] for (uint e = 0; e < EPL; e++) elem_col[e] = uint(map[e]) % MAT_N;
         [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++)
             class_row[k] = uint(map[min(VKA_CLASS_ELEMENT(k, ROW_RUN), EPL - 1)]) / MAT_N;
@@ -342,7 +347,6 @@ void main()
                 layout_ok = layout_ok && subgroupShuffleXor(class_row[k], d) == class_row[k];
         [[unroll]] for (uint d = 1; d < SG; d *= 2) /* the whole subgroup's verdict (shuffles: no vote needed) */
             layout_ok = subgroupShuffleXor(uint(layout_ok), d) != 0 && layout_ok;
-        subgroupBarrier(); /* read before the scratch is used again */
     }
 
     /* The running softmax of this invocation's rows: ROW_LANES invocations share each row, row
@@ -352,8 +356,6 @@ void main()
     bool saw_nan[NR];
     uint limit[NR], first[NR], state[NR];
     int qk[NR];
-    if (gl_LocalInvocationID.x == 0) real_end_s = 0, bad_keys_s[0] = 0, bad_keys_s[1] = 0, bad_keys_s[2] = 0;
-    barrier();
     [[unroll]] for (uint k = 0; k < NR; k++) {
         /* r past the subgroup's rows (a pass not whole) shadows its last row and stores nothing */
         uint r = REG ? class_row[k] : lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
@@ -397,11 +399,14 @@ void main()
 
     /* The running output, O = sum of p x V over the keys so far (p relative to the row's m), as
      * accumulators: fragment f holds columns f * MAT_N.. of the subgroup's rows. A stored state
-     * comes in through the subgroup's scratch. */
+     * comes in through the subgroup's scratch (REG: each element from its row and column). */
     coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> o[OF];
     [[unroll]] for (uint f = 0; f < OF; f++) {
         o[f] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
-        if (load_state) {
+        if (load_state && REG) {
+            [[unroll]] for (uint e = 0; e < EPL; e++)
+                o[f][e] = state_o[state[VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES)] * D + f * MAT_N + elem_col[e]];
+        } else if (load_state) {
             [[unroll]] for (uint e = 0; e < EPL; e++) {
                 uint at = e * SG + lane, row = sg * MAT_M + at / MAT_N;
                 uint st = (part_index * pc.bh_count + bh_local) * pc.i_count + min(il0 + row, pc.i_count - 1);
@@ -700,8 +705,11 @@ void main()
 #endif
 
     /* Each row's lse (or state), and 1 / l for the output; then the outputs, a fragment at a time
-     * through the scratch. */
+     * through the scratch (REG: each element from where it is, its row's 1 / l and NaN its class's). */
+    float inv_l[NR], poison[NR];
     [[unroll]] for (uint k = 0; k < NR; k++) {
+        inv_l[k] = l[k] > 0.0 ? 1.0 / l[k] : 0.0;
+        poison[k] = saw_nan[k] ? 0.0 / 0.0 : 0.0;
         uint r = REG ? class_row[k] : lane / ROW_LANES + k * RPP, row = sg * MAT_M + r;
         if (r < MAT_M && lane % ROW_LANES == 0) {
             uint il = il0 + row, i = pc.i_begin + min(il, pc.i_count - 1);
@@ -710,9 +718,23 @@ void main()
                 if (store_state) state_lse[state[k]] = row_lse;
                 else if (pc.has_lse != 0) lse[bh * pc.L + i] = row_lse;
             }
-            alpha_s[row] = l[k] > 0.0 ? 1.0 / l[k] : 0.0;
-            poison_s[row] = saw_nan[k] ? 0.0 / 0.0 : 0.0;
+            alpha_s[row] = inv_l[k];
+            poison_s[row] = poison[k];
         }
+    }
+    if (REG) {
+        [[unroll]] for (uint f = 0; f < OF; f++) {
+            [[unroll]] for (uint e = 0; e < EPL; e++) {
+                uint k = VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES), row = sg * MAT_M + class_row[k], il = il0 + row;
+                if (il < pc.i_count) {
+                    float value = o[f][e] * inv_l[k] + poison[k];
+                    uint col = f * MAT_N + elem_col[e];
+                    if (store_state) state_o[state[k] * D + col] = value;
+                    else ctx[pc.ctx_offset + (b * pc.L + pc.i_begin + il) * pc.ctx_stride + h * D + col] = VKA_TO_OUT(value);
+                }
+            }
+        }
+        return;
     }
     subgroupMemoryBarrierShared();
     subgroupBarrier();

@@ -1643,7 +1643,8 @@ static int check_profile_steps(const device_profile *d, const vka_plan_limits *l
         } else { /* attn_cm: TILE_K is Q's dims per pass */
             shared = vka_fused_cm_shared_bytes(st->spec[VKA_SPEC_TILE_A], st->spec[VKA_SPEC_TILE_B],
                                                st->spec[VKA_SPEC_DV] * st->spec[VKA_SPEC_VEC], st->spec[VKA_SPEC_TILE_K],
-                                               st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES ? 2 : 1);
+                                               st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES ? 2 : 1,
+                                               st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX ? ms.m * ms.n : 0);
         }
         ok = shared <= d->info.max_shared_memory_bytes;
         CHECK_MSG(ok, "%s: %llu bytes of shared memory", d->name, (unsigned long long)shared);
@@ -1912,25 +1913,28 @@ static void test_tuning_strings(void)
         vka_kernel mm, attn;
         uint32_t tile_m, tile_n, tile_k;         /* matmul_cm's, or 0 */
         uint32_t attn_rows, attn_keys, q_dims; /* attn_cm's, or 0 */
+        uint32_t stages;                       /* attn_cm's staged K/V blocks */
     } rows[] = {
-        {"coopmat", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
-        {"coopmat:cm_ksteps=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 64, 128, 32, 32},
-        {"coopmat:cm_frags_m=8,cm_frags_n=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 256, 128, 32, 128, 32, 32},
-        {"coopmat:cm_ksteps=8", VKA_KERNEL_MATMUL_SM, VKA_KERNEL_FUSED_CM, 0, 0, 0, 128, 32, 32},
-        {"coopmat:cm_attn_subgroups=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32,
-         32, 32, 128},
-        {"coopmat:cm_attn_subgroups=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 64, 32, 128},
-        {"coopmat:cm_attn_key_frags=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
-        {":cm_attn_row_lanes=1,cm_attn_reg_softmax=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
-        {"coopmat:cm_prefetch=0,cm_stages=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
-        {"coopmat:cm_attn_prefetch=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
-        {"coopmat:cm_attn_key_frags=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 16, 16},
-        {"coopmat:cm_attn_wide_d=256", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 16, 16},
-        /* two staged K/V blocks: 34 KiB at 128 x 16, D = 128 (at D = 256, 50 KiB: one, below; 128 x 32
-         * would need 63: the stages give way first); Q through both blocks' space, so in passes of 32 dims */
-        {"coopmat:cm_attn_stages=2,cm_attn_key_frags=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 16, 32},
-        {"coopmat:cm_attn_stages=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
-        {"coopmat:cm_attn_reg_softmax=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32},
+        /* two staged K/V blocks where they fit (the class's cm_attn_stages): with the softmax in
+         * registers (no scores in shared memory) 46 KiB at 128 x 32 and D = 128, Q whole; 25 KiB at
+         * 128 x 16, Q through both blocks' space, so in passes of 32 dims; the shared-memory softmax's
+         * scores leave room for one at 128 x 32 (Q in passes of 32 dims) */
+        {"coopmat", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 128, 2},
+        {"coopmat:cm_ksteps=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 64, 128, 32, 128, 2},
+        {"coopmat:cm_frags_m=8,cm_frags_n=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 256, 128, 32, 128, 32, 128, 2},
+        {"coopmat:cm_ksteps=8", VKA_KERNEL_MATMUL_SM, VKA_KERNEL_FUSED_CM, 0, 0, 0, 128, 32, 128, 2},
+        {"coopmat:cm_attn_subgroups=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 32, 32, 128, 2},
+        {"coopmat:cm_attn_subgroups=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 64, 32, 128, 2},
+        {"coopmat:cm_attn_key_frags=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 128, 2},
+        {":cm_attn_row_lanes=1,cm_attn_reg_softmax=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32, 1},
+        {"coopmat:cm_prefetch=0,cm_stages=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 128, 2},
+        {"coopmat:cm_attn_prefetch=0,cm_attn_stages=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32, 1},
+        {"coopmat:cm_attn_key_frags=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 16, 32, 2},
+        {"coopmat:cm_attn_wide_d=256", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 16, 32, 2},
+        /* one staged block: Q in passes of 16 dims at 128 x 16, of 32 at 128 x 32 */
+        {"coopmat:cm_attn_stages=1,cm_attn_key_frags=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 16, 16, 1},
+        {"coopmat:cm_attn_stages=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32, 1},
+        {"coopmat:cm_attn_reg_softmax=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32, 1},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_tuning t;
@@ -1955,18 +1959,19 @@ static void test_tuning_strings(void)
                           qkv->spec[VKA_SPEC_TILE_K] == rows[r].tile_k,
                       "%s: matmul_cm %ux%u blocks of %u", rows[r].tuning, qkv->spec[VKA_SPEC_TILE_A],
                       qkv->spec[VKA_SPEC_TILE_B], qkv->spec[VKA_SPEC_TILE_K]);
-        if (attn && rows[r].attn_rows) /* D = 128: the next K/V block fetched meanwhile unless cm_attn_prefetch=0 */
+        /* D = 128: the next K/V block fetched meanwhile unless cm_attn_prefetch=0 with one staged
+         * block (two always fetch a block ahead) */
+        if (attn && rows[r].attn_rows)
             CHECK(!(attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH) ==
-                  (strstr(rows[r].tuning, "cm_attn_prefetch=0") != NULL));
+                  (rows[r].stages == 1 && strstr(rows[r].tuning, "cm_attn_prefetch=0") != NULL));
         if (attn && rows[r].attn_rows) {
             const uint32_t q_dims = attn->spec[VKA_SPEC_TILE_K];
             CHECK_MSG(q_dims == rows[r].q_dims, "%s: Q in passes of %u dims", rows[r].tuning, q_dims);
             const int two = (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES) != 0;
-            /* two stages where asked and they fit (at 128 x 32 they do not) */
-            CHECK_MSG(two == (strstr(rows[r].tuning, "cm_attn_stages=2") != NULL && rows[r].attn_keys == 16),
-                      "%s: two stages %d", rows[r].tuning, two);
-            CHECK(vka_fused_cm_shared_bytes(rows[r].attn_rows, rows[r].attn_keys, 128, q_dims, two ? 2 : 1) <=
-                  l.max_shared_bytes);
+            const int reg = (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) != 0;
+            CHECK_MSG(two == (rows[r].stages == 2), "%s: two stages %d", rows[r].tuning, two);
+            CHECK(vka_fused_cm_shared_bytes(rows[r].attn_rows, rows[r].attn_keys, 128, q_dims, two ? 2 : 1,
+                                            reg ? 16 * 16 : 0) <= l.max_shared_bytes);
         }
         if (attn) { /* the softmax on the matrices' elements, in the profile's row layout, unless the tuning says not */
             const int reg = (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) != 0;
@@ -2003,8 +2008,9 @@ static void test_tuning_strings(void)
                   "unknown layout: %s", attn ? "the softmax in registers or not 2 lanes a row" : "no attn_cm");
         vka_plan_free(&plan);
     }
-    /* two staged blocks where they fit: at D = 256 (E = 4096, H = 16) 128 x 16 needs 50 KiB with
-     * two, 34 with one, so one; the next block still fetched meanwhile only up to D = 128 */
+    /* two staged blocks where they fit: at D = 256 (E = 4096, H = 16) 128 x 32 needs 78 KiB with
+     * two, 45 with one (the softmax in registers), so one; the next block still fetched meanwhile
+     * only up to D = 128 */
     {
         vka_tuning t;
         parse_tuning(dp, "coopmat:cm_attn_stages=2", &t, NULL);
@@ -2014,10 +2020,12 @@ static void test_tuning_strings(void)
         vka_plan plan = {0};
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         const vka_step *attn = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
-        CHECK_MSG(attn && attn->spec[VKA_SPEC_TILE_A] == 128 && attn->spec[VKA_SPEC_TILE_B] == 16 &&
-                      !(attn->spec[VKA_SPEC_FLAGS] & (VKA_FUSED_TWO_STAGES | VKA_FUSED_PREFETCH)),
-                  "D = 256 under cm_attn_stages=2: %s", attn ? "not 128 x 16 with one stage" : "no attn_cm");
-        CHECK(vka_fused_cm_shared_bytes(128, 16, 256, attn ? attn->spec[VKA_SPEC_TILE_K] : 256, 2) > l.max_shared_bytes);
+        CHECK_MSG(attn && attn->spec[VKA_SPEC_TILE_A] == 128 && attn->spec[VKA_SPEC_TILE_B] == 32 &&
+                      !(attn->spec[VKA_SPEC_FLAGS] & (VKA_FUSED_TWO_STAGES | VKA_FUSED_PREFETCH)) &&
+                      (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX),
+                  "D = 256 under cm_attn_stages=2: %s", attn ? "not 128 x 32 with one stage" : "no attn_cm");
+        CHECK(vka_fused_cm_shared_bytes(128, 32, 256, attn ? attn->spec[VKA_SPEC_TILE_K] : 256, 2, 16 * 16) >
+              l.max_shared_bytes);
         vka_plan_free(&plan);
     }
     /* matmul_vec's shape from a tuning string: a decoding step's projections (one row) in workgroups of
@@ -2081,17 +2089,18 @@ static void test_coopmat_attention(void)
         uint32_t subgroup, shared, budget, E, H, tile_q, tile_k;
         uint32_t q_dims; /* Q's dims per pass: halved while its rows need more than 2 blocks of keys */
         int parts;
+        uint32_t stages; /* staged K/V blocks: the class's two where they fit (the shared-memory softmax here) */
     } rows[] = {
         /* 32-key blocks from D = 128 on (cm_attn_wide_d), 16 below */
-        {"H100-like D128", {16, 16, 16}, 32, 49152, 0, 4096, 32, 128, 32, 32, 0},
-        {"H100-like D64", {16, 16, 16}, 32, 49152, 0, 2048, 32, 128, 16, 16, 0},
-        {"H100-like D256", {16, 16, 16}, 32, 49152, 0, 2048, 8, 128, 16, 32, 0},
+        {"H100-like D128", {16, 16, 16}, 32, 49152, 0, 4096, 32, 128, 32, 32, 0, 1},
+        {"H100-like D64", {16, 16, 16}, 32, 49152, 0, 2048, 32, 128, 16, 16, 0, 2},
+        {"H100-like D256", {16, 16, 16}, 32, 49152, 0, 2048, 8, 128, 16, 32, 0, 1},
         /* a device of 24 KiB: at D = 256 128 x 16 needs 34 KiB, 64 x 16 25.0, 32 x 16 20.8 */
-        {"24 KiB D256", {16, 16, 16}, 32, 24576, 0, 2048, 8, 32, 16, 256, 0},
-        {"lavapipe D64", {8, 8, 8}, 8, 32768, 65535, 512, 8, 64, 8, 8, 0},
-        {"lavapipe D256", {8, 8, 8}, 8, 32768, 65535, 512, 2, 64, 16, 64, 0},
-        {"lavapipe D80, budget 12", {8, 8, 8}, 8, 32768, 12, 160, 2, 64, 8, 40, 1},
-        {"lavapipe D96, budget 40", {8, 8, 8}, 8, 32768, 40, 96, 1, 64, 8, 24, 1},
+        {"24 KiB D256", {16, 16, 16}, 32, 24576, 0, 2048, 8, 32, 16, 256, 0, 1},
+        {"lavapipe D64", {8, 8, 8}, 8, 32768, 65535, 512, 8, 64, 8, 16, 0, 2},
+        {"lavapipe D256", {8, 8, 8}, 8, 32768, 65535, 512, 2, 64, 16, 64, 0, 1},
+        {"lavapipe D80, budget 12", {8, 8, 8}, 8, 32768, 12, 160, 2, 64, 8, 40, 1, 2},
+        {"lavapipe D96, budget 40", {8, 8, 8}, 8, 32768, 40, 96, 1, 64, 8, 24, 1, 2},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_plan_limits l = coopmat_limits(rows[r].shape, rows[r].subgroup, rows[r].shared, rows[r].budget);
@@ -2116,8 +2125,10 @@ static void test_coopmat_attention(void)
             /* the next K/V block fetched meanwhile up to D = 128 (the coopmat class's cm_attn_prefetch) */
             CHECK_MSG(!(st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH) == (p.cfg.D > 128), "%s: prefetch flag %u",
                       rows[r].name, st->spec[VKA_SPEC_FLAGS]);
-            CHECK(!(st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES)); /* the class stages one block */
-            CHECK(vka_fused_cm_shared_bytes(rows[r].tile_q, rows[r].tile_k, p.cfg.D, st->spec[VKA_SPEC_TILE_K], 1) <=
+            CHECK_MSG(!(st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES) == (rows[r].stages == 1), "%s: flags %u",
+                      rows[r].name, st->spec[VKA_SPEC_FLAGS]);
+            CHECK(vka_fused_cm_shared_bytes(rows[r].tile_q, rows[r].tile_k, p.cfg.D, st->spec[VKA_SPEC_TILE_K], rows[r].stages,
+                                            st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX ? 16 * 16 : 0) <=
                   rows[r].shared);
             CHECK_MSG(st->spec[VKA_SPEC_TILE_K] == rows[r].q_dims, "%s: Q in passes of %u dims", rows[r].name,
                       st->spec[VKA_SPEC_TILE_K]);

@@ -140,9 +140,14 @@ static const vka_tuning tunings[] = {
          * 16, 32 bytes of fp16 per invocation; D = 256's accumulators need the registers): on an H100
          * attention took 3.9 ms with it at 128 x 16 and 4.3 without, 6.4 and 7.2 at 64 x 32 */
         .cm_attn_prefetch = 128,
-        /* one staged K/V block: two (cm_attn_stages=2, one barrier per block instead of two; 34 KiB
-         * at 128 x 16, D = 128) are proven on lavapipe, not yet measured on a GPU */
-        .cm_attn_stages = 1,
+        /* two staged K/V blocks (one barrier per block instead of two) where they fit: at 128 x 32
+         * and D = 128 since the softmax in registers keeps no scores in shared memory (46 KiB).
+         * On an H100 (2026-11-27, the fifth GPU day, three alternated rounds, fastest repeats; ms,
+         * causal) D = 128 2.154 (1.156) against 2.259 (1.194) with one; D = 64 0.710 (0.394)
+         * against 0.719 (0.403); D = 256, where 128 x 32 fits with one (45 KiB) and is taken,
+         * 2.256 (1.192), at 128 x 16 2.245 (1.165) with one and 2.122 (1.120) with two
+         * (cm_attn_wide_d=512: not the default, a longer block before more stages as elsewhere) */
+        .cm_attn_stages = 2,
         /* the softmax on the scores' matrix elements where the accumulator layout allows (no
          * scores or factors through shared memory, where the third GPU day's breakdown had the
          * softmax at 0.82 ms of 2.90 and O's rescale at 0.32). NVIDIA's Vulkan driver (580.159.04,
@@ -152,8 +157,8 @@ static const vka_tuning tunings[] = {
         .cm_attn_reg_softmax = 1,
         /* attn_cm's Q, K and V in 8-byte loads of 4 fp16 values: on an H100 (2026-11-27, L = S =
          * 4096, D = 128, alternated twice, fastest repeats) attention took 2.20 ms so (causal
-         * 1.18) against 2.62-2.68 (1.38-1.40) with 16-byte loads of 8, as they were then (their
-         * stores since interleaved against bank conflicts, not yet measured); the softmax in registers
+         * 1.18) against 2.62-2.68 (1.38-1.40) with 16-byte loads of 8 (their two stores interleaved
+         * against bank conflicts: 2.82 on the fifth day, so not interleaved); the softmax in registers
          * gained only with the narrow loads (the shared-memory softmax: 2.57 and 2.54). At D = 64
          * (B = 4, H = 16, L = 2048) 0.689 against 0.739 (the shared-memory softmax 0.852), at
          * D = 256 2.53 against 2.59 */

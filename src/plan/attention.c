@@ -241,7 +241,9 @@ static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, ui
     while (s.q_dims % 2 == 0 && (s.q_dims / 2) % ms.k == 0 && (s.q_dims / 2) % 8 == 0 &&
            (uint64_t)s.tile_q * (s.q_dims + 8) > 2ull * stages * s.tile_k * (D + 8))
         s.q_dims /= 2;
-    if (s.tile_k > 32 || vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D, s.q_dims, stages) > b->limits->max_shared_bytes ||
+    if (s.tile_k > 32 ||
+        vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D, s.q_dims, stages, s.reg ? ms.m * ms.n : 0) >
+            b->limits->max_shared_bytes ||
         !vka_matrix_workgroup_fits(b->limits, s.wg))
         return none;
     return s;
@@ -273,14 +275,15 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
     return none;
 }
 
-uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D, uint32_t q_dims, uint32_t stages)
+uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D, uint32_t q_dims, uint32_t stages,
+                                   uint32_t reg_frag)
 {
     /* attn_cm.comp: fp16 rows of D + 8 for K and V (per stage), in the same space Q's rows of
-     * q_dims + 8 per pass; fp32 scores in rows of tile_k + 4; fp16 P in rows of tile_k + 8; two
-     * floats per row; four words */
+     * q_dims + 8 per pass; fp32 scores in rows of tile_k + 4 (the REG build: one accumulator's
+     * reg_frag floats, its layout map); fp16 P in rows of tile_k + 8; two floats per row; four words */
     uint64_t kv = 2ull * stages * tile_k * (D + 8), q = (uint64_t)tile_q * (q_dims + 8);
-    return (kv > q ? kv : q) * 2 + (uint64_t)tile_q * (tile_k + 4) * 4 + (uint64_t)tile_q * (tile_k + 8) * 2 +
-           (uint64_t)tile_q * 8 + 16;
+    uint64_t scores = reg_frag ? reg_frag : (uint64_t)tile_q * (tile_k + 4);
+    return (kv > q ? kv : q) * 2 + scores * 4 + (uint64_t)tile_q * (tile_k + 8) * 2 + (uint64_t)tile_q * 8 + 16;
 }
 
 /* The most keys one attn_cm workgroup may visit: its one loop is the key blocks', with one block
