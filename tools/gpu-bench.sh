@@ -98,6 +98,13 @@ else
 fi
 "$vk" bench --preset gpu --embed 4096 --heads 16 --len 4096 --dtype f16 --no-peak \
   --json "$out/prefill_d256.json" | tee "$out/prefill_d256.txt"
+# D = 256 in 16-key blocks, two staged (128 x 32 with one is the default: 2.256 ms against 2.122 on the fifth day)
+if VKATTN_TUNING=coopmat:cm_attn_wide_d=512 "$vk" bench --preset gpu --embed 4096 --heads 16 --len 4096 --dtype f16 \
+  --no-peak --json "$out/prefill_d256_k16.json" >"$out/prefill_d256_k16.txt"; then
+  "$vk" bench --compare "$out/prefill_d256_k16.json" "$out/prefill_d256.json" | grep -E 'fused|geometric' || true
+else
+  echo "(failed: see prefill_d256_k16.txt)"
+fi
 step "prefill on attn_cm2 (VKATTN_COOPMAT2=1: where the device has VK_NV_cooperative_matrix2; else as above)"
 # --trace: each configuration's plan names the attention kernel that ran (attn_cm2, attn_cm, attn_fused)
 VKATTN_COOPMAT2=1 "$vk" bench --preset gpu --dtype f16 ${cm2_args[@]+"${cm2_args[@]}"} --trace --json "$out/prefill_cm2.json" \
@@ -107,16 +114,16 @@ step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/P
 # Each run names its tuning; the QKV projection column is matmul_cm's figure, attention attn_cm's
 # (attn_cm2's with VKATTN_COOPMAT2=1). An attn_cm tile that does not fit gives way to a smaller one, a matmul_cm tile to
 # fewer subgroups across, then to the next kernel: --trace shows what ran. GPU_BENCH_SWEEP="T1 T2 ..." replaces the list.
-# The fourth day's defaults against the kernels as they were, and the tiles still in question
+# The fifth day's defaults against the kernels as they were, and the tiles still in question
 # (the ones the H100 days settled are left out; GPU_BENCH_SWEEP takes any list):
-# cm_attn_wide_loads=1: attn_cm's 16-byte loads (2.62 ms against 2.20 on the fourth day, before
-# their two stores were interleaved against bank conflicts);
+# cm_attn_stages=1: attn_cm's one staged K/V block (2.259 ms against 2.154 with two on the fifth day);
+# cm_attn_wide_d=512: D = 256's 128 x 16 blocks (two staged) instead of 128 x 32 (one), faster on
+# the fifth day (2.122 against 2.256), measured at D = 128 here: 16-key blocks with two stages;
+# cm_attn_wide_loads=1: attn_cm's 16-byte loads (2.82 ms against 2.23 on the fifth day);
 # cm_attn_reg_softmax=0: its softmax through shared memory (cm_attn_row_lanes applies there);
-# cm_wide_loads=0: matmul_cm's 8-byte loads (0.720 ms against 0.673 for the output projection on
-# the fourth day, before the 16-byte loads' stores were interleaved).
-sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_wide_loads=1 coopmat:cm_attn_reg_softmax=0 coopmat:cm_wide_loads=0
-  coopmat:cm_attn_key_frags=1 coopmat:cm_attn_stages=2,cm_attn_key_frags=1 coopmat:cm_attn_stages=2
-  coopmat:cm_attn_prefetch=0 coopmat:cm_subgroups_n=4,cm_frags_n=2"}
+# cm_wide_loads=0: matmul_cm's 8-byte loads (output projection 0.732 ms against 0.684).
+sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_stages=1 coopmat:cm_attn_wide_d=512 coopmat:cm_attn_wide_loads=1
+  coopmat:cm_attn_reg_softmax=0 coopmat:cm_wide_loads=0"}
 # GPU_BENCH_ROUNDS=N runs the list N times, alternating (shared machines drift: the fastest repeat
 # of alternated rounds agreed to 1-3% on an H100 where medians jumped 3x); sweep_summary.txt then has
 # each tuning's fastest stage times over the rounds.
