@@ -2128,7 +2128,9 @@ static void test_coopmat_attention(void)
             CHECK_MSG(!(st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES) == (rows[r].stages == 1), "%s: flags %u",
                       rows[r].name, st->spec[VKA_SPEC_FLAGS]);
             CHECK(vka_fused_cm_shared_bytes(rows[r].tile_q, rows[r].tile_k, p.cfg.D, st->spec[VKA_SPEC_TILE_K], rows[r].stages,
-                                            st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX ? 16 * 16 : 0) <=
+                                            st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX
+                                                ? rows[r].shape.m * rows[r].shape.n
+                                                : 0) <=
                   rows[r].shared);
             CHECK_MSG(st->spec[VKA_SPEC_TILE_K] == rows[r].q_dims, "%s: Q in passes of %u dims", rows[r].name,
                       st->spec[VKA_SPEC_TILE_K]);
