@@ -73,7 +73,8 @@ cc -O2 -std=c11 -Wall -Wextra tools/gpu_bench_ggml.c -I"$ggml/include" -L"$ggml/
   -o "$pack/ggml/gpu_bench_ggml"
 # trixie's C and C++ runtime from Mesa 26's tree, for a machine whose glibc is older than 2.38
 mkdir -p "$pack/ggml/glibc"
-for f in ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libstdc++.so.6 libgcc_s.so.1; do
+# (with the libraries glibc 2.34 folded into libc, which older hosts' drivers still load)
+for f in ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 libstdc++.so.6 libgcc_s.so.1; do
   cp -L "$mesa26/root/usr/lib/x86_64-linux-gnu/$f" "$pack/ggml/glibc/"
 done
 # the Vulkan loader and the GL dispatch libraries NVIDIA's ICD loads, for a machine without them
@@ -109,7 +110,8 @@ if [ ! -d "\$here/ggml/root" ]; then for f in "\$here"/ggml/*.deb; do dpkg -x "\
 export GPU_BENCH_GGML=\$here/ggml/gpu_bench_ggml
 glibc=\$(getconf GNU_LIBC_VERSION | sed 's/.* //')
 if [ "\$(printf '%s\\n' "\$glibc" 2.38 | sort -V | head -1)" != 2.38 ]; then # older: trixie's runtime runs it
-  printf '#!/bin/sh\\nexec "%s/ggml/glibc/ld-linux-x86-64.so.2" --library-path "%s/ggml/glibc:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu" "%s/ggml/gpu_bench_ggml" "\$@"\\n' \
+  # (--library-path replaces LD_LIBRARY_PATH: the one run.sh exports goes after the system's folders)
+  printf '#!/bin/sh\\nexec "%s/ggml/glibc/ld-linux-x86-64.so.2" --library-path "%s/ggml/glibc:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" "%s/ggml/gpu_bench_ggml" "\$@"\\n' \
     "\$here" "\$here" "\$here" >"\$here/ggml/run_ggml"
   chmod +x "\$here/ggml/run_ggml"
   GPU_BENCH_GGML=\$here/ggml/run_ggml
