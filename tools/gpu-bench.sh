@@ -119,7 +119,7 @@ step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/P
 # cm_attn_stages=1: attn_cm's one staged K/V block (2.259 ms against 2.154 with two on the fifth day);
 # cm_attn_wide_d=512: D = 256's 128 x 16 blocks (two staged) instead of 128 x 32 (one), faster on
 # the fifth day (2.122 against 2.256), measured at D = 128 here: 16-key blocks with two stages;
-# cm_attn_wide_loads=1: attn_cm's 16-byte loads (2.82 ms against 2.23 on the fifth day);
+# cm_attn_wide_loads=1: attn_cm's 16-byte loads (2.62-2.68 ms against 2.20 on the fourth day);
 # cm_attn_reg_softmax=0: its softmax through shared memory (cm_attn_row_lanes applies there);
 # cm_wide_loads=0: matmul_cm's 8-byte loads (output projection 0.732 ms against 0.684).
 sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_stages=1 coopmat:cm_attn_wide_d=512 coopmat:cm_attn_wide_loads=1
