@@ -7,6 +7,7 @@
 #include "plan/matmul.h"
 #include "plan/paged.h"
 #include "problem/config.h"
+#include "spirv_shared.h"
 #include "test_util.h"
 
 static vka_problem problem(uint32_t B, uint32_t L, uint32_t S, uint32_t E, uint32_t H, int self)
@@ -1602,6 +1603,21 @@ static vka_plan_limits profile_limits(const device_profile *d, const vka_tuning 
 /* Workgroups of a dispatch step. */
 static uint64_t step_groups(const vka_step *st) { return (uint64_t)st->groups[0] * st->groups[1] * st->groups[2]; }
 
+/* Whether a step's kernel, its SPIR-V specialized as the step, declares `counted` bytes of shared
+ * memory: the plan's formula against the shader itself (where the build has the module: the
+ * cooperative-matrix ones need a capable glslang). */
+static int declared_shared_is(const device_profile *d, const vka_step *st, uint64_t counted)
+{
+    const vka_kernel_info *k = vka_kernel_get(st->kernel);
+    const uint32_t *code;
+    size_t bytes;
+    if (!vka_embedded_spirv(st->f16_out && k->spirv_f16_out ? k->spirv_f16_out : k->spirv, &code, &bytes)) return 1;
+    const uint64_t declared = spirv_shared_bytes(code, bytes / 4, st->spec, VKA_MAX_SPEC);
+    CHECK_MSG(declared == counted, "%s: %s declares %llu bytes of shared memory, the plan counts %llu", d->name,
+              k->spirv, (unsigned long long)declared, (unsigned long long)counted);
+    return declared == counted;
+}
+
 /* What every dispatch of a plan on a profile must keep: workgroups within the device's size,
  * cooperative-matrix kernels in whole subgroups of a size the device allows (and a required size
  * that the device can give), their tiles within its shared memory. Returns the failures. */
@@ -1622,7 +1638,7 @@ static int check_profile_steps(const device_profile *d, const vka_plan_limits *l
                  wg == st->spec[VKA_SPEC_TILE_A] * st->spec[VKA_SPEC_TILE_B] / 16;
             CHECK_MSG(ok, "%s: matmul_sm with %llu bytes of shared memory, workgroup %u", d->name,
                       (unsigned long long)shared, wg);
-            bad += !ok;
+            bad += !ok + !declared_shared_is(d, st, shared);
         }
         if (!vka_kernel_is_coopmat(vka_kernel_get(st->kernel))) continue;
         uint32_t sg = l->subgroup_size;
@@ -1649,6 +1665,7 @@ static int check_profile_steps(const device_profile *d, const vka_plan_limits *l
         ok = shared <= d->info.max_shared_memory_bytes;
         CHECK_MSG(ok, "%s: %llu bytes of shared memory", d->name, (unsigned long long)shared);
         bad += !ok;
+        bad += !declared_shared_is(d, st, shared);
     }
     return bad;
 }
