@@ -10,6 +10,21 @@
 #include "spirv_shared.h"
 #include "test_util.h"
 
+/* Whether a step's kernel, its SPIR-V specialized as the step, declares `counted` bytes of shared
+ * memory: the plan's formula against the shader itself (where the build has the module: the
+ * cooperative-matrix ones need a capable glslang). */
+static int declared_shared_is(const char *what, const vka_step *st, uint64_t counted)
+{
+    const vka_kernel_info *k = vka_kernel_get(st->kernel);
+    const uint32_t *code;
+    size_t bytes;
+    if (!vka_embedded_spirv(st->f16_out && k->spirv_f16_out ? k->spirv_f16_out : k->spirv, &code, &bytes)) return 1;
+    const uint64_t declared = spirv_shared_bytes(code, bytes / 4, st->spec, VKA_MAX_SPEC);
+    CHECK_MSG(declared == counted, "%s: %s declares %llu bytes of shared memory, the plan counts %llu", what,
+              k->spirv, (unsigned long long)declared, (unsigned long long)counted);
+    return declared == counted;
+}
+
 static vka_problem problem(uint32_t B, uint32_t L, uint32_t S, uint32_t E, uint32_t H, int self)
 {
     vka_problem p = {0};
@@ -720,6 +735,14 @@ static void test_paged_lanes_plans(void)
                               (uint64_t)rows[r].rows * (DVr * 16 + keys * 4) &&
                           vka_paged_lanes_shared_bytes(rows[r].rows, DVr, keys, 1, 0) <= l.max_shared_bytes,
                       "row %zu: queries in shared memory", r);
+            /* and the formula is what the kernel declares (its V sets' sums share the queries' space) */
+            char what[32];
+            snprintf(what, sizeof what, "paged row %zu", r);
+            CHECK(declared_shared_is(what, st,
+                                     vka_paged_lanes_shared_bytes(st->spec[VKA_SPEC_TILE_A], DVr,
+                                                                  st->spec[VKA_SPEC_WG_SIZE] / st->spec[VKA_SPEC_TILE_B],
+                                                                  (st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_Q_SHARED) != 0,
+                                                                  st->spec[VKA_SPEC_FLAGS] & VKA_PAGED_WIDE_V ? sets : 0)));
             CHECK((uint64_t)st->groups[0] * st->groups[1] * st->groups[2] >= (uint64_t)c->parts * rows[r].H_kv * c->tiles);
             CHECK((uint64_t)c->parts * c->part_len >= rows[r].len && (uint64_t)(c->parts - 1) * c->part_len < rows[r].len);
             if (rows[r].budget) CHECK(vka_step_loop_trips(st) <= rows[r].budget);
@@ -1603,21 +1626,6 @@ static vka_plan_limits profile_limits(const device_profile *d, const vka_tuning 
 /* Workgroups of a dispatch step. */
 static uint64_t step_groups(const vka_step *st) { return (uint64_t)st->groups[0] * st->groups[1] * st->groups[2]; }
 
-/* Whether a step's kernel, its SPIR-V specialized as the step, declares `counted` bytes of shared
- * memory: the plan's formula against the shader itself (where the build has the module: the
- * cooperative-matrix ones need a capable glslang). */
-static int declared_shared_is(const device_profile *d, const vka_step *st, uint64_t counted)
-{
-    const vka_kernel_info *k = vka_kernel_get(st->kernel);
-    const uint32_t *code;
-    size_t bytes;
-    if (!vka_embedded_spirv(st->f16_out && k->spirv_f16_out ? k->spirv_f16_out : k->spirv, &code, &bytes)) return 1;
-    const uint64_t declared = spirv_shared_bytes(code, bytes / 4, st->spec, VKA_MAX_SPEC);
-    CHECK_MSG(declared == counted, "%s: %s declares %llu bytes of shared memory, the plan counts %llu", d->name,
-              k->spirv, (unsigned long long)declared, (unsigned long long)counted);
-    return declared == counted;
-}
-
 /* What every dispatch of a plan on a profile must keep: workgroups within the device's size,
  * cooperative-matrix kernels in whole subgroups of a size the device allows (and a required size
  * that the device can give), their tiles within its shared memory. Returns the failures. */
@@ -1638,7 +1646,7 @@ static int check_profile_steps(const device_profile *d, const vka_plan_limits *l
                  wg == st->spec[VKA_SPEC_TILE_A] * st->spec[VKA_SPEC_TILE_B] / 16;
             CHECK_MSG(ok, "%s: matmul_sm with %llu bytes of shared memory, workgroup %u", d->name,
                       (unsigned long long)shared, wg);
-            bad += !ok + !declared_shared_is(d, st, shared);
+            bad += !ok + !declared_shared_is(d->name, st, shared);
         }
         if (!vka_kernel_is_coopmat(vka_kernel_get(st->kernel))) continue;
         uint32_t sg = l->subgroup_size;
@@ -1665,7 +1673,7 @@ static int check_profile_steps(const device_profile *d, const vka_plan_limits *l
         ok = shared <= d->info.max_shared_memory_bytes;
         CHECK_MSG(ok, "%s: %llu bytes of shared memory", d->name, (unsigned long long)shared);
         bad += !ok;
-        bad += !declared_shared_is(d, st, shared);
+        bad += !declared_shared_is(d->name, st, shared);
     }
     return bad;
 }
