@@ -358,16 +358,12 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         const char *two = strstr(step, "two staged blocks");
         const char *regs_said = strstr(step, "the softmax on the matrices' elements in registers");
         int two_said = two && (!eol || two < eol), two_asked = !(c->tuning && strstr(c->tuning, "cm_attn_stages=1"));
-        /* Two staged blocks fit where (16 x 16 x 16, 48 KiB) the head dim is under 128, or at D = 128
-         * in blocks of one matrix or with the softmax in registers (no scores in shared memory: 46
-         * KiB at 128 x 32), or at D = 256 in blocks of one matrix with it (41 KiB; 50 without); with
-         * lavapipe's 8 x 8 x 8 (32 KiB) up to D = 128, and at D = 256 in blocks of one matrix (19-22
-         * KiB) */
-        const int one_frag = c->tuning && strstr(c->tuning, "cm_attn_key_frags=1") != NULL;
+        /* Two staged blocks fit (the plan gives up keys per block before them) with lavapipe's 8 x 8 x 8
+         * (32 KiB) at every head dim here (D = 256: 64 x 8), with 16 x 16 x 16 (48 KiB) up to D = 128
+         * (128 x 32 with the softmax in registers, 128 x 16 through shared memory), at D = 256 only with
+         * the softmax in registers (128 x 16: 41 KiB; 50 with the scores in shared memory) */
         const int reg_build = regs_said && (!eol || regs_said < eol);
-        const int two_fit = vka_matrix_shape_for(&ctx->dev.info).m < 16
-                                ? c->D <= 128 || one_frag
-                                : c->D < 128 || (c->D == 128 && (one_frag || reg_build)) || (one_frag && reg_build);
+        const int two_fit = vka_matrix_shape_for(&ctx->dev.info).m < 16 || c->D <= 128 || reg_build;
         CHECK_MSG(two_asked ? two_said == two_fit : !two_said, "%s: two staged blocks %s:\n%s", c->name,
                   two_said ? "said" : "not said", plan);
         int prefetch = (c->D <= 128 && !(c->tuning && strstr(c->tuning, "cm_attn_prefetch=0"))) || two_said;

@@ -1943,7 +1943,7 @@ static void test_tuning_strings(void)
         /* two staged K/V blocks where they fit (the class's cm_attn_stages): with the softmax in
          * registers (no scores in shared memory) 46 KiB at 128 x 32 and D = 128, Q whole; 25 KiB at
          * 128 x 16, Q through both blocks' space, so in passes of 32 dims; the shared-memory softmax's
-         * scores leave room for one at 128 x 32 (Q in passes of 32 dims) */
+         * scores leave room for two at 128 x 16 only, which the plan takes before one at 128 x 32 */
         {"coopmat", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 128, 2},
         {"coopmat:cm_ksteps=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 128, 64, 128, 32, 128, 2},
         {"coopmat:cm_frags_m=8,cm_frags_n=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 256, 128, 32, 128, 32, 128, 2},
@@ -1951,7 +1951,7 @@ static void test_tuning_strings(void)
         {"coopmat:cm_attn_subgroups=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 32, 32, 128, 2},
         {"coopmat:cm_attn_subgroups=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 64, 32, 128, 2},
         {"coopmat:cm_attn_key_frags=4", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 128, 2},
-        {":cm_attn_row_lanes=1,cm_attn_reg_softmax=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32, 1},
+        {":cm_attn_row_lanes=1,cm_attn_reg_softmax=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 16, 32, 2},
         {"coopmat:cm_prefetch=0,cm_stages=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 128, 2},
         {"coopmat:cm_attn_prefetch=0,cm_attn_stages=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32, 1},
         {"coopmat:cm_attn_key_frags=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 16, 32, 2},
@@ -1959,7 +1959,7 @@ static void test_tuning_strings(void)
         /* one staged block: Q in passes of 16 dims at 128 x 16, of 32 at 128 x 32 */
         {"coopmat:cm_attn_stages=1,cm_attn_key_frags=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 16, 16, 1},
         {"coopmat:cm_attn_stages=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32, 1},
-        {"coopmat:cm_attn_reg_softmax=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 32, 1},
+        {"coopmat:cm_attn_reg_softmax=0", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 16, 32, 2},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_tuning t;
@@ -2034,21 +2034,24 @@ static void test_tuning_strings(void)
         vka_plan_free(&plan);
     }
     /* two staged blocks where they fit: at D = 256 (E = 4096, H = 16) 128 x 32 needs 78 KiB with
-     * two, 45 with one (the softmax in registers), so one; the next block still fetched meanwhile
-     * only up to D = 128 */
-    {
+     * two, so the plan takes 128 x 16 with two (41 KiB, the softmax in registers) before 128 x 32
+     * with one (45 KiB; cm_attn_stages=1), whose next block is not fetched meanwhile (only up to
+     * D = 128; two staged blocks always fetch a block ahead) */
+    for (int one = 0; one <= 1; one++) {
         vka_tuning t;
-        parse_tuning(dp, "coopmat:cm_attn_stages=2", &t, NULL);
+        parse_tuning(dp, one ? "coopmat:cm_attn_stages=1" : "coopmat", &t, NULL);
         vka_plan_limits l = profile_limits(dp, &t);
         vka_problem p = problem(1, 1024, 1024, 4096, 16, 1);
         p.causal = 1;
         vka_plan plan = {0};
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         const vka_step *attn = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
-        CHECK_MSG(attn && attn->spec[VKA_SPEC_TILE_A] == 128 && attn->spec[VKA_SPEC_TILE_B] == 32 &&
-                      !(attn->spec[VKA_SPEC_FLAGS] & (VKA_FUSED_TWO_STAGES | VKA_FUSED_PREFETCH)) &&
+        const uint32_t staged = VKA_FUSED_TWO_STAGES | VKA_FUSED_PREFETCH;
+        CHECK_MSG(attn && attn->spec[VKA_SPEC_TILE_A] == 128 && attn->spec[VKA_SPEC_TILE_B] == (one ? 32u : 16u) &&
+                      (attn->spec[VKA_SPEC_FLAGS] & staged) == (one ? 0 : staged) &&
                       (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX),
-                  "D = 256 under cm_attn_stages=2: %s", attn ? "not 128 x 32 with one stage" : "no attn_cm");
+                  "D = 256, %s: %s", one ? "one stage" : "coopmat",
+                  attn ? (one ? "not 128 x 32 with one stage" : "not 128 x 16 with two") : "no attn_cm");
         CHECK(vka_fused_cm_shared_bytes(128, 32, 256, attn ? attn->spec[VKA_SPEC_TILE_K] : 256, 2, 16 * 16) >
               l.max_shared_bytes);
         vka_plan_free(&plan);
@@ -2117,13 +2120,13 @@ static void test_coopmat_attention(void)
         uint32_t stages; /* staged K/V blocks: the class's two where they fit (the shared-memory softmax here) */
     } rows[] = {
         /* 32-key blocks from D = 128 on (cm_attn_wide_d), 16 below */
-        {"H100-like D128", {16, 16, 16}, 32, 49152, 0, 4096, 32, 128, 32, 32, 0, 1},
+        {"H100-like D128", {16, 16, 16}, 32, 49152, 0, 4096, 32, 128, 16, 32, 0, 2},
         {"H100-like D64", {16, 16, 16}, 32, 49152, 0, 2048, 32, 128, 16, 16, 0, 2},
         {"H100-like D256", {16, 16, 16}, 32, 49152, 0, 2048, 8, 128, 16, 32, 0, 1},
         /* a device of 24 KiB: at D = 256 128 x 16 needs 34 KiB, 64 x 16 25.0, 32 x 16 20.8 */
         {"24 KiB D256", {16, 16, 16}, 32, 24576, 0, 2048, 8, 32, 16, 256, 0, 1},
         {"lavapipe D64", {8, 8, 8}, 8, 32768, 65535, 512, 8, 64, 8, 16, 0, 2},
-        {"lavapipe D256", {8, 8, 8}, 8, 32768, 65535, 512, 2, 64, 16, 64, 0, 1},
+        {"lavapipe D256", {8, 8, 8}, 8, 32768, 65535, 512, 2, 64, 8, 64, 0, 2},
         {"lavapipe D80, budget 12", {8, 8, 8}, 8, 32768, 12, 160, 2, 64, 8, 40, 1, 2},
         {"lavapipe D96, budget 40", {8, 8, 8}, 8, 32768, 40, 96, 1, 64, 8, 24, 1, 2},
     };
@@ -2147,9 +2150,10 @@ static void test_coopmat_attention(void)
             CHECK(st->spec[VKA_SPEC_MAT_N] == rows[r].shape.n && st->spec[VKA_SPEC_DV] * 4 == p.cfg.D);
             CHECK_MSG(st->spec[VKA_SPEC_ROW_LANES] == 2, "%s: %u invocations per row", rows[r].name,
                       st->spec[VKA_SPEC_ROW_LANES]);
-            /* the next K/V block fetched meanwhile up to D = 128 (the coopmat class's cm_attn_prefetch) */
-            CHECK_MSG(!(st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH) == (p.cfg.D > 128), "%s: prefetch flag %u",
-                      rows[r].name, st->spec[VKA_SPEC_FLAGS]);
+            /* the next K/V block fetched meanwhile up to D = 128 (the coopmat class's cm_attn_prefetch),
+             * and always with two staged blocks */
+            CHECK_MSG(!(st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH) == (p.cfg.D > 128 && rows[r].stages == 1),
+                      "%s: prefetch flag %u", rows[r].name, st->spec[VKA_SPEC_FLAGS]);
             CHECK_MSG(!(st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES) == (rows[r].stages == 1), "%s: flags %u",
                       rows[r].name, st->spec[VKA_SPEC_FLAGS]);
             CHECK(vka_fused_cm_shared_bytes(rows[r].tile_q, rows[r].tile_k, p.cfg.D, st->spec[VKA_SPEC_TILE_K], rows[r].stages,

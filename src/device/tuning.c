@@ -140,13 +140,13 @@ static const vka_tuning tunings[] = {
          * 16, 32 bytes of fp16 per invocation; D = 256's accumulators need the registers): on an H100
          * attention took 3.9 ms with it at 128 x 16 and 4.3 without, 6.4 and 7.2 at 64 x 32 */
         .cm_attn_prefetch = 128,
-        /* two staged K/V blocks (one barrier per block instead of two) where they fit: at 128 x 32
-         * and D = 128 since the softmax in registers keeps no scores in shared memory (46 KiB).
-         * On an H100 (2026-11-27, the fifth GPU day, three alternated rounds, fastest repeats; ms,
-         * causal) D = 128 2.154 (1.156) against 2.259 (1.194) with one; D = 64 0.710 (0.394)
-         * against 0.719 (0.403); D = 256, where 128 x 32 fits with one (45 KiB) and is taken,
-         * 2.256 (1.192), at 128 x 16 2.245 (1.165) with one and 2.122 (1.120) with two
-         * (cm_attn_wide_d=512: not the default, a longer block before more stages as elsewhere) */
+        /* two staged K/V blocks (one barrier per block instead of two) where they fit, before
+         * longer blocks (src/plan/attention.c): at 128 x 32 and D = 128 since the softmax in
+         * registers keeps no scores in shared memory (46 KiB), at D = 256 128 x 16 (41 KiB; 128 x 32
+         * would need 78). On an H100 (2026-11-27, the fifth GPU day, three alternated rounds,
+         * fastest repeats; ms, causal) D = 128 2.154 (1.156) against 2.259 (1.194) with one; D = 64
+         * 0.710 (0.394) against 0.719 (0.403); D = 256 128 x 16 2.122 (1.120) against 2.245 (1.165)
+         * with one and 2.256 (1.192) at 128 x 32 with one */
         .cm_attn_stages = 2,
         /* the softmax on the scores' matrix elements where the accumulator layout allows (no
          * scores or factors through shared memory, where the third GPU day's breakdown had the
