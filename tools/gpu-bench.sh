@@ -98,12 +98,12 @@ else
 fi
 "$vk" bench --preset gpu --embed 4096 --heads 16 --len 4096 --dtype f16 --no-peak \
   --json "$out/prefill_d256.json" | tee "$out/prefill_d256.txt"
-# D = 256 in 16-key blocks, two staged (128 x 32 with one is the default: 2.256 ms against 2.122 on the fifth day)
-if VKATTN_TUNING=coopmat:cm_attn_wide_d=512 "$vk" bench --preset gpu --embed 4096 --heads 16 --len 4096 --dtype f16 \
-  --no-peak --json "$out/prefill_d256_k16.json" >"$out/prefill_d256_k16.txt"; then
-  "$vk" bench --compare "$out/prefill_d256_k16.json" "$out/prefill_d256.json" | grep -E 'fused|geometric' || true
+# D = 256 in 32-key blocks, one staged (the default, 16-key blocks with two, took 2.122 ms against 2.256 on the fifth day)
+if VKATTN_TUNING=coopmat:cm_attn_stages=1 "$vk" bench --preset gpu --embed 4096 --heads 16 --len 4096 --dtype f16 \
+  --no-peak --json "$out/prefill_d256_one_stage.json" >"$out/prefill_d256_one_stage.txt"; then
+  "$vk" bench --compare "$out/prefill_d256_one_stage.json" "$out/prefill_d256.json" | grep -E 'fused|geometric' || true
 else
-  echo "(failed: see prefill_d256_k16.txt)"
+  echo "(failed: see prefill_d256_one_stage.txt)"
 fi
 step "prefill on attn_cm2 (VKATTN_COOPMAT2=1: where the device has VK_NV_cooperative_matrix2; else as above)"
 # --trace: each configuration's plan names the attention kernel that ran (attn_cm2, attn_cm, attn_fused)
@@ -117,8 +117,8 @@ step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/P
 # The fifth day's defaults against the kernels as they were, and the tiles still in question
 # (the ones the H100 days settled are left out; GPU_BENCH_SWEEP takes any list):
 # cm_attn_stages=1: attn_cm's one staged K/V block (2.259 ms against 2.154 with two on the fifth day);
-# cm_attn_wide_d=512: D = 256's 128 x 16 blocks (two staged) instead of 128 x 32 (one), faster on
-# the fifth day (2.122 against 2.256), measured at D = 128 here: 16-key blocks with two stages;
+# cm_attn_wide_d=512: 16-key blocks with two stages at D = 128 too (at D = 256 the default since the
+# fifth day: 2.122 ms against 2.256 for 32-key blocks with one);
 # cm_attn_wide_loads=1: attn_cm's 16-byte loads (2.62-2.68 ms against 2.20 on the fourth day);
 # cm_attn_reg_softmax=0: its softmax through shared memory (cm_attn_row_lanes applies there);
 # cm_wide_loads=0: matmul_cm's 8-byte loads (output projection 0.732 ms against 0.684).
