@@ -202,6 +202,18 @@ f16vec4 load_f16(uvec4 r, uint h, bool fp16)
         }                                                                                           \
     }
 
+/* Query il's row (of i_count) of the stored state of (part, head) pair `pair` = part x bh_count +
+ * the pair's head: D floats of state_o, one of state_lse. */
+uint state_row(uint pair, uint il) { return pair * pc.i_count + il; }
+
+/* Element col of query il's output for head h of batch item b: into the stored state's row st
+ * (VKA_FUSED_STORE), else into the context. */
+void store_output(uint st, uint il, uint b, uint h, uint col, float value)
+{
+    if ((FLAGS & VKA_FUSED_STORE) != 0) state_o[st * D + col] = value;
+    else ctx[pc.ctx_offset + (b * pc.L + pc.i_begin + il) * pc.ctx_stride + h * D + col] = VKA_TO_OUT(value);
+}
+
 /* Whether a row sees the block of keys [j0, j0 + TILE_B) whole (no mask reaches into it: most
  * blocks of a long row), so that its scores skip the per-key mask tests, which cost a quarter of
  * the kernel's time on an H100. `end`: the keys' end for the block (real or extra keys); the row's
@@ -367,7 +379,7 @@ void main()
         limit[k] = vka_row_limit(b, i);
         qk[k] = int(i) + int(pc.S) - int(pc.L);
         first[k] = vka_window_start(qk[k]);
-        state[k] = (part_index * pc.bh_count + bh_local) * pc.i_count + il;
+        state[k] = state_row(part_index * pc.bh_count + bh_local, il);
         if (r < MAT_M) atomicMax(real_end_s, limit[k]);
         if (r < MAT_M && load_state) {
             /* A stored state is (o normalised, lse): as a running state that is m = lse, l = 1. */
@@ -409,7 +421,7 @@ void main()
         } else if (load_state) {
             [[unroll]] for (uint e = 0; e < EPL; e++) {
                 uint at = e * SG + lane, row = sg * MAT_M + at / MAT_N;
-                uint st = (part_index * pc.bh_count + bh_local) * pc.i_count + min(il0 + row, pc.i_count - 1);
+                uint st = state_row(part_index * pc.bh_count + bh_local, min(il0 + row, pc.i_count - 1));
                 if (FRAG % SG == 0 || at < FRAG) s_s[scratch + at] = state_o[st * D + f * MAT_N + at % MAT_N];
             }
             subgroupMemoryBarrierShared();
@@ -718,20 +730,15 @@ void main()
                 if (store_state) state_lse[state[k]] = row_lse;
                 else if (pc.has_lse != 0) lse[bh * pc.L + i] = row_lse;
             }
-            alpha_s[row] = inv_l[k];
-            poison_s[row] = poison[k];
+            if (!REG) alpha_s[row] = inv_l[k], poison_s[row] = poison[k];
         }
     }
     if (REG) {
         [[unroll]] for (uint f = 0; f < OF; f++) {
             [[unroll]] for (uint e = 0; e < EPL; e++) {
                 uint k = VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES), row = sg * MAT_M + class_row[k], il = il0 + row;
-                if (il < pc.i_count) {
-                    float value = o[f][e] * inv_l[k] + poison[k];
-                    uint col = f * MAT_N + elem_col[e];
-                    if (store_state) state_o[state[k] * D + col] = value;
-                    else ctx[pc.ctx_offset + (b * pc.L + pc.i_begin + il) * pc.ctx_stride + h * D + col] = VKA_TO_OUT(value);
-                }
+                if (il < pc.i_count)
+                    store_output(state[k], il, b, h, f * MAT_N + elem_col[e], o[f][e] * inv_l[k] + poison[k]);
             }
         }
         return;
@@ -744,13 +751,9 @@ void main()
         subgroupBarrier(); /* the fragment is visible */
         [[unroll]] for (uint e = 0; e < EPL; e++) {
             uint at = e * SG + lane, row = sg * MAT_M + at / MAT_N, il = il0 + row;
-            if ((FRAG % SG == 0 || at < FRAG) && il < pc.i_count) {
-                float value = s_s[scratch + at] * alpha_s[row] + poison_s[row];
-                uint col = f * MAT_N + at % MAT_N;
-                uint st = (part_index * pc.bh_count + bh_local) * pc.i_count + il;
-                if (store_state) state_o[st * D + col] = value;
-                else ctx[pc.ctx_offset + (b * pc.L + pc.i_begin + il) * pc.ctx_stride + h * D + col] = VKA_TO_OUT(value);
-            }
+            if ((FRAG % SG == 0 || at < FRAG) && il < pc.i_count)
+                store_output(state_row(part_index * pc.bh_count + bh_local, il), il, b, h, f * MAT_N + at % MAT_N,
+                             s_s[scratch + at] * alpha_s[row] + poison_s[row]);
         }
         subgroupBarrier(); /* read before the next fragment overwrites the scratch */
     }
