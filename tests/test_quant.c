@@ -194,6 +194,64 @@ static void test_sizes_and_names(void)
     CHECK(npy == NULL && strstr(error.message, "block format") != NULL);
 }
 
+/* The public conversions (vkattn_dtype_from_f32 / _to_f32) against hand-computed bit patterns:
+ * fp16's rounding to nearest even, overflow, subnormals, signed zero and NaN; a Q8_0 block's bytes
+ * (test_q8_0_ties' block) and its values; then what they refuse, leaving dst as it was. */
+static void test_public_conversions(void)
+{
+    /* 1 + 2^-11 is a tie between 1 and 1 + 2^-10: to even, 1 (0x3C00); 1 + 3 * 2^-11 to 1 + 2^-9
+     * (0x3C02); 65504 is the largest half, 65520 rounds to infinity; 2^-24 the least subnormal,
+     * 2^-26 rounds to +0 */
+    const float x[9] = {1.0f + 0x1p-11f, 1.0f + 0x3p-11f, 65504.0f, 65520.0f, -0.0f, 0x1p-24f, 0x1p-26f,
+                        -2.5f, NAN};
+    const uint16_t want[9] = {0x3C00, 0x3C02, 0x7BFF, 0x7C00, 0x8000, 0x0001, 0x0000, 0xC100, 0};
+    uint8_t h[18];
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_F16, x, 9, h), VKATTN_OK);
+    for (int i = 0; i < 8; i++) {
+        uint16_t got = (uint16_t)(h[2 * i] | h[2 * i + 1] << 8); /* little-endian, as the device reads it */
+        CHECK_MSG(got == want[i], "f16 of %.9g is 0x%04x, expected 0x%04x", (double)x[i], got, want[i]);
+    }
+    uint16_t nan_bits = (uint16_t)(h[16] | h[17] << 8);
+    CHECK_MSG((nan_bits & 0x7C00) == 0x7C00 && (nan_bits & 0x3FF) != 0, "NaN became 0x%04x", nan_bits);
+    float back[9];
+    CHECK_STATUS(vkattn_dtype_to_f32(VKATTN_DTYPE_F16, h, 9, back), VKATTN_OK);
+    const float back_want[8] = {1.0f, 1.0f + 0x1p-9f, 65504.0f, INFINITY, -0.0f, 0x1p-24f, 0.0f, -2.5f};
+    for (int i = 0; i < 8; i++)
+        CHECK_MSG(back[i] == back_want[i] && signbit(back[i]) == signbit(back_want[i]), "f16 back: %d is %.9g", i,
+                  (double)back[i]);
+    CHECK(isnan(back[8]));
+
+    /* a Q8_0 block: test_q8_0_ties' (d = 1, q = roundf(x)) */
+    float q[32] = {127, 2.5f, -2.5f, 0.5f, -0.5f, -127, 1.49f, -1.5f, 126.5f, 0.49999997f}, qy[32];
+    const uint8_t qwant[34] = {0x00, 0x3C, 127, 3, 0xFD, 1, 0xFF, 0x81, 1, 0xFE, 127, 0};
+    uint8_t qb[34];
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_Q8_0, q, 32, qb), VKATTN_OK);
+    check_bytes(qb, qwant, 34, "vkattn_dtype_from_f32 q8_0");
+    CHECK_STATUS(vkattn_dtype_to_f32(VKATTN_DTYPE_Q8_0, qb, 32, qy), VKATTN_OK);
+    const float qywant[32] = {127, 3, -3, 1, -1, -127, 1, -2, 127, 0};
+    check_values(qy, qywant, "vkattn_dtype_to_f32 q8_0");
+    /* F32 is a copy, in place too */
+    float c[2] = {1.5f, -7.0f};
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_F32, c, 2, c), VKATTN_OK);
+    CHECK(c[0] == 1.5f && c[1] == -7.0f);
+
+    /* refused, dst untouched */
+    uint8_t keep[34];
+    memset(keep, 0xAB, sizeof keep);
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_Q4_0, q, 31, keep), VKATTN_ERROR_SHAPE);
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_BOOL, q, 4, keep), VKATTN_ERROR_DTYPE);
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_I32, q, 4, keep), VKATTN_ERROR_DTYPE);
+    CHECK_STATUS(vkattn_dtype_to_f32((vkattn_dtype)99, keep, 4, qy), VKATTN_ERROR_DTYPE);
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_F16, NULL, 4, keep), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_dtype_to_f32(VKATTN_DTYPE_F16, keep, 4, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    for (size_t i = 0; i < sizeof keep; i++) CHECK_MSG(keep[i] == 0xAB, "refused call wrote byte %zu", i);
+    float olap[8] = {1, 2, 3, 4};
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_F16, olap, 4, olap), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_dtype_to_f32(VKATTN_DTYPE_F16, olap + 1, 4, olap), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(olap[0] == 1 && olap[3] == 4);
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_F16, NULL, 0, NULL), VKATTN_OK); /* nothing to do */
+}
+
 /* Round trips of N(0,1)-like blocks (uniform here, scaled to unit variance): the error each
  * format allows, per value. Printed; bounded loosely (a format bug shows as a far larger error). */
 static void test_round_trip_error(void)
@@ -257,6 +315,7 @@ static void test_reference_emulates_the_cache(void)
 int main(void)
 {
     RUN_TEST(test_q8_0_zeros);
+    RUN_TEST(test_public_conversions);
     RUN_TEST(test_q8_0_ties);
     RUN_TEST(test_q8_0_all_negative);
     RUN_TEST(test_q8_0_scale_rounding);

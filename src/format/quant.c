@@ -1,9 +1,11 @@
-/* ggml's Q8_0 and Q4_0 block formats on the host (see quant.h). The arithmetic follows ggml's
- * quantize_row_q8_0_ref / quantize_row_q4_0_ref step for step, in float, so that each rounding is
- * the one ggml (and the device's kv_append.comp) makes. */
+/* ggml's Q8_0 and Q4_0 block formats on the host (see quant.h), and the conversions of fp32
+ * values to and from every dtype that stores them (vkattn_dtype_from_f32 / _to_f32, round trips).
+ * The arithmetic follows ggml's quantize_row_q8_0_ref / quantize_row_q4_0_ref step for step, in
+ * float, so that each rounding is the one ggml (and the device's kv_append.comp) makes. */
 #include "format/quant.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "format/half.h"
 
@@ -99,4 +101,65 @@ int vka_dtype_round_trip(vkattn_dtype dtype, float *x, size_t count)
         return 0;
     default: return -1;
     }
+}
+
+/* Whether the byte ranges overlap (the conversions read src while they write dst). */
+static int overlap(const void *a, size_t a_bytes, const void *b, size_t b_bytes)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y + b_bytes && y < x + a_bytes;
+}
+
+/* The checks both directions share: `bytes` is what the dtype's side holds, 0 on failure. */
+static vkattn_status check_convert(vkattn_dtype dtype, const void *src, const void *dst, size_t count,
+                                   size_t *bytes)
+{
+    if (!vka_is_cache_dtype(dtype)) return VKATTN_ERROR_DTYPE;
+    if (vka_dtype_is_block(dtype) && count % VKA_QUANT_BLOCK) return VKATTN_ERROR_SHAPE;
+    if (count > SIZE_MAX / sizeof(float)) return VKATTN_ERROR_INVALID_ARGUMENT;
+    *bytes = (size_t)vka_dtype_bytes(dtype, count);
+    if (count && (!src || !dst)) return VKATTN_ERROR_INVALID_ARGUMENT;
+    if (count && !(dtype == VKATTN_DTYPE_F32 && src == dst) && overlap(src, *bytes, dst, count * sizeof(float)))
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_dtype_from_f32(vkattn_dtype dtype, const float *src, size_t count, void *dst)
+{
+    size_t bytes = 0;
+    vkattn_status status = check_convert(dtype, src, dst, count, &bytes);
+    if (status != VKATTN_OK || !count) return status;
+    uint8_t *out = dst;
+    switch (dtype) {
+    case VKATTN_DTYPE_F32: memmove(dst, src, bytes); break;
+    case VKATTN_DTYPE_F16:
+        for (size_t i = 0; i < count; i++) put_half(out + 2 * i, vka_f32_to_f16(src[i]));
+        break;
+    default: /* the block formats */
+        for (size_t i = 0; i < count; i += VKA_QUANT_BLOCK, out += vka_block_bytes(dtype)) {
+            if (dtype == VKATTN_DTYPE_Q8_0) vka_quantize_q8_0(src + i, out);
+            else vka_quantize_q4_0(src + i, out);
+        }
+    }
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_dtype_to_f32(vkattn_dtype dtype, const void *src, size_t count, float *dst)
+{
+    size_t bytes = 0;
+    vkattn_status status = check_convert(dtype, src, dst, count, &bytes);
+    if (status != VKATTN_OK || !count) return status;
+    const uint8_t *in = src;
+    switch (dtype) {
+    case VKATTN_DTYPE_F32: memmove(dst, src, bytes); break;
+    case VKATTN_DTYPE_F16:
+        for (size_t i = 0; i < count; i++) dst[i] = get_half(in + 2 * i);
+        break;
+    default:
+        for (size_t i = 0; i < count; i += VKA_QUANT_BLOCK, in += vka_block_bytes(dtype)) {
+            if (dtype == VKATTN_DTYPE_Q8_0) vka_dequantize_q8_0(in, dst + i);
+            else vka_dequantize_q4_0(in, dst + i);
+        }
+    }
+    return VKATTN_OK;
 }
