@@ -52,8 +52,8 @@ static const cli_option k_both[] = {
      CLI_LIST, B(len)},
     {"--embed", "E,..", "embedding widths; decode: one (default 512)", CLI_LIST, B(embed)},
     {"--heads", "H,..", "heads; decode: one (default 8)", CLI_LIST, B(heads)},
-    {"--dtype", "f32|f16|q8_0|q4_0", "comma-separated: the layer's storage, f32 or f16 (default f32); decode: the KV "
-     "cache formats (default all four)", CLI_LIST, B(dtype), .values = k_dtypes},
+    {"--dtype", "f32|f16|q8_0|q4_0", "comma-separated: the layer's storage and its query, key and output tensors', f32 or "
+     "f16 (default f32); decode: the KV cache formats (default all four)", CLI_LIST, B(dtype), .values = k_dtypes},
     {"--min-time", "SEC", "repeat each configuration (decode: each point) at least this long, and 3 times",
      CLI_NUMBER, B(min_time_s), 0, 3600},
     {"--warmup", "N", "untimed runs before each", CLI_U32, B(warmup), 0},
@@ -203,6 +203,20 @@ static void free_case(bench_case *bc)
     free(bc->weights), free(bc->query), free(bc->key), free(bc->kpm);
 }
 
+/* Writes `count` fp32 values into a tensor of F32 or F16 (rounded: vkattn_dtype_from_f32). */
+static vkattn_status write_values(vkattn_tensor *t, const float *x, size_t count)
+{
+    const vkattn_dtype dtype = vkattn_tensor_dtype(t);
+    const size_t bytes = vkattn_dtype_row_size(dtype, count);
+    if (dtype == VKATTN_DTYPE_F32) return vkattn_tensor_write(t, x, bytes);
+    void *converted = malloc(bytes);
+    if (!converted) return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    vkattn_status status = vkattn_dtype_from_f32(dtype, x, count, converted);
+    if (status == VKATTN_OK) status = vkattn_tensor_write(t, converted, bytes);
+    free(converted);
+    return status;
+}
+
 /* Random weights and inputs (the last quarter of the keys padded with a padding mask), the layer
  * and the device tensors of one configuration; 0, or 1 after a message (free_case either way). */
 static int make_case(vkattn_context *ctx, const bench_config *c, bench_case *bc)
@@ -226,12 +240,19 @@ static int make_case(vkattn_context *ctx, const bench_config *c, bench_case *bc)
     bc->w = (vkattn_weights){.in_proj_weight = bc->weights, .in_proj_bias = bc->weights + 3 * ee,
                              .out_proj_weight = bc->weights + 3 * ee + 3 * E, .out_proj_bias = bc->weights + 4 * ee + 3 * E};
     BENCH_TRY(vkattn_layer_create(ctx, &bc->desc, &bc->w, &bc->layer), "creating the layer");
-    BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, L, E}, &bc->tq), "creating the query");
-    BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, L, E}, &bc->tout), "creating the output");
-    BENCH_TRY(vkattn_tensor_write(bc->tq, bc->query, (size_t)B * L * E * sizeof(float)), "writing the query");
+    /* The device tensors in the layer's storage, as an fp16 model's activations are (and as the cost
+     * model counts their bytes): an f16 layer's projections read 8 fp16 values per 16-byte load, not 4
+     * fp32 ones (the GPU day compares them with torch's fp16 matmul). The storage in use: a device
+     * without 16-bit storage keeps an f16 layer in fp32. */
+    vkattn_layer_desc used;
+    vkattn_layer_get_desc(bc->layer, &used);
+    const vkattn_dtype io = used.storage;
+    BENCH_TRY(vkattn_tensor_create(ctx, io, 3, (uint32_t[]){B, L, E}, &bc->tq), "creating the query");
+    BENCH_TRY(vkattn_tensor_create(ctx, io, 3, (uint32_t[]){B, L, E}, &bc->tout), "creating the output");
+    BENCH_TRY(write_values(bc->tq, bc->query, (size_t)B * L * E), "writing the query");
     if (bc->key) {
-        BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, S, E}, &bc->tk), "creating the key");
-        BENCH_TRY(vkattn_tensor_write(bc->tk, bc->key, (size_t)B * S * E * sizeof(float)), "writing the key");
+        BENCH_TRY(vkattn_tensor_create(ctx, io, 3, (uint32_t[]){B, S, E}, &bc->tk), "creating the key");
+        BENCH_TRY(write_values(bc->tk, bc->key, (size_t)B * S * E), "writing the key");
     }
     if (bc->kpm) {
         BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_BOOL, 2, (uint32_t[]){B, S}, &bc->tkpm), "creating the mask");
