@@ -21,11 +21,18 @@ build=${GPU_BENCH_BUILD:-build-gpu}
 quick=${GPU_BENCH_QUICK:-0}
 step() { printf '\n== %s\n' "$*"; }
 # llama.cpp's flash attention at the same shapes (tools/gpu_bench_ggml.c; gpu-pack.sh builds it and
-# its run.sh names it and ggml's Vulkan backend in GPU_BENCH_GGML and GPU_BENCH_GGML_BACKEND)
+# its run.sh names it and ggml's Vulkan backend in GPU_BENCH_GGML and GPU_BENCH_GGML_BACKEND): as
+# ggml picks it (on NVIDIA its VK_NV_cooperative_matrix2 kernels, workgroup-scope matrices that
+# vkattn does not use), then with those off (GGML_VK_DISABLE_COOPMAT2=1: its KHR cooperative-matrix
+# kernels, the extension vkattn's attn_cm uses). ggml's device line says which ("matrix cores: ").
 ggml_figures() {
   if [ -n "${GPU_BENCH_GGML:-}" ]; then
     step "llama.cpp's flash attention (ggml's Vulkan backend) at the same shapes"
-    "$GPU_BENCH_GGML" "$GPU_BENCH_GGML_BACKEND" "$out/ggml.json" 2>&1 | grep -v '^ggml_vulkan: ' | tee "$out/ggml.txt"
+    "$GPU_BENCH_GGML" "$GPU_BENCH_GGML_BACKEND" "$out/ggml.json" 2>&1 |
+      grep -v '^ggml_vulkan: [^0-9]' | tee "$out/ggml.txt"
+    step "llama.cpp's flash attention without VK_NV_cooperative_matrix2 (GGML_VK_DISABLE_COOPMAT2=1)"
+    GGML_VK_DISABLE_COOPMAT2=1 "$GPU_BENCH_GGML" "$GPU_BENCH_GGML_BACKEND" "$out/ggml_khr.json" 2>&1 |
+      grep -v '^ggml_vulkan: [^0-9]' | tee "$out/ggml_khr.txt"
   else
     step "GPU_BENCH_GGML not set (tools/gpu-pack.sh builds it): no llama.cpp figures"
   fi
