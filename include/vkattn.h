@@ -964,6 +964,12 @@ vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward
  * self-test (one small dispatch; see cooperative_matrix_checked). */
 vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forward_desc *desc, char *text,
                                      size_t capacity, size_t *length);
+/* The same for a forward on device tensors (vkattn_forward, _record): its plan follows the tensors'
+ * dtypes (a host forward's arrays are F32; on an fp16 layer an F16 query can take wider loads) and
+ * which arguments are given. Nothing is read from or written to the tensors, and
+ * tensors in an unfinished submission may be explained. */
+vkattn_status vkattn_forward_explain_tensors(vkattn_layer *layer, const vkattn_forward_desc *desc, char *text,
+                                             size_t capacity, size_t *length);
 
 /* The CPU reference without any Vulkan: plain loops, double accumulation, straight from the
  * formula. `desc->path` is ignored. */

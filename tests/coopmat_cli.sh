@@ -4,7 +4,8 @@
 # under VKATTN_TUNING=coopmat, `vkattn run --precision f16 --trace` shows the projections' matmul_cm
 # and the fused attention's attn_cm (2 heads of 8 dims: whole 8x8x8 matrices) where the device has
 # cooperative matrices, and no _cm kernel with VKATTN_COOPMAT=0 as well, nor with --precision f32 or
-# the default precision of this f32 layer; where it has none, the
+# the default precision of this f32 layer; `bench --dtype f16 --trace` plans the Q/K/V projection
+# on its f16 query tensor with 16-byte loads; where it has none, the
 # tuning is refused with a clear message and the test reports itself skipped (77).
 #   usage: coopmat_cli.sh LAUNCHER VKATTN FIXTURES   (LAUNCHER: "" or build/mesa26/run)
 set -u
@@ -54,6 +55,12 @@ if echo "$line" | grep -qE 'cooperative matrix: +[0-9]+x[0-9]+x[0-9]+' && ! echo
   grep -qE '^ +[0-9]+ fused +attn_fused ' "$out/f32" || fail "no attn_fused with --precision f32: $(cat "$out/f32")"
   VKATTN_TUNING=coopmat forward >"$out/default" 2>&1 || fail "forward at the default precision: $(cat "$out/default")"
   ! grep -E '_cm ' "$out/default" || fail "a _cm kernel at the default precision of an f32 layer"
+  # bench --dtype f16 times (and --trace explains) a forward on f16 tensors: the Q/K/V projection
+  # reads the f16 query 8 values per 16-byte load, as the output projection reads the context
+  VKATTN_TUNING=coopmat run bench --len 16 --embed 64 --heads 8 --dtype f16 --path fused --no-cpu --no-peak \
+    --min-time 0 --trace >"$out/bench" 2>&1 || fail "bench --dtype f16: $(cat "$out/bench")"
+  grep -qE '^ +1 qkv_projection +matmul_cm .*16-byte loads of 8' "$out/bench" ||
+    fail "bench --dtype f16: the Q/K/V projection does not read f16 tensors 8 per load: $(cat "$out/bench")"
   echo "ok: the coopmat tuning runs matmul_cm and attn_cm at --precision f16; with VKATTN_COOPMAT=0, --precision f32 or the f32 layer's default it runs none"
   exit 0
 fi

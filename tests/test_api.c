@@ -660,6 +660,62 @@ static void test_explain(void)
     test_weights_free(&tw);
 }
 
+/* vkattn_forward_explain_tensors: on F32 tensors the same plan, to the byte, as the host forward
+ * of the same shapes explains (one planner); on a tensor of another context, the forward's error;
+ * the tensors are neither read nor written, and nothing runs. */
+static void test_explain_tensors(void)
+{
+    test_weights tw;
+    vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 2};
+    vkattn_layer *layer = small_layer(&tw, &d);
+    enum { B = 2, L = 5, S = 7, E = 16 };
+    float q[B * L * E], k[B * S * E], out[B * L * E];
+    uint8_t kpm[B * S] = {0};
+    vkattn_host_forward_desc hf = {.batch = B, .query_len = L, .key_len = S, .query = q, .key = k, .output = out,
+                                   .key_padding_mask = kpm, .causal = 1};
+    vkattn_tensor *tq = tensor(VKATTN_DTYPE_F32, 3, B, L, E, 0), *tk = tensor(VKATTN_DTYPE_F32, 3, B, S, E, 0);
+    vkattn_tensor *tout = tensor(VKATTN_DTYPE_F32, 3, B, L, E, 0), *tkpm = tensor(VKATTN_DTYPE_BOOL, 2, B, S, 0, 0);
+    vkattn_forward_desc f = {.query = tq, .key = tk, .output = tout, .key_padding_mask = tkpm, .causal = 1};
+    size_t host_len = 0, len = 0;
+    CHECK_STATUS(vkattn_forward_explain(layer, &hf, NULL, 0, &host_len), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_explain_tensors(layer, &f, NULL, 0, &len), VKATTN_OK);
+    char *host_text = malloc(host_len + 1), *text = malloc(len + 1);
+    CHECK_STATUS(vkattn_forward_explain(layer, &hf, host_text, host_len + 1, NULL), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_explain_tensors(layer, &f, text, len + 1, NULL), VKATTN_OK);
+    CHECK_MSG(len == host_len && strcmp(text, host_text) == 0, "tensors:\n%s\nhost arrays:\n%s", text, host_text);
+    CHECK(strstr(text, "plan: fused path") != NULL && strstr(text, "key_padding_mask") != NULL);
+    /* an output of the wrong shape: the forward's own message */
+    vkattn_tensor *bad = tensor(VKATTN_DTYPE_F32, 3, B, L + 1, E, 0);
+    f.output = bad;
+    CHECK_ERROR(vkattn_forward_explain_tensors(layer, &f, text, len + 1, NULL), VKATTN_ERROR_SHAPE, "output");
+    f.output = tout;
+    CHECK_ERROR(vkattn_forward_explain_tensors(layer, &f, NULL, 5, NULL), VKATTN_ERROR_INVALID_ARGUMENT, "text");
+    CHECK_STATUS(vkattn_forward_explain_tensors(NULL, &f, NULL, 0, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    /* a tensor of another context */
+    vkattn_context *other = NULL;
+    vkattn_device_info info;
+    vkattn_context_device(ctx, &info);
+    char index[16];
+    snprintf(index, sizeof index, "%u", info.index);
+    vkattn_context_desc cd = {.device = index};
+    CHECK_STATUS(vkattn_context_create(&cd, &other, NULL), VKATTN_OK);
+    vkattn_tensor *foreign = NULL;
+    if (other) CHECK_STATUS(vkattn_tensor_create(other, VKATTN_DTYPE_F32, 3, (uint32_t[]){B, S, E}, &foreign), VKATTN_OK);
+    f.key = foreign;
+    if (foreign) CHECK_ERROR(vkattn_forward_explain_tensors(layer, &f, text, len + 1, NULL), VKATTN_ERROR_INVALID_ARGUMENT,
+                             "different context");
+    vkattn_tensor_destroy(foreign);
+    vkattn_context_destroy(other);
+    vkattn_forward_stats st;
+    CHECK_STATUS(vkattn_layer_last_stats(layer, &st), VKATTN_OK);
+    CHECK(st.dispatches == 0); /* nothing ran */
+    free(text), free(host_text);
+    vkattn_tensor_destroy(tq), vkattn_tensor_destroy(tk), vkattn_tensor_destroy(tout), vkattn_tensor_destroy(tkpm);
+    vkattn_tensor_destroy(bad);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
 static void test_device_selection(void)
 {
     vkattn_context *c = NULL;
@@ -948,6 +1004,7 @@ int main(void)
     RUN_TEST(test_forward_errors);
     RUN_TEST(test_activations_past_the_range);
     RUN_TEST(test_explain);
+    RUN_TEST(test_explain_tensors);
     RUN_TEST(test_device_selection);
     RUN_TEST(test_chained_layers);
     RUN_TEST(test_reuse_across_shapes);

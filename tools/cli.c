@@ -519,10 +519,12 @@ int cli_open_context(const char *command, const char *device, vkattn_context **o
 
 const int cli_storage_values[2] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16};
 
-/* A forward to explain: a plain one (f), or a cached one (cache, cf). */
+/* A forward to explain: a plain one from host arrays (f) or on device tensors (tf), or a cached
+ * one (cache, cf). */
 typedef struct explained {
     vkattn_layer *layer;
     const vkattn_host_forward_desc *f;
+    const vkattn_forward_desc *tf;
     vkattn_kv_cache *cache;
     const vkattn_cached_forward_desc *cf;
 } explained;
@@ -530,6 +532,7 @@ typedef struct explained {
 static vkattn_status explain(const explained *e, char *text, size_t capacity, size_t *length)
 {
     return e->cache ? vkattn_forward_cached_explain(e->layer, e->cache, e->cf, text, capacity, length)
+           : e->tf  ? vkattn_forward_explain_tensors(e->layer, e->tf, text, capacity, length)
                     : vkattn_forward_explain(e->layer, e->f, text, capacity, length);
 }
 
@@ -559,6 +562,11 @@ int cli_print_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer
         return 0;
     }
     return print_explained(command, ctx, NULL, &(explained){.layer = layer, .f = f});
+}
+
+int cli_print_tensor_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer, const vkattn_forward_desc *f)
+{
+    return print_explained(command, ctx, NULL, &(explained){.layer = layer, .tf = f});
 }
 
 int cli_print_cached_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer, vkattn_kv_cache *cache,

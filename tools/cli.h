@@ -170,6 +170,8 @@ _Static_assert(sizeof(vkattn_dtype) == sizeof(int), "choices store enums as int"
  * says the CPU reference runs when `layer` is NULL. 0, or 1 after printing why it could not. */
 int cli_print_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer,
                    const vkattn_host_forward_desc *f);
+/* The same for forward `f` on device tensors (vkattn_forward_explain_tensors). */
+int cli_print_tensor_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer, const vkattn_forward_desc *f);
 /* The same for cached forward `f` on `cache` (vkattn_forward_cached_explain), under `heading`. */
 int cli_print_cached_plan(const char *command, vkattn_context *ctx, vkattn_layer *layer, vkattn_kv_cache *cache,
                           const vkattn_cached_forward_desc *f, const char *heading);

@@ -92,16 +92,24 @@ static vkattn_status args_from_tensors(const vkattn_forward_desc *d, vka_args *o
     return VKATTN_OK;
 }
 
+/* Every tensor is the layer's context's. */
+static vkattn_status check_contexts(const vkattn_layer *layer, const vka_args *a)
+{
+    for (int i = 0; i < VKA_ARG_COUNT; i++)
+        if (a->v[i].given && a->v[i].tensor->ctx != layer->ctx)
+            return vka_fail(&layer->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                            "%s belongs to a different context than the layer", vka_arg_get((vka_arg)i)->name);
+    return VKATTN_OK;
+}
+
 vkattn_status vka_forward_check_tensors(vkattn_layer *layer, const vka_args *a, const vka_user *owner)
 {
     vkattn_context *ctx = layer->ctx;
+    vkattn_status status = check_contexts(layer, a);
+    if (status != VKATTN_OK) return status;
     for (int i = 0; i < VKA_ARG_COUNT; i++) {
         const vka_arg_value *v = &a->v[i];
-        if (!v->given) continue;
-        if (v->tensor->ctx != ctx)
-            return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s belongs to a different context than the layer",
-                            vka_arg_get((vka_arg)i)->name);
-        if (v->tensor->user && v->tensor->user != owner)
+        if (v->given && v->tensor->user && v->tensor->user != owner)
             return vka_tensor_check_free(v->tensor, vka_arg_get((vka_arg)i)->name);
     }
     if (a->v[VKA_ARG_OUTPUT].dtype == VKATTN_DTYPE_F16 && !ctx->dev.info.storage_16bit)
@@ -328,6 +336,25 @@ vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward
     VKA_GUARDED(layer->ctx, forward_host(layer, d));
 }
 
+/* The plan of a checked problem as text (both explain calls). */
+static vkattn_status explain_problem(vkattn_context *ctx, const vka_problem *p, char *text, size_t capacity,
+                                     size_t *length)
+{
+    size_t n;
+    if (p->path == VKATTN_PATH_CPU) {
+        n = (size_t)snprintf(text, capacity, "plan: the CPU reference path (plain loops, double accumulation)\n");
+    } else {
+        /* The plan the forward would build, into a plan of its own: the layer's stays as it is. */
+        vka_plan plan = {0};
+        vkattn_status status = vka_context_plan(ctx, p, &plan);
+        n = status == VKATTN_OK ? vka_plan_describe(p, &plan, ctx->loop_budget, text, capacity) : 0;
+        vka_plan_free(&plan);
+        if (status != VKATTN_OK) return status;
+    }
+    if (length) *length = n;
+    return VKATTN_OK;
+}
+
 static vkattn_status forward_explain(vkattn_layer *layer, const vkattn_host_forward_desc *d, char *text,
                                      size_t capacity, size_t *length)
 {
@@ -336,20 +363,7 @@ static vkattn_status forward_explain(vkattn_layer *layer, const vkattn_host_forw
     vka_args a;
     vka_problem p;
     vkattn_status status = host_prelude(layer, d, &a, &p);
-    if (status != VKATTN_OK) return status;
-    size_t n;
-    if (p.path == VKATTN_PATH_CPU) {
-        n = (size_t)snprintf(text, capacity, "plan: the CPU reference path (plain loops, double accumulation)\n");
-    } else {
-        /* The plan the forward would build, into a plan of its own: the layer's stays as it is. */
-        vka_plan plan = {0};
-        status = vka_context_plan(ctx, &p, &plan);
-        n = status == VKATTN_OK ? vka_plan_describe(&p, &plan, ctx->loop_budget, text, capacity) : 0;
-        vka_plan_free(&plan);
-        if (status != VKATTN_OK) return status;
-    }
-    if (length) *length = n;
-    return VKATTN_OK;
+    return status == VKATTN_OK ? explain_problem(ctx, &p, text, capacity, length) : status;
 }
 
 vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forward_desc *d, char *text,
@@ -357,4 +371,27 @@ vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forw
 {
     if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
     VKA_GUARDED(layer->ctx, forward_explain(layer, d, text, capacity, length));
+}
+
+/* A device forward's plan: its tensors described and checked as vkattn_forward does, but for what
+ * needs their contents or their use (a float mask's values, a submission holding them): explaining
+ * reads and writes nothing. */
+static vkattn_status forward_explain_tensors(vkattn_layer *layer, const vkattn_forward_desc *d, char *text,
+                                             size_t capacity, size_t *length)
+{
+    vkattn_context *ctx = layer->ctx;
+    if (!text && capacity) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "text is NULL but capacity is not 0");
+    vka_args a;
+    vka_problem p;
+    vkattn_status status = args_from_tensors(d, &a, &ctx->dev.error);
+    if (status == VKATTN_OK) status = check_contexts(layer, &a);
+    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->dev.error);
+    return status == VKATTN_OK ? explain_problem(ctx, &p, text, capacity, length) : status;
+}
+
+vkattn_status vkattn_forward_explain_tensors(vkattn_layer *layer, const vkattn_forward_desc *d, char *text,
+                                             size_t capacity, size_t *length)
+{
+    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(layer->ctx, forward_explain_tensors(layer, d, text, capacity, length));
 }
