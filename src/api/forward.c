@@ -336,17 +336,20 @@ vkattn_status vkattn_forward_host(vkattn_layer *layer, const vkattn_host_forward
     VKA_GUARDED(layer->ctx, forward_host(layer, d));
 }
 
-/* The plan of a checked problem as text (both explain calls). */
-static vkattn_status explain_problem(vkattn_context *ctx, const vka_problem *p, char *text, size_t capacity,
-                                     size_t *length)
+/* The plan of a problem as text (both explain calls): `status` is its description's and check's. */
+static vkattn_status explain_problem(vkattn_context *ctx, vkattn_status status, const vka_problem *p, char *text,
+                                     size_t capacity, size_t *length)
 {
+    if (status == VKATTN_OK && !text && capacity)
+        status = vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "text is NULL but capacity is not 0");
+    if (status != VKATTN_OK) return status;
     size_t n;
     if (p->path == VKATTN_PATH_CPU) {
         n = (size_t)snprintf(text, capacity, "plan: the CPU reference path (plain loops, double accumulation)\n");
     } else {
         /* The plan the forward would build, into a plan of its own: the layer's stays as it is. */
         vka_plan plan = {0};
-        vkattn_status status = vka_context_plan(ctx, p, &plan);
+        status = vka_context_plan(ctx, p, &plan);
         n = status == VKATTN_OK ? vka_plan_describe(p, &plan, ctx->loop_budget, text, capacity) : 0;
         vka_plan_free(&plan);
         if (status != VKATTN_OK) return status;
@@ -358,12 +361,9 @@ static vkattn_status explain_problem(vkattn_context *ctx, const vka_problem *p, 
 static vkattn_status forward_explain(vkattn_layer *layer, const vkattn_host_forward_desc *d, char *text,
                                      size_t capacity, size_t *length)
 {
-    vkattn_context *ctx = layer->ctx;
-    if (!text && capacity) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "text is NULL but capacity is not 0");
     vka_args a;
     vka_problem p;
-    vkattn_status status = host_prelude(layer, d, &a, &p);
-    return status == VKATTN_OK ? explain_problem(ctx, &p, text, capacity, length) : status;
+    return explain_problem(layer->ctx, host_prelude(layer, d, &a, &p), &p, text, capacity, length);
 }
 
 vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forward_desc *d, char *text,
@@ -379,14 +379,12 @@ vkattn_status vkattn_forward_explain(vkattn_layer *layer, const vkattn_host_forw
 static vkattn_status forward_explain_tensors(vkattn_layer *layer, const vkattn_forward_desc *d, char *text,
                                              size_t capacity, size_t *length)
 {
-    vkattn_context *ctx = layer->ctx;
-    if (!text && capacity) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "text is NULL but capacity is not 0");
     vka_args a;
     vka_problem p;
-    vkattn_status status = args_from_tensors(d, &a, &ctx->dev.error);
+    vkattn_status status = args_from_tensors(d, &a, &layer->ctx->dev.error);
     if (status == VKATTN_OK) status = check_contexts(layer, &a);
-    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &ctx->dev.error);
-    return status == VKATTN_OK ? explain_problem(ctx, &p, text, capacity, length) : status;
+    if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &layer->ctx->dev.error);
+    return explain_problem(layer->ctx, status, &p, text, capacity, length);
 }
 
 vkattn_status vkattn_forward_explain_tensors(vkattn_layer *layer, const vkattn_forward_desc *d, char *text,
