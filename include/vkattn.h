@@ -527,10 +527,11 @@ const char *vkattn_dtype_name(vkattn_dtype dtype);
  * binary16, rounded to nearest even (overflow gives infinity, NaN stays NaN; back: exact); Q8_0 and
  * Q4_0 are ggml's blocks, count a multiple of 32 (a block holding NaN or infinity stores d = NaN and
  * reads back as NaN). For an F16 tensor's contents (vkattn_tensor_write takes the tensor's own
- * dtype) or a cache's blocks. VKATTN_ERROR_INVALID_ARGUMENT for a NULL pointer with count > 0 or
- * overlapping src and dst (except the same pointer for F32), VKATTN_ERROR_DTYPE for BOOL, I32 and
- * values outside the enum, VKATTN_ERROR_SHAPE for a block format's count that is not whole blocks;
- * dst is untouched on failure. (ggml_fp32_to_fp16_row and quantize_row's counterpart.) */
+ * dtype), or data in ggml's block formats. VKATTN_ERROR_INVALID_ARGUMENT for a NULL pointer with
+ * count > 0, overlapping src and dst (except the same pointer for F32) or a count whose fp32 bytes
+ * overflow size_t, VKATTN_ERROR_DTYPE for BOOL, I32 and values outside the enum,
+ * VKATTN_ERROR_SHAPE for a block format's count that is not whole blocks; dst is untouched on
+ * failure. (ggml's fp16 row conversions and quantize_row / dequantize_row do the same.) */
 vkattn_status vkattn_dtype_from_f32(vkattn_dtype dtype, const float *src, size_t count, void *dst);
 vkattn_status vkattn_dtype_to_f32(vkattn_dtype dtype, const void *src, size_t count, float *dst);
 

@@ -690,6 +690,21 @@ static void test_explain_tensors(void)
     CHECK_ERROR(vkattn_forward_explain_tensors(layer, &f, text, len + 1, NULL), VKATTN_ERROR_SHAPE, "output");
     f.output = tout;
     CHECK_ERROR(vkattn_forward_explain_tensors(layer, &f, NULL, 5, NULL), VKATTN_ERROR_INVALID_ARGUMENT, "text");
+    /* A float mask holding NaN: a forward reads it and refuses it; explaining reads nothing */
+    vkattn_tensor *nan_mask = tensor(VKATTN_DTYPE_F32, 2, L, S, 0, 0);
+    float mask[L * S] = {0};
+    mask[3] = NAN;
+    CHECK_STATUS(vkattn_tensor_write(nan_mask, mask, sizeof mask), VKATTN_OK);
+    f.attn_mask = nan_mask;
+    CHECK_STATUS(vkattn_forward_explain_tensors(layer, &f, text, len + 1, NULL), VKATTN_OK);
+    CHECK_ERROR(vkattn_forward(layer, &f), VKATTN_ERROR_NON_FINITE, "NaN");
+    f.attn_mask = NULL;
+    /* F16 tensors (the device has 16-bit storage here, as every driver the tests run on) */
+    vkattn_tensor *hq = tensor(VKATTN_DTYPE_F16, 3, B, L, E, 0), *hout = tensor(VKATTN_DTYPE_F16, 3, B, L, E, 0);
+    vkattn_forward_desc fh = {.query = hq, .key = tk, .output = hout, .causal = 1};
+    CHECK_STATUS(vkattn_forward_explain_tensors(layer, &fh, text, len + 1, NULL), VKATTN_OK);
+    CHECK(strncmp(text, "plan: fused path", 16) == 0);
+    vkattn_tensor_destroy(hq), vkattn_tensor_destroy(hout), vkattn_tensor_destroy(nan_mask);
     CHECK_STATUS(vkattn_forward_explain_tensors(NULL, &f, NULL, 0, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
     /* a tensor of another context */
     vkattn_context *other = NULL;

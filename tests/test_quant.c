@@ -245,11 +245,44 @@ static void test_public_conversions(void)
     CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_F16, NULL, 4, keep), VKATTN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(vkattn_dtype_to_f32(VKATTN_DTYPE_F16, keep, 4, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
     for (size_t i = 0; i < sizeof keep; i++) CHECK_MSG(keep[i] == 0xAB, "refused call wrote byte %zu", i);
-    float olap[8] = {1, 2, 3, 4};
-    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_F16, olap, 4, olap), VKATTN_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(vkattn_dtype_to_f32(VKATTN_DTYPE_F16, olap + 1, 4, olap), VKATTN_ERROR_INVALID_ARGUMENT);
-    CHECK(olap[0] == 1 && olap[3] == 4);
+    float spare[32];
+    memcpy(spare, qy, sizeof spare);
+    CHECK_STATUS(vkattn_dtype_to_f32(VKATTN_DTYPE_Q8_0, qb, 33, qy), VKATTN_ERROR_SHAPE);
+    CHECK_STATUS(vkattn_dtype_to_f32(VKATTN_DTYPE_BOOL, qb, 4, qy), VKATTN_ERROR_DTYPE);
+    CHECK(memcmp(spare, qy, sizeof spare) == 0);
+    /* Overlap is judged on each side's own size: 8 floats (32 bytes) against their 16 halves. */
+    float ov[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_F16, ov, 8, (char *)ov + 16), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_F16, ov, 4, ov), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(ov[0] == 1 && ov[7] == 8); /* refused: nothing written */
+    /* floats at bytes 16..48, halves to bytes 0..16: apart, so converted */
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_F16, ov + 4, 8, ov), VKATTN_OK);
+    float wide[8];
+    CHECK_STATUS(vkattn_dtype_to_f32(VKATTN_DTYPE_F16, ov, 8, wide), VKATTN_OK);
+    for (int i = 0; i < 8; i++) CHECK_MSG(wide[i] == (float)(5 + i), "apart: value %d is %g", i, (double)wide[i]);
+    /* halves at bytes 0..8 widened to floats at bytes 4..20: overlapping, refused; at 16..32: apart */
+    CHECK_STATUS(vkattn_dtype_to_f32(VKATTN_DTYPE_F16, ov, 4, ov + 1), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_dtype_to_f32(VKATTN_DTYPE_F16, ov, 4, ov + 4), VKATTN_OK);
+    CHECK(ov[4] == 5 && ov[7] == 8);
     CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_F16, NULL, 0, NULL), VKATTN_OK); /* nothing to do */
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_F16, ov, SIZE_MAX / 2, (char *)ov + 64),
+                 VKATTN_ERROR_INVALID_ARGUMENT); /* its fp32 bytes overflow size_t */
+
+    /* Q4_0 through the public calls: test_q4_0's rule on a block whose largest magnitude is -8
+     * (d = 1, q = min(15, trunc(x + 8.5))), and a block holding infinity: d = NaN, all NaN back */
+    float q4[32] = {-8, 7, 0.4f, -0.6f, 3}, q4y[32];
+    uint8_t q4b[18];
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_Q4_0, q4, 32, q4b), VKATTN_OK);
+    const uint8_t q4want[18] = {0x00, 0x3C, 0x80, 0x8F, 0x88, 0x87, 0x8B, 0x88, 0x88, 0x88,
+                                0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88};
+    check_bytes(q4b, q4want, 18, "vkattn_dtype_from_f32 q4_0");
+    CHECK_STATUS(vkattn_dtype_to_f32(VKATTN_DTYPE_Q4_0, q4b, 32, q4y), VKATTN_OK);
+    const float q4ywant[32] = {-8, 7, 0, -1, 3};
+    check_values(q4y, q4ywant, "vkattn_dtype_to_f32 q4_0");
+    q4[9] = INFINITY;
+    CHECK_STATUS(vkattn_dtype_from_f32(VKATTN_DTYPE_Q4_0, q4, 32, q4b), VKATTN_OK);
+    CHECK_STATUS(vkattn_dtype_to_f32(VKATTN_DTYPE_Q4_0, q4b, 32, q4y), VKATTN_OK);
+    for (int j = 0; j < 32; j++) CHECK_MSG(isnan(q4y[j]), "q4_0 block with inf: value %d is %g", j, (double)q4y[j]);
 }
 
 /* Round trips of N(0,1)-like blocks (uniform here, scaled to unit variance): the error each

@@ -247,6 +247,7 @@ static int make_case(vkattn_context *ctx, const bench_config *c, bench_case *bc)
     vkattn_layer_desc used;
     vkattn_layer_get_desc(bc->layer, &used);
     const vkattn_dtype io = used.storage;
+    bc->desc.storage = io; /* the cost below counts the bytes of the storage in use */
     BENCH_TRY(vkattn_tensor_create(ctx, io, 3, (uint32_t[]){B, L, E}, &bc->tq), "creating the query");
     BENCH_TRY(vkattn_tensor_create(ctx, io, 3, (uint32_t[]){B, L, E}, &bc->tout), "creating the output");
     BENCH_TRY(write_values(bc->tq, bc->query, (size_t)B * L * E), "writing the query");

@@ -25,14 +25,17 @@ step() { printf '\n== %s\n' "$*"; }
 # ggml picks it (on NVIDIA its VK_NV_cooperative_matrix2 kernels, workgroup-scope matrices that
 # vkattn does not use), then with those off (GGML_VK_DISABLE_COOPMAT2=1: its KHR cooperative-matrix
 # kernels, the extension vkattn's attn_cm uses). ggml's device line says which ("matrix cores: ").
+# (Called as `ggml_figures || ...`, where set -e does not reach inside: each run's status is kept.)
 ggml_figures() {
   if [ -n "${GPU_BENCH_GGML:-}" ]; then
+    local rc=0
     step "llama.cpp's flash attention (ggml's Vulkan backend) at the same shapes"
     "$GPU_BENCH_GGML" "$GPU_BENCH_GGML_BACKEND" "$out/ggml.json" 2>&1 |
-      grep -v '^ggml_vulkan: [^0-9]' | tee "$out/ggml.txt"
+      grep -v '^ggml_vulkan: [^0-9]' | tee "$out/ggml.txt" || rc=1
     step "llama.cpp's flash attention without VK_NV_cooperative_matrix2 (GGML_VK_DISABLE_COOPMAT2=1)"
     GGML_VK_DISABLE_COOPMAT2=1 "$GPU_BENCH_GGML" "$GPU_BENCH_GGML_BACKEND" "$out/ggml_khr.json" 2>&1 |
-      grep -v '^ggml_vulkan: [^0-9]' | tee "$out/ggml_khr.txt"
+      grep -v '^ggml_vulkan: [^0-9]' | tee "$out/ggml_khr.txt" || rc=1
+    return $rc
   else
     step "GPU_BENCH_GGML not set (tools/gpu-pack.sh builds it): no llama.cpp figures"
   fi
@@ -85,7 +88,7 @@ fi
 
 if [ "$quick" = 1 ]; then
   torch_figures || echo "(torch failed: see torch.txt)"
-  ggml_figures || echo "(ggml failed: see ggml.txt)"
+  ggml_figures || echo "(ggml failed: see ggml.txt and ggml_khr.txt)"
 fi
 step "pipeline statistics (registers, shared memory: VKATTN_PIPELINE_STATS=1), fp16 prefill at 1024 and a decode step"
 { VKATTN_PIPELINE_STATS=1 "$vk" bench --preset gpu --len 1024 --dtype f16 --no-peak --min-time 0.01 2>&1 >/dev/null
@@ -249,7 +252,7 @@ if [ "$quick" != 1 ]; then
   "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 1024,8192 --dtype f16 --stack 8 \
     --json "$out/stack.json" | tee "$out/stack.txt"
   torch_figures
-  ggml_figures || echo "(ggml failed: see ggml.txt)"
+  ggml_figures || echo "(ggml failed: see ggml.txt and ggml_khr.txt)"
 fi
 step "done: $out"
 ls -l "$out"

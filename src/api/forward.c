@@ -92,29 +92,30 @@ static vkattn_status args_from_tensors(const vkattn_forward_desc *d, vka_args *o
     return VKATTN_OK;
 }
 
-/* Every tensor is the layer's context's. */
-static vkattn_status check_contexts(const vkattn_layer *layer, const vka_args *a)
+/* What a forward's tensors must be whatever their contents and use (the explain call checks these
+ * alone): the layer's context's, and an f16 output only where the device stores 16-bit values. */
+static vkattn_status check_tensor_kinds(const vkattn_layer *layer, const vka_args *a)
 {
+    vka_device *dev = &layer->ctx->dev;
     for (int i = 0; i < VKA_ARG_COUNT; i++)
         if (a->v[i].given && a->v[i].tensor->ctx != layer->ctx)
-            return vka_fail(&layer->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
-                            "%s belongs to a different context than the layer", vka_arg_get((vka_arg)i)->name);
+            return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "%s belongs to a different context than the layer",
+                            vka_arg_get((vka_arg)i)->name);
+    if (a->v[VKA_ARG_OUTPUT].dtype == VKATTN_DTYPE_F16 && !dev->info.storage_16bit)
+        return vka_fail(dev, VKATTN_ERROR_UNSUPPORTED, "an f16 output needs storageBuffer16BitAccess, which \"%s\" lacks",
+                        dev->info.name);
     return VKATTN_OK;
 }
 
 vkattn_status vka_forward_check_tensors(vkattn_layer *layer, const vka_args *a, const vka_user *owner)
 {
-    vkattn_context *ctx = layer->ctx;
-    vkattn_status status = check_contexts(layer, a);
+    vkattn_status status = check_tensor_kinds(layer, a);
     if (status != VKATTN_OK) return status;
     for (int i = 0; i < VKA_ARG_COUNT; i++) {
         const vka_arg_value *v = &a->v[i];
         if (v->given && v->tensor->user && v->tensor->user != owner)
             return vka_tensor_check_free(v->tensor, vka_arg_get((vka_arg)i)->name);
     }
-    if (a->v[VKA_ARG_OUTPUT].dtype == VKATTN_DTYPE_F16 && !ctx->dev.info.storage_16bit)
-        return vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "an f16 output needs storageBuffer16BitAccess, which \"%s\" lacks",
-                        ctx->dev.info.name);
     return check_device_mask(layer, a->v[VKA_ARG_ATTN_MASK].tensor);
 }
 
@@ -382,7 +383,7 @@ static vkattn_status forward_explain_tensors(vkattn_layer *layer, const vkattn_f
     vka_args a;
     vka_problem p;
     vkattn_status status = args_from_tensors(d, &a, &layer->ctx->dev.error);
-    if (status == VKATTN_OK) status = check_contexts(layer, &a);
+    if (status == VKATTN_OK) status = check_tensor_kinds(layer, &a);
     if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &layer->ctx->dev.error);
     return explain_problem(layer->ctx, status, &p, text, capacity, length);
 }

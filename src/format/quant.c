@@ -110,16 +110,18 @@ static int overlap(const void *a, size_t a_bytes, const void *b, size_t b_bytes)
     return x < y + b_bytes && y < x + a_bytes;
 }
 
-/* The checks both directions share: `bytes` is what the dtype's side holds, 0 on failure. */
-static vkattn_status check_convert(vkattn_dtype dtype, const void *src, const void *dst, size_t count,
+/* The checks both directions share, given the fp32 side and the dtype's (packed) side: `bytes` is
+ * what the packed side holds. */
+static vkattn_status check_convert(vkattn_dtype dtype, const void *floats, const void *packed, size_t count,
                                    size_t *bytes)
 {
     if (!vka_is_cache_dtype(dtype)) return VKATTN_ERROR_DTYPE;
     if (vka_dtype_is_block(dtype) && count % VKA_QUANT_BLOCK) return VKATTN_ERROR_SHAPE;
     if (count > SIZE_MAX / sizeof(float)) return VKATTN_ERROR_INVALID_ARGUMENT;
     *bytes = (size_t)vka_dtype_bytes(dtype, count);
-    if (count && (!src || !dst)) return VKATTN_ERROR_INVALID_ARGUMENT;
-    if (count && !(dtype == VKATTN_DTYPE_F32 && src == dst) && overlap(src, *bytes, dst, count * sizeof(float)))
+    if (count && (!floats || !packed)) return VKATTN_ERROR_INVALID_ARGUMENT;
+    if (count && !(dtype == VKATTN_DTYPE_F32 && floats == packed) &&
+        overlap(floats, count * sizeof(float), packed, *bytes))
         return VKATTN_ERROR_INVALID_ARGUMENT;
     return VKATTN_OK;
 }
@@ -147,7 +149,7 @@ vkattn_status vkattn_dtype_from_f32(vkattn_dtype dtype, const float *src, size_t
 vkattn_status vkattn_dtype_to_f32(vkattn_dtype dtype, const void *src, size_t count, float *dst)
 {
     size_t bytes = 0;
-    vkattn_status status = check_convert(dtype, src, dst, count, &bytes);
+    vkattn_status status = check_convert(dtype, dst, src, count, &bytes);
     if (status != VKATTN_OK || !count) return status;
     const uint8_t *in = src;
     switch (dtype) {
