@@ -164,15 +164,6 @@ static void st_close(safetensors *st)
     cJSON_Delete(st->header);
 }
 
-static float half_to_float(uint16_t h)
-{
-    int exponent = h >> 10 & 31, mantissa = h & 1023;
-    float v = exponent == 0    ? ldexpf((float)mantissa, -24)
-              : exponent == 31 ? (mantissa ? NAN : INFINITY)
-                               : ldexpf((float)(mantissa | 1024), exponent - 25);
-    return h & 0x8000 ? -v : v;
-}
-
 static float bf16_to_float(uint16_t b)
 {
     uint32_t bits = (uint32_t)b << 16;
@@ -220,8 +211,9 @@ static float *st_load(safetensors *st, const char *name, uint32_t rows, uint32_t
         free(out), free(raw);
         return NULL;
     }
-    int bf16 = !strcmp(type, "BF16");
-    for (size_t i = 0; raw && i < count; i++) out[i] = bf16 ? bf16_to_float(raw[i]) : half_to_float(raw[i]);
+    if (!strcmp(type, "F16")) /* IEEE halves: the library's conversion, exact */
+        vkattn_dtype_to_f32(VKATTN_DTYPE_F16, raw, count, out);
+    for (size_t i = 0; !strcmp(type, "BF16") && i < count; i++) out[i] = bf16_to_float(raw[i]);
     free(raw);
     return out;
 }
