@@ -338,8 +338,8 @@ typedef struct vkattn_context_desc {
      * attn_cm's Q, K and V; 0 in the coopmat class: faster on an H100),
      * cm_subgroup (0 or a power of
      * two to 128: the subgroup size wanted, 0 = the smallest), cm_attn_subgroups (1-8: attn_cm's
-     * subgroups of M query rows per workgroup), cm_attn_key_frags (1-4: N-key matrices per block, at
-     * most 32 keys), cm_attn_row_lanes (a power of two, 1-64: invocations per row's softmax),
+     * subgroups of M query rows per workgroup), cm_attn_key_frags (1-8: N-key matrices per block, at
+     * most 64 keys), cm_attn_row_lanes (a power of two, 1-64: invocations per row's softmax),
      * cm_attn_prefetch (0-1024: heads of at most this many dims fetch the next K/V block while
      * this one computes, 0 = never), cm_attn_stages (1 or 2: K/V blocks staged at once, 2: one
      * barrier per block, the coopmat class's default where they fit), cm_attn_wide_d (0-1024: heads of at least this many dims, wide heads,

@@ -60,7 +60,7 @@
  * the pipeline requires that size with full subgroups (src/pipeline/pipeline_cache.c) and subgroup
  * shuffles (the plan takes attn_fused on a device without them).
  * Bindings: VKA_FUSED_* (abi.h). Specialization: TILE_A (query rows, a multiple of MAT_M), TILE_B
- * (keys per block, a multiple of MAT_N and MAT_K), DV, VEC (4: D = 4 DV, a multiple of MAT_N and
+ * (keys per block, a multiple of MAT_N and MAT_K, at most 64: two words of bad-key bits), DV, VEC (4: D = 4 DV, a multiple of MAT_N and
  * MAT_K, which are multiples of 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), MAT_M, MAT_N, MAT_K, ROW_LANES (a power of two dividing the subgroup size and TILE_B;
  * REG_SOFTMAX: the layout's lanes a row), ROW_RUN and ROW_CLASSES (REG_SOFTMAX: the layout's
  * element classes), TILE_K (Q's head dims staged per pass), ATTN_MASK, FLAGS (VKA_FUSED_LOAD,
@@ -151,8 +151,10 @@ shared float16_t p_s[TILE_A * PSTRIDE];       /* the probabilities */
 shared float alpha_s[TILE_A];                 /* each row's rescale factor for this block; at the end 1 / l */
 shared float poison_s[TILE_A];                /* NaN for a row that saw a NaN score, else 0 */
 shared uint real_end_s;                       /* the keys past every row's limit are masked for all */
-shared uint bad_keys_s[3];                    /* bit c: key c of the block held a non-finite V element (block
-                                                 n's word n % 3; block n - 1's cleared during block n) */
+const uint BW = (TILE_B + 31) / 32;          /* bad-key words per block (TILE_B <= 64: at most 2) */
+shared uint bad_keys_s[3 * BW];               /* bit c % 32 of word c / 32: key c of the block held a non-finite V
+                                                 element (block n's words at n % 3 x BW; block n - 1's cleared
+                                                 during block n) */
 
 /* A load: one texel of 4 values, or with VKA_FUSED_WIDE (Q, K and V all fp16, every row starting
  * on a multiple of 8 elements) two, 8 halves in one 16-byte load: half the load and staging
@@ -183,7 +185,7 @@ f16vec4 load_f16(uvec4 r, uint h, bool fp16)
     }
 
 /* The loads FETCH gave this invocation into staged rows base.. (`stride4` apart) as fp16, a
- * texel per f16vec4; non-finite elements become 0 and set bit r of bad_keys_s[bad_word] where
+ * texel per f16vec4; non-finite elements become 0 and set row r's bit of block bad_word's words where
  * asked. (A macro: shared arrays are not parameters.) */
 #define STAGE(regs, base, count, width, stride4, fp16, check_bad, bad_word)                         \
     [[unroll]] for (uint i_ = 0; i_ < (count * (width / LT) + WG - 1) / WG; i_++) {                 \
@@ -194,13 +196,21 @@ f16vec4 load_f16(uvec4 r, uint h, bool fp16)
                 f16vec4 v_ = load_f16(regs[i_], h_, fp16);                                          \
                 if (check_bad) { /* after the rounding: beyond fp16's range is infinite too */      \
                     bvec4 bad_ = bvec4(uvec4(isnan(v_)) | uvec4(isinf(v_)));                        \
-                    if (any(bad_)) atomicOr(bad_keys_s[bad_word], 1u << r_);                        \
+                    if (any(bad_)) atomicOr(bad_keys_s[(bad_word) * BW + r_ / 32], 1u << (r_ % 32)); \
                     v_ = mix(v_, f16vec4(0.0), bad_);                                               \
                 }                                                                                   \
                 kv_s[(base + r_) * stride4 + t_ % w_ * LT + h_] = v_;                               \
             }                                                                                       \
         }                                                                                           \
     }
+
+/* Block n's bad-key words (the second 0 where a block has one), and whether key c is bad. */
+uvec2 block_bad(uint n)
+{
+    uint at = n % 3 * BW;
+    return uvec2(bad_keys_s[at], BW > 1 ? bad_keys_s[at + BW - 1] : 0u);
+}
+bool key_bad(uvec2 bad, uint c) { return ((c < 32 ? bad.x : bad.y) >> (c % 32) & 1u) != 0u; }
 
 /* Query il's row (of i_count) of the stored state of (part, head) pair `pair` = part x bh_count +
  * the pair's head: D floats of state_o, one of state_lse. */
@@ -344,7 +354,8 @@ void main()
             uint at = e * WG + gl_LocalInvocationID.x;
             if (FRAG % WG == 0 || at < FRAG) s_s[at] = float(at);
         }
-    if (gl_LocalInvocationID.x == 0) real_end_s = 0, bad_keys_s[0] = 0, bad_keys_s[1] = 0, bad_keys_s[2] = 0;
+    if (gl_LocalInvocationID.x == 0) real_end_s = 0;
+    if (gl_LocalInvocationID.x < 3 * BW) bad_keys_s[gl_LocalInvocationID.x] = 0;
     barrier();
     if (REG) {
         coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> map;
@@ -484,7 +495,7 @@ void main()
         FETCH(v_in, load_v, TILE_B, DV, V_ROW)                                                      \
     }
     /* Block n's K and V rows go to kv_s[stage x KV_BLOCK] (stage n % 2 with TWO_STAGES, else 0),
-     * its bad-key bits to word n % 3, which block n - 3 read and the end of block n - 2 cleared.
+     * its bad-key bits to words n % 3 x BW.., which block n - 3 read and the end of block n - 2 cleared.
      * TWO_STAGES: block n + 1 is fetched before block n's matrix work and staged after it, into the
      * other stage, whose last reader (block n - 1) finished before the previous barrier. */
     const bool two_stages = STAGES == 2;
@@ -526,7 +537,7 @@ void main()
                 sc[c] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
                 BLOCK_SCORES(sc[c], c)
             }
-            uint bad = bad_keys_s[n % 3];
+            uvec2 bad = block_bad(n);
             float cmax[ROW_CLASSES], csum[ROW_CLASSES], mref[ROW_CLASSES], calpha[ROW_CLASSES];
             bool cnan[ROW_CLASSES], whole[ROW_CLASSES];
             [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++) {
@@ -555,7 +566,7 @@ void main()
                     float16_t p = float16_t(exp(sc[c][e] - mref[k]));
                     csum[k] += float(p);
                     /* a key whose V held a non-finite value, seen: NaN into P·V (as below) */
-                    if (bad != 0u && p != float16_t(0.0) && (bad & (1u << col)) != 0) p = float16_t(0.0 / 0.0);
+                    if ((bad.x | bad.y) != 0u && p != float16_t(0.0) && key_bad(bad, col)) p = float16_t(0.0 / 0.0);
                     p_s[(sg * MAT_M + class_row[k]) * PSTRIDE + col] = p;
                 }
             }
@@ -589,7 +600,7 @@ void main()
              * rotated by ROW_LANES x the row, so that a subgroup's reads of the scores fall in distinct
              * banks (32 lanes, 2 per row, rows of 32 or 36 floats: 16- or 2-way conflicts unrotated;
              * the padding is for the matrix stores, 8-way without it). */
-            uint bad = bad_keys_s[n % 3];
+            uvec2 bad = block_bad(n);
             [[unroll]] for (uint k = 0; k < RPL; k++) {
                 uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
                 float s[KPL];
@@ -623,7 +634,7 @@ void main()
                     /* a key whose V held a non-finite value, seen: NaN into P·V (V was staged as 0), so
                      * the row's O turns NaN while l and the lse stay the scores' (`bad` is the
                      * workgroup's: most blocks skip the per-key test) */
-                    if (bad != 0u && p != float16_t(0.0) && (bad & (1u << c)) != 0) p = float16_t(0.0 / 0.0);
+                    if ((bad.x | bad.y) != 0u && p != float16_t(0.0) && key_bad(bad, c)) p = float16_t(0.0 / 0.0);
                     if (r < MAT_M) p_s[row * PSTRIDE + c] = p;
                 }
                 /* a butterfly: every invocation of the row adds the same numbers in the same pairs */
@@ -664,7 +675,7 @@ void main()
          * to fp16 (l sums the rounded values), and O = O x alpha + P·V. Row values live in
          * matrices with the value in every column of its row (mm, ll); a row turned NaN has l NaN.
          * No branch around a matrix operation (docs/KNOWN_ISSUES.md). */
-        uint bad = bad_keys_s[n % 3];
+        uvec2 bad = block_bad(n);
         ACC xs[KF], block_max = ACC(-1.0 / 0.0);
         [[unroll]] for (uint c = 0; c < KF; c++) {
             ACC acc = ACC(0.0);
@@ -682,7 +693,8 @@ void main()
         [[unroll]] for (uint c = 0; c < KF; c++) {
             ACC p, weight, counted, row_sum;
             coopMatPerElementNV(p, xs[c], cm2_probability, m_ref);
-            coopMatPerElementNV(weight, p, cm2_weight, bad, c * MAT_N);
+            /* a fragment's keys lie in one word (MAT_N divides 32, or the block is one fragment of 32) */
+            coopMatPerElementNV(weight, p, cm2_weight, c * MAT_N < 32 ? bad.x : bad.y, c * MAT_N % 32);
             pf[c] = coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA>(ACC16(weight)); /* exact */
             coopMatPerElementNV(counted, p, cm2_counted, xs[c]);
             coopMatReduceNV(row_sum, counted, gl_CooperativeMatrixReduceRowNV, cm2_add);
@@ -696,7 +708,7 @@ void main()
         }
 #endif
         /* block n - 1's word, read before the last barrier, for block n + 2 */
-        if (gl_LocalInvocationID.x == 0) bad_keys_s[(n + 2) % 3] = 0;
+        if (gl_LocalInvocationID.x < BW) bad_keys_s[(n + 2) % 3 * BW + gl_LocalInvocationID.x] = 0;
         if (two_stages && n + 1 < blocks) STAGE_BLOCK(n + 1)
         barrier(); /* every subgroup is done with the block before the next is staged (two stages: and the
                       next is staged) */

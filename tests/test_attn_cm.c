@@ -173,6 +173,15 @@ static const cm_case grid[] = {
      .khr = 1, .tuning = "coopmat:cm_attn_stages=2"},
     {"two_stages_D256_f16", 1, 17, 33, 1, 0, 256, .f16 = 1, .khr = 1,
      .tuning = "coopmat:cm_attn_stages=2,cm_attn_key_frags=1,cm_attn_wide_loads=1"},
+    /* more than 32 keys a block (two words of non-finite-V bits per block; 8x8x8 matrices: 6 and 8
+     * of them): 48 keys with one staged block (attn_cm2, whose scores take shared memory: 40), NaN
+     * in a value row every row sees at key 35 (the second word in both); 40 with two (the three blocks' words rotating), NaN in the padded keys' rows
+     * throughout (a 64-key block, 8 matrices, compiles for a minute on lavapipe: the plan test
+     * checks its shared memory on the H100 profile) */
+    {"key_blocks_48_nan_seen", 2, 40, 70, 2, 0, 64, .nan_seen = 1, .khr = 1,
+     .tuning = "coopmat:cm_attn_key_frags=6,cm_attn_wide_d=0,cm_attn_stages=1"},
+    {"key_blocks_40_two_stages", 2, 19, 120, 2, 0, 64, .key_padding = 1, .nan_masked = 1, .khr = 1,
+     .tuning = "coopmat:cm_attn_key_frags=8,cm_attn_wide_d=0"},
     /* the KHR build's softmax through shared memory (cm_attn_reg_softmax=0; the default where the
      * device's accumulator layout is unknown): every variant, the masks with NaN in keys no query
      * sees and rows that see none, a value row later rows see holding NaN, fp16 storage with key

@@ -284,7 +284,7 @@ static const struct tuning_field {
     FIELD(cm_wide_loads, 0, 1, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_group_rows, 0, 64, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_attn_subgroups, 1, 8, ANY, cm_attn_subgroups, "attn_cm"),
-    FIELD(cm_attn_key_frags, 1, 4, ANY, cm_attn_subgroups, "attn_cm"),
+    FIELD(cm_attn_key_frags, 1, 8, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_row_lanes, 1, 64, POW2, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_prefetch, 0, 1024, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_stages, 1, 2, ANY, cm_attn_subgroups, "attn_cm"),

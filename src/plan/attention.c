@@ -241,7 +241,9 @@ static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, ui
     while (s.q_dims % 2 == 0 && (s.q_dims / 2) % ms.k == 0 && (s.q_dims / 2) % 8 == 0 &&
            (uint64_t)s.tile_q * (s.q_dims + 8) > 2ull * stages * s.tile_k * (D + 8))
         s.q_dims /= 2;
-    if (s.tile_k > 32 ||
+    /* at most 64 keys a block (its non-finite-V bits are two words); attn_cm2 passes a fragment
+     * one word of them */
+    if (s.tile_k > 64 || (s.matrix2 && ms.n > 32 && s.tile_k > 32) ||
         vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D, s.q_dims, stages, s.reg ? ms.m * ms.n : 0) >
             b->limits->max_shared_bytes ||
         !vka_matrix_workgroup_fits(b->limits, s.wg))
@@ -281,10 +283,12 @@ uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D,
 {
     /* attn_cm.comp: fp16 rows of D + 8 for K and V (per stage), in the same space Q's rows of
      * q_dims + 8 per pass; fp32 scores in rows of tile_k + 4 (the REG build: one accumulator's
-     * reg_frag floats, its layout map); fp16 P in rows of tile_k + 8; two floats per row; four words */
+     * reg_frag floats, its layout map); fp16 P in rows of tile_k + 8; two floats per row; a word,
+     * and three blocks' bad-key bits (a word per 32 keys) */
     uint64_t kv = 2ull * stages * tile_k * (D + 8), q = (uint64_t)tile_q * (q_dims + 8);
     uint64_t scores = reg_frag ? reg_frag : (uint64_t)tile_q * (tile_k + 4);
-    return (kv > q ? kv : q) * 2 + scores * 4 + (uint64_t)tile_q * (tile_k + 8) * 2 + (uint64_t)tile_q * 8 + 16;
+    return (kv > q ? kv : q) * 2 + scores * 4 + (uint64_t)tile_q * (tile_k + 8) * 2 + (uint64_t)tile_q * 8 + 4 +
+           12ull * ((tile_k + 31) / 32);
 }
 
 /* The most keys one attn_cm workgroup may visit: its one loop is the key blocks', with one block
