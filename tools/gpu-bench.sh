@@ -99,13 +99,23 @@ step "prefill: vkattn bench --preset gpu ${prefill_args[*]}"
 step "head dims 64 (B = 4, E = 1024, H = 16, L = S = 2048) and 256 (E = 4096, H = 16, L = S = 4096), f16"
 "$vk" bench --preset gpu --batch 4 --embed 1024 --heads 16 --len 2048 --dtype f16 --no-peak \
   --json "$out/prefill_d64.json" | tee "$out/prefill_d64.txt"
-# attn_cm's 16-byte loads at D = 64 too (their stores' order differs there from D = 128's)
-if VKATTN_TUNING=coopmat:cm_attn_wide_loads=1 "$vk" bench --preset gpu --batch 4 --embed 1024 --heads 16 --len 2048 \
-  --dtype f16 --no-peak --json "$out/prefill_d64_wide.json" >"$out/prefill_d64_wide.txt"; then
-  "$vk" bench --compare "$out/prefill_d64_wide.json" "$out/prefill_d64.json" | grep -E 'fused|geometric' || true
-else
-  echo "(failed: see prefill_d64_wide.txt)"
-fi
+# attn_cm at D = 64 under other tunings, each against the default (16-key blocks, two staged):
+# 16-byte loads (their stores' order differs there from D = 128's); 32-key blocks (cm_attn_wide_d=64,
+# two staged); 48-key blocks (two staged, 43 KiB: more than 32 keys a block since the sixth
+# session), never measured: fewer, longer blocks where attn_cm's time is mostly per block
+for t in wide:coopmat:cm_attn_wide_loads=1 keys32:coopmat:cm_attn_wide_d=64 \
+  keys48:coopmat:cm_attn_wide_d=64,cm_attn_key_frags=3; do
+  name=${t%%:*} tuning=${t#*:}
+  printf -- '-- VKATTN_TUNING=%s\n' "$tuning"
+  if VKATTN_TUNING=$tuning "$vk" bench --preset gpu --batch 4 --embed 1024 --heads 16 --len 2048 --dtype f16 --no-peak \
+    --trace --json "$out/prefill_d64_$name.json" >"$out/prefill_d64_$name.txt"; then
+    grep -E '^ +[0-9]+ fused +attn' "$out/prefill_d64_$name.txt" | sed 's/.*on cooperative matrices //' | cut -c1-90 |
+      sort -u || true
+    "$vk" bench --compare "$out/prefill_d64_$name.json" "$out/prefill_d64.json" | grep -E 'fused|geometric' || true
+  else
+    echo "(failed: see prefill_d64_$name.txt)"
+  fi
+done
 "$vk" bench --preset gpu --embed 4096 --heads 16 --len 4096 --dtype f16 --no-peak \
   --json "$out/prefill_d256.json" | tee "$out/prefill_d256.txt"
 # D = 256 in 32-key blocks, one staged (the default, 16-key blocks with two, took 2.122 ms against 2.256 on the fifth day)
@@ -131,9 +141,12 @@ step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/P
 # fifth day: 2.122 ms against 2.256 for 32-key blocks with one);
 # cm_attn_wide_loads=1: attn_cm's 16-byte loads (2.62-2.68 ms against 2.20 on the fourth day);
 # cm_attn_reg_softmax=0: its softmax through shared memory (cm_attn_row_lanes applies there);
-# cm_wide_loads=0: matmul_cm's 8-byte loads (output projection 0.732 ms against 0.684).
+# cm_wide_loads=0: matmul_cm's 8-byte loads (output projection 0.732 ms against 0.684);
+# cm_attn_key_frags=3,cm_attn_stages=1: 48-key blocks with one stage (42.5 KiB; 64 keys do not fit),
+# never measured: if attn_cm's time is mostly per block (the fifth day's 64-row tiles took 1.64x
+# as long), fewer, longer blocks may pay even without the second stage.
 sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_stages=1 coopmat:cm_attn_wide_d=512 coopmat:cm_attn_wide_loads=1
-  coopmat:cm_attn_reg_softmax=0 coopmat:cm_wide_loads=0"}
+  coopmat:cm_attn_reg_softmax=0 coopmat:cm_wide_loads=0 coopmat:cm_attn_key_frags=3,cm_attn_stages=1"}
 # GPU_BENCH_ROUNDS=N runs the list N times, alternating (shared machines drift: the fastest repeat
 # of alternated rounds agreed to 1-3% on an H100 where medians jumped 3x); sweep_summary.txt then has
 # each tuning's fastest stage times over the rounds.
