@@ -208,7 +208,7 @@ f16vec4 load_f16(uvec4 r, uint h, bool fp16)
 uvec2 block_bad(uint n)
 {
     uint at = n % 3 * BW;
-    return uvec2(bad_keys_s[at], BW > 1 ? bad_keys_s[at + BW - 1] : 0u);
+    return uvec2(bad_keys_s[at], BW > 1 ? bad_keys_s[at + 1] : 0u);
 }
 bool key_bad(uvec2 bad, uint c) { return ((c < 32 ? bad.x : bad.y) >> (c % 32) & 1u) != 0u; }
 
@@ -598,7 +598,7 @@ void main()
              * and masks (an invisible score becomes -inf whatever the key held), then P as fp16 and the
              * row's rescale factor. A row's invocations take keys lane % ROW_LANES + t x ROW_LANES,
              * rotated by ROW_LANES x the row, so that a subgroup's reads of the scores fall in distinct
-             * banks (32 lanes, 2 per row, rows of 32 or 36 floats: 16- or 2-way conflicts unrotated;
+             * banks (32 lanes, 2 per row; 32-key blocks in rows of 32 or 36 floats: 16- or 2-way conflicts unrotated;
              * the padding is for the matrix stores, 8-way without it). */
             uvec2 bad = block_bad(n);
             [[unroll]] for (uint k = 0; k < RPL; k++) {
@@ -693,7 +693,8 @@ void main()
         [[unroll]] for (uint c = 0; c < KF; c++) {
             ACC p, weight, counted, row_sum;
             coopMatPerElementNV(p, xs[c], cm2_probability, m_ref);
-            /* a fragment's keys lie in one word (MAT_N divides 32, or the block is one fragment of 32) */
+            /* a fragment's keys lie in one word (MAT_N divides 32, or the block holds at most 32 keys:
+             * the plan's rule) */
             coopMatPerElementNV(weight, p, cm2_weight, c * MAT_N < 32 ? bad.x : bad.y, c * MAT_N % 32);
             pf[c] = coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA>(ACC16(weight)); /* exact */
             coopMatPerElementNV(counted, p, cm2_counted, xs[c]);

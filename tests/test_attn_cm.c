@@ -63,6 +63,7 @@ typedef struct cm_case {
     int rising;        /* key row j scaled by 1 + 60 j / S: each row's max keeps rising, so O is
                           rescaled by large factors block after block */
     int khr;           /* also in the "khr" run: the KHR build where a device has attn_cm2 too */
+    int wide_blocks;   /* the plan must take blocks of more than 32 keys: 1 in the KHR build, 2 in both */
     const char *tuning; /* a tuning string, whose tile the plan must take (NULL: "coopmat") */
 } cm_case;
 
@@ -175,13 +176,17 @@ static const cm_case grid[] = {
      .tuning = "coopmat:cm_attn_stages=2,cm_attn_key_frags=1,cm_attn_wide_loads=1"},
     /* more than 32 keys a block (two words of non-finite-V bits per block; 8x8x8 matrices: 6 and 8
      * of them): 48 keys with one staged block (attn_cm2, whose scores take shared memory: 40), NaN
-     * in a value row every row sees at key 35 (the second word in both); 40 with two (the three blocks' words rotating), NaN in the padded keys' rows
-     * throughout (a 64-key block, 8 matrices, compiles for a minute on lavapipe: the plan test
-     * checks its shared memory on the H100 profile) */
-    {"key_blocks_48_nan_seen", 2, 40, 70, 2, 0, 64, .nan_seen = 1, .khr = 1,
+     * in the value row of key 35 (the second word in both builds), causal, so some rows see key 3
+     * and not key 35 (a bit set in the wrong word or at the wrong key shows); 40 keys with two
+     * (attn_cm2: 24) over 250 keys, the three blocks' words rotating, NaN in the padded keys'
+     * rows (a bit a block's clear missed would poison a later block's key at the same place). A
+     * 64-key block (8 matrices) compiles for a minute on lavapipe: the plan test checks its
+     * shared memory on the H100 profile. */
+    {"key_blocks_48_nan_seen", 2, 40, 70, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1, .wide_blocks = 2,
      .tuning = "coopmat:cm_attn_key_frags=6,cm_attn_wide_d=0,cm_attn_stages=1"},
-    {"key_blocks_40_two_stages", 2, 19, 120, 2, 0, 64, .key_padding = 1, .nan_masked = 1, .khr = 1,
+    {"key_blocks_40_two_stages", 2, 19, 250, 2, 0, 64, .key_padding = 1, .nan_masked = 1, .khr = 1, .wide_blocks = 1,
      .tuning = "coopmat:cm_attn_key_frags=8,cm_attn_wide_d=0"},
+
     /* the KHR build's softmax through shared memory (cm_attn_reg_softmax=0; the default where the
      * device's accumulator layout is unknown): every variant, the masks with NaN in keys no query
      * sees and rows that see none, a value row later rows see holding NaN, fp16 storage with key
@@ -402,6 +407,12 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         char tile[64];
         snprintf(tile, sizeof tile, "(%u query rows x %u-key blocks", n_sgs * ms.m, n_frags * ms.n);
         CHECK_MSG(strstr(plan, tile) != NULL, "%s: the tuning's tile \"%s\" is not the plan's:\n%s", c->name, tile, plan);
+    }
+    if (c->wide_blocks == 2 || (c->wide_blocks && !ctx->dev.matrix2)) {
+        const char *at = strstr(plan, " query rows x ");
+        unsigned keys = 0;
+        CHECK_MSG(at && sscanf(at, " query rows x %u-key blocks", &keys) == 1 && keys > 32,
+                  "%s: attn_cm's blocks should hold more than 32 keys:\n%s", c->name, plan);
     }
     return 1 + (strstr(plan, "merge") != NULL);
 }

@@ -1869,8 +1869,8 @@ static void test_device_profiles(void)
  * device's shared memory gives way: matmul_cm's 2 x 8 subgroups with blocks of 64 (cm_ksteps=4)
  * need more than 48 KiB even with one staged block, so 2 x 4 (128 x 128, one staged block); a
  * 256 x 128 tile (cm_frags_m=8, cm_frags_n=1) one staged block; blocks of 128 (cm_ksteps=8) fit at
- * none down to 2 x 2 subgroups, so matmul_sm; attn_cm's blocks of 64 keys do not fit two staged (68 KiB) nor one
- * (54 KiB), so the largest that fits: 32 keys with two (46.0 KiB), 48 with one (42.5 KiB, Q in passes of 64 dims). Q is staged in passes of q_dims head dims where a pass of every query row
+ * none down to 2 x 2 subgroups, so matmul_sm; attn_cm's blocks of 64 keys do not fit two staged (88 KiB) nor one
+ * (54 KiB), so the largest that fits: 32 keys with two (46.0 KiB), 48 with one (41.5 KiB, Q in passes of 64 dims). Q is staged in passes of q_dims head dims where a pass of every query row
  * would need more than two blocks of keys (128 x (q_dims + 8) halfs against 2 x 16 x 136). */
 /* vka_tuning_parse of `tuning` on profile dp, which must accept it; *named (may be NULL): whether it named a class. */
 static void parse_tuning(const device_profile *dp, const char *tuning, vka_tuning *t, int *named)

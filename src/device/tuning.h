@@ -91,7 +91,7 @@ typedef struct vka_tuning {
     /* attn_cm.comp, the cooperative-matrix fused attention (0 = this tuning does not use it): a
      * workgroup of cm_attn_subgroups subgroups owns cm_attn_subgroups x MAT_M query rows (a
      * subgroup MAT_M of them) and visits its keys in blocks of cm_attn_key_frags x MAT_N (at most
-     * 32); cm_attn_row_lanes invocations share each row's softmax (a power of two; more where the
+     * 64); cm_attn_row_lanes invocations share each row's softmax (a power of two; more where the
      * subgroup has more lanes than the matrices rows, fewer where it does not divide the subgroup
      * or the block). Heads of at most cm_attn_prefetch dims fetch the next block's K and V into
      * registers during this block's matrix work (software pipelining; 0: never; larger heads need

@@ -242,8 +242,8 @@ static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, ui
            (uint64_t)s.tile_q * (s.q_dims + 8) > 2ull * stages * s.tile_k * (D + 8))
         s.q_dims /= 2;
     /* at most 64 keys a block (its non-finite-V bits are two words); attn_cm2 passes a fragment
-     * one word of them */
-    if (s.tile_k > 64 || (s.matrix2 && ms.n > 32 && s.tile_k > 32) ||
+     * one word of them, so its fragments must not straddle two */
+    if (s.tile_k > 64 || (s.matrix2 && 32 % ms.n && s.tile_k > 32) ||
         vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D, s.q_dims, stages, s.reg ? ms.m * ms.n : 0) >
             b->limits->max_shared_bytes ||
         !vka_matrix_workgroup_fits(b->limits, s.wg))
