@@ -19,32 +19,14 @@ on_exit() { [ "$1" -eq 0 ] || { cat "$log" >&2; echo "fetch-mesa25: FAILED (apt'
 trap 'on_exit $?' EXIT
 fail() { echo "fetch-mesa25: $*" >>"$log"; exit 1; }
 
-# Private apt: APT_CONFIG replaces /etc/apt/apt.conf, and Dir::Etc keeps apt from reading the
-# system's apt.conf.d, sources.list.d, preferences and keyrings. Only backports is listed: the rest
-# of what lavapipe links comes from this machine (tools/install-deps.sh installed Mesa 22, which
-# pulls in the same libraries), and apt-get download resolves nothing.
+# Private apt (tools/private-apt.sh). Only backports is listed: the rest of what lavapipe links
+# comes from this machine (tools/install-deps.sh installed Mesa 22, which pulls in the same
+# libraries), and apt-get download resolves nothing.
 arch=$(dpkg --print-architecture)
-mkdir -p "$apt"/etc/{apt.conf.d,preferences.d,trusted.gpg.d} "$apt"/state/lists/partial \
-         "$apt"/cache/archives/partial "$dir/debs"
-touch "$apt/state/status"   # empty: what the machine has installed must not steer the download
-key=/usr/share/keyrings/debian-archive-keyring.gpg
-cat >"$apt/etc/sources.list" <<EOF
-deb [signed-by=$key] http://deb.debian.org/debian bookworm-backports main
-EOF
-cat >"$apt/apt.conf" <<EOF
-Dir::Etc "$apt/etc";
-Dir::Etc::sourceparts "-";
-Dir::Etc::main "none";
-Dir::State "$apt/state";
-Dir::State::status "$apt/state/status";
-Dir::Cache "$apt/cache";
-APT::Architecture "$arch";
-APT::Architectures { "$arch"; };
-Acquire::Languages "none";
-// the download directory is not writable by the _apt user; signatures are still checked
-APT::Sandbox::User "root";
-EOF
-export APT_CONFIG="$apt/apt.conf"
+mkdir -p "$dir/debs"
+# shellcheck source=tools/private-apt.sh
+. "$(dirname "$0")/private-apt.sh"
+private_apt "$apt" "deb [signed-by=$private_apt_key] http://deb.debian.org/debian bookworm-backports main"
 
 apt-get update -q --error-on=any >>"$log" 2>&1 || fail "apt-get update failed: is deb.debian.org reachable?"
 mesa=$(apt-cache policy mesa-vulkan-drivers 2>>"$log" | awk '/Candidate:/ {print $2}')

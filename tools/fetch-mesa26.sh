@@ -36,29 +36,11 @@ compiler=(glslang-tools spirv-tools libc6 libstdc++6 libgcc-s1)
 driver=(mesa-vulkan-drivers/trixie-backports libllvm19 libdrm2 libdisplay-info2 libvulkan1)
 layers=(vulkan-validationlayers)
 
-arch=$(dpkg --print-architecture)
-mkdir -p "$apt"/etc/{apt.conf.d,preferences.d,trusted.gpg.d} "$apt"/state/lists/partial \
-         "$apt"/cache/archives/partial "$dir/debs"
-touch "$apt/state/status"   # empty: what the machine has installed must not steer the download
-key=/usr/share/keyrings/debian-archive-keyring.gpg   # bookworm's keyring verifies trixie too
-cat >"$apt/etc/sources.list" <<EOS
-deb [signed-by=$key] http://deb.debian.org/debian trixie main
-deb [signed-by=$key] http://deb.debian.org/debian trixie-backports main
-EOS
-cat >"$apt/apt.conf" <<EOS
-Dir::Etc "$apt/etc";
-Dir::Etc::sourceparts "-";
-Dir::Etc::main "none";
-Dir::State "$apt/state";
-Dir::State::status "$apt/state/status";
-Dir::Cache "$apt/cache";
-APT::Architecture "$arch";
-APT::Architectures { "$arch"; };
-Acquire::Languages "none";
-// the download directory is not writable by the _apt user; signatures are still checked
-APT::Sandbox::User "root";
-EOS
-export APT_CONFIG="$apt/apt.conf"
+mkdir -p "$dir/debs"
+# shellcheck source=tools/private-apt.sh
+. "$(dirname "$0")/private-apt.sh"
+private_apt "$apt" "deb [signed-by=$private_apt_key] http://deb.debian.org/debian trixie main" \
+  "deb [signed-by=$private_apt_key] http://deb.debian.org/debian trixie-backports main"
 
 apt-get update -q --error-on=any >>"$log" 2>&1 || fail "apt-get update failed: is deb.debian.org reachable?"
 mesa=$(apt-cache madison mesa-vulkan-drivers 2>>"$log" | awk '/trixie-backports/ {print $3; exit}')
