@@ -121,6 +121,14 @@ fail:
     return status;
 }
 
+vkattn_status vka_json_member_key(vka_json *j, size_t index, bool *done, char *dst, size_t cap)
+{
+    size_t len = 0;
+    vkattn_status status = vka_json_member(j, index, done, dst, cap - 1, &len);
+    if (status == VKATTN_OK && !*done) dst[len] = '\0';
+    return status;
+}
+
 vkattn_status vka_json_element(vka_json *j, size_t index, bool *done)
 {
     *done = false;

@@ -46,6 +46,8 @@ bool vka_json_peek(vka_json *j, char c);
 /* Walks an object whose '{' has been consumed. Call with index = 0, 1, 2, ... : sets *done at the
  * closing '}', otherwise decodes the next key into dst (see vka_json_string) and consumes the ':'. */
 vkattn_status vka_json_member(vka_json *j, size_t index, bool *done, char *dst, size_t cap, size_t *len);
+/* The same with the key nul-terminated in dst (at most cap - 1 bytes of it). */
+vkattn_status vka_json_member_key(vka_json *j, size_t index, bool *done, char *dst, size_t cap);
 /* Walks an array whose '[' has been consumed: sets *done at the closing ']', otherwise leaves the
  * reader at the next element. */
 vkattn_status vka_json_element(vka_json *j, size_t index, bool *done);

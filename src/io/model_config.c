@@ -291,10 +291,8 @@ static vkattn_status read_rope(vka_json *j, mc_rope *r)
     for (size_t i = 0;; i++) {
         bool done;
         char key[MC_KEY];
-        size_t len;
-        VKA_TRY(vka_json_member(j, i, &done, key, sizeof key - 1, &len));
+        VKA_TRY(vka_json_member_key(j, i, &done, key, sizeof key));
         if (done) return VKATTN_OK;
-        key[len] = '\0';
         VKA_TRY(read_rope_member(j, key, r));
     }
 fail:
@@ -310,10 +308,8 @@ static vkattn_status read_rope_parameters(vka_json *j, mc_fields *f)
     for (size_t i = 0;; i++) {
         bool done;
         char key[MC_KEY];
-        size_t len;
-        VKA_TRY(vka_json_member(j, i, &done, key, sizeof key - 1, &len));
+        VKA_TRY(vka_json_member_key(j, i, &done, key, sizeof key));
         if (done) return VKATTN_OK;
-        key[len] = '\0';
         if (strcmp(key, "full_attention") == 0) VKA_TRY(read_rope(j, &f->rope_full));
         else if (strcmp(key, "sliding_attention") == 0) VKA_TRY(read_rope(j, &f->rope_sliding));
         else VKA_TRY(read_rope_member(j, key, &f->rope));
@@ -403,10 +399,8 @@ static vkattn_status read_object(vka_json *j, mc_fields *f, mc_fields *text, int
     for (size_t i = 0;; i++) {
         bool done;
         char key[MC_KEY];
-        size_t len;
-        VKA_TRY(vka_json_member(j, i, &done, key, sizeof key - 1, &len));
+        VKA_TRY(vka_json_member_key(j, i, &done, key, sizeof key));
         if (done) return VKATTN_OK;
-        key[len] = '\0';
         VKA_TRY(read_member(j, key, f, text, has_text, depth));
     }
 fail:
