@@ -78,31 +78,6 @@ void vka_dequantize_q4_0(const uint8_t block[VKA_Q4_0_BYTES], float y[VKA_QUANT_
     }
 }
 
-int vka_dtype_round_trip(vkattn_dtype dtype, float *x, size_t count)
-{
-    uint8_t block[VKA_Q8_0_BYTES];
-    switch (dtype) {
-    case VKATTN_DTYPE_F32: return 0;
-    case VKATTN_DTYPE_F16:
-        for (size_t i = 0; i < count; i++) x[i] = vka_f16_to_f32(vka_f32_to_f16(x[i]));
-        return 0;
-    case VKATTN_DTYPE_Q8_0:
-    case VKATTN_DTYPE_Q4_0:
-        if (count % VKA_QUANT_BLOCK) return -1;
-        for (size_t i = 0; i < count; i += VKA_QUANT_BLOCK) {
-            if (dtype == VKATTN_DTYPE_Q8_0) {
-                vka_quantize_q8_0(x + i, block);
-                vka_dequantize_q8_0(block, x + i);
-            } else {
-                vka_quantize_q4_0(x + i, block);
-                vka_dequantize_q4_0(block, x + i);
-            }
-        }
-        return 0;
-    default: return -1;
-    }
-}
-
 /* Whether the byte ranges overlap (the conversions read src while they write dst). */
 static int overlap(const void *a, size_t a_bytes, const void *b, size_t b_bytes)
 {
@@ -164,4 +139,18 @@ vkattn_status vkattn_dtype_to_f32(vkattn_dtype dtype, const void *src, size_t co
         }
     }
     return VKATTN_OK;
+}
+
+int vka_dtype_round_trip(vkattn_dtype dtype, float *x, size_t count)
+{
+    /* through the conversions above, a block of 32 values at a time (they do not work in place) */
+    uint8_t stored[VKA_QUANT_BLOCK * sizeof(float)];
+    if (!vka_is_cache_dtype(dtype) || (vka_dtype_is_block(dtype) && count % VKA_QUANT_BLOCK)) return -1;
+    for (size_t i = 0; i < count; i += VKA_QUANT_BLOCK) {
+        size_t n = count - i < VKA_QUANT_BLOCK ? count - i : VKA_QUANT_BLOCK;
+        if (vkattn_dtype_from_f32(dtype, x + i, n, stored) != VKATTN_OK ||
+            vkattn_dtype_to_f32(dtype, stored, n, x + i) != VKATTN_OK)
+            return -1;
+    }
+    return 0;
 }
