@@ -208,7 +208,6 @@ static vkattn_status write_values(vkattn_tensor *t, const float *x, size_t count
 {
     const vkattn_dtype dtype = vkattn_tensor_dtype(t);
     const size_t bytes = vkattn_dtype_row_size(dtype, count);
-    if (dtype == VKATTN_DTYPE_F32) return vkattn_tensor_write(t, x, bytes);
     void *converted = malloc(bytes);
     if (!converted) return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
     vkattn_status status = vkattn_dtype_from_f32(dtype, x, count, converted);
