@@ -31,7 +31,7 @@
 #endif
 
 /* Specialization constant ids. */
-#define VKA_MAX_SPEC 16       /* every pipeline gets ids 0..15; a kernel reads the ones it declares */
+#define VKA_MAX_SPEC 17       /* every pipeline gets ids 0..16; a kernel reads the ones it declares */
 #define VKA_MAX_BINDINGS 11   /* the most binding slots a kernel has (attn_fused) */
 #define VKA_SPEC_WG_SIZE 0 /* invocations per workgroup (local_size_x) */
 #define VKA_SPEC_TILE_A 1  /* kernel-specific register tile, see each .comp */
@@ -51,6 +51,7 @@
 #define VKA_SPEC_SUBGROUPS_N 13 /* matmul_cm: subgroups across a workgroup's tile of C (in two rows) */
 #define VKA_SPEC_ROW_RUN 14     /* attn_cm with VKA_FUSED_REG_SOFTMAX: element e of an accumulator lies in */
 #define VKA_SPEC_ROW_CLASSES 15 /* row class (e / ROW_RUN) % ROW_CLASSES (device/matrix_rows.h) */
+#define VKA_SPEC_ROW_FRAGS 16   /* attn_cm: MAT_M-row matrices of query rows per subgroup */
 
 /* Attention variants (vkattn_layer_desc.window, softcap, alibi; vkattn_weights.sinks). Each is code
  * compiled in only when on. Positions: a row's query sits at key index `qk` (the key at its own

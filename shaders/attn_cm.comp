@@ -6,10 +6,12 @@
  * VKA_FUSED_LOAD / STORE), with fp16 operands and fp32 sums. The plan picks it only under a tuning
  * that asks for it (src/device/tuning.c) and where the head dim is whole matrices.
  *
- * A workgroup of NSG subgroups owns TILE_A = NSG x MAT_M query rows of one (b, h) and one key part
- * (or chunk of it). Q is staged through shared memory once (in passes of TILE_K head dims where
- * the tile has more rows than two blocks of keys), rounded to fp16, and kept as each
- * subgroup's MAT_M x MAT_K fragments (D / MAT_K of them). Per block of TILE_B keys the invocations
+ * A workgroup of NSG subgroups owns TILE_A = NSG x RF x MAT_M query rows of one (b, h) and one key
+ * part (or chunk of it): each subgroup RF row matrices of MAT_M rows (ROW_FRAGS; every K and V
+ * matrix a subgroup loads from shared memory then feeds RF multiply-adds, as FlashAttention-2's
+ * warps own 32 or more rows). Q is staged through shared memory once (in passes of TILE_K head dims
+ * where the tile has more rows than two blocks of keys), rounded to fp16, and kept as each
+ * subgroup's MAT_M x MAT_K fragments (RF x D / MAT_K of them). Per block of TILE_B keys the invocations
  * stage K's and V's rows into shared memory as fp16 (with FLAGS' VKA_FUSED_PREFETCH the next
  * block's rows are fetched into registers during this block's work, and staged from there at the
  * next block; with VKA_FUSED_TWO_STAGES shared memory holds two blocks and the next is staged into
@@ -59,7 +61,8 @@
  * Grid: parts * bh_count * ceil(i_count / TILE_A) workgroups of WG_SIZE = NSG x the subgroup size;
  * the pipeline requires that size with full subgroups (src/pipeline/pipeline_cache.c) and subgroup
  * shuffles (the plan takes attn_fused on a device without them).
- * Bindings: VKA_FUSED_* (abi.h). Specialization: TILE_A (query rows, a multiple of MAT_M), TILE_B
+ * Bindings: VKA_FUSED_* (abi.h). Specialization: TILE_A (query rows, a multiple of ROW_FRAGS x MAT_M;
+ * ROW_FRAGS: 1 in the COOPMAT2 build, whose row state is one matrix's), TILE_B
  * (keys per block, a multiple of MAT_N and MAT_K, at most 64: two words of bad-key bits), DV, VEC (4: D = 4 DV, a multiple of MAT_N and
  * MAT_K, which are multiples of 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), MAT_M, MAT_N, MAT_K, ROW_LANES (a power of two dividing the subgroup size and TILE_B;
  * REG_SOFTMAX: the layout's lanes a row), ROW_RUN and ROW_CLASSES (REG_SOFTMAX: the layout's
@@ -110,7 +113,14 @@ layout(push_constant) uniform Push { vka_fused_push pc; };
 layout(std430, binding = VKA_FUSED_CTX) writeonly buffer Ctx_ { VKA_OUT_TYPE ctx[]; };
 
 const uint WG = gl_WorkGroupSize.x;
-const uint NSG = TILE_A / MAT_M;           /* subgroups per workgroup */
+#ifdef COOPMAT2
+const uint RF = 1;                         /* the COOPMAT2 build's row state is one matrix's (the plan's rule) */
+#else
+const uint RF = ROW_FRAGS;                 /* MAT_M-row matrices per subgroup: each K or V matrix loaded
+                                              from shared memory feeds RF multiply-adds */
+#endif
+const uint SGR = RF * MAT_M;               /* query rows per subgroup */
+const uint NSG = TILE_A / SGR;             /* subgroups per workgroup */
 const uint SG = WG / NSG;                  /* invocations per subgroup */
 const uint D = DV * VEC;                   /* head dim */
 const uint QF = D / MAT_K;                 /* Q fragments per subgroup (the reduction of S) */
@@ -120,14 +130,15 @@ const uint PF = TILE_B / MAT_K;            /* P fragments per block (the reducti
 const uint FRAG = MAT_M * MAT_N;
 const uint EPL = (FRAG + SG - 1) / SG;     /* elements of an output fragment per invocation */
 const uint RPP = SG / ROW_LANES;           /* rows of the subgroup per pass of the softmax */
-const uint RPL = (MAT_M + RPP - 1) / RPP;  /* passes: rows of the subgroup per invocation */
+const uint RPL = (SGR + RPP - 1) / RPP;    /* passes: rows of the subgroup per invocation */
 const uint KPL = TILE_B / ROW_LANES;       /* keys of a block per invocation in the softmax */
 /* REG_SOFTMAX: the softmax on the score matrices' own elements. Element e of an accumulator lies
  * in row class (e / ROW_RUN) % ROW_CLASSES, each row held by an aligned group of ROW_LANES
  * invocations at the same element indices (device/matrix_rows.h, read from the device once); an
  * invocation keeps one softmax state per class. Otherwise RPL rows per invocation, as above. */
 const bool REG = (FLAGS & VKA_FUSED_REG_SOFTMAX) != 0;
-const uint NR = REG ? ROW_CLASSES : RPL;   /* rows of the subgroup this invocation keeps a state for */
+const uint NR = REG ? RF * ROW_CLASSES : RPL; /* rows of the subgroup this invocation keeps a state for
+                                                 (REG: state m x ROW_CLASSES + k, matrix m's class k) */
 const uint STRIDE4 = DV + 2;               /* f16vec4 per staged row: 16 bytes of padding against bank conflicts */
 const uint PSTRIDE = TILE_B + 8;
 const uint SSTRIDE = TILE_B + 4;           /* floats per row of scores: 16 bytes of padding (the scores' stores;
@@ -259,23 +270,27 @@ uint rotated_key(uint t, uint rot)
     return c >= TILE_B ? c - TILE_B : c;
 }
 
-/* acc = S for the subgroup's rows and the block's keys c * MAT_N..: Q·K^T, K's rows as the columns of
- * B (column-major), the block staged at kv_s[kv0]. Both builds. */
-#define BLOCK_SCORES(acc, c)                                                                        \
+/* acc[at + m x step] = S for the subgroup's row matrix m (each of RF) and the block's keys
+ * c * MAT_N..: Q·K^T, K's rows as the columns of B (column-major), the block staged at kv_s[kv0];
+ * each K matrix loaded once for the RF row matrices. Both builds. */
+#define BLOCK_SCORES(acc, at, step, c)                                                              \
     [[unroll]] for (uint f_ = 0; f_ < QF; f_++) {                                                   \
         coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> kf_;                      \
         coopMatLoad(kf_, kv_s, kv0 + (c) * MAT_N * STRIDE4 + f_ * MAT_K / 4, STRIDE4,              \
                     gl_CooperativeMatrixLayoutColumnMajor);                                         \
-        acc = coopMatMulAdd(qf[f_], kf_, acc);                                                      \
+        [[unroll]] for (uint m_ = 0; m_ < RF; m_++)                                                 \
+            acc[(at) + m_ * (step)] = coopMatMulAdd(qf[m_ * QF + f_], kf_, acc[(at) + m_ * (step)]); \
     }
 
-/* o[f] += P·V for output columns f * MAT_N.., P as the subgroup's A fragments pf. Both builds. */
+/* o[m x OF + f] += P·V for output columns f * MAT_N.. of each row matrix m, P as the subgroup's A
+ * matrices pf (PF per row matrix); each V matrix loaded once for the RF row matrices. Both builds. */
 #define ADD_PV(f)                                                                                   \
     [[unroll]] for (uint c_ = 0; c_ < PF; c_++) {                                                   \
         coopmat<float16_t, gl_ScopeSubgroup, MAT_K, MAT_N, gl_MatrixUseB> vf_;                      \
         coopMatLoad(vf_, kv_s, kv0 + (TILE_B + c_ * MAT_K) * STRIDE4 + (f) * MAT_N / 4, STRIDE4,   \
                     gl_CooperativeMatrixLayoutRowMajor);                                            \
-        o[f] = coopMatMulAdd(pf[c_], vf_, o[f]);                                                    \
+        [[unroll]] for (uint m_ = 0; m_ < RF; m_++)                                                 \
+            o[m_ * OF + (f)] = coopMatMulAdd(pf[m_ * PF + c_], vf_, o[m_ * OF + (f)]);              \
     }
 
 #ifdef COOPMAT2
@@ -345,7 +360,7 @@ void main()
      * one's differs from what the constants say (each element in its class's row, a class's row
      * the same across the row's lanes), every row turns NaN, so the build fails its self-test
      * and the shared-memory softmax takes over, rather than answers going wrong. */
-    const uint scratch = sg * MAT_M * SSTRIDE; /* the subgroup's part of s_s (not REG) */
+    const uint scratch = sg * SGR * SSTRIDE; /* the subgroup's part of s_s (not REG) */
     uint class_row[ROW_CLASSES], elem_col[EPL];
     /* a row's group and class hold MAT_N elements, the classes' runs tile the elements */
     bool layout_ok = !REG || (EPL % (ROW_RUN * ROW_CLASSES) == 0 && EPL / ROW_CLASSES * ROW_LANES == MAT_N);
@@ -373,15 +388,17 @@ void main()
     }
 
     /* The running softmax of this invocation's rows: ROW_LANES invocations share each row, row
-     * lane / ROW_LANES + k * RPP of the subgroup's (REG: class k's row), each holding the row's
-     * state. Rows past i_count repeat the last row (loads stay in bounds) and are not stored. */
+     * SG_ROW(k) of the subgroup's (lane / ROW_LANES + k * RPP; REG: row matrix k / ROW_CLASSES's
+     * row of class k % ROW_CLASSES), each holding the row's state. Rows past i_count repeat the
+     * last row (loads stay in bounds) and are not stored. */
+#define SG_ROW(k) (REG ? (k) / ROW_CLASSES * MAT_M + class_row[(k) % ROW_CLASSES] : lane / ROW_LANES + (k) * RPP)
     float m[NR], l[NR];
     bool saw_nan[NR];
     uint limit[NR], first[NR], state[NR];
     int qk[NR];
     [[unroll]] for (uint k = 0; k < NR; k++) {
         /* r past the subgroup's rows (a pass not whole) shadows its last row and stores nothing */
-        uint r = REG ? class_row[k] : lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
+        uint r = SG_ROW(k), row = sg * SGR + min(r, SGR - 1);
         uint il = min(il0 + row, pc.i_count - 1), i = pc.i_begin + il;
         m[k] = neg_inf;
         l[k] = 0.0;
@@ -391,8 +408,8 @@ void main()
         qk[k] = int(i) + int(pc.S) - int(pc.L);
         first[k] = vka_window_start(qk[k]);
         state[k] = state_row(part_index * pc.bh_count + bh_local, il);
-        if (r < MAT_M) atomicMax(real_end_s, limit[k]);
-        if (r < MAT_M && load_state) {
+        if (r < SGR) atomicMax(real_end_s, limit[k]);
+        if (r < SGR && load_state) {
             /* A stored state is (o normalised, lse): as a running state that is m = lse, l = 1. */
             float x = state_lse[state[k]];
             saw_nan[k] = isnan(x);
@@ -406,7 +423,7 @@ void main()
      * at a time (the plan's: all D unless the tile has more query rows than two blocks of keys,
      * whose space they share), each pass's fragments loaded before the next pass overwrites it. */
     uint q_base = pc.q_offset + b * pc.q_batch + h * pc.q_head;
-    coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> qf[QF];
+    coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> qf[RF * QF]; /* row matrix m's at m x QF */
     [[unroll]] for (uint qp = 0; qp < D / QD; qp++) {
 #define Q_ROW(r) (q_base + (pc.i_begin + min(il0 + (r), pc.i_count - 1)) * pc.q_row + qp * QDV)
         if (qp > 0) barrier(); /* the last pass's fragments are loaded */
@@ -414,30 +431,34 @@ void main()
         FETCH(q_in, load_q, TILE_A, QDV, Q_ROW)
         STAGE(q_in, 0, TILE_A, QDV, QSTRIDE4, Q_HALF, false, 0)
         barrier(); /* the pass is staged (the first: real_end_s is final too) */
-        [[unroll]] for (uint f = 0; f < QD / MAT_K; f++)
-            coopMatLoad(qf[qp * (QD / MAT_K) + f], kv_s, sg * MAT_M * QSTRIDE4 + f * MAT_K / 4, QSTRIDE4,
-                        gl_CooperativeMatrixLayoutRowMajor);
+        [[unroll]] for (uint mi = 0; mi < RF; mi++)
+            [[unroll]] for (uint f = 0; f < QD / MAT_K; f++)
+                coopMatLoad(qf[mi * QF + qp * (QD / MAT_K) + f], kv_s, (sg * SGR + mi * MAT_M) * QSTRIDE4 + f * MAT_K / 4,
+                            QSTRIDE4, gl_CooperativeMatrixLayoutRowMajor);
     }
     uint real_end = real_end_s;
 
     /* The running output, O = sum of p x V over the keys so far (p relative to the row's m), as
-     * accumulators: fragment f holds columns f * MAT_N.. of the subgroup's rows. A stored state
-     * comes in through the subgroup's scratch (REG: each element from its row and column). */
-    coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> o[OF];
-    [[unroll]] for (uint f = 0; f < OF; f++) {
-        o[f] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+     * accumulators: o[m x OF + f] holds columns f * MAT_N.. of the subgroup's row matrix m. A
+     * stored state comes in through the subgroup's scratch (REG: each element from its row and
+     * column). */
+    coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> o[RF * OF];
+    [[unroll]] for (uint mf = 0; mf < RF * OF; mf++) {
+        const uint mi = mf / OF, f = mf % OF;
+        o[mf] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
         if (load_state && REG) {
             [[unroll]] for (uint e = 0; e < EPL; e++)
-                o[f][e] = state_o[state[VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES)] * D + f * MAT_N + elem_col[e]];
+                o[mf][e] = state_o[state[mi * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES)] * D + f * MAT_N +
+                                   elem_col[e]];
         } else if (load_state) {
             [[unroll]] for (uint e = 0; e < EPL; e++) {
-                uint at = e * SG + lane, row = sg * MAT_M + at / MAT_N;
+                uint at = e * SG + lane, row = sg * SGR + mi * MAT_M + at / MAT_N;
                 uint st = state_row(part_index * pc.bh_count + bh_local, min(il0 + row, pc.i_count - 1));
                 if (FRAG % SG == 0 || at < FRAG) s_s[scratch + at] = state_o[st * D + f * MAT_N + at % MAT_N];
             }
             subgroupMemoryBarrierShared();
             subgroupBarrier();
-            coopMatLoad(o[f], s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
+            coopMatLoad(o[mf], s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
             subgroupBarrier(); /* loaded before the next fragment overwrites the scratch */
         }
     }
@@ -450,13 +471,13 @@ void main()
 #define ROWS_TO_MATRIX(dst, value)                                                                  \
     [[unroll]] for (uint k = 0; k < RPL; k++) {                                                     \
         uint r = lane / ROW_LANES + k * RPP;                                                        \
-        if (r < MAT_M && lane % ROW_LANES == 0) alpha_s[sg * MAT_M + r] = (value);                  \
+        if (r < SGR && lane % ROW_LANES == 0) alpha_s[sg * SGR + r] = (value);                      \
     }                                                                                               \
     subgroupMemoryBarrierShared();                                                                  \
     subgroupBarrier();                                                                              \
     [[unroll]] for (uint e = 0; e < EPL; e++) {                                                     \
         uint at = e * SG + lane;                                                                    \
-        if (FRAG % SG == 0 || at < FRAG) s_s[scratch + at] = alpha_s[sg * MAT_M + at / MAT_N];      \
+        if (FRAG % SG == 0 || at < FRAG) s_s[scratch + at] = alpha_s[sg * SGR + at / MAT_N];        \
     }                                                                                               \
     subgroupMemoryBarrierShared();                                                                  \
     subgroupBarrier();                                                                              \
@@ -524,7 +545,7 @@ void main()
         }
 
 #ifndef COOPMAT2
-        coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> a; /* each row's rescale factor */
+        coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> a[RF]; /* each row's rescale factor */
         if (REG) {
             /* S = Q·K^T kept in registers; per element its score X (scale, variants, masks), each
              * class's block max (over the invocation's elements of the class, then XOR shuffles
@@ -532,46 +553,50 @@ void main()
              * P = exp(X - m) rounded to fp16 into p_s at the element's row and column, the rows'
              * sums the same way as the max. What the shared-memory build below does, without the
              * scores' and the factors' trips through the scratch. */
-            coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> sc[KF];
+            coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> sc[RF * KF]; /* m x KF + c */
+            [[unroll]] for (uint mc = 0; mc < RF * KF; mc++)
+                sc[mc] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
             [[unroll]] for (uint c = 0; c < KF; c++) {
-                sc[c] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
-                BLOCK_SCORES(sc[c], c)
+                BLOCK_SCORES(sc, c, KF, c)
             }
             uvec2 bad = block_bad(n);
-            float cmax[ROW_CLASSES], csum[ROW_CLASSES], mref[ROW_CLASSES], calpha[ROW_CLASSES];
-            bool cnan[ROW_CLASSES], whole[ROW_CLASSES];
-            [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++) {
+            /* state k = m x ROW_CLASSES + the class: row matrix m's rows of that class */
+            float cmax[NR], csum[NR], mref[NR], calpha[NR];
+            bool cnan[NR], whole[NR];
+            [[unroll]] for (uint k = 0; k < NR; k++) {
                 whole[k] = block_whole(j0, end, real, limit[k], first[k]);
                 cmax[k] = neg_inf, csum[k] = 0.0, cnan[k] = false;
             }
-            [[unroll]] for (uint c = 0; c < KF; c++) {
+            [[unroll]] for (uint mc = 0; mc < RF * KF; mc++) {
                 [[unroll]] for (uint e = 0; e < EPL; e++) {
-                    uint k = VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES), j = j0 + c * MAT_N + elem_col[e];
-                    float x = masked_score(sc[c][e], j, end, real, whole[k], b, h, limit[k], first[k], qk[k]);
+                    uint k = mc / KF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES);
+                    uint j = j0 + mc % KF * MAT_N + elem_col[e];
+                    float x = masked_score(sc[mc][e], j, end, real, whole[k], b, h, limit[k], first[k], qk[k]);
                     cnan[k] = cnan[k] || isnan(x);
                     cmax[k] = max(cmax[k], x);
-                    sc[c][e] = x;
+                    sc[mc][e] = x;
                 }
             }
-            [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++) {
+            [[unroll]] for (uint k = 0; k < NR; k++) {
                 [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2) cmax[k] = max(cmax[k], subgroupShuffleXor(cmax[k], d));
                 float m_new = max(m[k], cmax[k]);
                 mref[k] = m_new == neg_inf ? 0.0 : m_new; /* exp(-inf - -inf) would be NaN */
                 calpha[k] = exp(m[k] - mref[k]);
                 m[k] = m_new;
             }
-            [[unroll]] for (uint c = 0; c < KF; c++) {
+            [[unroll]] for (uint mc = 0; mc < RF * KF; mc++) {
                 [[unroll]] for (uint e = 0; e < EPL; e++) {
-                    uint k = VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES), col = c * MAT_N + elem_col[e];
-                    float16_t p = float16_t(exp(sc[c][e] - mref[k]));
+                    uint k = mc / KF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES);
+                    uint col = mc % KF * MAT_N + elem_col[e];
+                    float16_t p = float16_t(exp(sc[mc][e] - mref[k]));
                     csum[k] += float(p);
                     /* a key whose V held a non-finite value, seen: NaN into P·V (as below) */
                     if ((bad.x | bad.y) != 0u && p != float16_t(0.0) && key_bad(bad, col)) p = float16_t(0.0 / 0.0);
-                    p_s[(sg * MAT_M + class_row[k]) * PSTRIDE + col] = p;
+                    p_s[(sg * SGR + SG_ROW(k)) * PSTRIDE + col] = p;
                 }
             }
             /* a butterfly: every invocation of the row adds the same numbers in the same pairs */
-            [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++) {
+            [[unroll]] for (uint k = 0; k < NR; k++) {
                 [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2) {
                     csum[k] += subgroupShuffleXor(csum[k], d);
                     cnan[k] = subgroupShuffleXor(uint(cnan[k]), d) != 0 || cnan[k];
@@ -579,17 +604,23 @@ void main()
                 l[k] = l[k] * calpha[k] + csum[k];
                 saw_nan[k] = saw_nan[k] || cnan[k];
             }
-            a = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
-            [[unroll]] for (uint e = 0; e < EPL; e++) a[e] = calpha[VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES)];
+            [[unroll]] for (uint mi = 0; mi < RF; mi++) {
+                a[mi] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+                [[unroll]] for (uint e = 0; e < EPL; e++)
+                    a[mi][e] = calpha[mi * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES)];
+            }
             subgroupMemoryBarrierShared();
             subgroupBarrier(); /* P is visible to the subgroup */
         } else {
             /* S = Q·K^T for the subgroup's rows, through its scratch for the softmax below. */
             [[unroll]] for (uint c = 0; c < KF; c++) {
-                coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc =
-                    coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
-                BLOCK_SCORES(acc, c)
-                coopMatStore(acc, s_s, scratch + c * MAT_N, SSTRIDE, gl_CooperativeMatrixLayoutRowMajor);
+                coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc[RF];
+                [[unroll]] for (uint mi = 0; mi < RF; mi++)
+                    acc[mi] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+                BLOCK_SCORES(acc, 0, 1, c)
+                [[unroll]] for (uint mi = 0; mi < RF; mi++)
+                    coopMatStore(acc[mi], s_s, scratch + mi * MAT_M * SSTRIDE + c * MAT_N, SSTRIDE,
+                                 gl_CooperativeMatrixLayoutRowMajor);
             }
             subgroupMemoryBarrierShared();
             subgroupBarrier(); /* the scores are visible to the subgroup's invocations */
@@ -602,7 +633,7 @@ void main()
              * the padding is for the matrix stores, 8-way without it). */
             uvec2 bad = block_bad(n);
             [[unroll]] for (uint k = 0; k < RPL; k++) {
-                uint r = lane / ROW_LANES + k * RPP, row = sg * MAT_M + min(r, MAT_M - 1);
+                uint r = SG_ROW(k), row = sg * SGR + min(r, SGR - 1);
                 float s[KPL];
                 float block_max = neg_inf;
                 bool nan = false;
@@ -635,7 +666,7 @@ void main()
                      * the row's O turns NaN while l and the lse stay the scores' (`bad` is the
                      * workgroup's: most blocks skip the per-key test) */
                     if ((bad.x | bad.y) != 0u && p != float16_t(0.0) && key_bad(bad, c)) p = float16_t(0.0 / 0.0);
-                    if (r < MAT_M) p_s[row * PSTRIDE + c] = p;
+                    if (r < SGR) p_s[row * PSTRIDE + c] = p;
                 }
                 /* a butterfly: every invocation of the row adds the same numbers in the same pairs */
                 [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2) {
@@ -645,7 +676,7 @@ void main()
                 l[k] = l[k] * alpha + sum;
                 m[k] = m_new;
                 saw_nan[k] = saw_nan[k] || nan;
-                if (r < MAT_M && lane % ROW_LANES == 0) alpha_s[row] = alpha;
+                if (r < SGR && lane % ROW_LANES == 0) alpha_s[row] = alpha;
             }
             subgroupMemoryBarrierShared();
             subgroupBarrier(); /* P and the factors are visible; the scores are read */
@@ -654,18 +685,21 @@ void main()
              * component-wise multiply per fragment), then O += P·V. No branch around the matrix
              * operations: Mesa 26 lavapipe got O wrong with them under a condition, even one the whole
              * subgroup took alike (docs/KNOWN_ISSUES.md). */
-            [[unroll]] for (uint e = 0; e < EPL; e++) {
+            /* (row matrix m's factors at m x FRAG: the scratch holds SGR rows of at least MAT_N) */
+            [[unroll]] for (uint e = 0; e < (RF * FRAG + SG - 1) / SG; e++) {
                 uint at = e * SG + lane;
-                if (FRAG % SG == 0 || at < FRAG) s_s[scratch + at] = alpha_s[sg * MAT_M + at / MAT_N];
+                if ((RF * FRAG) % SG == 0 || at < RF * FRAG) s_s[scratch + at] = alpha_s[sg * SGR + at / MAT_N];
             }
             subgroupMemoryBarrierShared();
             subgroupBarrier();
-            coopMatLoad(a, s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
+            [[unroll]] for (uint mi = 0; mi < RF; mi++)
+                coopMatLoad(a[mi], s_s, scratch + mi * FRAG, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
         }
-        [[unroll]] for (uint f = 0; f < OF; f++) o[f] = o[f] * a;
-        coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> pf[PF];
-        [[unroll]] for (uint f = 0; f < PF; f++)
-            coopMatLoad(pf[f], p_s, sg * MAT_M * PSTRIDE + f * MAT_K, PSTRIDE, gl_CooperativeMatrixLayoutRowMajor);
+        [[unroll]] for (uint mf = 0; mf < RF * OF; mf++) o[mf] = o[mf] * a[mf / OF];
+        coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> pf[RF * PF]; /* m x PF + c */
+        [[unroll]] for (uint mc = 0; mc < RF * PF; mc++)
+            coopMatLoad(pf[mc], p_s, (sg * SGR + mc / PF * MAT_M) * PSTRIDE + mc % PF * MAT_K, PSTRIDE,
+                        gl_CooperativeMatrixLayoutRowMajor);
         [[unroll]] for (uint f = 0; f < OF; f++) {
             ADD_PV(f)
         }
@@ -678,9 +712,9 @@ void main()
         uvec2 bad = block_bad(n);
         ACC xs[KF], block_max = ACC(-1.0 / 0.0);
         [[unroll]] for (uint c = 0; c < KF; c++) {
-            ACC acc = ACC(0.0);
-            BLOCK_SCORES(acc, c)
-            coopMatPerElementNV(xs[c], acc, cm2_score, j0 + c * MAT_N, il0 + sg * MAT_M, b, h, end, uint(real));
+            ACC acc[1] = {ACC(0.0)};
+            BLOCK_SCORES(acc, 0, 1, c)
+            coopMatPerElementNV(xs[c], acc[0], cm2_score, j0 + c * MAT_N, il0 + sg * SGR, b, h, end, uint(real));
             ACC row_max;
             coopMatReduceNV(row_max, xs[c], gl_CooperativeMatrixReduceRowNV, cm2_max);
             coopMatPerElementNV(block_max, block_max, cm2_max_of, row_max);
@@ -722,7 +756,7 @@ void main()
     subgroupMemoryBarrierShared();                                                                  \
     subgroupBarrier();                                                                              \
     [[unroll]] for (uint k = 0; k < RPL; k++)                                                       \
-        value = TYPE(s_s[scratch + min(lane / ROW_LANES + k * RPP, MAT_M - 1) * MAT_N]);            \
+        value = TYPE(s_s[scratch + min(lane / ROW_LANES + k * RPP, SGR - 1) * MAT_N]);              \
     subgroupBarrier();
     MATRIX_TO_ROWS(mm, m[k], float)
     MATRIX_TO_ROWS(ll, l[k], float)
@@ -735,8 +769,8 @@ void main()
     [[unroll]] for (uint k = 0; k < NR; k++) {
         inv_l[k] = l[k] > 0.0 ? 1.0 / l[k] : 0.0;
         poison[k] = saw_nan[k] ? 0.0 / 0.0 : 0.0;
-        uint r = REG ? class_row[k] : lane / ROW_LANES + k * RPP, row = sg * MAT_M + r;
-        if (r < MAT_M && lane % ROW_LANES == 0) {
+        uint r = SG_ROW(k), row = sg * SGR + r;
+        if (r < SGR && lane % ROW_LANES == 0) {
             uint il = il0 + row, i = pc.i_begin + min(il, pc.i_count - 1);
             float row_lse = saw_nan[k] ? 0.0 / 0.0 : l[k] > 0.0 ? m[k] + log(l[k]) : neg_inf;
             if (il < pc.i_count) {
@@ -747,25 +781,25 @@ void main()
         }
     }
     if (REG) {
-        [[unroll]] for (uint f = 0; f < OF; f++) {
+        [[unroll]] for (uint mf = 0; mf < RF * OF; mf++) {
             [[unroll]] for (uint e = 0; e < EPL; e++) {
-                uint k = VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES), row = sg * MAT_M + class_row[k], il = il0 + row;
+                uint k = mf / OF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES), il = il0 + sg * SGR + SG_ROW(k);
                 if (il < pc.i_count)
-                    store_output(state[k], il, b, h, f * MAT_N + elem_col[e], o[f][e] * inv_l[k] + poison[k]);
+                    store_output(state[k], il, b, h, mf % OF * MAT_N + elem_col[e], o[mf][e] * inv_l[k] + poison[k]);
             }
         }
         return;
     }
     subgroupMemoryBarrierShared();
     subgroupBarrier();
-    [[unroll]] for (uint f = 0; f < OF; f++) {
-        coopMatStore(o[f], s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
+    [[unroll]] for (uint mf = 0; mf < RF * OF; mf++) {
+        coopMatStore(o[mf], s_s, scratch, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
         subgroupMemoryBarrierShared();
         subgroupBarrier(); /* the fragment is visible */
         [[unroll]] for (uint e = 0; e < EPL; e++) {
-            uint at = e * SG + lane, row = sg * MAT_M + at / MAT_N, il = il0 + row;
+            uint at = e * SG + lane, row = sg * SGR + mf / OF * MAT_M + at / MAT_N, il = il0 + row;
             if ((FRAG % SG == 0 || at < FRAG) && il < pc.i_count)
-                store_output(state_row(part_index * pc.bh_count + bh_local, il), il, b, h, f * MAT_N + at % MAT_N,
+                store_output(state_row(part_index * pc.bh_count + bh_local, il), il, b, h, mf % OF * MAT_N + at % MAT_N,
                              s_s[scratch + at] * alpha_s[row] + poison_s[row]);
         }
         subgroupBarrier(); /* read before the next fragment overwrites the scratch */

@@ -806,7 +806,7 @@ static void test_device_selection(void)
     } bad[] = {{"gpu:bogus=1", "\"bogus\" is no field a tuning string may set (FIELD=VALUE; cm_*, sm_*, paged_*"},
                /* a near miss: the fields of its first word, all of them (the last one listed) */
                {"coopmat:cm_attn_wide_load=1", "(FIELD=VALUE; the cm_ fields: cm_frags_m, cm_frags_n"},
-               {"coopmat:cm_attn_wide_load=1", ", cm_attn_reg_softmax, cm_attn_wide_loads)"},
+               {"coopmat:cm_attn_wide_load=1", ", cm_attn_wide_loads, cm_attn_row_frags)"},
                {"gpu:vec_tiles=2", "the vec_ fields: vec_tile_n, vec_wg, vec_storage)"},
                {"gpu:sm_tile_m=0", "sm_tile_m takes a whole number from 4 to 128 (a multiple of 4), not \"0\""},
                {"gpu:sm_tile_m=30", "(a multiple of 4), not \"30\""},

@@ -64,6 +64,7 @@ typedef struct cm_case {
                           rescaled by large factors block after block */
     int khr;           /* also in the "khr" run: the KHR build where a device has attn_cm2 too */
     int wide_blocks;   /* the plan must take blocks of more than 32 keys: 1 in the KHR build, 2 in both */
+    uint32_t row_frags; /* the KHR build's row matrices per subgroup the plan must take (attn_cm2: 1) */
     const char *tuning; /* a tuning string, whose tile the plan must take (NULL: "coopmat") */
 } cm_case;
 
@@ -186,6 +187,17 @@ static const cm_case grid[] = {
      .tuning = "coopmat:cm_attn_key_frags=6,cm_attn_wide_d=0,cm_attn_stages=1"},
     {"key_blocks_40_two_stages", 2, 19, 250, 2, 0, 64, .key_padding = 1, .nan_masked = 1, .khr = 1, .wide_blocks = 1,
      .tuning = "coopmat:cm_attn_key_frags=8,cm_attn_wide_d=0"},
+    /* two row matrices a subgroup (each K and V matrix loaded once for both; attn_cm2 keeps one):
+     * key parts in chunks carrying the state in and out of both matrices' rows, padding with NaN
+     * in keys no query sees; then the shared-memory softmax (its passes over twice the rows, the
+     * rescale factors of both matrices through the scratch) with GQA, rising maxima and a value
+     * row later rows see holding NaN */
+    {"row_frags_chunks", 2, 37, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .budget = 12,
+     .state_kib = 40, .khr = 1, .row_frags = 4, .tuning = "coopmat:cm_attn_row_frags=4"},
+    {"row_frags_shared_softmax", 1, 45, 70, 4, 2, 64, .causal = 1, .nan_seen = 1, .rising = 1, .khr = 1,
+     .row_frags = 2, .tuning = "coopmat:cm_attn_row_frags=2,cm_attn_reg_softmax=0"},
+    {"row_frags_D128", 1, 40, 90, 2, 0, 128, .causal = 1, .nan_seen = 1, .rising = 1, .khr = 1, .row_frags = 2,
+     .tuning = "coopmat:cm_attn_row_frags=2"},
 
     /* the KHR build's softmax through shared memory (cm_attn_reg_softmax=0; the default where the
      * device's accumulator layout is unknown): every variant, the masks with NaN in keys no query
@@ -407,6 +419,14 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         char tile[64];
         snprintf(tile, sizeof tile, "(%u query rows x %u-key blocks", n_sgs * ms.m, n_frags * ms.n);
         CHECK_MSG(strstr(plan, tile) != NULL, "%s: the tuning's tile \"%s\" is not the plan's:\n%s", c->name, tile, plan);
+    }
+    if (want_cm == 1 && step) { /* several row matrices a subgroup where the tuning asks, in the KHR build only */
+        const uint32_t rf = c->row_frags && !ctx->dev.matrix2 ? c->row_frags : 1;
+        char said[64];
+        snprintf(said, sizeof said, ", %u row matrices per subgroup", rf);
+        const char *eol = strchr(step, '\n'), *at = strstr(step, rf > 1 ? said : " row matrices per subgroup");
+        CHECK_MSG((at && (!eol || at < eol)) == (rf > 1), "%s: attn_cm should take %u row matrices per subgroup:\n%s",
+                  c->name, rf, plan);
     }
     if (c->wide_blocks == 2 || (c->wide_blocks && !ctx->dev.matrix2)) {
         const char *at = strstr(plan, " query rows x ");

@@ -1664,7 +1664,12 @@ static int check_profile_steps(const device_profile *d, const vka_plan_limits *l
             ok = sgs_n >= 1 && wg == 2 * sgs_n * sg;
             CHECK_MSG(ok, "%s: matmul_cm with %u subgroups across in a workgroup of %u", d->name, sgs_n, wg);
             bad += !ok;
-        } else { /* attn_cm: TILE_K is Q's dims per pass */
+        } else { /* attn_cm: TILE_K is Q's dims per pass; a subgroup per ROW_FRAGS matrices of MAT_M rows */
+            const uint32_t rf = st->spec[VKA_SPEC_ROW_FRAGS];
+            ok = rf >= 1 && st->spec[VKA_SPEC_TILE_A] % (rf * ms.m) == 0 && wg == st->spec[VKA_SPEC_TILE_A] / (rf * ms.m) * sg;
+            CHECK_MSG(ok, "%s: attn_cm with %u rows in subgroups of %u matrices in a workgroup of %u", d->name,
+                      st->spec[VKA_SPEC_TILE_A], rf, wg);
+            bad += !ok;
             shared = vka_fused_cm_shared_bytes(st->spec[VKA_SPEC_TILE_A], st->spec[VKA_SPEC_TILE_B],
                                                st->spec[VKA_SPEC_DV] * st->spec[VKA_SPEC_VEC], st->spec[VKA_SPEC_TILE_K],
                                                st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES ? 2 : 1,
@@ -1963,6 +1968,11 @@ static void test_tuning_strings(void)
         /* more than 32 keys a block (two words of non-finite-V bits): 48 with one stage */
         {"coopmat:cm_attn_key_frags=4,cm_attn_stages=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 48, 64, 1},
         {"coopmat:cm_attn_key_frags=3,cm_attn_stages=1", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 48, 64, 1},
+        /* two row matrices a subgroup: 4 subgroups own the default's 128 x 32 tile (46 KiB); 8 own
+         * 256 rows, whose 32-key blocks do not fit (58 KiB), so 16-key ones with two stages (33 KiB,
+         * Q in passes of 16 dims) */
+        {"coopmat:cm_attn_subgroups=4,cm_attn_row_frags=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 128, 32, 128, 2},
+        {"coopmat:cm_attn_row_frags=2", VKA_KERNEL_MATMUL_CM, VKA_KERNEL_FUSED_CM, 128, 256, 32, 256, 16, 16, 2},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         vka_tuning t;
@@ -2009,6 +2019,14 @@ static void test_tuning_strings(void)
                           sp[VKA_SPEC_ROW_RUN] == want.run && sp[VKA_SPEC_ROW_CLASSES] == want.classes,
                       "%s: softmax in registers %d, rows in %u lanes, classes (e / %u) %% %u", rows[r].tuning, reg,
                       sp[VKA_SPEC_ROW_LANES], sp[VKA_SPEC_ROW_RUN], sp[VKA_SPEC_ROW_CLASSES]);
+        }
+        if (attn) { /* the tuning's row matrices a subgroup (1 unless it says), so its subgroups */
+            const char *rf_at = strstr(rows[r].tuning, "cm_attn_row_frags=");
+            const uint32_t rf = rf_at ? (uint32_t)atoi(rf_at + strlen("cm_attn_row_frags=")) : 1;
+            CHECK_MSG(attn->spec[VKA_SPEC_ROW_FRAGS] == rf &&
+                          attn->spec[VKA_SPEC_WG_SIZE] == attn->spec[VKA_SPEC_TILE_A] / (rf * 16) * l.subgroup_size,
+                      "%s: attn_cm %u row matrices a subgroup, workgroup %u", rows[r].tuning, attn->spec[VKA_SPEC_ROW_FRAGS],
+                      attn->spec[VKA_SPEC_WG_SIZE]);
         }
         if (attn && rows[r].attn_rows)
             CHECK_MSG(attn->spec[VKA_SPEC_TILE_A] == rows[r].attn_rows && attn->spec[VKA_SPEC_TILE_B] == rows[r].attn_keys,

@@ -100,11 +100,13 @@ step "head dims 64 (B = 4, E = 1024, H = 16, L = S = 2048) and 256 (E = 4096, H 
 "$vk" bench --preset gpu --batch 4 --embed 1024 --heads 16 --len 2048 --dtype f16 --no-peak \
   --json "$out/prefill_d64.json" | tee "$out/prefill_d64.txt"
 # attn_cm at D = 64 under other tunings, each against the default (16-key blocks, two staged):
-# 16-byte loads (their stores' order differs there from D = 128's); 32-key blocks (cm_attn_wide_d=64,
-# two staged); 48-key blocks (two staged, 43 KiB: more than 32 keys a block since the sixth
-# session), never measured: fewer, longer blocks where attn_cm's time is mostly per block
-for t in wide:coopmat:cm_attn_wide_loads=1 keys32:coopmat:cm_attn_wide_d=64 \
-  keys48:coopmat:cm_attn_wide_d=64,cm_attn_key_frags=3; do
+# 32-key blocks (cm_attn_wide_d=64, two staged); 48-key blocks (two staged, 43 KiB: more than 32
+# keys a block since the sixth session): fewer, longer blocks where attn_cm's time is mostly per
+# block; 4 subgroups of two 16-row matrices (rows32: the same 128-row tile, each K and V matrix
+# loaded from shared memory once for 32 rows, as FlashAttention-2's warps own 32 or more rows).
+# None measured yet.
+for t in keys32:coopmat:cm_attn_wide_d=64 keys48:coopmat:cm_attn_wide_d=64,cm_attn_key_frags=3 \
+  rows32:coopmat:cm_attn_subgroups=4,cm_attn_row_frags=2; do
   name=${t%%:*} tuning=${t#*:}
   printf -- '-- VKATTN_TUNING=%s\n' "$tuning"
   if VKATTN_TUNING=$tuning "$vk" bench --preset gpu --batch 4 --embed 1024 --heads 16 --len 2048 --dtype f16 --no-peak \
@@ -135,18 +137,23 @@ step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/P
 # (attn_cm2's with VKATTN_COOPMAT2=1). An attn_cm tile that does not fit gives way to a smaller one, a matmul_cm tile to
 # fewer subgroups across, then to the next kernel: --trace shows what ran. GPU_BENCH_SWEEP="T1 T2 ..." replaces the list.
 # The fifth day's defaults against the kernels as they were, and the tiles still in question
-# (the ones the H100 days settled are left out; GPU_BENCH_SWEEP takes any list):
+# (the ones the H100 days settled are left out: 16-byte loads in attn_cm, 2.62-2.68 ms against
+# 2.20; the softmax through shared memory, 2.57; matmul_cm's 8-byte loads, 0.732 against 0.684.
+# GPU_BENCH_SWEEP takes any list):
 # cm_attn_stages=1: attn_cm's one staged K/V block (2.259 ms against 2.154 with two on the fifth day);
 # cm_attn_wide_d=512: 16-key blocks with two stages at D = 128 too (at D = 256 the default since the
 # fifth day: 2.122 ms against 2.256 for 32-key blocks with one);
-# cm_attn_wide_loads=1: attn_cm's 16-byte loads (2.62-2.68 ms against 2.20 on the fourth day);
-# cm_attn_reg_softmax=0: its softmax through shared memory (cm_attn_row_lanes applies there);
-# cm_wide_loads=0: matmul_cm's 8-byte loads (output projection 0.732 ms against 0.684);
 # cm_attn_key_frags=3,cm_attn_stages=1: 48-key blocks with one stage (42.5 KiB; 64 keys do not fit),
 # never measured: if attn_cm's time is mostly per block (the fifth day's 64-row tiles took 1.64x
-# as long), fewer, longer blocks may pay even without the second stage.
-sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_stages=1 coopmat:cm_attn_wide_d=512 coopmat:cm_attn_wide_loads=1
-  coopmat:cm_attn_reg_softmax=0 coopmat:cm_wide_loads=0 coopmat:cm_attn_key_frags=3,cm_attn_stages=1"}
+# as long), fewer, longer blocks may pay even without the second stage;
+# cm_attn_row_frags=2: two 16-row matrices a subgroup, each K and V matrix loaded from shared memory
+# once for both (the default's 16 rows a subgroup load a block's K and V once per 16 rows: twice
+# the shared-memory reads of FlashAttention-2's 32-row warps), never measured: with 4 subgroups the
+# default's 128 x 32 tile (46 KiB; Q and O in twice the registers: pipeline_stats.txt says whether
+# it spills), with 16-key blocks (fewer registers), with 8 subgroups 256 x 16 (two staged, 33 KiB).
+sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_stages=1 coopmat:cm_attn_wide_d=512
+  coopmat:cm_attn_key_frags=3,cm_attn_stages=1 coopmat:cm_attn_subgroups=4,cm_attn_row_frags=2
+  coopmat:cm_attn_subgroups=4,cm_attn_row_frags=2,cm_attn_wide_d=512 coopmat:cm_attn_row_frags=2"}
 # GPU_BENCH_ROUNDS=N runs the list N times, alternating (shared machines drift: the fastest repeat
 # of alternated rounds agreed to 1-3% on an H100 where medians jumped 3x); sweep_summary.txt then has
 # each tuning's fastest stage times over the rounds.
@@ -156,9 +163,13 @@ for round in $(seq "$rounds"); do
   for t in $sweep; do
     n=$((n + 1))
     printf '\n-- VKATTN_TUNING=%s (round %s)\n' "$t" "$round" | tee -a "$out/sweep.txt"
-    VKATTN_TUNING="$t" "$vk" bench --preset gpu --len 4096 --dtype f16 --min-time 0.3 --trace \
-      --json "$out/sweep_${n}_r$round.json" >"$out/sweep_${n}_r$round.txt" ||
-      echo "(failed: see sweep_${n}_r$round.txt)" | tee -a "$out/sweep.txt"
+    # round 1 also keeps the driver's statistics of the attention pipelines (registers, spills)
+    VKATTN_PIPELINE_STATS=$((round == 1)) VKATTN_TUNING="$t" "$vk" bench --preset gpu --len 4096 --dtype f16 \
+      --min-time 0.3 --trace --json "$out/sweep_${n}_r$round.json" >"$out/sweep_${n}_r$round.txt" \
+      2>"$out/sweep_${n}_r$round.err" ||
+      echo "(failed: see sweep_${n}_r$round.txt and .err)" | tee -a "$out/sweep.txt"
+    grep -v '^vkattn: pipeline ' "$out/sweep_${n}_r$round.err" >&2 || true
+    grep -E '^vkattn: pipeline attn_cm' "$out/sweep_${n}_r$round.err" | sort -u | cut -c1-400 | tee -a "$out/sweep.txt" || true
     # the steps that ran (kernels, tiles), then each configuration's time and its stages' shares
     grep -E '^ +[0-9]+ +(qkv_projection|fused|merge|out_projection) +[a-z_0-9]+ |^ +1 +4096 |^ +(qkv_projection|fused|merge|out_projection) +[0-9.]+%' \
       "$out/sweep_${n}_r$round.txt" | cut -c1-170 | awk '!seen[$0]++' | tee -a "$out/sweep.txt" || true

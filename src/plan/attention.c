@@ -213,26 +213,33 @@ typedef struct fused_cm_shape {
     uint32_t tile_q, tile_k, wg, row_lanes;
     uint32_t q_dims; /* Q's head dims staged per pass (through the space of two blocks of keys) */
     uint32_t stages; /* K/V blocks staged at once (1 or 2) */
+    uint32_t row_frags; /* M-row matrices of query rows per subgroup */
     int matrix2; /* attn_cm2: the softmax in the matrices (P converts from accumulator to A: N = K) */
     int reg;     /* attn_cm's softmax on the score matrices' elements (REG_SOFTMAX): the tuning asks
                     and the device's accumulator layout is known (limits->matrix_rows) */
 } fused_cm_shape;
 
-/* attn_cm's shape with `subgroups` subgroups of query rows and blocks of `frags` N-key matrices,
- * `stages` of them staged at once, or none where it does not fit the device */
-static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, uint32_t frags, uint32_t stages)
+/* attn_cm's shape with `subgroups` subgroups of `row_frags` M-row matrices of query rows each
+ * (attn_cm2: one) and blocks of `frags` N-key matrices, `stages` of them staged at once, or none
+ * where it does not fit the device */
+static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, uint32_t row_frags, uint32_t frags,
+                                    uint32_t stages)
 {
     const vka_tuning *t = b->tuning;
     const vkattn_matrix_shape ms = b->limits->matrix_shape;
     const uint32_t D = b->p->cfg.D, sg = b->limits->subgroup_size;
     const fused_cm_shape none = {0};
-    fused_cm_shape s = {subgroups * ms.m, frags * ms.n, subgroups * sg, t->cm_attn_row_lanes ? t->cm_attn_row_lanes : 1};
+    const int matrix2 = b->limits->matrix2 && ms.n == ms.k;
+    if (matrix2) row_frags = 1;
+    fused_cm_shape s = {subgroups * row_frags * ms.m, frags * ms.n, subgroups * sg,
+                        t->cm_attn_row_lanes ? t->cm_attn_row_lanes : 1};
     while (s.tile_k % ms.k) s.tile_k += ms.n; /* whole matrices of P (M x K) and of K^T (K x N) */
-    if (s.row_lanes * ms.m < sg) s.row_lanes = sg / ms.m; /* no lane idle in the softmax */
+    s.row_frags = row_frags;
+    if (s.row_lanes * row_frags * ms.m < sg) s.row_lanes = sg / (row_frags * ms.m); /* no lane idle in the softmax */
     /* a row's invocations meet by XOR shuffles: a power of two dividing the subgroup and the block */
     while (s.row_lanes > 1 && ((s.row_lanes & (s.row_lanes - 1)) || sg % s.row_lanes || s.tile_k % s.row_lanes))
         s.row_lanes >>= 1;
-    s.matrix2 = b->limits->matrix2 && ms.n == ms.k;
+    s.matrix2 = matrix2;
     s.reg = !s.matrix2 && t->cm_attn_reg_softmax && b->limits->matrix_rows.lanes;
     s.stages = stages;
     /* Q passes: halve the dims staged at once while a pass of every query row would need more
@@ -269,10 +276,11 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
      * attn_fused, which 128 x 32 fell back to, and with two staged blocks 2.12 ms against 2.26
      * for 128 x 32 with one). */
     const uint32_t key_frags = D >= t->cm_attn_wide_d ? t->cm_attn_key_frags : 1;
+    const uint32_t row_frags = t->cm_attn_row_frags ? t->cm_attn_row_frags : 1;
     for (uint32_t subgroups = t->cm_attn_subgroups; subgroups >= 1; subgroups /= 2)
         for (uint32_t stages = t->cm_attn_stages ? t->cm_attn_stages : 1; stages >= 1; stages--)
             for (uint32_t frags = key_frags; frags >= 1; frags--) {
-                fused_cm_shape s = fused_cm_tile(b, subgroups, frags, stages);
+                fused_cm_shape s = fused_cm_tile(b, subgroups, row_frags, frags, stages);
                 if (s.wg) return s;
             }
     return none;
@@ -390,6 +398,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
         s.spec[VKA_SPEC_ROW_RUN] = cm.reg ? b->limits->matrix_rows.run : 1;
         s.spec[VKA_SPEC_ROW_CLASSES] = cm.reg ? b->limits->matrix_rows.classes : 1;
         s.spec[VKA_SPEC_TILE_K] = cm.q_dims;
+        s.spec[VKA_SPEC_ROW_FRAGS] = cm.row_frags;
     }
     s.spec[VKA_SPEC_TILE_A] = tile_q;
     s.spec[VKA_SPEC_TILE_B] = tile_k;
@@ -803,6 +812,8 @@ void vka_fused_cm_describe(vka_text *t, const vka_step *s)
                      s->spec[VKA_SPEC_ROW_CLASSES]);
     else vka_text_put(t, "%u invocation%s per row's softmax", s->spec[VKA_SPEC_ROW_LANES],
                       s->spec[VKA_SPEC_ROW_LANES] == 1 ? "" : "s");
+    if (s->spec[VKA_SPEC_ROW_FRAGS] > 1)
+        vka_text_put(t, ", %u row matrices per subgroup", s->spec[VKA_SPEC_ROW_FRAGS]);
     vka_text_put(t, "%s%s%s)", s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH ? ", the next block fetched meanwhile" : "",
                  s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES ? ", two staged blocks" : "",
                  s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_WIDE ? ", 16-byte loads of 8" : "");
