@@ -2054,6 +2054,23 @@ static void test_tuning_strings(void)
                   "unknown layout: %s", attn ? "the softmax in registers or not 2 lanes a row" : "no attn_cm");
         vka_plan_free(&plan);
     }
+    /* attn_cm2 (VK_NV_cooperative_matrix2's operations) keeps one row matrix a subgroup whatever the
+     * tuning asks: its rows' state is one matrix's */
+    {
+        vka_tuning t;
+        parse_tuning(dp, "coopmat:cm_attn_row_frags=2", &t, NULL);
+        vka_plan_limits l = profile_limits(dp, &t);
+        l.matrix2 = 1;
+        vka_problem p = problem(1, 1024, 1024, 4096, 32, 1);
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        const vka_step *attn = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM2);
+        CHECK_MSG(attn && attn->spec[VKA_SPEC_ROW_FRAGS] == 1 && attn->spec[VKA_SPEC_TILE_A] == 128 &&
+                      attn->spec[VKA_SPEC_WG_SIZE] == 8 * l.subgroup_size,
+                  "attn_cm2 under cm_attn_row_frags=2: %s", attn ? "not one row matrix in 8 subgroups" : "no attn_cm2");
+        CHECK_MSG(check_profile_steps(dp, &l, &plan) == 0, "attn_cm2 under cm_attn_row_frags=2");
+        vka_plan_free(&plan);
+    }
     /* two staged blocks where they fit: at D = 256 (E = 4096, H = 16) 128 x 32 needs 78 KiB with
      * two, so the plan takes 128 x 16 with two (41 KiB, the softmax in registers) before 128 x 32
      * with one (45 KiB; cm_attn_stages=1), whose next block is not fetched meanwhile (only up to
