@@ -347,8 +347,10 @@ typedef struct vkattn_context_desc {
      * (0 or 1: 1 runs attn_cm's softmax on the score matrices' elements in registers where the
      * device's accumulator layout allows, read once per context; the coopmat class's default;
      * 0, and any other layout: through shared memory, cm_attn_row_lanes invocations a row),
-     * cm_attn_row_frags (1-4: attn_cm's M-row matrices of query rows per subgroup, each K and V
-     * matrix loaded once for all of them; 1 in every class, attn_cm2 always 1),
+     * cm_attn_row_frags (1 or 2: attn_cm's M-row matrices of query rows per subgroup, each K and V
+     * matrix loaded once for both, Q and O in twice the registers; 1 in every class, attn_cm2
+     * always 1; the workgroup's rows double, so a tile that no longer fits gives up keys per
+     * block first, as below),
      * sm_tile_m, sm_tile_n (4-128), sm_tile_k (4-64; multiples of 4: matmul_sm's tile),
      * cm_group_rows, sm_group_rows (0-64: matmul_cm's and matmul_sm's tiles of C visited in groups
      * of this many rows of tiles, so that the workgroups running at once share A and W in the

@@ -16,11 +16,11 @@
  * block's rows are fetched into registers during this block's work, and staged from there at the
  * next block; with VKA_FUSED_TWO_STAGES shared memory holds two blocks and the next is staged into
  * the other during this one's work, fetched a block ahead: one workgroup barrier per block instead
- * of two); each subgroup computes its MAT_M x TILE_B scores
+ * of two); each subgroup computes its SGR x TILE_B scores (RF matrices of MAT_M rows)
  * S = Q·K^T (fp32 accumulators) and stores them to its scratch; ROW_LANES invocations per row apply
  * the scale, variants and masks (attention_common.glsl) to a share of its scores each, meet by
  * subgroup shuffles, and update the row's online softmax (reference m and sum l, fp32), writing the
- * probabilities as fp16 P. The running output O stays in accumulators (D / MAT_N per subgroup): O
+ * probabilities as fp16 P. The running output O stays in accumulators (RF x D / MAT_N per subgroup): O
  * += P·V by cooperative multiply-add. KHR matrices have no row access, so the rows' rescale
  * factors reach O as a matrix (each row its factor) through the scratch, one component-wise
  * multiply per fragment and block. At the end O goes out through the scratch, times 1 / l.
@@ -135,7 +135,8 @@ const uint KPL = TILE_B / ROW_LANES;       /* keys of a block per invocation in 
 /* REG_SOFTMAX: the softmax on the score matrices' own elements. Element e of an accumulator lies
  * in row class (e / ROW_RUN) % ROW_CLASSES, each row held by an aligned group of ROW_LANES
  * invocations at the same element indices (device/matrix_rows.h, read from the device once); an
- * invocation keeps one softmax state per class. Otherwise RPL rows per invocation, as above. */
+ * invocation keeps one softmax state per class and row matrix. Otherwise RPL rows per invocation,
+ * as above. */
 const bool REG = (FLAGS & VKA_FUSED_REG_SOFTMAX) != 0;
 const uint NR = REG ? RF * ROW_CLASSES : RPL; /* rows of the subgroup this invocation keeps a state for
                                                  (REG: state m x ROW_CLASSES + k, matrix m's class k) */

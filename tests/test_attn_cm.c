@@ -189,13 +189,14 @@ static const cm_case grid[] = {
      .tuning = "coopmat:cm_attn_key_frags=8,cm_attn_wide_d=0"},
     /* two row matrices a subgroup (each K and V matrix loaded once for both; attn_cm2 keeps one,
      * so these run in the KHR build only): the shared-memory softmax (its passes over twice the
-     * rows, the rescale factors of both matrices through the scratch) with GQA and rising maxima;
+     * rows, the rescale factors of both matrices through the scratch) with GQA and rising maxima,
+     * keys in chunks carrying the state through the scratch;
      * the softmax in registers over 200 causal keys whose rows from 100 on see a NaN value row,
      * in chunks carrying the state in and out of both matrices' rows. (Rising maxima and a seen
      * NaN row do not mix: where a later key's score dwarfs the NaN key's, its fp16 probability
      * is 0 and the row stays finite where the CPU path's fp32 one is not 0.) */
-    {"row_frags_shared_softmax", 1, 45, 70, 4, 2, 64, .causal = 1, .rising = 1, .khr = 1, .row_frags = 2,
-     .tuning = "coopmat:cm_attn_row_frags=2,cm_attn_reg_softmax=0"},
+    {"row_frags_shared_softmax", 1, 45, 300, 4, 2, 64, .causal = 1, .rising = 1, .budget = 12, .state_kib = 40,
+     .khr = 1, .row_frags = 2, .tuning = "coopmat:cm_attn_row_frags=2,cm_attn_reg_softmax=0"},
     {"row_frags_chunks", 1, 200, 200, 2, 0, 64, .causal = 1, .nan_seen = 1, .budget = 12, .state_kib = 40, .khr = 1,
      .row_frags = 2, .tuning = "coopmat:cm_attn_row_frags=2"},
 
@@ -412,12 +413,13 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
     }
     const char *sgs = c->tuning ? strstr(c->tuning, "cm_attn_subgroups=") : NULL;
     const char *frags = c->tuning ? strstr(c->tuning, "cm_attn_key_frags=") : NULL;
-    if (sgs && frags) { /* the tuning's subgroups of MAT_M rows, its blocks of MAT_N-key matrices */
+    if (sgs && frags) { /* the tuning's subgroups of row matrices of MAT_M rows, its blocks of MAT_N-key matrices */
         const vkattn_matrix_shape ms = vka_matrix_shape_for(&ctx->dev.info);
+        const uint32_t rf = c->row_frags && !ctx->dev.matrix2 ? c->row_frags : 1;
         unsigned n_sgs = 0, n_frags = 0;
         CHECK(sscanf(sgs, "cm_attn_subgroups=%u", &n_sgs) == 1 && sscanf(frags, "cm_attn_key_frags=%u", &n_frags) == 1);
         char tile[64];
-        snprintf(tile, sizeof tile, "(%u query rows x %u-key blocks", n_sgs * ms.m, n_frags * ms.n);
+        snprintf(tile, sizeof tile, "(%u query rows x %u-key blocks", n_sgs * rf * ms.m, n_frags * ms.n);
         CHECK_MSG(strstr(plan, tile) != NULL, "%s: the tuning's tile \"%s\" is not the plan's:\n%s", c->name, tile, plan);
     }
     if (want_cm == 1 && step) { /* several row matrices a subgroup where the tuning asks, in the KHR build only */

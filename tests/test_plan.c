@@ -2135,7 +2135,8 @@ static void test_tuning_strings(void)
                          "gpu:sm_tile_k=6", "coopmat:cm_attn_row_lanes=3", "cm_ksteps=4", "lavapipe:vec_wg=64",
                          "gpu:vec_tile_n=0", "gpu:vec_tile_n=9", "gpu:vec_wg=48", "gpu:vec_wg=2048",
                          "gpu:vec_storage=2", "lavapipe:vec_storage=1", "gpu:cm_wide_loads=1",
-                         "coopmat:cm_wide_loads=2", "coopmat:cm_attn_wide_loads=2", "intel:cm_attn_wide_loads=1"};
+                         "coopmat:cm_wide_loads=2", "coopmat:cm_attn_wide_loads=2", "intel:cm_attn_wide_loads=1",
+                         "coopmat:cm_attn_row_frags=3", "coopmat:cm_attn_row_frags=0", "intel:cm_attn_row_frags=2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vka_tuning t;
         int named;

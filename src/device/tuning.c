@@ -291,7 +291,7 @@ static const struct tuning_field {
     FIELD(cm_attn_wide_d, 0, 1024, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_reg_softmax, 0, 1, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_wide_loads, 0, 1, ANY, cm_attn_subgroups, "attn_cm"),
-    FIELD(cm_attn_row_frags, 1, 4, ANY, cm_attn_subgroups, "attn_cm"),
+    FIELD(cm_attn_row_frags, 1, 2, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(sm_tile_m, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_n, 4, 128, MUL4, sm_tile_m, "matmul_sm"),
     FIELD(sm_tile_k, 4, 64, MUL4, sm_tile_m, "matmul_sm"),

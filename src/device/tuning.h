@@ -115,7 +115,7 @@ typedef struct vka_tuning {
     /* attn_cm's Q, K and V loads where all three hold fp16 and their rows start on multiples of 8
      * elements: 1, 8 values in one 16-byte load; 0, 4 in an 8-byte load */
     uint32_t cm_attn_wide_loads;
-    /* attn_cm's MAT_M-row matrices of query rows per subgroup (0 = 1): with 2 a workgroup of
+    /* attn_cm's MAT_M-row matrices of query rows per subgroup (1 or 2; 0 = 1): with 2 a workgroup of
      * cm_attn_subgroups subgroups owns twice the rows, and each K and V matrix a subgroup loads
      * from shared memory feeds two multiply-adds (FlashAttention-2's warps own 32 or more rows);
      * it costs the subgroup twice the registers for Q and O. attn_cm2 keeps 1. */
