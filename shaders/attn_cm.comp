@@ -223,6 +223,14 @@ uvec2 block_bad(uint n)
     return uvec2(bad_keys_s[at], BW > 1 ? bad_keys_s[at + 1] : 0u);
 }
 bool key_bad(uvec2 bad, uint c) { return ((c < 32 ? bad.x : bad.y) >> (c % 32) & 1u) != 0u; }
+/* The KHR builds' P for key c of a block with bad-key words `bad`: NaN for a key whose V held a
+ * non-finite value (staged as 0) seen with a non-zero probability, so that the row's O turns NaN
+ * while l and the lse stay the scores'; else p (`bad` is the workgroup's: most blocks skip the
+ * per-key test). */
+float16_t pv_weight(float16_t p, uvec2 bad, uint c)
+{
+    return (bad.x | bad.y) != 0u && p != float16_t(0.0) && key_bad(bad, c) ? float16_t(0.0 / 0.0) : p;
+}
 
 /* Query il's row (of i_count) of the stored state of (part, head) pair `pair` = part x bh_count +
  * the pair's head: D floats of state_o, one of state_lse. */
@@ -591,9 +599,7 @@ void main()
                     uint col = mc % KF * MAT_N + elem_col[e];
                     float16_t p = float16_t(exp(sc[mc][e] - mref[k]));
                     csum[k] += float(p);
-                    /* a key whose V held a non-finite value, seen: NaN into P·V (as below) */
-                    if ((bad.x | bad.y) != 0u && p != float16_t(0.0) && key_bad(bad, col)) p = float16_t(0.0 / 0.0);
-                    p_s[(sg * SGR + SG_ROW(k)) * PSTRIDE + col] = p;
+                    p_s[(sg * SGR + SG_ROW(k)) * PSTRIDE + col] = pv_weight(p, bad, col);
                 }
             }
             /* a butterfly: every invocation of the row adds the same numbers in the same pairs */
@@ -663,11 +669,7 @@ void main()
                     uint c = rotated_key(t, rot);
                     float16_t p = float16_t(exp(s[t] - m_ref));
                     sum += float(p);
-                    /* a key whose V held a non-finite value, seen: NaN into P·V (V was staged as 0), so
-                     * the row's O turns NaN while l and the lse stay the scores' (`bad` is the
-                     * workgroup's: most blocks skip the per-key test) */
-                    if ((bad.x | bad.y) != 0u && p != float16_t(0.0) && key_bad(bad, c)) p = float16_t(0.0 / 0.0);
-                    if (r < SGR) p_s[row * PSTRIDE + c] = p;
+                    if (r < SGR) p_s[row * PSTRIDE + c] = pv_weight(p, bad, c);
                 }
                 /* a butterfly: every invocation of the row adds the same numbers in the same pairs */
                 [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2) {

@@ -411,19 +411,19 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         CHECK_MSG((wide && (!eol || wide < eol)) == wide_asked, "%s: attn_cm should%s read 16-byte loads of 8:\n%s",
                   c->name, wide_asked ? "" : " not", plan);
     }
+    /* the row matrices a subgroup the plan must take: the row's, in the KHR build only */
+    const uint32_t rf = c->row_frags && !ctx->dev.matrix2 ? c->row_frags : 1;
     const char *sgs = c->tuning ? strstr(c->tuning, "cm_attn_subgroups=") : NULL;
     const char *frags = c->tuning ? strstr(c->tuning, "cm_attn_key_frags=") : NULL;
     if (sgs && frags) { /* the tuning's subgroups of row matrices of MAT_M rows, its blocks of MAT_N-key matrices */
         const vkattn_matrix_shape ms = vka_matrix_shape_for(&ctx->dev.info);
-        const uint32_t rf = c->row_frags && !ctx->dev.matrix2 ? c->row_frags : 1;
         unsigned n_sgs = 0, n_frags = 0;
         CHECK(sscanf(sgs, "cm_attn_subgroups=%u", &n_sgs) == 1 && sscanf(frags, "cm_attn_key_frags=%u", &n_frags) == 1);
         char tile[64];
         snprintf(tile, sizeof tile, "(%u query rows x %u-key blocks", n_sgs * rf * ms.m, n_frags * ms.n);
         CHECK_MSG(strstr(plan, tile) != NULL, "%s: the tuning's tile \"%s\" is not the plan's:\n%s", c->name, tile, plan);
     }
-    if (want_cm == 1 && step) { /* several row matrices a subgroup where the tuning asks, in the KHR build only */
-        const uint32_t rf = c->row_frags && !ctx->dev.matrix2 ? c->row_frags : 1;
+    if (want_cm == 1 && step) { /* the plan line says so exactly where there are several */
         char said[64];
         snprintf(said, sizeof said, ", %u row matrices per subgroup", rf);
         const char *eol = strchr(step, '\n'), *at = strstr(step, rf > 1 ? said : " row matrices per subgroup");
