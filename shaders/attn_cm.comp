@@ -119,6 +119,8 @@ const uint RF = 1;                         /* the COOPMAT2 build's row state is 
 const uint RF = ROW_FRAGS;                 /* MAT_M-row matrices per subgroup: each K or V matrix loaded
                                               from shared memory feeds RF multiply-adds */
 #endif
+#define ACC coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>       /* fp32 sums */
+#define ACC16 coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> /* one rounded to fp16 */
 const uint SGR = RF * MAT_M;               /* query rows per subgroup */
 const uint NSG = TILE_A / SGR;             /* subgroups per workgroup */
 const uint SG = WG / NSG;                  /* invocations per subgroup */
@@ -305,8 +307,6 @@ uint rotated_key(uint t, uint rot)
 #ifdef COOPMAT2
 /* The per-element and reduction functions of the COOPMAT2 build (GL_NV_cooperative_matrix2 calls
  * them with an element's row and column in its matrix). */
-#define ACC coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>
-#define ACC16 coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>
 float cm2_max(const in float a, const in float b) { return max(a, b); }
 float cm2_add(const in float a, const in float b) { return a + b; }
 float cm2_max_of(const in uint row, const in uint col, const in float a, const in float b) { return max(a, b); }
@@ -382,7 +382,7 @@ void main()
     if (gl_LocalInvocationID.x < 3 * BW) bad_keys_s[gl_LocalInvocationID.x] = 0;
     barrier();
     if (REG) {
-        coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> map;
+        ACC map;
         coopMatLoad(map, s_s, 0, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
         [[unroll]] for (uint e = 0; e < EPL; e++) elem_col[e] = uint(map[e]) % MAT_N;
         [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++)
@@ -451,10 +451,10 @@ void main()
      * accumulators: o[m x OF + f] holds columns f * MAT_N.. of the subgroup's row matrix m. A
      * stored state comes in through the subgroup's scratch (REG: each element from its row and
      * column). */
-    coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> o[RF * OF];
+    ACC o[RF * OF];
     [[unroll]] for (uint mf = 0; mf < RF * OF; mf++) {
         const uint mi = mf / OF, f = mf % OF;
-        o[mf] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+        o[mf] = ACC(0.0);
         if (load_state && REG) {
             [[unroll]] for (uint e = 0; e < EPL; e++)
                 o[mf][e] = state_o[state[mi * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES)] * D + f * MAT_N +
@@ -554,7 +554,7 @@ void main()
         }
 
 #ifndef COOPMAT2
-        coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> a[RF]; /* each row's rescale factor */
+        ACC a[RF]; /* each row's rescale factor */
         if (REG) {
             /* S = Q·K^T kept in registers; per element its score X (scale, variants, masks), each
              * class's block max (over the invocation's elements of the class, then XOR shuffles
@@ -562,9 +562,9 @@ void main()
              * P = exp(X - m) rounded to fp16 into p_s at the element's row and column, the rows'
              * sums the same way as the max. What the shared-memory build below does, without the
              * scores' and the factors' trips through the scratch. */
-            coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> sc[RF * KF]; /* m x KF + c */
+            ACC sc[RF * KF]; /* m x KF + c */
             [[unroll]] for (uint mc = 0; mc < RF * KF; mc++)
-                sc[mc] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+                sc[mc] = ACC(0.0);
             [[unroll]] for (uint c = 0; c < KF; c++) {
                 BLOCK_SCORES(sc, c, KF, c)
             }
@@ -593,14 +593,19 @@ void main()
                 calpha[k] = exp(m[k] - mref[k]);
                 m[k] = m_new;
             }
+            /* P in place of the scores, then each matrix stored whole as fp16 (exact: the values
+             * are fp16's): the driver's own store, which knows its layout (NVIDIA's pairs two
+             * columns in one 32-bit store), where element stores took one 16-bit store each */
             [[unroll]] for (uint mc = 0; mc < RF * KF; mc++) {
                 [[unroll]] for (uint e = 0; e < EPL; e++) {
                     uint k = mc / KF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES);
                     uint col = mc % KF * MAT_N + elem_col[e];
                     float16_t p = float16_t(exp(sc[mc][e] - mref[k]));
                     csum[k] += float(p);
-                    p_s[(sg * SGR + SG_ROW(k)) * PSTRIDE + col] = pv_weight(p, bad, col);
+                    sc[mc][e] = float(pv_weight(p, bad, col));
                 }
+                coopMatStore(ACC16(sc[mc]), p_s, (sg * SGR + mc / KF * MAT_M) * PSTRIDE + mc % KF * MAT_N, PSTRIDE,
+                             gl_CooperativeMatrixLayoutRowMajor);
             }
             /* a butterfly: every invocation of the row adds the same numbers in the same pairs */
             [[unroll]] for (uint k = 0; k < NR; k++) {
@@ -612,7 +617,7 @@ void main()
                 saw_nan[k] = saw_nan[k] || cnan[k];
             }
             [[unroll]] for (uint mi = 0; mi < RF; mi++) {
-                a[mi] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+                a[mi] = ACC(0.0);
                 [[unroll]] for (uint e = 0; e < EPL; e++)
                     a[mi][e] = calpha[mi * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES)];
             }
@@ -621,9 +626,9 @@ void main()
         } else {
             /* S = Q·K^T for the subgroup's rows, through its scratch for the softmax below. */
             [[unroll]] for (uint c = 0; c < KF; c++) {
-                coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc[RF];
+                ACC acc[RF];
                 [[unroll]] for (uint mi = 0; mi < RF; mi++)
-                    acc[mi] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+                    acc[mi] = ACC(0.0);
                 BLOCK_SCORES(acc, 0, 1, c)
                 [[unroll]] for (uint mi = 0; mi < RF; mi++)
                     coopMatStore(acc[mi], s_s, scratch + mi * MAT_M * SSTRIDE + c * MAT_N, SSTRIDE,
