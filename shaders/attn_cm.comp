@@ -571,21 +571,32 @@ void main()
             uvec2 bad = block_bad(n);
             /* state k = m x ROW_CLASSES + the class: row matrix m's rows of that class */
             float cmax[NR], csum[NR], mref[NR], calpha[NR];
-            bool cnan[NR], whole[NR];
+            bool cnan[NR], whole[NR], all_whole = true;
             [[unroll]] for (uint k = 0; k < NR; k++) {
                 whole[k] = block_whole(j0, end, real, limit[k], first[k]);
+                all_whole = all_whole && whole[k];
                 cmax[k] = neg_inf, csum[k] = 0.0, cnan[k] = false;
             }
-            [[unroll]] for (uint mc = 0; mc < RF * KF; mc++) {
-                [[unroll]] for (uint e = 0; e < EPL; e++) {
-                    uint k = mc / KF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES);
-                    uint j = j0 + mc % KF * MAT_N + elem_col[e];
-                    float x = masked_score(sc[mc][e], j, end, real, whole[k], b, h, limit[k], first[k], qk[k]);
-                    cnan[k] = cnan[k] || isnan(x);
-                    cmax[k] = max(cmax[k], x);
-                    sc[mc][e] = x;
-                }
+            /* X per element and the classes' block maxima; where every row of the invocation sees
+             * the block whole (all blocks of a long row but those at its limits) one branch with
+             * the mask tests compiled out, rather than a test per element */
+#define MASK_SCORES(is_whole)                                                                       \
+    [[unroll]] for (uint mc = 0; mc < RF * KF; mc++) {                                              \
+        [[unroll]] for (uint e = 0; e < EPL; e++) {                                                 \
+            uint k = mc / KF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES);                \
+            uint j = j0 + mc % KF * MAT_N + elem_col[e];                                            \
+            float x = masked_score(sc[mc][e], j, end, real, is_whole, b, h, limit[k], first[k], qk[k]); \
+            cnan[k] = cnan[k] || isnan(x);                                                          \
+            cmax[k] = max(cmax[k], x);                                                              \
+            sc[mc][e] = x;                                                                          \
+        }                                                                                           \
+    }
+            if (all_whole) {
+                MASK_SCORES(true)
+            } else {
+                MASK_SCORES(whole[k])
             }
+#undef MASK_SCORES
             [[unroll]] for (uint k = 0; k < NR; k++) {
                 [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2) cmax[k] = max(cmax[k], subgroupShuffleXor(cmax[k], d));
                 float m_new = max(m[k], cmax[k]);
