@@ -591,7 +591,20 @@ void main()
             sc[mc][e] = x;                                                                          \
         }                                                                                           \
     }
-            if (all_whole) {
+            /* RAW: a plain score (no softcap, no ALiBi) of a whole block is s x scale, and max(s) x
+             * scale is max(s x scale) (scale > 0: problem/config.c; rounding is monotone), so the
+             * scores stay as Q·K^T made them and P below takes one FMA for the scale and the max */
+            const bool raw = (VARIANT & (VKA_VARIANT_SOFTCAP | VKA_VARIANT_ALIBI)) == 0 && all_whole;
+            if (raw) {
+                [[unroll]] for (uint mc = 0; mc < RF * KF; mc++) {
+                    [[unroll]] for (uint e = 0; e < EPL; e++) {
+                        uint k = mc / KF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES);
+                        cnan[k] = cnan[k] || isnan(sc[mc][e]);
+                        cmax[k] = max(cmax[k], sc[mc][e]);
+                    }
+                }
+                [[unroll]] for (uint k = 0; k < NR; k++) cmax[k] *= pc.scale;
+            } else if (all_whole) {
                 MASK_SCORES(true)
             } else {
                 MASK_SCORES(whole[k])
@@ -604,20 +617,31 @@ void main()
                 calpha[k] = exp(m[k] - mref[k]);
                 m[k] = m_new;
             }
-            /* P in place of the scores, then each matrix stored whole as fp16 (exact: the values
-             * are fp16's): the driver's own store, which knows its layout (NVIDIA's pairs two
-             * columns in one 32-bit store), where element stores took one 16-bit store each */
-            [[unroll]] for (uint mc = 0; mc < RF * KF; mc++) {
-                [[unroll]] for (uint e = 0; e < EPL; e++) {
-                    uint k = mc / KF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES);
-                    uint col = mc % KF * MAT_N + elem_col[e];
-                    float16_t p = float16_t(exp(sc[mc][e] - mref[k]));
-                    csum[k] += float(p);
-                    sc[mc][e] = float(pv_weight(p, bad, col));
-                }
-                coopMatStore(ACC16(sc[mc]), p_s, (sg * SGR + mc / KF * MAT_M) * PSTRIDE + mc % KF * MAT_N, PSTRIDE,
-                             gl_CooperativeMatrixLayoutRowMajor);
+            /* P = exp(X - m) rounded to fp16 into a matrix per score matrix, stored whole: the
+             * driver's own store, which knows its layout (NVIDIA's pairs two columns in one 32-bit
+             * store), where element stores took one 16-bit store each */
+#define STORE_P(p_of)                                                                               \
+    [[unroll]] for (uint mc = 0; mc < RF * KF; mc++) {                                              \
+        ACC16 pm;                                                                                   \
+        [[unroll]] for (uint e = 0; e < EPL; e++) {                                                 \
+            uint k = mc / KF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES);                \
+            uint col = mc % KF * MAT_N + elem_col[e];                                               \
+            float16_t p = float16_t(p_of);                                                          \
+            csum[k] += float(p);                                                                    \
+            pm[e] = pv_weight(p, bad, col);                                                         \
+        }                                                                                           \
+        coopMatStore(pm, p_s, (sg * SGR + mc / KF * MAT_M) * PSTRIDE + mc % KF * MAT_N, PSTRIDE,  \
+                     gl_CooperativeMatrixLayoutRowMajor);                                           \
+    }
+            if (raw) { /* exp(s x scale - m) = exp2(s x scale x log2(e) - m x log2(e)) */
+                const float LOG2E = 1.4426950408889634;
+                float c2 = pc.scale * LOG2E, m2[NR];
+                [[unroll]] for (uint k = 0; k < NR; k++) m2[k] = mref[k] * LOG2E;
+                STORE_P(exp2(fma(sc[mc][e], c2, -m2[k])))
+            } else {
+                STORE_P(exp(sc[mc][e] - mref[k]))
             }
+#undef STORE_P
             /* a butterfly: every invocation of the row adds the same numbers in the same pairs */
             [[unroll]] for (uint k = 0; k < NR; k++) {
                 [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2) {
