@@ -554,7 +554,6 @@ void main()
         }
 
 #ifndef COOPMAT2
-        ACC a[RF]; /* each row's rescale factor */
         if (REG) {
             /* S = Q·K^T kept in registers; per element its score X (scale, variants, masks), each
              * class's block max (over the invocation's elements of the class, then XOR shuffles
@@ -651,11 +650,16 @@ void main()
                 l[k] = l[k] * calpha[k] + csum[k];
                 saw_nan[k] = saw_nan[k] || cnan[k];
             }
-            [[unroll]] for (uint mi = 0; mi < RF; mi++) {
-                a[mi] = ACC(0.0);
-                [[unroll]] for (uint e = 0; e < EPL; e++)
-                    a[mi][e] = calpha[mi * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES)];
-            }
+            /* O x alpha on the elements, and only where some row of the invocation has a new
+             * maximum (a factor of 1 leaves O as it is; past a row's first blocks its maximum
+             * seldom moves): element operations, each invocation's own, so that the branch holds
+             * no cooperative operation (Mesa 26 lavapipe got those wrong under one: KNOWN_ISSUES) */
+            bool moved = false;
+            [[unroll]] for (uint k = 0; k < NR; k++) moved = moved || calpha[k] != 1.0;
+            if (moved)
+                [[unroll]] for (uint mf = 0; mf < RF * OF; mf++)
+                    [[unroll]] for (uint e = 0; e < EPL; e++)
+                        o[mf][e] *= calpha[mf / OF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES)];
             subgroupMemoryBarrierShared();
             subgroupBarrier(); /* P is visible to the subgroup */
         } else {
@@ -735,10 +739,11 @@ void main()
             }
             subgroupMemoryBarrierShared();
             subgroupBarrier();
+            ACC a[RF]; /* each row's rescale factor */
             [[unroll]] for (uint mi = 0; mi < RF; mi++)
                 coopMatLoad(a[mi], s_s, scratch + mi * FRAG, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
+            [[unroll]] for (uint mf = 0; mf < RF * OF; mf++) o[mf] = o[mf] * a[mf / OF];
         }
-        [[unroll]] for (uint mf = 0; mf < RF * OF; mf++) o[mf] = o[mf] * a[mf / OF];
         coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> pf[RF * PF]; /* m x PF + c */
         [[unroll]] for (uint mc = 0; mc < RF * PF; mc++)
             coopMatLoad(pf[mc], p_s, (sg * SGR + mc / PF * MAT_M) * PSTRIDE + mc % PF * MAT_K, PSTRIDE,
