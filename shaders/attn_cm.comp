@@ -32,8 +32,8 @@
  * on a layout where a row's elements sit at the same indices of an aligned group of ROW_LANES
  * invocations (element e in row class (e / ROW_RUN) % ROW_CLASSES) a row's max and sum are the
  * invocation's elements of one class, then XOR shuffles. Each invocation keeps a softmax state per
- * class, scales and masks its elements where they are, writes P at each element's row and column,
- * and builds the rescale matrix from its classes' factors, and a stored state comes in and the
+ * class, scales and masks its elements where they are, stores P a matrix at a time (fp16) and
+ * scales O's elements by its classes' factors, and a stored state comes in and the
  * output goes out element by element where they are: no scratch per subgroup (so two staged
  * blocks fit where the scores would not). P still passes through shared memory (a KHR
  * accumulator cannot become an A operand).
@@ -558,9 +558,9 @@ void main()
             /* S = Q·K^T kept in registers; per element its score X (scale, variants, masks), each
              * class's block max (over the invocation's elements of the class, then XOR shuffles
              * across the row's ROW_LANES invocations), the row's new reference and rescale factor,
-             * P = exp(X - m) rounded to fp16 into p_s at the element's row and column, the rows'
-             * sums the same way as the max. What the shared-memory build below does, without the
-             * scores' and the factors' trips through the scratch. */
+             * P = exp(X - m) rounded to fp16 into p_s a matrix at a time, the rows' sums the same
+             * way as the max, O rescaled on its elements. What the shared-memory build below does,
+             * without the scores' and the factors' trips through the scratch. */
             ACC sc[RF * KF]; /* m x KF + c */
             [[unroll]] for (uint mc = 0; mc < RF * KF; mc++)
                 sc[mc] = ACC(0.0);
@@ -592,7 +592,8 @@ void main()
     }
             /* RAW: a plain score (no softcap, no ALiBi) of a whole block is s x scale, and max(s) x
              * scale is max(s x scale) (scale > 0: problem/config.c; rounding is monotone), so the
-             * scores stay as Q·K^T made them and P below takes one FMA for the scale and the max */
+             * scores stay as Q·K^T made them and P below takes the scale into its FMA. (The
+             * branches below hold element operations only.) */
             const bool raw = (VARIANT & (VKA_VARIANT_SOFTCAP | VKA_VARIANT_ALIBI)) == 0 && all_whole;
             if (raw) {
                 [[unroll]] for (uint mc = 0; mc < RF * KF; mc++) {
@@ -616,31 +617,26 @@ void main()
                 calpha[k] = exp(m[k] - mref[k]);
                 m[k] = m_new;
             }
-            /* P = exp(X - m) rounded to fp16 into a matrix per score matrix, stored whole: the
-             * driver's own store, which knows its layout (NVIDIA's pairs two columns in one 32-bit
-             * store), where element stores took one 16-bit store each */
-#define STORE_P(p_of)                                                                               \
-    [[unroll]] for (uint mc = 0; mc < RF * KF; mc++) {                                              \
-        ACC16 pm;                                                                                   \
-        [[unroll]] for (uint e = 0; e < EPL; e++) {                                                 \
-            uint k = mc / KF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES);                \
-            uint col = mc % KF * MAT_N + elem_col[e];                                               \
-            float16_t p = float16_t(p_of);                                                          \
-            csum[k] += float(p);                                                                    \
-            pm[e] = pv_weight(p, bad, col);                                                         \
-        }                                                                                           \
-        coopMatStore(pm, p_s, (sg * SGR + mc / KF * MAT_M) * PSTRIDE + mc % KF * MAT_N, PSTRIDE,  \
-                     gl_CooperativeMatrixLayoutRowMajor);                                           \
-    }
-            if (raw) { /* exp(s x scale - m) = exp2(s x scale x log2(e) - m x log2(e)) */
-                const float LOG2E = 1.4426950408889634;
-                float c2 = pc.scale * LOG2E, m2[NR];
-                [[unroll]] for (uint k = 0; k < NR; k++) m2[k] = mref[k] * LOG2E;
-                STORE_P(exp2(fma(sc[mc][e], c2, -m2[k])))
-            } else {
-                STORE_P(exp(sc[mc][e] - mref[k]))
+            /* P = exp(X - m) = exp2(X log2(e) - m log2(e)) (RAW: X = s x scale, folded into the
+             * same FMA) rounded to fp16, written back into the score matrix and stored whole,
+             * converted to fp16 (exact; the conversion keeps each element's row and column): the
+             * driver's own store for a matrix, where element stores took one 16-bit store at a
+             * computed address each. One store for both kinds of block: `raw` is each invocation's
+             * own, and a cooperative store must not sit under a branch the subgroup may split on. */
+            const float LOG2E = 1.4426950408889634;
+            float cc = raw ? pc.scale * LOG2E : LOG2E, m2[NR];
+            [[unroll]] for (uint k = 0; k < NR; k++) m2[k] = mref[k] * LOG2E;
+            [[unroll]] for (uint mc = 0; mc < RF * KF; mc++) {
+                [[unroll]] for (uint e = 0; e < EPL; e++) {
+                    uint k = mc / KF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES);
+                    uint col = mc % KF * MAT_N + elem_col[e];
+                    float16_t p = float16_t(exp2(fma(sc[mc][e], cc, -m2[k])));
+                    csum[k] += float(p);
+                    sc[mc][e] = float(pv_weight(p, bad, col));
+                }
+                coopMatStore(ACC16(sc[mc]), p_s, (sg * SGR + mc / KF * MAT_M) * PSTRIDE + mc % KF * MAT_N, PSTRIDE,
+                             gl_CooperativeMatrixLayoutRowMajor);
             }
-#undef STORE_P
             /* a butterfly: every invocation of the row adds the same numbers in the same pairs */
             [[unroll]] for (uint k = 0; k < NR; k++) {
                 [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2) {

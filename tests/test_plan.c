@@ -2054,6 +2054,23 @@ static void test_tuning_strings(void)
                   "unknown layout: %s", attn ? "the softmax in registers or not 2 lanes a row" : "no attn_cm");
         vka_plan_free(&plan);
     }
+    /* a shape whose fp16 M x N matrix (P as the softmax in registers stores it) is neither A's M x K
+     * nor B's K x N (16 x 16 x 32): the device need not list that type, so the softmax through
+     * shared memory; with 16 x 16 x 16 the same plan keeps it in registers */
+    for (int odd = 0; odd <= 1; odd++) {
+        vka_tuning t;
+        parse_tuning(dp, "coopmat", &t, NULL);
+        vka_plan_limits l = profile_limits(dp, &t);
+        l.matrix_shape = (vkattn_matrix_shape){16, 16, odd ? 32 : 16};
+        vka_problem p = problem(1, 1024, 1024, 4096, 32, 1);
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        const vka_step *attn = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
+        CHECK_MSG(attn && ((attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) == 0) == odd,
+                  "16 x 16 x %d: %s", odd ? 32 : 16,
+                  attn ? (odd ? "the softmax in registers" : "the softmax through shared memory") : "no attn_cm");
+        vka_plan_free(&plan);
+    }
     /* attn_cm2 (VK_NV_cooperative_matrix2's operations) keeps one row matrix a subgroup whatever the
      * tuning asks: its rows' state is one matrix's */
     {

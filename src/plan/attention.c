@@ -240,7 +240,9 @@ static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, ui
     while (s.row_lanes > 1 && ((s.row_lanes & (s.row_lanes - 1)) || sg % s.row_lanes || s.tile_k % s.row_lanes))
         s.row_lanes >>= 1;
     s.matrix2 = matrix2;
-    s.reg = !s.matrix2 && t->cm_attn_reg_softmax && b->limits->matrix_rows.lanes;
+    /* the softmax in registers stores P as an fp16 M x N matrix, a type the device lists (as A's
+     * M x K or B's K x N) where N = K or M = K */
+    s.reg = !s.matrix2 && t->cm_attn_reg_softmax && b->limits->matrix_rows.lanes && (ms.n == ms.k || ms.m == ms.k);
     s.stages = stages;
     /* Q passes: halve the dims staged at once while a pass of every query row would need more
      * shared memory than the key blocks' (all stages'; whole matrices and texels, 16-byte aligned) */
