@@ -576,38 +576,32 @@ void main()
                 all_whole = all_whole && whole[k];
                 cmax[k] = neg_inf, csum[k] = 0.0, cnan[k] = false;
             }
-            /* X per element and the classes' block maxima; where every row of the invocation sees
-             * the block whole (all blocks of a long row but those at its limits) one branch with
-             * the mask tests compiled out, rather than a test per element */
-#define MASK_SCORES(is_whole)                                                                       \
+            /* X (x_of, from the element's score sc[mc][e] and key j) per element and the classes'
+             * block maxima. RAW: a plain score (no softcap, no ALiBi) of a block every row of the
+             * invocation sees whole is s x scale, and max(s) x scale is max(s x scale) (scale > 0:
+             * problem/config.c; rounding is monotone), so the scores stay as Q·K^T made them and P
+             * below takes the scale into its FMA. Otherwise where all its rows see the block whole
+             * one branch with the mask tests compiled out, rather than a test per element. (The
+             * branches hold element operations only.) */
+#define MASK_SCORES(x_of)                                                                           \
     [[unroll]] for (uint mc = 0; mc < RF * KF; mc++) {                                              \
         [[unroll]] for (uint e = 0; e < EPL; e++) {                                                 \
             uint k = mc / KF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES);                \
             uint j = j0 + mc % KF * MAT_N + elem_col[e];                                            \
-            float x = masked_score(sc[mc][e], j, end, real, is_whole, b, h, limit[k], first[k], qk[k]); \
+            float x = (x_of);                                                                       \
             cnan[k] = cnan[k] || isnan(x);                                                          \
             cmax[k] = max(cmax[k], x);                                                              \
             sc[mc][e] = x;                                                                          \
         }                                                                                           \
     }
-            /* RAW: a plain score (no softcap, no ALiBi) of a whole block is s x scale, and max(s) x
-             * scale is max(s x scale) (scale > 0: problem/config.c; rounding is monotone), so the
-             * scores stay as Q·K^T made them and P below takes the scale into its FMA. (The
-             * branches below hold element operations only.) */
             const bool raw = (VARIANT & (VKA_VARIANT_SOFTCAP | VKA_VARIANT_ALIBI)) == 0 && all_whole;
             if (raw) {
-                [[unroll]] for (uint mc = 0; mc < RF * KF; mc++) {
-                    [[unroll]] for (uint e = 0; e < EPL; e++) {
-                        uint k = mc / KF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES);
-                        cnan[k] = cnan[k] || isnan(sc[mc][e]);
-                        cmax[k] = max(cmax[k], sc[mc][e]);
-                    }
-                }
+                MASK_SCORES(sc[mc][e])
                 [[unroll]] for (uint k = 0; k < NR; k++) cmax[k] *= pc.scale;
             } else if (all_whole) {
-                MASK_SCORES(true)
+                MASK_SCORES(masked_score(sc[mc][e], j, end, real, true, b, h, limit[k], first[k], qk[k]))
             } else {
-                MASK_SCORES(whole[k])
+                MASK_SCORES(masked_score(sc[mc][e], j, end, real, whole[k], b, h, limit[k], first[k], qk[k]))
             }
 #undef MASK_SCORES
             [[unroll]] for (uint k = 0; k < NR; k++) {
