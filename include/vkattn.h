@@ -347,7 +347,9 @@ typedef struct vkattn_context_desc {
      * (0 or 1: 1 runs attn_cm's softmax on the score matrices' elements in registers where the
      * device's accumulator layout allows, read once per context; the coopmat class's default;
      * 0, and any other layout: through shared memory, cm_attn_row_lanes invocations a row),
-     * cm_attn_row_frags (1 or 2: attn_cm's M-row matrices of query rows per subgroup, each K and V
+     * cm_attn_reg_p (0 or 1: 1 makes P·V's P from the score matrices' elements in registers,
+     * where the device's matrix layouts allow, read once per context; the coopmat class's default;
+     * 0: P through shared memory), cm_attn_row_frags (1 or 2: attn_cm's M-row matrices of query rows per subgroup, each K and V
      * matrix loaded once for both, Q and O in twice the registers; 1 in every class, attn_cm2
      * always 1; the workgroup's rows double, so a tile that no longer fits gives up keys per
      * block first, as below),

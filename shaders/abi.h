@@ -31,7 +31,7 @@
 #endif
 
 /* Specialization constant ids. */
-#define VKA_MAX_SPEC 17       /* every pipeline gets ids 0..16; a kernel reads the ones it declares */
+#define VKA_MAX_SPEC 18       /* every pipeline gets ids 0..17; a kernel reads the ones it declares */
 #define VKA_MAX_BINDINGS 11   /* the most binding slots a kernel has (attn_fused) */
 #define VKA_SPEC_WG_SIZE 0 /* invocations per workgroup (local_size_x) */
 #define VKA_SPEC_TILE_A 1  /* kernel-specific register tile, see each .comp */
@@ -52,6 +52,8 @@
 #define VKA_SPEC_ROW_RUN 14     /* attn_cm with VKA_FUSED_REG_SOFTMAX: element e of an accumulator lies in */
 #define VKA_SPEC_ROW_CLASSES 15 /* row class (e / ROW_RUN) % ROW_CLASSES (device/matrix_rows.h) */
 #define VKA_SPEC_ROW_FRAGS 16   /* attn_cm: MAT_M-row matrices of query rows per subgroup */
+#define VKA_SPEC_A_FROM_ACC 17  /* attn_cm with VKA_FUSED_REG_P: element e of an A matrix is element
+                                   VKA_A_FROM_ACC(A_FROM_ACC, e) of the accumulator (device/matrix_rows.h) */
 
 /* Attention variants (vkattn_layer_desc.window, softcap, alibi; vkattn_weights.sinks). Each is code
  * compiled in only when on. Positions: a row's query sits at key index `qk` (the key at its own
@@ -213,6 +215,8 @@ VKA_STRUCT(vka_pv_push) {
 #define VKA_FUSED_WIDE 128u      /* attn_cm: Q, K, V fp16 read 8 values (two texels) per 16-byte load */
 #define VKA_FUSED_REG_SOFTMAX 256u /* attn_cm: the softmax on the score matrices' elements in registers,
                                     rows met by XOR shuffles over ROW_LANES (device/matrix_rows.h) */
+#define VKA_FUSED_REG_P 512u       /* attn_cm with REG_SOFTMAX: P made into A matrices from the score
+                                      matrices' own elements (A_FROM_ACC), not through shared memory */
 #define VKA_FUSED_Q 0            /* texel view (attn_cm: a storage buffer) */
 #define VKA_FUSED_K 1            /* texel view (attn_cm: a storage buffer) */
 #define VKA_FUSED_V 2            /* texel view (attn_cm: a storage buffer) */
@@ -446,15 +450,19 @@ VKA_STRUCT(vka_peak_push) {
     float multiplier, addend;
 } VKA_STRUCT_END(vka_peak_push)
 
-/* coopmat_layout.comp: which elements of an fp32 accumulator matrix each invocation holds (one
- * subgroup; src/device/matrix_rows.h reads it). */
+/* coopmat_layout.comp: which elements of an fp32 accumulator matrix and of an fp16 A matrix each
+ * invocation holds (one subgroup; src/device/matrix_rows.h reads it). */
 /* attn_cm's REG_SOFTMAX on such a layout: element e's row class, class k's first element (C and
  * GLSL: test_plan runs the kernel's reduction on made-up layouts with these) */
 #define VKA_ROW_CLASS(e, run, classes) ((e) / (run) % (classes))
 #define VKA_CLASS_ELEMENT(k, run) ((k) * (run))
-#define VKA_LAYOUT_OUT 0 /* per invocation `stride` words: its element count, then each element's r x MAT_N + c */
+/* the accumulator element at the place of an A matrix's element e: 4 bits each, up to 8 elements */
+#define VKA_A_FROM_ACC(word, e) (((word) >> (4u * (e))) & 15u)
+#define VKA_LAYOUT_OUT 0 /* per invocation `stride` words: the accumulator's element count, then each
+                            element's r x MAT_N + c; from word 1 + MAT_M x MAT_N on the same for the
+                            A matrix (MAT_M x MAT_K, r x MAT_K + c) */
 VKA_STRUCT(vka_layout_push) {
-    uint32_t stride; /* words per invocation: 1 + MAT_M x MAT_N */
+    uint32_t stride; /* words per invocation: 2 + MAT_M x (MAT_N + MAT_K) */
 } VKA_STRUCT_END(vka_layout_push)
 
 #ifdef VKA_GLSL

@@ -36,7 +36,10 @@
  * scales O's elements by its classes' factors, and a stored state comes in and the
  * output goes out element by element where they are: no scratch per subgroup (so two staged
  * blocks fit where the scores would not). P still passes through shared memory (a KHR
- * accumulator cannot become an A operand).
+ * accumulator cannot become an A operand), except with VKA_FUSED_REG_P: where the device's fp16
+ * A matrix holds, in each invocation, the places its accumulator's elements hold (the host read
+ * both layouts, device/matrix_rows.h), P's A matrices are copied from the score matrices'
+ * elements in that order (A_FROM_ACC), as FlashAttention-2 keeps P in registers.
  *
  * The COOPMAT2 build (kernel attn_cm2, where the context enabled VK_NV_cooperative_matrix2's
  * reductions, conversions and per-element operations) keeps the softmax in the matrices: the
@@ -68,7 +71,8 @@
  * REG_SOFTMAX: the layout's lanes a row), ROW_RUN and ROW_CLASSES (REG_SOFTMAX: the layout's
  * element classes), TILE_K (Q's head dims staged per pass), ATTN_MASK, FLAGS (VKA_FUSED_LOAD,
  * STORE, PREFETCH, TWO_STAGES, Q_F16, K_F16, V_F16: the storage buffers' element types, WIDE: all
- * three fp16, read two texels per 16-byte load, and REG_SOFTMAX), VARIANT.
+ * three fp16, read two texels per 16-byte load, REG_SOFTMAX and REG_P), VARIANT, A_FROM_ACC (REG_P:
+ * the accumulator element of each of an A matrix's, 4 bits each).
  * Loop trips per invocation: the key-block loop, blocks + 1 (a block more where the real keys end
  * and the extra ones begin); every other loop has a constant count and is unrolled.
  */
@@ -121,6 +125,7 @@ const uint RF = ROW_FRAGS;                 /* MAT_M-row matrices per subgroup: e
 #endif
 #define ACC coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>       /* fp32 sums */
 #define ACC16 coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> /* one rounded to fp16 */
+#define A16 coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA>            /* an A operand: Q's, P's */
 const uint SGR = RF * MAT_M;               /* query rows per subgroup */
 const uint NSG = TILE_A / SGR;             /* subgroups per workgroup */
 const uint SG = WG / NSG;                  /* invocations per subgroup */
@@ -140,6 +145,13 @@ const uint KPL = TILE_B / ROW_LANES;       /* keys of a block per invocation in 
  * invocation keeps one softmax state per class and row matrix. Otherwise RPL rows per invocation,
  * as above. */
 const bool REG = (FLAGS & VKA_FUSED_REG_SOFTMAX) != 0;
+/* REG_P: P·V's A matrices made from the score matrices' own elements, element e of A from the
+ * accumulator's element VKA_A_FROM_ACC(A_FROM_ACC, e) (the same place, as the host read the
+ * layouts: device/matrix_rows.h; MAT_N = MAT_K, so S's matrix c is P's matrix c), where KHR
+ * matrices otherwise take P through shared memory (an accumulator is no A operand) */
+const uint REG_P_FLAGS = VKA_FUSED_REG_SOFTMAX | VKA_FUSED_REG_P; /* (not REG && ...: glslang 15 emits that
+                                                                    spec constant after its first use) */
+const bool REG_P = (FLAGS & REG_P_FLAGS) == REG_P_FLAGS;
 const uint NR = REG ? RF * ROW_CLASSES : RPL; /* rows of the subgroup this invocation keeps a state for
                                                  (REG: state m x ROW_CLASSES + k, matrix m's class k) */
 const uint STRIDE4 = DV + 2;               /* f16vec4 per staged row: 16 bytes of padding against bank conflicts */
@@ -161,7 +173,8 @@ shared f16vec4 kv_s[KV_SPACE > Q_SPACE ? KV_SPACE : Q_SPACE]; /* Q's rows, QD di
  * element's row and column): one accumulator, the layout map every subgroup loads, so that two
  * staged blocks fit where the scores would not (128 x 32 at D = 128 in 48 KiB). */
 shared float s_s[REG ? FRAG : TILE_A * SSTRIDE];
-shared float16_t p_s[TILE_A * PSTRIDE];       /* the probabilities */
+shared float16_t p_s[REG_P ? MAT_M * MAT_K : TILE_A * PSTRIDE]; /* the probabilities (REG_P: the A
+                                                                     matrix's layout map, once) */
 shared float alpha_s[TILE_A];                 /* each row's rescale factor for this block; at the end 1 / l */
 shared float poison_s[TILE_A];                /* NaN for a row that saw a NaN score, else 0 */
 shared uint real_end_s;                       /* the keys past every row's limit are masked for all */
@@ -373,10 +386,11 @@ void main()
     uint class_row[ROW_CLASSES], elem_col[EPL];
     /* a row's group and class hold MAT_N elements, the classes' runs tile the elements */
     bool layout_ok = !REG || (EPL % (ROW_RUN * ROW_CLASSES) == 0 && EPL / ROW_CLASSES * ROW_LANES == MAT_N);
-    if (REG) /* the map, one for every subgroup (read after the barrier below) */
+    if (REG) /* the map, one for every subgroup (read after the barrier below); REG_P: A's too */
         [[unroll]] for (uint e = 0; e < (FRAG + WG - 1) / WG; e++) {
             uint at = e * WG + gl_LocalInvocationID.x;
             if (FRAG % WG == 0 || at < FRAG) s_s[at] = float(at);
+            if (REG_P && (FRAG % WG == 0 || at < FRAG)) p_s[at] = float16_t(at); /* M x K = M x N, exact below 2048 */
         }
     if (gl_LocalInvocationID.x == 0) real_end_s = 0;
     if (gl_LocalInvocationID.x < 3 * BW) bad_keys_s[gl_LocalInvocationID.x] = 0;
@@ -392,6 +406,13 @@ void main()
         [[unroll]] for (uint k = 0; k < ROW_CLASSES; k++)
             [[unroll]] for (uint d = 1; d < ROW_LANES; d *= 2)
                 layout_ok = layout_ok && subgroupShuffleXor(class_row[k], d) == class_row[k];
+        if (REG_P) { /* each of A's elements at the place of the accumulator element it comes from */
+            A16 a_map;
+            coopMatLoad(a_map, p_s, 0, MAT_K, gl_CooperativeMatrixLayoutRowMajor);
+            layout_ok = layout_ok && a_map.length() == int(EPL);
+            [[unroll]] for (uint e = 0; e < EPL; e++)
+                layout_ok = layout_ok && uint(float(a_map[e])) == uint(map[VKA_A_FROM_ACC(A_FROM_ACC, e)]);
+        }
         [[unroll]] for (uint d = 1; d < SG; d *= 2) /* the whole subgroup's verdict (shuffles: no vote needed) */
             layout_ok = subgroupShuffleXor(uint(layout_ok), d) != 0 && layout_ok;
     }
@@ -432,7 +453,7 @@ void main()
      * at a time (the plan's: all D unless the tile has more query rows than two blocks of keys,
      * whose space they share), each pass's fragments loaded before the next pass overwrites it. */
     uint q_base = pc.q_offset + b * pc.q_batch + h * pc.q_head;
-    coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> qf[RF * QF]; /* row matrix m's at m x QF */
+    A16 qf[RF * QF]; /* row matrix m's at m x QF */
     [[unroll]] for (uint qp = 0; qp < D / QD; qp++) {
 #define Q_ROW(r) (q_base + (pc.i_begin + min(il0 + (r), pc.i_count - 1)) * pc.q_row + qp * QDV)
         if (qp > 0) barrier(); /* the last pass's fragments are loaded */
@@ -554,6 +575,7 @@ void main()
         }
 
 #ifndef COOPMAT2
+        A16 pf[RF * PF]; /* P's A matrices: row matrix m's at m x PF + c */
         if (REG) {
             /* S = Q·K^T kept in registers; per element its score X (scale, variants, masks), each
              * class's block max (over the invocation's elements of the class, then XOR shuffles
@@ -612,11 +634,12 @@ void main()
                 m[k] = m_new;
             }
             /* P = exp(X - m) = exp2(X log2(e) - m log2(e)) (RAW: X = s x scale, folded into the
-             * same FMA) rounded to fp16, written back into the score matrix and stored whole,
-             * converted to fp16 (exact; the conversion keeps each element's row and column): the
-             * driver's own store for a matrix, where element stores took one 16-bit store at a
-             * computed address each. One store for both kinds of block: `raw` is each invocation's
-             * own, and a cooperative store must not sit under a branch the subgroup may split on. */
+             * same FMA) rounded to fp16, written back into the score matrix; REG_P: copied into
+             * P's A matrix element by element (KF = PF), else stored whole, converted to fp16
+             * (exact; the conversion keeps each element's row and column): the driver's own store
+             * for a matrix, where element stores took one 16-bit store at a computed address each.
+             * One store for both kinds of block: `raw` is each invocation's own, and a
+             * cooperative store must not sit under a branch the subgroup may split on. */
             const float LOG2E = 1.4426950408889634;
             float cc = raw ? pc.scale * LOG2E : LOG2E, m2[NR];
             [[unroll]] for (uint k = 0; k < NR; k++) m2[k] = mref[k] * LOG2E;
@@ -628,8 +651,11 @@ void main()
                     csum[k] += float(p);
                     sc[mc][e] = float(pv_weight(p, bad, col));
                 }
-                coopMatStore(ACC16(sc[mc]), p_s, (sg * SGR + mc / KF * MAT_M) * PSTRIDE + mc % KF * MAT_N, PSTRIDE,
-                             gl_CooperativeMatrixLayoutRowMajor);
+                if (REG_P)
+                    [[unroll]] for (uint e = 0; e < EPL; e++) pf[mc][e] = float16_t(sc[mc][VKA_A_FROM_ACC(A_FROM_ACC, e)]);
+                else
+                    coopMatStore(ACC16(sc[mc]), p_s, (sg * SGR + mc / KF * MAT_M) * PSTRIDE + mc % KF * MAT_N, PSTRIDE,
+                                 gl_CooperativeMatrixLayoutRowMajor);
             }
             /* a butterfly: every invocation of the row adds the same numbers in the same pairs */
             [[unroll]] for (uint k = 0; k < NR; k++) {
@@ -650,8 +676,10 @@ void main()
                 [[unroll]] for (uint mf = 0; mf < RF * OF; mf++)
                     [[unroll]] for (uint e = 0; e < EPL; e++)
                         o[mf][e] *= calpha[mf / OF * ROW_CLASSES + VKA_ROW_CLASS(e, ROW_RUN, ROW_CLASSES)];
-            subgroupMemoryBarrierShared();
-            subgroupBarrier(); /* P is visible to the subgroup */
+            if (!REG_P) {
+                subgroupMemoryBarrierShared();
+                subgroupBarrier(); /* P is visible to the subgroup */
+            }
         } else {
             /* S = Q·K^T for the subgroup's rows, through its scratch for the softmax below. */
             [[unroll]] for (uint c = 0; c < KF; c++) {
@@ -734,10 +762,10 @@ void main()
                 coopMatLoad(a[mi], s_s, scratch + mi * FRAG, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
             [[unroll]] for (uint mf = 0; mf < RF * OF; mf++) o[mf] = o[mf] * a[mf / OF];
         }
-        coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> pf[RF * PF]; /* m x PF + c */
-        [[unroll]] for (uint mc = 0; mc < RF * PF; mc++)
-            coopMatLoad(pf[mc], p_s, (sg * SGR + mc / PF * MAT_M) * PSTRIDE + mc % PF * MAT_K, PSTRIDE,
-                        gl_CooperativeMatrixLayoutRowMajor);
+        if (!REG_P)
+            [[unroll]] for (uint mc = 0; mc < RF * PF; mc++)
+                coopMatLoad(pf[mc], p_s, (sg * SGR + mc / PF * MAT_M) * PSTRIDE + mc % PF * MAT_K, PSTRIDE,
+                            gl_CooperativeMatrixLayoutRowMajor);
         [[unroll]] for (uint f = 0; f < OF; f++) {
             ADD_PV(f)
         }
@@ -761,14 +789,14 @@ void main()
         coopMatPerElementNV(m_new, mm, cm2_max_of, block_max);
         coopMatPerElementNV(m_ref, m_new, cm2_reference);
         coopMatPerElementNV(alpha, mm, cm2_exp_sub, m_ref);
-        coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA> pf[PF];
+        A16 pf[PF];
         [[unroll]] for (uint c = 0; c < KF; c++) {
             ACC p, weight, counted, row_sum;
             coopMatPerElementNV(p, xs[c], cm2_probability, m_ref);
             /* a fragment's keys lie in one word (MAT_N divides 32, or the block holds at most 32 keys:
              * the plan's rule) */
             coopMatPerElementNV(weight, p, cm2_weight, c * MAT_N < 32 ? bad.x : bad.y, c * MAT_N % 32);
-            pf[c] = coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_K, gl_MatrixUseA>(ACC16(weight)); /* exact */
+            pf[c] = A16(ACC16(weight)); /* exact */
             coopMatPerElementNV(counted, p, cm2_counted, xs[c]);
             coopMatReduceNV(row_sum, counted, gl_CooperativeMatrixReduceRowNV, cm2_add);
             sum = sum + row_sum;

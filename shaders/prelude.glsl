@@ -21,3 +21,4 @@ layout(constant_id = VKA_SPEC_SUBGROUPS_N) const uint SUBGROUPS_N = 2;
 layout(constant_id = VKA_SPEC_ROW_RUN) const uint ROW_RUN = 1;
 layout(constant_id = VKA_SPEC_ROW_CLASSES) const uint ROW_CLASSES = 1;
 layout(constant_id = VKA_SPEC_ROW_FRAGS) const uint ROW_FRAGS = 1;
+layout(constant_id = VKA_SPEC_A_FROM_ACC) const uint A_FROM_ACC = 0;

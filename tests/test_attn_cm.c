@@ -60,6 +60,8 @@ typedef struct cm_case {
     int attn_cm2_fault; /* the same for attn_cm2's alone: the context falls back to attn_cm */
     int reg_fault;     /* the same for attn_cm's softmax-in-registers build alone: it falls back to the
                           shared-memory softmax */
+    int reg_p_fault;   /* the same for its build with P in registers too: it falls back to P through
+                          shared memory, the softmax still in registers */
     int rising;        /* key row j scaled by 1 + 60 j / S: each row's max keeps rising, so O is
                           rescaled by large factors block after block */
     int khr;           /* also in the "khr" run: the KHR build where a device has attn_cm2 too */
@@ -84,6 +86,8 @@ static const cm_case grid[] = {
     {"self_test_cm2_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm2_fault = VKA_FAULT_COOPMAT_WRONG},
     {"self_test_reg_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_fault = VKA_FAULT_COOPMAT_WRONG, .khr = 1},
     {"self_test_reg_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_fault = VKA_FAULT_COOPMAT_FAIL, .khr = 1},
+    {"self_test_reg_p_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_p_fault = VKA_FAULT_COOPMAT_WRONG, .khr = 1},
+    {"self_test_reg_p_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_p_fault = VKA_FAULT_COOPMAT_FAIL, .khr = 1},
     {"L45_S1", 1, 45, 1, 2, 0, 64},
     {"causal_L_lt_S", 2, 17, 45, 2, 0, 64, .causal = 1, .khr = 1},
     {"causal_L_gt_S", 1, 45, 17, 2, 0, 64, .causal = 1},
@@ -212,6 +216,14 @@ static const cm_case grid[] = {
      .tuning = "coopmat:cm_attn_reg_softmax=0"},
     {"shared_softmax_f16_chunks", 2, 21, 600, 2, 0, 64, .f16 = 1, .causal = 1, .key_padding = 1, .budget = 12,
      .state_kib = 24, .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0,cm_attn_wide_loads=1"},
+    /* the softmax in registers with P through shared memory (cm_attn_reg_p=0; the build where the
+     * device's A matrices hold other places than its accumulators, every other row here making P
+     * in registers on lavapipe): every variant, a value row later rows see holding NaN with GQA in
+     * key parts and chunks */
+    {"shared_p_variants", 2, 17, 45, 2, 0, 64, .causal = 1, .window = 20, .softcap = 5.0f, .alibi = 1, .sinks = 1,
+     .khr = 1, .tuning = "coopmat:cm_attn_reg_p=0"},
+    {"shared_p_nan_seen_chunks", 1, 40, 300, 4, 2, 64, .causal = 1, .nan_seen = 1, .budget = 12, .state_kib = 40,
+     .khr = 1, .tuning = "coopmat:cm_attn_reg_p=0"},
 };
 
 /* attn_cm against attn_fused: identity projections, B x L <= 8 (the f16 row excepted). */
@@ -325,10 +337,11 @@ static vkattn_layer_desc layer_of(const cm_case *c)
  * but untested, so run_layer checks that it stays. */
 static vka_matrix_rows probed_rows;
 
-/* A coopmat-tuned context; `attn_cm_fault`, `attn_cm2_fault`, `reg_fault`: the fault injector's
- * attn_cm_check, attn_cm2_check and attn_cm_reg_check (0 = none). */
+/* A coopmat-tuned context; `attn_cm_fault`, `attn_cm2_fault`, `reg_fault`, `reg_p_fault`: the
+ * fault injector's attn_cm_check, attn_cm2_check, attn_cm_reg_check and attn_cm_reg_p_check (0 =
+ * none). */
 static vkattn_context *context_for(const char *tuning, uint32_t budget, int off, uint32_t state_kib, int attn_cm_fault,
-                                   int attn_cm2_fault, int reg_fault)
+                                   int attn_cm2_fault, int reg_fault, int reg_p_fault)
 {
     vkattn_context *ctx = NULL;
     vkattn_error error = {0};
@@ -336,7 +349,7 @@ static vkattn_context *context_for(const char *tuning, uint32_t budget, int off,
                                 .loop_budget = budget,
                                 .no_cooperative_matrix = off};
     const vka_faults faults = {.attn_cm_check = attn_cm_fault, .attn_cm2_check = attn_cm2_fault,
-                               .attn_cm_reg_check = reg_fault};
+                               .attn_cm_reg_check = reg_fault, .attn_cm_reg_p_check = reg_p_fault};
     CHECK_STATUS(vka_context_create_with_faults(&desc, &faults, &ctx, &error), VKATTN_OK);
     if (!ctx) fprintf(stderr, "%s\n", error.message);
     if (ctx) ctx->state_budget_bytes = (uint64_t)state_kib << 10;
@@ -372,6 +385,10 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
     if (want_cm == 1 && !c->reg_fault) /* and the build with its softmax in registers passed its own */
         CHECK_MSG(ctx->dev.matrix_rows.lanes == probed_rows.lanes, "%s: rows in %u lanes after the plan, %u before (%s)",
                   c->name, ctx->dev.matrix_rows.lanes, probed_rows.lanes, ctx->dev.info.cooperative_matrix_note);
+    if (want_cm == 1 && !c->reg_fault && !c->reg_p_fault) /* and the one with P in registers too */
+        CHECK_MSG(ctx->dev.matrix_rows.a_elements == probed_rows.a_elements,
+                  "%s: A from %u accumulator elements after the plan, %u before (%s)", c->name,
+                  ctx->dev.matrix_rows.a_elements, probed_rows.a_elements, ctx->dev.info.cooperative_matrix_note);
     if (c->state_kib)
         CHECK_MSG(strstr(plan, "carried in") != NULL, "%s: no chunk carries the state:\n%s", c->name, plan);
     if (c->binding_kib) { /* the attention in several row sets */
@@ -406,6 +423,14 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
                               !(c->tuning && strstr(c->tuning, "cm_attn_reg_softmax=0"));
         CHECK_MSG((regs && (!eol || regs < eol)) == reg_asked, "%s: attn_cm's softmax should%s be in registers:\n%s",
                   c->name, reg_asked ? "" : " not", plan);
+        /* and P made into A matrices from the score matrices' elements where the device's A
+         * matrices hold the accumulator's places (Mesa 26 lavapipe's do), unless the tuning says
+         * cm_attn_reg_p=0 */
+        const char *reg_p = strstr(step, "P made into A matrices in registers");
+        const int reg_p_asked = reg_asked && ctx->dev.matrix_rows.a_elements &&
+                                !(c->tuning && strstr(c->tuning, "cm_attn_reg_p=0"));
+        CHECK_MSG((reg_p && (!eol || reg_p < eol)) == reg_p_asked, "%s: P should%s be made in registers:\n%s",
+                  c->name, reg_p_asked ? "" : " not", plan);
         const char *wide = strstr(step, "16-byte loads of 8");
         const int wide_asked = c->f16 && c->tuning && strstr(c->tuning, "cm_attn_wide_loads=1");
         CHECK_MSG((wide && (!eol || wide < eol)) == wide_asked, "%s: attn_cm should%s read 16-byte loads of 8:\n%s",
@@ -443,7 +468,7 @@ static void run_grid_case(const cm_case *c, unsigned long long seed, double *wor
 {
     double t0 = test_now_s();
     vkattn_context *ctx = context_for(c->tuning, c->budget, 0, c->state_kib, c->attn_cm_fault, c->attn_cm2_fault,
-                                      c->reg_fault);
+                                      c->reg_fault, c->reg_p_fault);
     if (!ctx) return;
     ctx->binding_bytes = (uint64_t)c->binding_kib << 10;
     vkattn_layer_desc ld = layer_of(c);
@@ -495,6 +520,20 @@ static void run_grid_case(const cm_case *c, unsigned long long seed, double *wor
                   ctx->dev.matrix_rows.lanes, info.cooperative_matrix_note);
         printf("  %-24s note \"%s\"\n", c->name, info.cooperative_matrix_note);
     }
+    if (c->reg_p_fault && !had_matrix2) {
+        /* the build with P in registers failed: attn_cm runs with P through shared memory, the
+         * softmax still in registers (that build's self-test passed), and the note says which
+         * build failed */
+        const char *expect = c->reg_p_fault == VKA_FAULT_COOPMAT_WRONG ? " gave " : "(injected)";
+        const char *said = "attn_cm (softmax and P in registers) self-test failed: ";
+        CHECK_MSG(ctx->attn_cm_verdict == 1 && ctx->dev.matrix_rows.lanes == probed_rows.lanes &&
+                      probed_rows.a_elements && !ctx->dev.matrix_rows.a_elements && !ctx->dev.matrix2 &&
+                      strncmp(info.cooperative_matrix_note, said, strlen(said)) == 0 &&
+                      strstr(info.cooperative_matrix_note, expect) && strstr(ctx->dev.matrix_rows_note, "P in registers"),
+                  "%s: verdict %d, rows in %u lanes, A from %u elements, note \"%s\"", c->name, ctx->attn_cm_verdict,
+                  ctx->dev.matrix_rows.lanes, ctx->dev.matrix_rows.a_elements, info.cooperative_matrix_note);
+        printf("  %-24s note \"%s\"\n", c->name, info.cooperative_matrix_note);
+    }
     if (c->budget && !c->state_kib)
         CHECK_MSG(ran != 1, "%s: a loop budget of %u left the keys whole", c->name, c->budget);
     f.output = cpu, f.lse = cpu_lse, f.path = VKATTN_PATH_CPU;
@@ -538,7 +577,7 @@ static float *identity_weights(const cm_case *c, vkattn_weights *w)
 static void run_pair(const cm_case *c, unsigned long long seed, double *worst)
 {
     double t0 = test_now_s();
-    vkattn_context *ctx = context_for(c->tuning, c->budget, 0, c->state_kib, 0, 0, 0);
+    vkattn_context *ctx = context_for(c->tuning, c->budget, 0, c->state_kib, 0, 0, 0, 0);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(c);
     ld.no_bias = 1;
@@ -606,7 +645,7 @@ static void run_partial_overflow(void)
         const uint32_t d = run % 2 ? 5 : 2, wide = run < 2;
         const cm_case c = {"partial_overflow", 1, 9, 20, 2, 0, 64, .f16 = 1, .causal = 1,
                            .tuning = wide ? "coopmat:cm_attn_wide_loads=1" : NULL};
-        vkattn_context *ctx = context_for(c.tuning, 0, 0, 0, 0, 0, 0);
+        vkattn_context *ctx = context_for(c.tuning, 0, 0, 0, 0, 0, 0, 0);
         if (!ctx) return;
         vkattn_layer_desc ld = layer_of(&c);
         ld.no_bias = 1;
@@ -643,7 +682,7 @@ static void run_partial_overflow(void)
 static void run_off(int off)
 {
     const cm_case c = {off ? "no_cooperative_matrix" : "precision_f32", 1, 9, 20, 2, 0, 64, .causal = 1};
-    vkattn_context *ctx = context_for(NULL, 0, off, 0, 0, 0, 0);
+    vkattn_context *ctx = context_for(NULL, 0, off, 0, 0, 0, 0, 0);
     if (!ctx) return;
     vkattn_layer_desc ld = layer_of(&c);
     ld.precision = off ? VKATTN_PRECISION_F16 : VKATTN_PRECISION_F32;
@@ -668,7 +707,7 @@ static void run_off(int off)
  * layer again none. */
 static void run_two_builds(void)
 {
-    vkattn_context *ctx = context_for(NULL, 0, 0, 0, 0, 0, 0);
+    vkattn_context *ctx = context_for(NULL, 0, 0, 0, 0, 0, 0, 0);
     if (!ctx) return;
     static char plan[1 << 16];
     uint32_t counts[3] = {0};
@@ -724,7 +763,7 @@ int main(int argc, char **argv)
         /* the coopmat tuning's context reads the accumulator layout: lavapipe's (a row across the
          * subgroup, one element each) is of the form the softmax in registers takes, so CI runs
          * that build there */
-        vkattn_context *cm = context_for(NULL, 0, 0, 0, 0, 0, 0);
+        vkattn_context *cm = context_for(NULL, 0, 0, 0, 0, 0, 0, 0);
         if (cm) {
             const vka_device *d = &cm->dev;
             printf("accumulator rows in %u lanes, element classes (e / %u) %% %u%s%s\n", d->matrix_rows.lanes,

@@ -1487,15 +1487,20 @@ static const device_profile profiles[] = {
      1u << 27, 16, 16, 10},
 };
 
-/* coopmat_layout.comp's output for a made-up layout: `at(x, e)` the index r x N + c of invocation
- * x's element e; E = M x N / subgroup elements each. */
+/* coopmat_layout.comp's output for a made-up layout of M x N matrices (the A matrix's M x K too,
+ * K = N): `at(x, e)` the index r x N + c of invocation x's element e of the accumulator, `at_a`
+ * (NULL: the accumulator's) of the A matrix's; E = M x N / subgroup elements each. */
+#define LAYOUT_STRIDE(M, N) (2 + 2 * (M) * (N))
 static void layout_map(uint32_t *words, uint32_t subgroup, uint32_t M, uint32_t N,
-                       uint32_t (*at)(uint32_t x, uint32_t e, uint32_t N))
+                       uint32_t (*at)(uint32_t x, uint32_t e, uint32_t N), uint32_t (*at_a)(uint32_t x, uint32_t e, uint32_t N))
 {
-    const uint32_t E = M * N / subgroup, stride = 1 + M * N;
+    const uint32_t E = M * N / subgroup, stride = LAYOUT_STRIDE(M, N), a_at = 1 + M * N;
     for (uint32_t x = 0; x < subgroup; x++) {
-        words[x * stride] = E;
-        for (uint32_t e = 0; e < E; e++) words[x * stride + 1 + e] = at(x, e, N);
+        words[x * stride] = E, words[x * stride + a_at] = E;
+        for (uint32_t e = 0; e < E; e++) {
+            words[x * stride + 1 + e] = at(x, e, N);
+            words[x * stride + a_at + 1 + e] = (at_a ? at_a : at)(x, e, N);
+        }
     }
 }
 /* PTX's mma.m16n8k16 accumulator as two 16 x 8 halves: lane 4g + t holds (g, 2t), (g, 2t + 1),
@@ -1511,12 +1516,23 @@ static uint32_t at_nvidia_vulkan(uint32_t x, uint32_t e, uint32_t N)
 {
     return (x / 4 + 8 * (e / 4)) * N + 8 * (e / 2 % 2) + 2 * (x % 4) + e % 2;
 }
+/* PTX's mma.m16n8k16 A fragment: lane 4g + t holds (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1),
+ * then the same in columns 8..: the places of at_nvidia's accumulator, in the same order */
+static uint32_t at_a_nvidia(uint32_t x, uint32_t e, uint32_t K)
+{
+    return (x / 4 + 8 * (e / 2 % 2)) * K + 8 * (e / 4) + 2 * (x % 4) + e % 2;
+}
 /* AMD's WMMA on 32 lanes: lane x holds column x % 16 of rows 2e + x / 16 */
 static uint32_t at_amd(uint32_t x, uint32_t e, uint32_t N) { return (2 * e + x / 16) * N + x % 16; }
+/* an A matrix lane x holds as row x % 16, columns 8 (x / 16).. (not AMD's own, which repeats
+ * rows in both halves of the subgroup: a layout whose places are not the accumulator's) */
+static uint32_t at_a_rows(uint32_t x, uint32_t e, uint32_t K) { return x % 16 * K + 8 * (x / 16) + e; }
 /* the same on 64 lanes (wave64): lane x holds column x % 16 of rows 4e + x / 16 */
 static uint32_t at_amd64(uint32_t x, uint32_t e, uint32_t N) { return (4 * e + x / 16) * N + x % 16; }
 /* lavapipe's: element e is row e, lane x column x */
 static uint32_t at_rows_by_element(uint32_t x, uint32_t e, uint32_t N) { return e * N + x; }
+/* lavapipe's places, in reverse order in odd lanes (an order that differs by invocation) */
+static uint32_t at_a_odd_reversed(uint32_t x, uint32_t e, uint32_t N) { return (x % 2 ? 7 - e : e) * N + x; }
 /* one lane per row */
 static uint32_t at_row_per_lane(uint32_t x, uint32_t e, uint32_t N) { return x * N + e; }
 /* a row's elements at different indices in different lanes */
@@ -1540,7 +1556,7 @@ static int simulate_reg_softmax(const uint32_t *words, uint32_t subgroup, uint32
                                 const vka_matrix_rows *r)
 {
     enum { MAX_LANES = 64, MAX_CLASSES = 16 };
-    const uint32_t E = M * N / subgroup, stride = 1 + M * N;
+    const uint32_t E = M * N / subgroup, stride = LAYOUT_STRIDE(M, N);
     uint32_t class_row[MAX_LANES][MAX_CLASSES], written[16] = {0};
     double sum[MAX_LANES][MAX_CLASSES] = {{0}}, next[MAX_LANES][MAX_CLASSES];
     int bad = 0;
@@ -1574,43 +1590,62 @@ static void test_matrix_rows(void)
     const struct {
         const char *name;
         uint32_t subgroup, M, N;
-        uint32_t (*at)(uint32_t, uint32_t, uint32_t);
-        vka_matrix_rows want; /* zeros: not of the form */
+        uint32_t (*at)(uint32_t, uint32_t, uint32_t), (*at_a)(uint32_t, uint32_t, uint32_t);
+        vka_matrix_rows want; /* zeros: not of the form; a_elements 0: A's places not the accumulator's */
     } cases[] = {
-        {"NVIDIA 16x16 on 32", 32, 16, 16, at_nvidia, {4, 2, 2}},
-        {"NVIDIA's Vulkan 16x16 on 32", 32, 16, 16, at_nvidia_vulkan, {4, 4, 2}},
-        {"AMD 16x16 on 32", 32, 16, 16, at_amd, {16, 1, 8}},
-        {"AMD 16x16 on 64", 64, 16, 16, at_amd64, {16, 1, 4}},
-        {"lavapipe 8x8 on 8", 8, 8, 8, at_rows_by_element, {8, 1, 8}},
-        {"Intel-like 8x16 on 16", 16, 8, 16, at_rows_by_element, {16, 1, 8}},
-        {"a row per lane 8x8 on 8", 8, 8, 8, at_row_per_lane, {1, 1, 1}},
-        {"skewed 8x8 on 8", 8, 8, 8, at_skewed, {0, 0, 0}},
-        {"an element twice 8x8 on 8", 8, 8, 8, at_twice, {0, 0, 0}},
-        {"unaligned groups 16x16 on 32", 32, 16, 16, at_unaligned, {0, 0, 0}},
+        {"NVIDIA 16x16 on 32", 32, 16, 16, at_nvidia, at_a_nvidia, {4, 2, 2, 0x76543210u, 8}},
+        /* A as PTX's fragment against the accumulator as the H100's probe read its rows: elements
+         * 2, 3 of A (row g + 8) are the accumulator's 4, 5 */
+        {"NVIDIA's Vulkan 16x16 on 32", 32, 16, 16, at_nvidia_vulkan, at_a_nvidia, {4, 4, 2, 0x76325410u, 8}},
+        {"AMD 16x16 on 32", 32, 16, 16, at_amd, at_a_rows, {16, 1, 8, 0, 0}},
+        {"AMD 16x16 on 64", 64, 16, 16, at_amd64, NULL, {16, 1, 4, 0x3210u, 4}},
+        {"lavapipe 8x8 on 8", 8, 8, 8, at_rows_by_element, NULL, {8, 1, 8, 0x76543210u, 8}},
+        {"lavapipe, A reversed in odd lanes", 8, 8, 8, at_rows_by_element, at_a_odd_reversed, {8, 1, 8, 0, 0}},
+        {"Intel-like 8x16 on 16", 16, 8, 16, at_rows_by_element, NULL, {16, 1, 8, 0x76543210u, 8}},
+        {"a row per lane 8x8 on 8", 8, 8, 8, at_row_per_lane, NULL, {1, 1, 1, 0x76543210u, 8}},
+        {"skewed 8x8 on 8", 8, 8, 8, at_skewed, NULL, {0, 0, 0, 0, 0}},
+        {"an element twice 8x8 on 8", 8, 8, 8, at_twice, NULL, {0, 0, 0, 0, 0}},
+        {"unaligned groups 16x16 on 32", 32, 16, 16, at_unaligned, NULL, {0, 0, 0, 0, 0}},
     };
-    static uint32_t words[64 * (1 + 16 * 16)];
+    static uint32_t words[64 * LAYOUT_STRIDE(16, 16)];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        layout_map(words, cases[i].subgroup, cases[i].M, cases[i].N, cases[i].at);
+        const uint32_t M = cases[i].M, N = cases[i].N, stride = LAYOUT_STRIDE(M, N);
+        layout_map(words, cases[i].subgroup, M, N, cases[i].at, cases[i].at_a);
         vka_matrix_rows got;
-        char why[160] = "";
-        int ok = vka_matrix_rows_from_map(words, cases[i].subgroup, 1 + cases[i].M * cases[i].N, cases[i].M,
-                                          cases[i].N, &got, why, sizeof why);
+        char why[160] = "", a_why[160] = "";
+        int ok = vka_matrix_rows_from_map(words, cases[i].subgroup, stride, M, N, &got, why, sizeof why);
         CHECK_MSG(ok == (cases[i].want.lanes != 0) && got.lanes == cases[i].want.lanes && got.run == cases[i].want.run &&
-                      got.classes == cases[i].want.classes,
+                      got.classes == cases[i].want.classes && got.a_elements == 0,
                   "%s: %d {%u, %u, %u} (%s)", cases[i].name, ok, got.lanes, got.run, got.classes, why);
         CHECK_MSG(ok || why[0], "%s: no reason given", cases[i].name);
+        int a_ok = 0;
         if (ok) {
-            const int bad = simulate_reg_softmax(words, cases[i].subgroup, cases[i].M, cases[i].N, &got);
+            const int bad = simulate_reg_softmax(words, cases[i].subgroup, M, N, &got);
             CHECK_MSG(bad == 0, "%s: the kernel's reduction on this layout: %d wrong", cases[i].name, bad);
+            a_ok = vka_matrix_a_from_map(words, cases[i].subgroup, stride, M, N, N, &got, a_why, sizeof a_why);
+            CHECK_MSG(a_ok == (cases[i].want.a_elements != 0) && got.a_elements == cases[i].want.a_elements &&
+                          got.a_from_acc == cases[i].want.a_from_acc && (a_ok || a_why[0]),
+                      "%s: A from the accumulator %d: %u elements, %#x (%s)", cases[i].name, a_ok, got.a_elements,
+                      got.a_from_acc, a_why);
+            /* each invocation's A element e is the accumulator element the word names (the kernel's copy) */
+            for (uint32_t x = 0; a_ok && x < cases[i].subgroup; x++)
+                for (uint32_t e = 0; e < got.a_elements; e++)
+                    CHECK(words[x * stride + 1 + VKA_A_FROM_ACC(got.a_from_acc, e)] == words[x * stride + 2 + M * N + e]);
         }
-        printf("  %-30s %s\n", cases[i].name, ok ? "rows in aligned groups" : why);
+        printf("  %-34s %s; %s\n", cases[i].name, ok ? "rows in aligned groups" : why,
+               a_ok ? "P in registers" : a_why);
     }
     /* an element count that is not the matrix's share */
-    layout_map(words, 32, 16, 16, at_nvidia);
+    layout_map(words, 32, 16, 16, at_nvidia, NULL);
     words[0] = 7;
     vka_matrix_rows got;
     char why[160] = "";
-    CHECK(!vka_matrix_rows_from_map(words, 32, 257, 16, 16, &got, why, sizeof why) && got.lanes == 0 && why[0]);
+    CHECK(!vka_matrix_rows_from_map(words, 32, LAYOUT_STRIDE(16, 16), 16, 16, &got, why, sizeof why) && got.lanes == 0 &&
+          why[0]);
+    /* A matrices of another shape (K != N) are not the accumulator's places */
+    layout_map(words, 8, 8, 8, at_rows_by_element, NULL);
+    CHECK(vka_matrix_rows_from_map(words, 8, LAYOUT_STRIDE(8, 8), 8, 8, &got, why, sizeof why) &&
+          !vka_matrix_a_from_map(words, 8, LAYOUT_STRIDE(8, 8), 8, 8, 16, &got, why, sizeof why) && got.a_elements == 0);
 }
 
 static vka_plan_limits profile_limits(const device_profile *d, const vka_tuning *t)
@@ -1673,7 +1708,8 @@ static int check_profile_steps(const device_profile *d, const vka_plan_limits *l
             shared = vka_fused_cm_shared_bytes(st->spec[VKA_SPEC_TILE_A], st->spec[VKA_SPEC_TILE_B],
                                                st->spec[VKA_SPEC_DV] * st->spec[VKA_SPEC_VEC], st->spec[VKA_SPEC_TILE_K],
                                                st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES ? 2 : 1,
-                                               st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX ? ms.m * ms.n : 0);
+                                               st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX ? ms.m * ms.n : 0,
+                                               st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_P ? ms.m * ms.k : 0);
         }
         ok = shared <= d->info.max_shared_memory_bytes;
         CHECK_MSG(ok, "%s: %llu bytes of shared memory", d->name, (unsigned long long)shared);
@@ -2009,7 +2045,7 @@ static void test_tuning_strings(void)
             const int reg = (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) != 0;
             CHECK_MSG(two == (rows[r].stages == 2), "%s: two stages %d", rows[r].tuning, two);
             CHECK(vka_fused_cm_shared_bytes(rows[r].attn_rows, rows[r].attn_keys, 128, q_dims, two ? 2 : 1,
-                                            reg ? 16 * 16 : 0) <= l.max_shared_bytes);
+                                            reg ? 16 * 16 : 0, 0) <= l.max_shared_bytes);
         }
         if (attn) { /* the softmax on the matrices' elements, in the profile's row layout, unless the tuning says not */
             const int reg = (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) != 0;
@@ -2053,6 +2089,41 @@ static void test_tuning_strings(void)
         CHECK_MSG(attn && !(attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) && attn->spec[VKA_SPEC_ROW_LANES] == 2,
                   "unknown layout: %s", attn ? "the softmax in registers or not 2 lanes a row" : "no attn_cm");
         vka_plan_free(&plan);
+    }
+    /* P made into A matrices in registers, where an A matrix's elements are the accumulator's places
+     * (as PTX's mma.m16n8k16 has them: test_matrix_rows' NVIDIA case; the H100's A layout is not
+     * probed yet): no P rows in shared memory, so 64-key blocks fit at D = 128 with one staged
+     * block (37 KiB; 55 with P's rows, so 48 keys), and the step names A's sources;
+     * cm_attn_reg_p=0 or an unknown A layout: P through shared memory */
+    {
+        const struct {
+            const char *tuning;
+            uint32_t a_elements, keys;
+            int reg_p;
+        } rows_p[] = {
+            {"coopmat", 8, 32, 1},
+            {"coopmat:cm_attn_key_frags=4,cm_attn_stages=1", 8, 64, 1},
+            {"coopmat:cm_attn_key_frags=4,cm_attn_stages=1,cm_attn_reg_p=0", 8, 48, 0},
+            {"coopmat:cm_attn_key_frags=4,cm_attn_stages=1", 0, 48, 0},
+        };
+        for (size_t r = 0; r < sizeof rows_p / sizeof rows_p[0]; r++) {
+            vka_tuning t;
+            parse_tuning(dp, rows_p[r].tuning, &t, NULL);
+            vka_plan_limits l = profile_limits(dp, &t);
+            l.matrix_rows.a_from_acc = rows_p[r].a_elements ? 0x76325410u : 0, l.matrix_rows.a_elements = rows_p[r].a_elements;
+            vka_problem p = problem(1, 4096, 4096, 4096, 32, 1);
+            vka_plan plan = {0};
+            CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+            CHECK_MSG(check_profile_steps(dp, &l, &plan) == 0, "%s", rows_p[r].tuning);
+            const vka_step *attn = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
+            const int reg_p = attn && (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_P);
+            CHECK_MSG(attn && reg_p == rows_p[r].reg_p && attn->spec[VKA_SPEC_TILE_B] == rows_p[r].keys &&
+                          (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) &&
+                          attn->spec[VKA_SPEC_A_FROM_ACC] == (reg_p ? 0x76325410u : 0),
+                      "%s, A in %u elements: P in registers %d, %u-key blocks", rows_p[r].tuning, rows_p[r].a_elements,
+                      reg_p, attn ? attn->spec[VKA_SPEC_TILE_B] : 0);
+            vka_plan_free(&plan);
+        }
     }
     /* a shape whose fp16 M x N matrix (P as the softmax in registers stores it) is neither A's M x K
      * nor B's K x N (16 x 16 x 32): the device need not list that type, so the softmax through
@@ -2107,7 +2178,7 @@ static void test_tuning_strings(void)
                       (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX),
                   "D = 256, %s: %s", one ? "one stage" : "coopmat",
                   attn ? (one ? "not 128 x 32 with one stage" : "not 128 x 16 with two") : "no attn_cm");
-        CHECK(vka_fused_cm_shared_bytes(128, 32, 256, attn ? attn->spec[VKA_SPEC_TILE_K] : 256, 2, 16 * 16) >
+        CHECK(vka_fused_cm_shared_bytes(128, 32, 256, attn ? attn->spec[VKA_SPEC_TILE_K] : 256, 2, 16 * 16, 0) >
               l.max_shared_bytes);
         vka_plan_free(&plan);
     }
@@ -2215,7 +2286,9 @@ static void test_coopmat_attention(void)
             CHECK(vka_fused_cm_shared_bytes(rows[r].tile_q, rows[r].tile_k, p.cfg.D, st->spec[VKA_SPEC_TILE_K], rows[r].stages,
                                             st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX
                                                 ? rows[r].shape.m * rows[r].shape.n
-                                                : 0) <=
+                                                : 0,
+                                            st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_P ? rows[r].shape.m * rows[r].shape.k
+                                                                                       : 0) <=
                   rows[r].shared);
             CHECK_MSG(st->spec[VKA_SPEC_TILE_K] == rows[r].q_dims, "%s: Q in passes of %u dims", rows[r].name,
                       st->spec[VKA_SPEC_TILE_K]);

@@ -99,14 +99,15 @@ step "prefill: vkattn bench --preset gpu ${prefill_args[*]}"
 step "head dims 64 (B = 4, E = 1024, H = 16, L = S = 2048) and 256 (E = 4096, H = 16, L = S = 4096), f16"
 "$vk" bench --preset gpu --batch 4 --embed 1024 --heads 16 --len 2048 --dtype f16 --no-peak \
   --json "$out/prefill_d64.json" | tee "$out/prefill_d64.txt"
-# attn_cm at D = 64 under other tunings, each against the default (16-key blocks, two staged):
-# 32-key blocks (cm_attn_wide_d=64, two staged); 48-key blocks (two staged, 43 KiB: more than 32
-# keys a block since the sixth session): fewer, longer blocks where attn_cm's time is mostly per
-# block; 4 subgroups of two 16-row matrices (rows32: the same 128-row tile, each K and V matrix
-# loaded from shared memory once for 32 rows, as FlashAttention-2's warps own 32 or more rows).
-# None measured yet.
-for t in keys32:coopmat:cm_attn_wide_d=64 keys48:coopmat:cm_attn_wide_d=64,cm_attn_key_frags=3 \
-  rows32:coopmat:cm_attn_subgroups=4,cm_attn_row_frags=2; do
+# attn_cm at D = 64 under other tunings, each against the default (16-key blocks, two staged, P
+# made in registers where the device's layouts allow: `--trace` says): P through shared memory
+# (shared_p: the kernel before session 19); 32-key blocks (cm_attn_wide_d=64, two staged); 64-key
+# blocks (two staged, 37 KiB: they fit with P in registers, 55 KiB with P's rows): fewer, longer
+# blocks where attn_cm's time is mostly per block; 4 subgroups of two 16-row matrices (rows32: the
+# same 128-row tile, each K and V matrix loaded from shared memory once for 32 rows, as
+# FlashAttention-2's warps own 32 or more rows). None measured yet.
+for t in shared_p:coopmat:cm_attn_reg_p=0 keys32:coopmat:cm_attn_wide_d=64 \
+  keys64:coopmat:cm_attn_wide_d=64,cm_attn_key_frags=4 rows32:coopmat:cm_attn_subgroups=4,cm_attn_row_frags=2; do
   name=${t%%:*} tuning=${t#*:}
   printf -- '-- VKATTN_TUNING=%s\n' "$tuning"
   if VKATTN_TUNING=$tuning "$vk" bench --preset gpu --batch 4 --embed 1024 --heads 16 --len 2048 --dtype f16 --no-peak \
@@ -140,19 +141,23 @@ step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/P
 # (the ones the H100 days settled are left out: 16-byte loads in attn_cm, 2.62-2.68 ms against
 # 2.20; the softmax through shared memory, 2.57; matmul_cm's 8-byte loads, 0.732 against 0.684.
 # GPU_BENCH_SWEEP takes any list):
+# cm_attn_reg_p=0: P through shared memory, as every GPU day ran attn_cm (the default since session
+# 19 makes P's A matrices from the score matrices' elements where the layouts allow, the probe
+# says so in `--trace`: no P store, subgroup barrier and A loads a block);
 # cm_attn_stages=1: attn_cm's one staged K/V block (2.259 ms against 2.154 with two on the fifth day);
 # cm_attn_wide_d=512: 16-key blocks with two stages at D = 128 too (at D = 256 the default since the
 # fifth day: 2.122 ms against 2.256 for 32-key blocks with one);
-# cm_attn_key_frags=3,cm_attn_stages=1: 48-key blocks with one stage (42.5 KiB; 64 keys do not fit),
-# never measured: if attn_cm's time is mostly per block (the fifth day's 64-row tiles took 1.64x
-# as long), fewer, longer blocks may pay even without the second stage;
+# cm_attn_key_frags=4,cm_attn_stages=1: 64-key blocks with one stage (37 KiB with P in registers;
+# with P through shared memory 48 keys, 42.5 KiB), never measured: if attn_cm's time is mostly per
+# block (the fifth day's 64-row tiles took 1.64x as long), fewer, longer blocks may pay even
+# without the second stage;
 # cm_attn_row_frags=2: two 16-row matrices a subgroup, each K and V matrix loaded from shared memory
 # once for both (the default's 16 rows a subgroup load a block's K and V once per 16 rows: twice
 # the shared-memory reads of FlashAttention-2's 32-row warps), never measured: with 4 subgroups the
 # default's 128 x 32 tile (46 KiB; Q and O in twice the registers: pipeline_stats.txt says whether
 # it spills), with 16-key blocks (fewer registers), with 8 subgroups 256 x 16 (two staged, 33 KiB).
-sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_stages=1 coopmat:cm_attn_wide_d=512
-  coopmat:cm_attn_key_frags=3,cm_attn_stages=1 coopmat:cm_attn_subgroups=4,cm_attn_row_frags=2
+sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_reg_p=0 coopmat:cm_attn_stages=1 coopmat:cm_attn_wide_d=512
+  coopmat:cm_attn_key_frags=4,cm_attn_stages=1 coopmat:cm_attn_subgroups=4,cm_attn_row_frags=2
   coopmat:cm_attn_subgroups=4,cm_attn_row_frags=2,cm_attn_wide_d=512 coopmat:cm_attn_row_frags=2"}
 # GPU_BENCH_ROUNDS=N runs the list N times, alternating (shared machines drift: the fastest repeat
 # of alternated rounds agreed to 1-3% on an H100 where medians jumped 3x); sweep_summary.txt then has

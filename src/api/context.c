@@ -733,16 +733,19 @@ vkattn_status vka_context_plan(vkattn_context *ctx, const vka_problem *p, vka_pl
             }
         }
         if (!failed) return VKATTN_OK;
-        /* attn_cm2 failed: plan again on attn_cm, which then has its own test; attn_cm with its
-         * softmax in registers: plan again with it in shared memory; attn_cm so: attn_fused from
-         * now on */
+        /* attn_cm2 failed: plan again on attn_cm, which then has its own test; attn_cm with P in
+         * registers: plan again with P through shared memory; with its softmax in registers:
+         * plan again with it in shared memory; attn_cm so: attn_fused from now on */
         if (failed->kernel == VKA_KERNEL_FUSED_CM2) ctx->dev.matrix2 = 0;
-        else if (failed->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) {
+        else if (failed->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_P) {
+            ctx->dev.matrix_rows.a_from_acc = 0, ctx->dev.matrix_rows.a_elements = 0;
+            snprintf(ctx->dev.matrix_rows_note, sizeof ctx->dev.matrix_rows_note,
+                     "attn_cm's build with P in registers failed its self-test");
+        } else if (failed->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) {
             ctx->dev.matrix_rows = (vka_matrix_rows){0};
             snprintf(ctx->dev.matrix_rows_note, sizeof ctx->dev.matrix_rows_note,
                      "attn_cm's build with its softmax in registers failed its self-test");
-        }
-        else ctx->attn_cm_verdict = -1;
+        } else ctx->attn_cm_verdict = -1;
     }
 }
 

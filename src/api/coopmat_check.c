@@ -160,7 +160,7 @@ vkattn_status vka_matrix_rows_probe(vka_device *dev, vka_transfer *transfer, vka
     vka_pipeline *pipeline = NULL;
     *out = (vka_matrix_rows){0};
     const vkattn_matrix_shape ms = limits->matrix_shape;
-    const uint32_t sg = limits->subgroup_size, stride = 1 + ms.m * ms.n;
+    const uint32_t sg = limits->subgroup_size, stride = 2 + ms.m * (ms.n + ms.k);
     uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = sg, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
                                    [VKA_SPEC_MAT_K] = ms.k};
     VKA_TRY(vka_buffer_create(dev, (VkDeviceSize)sg * stride * 4, VKA_MEMORY_STAGING, "the matrix layout's map", &map));
@@ -171,6 +171,11 @@ vkattn_status vka_matrix_rows_probe(vka_device *dev, vka_transfer *transfer, vka
     VKA_TRY(run_dispatch(dev, transfer, pipeline, bindings, &push, (const uint32_t[3]){1, 1, 1},
                          "the cooperative-matrix layout probe"));
     if (!vka_matrix_rows_from_map(map.mapped, sg, stride, ms.m, ms.n, out, why, why_size)) *out = (vka_matrix_rows){0};
+    else if (!vka_matrix_a_from_map(map.mapped, sg, stride, ms.m, ms.n, ms.k, out, why, why_size)) {
+        char a_why[128];
+        snprintf(a_why, sizeof a_why, "%s", why);
+        snprintf(why, why_size, "P through shared memory: %s", a_why);
+    }
 fail:
     vka_pipeline_release(dev, pipeline);
     vka_buffer_destroy(dev, &map);
@@ -272,7 +277,7 @@ static void self_test_spec(const vka_step *step, uint32_t spec[VKA_MAX_SPEC])
     memcpy(spec, step->spec, sizeof step->spec);
     spec[VKA_SPEC_ATTN_MASK] = 0, spec[VKA_SPEC_VARIANT] = 0;
     spec[VKA_SPEC_FLAGS] &= VKA_FUSED_STORE | VKA_FUSED_PREFETCH | VKA_FUSED_TWO_STAGES | VKA_FUSED_Q_F16 |
-                           VKA_FUSED_K_F16 | VKA_FUSED_V_F16 | VKA_FUSED_WIDE | VKA_FUSED_REG_SOFTMAX;
+                           VKA_FUSED_K_F16 | VKA_FUSED_V_F16 | VKA_FUSED_WIDE | VKA_FUSED_REG_SOFTMAX | VKA_FUSED_REG_P;
 }
 
 uint64_t vka_attn_cm_variant(const vka_step *step)
@@ -308,9 +313,12 @@ vkattn_status vka_attn_cm_self_test(vka_device *dev, vka_transfer *transfer, vka
     const int f16_out = step->f16_out && !c.store;
     const vka_pipeline *pipeline = NULL;
     const int reg = (step->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) != 0;
+    const int reg_p = (step->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_P) != 0;
     char kernel[64]; /* the build, as the notes name it */
-    snprintf(kernel, sizeof kernel, "%s%s", vka_kernel_get(step->kernel)->spirv, reg ? " (softmax in registers)" : "");
+    snprintf(kernel, sizeof kernel, "%s%s", vka_kernel_get(step->kernel)->spirv,
+             reg_p ? " (softmax and P in registers)" : reg ? " (softmax in registers)" : "");
     const int fault = step->kernel == VKA_KERNEL_FUSED_CM2 && dev->faults.attn_cm2_check ? dev->faults.attn_cm2_check
+                      : reg_p && dev->faults.attn_cm_reg_p_check                         ? dev->faults.attn_cm_reg_p_check
                       : reg && dev->faults.attn_cm_reg_check                             ? dev->faults.attn_cm_reg_check
                                                                                          : dev->faults.attn_cm_check;
     if (fault == VKA_FAULT_COOPMAT_FAIL) {

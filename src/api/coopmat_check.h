@@ -28,9 +28,10 @@ vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka
                                     size_t note_size);
 
 /* Runs coopmat_layout.comp once (one subgroup of limits->subgroup_size, the matrix shape's M x N
- * fp32 accumulator) and reads from it how the accumulator's rows lie (device/matrix_rows.h):
- * *out, or zeros and one line in `why` where the layout is not of that form or the probe could
- * not run (then attn_cm keeps its softmax in shared memory). Running out of memory and a lost
+ * fp32 accumulator and M x K fp16 A matrix) and reads from it how the accumulator's rows lie and
+ * where an A matrix's elements are (device/matrix_rows.h): *out, or zeros and one line in `why`
+ * where the layout is not of that form or the probe could not run (then attn_cm keeps its softmax
+ * in shared memory; a_elements 0 and why: P goes through shared memory). Running out of memory and a lost
  * device are returned as such. */
 vkattn_status vka_matrix_rows_probe(vka_device *dev, vka_transfer *transfer, vka_pipeline_cache *pipelines,
                                     const vka_plan_limits *limits, vka_matrix_rows *out, char *why, size_t why_size);

@@ -20,6 +20,7 @@ typedef struct vka_faults {
     int attn_cm_check;     /* the same for attn_cm's self-test at the first plan that takes it */
     int attn_cm2_check;    /* the same for attn_cm2's alone (it overrides attn_cm_check there) */
     int attn_cm_reg_check; /* the same for attn_cm's softmax-in-registers build alone (ditto) */
+    int attn_cm_reg_p_check; /* the same for its build with P in registers too (it overrides both) */
     uint64_t host_calls;   /* counted so far */
     uint64_t vk_calls;
 } vka_faults;

@@ -48,7 +48,7 @@ typedef struct vka_device {
                                     self-test where the tuning takes attn_cm's softmax in registers;
                                     zeros: not read, not of the form, or that build failed its
                                     self-test) */
-    char matrix_rows_note[160];  /* why matrix_rows is zeros where the probe ran ("" otherwise) */
+    char matrix_rows_note[160];  /* why matrix_rows is zeros, or its a_elements, where the probe ran ("" otherwise) */
     struct {                   /* the application's lock around submits to a shared queue */
         void (*lock)(void *user), (*unlock)(void *user);
         void *user;

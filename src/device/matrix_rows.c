@@ -1,8 +1,10 @@
-/* The accumulator's row layout (matrix_rows.h). */
+/* The accumulator's row layout and the A matrix's places (matrix_rows.h). */
 #include "device/matrix_rows.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "abi.h"
 
 /* Whether lanes / run / classes describe the map: every (invocation, element) in the row of its
  * group's first invocation's first element of the same class; distinct classes, distinct rows;
@@ -62,4 +64,39 @@ int vka_matrix_rows_from_map(const uint32_t *words, uint32_t subgroup, uint32_t 
             }
     snprintf(why, why_size, "a row's elements are not at the same indices of an aligned group of invocations");
     return 0;
+}
+
+int vka_matrix_a_from_map(const uint32_t *words, uint32_t subgroup, uint32_t stride, uint32_t M, uint32_t N,
+                          uint32_t K, vka_matrix_rows *out, char *why, size_t why_size)
+{
+    out->a_from_acc = 0, out->a_elements = 0;
+    const uint32_t E = subgroup ? words[0] : 0, a_at = 1 + M * N;
+    const uint32_t EA = subgroup && a_at < stride ? words[a_at] : 0;
+    if (!subgroup || K != N || E == 0 || EA != E || E > 8 || a_at + 1 + EA > stride) {
+        snprintf(why, why_size, "an A matrix's %u elements (%ux%u) are not the accumulator's %u (%ux%u), up to 8", EA, M,
+                 K, E, M, N);
+        return 0;
+    }
+    /* invocation 0's order (each A element's source, each source once), then every invocation's
+     * elements at the places it says (the values r x K + c and r x N + c are the same place, K = N) */
+    uint32_t from = 0, taken = 0;
+    for (uint32_t e = 0; e < E; e++) {
+        uint32_t f = 0;
+        while (f < E && words[1 + f] != words[a_at + 1 + e]) f++;
+        if (f == E || (taken >> f & 1u)) {
+            snprintf(why, why_size, "an A matrix's element %u is at a place the accumulator's elements are not", e);
+            return 0;
+        }
+        from |= f << (4 * e), taken |= 1u << f;
+    }
+    for (uint32_t x = 0; x < subgroup; x++) {
+        const uint32_t *w = words + (size_t)x * stride;
+        for (uint32_t e = 0; e < E; e++)
+            if (w[a_at] != E || w[1 + VKA_A_FROM_ACC(from, e)] != w[a_at + 1 + e]) {
+                snprintf(why, why_size, "invocation %u holds an A matrix's elements in another order or place", x);
+                return 0;
+            }
+    }
+    out->a_from_acc = from, out->a_elements = E;
+    return 1;
 }

@@ -155,6 +155,12 @@ static const vka_tuning tunings[] = {
          * (element e's row class (e / 4) % 2). With cm_attn_wide_loads=0 (below), 2026-11-27:
          * 2.20 ms against 2.57 through shared memory at D = 128, 0.689 against 0.852 at D = 64 */
         .cm_attn_reg_softmax = 1,
+        /* P into P·V's A matrices from the score matrices' elements, not through shared memory (as
+         * FlashAttention-2 keeps P in registers: PTX's mma.m16n8k16 accumulator and A fragment hold
+         * the same places per lane), where the device's layouts allow: no P store, subgroup
+         * barrier and A loads per block, and no P rows in shared memory (so 64-key blocks fit 48
+         * KiB at D = 128 with one staged block). Not yet measured on a GPU (2026-11-27) */
+        .cm_attn_reg_p = 1,
         /* attn_cm's Q, K and V in 8-byte loads of 4 fp16 values: on an H100 (2026-11-27, L = S =
          * 4096, D = 128, alternated twice, fastest repeats) attention took 2.20 ms so (causal
          * 1.18) against 2.62-2.68 (1.38-1.40) with 16-byte loads of 8 (their two stores interleaved
@@ -290,6 +296,7 @@ static const struct tuning_field {
     FIELD(cm_attn_stages, 1, 2, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_wide_d, 0, 1024, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_reg_softmax, 0, 1, ANY, cm_attn_subgroups, "attn_cm"),
+    FIELD(cm_attn_reg_p, 0, 1, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_wide_loads, 0, 1, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_row_frags, 1, 2, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(sm_tile_m, 4, 128, MUL4, sm_tile_m, "matmul_sm"),

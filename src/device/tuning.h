@@ -109,9 +109,14 @@ typedef struct vka_tuning {
     /* 1: attn_cm's softmax works on the score matrices' own elements in registers where the
      * device's accumulator layout allows (device/matrix_rows.h: read once per context), instead of
      * storing the scores to shared memory and reading them back per row (0, and on any other
-     * layout); the rows' rescale factors reach O the same way, P still passes through shared
-     * memory (an accumulator cannot become an A operand in KHR matrices) */
+     * layout); the rows' rescale factors reach O the same way */
     uint32_t cm_attn_reg_softmax;
+    /* 1: with that softmax, P goes into P·V's A matrices from the score matrices' own elements,
+     * where the device puts an A matrix's elements at places its accumulator's hold in the same
+     * invocation (device/matrix_rows.h: a KHR accumulator cannot become an A operand, but its
+     * elements can be copied so); 0, and on any other layout: stored to shared memory and loaded
+     * back as A matrices */
+    uint32_t cm_attn_reg_p;
     /* attn_cm's Q, K and V loads where all three hold fp16 and their rows start on multiples of 8
      * elements: 1, 8 values in one 16-byte load; 0, 4 in an 8-byte load */
     uint32_t cm_attn_wide_loads;

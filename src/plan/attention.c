@@ -217,6 +217,8 @@ typedef struct fused_cm_shape {
     int matrix2; /* attn_cm2: the softmax in the matrices (P converts from accumulator to A: N = K) */
     int reg;     /* attn_cm's softmax on the score matrices' elements (REG_SOFTMAX): the tuning asks
                     and the device's accumulator layout is known (limits->matrix_rows) */
+    int reg_p;   /* and P made into A matrices from those elements (REG_P): the tuning asks and an A
+                    matrix's elements are the accumulator's places (matrix_rows.a_elements) */
 } fused_cm_shape;
 
 /* attn_cm's shape with `subgroups` subgroups of `row_frags` M-row matrices of query rows each
@@ -243,6 +245,8 @@ static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, ui
     /* the softmax in registers stores P as an fp16 M x N matrix, a type the device lists (as A's
      * M x K or B's K x N) where N = K or M = K */
     s.reg = !s.matrix2 && t->cm_attn_reg_softmax && b->limits->matrix_rows.lanes && (ms.n == ms.k || ms.m == ms.k);
+    /* P in registers: S's matrix c (keys c N..) is P's A matrix c (K = N, as the probe requires) */
+    s.reg_p = s.reg && t->cm_attn_reg_p && b->limits->matrix_rows.a_elements && ms.n == ms.k;
     s.stages = stages;
     /* Q passes: halve the dims staged at once while a pass of every query row would need more
      * shared memory than the key blocks' (all stages'; whole matrices and texels, 16-byte aligned) */
@@ -253,7 +257,8 @@ static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, ui
     /* at most 64 keys a block (its non-finite-V bits are two words); attn_cm2 passes a fragment
      * one word of them, so its fragments must not straddle two */
     if (s.tile_k > 64 || (s.matrix2 && 32 % ms.n && s.tile_k > 32) ||
-        vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D, s.q_dims, stages, s.reg ? ms.m * ms.n : 0) >
+        vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D, s.q_dims, stages, s.reg ? ms.m * ms.n : 0,
+                                  s.reg_p ? ms.m * ms.k : 0) >
             b->limits->max_shared_bytes ||
         !vka_matrix_workgroup_fits(b->limits, s.wg))
         return none;
@@ -289,16 +294,17 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
 }
 
 uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D, uint32_t q_dims, uint32_t stages,
-                                   uint32_t reg_frag)
+                                   uint32_t reg_frag, uint32_t p_frag)
 {
     /* attn_cm.comp: fp16 rows of D + 8 for K and V (per stage), in the same space Q's rows of
      * q_dims + 8 per pass; fp32 scores in rows of tile_k + 4 (the REG build: one accumulator's
-     * reg_frag floats, its layout map); fp16 P in rows of tile_k + 8; two floats per row; a word,
-     * and three blocks' bad-key bits (a word per 32 keys) */
+     * reg_frag floats, its layout map); fp16 P in rows of tile_k + 8 (the REG_P build: one A
+     * matrix's p_frag halves, its layout map); two floats per row; a word, and three blocks'
+     * bad-key bits (a word per 32 keys) */
     uint64_t kv = 2ull * stages * tile_k * (D + 8), q = (uint64_t)tile_q * (q_dims + 8);
     uint64_t scores = reg_frag ? reg_frag : (uint64_t)tile_q * (tile_k + 4);
-    return (kv > q ? kv : q) * 2 + scores * 4 + (uint64_t)tile_q * (tile_k + 8) * 2 + (uint64_t)tile_q * 8 + 4 +
-           12ull * ((tile_k + 31) / 32);
+    uint64_t p = p_frag ? p_frag : (uint64_t)tile_q * (tile_k + 8);
+    return (kv > q ? kv : q) * 2 + scores * 4 + p * 2 + (uint64_t)tile_q * 8 + 4 + 12ull * ((tile_k + 31) / 32);
 }
 
 /* The most keys one attn_cm workgroup may visit: its one loop is the key blocks', with one block
@@ -390,7 +396,8 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                                     (b->plan->role_dtype[l->q] == VKATTN_DTYPE_F16 ? VKA_FUSED_Q_F16 : 0) |
                                     (b->plan->role_dtype[l->k] == VKATTN_DTYPE_F16 ? VKA_FUSED_K_F16 : 0) |
                                     (b->plan->role_dtype[l->v] == VKATTN_DTYPE_F16 ? VKA_FUSED_V_F16 : 0) |
-                                    (wide ? VKA_FUSED_WIDE : 0) | (cm.reg ? VKA_FUSED_REG_SOFTMAX : 0);
+                                    (wide ? VKA_FUSED_WIDE : 0) | (cm.reg ? VKA_FUSED_REG_SOFTMAX : 0) |
+                                    (cm.reg_p ? VKA_FUSED_REG_P : 0);
     if (cm.wg) {
         s.spec[VKA_SPEC_MAT_M] = b->limits->matrix_shape.m;
         s.spec[VKA_SPEC_MAT_N] = b->limits->matrix_shape.n;
@@ -401,6 +408,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
         s.spec[VKA_SPEC_ROW_CLASSES] = cm.reg ? b->limits->matrix_rows.classes : 1;
         s.spec[VKA_SPEC_TILE_K] = cm.q_dims;
         s.spec[VKA_SPEC_ROW_FRAGS] = cm.row_frags;
+        s.spec[VKA_SPEC_A_FROM_ACC] = cm.reg_p ? b->limits->matrix_rows.a_from_acc : 0;
     }
     s.spec[VKA_SPEC_TILE_A] = tile_q;
     s.spec[VKA_SPEC_TILE_B] = tile_k;
@@ -806,14 +814,24 @@ void vka_fused_cm_describe(vka_text *t, const vka_step *s)
                     "operands, ",
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_MAT_M], s->spec[VKA_SPEC_MAT_N],
                  s->spec[VKA_SPEC_MAT_K]);
+    const uint32_t flags = s->spec[VKA_SPEC_FLAGS];
     if (s->kernel == VKA_KERNEL_FUSED_CM2) vka_text_put(t, "the softmax in the matrices");
-    else if (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX)
+    else if (flags & VKA_FUSED_REG_SOFTMAX)
         vka_text_put(t, "the softmax on the matrices' elements in registers, a row in %u invocation%s (element e's "
                         "row class (e / %u) %% %u)",
                      s->spec[VKA_SPEC_ROW_LANES], s->spec[VKA_SPEC_ROW_LANES] == 1 ? "" : "s", s->spec[VKA_SPEC_ROW_RUN],
                      s->spec[VKA_SPEC_ROW_CLASSES]);
     else vka_text_put(t, "%u invocation%s per row's softmax", s->spec[VKA_SPEC_ROW_LANES],
                       s->spec[VKA_SPEC_ROW_LANES] == 1 ? "" : "s");
+    if (flags & VKA_FUSED_REG_P) { /* A's elements, each from the accumulator's element at its place */
+        const uint32_t subgroups = s->spec[VKA_SPEC_TILE_A] / (s->spec[VKA_SPEC_ROW_FRAGS] * s->spec[VKA_SPEC_MAT_M]);
+        const uint32_t elements = s->spec[VKA_SPEC_MAT_M] * s->spec[VKA_SPEC_MAT_N] /
+                                  (s->spec[VKA_SPEC_WG_SIZE] / (subgroups ? subgroups : 1));
+        vka_text_put(t, ", P made into A matrices in registers (from accumulator elements");
+        for (uint32_t e = 0; e < elements && e < 8; e++)
+            vka_text_put(t, "%c%u", e ? ',' : ' ', VKA_A_FROM_ACC(s->spec[VKA_SPEC_A_FROM_ACC], e));
+        vka_text_put(t, ")");
+    }
     if (s->spec[VKA_SPEC_ROW_FRAGS] > 1)
         vka_text_put(t, ", %u row matrices per subgroup", s->spec[VKA_SPEC_ROW_FRAGS]);
     vka_text_put(t, "%s%s%s)", s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH ? ", the next block fetched meanwhile" : "",
