@@ -1233,6 +1233,21 @@ vkattn_status vkattn_layer_set_timing(vkattn_layer *layer, int enabled);
 /* Statistics of the layer's last successful device forward (zeros before the first). */
 vkattn_status vkattn_layer_last_stats(const vkattn_layer *layer, vkattn_forward_stats *out);
 
+/* One step of a timed forward: a dispatch (or a fill, copy or write) as vkattn_forward_explain
+ * numbers and names them. */
+typedef struct vkattn_step_time {
+    const char *kernel; /* the kernel ("matmul_cm", "attn_cm", "attn_merge", ...), or "fill", "copy",
+                           "write"; static storage */
+    vkattn_stage stage; /* the stage its time counts in (vkattn_forward_stats.stage_ms) */
+    double ms;          /* from the timestamp before it to the one after */
+} vkattn_step_time;
+/* Each step's GPU time in the layer's last successful device forward, where it was timed
+ * (vkattn_layer_set_timing; 0 steps otherwise), in the order the steps ran: at most `capacity`
+ * entries to `times` (may be NULL when capacity is 0), the number of steps to *count. A stage's
+ * time in vkattn_forward_stats is the sum of its steps'. */
+vkattn_status vkattn_layer_last_step_times(const vkattn_layer *layer, vkattn_step_time *times, uint32_t capacity,
+                                           uint32_t *count);
+
 /* The work of one forward, per stage: FLOPs by the one formula benchmarks and tests share,
  *   projections 2·B·(L·E·E + S·kdim·E + S·vdim·E + L·E·E), attention 4·B·H·L·S·D
  * (scores and P·V take half each, softmax counts none), and the bytes a stage must at least

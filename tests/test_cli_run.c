@@ -497,6 +497,10 @@ static void test_run_trace(const fixture *fx)
     CHECK_SAID("steps (3):");
     plan = strstr(captured, "steps ("), ran = strstr(captured, " causal         fused");
     CHECK(plan && ran && plan < ran);
+    /* and after the timing, each step's fastest time */
+    const char *steps = strstr(captured, "  step times (ms, fastest of ");
+    CHECK(steps && plan < steps && strstr(steps, " forwards): 1 matmul ") && strstr(steps, ", 2 attn_fused ") &&
+          strstr(steps, ", 3 matmul "));
     remove(out), remove(plain);
 }
 
@@ -1199,6 +1203,12 @@ static void test_bench_decode(void)
     CHECK_SAID(" attn_paged_quant");
     CHECK_MSG(test_count_text(captured, "-- decoding step at") == 2, "%u plans",
               test_count_text(captured, "-- decoding step at"));
+    /* then each point's steps, each one's fastest time: the attention's parts and their merge apart */
+    CHECK_SAID("  step times (ms, fastest of 3 forwards; context 64, q4_0 cache, kv_splits auto): 1 matmul ");
+    CHECK_SAID("  step times (ms, fastest of 3 forwards; context 64, q4_0 cache, kv_splits 1): 1 matmul ");
+    CHECK_SAID(", 4 attn_paged_quant ");
+    CHECK_MSG(test_count_text(captured, "  step times (ms") == 2, "%u step-time lines",
+              test_count_text(captured, "  step times (ms"));
     CHECK_SAID("    64 q4_0  auto ");
 
     CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "decode", "--path", "fused", NULL}) == CLI_EXIT_USAGE);

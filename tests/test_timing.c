@@ -1,5 +1,6 @@
 /* Timing on a device: each stage's time is the time between its own steps' timestamps (read back
- * from the layer, and checked against the plan's steps), the dispatch count is the plan's, the
+ * from the layer, and checked against the plan's steps), each step's time and kernel
+ * (vkattn_layer_last_step_times) the plan's and its timestamps', the dispatch count is the plan's, the
  * GPU time fits inside the host's submit-to-fence wait, the stage that does the most work takes
  * the most time (attention at long L and small E, the projections at short L and large E), and
  * the default path records no timestamps; the peak microkernels give positive figures. */
@@ -49,6 +50,47 @@ static void finish(timed_run *r)
     test_weights_free(&r->tw);
 }
 
+/* vkattn_layer_last_step_times against the layer's timestamps and plan: step k's kernel (as the
+ * plan's trace names it), stage and ticks[k+1] - ticks[k]; its stages' sums the stats'; a smaller
+ * capacity takes the first steps and still counts all; a NULL array with a capacity is refused. */
+static void check_step_times(const timed_run *r)
+{
+    const vka_plan *plan = &r->layer->plan;
+    uint32_t n = 0;
+    CHECK_STATUS(vkattn_layer_last_step_times(r->layer, NULL, 0, &n), VKATTN_OK);
+    CHECK_MSG(n == plan->step_count, "%u step times, the plan has %u steps", n, plan->step_count);
+    vkattn_step_time *t = calloc(n + 1, sizeof *t);
+    if (!t) return;
+    t[n].ms = -1; /* past the count: untouched */
+    uint32_t m = 0;
+    CHECK_STATUS(vkattn_layer_last_step_times(r->layer, t, n + 1, &m), VKATTN_OK);
+    CHECK(m == n && t[n].ms == -1);
+    double sum[VKATTN_STAGE_COUNT] = {0};
+    for (uint32_t k = 0; k < n && k < plan->step_count; k++) {
+        const vka_step *step = &plan->steps[k];
+        const char *want = step->kind == VKA_STEP_ZERO    ? "fill"
+                           : step->kind == VKA_STEP_COPY  ? "copy"
+                           : step->kind == VKA_STEP_WRITE ? "write"
+                                                          : vka_kernel_get(step->kernel)->spirv;
+        const double ms = vka_ticks_ms(&ctx->dev, r->layer->ticks[k], r->layer->ticks[k + 1]);
+        CHECK_MSG(t[k].kernel && strcmp(t[k].kernel, want) == 0 && t[k].stage == step->stage && t[k].ms == ms,
+                  "step %u: %s, %s, %.6f ms; the plan's %s, %s, %.6f ms", k + 1, t[k].kernel ? t[k].kernel : "(null)",
+                  vkattn_stage_name(t[k].stage), t[k].ms, want, vkattn_stage_name(step->stage), ms);
+        sum[t[k].stage] += t[k].ms;
+    }
+    for (int s = 0; s < VKATTN_STAGE_COUNT; s++)
+        CHECK_MSG(fabs(sum[s] - r->stats.stage_ms[s]) <= 1e-9 * (1 + sum[s]), "stage %s: steps %.6f ms, stats %.6f ms",
+                  vkattn_stage_name((vkattn_stage)s), sum[s], r->stats.stage_ms[s]);
+    vkattn_step_time first = {0};
+    CHECK_STATUS(vkattn_layer_last_step_times(r->layer, &first, 1, &m), VKATTN_OK);
+    CHECK(m == n && n > 0 && first.kernel == t[0].kernel && first.ms == t[0].ms);
+    CHECK_STATUS(vkattn_layer_last_step_times(r->layer, NULL, 1, &m), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(vkattn_context_last_error(ctx), "times is NULL") != NULL);
+    CHECK_STATUS(vkattn_layer_last_step_times(r->layer, t, n, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_layer_last_step_times(NULL, t, n, &m), VKATTN_ERROR_INVALID_ARGUMENT);
+    free(t);
+}
+
 /* Stage times against the layer's own timestamps and plan: step k took ticks[k+1] - ticks[k]. */
 static void check_attribution(const timed_run *r)
 {
@@ -71,6 +113,7 @@ static void check_attribution(const timed_run *r)
     CHECK_MSG(st->gpu_ms <= st->submit_wait_ms + 0.05, "GPU %.3f ms > host submit+wait %.3f ms", st->gpu_ms,
               st->submit_wait_ms);
     CHECK(st->timed == 1 && st->submits == 1 && st->workspace_bytes > 0);
+    check_step_times(r);
 }
 
 static void test_unfused_stages(void)
@@ -141,6 +184,18 @@ static void test_timing_off_by_default(void)
     CHECK(st.timed == 0 && st.gpu_ms == 0);
     CHECK(st.path == VKATTN_PATH_FUSED);
     CHECK(st.dispatches == 3);
+    uint32_t n = 99;
+    CHECK_STATUS(vkattn_layer_last_step_times(layer, NULL, 0, &n), VKATTN_OK);
+    CHECK(n == 0);
+    /* timed, then not: the untimed forward has no step times */
+    CHECK_STATUS(vkattn_layer_set_timing(layer, 1), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_OK);
+    CHECK_STATUS(vkattn_layer_last_step_times(layer, NULL, 0, &n), VKATTN_OK);
+    CHECK(n == 3);
+    CHECK_STATUS(vkattn_layer_set_timing(layer, 0), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_OK);
+    CHECK_STATUS(vkattn_layer_last_step_times(layer, NULL, 0, &n), VKATTN_OK);
+    CHECK(n == 0);
     vkattn_layer_destroy(layer);
     test_weights_free(&tw);
 }

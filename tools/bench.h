@@ -71,6 +71,20 @@ typedef struct bench_run_info {
 /* Median and min of `n` >= 1 samples (sorts `v` in place). */
 bench_time bench_stats(double *v, uint32_t n);
 
+/* Each step's fastest GPU time over a configuration's timed forwards (vkattn_layer_last_step_times),
+ * which `--trace` prints after timing it: where a stage has several steps (decoding's attention
+ * and its merge), what each took. */
+enum { BENCH_MAX_STEPS = 64 };
+typedef struct bench_steps {
+    uint32_t count, runs;                /* steps of the forward (the first BENCH_MAX_STEPS kept); forwards seen */
+    vkattn_step_time best[BENCH_MAX_STEPS];
+} bench_steps;
+/* Takes the layer's last forward's step times into `s` (a forward of another step count starts it
+ * again). */
+void bench_steps_add(bench_steps *s, const vkattn_layer *layer);
+/* "  step times (ms, fastest of N forwards[; what]): 1 matmul_cm 2.107, 2 attn_cm 2.154, ..." */
+void bench_steps_print(FILE *out, const char *what, const bench_steps *s);
+
 /* Per-stage GFLOP/s, GB/s and % of the roofline from times, costs and the peak (in place). */
 void bench_derive(bench_result *r, const vkattn_peak *peak);
 

@@ -192,6 +192,7 @@ static int time_points(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cac
     const uint32_t E = l->desc.embed_dim;
     float *token = malloc(E * sizeof(float)), *out = malloc(E * sizeof(float));
     vkattn_forward_stats st[2] = {{0}};
+    bench_steps steps[2] = {{0}}; /* --trace: each step's fastest time */
     double wall = 0;
     int rc = 0;
     BENCH_NEED(token && out);
@@ -208,6 +209,7 @@ static int time_points(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cac
         for (int k = 0; k < 2; k++) {
             sample_row *r = rows + k * SAMPLE_ROWS;
             BENCH_TRY(fork_step(l, cache, points[k].splits, token, out, &wall, &st[k]), "a decode step");
+            if (trace) bench_steps_add(&steps[k], l->layer);
             r[0][n] = wall;
             r[1][n] = st[k].gpu_ms;
             for (int s = 0; s < VKATTN_STAGE_COUNT; s++) r[2 + s][n] = st[k].stage_ms[s];
@@ -226,6 +228,13 @@ static int time_points(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cac
         p->cache_bytes = 2.0 * keys * l->desc.num_kv_heads * vkattn_dtype_row_size(p->dtype, l->D);
         double attention_ms = p->stage[VKATTN_STAGE_FUSED].median_ms;
         p->cache_gbs = attention_ms > 0 ? p->cache_bytes / (attention_ms * 1e6) : 0;
+        if (trace) {
+            char what[96];
+            snprintf(what, sizeof what, "context %u, %s cache, kv_splits ", p->ctx, vkattn_dtype_name(p->dtype));
+            if (p->splits) snprintf(what + strlen(what), sizeof what - strlen(what), "%u", p->splits);
+            else snprintf(what + strlen(what), sizeof what - strlen(what), "auto");
+            bench_steps_print(stdout, what, &steps[k]);
+        }
     }
 fail:
     free(token);

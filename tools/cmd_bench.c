@@ -184,6 +184,28 @@ bench_time bench_stats(double *v, uint32_t n)
     return (bench_time){median, v[0]};
 }
 
+void bench_steps_add(bench_steps *s, const vkattn_layer *layer)
+{
+    vkattn_step_time t[BENCH_MAX_STEPS];
+    uint32_t n = 0;
+    if (vkattn_layer_last_step_times(layer, t, BENCH_MAX_STEPS, &n) != VKATTN_OK || n == 0) return;
+    if (n != s->count) *s = (bench_steps){.count = n};
+    for (uint32_t k = 0; k < n && k < BENCH_MAX_STEPS; k++)
+        if (s->runs == 0 || t[k].ms < s->best[k].ms) s->best[k] = t[k];
+    s->runs++;
+}
+
+void bench_steps_print(FILE *out, const char *what, const bench_steps *s)
+{
+    if (!s->runs) return;
+    fprintf(out, "  step times (ms, fastest of %u forward%s%s%s):", s->runs, s->runs == 1 ? "" : "s", what ? "; " : "",
+            what ? what : "");
+    for (uint32_t k = 0; k < s->count && k < BENCH_MAX_STEPS; k++)
+        fprintf(out, "%s %u %s %.4f", k ? "," : "", k + 1, s->best[k].kernel, s->best[k].ms);
+    if (s->count > BENCH_MAX_STEPS) fprintf(out, " (%u steps; the first %d)", s->count, BENCH_MAX_STEPS);
+    fprintf(out, "\n");
+}
+
 /* Host data and device objects of one configuration. */
 typedef struct bench_case {
     float *weights, *query, *key;
@@ -287,12 +309,14 @@ static int time_case(vkattn_context *ctx, const bench_options *o, const bench_ca
     }
     vkattn_forward_stats st = {0};
     vkattn_status status = VKATTN_OK;
+    bench_steps steps = {0};
     uint32_t n = 0;
     for (double start = cli_now(); n < MAX_REPEATS && (n < 3 || cli_now() - start < o->min_time_s); n++) {
         double t0 = cli_now();
         if ((status = vkattn_forward(bc->layer, &bc->f)) != VKATTN_OK) break;
         double wall_ms = (cli_now() - t0) * 1e3;
         vkattn_layer_last_stats(bc->layer, &st);
+        if (o->trace) bench_steps_add(&steps, bc->layer);
         samples[0][n] = st.gpu_ms, samples[1][n] = wall_ms, samples[2][n] = wall_ms - st.gpu_ms;
         for (int s = 0; s < VKATTN_STAGE_COUNT; s++) samples[3 + s][n] = st.stage_ms[s];
     }
@@ -302,6 +326,7 @@ static int time_case(vkattn_context *ctx, const bench_options *o, const bench_ca
                             .gpu = bench_stats(samples[0], n), .host = bench_stats(samples[1], n),
                             .host_overhead = bench_stats(samples[2], n)};
         for (int s = 0; s < VKATTN_STAGE_COUNT; s++) r->stages[s].time = bench_stats(samples[3 + s], n);
+        if (o->trace) bench_steps_print(stdout, NULL, &steps);
     }
     BENCH_TRY(status, "forward");
 fail:

@@ -369,6 +369,7 @@ void vkattn_layer_destroy(vkattn_layer *layer)
     free(layer->head_active);
     free(layer->host_block);
     free(layer->ticks);
+    free(layer->step_times);
     free(layer->step_sets);
     free(layer->step_pipelines);
     free(layer);
@@ -468,4 +469,23 @@ vkattn_status vkattn_layer_last_stats(const vkattn_layer *layer, vkattn_forward_
 {
     if (!layer || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
     VKA_GUARDED(layer->ctx, layer_last_stats(layer, out));
+}
+
+static vkattn_status layer_last_step_times(const vkattn_layer *layer, vkattn_step_time *times, uint32_t capacity,
+                                           uint32_t *count)
+{
+    if (capacity && !times)
+        return vka_fail(&layer->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "vkattn_layer_last_step_times: times is NULL with a capacity of %u", capacity);
+    const uint32_t n = layer->stats.timed ? layer->step_time_count : 0;
+    for (uint32_t k = 0; k < n && k < capacity; k++) times[k] = layer->step_times[k];
+    *count = n;
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_layer_last_step_times(const vkattn_layer *layer, vkattn_step_time *times, uint32_t capacity,
+                                           uint32_t *count)
+{
+    if (!layer || !count) return VKATTN_ERROR_INVALID_ARGUMENT;
+    VKA_GUARDED(layer->ctx, layer_last_step_times(layer, times, capacity, count));
 }

@@ -40,6 +40,8 @@ struct vkattn_layer {
     vkattn_forward_stats stats;   /* of the last successful device forward */
     uint64_t *ticks;              /* its timestamps when timed: before step 0, then after each step */
     uint32_t ticks_capacity;
+    vkattn_step_time *step_times; /* its steps' times when timed (stats.timed), step_time_count of them */
+    uint32_t step_time_count, step_times_capacity;
     vkattn_tensor *host_io[VKA_ARG_COUNT]; /* vkattn_forward_host's device copies, by argument */
 };
 

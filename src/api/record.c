@@ -125,7 +125,18 @@ fail:
     return status;
 }
 
-/* Reads the timestamps after the fence and attributes each step's time to its stage. */
+/* A step's name in vkattn_step_time: its kernel's, or what the transfer does. */
+static const char *step_name(const vka_step *step)
+{
+    if (step->kind == VKA_STEP_ZERO) return "fill";
+    if (step->kind == VKA_STEP_COPY) return "copy";
+    if (step->kind == VKA_STEP_WRITE) return "write";
+    const vka_kernel_info *info = vka_kernel_get(step->kernel);
+    return info ? info->spirv : "?";
+}
+
+/* Reads the timestamps after the fence: each step's time into layer->step_times and its stage's
+ * sum. Space first, so that a failure leaves the last forward's times as they were. */
 static vkattn_status read_timestamps(vkattn_layer *layer, const vka_plan *plan, vkattn_forward_stats *stats)
 {
     vkattn_context *ctx = layer->ctx;
@@ -137,12 +148,23 @@ static vkattn_status read_timestamps(vkattn_layer *layer, const vka_plan *plan, 
         layer->ticks = bigger;
         layer->ticks_capacity = n;
     }
+    if (layer->step_times_capacity < plan->step_count) {
+        vkattn_step_time *bigger = vka_realloc(&ctx->dev.faults, layer->step_times, plan->step_count * sizeof *bigger);
+        if (!bigger) return vka_fail(&ctx->dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory reading timestamps");
+        layer->step_times = bigger;
+        layer->step_times_capacity = plan->step_count;
+    }
     uint64_t *ticks = layer->ticks;
     VKA_VK(&ctx->dev, ctx->dev.vk.vkGetQueryPoolResults(ctx->dev.device, layer->query_pool, 0, n, n * sizeof *ticks,
                                                         ticks, sizeof *ticks,
                                                         VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
-    for (uint32_t k = 0; k < plan->step_count; k++)
-        stats->stage_ms[plan->steps[k].stage] += vka_ticks_ms(&ctx->dev, ticks[k], ticks[k + 1]);
+    for (uint32_t k = 0; k < plan->step_count; k++) {
+        const vka_step *step = &plan->steps[k];
+        const double ms = vka_ticks_ms(&ctx->dev, ticks[k], ticks[k + 1]);
+        layer->step_times[k] = (vkattn_step_time){step_name(step), step->stage, ms};
+        stats->stage_ms[step->stage] += ms;
+    }
+    layer->step_time_count = plan->step_count;
     stats->gpu_ms = vka_ticks_ms(&ctx->dev, ticks[0], ticks[n - 1]);
     stats->timed = 1;
 fail:
