@@ -149,9 +149,11 @@ const bool REG = (FLAGS & VKA_FUSED_REG_SOFTMAX) != 0;
  * accumulator's element VKA_A_FROM_ACC(A_FROM_ACC, e) (the same place, as the host read the
  * layouts: device/matrix_rows.h; MAT_N = MAT_K, so S's matrix c is P's matrix c), where KHR
  * matrices otherwise take P through shared memory (an accumulator is no A operand) */
-const uint REG_P_FLAGS = VKA_FUSED_REG_SOFTMAX | VKA_FUSED_REG_P; /* (not REG && ...: glslang 15 emits that
-                                                                    spec constant after its first use) */
-const bool REG_P = (FLAGS & REG_P_FLAGS) == REG_P_FLAGS;
+const uint REG_P_FLAGS = VKA_FUSED_REG_SOFTMAX | VKA_FUSED_REG_P;
+/* the plan's rule repeated (N = K, at most 8 elements of 4 bits), so that the copies and the map
+ * stay in bounds whatever the flags say; a product, not REG && ...: glslang 15 emits such a
+ * spec constant after its first use in an array length */
+const bool REG_P = uint((FLAGS & REG_P_FLAGS) == REG_P_FLAGS) * uint(MAT_N == MAT_K) * uint(EPL <= 8) != 0;
 const uint NR = REG ? RF * ROW_CLASSES : RPL; /* rows of the subgroup this invocation keeps a state for
                                                  (REG: state m x ROW_CLASSES + k, matrix m's class k) */
 const uint STRIDE4 = DV + 2;               /* f16vec4 per staged row: 16 bytes of padding against bank conflicts */
@@ -580,8 +582,8 @@ void main()
             /* S = Q·K^T kept in registers; per element its score X (scale, variants, masks), each
              * class's block max (over the invocation's elements of the class, then XOR shuffles
              * across the row's ROW_LANES invocations), the row's new reference and rescale factor,
-             * P = exp(X - m) rounded to fp16 into p_s a matrix at a time, the rows' sums the same
-             * way as the max, O rescaled on its elements. What the shared-memory build below does,
+             * P = exp(X - m) rounded to fp16 into P's A matrices (REG_P) or p_s a matrix at a time,
+             * the rows' sums the same way as the max, O rescaled on its elements. What the shared-memory build below does,
              * without the scores' and the factors' trips through the scratch. */
             ACC sc[RF * KF]; /* m x KF + c */
             [[unroll]] for (uint mc = 0; mc < RF * KF; mc++)

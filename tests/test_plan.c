@@ -1531,6 +1531,12 @@ static uint32_t at_a_rows(uint32_t x, uint32_t e, uint32_t K) { return x % 16 * 
 static uint32_t at_amd64(uint32_t x, uint32_t e, uint32_t N) { return (4 * e + x / 16) * N + x % 16; }
 /* lavapipe's: element e is row e, lane x column x */
 static uint32_t at_rows_by_element(uint32_t x, uint32_t e, uint32_t N) { return e * N + x; }
+/* lavapipe's places with elements 0, 1, 2 rotated in every lane: A's element e holds what the
+ * accumulator's (e + 1) % 3 does for e < 3, an order that is not its own inverse (A's element 0
+ * from the accumulator's 1, 1 from 2, 2 from 0) */
+static uint32_t at_a_rotated(uint32_t x, uint32_t e, uint32_t N) { return (e < 3 ? (e + 1) % 3 : e) * N + x; }
+/* lavapipe's places with A's elements 0 and 1 both at the accumulator's element 0's place */
+static uint32_t at_a_repeated(uint32_t x, uint32_t e, uint32_t N) { return (e == 1 ? 0 : e) * N + x; }
 /* lavapipe's places, in reverse order in odd lanes (an order that differs by invocation) */
 static uint32_t at_a_odd_reversed(uint32_t x, uint32_t e, uint32_t N) { return (x % 2 ? 7 - e : e) * N + x; }
 /* one lane per row */
@@ -1601,6 +1607,10 @@ static void test_matrix_rows(void)
         {"AMD 16x16 on 64", 64, 16, 16, at_amd64, NULL, {16, 1, 4, 0x3210u, 4}},
         {"lavapipe 8x8 on 8", 8, 8, 8, at_rows_by_element, NULL, {8, 1, 8, 0x76543210u, 8}},
         {"lavapipe, A reversed in odd lanes", 8, 8, 8, at_rows_by_element, at_a_odd_reversed, {8, 1, 8, 0, 0}},
+        {"lavapipe, A's first three rotated", 8, 8, 8, at_rows_by_element, at_a_rotated, {8, 1, 8, 0x76543021u, 8}},
+        {"lavapipe, a place twice in A", 8, 8, 8, at_rows_by_element, at_a_repeated, {8, 1, 8, 0, 0}},
+        /* 16 elements an invocation (16 x 16 on 16 lanes): more than 4-bit indices for 8 hold */
+        {"16 elements a lane", 16, 16, 16, at_rows_by_element, NULL, {16, 1, 16, 0, 0}},
         {"Intel-like 8x16 on 16", 16, 8, 16, at_rows_by_element, NULL, {16, 1, 8, 0x76543210u, 8}},
         {"a row per lane 8x8 on 8", 8, 8, 8, at_row_per_lane, NULL, {1, 1, 1, 0x76543210u, 8}},
         {"skewed 8x8 on 8", 8, 8, 8, at_skewed, NULL, {0, 0, 0, 0, 0}},

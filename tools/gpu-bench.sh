@@ -102,7 +102,7 @@ step "head dims 64 (B = 4, E = 1024, H = 16, L = S = 2048) and 256 (E = 4096, H 
 # attn_cm at D = 64 under other tunings, each against the default (16-key blocks, two staged, P
 # made in registers where the device's layouts allow: `--trace` says): P through shared memory
 # (shared_p: the kernel before session 19); 32-key blocks (cm_attn_wide_d=64, two staged); 64-key
-# blocks (two staged, 37 KiB: they fit with P in registers, 55 KiB with P's rows): fewer, longer
+# blocks (two staged, 38.5 KiB: they fit with P in registers, 56 KiB with P's rows): fewer, longer
 # blocks where attn_cm's time is mostly per block; 4 subgroups of two 16-row matrices (rows32: the
 # same 128-row tile, each K and V matrix loaded from shared memory once for 32 rows, as
 # FlashAttention-2's warps own 32 or more rows). None measured yet.
@@ -112,7 +112,7 @@ for t in shared_p:coopmat:cm_attn_reg_p=0 keys32:coopmat:cm_attn_wide_d=64 \
   printf -- '-- VKATTN_TUNING=%s\n' "$tuning"
   if VKATTN_TUNING=$tuning "$vk" bench --preset gpu --batch 4 --embed 1024 --heads 16 --len 2048 --dtype f16 --no-peak \
     --trace --json "$out/prefill_d64_$name.json" >"$out/prefill_d64_$name.txt"; then
-    grep -E '^ +[0-9]+ fused +attn' "$out/prefill_d64_$name.txt" | sed 's/.*on cooperative matrices //' | cut -c1-90 |
+    grep -E '^ +[0-9]+ fused +attn' "$out/prefill_d64_$name.txt" | sed 's/.*on cooperative matrices //' | cut -c1-400 |
       sort -u || true
     "$vk" bench --compare "$out/prefill_d64_$name.json" "$out/prefill_d64.json" | grep -E 'fused|geometric' || true
   else
@@ -176,8 +176,8 @@ for round in $(seq "$rounds"); do
     grep -v '^vkattn: pipeline ' "$out/sweep_${n}_r$round.err" >&2 || true
     grep -E '^vkattn: pipeline attn_cm' "$out/sweep_${n}_r$round.err" | sort -u | cut -c1-400 | tee -a "$out/sweep.txt" || true
     # the steps that ran (kernels, tiles), then each configuration's time and its stages' shares
-    grep -E '^ +[0-9]+ +(qkv_projection|fused|merge|out_projection) +[a-z_0-9]+ |^ +1 +4096 |^ +(qkv_projection|fused|merge|out_projection) +[0-9.]+%' \
-      "$out/sweep_${n}_r$round.txt" | cut -c1-170 | awk '!seen[$0]++' | tee -a "$out/sweep.txt" || true
+    grep -E '^ +[0-9]+ +(qkv_projection|fused|merge|out_projection) +[a-z_0-9]+ |^ +1 +4096 |^ +(qkv_projection|fused|merge|out_projection) +[0-9.]+%|^  step times' \
+      "$out/sweep_${n}_r$round.txt" | cut -c1-400 | awk '!seen[$0]++' | tee -a "$out/sweep.txt" || true
   done
 done
 # shellcheck disable=SC2086 # the list's words are the tunings
@@ -229,8 +229,10 @@ for t in $dsweep; do
   VKATTN_TUNING="$t" "$vk" bench --preset decode --embed 4096 --heads 32 --kv-heads 8 --len 8192,32768 --dtype f16 \
     --min-time 0.3 --trace --json "$out/decode_sweep_$n.json" >"$out/decode_sweep_$n.txt" ||
     echo "(failed: see decode_sweep_$n.txt)" | tee -a "$out/decode_sweep.txt"
-  # the attention steps that ran (kernel, parts, lanes, prefetch), then its rows
-  grep -E '^-- decoding step|^ +[0-9]+ fused +attn_' "$out/decode_sweep_$n.txt" | cut -c1-220 | tee -a "$out/decode_sweep.txt" || true
+  # the attention steps that ran (kernel, parts, lanes, prefetch), each step's fastest time (the
+  # attention's parts and their merge apart: how much of a step is the merge), then its rows
+  grep -E '^-- decoding step|^ +[0-9]+ fused +attn_|^  step times' "$out/decode_sweep_$n.txt" | cut -c1-220 |
+    tee -a "$out/decode_sweep.txt" || true
   grep -E '^ +[0-9]+ f16' "$out/decode_sweep_$n.txt" | cut -c1-170 | tee -a "$out/decode_sweep.txt" || true # its rows
   # against the first string, point by point (old/new > 1: this string is faster)
   if [ "$n" -gt 1 ] && [ -f "$out/decode_sweep_1.json" ] && [ -f "$out/decode_sweep_$n.json" ]; then
