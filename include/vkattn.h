@@ -354,6 +354,9 @@ typedef struct vkattn_context_desc {
      * always 1; the workgroup's rows double, so a tile that no longer fits gives up keys per
      * block first, as below),
      * sm_tile_m, sm_tile_n (4-128), sm_tile_k (4-64; multiples of 4: matmul_sm's tile),
+     * cm_direct (0 or 1: 1 stores matmul_cm's accumulators whole into C where every tile is whole
+     * and C's rows and blocks start on 16 bytes, the coopmat and intel classes' default; 0: through
+     * shared memory, an address per element),
      * cm_group_rows, sm_group_rows (0-64: matmul_cm's and matmul_sm's tiles of C visited in groups
      * of this many rows of tiles, so that the workgroups running at once share A and W in the
      * cache; 0 or 1: row by row; 8 in the GPU classes),

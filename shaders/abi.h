@@ -104,6 +104,8 @@
 #define VKA_MATMUL_A_F16 4u      /* VKA_SPEC_FLAGS of matmul_cm, matmul_vec_storage: A holds fp16 values (else fp32) */
 #define VKA_MATMUL_B_F16 8u      /* VKA_SPEC_FLAGS of matmul_cm, matmul_vec_storage: B holds fp16 values (else fp32) */
 #define VKA_MATMUL_TWO_STAGES 16u /* VKA_SPEC_FLAGS of matmul_cm: two staged blocks, one barrier per block */
+#define VKA_MATMUL_DIRECT 32u     /* VKA_SPEC_FLAGS of matmul_cm: each accumulator stored whole into C (every tile
+                                     whole, C's rows and blocks 16-byte aligned, no ACCUMULATE: the plan's rule) */
 VKA_STRUCT(vka_matmul_push) {
     uint32_t M, N, K;            /* K in texels */
     uint32_t a_offset, lda;

@@ -17,7 +17,11 @@
  * staged into the other while block k multiplies, so each block takes one workgroup barrier instead
  * of two (its loads are always fetched a block ahead). The epilogue stores each
  * accumulator into the subgroup's scratch in shared memory; its invocations add the bias (and C,
- * with ACCUMULATE) and scatter the elements exactly as matmul.comp does.
+ * with ACCUMULATE) and scatter the elements exactly as matmul.comp does. With DIRECT (where every
+ * tile is whole, none crosses a batch item's rows or a block of C's columns and C's rows start on
+ * 16 bytes: the plan's rule) each accumulator gets the bias on its elements (their columns read
+ * from a loaded index matrix) and is stored whole into C by the driver's own store, converted to
+ * fp16 with OUT_F16: no scratch, no per-element address (two runtime divisions each).
  *
  * Grid: ceil(M/TILE_A) * ceil(N/TILE_B) workgroups of WG_SIZE = 2 SUBGROUPS_N x the subgroup size; the pipeline
  * requires that size with full subgroups (src/pipeline/pipeline_cache.c).
@@ -25,8 +29,8 @@
  * TILE_K (a multiple of MAT_K and of 8), MAT_M, MAT_N, MAT_K (the device's shape, MAT_K a multiple of
  * 8: the staged f16vec4 rows keep matrix offsets 16-byte aligned), VEC (elements per texel: 1, 4, or
  * 8 where A and B both hold fp16: one 16-byte load of 8 halves, staged as two f16vec4), FLAGS
- * (VKA_MATMUL_ACCUMULATE, VKA_MATMUL_PREFETCH, VKA_MATMUL_TWO_STAGES, and A_F16, B_F16: the storage
- * buffers' element types).
+ * (VKA_MATMUL_ACCUMULATE, VKA_MATMUL_PREFETCH, VKA_MATMUL_TWO_STAGES, VKA_MATMUL_DIRECT, and A_F16,
+ * B_F16: the storage buffers' element types).
  * Loop trips per invocation: ceil(K / (TILE_K / VEC)) + 1, K in texels (the blocks; every other loop
  * has a constant count and is unrolled).
  */
@@ -62,6 +66,9 @@ const uint FN = TILE_B / (SUBGROUPS_N * MAT_N); /* and across */
 const uint TK = TILE_K / VEC;              /* texels of a row per block */
 const uint STRIDE4 = TILE_K / 4 + 2;       /* f16vec4 per staged row: 16 bytes of padding against bank conflicts */
 const uint FRAG = MAT_M * MAT_N;
+const uint EPL = (FRAG + SG - 1) / SG;     /* elements of an accumulator per invocation */
+const bool DIRECT = (FLAGS & VKA_MATMUL_DIRECT) != 0;
+#define ACC coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>
 
 /* Staged rows as f16vec4, so that an invocation stages a texel of 4 with one 8-byte store (the
  * matrix loads count offsets and strides in these elements); STAGES blocks of them */
@@ -69,7 +76,8 @@ const uint STAGES = 1 + ((FLAGS & VKA_MATMUL_TWO_STAGES) != 0 ? 1 : 0);
 const uint A_BLOCK = TILE_A * STRIDE4, B_BLOCK = TILE_B * STRIDE4;
 shared f16vec4 a_s[STAGES * A_BLOCK];
 shared f16vec4 b_s[STAGES * B_BLOCK];
-shared float c_s[SUBGROUPS * FRAG];        /* one accumulator per subgroup, on its way out */
+shared float c_s[SUBGROUPS * FRAG];        /* one accumulator per subgroup, on its way out (DIRECT: the
+                                              index matrix, once) */
 
 const uint A_FETCH = (TILE_A * TK + WG - 1) / WG; /* texels of A's block per invocation */
 const uint B_FETCH = (TILE_B * TK + WG - 1) / WG;
@@ -135,9 +143,22 @@ void main()
     uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
     uint sg_row = (sg / SUBGROUPS_N) * FM * MAT_M, sg_col = (sg % SUBGROUPS_N) * FN * MAT_N;
 
-    coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator> acc[FM * FN];
+    ACC acc[FM * FN];
     [[unroll]] for (uint f = 0; f < FM * FN; f++)
-        acc[f] = coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(0.0);
+        acc[f] = ACC(0.0);
+    /* DIRECT: each of this invocation's accumulator elements' column, from a matrix whose element
+     * (r, c) holds r x MAT_N + c (KHR matrices do not say which element is where) */
+    uint elem_col[EPL];
+    if (DIRECT) {
+        [[unroll]] for (uint e = 0; e < (FRAG + WG - 1) / WG; e++) {
+            uint at = e * WG + gl_LocalInvocationID.x;
+            if (FRAG % WG == 0 || at < FRAG) c_s[at] = float(at);
+        }
+        barrier();
+        ACC map;
+        coopMatLoad(map, c_s, 0, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
+        [[unroll]] for (uint e = 0; e < EPL; e++) elem_col[e] = uint(map[e]) % MAT_N;
+    }
 
     /* PREFETCH: block k0 + TK's loads are in flight while block k0 multiplies (past K: zeros,
      * unused); without it each block is fetched right before it is staged. TWO_STAGES: block k0 is
@@ -180,6 +201,26 @@ void main()
                       the next is whole) */
     }
 
+    if (DIRECT) { /* the plan's rule: this tile is whole, each matrix in one batch item and block of columns */
+        [[unroll]] for (uint i = 0; i < FM; i++) {
+            [[unroll]] for (uint j = 0; j < FN; j++) {
+                uint m = row0 + sg_row + i * MAT_M, n = col0 + sg_col + j * MAT_N;
+                ACC r = acc[i * FN + j];
+                if (pc.has_bias != 0) /* element operations only under the branch */
+                    [[unroll]] for (uint e = 0; e < EPL; e++)
+                        r[e] += texelFetch(Bias, int(pc.bias_offset + n + elem_col[e])).x;
+                uint out_at = pc.c_offset + (m / pc.rows_per_batch) * pc.batch_stride +
+                              (m % pc.rows_per_batch) * pc.c_row + (n / pc.c_col_block) * pc.c_block + n % pc.c_col_block;
+#ifdef OUT_F16
+                coopMatStore(coopmat<float16_t, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>(r), c, out_at,
+                             pc.c_row, gl_CooperativeMatrixLayoutRowMajor);
+#else
+                coopMatStore(r, c, out_at, pc.c_row, gl_CooperativeMatrixLayoutRowMajor);
+#endif
+            }
+        }
+        return;
+    }
     [[unroll]] for (uint i = 0; i < FM; i++) {
         [[unroll]] for (uint j = 0; j < FN; j++) {
             coopMatStore(acc[i * FN + j], c_s, sg * FRAG, MAT_N, gl_CooperativeMatrixLayoutRowMajor);

@@ -58,6 +58,16 @@ static const mm_case cases[] = {
     {"33x65x17_two_stages", 33, 65, 17, .two_stages = 1},
     {"64x96x300_f16_two_stages", 64, 96, 300, 1, 1, 0, .two_stages = 1},
     {"17x40x68_split_two_stages", 17, 40, 68, 1, .parts = 2, .two_stages = 1},
+    /* accumulators stored whole into C (whole tiles: 32 x 32 on lavapipe, 64 x 64 with 16 x 16 x 16;
+     * the gaps after C's rows stay NaN): fp32 and fp16 in and out, without the bias, the first of
+     * two parts (the second accumulates through shared memory), 2 x 8 subgroups, head-major C (2
+     * batch items, heads of 8 columns: lavapipe's 8-wide matrices only) */
+    {"64x128x96_direct", 64, 128, 96, 1, .direct = 1},
+    {"64x128x96_direct_f16", 64, 128, 96, 1, 1, 1, .direct = 1},
+    {"64x64x40_direct_no_bias_f16_out", 64, 64, 40, 0, 0, 1, .no_bias = 1, .direct = 1},
+    {"64x128x68_direct_split", 64, 128, 68, 1, .parts = 2, .direct = 1},
+    {"64x256x48_direct_16_subgroups_two_stages", 64, 256, 48, 1, 1, 0, .subgroups_n = 8, .two_stages = 1, .direct = 1},
+    {"128x64x64_direct_head_major", 128, 64, 64, 1, .head_major = 1, .direct = 1},
     {"70x200x72_8_subgroups_two_stages", 70, 200, 72, 1, .subgroups_n = 4, .two_stages = 1},
     /* fp16 A and B in texels of 8 (cm_wide_loads: one 16-byte load, staged as two f16vec4) */
     {"128x128x128_f16_wide", 128, 128, 128, 0, 1, 1, .vec8 = 1},
@@ -90,11 +100,12 @@ static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long s
     /* A and B are storage buffers whose element type the flags say */
     const uint32_t in_flags = prefetch | (c->f16_in ? VKA_MATMUL_A_F16 | VKA_MATMUL_B_F16 : 0) |
                               (c->two_stages ? VKA_MATMUL_TWO_STAGES : 0);
+    const uint32_t direct = c->direct ? VKA_MATMUL_DIRECT : 0; /* the first part's (a later one accumulates) */
     uint32_t spec[VKA_MAX_SPEC] = {[VKA_SPEC_WG_SIZE] = 2 * sgs_n * dev->matrix_subgroup,
                                    [VKA_SPEC_TILE_A] = 4 * ms.m, [VKA_SPEC_TILE_B] = 2 * sgs_n * ms.n,
                                    [VKA_SPEC_VEC] = vec, [VKA_SPEC_MAT_M] = ms.m, [VKA_SPEC_MAT_N] = ms.n,
                                    [VKA_SPEC_MAT_K] = ms.k, [VKA_SPEC_TILE_K] = (2 * ms.k + 3) / 4 * 4,
-                                   [VKA_SPEC_FLAGS] = in_flags, [VKA_SPEC_SUBGROUPS_N] = sgs_n};
+                                   [VKA_SPEC_FLAGS] = in_flags | direct, [VKA_SPEC_SUBGROUPS_N] = sgs_n};
     /* a case the device cannot hold (as the plan would never choose it): said, not run (at 2 x 8
      * subgroups and two stages, 66 KiB with 16 x 16 x 16 matrices, 19 with lavapipe's 8 x 8 x 8) */
     const uint64_t shared = vka_matmul_cm_shared_bytes(spec[VKA_SPEC_TILE_A], spec[VKA_SPEC_TILE_B], spec[VKA_SPEC_TILE_K],
@@ -104,6 +115,12 @@ static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long s
                (unsigned long long)shared, dev->info.max_shared_memory_bytes);
         return;
     }
+    /* whole tiles, and (head-major) each matrix's rows in one batch item, its columns in one head:
+     * the plan's rule for the whole stores (else it would not take them) */
+    if (direct && (M % spec[VKA_SPEC_TILE_A] || N % spec[VKA_SPEC_TILE_B] || (c->head_major && ((M / 2) % ms.m || 8 % ms.n)))) {
+        printf("  %-26s not run here: the plan would not store whole %ux%u matrices into this C\n", c->name, ms.m, ms.n);
+        return;
+    }
     const vka_pipeline *first = NULL, *rest = NULL;
     CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, VKA_KERNEL_MATMUL_CM, c->f16_out, spec, &first), VKATTN_OK);
     spec[VKA_SPEC_FLAGS] = VKA_MATMUL_ACCUMULATE | in_flags;
@@ -111,9 +128,10 @@ static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long s
         CHECK_STATUS(vka_pipeline_get(dev, &ctx->pipelines, VKA_KERNEL_MATMUL_CM, c->f16_out, spec, &rest), VKATTN_OK);
     if (!first || (c->parts == 2 && !rest)) return;
 
-    /* C: row-major with a gap of 3 after each row, or head-major (2 batches of M/2 rows, heads of 8) */
+    /* C: row-major with a gap of 3 after each row (8 where the accumulators are stored whole: rows
+     * on 16 bytes), or head-major (2 batches of M/2 rows, heads of 8) */
     vka_matmul_push push = {.M = M, .N = N, .K = K / vec, .lda = K / vec, .ldb = K / vec,
-                            .c_row = N + 3, .c_col_block = N, .c_block = 0, .rows_per_batch = M,
+                            .c_row = N + (direct ? 8 : 3), .c_col_block = N, .c_block = 0, .rows_per_batch = M,
                             .batch_stride = 0, .has_bias = !c->no_bias,
                             .tiles_n = (uint32_t)vka_ceil_div(N, spec[VKA_SPEC_TILE_B]),
                             .group_rows = c->group_rows};

@@ -24,6 +24,8 @@ typedef struct mm_case {
     int f16_a;            /* without f16_in: A is fp16 (a caller's fp16 tensor), W stays fp32 */
     uint32_t lead;        /* rows of NaN before A's and W's first (nonzero a_offset, b_offset) */
     uint32_t group_rows;  /* matmul_sm, matmul_cm: tiles in groups of this many rows (VKA_TILE_ROW) */
+    int direct;           /* matmul_cm: accumulators stored whole into C (VKA_MATMUL_DIRECT; whole tiles, C's
+                             rows 8 elements apart from the row's end, the plan's rule) */
 } mm_case;
 
 typedef struct mm_buffers {

@@ -2135,6 +2135,40 @@ static void test_tuning_strings(void)
             vka_plan_free(&plan);
         }
     }
+    /* matmul_cm's accumulators stored whole into C (VKA_MATMUL_DIRECT) where every tile is whole
+     * and C's rows start on 16 bytes: the Q/K/V and output projections at L = 4096 (32 x 48 and 32 x
+     * 16 tiles of 128 x 256, Q/K/V into heads of 128 columns), the bias too; not at L = 4000 (a
+     * partial row of tiles), not under cm_direct=0, not on the RX 7900 profile (storage bindings
+     * aligned to 4 bytes: a row's start on 16 is not known) */
+    {
+        const struct {
+            const device_profile *dp;
+            const char *tuning;
+            uint32_t L;
+            int direct;
+        } rows_d[] = {
+            {&profiles[0], "coopmat", 4096, 1},
+            {&profiles[0], "coopmat", 4000, 0},
+            {&profiles[0], "coopmat:cm_direct=0", 4096, 0},
+            {&profiles[1], "coopmat", 4096, 0},
+        };
+        for (size_t r = 0; r < sizeof rows_d / sizeof rows_d[0]; r++) {
+            vka_tuning t;
+            parse_tuning(rows_d[r].dp, rows_d[r].tuning, &t, NULL);
+            vka_plan_limits l = profile_limits(rows_d[r].dp, &t);
+            vka_problem p = problem(1, rows_d[r].L, rows_d[r].L, 4096, 32, 1);
+            vka_plan plan = {0};
+            CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+            const vka_step *qkv = largest_step(&plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_CM);
+            const vka_step *out = largest_step(&plan, VKATTN_STAGE_OUT_PROJECTION, VKA_KERNEL_MATMUL_CM);
+            const int dq = qkv && (qkv->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_DIRECT);
+            const int dout = out && (out->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_DIRECT);
+            CHECK_MSG(qkv && out && dq == rows_d[r].direct && dout == rows_d[r].direct && qkv->push.matmul.has_bias,
+                      "%s, %s, L = %u: matmul_cm %s, stored whole: Q/K/V %d, output %d", rows_d[r].dp->name,
+                      rows_d[r].tuning, rows_d[r].L, qkv && out ? "in both" : "missing", dq, dout);
+            vka_plan_free(&plan);
+        }
+    }
     /* a shape whose fp16 M x N matrix (P as the softmax in registers stores it) is neither A's M x K
      * nor B's K x N (16 x 16 x 32): the device need not list that type, so the softmax through
      * shared memory; with 16 x 16 x 16 the same plan keeps it in registers */

@@ -141,9 +141,12 @@ step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/P
 # (the ones the H100 days settled are left out: 16-byte loads in attn_cm, 2.62-2.68 ms against
 # 2.20; the softmax through shared memory, 2.57; matmul_cm's 8-byte loads, 0.732 against 0.684.
 # GPU_BENCH_SWEEP takes any list):
-# cm_attn_reg_p=0: P through shared memory, as every GPU day ran attn_cm (the default since session
-# 19 makes P's A matrices from the score matrices' elements where the layouts allow, the probe
-# says so in `--trace`: no P store, subgroup barrier and A loads a block);
+# cm_attn_reg_p=0,cm_direct=0: P through shared memory, as every GPU day ran attn_cm (the default
+# since session 19 makes P's A matrices from the score matrices' elements where the layouts
+# allow, the probe says so in `--trace`: no P store, subgroup barrier and A loads a block), and
+# matmul_cm's epilogue through shared memory, an address per element (the default since session
+# 19 stores each accumulator whole into C where the tiles and C's layout allow): the projections'
+# columns and the attention's of this row against the default's are the two changes' figures;
 # cm_attn_stages=1: attn_cm's one staged K/V block (2.259 ms against 2.154 with two on the fifth day);
 # cm_attn_wide_d=512: 16-key blocks with two stages at D = 128 too (at D = 256 the default since the
 # fifth day: 2.122 ms against 2.256 for 32-key blocks with one);
@@ -156,7 +159,7 @@ step "tile sweep: the prefill at L = S = 4096 (f16) under tuning strings (docs/P
 # the shared-memory reads of FlashAttention-2's 32-row warps), never measured: with 4 subgroups the
 # default's 128 x 32 tile (46 KiB; Q and O in twice the registers: pipeline_stats.txt says whether
 # it spills), with 16-key blocks (fewer registers), with 8 subgroups 256 x 16 (two staged, 33 KiB).
-sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_reg_p=0 coopmat:cm_attn_stages=1 coopmat:cm_attn_wide_d=512
+sweep=${GPU_BENCH_SWEEP:-"coopmat coopmat:cm_attn_reg_p=0,cm_direct=0 coopmat:cm_attn_stages=1 coopmat:cm_attn_wide_d=512
   coopmat:cm_attn_key_frags=4,cm_attn_stages=1 coopmat:cm_attn_subgroups=4,cm_attn_row_frags=2
   coopmat:cm_attn_subgroups=4,cm_attn_row_frags=2,cm_attn_wide_d=512 coopmat:cm_attn_row_frags=2"}
 # GPU_BENCH_ROUNDS=N runs the list N times, alternating (shared machines drift: the fastest repeat

@@ -120,6 +120,11 @@ static const vka_tuning tunings[] = {
          * (35 MB). On an H100 (2026-11-27) no different: 2.09 ms against 2.11 row by row, 2.10 in
          * groups of 16 (the L2 was not the limit); kept, a wave's reuse at no cost */
         .cm_group_rows = 8,
+        /* each accumulator stored whole into C where the tiles and C's layout allow: the
+         * epilogue's per-element address (two runtime divisions) and trip through shared memory
+         * were about a tenth of a tile's instructions at K = 4096 by count, with nothing to
+         * overlap them (one workgroup a unit). Not yet measured on a GPU (2026-11-27) */
+        .cm_direct = 1,
         /* Attention: 8 subgroups of MAT_M query rows, keys in blocks of two MAT_N matrices from D =
          * 128 on, of one below: 128 rows x 32 keys with 16 x 16 x 16 at D = 128 (46 KiB of shared
          * memory; at D = 256 it does not fit and 128 x 16 runs, 33.5 KiB), 64 x 16 with lavapipe's
@@ -179,7 +184,7 @@ static const vka_tuning tunings[] = {
         /* 4 x 4 accumulators of 8 x 8 x 16 (Arc A770): 64 x 64 outputs per workgroup, blocks of 32
          * (untuned); ggml also takes the smallest subgroup for Intel's matmuls */
         .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 4, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 0,
-        .cm_subgroups_n = 2, .cm_stages = 1, .cm_prefetch = 1, .cm_wide_loads = 1, .cm_group_rows = 8,
+        .cm_subgroups_n = 2, .cm_stages = 1, .cm_prefetch = 1, .cm_wide_loads = 1, .cm_group_rows = 8, .cm_direct = 1,
         /* attention keeps attn_fused: attn_cm has run with 8 x 8 x 8 and 16 x 16 x 16 shapes in
          * 32-lane subgroups only (lavapipe, an H200), not with Intel's 8 x 8 x 16 */
     },
@@ -289,6 +294,7 @@ static const struct tuning_field {
     FIELD(cm_stages, 1, 2, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_wide_loads, 0, 1, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_group_rows, 0, 64, ANY, cm_frags_m, "matmul_cm"),
+    FIELD(cm_direct, 0, 1, ANY, cm_frags_m, "matmul_cm"),
     FIELD(cm_attn_subgroups, 1, 8, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_key_frags, 1, 8, ANY, cm_attn_subgroups, "attn_cm"),
     FIELD(cm_attn_row_lanes, 1, 64, POW2, cm_attn_subgroups, "attn_cm"),

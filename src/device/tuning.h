@@ -77,6 +77,11 @@ typedef struct vka_tuning {
      * group's rows, then its next column: the workgroups that run at once share a few rows of A
      * and columns of W in the cache instead of each wave sweeping all of W); 0 or 1: row by row */
     uint32_t sm_group_rows, cm_group_rows;
+    /* 1: matmul_cm stores each accumulator whole into C (the driver's own store, the bias added on
+     * its elements) where every tile is whole and C's layout allows (VKA_MATMUL_DIRECT:
+     * src/plan/matmul.c), instead of through shared memory and one computed address per element;
+     * 0: always through shared memory */
+    uint32_t cm_direct;
     /* matmul_vec (matmul.comp's MATVEC build), the matrix-vector product of decoding steps (0 =
      * this tuning does not use it): matmuls of at most 8 rows, a workgroup of vec_wg invocations
      * per vec_tile_n columns (and all the rows, rounded up to a power of two) striding the

@@ -151,6 +151,24 @@ uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t t
     return (uint64_t)stages * (tile_m + tile_n) * (tile_k + 8) * 2 + 2ull * subgroups_n * ms.m * ms.n * 4;
 }
 
+/* Whether matmul_cm may store its accumulators whole into C (VKA_MATMUL_DIRECT) for a block of
+ * mc x nc of C at element c_shift of its binding, rows in batch items of rpb apart by bs: the
+ * tuning asks, the part is the first (no ACCUMULATE), every tile is whole, a matrix's rows stay in
+ * one batch item and its columns in one block of C's, and where each of its rows starts is a
+ * multiple of 16 bytes (the store's rule; the binding's start is, where the device aligns storage
+ * bindings to 16). */
+static int matmul_cm_direct(const vka_builder *b, const matmul_args *m, matmul_shape sh, uint32_t mc, uint32_t nc,
+                            uint64_t rpb, uint64_t bs, uint64_t c_shift, int first_part, int f16_out)
+{
+    const vkattn_matrix_shape ms = b->limits->matrix_shape;
+    const uint64_t unit = f16_out ? 8 : 4; /* elements in 16 bytes */
+    const int col_blocks = m->c_col_block < nc;
+    return b->tuning->cm_direct && first_part && ms.m && ms.n && b->limits->storage_offset_alignment && b->limits->storage_offset_alignment % 16 == 0 &&
+           mc % sh.tile_m == 0 && nc % sh.tile_n == 0 && rpb % ms.m == 0 && (!col_blocks || m->c_col_block % ms.n == 0) &&
+           c_shift % unit == 0 && m->c_row % unit == 0 && (ms.n * (f16_out ? 2 : 4)) % 16 == 0 &&
+           (!col_blocks || m->c_block % unit == 0) && (bs == 0 || bs % unit == 0);
+}
+
 /* One dispatch: rows [m0, m0 + mc) and columns [n0, n0 + nc) of C, reduction texels [k0, k0 + kc).
  * n0 is a multiple of c_col_block; the rows are whole batch items of C's row mapping or stay
  * inside one (then they are addressed as one plain block). With `emit` 0 it only checks that
@@ -203,6 +221,8 @@ static vkattn_status matmul_block(vka_builder *b, const matmul_args *m, uint32_t
     else
         VKA_TRY(vka_bind_whole(b, &s.bind[VKA_MATMUL_BIAS], VKA_ROLE_NONE, VKA_VIEW_SCALAR));
     VKA_TRY(vka_bind_elems(b, &s.bind[VKA_MATMUL_C], m->c, VKA_VIEW_BUFFER, c_first, c_last - c_first + 1, &c_shift));
+    if (ch.kernel == VKA_KERNEL_MATMUL_CM && matmul_cm_direct(b, m, sh, mc, nc, rpb, bs, c_shift, first_part, s.f16_out))
+        s.spec[VKA_SPEC_FLAGS] |= VKA_MATMUL_DIRECT;
     if (!emit) return VKATTN_OK;
     uint32_t tiles_m = (uint32_t)vka_ceil_div(mc, sh.tile_m), tiles_n = (uint32_t)vka_ceil_div(nc, sh.tile_n);
     s.push.matmul = (vka_matmul_push){
@@ -513,12 +533,13 @@ void vka_matmul_cm_describe(vka_text *t, const vka_step *s)
     vka_matmul_describe(t, s);
     vka_text_put(t,
                  " on cooperative matrices (%ux%u tiles, %u-element blocks, %ux%ux%u matrices in %u subgroups, fp16 "
-                 "operands%s%s%s)",
+                 "operands%s%s%s%s)",
                  s->spec[VKA_SPEC_TILE_A], s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_TILE_K], s->spec[VKA_SPEC_MAT_M],
                  s->spec[VKA_SPEC_MAT_N], s->spec[VKA_SPEC_MAT_K], 2 * s->spec[VKA_SPEC_SUBGROUPS_N],
                  s->spec[VKA_SPEC_VEC] == 8 ? " in 16-byte loads of 8" : "",
                  s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_PREFETCH ? ", the next block fetched meanwhile" : "",
-                 s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_TWO_STAGES ? ", two staged blocks" : "");
+                 s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_TWO_STAGES ? ", two staged blocks" : "",
+                 s->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_DIRECT ? ", accumulators stored whole into C" : "");
     describe_group_rows(t, s);
 }
 
