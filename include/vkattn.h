@@ -320,8 +320,9 @@ typedef struct vkattn_context_desc {
      * matmul_vec_storage, 16-byte storage-buffer loads, where rows start on multiples of 8
      * elements) and their attention on attn_paged's GPU-shaped build; the rest with GPU-sized tiles.
      * "coopmat"'s tiles and defaults were measured on an H200 and H100s, each default against the
-     * kernel as it was (cm_group_rows: no faster, no slower there); the others were chosen
-     * without a GPU to measure on.
+     * kernel as it was (cm_group_rows: no faster, no slower there), but for those of sessions 18
+     * and 19 (cm_attn_reg_p, cm_direct and attn_cm's softmax changes), not yet timed on a GPU;
+     * the others were chosen without a GPU to measure on.
      *
      * Tuning strings, for trying kernel shapes on a GPU without a rebuild: "NAME:FIELD=VALUE,..."
      * sets fields of class NAME (an empty NAME: of the device's class), e.g.
@@ -354,9 +355,10 @@ typedef struct vkattn_context_desc {
      * always 1; the workgroup's rows double, so a tile that no longer fits gives up keys per
      * block first, as below),
      * sm_tile_m, sm_tile_n (4-128), sm_tile_k (4-64; multiples of 4: matmul_sm's tile),
-     * cm_direct (0 or 1: 1 stores matmul_cm's accumulators whole into C where every tile is whole
-     * and C's rows and blocks start on 16 bytes, the coopmat and intel classes' default; 0: through
-     * shared memory, an address per element),
+     * cm_direct (0 or 1: 1 stores matmul_cm's accumulators whole into C where every tile is whole,
+     * C's rows and blocks start on 16 bytes, the device aligns storage bindings to 16 bytes and,
+     * for an fp16 C, lists the fp16 M x N matrix; the coopmat and intel classes' default; 0:
+     * through shared memory, an address per element),
      * cm_group_rows, sm_group_rows (0-64: matmul_cm's and matmul_sm's tiles of C visited in groups
      * of this many rows of tiles, so that the workgroups running at once share A and W in the
      * cache; 0 or 1: row by row; 8 in the GPU classes),

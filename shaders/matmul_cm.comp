@@ -66,8 +66,10 @@ const uint FN = TILE_B / (SUBGROUPS_N * MAT_N); /* and across */
 const uint TK = TILE_K / VEC;              /* texels of a row per block */
 const uint STRIDE4 = TILE_K / 4 + 2;       /* f16vec4 per staged row: 16 bytes of padding against bank conflicts */
 const uint FRAG = MAT_M * MAT_N;
-const uint EPL = (FRAG + SG - 1) / SG;     /* elements of an accumulator per invocation */
-const bool DIRECT = (FLAGS & VKA_MATMUL_DIRECT) != 0;
+const uint EPL = (FRAG + SG - 1) / SG;     /* elements of an accumulator per invocation, as the devices
+                                              spread them (DIRECT checks it) */
+/* the plan's rule repeated: a part that adds to C goes through the scatter */
+const bool DIRECT = (FLAGS & (VKA_MATMUL_DIRECT | VKA_MATMUL_ACCUMULATE)) == VKA_MATMUL_DIRECT;
 #define ACC coopmat<float, gl_ScopeSubgroup, MAT_M, MAT_N, gl_MatrixUseAccumulator>
 
 /* Staged rows as f16vec4, so that an invocation stages a texel of 4 with one 8-byte store (the
@@ -146,19 +148,6 @@ void main()
     ACC acc[FM * FN];
     [[unroll]] for (uint f = 0; f < FM * FN; f++)
         acc[f] = ACC(0.0);
-    /* DIRECT: each of this invocation's accumulator elements' column, from a matrix whose element
-     * (r, c) holds r x MAT_N + c (KHR matrices do not say which element is where) */
-    uint elem_col[EPL];
-    if (DIRECT) {
-        [[unroll]] for (uint e = 0; e < (FRAG + WG - 1) / WG; e++) {
-            uint at = e * WG + gl_LocalInvocationID.x;
-            if (FRAG % WG == 0 || at < FRAG) c_s[at] = float(at);
-        }
-        barrier();
-        ACC map;
-        coopMatLoad(map, c_s, 0, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
-        [[unroll]] for (uint e = 0; e < EPL; e++) elem_col[e] = uint(map[e]) % MAT_N;
-    }
 
     /* PREFETCH: block k0 + TK's loads are in flight while block k0 multiplies (past K: zeros,
      * unused); without it each block is fetched right before it is staged. TWO_STAGES: block k0 is
@@ -202,13 +191,26 @@ void main()
     }
 
     if (DIRECT) { /* the plan's rule: this tile is whole, each matrix in one batch item and block of columns */
+        /* each accumulator element's column, from a matrix whose element (r, c) holds r x MAT_N + c
+         * (KHR matrices do not say which element is where): loaded here, so that it takes no
+         * registers during the blocks (the last block's barrier is behind every subgroup) */
+        [[unroll]] for (uint e = 0; e < (FRAG + WG - 1) / WG; e++) {
+            uint at = e * WG + gl_LocalInvocationID.x;
+            if (FRAG % WG == 0 || at < FRAG) c_s[at] = float(at);
+        }
+        barrier();
+        ACC map;
+        coopMatLoad(map, c_s, 0, MAT_N, gl_CooperativeMatrixLayoutRowMajor);
+        /* a device holding another count of elements an invocation than EPL would leave some
+         * without their bias: its outputs turn NaN instead (loud, not wrong by a little) */
+        const float held = map.length() == int(EPL) ? 1.0 : 0.0 / 0.0;
         [[unroll]] for (uint i = 0; i < FM; i++) {
             [[unroll]] for (uint j = 0; j < FN; j++) {
                 uint m = row0 + sg_row + i * MAT_M, n = col0 + sg_col + j * MAT_N;
-                ACC r = acc[i * FN + j];
+                ACC r = acc[i * FN + j] * held;
                 if (pc.has_bias != 0) /* element operations only under the branch */
                     [[unroll]] for (uint e = 0; e < EPL; e++)
-                        r[e] += texelFetch(Bias, int(pc.bias_offset + n + elem_col[e])).x;
+                        r[e] += texelFetch(Bias, int(pc.bias_offset + n + uint(map[e]) % MAT_N)).x;
                 uint out_at = pc.c_offset + (m / pc.rows_per_batch) * pc.batch_stride +
                               (m % pc.rows_per_batch) * pc.c_row + (n / pc.c_col_block) * pc.c_block + n % pc.c_col_block;
 #ifdef OUT_F16

@@ -59,15 +59,20 @@ static const mm_case cases[] = {
     {"64x96x300_f16_two_stages", 64, 96, 300, 1, 1, 0, .two_stages = 1},
     {"17x40x68_split_two_stages", 17, 40, 68, 1, .parts = 2, .two_stages = 1},
     /* accumulators stored whole into C (whole tiles: 32 x 32 on lavapipe, 64 x 64 with 16 x 16 x 16;
-     * the gaps after C's rows stay NaN): fp32 and fp16 in and out, without the bias, the first of
-     * two parts (the second accumulates through shared memory), 2 x 8 subgroups, head-major C (2
-     * batch items, heads of 8 columns: lavapipe's 8-wide matrices only) */
+     * the gaps after C's rows and the elements before C's first stay NaN): fp32 and fp16 in and
+     * out, C from a nonzero offset, without the bias, the first of two parts (the second
+     * accumulates through shared memory), 2 x 8 subgroups with one and with two stages (the latter
+     * too large for 48 KiB with 16 x 16 x 16), head-major C (2 batch items, heads of 16 columns;
+     * of 8 with lavapipe's 8-wide matrices only) */
     {"64x128x96_direct", 64, 128, 96, 1, .direct = 1},
     {"64x128x96_direct_f16", 64, 128, 96, 1, 1, 1, .direct = 1},
+    {"64x128x40_direct_c_offset_f16_out", 64, 128, 40, 1, 0, 1, .direct = 1, .c_lead = 24},
     {"64x64x40_direct_no_bias_f16_out", 64, 64, 40, 0, 0, 1, .no_bias = 1, .direct = 1},
     {"64x128x68_direct_split", 64, 128, 68, 1, .parts = 2, .direct = 1},
+    {"64x256x48_direct_16_subgroups", 64, 256, 48, 1, 1, 0, .subgroups_n = 8, .direct = 1, .c_lead = 8},
     {"64x256x48_direct_16_subgroups_two_stages", 64, 256, 48, 1, 1, 0, .subgroups_n = 8, .two_stages = 1, .direct = 1},
-    {"128x64x64_direct_head_major", 128, 64, 64, 1, .head_major = 1, .direct = 1},
+    {"128x64x64_direct_head_major_16", 128, 64, 64, 1, .head_major = 2, .direct = 1},
+    {"128x64x64_direct_head_major_8", 128, 64, 64, 1, .head_major = 1, .direct = 1},
     {"70x200x72_8_subgroups_two_stages", 70, 200, 72, 1, .subgroups_n = 4, .two_stages = 1},
     /* fp16 A and B in texels of 8 (cm_wide_loads: one 16-byte load, staged as two f16vec4) */
     {"128x128x128_f16_wide", 128, 128, 128, 0, 1, 1, .vec8 = 1},
@@ -117,7 +122,8 @@ static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long s
     }
     /* whole tiles, and (head-major) each matrix's rows in one batch item, its columns in one head:
      * the plan's rule for the whole stores (else it would not take them) */
-    if (direct && (M % spec[VKA_SPEC_TILE_A] || N % spec[VKA_SPEC_TILE_B] || (c->head_major && ((M / 2) % ms.m || 8 % ms.n)))) {
+    const uint32_t hd = c->head_major == 2 ? 16 : 8; /* head-major C's heads */
+    if (direct && (M % spec[VKA_SPEC_TILE_A] || N % spec[VKA_SPEC_TILE_B] || (c->head_major && ((M / 2) % ms.m || hd % ms.n)))) {
         printf("  %-26s not run here: the plan would not store whole %ux%u matrices into this C\n", c->name, ms.m, ms.n);
         return;
     }
@@ -131,12 +137,13 @@ static void run_case(vkattn_context *ctx, const mm_case *c, unsigned long long s
     /* C: row-major with a gap of 3 after each row (8 where the accumulators are stored whole: rows
      * on 16 bytes), or head-major (2 batches of M/2 rows, heads of 8) */
     vka_matmul_push push = {.M = M, .N = N, .K = K / vec, .lda = K / vec, .ldb = K / vec,
-                            .c_row = N + (direct ? 8 : 3), .c_col_block = N, .c_block = 0, .rows_per_batch = M,
+                            .c_offset = c->c_lead, .c_row = N + (direct ? 8 : 3), .c_col_block = N, .c_block = 0,
+                            .rows_per_batch = M,
                             .batch_stride = 0, .has_bias = !c->no_bias,
                             .tiles_n = (uint32_t)vka_ceil_div(N, spec[VKA_SPEC_TILE_B]),
                             .group_rows = c->group_rows};
     if (c->head_major)
-        push.c_row = 8, push.c_col_block = 8, push.c_block = M / 2 * 8, push.rows_per_batch = M / 2,
+        push.c_row = hd, push.c_col_block = hd, push.c_block = M / 2 * hd, push.rows_per_batch = M / 2,
         push.batch_stride = N * (M / 2);
     size_t c_elems = c_at(&push, M - 1, N - 1) + 1;
     mm_buffers b = {0};
@@ -232,6 +239,30 @@ static void run_forward_tuned(const char *tuning, uint32_t budget, int off, cons
 }
 
 static void run_forward(uint32_t budget, int off) { run_forward_tuned("coopmat", budget, off, NULL); }
+
+/* Whole tiles through the public API (B = 2, L = S = 64, E = 256 in 4 heads of 64: Q, K and V
+ * projected into head-major workspaces, 128 rows each, and the output projection), f32 and f16
+ * storage: the plan stores each projection's accumulators whole into C (its matmul_cm lines say
+ * so, 4 of them: Q, K, V, the output; lavapipe's 8 x 8 x 8 and 16 x 16 x 16 tiles are whole
+ * here), not under cm_direct=0, and the forward agrees with the CPU path either way. */
+static void run_forward_direct(void)
+{
+    static char plan[1 << 18];
+    for (int f16 = 0; f16 < 2; f16++)
+        for (int off = 0; off < 2; off++) {
+            const mm_forward fw = {off ? "coopmat:cm_direct=0" : "coopmat", 0, 0, VKATTN_PRECISION_F16, .E = 256,
+                                   .B = 2, .L = 64, .S = 64, .kv_dim = 256, .heads = 4,
+                                   .storage = f16 ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32};
+            test_error e;
+            if (!mm_forward_run(&fw, plan, sizeof plan, &e)) continue;
+            const compare_tolerance *tol = compare_tolerance_of(COMPARE_F16);
+            const uint32_t whole = test_count_text(plan, "accumulators stored whole into C");
+            printf("  forward, whole tiles, %s storage, %s: %u matmul_cm steps storing C whole; max-abs %.2e NMSE %.2e  %s\n",
+                   f16 ? "f16" : "f32", fw.tuning, whole, e.max_abs, e.nmse, compare_within(&e, tol) ? "ok" : "FAILED");
+            CHECK_MSG(compare_within(&e, tol), "whole tiles, %s: max-abs %.3g, NMSE %.3g", fw.tuning, e.max_abs, e.nmse);
+            CHECK_MSG(off ? whole == 0 : whole == 4, "%s: %u matmul_cm steps store C whole:\n%s", fw.tuning, whole, plan);
+        }
+}
 
 /* matmul_cm reads A and B as storage buffers bound from a multiple of 4 elements: with the
  * bindings' range lowered to 256 KiB (internal), in_proj_weight (3072 x 1024 fp32, 12 MiB) and
@@ -466,6 +497,7 @@ int main(void)
     run_forward(0, 1);
     /* the intel class: 4 x 4 accumulators per subgroup of the device's smallest size */
     run_forward_tuned("intel", 0, 0, NULL);
+    run_forward_direct();
     /* a tuning string's tile: 1 x 3 accumulators per subgroup (narrow matrices too) in 2 x 2
      * subgroups, blocks of 3 steps; the plan must say so */
     char tile[128];

@@ -14,7 +14,7 @@ typedef struct mm_case {
     uint32_t M, N, K;
     int vec4;          /* RGBA views (K a multiple of 4), else R views */
     int f16_in, f16_out;
-    int head_major;    /* C as (batches, heads, rows, D = 8) with rows_per_batch = M / 2 */
+    int head_major;    /* C as (batches, heads, rows, D = 8; 2: D = 16) with rows_per_batch = M / 2 */
     int parts;         /* 1, or 2: the reduction split, the second part accumulating */
     int no_bias;
     uint32_t subgroups_n; /* matmul_cm: subgroups across the tile, in two rows (0: 2) */
@@ -26,6 +26,7 @@ typedef struct mm_case {
     uint32_t group_rows;  /* matmul_sm, matmul_cm: tiles in groups of this many rows (VKA_TILE_ROW) */
     int direct;           /* matmul_cm: accumulators stored whole into C (VKA_MATMUL_DIRECT; whole tiles, C's
                              rows 8 elements apart from the row's end, the plan's rule) */
+    uint32_t c_lead;      /* elements of NaN before C's first (a nonzero c_offset) */
 } mm_case;
 
 typedef struct mm_buffers {
@@ -107,6 +108,7 @@ typedef struct mm_forward {
     vkattn_precision precision;
     uint32_t E, B, L, S;
     uint32_t binding_kib; /* the storage bindings' range (internal): small enough for slices; 0 = the device's */
+    uint32_t heads;       /* 0: E / 4 */
     uint32_t kv_dim;      /* kdim = vdim (E: the packed in_proj_weight, K's and V's rows after Q's); 0 = 40 and 56 */
     vkattn_dtype storage; /* the layer's (0: f32) */
 } mm_forward;
@@ -125,7 +127,8 @@ static int mm_forward_run(const mm_forward *fw, char *plan, size_t plan_size, te
         return 0;
     }
     ctx->binding_bytes = (uint64_t)fw->binding_kib << 10;
-    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = E / 4, .kdim = KD, .vdim = VD, .precision = fw->precision,
+    vkattn_layer_desc ld = {.embed_dim = E, .num_heads = fw->heads ? fw->heads : E / 4, .kdim = KD, .vdim = VD,
+                            .precision = fw->precision,
                             .storage = fw->storage};
     test_weights tw;
     test_weights_make(&tw, &ld, 7 + fw->budget);

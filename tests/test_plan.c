@@ -2168,6 +2168,26 @@ static void test_tuning_strings(void)
                       rows_d[r].tuning, rows_d[r].L, qkv && out ? "in both" : "missing", dq, dout);
             vka_plan_free(&plan);
         }
+        /* a loop budget that splits the reductions: each first part stores whole, the parts that
+         * add to C never (they read C through the scatter) */
+        vka_tuning t;
+        parse_tuning(&profiles[0], "coopmat", &t, NULL);
+        vka_plan_limits l = profile_limits(&profiles[0], &t);
+        l.loop_budget = 24;
+        vka_problem p = problem(1, 4096, 4096, 4096, 32, 1);
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        uint32_t first = 0, later = 0, wrong = 0;
+        for (uint32_t k = 0; k < plan.step_count; k++) {
+            const vka_step *st = &plan.steps[k];
+            if (st->kind != VKA_STEP_DISPATCH || st->kernel != VKA_KERNEL_MATMUL_CM) continue;
+            const int adds = (st->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_ACCUMULATE) != 0;
+            const int whole = (st->spec[VKA_SPEC_FLAGS] & VKA_MATMUL_DIRECT) != 0;
+            first += !adds, later += adds, wrong += adds ? whole : !whole;
+        }
+        CHECK_MSG(first > 0 && later > 0 && wrong == 0, "budget 24: %u first parts, %u later, %u stored wrongly", first,
+                  later, wrong);
+        vka_plan_free(&plan);
     }
     /* a shape whose fp16 M x N matrix (P as the softmax in registers stores it) is neither A's M x K
      * nor B's K x N (16 x 16 x 32): the device need not list that type, so the softmax through
