@@ -167,6 +167,15 @@ typedef struct pair_point {
 typedef double sample_row[MAX_STEPS];
 enum { SAMPLE_ROWS = 2 + VKATTN_STAGE_COUNT };
 
+/* "context 8192, f16 cache, kv_splits auto" (or the splits asked): how the plan heading and the
+ * step times name a point */
+static void point_name(const decode_point *p, char *buf, size_t size)
+{
+    char asked[16] = "auto";
+    if (p->splits) snprintf(asked, sizeof asked, "%u", p->splits);
+    snprintf(buf, size, "context %u, %s cache, kv_splits %s", p->ctx, vkattn_dtype_name(p->dtype), asked);
+}
+
 /* Prints the plan of point p's decode step at the cache's context (sequence 0 adds a token: the
  * fork's step has its shapes; nothing is committed). */
 static int print_step_plan(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cache *cache, const decode_point *p,
@@ -175,10 +184,9 @@ static int print_step_plan(vkattn_context *ctx, const decode_layer *l, vkattn_kv
     uint32_t seq = 0, one = 1;
     vkattn_cached_forward_desc d = {.batch = 1, .seq_ids = &seq, .new_tokens = &one, .query = token, .output = out,
                                     .kv_splits = p->splits};
-    char heading[96], asked[16] = "auto";
-    if (p->splits) snprintf(asked, sizeof asked, "%u", p->splits);
-    snprintf(heading, sizeof heading, "-- decoding step at context %u, %s cache, kv_splits %s", p->ctx,
-             vkattn_dtype_name(p->dtype), asked);
+    char name[80], heading[112];
+    point_name(p, name, sizeof name);
+    snprintf(heading, sizeof heading, "-- decoding step at %s", name);
     return cli_print_cached_plan("bench", ctx, l->layer, cache, &d, heading);
 }
 
@@ -229,11 +237,9 @@ static int time_points(vkattn_context *ctx, const decode_layer *l, vkattn_kv_cac
         double attention_ms = p->stage[VKATTN_STAGE_FUSED].median_ms;
         p->cache_gbs = attention_ms > 0 ? p->cache_bytes / (attention_ms * 1e6) : 0;
         if (trace) {
-            char what[96];
-            snprintf(what, sizeof what, "context %u, %s cache, kv_splits ", p->ctx, vkattn_dtype_name(p->dtype));
-            if (p->splits) snprintf(what + strlen(what), sizeof what - strlen(what), "%u", p->splits);
-            else snprintf(what + strlen(what), sizeof what - strlen(what), "auto");
-            bench_steps_print(stdout, what, &steps[k]);
+            char name[80];
+            point_name(p, name, sizeof name);
+            bench_steps_print(stdout, name, &steps[k]);
         }
     }
 fail:

@@ -125,16 +125,6 @@ fail:
     return status;
 }
 
-/* A step's name in vkattn_step_time: its kernel's, or what the transfer does. */
-static const char *step_name(const vka_step *step)
-{
-    if (step->kind == VKA_STEP_ZERO) return "fill";
-    if (step->kind == VKA_STEP_COPY) return "copy";
-    if (step->kind == VKA_STEP_WRITE) return "write";
-    const vka_kernel_info *info = vka_kernel_get(step->kernel);
-    return info ? info->spirv : "?";
-}
-
 /* Reads the timestamps after the fence: each step's time into layer->step_times and its stage's
  * sum. Space first, so that a failure leaves the last forward's times as they were. */
 static vkattn_status read_timestamps(vkattn_layer *layer, const vka_plan *plan, vkattn_forward_stats *stats)
@@ -161,7 +151,7 @@ static vkattn_status read_timestamps(vkattn_layer *layer, const vka_plan *plan, 
     for (uint32_t k = 0; k < plan->step_count; k++) {
         const vka_step *step = &plan->steps[k];
         const double ms = vka_ticks_ms(&ctx->dev, ticks[k], ticks[k + 1]);
-        layer->step_times[k] = (vkattn_step_time){step_name(step), step->stage, ms};
+        layer->step_times[k] = (vkattn_step_time){vka_step_name(step), step->stage, ms};
         stats->stage_ms[step->stage] += ms;
     }
     layer->step_time_count = plan->step_count;

@@ -242,9 +242,8 @@ static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, ui
     while (s.row_lanes > 1 && ((s.row_lanes & (s.row_lanes - 1)) || sg % s.row_lanes || s.tile_k % s.row_lanes))
         s.row_lanes >>= 1;
     s.matrix2 = matrix2;
-    /* the softmax in registers stores P as an fp16 M x N matrix, a type the device lists (as A's
-     * M x K or B's K x N) where N = K or M = K */
-    s.reg = !s.matrix2 && t->cm_attn_reg_softmax && b->limits->matrix_rows.lanes && (ms.n == ms.k || ms.m == ms.k);
+    /* the softmax in registers stores P as an fp16 M x N matrix */
+    s.reg = !s.matrix2 && t->cm_attn_reg_softmax && b->limits->matrix_rows.lanes && vka_matrix_f16_mn_listed(ms);
     /* P in registers: S's matrix c (keys c N..) is P's A matrix c (K = N, as the probe requires) */
     s.reg_p = s.reg && t->cm_attn_reg_p && b->limits->matrix_rows.a_elements && ms.n == ms.k;
     s.stages = stages;

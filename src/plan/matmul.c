@@ -156,15 +156,14 @@ uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t t
  * tuning asks, the part is the first (no ACCUMULATE), every tile is whole, a matrix's rows stay in
  * one batch item and its columns in one block of C's, and where each of its rows starts is a
  * multiple of 16 bytes (the store's rule; the binding's start is, where the device aligns storage
- * bindings to 16); an fp16 C needs the fp16 M x N matrix it converts to, a type the device lists
- * as A's M x K or B's K x N where N = K or M = K (attn_cm's rule for the same type). */
+ * bindings to 16); an fp16 C needs the fp16 M x N matrix it converts to listed. */
 static int matmul_cm_direct(const vka_builder *b, const matmul_args *m, matmul_shape sh, uint32_t mc, uint32_t nc,
                             uint64_t rpb, uint64_t bs, uint64_t c_shift, int first_part, int f16_out)
 {
     const vkattn_matrix_shape ms = b->limits->matrix_shape;
     const uint64_t unit = f16_out ? 8 : 4; /* elements in 16 bytes */
     const int col_blocks = m->c_col_block < nc;
-    return b->tuning->cm_direct && first_part && ms.m && ms.n && (!f16_out || ms.n == ms.k || ms.m == ms.k) &&
+    return b->tuning->cm_direct && first_part && ms.m && ms.n && (!f16_out || vka_matrix_f16_mn_listed(ms)) &&
            b->limits->storage_offset_alignment && b->limits->storage_offset_alignment % 16 == 0 &&
            mc % sh.tile_m == 0 && nc % sh.tile_n == 0 && rpb % ms.m == 0 && (!col_blocks || m->c_col_block % ms.n == 0) &&
            c_shift % unit == 0 && m->c_row % unit == 0 && (ms.n * (f16_out ? 2 : 4)) % 16 == 0 &&

@@ -27,6 +27,15 @@ void vka_step_describe(vka_text *t, const vka_step *s)
     if (s->kind == VKA_STEP_DISPATCH && (unsigned)s->kernel < VKA_KERNEL_COUNT) functions[s->kernel].describe(t, s);
 }
 
+const char *vka_step_name(const vka_step *s)
+{
+    if (s->kind == VKA_STEP_ZERO) return "fill";
+    if (s->kind == VKA_STEP_COPY) return "copy";
+    if (s->kind == VKA_STEP_WRITE) return "write";
+    const vka_kernel_info *info = vka_kernel_get(s->kernel);
+    return info ? info->spirv : "?";
+}
+
 /* The peak microkernels are not planned: they have neither. */
 uint64_t vka_untimed_trips(const vka_step *step)
 {

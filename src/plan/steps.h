@@ -121,6 +121,9 @@ uint64_t vka_plan_workspace_total(const vka_plan *plan);
 uint64_t vka_step_loop_trips(const vka_step *step);
 /* What a dispatch step computes, from its push constants (a line of vka_plan_describe). */
 void vka_step_describe(vka_text *t, const vka_step *step);
+/* A step's name: its kernel's ("matmul_cm", "attn_merge"), or "fill", "copy", "write" for the
+ * transfers (static storage; vka_plan_describe's kernel column, vkattn_step_time.kernel). */
+const char *vka_step_name(const vka_step *step);
 
 /* Splits `total` workgroups into a grid within `max`; 0 if it cannot fit. */
 int vka_fold_groups(uint64_t total, const uint32_t max[3], uint32_t out[3]);
@@ -130,6 +133,11 @@ static inline uint64_t vka_ceil_div(uint64_t a, uint64_t b) { return a / b + (a 
 static inline uint64_t vka_min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 /* Whether a cooperative-matrix workgroup of `wg` invocations fits the device: its invocations and
  * its subgroups of the required size. */
+/* Whether the device lists the fp16 M x N accumulator a kernel converts its fp32 sums to (P in
+ * attn_cm's softmax in registers, an fp16 C in matmul_cm's whole stores): Vulkan allows the type
+ * where a listed shape has it, which the fp16 A (M x K) or B (K x N) matrix is where N = K or
+ * M = K (the device lists fp16 x fp16 -> fp32 shapes, physical.c). */
+static inline int vka_matrix_f16_mn_listed(vkattn_matrix_shape ms) { return ms.n == ms.k || ms.m == ms.k; }
 static inline int vka_matrix_workgroup_fits(const vka_plan_limits *l, uint32_t wg)
 {
     return wg <= l->max_workgroup_invocations && (!l->max_matrix_workgroup || wg <= l->max_matrix_workgroup);

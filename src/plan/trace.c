@@ -8,12 +8,6 @@
 
 #include "problem/rope.h"
 
-static const char *kernel_name(vka_kernel k)
-{
-    const vka_kernel_info *info = vka_kernel_get(k);
-    return info ? info->spirv : "?";
-}
-
 static void put_bytes(vka_text *t, uint64_t bytes)
 {
     if (bytes >= (1u << 20)) vka_text_put(t, "%.1f MiB", bytes / 1048576.0);
@@ -38,7 +32,7 @@ static void put_step(vka_text *t, const vka_plan *plan, uint32_t k)
             vka_role_name(s->bind[1].role));
         return;
     }
-    vka_text_put(t, "%-13s ", kernel_name(s->kernel));
+    vka_text_put(t, "%-13s ", vka_step_name(s));
     vka_step_describe(t, s);
     vka_text_put(t, "\n        binds:");
     for (uint32_t i = 0; i < s->binding_count; i++) {
