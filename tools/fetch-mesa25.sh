@@ -8,24 +8,15 @@
 # never skips the second driver silently. Reruns with the same backports version do no work.
 set -euo pipefail
 
-dir=${1:-"$(dirname "$0")/../build/mesa25"}
-mkdir -p "$dir"
-dir=$(cd "$dir" && pwd)
-apt="$dir/apt"
-root="$dir/root"
-log="$dir/fetch.log"
-: >"$log"
-on_exit() { [ "$1" -eq 0 ] || { cat "$log" >&2; echo "fetch-mesa25: FAILED (apt's log above, $log)" >&2; }; }
-trap 'on_exit $?' EXIT
-fail() { echo "fetch-mesa25: $*" >>"$log"; exit 1; }
+# shellcheck source=tools/private-apt.sh
+. "$(dirname "$0")/private-apt.sh"
+fetch_start fetch-mesa25 "${1:-"$(dirname "$0")/../build/mesa25"}"
 
 # Private apt (tools/private-apt.sh). Only backports is listed: the rest of what lavapipe links
 # comes from this machine (tools/install-deps.sh installed Mesa 22, which pulls in the same
 # libraries), and apt-get download resolves nothing.
 arch=$(dpkg --print-architecture)
 mkdir -p "$dir/debs"
-# shellcheck source=tools/private-apt.sh
-. "$(dirname "$0")/private-apt.sh"
 private_apt "$apt" "deb [signed-by=$private_apt_key] http://deb.debian.org/debian bookworm-backports main"
 
 apt-get update -q --error-on=any >>"$log" 2>&1 || fail "apt-get update failed: is deb.debian.org reachable?"

@@ -18,16 +18,9 @@
 # under trixie's glibc, which is why the sanitizer build never runs through it.
 set -euo pipefail
 
-dir=${1:-"$(dirname "$0")/../build/mesa26"}
-mkdir -p "$dir"
-dir=$(cd "$dir" && pwd)
-apt="$dir/apt"
-root="$dir/root"
-log="$dir/fetch.log"
-: >"$log"
-on_exit() { [ "$1" -eq 0 ] || { cat "$log" >&2; echo "fetch-mesa26: FAILED (apt's log above, $log)" >&2; }; }
-trap 'on_exit $?' EXIT
-fail() { echo "fetch-mesa26: $*" >>"$log"; exit 1; }
+# shellcheck source=tools/private-apt.sh
+. "$(dirname "$0")/private-apt.sh"
+fetch_start fetch-mesa26 "${1:-"$(dirname "$0")/../build/mesa26"}"
 
 # The compiler bundle (a cooperative-matrix shader build), then the driver bundle (Mesa 26 lavapipe
 # with what it links that bookworm lacks or has too old). trixie's Khronos validation layer knows
@@ -37,8 +30,6 @@ driver=(mesa-vulkan-drivers/trixie-backports libllvm19 libdrm2 libdisplay-info2 
 layers=(vulkan-validationlayers)
 
 mkdir -p "$dir/debs"
-# shellcheck source=tools/private-apt.sh
-. "$(dirname "$0")/private-apt.sh"
 private_apt "$apt" "deb [signed-by=$private_apt_key] http://deb.debian.org/debian trixie main" \
   "deb [signed-by=$private_apt_key] http://deb.debian.org/debian trixie-backports main"
 

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by tools/fetch-mesa25.sh and tools/fetch-mesa26.sh: a private apt configuration in a
+# Sourced by tools/fetch-mesa25.sh and tools/fetch-mesa26.sh: their common start, and a private apt configuration in a
 # directory of their own, so that `apt-get update` and `apt-get download` fetch Debian packages
 # without installing anything. APT_CONFIG replaces /etc/apt/apt.conf, and Dir::Etc keeps apt from
 # reading the system's apt.conf.d, sources.list.d, preferences and keyrings; an empty dpkg status
@@ -8,8 +8,21 @@
 #   private_apt DIR "deb [signed-by=KEYRING] URL SUITE main" ...   (one argument per sources line)
 # Writes DIR's tree and exports APT_CONFIG; $private_apt_key is bookworm's Debian keyring, which
 # verifies trixie too.
+#   fetch_start NAME DIR                                   (first: the scripts' common start)
+# Makes DIR absolute in $dir, with $apt, $root and an emptied $log in it; `fail MESSAGE` logs the
+# message and exits 1, and any failing exit prints apt's log and one FAILED line to stderr.
 # shellcheck disable=SC2034 # the sourcing scripts name it in their sources lines
 private_apt_key=/usr/share/keyrings/debian-archive-keyring.gpg
+fetch_start() {
+  fetch_name=$1
+  mkdir -p "$2"
+  dir=$(cd "$2" && pwd)
+  apt="$dir/apt" root="$dir/root" log="$dir/fetch.log"
+  : >"$log"
+  trap 'fetch_on_exit $?' EXIT
+}
+fetch_on_exit() { [ "$1" -eq 0 ] || { cat "$log" >&2; echo "$fetch_name: FAILED (apt's log above, $log)" >&2; }; }
+fail() { echo "$fetch_name: $*" >>"$log"; exit 1; }
 private_apt() {
   local apt=$1 arch line
   shift
