@@ -589,7 +589,13 @@ static void test_forward_errors(void)
 static void test_activations_past_the_range(void)
 {
     vkattn_device_info info;
-    vkattn_context_device(ctx, &info);
+    CHECK_STATUS(vkattn_context_device(ctx, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(vkattn_context_last_error(ctx), "vkattn_context_device: out is NULL") != NULL);
+    vkattn_pipeline_cache_info cache_info;
+    CHECK_STATUS(vkattn_context_pipeline_cache_info(ctx, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(vkattn_context_last_error(ctx), "pipeline_cache_info: out is NULL") != NULL);
+    CHECK_STATUS(vkattn_context_pipeline_cache_info(ctx, &cache_info), VKATTN_OK);
+    CHECK_STATUS(vkattn_context_device(ctx, &info), VKATTN_OK);
     const uint32_t E = 1024, L = 4, kd = 4;
     uint32_t S = (uint32_t)(info.max_storage_buffer_range / (E * 4)) + 1000;
     if ((uint64_t)S * E * 4 > info.max_memory_allocation_size) {

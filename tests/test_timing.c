@@ -87,6 +87,11 @@ static void check_step_times(const timed_run *r)
     CHECK_STATUS(vkattn_layer_last_step_times(r->layer, NULL, 1, &m), VKATTN_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(vkattn_context_last_error(ctx), "times is NULL") != NULL);
     CHECK_STATUS(vkattn_layer_last_step_times(r->layer, t, n, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(vkattn_context_last_error(ctx), "count is NULL") != NULL); /* not the message before */
+    vkattn_forward_stats stats;
+    CHECK_STATUS(vkattn_layer_last_stats(r->layer, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(vkattn_context_last_error(ctx), "vkattn_layer_last_stats: out is NULL") != NULL);
+    CHECK_STATUS(vkattn_layer_last_stats(NULL, &stats), VKATTN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(vkattn_layer_last_step_times(NULL, t, n, &m), VKATTN_ERROR_INVALID_ARGUMENT);
     free(t);
 }

@@ -791,23 +791,26 @@ void vkattn_context_destroy(vkattn_context *ctx)
 
 const char *vkattn_context_last_error(const vkattn_context *ctx) { return ctx ? ctx->dev.error.message : ""; }
 
-static vkattn_status context_device(const vkattn_context *ctx, vkattn_device_info *out)
+static vkattn_status context_device(vkattn_context *ctx, vkattn_device_info *out)
 {
+    if (!out) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_context_device: out is NULL");
     *out = ctx->dev.info;
     return VKATTN_OK;
 }
 
 vkattn_status vkattn_context_device(const vkattn_context *ctx, vkattn_device_info *out)
 {
-    if (!ctx || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
+    if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
     /* guarded: a plan's attn_cm self-test may write the note (vka_context_plan) */
-    VKA_GUARDED((vkattn_context *)ctx, context_device(ctx, out));
+    VKA_GUARDED((vkattn_context *)ctx, context_device((vkattn_context *)ctx, out));
 }
 
 uint32_t vkattn_context_validation_messages(const vkattn_context *ctx) { return ctx ? ctx->validation_messages : 0; }
 
-static vkattn_status pipeline_cache_info(const vkattn_context *ctx, vkattn_pipeline_cache_info *out)
+static vkattn_status pipeline_cache_info(vkattn_context *ctx, vkattn_pipeline_cache_info *out)
 {
+    if (!out)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_context_pipeline_cache_info: out is NULL");
     const vka_pipeline_cache *cache = &ctx->pipelines;
     *out = (vkattn_pipeline_cache_info){.state = cache->state, .loaded_bytes = cache->loaded_bytes,
                                         .pipelines = cache->count, .has_file = cache->path != NULL};
@@ -817,9 +820,10 @@ static vkattn_status pipeline_cache_info(const vkattn_context *ctx, vkattn_pipel
 
 vkattn_status vkattn_context_pipeline_cache_info(const vkattn_context *ctx, vkattn_pipeline_cache_info *out)
 {
-    if (!ctx || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
-    /* The guard's flag is the one mutable field a reader touches: the context is otherwise read only. */
-    VKA_GUARDED((vkattn_context *)ctx, pipeline_cache_info(ctx, out));
+    if (!ctx) return VKATTN_ERROR_INVALID_ARGUMENT;
+    /* The guard's flag and the message are the mutable fields a reader touches: the context is
+     * otherwise read only. */
+    VKA_GUARDED((vkattn_context *)ctx, pipeline_cache_info((vkattn_context *)ctx, out));
 }
 
 static vkattn_status pipeline_cache_data(vkattn_context *ctx, void *data, size_t *size)

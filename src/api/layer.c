@@ -461,19 +461,22 @@ vkattn_status vkattn_layer_set_timing(vkattn_layer *layer, int enabled)
 
 static vkattn_status layer_last_stats(const vkattn_layer *layer, vkattn_forward_stats *out)
 {
+    if (!out) return vka_fail(&layer->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_layer_last_stats: out is NULL");
     *out = layer->stats;
     return VKATTN_OK;
 }
 
 vkattn_status vkattn_layer_last_stats(const vkattn_layer *layer, vkattn_forward_stats *out)
 {
-    if (!layer || !out) return VKATTN_ERROR_INVALID_ARGUMENT;
+    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
     VKA_GUARDED(layer->ctx, layer_last_stats(layer, out));
 }
 
 static vkattn_status layer_last_step_times(const vkattn_layer *layer, vkattn_step_time *times, uint32_t capacity,
                                            uint32_t *count)
 {
+    if (!count)
+        return vka_fail(&layer->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_layer_last_step_times: count is NULL");
     if (capacity && !times)
         return vka_fail(&layer->ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
                         "vkattn_layer_last_step_times: times is NULL with a capacity of %u", capacity);
@@ -486,6 +489,6 @@ static vkattn_status layer_last_step_times(const vkattn_layer *layer, vkattn_ste
 vkattn_status vkattn_layer_last_step_times(const vkattn_layer *layer, vkattn_step_time *times, uint32_t capacity,
                                            uint32_t *count)
 {
-    if (!layer || !count) return VKATTN_ERROR_INVALID_ARGUMENT;
+    if (!layer) return VKATTN_ERROR_INVALID_ARGUMENT;
     VKA_GUARDED(layer->ctx, layer_last_step_times(layer, times, capacity, count));
 }
