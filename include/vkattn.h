@@ -318,7 +318,9 @@ typedef struct vkattn_context_desc {
      * shared-memory scalar GEMM (matmul_sm), and where compute shaders have subgroup arithmetic and
      * shuffles on 4 or more lanes, decoding steps' few rows on a matrix-vector kernel (matmul_vec;
      * matmul_vec_storage, 16-byte storage-buffer loads, where rows start on multiples of 8
-     * elements) and their attention on attn_paged's GPU-shaped build; the rest with GPU-sized tiles.
+     * elements) and their attention on attn_paged's GPU-shaped build; the scalar fused attention
+     * (fp32 attention, and every attention without attn_cm) with K and V staged in shared memory
+     * (attn_fused_shared, in "gpu" and "intel"); the rest with GPU-sized tiles.
      * "coopmat"'s tiles and defaults were measured on an H200 and H100s, each default against the
      * kernel as it was (cm_group_rows: no faster, no slower there), but for those of sessions 18
      * and 19 (cm_attn_reg_p, cm_direct and attn_cm's softmax changes), not yet timed on a GPU;
@@ -369,7 +371,11 @@ typedef struct vkattn_context_desc {
      * through texel fetches), paged_lanes_q_shared (0 or 1: 1 stages a row tile's queries in
      * shared memory once, the GPU classes' default; 0 fetches them again for each block of keys), paged_lanes_per_unit,
      * paged_per_unit (1-4096: decoding's workgroups or invocations per compute unit),
-     * paged_min_part (1-65536: keys per part at least), merge_lanes (a power of two, 1-64:
+     * paged_min_part (1-65536: keys per part at least), fused_shared (0 or 1: 1 runs the scalar
+     * fused attention as attn_fused_shared, a workgroup's query tiles of one head staging each
+     * block's K and V in shared memory, where the block fits and the loop budget holds its
+     * staging, the gpu and intel classes' default; 0 has every invocation fetch them itself, as
+     * lavapipe, mobile and coopmat do), merge_lanes (a power of two, 1-64:
      * invocations per texel merging key parts, at most the parts, a divisor of the workgroup and
      * within the loop budget; every class, 1 = one walks them all), vec_tile_n (1-8: the output
      * columns of a matmul_vec workgroup, decoding's projections), vec_wg (a power of two, 32-1024:

@@ -114,13 +114,13 @@ vec4 vka_texel8(uvec4 r, uint h)
 #ifdef VKA_WITH_MASKS
 /* Masks, split by what they depend on so the kernels can hoist them (and so lavapipe's compiler
  * does not see the full mask logic unrolled once per score):
- *   row limit   causal and valid lengths: real keys j >= vka_row_limit(b, i) are excluded;
+ *   row limit   causal and valid lengths: real keys j >= vka_row_limit(b, i) are excluded
+ *               (vka_row_limit_of: under the mask flags f);
  *   key test    key padding: depends on (b, j) only;
  *   mask term   attn_mask: one value per (b, h, i, j).
  * Only the S real keys are masked; the extra keys (bias_k, zero key) never are. */
-uint vka_row_limit(uint b, uint i)
+uint vka_row_limit_of(uint b, uint i, uint f)
 {
-    uint f = pc.mask_flags;
     int limit = int(pc.S);
     /* Top-left (PyTorch) by default; at the end, the key at the query's own position (qk) is the
      * last one it sees. */
@@ -130,6 +130,7 @@ uint vka_row_limit(uint b, uint i)
     if ((f & VKA_MASK_VALID_LENS_PER_QUERY) != 0) limit = min(limit, valid_lens[b * pc.L + i]);
     return uint(max(limit, 0));
 }
+uint vka_row_limit(uint b, uint i) { return vka_row_limit_of(b, i, pc.mask_flags); }
 
 /* Whether key padding leaves key j of batch b visible. */
 bool vka_key_visible(uint b, uint j)

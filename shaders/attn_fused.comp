@@ -17,12 +17,21 @@
  * from there), so keys before every row's window are never visited; a sink starts the running
  * softmax of part 0's first chunk (the lse then includes it, the merge combines it once).
  *
- * Grid: parts * bh_count * ceil(i_count / TILE_A) invocations, WG_SIZE per workgroup.
+ * The SHARED_KV build (kernel attn_fused_shared, the GPU tunings') gives a workgroup WG x TILE_A
+ * consecutive query rows of one (part, b, h): its invocations stage each block's K and V rows in
+ * shared memory together (neighbouring texels on neighbouring invocations), and every invocation
+ * reads them there (one address for the whole workgroup: a broadcast), where the texel-fetch build
+ * has every invocation fetch every K and V texel itself (on a GPU the texture pipe then bounds
+ * it, at about a fetch per four FMAs). The workgroup walks one key range, its first row's part
+ * and chunk to the last key any of its rows sees; each row masks the keys it does not see.
+ *
+ * Grid: parts * bh_count * ceil(i_count / TILE_A) invocations, WG_SIZE per workgroup (SHARED_KV:
+ * parts * bh_count * ceil(i_count / (WG_SIZE * TILE_A)) workgroups).
  * Bindings: VKA_FUSED_* (abi.h).
  * Loop trips per invocation (the plan's model, src/plan/attention.c): the key-block loop, blocks + 1;
  * per block three loops over the DV texels of a head row (Q·K^T, rescale, P·V), DV + 1 each;
  * once each, a DV loop to clear the output, to load a carried state, and to store. Loops over
- * TILE_A, TILE_B and VEC are unrolled.
+ * TILE_A, TILE_B and VEC are unrolled, as is SHARED_KV's staging (TILE_B x DV / WG_SIZE texels).
  */
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -43,6 +52,13 @@ layout(std430, binding = VKA_FUSED_STATE_O) buffer StateO4_ { vec4 state_o4[]; }
 layout(std430, binding = VKA_FUSED_STATE_LSE) buffer StateLse_ { float state_lse[]; };
 layout(std430, binding = VKA_FUSED_HEAD_TERMS) readonly buffer HeadTerms_ { float head_terms[]; };
 layout(push_constant) uniform Push { vka_fused_push pc; };
+#ifdef SHARED_KV
+/* a block's K and V rows, key c's texels at c x DV (krow / vrow hold c x DV) */
+shared vec4 k_s[TILE_B * DV];
+shared vec4 v_s[TILE_B * DV];
+#define VKA_FETCH_K(row, t) k_s[(row) + (t)]
+#define VKA_FETCH_V(row, t) v_s[(row) + (t)]
+#endif
 #define VKA_WITH_MASKS
 #define VKA_WITH_VARIANTS
 #include "attention_common.glsl"
@@ -51,12 +67,23 @@ layout(std430, binding = VKA_FUSED_CTX) writeonly buffer Ctx4_ { VKA_OUT_VEC4 ct
 
 void main()
 {
-    uint id = vka_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    const uint WG = gl_WorkGroupSize.x;
     uint q_blocks = (pc.i_count + TILE_A - 1) / TILE_A;
+#ifdef SHARED_KV
+    /* a workgroup per (part, head, WG query tiles); its invocations past i_count repeat the last
+     * row (they meet the barriers) and store nothing */
+    uint group = vka_group_index(), groups = (q_blocks + WG - 1) / WG, rows = pc.bh_count * groups;
+    uint part_index = group / rows;
+    if (part_index >= pc.parts) return; /* a padding workgroup, whole */
+    uint bh_local = (group % rows) / groups, il_first = (group % groups) * WG * TILE_A;
+    uint il0 = il_first + gl_LocalInvocationID.x * TILE_A;
+#else
+    uint id = vka_group_index() * WG + gl_LocalInvocationID.x;
     uint rows = pc.bh_count * q_blocks;
     uint part_index = id / rows;
     if (part_index >= pc.parts) return;
     uint bh_local = (id % rows) / q_blocks, il0 = (id % q_blocks) * TILE_A;
+#endif
     uint bh = pc.bh_begin + bh_local, b = bh / pc.H, h = bh % pc.H;
     const float neg_inf = -1.0 / 0.0;
 
@@ -98,8 +125,17 @@ void main()
     }
 
     /* This invocation's keys [k_lo, k_hi): the real ones some row can see, then the extra keys.
-     * Parts count from the first row's window start (0 without a window): no row sees a key before. */
+     * Parts count from the first row's window start (0 without a window): no row sees a key before.
+     * SHARED_KV: the workgroup's first row's; its keys end where its last row's limit does, as
+     * causal and per-batch lengths have it (they grow with the row; per-query lengths need not,
+     * and each row masks its own keys past them). */
+#ifdef SHARED_KV
+    uint part = vka_window_start(int(pc.i_begin + il_first) + int(pc.S) - int(pc.L)) + part_index * pc.part_len;
+    real_end = vka_row_limit_of(b, pc.i_begin + min(il_first + WG * TILE_A, pc.i_count) - 1,
+                                pc.mask_flags & ~VKA_MASK_VALID_LENS_PER_QUERY);
+#else
     uint part = first[0] + part_index * pc.part_len;
+#endif
     uint k_lo = part + pc.chunk_begin;
     uint k_hi = min(min(k_lo + pc.chunk_len, part + pc.part_len), pc.S_ext);
     uint real_hi = min(k_hi, min(real_end, pc.S)), extra_lo = max(k_lo, pc.S);
@@ -112,11 +148,25 @@ void main()
 
         uint krow[TILE_B], vrow[TILE_B];
         uint kv_base = b * pc.kv_batch + h / pc.kv_group * pc.kv_head; /* K/V head h / kv_group */
+#ifdef SHARED_KV
+        barrier(); /* the previous block's K and V are read */
+        [[unroll]] for (uint e = 0; e < (TILE_B * DV + WG - 1) / WG; e++) {
+            uint at = e * WG + gl_LocalInvocationID.x, c = at / DV;
+            if ((TILE_B * DV) % WG == 0 || at < TILE_B * DV) {
+                uint row = kv_base + min(j0 + c, end - 1) * pc.kv_row + at % DV;
+                k_s[at] = vka_fetch(K, pc.k_offset + row);
+                v_s[at] = vka_fetch(V, pc.v_offset + row);
+            }
+        }
+        barrier(); /* the block is staged */
+        [[unroll]] for (uint c = 0; c < TILE_B; c++) krow[c] = vrow[c] = c * DV;
+#else
         [[unroll]] for (uint c = 0; c < TILE_B; c++) {
             uint row = kv_base + min(j0 + c, end - 1) * pc.kv_row;
             krow[c] = pc.k_offset + row;
             vrow[c] = pc.v_offset + row;
         }
+#endif
         float s[TILE_A][TILE_B];
         VKA_QK_TILE(s, qrow, krow);
 

@@ -49,10 +49,10 @@ if echo "$line" | grep -qE 'cooperative matrix: +[0-9]+x[0-9]+x[0-9]+' && ! echo
   VKATTN_TUNING=coopmat VKATTN_COOPMAT=0 forward --precision f16 >"$out/off" 2>&1 || fail "forward with VKATTN_COOPMAT=0: $(cat "$out/off")"
   ! grep -E '_cm ' "$out/off" || fail "a _cm kernel with VKATTN_COOPMAT=0"
   grep -qE 'out_projection +matmul ' "$out/off" || fail "no plain matmul with VKATTN_COOPMAT=0: $(cat "$out/off")"
-  grep -qE '^ +[0-9]+ fused +attn_fused ' "$out/off" || fail "no attn_fused with VKATTN_COOPMAT=0: $(cat "$out/off")"
+  grep -qE '^ +[0-9]+ fused +attn_fused(_shared)? ' "$out/off" || fail "no attn_fused with VKATTN_COOPMAT=0: $(cat "$out/off")"
   VKATTN_TUNING=coopmat forward --precision f32 >"$out/f32" 2>&1 || fail "forward with --precision f32: $(cat "$out/f32")"
   ! grep -E '_cm ' "$out/f32" || fail "a _cm kernel with --precision f32"
-  grep -qE '^ +[0-9]+ fused +attn_fused ' "$out/f32" || fail "no attn_fused with --precision f32: $(cat "$out/f32")"
+  grep -qE '^ +[0-9]+ fused +attn_fused(_shared)? ' "$out/f32" || fail "no attn_fused with --precision f32: $(cat "$out/f32")"
   VKATTN_TUNING=coopmat forward >"$out/default" 2>&1 || fail "forward at the default precision: $(cat "$out/default")"
   ! grep -E '_cm ' "$out/default" || fail "a _cm kernel at the default precision of an f32 layer"
   # bench --dtype f16 times (and --trace explains) a forward on f16 tensors: the Q/K/V projection

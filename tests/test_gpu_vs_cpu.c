@@ -227,11 +227,11 @@ static const test_case cases[] = {
     {"gpu_tuning", "split_D7_lse", 2, 9, 250, 21, 3, .mask = MASK_FLOAT, .lens = LENS_PER_QUERY, .loop_budget = 300,
      .tuning = "gpu"},
     /* a NaN key (row 850) that 5 of batch item 0's 9 queries see, in a part another lane than
-     * lane 0 merges (6 parts of 256 keys in 4 lanes: part 3, lane 3): its NaN must reach the
-     * rows' lse through the lanes' shared maxima */
+     * lane 0 merges (attn_fused_shared's 7 parts of 224 keys in 4 lanes: part 3, lane 3): its NaN
+     * must reach the rows' lse through the lanes' shared maxima */
     {"gpu_tuning", "split_nan_seen_lse", 2, 9, 1500, 64, 2, .lens = LENS_PER_QUERY, .nan_seen = 850, .loop_budget = 512,
      .tuning = "gpu",
-     .plan_has = "merge 6 parts of (batch, head) pairs 0..3 x queries 0..8 by log-sum-exp (4 lanes per texel)"},
+     .plan_has = "merge 7 parts of (batch, head) pairs 0..3 x queries 0..8 by log-sum-exp (4 lanes per texel)"},
     /* the mobile class's shapes (8 keys and at most 2 queries per fused invocation, 2-query P·V
      * tiles, softmax workgroups of 128) */
     {"gpu_tuning", "mobile_self", 2, 33, 0, 32, 4, .causal = 1, .tuning = "mobile"},

@@ -252,7 +252,16 @@ static int check_plan_limits(const vka_plan *plan, const vka_plan_limits *l, con
  * cover every row once, and the states flow: no load in a row group's first chunk, a store in
  * every chunk but the last unless parts are merged, a merge exactly when there are parts. */
 /* attn_fused or its cooperative-matrix form, attn_cm: the same contract */
-static int is_fused(vka_kernel k) { return k == VKA_KERNEL_FUSED || k == VKA_KERNEL_FUSED_CM; }
+static int is_fused(vka_kernel k)
+{
+    return k == VKA_KERNEL_FUSED || k == VKA_KERNEL_FUSED_SHARED || k == VKA_KERNEL_FUSED_CM;
+}
+
+/* attn_fused's dispatches, either build (texel fetches, or K/V in shared memory) */
+static uint32_t fused_scalar(const vka_plan *plan)
+{
+    return count_kernel(plan, VKA_KERNEL_FUSED) + count_kernel(plan, VKA_KERNEL_FUSED_SHARED);
+}
 
 static int check_fused_cover(const vka_problem *p, const vka_plan *plan)
 {
@@ -1254,6 +1263,82 @@ static void test_coopmat_profiles(void)
  * per invocation, in reduction parts within the budget that cover C exactly once;
  * decoding's few rows (fewer than a tile's), and a device whose shared memory or workgroup size is
  * too small, take matmul.comp; the lavapipe tuning never takes it. */
+/* attn_fused_shared, the GPU tunings' attn_fused: a workgroup of fused_wg query tiles of one head
+ * per (part, head), K and V staged per block within shared memory (2 x keys x texels x 16 bytes),
+ * its keys covered once at every budget, its staging loop counted in the trips, a window's parts
+ * spanning the workgroup's rows; attn_fused where it does not fit, under fused_shared=0, mobile
+ * and lavapipe. */
+static void test_fused_shared_plans(void)
+{
+    const struct {
+        const char *tuning;
+        uint32_t B, L, S, E, H, causal, window, budget, shared;
+        int want; /* 1: attn_fused_shared */
+    } rows[] = {
+        {"gpu", 2, 300, 300, 1024, 8, 1, 0, 65535, 32768, 1},      /* D = 128, 5 workgroups of 64 rows a head */
+        {"gpu", 1, 70, 90, 1024, 4, 0, 0, 65535, 32768, 1},        /* D = 256: 32 KiB, exactly */
+        {"gpu", 1, 70, 90, 1024, 4, 0, 0, 65535, 32767, 0},        /* a byte less: attn_fused */
+        {"gpu", 1, 129, 2048, 256, 4, 0, 0, 512, 32768, 1},        /* D = 64 in parts and chunks */
+        {"gpu", 1, 1000, 4096, 256, 4, 1, 512, 65535, 32768, 1},   /* a window: parts span W + 63 keys */
+        {"gpu", 1, 1000, 4096, 256, 4, 1, 512, 300, 32768, 1},     /* ... in several parts */
+        /* D = 4 at a budget of 24: the staging loop leaves room for one block, attn_fused's
+         * texel fetches for two (test_matmul_cm's forwards at that budget) */
+        {"gpu", 1, 20, 40, 8, 2, 0, 0, 24, 32768, 0},
+        {"gpu:fused_shared=0", 2, 300, 300, 1024, 8, 1, 0, 65535, 32768, 0},
+        {"mobile", 2, 300, 300, 1024, 8, 1, 0, 65535, 32768, 0},
+        {"lavapipe", 2, 300, 300, 1024, 8, 1, 0, 65535, 32768, 0},
+    };
+    vkattn_device_info any = {0};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        vka_tuning t;
+        char why[160] = "";
+        int named = 0;
+        CHECK_MSG(vka_tuning_parse(&any, rows[r].tuning, &t, &named, why, sizeof why) == 0, "%s", why);
+        vka_plan_limits l = lavapipe_limits();
+        l.tuning = &t;
+        l.max_shared_bytes = rows[r].shared, l.max_workgroup_invocations = 1024, l.loop_budget = rows[r].budget;
+        vka_problem p = problem(rows[r].B, rows[r].L, rows[r].S, rows[r].E, rows[r].H, rows[r].L == rows[r].S);
+        p.causal = (int)rows[r].causal, p.cfg.window = rows[r].window;
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK_MSG(check_plan_limits(&plan, &l, rows[r].tuning) == 0, "row %zu", r);
+        /* (a window's parts start at a row's window: their span is checked below) */
+        CHECK_MSG(rows[r].window || check_fused_cover(&p, &plan) == 0, "row %zu: key cover", r);
+        const uint32_t shared = count_kernel(&plan, VKA_KERNEL_FUSED_SHARED), plain = count_kernel(&plan, VKA_KERNEL_FUSED);
+        CHECK_MSG(rows[r].want ? shared > 0 && plain == 0 : shared == 0 && plain > 0, "row %zu (%s): %u shared, %u not",
+                  r, rows[r].tuning, shared, plain);
+        const uint32_t D = p.cfg.D, DV = D / 4;
+        for (uint32_t i = 0; i < plan.step_count; i++) {
+            const vka_step *st = &plan.steps[i];
+            if (st->kernel != VKA_KERNEL_FUSED_SHARED) continue;
+            const vka_fused_push *f = &st->push.fused;
+            const uint32_t wg = st->spec[VKA_SPEC_WG_SIZE], tq = st->spec[VKA_SPEC_TILE_A], tk = st->spec[VKA_SPEC_TILE_B];
+            CHECK(wg == t.fused_wg && tk == t.fused_tile_k && st->spec[VKA_SPEC_DV] == DV);
+            CHECK(vka_fused_shared_bytes(tk, DV) == 2ull * tk * DV * 16 && vka_fused_shared_bytes(tk, DV) <= rows[r].shared);
+            /* a workgroup per (part, head, wg query tiles) */
+            const uint64_t groups = (uint64_t)st->groups[0] * st->groups[1] * st->groups[2];
+            const uint64_t want = (uint64_t)f->parts * f->bh_count * vka_ceil_div(f->i_count, (uint64_t)wg * tq);
+            CHECK_MSG(groups >= want && groups < want + 65535, "row %zu: %llu workgroups for %llu", r,
+                      (unsigned long long)groups, (unsigned long long)want);
+            /* the staging loop is in the trips: ceil(keys x texels / wg) a block */
+            const uint64_t keys = vka_min64(f->chunk_len, f->part_len), stage = vka_ceil_div((uint64_t)tk * DV, wg);
+            CHECK(vka_step_loop_trips(st) ==
+                  vka_fused_loop_trips(DV, tk, keys, (st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_LOAD) != 0, stage) &&
+                  vka_step_loop_trips(st) > vka_fused_loop_trips(DV, tk, keys, (st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_LOAD) != 0, 0));
+            if (rows[r].window) { /* from the workgroup's first row's window start to its last row */
+                const uint64_t span = rows[r].window + (uint64_t)wg * tq - 1;
+                CHECK_MSG((uint64_t)f->parts * f->part_len >= span && (uint64_t)(f->parts - 1) * f->part_len < span,
+                          "row %zu: %u parts of %u keys for %llu", r, f->parts, f->part_len, (unsigned long long)span);
+            }
+        }
+        printf("  %-20s D=%-3u L=%-4u S=%-4u budget %-5u shared %5u: %s, %u key part%s\n", rows[r].tuning, D, rows[r].L,
+               rows[r].S, rows[r].budget, rows[r].shared, shared ? "attn_fused_shared" : "attn_fused", plan.key_parts,
+               plan.key_parts == 1 ? "" : "s");
+        if (rows[r].budget < 1000 && rows[r].budget > 24) CHECK(plan.key_parts > 1 || plan.key_chunks > 1);
+        vka_plan_free(&plan);
+    }
+}
+
 static void test_matmul_sm_plans(void)
 {
     const struct {
@@ -2364,29 +2449,31 @@ static void test_coopmat_attention(void)
         printf("  %-24s %u attn_cm dispatches, %u key parts\n", rows[r].name, cm, plan.key_parts);
         vka_plan_free(&plan);
     }
-    /* fp32 precision, a head dim of no whole matrices, too little shared memory: attn_fused */
+    /* fp32 precision, a head dim of no whole matrices, too little shared memory: the scalar
+     * attn_fused (either build: the class keeps texel fetches, a tuning string may ask for
+     * attn_fused_shared) */
     vka_plan_limits l = coopmat_limits((vkattn_matrix_shape){8, 8, 8}, 8, 32768, 65535);
     vka_problem p = problem(1, 64, 64, 256, 4, 1);
     vka_plan plan = {0};
     p.cfg.precision = VKATTN_PRECISION_F32;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 1);
+    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && fused_scalar(&plan) == 1);
     CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_CM) == 0);
     p = problem(1, 64, 64, 84, 7, 1); /* D = 12 */
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 1);
+    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && fused_scalar(&plan) == 1);
     p = problem(1, 64, 64, 1024, 4, 1); /* D = 256 in 16 KiB */
     l.max_shared_bytes = 16384;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 1);
+    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && fused_scalar(&plan) == 1);
     p = problem(1, 64, 64, 256, 4, 1); /* a context whose attn_cm self-test failed */
     l.max_shared_bytes = 32768, l.no_fused_cm = 1;
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 1);
+    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && fused_scalar(&plan) == 1);
     CHECK(count_kernel(&plan, VKA_KERNEL_MATMUL_CM) > 0);
     l.no_fused_cm = 0, l.subgroup_sums = 0; /* no subgroup shuffles */
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
-    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && count_kernel(&plan, VKA_KERNEL_FUSED) == 1);
+    CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0 && fused_scalar(&plan) == 1);
     l.subgroup_sums = 1, l.matrix2 = 1; /* VK_NV_cooperative_matrix2's operations: attn_cm2, with square fragments only */
     CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
     CHECK(count_kernel(&plan, VKA_KERNEL_FUSED_CM2) == 1 && count_kernel(&plan, VKA_KERNEL_FUSED_CM) == 0);
@@ -2499,6 +2586,7 @@ int main(void)
     RUN_TEST(test_loop_budget_everywhere);
     RUN_TEST(test_splits_where_lavapipe_failed);
     RUN_TEST(test_matmul_sm_plans);
+    RUN_TEST(test_fused_shared_plans);
     RUN_TEST(test_matmul_vec_plans);
     RUN_TEST(test_paged_lanes_plans);
     RUN_TEST(test_weights_past_the_range);

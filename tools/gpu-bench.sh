@@ -128,6 +128,23 @@ if VKATTN_TUNING=coopmat:cm_attn_stages=1 "$vk" bench --preset gpu --embed 4096 
 else
   echo "(failed: see prefill_d256_one_stage.txt)"
 fi
+step "the scalar fused attention (GPUs without matrix cores, fp32 layers): attn_fused_shared against attn_fused's texel fetches (gpu class, f32, E = 4096, H = 32, L = S = 2048)"
+# attn_fused_shared stages each block's K and V in shared memory for a workgroup's 64 query rows;
+# attn_fused (fused_shared=0) has every invocation fetch every K and V texel (texture-bound on a
+# GPU: about 5 TFLOP/s on an H200, docs/PERFORMANCE.md). Not measured yet (2026-11-28).
+for t in gpu:fused_shared=0 gpu; do
+  n=${t//[:=,]/_}
+  if VKATTN_TUNING=$t "$vk" bench --preset gpu --embed 4096 --heads 32 --len 2048 --dtype f32 --no-peak --trace \
+    --json "$out/scalar_$n.json" >"$out/scalar_$n.txt"; then
+    printf -- '-- VKATTN_TUNING=%s\n' "$t"
+    grep -E '^ +[0-9]+ fused +attn_fused|^  step times' "$out/scalar_$n.txt" | cut -c1-300 | awk '!seen[$0]++' || true
+  else
+    echo "(failed: see scalar_$n.txt)"
+  fi
+done
+if [ -f "$out/scalar_gpu_fused_shared_0.json" ] && [ -f "$out/scalar_gpu.json" ]; then # > 1: attn_fused_shared is faster
+  "$vk" bench --compare "$out/scalar_gpu_fused_shared_0.json" "$out/scalar_gpu.json" | grep -E 'fused|geometric' || true
+fi
 step "prefill on attn_cm2 (VKATTN_COOPMAT2=1: where the device has VK_NV_cooperative_matrix2; else as above)"
 # --trace: each configuration's plan names the attention kernel that ran (attn_cm2, attn_cm, attn_fused)
 VKATTN_COOPMAT2=1 "$vk" bench --preset gpu --dtype f16 ${cm2_args[@]+"${cm2_args[@]}"} --trace --json "$out/prefill_cm2.json" \

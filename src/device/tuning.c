@@ -42,15 +42,15 @@
  * fetches (0.160 both at 32768; split 1 2.05 against 1.93 ms), left so for one layout of the
  * block formats' loads across the GPU classes; its prefetch 1.2-1.4x (2.8x with a part's keys in
  * one workgroup). */
-#define GPU_KERNELS                                                                                  \
+#define GPU_KERNELS                                                                                 \
     .matmul_tile_m = 4, .matmul_tile_n = 4, .matmul_wg = 64, .matmul_skinny_tile_n = 4,             \
-    .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4, \
-    .pv_tile_d = 2, .pv_wg = 64, .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4,     \
-    .fused_wg = 64, .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128,                    \
-    .paged_min_part = 16, .softmax_wg = 256, .vec_wg = 128, .vec_storage = 1,                      \
-    .sm_tile_m = 64, .sm_tile_n = 64, .sm_tile_k = 16, .sm_group_rows = 8, .paged_lanes = 32,          \
-    .paged_lanes_group = 4,                                                                          \
-    .paged_lanes_per_unit = 8, .paged_lanes_prefetch = 1, .paged_lanes_storage = 1,                    \
+    .matmul_skinny_wg = 64, .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64, .pv_tile_q = 4,\
+    .pv_tile_d = 2, .pv_wg = 64, .fused_tile_k = 16, .fused_q_dims = 128, .fused_max_tile_q = 4,    \
+    .fused_wg = 64, .paged_wg = 32, .paged_target = 16384, .paged_per_unit = 128,                   \
+    .paged_min_part = 16, .softmax_wg = 256, .vec_wg = 128, .vec_storage = 1,                       \
+    .sm_tile_m = 64, .sm_tile_n = 64, .sm_tile_k = 16, .sm_group_rows = 8, .paged_lanes = 32,       \
+    .paged_lanes_group = 4,                                                                         \
+    .paged_lanes_per_unit = 8, .paged_lanes_prefetch = 1, .paged_lanes_storage = 1,                 \
     .paged_lanes_q_shared = 1, .merge_lanes = 16
 
 static const vka_tuning tunings[] = {
@@ -77,6 +77,10 @@ static const vka_tuning tunings[] = {
                "shared-memory tiled GEMM (matmul_sm), the other kernels with GPU-sized tiles and workgroups "
                "(untuned: no GPU was available)",
         GPU_KERNELS, .vec_tile_n = 4,
+        /* the fused attention's K and V staged in shared memory for a workgroup's 64 query tiles
+         * (attn_fused_shared), not fetched by every invocation: a texel fetch per four FMAs held an
+         * fp32 attention to 4.9 TFLOP/s on an H200 (untuned: not yet measured, tools/gpu-bench.sh) */
+        .fused_shared = 1,
     },
     {
         .name = "coopmat",
@@ -174,13 +178,18 @@ static const vka_tuning tunings[] = {
          * (B = 4, H = 16, L = 2048) 0.689 against 0.739 (the shared-memory softmax 0.852), at
          * D = 256 2.53 against 2.59 */
         .cm_attn_wide_loads = 0,
+        /* the scalar fused attention (fp32 layers, a failed self-test) keeps attn_fused's texel
+         * fetches: attn_fused_shared is for GPUs without matrix cores (gpu, intel), measured first
+         * there (tools/gpu-bench.sh); here each test's fp32 comparison would compile it on Mesa 26
+         * lavapipe too, 1-2 s of LLVM a build */
+        .fused_shared = 0,
     },
     {
         .name = "intel",
         .why = "GPUs whose matrix engines take narrow matrices (8 rows) in small subgroups (8 or 16 lanes; Intel "
                "Arc and Xe2): more accumulators per subgroup for the same tile of C, the device's smallest "
                "subgroup, the other kernels as gpu (untuned: no GPU was available)",
-        GPU_KERNELS, .vec_tile_n = 4, /* the other kernels as gpu */
+        GPU_KERNELS, .vec_tile_n = 4, .fused_shared = 1, /* the other kernels as gpu */
         /* 4 x 4 accumulators of 8 x 8 x 16 (Arc A770): 64 x 64 outputs per workgroup, blocks of 32
          * (untuned); ggml also takes the smallest subgroup for Intel's matmuls */
         .cm_frags_m = 4, .cm_frags_n = 4, .cm_frags_narrow = 4, .cm_ksteps = 2, .cm_min_rows = 9, .cm_subgroup = 0,
@@ -198,6 +207,9 @@ static const vka_tuning tunings[] = {
         .scores_tile_q = 4, .scores_tile_k = 4, .scores_wg = 64,
         .pv_tile_q = 2, .pv_tile_d = 2, .pv_wg = 64,
         .fused_tile_k = 8, .fused_q_dims = 64, .fused_max_tile_q = 2, .fused_wg = 64,
+        /* attn_fused's texel fetches, not its shared-memory build: Mali's shared memory is the
+         * cache its loads go through (untuned) */
+        .fused_shared = 0,
         /* a handful of cores: parts of 64 keys or more, two workgroups of 64 per core */
         .paged_wg = 64, .paged_target = 4096, .paged_per_unit = 128, .paged_min_part = 64,
         .merge_lanes = 16, .softmax_wg = 128,
@@ -316,6 +328,7 @@ static const struct tuning_field {
     FIELD(paged_lanes_q_shared, 0, 1, ANY, paged_lanes, "attn_paged_lanes"),
     FIELD(paged_per_unit, 1, 4096, ANY, paged_wg, "attn_paged"),
     FIELD(paged_min_part, 1, 65536, ANY, paged_wg, "attn_paged"),
+    FIELD(fused_shared, 0, 1, ANY, fused_wg, "attn_fused"),
     FIELD(merge_lanes, 1, 64, POW2, fused_wg, "attn_merge"),
     FIELD(vec_tile_n, 1, 8, ANY, vec_wg, "matmul_vec"),
     FIELD(vec_wg, 32, 1024, POW2, vec_wg, "matmul_vec"),

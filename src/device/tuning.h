@@ -21,6 +21,11 @@ typedef struct vka_tuning {
     uint32_t pv_tile_q, pv_tile_d, pv_wg;
     /* attn_fused.comp: keys per block; queries per invocation = clamp(fused_q_dims / D, 1, max) */
     uint32_t fused_tile_k, fused_q_dims, fused_max_tile_q, fused_wg;
+    /* 1: attn_fused_shared (attn_fused.comp's SHARED_KV build) where its K/V block fits the
+     * device's shared memory: a workgroup of fused_wg invocations shares consecutive query tiles
+     * of one head and stages each block's K and V rows in shared memory; 0: every invocation
+     * fetches every K and V texel itself (lavapipe's choice: its texel fetches are its fast loads) */
+    uint32_t fused_shared;
     /* attn_paged.comp: its workgroup size; split-KV gives each sequence's keys more parts until
      * the dispatch has about paged_target invocations (paged_per_unit per compute unit where the
      * device reports its units), parts of at least paged_min_part keys */

@@ -33,6 +33,7 @@ VKA_KERNEL(SCORES,        attn_scores,      attn_scores.comp,   -,         0, vk
 VKA_KERNEL(SOFTMAX,       softmax,          softmax.comp,       -,         0, vka_softmax_push, "P_ Stats_ HeadTerms_", vka_softmax_trips, vka_softmax_describe)
 VKA_KERNEL(PV,            attn_pv,          attn_pv.comp,       -,         1, vka_pv_push,      "P V Ctx_ Acc_", vka_pv_trips, vka_pv_describe)
 VKA_KERNEL(FUSED,         attn_fused,       attn_fused.comp,    -,         1, vka_fused_push,   "Q K V Ctx_ Kpm_ ValidLens_ MaskBytes_ Lse_ StateO_ StateLse_ HeadTerms_", vka_fused_trips, vka_fused_describe)
+VKA_KERNEL(FUSED_SHARED,  attn_fused_shared, attn_fused.comp,   SHARED_KV, 1, vka_fused_push,   "Q K V Ctx_ Kpm_ ValidLens_ MaskBytes_ Lse_ StateO_ StateLse_ HeadTerms_", vka_fused_trips, vka_fused_describe)
 VKA_KERNEL(FUSED_CM,      attn_cm,          attn_cm.comp,       COOPMAT,   1, vka_fused_push,   "Q_ K_ V_ Ctx_ Kpm_ ValidLens_ MaskBytes_ Lse_ StateO_ StateLse_ HeadTerms_", vka_fused_cm_trips, vka_fused_cm_describe)
 VKA_KERNEL(FUSED_CM2,     attn_cm2,         attn_cm.comp,       COOPMAT2,  1, vka_fused_push,   "Q_ K_ V_ Ctx_ Kpm_ ValidLens_ MaskBytes_ Lse_ StateO_ StateLse_ HeadTerms_", vka_fused_cm_trips, vka_fused_cm_describe)
 VKA_KERNEL(COOPMAT_LAYOUT, coopmat_layout, coopmat_layout.comp, COOPMAT, 0, vka_layout_push, "Out_", vka_untimed_trips, vka_untimed_describe)

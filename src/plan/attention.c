@@ -189,12 +189,24 @@ static uint64_t fused_key_span(const vka_problem *p, uint32_t tile_q)
 
 /* The most keys one fused invocation may visit: whole blocks within the budget, counting a
  * carried state's load and one block for the boundary between real and extra keys. */
-vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, uint64_t *out)
+static uint64_t fused_per_block(uint32_t DV, uint64_t stage)
+{
+    return 3 * vka_loop(DV) + 1 + (stage ? vka_loop(stage) : 0);
+}
+
+/* The key blocks one invocation may visit within the budget (UINT64_MAX: no budget) */
+static uint64_t fused_budget_blocks(const vka_builder *b, uint32_t DV, uint64_t stage)
+{
+    if (b->budget == UINT64_MAX) return UINT64_MAX;
+    uint64_t fixed = 3 * vka_loop(DV) + 1;
+    return b->budget > fixed ? (b->budget - fixed) / fused_per_block(DV, stage) : 0;
+}
+
+vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, uint64_t stage, uint64_t *out)
 {
     *out = UINT32_MAX / 2 / tile_k * tile_k;
     if (b->budget == UINT64_MAX) return VKATTN_OK;
-    uint64_t fixed = 3 * vka_loop(DV) + 1, per_block = 3 * vka_loop(DV) + 1;
-    uint64_t blocks = b->budget > fixed ? (b->budget - fixed) / per_block : 0;
+    const uint64_t per_block = fused_per_block(DV, stage), blocks = fused_budget_blocks(b, DV, stage);
     if (blocks < 2)
         return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                              "head dim %u needs %llu loop trips per block of keys; this device's loop budget (%llu per "
@@ -329,14 +341,24 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     const uint32_t tile_q = cm.wg ? cm.tile_q : vka_tuning_fused_tile_q(pr, D);
     const uint32_t tile_k = cm.wg ? cm.tile_k : pr->fused_tile_k;
     const int f16_out = b->plan->role_dtype[VKA_ROLE_CTX] == VKATTN_DTYPE_F16;
+    /* attn_fused_shared (the GPU tunings'), where a block's K and V fit in shared memory: a
+     * workgroup shares fused_wg query tiles of one head, so its key range spans their rows */
+    const uint32_t wg = cm.wg ? cm.wg : pr->fused_wg;
+    const uint64_t stage_trips = vka_fused_stage_trips(tile_k, DV, wg);
+    /* (and where its staging loop leaves the budget two blocks: else attn_fused's texel fetches) */
+    const int shared_kv = !cm.wg && pr->fused_shared &&
+                          vka_fused_shared_bytes(tile_k, DV) <= b->limits->max_shared_bytes &&
+                          fused_budget_blocks(b, DV, stage_trips) >= 2;
+    const uint32_t span_rows = shared_kv ? tile_q * wg : tile_q; /* the query rows of one key range */
+    const uint64_t stage = shared_kv ? stage_trips : 0;
     vkattn_status status;
 
     /* Keys: parts side by side (as many as the state budget holds for one query tile), each
      * visited in chunks in turn when it is longer than one invocation may visit. */
     uint64_t max_keys;
     if (cm.wg) VKA_TRY(fused_cm_max_keys(b, tile_k, &max_keys));
-    else VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
-    const uint64_t span = fused_key_span(p, tile_q);
+    else VKA_TRY(vka_fused_max_keys(b, DV, tile_k, stage, &max_keys));
+    const uint64_t span = fused_key_span(p, span_rows);
     uint64_t parts = 1, part_len = span, chunks = 1, chunk_len = span, max_rows = 0;
     uint64_t state_budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
                                                                      : b->limits->max_storage_buffer_range,
@@ -344,7 +366,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     uint64_t pieces = vka_ceil_div(span, max_keys);
     if (pieces > 1) {
         uint64_t row_bytes = (uint64_t)D * 4, rows_total = (uint64_t)p->B * p->cfg.H_active * p->L;
-        uint64_t max_parts = state_budget / (row_bytes * vka_min64(rows_total, tile_q));
+        uint64_t max_parts = state_budget / (row_bytes * vka_min64(rows_total, span_rows));
         if (max_parts == 0)
             return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                                  "head dim %u: the softmax state of one query tile does not fit a binding", D);
@@ -381,10 +403,11 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     b->plan->key_chunks = (uint32_t)chunks;
 
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_FUSED,
-                  .kernel = !cm.wg ? VKA_KERNEL_FUSED : cm.matrix2 ? VKA_KERNEL_FUSED_CM2 : VKA_KERNEL_FUSED_CM,
+                  .kernel = cm.wg ? (cm.matrix2 ? VKA_KERNEL_FUSED_CM2 : VKA_KERNEL_FUSED_CM)
+                            : shared_kv ? VKA_KERNEL_FUSED_SHARED
+                                        : VKA_KERNEL_FUSED,
                   .f16_out = f16_out, .barrier_before = 1,
                   .binding_count = VKA_FUSED_BINDINGS};
-    const uint32_t wg = cm.wg ? cm.wg : pr->fused_wg;
     s.spec[VKA_SPEC_WG_SIZE] = wg;
     /* attn_cm: the next block fetched meanwhile where the head is small enough (two staged blocks
      * always fetch a block ahead: the flags say what the kernel does); Q, K and V read as storage
@@ -454,8 +477,12 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                 .chunk_begin = (uint32_t)(c * chunk_len), .chunk_len = (uint32_t)chunk_len,
                 .has_lse = p->lse && !store, .softcap = p->cfg.softcap, .window = p->cfg.window,
             };
-            /* an invocation per query tile, or a workgroup per query tile on cooperative matrices */
-            uint64_t invocations = parts * g.bh_count * vka_ceil_div(g.i_count, tile_q) * (cm.wg ? wg : 1);
+            /* an invocation per query tile, or a workgroup per query tile on cooperative matrices,
+             * or per wg of them (attn_fused_shared) */
+            uint64_t invocations = parts * g.bh_count *
+                                   (cm.wg ? vka_ceil_div(g.i_count, tile_q) * wg
+                                    : shared_kv ? vka_ceil_div(g.i_count, span_rows) * wg
+                                                : vka_ceil_div(g.i_count, tile_q));
             VKA_TRY(vka_push_step(b, &s, invocations, wg));
         }
         if (parts > 1) {
@@ -703,17 +730,30 @@ static uint32_t log2_u32(uint32_t x)
 /* attn_fused.comp over `keys` keys per invocation: blocks of TILE_B (one more where the real keys
  * end and the extra ones begin), three DV loops per block, a DV loop to clear, one to load a
  * carried state, one to store. */
-uint64_t vka_fused_loop_trips(uint32_t DV, uint32_t tile_k, uint64_t keys, int load)
+uint64_t vka_fused_loop_trips(uint32_t DV, uint32_t tile_k, uint64_t keys, int load, uint64_t stage)
 {
     uint64_t blocks = vka_ceil_div(keys, tile_k) + 1;
-    return vka_loop(DV) * (2 + (load != 0)) + vka_loop(blocks) + blocks * 3 * vka_loop(DV);
+    return vka_loop(DV) * (2 + (load != 0)) + vka_loop(blocks) +
+           blocks * (3 * vka_loop(DV) + (stage ? vka_loop(stage) : 0));
 }
 
+uint64_t vka_fused_shared_bytes(uint32_t tile_k, uint32_t DV) { return 2 * (uint64_t)tile_k * DV * 16; }
+
+uint64_t vka_fused_stage_trips(uint32_t tile_k, uint32_t DV, uint32_t wg)
+{
+    return vka_ceil_div((uint64_t)tile_k * DV, wg);
+}
+
+/* attn_fused and attn_fused_shared (its staging loop besides) */
 uint64_t vka_fused_trips(const vka_step *s)
 {
     const vka_fused_push *f = &s->push.fused;
-    return vka_fused_loop_trips(s->spec[VKA_SPEC_DV], s->spec[VKA_SPEC_TILE_B], vka_min64(f->chunk_len, f->part_len),
-                                (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_LOAD) != 0);
+    const uint32_t DV = s->spec[VKA_SPEC_DV], tile_k = s->spec[VKA_SPEC_TILE_B];
+    return vka_fused_loop_trips(DV, tile_k, vka_min64(f->chunk_len, f->part_len),
+                                (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_LOAD) != 0,
+                                s->kernel == VKA_KERNEL_FUSED_SHARED
+                                    ? vka_fused_stage_trips(tile_k, DV, s->spec[VKA_SPEC_WG_SIZE])
+                                    : 0);
 }
 
 /* attn_cm.comp: one loop, the key blocks (one more where the real keys end and the extra ones
@@ -804,6 +844,9 @@ void vka_fused_describe(vka_text *t, const vka_step *s)
                  c->parts > 1 ? "s" : "", c->part_len, c->chunk_begin, c->chunk_len,
                  (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_LOAD) ? ", carried in" : "",
                  (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_STORE) ? ", state out" : "");
+    if (s->kernel == VKA_KERNEL_FUSED_SHARED)
+        vka_text_put(t, "; K and V staged in shared memory %u keys at a time by workgroups of %u query rows",
+                     s->spec[VKA_SPEC_TILE_B], s->spec[VKA_SPEC_WG_SIZE] * s->spec[VKA_SPEC_TILE_A]);
 }
 
 void vka_fused_cm_describe(vka_text *t, const vka_step *s)

@@ -8,8 +8,9 @@
  * softmax, averaged weights, P·V key ranges). */
 vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l);
 vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l);
-/* The most keys one attn_fused or attn_paged invocation may visit within the loop budget. */
-vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, uint64_t *out);
+/* The most keys one attn_fused or attn_paged invocation may visit within the loop budget; `stage`:
+ * attn_fused_shared's staging trips per block (vka_fused_stage_trips), else 0. */
+vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, uint64_t stage, uint64_t *out);
 /* The most key parts attn_merge combines within the builder's loop budget. */
 uint64_t vka_merge_max_parts(const vka_builder *b);
 /* Pushes attn_merge's step over `texels` texels of rows (its push constants set): in workgroups of
@@ -27,7 +28,13 @@ uint32_t vka_attention_vec(const vka_problem *p);
 uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D, uint32_t q_dims, uint32_t stages,
                                    uint32_t reg_frag, uint32_t p_frag);
 
-/* The loop trips of one attn_fused invocation over `keys` keys (attn_paged runs the same loops). */
-uint64_t vka_fused_loop_trips(uint32_t DV, uint32_t tile_k, uint64_t keys, int load);
+/* The loop trips of one attn_fused invocation over `keys` keys (attn_paged runs the same loops);
+ * `stage` as for vka_fused_max_keys. */
+uint64_t vka_fused_loop_trips(uint32_t DV, uint32_t tile_k, uint64_t keys, int load, uint64_t stage);
+/* attn_fused_shared: the shared memory of a block of tile_k keys' K and V rows (DV texels each);
+ * the texels each of wg invocations stages per block (a loop the
+ * kernel unrolls, counted all the same: a driver that kept it would run its trips). */
+uint64_t vka_fused_shared_bytes(uint32_t tile_k, uint32_t DV);
+uint64_t vka_fused_stage_trips(uint32_t tile_k, uint32_t DV, uint32_t wg);
 
 #endif

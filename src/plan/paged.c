@@ -86,7 +86,7 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
                                  "keys", (unsigned long long)b->budget, tile_k);
         max_keys = blocks * tile_k;
     } else {
-        VKA_TRY(vka_fused_max_keys(b, DV, tile_k, &max_keys));
+        VKA_TRY(vka_fused_max_keys(b, DV, tile_k, 0, &max_keys));
     }
     /* The keys one invocation's rows can see: every key of the longest sequence, or with a sliding
      * window those from its first row's window start to its last row's position, at most
@@ -247,7 +247,7 @@ uint64_t vka_paged_lanes_shared_bytes(uint32_t tile_a, uint32_t DV, uint32_t key
  * formats' build dequantizes as it fetches, in the same loops). */
 uint64_t vka_paged_trips(const vka_step *s)
 {
-    return vka_fused_loop_trips(s->spec[VKA_SPEC_DV], s->spec[VKA_SPEC_TILE_B], s->push.paged.part_len, 0);
+    return vka_fused_loop_trips(s->spec[VKA_SPEC_DV], s->spec[VKA_SPEC_TILE_B], s->push.paged.part_len, 0, 0);
 }
 
 /* attn_paged's LANES build: the key-block loop over blocks of WG_SIZE / TILE_B keys; the rest is
