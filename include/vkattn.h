@@ -1076,7 +1076,8 @@ vkattn_status vkattn_kv_cache_fork(vkattn_kv_cache *cache, uint32_t src, uint32_
  * after a fork stay with it), and the next token is appended at position `length`. When the new
  * last block is partly filled and shared with another sequence, it is first copied on the device
  * into a block of seq's own, so appending never writes into another sequence's tokens; that copy
- * needs a free block (VKATTN_ERROR_CACHE_FULL if there is none, and nothing changes). length 0
+ * takes a free block or, in a full pool, one of seq's own past the new length, which the rollback
+ * gives back anyway (VKATTN_ERROR_CACHE_FULL if there is neither, and nothing changes). length 0
  * frees the sequence; its current length changes nothing. VKATTN_ERROR_INVALID_ARGUMENT if
  * `length` is above the sequence's length or `seq` is not below max_sequences. On any failure the
  * cache is as it was. */
@@ -1086,9 +1087,14 @@ vkattn_status vkattn_kv_cache_truncate(vkattn_kv_cache *cache, uint32_t seq, uin
  * A layer's first forward of a new shape builds the pipelines its kernels need (lavapipe compiles
  * each with LLVM: hundreds of milliseconds, seconds with a cold shader cache). vkattn_layer_warm_up
  * builds, ahead of the first request, every pipeline the layer's forwards within the limits below
- * will use: afterwards such a forward builds none. With a persistent pipeline cache (GPU drivers),
- * the next process neither. Nothing runs on the device, except attn_cm's self-test where a plan
- * takes a build of attn_cm the context has not tested yet (see cooperative_matrix_checked). */
+ * will use: afterwards such a forward builds none. "Such" means query and output both of io_dtype,
+ * and no token tree (new_token_mask): a tree forward, or an F32 query with an F16 output, may still
+ * build a pipeline or two of its own. With a persistent pipeline cache (GPU drivers), the next
+ * process neither. Nothing runs on the device, except attn_cm's self-test where a plan takes a
+ * build of attn_cm the context has not tested yet (see cooperative_matrix_checked). lavapipe
+ * (llvmpipe) compiles a pipeline's machine code at its first dispatch, not when the pipeline is
+ * made, so there the first forward of each shape still pays that compile (seconds, cold); Mesa's
+ * on-disk shader cache (MESA_SHADER_CACHE_DIR) keeps it for the next process. */
 typedef struct vkattn_warm_up_desc {
     const vkattn_kv_cache *cache; /* cached forwards through this cache; NULL: plain self-attention forwards */
     uint32_t max_batch;           /* sequences per cached forward (at most the cache's max_sequences), or the
@@ -1102,8 +1108,10 @@ typedef struct vkattn_warm_up_desc {
 } vkattn_warm_up_desc;
 
 /* Builds the pipelines (see above); *pipelines_built (may be NULL) gets how many it created.
- * VKATTN_ERROR_INVALID_ARGUMENT for limits the cache cannot hold; the errors of a forward's
- * checks for a layer the cache does not fit. Costs a few milliseconds of planning besides the
+ * VKATTN_ERROR_INVALID_ARGUMENT for limits the cache cannot hold (max_batch above its
+ * max_sequences, max_length above its capacity, num_blocks x block_size tokens); the errors of a
+ * forward's checks for a layer the cache does not fit (VKATTN_ERROR_SHAPE for other K/V heads or
+ * head dim). Costs a few milliseconds of planning besides the
  * pipelines themselves. */
 vkattn_status vkattn_layer_warm_up(vkattn_layer *layer, const vkattn_warm_up_desc *desc, uint32_t *pipelines_built);
 

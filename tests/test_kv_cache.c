@@ -368,7 +368,8 @@ static void family_variants(vkattn_context *ctx)
  * copy-on-write), then decodes 6 other tokens: both sequences must equal fresh ones with their
  * histories (the reference over each whole history); a rollback to a block boundary, to the
  * current length, and to 0; refusals that change nothing (a length above the sequence's, a
- * sequence out of range, no free block for the copy); every block back at the end. Stale slots
+ * sequence out of range, no free block for the copy and none of the sequence's own past the new
+ * length); in a full pool, the copy in a block the rollback releases; every block back at the end. Stale slots
  * past a rolled-back length hold the old tokens' values (or NaN, for the last round): nothing of
  * them may leak. */
 static void family_truncate(vkattn_context *ctx)
@@ -435,22 +436,44 @@ static void family_truncate(vkattn_context *ctx)
         snprintf(what, sizeof what, "a NaN token rolled back, %s", vkattn_dtype_name(dtype));
         if (vka_dtype_is_block(dtype)) check_run_as(&tw, &b, dtype, tol, what);
         else check_run(&tw, &b, tol, what);
-        /* no free block for the copy: refused, nothing changes */
+        /* A full pool: the copy goes into a block of the sequence's own that the rollback releases,
+         * else it is refused and nothing changes. */
         CHECK_STATUS(vkattn_kv_cache_free_seq(cache, 1), VKATTN_OK);
         CHECK_STATUS(vkattn_kv_cache_fork(cache, 0, 1), VKATTN_OK); /* 13 tokens: 3 shared blocks + a copy */
         CHECK_STATUS(vkattn_kv_cache_fork(cache, 0, 2), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_truncate(cache, 1, 12), VKATTN_OK); /* a boundary: 1's copy goes back */
         CHECK_STATUS(vkattn_kv_cache_get_info(cache, &before), VKATTN_OK);
         seq_run c, *pc = &c;
-        run_make(&c, 2, 40, 64, 61 + di);
+        run_make(&c, 2, 48, 64, 61 + di); /* 13 + 31 tokens at the most */
+        memcpy(c.tokens, a.tokens, 13 * 64 * sizeof(float)); /* 2's history is 0's */
+        memcpy(c.out, a.out, 13 * 64 * sizeof(float));
         c.len = 13;
         uint32_t fill = before.free_blocks * 4 + 3; /* the rest of the pool, and the 3 slots left in 2's last block */
         CHECK_STATUS(feed(layer, cache, 64, &pc, &fill, 1, 0), VKATTN_OK);
         CHECK_STATUS(vkattn_kv_cache_get_info(cache, &before), VKATTN_OK);
         CHECK(before.free_blocks == 0);
+        /* 1 holds only blocks it shares: no block for its copy of positions 4..7 */
         CHECK_STATUS(vkattn_kv_cache_truncate(cache, 1, 6), VKATTN_ERROR_CACHE_FULL);
+        CHECK(strstr(vkattn_context_last_error(ctx), "none of 12 is free") != NULL);
         CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 1, &length), VKATTN_OK);
         CHECK_STATUS(vkattn_kv_cache_get_info(cache, &after), VKATTN_OK);
-        CHECK(length == 13 && after.free_blocks == 0 && after.tokens == before.tokens);
+        CHECK(length == 12 && after.free_blocks == 0 && after.tokens == before.tokens);
+        /* 2 holds blocks of its own past position 6: one becomes its copy of positions 4..7, the
+         * rest go back (2 held 3 shared blocks, its copy of 0's last and `fill` / 4 more) */
+        const uint32_t held = 4 + (fill - 3) / 4;
+        CHECK_STATUS(vkattn_kv_cache_truncate(cache, 2, 6), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 2, &length), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_get_info(cache, &after), VKATTN_OK);
+        /* its own past the new length: held - 3 (not 0's blocks 0 to 2), one of them now its copy */
+        CHECK_MSG(length == 6 && after.free_blocks == held - 4, "%s: %u free blocks after a rollback in a full pool, %u "
+                  "of its own past the new length", vkattn_dtype_name(dtype), after.free_blocks, held - 3);
+        c.len = 6;
+        test_fill(&rng, c.tokens + 6 * 64, 5 * 64, 1.0f);
+        CHECK_STATUS(feed(layer, cache, 64, &pc, (uint32_t[]){5}, 1, 0), VKATTN_OK);
+        for (int i = 0; i < 2; i++) CHECK_STATUS(feed(layer, cache, 64, &pa, (uint32_t[]){1}, 1, 0), VKATTN_OK);
+        snprintf(what, sizeof what, "rolled back in a full pool, %s", vkattn_dtype_name(dtype));
+        if (vka_dtype_is_block(dtype)) check_run_as(&tw, &c, dtype, tol, what), check_run_as(&tw, &a, dtype, tol, "its source");
+        else check_run(&tw, &c, tol, what), check_run(&tw, &a, tol, "its source");
         CHECK_STATUS(vkattn_kv_cache_truncate(cache, 1, 4), VKATTN_OK); /* a boundary needs no copy */
         CHECK_STATUS(vkattn_kv_cache_truncate(cache, 1, 0), VKATTN_OK); /* as free_seq */
         for (uint32_t seq = 0; seq < 3; seq++) CHECK_STATUS(vkattn_kv_cache_free_seq(cache, seq), VKATTN_OK);
@@ -511,6 +534,15 @@ static void family_warm_up(vkattn_context *ctx)
     CHECK_STATUS(vkattn_layer_warm_up(layer, &w, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
     w.max_batch = 1, w.max_new_tokens = 200;
     CHECK_STATUS(vkattn_layer_warm_up(layer, &w, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    vkattn_kv_cache_info ci;
+    CHECK_STATUS(vkattn_kv_cache_get_info(cache, &ci), VKATTN_OK);
+    const uint32_t capacity = ci.desc.num_blocks * ci.desc.block_size, built_before = pipelines_of(ctx);
+    w.max_new_tokens = 1, w.max_length = capacity + 1; /* longer than the cache holds */
+    CHECK_STATUS(vkattn_layer_warm_up(layer, &w, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(vkattn_context_last_error(ctx), "above the cache's capacity") != NULL);
+    w.max_length = 1u << 30;
+    CHECK_STATUS(vkattn_layer_warm_up(layer, &w, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(pipelines_of(ctx) == built_before);
     CHECK_STATUS(vkattn_layer_warm_up(layer, NULL, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
     for (uint32_t s = 0; s < 3; s++) run_free(&r[s]);
     vkattn_kv_cache_destroy(cache);

@@ -337,18 +337,28 @@ static vkattn_status truncate_seq(vkattn_kv_cache *cache, uint32_t seq, uint32_t
     if (length == s->length) return VKATTN_OK;
     if (length == 0) return free_seq(cache, seq);
     const uint32_t bs = cache->desc.block_size, keep = (length + bs - 1) / bs, last = s->blocks[keep - 1];
-    /* A shared block is full and never written again: a partly filled last one becomes seq's own. */
+    /* A shared block is full and never written again: a partly filled last one becomes seq's own,
+     * copied into a free block, or, in a full pool, into one of seq's own past the new length (the
+     * rollback gives those back anyway). */
     if (length % bs != 0 && cache->refs[last] > 1) {
+        uint32_t at = s->block_count; /* the copy's block in seq's table, if one of its own */
         if (cache->free_count == 0)
+            for (uint32_t i = s->block_count; i-- > keep && at == s->block_count;)
+                if (cache->refs[s->blocks[i]] == 1) at = i;
+        if (cache->free_count == 0 && at == s->block_count)
             return vka_fail(dev, VKATTN_ERROR_CACHE_FULL,
-                            "the KV cache is full: truncating sequence %u into a block it shares needs a free block "
-                            "for its own copy, and none of %u is free",
-                            seq, cache->desc.num_blocks);
-        uint32_t own = cache->free_blocks[cache->free_count - 1];
+                            "the KV cache is full: truncating sequence %u into a block it shares needs a block for its "
+                            "own copy, none of %u is free and the sequence holds none of its own past %u tokens",
+                            seq, cache->desc.num_blocks, length);
+        uint32_t own = at < s->block_count ? s->blocks[at] : cache->free_blocks[cache->free_count - 1];
         if ((status = copy_block(cache, last, own)) != VKATTN_OK) return status;
-        cache->free_count--;
-        cache->refs[own] = 1;
-        cache->refs[last]--;
+        if (at < s->block_count) {
+            s->blocks[at] = last; /* seq's reference to `last` moves there and goes with the rest below */
+        } else {
+            cache->free_count--;
+            cache->refs[own] = 1;
+            cache->refs[last]--;
+        }
         s->blocks[keep - 1] = own;
     }
     while (s->block_count > keep) { /* last first, as free_seq gives them back */

@@ -81,6 +81,10 @@ static vkattn_status warm_up(vkattn_layer *layer, const vkattn_warm_up_desc *d, 
         return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
                         "vkattn_layer_warm_up: max_batch %u is above the cache's max_sequences %u", max_batch,
                         cache->desc.max_sequences);
+    if (cache && max_len > capacity)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "vkattn_layer_warm_up: max_length %u is above the cache's capacity of %llu tokens (%u blocks "
+                        "of %u)", max_len, (unsigned long long)capacity, cache->desc.num_blocks, cache->desc.block_size);
     if (max_new > max_len)
         return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
                         "vkattn_layer_warm_up: max_new_tokens %u is above max_length %u", max_new, max_len);
