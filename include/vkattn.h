@@ -1198,7 +1198,9 @@ vkattn_status vkattn_forward_cached(vkattn_layer *layer, vkattn_kv_cache *cache,
  * fetched meanwhile) and the output projection. `desc` is checked as the forward checks it (host
  * arrays or device tensors; none is read or written), but not against the pool's free blocks,
  * which the forward learns as it takes them (VKATTN_ERROR_CACHE_FULL); the cache is not changed
- * (no block taken, no length advanced) nor the layer. Writes at most `capacity` bytes of nul-terminated text to
+ * (no block taken, no length advanced) nor the layer. The layer, the cache and the tensors may be
+ * in an unfinished submission (the plan of step N + 1 while step N runs: the sequences' lengths
+ * already count step N's tokens). Writes at most `capacity` bytes of nul-terminated text to
  * `text` (NULL when capacity is 0) and the length the whole text needs to *length (may be NULL). */
 vkattn_status vkattn_forward_cached_explain(vkattn_layer *layer, vkattn_kv_cache *cache,
                                             const vkattn_cached_forward_desc *desc, char *text, size_t capacity,

@@ -136,8 +136,8 @@ static void add_step(vkattn_submission *sub, decoder *d, vkattn_kv_cache *const 
     }
 }
 
-/* While a step's submission holds the caches: other calls on them are BUSY, their lengths already
- * count the step. */
+/* While a step's submission holds the caches: other calls on them are BUSY (but explaining the
+ * next step), their lengths already count the step. */
 static void check_busy_while_running(vkattn_context *ctx, decoder *d, vkattn_kv_cache *const *caches,
                                      const uint32_t *expect_len)
 {
@@ -148,6 +148,13 @@ static void check_busy_while_running(vkattn_context *ctx, decoder *d, vkattn_kv_
     vkattn_cached_forward_desc c = {.batch = SEQS, .query = x, .output = y};
     CHECK_STATUS(vkattn_forward_cached(d->attn[5], caches[5], &c), VKATTN_ERROR_BUSY);
     CHECK(strstr(vkattn_context_last_error(ctx), "submission") != NULL);
+    /* the next step's plan may be explained meanwhile: it reads and writes nothing of them */
+    char plan[8192];
+    size_t need = 0;
+    CHECK_STATUS(vkattn_forward_cached_explain(d->attn[5], caches[5], &c, plan, sizeof plan, &need), VKATTN_OK);
+    CHECK(need > 0 && need < sizeof plan && strstr(plan, "attn_paged") != NULL);
+    CHECK_STATUS(vkattn_kv_cache_seq_length(caches[5], 1, &len), VKATTN_OK);
+    CHECK(len == expect_len[1]); /* explaining advanced nothing */
     CHECK_STATUS(vkattn_kv_cache_fork(caches[0], 0, 1), VKATTN_ERROR_BUSY);
     CHECK_STATUS(vkattn_kv_cache_truncate(caches[0], 0, 1), VKATTN_ERROR_BUSY);
     CHECK_STATUS(vkattn_kv_cache_free_seq(caches[0], 0), VKATTN_ERROR_BUSY);

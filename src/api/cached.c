@@ -188,7 +188,7 @@ static vkattn_status tensor_rows(vka_device *dev, const char *name, const vkattn
  * tokens are one batch item's query and output rows (1, T, E), self-attention over themselves;
  * the keys come from the cache (the paged kernel applies its causal rule or the mask). */
 static vkattn_status cached_problem(vkattn_layer *layer, const vkattn_cached_forward_desc *d, uint32_t T,
-                                    const vka_user *owner, vka_cached_forward *f)
+                                    const vka_user *owner, int explain, vka_cached_forward *f)
 {
     vka_device *dev = &layer->ctx->dev;
     vka_args *a = &f->args;
@@ -207,7 +207,8 @@ static vkattn_status cached_problem(vkattn_layer *layer, const vkattn_cached_for
     a->v[VKA_ARG_KEY] = a->v[VKA_ARG_VALUE] = a->v[VKA_ARG_QUERY];
     a->key_is_query = 1;
     a->path = VKATTN_PATH_FUSED;
-    if (status == VKATTN_OK && d->query_tensor) status = vka_forward_check_tensors(layer, a, owner);
+    if (status == VKATTN_OK && d->query_tensor)
+        status = explain ? vka_forward_check_tensor_kinds(layer, a) : vka_forward_check_tensors(layer, a, owner);
     if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, a, &f->problem, &dev->error);
     return status;
 }
@@ -222,12 +223,12 @@ vkattn_status vka_cached_check(vkattn_layer *layer, vkattn_kv_cache *cache, cons
     vka_cached_forward f = {.layer = layer, .cache = cache};
     vka_cache_problem cp;
     uint32_t T = 0;
-    if ((status = check_free(layer, cache, owner)) != VKATTN_OK) return status;
+    if (io != VKA_CACHED_EXPLAIN && (status = check_free(layer, cache, owner)) != VKATTN_OK) return status;
     if ((status = check_layer(layer, cache)) != VKATTN_OK) return status;
     if ((status = check_io(dev, d, io)) != VKATTN_OK) return status;
     if ((status = batch_resolve(dev, d, cache->desc.max_sequences, &f)) != VKATTN_OK) return status;
     status = check_batch(cache, &f, d, layer->cfg.E, &cp, &T);
-    if (status == VKATTN_OK) status = cached_problem(layer, d, T, owner, &f);
+    if (status == VKATTN_OK) status = cached_problem(layer, d, T, owner, io == VKA_CACHED_EXPLAIN, &f);
     if (status != VKATTN_OK) {
         vka_cached_free(&f);
         return status;
@@ -414,7 +415,7 @@ static vkattn_status forward_cached_explain(vkattn_layer *layer, vkattn_kv_cache
     vkattn_context *ctx = layer->ctx;
     if (!text && capacity) return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "text is NULL but capacity is not 0");
     vka_cached_forward f;
-    vkattn_status status = vka_cached_check(layer, cache, d, NULL, VKA_CACHED_HOST_OR_DEVICE, &f);
+    vkattn_status status = vka_cached_check(layer, cache, d, NULL, VKA_CACHED_EXPLAIN, &f);
     if (status != VKATTN_OK) return status;
     vka_plan plan = {0}; /* a plan of its own: the layer's stays as it is */
     status = vka_context_plan(ctx, &f.problem, &plan);

@@ -28,14 +28,17 @@ typedef struct vka_cached_forward {
 } vka_cached_forward;
 
 /* Who may call with what: the blocking entry point takes host arrays or device tensors, the
- * others device tensors only. */
+ * others device tensors only; explaining takes either, and objects in unfinished submissions too
+ * (it reads and writes nothing of them). */
 typedef enum vka_cached_io {
     VKA_CACHED_HOST_OR_DEVICE = 0,
-    VKA_CACHED_DEVICE_ONLY = 1
+    VKA_CACHED_DEVICE_ONLY = 1,
+    VKA_CACHED_EXPLAIN = 2
 } vka_cached_io;
 
 /* Checks a cached forward: the device is alive; the layer, the cache and the tensors are free (in
- * no unfinished submission but `owner`, the submission asking); the layer fits the cache; the
+ * no unfinished submission but `owner`, the submission asking; not checked for VKA_CACHED_EXPLAIN);
+ * the layer fits the cache; the
  * batch, its masks and its arguments are valid. Fills *out (vka_cached_free it, on success only). */
 vkattn_status vka_cached_check(vkattn_layer *layer, vkattn_kv_cache *cache, const vkattn_cached_forward_desc *d,
                                const vka_user *owner, vka_cached_io io, vka_cached_forward *out);

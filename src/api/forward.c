@@ -92,9 +92,9 @@ static vkattn_status args_from_tensors(const vkattn_forward_desc *d, vka_args *o
     return VKATTN_OK;
 }
 
-/* What a forward's tensors must be whatever their contents and use (the explain call checks these
+/* What a forward's tensors must be whatever their contents and use (the explain calls check these
  * alone): the layer's context's, and an f16 output only where the device stores 16-bit values. */
-static vkattn_status check_tensor_kinds(const vkattn_layer *layer, const vka_args *a)
+vkattn_status vka_forward_check_tensor_kinds(const vkattn_layer *layer, const vka_args *a)
 {
     vka_device *dev = &layer->ctx->dev;
     for (int i = 0; i < VKA_ARG_COUNT; i++)
@@ -109,7 +109,7 @@ static vkattn_status check_tensor_kinds(const vkattn_layer *layer, const vka_arg
 
 vkattn_status vka_forward_check_tensors(vkattn_layer *layer, const vka_args *a, const vka_user *owner)
 {
-    vkattn_status status = check_tensor_kinds(layer, a);
+    vkattn_status status = vka_forward_check_tensor_kinds(layer, a);
     if (status != VKATTN_OK) return status;
     for (int i = 0; i < VKA_ARG_COUNT; i++) {
         const vka_arg_value *v = &a->v[i];
@@ -383,7 +383,7 @@ static vkattn_status forward_explain_tensors(vkattn_layer *layer, const vkattn_f
     vka_args a;
     vka_problem p;
     vkattn_status status = args_from_tensors(d, &a, &layer->ctx->dev.error);
-    if (status == VKATTN_OK) status = check_tensor_kinds(layer, &a);
+    if (status == VKATTN_OK) status = vka_forward_check_tensor_kinds(layer, &a);
     if (status == VKATTN_OK) status = vka_args_check(&layer->cfg, &a, &p, &layer->ctx->dev.error);
     return explain_problem(layer->ctx, status, &p, text, capacity, length);
 }

@@ -15,6 +15,9 @@ vkattn_status vka_forward_check(vkattn_layer *layer, const vkattn_forward_desc *
  * unfinished submission but `owner`), an fp16 output needs 16-bit storage, and a float attn_mask
  * holds no NaN or +inf. */
 vkattn_status vka_forward_check_tensors(vkattn_layer *layer, const vka_args *a, const vka_user *owner);
+/* The part of those checks that needs neither the tensors' contents nor their use (the explain
+ * calls' own): this context's tensors, 16-bit storage for an fp16 output. */
+vkattn_status vka_forward_check_tensor_kinds(const vkattn_layer *layer, const vka_args *a);
 
 /* Records a checked device forward into `cmd` (nothing, on failure); its stats go to *stats. */
 vkattn_status vka_forward_record(vkattn_layer *layer, const vka_args *a, const vka_problem *p, VkCommandBuffer cmd,
