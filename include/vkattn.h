@@ -560,9 +560,11 @@ typedef struct vkattn_tensor vkattn_tensor;
 vkattn_status vkattn_tensor_create(vkattn_context *ctx, vkattn_dtype dtype, uint32_t rank,
                                    const uint32_t *dims, vkattn_tensor **out);
 void vkattn_tensor_destroy(vkattn_tensor *tensor);
-/* Copies `bytes` (must equal the tensor's size) from host memory, in the tensor's dtype. */
+/* Copies `bytes` (must equal the tensor's size: VKATTN_ERROR_SHAPE otherwise) from host memory,
+ * in the tensor's dtype. */
 vkattn_status vkattn_tensor_write(vkattn_tensor *tensor, const void *src, size_t bytes);
-/* Copies the whole tensor (`bytes` must equal its size) to host memory. */
+/* Copies the whole tensor (`bytes` must equal its size: VKATTN_ERROR_SHAPE otherwise) to host
+ * memory. */
 vkattn_status vkattn_tensor_read(const vkattn_tensor *tensor, void *dst, size_t bytes);
 /* Copies `bytes` between host memory and the tensor's bytes [offset, offset + bytes): whole
  * elements (offset and bytes multiples of the dtype's size), inside the tensor. The rest of the
@@ -1158,8 +1160,9 @@ typedef struct vkattn_cached_forward_desc {
 } vkattn_cached_forward_desc;
 
 /* Runs a forward through the cache on the device (see above) and waits for it. The layer must be
- * self-attention shaped (kdim = vdim = E) with the cache's num_kv_heads and head dim, without
- * add_bias_kv, add_zero_attn or pruned heads (VKATTN_ERROR_INVALID_ARGUMENT / _UNSUPPORTED, named).
+ * self-attention shaped (kdim = vdim = E: VKATTN_ERROR_INVALID_ARGUMENT) with the cache's
+ * num_kv_heads and head dim (VKATTN_ERROR_SHAPE), without add_bias_kv, add_zero_attn or pruned
+ * heads (VKATTN_ERROR_UNSUPPORTED); each message names what differs.
  * VKATTN_ERROR_CACHE_FULL when the pool has too few free blocks for the new tokens: nothing is
  * appended, and freeing sequences makes room. On success the sequences hold their new tokens; on
  * any failure every sequence keeps its length and blocks, and no output is written.

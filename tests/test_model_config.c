@@ -311,6 +311,8 @@ static void test_refused(void)
     vkattn_error err = {0};
     CHECK_STATUS(vkattn_model_config_open("/nonexistent/config.json", &c, &err), VKATTN_ERROR_IO);
     CHECK(c == NULL && strstr(err.message, "/nonexistent/config.json"));
+    CHECK_MSG(strstr(strstr(err.message, "config.json") + 1, "/nonexistent/config.json") == NULL, "the path twice: %s",
+              err.message);
     CHECK_STATUS(vkattn_model_config_open(NULL, &c, &err), VKATTN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(vkattn_model_config_layer(NULL, 0, NULL, NULL, NULL, 0, &err), VKATTN_ERROR_INVALID_ARGUMENT);
     if ((c = parse("{" BASE "\"rope_theta\": 1}"))) {

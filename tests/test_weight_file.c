@@ -766,6 +766,9 @@ static void test_hostile_files(void)
     out = fopen(path, "wb");
     if (out) fwrite("\x64\0\0\0\0\0\0\0{}", 1, 10, out), fclose(out);
     open_expect(path, NULL, VKATTN_ERROR_FORMAT, "header length 100 runs past the end of the 10-byte file", NULL);
+    out = fopen(path, "wb"); /* a config.json given as the checkpoint */
+    if (out) fputs("{\n  \"architectures\": [\"Qwen3ForCausalLM\"]\n}\n", out), fclose(out);
+    open_expect(path, NULL, VKATTN_ERROR_FORMAT, "not a safetensors file? It starts \"{\\x0a  \"arc\"", NULL);
     remove(path);
     open_expect(path, NULL, VKATTN_ERROR_IO, "cannot open", NULL);
     vkattn_weight_file *file = NULL;

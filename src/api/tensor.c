@@ -195,9 +195,9 @@ static vkattn_status check_copy(const vkattn_tensor *t, const char *fn, const vo
         return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
                         "%s: offset %zu and size %zu must be whole %s elements (multiples of %zu bytes)", fn, offset,
                         bytes, vkattn_dtype_name(t->dtype), esize);
-    if (offset > t->bytes || bytes > t->bytes - offset)
-        return vka_fail(dev, VKATTN_ERROR_SHAPE, "%s: bytes [%zu, %zu) are past the tensor's %zu", fn, offset,
-                        offset + bytes, t->bytes);
+    if (offset > t->bytes || bytes > t->bytes - offset) /* (an end past SIZE_MAX is said so, not wrapped) */
+        return vka_fail(dev, VKATTN_ERROR_SHAPE, "%s: %zu bytes from byte %zu are past the tensor's %zu", fn, bytes,
+                        offset, t->bytes);
     return VKATTN_OK;
 }
 

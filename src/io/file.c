@@ -121,6 +121,8 @@ vkattn_status vka_write_file(const char *path, const uint8_t *data, size_t size,
 void vka_io_error_in_file(vkattn_error *error, const char *path)
 {
     if (!error || error->status == VKATTN_OK || !path) return;
+    const size_t n = strlen(path); /* a message that names the file already (cannot open) keeps its one name */
+    if (strncmp(error->message, path, n) == 0 && error->message[n] == ':') return;
     char message[sizeof error->message];
     memcpy(message, error->message, sizeof message);
     message[sizeof message - 1] = '\0';

@@ -352,9 +352,13 @@ vkattn_status vka_st_header_read(st_source *src, st_header *h, uint64_t *buffer_
     VKA_TRY(vka_st_source_read(src, 0, length, sizeof length, error));
     uint64_t header_len = 0;
     for (int i = 0; i < 8; i++) header_len |= (uint64_t)length[i] << (8 * i);
-    if (header_len > VKA_SAFETENSORS_MAX_HEADER_BYTES)
-        return vka_error_set(error, VKATTN_ERROR_FORMAT, "safetensors: header length %llu is above the %llu-byte limit",
-                             (unsigned long long)header_len, (unsigned long long)VKA_SAFETENSORS_MAX_HEADER_BYTES);
+    char start[48];
+    if (header_len > VKA_SAFETENSORS_MAX_HEADER_BYTES) /* most likely another kind of file: say how it starts */
+        return vka_error_set(error, VKATTN_ERROR_FORMAT,
+                             "safetensors: header length %llu is above the %llu-byte limit: not a safetensors file? "
+                             "It starts \"%s\"",
+                             (unsigned long long)header_len, (unsigned long long)VKA_SAFETENSORS_MAX_HEADER_BYTES,
+                             vka_io_quote(start, sizeof start, length, sizeof length));
     if (header_len > src->size - 8)
         return vka_error_set(error, VKATTN_ERROR_FORMAT,
                              "safetensors: header length %llu runs past the end of the %llu-byte file",

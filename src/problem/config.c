@@ -47,7 +47,11 @@ static vkattn_status check_weight_pointers(const vka_layer_config *c, const vkat
         VKA_TRY(require_pointer(w->v_proj_weight, true, "v_proj_weight", why, error));
     }
     VKA_TRY(require_pointer(w->out_proj_weight, true, "out_proj_weight", "it is always required", error));
-    const char *bias_why = c->bias ? "the layer has biases (no_bias = 0)" : "the layer has no biases (no_bias = 1)";
+    /* (named as a config.json says them too: a layer from vkattn_model_config_layer meets its
+     * checkpoint here) */
+    const char *bias_why = c->bias ? "the layer has biases (no_bias = 0; a config.json's attention_bias true, or the "
+                                     "family's own, as Qwen2's): does the checkpoint hold them?"
+                                   : "the layer has no biases (no_bias = 1)";
     VKA_TRY(require_pointer(w->in_proj_bias, c->bias, "in_proj_bias", bias_why, error));
     VKA_TRY(require_pointer(w->out_proj_bias, c->bias, "out_proj_bias", bias_why, error));
     const char *kv_why = c->bias_kv ? "add_bias_kv is on" : "add_bias_kv is off";
@@ -56,8 +60,9 @@ static vkattn_status check_weight_pointers(const vka_layer_config *c, const vkat
     if ((w->q_rows && w->q_rows != c->E_q) || (w->kv_rows && w->kv_rows != c->E_kv))
         return vka_error_set(error, VKATTN_ERROR_SHAPE,
                              "weights: W_Q has %u rows and W_K, W_V %u, but the layer (%u heads, %u key/value heads, "
-                             "head dim %u) needs %u and %u: check num_heads, num_kv_heads and head_dim "
-                             "(vkattn_weight_file_describe fills them from the file)",
+                             "head dim %u) needs %u and %u: check num_heads, num_kv_heads and head_dim (a config.json's "
+                             "num_attention_heads, num_key_value_heads and head_dim; vkattn_weight_file_describe fills "
+                             "them from the file)",
                              w->q_rows, w->kv_rows, c->H, c->H_kv, c->D, c->E_q, c->E_kv);
     const char *norm_why = c->qk_norm ? "qk_norm is on" : "qk_norm is NONE";
     VKA_TRY(require_pointer(w->q_norm_weight, c->qk_norm != VKATTN_QK_NORM_NONE, "q_norm_weight", norm_why, error));
