@@ -1082,7 +1082,9 @@ vkattn_status vkattn_kv_cache_fork(vkattn_kv_cache *cache, uint32_t src, uint32_
  * gives back anyway (VKATTN_ERROR_CACHE_FULL if there is neither, and nothing changes). length 0
  * frees the sequence; its current length changes nothing. VKATTN_ERROR_INVALID_ARGUMENT if
  * `length` is above the sequence's length or `seq` is not below max_sequences. On any failure the
- * cache is as it was. */
+ * cache is as it was, but one: where the device copy into a block of seq's own fails (a Vulkan
+ * error, which may come after the copy ran), seq keeps only its whole blocks before the partly
+ * filled one, and the message says how many tokens it holds. */
 vkattn_status vkattn_kv_cache_truncate(vkattn_kv_cache *cache, uint32_t seq, uint32_t length);
 
 /* ---- warm-up ------------------------------------------------------------------------------------

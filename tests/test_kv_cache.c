@@ -372,6 +372,8 @@ static void family_variants(vkattn_context *ctx)
  * length); in a full pool, the copy in a block the rollback releases; every block back at the end. Stale slots
  * past a rolled-back length hold the old tokens' values (or NaN, for the last round): nothing of
  * them may leak. */
+static void truncate_faults(vkattn_context *ctx, vkattn_layer *layer, const test_weights *tw);
+
 static void family_truncate(vkattn_context *ctx)
 {
     const vkattn_dtype dtypes[] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_Q8_0, VKATTN_DTYPE_Q4_0};
@@ -482,8 +484,83 @@ static void family_truncate(vkattn_context *ctx)
         run_free(&a), run_free(&b), run_free(&c);
         vkattn_kv_cache_destroy(cache);
     }
+    truncate_faults(ctx, layer, &tw);
     vkattn_layer_destroy(layer);
     test_weights_free(&tw);
+}
+
+/* Sequence 1 forked from 0's 10 tokens (2 shared blocks of 4, its own copy of the third), then
+ * grown until the pool of 12 is full. */
+static void full_pool(vkattn_layer *layer, vkattn_kv_cache *cache, seq_run *a, seq_run *b)
+{
+    seq_run *pb = b;
+    CHECK_STATUS(vkattn_kv_cache_free_seq(cache, 1), VKATTN_OK);
+    CHECK_STATUS(vkattn_kv_cache_fork(cache, 0, 1), VKATTN_OK);
+    memcpy(b->tokens, a->tokens, 10 * 64 * sizeof(float));
+    memcpy(b->out, a->out, 10 * 64 * sizeof(float));
+    b->len = 10;
+    vkattn_kv_cache_info info;
+    CHECK_STATUS(vkattn_kv_cache_get_info(cache, &info), VKATTN_OK);
+    uint32_t fill = info.free_blocks * 4 + 2;
+    CHECK_STATUS(feed(layer, cache, 64, &pb, &fill, 1, 0), VKATTN_OK);
+}
+
+/* A rollback into a shared block in a full pool copies into one of the sequence's own blocks: a
+ * failure of each Vulkan call on its way leaves the cache as it was, or, where the device may have
+ * copied already, the sequence with its whole blocks before the partly filled one (said so), never
+ * a block whose tokens are not its own; then the rollback succeeds and decoding matches. */
+static void truncate_faults(vkattn_context *ctx, vkattn_layer *layer, const test_weights *tw)
+{
+    vkattn_layer_desc desc = {.embed_dim = 64, .num_heads = 2, .num_kv_heads = 1, .rope_theta = 10000};
+    vkattn_kv_cache *cache = make_cache(ctx, &desc, 12, 4, 2, VKATTN_DTYPE_F32);
+    seq_run a, b, *pa = &a, *pb = &b;
+    run_make(&a, 0, 16, 64, 71);
+    run_make(&b, 1, 48, 64, 72);
+    CHECK_STATUS(feed(layer, cache, 64, &pa, (uint32_t[]){10}, 1, 0), VKATTN_OK);
+    full_pool(layer, cache, &a, &b);
+    int cut = 0, unchanged = 0;
+    vkattn_status status = VKATTN_ERROR_DEVICE_LIMIT;
+    for (uint64_t k = 1; k < 64 && status != VKATTN_OK; k++) {
+        uint32_t before = 0, after = 0;
+        vkattn_kv_cache_info info_before, info_after;
+        CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 1, &before), VKATTN_OK);
+        CHECK_STATUS(vkattn_kv_cache_get_info(cache, &info_before), VKATTN_OK);
+        ctx->dev.faults.vk_calls = 0, ctx->dev.faults.vk_fail_at = k;
+        status = vkattn_kv_cache_truncate(cache, 1, 6);
+        ctx->dev.faults.vk_fail_at = 0;
+        CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 1, &after), VKATTN_OK);
+        if (status == VKATTN_OK) break;
+        CHECK_STATUS(vkattn_kv_cache_get_info(cache, &info_after), VKATTN_OK);
+        if (after == before) {
+            unchanged++;
+            CHECK(info_after.free_blocks == info_before.free_blocks && info_after.tokens == info_before.tokens);
+        } else {
+            cut++;
+            CHECK_MSG(after == 4 && strstr(vkattn_context_last_error(ctx), "now holds its first 4 tokens") != NULL,
+                      "call %llu failed: sequence 1 holds %u tokens (%s)", (unsigned long long)k, after,
+                      vkattn_context_last_error(ctx));
+            b.len = 4; /* its first block, as it was: decoding on from there matches */
+            test_rng rng = test_rng_make(73 + k);
+            test_fill(&rng, b.tokens + 4 * 64, 3 * 64, 1.0f);
+            CHECK_STATUS(feed(layer, cache, 64, &pb, (uint32_t[]){3}, 1, 0), VKATTN_OK);
+            check_run(tw, &b, 1e-10, "decoding on after a failed copy");
+            full_pool(layer, cache, &a, &b);
+        }
+    }
+    CHECK_STATUS(status, VKATTN_OK);
+    uint32_t length = 0;
+    CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 1, &length), VKATTN_OK);
+    CHECK(length == 6);
+    printf("  a rollback in a full pool with each Vulkan call failing: %d left the cache as it was, %d cut the "
+           "sequence to its whole blocks\n", unchanged, cut);
+    CHECK(cut > 0 && unchanged > 0); /* both kinds of failure were walked */
+    b.len = 6;
+    test_rng rng = test_rng_make(79);
+    test_fill(&rng, b.tokens + 6 * 64, 2 * 64, 1.0f);
+    CHECK_STATUS(feed(layer, cache, 64, &pb, (uint32_t[]){2}, 1, 0), VKATTN_OK);
+    check_run(tw, &b, 1e-10, "after the rollback that failed first");
+    run_free(&a), run_free(&b);
+    vkattn_kv_cache_destroy(cache);
 }
 
 static uint32_t pipelines_of(vkattn_context *ctx)

@@ -2,6 +2,7 @@
  * change sequences without a forward (free, fork). The forward through it is in cached.c. */
 #include "api/kv_cache.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -252,12 +253,14 @@ vkattn_status vkattn_kv_cache_free_seq(vkattn_kv_cache *cache, uint32_t seq)
     VKA_GUARDED(cache->ctx, free_seq_checked(cache, seq));
 }
 
-/* Copies block `from` of both pools into block `to` on the device. */
-static vkattn_status copy_block(vkattn_kv_cache *cache, uint32_t from, uint32_t to)
+/* Copies block `from` of both pools into block `to` on the device; *submitted (may be NULL): the
+ * copy reached the queue, so that block `to` may have been written even where this fails. */
+static vkattn_status copy_block(vkattn_kv_cache *cache, uint32_t from, uint32_t to, int *submitted)
 {
     vkattn_context *ctx = cache->ctx;
     VkDeviceSize bytes = vka_dtype_bytes(cache->desc.dtype, block_elems(&cache->desc));
     VkCommandBuffer cmd;
+    if (submitted) *submitted = 0;
     vkattn_status status = vka_transfer_begin(&ctx->transfer, &cmd);
     if (status != VKATTN_OK) return status;
     const vka_buffer *pools[2] = {&cache->k, &cache->v};
@@ -265,7 +268,9 @@ static vkattn_status copy_block(vkattn_kv_cache *cache, uint32_t from, uint32_t 
         VkBufferCopy region = {pools[i]->base + from * bytes, pools[i]->base + to * bytes, bytes};
         ctx->dev.vk.vkCmdCopyBuffer(cmd, pools[i]->buffer, pools[i]->buffer, 1, &region);
     }
-    return vka_transfer_submit_wait(&ctx->transfer, "copying a KV cache block");
+    if ((status = vka_commands_submit(&ctx->dev, &ctx->transfer.lane)) != VKATTN_OK) return status;
+    if (submitted) *submitted = 1;
+    return vka_wait_fence(&ctx->dev, ctx->transfer.lane.fence, "copying a KV cache block");
 }
 
 static vkattn_status fork_seq(vkattn_kv_cache *cache, uint32_t src, uint32_t dst)
@@ -303,7 +308,7 @@ static vkattn_status fork_seq(vkattn_kv_cache *cache, uint32_t src, uint32_t dst
     d->block_count = full;
     if (partial) {
         status = vka_kv_cache_take(cache, d, s->length - full * bs, &taken);
-        if (status == VKATTN_OK) status = copy_block(cache, s->blocks[full], d->blocks[full]);
+        if (status == VKATTN_OK) status = copy_block(cache, s->blocks[full], d->blocks[full], NULL);
         if (status != VKATTN_OK) {
             vka_kv_cache_untake(cache, d, taken);
             d->block_count = 0;
@@ -351,7 +356,27 @@ static vkattn_status truncate_seq(vkattn_kv_cache *cache, uint32_t seq, uint32_t
                             "own copy, none of %u is free and the sequence holds none of its own past %u tokens",
                             seq, cache->desc.num_blocks, length);
         uint32_t own = at < s->block_count ? s->blocks[at] : cache->free_blocks[cache->free_count - 1];
-        if ((status = copy_block(cache, last, own)) != VKATTN_OK) return status;
+        int submitted = 0;
+        if ((status = copy_block(cache, last, own, &submitted)) != VKATTN_OK) {
+            if (at == s->block_count || !submitted) return status; /* a free block, or nothing ran */
+            /* The device may have copied into seq's block `at` before the error (a fence wait that
+             * fails after the work): its tokens there are not to be trusted, so seq keeps its whole
+             * blocks before the partly filled one (as the header says), never a block that lies. */
+            const uint32_t whole = keep - 1;
+            char why[sizeof dev->error.message];
+            snprintf(why, sizeof why, "%s", dev->error.message);
+            if (whole == 0) {
+                free_seq(cache, seq);
+            } else {
+                while (s->block_count > whole) {
+                    uint32_t block = s->blocks[--s->block_count];
+                    if (--cache->refs[block] == 0) cache->free_blocks[cache->free_count++] = block;
+                }
+                s->length = whole * bs;
+            }
+            return vka_fail(dev, status, "%s; sequence %u now holds its first %u tokens (the copy into a block of its "
+                                         "own failed)", why, seq, whole * bs);
+        }
         if (at < s->block_count) {
             s->blocks[at] = last; /* seq's reference to `last` moves there and goes with the rest below */
         } else {
