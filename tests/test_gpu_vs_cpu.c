@@ -232,6 +232,15 @@ static const test_case cases[] = {
     {"gpu_tuning", "split_nan_seen_lse", 2, 9, 1500, 64, 2, .lens = LENS_PER_QUERY, .nan_seen = 850, .loop_budget = 512,
      .tuning = "gpu",
      .plan_has = "merge 7 parts of (batch, head) pairs 0..3 x queries 0..8 by log-sum-exp (4 lanes per texel)"},
+    /* attn_fused_shared with several workgroups of query rows per head (64 invocations of 4 rows
+     * at D = 16): a window of 40 over 1000 rows in 3 parts of its 295 keys at a budget of 300 (each
+     * workgroup's keys from its first row's window start: from the first row of all, tried once,
+     * failed it), per-query lengths with a float mask over 2 parts (a workgroup's keys to its last
+     * row's causal limit, each row masking its own) */
+    {"gpu_tuning", "shared_window_rows", 1, 1000, 0, 32, 2, .causal = 1, .window = 40, .loop_budget = 300,
+     .tuning = "gpu", .plan_has = "attn_fused_shared"},
+    {"gpu_tuning", "shared_lens_rows", 2, 290, 0, 32, 2, .causal = 1, .lens = LENS_PER_QUERY, .mask = MASK_FLOAT,
+     .loop_budget = 400, .tuning = "gpu", .plan_has = "attn_fused_shared"},
     /* the mobile class's shapes (8 keys and at most 2 queries per fused invocation, 2-query P·V
      * tiles, softmax workgroups of 128) */
     {"gpu_tuning", "mobile_self", 2, 33, 0, 32, 4, .causal = 1, .tuning = "mobile"},
