@@ -1273,7 +1273,8 @@ static void test_fused_shared_plans(void)
     const struct {
         const char *tuning;
         uint32_t B, L, S, E, H, causal, window, budget, shared;
-        int want; /* 1: attn_fused_shared */
+        int want;           /* 1: attn_fused_shared */
+        uint32_t state_kib; /* the parts' states' budget (0: the default) */
     } rows[] = {
         {"gpu", 2, 300, 300, 1024, 8, 1, 0, 65535, 32768, 1},      /* D = 128, 5 workgroups of 64 rows a head */
         {"gpu", 1, 70, 90, 1024, 4, 0, 0, 65535, 32768, 1},        /* D = 256: 32 KiB, exactly */
@@ -1284,6 +1285,10 @@ static void test_fused_shared_plans(void)
         /* D = 4 at a budget of 24: the staging loop leaves room for one block, attn_fused's
          * texel fetches for two (test_matmul_cm's forwards at that budget) */
         {"gpu", 1, 20, 40, 8, 2, 0, 0, 24, 32768, 0},
+        /* D = 64 in parts: a state budget that holds a part of 64 query tiles (2 rows each) ... */
+        {"gpu", 1, 300, 2048, 256, 4, 0, 0, 512, 32768, 1, 32},
+        /* ... and one that holds only one tile's: attn_fused, in parts (not DEVICE_LIMIT) */
+        {"gpu", 1, 300, 2048, 256, 4, 0, 0, 512, 32768, 0, 31},
         {"gpu:fused_shared=0", 2, 300, 300, 1024, 8, 1, 0, 65535, 32768, 0},
         {"mobile", 2, 300, 300, 1024, 8, 1, 0, 65535, 32768, 0},
         {"lavapipe", 2, 300, 300, 1024, 8, 1, 0, 65535, 32768, 0},
@@ -1297,6 +1302,7 @@ static void test_fused_shared_plans(void)
         vka_plan_limits l = lavapipe_limits();
         l.tuning = &t;
         l.max_shared_bytes = rows[r].shared, l.max_workgroup_invocations = 1024, l.loop_budget = rows[r].budget;
+        if (rows[r].state_kib) l.state_budget_bytes = (uint64_t)rows[r].state_kib << 10;
         vka_problem p = problem(rows[r].B, rows[r].L, rows[r].S, rows[r].E, rows[r].H, rows[r].L == rows[r].S);
         p.causal = (int)rows[r].causal, p.cfg.window = rows[r].window;
         vka_plan plan = {0};

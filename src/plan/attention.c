@@ -345,10 +345,16 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
      * workgroup shares fused_wg query tiles of one head, so its key range spans their rows */
     const uint32_t wg = cm.wg ? cm.wg : pr->fused_wg;
     const uint64_t stage_trips = vka_fused_stage_trips(tile_k, DV, wg);
-    /* (and where its staging loop leaves the budget two blocks: else attn_fused's texel fetches) */
+    const uint64_t state_budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
+                                                                           : b->limits->max_storage_buffer_range,
+                                            b->limits->max_storage_buffer_range);
+    const uint64_t row_bytes = (uint64_t)D * 4, rows_total = (uint64_t)p->B * p->cfg.H_active * p->L;
+    /* (and where its staging loop leaves the budget two blocks and the state budget holds a part's
+     * states for the workgroup's rows: else attn_fused's texel fetches) */
     const int shared_kv = !cm.wg && pr->fused_shared &&
                           vka_fused_shared_bytes(tile_k, DV) <= b->limits->max_shared_bytes &&
-                          fused_budget_blocks(b, DV, stage_trips) >= 2;
+                          fused_budget_blocks(b, DV, stage_trips) >= 2 &&
+                          state_budget / (row_bytes * vka_min64(rows_total, (uint64_t)tile_q * wg)) >= 1;
     const uint32_t span_rows = shared_kv ? tile_q * wg : tile_q; /* the query rows of one key range */
     const uint64_t stage = shared_kv ? stage_trips : 0;
     vkattn_status status;
@@ -360,12 +366,8 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     else VKA_TRY(vka_fused_max_keys(b, DV, tile_k, stage, &max_keys));
     const uint64_t span = fused_key_span(p, span_rows);
     uint64_t parts = 1, part_len = span, chunks = 1, chunk_len = span, max_rows = 0;
-    uint64_t state_budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
-                                                                     : b->limits->max_storage_buffer_range,
-                                      b->limits->max_storage_buffer_range);
     uint64_t pieces = vka_ceil_div(span, max_keys);
     if (pieces > 1) {
-        uint64_t row_bytes = (uint64_t)D * 4, rows_total = (uint64_t)p->B * p->cfg.H_active * p->L;
         uint64_t max_parts = state_budget / (row_bytes * vka_min64(rows_total, span_rows));
         if (max_parts == 0)
             return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
