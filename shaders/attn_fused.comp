@@ -15,7 +15,8 @@
  * scaled score (attention_common.glsl); a sliding window masks keys before each row's window start,
  * and an invocation's key range begins at its first row's window start (the plan sizes the parts
  * from there), so keys before every row's window are never visited; a sink starts the running
- * softmax of part 0's first chunk (the lse then includes it, the merge combines it once).
+ * softmax of part 0's first chunk (the lse then includes it, the merge combines it once). A key
+ * block whose attn_mask terms are all -inf for the invocation's rows is skipped whole.
  *
  * The SHARED_KV build (kernel attn_fused_shared, the GPU tunings') gives a workgroup WG x TILE_A
  * consecutive query rows of one (part, b, h): its invocations stage each block's K and V rows in
@@ -167,26 +168,44 @@ void main()
             vrow[c] = pc.v_offset + row;
         }
 #endif
-        float s[TILE_A][TILE_B];
-        VKA_QK_TILE(s, qrow, krow);
+        /* The attn_mask's terms, read once: a block they hide whole from this invocation's rows
+         * contributes nothing (a masked key never does), so its scores and values are skipped
+         * (PyTorch's causal mask as a float attn_mask, nn.Transformer's square subsequent mask,
+         * hides about half the blocks). An `if`, not a `continue`: llvmpipe runs a block that a
+         * `continue` left with no live invocation, and branches around an `if` whose condition
+         * is false on every one. */
+        const bool masked = ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0;
+        float term[TILE_A][TILE_B];
+        uint open = 1u;
+        if (masked) {
+            open = 0u;
+            [[unroll]] for (uint r = 0; r < TILE_A; r++)
+                [[unroll]] for (uint c = 0; c < TILE_B; c++) {
+                    term[r][c] = vka_mask_term(b, h, pc.i_begin + min(il0 + r, pc.i_count - 1), min(j0 + c, end - 1));
+                    open |= uint(j0 + c < end && term[r][c] != neg_inf);
+                }
+        }
+        if (open != 0u) {
+            float s[TILE_A][TILE_B];
+            VKA_QK_TILE(s, qrow, krow);
 
-        /* Scale and masks: an invisible score becomes -inf whatever the key held. */
-        bool key_ok[TILE_B];
-        [[unroll]] for (uint c = 0; c < TILE_B; c++)
-            key_ok[c] = j0 + c < end &&
-                        (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j0 + c));
-        [[unroll]] for (uint r = 0; r < TILE_A; r++)
+            /* Scale and masks: an invisible score becomes -inf whatever the key held. */
+            bool key_ok[TILE_B];
             [[unroll]] for (uint c = 0; c < TILE_B; c++)
-                s[r][c] = key_ok[c] && (!real || (j0 + c < limit[r] && j0 + c >= first[r]))
-                              ? vka_variant_score(s[r][c] * pc.scale, h, int(j0 + c) - qk[r])
-                              : neg_inf;
-        if (ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0)
+                key_ok[c] = j0 + c < end &&
+                            (!real || (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 || vka_key_visible(b, j0 + c));
             [[unroll]] for (uint r = 0; r < TILE_A; r++)
                 [[unroll]] for (uint c = 0; c < TILE_B; c++)
-                    if (j0 + c < end)
-                        s[r][c] = vka_add_mask(s[r][c], vka_mask_term(b, h, pc.i_begin + min(il0 + r, pc.i_count - 1), j0 + c));
+                    s[r][c] = key_ok[c] && (!real || (j0 + c < limit[r] && j0 + c >= first[r]))
+                                  ? vka_variant_score(s[r][c] * pc.scale, h, int(j0 + c) - qk[r])
+                                  : neg_inf;
+            if (masked)
+                [[unroll]] for (uint r = 0; r < TILE_A; r++)
+                    [[unroll]] for (uint c = 0; c < TILE_B; c++)
+                        if (j0 + c < end) s[r][c] = vka_add_mask(s[r][c], term[r][c]);
 
-        VKA_ONLINE_SOFTMAX_BLOCK(s, m, l, o, saw_nan, vrow);
+            VKA_ONLINE_SOFTMAX_BLOCK(s, m, l, o, saw_nan, vrow);
+        }
     }
 
     uint out_row[TILE_A];

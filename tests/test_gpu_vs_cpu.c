@@ -30,7 +30,12 @@
  */
 #include "gpu_test.h"
 
-typedef enum mask_kind { MASK_NONE, MASK_BOOL, MASK_FLOAT } mask_kind;
+/* attn_mask kinds: random (about a fifth of the entries masked: hardly a key block masked whole),
+ * and two patterns that mask whole blocks of keys, which the fused kernels skip: the causal mask
+ * as a float mask, aligned at the end (-inf for key j > i + S - L, random terms elsewhere), and
+ * packed documents (a query sees the keys of its own document up to itself) */
+typedef enum mask_kind { MASK_NONE, MASK_BOOL, MASK_FLOAT, MASK_FLOAT_CAUSAL, MASK_BOOL_DOCUMENTS } mask_kind;
+#define MASK_IS_BOOL(kind) ((kind) == MASK_BOOL || (kind) == MASK_BOOL_DOCUMENTS)
 typedef enum lens_kind { LENS_NONE, LENS_PER_BATCH, LENS_PER_QUERY } lens_kind;
 typedef enum weights_kind { WEIGHTS_NONE, WEIGHTS_PER_HEAD, WEIGHTS_AVERAGED } weights_kind;
 
@@ -136,6 +141,8 @@ static const test_case cases[] = {
     {"masks", "bool_mask_per_head", 2, 17, 23, 32, 4, .mask = MASK_BOOL, .mask_per_head = 1},
     {"masks", "float_mask", 2, 17, 23, 32, 4, .mask = MASK_FLOAT},
     {"masks", "float_mask_per_head", 2, 17, 0, 32, 4, .mask = MASK_FLOAT, .mask_per_head = 1},
+    {"masks", "float_mask_causal", 2, 40, 61, 32, 4, .mask = MASK_FLOAT_CAUSAL},
+    {"masks", "bool_mask_documents", 2, 61, 0, 32, 4, .mask = MASK_BOOL_DOCUMENTS, .mask_per_head = 1},
     {"masks", "causal_padding", 2, 64, 0, 32, 4, .causal = 1, .key_padding = 1},
     {"masks", "all_kinds_bool", 2, 33, 33, 32, 4, .causal = 1, .key_padding = 1, .lens = LENS_PER_QUERY,
      .mask = MASK_BOOL, .mask_per_head = 1},
@@ -477,11 +484,21 @@ static void make_data(const test_case *c, const vkattn_layer_desc *ld, case_data
         if (c->nan_masked) /* every third column blocked for every query */
             for (size_t i = 0; i < mask_n; i++) d->bool_mask[i] |= (i % S) % 3 == 1;
     }
-    if (c->mask == MASK_FLOAT) {
+    if (c->mask == MASK_BOOL_DOCUMENTS) { /* documents of 13, 24, 24, ... tokens; heads from 0 to 4 tokens later */
+        d->bool_mask = malloc(mask_n);
+        for (size_t e = 0; e < mask_n; e++) {
+            int64_t i = (int64_t)(e / S % c->L), j = (int64_t)(e % S), shift = (int64_t)(e / S / c->L % 5);
+            int64_t di = i + shift < 13 ? 0 : (i + shift - 13) / 24 + 1, dj = j + shift < 13 ? 0 : (j + shift - 13) / 24 + 1;
+            d->bool_mask[e] = di != dj || j > i;
+        }
+    }
+    if (c->mask == MASK_FLOAT || c->mask == MASK_FLOAT_CAUSAL) {
         d->float_mask = malloc(mask_n * sizeof(float));
         for (size_t i = 0; i < mask_n; i++) {
             float r = test_rng_float(rng);
             d->float_mask[i] = r > 0.8f ? -INFINITY : r * 2.0f;
+            if (c->mask == MASK_FLOAT_CAUSAL)
+                d->float_mask[i] = (int64_t)(i % S) > (int64_t)(i / S % c->L) + S - c->L ? -INFINITY : r * 2.0f;
         }
         if (c->fully_masked)
             for (size_t j = 0; j < S; j++) d->float_mask[j] = -INFINITY; /* row 0 (of head 0) */
@@ -631,8 +648,8 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
         .query = d.query, .key = d.key, .value = d.value,
         .causal = c->causal, .key_padding_mask = d.kpm,
         .valid_lens = d.lens, .valid_lens_per_query = c->lens == LENS_PER_QUERY,
-        .attn_mask = c->mask == MASK_BOOL ? (const void *)d.bool_mask : (const void *)d.float_mask,
-        .attn_mask_dtype = c->mask == MASK_BOOL ? VKATTN_DTYPE_BOOL : VKATTN_DTYPE_F32,
+        .attn_mask = MASK_IS_BOOL(c->mask) ? (const void *)d.bool_mask : (const void *)d.float_mask,
+        .attn_mask_dtype = MASK_IS_BOOL(c->mask) ? VKATTN_DTYPE_BOOL : VKATTN_DTYPE_F32,
         .attn_mask_per_head = c->mask_per_head,
         .average_weights = c->weights == WEIGHTS_AVERAGED,
         .rope_offset = c->rope_offset,

@@ -13,10 +13,13 @@ typedef enum bench_mask {
     BENCH_MASK_NONE = 0,
     BENCH_MASK_CAUSAL = 1,
     BENCH_MASK_PADDING = 2,        /* key_padding_mask with the last quarter of the keys padded */
-    BENCH_MASK_CAUSAL_PADDING = 3
+    BENCH_MASK_CAUSAL_PADDING = 3,
+    BENCH_MASK_FLOAT_CAUSAL = 4    /* the causal mask as a float (L,S) attn_mask: -inf above the
+                                      diagonal, as nn.Transformer.generate_square_subsequent_mask */
 } bench_mask;
 
-const char *bench_mask_name(bench_mask mask); /* "none", "causal", "padding", "causal+padding" */
+/* "none", "causal", "padding", "causal+padding", "float-causal" */
+const char *bench_mask_name(bench_mask mask);
 
 /* One configuration of a sweep. */
 typedef struct bench_config {

@@ -14,6 +14,7 @@ const char *bench_mask_name(bench_mask mask)
     case BENCH_MASK_CAUSAL: return "causal";
     case BENCH_MASK_PADDING: return "padding";
     case BENCH_MASK_CAUSAL_PADDING: return "causal+padding";
+    case BENCH_MASK_FLOAT_CAUSAL: return "float-causal";
     }
     return "unknown";
 }

@@ -67,7 +67,9 @@ static const cli_option k_both[] = {
 static const cli_option k_sweep[] = {
     {"--batch", "B,..", "batch sizes", CLI_LIST, B(batch)},
     {"--kv-len", "S,..", "key lengths (cross-attention; default S = L)", CLI_LIST, B(kv_len)},
-    {"--mask", "none|causal|padding|causal+padding", "comma-separated masks (padding: the last quarter of the keys)",
+    {"--mask", "none|causal|padding|causal+padding|float-causal",
+     "comma-separated masks (padding: the last quarter of the keys; float-causal: the causal mask as "
+     "a float attn_mask, -inf above the diagonal)",
      CLI_LIST, B(mask)},
     {"--path", "unfused|fused", "comma-separated paths", CLI_LIST, B(path), .values = k_paths},
     {"--no-cpu", NULL, "do not time the CPU reference path", CLI_FLAG, B(no_cpu)},
@@ -210,19 +212,20 @@ void bench_steps_print(FILE *out, const char *what, const bench_steps *s)
 typedef struct bench_case {
     float *weights, *query, *key;
     uint8_t *kpm;
+    float *attn_mask; /* float-causal's (L,S) */
     vkattn_layer_desc desc;
     vkattn_weights w;
     vkattn_layer *layer;
-    vkattn_tensor *tq, *tk, *tkpm, *tout;
+    vkattn_tensor *tq, *tk, *tkpm, *tmask, *tout;
     vkattn_forward_desc f;
 } bench_case;
 
 static void free_case(bench_case *bc)
 {
     vkattn_tensor_destroy(bc->tq), vkattn_tensor_destroy(bc->tk), vkattn_tensor_destroy(bc->tkpm);
-    vkattn_tensor_destroy(bc->tout);
+    vkattn_tensor_destroy(bc->tmask), vkattn_tensor_destroy(bc->tout);
     vkattn_layer_destroy(bc->layer);
-    free(bc->weights), free(bc->query), free(bc->key), free(bc->kpm);
+    free(bc->weights), free(bc->query), free(bc->key), free(bc->kpm), free(bc->attn_mask);
 }
 
 /* Writes `count` fp32 values into a tensor of F32 or F16 (rounded: vkattn_dtype_from_f32). */
@@ -249,13 +252,16 @@ static int make_case(vkattn_context *ctx, const bench_config *c, bench_case *bc)
     bc->query = malloc((size_t)B * L * E * sizeof(float));
     if (S != L) bc->key = malloc((size_t)B * S * E * sizeof(float));
     if (c->mask & BENCH_MASK_PADDING) bc->kpm = calloc((size_t)B * S, 1);
-    BENCH_NEED(bc->weights && bc->query && (S == L || bc->key) &&
-               (!(c->mask & BENCH_MASK_PADDING) || bc->kpm));
+    if (c->mask & BENCH_MASK_FLOAT_CAUSAL) bc->attn_mask = malloc((size_t)L * S * sizeof(float));
+    BENCH_NEED(bc->weights && bc->query && (S == L || bc->key) && (!(c->mask & BENCH_MASK_PADDING) || bc->kpm) &&
+               (!(c->mask & BENCH_MASK_FLOAT_CAUSAL) || bc->attn_mask));
     cli_fill_random(bc->weights, wn, 1, sqrtf(3.0f / E));
     cli_fill_random(bc->query, (size_t)B * L * E, 2, 1.0f);
     if (bc->key) cli_fill_random(bc->key, (size_t)B * S * E, 3, 1.0f);
     for (size_t b = 0; bc->kpm && b < B; b++)
         for (size_t j = S - S / 4; j < S; j++) bc->kpm[b * S + j] = 1;
+    for (size_t i = 0; bc->attn_mask && i < L; i++) /* top-left aligned, as `causal` is */
+        for (size_t j = 0; j < S; j++) bc->attn_mask[i * S + j] = j > i ? -INFINITY : 0.0f;
     bc->desc = (vkattn_layer_desc){.embed_dim = E, .num_heads = c->heads, .storage = c->dtype,
                                    .head_mask = c->head_mask};
     bc->w = (vkattn_weights){.in_proj_weight = bc->weights, .in_proj_bias = bc->weights + 3 * ee,
@@ -280,8 +286,13 @@ static int make_case(vkattn_context *ctx, const bench_config *c, bench_case *bc)
         BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_BOOL, 2, (uint32_t[]){B, S}, &bc->tkpm), "creating the mask");
         BENCH_TRY(vkattn_tensor_write(bc->tkpm, bc->kpm, (size_t)B * S), "writing the mask");
     }
+    if (bc->attn_mask) {
+        BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 2, (uint32_t[]){L, S}, &bc->tmask), "creating the mask");
+        BENCH_TRY(vkattn_tensor_write(bc->tmask, bc->attn_mask, (size_t)L * S * sizeof(float)), "writing the mask");
+    }
     bc->f = (vkattn_forward_desc){.query = bc->tq, .key = bc->tk, .output = bc->tout, .key_padding_mask = bc->tkpm,
-                                  .causal = (c->mask & BENCH_MASK_CAUSAL) != 0, .path = c->path};
+                                  .attn_mask = bc->tmask, .causal = (c->mask & BENCH_MASK_CAUSAL) != 0,
+                                  .path = c->path};
 fail:
     return rc;
 }
@@ -291,7 +302,8 @@ static vkattn_host_forward_desc host_forward(const bench_case *bc, const bench_c
 {
     return (vkattn_host_forward_desc){.batch = c->batch, .query_len = c->query_len,
                                       .key_len = bc->key ? c->key_len : 0, .query = bc->query, .key = bc->key,
-                                      .key_padding_mask = bc->kpm, .causal = bc->f.causal, .output = output,
+                                      .key_padding_mask = bc->kpm, .attn_mask = bc->attn_mask,
+                                      .causal = bc->f.causal, .output = output,
                                       .path = c->path};
 }
 
