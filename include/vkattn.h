@@ -65,7 +65,8 @@
  * Every fallible call returns a vkattn_status. On failure, out-parameters are left untouched and a
  * readable message is kept: per context for calls that have one (vkattn_context_last_error), else in
  * an optional vkattn_error the caller passes. The library never aborts and never prints, except
- * Vulkan validation messages when validation is enabled. VKATTN_ERROR_DEVICE_LOST sticks to its
+ * Vulkan validation messages when validation is enabled and pipeline statistics on stderr when
+ * VKATTN_PIPELINE_STATS=1 asks for them. VKATTN_ERROR_DEVICE_LOST sticks to its
  * context: every later call on it returns that status without touching the dead device.
  *
  * Threading and ownership
@@ -248,7 +249,7 @@ typedef struct vkattn_device_info {
     char cooperative_matrix_note[128];
     /* For a context (vkattn_context_device): 1 when its cooperative-matrix self-test passed. A
      * context that enables cooperative matrices first runs one small GEMM on them (one
-     * workgroup's tile, e.g. 32 x 32 x 32 with lavapipe's 8 x 8 x 8 matrices; one dispatch, one
+     * workgroup's tile, e.g. 32 x 128 x 32 with lavapipe's 8 x 8 x 8 matrices; one dispatch, one
      * kernel build through the pipeline cache, where forwards under the "coopmat" tuning then
      * find it) and compares it on the host with float64 within fp16's rounding; a wrong answer,
      * or a kernel the driver cannot build or run, turns them off for that context (usable 0, the
@@ -318,7 +319,7 @@ typedef struct vkattn_context_desc {
      * shared-memory scalar GEMM (matmul_sm), and where compute shaders have subgroup arithmetic and
      * shuffles on 4 or more lanes, decoding steps' few rows on a matrix-vector kernel (matmul_vec;
      * matmul_vec_storage, 16-byte storage-buffer loads, where rows start on multiples of 8
-     * elements) and their attention on attn_paged's GPU-shaped build; the scalar fused attention
+     * elements) and their attention (but in "mobile") on attn_paged's GPU-shaped build; the scalar fused attention
      * (fp32 attention, and every attention without attn_cm) with K and V staged in shared memory
      * (attn_fused_shared, in "gpu" and "intel"); the rest with GPU-sized tiles.
      * "coopmat"'s tiles and defaults were measured on an H200 and H100s, each default against the
@@ -367,9 +368,9 @@ typedef struct vkattn_context_desc {
      * paged_lanes_group (1, 2 or 4: lanes per key in decoding), paged_lanes_prefetch (0 or 1: the
      * next block of keys fetched during this one's work, every cache format, up to D = 128),
      * paged_lanes_storage (0 or 1: 1 reads the cache's K and V rows from storage buffers, an fp16
-     * one 8 values per 16-byte load, a block format's as words, the GPU classes' default; 0
+     * one 8 values per 16-byte load, a block format's as words, the gpu, coopmat and intel classes' default; 0
      * through texel fetches), paged_lanes_q_shared (0 or 1: 1 stages a row tile's queries in
-     * shared memory once, the GPU classes' default; 0 fetches them again for each block of keys), paged_lanes_per_unit,
+     * shared memory once, those classes' default; 0 fetches them again for each block of keys), paged_lanes_per_unit,
      * paged_per_unit (1-4096: decoding's workgroups or invocations per compute unit),
      * paged_min_part (1-65536: keys per part at least), fused_shared (0 or 1: 1 runs the scalar
      * fused attention as attn_fused_shared, a workgroup's query tiles of one head staging each
@@ -1419,7 +1420,8 @@ typedef enum vkattn_weight_names {
     VKATTN_WEIGHT_NAMES_HF = 1     /* Hugging Face's q_proj.weight, ..., o_proj.weight or out_proj.weight */
 } vkattn_weight_names;
 
-/* The most attention tensors one layer reads (nn.MultiheadAttention: at most 8; Hugging Face: 8). */
+/* The most attention tensors one layer reads (nn.MultiheadAttention: at most 8; Hugging Face: at
+ * most 11, the four projections' weights and biases, q_norm, k_norm and sinks). */
 #define VKATTN_WEIGHT_FILE_MAX_TENSORS 16
 
 /* What a load found, for reports. Strings point into the file object (valid until it is
