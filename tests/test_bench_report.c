@@ -118,6 +118,7 @@ static void test_names_and_keys(void)
     CHECK(strcmp(bench_mask_name(BENCH_MASK_CAUSAL), "causal") == 0);
     CHECK(strcmp(bench_mask_name(BENCH_MASK_PADDING), "padding") == 0);
     CHECK(strcmp(bench_mask_name(BENCH_MASK_CAUSAL_PADDING), "causal+padding") == 0);
+    CHECK(strcmp(bench_mask_name(BENCH_MASK_FLOAT_CAUSAL), "float-causal") == 0);
     char key[128];
     bench_config c = {1, 1024, 1024, 512, 8, BENCH_MASK_NONE, VKATTN_PATH_UNFUSED, VKATTN_DTYPE_F32};
     bench_config_key(&c, key, sizeof key);

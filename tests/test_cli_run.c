@@ -501,6 +501,12 @@ static void test_run_trace(const fixture *fx)
     const char *steps = strstr(captured, "  step times (ms, fastest of ");
     CHECK(steps && plan < steps && strstr(steps, " forwards): 1 matmul ") && strstr(steps, ", 2 attn_fused ") &&
           strstr(steps, ", 3 matmul "));
+    /* the causal mask as a float attn_mask: the forward's plan binds it, and the CPU path runs too */
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "quick", "--len", "16", "--mask", "float-causal",
+                                              "--path", "fused", "--no-peak", "--min-time", "0", "--trace",
+                                              NULL}) == CLI_EXIT_OK);
+    CHECK_SAID(" float-causal   fused");
+    CHECK_SAID("attn_mask");
     remove(out), remove(plain);
 }
 

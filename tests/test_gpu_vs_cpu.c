@@ -142,7 +142,10 @@ static const test_case cases[] = {
     {"masks", "float_mask", 2, 17, 23, 32, 4, .mask = MASK_FLOAT},
     {"masks", "float_mask_per_head", 2, 17, 0, 32, 4, .mask = MASK_FLOAT, .mask_per_head = 1},
     {"masks", "float_mask_causal", 2, 40, 61, 32, 4, .mask = MASK_FLOAT_CAUSAL},
-    {"masks", "bool_mask_documents", 2, 61, 0, 32, 4, .mask = MASK_BOOL_DOCUMENTS, .mask_per_head = 1},
+    {"masks", "bool_mask_documents", 2, 61, 0, 32, 4, .mask = MASK_BOOL_DOCUMENTS, .mask_per_head = 1, .also_f16 = 1},
+    /* ... in key parts (a budget of 40 trips: 32 keys an invocation), with a sink and a zero key */
+    {"masks", "float_mask_causal_parts", 1, 40, 61, 32, 4, .mask = MASK_FLOAT_CAUSAL, .loop_budget = 40, .sinks = 1, .plan_has = "parts of",
+     .zero_attn = 1},
     {"masks", "causal_padding", 2, 64, 0, 32, 4, .causal = 1, .key_padding = 1},
     {"masks", "all_kinds_bool", 2, 33, 33, 32, 4, .causal = 1, .key_padding = 1, .lens = LENS_PER_QUERY,
      .mask = MASK_BOOL, .mask_per_head = 1},
