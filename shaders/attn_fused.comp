@@ -171,9 +171,9 @@ void main()
         /* The attn_mask's terms, read once: a block they hide whole from this invocation's rows
          * contributes nothing (a masked key never does), so its scores and values are skipped
          * (PyTorch's causal mask as a float attn_mask, nn.Transformer's square subsequent mask,
-         * hides about half the blocks). An `if`, not a `continue`: llvmpipe runs a block that a
-         * `continue` left with no live invocation, and branches around an `if` whose condition
-         * is false on every one. */
+         * hides about half the blocks). Where the invocations of a SIMD group or subgroup all
+         * skip, the branch skips the work (on lavapipe the mask's reads, a gather per term,
+         * stay the larger cost: docs/PERFORMANCE.md). */
         const bool masked = ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0;
         float term[TILE_A][TILE_B];
         uint open = 1u;
