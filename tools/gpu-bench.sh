@@ -131,10 +131,12 @@ fi
 step "the scalar fused attention (GPUs without matrix cores, fp32 layers): attn_fused_shared against attn_fused's texel fetches (gpu class, f32, E = 4096, H = 32, L = S = 2048)"
 # attn_fused_shared stages each block's K and V in shared memory for a workgroup's 64 query rows;
 # attn_fused (fused_shared=0) has every invocation fetch every K and V texel (texture-bound on a
-# GPU: about 5 TFLOP/s on an H200, docs/PERFORMANCE.md). Not measured yet (2026-11-28).
+# GPU: about 5 TFLOP/s on an H200, docs/PERFORMANCE.md). Not measured yet (2026-11-28). Also the
+# causal mask as a float attn_mask, whose hidden blocks both builds skip (session 21).
 for t in gpu:fused_shared=0 gpu; do
   n=${t//[:=,]/_}
-  if VKATTN_TUNING=$t "$vk" bench --preset gpu --embed 4096 --heads 32 --len 2048 --dtype f32 --no-peak --trace \
+  if VKATTN_TUNING=$t "$vk" bench --preset gpu --embed 4096 --heads 32 --len 2048 --dtype f32 \
+    --mask none,causal,float-causal --no-peak --trace \
     --json "$out/scalar_$n.json" >"$out/scalar_$n.txt"; then
     printf -- '-- VKATTN_TUNING=%s\n' "$t"
     grep -E '^ +[0-9]+ fused +attn_fused|^  step times' "$out/scalar_$n.txt" | cut -c1-300 | awk '!seen[$0]++' || true
