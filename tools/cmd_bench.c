@@ -287,8 +287,9 @@ static int make_case(vkattn_context *ctx, const bench_config *c, bench_case *bc)
         BENCH_TRY(vkattn_tensor_write(bc->tkpm, bc->kpm, (size_t)B * S), "writing the mask");
     }
     if (bc->attn_mask) {
-        BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 2, (uint32_t[]){L, S}, &bc->tmask), "creating the mask");
-        BENCH_TRY(vkattn_tensor_write(bc->tmask, bc->attn_mask, (size_t)L * S * sizeof(float)), "writing the mask");
+        BENCH_TRY(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 2, (uint32_t[]){L, S}, &bc->tmask),
+                  "creating the attn_mask");
+        BENCH_TRY(vkattn_tensor_write(bc->tmask, bc->attn_mask, (size_t)L * S * sizeof(float)), "writing the attn_mask");
     }
     bc->f = (vkattn_forward_desc){.query = bc->tq, .key = bc->tk, .output = bc->tout, .key_padding_mask = bc->tkpm,
                                   .attn_mask = bc->tmask, .causal = (c->mask & BENCH_MASK_CAUSAL) != 0,

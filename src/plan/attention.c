@@ -354,7 +354,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     const int shared_kv = !cm.wg && pr->fused_shared &&
                           vka_fused_shared_bytes(tile_k, DV) <= b->limits->max_shared_bytes &&
                           fused_budget_blocks(b, DV, stage_trips) >= 2 &&
-                          state_budget / (row_bytes * vka_min64(rows_total, (uint64_t)tile_q * wg)) >= 1;
+                          row_bytes * vka_min64(rows_total, (uint64_t)tile_q * wg) <= state_budget;
     const uint32_t span_rows = shared_kv ? tile_q * wg : tile_q; /* the query rows of one key range */
     const uint64_t stage = shared_kv ? stage_trips : 0;
     vkattn_status status;
