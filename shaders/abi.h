@@ -219,6 +219,12 @@ VKA_STRUCT(vka_pv_push) {
                                     rows met by XOR shuffles over ROW_LANES (device/matrix_rows.h) */
 #define VKA_FUSED_REG_P 512u       /* attn_cm with REG_SOFTMAX: P made into A matrices from the score
                                       matrices' own elements (A_FROM_ACC), not through shared memory */
+#define VKA_FUSED_MAP 1024u        /* attn_cm with an attn_mask: map the key blocks first, visit the open
+                                      ones (where the loop budget leaves room for the map's loops) */
+/* attn_cm with an attn_mask: the most real key blocks one workgroup visits, so that its map of them
+ * (which blocks the mask leaves open to some row, which it leaves whole) fits in shared memory,
+ * two bits a block */
+#define VKA_FUSED_CM_MAP_BLOCKS 1024u
 #define VKA_FUSED_Q 0            /* texel view (attn_cm: a storage buffer) */
 #define VKA_FUSED_K 1            /* texel view (attn_cm: a storage buffer) */
 #define VKA_FUSED_V 2            /* texel view (attn_cm: a storage buffer) */

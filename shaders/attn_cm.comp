@@ -58,7 +58,9 @@
  * held NaN or inf and that a row does see with a non-zero probability makes that row's context NaN
  * (its P is NaN; where attn_fused.comp gives inf or NaN in the affected elements), its lse stays
  * the scores' (as the CPU path's). A row with no visible key gets a zero context (lse = -inf); a
- * NaN score makes the row NaN, lse too; the sink starts part 0's first chunk.
+ * NaN score makes the row NaN, lse too; the sink starts part 0's first chunk. With an attn_mask
+ * the workgroup first maps its key blocks and visits only those the mask leaves open to one of
+ * its rows (MAP: where the loop budget leaves room); a block the mask leaves whole (all terms 0) skips the per-element mask reads.
  * The probabilities are rounded to fp16 before P·V, and l sums the rounded values.
  *
  * Grid: parts * bh_count * ceil(i_count / TILE_A) workgroups of WG_SIZE = NSG x the subgroup size;
@@ -71,10 +73,12 @@
  * REG_SOFTMAX: the layout's lanes a row), ROW_RUN and ROW_CLASSES (REG_SOFTMAX: the layout's
  * element classes), TILE_K (Q's head dims staged per pass), ATTN_MASK, FLAGS (VKA_FUSED_LOAD,
  * STORE, PREFETCH, TWO_STAGES, Q_F16, K_F16, V_F16: the storage buffers' element types, WIDE: all
- * three fp16, read two texels per 16-byte load, REG_SOFTMAX and REG_P), VARIANT, A_FROM_ACC (REG_P:
+ * three fp16, read two texels per 16-byte load, REG_SOFTMAX, REG_P and MAP), VARIANT, A_FROM_ACC (REG_P:
  * the accumulator element of each of an A matrix's, 4 bits each).
  * Loop trips per invocation: the key-block loop, blocks + 1 (a block more where the real keys end
- * and the extra ones begin); every other loop has a constant count and is unrolled.
+ * and the extra ones begin); with MAP also the map's pass, blocks + 1, and next_visit's,
+ * once a visit plus the map's words (src/plan/attention.c, vka_fused_cm_loop_trips); every other
+ * loop has a constant count and is unrolled.
  */
 #extension GL_KHR_cooperative_matrix : require
 #ifdef COOPMAT2
@@ -184,6 +188,11 @@ const uint BW = (TILE_B + 31) / 32;          /* bad-key words per block (TILE_B 
 shared uint bad_keys_s[3 * BW];               /* bit c % 32 of word c / 32: key c of the block held a non-finite V
                                                  element (block n's words at n % 3 x BW; block n - 1's cleared
                                                  during block n) */
+/* With an attn_mask (and VKA_FUSED_MAP), the map of the workgroup's real key blocks (bit n % 32 of
+ * word n / 32 for block n; the plan keeps them within VKA_FUSED_CM_MAP_BLOCKS): */
+const uint MAP_WORDS = (FLAGS & VKA_FUSED_MAP) != 0 ? VKA_FUSED_CM_MAP_BLOCKS / 32 : 1;
+shared uint open_s[MAP_WORDS];                /* a term of the block is not -inf for some row (NaN counts) */
+shared uint nonzero_s[MAP_WORDS];             /* a term of the block is not 0 (NaN counts) */
 
 /* A load: one texel of 4 values, or with VKA_FUSED_WIDE (Q, K and V all fp16, every row starting
  * on a multiple of 8 elements) two, 8 halves in one 16-byte load: half the load and staging
@@ -264,12 +273,26 @@ void store_output(uint st, uint il, uint b, uint h, uint col, float value)
 /* Whether a row sees the block of keys [j0, j0 + TILE_B) whole (no mask reaches into it: most
  * blocks of a long row), so that its scores skip the per-key mask tests, which cost a quarter of
  * the kernel's time on an H100. `end`: the keys' end for the block (real or extra keys); the row's
- * limit and first key (vka_row_limit, vka_window_start). */
-bool block_whole(uint j0, uint end, bool real, uint limit, uint first)
+ * limit and first key (vka_row_limit, vka_window_start); `zero`: the attn_mask's terms of the
+ * block are all 0 for the workgroup's rows (adding them changes no score). */
+bool block_whole(uint j0, uint end, bool real, uint limit, uint first, bool zero)
 {
     return j0 + TILE_B <= end && (!real || (j0 + TILE_B <= limit && j0 >= first &&
                                             (pc.mask_flags & VKA_MASK_KEY_PADDING) == 0 &&
-                                            (ATTN_MASK == 0 || (pc.mask_flags & VKA_MASK_ATTN) == 0)));
+                                            (ATTN_MASK == 0 || (pc.mask_flags & VKA_MASK_ATTN) == 0 || zero)));
+}
+
+/* The first block at or after block x that the workgroup visits: with an attn_mask (`mapped`) the
+ * next real block its map marks open, else x (the extra keys' blocks are never masked). A real
+ * block past the last open one gives real_blocks. Workgroup-uniform: the map is read only after
+ * the barrier that ends its pass. The loop's trips over all calls of one workgroup are at most its
+ * map's words. */
+uint next_visit(uint x, uint real_blocks, bool mapped)
+{
+    if (!mapped || x >= real_blocks) return x;
+    uint w = x / 32, last = (real_blocks - 1) / 32, bits = open_s[w] & (~0u << (x % 32));
+    while (bits == 0u && w < last) bits = open_s[++w];
+    return bits != 0u ? w * 32 + uint(findLSB(bits)) : real_blocks;
 }
 
 /* Score s of key j for the query row whose qk is i + S - L (query i; its limit and first key):
@@ -396,6 +419,10 @@ void main()
         }
     if (gl_LocalInvocationID.x == 0) real_end_s = 0;
     if (gl_LocalInvocationID.x < 3 * BW) bad_keys_s[gl_LocalInvocationID.x] = 0;
+    [[unroll]] for (uint e = 0; e < (MAP_WORDS + WG - 1) / WG; e++) {
+        uint at = e * WG + gl_LocalInvocationID.x;
+        if (MAP_WORDS % WG == 0 || at < MAP_WORDS) open_s[at] = 0, nonzero_s[at] = 0;
+    }
     barrier();
     if (REG) {
         ACC map;
@@ -532,6 +559,33 @@ void main()
 #define BLOCK_J0(n) ((n) < real_blocks ? k_lo + (n) * TILE_B : extra_lo + ((n) - real_blocks) * TILE_B)
 #define BLOCK_END(n) ((n) < real_blocks ? real_hi : k_hi)
 
+    /* An attn_mask's map: one pass over the terms of the workgroup's rows marks each real block
+     * that some row may see (a term that is not -inf: NaN and +inf count) and each whose terms are
+     * not all 0. The blocks loop visits the open ones only: a masked key never contributes, so a
+     * block the mask hides from every row changes nothing (the upper half of a causal mask given
+     * as a float mask, other documents' keys); and a block whose terms are all 0 (a bool mask:
+     * all visible) takes the whole path, its terms read here only. The trip counts stay the
+     * workgroup's: no matrix operation sits under a branch (docs/KNOWN_ISSUES.md). */
+    const bool mapped = (FLAGS & VKA_FUSED_MAP) != 0 && ATTN_MASK != 0 && (pc.mask_flags & VKA_MASK_ATTN) != 0;
+    if (mapped) {
+        const uint TERMS = TILE_A * TILE_B; /* a block's terms for the workgroup's rows, key-fastest */
+        for (uint n = 0; n < real_blocks; n++) {
+            uint j0 = k_lo + n * TILE_B;
+            bool open = false, nonzero = false;
+            [[unroll]] for (uint e = 0; e < (TERMS + WG - 1) / WG; e++) {
+                uint t = e * WG + gl_LocalInvocationID.x, j = j0 + t % TILE_B;
+                if ((TERMS % WG == 0 || t < TERMS) && j < real_hi) {
+                    float term = vka_mask_term(b, h, pc.i_begin + min(il0 + t / TILE_B, pc.i_count - 1), j);
+                    open = open || term != neg_inf;
+                    nonzero = nonzero || term != 0.0;
+                }
+            }
+            if (open) atomicOr(open_s[n / 32], 1u << (n % 32));
+            if (nonzero) atomicOr(nonzero_s[n / 32], 1u << (n % 32));
+        }
+        barrier(); /* the map is whole */
+    }
+
     /* K's and V's rows of a block (the last key repeated past the end) into registers. PREFETCH:
      * block n + 1's are fetched once block n is staged, so their loads are in flight during block
      * n's matrix work (software pipelining, as FlashAttention-2 overlaps its K/V loads); without
@@ -558,22 +612,27 @@ void main()
         STAGE(k_in, rows_, TILE_B, DV, STRIDE4, K_HALF, false, 0)                                   \
         STAGE(v_in, rows_ + TILE_B, TILE_B, DV, STRIDE4, V_HALF, true, (n) % 3)                     \
     }
-    if ((prefetch || two_stages) && blocks > 0) FETCH_BLOCK(0)
-    if (two_stages && blocks > 0) {
+    /* Visit n takes block `cur` (n counts the visits: the stages and bad-key words rotate by it),
+     * the next visit block `next` (blocks: none). */
+    uint cur = next_visit(0, real_blocks, mapped);
+    if ((prefetch || two_stages) && cur < blocks) FETCH_BLOCK(cur)
+    if (two_stages && cur < blocks) {
         STAGE_BLOCK(0)
         barrier(); /* the first block is staged */
     }
-    for (uint n = 0; n < blocks; n++) {
-        bool real = n < real_blocks;
-        uint j0 = BLOCK_J0(n), end = BLOCK_END(n);
+    for (uint n = 0; cur < blocks; n++) {
+        const uint next = next_visit(cur + 1, real_blocks, mapped);
+        bool real = cur < real_blocks;
+        uint j0 = BLOCK_J0(cur), end = BLOCK_END(cur);
+        bool zero = mapped && real && (nonzero_s[cur / 32] >> (cur % 32) & 1u) == 0u;
         uint kv0 = (two_stages ? n % 2 : 0) * KV_BLOCK;
         if (two_stages) {
-            if (n + 1 < blocks) FETCH_BLOCK(n + 1)
+            if (next < blocks) FETCH_BLOCK(next)
         } else {
-            if (!prefetch) FETCH_BLOCK(n)
+            if (!prefetch) FETCH_BLOCK(cur)
             STAGE_BLOCK(n)
             barrier(); /* the block is staged */
-            if (prefetch && n + 1 < blocks) FETCH_BLOCK(n + 1)
+            if (prefetch && next < blocks) FETCH_BLOCK(next)
         }
 
 #ifndef COOPMAT2
@@ -596,7 +655,7 @@ void main()
             float cmax[NR], csum[NR], mref[NR], calpha[NR];
             bool cnan[NR], whole[NR], all_whole = true;
             [[unroll]] for (uint k = 0; k < NR; k++) {
-                whole[k] = block_whole(j0, end, real, limit[k], first[k]);
+                whole[k] = block_whole(j0, end, real, limit[k], first[k], zero);
                 all_whole = all_whole && whole[k];
                 cmax[k] = neg_inf, csum[k] = 0.0, cnan[k] = false;
             }
@@ -719,7 +778,7 @@ void main()
         block_max = max(block_max, x);                                                              \
         s[t] = x;                                                                                   \
     }
-                if (block_whole(j0, end, real, limit[k], first[k])) {
+                if (block_whole(j0, end, real, limit[k], first[k], zero)) {
                     ROW_SCORES(true)
                 } else {
                     ROW_SCORES(false)
@@ -812,9 +871,10 @@ void main()
 #endif
         /* block n - 1's word, read before the last barrier, for block n + 2 */
         if (gl_LocalInvocationID.x < BW) bad_keys_s[(n + 2) % 3 * BW + gl_LocalInvocationID.x] = 0;
-        if (two_stages && n + 1 < blocks) STAGE_BLOCK(n + 1)
+        if (two_stages && next < blocks) STAGE_BLOCK(n + 1)
         barrier(); /* every subgroup is done with the block before the next is staged (two stages: and the
                       next is staged) */
+        cur = next;
     }
 
 #ifdef COOPMAT2

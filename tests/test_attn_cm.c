@@ -42,8 +42,12 @@ typedef struct cm_case {
     int f16;
     int causal, key_padding;
     int lens;          /* 1 per batch, 2 per query */
-    int mask;          /* 1 bool, 2 float */
+    int mask;          /* 1 bool, 2 float (random terms); 3 causal aligned at the end as a float mask,
+                          but query 0 sees the last key (term -1), and with mask_window keys at or
+                          past that many before a query's position hidden too; 4 bool: packed documents, causal within, cut
+                          anew per head with mask_per_head */
     int mask_per_head;
+    uint32_t mask_window;
     int fully_masked;  /* a query row and a batch item that see no key */
     uint32_t window;
     float softcap;
@@ -99,6 +103,16 @@ static const cm_case grid[] = {
     {"bool_per_head_lens", 2, 19, 41, 2, 0, 64, .mask = 1, .mask_per_head = 1, .lens = 2, .key_padding = 1,
      .fully_masked = 1, .khr = 1},
     {"float_mask_lens_nan", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1, .nan_masked = 1, .khr = 1},
+    /* masks that hide whole key blocks from a workgroup's rows, which it then skips, and leave
+     * others whole (all terms 0), which skip the per-element mask reads: the causal mask as a float
+     * mask (where query 0 sees the last key, in a block no other row of the first tile sees; a
+     * window of 30 keys, so that the first rows see whole the blocks later rows cannot), in chunks carrying the state at a lowered budget (10 blocks a chunk on
+     * lavapipe); packed documents per head, a value row holding NaN (its document's later rows
+     * NaN, the rows of other documents beside it finite) */
+    {"float_causal_mask", 1, 70, 90, 2, 0, 64, .mask = 3, .mask_window = 30, .khr = 1},
+    {"float_causal_mask_chunks", 1, 40, 200, 2, 0, 64, .mask = 3, .mask_window = 30, .budget = 40, .state_kib = 24,
+     .khr = 1},
+    {"bool_documents_per_head", 2, 75, 75, 2, 0, 64, .mask = 4, .mask_per_head = 1, .nan_seen = 1, .khr = 1},
     /* every variant at once (one pipeline): causal aligned at the end (a layer with positions),
      * L < S, a window, softcap, ALiBi, sinks; then self-attention where batch item 0 sees no key
      * (its rows: the sink only) */
@@ -232,6 +246,7 @@ static const cm_case pairs[] = {
     {"pair_rising", 1, 8, 120, 2, 0, 64, .rising = 1, .khr = 1},
     {"pair_D128_causal_gqa", 1, 7, 40, 4, 2, 128, .causal = 1},
     {"pair_masks", 2, 3, 50, 2, 0, 64, .mask = 2, .key_padding = 1, .fully_masked = 1},
+    {"pair_float_causal", 1, 8, 77, 2, 0, 64, .mask = 3, .khr = 1},
     /* attn_fused needs 52 trips per block of keys at D = 64: at a budget of 512 it splits S = 300
      * into parts, attn_cm not */
     {"pair_budget", 1, 5, 300, 2, 0, 64, .key_padding = 1, .budget = 512},
@@ -290,8 +305,31 @@ static void inputs_make(const cm_case *c, cm_inputs *in, int fp16_values, unsign
             for (uint32_t j = 0; j < S / 2; j++) in->mask_f[(size_t)i * S + j] = -200.0f;
     }
     if (c->mask) {
-        size_t n = (size_t)(c->mask_per_head ? c->B * c->H : 1) * c->L * S;
-        if (c->mask == 1) {
+        size_t n = (size_t)(c->mask_per_head ? c->B * c->H : 1) * c->L * S, planes = n / ((size_t)c->L * S);
+        if (c->mask == 3) {
+            in->mask_f = malloc(n * sizeof(float));
+            for (size_t i = 0; i < n; i++) {
+                int64_t row = (int64_t)(i / S % c->L), key = (int64_t)(i % S);
+                int64_t qk = row + (int64_t)S - (int64_t)c->L;
+                in->mask_f[i] = key > qk || (c->mask_window && key <= qk - c->mask_window) ? -INFINITY : 0.0f;
+            }
+            in->mask_f[S - 1] = -1.0f;
+        } else if (c->mask == 4) {
+            in->mask_b = malloc(n);
+            uint32_t *doc = malloc(S * sizeof(uint32_t));
+            for (size_t pl = 0; pl < planes; pl++) {
+                for (uint32_t j = 0, id = 0, left = 0; j < S; j++, left--) {
+                    if (!left) id++, left = 4 + (uint32_t)(test_rng_float(&rng) * 30.0f); /* 4..33 keys */
+                    doc[j] = id;
+                }
+                for (uint32_t i = 0; i < c->L; i++)
+                    for (uint32_t j = 0; j < S; j++) {
+                        uint32_t qk = i + S - c->L;
+                        in->mask_b[(pl * c->L + i) * S + j] = !(j <= qk && doc[j] == doc[qk]);
+                    }
+            }
+            free(doc);
+        } else if (c->mask == 1) {
             in->mask_b = malloc(n);
             for (size_t i = 0; i < n; i++) in->mask_b[i] = test_rng_float(&rng) > 0.4f; /* about 30% blocked */
             if (c->fully_masked) memset(in->mask_b + (size_t)(c->L > 2 ? 2 : c->L - 1) * S, 1, S); /* sees nothing */

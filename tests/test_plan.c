@@ -1810,7 +1810,8 @@ static int check_profile_steps(const device_profile *d, const vka_plan_limits *l
                                                st->spec[VKA_SPEC_DV] * st->spec[VKA_SPEC_VEC], st->spec[VKA_SPEC_TILE_K],
                                                st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES ? 2 : 1,
                                                st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX ? ms.m * ms.n : 0,
-                                               st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_P ? ms.m * ms.k : 0);
+                                               st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_P ? ms.m * ms.k : 0,
+                                               (st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_MAP) != 0);
         }
         ok = shared <= d->info.max_shared_memory_bytes;
         CHECK_MSG(ok, "%s: %llu bytes of shared memory", d->name, (unsigned long long)shared);
@@ -2006,6 +2007,90 @@ static void test_device_profiles(void)
     CHECK(!vka_tuning_refusal(vka_tuning_for(&tiny, "mobile"), &tiny, why, sizeof why));
 }
 
+/* attn_cm with an attn_mask maps its key blocks first (two bits a block in shared memory): on
+ * every matrix-core profile the masked layer keeps the unmasked one's tile and flags, the map in
+ * the shared memory the kernel declares, and a long key range goes in chunks of at most
+ * VKA_FUSED_CM_MAP_BLOCKS blocks that cover it once; on lavapipe's shape at a lowered budget the
+ * chunks take the most blocks whose trips (the map's pass and next_visit's besides the visits)
+ * fit, and no more. */
+static void test_attn_cm_mask_map(void)
+{
+    for (size_t d = 0; d < sizeof profiles / sizeof profiles[0]; d++) {
+        const device_profile *dp = &profiles[d];
+        const vka_tuning *t = vka_tuning_for(&dp->info, NULL);
+        if (!t->cm_attn_subgroups) continue;
+        vka_plan_limits l = profile_limits(dp, t);
+        const vka_step *a[2] = {NULL, NULL};
+        vka_plan plans[2] = {{0}, {0}};
+        for (int masked = 0; masked < 2; masked++) {
+            vka_problem p = problem(1, 4096, 4096, 4096, 32, 1);
+            p.cfg.storage = VKATTN_DTYPE_F16, p.cfg.bias = 0;
+            if (masked) p.attn_mask = VKA_ATTN_MASK_FLOAT;
+            CHECK_STATUS(vka_plan_build(&p, &l, &plans[masked], NULL), VKATTN_OK);
+            CHECK_MSG(check_profile_steps(dp, &l, &plans[masked]) == 0, "%s, mask %d", dp->name, masked);
+            a[masked] = largest_step(&plans[masked], VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
+        }
+        CHECK_MSG(a[0] && a[1] && a[1]->spec[VKA_SPEC_ATTN_MASK] && !a[0]->spec[VKA_SPEC_ATTN_MASK] &&
+                      a[0]->spec[VKA_SPEC_TILE_A] == a[1]->spec[VKA_SPEC_TILE_A] &&
+                      a[0]->spec[VKA_SPEC_TILE_B] == a[1]->spec[VKA_SPEC_TILE_B] &&
+                      (a[0]->spec[VKA_SPEC_FLAGS] | VKA_FUSED_MAP) == a[1]->spec[VKA_SPEC_FLAGS] &&
+                      !(a[0]->spec[VKA_SPEC_FLAGS] & VKA_FUSED_MAP),
+                  "%s: the masked layer's attn_cm tile or flags differ, or it does not map", dp->name);
+        vka_plan_free(&plans[0]), vka_plan_free(&plans[1]);
+
+        /* 8 queries over 70000 keys */
+        vka_problem p = problem(1, 8, 70000, 4096, 32, 0);
+        p.cfg.storage = VKATTN_DTYPE_F16, p.cfg.bias = 0, p.attn_mask = VKA_ATTN_MASK_BOOL;
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK(check_profile_steps(dp, &l, &plan) == 0);
+        uint32_t steps = 0;
+        for (uint32_t i = 0; i < plan.step_count; i++) {
+            const vka_step *st = &plan.steps[i];
+            if (st->kind != VKA_STEP_DISPATCH || st->kernel != VKA_KERNEL_FUSED_CM) continue;
+            const vka_fused_push *f = &st->push.fused;
+            steps++;
+            CHECK_MSG(f->chunk_len <= VKA_FUSED_CM_MAP_BLOCKS * st->spec[VKA_SPEC_TILE_B] &&
+                          (uint64_t)f->parts * f->part_len >= 70000 && (uint64_t)(f->parts - 1) * f->part_len < 70000,
+                      "%s: %u parts of %u keys in chunks of %u", dp->name, f->parts, f->part_len, f->chunk_len);
+        }
+        CHECK_MSG(steps >= 1 && plan.key_parts * plan.key_chunks >= 3, "%s: %u attn_cm steps, %u parts, %u chunks", dp->name,
+                  steps, plan.key_parts, plan.key_chunks);
+        vka_plan_free(&plan);
+    }
+
+    /* lavapipe's 8 x 8 x 8 matrices at budgets of 40 and 200; at 12 the map's loops leave no room
+     * for two blocks: no map, chunks of 10 blocks */
+    const uint32_t budgets[3] = {40, 200, 12};
+    for (int k = 0; k < 3; k++) {
+        vka_plan_limits l = coopmat_limits((vkattn_matrix_shape){8, 8, 8}, 8, 32768, budgets[k]);
+        l.subgroup_sums = 1;
+        vka_problem p = problem(1, 20, 3000, 256, 4, 0);
+        p.attn_mask = VKA_ATTN_MASK_FLOAT;
+        vka_plan plan = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
+        CHECK(check_plan_limits(&plan, &l, "attn_cm with a mask") == 0);
+        const vka_step *st = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
+        CHECK_MSG(st != NULL, "budget %u: no attn_cm", budgets[k]);
+        if (st) {
+            const uint32_t tk = st->spec[VKA_SPEC_TILE_B];
+            const vka_fused_push *f = &st->push.fused;
+            const uint64_t blocks = f->chunk_len / tk, part_blocks = vka_ceil_div(f->part_len, tk);
+            const int map = budgets[k] > 12;
+            uint64_t most = 1; /* the most blocks whose trips fit */
+            while (vka_fused_cm_loop_trips(most + 2, map) <= budgets[k]) most++;
+            CHECK_MSG(f->chunk_len % tk == 0 && blocks <= most && vka_step_loop_trips(st) <= budgets[k] &&
+                          plan.key_chunks == vka_ceil_div(part_blocks, most) &&
+                          !(st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_MAP) == !map && (map || most == 10),
+                      "budget %u: %u chunks of %llu blocks, %llu fit", budgets[k], plan.key_chunks,
+                      (unsigned long long)blocks, (unsigned long long)most);
+            printf("  attn_cm with an attn_mask, budget %u: chunks of %llu blocks of %u keys, %llu trips\n", budgets[k],
+                   (unsigned long long)blocks, tk, (unsigned long long)vka_step_loop_trips(st));
+        }
+        vka_plan_free(&plan);
+    }
+}
+
 /* Tuning strings on the H100 profile, at the Llama-3-8B prefill (L = 4096): the GPU day's sweep
  * (tools/gpu-bench.sh) plans valid dispatches with the tiles it names, and a shape beyond the
  * device's shared memory gives way: matmul_cm's 2 x 8 subgroups with blocks of 64 (cm_ksteps=4)
@@ -2146,7 +2231,7 @@ static void test_tuning_strings(void)
             const int reg = (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) != 0;
             CHECK_MSG(two == (rows[r].stages == 2), "%s: two stages %d", rows[r].tuning, two);
             CHECK(vka_fused_cm_shared_bytes(rows[r].attn_rows, rows[r].attn_keys, 128, q_dims, two ? 2 : 1,
-                                            reg ? 16 * 16 : 0, 0) <= l.max_shared_bytes);
+                                            reg ? 16 * 16 : 0, 0, 0) <= l.max_shared_bytes);
         }
         if (attn) { /* the softmax on the matrices' elements, in the profile's row layout, unless the tuning says not */
             const int reg = (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX) != 0;
@@ -2333,7 +2418,7 @@ static void test_tuning_strings(void)
                       (attn->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_SOFTMAX),
                   "D = 256, %s: %s", one ? "one stage" : "coopmat",
                   attn ? (one ? "not 128 x 32 with one stage" : "not 128 x 16 with two") : "no attn_cm");
-        CHECK(vka_fused_cm_shared_bytes(128, 32, 256, attn ? attn->spec[VKA_SPEC_TILE_K] : 256, 2, 16 * 16, 0) >
+        CHECK(vka_fused_cm_shared_bytes(128, 32, 256, attn ? attn->spec[VKA_SPEC_TILE_K] : 256, 2, 16 * 16, 0, 0) >
               l.max_shared_bytes);
         vka_plan_free(&plan);
     }
@@ -2443,7 +2528,8 @@ static void test_coopmat_attention(void)
                                                 ? rows[r].shape.m * rows[r].shape.n
                                                 : 0,
                                             st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_REG_P ? rows[r].shape.m * rows[r].shape.k
-                                                                                       : 0) <=
+                                                                                       : 0,
+                                            (st->spec[VKA_SPEC_FLAGS] & VKA_FUSED_MAP) != 0) <=
                   rows[r].shared);
             CHECK_MSG(st->spec[VKA_SPEC_TILE_K] == rows[r].q_dims, "%s: Q in passes of %u dims", rows[r].name,
                       st->spec[VKA_SPEC_TILE_K]);
@@ -2605,6 +2691,7 @@ int main(void)
     RUN_TEST(test_fold_groups);
     RUN_TEST(test_coopmat_profiles);
     RUN_TEST(test_device_profiles);
+    RUN_TEST(test_attn_cm_mask_map);
     RUN_TEST(test_tuning_strings);
     RUN_TEST(test_coopmat_attention);
     RUN_TEST(test_matrix_rows);

@@ -236,6 +236,14 @@ typedef struct fused_cm_shape {
 /* attn_cm's shape with `subgroups` subgroups of `row_frags` M-row matrices of query rows each
  * (attn_cm2: one) and blocks of `frags` N-key matrices, `stages` of them staged at once, or none
  * where it does not fit the device */
+/* Whether attn_cm maps its key blocks first (VKA_FUSED_MAP): with an attn_mask, where the loop
+ * budget leaves room for the map's loops and two blocks */
+static int fused_cm_maps(const vka_builder *b)
+{
+    return b->p->attn_mask != VKA_ATTN_MASK_NONE &&
+           (b->budget == UINT64_MAX || vka_fused_cm_loop_trips(3, 1) <= b->budget);
+}
+
 static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, uint32_t row_frags, uint32_t frags,
                                     uint32_t stages)
 {
@@ -269,7 +277,7 @@ static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, ui
      * one word of them, so its fragments must not straddle two */
     if (s.tile_k > 64 || (s.matrix2 && 32 % ms.n && s.tile_k > 32) ||
         vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D, s.q_dims, stages, s.reg ? ms.m * ms.n : 0,
-                                  s.reg_p ? ms.m * ms.k : 0) >
+                                  s.reg_p ? ms.m * ms.k : 0, fused_cm_maps(b)) >
             b->limits->max_shared_bytes ||
         !vka_matrix_workgroup_fits(b->limits, s.wg))
         return none;
@@ -305,30 +313,44 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
 }
 
 uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D, uint32_t q_dims, uint32_t stages,
-                                   uint32_t reg_frag, uint32_t p_frag)
+                                   uint32_t reg_frag, uint32_t p_frag, int mapped)
 {
     /* attn_cm.comp: fp16 rows of D + 8 for K and V (per stage), in the same space Q's rows of
      * q_dims + 8 per pass; fp32 scores in rows of tile_k + 4 (the REG build: one accumulator's
      * reg_frag floats, its layout map); fp16 P in rows of tile_k + 8 (the REG_P build: one A
-     * matrix's p_frag halves, its layout map); two floats per row; a word, and three blocks'
-     * bad-key bits (a word per 32 keys) */
+     * matrix's p_frag halves, its layout map); two floats per row; a word, three blocks'
+     * bad-key bits (a word per 32 keys), and the attn_mask's map of the blocks (two bits a block;
+     * a word each without a mask) */
     uint64_t kv = 2ull * stages * tile_k * (D + 8), q = (uint64_t)tile_q * (q_dims + 8);
     uint64_t scores = reg_frag ? reg_frag : (uint64_t)tile_q * (tile_k + 4);
     uint64_t p = p_frag ? p_frag : (uint64_t)tile_q * (tile_k + 8);
-    return (kv > q ? kv : q) * 2 + scores * 4 + p * 2 + (uint64_t)tile_q * 8 + 4 + 12ull * ((tile_k + 31) / 32);
+    uint64_t map = mapped ? 2ull * VKA_FUSED_CM_MAP_BLOCKS / 32 * 4 : 8;
+    return (kv > q ? kv : q) * 2 + scores * 4 + p * 2 + (uint64_t)tile_q * 8 + 4 + 12ull * ((tile_k + 31) / 32) + map;
 }
 
-/* The most keys one attn_cm workgroup may visit: its one loop is the key blocks', with one block
- * for the boundary between real and extra keys. */
+uint64_t vka_fused_cm_loop_trips(uint64_t blocks, int mapped)
+{
+    /* the key-block loop; with an attn_mask the map's pass, and next_visit's loop: a trip counted
+     * for each call (one a visit, and the first) and each word it moves on */
+    return vka_loop(blocks) + (mapped ? vka_loop(blocks) + blocks + 1 + vka_ceil_div(blocks, 32) : 0);
+}
+
+/* The most keys one attn_cm workgroup may visit: its loops count the key blocks, with one block
+ * for the boundary between real and extra keys; mapping them, at most the map's blocks. */
 static vkattn_status fused_cm_max_keys(vka_builder *b, uint32_t tile_k, uint64_t *out)
 {
-    *out = UINT32_MAX / 2 / tile_k * tile_k;
-    if (b->budget == UINT64_MAX) return VKATTN_OK;
-    if (b->budget < 4)
-        return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
-                             "this device's loop budget (%llu per invocation) leaves no room for a block of keys",
-                             (unsigned long long)b->budget);
-    *out = vka_min64((b->budget - 2) * tile_k, *out);
+    const int mapped = fused_cm_maps(b);
+    uint64_t blocks = mapped ? VKA_FUSED_CM_MAP_BLOCKS : UINT32_MAX / 2 / tile_k;
+    if (b->budget != UINT64_MAX) {
+        if (vka_fused_cm_loop_trips(3, mapped) > b->budget) /* two blocks at least */
+            return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                                 "this device's loop budget (%llu per invocation) leaves no room for a block of keys",
+                                 (unsigned long long)b->budget);
+        /* from about where the trips reach the budget, down to where they fit */
+        blocks = vka_min64(blocks, mapped ? b->budget * 32 / 97 : b->budget);
+        while (vka_fused_cm_loop_trips(blocks + 1, mapped) > b->budget) blocks--;
+    }
+    *out = blocks * tile_k;
     return VKATTN_OK;
 }
 
@@ -421,7 +443,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                                     (b->plan->role_dtype[l->k] == VKATTN_DTYPE_F16 ? VKA_FUSED_K_F16 : 0) |
                                     (b->plan->role_dtype[l->v] == VKATTN_DTYPE_F16 ? VKA_FUSED_V_F16 : 0) |
                                     (wide ? VKA_FUSED_WIDE : 0) | (cm.reg ? VKA_FUSED_REG_SOFTMAX : 0) |
-                                    (cm.reg_p ? VKA_FUSED_REG_P : 0);
+                                    (cm.reg_p ? VKA_FUSED_REG_P : 0) | (fused_cm_maps(b) ? VKA_FUSED_MAP : 0);
     if (cm.wg) {
         s.spec[VKA_SPEC_MAT_M] = b->limits->matrix_shape.m;
         s.spec[VKA_SPEC_MAT_N] = b->limits->matrix_shape.n;
@@ -763,7 +785,8 @@ uint64_t vka_fused_trips(const vka_step *s)
 uint64_t vka_fused_cm_trips(const vka_step *s)
 {
     const vka_fused_push *f = &s->push.fused;
-    return vka_loop(vka_ceil_div(vka_min64(f->chunk_len, f->part_len), s->spec[VKA_SPEC_TILE_B]) + 1);
+    return vka_fused_cm_loop_trips(vka_ceil_div(vka_min64(f->chunk_len, f->part_len), s->spec[VKA_SPEC_TILE_B]) + 1,
+                                   (s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_MAP) != 0);
 }
 
 uint64_t vka_scores_trips(const vka_step *s) { return vka_loop(s->spec[VKA_SPEC_DV]); }

@@ -24,9 +24,12 @@ uint32_t vka_attention_vec(const vka_problem *p);
 /* The shared memory attn_cm.comp takes for tile_q query rows, blocks of tile_k keys, head dim D,
  * Q staged q_dims dims at a time, `stages` blocks staged at once; reg_frag: the REG_SOFTMAX build's
  * accumulator elements (MAT_M x MAT_N; it keeps no scores in shared memory), else 0; p_frag: the
- * REG_P build's A matrix elements (MAT_M x MAT_K; it keeps no P rows), else 0. */
+ * REG_P build's A matrix elements (MAT_M x MAT_K; it keeps no P rows), else 0; mapped: the build
+ * maps its key blocks first (VKA_FUSED_MAP). */
 uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D, uint32_t q_dims, uint32_t stages,
-                                   uint32_t reg_frag, uint32_t p_frag);
+                                   uint32_t reg_frag, uint32_t p_frag, int mapped);
+/* The loop trips of one attn_cm workgroup over `blocks` key blocks (mapped: with an attn_mask). */
+uint64_t vka_fused_cm_loop_trips(uint64_t blocks, int mapped);
 
 /* The loop trips of one attn_fused invocation over `keys` keys (attn_paged runs the same loops);
  * `stage` as for vka_fused_max_keys. */
