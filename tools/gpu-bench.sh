@@ -128,6 +128,17 @@ if VKATTN_TUNING=coopmat:cm_attn_stages=1 "$vk" bench --preset gpu --embed 4096 
 else
   echo "(failed: see prefill_d256_one_stage.txt)"
 fi
+step "attn_cm under an attn_mask: the causal mask as a float mask against is_causal (f16, L = S = 4096, D = 128)"
+# Since session 22 attn_cm maps a mask's key blocks first and visits the open ones only, so a float
+# causal mask should cost about what causal does, plus one read of the mask (L x S floats per head's
+# workgroups). Not measured on a GPU yet.
+if "$vk" bench --preset gpu --dtype f16 --len 4096 --mask causal,float-causal --no-peak --trace \
+  --json "$out/prefill_float_causal.json" >"$out/prefill_float_causal.txt"; then
+  { grep -E '^ +[0-9]+ fused +attn' "$out/prefill_float_causal.txt" | cut -c1-300 | awk '!seen[$0]++' | head -4
+    grep -E -A4 ' (causal|float-causal) +fused ' "$out/prefill_float_causal.txt"; } || true
+else
+  echo "(failed: see prefill_float_causal.txt)"
+fi
 step "the scalar fused attention (GPUs without matrix cores, fp32 layers): attn_fused_shared against attn_fused's texel fetches (gpu class, f32, E = 4096, H = 32, L = S = 2048)"
 # attn_fused_shared stages each block's K and V in shared memory for a workgroup's 64 query rows;
 # attn_fused (fused_shared=0) has every invocation fetch every K and V texel (texture-bound on a
