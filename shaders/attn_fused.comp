@@ -24,7 +24,8 @@
  * reads them there (one address for the whole workgroup: a broadcast), where the texel-fetch build
  * has every invocation fetch every K and V texel itself (on a GPU the texture pipe then bounds
  * it, at about a fetch per four FMAs). The workgroup walks one key range, its first row's part
- * and chunk to the last key any of its rows sees; each row masks the keys it does not see.
+ * and chunk to the last key any of its rows sees; each row masks the keys it does not see. A
+ * block an attn_mask hides from all of its rows is not staged (a vote in shared memory).
  *
  * Grid: parts * bh_count * ceil(i_count / TILE_A) invocations, WG_SIZE per workgroup (SHARED_KV:
  * parts * bh_count * ceil(i_count / (WG_SIZE * TILE_A)) workgroups).
@@ -54,11 +55,16 @@ layout(std430, binding = VKA_FUSED_STATE_LSE) buffer StateLse_ { float state_lse
 layout(std430, binding = VKA_FUSED_HEAD_TERMS) readonly buffer HeadTerms_ { float head_terms[]; };
 layout(push_constant) uniform Push { vka_fused_push pc; };
 #ifdef SHARED_KV
-/* a block's K and V rows, key c's texels at c x DV (krow / vrow hold c x DV) */
-shared vec4 k_s[TILE_B * DV];
-shared vec4 v_s[TILE_B * DV];
-#define VKA_FETCH_K(row, t) k_s[(row) + (t)]
-#define VKA_FETCH_V(row, t) v_s[(row) + (t)]
+/* a block's K and V rows as bits, key c's texels at c x DV (krow / vrow hold c x DV); with an
+ * attn_mask one more element of k_s, VOTES, whose word n % 3 is non-zero where one of the
+ * workgroup's invocations sees a key of block n (word n + 2 is cleared during block n, after every
+ * read of it as word n - 1). Only a masked build declares it: at D = 256 a block takes exactly
+ * 32 KiB, the least a device has. */
+const uint VOTES = TILE_B * DV;
+shared uvec4 k_s[VOTES + (ATTN_MASK != 0 ? 1 : 0)];
+shared uvec4 v_s[TILE_B * DV];
+#define VKA_FETCH_K(row, t) uintBitsToFloat(k_s[(row) + (t)])
+#define VKA_FETCH_V(row, t) uintBitsToFloat(v_s[(row) + (t)])
 #endif
 #define VKA_WITH_MASKS
 #define VKA_WITH_VARIANTS
@@ -142,38 +148,22 @@ void main()
     uint real_hi = min(k_hi, min(real_end, pc.S)), extra_lo = max(k_lo, pc.S);
     uint real_blocks = real_hi > k_lo ? (real_hi - k_lo + TILE_B - 1) / TILE_B : 0;
     uint extra_blocks = k_hi > extra_lo ? (k_hi - extra_lo + TILE_B - 1) / TILE_B : 0;
+#ifdef SHARED_KV
+    if (ATTN_MASK != 0 && gl_LocalInvocationID.x == 0) k_s[VOTES] = uvec4(0u);
+    barrier(); /* cleared before the first block's votes */
+#endif
     for (uint n = 0; n < real_blocks + extra_blocks; n++) {
         bool real = n < real_blocks;
         uint j0 = real ? k_lo + n * TILE_B : extra_lo + (n - real_blocks) * TILE_B;
         uint end = real ? real_hi : k_hi;
 
-        uint krow[TILE_B], vrow[TILE_B];
-        uint kv_base = b * pc.kv_batch + h / pc.kv_group * pc.kv_head; /* K/V head h / kv_group */
-#ifdef SHARED_KV
-        barrier(); /* the previous block's K and V are read */
-        [[unroll]] for (uint e = 0; e < (TILE_B * DV + WG - 1) / WG; e++) {
-            uint at = e * WG + gl_LocalInvocationID.x, c = at / DV;
-            if ((TILE_B * DV) % WG == 0 || at < TILE_B * DV) {
-                uint row = kv_base + min(j0 + c, end - 1) * pc.kv_row + at % DV;
-                k_s[at] = vka_fetch(K, pc.k_offset + row);
-                v_s[at] = vka_fetch(V, pc.v_offset + row);
-            }
-        }
-        barrier(); /* the block is staged */
-        [[unroll]] for (uint c = 0; c < TILE_B; c++) krow[c] = vrow[c] = c * DV;
-#else
-        [[unroll]] for (uint c = 0; c < TILE_B; c++) {
-            uint row = kv_base + min(j0 + c, end - 1) * pc.kv_row;
-            krow[c] = pc.k_offset + row;
-            vrow[c] = pc.v_offset + row;
-        }
-#endif
         /* The attn_mask's terms, read once: a block they hide whole from this invocation's rows
          * contributes nothing (a masked key never does), so its scores and values are skipped
          * (PyTorch's causal mask as a float attn_mask, nn.Transformer's square subsequent mask,
          * hides about half the blocks). Where the invocations of a SIMD group or subgroup all
          * skip, the branch skips the work (on lavapipe the mask's reads, a gather per term,
-         * stay the larger cost: docs/PERFORMANCE.md). */
+         * stay the larger cost: docs/PERFORMANCE.md); SHARED_KV: where all of the workgroup's
+         * do, it stages nothing either. */
         const bool masked = ATTN_MASK != 0 && real && (pc.mask_flags & VKA_MASK_ATTN) != 0;
         float term[TILE_A][TILE_B];
         uint open = 1u;
@@ -185,6 +175,35 @@ void main()
                     open |= uint(j0 + c < end && term[r][c] != neg_inf);
                 }
         }
+
+        uint krow[TILE_B], vrow[TILE_B];
+        uint kv_base = b * pc.kv_batch + h / pc.kv_group * pc.kv_head; /* K/V head h / kv_group */
+#ifdef SHARED_KV
+        if (masked && open != 0u) atomicOr(k_s[VOTES][n % 3], 1u);
+        barrier(); /* the previous block's K and V are read; the votes are in */
+        /* the same for the whole workgroup (`masked` is: real blocks come first), so the branch
+         * and its barrier are uniform */
+        const bool stage = !masked || k_s[VOTES][n % 3] != 0u;
+        if (masked && gl_LocalInvocationID.x == 0) k_s[VOTES][(n + 2) % 3] = 0u;
+        if (stage) {
+            [[unroll]] for (uint e = 0; e < (TILE_B * DV + WG - 1) / WG; e++) {
+                uint at = e * WG + gl_LocalInvocationID.x, c = at / DV;
+                if ((TILE_B * DV) % WG == 0 || at < TILE_B * DV) {
+                    uint row = kv_base + min(j0 + c, end - 1) * pc.kv_row + at % DV;
+                    k_s[at] = floatBitsToUint(vka_fetch(K, pc.k_offset + row));
+                    v_s[at] = floatBitsToUint(vka_fetch(V, pc.v_offset + row));
+                }
+            }
+            barrier(); /* the block is staged */
+        }
+        [[unroll]] for (uint c = 0; c < TILE_B; c++) krow[c] = vrow[c] = c * DV;
+#else
+        [[unroll]] for (uint c = 0; c < TILE_B; c++) {
+            uint row = kv_base + min(j0 + c, end - 1) * pc.kv_row;
+            krow[c] = pc.k_offset + row;
+            vrow[c] = pc.v_offset + row;
+        }
+#endif
         if (open != 0u) {
             float s[TILE_A][TILE_B];
             VKA_QK_TILE(s, qrow, krow);

@@ -146,6 +146,11 @@ static const test_case cases[] = {
     /* ... in key parts (a budget of 40 trips: 32 keys an invocation), with a sink and a zero key */
     {"masks", "float_mask_causal_parts", 1, 40, 61, 32, 4, .mask = MASK_FLOAT_CAUSAL, .loop_budget = 40, .sinks = 1, .plan_has = "parts of",
      .zero_attn = 1},
+    /* attn_fused_shared (the gpu class) over 130 keys in workgroups of 64 query rows: the first
+     * workgroup's rows see none of the keys from 64 on, so it stages none of those blocks (its
+     * invocations' vote), the later ones every block (D = 128) */
+    {"masks", "float_mask_causal_shared", 1, 130, 130, 256, 2, .mask = MASK_FLOAT_CAUSAL, .tuning = "gpu",
+     .plan_has = "by workgroups of 64 query rows"},
     {"masks", "causal_padding", 2, 64, 0, 32, 4, .causal = 1, .key_padding = 1},
     {"masks", "all_kinds_bool", 2, 33, 33, 32, 4, .causal = 1, .key_padding = 1, .lens = LENS_PER_QUERY,
      .mask = MASK_BOOL, .mask_per_head = 1},

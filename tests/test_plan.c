@@ -1275,10 +1275,14 @@ static void test_fused_shared_plans(void)
         uint32_t B, L, S, E, H, causal, window, budget, shared;
         int want;           /* 1: attn_fused_shared */
         uint32_t state_kib; /* the parts' states' budget (0: the default) */
+        int mask;           /* a float attn_mask */
     } rows[] = {
         {"gpu", 2, 300, 300, 1024, 8, 1, 0, 65535, 32768, 1},      /* D = 128, 5 workgroups of 64 rows a head */
         {"gpu", 1, 70, 90, 1024, 4, 0, 0, 65535, 32768, 1},        /* D = 256: 32 KiB, exactly */
         {"gpu", 1, 70, 90, 1024, 4, 0, 0, 65535, 32767, 0},        /* a byte less: attn_fused */
+        /* with an attn_mask the votes' texel besides: 16 bytes more */
+        {"gpu", 1, 70, 90, 1024, 4, 0, 0, 65535, 32784, 1, .mask = 1},
+        {"gpu", 1, 70, 90, 1024, 4, 0, 0, 65535, 32783, 0, .mask = 1},
         {"gpu", 1, 129, 2048, 256, 4, 0, 0, 512, 32768, 1},        /* D = 64 in parts and chunks */
         {"gpu", 1, 1000, 4096, 256, 4, 1, 512, 65535, 32768, 1},   /* a window: parts span W + 63 keys */
         {"gpu", 1, 1000, 4096, 256, 4, 1, 512, 300, 32768, 1},     /* ... in several parts */
@@ -1305,6 +1309,7 @@ static void test_fused_shared_plans(void)
         if (rows[r].state_kib) l.state_budget_bytes = (uint64_t)rows[r].state_kib << 10;
         vka_problem p = problem(rows[r].B, rows[r].L, rows[r].S, rows[r].E, rows[r].H, rows[r].L == rows[r].S);
         p.causal = (int)rows[r].causal, p.cfg.window = rows[r].window;
+        if (rows[r].mask) p.attn_mask = VKA_ATTN_MASK_FLOAT;
         vka_plan plan = {0};
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         CHECK_MSG(check_plan_limits(&plan, &l, rows[r].tuning) == 0, "row %zu", r);
@@ -1320,7 +1325,11 @@ static void test_fused_shared_plans(void)
             const vka_fused_push *f = &st->push.fused;
             const uint32_t wg = st->spec[VKA_SPEC_WG_SIZE], tq = st->spec[VKA_SPEC_TILE_A], tk = st->spec[VKA_SPEC_TILE_B];
             CHECK(wg == t.fused_wg && tk == t.fused_tile_k && st->spec[VKA_SPEC_DV] == DV);
-            CHECK(vka_fused_shared_bytes(tk, DV) == 2ull * tk * DV * 16 && vka_fused_shared_bytes(tk, DV) <= rows[r].shared);
+            /* K's and V's texels of a block (with an attn_mask a texel of votes): what the kernel declares */
+            const uint64_t bytes = vka_fused_shared_bytes(tk, DV, rows[r].mask);
+            CHECK(bytes == 2ull * tk * DV * 16 + (rows[r].mask ? 16 : 0) && bytes <= rows[r].shared &&
+                  (st->spec[VKA_SPEC_ATTN_MASK] != 0) == rows[r].mask);
+            CHECK(declared_shared_is("attn_fused_shared", st, bytes));
             /* a workgroup per (part, head, wg query tiles) */
             const uint64_t groups = (uint64_t)st->groups[0] * st->groups[1] * st->groups[2];
             const uint64_t want = (uint64_t)f->parts * f->bh_count * vka_ceil_div(f->i_count, (uint64_t)wg * tq);

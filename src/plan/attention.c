@@ -374,7 +374,8 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
     /* (and where its staging loop leaves the budget two blocks and the state budget holds a part's
      * states for the workgroup's rows: else attn_fused's texel fetches) */
     const int shared_kv = !cm.wg && pr->fused_shared &&
-                          vka_fused_shared_bytes(tile_k, DV) <= b->limits->max_shared_bytes &&
+                          vka_fused_shared_bytes(tile_k, DV, p->attn_mask != VKA_ATTN_MASK_NONE) <=
+                              b->limits->max_shared_bytes &&
                           fused_budget_blocks(b, DV, stage_trips) >= 2 &&
                           row_bytes * vka_min64(rows_total, (uint64_t)tile_q * wg) <= state_budget;
     const uint32_t span_rows = shared_kv ? tile_q * wg : tile_q; /* the query rows of one key range */
@@ -761,7 +762,11 @@ uint64_t vka_fused_loop_trips(uint32_t DV, uint32_t tile_k, uint64_t keys, int l
            blocks * (3 * vka_loop(DV) + (stage ? vka_loop(stage) : 0));
 }
 
-uint64_t vka_fused_shared_bytes(uint32_t tile_k, uint32_t DV) { return 2 * (uint64_t)tile_k * DV * 16; }
+/* attn_fused_shared: a block's K and V texels, and with an attn_mask a texel of votes */
+uint64_t vka_fused_shared_bytes(uint32_t tile_k, uint32_t DV, int masked)
+{
+    return 2 * (uint64_t)tile_k * DV * 16 + (masked ? 16 : 0);
+}
 
 uint64_t vka_fused_stage_trips(uint32_t tile_k, uint32_t DV, uint32_t wg)
 {

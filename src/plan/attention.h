@@ -34,10 +34,11 @@ uint64_t vka_fused_cm_loop_trips(uint64_t blocks, int mapped);
 /* The loop trips of one attn_fused invocation over `keys` keys (attn_paged runs the same loops);
  * `stage` as for vka_fused_max_keys. */
 uint64_t vka_fused_loop_trips(uint32_t DV, uint32_t tile_k, uint64_t keys, int load, uint64_t stage);
-/* attn_fused_shared: the shared memory of a block of tile_k keys' K and V rows (DV texels each);
+/* attn_fused_shared: the shared memory of a block of tile_k keys' K and V rows (DV texels each)
+ * and, masked (a layer with an attn_mask), a texel of its workgroup's votes;
  * the texels each of wg invocations stages per block (a loop the
  * kernel unrolls, counted all the same: a driver that kept it would run its trips). */
-uint64_t vka_fused_shared_bytes(uint32_t tile_k, uint32_t DV);
+uint64_t vka_fused_shared_bytes(uint32_t tile_k, uint32_t DV, int masked);
 uint64_t vka_fused_stage_trips(uint32_t tile_k, uint32_t DV, uint32_t wg);
 
 #endif
