@@ -580,8 +580,11 @@ void main()
                     nonzero = nonzero || term != 0.0;
                 }
             }
-            if (open) atomicOr(open_s[n / 32], 1u << (n % 32));
-            if (nonzero) atomicOr(nonzero_s[n / 32], 1u << (n % 32));
+            /* the subgroup's verdict first (shuffles: no vote needed), then one atomic a subgroup */
+            uint seen = (open ? 1u : 0u) | (nonzero ? 2u : 0u);
+            [[unroll]] for (uint d = 1; d < SG; d *= 2) seen |= subgroupShuffleXor(seen, d);
+            if (lane == 0u && (seen & 1u) != 0u) atomicOr(open_s[n / 32], 1u << (n % 32));
+            if (lane == 0u && (seen & 2u) != 0u) atomicOr(nonzero_s[n / 32], 1u << (n % 32));
         }
         barrier(); /* the map is whole */
     }

@@ -43,7 +43,7 @@ typedef struct cm_case {
     int causal, key_padding;
     int lens;          /* 1 per batch, 2 per query */
     int mask;          /* 1 bool, 2 float (random terms); 3 causal aligned at the end as a float mask,
-                          but query 0 sees the last key (term -1), and with mask_window keys at or
+                          but query 0 sees the first and the last key (terms -1), and with mask_window keys at or
                           past that many before a query's position hidden too; 4 bool: packed documents, causal within, cut
                           anew per head with mask_per_head */
     int mask_per_head;
@@ -105,13 +105,22 @@ static const cm_case grid[] = {
     {"float_mask_lens_nan", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1, .nan_masked = 1, .khr = 1},
     /* masks that hide whole key blocks from a workgroup's rows, which it then skips, and leave
      * others whole (all terms 0), which skip the per-element mask reads: the causal mask as a float
-     * mask (where query 0 sees the last key, in a block no other row of the first tile sees; a
-     * window of 30 keys, so that the first rows see whole the blocks later rows cannot), in chunks carrying the state at a lowered budget (10 blocks a chunk on
-     * lavapipe); packed documents per head, a value row holding NaN (its document's later rows
-     * NaN, the rows of other documents beside it finite) */
-    {"float_causal_mask", 1, 70, 90, 2, 0, 64, .mask = 3, .mask_window = 30, .khr = 1},
+     * mask (where query 0 sees the first and the last key, in blocks no other row of the first
+     * tile sees; a window of 30 keys, so that the first rows see whole the blocks later rows
+     * cannot), the first tile's last real blocks closed before the extra keys; over 700 keys (the
+     * map's words crossed: a closed run between the first and the last blocks); with the mask's
+     * window of 70 and the layer's of 30, lengths, softcap, ALiBi and GQA in fp16 (blocks the mask
+     * leaves whole that some rows' window does not: a whole path that skipped the window's test
+     * failed); in chunks carrying the state at a budget of 40 (at
+     * most 11 blocks a chunk on lavapipe) with one staged block and the softmax through shared
+     * memory; packed documents per head, a value row holding NaN (its document's later rows NaN,
+     * the rows of other documents beside it finite) */
+    {"float_causal_mask", 1, 70, 90, 2, 0, 64, .mask = 3, .mask_window = 30, .bias_kv = 1, .zero_attn = 1, .khr = 1},
+    {"float_causal_mask_long", 1, 20, 700, 2, 0, 64, .mask = 3, .mask_window = 30, .khr = 1},
+    {"float_causal_mask_mixed", 2, 40, 90, 4, 2, 64, .f16 = 1, .mask = 3, .mask_window = 70, .window = 30, .lens = 1,
+     .softcap = 5.0f, .alibi = 1, .khr = 1},
     {"float_causal_mask_chunks", 1, 40, 200, 2, 0, 64, .mask = 3, .mask_window = 30, .budget = 40, .state_kib = 24,
-     .khr = 1},
+     .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0,cm_attn_stages=1"},
     {"bool_documents_per_head", 2, 75, 75, 2, 0, 64, .mask = 4, .mask_per_head = 1, .nan_seen = 1, .khr = 1},
     /* every variant at once (one pipeline): causal aligned at the end (a layer with positions),
      * L < S, a window, softcap, ALiBi, sinks; then self-attention where batch item 0 sees no key
@@ -313,7 +322,7 @@ static void inputs_make(const cm_case *c, cm_inputs *in, int fp16_values, unsign
                 int64_t qk = row + (int64_t)S - (int64_t)c->L;
                 in->mask_f[i] = key > qk || (c->mask_window && key <= qk - c->mask_window) ? -INFINITY : 0.0f;
             }
-            in->mask_f[S - 1] = -1.0f;
+            in->mask_f[S - 1] = -1.0f, in->mask_f[0] = -1.0f;
         } else if (c->mask == 4) {
             in->mask_b = malloc(n);
             uint32_t *doc = malloc(S * sizeof(uint32_t));

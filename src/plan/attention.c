@@ -233,17 +233,19 @@ typedef struct fused_cm_shape {
                     matrix's elements are the accumulator's places (matrix_rows.a_elements) */
 } fused_cm_shape;
 
-/* attn_cm's shape with `subgroups` subgroups of `row_frags` M-row matrices of query rows each
- * (attn_cm2: one) and blocks of `frags` N-key matrices, `stages` of them staged at once, or none
- * where it does not fit the device */
-/* Whether attn_cm maps its key blocks first (VKA_FUSED_MAP): with an attn_mask, where the loop
- * budget leaves room for the map's loops and two blocks */
-static int fused_cm_maps(const vka_builder *b)
+/* Whether attn_cm maps its key blocks first (VKA_FUSED_MAP): with an attn_mask, where the
+ * workgroup's key span (of blocks of tile_k keys) fits one map and the loop budget leaves room for
+ * the map's loops and two blocks. A longer span keeps the loop over every block, in one pass where
+ * the budget allows, rather than parts of the map's length. */
+static int fused_cm_maps(const vka_builder *b, uint32_t tile_k, uint64_t span)
 {
-    return b->p->attn_mask != VKA_ATTN_MASK_NONE &&
+    return b->p->attn_mask != VKA_ATTN_MASK_NONE && span <= (uint64_t)VKA_FUSED_CM_MAP_BLOCKS * tile_k &&
            (b->budget == UINT64_MAX || vka_fused_cm_loop_trips(3, 1) <= b->budget);
 }
 
+/* attn_cm's shape with `subgroups` subgroups of `row_frags` M-row matrices of query rows each
+ * (attn_cm2: one) and blocks of `frags` N-key matrices, `stages` of them staged at once, or none
+ * where it does not fit the device (a layer with an attn_mask counting the map's words) */
 static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, uint32_t row_frags, uint32_t frags,
                                     uint32_t stages)
 {
@@ -277,7 +279,7 @@ static fused_cm_shape fused_cm_tile(const vka_builder *b, uint32_t subgroups, ui
      * one word of them, so its fragments must not straddle two */
     if (s.tile_k > 64 || (s.matrix2 && 32 % ms.n && s.tile_k > 32) ||
         vka_fused_cm_shared_bytes(s.tile_q, s.tile_k, D, s.q_dims, stages, s.reg ? ms.m * ms.n : 0,
-                                  s.reg_p ? ms.m * ms.k : 0, fused_cm_maps(b)) >
+                                  s.reg_p ? ms.m * ms.k : 0, b->p->attn_mask != VKA_ATTN_MASK_NONE) >
             b->limits->max_shared_bytes ||
         !vka_matrix_workgroup_fits(b->limits, s.wg))
         return none;
@@ -337,9 +339,8 @@ uint64_t vka_fused_cm_loop_trips(uint64_t blocks, int mapped)
 
 /* The most keys one attn_cm workgroup may visit: its loops count the key blocks, with one block
  * for the boundary between real and extra keys; mapping them, at most the map's blocks. */
-static vkattn_status fused_cm_max_keys(vka_builder *b, uint32_t tile_k, uint64_t *out)
+static vkattn_status fused_cm_max_keys(vka_builder *b, uint32_t tile_k, int mapped, uint64_t *out)
 {
-    const int mapped = fused_cm_maps(b);
     uint64_t blocks = mapped ? VKA_FUSED_CM_MAP_BLOCKS : UINT32_MAX / 2 / tile_k;
     if (b->budget != UINT64_MAX) {
         if (vka_fused_cm_loop_trips(3, mapped) > b->budget) /* two blocks at least */
@@ -384,10 +385,11 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
 
     /* Keys: parts side by side (as many as the state budget holds for one query tile), each
      * visited in chunks in turn when it is longer than one invocation may visit. */
-    uint64_t max_keys;
-    if (cm.wg) VKA_TRY(fused_cm_max_keys(b, tile_k, &max_keys));
-    else VKA_TRY(vka_fused_max_keys(b, DV, tile_k, stage, &max_keys));
     const uint64_t span = fused_key_span(p, span_rows);
+    const int cm_map = cm.wg && fused_cm_maps(b, tile_k, span);
+    uint64_t max_keys;
+    if (cm.wg) VKA_TRY(fused_cm_max_keys(b, tile_k, cm_map, &max_keys));
+    else VKA_TRY(vka_fused_max_keys(b, DV, tile_k, stage, &max_keys));
     uint64_t parts = 1, part_len = span, chunks = 1, chunk_len = span, max_rows = 0;
     uint64_t pieces = vka_ceil_div(span, max_keys);
     if (pieces > 1) {
@@ -444,7 +446,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
                                     (b->plan->role_dtype[l->k] == VKATTN_DTYPE_F16 ? VKA_FUSED_K_F16 : 0) |
                                     (b->plan->role_dtype[l->v] == VKATTN_DTYPE_F16 ? VKA_FUSED_V_F16 : 0) |
                                     (wide ? VKA_FUSED_WIDE : 0) | (cm.reg ? VKA_FUSED_REG_SOFTMAX : 0) |
-                                    (cm.reg_p ? VKA_FUSED_REG_P : 0) | (fused_cm_maps(b) ? VKA_FUSED_MAP : 0);
+                                    (cm.reg_p ? VKA_FUSED_REG_P : 0) | (cm_map ? VKA_FUSED_MAP : 0);
     if (cm.wg) {
         s.spec[VKA_SPEC_MAT_M] = b->limits->matrix_shape.m;
         s.spec[VKA_SPEC_MAT_N] = b->limits->matrix_shape.n;
