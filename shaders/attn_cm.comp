@@ -59,8 +59,9 @@
  * (its P is NaN; where attn_fused.comp gives inf or NaN in the affected elements), its lse stays
  * the scores' (as the CPU path's). A row with no visible key gets a zero context (lse = -inf); a
  * NaN score makes the row NaN, lse too; the sink starts part 0's first chunk. With an attn_mask
- * the workgroup first maps its key blocks and visits only those the mask leaves open to one of
- * its rows (MAP: where the loop budget leaves room); a block the mask leaves whole (all terms 0) skips the per-element mask reads.
+ * (MAP: where the workgroup's key span fits one map and the loop budget leaves room) the
+ * workgroup first maps its key blocks and visits only those the mask leaves open to one of its
+ * rows; a block the mask leaves whole (all terms 0) skips the per-element mask reads.
  * The probabilities are rounded to fp16 before P·V, and l sums the rounded values.
  *
  * Grid: parts * bh_count * ceil(i_count / TILE_A) workgroups of WG_SIZE = NSG x the subgroup size;
