@@ -1,8 +1,9 @@
 /* attn_cm.comp, the cooperative-matrix fused attention, through the public API under the coopmat
  * tuning, every layer with precision VKATTN_PRECISION_F16 (each plan must name attn_cm):
  *
- * 1. A grid against the CPU reference: head dims 64, 80, 96, 128 and 256, odd L and S (several
- *    query tiles and key blocks, partial ones), one query, one key, f32 and f16 storage, every mask
+ * 1. A grid against the CPU reference: head dims 64, 80, 96, 128 and 256 (32 in rows that try a
+ *    tile's shape: quicker to compile), odd L and S (several query tiles and key blocks, partial
+ *    ones), one query, one key, f32 and f16 storage, every mask
  *    (key padding, valid lengths per batch and per query, bool and float attn_mask, shared and per
  *    head, causal top-left and end-aligned, rows with no visible key), grouped-query and multi-query
  *    heads, the variants (window, softcap, ALiBi, sinks), the extra keys (bias_kv, zero_attn), NaN
@@ -191,9 +192,9 @@ static const cm_case grid[] = {
      * rows (a bit a block's clear missed would poison a later block's key at the same place). A
      * 64-key block (8 matrices) compiles for a minute on lavapipe: the plan test checks its
      * shared memory on the H100 profile. */
-    {"key_blocks_48_nan_seen", 2, 40, 70, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1, .wide_blocks = 2,
+    {"key_blocks_48_nan_seen", 2, 40, 70, 2, 0, 32, .causal = 1, .nan_seen = 1, .khr = 1, .wide_blocks = 2,
      .tuning = "coopmat:cm_attn_key_frags=6,cm_attn_wide_d=0,cm_attn_stages=1"},
-    {"key_blocks_40_two_stages", 2, 19, 250, 2, 0, 64, .key_padding = 1, .nan_masked = 1, .khr = 1, .wide_blocks = 1,
+    {"key_blocks_40_two_stages", 2, 19, 250, 2, 0, 32, .key_padding = 1, .nan_masked = 1, .khr = 1, .wide_blocks = 1,
      .tuning = "coopmat:cm_attn_key_frags=8,cm_attn_wide_d=0"},
     /* two row matrices a subgroup (each K and V matrix loaded once for both; attn_cm2 keeps one,
      * so these run in the KHR build only): the shared-memory softmax (its passes over twice the
@@ -202,10 +203,13 @@ static const cm_case grid[] = {
      * the softmax in registers over 200 causal keys whose rows from 100 on see a NaN value row,
      * in chunks carrying the state in and out of both matrices' rows. (Rising maxima and a seen
      * NaN row do not mix: where a later key's score dwarfs the NaN key's, its fp16 probability
-     * is 0 and the row stays finite where the CPU path's fp32 one is not 0.) */
-    {"row_frags_shared_softmax", 1, 45, 300, 4, 2, 64, .causal = 1, .rising = 1, .budget = 12, .state_kib = 40,
+     * is 0 and the row stays finite where the CPU path's fp32 one is not 0.) These rows and the
+     * wide blocks above run at D = 32: what they test lies in the rows and keys, and their unrolled
+     * code, which grows with D, takes lavapipe more than linear time to compile (docs/TESTING.md:
+     * 66-210 s each at D = 64, 23-54 s at 32). */
+    {"row_frags_shared_softmax", 1, 45, 300, 4, 2, 32, .causal = 1, .rising = 1, .budget = 12, .state_kib = 40,
      .khr = 1, .row_frags = 2, .tuning = "coopmat:cm_attn_row_frags=2,cm_attn_reg_softmax=0"},
-    {"row_frags_chunks", 1, 200, 200, 2, 0, 64, .causal = 1, .nan_seen = 1, .budget = 12, .state_kib = 40, .khr = 1,
+    {"row_frags_chunks", 1, 200, 200, 2, 0, 32, .causal = 1, .nan_seen = 1, .budget = 12, .state_kib = 40, .khr = 1,
      .row_frags = 2, .tuning = "coopmat:cm_attn_row_frags=2"},
 
     /* the KHR build's softmax through shared memory (cm_attn_reg_softmax=0; the default where the
@@ -794,7 +798,7 @@ static void run_two_builds(void)
 
 int main(int argc, char **argv)
 {
-    /* "dims": the grid's head dims other than 64 (the long LLVM builds, a ctest of their own so
+    /* "dims": the grid's head dims above 64 (the long LLVM builds, a ctest of their own so
      * that ctest -j runs them beside the rest); "rest": all else; "khr": the rows marked khr, run
      * without VKATTN_COOPMAT2=1 (the KHR build where ctest runs the others as attn_cm2), and
      * "khr_a" / "khr_b" its halves (every other khr grid row; the pairs in the first, the two
@@ -846,7 +850,7 @@ int main(int argc, char **argv)
          * checks it), so those rows wait for the khr run rather than compile attn_cm2 again */
         const int khr_only = grid[i].row_frags > 1 && matrix2;
         const int in_khr = grid[i].khr && (khr_rows++ % 2 == 0 ? khr_a : khr_b);
-        if ((!only || (dims && grid[i].D != 64) || (rest && grid[i].D == 64) || in_khr ||
+        if ((!only || (dims && grid[i].D > 64) || (rest && grid[i].D <= 64) || in_khr ||
              strcmp(only, grid[i].name) == 0) &&
             !khr_only)
             run_grid_case(&grid[i], 1000 + 10 * i, grid_worst);
