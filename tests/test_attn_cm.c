@@ -32,6 +32,7 @@
  * with LLVM: the shapes are small, and the grid shares pipelines where it can. */
 #include "api/context.h"
 #include "format/half.h"
+#include "plan/attention.h"
 #include "gpu_test.h"
 
 #define SKIP 77
@@ -465,6 +466,12 @@ static int run_layer(vkattn_context *ctx, vkattn_layer *layer, const cm_case *c,
         const int two_fit = vka_matrix_shape_for(&ctx->dev.info).m < 16 || c->D <= 128 || reg_build;
         CHECK_MSG(two_asked ? two_said == two_fit : !two_said, "%s: two staged blocks %s:\n%s", c->name,
                   two_said ? "said" : "not said", plan);
+        /* with an attn_mask, the key blocks mapped first where the budget leaves room for the
+         * map's loops (every key span here fits one map) */
+        const char *map = strstr(step, "key blocks mapped first");
+        const int map_want = c->mask && (!c->budget || vka_fused_cm_loop_trips(3, 1) <= c->budget);
+        CHECK_MSG((map && (!eol || map < eol)) == map_want, "%s: the key blocks should%s be mapped:\n%s", c->name,
+                  map_want ? "" : " not", plan);
         int prefetch = (c->D <= 128 && !(c->tuning && strstr(c->tuning, "cm_attn_prefetch=0"))) || two_said;
         CHECK_MSG((said && (!eol || said < eol)) == prefetch, "%s: attn_cm should%s fetch the next block meanwhile:\n%s",
                   c->name, prefetch ? "" : " not", plan);
