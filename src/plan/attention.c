@@ -909,9 +909,8 @@ void vka_fused_cm_describe(vka_text *t, const vka_step *s)
     if (s->spec[VKA_SPEC_ROW_FRAGS] > 1)
         vka_text_put(t, ", %u row matrices per subgroup", s->spec[VKA_SPEC_ROW_FRAGS]);
     if (flags & VKA_FUSED_MAP) vka_text_put(t, ", the attn_mask's key blocks mapped first: those it hides skipped");
-    vka_text_put(t, "%s%s%s)", s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_PREFETCH ? ", the next block fetched meanwhile" : "",
-                 s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_TWO_STAGES ? ", two staged blocks" : "",
-                 s->spec[VKA_SPEC_FLAGS] & VKA_FUSED_WIDE ? ", 16-byte loads of 8" : "");
+    vka_text_put(t, "%s%s%s)", flags & VKA_FUSED_PREFETCH ? ", the next block fetched meanwhile" : "",
+                 flags & VKA_FUSED_TWO_STAGES ? ", two staged blocks" : "", flags & VKA_FUSED_WIDE ? ", 16-byte loads of 8" : "");
 }
 
 void vka_merge_describe(vka_text *t, const vka_step *s)
