@@ -1455,8 +1455,11 @@ vkattn_status vkattn_weight_file_get_info(const vkattn_weight_file *file, vkattn
  * gemma3_text, gpt_oss, phi3, olmo2, smollm3 (README: "Model families"); another model_type is
  * VKATTN_ERROR_UNSUPPORTED, as is any field that would change attention in a way vkattn does not
  * compute, named in the message: kv_lora_rank, q_lora_rank and qk_rope_head_dim (multi-head latent
- * attention), attention_chunk_size (Llama 4), mrope_section, use_qk_norm, an unknown rope type or
- * rope_scaling field, a layer type other than full_attention and sliding_attention.
+ * attention), attention_chunk_size (Llama 4), mrope_section, use_qk_norm,
+ * use_bidirectional_attention (EmbeddingGemma), an unknown rope type or rope_scaling field, a layer
+ * type other than full_attention and sliding_attention. A field the file leaves out takes its
+ * family's configuration-class default in transformers (a multimodal Gemma 3's text_config names
+ * few fields); a field given as null is unset (None there).
  *
  * What a layer gets: embed_dim (hidden_size), num_heads, num_kv_heads, head_dim (or
  * hidden_size / num_attention_heads), scale (Gemma 2 and 3: query_pre_attn_scalar^-1/2), RoPE

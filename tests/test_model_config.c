@@ -41,6 +41,11 @@ typedef struct layer_row {
     " \"head_dim\": 256, \"num_hidden_layers\": 26, \"query_pre_attn_scalar\": 256, \"rms_norm_eps\": 1e-06, "     \
     "\"rope_theta\": 1000000, \"rope_local_base_freq\": 10000, \"sliding_window\": 512, "                       \
     "\"sliding_window_pattern\": 6, \"attn_logit_softcapping\": null, \"rope_scaling\": null}"
+#define GEMMA3_4B                                                                                                 \
+    "{\"model_type\": \"gemma3\", \"vision_config\": {\"hidden_size\": 1152}, \"text_config\": {"                  \
+    "\"hidden_size\": 2560, \"intermediate_size\": 10240, \"model_type\": \"gemma3_text\", "                       \
+    "\"num_hidden_layers\": 34, \"rope_scaling\": {\"factor\": 8.0, \"rope_type\": \"linear\"}, "                 \
+    "\"sliding_window\": 1024}}"
 #define LONG48 "[1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6, 6.5, 7, 7.5, 8, 8.5, 9, 9.5, 10, 10.5, 11, 11.5, 12, 12.5, " \
                "13, 13.5, 14, 14.5, 15, 15.5, 16, 16.5, 17, 17.5, 18, 18.5, 19, 19.5, 20, 20.5, 21, 21.5, 22, 22.5, "   \
                "23, 23.5, 24, 24.5]"
@@ -67,18 +72,18 @@ static const layer_row k_layers[] = {
      {.embed_dim = 1152, .num_heads = 4, .num_kv_heads = 1, .head_dim = 256, .scale = 0.0625f, .rope_theta = 1e6f,
       .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f, .qk_norm_plus_one = 1},
      NULL},
-    /* Gemma 3 4B: a multimodal wrapper, its language model in text_config, linear scaling on the
-     * global layers only */
-    {"gemma3 wrapper", "{\"model_type\": \"gemma3\", \"vision_config\": {\"hidden_size\": 1152}, \"text_config\": {"
-                       "\"model_type\": \"gemma3_text\", \"hidden_size\": 2560, \"num_attention_heads\": 8, "
-                       "\"num_key_value_heads\": 4, \"head_dim\": 256, \"num_hidden_layers\": 34, "
-                       "\"query_pre_attn_scalar\": 256, \"rope_theta\": 1000000.0, \"rope_local_base_freq\": 10000.0, "
-                       "\"sliding_window\": 1024, \"rope_scaling\": {\"factor\": 8.0, \"rope_type\": \"linear\"}}}",
-     11,
+    /* Gemma 3 4B: a multimodal wrapper, its language model in text_config, which names only these
+     * (the rest are Gemma3TextConfig's defaults: 8 heads, 4 key/value heads of 256, the scalar 256,
+     * bases 1e6 and 1e4, every 6th layer global); linear scaling on the global layers only */
+    {"gemma3 wrapper", GEMMA3_4B, 11,
      {.embed_dim = 2560, .num_heads = 8, .num_kv_heads = 4, .head_dim = 256, .scale = 0.0625f, .rope_theta = 1e6f,
-      .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_plus_one = 1,
+      .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f, .qk_norm_plus_one = 1,
       .rope_scaling = {.type = VKATTN_ROPE_TYPE_LINEAR, .factor = 8}},
      "language_model.model.layers.11.self_attn."},
+    {"gemma3 wrapper sliding", GEMMA3_4B, 10,
+     {.embed_dim = 2560, .num_heads = 8, .num_kv_heads = 4, .head_dim = 256, .scale = 0.0625f, .rope_theta = 1e4f,
+      .window = 1024, .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f, .qk_norm_plus_one = 1},
+     NULL},
     /* Gemma 2: even layers slide; scores soft-capped */
     {"gemma2 sliding", "{\"model_type\": \"gemma2\", \"hidden_size\": 2304, \"num_attention_heads\": 8, "
                        "\"num_key_value_heads\": 4, \"head_dim\": 256, \"num_hidden_layers\": 26, "
@@ -136,8 +141,68 @@ static const layer_row k_layers[] = {
                         "\"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0}}}",
      1,
      {.embed_dim = 640, .num_heads = 4, .num_kv_heads = 1, .head_dim = 256, .scale = 0.0625f, .rope_theta = 1e6f,
-      .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_plus_one = 1,
+      .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f, .qk_norm_plus_one = 1,
       .rope_scaling = {.type = VKATTN_ROPE_TYPE_LINEAR, .factor = 8}},
+     NULL},
+    /* what a config leaves out is its configuration class's default (transformers' values): Gemma
+     * 2's softcap of 50 and window of 4096 (given as null: none); gpt-oss's even layers sliding
+     * over 128 keys and its YaRN; Mistral's window of 4096; OLMo 2's rms_norm_eps of 1e-5 */
+    {"gemma2 defaults", "{\"model_type\": \"gemma2\", \"hidden_size\": 2304, \"num_hidden_layers\": 26}", 0,
+     {.embed_dim = 2304, .num_heads = 8, .num_kv_heads = 4, .head_dim = 256, .scale = 0.0625f, .rope_theta = 10000,
+      .window = 4096, .softcap = 50, .no_bias = 1},
+     NULL},
+    {"gemma2 nulls", "{\"model_type\": \"gemma2\", \"attn_logit_softcapping\": null, \"sliding_window\": null}", 0,
+     {.embed_dim = 2304, .num_heads = 8, .num_kv_heads = 4, .head_dim = 256, .scale = 0.0625f, .rope_theta = 10000,
+      .no_bias = 1},
+     NULL},
+    {"gpt-oss defaults", "{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 4}", 2,
+     {.embed_dim = 2880, .num_heads = 64, .num_kv_heads = 8, .head_dim = 64, .rope_theta = 150000, .window = 128,
+      .rope_scaling = {.type = VKATTN_ROPE_TYPE_YARN, .factor = 32, .beta_fast = 32, .beta_slow = 1,
+                       .original_max_position_embeddings = 4096, .no_truncate = 1}},
+     NULL},
+    {"gpt-oss defaults full", "{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 4, \"rope_scaling\": null}", 3,
+     {.embed_dim = 2880, .num_heads = 64, .num_kv_heads = 8, .head_dim = 64, .rope_theta = 150000,
+      .rope_scaling = {.type = VKATTN_ROPE_TYPE_YARN, .factor = 32, .beta_fast = 32, .beta_slow = 1,
+                       .original_max_position_embeddings = 4096, .no_truncate = 1}},
+     NULL},
+    {"mistral window default", "{\"model_type\": \"mistral\", \"hidden_size\": 5120, \"num_attention_heads\": 32, "
+                               "\"head_dim\": 128, \"num_hidden_layers\": 40, \"rope_theta\": 1000000.0}",
+     0, {.embed_dim = 5120, .num_heads = 32, .num_kv_heads = 8, .head_dim = 128, .rope_theta = 1e6f, .window = 4096,
+         .no_bias = 1},
+     NULL},
+    {"olmo2 eps default", "{\"model_type\": \"olmo2\", \"hidden_size\": 2048, \"num_attention_heads\": 16, "
+                          "\"num_hidden_layers\": 16, \"rope_theta\": 500000}",
+     0, {.embed_dim = 2048, .num_heads = 16, .num_kv_heads = 16, .head_dim = 128, .rope_theta = 500000, .no_bias = 1,
+         .qk_norm = VKATTN_QK_NORM_ROW, .qk_norm_eps = 1e-5f},
+     NULL},
+    /* Phi-3's config class reads the old rope type yarn as longrope; its top-level pretraining
+     * length (4096 by default) wins over rope_scaling's */
+    {"phi3 yarn is longrope", "{\"model_type\": \"phi3\", \"hidden_size\": 3072, \"num_attention_heads\": 24, "
+                              "\"num_key_value_heads\": 8, \"partial_rotary_factor\": 0.75, "
+                              "\"max_position_embeddings\": 131072, \"rope_scaling\": {\"type\": \"yarn\", "
+                              "\"original_max_position_embeddings\": 8192, \"long_factor\": " LONG48
+                              ", \"short_factor\": " SHORT48 "}}",
+     0,
+     {.embed_dim = 3072, .num_heads = 24, .num_kv_heads = 8, .head_dim = 128, .rope_theta = 10000, .rope_dim = 96,
+      .no_bias = 1,
+      .rope_scaling = {.type = VKATTN_ROPE_TYPE_LONGROPE, .original_max_position_embeddings = 4096,
+                       .max_position_embeddings = 131072}},
+     NULL},
+    /* SmolLM3 without no_rope_layers: every 4th layer has no RoPE, and with use_sliding_window
+     * those alone slide; Qwen3's layer_types without use_sliding_window: no window */
+    {"smollm3 interval nope", "{\"model_type\": \"smollm3\", \"num_hidden_layers\": 8, \"use_sliding_window\": true, "
+                              "\"sliding_window\": 4096}",
+     7, {.embed_dim = 2048, .num_heads = 16, .num_kv_heads = 4, .head_dim = 128, .window = 4096, .no_bias = 1}, NULL},
+    {"smollm3 interval rope", "{\"model_type\": \"smollm3\", \"num_hidden_layers\": 8, \"use_sliding_window\": true, "
+                              "\"sliding_window\": 4096}",
+     6, {.embed_dim = 2048, .num_heads = 16, .num_kv_heads = 4, .head_dim = 128, .rope_theta = 2e6f, .no_bias = 1},
+     NULL},
+    {"qwen3 sliding types off", "{\"model_type\": \"qwen3\", \"hidden_size\": 1024, \"num_attention_heads\": 16, "
+                                "\"num_key_value_heads\": 8, \"num_hidden_layers\": 2, \"rope_theta\": 1000000, "
+                                "\"sliding_window\": 4096, \"layer_types\": [\"sliding_attention\", "
+                                "\"sliding_attention\"]}",
+     1, {.embed_dim = 1024, .num_heads = 16, .num_kv_heads = 8, .head_dim = 128, .rope_theta = 1e6f, .no_bias = 1,
+         .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f},
      NULL},
     /* a feature that is off is no reason to refuse */
     {"off fields", "{\"model_type\": \"mistral\", \"hidden_size\": 5120, \"num_attention_heads\": 32, "
@@ -245,7 +310,7 @@ static const bad_row k_bad[] = {
     {"deep nesting", "{\"model_type\": \"llama\", \"x\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
                      "[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
      -1, VKATTN_ERROR_FORMAT, "nested deeper"},
-    {"no hidden_size", "{\"model_type\": \"llama\", \"num_attention_heads\": 4, \"num_hidden_layers\": 2}", 0,
+    {"no hidden_size", "{\"model_type\": \"llama\", \"hidden_size\": null, \"num_attention_heads\": 4}", 0,
      VKATTN_ERROR_FORMAT, "hidden_size is missing"},
     {"no such layer", "{" BASE "\"rope_theta\": 10000}", 2, VKATTN_ERROR_INVALID_ARGUMENT, "layer 2 does not exist"},
     {"kv heads not dividing", "{" BASE "\"num_key_value_heads\": 3, \"rope_theta\": 10000}", 0, VKATTN_ERROR_FORMAT,
@@ -253,7 +318,7 @@ static const bad_row k_bad[] = {
     {"heads not dividing", "{\"model_type\": \"llama\", \"hidden_size\": 66, \"num_attention_heads\": 4, "
                            "\"num_hidden_layers\": 1, \"rope_theta\": 10000}",
      0, VKATTN_ERROR_FORMAT, "no head_dim"},
-    {"no rope_theta", "{" BASE "\"head_dim\": 16}", 0, VKATTN_ERROR_FORMAT, "no rope_theta"},
+    {"no rope_theta", "{" BASE "\"head_dim\": 16, \"rope_theta\": null}", 0, VKATTN_ERROR_FORMAT, "no rope_theta"},
     {"layer_types length", "{" BASE "\"rope_theta\": 1, \"layer_types\": [\"full_attention\"]}", 0, VKATTN_ERROR_FORMAT,
      "layer_types has 1 entries for 2 layers"},
     {"sliding without a window", "{" BASE "\"rope_theta\": 1, \"layer_types\": [\"sliding_attention\", "
@@ -263,7 +328,7 @@ static const bad_row k_bad[] = {
                                        "\"factor\": 8, \"high_freq_factor\": 4, "
                                        "\"original_max_position_embeddings\": 8192}}",
      0, VKATTN_ERROR_FORMAT, "low_freq_factor is missing"},
-    {"yarn without original", "{" BASE "\"rope_theta\": 10000, \"rope_scaling\": {\"rope_type\": \"yarn\", "
+    {"yarn without original", "{" BASE "\"max_position_embeddings\": null, \"rope_scaling\": {\"rope_type\": \"yarn\", "
                               "\"factor\": 8}}",
      0, VKATTN_ERROR_FORMAT, "needs original_max_position_embeddings"},
     {"longrope lists", "{" BASE "\"rope_theta\": 10000, \"original_max_position_embeddings\": 4096, \"rope_scaling\": "
@@ -272,13 +337,20 @@ static const bad_row k_bad[] = {
     {"partial rotary odd", "{" BASE "\"rope_theta\": 10000, \"partial_rotary_factor\": 0.33}", 0, VKATTN_ERROR_FORMAT,
      "gives 5 rotated dims"},
     {"gemma2 without its scalar", "{\"model_type\": \"gemma2\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
-                                  "\"num_hidden_layers\": 2, \"rope_theta\": 10000}",
+                                  "\"num_hidden_layers\": 2, \"query_pre_attn_scalar\": null}",
      1, VKATTN_ERROR_FORMAT, "needs query_pre_attn_scalar"},
     {"no_rope_layers elsewhere", "{" BASE "\"rope_theta\": 1, \"no_rope_layers\": [1, 0]}", 0, VKATTN_ERROR_UNSUPPORTED,
      "no_rope_layers in a llama config"},
     {"zero eps", "{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"num_attention_heads\": 4, \"num_hidden_layers\": 1,"
-                 " \"rope_theta\": 1, \"rms_norm_eps\": 0}",
+                 " \"num_key_value_heads\": 4, \"rope_theta\": 1, \"rms_norm_eps\": 0}",
      0, VKATTN_ERROR_FORMAT, "rms_norm_eps 0 must be > 0"},
+    /* EmbeddingGemma: every key visible, a window on both sides */
+    {"bidirectional", "{\"model_type\": \"gemma3_text\", \"use_bidirectional_attention\": true}", -1,
+     VKATTN_ERROR_FORMAT, "use_bidirectional_attention: bidirectional attention"},
+    {"phi3 linear", "{\"model_type\": \"phi3\", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2}}", 0,
+     VKATTN_ERROR_FORMAT, "'linear' in a phi3 config: its rope types are default and longrope"},
+    {"nope interval 0", "{\"model_type\": \"smollm3\", \"no_rope_layer_interval\": 0}", 0, VKATTN_ERROR_FORMAT,
+     "no_rope_layer_interval is 0"},
 };
 
 static void test_refused(void)
@@ -393,7 +465,8 @@ static void test_readme_table(const char *readme, const char *fixtures)
             if (runs) {
                 snprintf(json, sizeof json,
                          "{\"model_type\": \"%s\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
-                         "\"num_hidden_layers\": 2, \"rope_theta\": 10000, \"query_pre_attn_scalar\": 16, "
+                         "\"num_key_value_heads\": 4, \"head_dim\": 16, \"num_hidden_layers\": 2, "
+                         "\"rope_theta\": 10000, \"query_pre_attn_scalar\": 16, "
                          "\"rope_local_base_freq\": 10000}",
                          type);
                 vkattn_model_config *c = parse(json);

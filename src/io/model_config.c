@@ -1,17 +1,20 @@
 /* A Hugging Face config.json, read for its attention (vkattn_model_config_*): the fields that
  * decide a layer's attention, per family as that family's modeling code uses them.
  *
- * Reading: one pass over the JSON (io/json.h, bounded), keeping the known fields of the top-level
- * object and of a nested text_config (multimodal wrappers such as Gemma 3's), the rope settings
- * (rope_scaling, or rope_parameters, whole or per layer type), layer_types and no_rope_layers.
- * Fields that would change attention in a way vkattn does not compute (multi-head latent
- * attention, chunked attention, M-RoPE, an unknown rope type, an unknown family) are refused by
- * name; every other field is skipped.
+ * Reading (io/json.h, bounded): the known fields of the top-level object and of a nested
+ * text_config (multimodal wrappers such as Gemma 3's), the rope settings (rope_scaling, or
+ * rope_parameters, whole or per layer type), layer_types and no_rope_layers. A field the file
+ * leaves out takes its family's configuration-class default (k_families' `defaults`, transformers'
+ * values), as AutoConfig does; a field given as null is None there and unset here. So the file is
+ * read twice: once for its model_type, then over that family's defaults. Fields that would change
+ * attention in a way vkattn does not compute (multi-head latent attention, chunked attention,
+ * M-RoPE, bidirectional attention, an unknown rope type, an unknown family) are refused by name;
+ * every other field is skipped.
  *
- * A layer (family_of's row, layer_of): widths, the scale (Gemma: query_pre_attn_scalar^-1/2),
- * rotary frequencies (the layer type's own for Gemma 3's sliding layers, none for SmolLM3's NoPE
- * layers, partial_rotary_factor), the sliding window where the layer slides, the softcap, q/k
- * norms and biases.
+ * A layer (family_of's row, vkattn_model_config_layer): widths, the scale (Gemma:
+ * query_pre_attn_scalar^-1/2), rotary frequencies (the layer type's own for Gemma 3's sliding
+ * layers, none for SmolLM3's NoPE layers, partial_rotary_factor), the sliding window where the
+ * layer slides, the softcap, q/k norms and biases.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -71,38 +74,91 @@ struct vkattn_model_config {
 typedef enum mc_slide {
     SLIDE_NONE,      /* no sliding layers */
     SLIDE_ALL,       /* sliding_window, when set, on every layer (Mistral, Phi-3) */
-    SLIDE_QWEN,      /* use_sliding_window: layers from max_window_layers on */
-    SLIDE_ALTERNATE, /* even layers slide (Gemma 2) */
-    SLIDE_PATTERN    /* all but every sliding_window_pattern-th layer slide (Gemma 3) */
+    SLIDE_QWEN,      /* layers from max_window_layers on */
+    SLIDE_ALTERNATE, /* even layers slide (Gemma 2, gpt-oss) */
+    SLIDE_PATTERN,   /* all but every sliding_window_pattern-th layer slide (Gemma 3) */
+    SLIDE_NOPE       /* the layers without RoPE slide (SmolLM3) */
 } mc_slide;
 
 /* What a family's modeling code does with its config. */
-typedef struct mc_family {
+typedef struct mc_family mc_family;
+struct mc_family {
     const char *model_type;
     int bias;             /* attention_bias's default (Qwen2: q/k/v biases always) */
     vkattn_qk_norm norm;  /* q/k norms */
     int norm_plus_one;    /* Gemma's (1 + w) */
     int scale_from_qpa;   /* scale = query_pre_attn_scalar^-1/2 */
     mc_slide slide;       /* which layers slide when layer_types is not given */
+    int gated;            /* sliding_window applies only where use_sliding_window is true (Qwen, SmolLM3) */
     int local_rope;       /* sliding layers rotate with rope_local_base_freq and no scaling (Gemma 3) */
-    int nope_layers;      /* no_rope_layers says which layers rotate (SmolLM3) */
+    int nope_layers;      /* no_rope_layers (else every no_rope_layer_interval-th layer) has no RoPE (SmolLM3) */
+    int longrope_only;    /* rope types default and longrope only, su and yarn read as longrope (Phi-3) */
     int sinks;            /* a sink logit per head in the checkpoint (gpt-oss) */
     const char *prefix;   /* the layer's weights, with %u for its index */
-} mc_family;
+    const char *text_family; /* a wrapper: its text_config's family when that names none (Gemma 3) */
+    /* The configuration class's defaults of the fields read here, as config.json would spell
+     * them (transformers' configuration_<family>.py; rope_theta from its default_theta, 10000
+     * where the class sets none). Fields whose default is None or computed (num_key_value_heads
+     * = num_attention_heads, head_dim = hidden_size / num_attention_heads) are left out. */
+    const char *defaults;
+};
 
+#define MC_LAYERS "model.layers.%u.self_attn."
+/* Gemma3TextConfig's: the text_config of gemma-3-4b and larger names few fields besides these */
+#define MC_GEMMA3_TEXT                                                                                          \
+    "{\"hidden_size\": 2304, \"num_hidden_layers\": 26, \"num_attention_heads\": 8, \"num_key_value_heads\": 4, " \
+    "\"head_dim\": 256, \"max_position_embeddings\": 131072, \"rms_norm_eps\": 1e-6, "                        \
+    "\"query_pre_attn_scalar\": 256, \"sliding_window\": 4096, \"sliding_window_pattern\": 6, "               \
+    "\"rope_theta\": 1000000.0, \"rope_local_base_freq\": 10000.0}"
 static const mc_family k_families[] = {
-    {"llama", 0, VKATTN_QK_NORM_NONE, 0, 0, SLIDE_NONE, 0, 0, 0, "model.layers.%u.self_attn."},
-    {"mistral", 0, VKATTN_QK_NORM_NONE, 0, 0, SLIDE_ALL, 0, 0, 0, "model.layers.%u.self_attn."},
-    {"qwen2", 1, VKATTN_QK_NORM_NONE, 0, 0, SLIDE_QWEN, 0, 0, 0, "model.layers.%u.self_attn."},
-    {"qwen3", 0, VKATTN_QK_NORM_HEAD, 0, 0, SLIDE_QWEN, 0, 0, 0, "model.layers.%u.self_attn."},
-    {"gemma", 0, VKATTN_QK_NORM_NONE, 0, 0, SLIDE_NONE, 0, 0, 0, "model.layers.%u.self_attn."},
-    {"gemma2", 0, VKATTN_QK_NORM_NONE, 0, 1, SLIDE_ALTERNATE, 0, 0, 0, "model.layers.%u.self_attn."},
-    {"gemma3_text", 0, VKATTN_QK_NORM_HEAD, 1, 1, SLIDE_PATTERN, 1, 0, 0, "model.layers.%u.self_attn."},
-    {"gemma3", 0, VKATTN_QK_NORM_HEAD, 1, 1, SLIDE_PATTERN, 1, 0, 0, "language_model.model.layers.%u.self_attn."},
-    {"gpt_oss", 1, VKATTN_QK_NORM_NONE, 0, 0, SLIDE_NONE, 0, 0, 1, "model.layers.%u.self_attn."},
-    {"phi3", 0, VKATTN_QK_NORM_NONE, 0, 0, SLIDE_ALL, 0, 0, 0, "model.layers.%u.self_attn."},
-    {"olmo2", 0, VKATTN_QK_NORM_ROW, 0, 0, SLIDE_NONE, 0, 0, 0, "model.layers.%u.self_attn."},
-    {"smollm3", 0, VKATTN_QK_NORM_NONE, 0, 0, SLIDE_QWEN, 0, 1, 0, "model.layers.%u.self_attn."},
+    {.model_type = "llama", .prefix = MC_LAYERS,
+     .defaults = "{\"hidden_size\": 4096, \"num_hidden_layers\": 32, \"num_attention_heads\": 32, "
+                 "\"max_position_embeddings\": 2048, \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000}"},
+    {.model_type = "mistral", .slide = SLIDE_ALL, .prefix = MC_LAYERS,
+     .defaults = "{\"hidden_size\": 4096, \"num_hidden_layers\": 32, \"num_attention_heads\": 32, "
+                 "\"num_key_value_heads\": 8, \"max_position_embeddings\": 131072, \"rms_norm_eps\": 1e-6, "
+                 "\"sliding_window\": 4096, \"rope_theta\": 10000}"},
+    {.model_type = "qwen2", .bias = 1, .slide = SLIDE_QWEN, .gated = 1, .prefix = MC_LAYERS,
+     .defaults = "{\"hidden_size\": 4096, \"num_hidden_layers\": 32, \"num_attention_heads\": 32, "
+                 "\"num_key_value_heads\": 32, \"max_position_embeddings\": 32768, \"rms_norm_eps\": 1e-6, "
+                 "\"use_sliding_window\": false, \"sliding_window\": 4096, \"max_window_layers\": 28, "
+                 "\"rope_theta\": 10000}"},
+    {.model_type = "qwen3", .norm = VKATTN_QK_NORM_HEAD, .slide = SLIDE_QWEN, .gated = 1, .prefix = MC_LAYERS,
+     .defaults = "{\"hidden_size\": 4096, \"num_hidden_layers\": 32, \"num_attention_heads\": 32, "
+                 "\"num_key_value_heads\": 32, \"head_dim\": 128, \"max_position_embeddings\": 32768, "
+                 "\"rms_norm_eps\": 1e-6, \"use_sliding_window\": false, \"sliding_window\": 4096, "
+                 "\"max_window_layers\": 28, \"rope_theta\": 10000}"},
+    {.model_type = "gemma", .prefix = MC_LAYERS,
+     .defaults = "{\"hidden_size\": 3072, \"num_hidden_layers\": 28, \"num_attention_heads\": 16, "
+                 "\"num_key_value_heads\": 16, \"head_dim\": 256, \"max_position_embeddings\": 8192, "
+                 "\"rms_norm_eps\": 1e-6, \"rope_theta\": 10000}"},
+    {.model_type = "gemma2", .scale_from_qpa = 1, .slide = SLIDE_ALTERNATE, .prefix = MC_LAYERS,
+     .defaults = "{\"hidden_size\": 2304, \"num_hidden_layers\": 26, \"num_attention_heads\": 8, "
+                 "\"num_key_value_heads\": 4, \"head_dim\": 256, \"max_position_embeddings\": 8192, "
+                 "\"rms_norm_eps\": 1e-6, \"query_pre_attn_scalar\": 256, \"sliding_window\": 4096, "
+                 "\"attn_logit_softcapping\": 50.0, \"rope_theta\": 10000}"},
+    {.model_type = "gemma3_text", .norm = VKATTN_QK_NORM_HEAD, .norm_plus_one = 1, .scale_from_qpa = 1,
+     .slide = SLIDE_PATTERN, .local_rope = 1, .prefix = MC_LAYERS, .defaults = MC_GEMMA3_TEXT},
+    {.model_type = "gemma3", .norm = VKATTN_QK_NORM_HEAD, .norm_plus_one = 1, .scale_from_qpa = 1,
+     .slide = SLIDE_PATTERN, .local_rope = 1, .prefix = "language_model.model.layers.%u.self_attn.",
+     .text_family = "gemma3_text"},
+    {.model_type = "gpt_oss", .bias = 1, .slide = SLIDE_ALTERNATE, .sinks = 1, .prefix = MC_LAYERS,
+     .defaults = "{\"hidden_size\": 2880, \"num_hidden_layers\": 36, \"num_attention_heads\": 64, "
+                 "\"num_key_value_heads\": 8, \"head_dim\": 64, \"max_position_embeddings\": 131072, "
+                 "\"rms_norm_eps\": 1e-5, \"sliding_window\": 128, \"rope_theta\": 150000, "
+                 "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 32.0, \"beta_fast\": 32.0, "
+                 "\"beta_slow\": 1.0, \"truncate\": false, \"original_max_position_embeddings\": 4096}}"},
+    {.model_type = "phi3", .slide = SLIDE_ALL, .longrope_only = 1, .prefix = MC_LAYERS,
+     .defaults = "{\"hidden_size\": 3072, \"num_hidden_layers\": 32, \"num_attention_heads\": 32, "
+                 "\"max_position_embeddings\": 4096, \"original_max_position_embeddings\": 4096, "
+                 "\"rms_norm_eps\": 1e-5, \"rope_theta\": 10000}"},
+    {.model_type = "olmo2", .norm = VKATTN_QK_NORM_ROW, .prefix = MC_LAYERS,
+     .defaults = "{\"hidden_size\": 4096, \"num_hidden_layers\": 32, \"num_attention_heads\": 32, "
+                 "\"max_position_embeddings\": 2048, \"rms_norm_eps\": 1e-5, \"rope_theta\": 10000}"},
+    {.model_type = "smollm3", .slide = SLIDE_NOPE, .gated = 1, .nope_layers = 1, .prefix = MC_LAYERS,
+     .defaults = "{\"hidden_size\": 2048, \"num_hidden_layers\": 36, \"num_attention_heads\": 16, "
+                 "\"num_key_value_heads\": 4, \"max_position_embeddings\": 32768, \"rms_norm_eps\": 1e-6, "
+                 "\"use_sliding_window\": false, \"no_rope_layer_interval\": 4, \"rope_theta\": 2000000}"},
 };
 #define MC_FAMILIES (sizeof k_families / sizeof k_families[0])
 
@@ -125,6 +181,8 @@ static const struct {
     {"attention_chunk_size", "chunked attention (Llama 4) is not supported"},
     {"mrope_section", "multimodal RoPE (M-RoPE, Qwen2-VL) is not supported"},
     {"use_qk_norm", "Llama 4's L2 norm of q and k is not supported"},
+    {"use_bidirectional_attention", "bidirectional attention (EmbeddingGemma: every key visible, a window on both "
+                                    "sides) is not supported"},
 };
 
 /* VKATTN_ERROR_NOT_FOUND when `key` is not refused; VKATTN_OK when it is but its value (null,
@@ -147,21 +205,31 @@ static vkattn_status refuse_key(vka_json *j, const char *where, const char *key)
     return VKATTN_ERROR_NOT_FOUND;
 }
 
+/* A null field is None in the reference: unset here, whatever the family's default. */
 static vkattn_status read_uint(vka_json *j, const char *what, uint64_t *out)
 {
-    if (vka_json_null(j)) return VKATTN_OK;
+    if (vka_json_null(j)) {
+        *out = MC_UNSET;
+        return VKATTN_OK;
+    }
     return vka_json_uint(j, UINT32_MAX, what, out);
 }
 
 static vkattn_status read_double(vka_json *j, const char *what, double *out)
 {
-    if (vka_json_null(j)) return VKATTN_OK;
+    if (vka_json_null(j)) {
+        *out = NAN;
+        return VKATTN_OK;
+    }
     return vka_json_number(j, what, out);
 }
 
 static vkattn_status read_flag(vka_json *j, const char *what, int *out)
 {
-    if (vka_json_null(j)) return VKATTN_OK;
+    if (vka_json_null(j)) {
+        *out = -1;
+        return VKATTN_OK;
+    }
     bool b;
     vkattn_status status = vka_json_bool(j, what, &b);
     if (status == VKATTN_OK) *out = b;
@@ -221,10 +289,11 @@ static vkattn_status read_list(vka_json *j, const char *what, uint32_t max, size
                                void **out, uint32_t *count)
 {
     vkattn_status status;
+    free(*out);
+    *out = NULL;
+    *count = 0;
     if (vka_json_null(j)) return VKATTN_OK;
     VKA_TRY(vka_json_expect(j, '[', what));
-    free(*out);
-    *count = 0;
     if (!(*out = malloc((size_t)max * size)))
         return vka_error_set(j->error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "config.json: out of memory");
     for (size_t i = 0;; i++) {
@@ -282,10 +351,19 @@ static vkattn_status read_rope_member(vka_json *j, const char *key, mc_rope *r)
     return vka_json_fail(j, "rope_scaling.%s is not a field vkattn knows; refused rather than ignored", key);
 }
 
+static void rope_reset(mc_rope *r)
+{
+    rope_free(r);
+    rope_init(r);
+}
+
+/* A rope object replaces the family's default whole; null keeps it (gpt-oss: rope_parameters None
+ * is its default YaRN). */
 static vkattn_status read_rope(vka_json *j, mc_rope *r)
 {
     vkattn_status status;
     if (vka_json_null(j)) return VKATTN_OK;
+    rope_reset(r);
     VKA_TRY(vka_json_expect(j, '{', "rope_scaling"));
     r->present = 1;
     for (size_t i = 0;; i++) {
@@ -304,6 +382,9 @@ static vkattn_status read_rope_parameters(vka_json *j, mc_fields *f)
 {
     vkattn_status status;
     if (vka_json_null(j)) return VKATTN_OK;
+    rope_reset(&f->rope);
+    rope_reset(&f->rope_full);
+    rope_reset(&f->rope_sliding);
     VKA_TRY(vka_json_expect(j, '{', "rope_parameters"));
     for (size_t i = 0;; i++) {
         bool done;
@@ -407,6 +488,37 @@ fail:
     return status;
 }
 
+/* A family's defaults into `f` (the table's own text: an error here is the table's). */
+static vkattn_status read_defaults(const mc_family *fam, mc_fields *f, vkattn_error *error)
+{
+    if (!fam || !fam->defaults) return VKATTN_OK;
+    vka_json j;
+    vka_json_init(&j, (const uint8_t *)fam->defaults, strlen(fam->defaults), "vkattn's defaults", error);
+    vkattn_status status = read_object(&j, f, NULL, NULL, 1);
+    if (status == VKATTN_OK) status = vka_json_finish(&j);
+    return status;
+}
+
+/* The file over the defaults of the top-level object's family and its text_config's (none: none). */
+static vkattn_status read_config(const uint8_t *data, size_t size, const mc_family *top, const mc_family *text,
+                                 vkattn_model_config *c, vkattn_error *error)
+{
+    fields_free(&c->top);
+    fields_free(&c->text);
+    fields_init(&c->top);
+    fields_init(&c->text);
+    c->has_text = 0;
+    vkattn_status status = read_defaults(top, &c->top, error);
+    if (status == VKATTN_OK) status = read_defaults(text, &c->text, error);
+    if (status != VKATTN_OK) return status;
+    vka_json j;
+    vka_json_init(&j, data ? data : (const uint8_t *)"", size, "config.json", error);
+    status = vka_json_check_utf8(&j);
+    if (status == VKATTN_OK) status = read_object(&j, &c->top, &c->text, &c->has_text, 1);
+    if (status == VKATTN_OK) status = vka_json_finish(&j);
+    return status;
+}
+
 vkattn_status vka_model_config_parse(const uint8_t *data, size_t size, vkattn_model_config **out, vkattn_error *error)
 {
     if ((!data && size) || !out)
@@ -418,25 +530,29 @@ vkattn_status vka_model_config_parse(const uint8_t *data, size_t size, vkattn_mo
     if (!c) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "config.json: out of memory");
     fields_init(&c->top);
     fields_init(&c->text);
-    vka_json j;
-    vka_json_init(&j, data ? data : (const uint8_t *)"", size, "config.json", error);
-    vkattn_status status = vka_json_check_utf8(&j);
-    if (status == VKATTN_OK) status = read_object(&j, &c->top, &c->text, &c->has_text, 1);
-    if (status == VKATTN_OK) status = vka_json_finish(&j);
+    /* first for the model types, then over their families' defaults */
+    vkattn_status status = read_config(data, size, NULL, NULL, c, error);
+    const char *type = c->top.model_type[0] ? c->top.model_type : c->text.model_type;
+    if (status == VKATTN_OK && !type[0]) status = vka_error_set(error, VKATTN_ERROR_FORMAT, "config.json: no model_type");
+    else if (status == VKATTN_OK && !family_of(type)) {
+        char known[512] = "";
+        for (size_t i = 0; i < MC_FAMILIES; i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", k_families[i].model_type);
+        status = vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
+                               "config.json: model_type '%s' is not a family vkattn knows the attention of (%s)", type,
+                               known);
+    }
+    if (status == VKATTN_OK) {
+        const mc_family *top = family_of(c->top.model_type);
+        const mc_family *text = c->text.model_type[0]            ? family_of(c->text.model_type)
+                                : top && top->text_family ? family_of(top->text_family)
+                                                          : NULL;
+        status = read_config(data, size, top, text, c, error);
+    }
     if (status == VKATTN_OK) {
         /* A wrapper's language model is its text_config (Gemma 3); the wrapper's model_type names
          * the checkpoint's layout. */
         c->f = c->has_text && c->top.hidden == MC_UNSET ? &c->text : &c->top;
-        const char *type = c->top.model_type[0] ? c->top.model_type : c->text.model_type;
-        if (!type[0]) status = vka_error_set(error, VKATTN_ERROR_FORMAT, "config.json: no model_type");
-        else if (!family_of(type)) {
-            char known[512] = "";
-            for (size_t i = 0; i < MC_FAMILIES; i++)
-                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", k_families[i].model_type);
-            status = vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
-                                   "config.json: model_type '%s' is not a family vkattn knows the attention of (%s)",
-                                   type, known);
-        }
     }
     if (status != VKATTN_OK) {
         vkattn_model_config_destroy(c);
@@ -506,8 +622,8 @@ static vkattn_status to_float(double v, const char *name, float *out, vkattn_err
 }
 
 /* The rotary settings of a layer from its rope object (`r`, or none) and the config's fields. */
-static vkattn_status layer_rope(const mc_fields *f, const mc_rope *r, double theta, uint32_t D, vkattn_layer_desc *d,
-                                vkattn_error *error)
+static vkattn_status layer_rope(const mc_fields *f, const mc_family *fam, const mc_rope *r, double theta, uint32_t D,
+                                vkattn_layer_desc *d, vkattn_error *error)
 {
     vkattn_status status;
     vkattn_rope_scaling *s = &d->rope_scaling;
@@ -535,8 +651,16 @@ static vkattn_status layer_rope(const mc_fields *f, const mc_rope *r, double the
             return vka_error_set(error, VKATTN_ERROR_FORMAT, "config.json: rope_scaling has no rope_type (or type)");
         return VKATTN_OK;
     }
+    /* Phi-3's config class reads the old names su and yarn as longrope and takes no other type */
+    const char *type = r->type;
+    if (fam->longrope_only && (strcmp(type, "su") == 0 || strcmp(type, "yarn") == 0)) type = "longrope";
+    if (fam->longrope_only && strcmp(type, "default") != 0 && strcmp(type, "longrope") != 0)
+        return vka_error_set(error, VKATTN_ERROR_FORMAT,
+                             "config.json: rope_scaling.rope_type '%s' in a %s config: its rope types are default and "
+                             "longrope (su and yarn read as longrope)",
+                             type, fam->model_type);
     size_t t = 0;
-    while (t < sizeof k_rope_types / sizeof k_rope_types[0] && strcmp(k_rope_types[t].name, r->type) != 0) t++;
+    while (t < sizeof k_rope_types / sizeof k_rope_types[0] && strcmp(k_rope_types[t].name, type) != 0) t++;
     if (t == sizeof k_rope_types / sizeof k_rope_types[0])
         return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED,
                              "config.json: rope_scaling.rope_type '%s' is not supported (vkattn computes default, "
@@ -546,11 +670,15 @@ static vkattn_status layer_rope(const mc_fields *f, const mc_rope *r, double the
     const int ty = s->type;
     /* Each type's fields, as Hugging Face's rope utilities read them; the rest must be absent. */
     if (!isnan(r->factor) && ty != VKATTN_ROPE_TYPE_DEFAULT) VKA_TRY(to_float(r->factor, "rope_scaling.factor", &s->factor, error));
-    uint64_t original = r->original != MC_UNSET ? r->original : f->original_max_positions;
+    /* the pretraining length, as the rope utilities standardize it: a top-level
+     * original_max_position_embeddings first (Phi-3 keeps it there), then rope_scaling's own, then
+     * max_position_embeddings; per layer type the top level is not read */
+    uint64_t original = r == &f->rope && f->original_max_positions != MC_UNSET ? f->original_max_positions : r->original;
+    if (original == MC_UNSET) original = f->max_positions;
     if (ty == VKATTN_ROPE_TYPE_YARN || ty == VKATTN_ROPE_TYPE_LONGROPE || ty == VKATTN_ROPE_TYPE_LLAMA3) {
         if (original == MC_UNSET || original == 0)
             return vka_error_set(error, VKATTN_ERROR_FORMAT,
-                                 "config.json: rope type %s needs original_max_position_embeddings", r->type);
+                                 "config.json: rope type %s needs original_max_position_embeddings", type);
         s->original_max_position_embeddings = (uint32_t)original;
     }
     if ((ty == VKATTN_ROPE_TYPE_DYNAMIC || ((ty == VKATTN_ROPE_TYPE_YARN || ty == VKATTN_ROPE_TYPE_LONGROPE) &&
@@ -586,14 +714,23 @@ fail:
     return status;
 }
 
+/* Whether layer n rotates: SmolLM3's no_rope_layers, else every no_rope_layer_interval-th layer
+ * has no RoPE; every layer of the other families. */
+static int layer_rotates(const mc_fields *f, const mc_family *fam, uint32_t n)
+{
+    if (!fam->nope_layers) return 1;
+    if (f->n_no_rope_layers) return f->no_rope_layers[n] != 0;
+    return f->no_rope_layer_interval == MC_UNSET || (n + 1) % f->no_rope_layer_interval != 0;
+}
+
 /* Whether layer n slides: layer_types, else the family's rule. */
 static int layer_slides(const mc_fields *f, const mc_family *fam, uint32_t n)
 {
     if (f->n_layer_types) return f->layer_types[n] == MC_LAYER_SLIDING;
     switch (fam->slide) {
     case SLIDE_ALL: return 1;
-    case SLIDE_QWEN:
-        return f->use_sliding_window == 1 && (f->max_window_layers == MC_UNSET || n >= f->max_window_layers);
+    case SLIDE_QWEN: return f->max_window_layers == MC_UNSET || n >= f->max_window_layers;
+    case SLIDE_NOPE: return !layer_rotates(f, fam, n);
     case SLIDE_ALTERNATE: return n % 2 == 0;
     case SLIDE_PATTERN: {
         uint64_t p = f->sliding_window_pattern == MC_UNSET ? 6 : f->sliding_window_pattern;
@@ -669,8 +806,12 @@ vkattn_status vkattn_model_config_layer(const vkattn_model_config *config, uint3
         if (!isnan(f->rms_norm_eps) && !(d.qk_norm_eps > 0.0f))
             return vka_error_set(error, VKATTN_ERROR_FORMAT, "config.json: rms_norm_eps %g must be > 0", f->rms_norm_eps);
     }
-    /* Sliding layers: the window; Gemma 3's rotate with the local base and no scaling. */
-    const int slides = layer_slides(f, fam, layer);
+    if (fam->nope_layers && !f->n_no_rope_layers && f->no_rope_layer_interval == 0)
+        return vka_error_set(error, VKATTN_ERROR_FORMAT, "config.json: no_rope_layer_interval is 0");
+    /* Sliding layers: the window (Qwen's and SmolLM3's only with use_sliding_window, their config
+     * classes setting sliding_window to None without it); Gemma 3's rotate with the local base and
+     * no scaling. */
+    const int slides = layer_slides(f, fam, layer) && (!fam->gated || f->use_sliding_window == 1);
     if (slides && f->sliding_window != MC_UNSET) {
         if (f->sliding_window == 0) return vka_error_set(error, VKATTN_ERROR_FORMAT, "config.json: sliding_window is 0");
         d.window = (uint32_t)f->sliding_window;
@@ -678,8 +819,7 @@ vkattn_status vkattn_model_config_layer(const vkattn_model_config *config, uint3
         return vka_error_set(error, VKATTN_ERROR_FORMAT,
                              "config.json: layer %u is a sliding_attention layer but sliding_window is not set", layer);
     }
-    const int rotates = !fam->nope_layers || !f->n_no_rope_layers || f->no_rope_layers[layer] != 0;
-    if (rotates) {
+    if (layer_rotates(f, fam, layer)) {
         const mc_rope *r = f->rope.present ? &f->rope : NULL;
         double theta = f->rope_theta;
         if (f->rope_full.present || f->rope_sliding.present) r = slides ? &f->rope_sliding : &f->rope_full;
@@ -693,7 +833,7 @@ vkattn_status vkattn_model_config_layer(const vkattn_model_config *config, uint3
         if (r && !r->present)
             return vka_error_set(error, VKATTN_ERROR_FORMAT, "config.json: rope_parameters has no entry for %s layers",
                                  slides ? "sliding_attention" : "full_attention");
-        VKA_TRY(layer_rope(f, r, theta, D, &d, error));
+        VKA_TRY(layer_rope(f, fam, r, theta, D, &d, error));
     }
     char name[64];
     int n = snprintf(name, sizeof name, fam->prefix, layer);
