@@ -562,6 +562,19 @@ static void test_forward_errors(void)
     CHECK_ERROR(vkattn_forward_host(layer, &g), VKATTN_ERROR_INVALID_ARGUMENT, "key_len");
     g = h, g.attn_mask = nan_mask;
     CHECK_ERROR(vkattn_forward_host(layer, &g), VKATTN_ERROR_NON_FINITE, "NaN");
+    /* a dtype past the enum's last (its bit past the accepted mask's: 32 and 34 wrapped to f32 and
+     * bool), refused before the mask is read: a bool mask read as floats would overrun it */
+    uint8_t *bool_mask = calloc(25, 1);
+    const vkattn_dtype past[] = {(vkattn_dtype)32, (vkattn_dtype)34, (vkattn_dtype)66, (vkattn_dtype)-1};
+    for (size_t i = 0; i < sizeof past / sizeof past[0]; i++) {
+        g = h, g.attn_mask = bool_mask, g.attn_mask_dtype = past[i];
+        CHECK_ERROR(vkattn_forward_host(layer, &g), VKATTN_ERROR_DTYPE, "attn_mask has dtype unknown");
+        vkattn_error err = {0};
+        CHECK_STATUS(vkattn_reference_forward(&d, &tw.w, &g, &err), VKATTN_ERROR_DTYPE);
+        g.path = VKATTN_PATH_CPU;
+        CHECK_ERROR(vkattn_forward_host(layer, &g), VKATTN_ERROR_DTYPE, "attn_mask has dtype unknown");
+    }
+    free(bool_mask);
     CHECK_STATUS(vkattn_forward_host(layer, &h), VKATTN_OK);
 
     /* Another context's tensor. */
@@ -914,6 +927,53 @@ static void test_reuse_across_shapes(void)
     test_weights_free(&tw);
 }
 
+/* One host pointer for two arguments of other shapes: each its own device tensor. The first L of
+ * S tokens attending over all S (query and key at x); a value at the key's pointer with vdim 8 >
+ * kdim 4 (NULL, = key, likewise). Shared as one tensor, the key read past the query's 2 rows
+ * (a validation error, outputs off by 1e25) and the value past the key's columns. */
+static void test_host_pointer_shared(void)
+{
+    test_weights tw;
+    vkattn_layer_desc d = {.embed_dim = 16, .num_heads = 2};
+    vkattn_layer *layer = small_layer(&tw, &d);
+    const uint32_t L = 2, S = 6;
+    float x[6 * 16], x_copy[6 * 16], y[2 * 16], want[2 * 16];
+    test_rng rng = test_rng_make(31);
+    test_fill(&rng, x, S * 16, 1.0f);
+    memcpy(x_copy, x, sizeof x);
+    vkattn_host_forward_desc f = {.batch = 1, .query_len = L, .key_len = S, .query = x, .key = x_copy, .output = want};
+    CHECK_STATUS(vkattn_reference_forward(&d, &tw.w, &f, NULL), VKATTN_OK);
+    const vkattn_path paths[] = {VKATTN_PATH_FUSED, VKATTN_PATH_UNFUSED};
+    for (size_t p = 0; p < 2; p++) {
+        f.key = x, f.output = y, f.path = paths[p];
+        CHECK_STATUS(vkattn_forward_host(layer, &f), VKATTN_OK);
+        test_error e = test_compare(y, want, L * 16);
+        CHECK_MSG(e.max_abs < 1e-5, "%s, key at the query's pointer: max-abs %.3g", vkattn_path_name(paths[p]),
+                  e.max_abs);
+    }
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+
+    vkattn_layer_desc dk = {.embed_dim = 8, .num_heads = 2, .kdim = 4, .vdim = 8};
+    layer = small_layer(&tw, &dk);
+    float kv[4 * 8], kv_copy[4 * 8], q[2 * 8], out[2 * 8], ref[2 * 8];
+    test_fill(&rng, kv, 4 * 8, 1.0f), test_fill(&rng, q, 2 * 8, 1.0f);
+    memcpy(kv_copy, kv, sizeof kv);
+    vkattn_host_forward_desc g = {.batch = 1, .query_len = 2, .key_len = 4, .query = q, .key = kv, .value = kv_copy,
+                                  .output = ref};
+    CHECK_STATUS(vkattn_reference_forward(&dk, &tw.w, &g, NULL), VKATTN_OK);
+    const float *values[] = {kv, NULL};
+    for (size_t i = 0; i < 2; i++) {
+        g.value = values[i], g.output = out;
+        CHECK_STATUS(vkattn_forward_host(layer, &g), VKATTN_OK);
+        test_error e = test_compare(out, ref, 2 * 8);
+        CHECK_MSG(e.max_abs < 1e-5, "value %s the key's pointer, kdim 4, vdim 8: max-abs %.3g", i ? "NULL for" : "at",
+                  e.max_abs);
+    }
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
 /* Two contexts in one process, used interleaved, give identical results. */
 static void test_two_contexts(void)
 {
@@ -1029,6 +1089,7 @@ int main(void)
     RUN_TEST(test_device_selection);
     RUN_TEST(test_chained_layers);
     RUN_TEST(test_reuse_across_shapes);
+    RUN_TEST(test_host_pointer_shared);
     RUN_TEST(test_two_contexts);
     RUN_TEST(test_fp16_fallback);
     gpu_test_finish_context(ctx);

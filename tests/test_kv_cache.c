@@ -156,6 +156,10 @@ static const decode_row decode_rows[] = {
     {"decode", "gqa rope neox, prefill 7 then decode", GQA_ROPE, 0, 7, 7, 40, 4, VKATTN_DTYPE_F32, 0, 1e-10, -1},
     {"decode", "gqa rope neox, f16 cache", GQA_ROPE, 0, 7, 7, 40, 4, VKATTN_DTYPE_F16, 0, 1e-5, -1},
     {"decode", "gqa, split-KV 3 parts (the ragged merge)", GQA_ROPE, 0, 7, 7, 40, 4, VKATTN_DTYPE_F32, 3, 1e-10, 1},
+    /* more parts asked for than the keys have blocks: fewer parts (was refused, as more than one
+     * merge combines) */
+    {"decode", "gqa, kv_splits 2^32 - 1 (as many parts as blocks)", GQA_ROPE, 0, 7, 7, 40, 4, VKATTN_DTYPE_F32,
+     UINT32_MAX, 1e-10, -1},
     {"decode", "gqa, f16 layer storage and cache",
      {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000, .storage = VKATTN_DTYPE_F16}, 0, 7, 7, 40,
      4, VKATTN_DTYPE_F16, 0, 2e-5, -1},
@@ -292,7 +296,9 @@ static void run_decode_row(vkattn_context *ctx, const decode_row *row)
     }
     while (r.len < total) {
         uint32_t n = r.len < row->prefill ? (row->prefill - r.len < row->chunk ? row->prefill - r.len : row->chunk) : 1;
-        CHECK_STATUS(feed(layer, cache, desc->embed_dim, &rp, &n, 1, row->kv_splits), VKATTN_OK);
+        vkattn_status status = feed(layer, cache, desc->embed_dim, &rp, &n, 1, row->kv_splits);
+        CHECK_STATUS(status, VKATTN_OK);
+        if (status != VKATTN_OK) break; /* the cache did not grow: the loop would not end */
     }
     uint32_t length = 0;
     CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 0, &length), VKATTN_OK);
@@ -601,7 +607,9 @@ static void family_warm_up(vkattn_context *ctx)
     CHECK_STATUS(feed(layer, cache, 64, pr, news, 3, 0), VKATTN_OK);
     while (r[0].len < 150) { /* chunks of 24, then steps, on all three */
         news[0] = r[0].len + 24 <= 120 ? 24 : 1, news[1] = 1, news[2] = r[2].len < 100 ? 2 : 1;
-        CHECK_STATUS(feed(layer, cache, 64, pr, news, 3, 0), VKATTN_OK);
+        vkattn_status status = feed(layer, cache, 64, pr, news, 3, 0);
+        CHECK_STATUS(status, VKATTN_OK);
+        if (status != VKATTN_OK) break;
     }
     CHECK_MSG(pipelines_of(ctx) == warm, "forwards within the warm-up's limits built %u pipelines",
               pipelines_of(ctx) - warm);

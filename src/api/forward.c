@@ -289,6 +289,14 @@ static vkattn_status host_prelude(vkattn_layer *layer, const vkattn_host_forward
     return status;
 }
 
+/* Whether two host arguments are one array: the same pointer, dtype and shape (a query of L rows
+ * and a key of S > L rows at one pointer are two arrays: the key's tensor holds more). */
+static int same_host_array(const vka_arg_value *x, const vka_arg_value *y)
+{
+    return x->host == y->host && x->dtype == y->dtype && x->rank == y->rank &&
+           memcmp(x->dims, y->dims, x->rank * sizeof x->dims[0]) == 0;
+}
+
 static vkattn_status forward_host(vkattn_layer *layer, const vkattn_host_forward_desc *d)
 {
     vkattn_context *ctx = layer->ctx;
@@ -307,14 +315,15 @@ static vkattn_status forward_host(vkattn_layer *layer, const vkattn_host_forward
         return vka_reference_run(&p, &layer->host, layer->alibi_slopes, &arrays, layer->head_active, &ctx->dev.error);
     }
     /* Every given argument through the layer's device tensor for it; an input that is an earlier
-     * one's array (self-attention's key and value, a value that is the key) shares its tensor. */
+     * one's array (self-attention's key and value, a value that is the key, each of the same shape)
+     * shares its tensor. */
     vka_args dev = a;
     vkattn_tensor *t[VKA_ARG_COUNT] = {0};
     for (int i = 0; i < VKA_ARG_COUNT; i++) {
         const vka_arg_value *v = &a.v[i];
         int output = vka_arg_get((vka_arg)i)->output, j = 0;
         if (!v->given) continue;
-        while (j < i && (output || !a.v[j].given || a.v[j].host != v->host)) j++;
+        while (j < i && (output || !a.v[j].given || !same_host_array(&a.v[j], v))) j++;
         if (j < i) {
             t[i] = t[j];
         } else {

@@ -109,8 +109,15 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
         parts = vka_min64(parts, vka_merge_max_parts(b));
     }
     if (parts < needed) parts = needed;
+    /* a part holds a block of keys at least: more parts asked for than the span has blocks are fewer */
+    parts = vka_min64(parts, vka_ceil_div(span, tile_k));
     if (parts < 1) parts = 1;
     /* attn_merge combines a row's parts in one invocation (no chunks here to carry the rest) */
+    if (parts > vka_merge_max_parts(b) && cp->parts >= needed)
+        return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                             "kv_splits %llu over %llu keys: more key parts than one merge combines (%llu)",
+                             (unsigned long long)cp->parts, (unsigned long long)span,
+                             (unsigned long long)vka_merge_max_parts(b));
     if (parts > vka_merge_max_parts(b))
         return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                              "%llu keys at head dim %u need %llu key parts at this device's loop budget (%llu per "

@@ -146,7 +146,8 @@ static vkattn_status check_arg(const vka_problem *p, vka_arg arg, const char *as
                                uint32_t *form, vkattn_error *error)
 {
     const vka_arg_row *row = &rows[arg];
-    if (!(row->dtypes & (1u << v->dtype))) {
+    /* (a value past the last dtype is no bit of the mask: shifting by it is undefined) */
+    if ((unsigned)v->dtype > VKATTN_DTYPE_I32 || !(row->dtypes & (1u << v->dtype))) {
         char accepted[64] = "";
         for (int t = 0; t <= VKATTN_DTYPE_I32; t++)
             if (row->dtypes & (1u << t))
