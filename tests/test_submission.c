@@ -389,6 +389,71 @@ static void test_destroy_with_children(void)
     for (int i = 0; i < LAYERS; i++) test_weights_free(&s.w[i]);
 }
 
+/* A forward the device cannot plan (a head dim of 64 needs 52 loop trips a block of keys; the
+ * context allows 32) is refused at add, as vkattn_forward refuses it, and leaves the submission as
+ * it was: the forward added before it runs, its layer and tensors free afterwards. The cached
+ * add likewise, the cache's length unchanged. (They were taken, and every submit failed.) */
+static void test_unplannable_add(void)
+{
+    vkattn_context *ctx = NULL;
+    vkattn_context_desc cd = {.validation = VKATTN_VALIDATION_ON, .loop_budget = 32};
+    CHECK_STATUS(vkattn_context_create(&cd, &ctx, NULL), VKATTN_OK);
+    if (!ctx) return;
+    vkattn_layer_desc small = {.embed_dim = 32, .num_heads = 4}, wide = {.embed_dim = 64, .num_heads = 1};
+    test_weights ws, ww;
+    test_weights_make(&ws, &small, 3), test_weights_make(&ww, &wide, 4);
+    vkattn_layer *ls = NULL, *lw = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, &small, &ws.w, &ls), VKATTN_OK);
+    CHECK_STATUS(vkattn_layer_create(ctx, &wide, &ww.w, &lw), VKATTN_OK);
+    vkattn_tensor *qs = NULL, *ys = NULL, *qw = NULL, *yw = NULL;
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){1, 4, 32}, &qs), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){1, 4, 32}, &ys), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){1, 4, 64}, &qw), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){1, 4, 64}, &yw), VKATTN_OK);
+    float x[4 * 32], want[4 * 32], got[4 * 32], zeros[4 * 32] = {0};
+    test_rng rng = test_rng_make(8);
+    test_fill(&rng, x, 4 * 32, 1.0f);
+    CHECK_STATUS(vkattn_tensor_write(qs, x, sizeof x), VKATTN_OK);
+    vkattn_forward_desc fs = {.query = qs, .output = ys}, fw = {.query = qw, .output = yw};
+    CHECK_STATUS(vkattn_forward(ls, &fs), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_read(ys, want, sizeof want), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_write(ys, zeros, sizeof zeros), VKATTN_OK);
+    CHECK_STATUS(vkattn_forward(lw, &fw), VKATTN_ERROR_DEVICE_LIMIT);
+
+    vkattn_submission *sub = NULL;
+    CHECK_STATUS(vkattn_submission_create(ctx, &sub), VKATTN_OK);
+    CHECK_STATUS(vkattn_submission_add(sub, ls, &fs), VKATTN_OK);
+    CHECK_STATUS(vkattn_submission_add(sub, lw, &fw), VKATTN_ERROR_DEVICE_LIMIT);
+    CHECK(strstr(vkattn_context_last_error(ctx), "loop budget") != NULL);
+    vkattn_kv_cache *cache = NULL;
+    vkattn_kv_cache_desc kd = {.num_kv_heads = 1, .head_dim = 64, .num_blocks = 4, .block_size = 16};
+    CHECK_STATUS(vkattn_kv_cache_create(ctx, &kd, &cache), VKATTN_OK);
+    vkattn_tensor *qc = NULL, *yc = NULL;
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 2, (uint32_t[]){1, 64}, &qc), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 2, (uint32_t[]){1, 64}, &yc), VKATTN_OK);
+    if (cache) {
+        uint32_t id = 0, one = 1, length = 7;
+        vkattn_cached_forward_desc cf = {.batch = 1, .seq_ids = &id, .new_tokens = &one, .query_tensor = qc,
+                                         .output_tensor = yc};
+        CHECK_STATUS(vkattn_forward_cached(lw, cache, &cf), VKATTN_ERROR_DEVICE_LIMIT);
+        CHECK_STATUS(vkattn_submission_add_cached(sub, lw, cache, &cf), VKATTN_ERROR_DEVICE_LIMIT);
+        CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 0, &length), VKATTN_OK);
+        CHECK_MSG(length == 0, "a refused cached add left the length at %u", length);
+    }
+    CHECK_STATUS(vkattn_submission_submit(sub), VKATTN_OK);
+    CHECK_STATUS(vkattn_submission_wait(sub), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_read(ys, got, sizeof got), VKATTN_OK);
+    CHECK(memcmp(got, want, sizeof got) == 0);
+    CHECK_STATUS(vkattn_forward(ls, &fs), VKATTN_OK); /* free */
+    vkattn_submission_destroy(sub);
+    vkattn_kv_cache_destroy(cache);
+    vkattn_tensor_destroy(qc), vkattn_tensor_destroy(yc);
+    vkattn_tensor_destroy(qs), vkattn_tensor_destroy(ys), vkattn_tensor_destroy(qw), vkattn_tensor_destroy(yw);
+    vkattn_layer_destroy(ls), vkattn_layer_destroy(lw);
+    test_weights_free(&ws), test_weights_free(&ww);
+    gpu_test_finish_context(ctx);
+}
+
 int main(void)
 {
     vkattn_context *ctx = gpu_test_context();
@@ -400,5 +465,6 @@ int main(void)
     gpu_test_finish_context(ctx);
     RUN_TEST(test_lost_device);
     RUN_TEST(test_destroy_with_children);
+    RUN_TEST(test_unplannable_add);
     return test_finish();
 }

@@ -122,6 +122,17 @@ static vkattn_status reserve_one(vkattn_submission *s)
     return VKATTN_OK;
 }
 
+/* The plan the forward will record, built and dropped: what the device cannot plan (a head dim
+ * past the loop budget, a buffer past a limit) is refused at add, as vkattn_forward refuses it,
+ * rather than at every submit, holding the forwards added before it. */
+static vkattn_status check_plan(vkattn_context *ctx, const vka_problem *p)
+{
+    vka_plan plan = {0};
+    vkattn_status status = vka_context_plan(ctx, p, &plan);
+    vka_plan_free(&plan);
+    return status;
+}
+
 /* Appends a checked forward (room was reserved) and marks what it uses. */
 static void append(vkattn_submission *s, const vka_submitted_forward *f)
 {
@@ -138,6 +149,7 @@ static vkattn_status submission_add(vkattn_submission *s, vkattn_layer *layer, c
     if (status != VKATTN_OK) return status;
     if (f.problem.path == VKATTN_PATH_CPU)
         return vka_fail(&s->ctx->dev, VKATTN_ERROR_UNSUPPORTED, "the CPU path runs on the host: it cannot be submitted");
+    if ((status = check_plan(s->ctx, &f.problem)) != VKATTN_OK) return status;
     if ((status = reserve_one(s)) != VKATTN_OK) return status;
     append(s, &f);
     return VKATTN_OK;
@@ -162,7 +174,8 @@ static vkattn_status submission_add_cached(vkattn_submission *s, vkattn_layer *l
         return status;
     }
     /* Everything that can fail comes before the commit: an add that fails changes no cache. */
-    status = reserve_one(s);
+    status = check_plan(ctx, &c->problem);
+    if (status == VKATTN_OK) status = reserve_one(s);
     if (status == VKATTN_OK) status = vka_cached_commit(c, d);
     if (status != VKATTN_OK) {
         free_cached(c);
