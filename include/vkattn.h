@@ -1093,8 +1093,10 @@ vkattn_status vkattn_kv_cache_truncate(vkattn_kv_cache *cache, uint32_t seq, uin
  * each with LLVM: hundreds of milliseconds, seconds with a cold shader cache). vkattn_layer_warm_up
  * builds, ahead of the first request, every pipeline the layer's forwards within the limits below
  * will use: afterwards such a forward builds none. "Such" means query and output both of io_dtype,
- * and no token tree (new_token_mask): a tree forward, or an F32 query with an F16 output, may still
- * build a pipeline or two of its own. With a persistent pipeline cache (GPU drivers), the next
+ * no token tree (new_token_mask) and kv_splits 0 or 1 (the device's own split): a tree forward, an
+ * F32 query with an F16 output, or a kv_splits of 2 or more (the split build of the attention and
+ * its merge, where the device's choice would not split) may still build a pipeline or two of its
+ * own. With a persistent pipeline cache (GPU drivers), the next
  * process neither. Nothing runs on the device, except attn_cm's self-test where a plan takes a
  * build of attn_cm the context has not tested yet (see cooperative_matrix_checked). lavapipe
  * (llvmpipe) compiles a pipeline's machine code at its first dispatch, not when the pipeline is
