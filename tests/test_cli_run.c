@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "gpu_test.h" /* gpu_test_pin_drivers, for LeakSanitizer */
 #include "test_checkpoint.h"
@@ -215,6 +216,8 @@ static void test_option_table(void)
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         CHECK_MSG(PARSE(&p, "--text", "t", refused[i][0], refused[i][1]) == CLI_EXIT_USAGE, "%s %s", refused[i][0],
                   refused[i][1]);
+    CHECK(PARSE(&p, "--text", "t", "--seconds", "601") == CLI_EXIT_USAGE); /* the range, not "positive" */
+    CHECK_SAID("vkattn table: --seconds expects a number in (0, 600], got \"601\"\n");
     CHECK(PARSE(&p, "--text", "t", "--count") == CLI_EXIT_USAGE);
     CHECK_SAID("vkattn table: --count needs a value");
     CHECK(PARSE(&p, "--flag") == CLI_EXIT_USAGE);
@@ -725,6 +728,132 @@ static void test_outputs_checked_first(const fixture *fx)
     CHECK(!said("device:"));
 }
 
+/* Options that cannot go together are refused before any work, exit status 2: two outputs in one
+ * file (run, bench), attention weights from the fused path. */
+static void test_option_conflicts(const fixture *fx)
+{
+    char out[128], other[160], text[600];
+    test_tmp_path(out, sizeof out, "out.npy");
+    CHECK(RUN(fx->weights, fx->query, out, "--attn-weights", out) == CLI_EXIT_USAGE);
+    snprintf(text, sizeof text, "vkattn run: --out and --attn-weights are both %s: the second would overwrite the "
+                                "first; give each its own file\n", out);
+    CHECK_SAID(text);
+    CHECK(!said("shapes:") && !said("device:"));
+    snprintf(other, sizeof other, "%s/../%s/out.npy", test_tmp_dir, strrchr(test_tmp_dir, '/') + 1);
+    write_text(out, "keep", 4); /* an existing file under another name */
+    CHECK(RUN(fx->weights, fx->query, out, "--attn-weights", other) == CLI_EXIT_USAGE);
+    CHECK(file_holds(out, "keep"));
+    remove(out);
+    const char *bench_pairs[][4] = {{"--json", "--csv", "b.out", "b.out"}, {"--csv", "--plot", "b.png", "b.png"},
+                                    {"--json", "--plot", "b.svg", "b.svg"}};
+    for (size_t i = 0; i < sizeof bench_pairs / sizeof bench_pairs[0]; i++) {
+        test_tmp_path(out, sizeof out, bench_pairs[i][2]);
+        CHECK(run_cmd(cmd_bench, (const char *[]){"--preset", "quick", bench_pairs[i][0], out, bench_pairs[i][1], out,
+                                                  NULL}) == CLI_EXIT_USAGE);
+        snprintf(text, sizeof text, "vkattn bench: %s and %s are both %s", bench_pairs[i][0], bench_pairs[i][1], out);
+        CHECK_SAID(text);
+        CHECK(!said("device:"));
+    }
+    test_tmp_path(out, sizeof out, "out.npy"), test_tmp_path(other, sizeof other, "weights.npy");
+    CHECK(RUN(fx->weights, fx->query, out, "--path", "fused", "--attn-weights", other) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn run: --path fused returns no attention weights: --attn-weights needs the unfused path");
+    CHECK(!said("device:"));
+}
+
+/* Files that are not what an option takes, exit status 1 with what they hold: a bench head mask of
+ * the wrong dtype or shape, a directory where a JSON file goes, a safetensors file whose header
+ * length is not printable (the reader's own message, not "a text file"). */
+static void test_wrong_files(const fixture *fx)
+{
+    char path[128], out[128], text[600];
+    test_tmp_path(path, sizeof path, "mask.npy"), test_tmp_path(out, sizeof out, "out.npy");
+    const int32_t i32[4] = {1, 1, 1, 1};
+    const uint8_t five[5] = {1, 1, 1, 1, 1};
+    write_npy(path, "<i4", "4,", i32, sizeof i32);
+    const char *bench[] = {"--len", "8", "--embed", "16", "--heads", "4", "--no-peak", "--no-cpu", "--head-mask", path,
+                           NULL};
+    CHECK(run_cmd(cmd_bench, bench) == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "vkattn bench: --head-mask %s holds int32 (<i4) of shape (4); the head mask must be "
+                                "bool (|b1) of shape (4)", path);
+    CHECK_SAID(text);
+    write_npy(path, "|b1", "5,", five, sizeof five);
+    CHECK(run_cmd(cmd_bench, bench) == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "--head-mask %s holds bool (|b1) of shape (5);", path);
+    CHECK_SAID(text);
+
+    CHECK(run_cmd(cmd_run, (const char *[]){"--weights", fx->weights, "--config", test_tmp_dir, "--query", fx->query,
+                                            "--out", out, "--cpu", NULL}) == CLI_EXIT_FAILURE);
+    snprintf(text, sizeof text, "%s: is a directory, not a file", test_tmp_dir);
+    CHECK_SAID(text);
+    CHECK(!said("limit"));
+    CHECK(run_cmd(cmd_bench, (const char *[]){"--compare", test_tmp_dir, fx->weights, NULL}) == CLI_EXIT_FAILURE);
+    CHECK_SAID(text);
+    CHECK(!said("bytes)"));
+
+    test_tmp_path(path, sizeof path, "ff.safetensors");
+    write_text(path, "\xff\xff\xff\xff\xff\xff\xff\xff{\"a\":1}", 15);
+    CHECK(RUN(path, fx->query, out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK_SAID("reading --weights: VKATTN_ERROR_FORMAT:");
+    CHECK_SAID("header length 18446744073709551615");
+    CHECK(!said("is a text file"));
+    remove(path), remove(out);
+}
+
+/* Runs `fn` with VKATTN_DEVICE or VKATTN_TUNING (`name`) set to `value` for the call, restored after. */
+static int run_cmd_env(int (*fn)(int, char **), const char *name, const char *value, const char **args)
+{
+    const char *old = getenv(name);
+    char saved[256] = "";
+    if (old) snprintf(saved, sizeof saved, "%s", old);
+    setenv(name, value, 1);
+    int rc = run_cmd(fn, args);
+    if (old) setenv(name, saved, 1);
+    else unsetenv(name);
+    return rc;
+}
+
+/* heads with one active head reports it as not measured (n/a, null), never as a zero change; heads
+ * refuses one file for two outputs; info says which environment setting contexts refuse, exit 1;
+ * the help lists every tuning class; a head count that does not divide the width is said in the
+ * CLI's words. */
+static void test_binary_commands(const fixture *fx)
+{
+    char mask[128], json[128], text[300];
+    test_tmp_path(mask, sizeof mask, "one_head.npy"), test_tmp_path(json, sizeof json, "heads.json");
+    const uint8_t keep[4] = {0, 1, 0, 0};
+    write_npy(mask, "|b1", "4,", keep, sizeof keep);
+    CHECK(run_cmd(cmd_heads, (const char *[]){"--weights", fx->weights, "--heads", "4", "--query", fx->query,
+                                              "--head-mask", mask, "--json", json, "--cpu", NULL}) == CLI_EXIT_OK);
+    CHECK_SAID("n/a  (the only active head: removing it leaves no attention");
+    CHECK(!said("0.0000e+00"));
+    char err[400] = "";
+    cJSON *root = cli_json_read_file(json, err, sizeof err), *row = NULL;
+    CHECK_MSG(root != NULL, "%s", err);
+    const cJSON *heads = root ? cJSON_GetObjectItemCaseSensitive(root, "heads") : NULL;
+    cJSON_ArrayForEach(row, heads) if (cli_json_number(row, "head", NULL) == 2) break;
+    CHECK(row && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(row, "rel_l2")) &&
+          cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(row, "max_abs")) && cli_json_string(row, "note"));
+    cJSON_Delete(root);
+    remove(json);
+    CHECK(run_cmd(cmd_heads, (const char *[]){"--weights", fx->weights, "--heads", "4", "--query", fx->query, "--json",
+                                              json, "--prune", "1", "--write-mask", json, "--cpu", NULL}) ==
+          CLI_EXIT_USAGE);
+    snprintf(text, sizeof text, "vkattn heads: --json and --write-mask are both %s", json);
+    CHECK_SAID(text);
+
+    CHECK(run_cmd_env(cmd_info, "VKATTN_DEVICE", "99", (const char *[]){NULL}) == CLI_EXIT_FAILURE);
+    CHECK_SAID("vkattn info: VKATTN_DEVICE=99: there ");
+    CHECK(run_cmd_env(cmd_info, "VKATTN_TUNING", "bogus", (const char *[]){NULL}) == CLI_EXIT_FAILURE);
+    CHECK_SAID("VKATTN_TUNING \"bogus\": no tuning is named \"bogus\"");
+    CHECK(!said("contexts use VKATTN_TUNING=bogus"));
+
+    CHECK(run_cmd(cmd_run, (const char *[]){"--weights", fx->weights, "--heads", "3", "--query", fx->query, "--out",
+                                            json, "--cpu", NULL}) == CLI_EXIT_FAILURE);
+    CHECK_SAID("vkattn run: the weights' embed_dim 16 is not divisible by --heads 3");
+    CHECK(!said("give head_dim"));
+    remove(mask), remove(json);
+}
+
 /* A device that is not there: the CLI names the option (or VKATTN_DEVICE) and lists the devices,
  * "1 device" or "N devices"; so does the library's own message, for embedders. */
 static void test_device_choice(void)
@@ -1076,6 +1205,10 @@ static void test_run_variants(void)
         {"--sliding-window", "0", CLI_EXIT_USAGE, "--sliding-window"},
         {"--softcap", "-1", CLI_EXIT_USAGE, "--softcap expects a positive number"},
         {"--softcap", "inf", CLI_EXIT_USAGE, "--softcap expects a positive number"},
+        /* 0 as a float, which is "off" */
+        {"--softcap", "1e-50", CLI_EXIT_USAGE, "--softcap expects a number of at least 1.17549e-38 (the least normal"},
+        {"--rope-theta", "1e-50", CLI_EXIT_USAGE, "--rope-theta expects a number of at least 1.17549e-38"},
+        {"--rope-theta", "1e39", CLI_EXIT_USAGE, "--rope-theta expects a number in (0, 3.40282e+38], got \"1e39\""},
         {"--rope-theta", "10000", CLI_EXIT_USAGE, "--alibi and --rope-theta"},
         {"--sinks", bad_sinks, CLI_EXIT_FAILURE, "has shape (5), expected (H) = (4)"},
     };
@@ -1146,6 +1279,16 @@ static void test_run_config(void)
     CHECK(run_cmd(cmd_run, (const char *[]){"--weights", ck_path, "--config", other, "--query", query, "--out", out,
                                             NULL}) == CLI_EXIT_FAILURE);
     CHECK_SAID("--weights and --config disagree on the hidden_size of layer model.layers.0.self_attn.");
+    /* --heads overrides only the head count: the rest of the check still runs */
+    CHECK(run_cmd(cmd_run, (const char *[]){"--weights", ck_path, "--config", other, "--heads", "16", "--query", query,
+                                            "--out", out, "--cpu", NULL}) == CLI_EXIT_FAILURE);
+    CHECK_SAID("--weights and --config disagree on the hidden_size of layer model.layers.0.self_attn.");
+    CHECK(!said("device:"));
+    /* another head count changes the head dim the weights give, not whether their norms fit */
+    CHECK(run_cmd(cmd_run, (const char *[]){"--weights", ck_path, "--config", config, "--heads", "8", "--query", query,
+                                            "--out", out, "--cpu", NULL}) == CLI_EXIT_FAILURE);
+    CHECK_SAID("note: --heads 8 overrides config.json's 16\nvkattn run: --weights and --config disagree on the q/k "
+               "norms");
     CHECK(run_cmd(cmd_run, (const char *[]){"--weights", ck_path, "--config", config, "--layer", "99", "--query", query,
                                             "--out", out, NULL}) != CLI_EXIT_OK);
     CHECK_SAID("layer 99 does not exist (28 layers)");
@@ -1166,7 +1309,9 @@ static void test_overhead(void)
     CHECK(run_cmd(cmd_overhead, (const char *[]){"--layers", "0", NULL}) == CLI_EXIT_USAGE);
     CHECK(run_cmd(cmd_overhead, (const char *[]){"--embed", "30", "--heads", "4", "--rounds", "1", NULL}) ==
           CLI_EXIT_FAILURE);
-    CHECK_SAID("divisible");
+    CHECK_SAID("vkattn overhead: --embed 30 is not divisible by --heads 4: each head takes an equal share of the "
+               "width\n");
+    CHECK(!said("give head_dim") && !said("device:")); /* the library's advice names no CLI option */
 }
 
 /* bench --preset decode on tiny contexts, f32 and q4_0 caches: the table, its --json file, and the
@@ -1469,6 +1614,9 @@ int main(int argc, char **argv)
         RUN_TEST_WITH(test_input_dtypes, &fx);
         RUN_TEST_WITH(test_input_kinds, &fx);
         RUN_TEST_WITH(test_outputs_checked_first, &fx);
+        RUN_TEST_WITH(test_option_conflicts, &fx);
+        RUN_TEST_WITH(test_wrong_files, &fx);
+        RUN_TEST_WITH(test_binary_commands, &fx);
         RUN_TEST(test_device_choice);
         RUN_TEST(test_overhead);
         RUN_TEST_WITH(test_run_hf_gqa, &fx);

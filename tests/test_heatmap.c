@@ -126,6 +126,19 @@ static int run_cmd(int (*cmd)(int, char **), const char **args)
     return cmd(argc, (char **)args);
 }
 
+/* run_cmd with stdout and stderr captured (then echoed); checks that they hold `text`. */
+static int run_said(int (*cmd)(int, char **), const char **args, const char *text)
+{
+    static char out[1 << 14];
+    test_capture c;
+    test_capture_begin(&c, 1);
+    int rc = run_cmd(cmd, args);
+    test_capture_end(&c, out, sizeof out);
+    fputs(out, stdout);
+    CHECK_MSG(strstr(out, text) != NULL, "the output lacks \"%s\"", text);
+    return rc;
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* The drawing layer                                                                               */
 /* ---------------------------------------------------------------------------------------------- */
@@ -476,7 +489,19 @@ static void test_command(void)
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w4, "--out", out, "--bogus", NULL}) == 2);
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--weights", "w.safetensors", "--heads", "2", "--query", "q.npy",
                                                 "--path", "fused", "--out", out, NULL}) == 2);
-    remove(w4), remove(w3), remove(w2), remove(out), remove(tokens), remove(short_tokens);
+    /* The picture is PNG whatever the name: another extension is refused before anything runs; the
+     * extension's case does not matter. A directory as the token file is named so. */
+    char svg[300], upper[300], text[700];
+    test_tmp_path(svg, sizeof svg, "cmd.svg"), test_tmp_path(upper, sizeof upper, "cmd.PNG");
+    snprintf(text, sizeof text, "vkattn heatmap: --out %s: heatmap writes PNG only; give a file name ending in .png",
+             svg);
+    CHECK(run_said(cmd_heatmap, (const char *[]){"--from-npy", w4, "--out", svg, NULL}, text) == 2);
+    CHECK_MSG(access(svg, F_OK) != 0, "%s was written", svg);
+    CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w4, "--out", upper, NULL}) == 0);
+    snprintf(text, sizeof text, "vkattn heatmap: the token file %s: is a directory, not a file\n", test_tmp_dir);
+    CHECK(run_said(cmd_heatmap, (const char *[]){"--from-npy", w4, "--out", out, "--tokens", test_tmp_dir, NULL},
+                   text) == 1);
+    remove(w4), remove(w3), remove(w2), remove(out), remove(tokens), remove(short_tokens), remove(upper);
 }
 
 /* The mask rules on hand-built inputs (no files): valid lengths per item and per query, a float

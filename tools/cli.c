@@ -2,7 +2,9 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,14 +166,23 @@ static int store(const char *command, const cli_option *o, char *field, const ch
         return 2;
     case CLI_NUMBER:
         number = strtod(value, &end);
-        if (end != value && !*end && isfinite(number) && (o->flags & CLI_ABOVE_MIN ? number > o->min : number >= o->min) &&
-            (!o->max || number <= o->max))
+        int parsed = end != value && !*end && isfinite(number);
+        int above_max = parsed && o->max && number > o->max;
+        /* a float field would hold a smaller value as 0 (the option off) or a subnormal */
+        int below_float = parsed && o->flags & CLI_FLOAT && number > 0 && number < FLT_MIN;
+        if (parsed && (o->flags & CLI_ABOVE_MIN ? number > o->min : number >= o->min) && !above_max && !below_float)
             return *(double *)field = number, 0;
-        if (o->flags & CLI_ABOVE_MIN && o->min == 0)
+        if (below_float)
+            fprintf(stderr, "vkattn %s: %s expects a number of at least %g (the least normal float), got \"%s\"\n",
+                    command, o->name, (double)FLT_MIN, value);
+        else if (o->flags & CLI_ABOVE_MIN && o->min == 0 && !above_max)
             fprintf(stderr, "vkattn %s: %s expects a positive number, got \"%s\"\n", command, o->name, value);
+        else if (o->max)
+            fprintf(stderr, "vkattn %s: %s expects a number in %c%g, %g], got \"%s\"\n", command, o->name,
+                    o->flags & CLI_ABOVE_MIN ? '(' : '[', o->min, o->max, value);
         else
-            fprintf(stderr, "vkattn %s: %s expects a number in [%g, %g], got \"%s\"\n", command, o->name, o->min,
-                    o->max, value);
+            fprintf(stderr, "vkattn %s: %s expects a number %s %g, got \"%s\"\n", command, o->name,
+                    o->flags & CLI_ABOVE_MIN ? ">" : ">=", o->min, value);
         return 2;
     case CLI_CHOICE:
         if ((i = name_index(o->value, value, strlen(value))) >= 0) return *(int *)field = o->values ? o->values[i] : i, 0;
@@ -327,6 +338,24 @@ static void usage(const cli_command *c, const row *rows, size_t n, char (*defaul
     if (c->notes) fprintf(out, "\n%s", c->notes);
 }
 
+void cli_error(const char *command, const char *format, ...)
+{
+    fflush(stdout); /* the message follows what was printed before it, also when both go to one file */
+    va_list args;
+    va_start(args, format);
+    fprintf(stderr, "vkattn %s: ", command);
+    vfprintf(stderr, format, args);
+    va_end(args);
+}
+
+int cli_check_head_split(const char *command, const char *width, uint32_t embed, uint32_t heads)
+{
+    if (heads && embed % heads == 0) return 0;
+    cli_error(command, "%s %u is not divisible by --heads %u: each head takes an equal share of the width\n", width,
+              embed, heads);
+    return CLI_EXIT_FAILURE;
+}
+
 int cli_fail(const char *command, const char *what, vkattn_status status, const char *message)
 {
     fflush(stdout); /* the message follows what was printed before it, also when both go to one file */
@@ -356,10 +385,10 @@ static cli_file_kind sniff(const char *path, char *line, size_t size)
         if (len <= (uint64_t)st.st_size - 8) return CLI_FILE_SAFETENSORS;
     }
     if (n >= 4 && memcmp(b, "PK\3\4", 4) == 0) return CLI_FILE_ZIP;
-    for (size_t i = 0; i < n; i++)
-        if (b[i] < 0x20 && b[i] != '\t' && b[i] != '\n' && b[i] != '\r') return CLI_FILE_OTHER;
+    for (size_t i = 0; i < n; i++) /* printable ASCII: a safetensors header length may be any bytes */
+        if ((b[i] < 0x20 && b[i] != '\t' && b[i] != '\n' && b[i] != '\r') || b[i] >= 0x7F) return CLI_FILE_OTHER;
     size_t k = 0;
-    for (size_t i = 0; i < n && k + 4 < size && b[i] != '\n' && b[i] != '\r'; i++) line[k++] = b[i] < 0x7F ? b[i] : '?';
+    for (size_t i = 0; i < n && k + 4 < size && b[i] != '\n' && b[i] != '\r'; i++) line[k++] = (char)b[i];
     if (k + 4 >= size) memcpy(line + k, "...", 3), k += 3;
     line[k] = '\0';
     return CLI_FILE_TEXT;
@@ -370,7 +399,8 @@ int cli_fail_input(const char *command, const char *option, const char *path, cl
 {
     char line[48] = "", is[160];
     cli_file_kind kind = sniff(path, line, sizeof line);
-    if (kind == want || kind == CLI_FILE_UNREADABLE) {
+    /* Unrecognised bytes may be a broken safetensors file, whose reader says what is wrong with it. */
+    if (kind == want || kind == CLI_FILE_UNREADABLE || (kind == CLI_FILE_OTHER && want == CLI_FILE_SAFETENSORS)) {
         char what[160];
         snprintf(what, sizeof what, "reading %s", option);
         return cli_fail(command, what, status, message);
@@ -413,6 +443,27 @@ int cli_check_output(const char *command, const char *option, const char *path)
     fflush(stdout);
     fprintf(stderr, "vkattn %s: %s %s: cannot write this file (%s)\n", command, option, path, strerror(err));
     return CLI_EXIT_FAILURE;
+}
+
+/* One file for both: as given, or (both existing) the same file under two names. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (strcmp(a, b) == 0) return 1;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int cli_check_distinct_outputs(const char *command, const char *const *options, const char *const *paths, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (paths[i] && paths[j] && same_file(paths[i], paths[j])) {
+                fflush(stdout);
+                fprintf(stderr, "vkattn %s: %s and %s are both %s: the second would overwrite the first; give each "
+                                "its own file\n", command, options[i], options[j], paths[j]);
+                return CLI_EXIT_USAGE;
+            }
+    return 0;
 }
 
 /* The numpy dtypes by descr (without its byte-order character), and what vkattn_npy_read loads

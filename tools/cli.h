@@ -59,7 +59,8 @@ typedef enum cli_kind {
 
 enum {
     CLI_REQUIRED = 1, /* missing, it is named in "vkattn run: missing --weights, --query and --out" */
-    CLI_ABOVE_MIN = 2
+    CLI_ABOVE_MIN = 2,
+    CLI_FLOAT = 4 /* CLI_NUMBER: the value ends up in a float; below FLT_MIN (but above 0) is refused */
 };
 
 #define CLI_COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -74,7 +75,7 @@ typedef struct cli_option {
     size_t offset;      /* of the field in the group's struct */
     double min, max;    /* CLI_U32: min; CLI_NUMBER: the range */
     const int *values;  /* choices: the value of each name, in order; NULL: 0, 1, 2, ... */
-    unsigned flags;     /* CLI_REQUIRED, CLI_ABOVE_MIN */
+    unsigned flags;     /* CLI_REQUIRED, CLI_ABOVE_MIN, CLI_FLOAT */
     const char *needs;  /* an option this one needs: missing, "--key (--value needs it)" */
     const char *or_else; /* CLI_REQUIRED unless this option is given: missing, "--heads (or --config)" */
     size_t given;       /* CLI_GIVEN(type, field), or 0 */
@@ -113,6 +114,13 @@ int cli_parse(cli_command *c, int argc, char **argv);
 /* The first option of group `group` that appeared, or NULL. */
 const char *cli_group_given(const cli_command *c, size_t group);
 
+/* Prints "vkattn <command>: " and the formatted message (ending in its own newline) to stderr, after
+ * flushing stdout so that the two keep their order in one file. */
+void cli_error(const char *command, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* 0 when `heads` divide `embed` (the library's own refusal asks for a head_dim, which the CLI has no
+ * option for), else prints "vkattn demo: --embed 30 is not divisible by --heads 4: ..." (`width`
+ * names the width) and returns 1. */
+int cli_check_head_split(const char *command, const char *width, uint32_t embed, uint32_t heads);
 /* Prints "vkattn <command>: <what>: STATUS_NAME: message" to stderr and returns 1. */
 int cli_fail(const char *command, const char *what, vkattn_status status, const char *message);
 
@@ -124,14 +132,15 @@ typedef enum cli_file_kind {
     CLI_FILE_NPY,         /* "\x93NUMPY" */
     CLI_FILE_SAFETENSORS, /* an 8-byte little-endian header length, then '{' */
     CLI_FILE_ZIP,         /* what np.savez and torch.save write */
-    CLI_FILE_TEXT,        /* printable text: np.savetxt, CSV, JSON */
+    CLI_FILE_TEXT,        /* printable ASCII text (tabs and line ends too): np.savetxt, CSV, JSON */
     CLI_FILE_OTHER
 } cli_file_kind;
 
 /* After a reader refused `path`, given as `option` (`want`: CLI_FILE_NPY for vkattn_npy_read,
  * CLI_FILE_SAFETENSORS for vkattn_weight_file_load): when the file is of another kind, prints what
  * it is and what the option takes ("vkattn run: --weights q.npy is a .npy array, not a safetensors
- * file: --weights takes ..."); otherwise the reader's own message, as cli_fail does. Returns 1. */
+ * file: --weights takes ..."); otherwise (and for unrecognised bytes where a safetensors file is
+ * wanted) the reader's own message, as cli_fail does. Returns 1. */
 int cli_fail_input(const char *command, const char *option, const char *path, cli_file_kind want,
                    vkattn_status status, const char *message);
 
@@ -145,6 +154,11 @@ int cli_npy_stored_dtype(const char *path, char *buf, size_t size, int *loads_as
  * written, leaving an existing file as it is and removing one the check had to create. 0, or prints
  * "vkattn run: --out /no/dir/o.npy: cannot write this file (No such file or directory)" and returns 1. */
 int cli_check_output(const char *command, const char *option, const char *path);
+
+/* Checks, before any work, that no two of the `n` outputs `paths` (given as `options`; NULL: not
+ * asked for) are one file (the same text, or two names of an existing file). 0, or prints "vkattn
+ * run: --out and --attn-weights are both o.npy: ..." and returns 2. */
+int cli_check_distinct_outputs(const char *command, const char *const *options, const char *const *paths, size_t n);
 
 /* Opens a context on the requested device (NULL = VKATTN_DEVICE or the default) and prints which
  * device it is, on stdout. Returns 0 or an exit code. */

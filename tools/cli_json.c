@@ -1,4 +1,5 @@
 /* JSON files of the CLI through cJSON (see cli_json.h). */
+#define _POSIX_C_SOURCE 200809L /* fstat, fileno */
 #include "cli_json.h"
 
 #include <errno.h>
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* "line L, column C: " for byte `at` of `text`, then the message. */
 static void fail_at(const char *text, size_t at, char *err, size_t err_size, const char *what)
@@ -85,8 +87,15 @@ char *cli_read_file(const char *path, size_t max_bytes, size_t *out_size, char *
         snprintf(err, err_size, "cannot open: %s", strerror(errno));
         return NULL;
     }
+    struct stat st; /* fopen takes a directory, whose read then fails */
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(err, err_size, "is a directory, not a file");
+        fclose(f);
+        return NULL;
+    }
     char *text = NULL;
     size_t size = 0, cap = 0;
+    int read_errno = 0;
     for (;;) { /* grow to the file's size; reading one byte past the limit means too large */
         if (size == cap) {
             if (cap > max_bytes) break;
@@ -96,17 +105,23 @@ char *cli_read_file(const char *path, size_t max_bytes, size_t *out_size, char *
             if (!grown) break;
             text = grown, cap = next;
         }
+        errno = 0;
         size_t got = fread(text + size, 1, cap - size, f);
+        read_errno = errno;
         size += got;
         if (got == 0) break;
     }
-    const char *bad = size == cap && cap <= max_bytes ? "out of memory"
-                      : ferror(f)                     ? "read error"
-                      : size > max_bytes              ? "larger than the limit"
-                                                      : NULL;
+    int bad = 1;
+    if (size == cap && cap <= max_bytes)
+        snprintf(err, err_size, "out of memory reading %zu bytes", cap + 1);
+    else if (ferror(f))
+        snprintf(err, err_size, "read error after %zu bytes: %s", size, strerror(read_errno ? read_errno : EIO));
+    else if (size > max_bytes)
+        snprintf(err, err_size, "larger than the %zu-byte limit", max_bytes);
+    else
+        bad = 0;
     fclose(f);
     if (bad) {
-        snprintf(err, err_size, "%s (%zu bytes)", bad, max_bytes);
         free(text);
         return NULL;
     }

@@ -27,7 +27,8 @@ cJSON *cli_json_parse(const char *text, size_t size, char *err, size_t err_size)
 cJSON *cli_json_read_file(const char *path, char *err, size_t err_size);
 
 /* A whole file of at most `max_bytes`, NUL-terminated (free it); NULL with "cannot open: reason",
- * "read error", "larger than the limit" or "out of memory" in err. (Here, not in cli.c, because the
+ * "is a directory, not a file", "read error after N bytes: reason", "larger than the N-byte limit"
+ * or "out of memory reading N bytes" in err. (Here, not in cli.c, because the
  * fuzzed JSON reader is built without the rest of the CLI.) */
 char *cli_read_file(const char *path, size_t max_bytes, size_t *size, char *err, size_t err_size);
 

@@ -394,9 +394,16 @@ static int attach_head_mask(const char *path, vkattn_array *m, bench_config *con
         active += ((const uint8_t *)m->data)[h] != 0;
     for (uint32_t i = 0; i < count; i++) {
         if (m->dtype != VKATTN_DTYPE_BOOL || m->rank != 1 || m->dims[0] != configs[i].heads || active == 0) {
-            fprintf(stderr, "vkattn bench: the head mask must be a bool (%u,) array keeping at least one head\n",
-                    configs[i].heads);
-            return 2;
+            /* what the file holds: its own dtype, not the one the reader converted it to */
+            char dtype[64], shape[128];
+            int loads_as;
+            if (!cli_npy_stored_dtype(path, dtype, sizeof dtype, &loads_as))
+                snprintf(dtype, sizeof dtype, "%s", vkattn_dtype_name(m->dtype));
+            cli_format_shape(shape, sizeof shape, m->rank, m->dims);
+            cli_error("bench", "--head-mask %s holds %s of shape %s%s; the head mask must be bool (|b1) of shape "
+                      "(%u), one entry per head, keeping at least one\n", path, dtype, shape,
+                      m->dtype == VKATTN_DTYPE_BOOL && !active ? " keeping no head" : "", configs[i].heads);
+            return 1;
         }
         configs[i].head_mask = m->data;
         configs[i].active_heads = active;
@@ -454,7 +461,9 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "vkattn bench: --plot %s: give %s (the format)\n", o.plot, BENCH_PLOT_NAMES);
         return 2;
     }
-    if ((rc = cli_check_output("bench", "--json", o.json)) || (rc = cli_check_output("bench", "--csv", o.csv)) ||
+    if ((rc = cli_check_distinct_outputs("bench", (const char *[]){"--json", "--csv", "--plot"},
+                                         (const char *[]){o.json, o.csv, o.plot}, 3)) ||
+        (rc = cli_check_output("bench", "--json", o.json)) || (rc = cli_check_output("bench", "--csv", o.csv)) ||
         (rc = cli_check_output("bench", "--plot", o.plot)))
         return rc;
     if (o.preset && strcmp(o.preset, "decode") == 0) return bench_decode(stdout, &o);

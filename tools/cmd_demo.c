@@ -57,6 +57,7 @@ int cmd_demo(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     const uint32_t B = o.batch, L = o.length, E = o.embed, H = o.heads;
     const size_t ee = (size_t)E * E, n_in = (size_t)B * L * E;
+    if ((rc = cli_check_head_split("demo", "--embed", E, H))) return rc;
     vkattn_context *ctx = NULL;
     if ((rc = cli_open_context("demo", o.device, &ctx))) return rc;
     /* in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias, the query, two outputs */

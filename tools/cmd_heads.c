@@ -1,6 +1,7 @@
 /* vkattn heads: each head's importance by ablation (how much the output moves when that head alone
  * is pruned), ranked; --prune K writes a head mask for the K least important heads and measures,
  * in the same run, the pruned layer's output error and its speed against the full layer. */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +100,9 @@ done:
     return rc;
 }
 
+static const char k_alone[] = "the only active head: removing it leaves no attention, so its importance cannot be "
+                               "measured";
+
 static void print_table(const head_score *ranked, uint32_t H)
 {
     printf("\nrank  head  output change without it: rel L2     max-abs\n");
@@ -107,17 +111,25 @@ static void print_table(const head_score *ranked, uint32_t H)
             printf("   -  %4u  (pruned by --head-mask)\n", ranked[k].head + 1);
             continue;
         }
+        if (ranked[k].alone) {
+            printf("%4u  %4u  %32s  %10s  (%s)\n", k + 1, ranked[k].head + 1, "n/a", "n/a", k_alone);
+            continue;
+        }
         printf("%4u  %4u  %32.4e  %10.4e\n", k + 1, ranked[k].head + 1, ranked[k].rel_l2, ranked[k].max_abs);
     }
 }
 
-/* One head's row: its rank (0 when pruned by --head-mask), 1-based number and figures. */
+/* One head's row: its rank (0 when pruned by --head-mask), 1-based number and figures (null, with a
+ * note, for the only active head). */
 static cJSON *json_head(const head_score *h, uint32_t rank)
 {
     cJSON *o = cJSON_CreateObject();
+    /* cli_json_add_number writes NaN as null */
     if (o && cJSON_AddNumberToObject(o, "rank", h->active ? rank : 0) &&
         cJSON_AddNumberToObject(o, "head", h->head + 1) && cJSON_AddBoolToObject(o, "active", h->active) &&
-        cli_json_add_number(o, "rel_l2", h->rel_l2) && cli_json_add_number(o, "max_abs", h->max_abs))
+        cli_json_add_number(o, "rel_l2", h->alone ? NAN : h->rel_l2) &&
+        cli_json_add_number(o, "max_abs", h->alone ? NAN : h->max_abs) &&
+        (!h->alone || cJSON_AddStringToObject(o, "note", k_alone)))
         return o;
     cJSON_Delete(o);
     return NULL;
@@ -160,7 +172,9 @@ int cmd_heads(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
     /* Output problems are said now, not after the measurements. */
-    if ((rc = cli_check_output("heads", "--json", o.json)) ||
+    if ((rc = cli_check_distinct_outputs("heads", (const char *[]){"--json", "--write-mask"},
+                                         (const char *[]){o.json, o.write_mask}, 2)) ||
+        (rc = cli_check_output("heads", "--json", o.json)) ||
         (rc = cli_check_output("heads", "--write-mask", o.write_mask)))
         return rc;
     forward_inputs in = {0};

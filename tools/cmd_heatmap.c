@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "canvas.h"
 #include "cli.h"
 #include "cli_json.h"
 #include "forward_inputs.h"
@@ -46,6 +47,10 @@ static int usage_error(const char *message)
 
 static int check_options(const heatmap_options *o, const char *forward_input)
 {
+    if (canvas_format_of(o->out) != CANVAS_PNG) {
+        fprintf(stderr, "vkattn heatmap: --out %s: heatmap writes PNG only; give a file name ending in .png\n", o->out);
+        return 2;
+    }
     if (o->from_npy && forward_input)
         return usage_error("--from-npy reads weights from a file; it takes none of the forward inputs");
     if (o->fwd.path_given && o->fwd.path == VKATTN_PATH_FUSED)

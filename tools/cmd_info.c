@@ -60,7 +60,8 @@ int cmd_info(int argc, char **argv)
 {
     cli_command c = {"info", NULL,
                      "Lists the Vulkan devices; the one marked * is used when neither --device nor VKATTN_DEVICE\n"
-                     "names another.\n" CLI_EXIT_HELP};
+                     "names another. A VKATTN_DEVICE or VKATTN_TUNING that contexts refuse is said after the list,\n"
+                     "with exit status 1, as every other command fails with it.\n" CLI_EXIT_HELP};
     int rc = cli_parse(&c, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
     vkattn_device_info infos[MAX_DEVICES];
@@ -68,7 +69,15 @@ int cmd_info(int argc, char **argv)
     vkattn_error error = {0};
     vkattn_status status = vkattn_list_devices(infos, MAX_DEVICES, &count, &error);
     if (status != VKATTN_OK) return cli_fail("info", "listing devices", status, error.message);
-    const char *tuning_env = getenv("VKATTN_TUNING");
+    const char *tuning_env = getenv("VKATTN_TUNING"), *device_env = getenv("VKATTN_DEVICE");
+    int tuning_set = tuning_env && *tuning_env, device_set = device_env && *device_env;
+    /* Only a context tells whether the environment names a device and a tuning it accepts. */
+    vkattn_context *ctx = NULL;
+    vkattn_device_info chosen = {0};
+    int env_refused = (tuning_set || device_set) && vkattn_context_create(NULL, &ctx, NULL) != VKATTN_OK;
+    if (ctx) vkattn_context_device(ctx, &chosen);
+    vkattn_context_destroy(ctx);
+    ctx = NULL;
     printf("vkattn %s, %u Vulkan device%s\n", vkattn_version_string(), count, count == 1 ? "" : "s");
     for (uint32_t i = 0; i < count && i < MAX_DEVICES; i++) {
         const vkattn_device_info *d = &infos[i];
@@ -113,9 +122,14 @@ int cmd_info(int argc, char **argv)
                    "splits its work to stay within it)\n", d->loop_budget);
         else printf("    loop budget               none\n");
         printf("    tuning                    %s", d->tuning);
-        if (tuning_env && *tuning_env) printf(" (contexts use VKATTN_TUNING=%s instead)", tuning_env);
+        if (tuning_set && !env_refused) printf(" (contexts use VKATTN_TUNING=%s instead)", tuning_env);
         printf("\n");
     }
     if (count > 0) printf("\n* default device (override with --device N|NAME or VKATTN_DEVICE)\n");
-    return 0;
+    if (device_set && !env_refused) printf("VKATTN_DEVICE=%s: contexts use device %u\n", device_env, chosen.index);
+    if (!env_refused) return 0;
+    /* Refused as every other command refuses it: the same message, and exit status 1. */
+    rc = cli_open_context("info", NULL, &ctx);
+    vkattn_context_destroy(ctx);
+    return rc ? rc : CLI_EXIT_FAILURE;
 }

@@ -114,6 +114,7 @@ int cmd_overhead(int argc, char **argv)
         fprintf(stderr, "vkattn overhead: at most 1024 layers and 100000 rounds\n");
         return 2;
     }
+    if ((rc = cli_check_head_split("overhead", "--embed", E, H))) return rc;
     vkattn_context *ctx = NULL;
     if ((rc = cli_open_context("overhead", o.device, &ctx))) return rc;
     stack s = {.n = n, .E = E, .L = L};

@@ -105,6 +105,9 @@ static int parse(int argc, char **argv, run_options *o)
                       {"decoding through a KV cache", k_decode_rows, CLI_COUNT(k_decode_rows), o}}};
     int rc = cli_parse(&c, argc, argv);
     const char *why = rc ? NULL : decode_refusal(o);
+    if (!rc && !why && o->attn_weights && o->fwd.path_given && o->fwd.path == VKATTN_PATH_FUSED)
+        why = "--path fused returns no attention weights: --attn-weights needs the unfused path (--path unfused, or "
+              "auto, which takes it)";
     if (why) fprintf(stderr, "vkattn run: %s\n", why);
     return why ? CLI_EXIT_USAGE : rc;
 }
@@ -376,7 +379,9 @@ int cmd_run(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
     /* An output that cannot be written is said now, not after the forward. */
-    if ((rc = cli_check_output("run", "--out", o.out)) || (rc = cli_check_output("run", "--attn-weights", o.attn_weights)))
+    if ((rc = cli_check_distinct_outputs("run", (const char *[]){"--out", "--attn-weights"},
+                                         (const char *[]){o.out, o.attn_weights}, 2)) ||
+        (rc = cli_check_output("run", "--out", o.out)) || (rc = cli_check_output("run", "--attn-weights", o.attn_weights)))
         return rc;
 
     forward_inputs in = {0};

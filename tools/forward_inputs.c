@@ -44,14 +44,14 @@ const cli_option forward_option_rows[] = {
      F(head_mask)},
     {"--rope-theta", "X", "rotary positions on q and k with the model's rope_theta (10000, 500000, ...; "
      "rope_scaling, as in Llama 3.1, comes with --config)", CLI_NUMBER, F(rope_theta), 0, FLT_MAX,
-     .flags = CLI_ABOVE_MIN},
+     .flags = CLI_ABOVE_MIN | CLI_FLOAT},
     {"--rope-dim", "R", "rotated dims per head (default: all)", CLI_U32, F(rope_dim), 2},
     {"--rope-style", "neox|gptj", "neox pairs i and i + R/2 (Hugging Face LLaMA, Qwen, Mistral), gptj 2i and 2i + 1",
      CLI_CHOICE, F(rope_style), .values = k_rope_styles, .given = CLI_GIVEN(forward_options, rope_style_given)},
     {"--sliding-window", "W", "a query sees no key more than W - 1 positions before it (Mistral, Gemma local layers)",
      CLI_U32, F(window), 1},
     {"--softcap", "C", "scores x become C tanh(x / C) (Gemma 2: 50)", CLI_NUMBER, F(softcap), 0, FLT_MAX,
-     .flags = CLI_ABOVE_MIN},
+     .flags = CLI_ABOVE_MIN | CLI_FLOAT},
     {"--alibi", NULL, "ALiBi's linear position biases with the standard slopes (BLOOM, MPT; not with --rope-theta)",
      CLI_FLAG, F(alibi)},
     {"--sinks", "s.npy", "(H) float32: a learned logit per head in each softmax's denominator (gpt-oss)", CLI_TEXT,
@@ -124,9 +124,8 @@ void forward_inputs_free(forward_inputs *in)
 /* "vkattn run: --query q.npy holds int64 (<i8); the query must be float32 (...) (numpy: ...)". */
 static int wrong_dtype(const char *command, const input_spec *spec, const char *path, const char *stored)
 {
-    fflush(stdout);
-    fprintf(stderr, "vkattn %s: %s %s holds %s; %s must be %s (numpy: %s)\n", command, spec->option, path, stored,
-            spec->what, spec->accepts, spec->convert);
+    cli_error(command, "%s %s holds %s; %s must be %s (numpy: %s)\n", spec->option, path, stored, spec->what,
+              spec->accepts, spec->convert);
     return 1;
 }
 
@@ -159,9 +158,8 @@ static int expect(const char *command, const input_spec *spec, const char *path,
     if (a->rank < min_rank || a->rank > max_rank) {
         char shape[128];
         cli_format_shape(shape, sizeof shape, a->rank, a->dims);
-        fflush(stdout);
-        fprintf(stderr, "vkattn %s: %s %s has shape %s; %s must be %s\n", command, spec->option, path, shape,
-                spec->what, spec->shapes);
+        cli_error(command, "%s %s has shape %s; %s must be %s\n", spec->option, path, shape, spec->what,
+                  spec->shapes);
         return 1;
     }
     return 0;
@@ -178,9 +176,7 @@ static int check_shape(const char *command, const input_spec *spec, const char *
     char got[128], want[128];
     cli_format_shape(got, sizeof got, a->rank, a->dims);
     cli_format_shape(want, sizeof want, rank, dims);
-    fflush(stdout);
-    fprintf(stderr, "vkattn %s: %s %s has shape %s, expected (%s) = %s\n", command, spec->option, path, got, names,
-            want);
+    cli_error(command, "%s %s has shape %s, expected (%s) = %s\n", spec->option, path, got, names, want);
     return 1;
 }
 
@@ -246,22 +242,25 @@ static double override(const char *option, double given, double from_config, int
     return given;
 }
 
-/* --config's layer against the checkpoint's: the widths, the norms and the sinks must agree. */
-static int check_config(const char *command, const forward_inputs *in)
+/* --config's layer against the checkpoint's: the widths, the norms and the sinks must agree. The
+ * head dim and key/value heads the weights give follow the head count, so another --heads leaves
+ * them to the weights. */
+static int check_config(const char *command, const forward_inputs *in, int heads_overridden)
 {
     const vkattn_layer_desc *c = &in->from_config, *f = &in->layer;
     vkattn_model_info info;
     vkattn_model_config_get_info(in->config, &info);
     const char *what = NULL;
     if (f->embed_dim != c->embed_dim) what = "hidden_size";
-    else if ((f->head_dim ? f->head_dim : f->embed_dim / f->num_heads) != c->head_dim) what = "head_dim";
-    else if ((f->num_kv_heads ? f->num_kv_heads : f->num_heads) != c->num_kv_heads) what = "num_key_value_heads";
+    else if (!heads_overridden && (f->head_dim ? f->head_dim : f->embed_dim / f->num_heads) != c->head_dim)
+        what = "head_dim";
+    else if (!heads_overridden && (f->num_kv_heads ? f->num_kv_heads : f->num_heads) != c->num_kv_heads)
+        what = "num_key_value_heads";
     else if (f->qk_norm != c->qk_norm) what = "q/k norms (q_norm.weight, k_norm.weight)";
     else if (info.attention_sinks && !in->w.sinks) what = "attention sinks (sinks)";
     if (!what) return 0;
-    fflush(stdout);
-    fprintf(stderr, "vkattn %s: --weights and --config disagree on the %s of layer %s (a %s model)\n", command, what,
-            in->prefix, info.model_type);
+    cli_error(command, "--weights and --config disagree on the %s of layer %s (a %s model)\n", what, in->prefix,
+              info.model_type);
     return 1;
 }
 
@@ -278,7 +277,7 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
     in->layer.add_zero_attn = o->add_zero_attn;
     in->w = *vkattn_weight_file_weights(in->weights);
     if (in->sinks.data) in->w.sinks = in->sinks.data; /* --sinks: its dtype is checked; its shape with the others' */
-    if (has_config && !o->heads && (rc = check_config(command, in))) return rc;
+    if (has_config && (rc = check_config(command, in, o->heads && o->heads != cfg->num_heads))) return rc;
     /* (L,E) is an unbatched query, as in PyTorch: B = 1. */
     in->batched = in->query.rank == 3;
     int batched = in->batched;
@@ -290,33 +289,36 @@ int forward_inputs_load(const char *command, const forward_options *o, forward_i
     in->S_ext = in->S + (in->layer.add_bias_kv != 0) + (in->layer.add_zero_attn != 0);
     const uint32_t D = in->layer.head_dim ? in->layer.head_dim : in->layer.embed_dim / in->H;
     if (in->E != in->layer.embed_dim) {
-        fprintf(stderr, "vkattn %s: the query has %u features but the weights have embed_dim %u\n", command, in->E,
-                in->layer.embed_dim);
+        cli_error(command, "the query has %u features but the weights have embed_dim %u\n", in->E,
+                  in->layer.embed_dim);
         return 1;
     }
+    if (!in->layer.head_dim &&
+        (rc = cli_check_head_split(command, "the weights' embed_dim", in->layer.embed_dim, in->H)))
+        return rc;
     if (in->layer.num_kv_heads == VKATTN_KV_HEADS_UNKNOWN) {
         vkattn_weight_file_info info;
         vkattn_weight_file_get_info(in->weights, &info);
-        fprintf(stderr, "vkattn %s: the weights (q_proj %u rows, k_proj/v_proj %u rows) do not fit %u heads: the "
-                        "key/value rows must be a whole number of heads of head dim q rows / heads, and q/k norms and "
-                        "sinks must match\n",
-                command, info.q_rows, info.kv_rows, in->H);
+        cli_error(command, "the weights (q_proj %u rows, k_proj/v_proj %u rows) do not fit %u heads: the "
+                           "key/value rows must be a whole number of heads of head dim q rows / heads, and q/k norms "
+                           "and sinks must match\n",
+                  info.q_rows, info.kv_rows, in->H);
         return 1;
     }
     /* The file's k/v widths say how many key/value heads there are; --kv-heads states it too. */
     uint32_t kv_heads = in->layer.num_kv_heads ? in->layer.num_kv_heads : in->H;
     if (o->kv_heads && kv_heads != o->kv_heads) {
-        fprintf(stderr, "vkattn %s: --kv-heads %u, but the weights' k/v projections hold %u key/value heads of head dim %u\n",
-                command, o->kv_heads, kv_heads, D);
+        cli_error(command, "--kv-heads %u, but the weights' k/v projections hold %u key/value heads of head dim %u\n",
+                  o->kv_heads, kv_heads, D);
         return 1;
     }
     if ((o->rope_dim || o->rope_style_given) && !o->rope_theta && !(has_config && cfg->rope_theta > 0)) {
-        fprintf(stderr, "vkattn %s: --rope-dim and --rope-style need --rope-theta (the model's rope_theta)\n", command);
+        cli_error(command, "--rope-dim and --rope-style need --rope-theta (the model's rope_theta)\n");
         return 2;
     }
     if (o->alibi && (o->rope_theta || (has_config && cfg->rope_theta > 0))) {
-        fprintf(stderr, "vkattn %s: --alibi and %s: ALiBi replaces positional embeddings, a layer has one or the "
-                        "other\n", command, o->rope_theta ? "--rope-theta" : "config.json's RoPE");
+        cli_error(command, "--alibi and %s: ALiBi replaces positional embeddings, a layer has one or the "
+                           "other\n", o->rope_theta ? "--rope-theta" : "config.json's RoPE");
         return 2;
     }
     if (has_config) { /* what the file cannot know, from the config */
@@ -402,8 +404,8 @@ int forward_inputs_open(const char *command, const forward_options *o, const for
     if (status != VKATTN_OK) {
         rc = cli_fail(command, "creating the layer", status, vkattn_context_last_error(*ctx));
         if (status == VKATTN_ERROR_NON_FINITE && in->layer.storage == VKATTN_DTYPE_F16)
-            fprintf(stderr, "vkattn %s: fp16 storage holds values up to 65504: --dtype f32 keeps the weights in fp32 "
-                            "(--check-finite lists every weight that overflows)\n", command);
+            cli_error(command, "fp16 storage holds values up to 65504: --dtype f32 keeps the weights in fp32 "
+                               "(--check-finite lists every weight that overflows)\n");
         vkattn_context_destroy(*ctx);
         *ctx = NULL;
         return rc;

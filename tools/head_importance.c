@@ -42,7 +42,8 @@ vkattn_status head_importance_measure(head_runner *r, const uint8_t *start, head
         scores[h] = (head_score){.head = h, .active = !start || start[h]};
         uint32_t others = 0;
         for (uint32_t k = 0; k < H; k++) others += k != h && (!start || start[k]);
-        if (!scores[h].active || others == 0) continue; /* nothing to remove, or the last head */
+        scores[h].alone = scores[h].active && others == 0;
+        if (!scores[h].active || scores[h].alone) continue; /* nothing to remove, or the last head */
         for (uint32_t k = 0; k < H; k++) keep[k] = k != h && (!start || start[k]);
         s = head_runner_forward(r, keep, ablated, error);
         if (s == VKATTN_OK) head_compare(ablated, full, r->out_elems, &scores[h].rel_l2, &scores[h].max_abs);

@@ -10,8 +10,9 @@
 typedef struct head_score {
     uint32_t head;  /* 0-based */
     int active;     /* 0: already pruned by the starting mask (not measured) */
-    double rel_l2;  /* ||y without head - y||_2 / ||y||_2 */
-    double max_abs; /* max |y without head - y| */
+    int alone;      /* the only active head: removing it leaves no attention to compare (not measured) */
+    double rel_l2;  /* ||y without head - y||_2 / ||y||_2; 0 when not measured */
+    double max_abs; /* max |y without head - y|; 0 when not measured */
 } head_score;
 
 /* A forward to repeat: a layer on the device, or (layer == NULL) the CPU reference of `desc`. */

@@ -26,7 +26,8 @@ static void usage(FILE *out)
     fprintf(out, "usage: vkattn <command> [options]    (vkattn <command> --help for its options)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
-    fprintf(out, "\nenvironment: VKATTN_DEVICE (index or name substring), VKATTN_VALIDATION=1, VKATTN_TUNING (lavapipe, gpu or coopmat), VKATTN_COOPMAT=0\n");
+    fprintf(out, "\nenvironment: VKATTN_DEVICE (index or name substring), VKATTN_VALIDATION=1, VKATTN_COOPMAT=0,\n"
+                 "  VKATTN_TUNING (lavapipe, gpu, coopmat, intel or mobile, or a tuning string: coopmat:cm_ksteps=4)\n");
 }
 
 int main(int argc, char **argv)

@@ -1,8 +1,10 @@
 /* Whole-file reads and writes, and the message helpers that name files and quote their contents. */
+#define _POSIX_C_SOURCE 200809L /* fstat, fileno */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/checked.h"
 #include "common/error.h"
@@ -94,6 +96,12 @@ vkattn_status vka_read_file(const char *path, size_t max_bytes, uint8_t **out_da
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "read_file: path or output is NULL");
     FILE *f = fopen(path, "rb");
     if (!f) return vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* fopen takes a directory; its size hint would then read as a huge file */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return vka_error_set(error, VKATTN_ERROR_IO, "%s: is a directory, not a file", path);
+    }
     vkattn_status status = vka_read_stream(f, path, max_bytes, out_data, out_size, error);
     fclose(f);
     return status;
