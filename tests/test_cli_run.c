@@ -872,15 +872,9 @@ static void test_device_choice(void)
     CHECK_SAID(count == 1 ? "there is 1 device (0: " : " devices (0: ");
 
     /* VKATTN_DEVICE (the GPU tests set it) when no --device is given. */
-    const char *env = getenv("VKATTN_DEVICE");
-    char saved[256] = "";
-    if (env) snprintf(saved, sizeof saved, "%s", env);
-    setenv("VKATTN_DEVICE", index, 1);
-    CHECK(run_cmd(cmd_demo, (const char *[]){NULL}) == CLI_EXIT_FAILURE);
+    CHECK(run_cmd_env(cmd_demo, "VKATTN_DEVICE", index, (const char *[]){NULL}) == CLI_EXIT_FAILURE);
     snprintf(text, sizeof text, "vkattn demo: VKATTN_DEVICE=%u: %s", count, there);
     CHECK_SAID(text);
-    if (env) setenv("VKATTN_DEVICE", saved, 1);
-    else unsetenv("VKATTN_DEVICE");
 
     vkattn_context_desc d = {.device = index};
     vkattn_context *c = NULL;

@@ -458,9 +458,8 @@ int cli_check_distinct_outputs(const char *command, const char *const *options, 
     for (size_t i = 0; i < n; i++)
         for (size_t j = i + 1; j < n; j++)
             if (paths[i] && paths[j] && same_file(paths[i], paths[j])) {
-                fflush(stdout);
-                fprintf(stderr, "vkattn %s: %s and %s are both %s: the second would overwrite the first; give each "
-                                "its own file\n", command, options[i], options[j], paths[j]);
+                cli_error(command, "%s and %s are both %s: the second would overwrite the first; give each its own "
+                                   "file\n", options[i], options[j], paths[j]);
                 return CLI_EXIT_USAGE;
             }
     return 0;

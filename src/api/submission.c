@@ -124,7 +124,8 @@ static vkattn_status reserve_one(vkattn_submission *s)
 
 /* The plan the forward will record, built and dropped: what the device cannot plan (a head dim
  * past the loop budget, a buffer past a limit) is refused at add, as vkattn_forward refuses it,
- * rather than at every submit, holding the forwards added before it. */
+ * rather than at every submit, holding the forwards added before it. The record plans again: an
+ * attn_cm self-test failing in between changes what the context plans. */
 static vkattn_status check_plan(vkattn_context *ctx, const vka_problem *p)
 {
     vka_plan plan = {0};
