@@ -23,10 +23,14 @@
  *    row with more queries compares fp16 outputs, where an output ulp (4.9e-4 relative) is the bound.
  * 3. VKATTN_PRECISION_F32 and no_cooperative_matrix leave no _cm kernel in the plan.
  *
- * Where the context enabled VK_NV_cooperative_matrix2's reductions, conversions and per-element
- * operations (VKATTN_COOPMAT2=1, on a device that has them: Mesa 26 lavapipe does), the plans name
- * attn_cm2, the build that keeps the softmax in the matrices; the "khr" run repeats a third of the
- * rows without it (attn_cm).
+ * Every row runs on the KHR build (attn_cm, every device's default). Where the context enabled
+ * VK_NV_cooperative_matrix2's reductions, conversions and per-element operations (VKATTN_COOPMAT2=1,
+ * on a device that has them: Mesa 26 lavapipe does), the plans name attn_cm2, the experimental
+ * build that keeps the softmax in the matrices; the "cm2" run takes the rows marked cm2 there: what
+ * it does its own way (the softmax with every mask, NaN, the variants, its key blocks, key parts and
+ * chunks, the head dims 64, 80 and 128, its self-test failing). The staging, loads and tile settings
+ * it shares with the KHR build (one source) are tried on the KHR build; each LLVM build of the
+ * experimental one costs lavapipe 15-135 s on a cold cache.
  * On a device without cooperative matrices the test reports itself skipped (exit 77) with the
  * reason. Mesa 26 lavapipe runs the matrices on the CPU at a few GFLOP/s and compiles each pipeline
  * with LLVM: the shapes are small, and the grid shares pipelines where it can. */
@@ -70,7 +74,7 @@ typedef struct cm_case {
                           shared memory, the softmax still in registers */
     int rising;        /* key row j scaled by 1 + 60 j / S: each row's max keeps rising, so O is
                           rescaled by large factors block after block */
-    int khr;           /* also in the "khr" run: the KHR build where a device has attn_cm2 too */
+    int cm2;           /* also in the "cm2" run on attn_cm2 (every row runs on the KHR build) */
     int wide_blocks;   /* the plan must take blocks of more than 32 keys: 1 in the KHR build, 2 in both */
     uint32_t row_frags; /* the KHR build's row matrices per subgroup the plan must take (attn_cm2: 1) */
     const char *tuning; /* a tuning string, whose tile the plan must take (NULL: "coopmat") */
@@ -79,111 +83,111 @@ typedef struct cm_case {
 /* Rows share pipelines where they can (a pipeline is a specialization: head dim, fp16 output,
  * variants, attn_mask code, state flags), because lavapipe compiles each with LLVM. */
 static const cm_case grid[] = {
-    {"D64", 2, 37, 45, 2, 0, 64, .khr = 1},
-    {"D80_causal_self", 1, 33, 0, 2, 0, 80, .causal = 1, .khr = 1},
+    {"D64", 2, 37, 45, 2, 0, 64, .cm2 = 1},
+    {"D80_causal_self", 1, 33, 0, 2, 0, 80, .causal = 1, .cm2 = 1},
     {"D96_f16", 1, 19, 50, 1, 0, 96, .f16 = 1, .tuning = "coopmat:cm_attn_wide_loads=1"},
-    {"D128_causal", 1, 40, 0, 2, 0, 128, .causal = 1},
+    {"D128_causal", 1, 40, 0, 2, 0, 128, .causal = 1, .cm2 = 1},
     {"D256", 1, 17, 33, 1, 0, 256},
-    {"L1_S64", 2, 1, 64, 2, 0, 64},
-    {"rising_causal", 1, 40, 120, 2, 0, 64, .causal = 1, .rising = 1, .khr = 1},
+    {"L1_S64", 2, 1, 64, 2, 0, 64, .cm2 = 1},
+    {"rising_causal", 1, 40, 120, 2, 0, 64, .causal = 1, .rising = 1, .cm2 = 1},
     /* attn_cm's self-test made to fail: attn_fused runs the attention, matmul_cm the projections */
-    {"self_test_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_WRONG, .khr = 1},
+    {"self_test_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_WRONG},
     {"self_test_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm_fault = VKA_FAULT_COOPMAT_FAIL},
-    {"self_test_cm2_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm2_fault = VKA_FAULT_COOPMAT_WRONG},
-    {"self_test_reg_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_fault = VKA_FAULT_COOPMAT_WRONG, .khr = 1},
-    {"self_test_reg_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_fault = VKA_FAULT_COOPMAT_FAIL, .khr = 1},
-    {"self_test_reg_p_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_p_fault = VKA_FAULT_COOPMAT_WRONG, .khr = 1},
-    {"self_test_reg_p_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_p_fault = VKA_FAULT_COOPMAT_FAIL, .khr = 1},
+    {"self_test_cm2_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .attn_cm2_fault = VKA_FAULT_COOPMAT_WRONG, .cm2 = 1},
+    {"self_test_reg_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_fault = VKA_FAULT_COOPMAT_WRONG},
+    {"self_test_reg_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_fault = VKA_FAULT_COOPMAT_FAIL},
+    {"self_test_reg_p_wrong", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_p_fault = VKA_FAULT_COOPMAT_WRONG},
+    {"self_test_reg_p_fail", 1, 9, 20, 2, 0, 64, .causal = 1, .reg_p_fault = VKA_FAULT_COOPMAT_FAIL},
     {"L45_S1", 1, 45, 1, 2, 0, 64},
-    {"causal_L_lt_S", 2, 17, 45, 2, 0, 64, .causal = 1, .khr = 1},
-    {"causal_L_gt_S", 1, 45, 17, 2, 0, 64, .causal = 1},
-    {"gqa_causal", 1, 37, 0, 4, 2, 64, .causal = 1, .khr = 1},
+    {"causal_L_lt_S", 2, 17, 45, 2, 0, 64, .causal = 1, .cm2 = 1},
+    {"causal_L_gt_S", 1, 45, 17, 2, 0, 64, .causal = 1, .cm2 = 1},
+    {"gqa_causal", 1, 37, 0, 4, 2, 64, .causal = 1, .cm2 = 1},
     /* a value row that later rows see holds NaN: those rows are NaN (attn_cm: through its bad-key
      * word), the others match */
-    {"nan_seen_causal", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1},
-    {"mqa_f16_padding_nan", 2, 21, 29, 4, 1, 64, .f16 = 1, .key_padding = 1, .nan_masked = 1, .khr = 1},
+    {"nan_seen_causal", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .cm2 = 1},
+    {"mqa_f16_padding_nan", 2, 21, 29, 4, 1, 64, .f16 = 1, .key_padding = 1, .nan_masked = 1, .cm2 = 1},
     {"bool_per_head_lens", 2, 19, 41, 2, 0, 64, .mask = 1, .mask_per_head = 1, .lens = 2, .key_padding = 1,
-     .fully_masked = 1, .khr = 1},
-    {"float_mask_lens_nan", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1, .nan_masked = 1, .khr = 1},
+     .fully_masked = 1, .cm2 = 1},
+    {"float_mask_lens_nan", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1, .nan_masked = 1, .cm2 = 1},
     /* every variant at once (one pipeline): causal aligned at the end (a layer with positions),
      * L < S, a window, softcap, ALiBi, sinks; then self-attention where batch item 0 sees no key
      * (its rows: the sink only) */
     {"variants_end_aligned", 2, 17, 45, 2, 0, 64, .causal = 1, .window = 20, .softcap = 5.0f, .alibi = 1,
-     .sinks = 1, .khr = 1},
+     .sinks = 1, .cm2 = 1},
     {"variants_self_lens", 2, 37, 0, 2, 0, 64, .causal = 1, .window = 9, .softcap = 5.0f, .alibi = 1, .sinks = 1,
-     .lens = 1, .fully_masked = 1, .khr = 1},
+     .lens = 1, .fully_masked = 1, .cm2 = 1},
     /* 1250 blocks in one workgroup: a loop hidden in the driver's matrix code (per multiply-add,
      * 32 of them a block) would run past lavapipe's 65535 trips and end early */
-    {"long_S20000", 1, 3, 20000, 1, 0, 64},
-    {"extra_keys_nan", 2, 17, 23, 2, 0, 64, .bias_kv = 1, .zero_attn = 1, .key_padding = 1, .nan_masked = 1, .khr = 1},
+    {"long_S20000", 1, 3, 20000, 1, 0, 64, .cm2 = 1},
+    {"extra_keys_nan", 2, 17, 23, 2, 0, 64, .bias_kv = 1, .zero_attn = 1, .key_padding = 1, .nan_masked = 1, .cm2 = 1},
     /* lowered loop budgets: at most (budget - 2) blocks of 2 MAT_N keys per workgroup (16 on
      * lavapipe, 32 with 16 x 16 x 16 matrices), so key parts merged by attn_merge (whose loops take
      * 2 (parts + 1) trips of the budget) */
-    {"budget_parts", 1, 21, 600, 2, 0, 64, .causal = 1, .budget = 12},
-    {"budget_parts_sinks", 1, 9, 300, 2, 1, 64, .sinks = 1, .key_padding = 1, .budget = 10, .khr = 1},
+    {"budget_parts", 1, 21, 600, 2, 0, 64, .causal = 1, .budget = 12, .cm2 = 1},
+    {"budget_parts_sinks", 1, 9, 300, 2, 1, 64, .sinks = 1, .key_padding = 1, .budget = 10},
     {"budget_extra_keys", 2, 5, 300, 2, 0, 64, .bias_kv = 1, .zero_attn = 1, .key_padding = 1, .budget = 10},
     /* 16 KiB of states hold 2 parts of 32 rows: each part in chunks of 160 keys, the state carried
      * (with 64-row tiles, a GPU's, one part in chunks: no merge) */
     /* a state budget of one part: one query tile's state (up to 128 rows, fewer where the layer has
      * fewer: 84 x 64 floats = 21 KiB) fits once, so the keys go in chunks carrying it (16 KiB,
      * enough for lavapipe's 64-row tile, refused the H100's 128 rows) */
-    {"budget_chunks", 2, 21, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .budget = 12, .state_kib = 24, .khr = 1},
+    {"budget_chunks", 2, 21, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .budget = 12, .state_kib = 24, .cm2 = 1},
     /* a tuning string's tile: 2 subgroups of query rows, blocks of one matrix of keys, one
      * invocation per row in the shared-memory softmax (where the subgroup has no more lanes than
      * rows; cm_attn_row_lanes applies to that build) */
-    {"tuned_tile", 1, 37, 70, 4, 2, 64, .causal = 1, .key_padding = 1, .rising = 1, .khr = 1,
+    {"tuned_tile", 1, 37, 70, 4, 2, 64, .causal = 1, .key_padding = 1, .rising = 1,
      .tuning = "coopmat:cm_attn_subgroups=2,cm_attn_key_frags=1,cm_attn_row_lanes=1,cm_attn_reg_softmax=0"},
     /* one staged block, each fetched as it is staged (one staged block otherwise fetches the next
      * during this one's work up to D = 128; D = 256 never), with NaN in V rows that no query sees */
-    {"no_prefetch", 2, 19, 90, 2, 0, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
+    {"no_prefetch", 2, 19, 90, 2, 0, 64, .causal = 1, .key_padding = 1, .nan_masked = 1,
      .tuning = "coopmat:cm_attn_prefetch=0,cm_attn_stages=1"},
     /* Q, K and V are storage buffers bound from a multiple of 4 elements: with 32 KiB bindings the
      * attention runs in row sets whose slices start at other offsets (and the projections too) */
-    {"sliced_bindings", 2, 37, 45, 2, 0, 64, .causal = 1, .key_padding = 1, .khr = 1, .binding_kib = 32},
+    {"sliced_bindings", 2, 37, 45, 2, 0, 64, .causal = 1, .key_padding = 1, .binding_kib = 32},
     /* an f16 layer's Q, K and V read 8 values per 16-byte load (cm_attn_wide_loads=1; the coopmat
      * class reads 4 per load, faster on an H100): sliced from multiples of 8 elements; with the
      * extra keys and NaN in V rows no query sees (both halves of a load checked); Q staged in
      * passes of 8 dims, one load per row; D = 80 (rows of 10 loads). The 4-per-load build (the
      * class's default) runs in every other f16 row (mqa_f16_padding_nan: this shape) */
-    {"sliced_bindings_f16", 2, 37, 45, 2, 0, 64, .f16 = 1, .causal = 1, .key_padding = 1, .khr = 1, .binding_kib = 16,
+    {"sliced_bindings_f16", 2, 37, 45, 2, 0, 64, .f16 = 1, .causal = 1, .key_padding = 1, .binding_kib = 16,
      .tuning = "coopmat:cm_attn_wide_loads=1"},
     {"extra_keys_nan_f16", 2, 17, 23, 2, 0, 64, .f16 = 1, .bias_kv = 1, .zero_attn = 1, .key_padding = 1,
-     .nan_masked = 1, .khr = 1, .tuning = "coopmat:cm_attn_wide_loads=1"},
-    {"q_passes_f16", 1, 70, 50, 2, 1, 64, .f16 = 1, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
+     .nan_masked = 1, .tuning = "coopmat:cm_attn_wide_loads=1"},
+    {"q_passes_f16", 1, 70, 50, 2, 1, 64, .f16 = 1, .causal = 1, .key_padding = 1, .nan_masked = 1,
      .tuning = "coopmat:cm_attn_subgroups=8,cm_attn_key_frags=1,cm_attn_wide_loads=1"},
     /* self-attention's one Q/K/V buffer (K and V after Q's heads), GQA in key parts merged */
-    {"causal_self_f16", 1, 33, 0, 2, 0, 64, .f16 = 1, .causal = 1, .khr = 1, .tuning = "coopmat:cm_attn_wide_loads=1"},
-    {"gqa_self_f16_parts", 1, 300, 0, 4, 2, 64, .f16 = 1, .causal = 1, .budget = 12, .khr = 1,
+    {"causal_self_f16", 1, 33, 0, 2, 0, 64, .f16 = 1, .causal = 1, .tuning = "coopmat:cm_attn_wide_loads=1"},
+    {"gqa_self_f16_parts", 1, 300, 0, 4, 2, 64, .f16 = 1, .causal = 1, .budget = 12,
      .tuning = "coopmat:cm_attn_wide_loads=1"},
-    {"wide_loads_D80_f16", 2, 21, 29, 2, 0, 80, .f16 = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
+    {"wide_loads_D80_f16", 2, 21, 29, 2, 0, 80, .f16 = 1, .key_padding = 1, .nan_masked = 1,
      .tuning = "coopmat:cm_attn_wide_loads=1"},
     /* more query rows than two blocks of keys (8 subgroups, blocks of one matrix): Q is staged
      * through the key blocks' space a few head dims at a time (8 passes of 8 dims on lavapipe) */
-    {"q_passes", 1, 70, 50, 2, 1, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
+    {"q_passes", 1, 70, 50, 2, 1, 64, .causal = 1, .key_padding = 1, .nan_masked = 1,
      .tuning = "coopmat:cm_attn_subgroups=8,cm_attn_key_frags=1"},
     /* one staged K/V block (the class stages two where they fit), the next fetched during this
      * one's work: a value row later rows see holding NaN, many blocks with rising maxima at D = 128 */
-    {"one_stage_nan_seen", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1, .tuning = "coopmat:cm_attn_stages=1"},
-    {"one_stage_rising_D128", 1, 40, 300, 2, 0, 128, .causal = 1, .rising = 1, .khr = 1,
+    {"one_stage_nan_seen", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .tuning = "coopmat:cm_attn_stages=1"},
+    {"one_stage_rising_D128", 1, 40, 300, 2, 0, 128, .causal = 1, .rising = 1,
      .tuning = "coopmat:cm_attn_stages=1"},
     /* two staged K/V blocks (the next staged into the other during this one's work, the bad-key
      * words in three): NaN in V rows no query sees, many blocks with rising maxima at D = 128,
      * key parts and chunks at a lowered budget (the KHR build too: its state in and out from
      * registers), D = 256 with fp16 storage (from D = 128 on, blocks of one matrix: with 16 x 16 x 16
      * two of the default's two-matrix blocks fit 48 KiB only at D = 128 with the softmax in registers) */
-    {"two_stages", 2, 19, 90, 2, 0, 64, .causal = 1, .key_padding = 1, .nan_masked = 1, .khr = 1,
+    {"two_stages", 2, 19, 90, 2, 0, 64, .causal = 1, .key_padding = 1, .nan_masked = 1,
      .tuning = "coopmat:cm_attn_stages=2"},
-    {"two_stages_nan_seen", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1,
+    {"two_stages_nan_seen", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1,
      .tuning = "coopmat:cm_attn_stages=2"},
     /* the NaN value row in a key part far below the top one (a float mask of -200 on the first
      * half of 600 keys, parts at a budget of 12): the merge gives that part no weight, yet the
      * rows must still turn NaN (the merge dropped it, tried once before the fix) */
-    {"nan_seen_far_part", 1, 8, 600, 2, 0, 64, .nan_seen = 2, .far_half = 1, .budget = 12, .khr = 1},
-    {"two_stages_rising_D128", 1, 40, 300, 2, 0, 128, .causal = 1, .rising = 1, .khr = 1,
+    {"nan_seen_far_part", 1, 8, 600, 2, 0, 64, .nan_seen = 2, .far_half = 1, .budget = 12},
+    {"two_stages_rising_D128", 1, 40, 300, 2, 0, 128, .causal = 1, .rising = 1,
      .tuning = "coopmat:cm_attn_stages=2,cm_attn_key_frags=1"},
     {"two_stages_budget", 2, 21, 600, 2, 0, 64, .causal = 1, .key_padding = 1, .budget = 12, .state_kib = 24,
-     .khr = 1, .tuning = "coopmat:cm_attn_stages=2"},
-    {"two_stages_D256_f16", 1, 17, 33, 1, 0, 256, .f16 = 1, .khr = 1,
+     .tuning = "coopmat:cm_attn_stages=2"},
+    {"two_stages_D256_f16", 1, 17, 33, 1, 0, 256, .f16 = 1,
      .tuning = "coopmat:cm_attn_stages=2,cm_attn_key_frags=1,cm_attn_wide_loads=1"},
     /* more than 32 keys a block (two words of non-finite-V bits per block; 8x8x8 matrices: 6 and 8
      * of them): 48 keys with one staged block (attn_cm2, whose scores take shared memory: 40), NaN
@@ -193,10 +197,10 @@ static const cm_case grid[] = {
      * rows (a bit a block's clear missed would poison a later block's key at the same place). A
      * 64-key block (8 matrices) compiles for a minute on lavapipe: the plan test checks its
      * shared memory on the H100 profile. */
-    {"key_blocks_48_nan_seen", 2, 40, 70, 2, 0, 32, .causal = 1, .nan_seen = 1, .khr = 1, .wide_blocks = 2,
-     .tuning = "coopmat:cm_attn_key_frags=6,cm_attn_wide_d=0,cm_attn_stages=1"},
-    {"key_blocks_40_two_stages", 2, 19, 250, 2, 0, 32, .key_padding = 1, .nan_masked = 1, .khr = 1, .wide_blocks = 1,
-     .tuning = "coopmat:cm_attn_key_frags=8,cm_attn_wide_d=0"},
+    {"key_blocks_48_nan_seen", 2, 40, 70, 2, 0, 32, .causal = 1, .nan_seen = 1, .wide_blocks = 2,
+     .tuning = "coopmat:cm_attn_key_frags=6,cm_attn_wide_d=0,cm_attn_stages=1", .cm2 = 1},
+    {"key_blocks_40_two_stages", 2, 19, 250, 2, 0, 32, .key_padding = 1, .nan_masked = 1, .wide_blocks = 1,
+     .tuning = "coopmat:cm_attn_key_frags=8,cm_attn_wide_d=0", .cm2 = 1},
     /* two row matrices a subgroup (each K and V matrix loaded once for both; attn_cm2 keeps one,
      * so these run in the KHR build only): the shared-memory softmax (its passes over twice the
      * rows, the rescale factors of both matrices through the scratch) with GQA and rising maxima,
@@ -209,8 +213,8 @@ static const cm_case grid[] = {
      * code, which grows with D, takes lavapipe more than linear time to compile (docs/TESTING.md:
      * 66-210 s each at D = 64, 23-54 s at 32). */
     {"row_frags_shared_softmax", 1, 45, 300, 4, 2, 32, .causal = 1, .rising = 1, .budget = 12, .state_kib = 40,
-     .khr = 1, .row_frags = 2, .tuning = "coopmat:cm_attn_row_frags=2,cm_attn_reg_softmax=0"},
-    {"row_frags_chunks", 1, 200, 200, 2, 0, 32, .causal = 1, .nan_seen = 1, .budget = 12, .state_kib = 40, .khr = 1,
+     .row_frags = 2, .tuning = "coopmat:cm_attn_row_frags=2,cm_attn_reg_softmax=0"},
+    {"row_frags_chunks", 1, 200, 200, 2, 0, 32, .causal = 1, .nan_seen = 1, .budget = 12, .state_kib = 40,
      .row_frags = 2, .tuning = "coopmat:cm_attn_row_frags=2"},
 
     /* the KHR build's softmax through shared memory (cm_attn_reg_softmax=0; the default where the
@@ -218,21 +222,21 @@ static const cm_case grid[] = {
      * sees and rows that see none, a value row later rows see holding NaN, fp16 storage with key
      * parts in chunks carrying the state */
     {"shared_softmax_variants", 2, 17, 45, 2, 0, 64, .causal = 1, .window = 20, .softcap = 5.0f, .alibi = 1,
-     .sinks = 1, .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0"},
+     .sinks = 1, .tuning = "coopmat:cm_attn_reg_softmax=0"},
     {"shared_softmax_masks_nan", 2, 23, 35, 2, 0, 64, .mask = 2, .lens = 1, .fully_masked = 1, .nan_masked = 1,
-     .rising = 1, .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0"},
-    {"shared_softmax_nan_seen", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1, .khr = 1,
+     .rising = 1, .tuning = "coopmat:cm_attn_reg_softmax=0"},
+    {"shared_softmax_nan_seen", 2, 40, 45, 2, 0, 64, .causal = 1, .nan_seen = 1,
      .tuning = "coopmat:cm_attn_reg_softmax=0"},
     {"shared_softmax_f16_chunks", 2, 21, 600, 2, 0, 64, .f16 = 1, .causal = 1, .key_padding = 1, .budget = 12,
-     .state_kib = 24, .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0,cm_attn_wide_loads=1"},
+     .state_kib = 24, .tuning = "coopmat:cm_attn_reg_softmax=0,cm_attn_wide_loads=1"},
     /* the softmax in registers with P through shared memory (cm_attn_reg_p=0; the build where the
      * device's A matrices hold other places than its accumulators, every other row here making P
      * in registers on lavapipe): every variant, a value row later rows see holding NaN with GQA in
      * key parts and chunks */
     {"shared_p_variants", 2, 17, 45, 2, 0, 64, .causal = 1, .window = 20, .softcap = 5.0f, .alibi = 1, .sinks = 1,
-     .khr = 1, .tuning = "coopmat:cm_attn_reg_p=0"},
+     .tuning = "coopmat:cm_attn_reg_p=0"},
     {"shared_p_nan_seen_chunks", 1, 40, 300, 4, 2, 64, .causal = 1, .nan_seen = 1, .budget = 12, .state_kib = 40,
-     .khr = 1, .tuning = "coopmat:cm_attn_reg_p=0"},
+     .tuning = "coopmat:cm_attn_reg_p=0"},
 
     /* (Rows go last: a row's seed follows its place in the table, so that a row put in between
      * gives the rows after it other inputs; `shared_softmax_masks_nan`, rising maxima under a
@@ -249,26 +253,26 @@ static const cm_case grid[] = {
      * most 11 blocks a chunk on lavapipe) with one staged block and the softmax through shared
      * memory; packed documents per head, a value row holding NaN (its document's later rows NaN,
      * the rows of other documents beside it finite) */
-    {"float_causal_mask", 1, 70, 90, 2, 0, 64, .mask = 3, .mask_window = 30, .bias_kv = 1, .zero_attn = 1, .khr = 1},
-    {"float_causal_mask_long", 1, 20, 700, 2, 0, 64, .mask = 3, .mask_window = 30, .khr = 1},
+    {"float_causal_mask", 1, 70, 90, 2, 0, 64, .mask = 3, .mask_window = 30, .bias_kv = 1, .zero_attn = 1, .cm2 = 1},
+    {"float_causal_mask_long", 1, 20, 700, 2, 0, 64, .mask = 3, .mask_window = 30, .cm2 = 1},
     {"float_causal_mask_mixed", 2, 40, 90, 4, 2, 64, .f16 = 1, .mask = 3, .mask_window = 70, .window = 30, .lens = 1,
-     .softcap = 5.0f, .alibi = 1, .khr = 1},
+     .softcap = 5.0f, .alibi = 1},
     {"float_causal_mask_chunks", 1, 40, 200, 2, 0, 64, .mask = 3, .mask_window = 30, .budget = 40, .state_kib = 24,
-     .khr = 1, .tuning = "coopmat:cm_attn_reg_softmax=0,cm_attn_stages=1"},
-    {"bool_documents_per_head", 2, 75, 75, 2, 0, 64, .mask = 4, .mask_per_head = 1, .nan_seen = 1, .khr = 1},
+     .tuning = "coopmat:cm_attn_reg_softmax=0,cm_attn_stages=1"},
+    {"bool_documents_per_head", 2, 75, 75, 2, 0, 64, .mask = 4, .mask_per_head = 1, .nan_seen = 1, .cm2 = 1},
 };
 
 /* attn_cm against attn_fused: identity projections, B x L <= 8 (the f16 row excepted). */
 static const cm_case pairs[] = {
     {"pair_D64", 1, 8, 77, 2, 0, 64},
-    {"pair_rising", 1, 8, 120, 2, 0, 64, .rising = 1, .khr = 1},
+    {"pair_rising", 1, 8, 120, 2, 0, 64, .rising = 1},
     {"pair_D128_causal_gqa", 1, 7, 40, 4, 2, 128, .causal = 1},
     {"pair_masks", 2, 3, 50, 2, 0, 64, .mask = 2, .key_padding = 1, .fully_masked = 1},
     /* attn_fused needs 52 trips per block of keys at D = 64: at a budget of 512 it splits S = 300
      * into parts, attn_cm not */
     {"pair_budget", 1, 5, 300, 2, 0, 64, .key_padding = 1, .budget = 512},
-    {"pair_D64_f16_rows", 2, 37, 45, 2, 0, 64, .f16 = 1, .causal = 1, .khr = 1},
-    {"pair_float_causal", 1, 8, 77, 2, 0, 64, .mask = 3, .khr = 1},
+    {"pair_D64_f16_rows", 2, 37, 45, 2, 0, 64, .f16 = 1, .causal = 1},
+    {"pair_float_causal", 1, 8, 77, 2, 0, 64, .mask = 3},
 };
 
 static float half_round(float x) { return vka_f16_to_f32(vka_f32_to_f16(x)); }
@@ -805,20 +809,25 @@ static void run_two_builds(void)
 
 int main(int argc, char **argv)
 {
-    /* "dims": the grid's head dims above 64 (the long LLVM builds, a ctest of their own so
-     * that ctest -j runs them beside the rest); "rest": all else; "khr": the rows marked khr, run
-     * without VKATTN_COOPMAT2=1 (the KHR build where ctest runs the others as attn_cm2), and
-     * "khr_a" / "khr_b" its halves (every other khr grid row; the pairs in the first, the two
-     * builds and the partial overflow in the second), two ctests that ctest -j runs side by side
-     * (one took 975 s alone on a slow day); a case's name: that case */
+    /* The KHR build, the whole grid, in three ctests that ctest -j runs side by side: "dims" its
+     * head dims above 64 (the long LLVM builds), "khr_a" / "khr_b" every other row of the rest (the
+     * pairs and the switches that turn the path off in the first, the two builds and the partial
+     * overflow in the second), "khr" all three; "cm2": attn_cm2's rows (VKATTN_COOPMAT2=1), the
+     * pairs, the two builds and the partial overflow; a case's name: that case; none: everything,
+     * in the build the environment asks for. */
     const char *only = argc > 1 ? argv[1] : NULL;
-    int dims = only && strcmp(only, "dims") == 0, rest = only && strcmp(only, "rest") == 0;
-    int khr_a = only && (strcmp(only, "khr") == 0 || strcmp(only, "khr_a") == 0);
-    int khr_b = only && (strcmp(only, "khr") == 0 || strcmp(only, "khr_b") == 0), khr = khr_a || khr_b;
+    const int cm2_run = only && strcmp(only, "cm2") == 0, all_khr = only && strcmp(only, "khr") == 0;
+    const int dims = only && (all_khr || strcmp(only, "dims") == 0);
+    const int khr_a = only && (all_khr || strcmp(only, "khr_a") == 0);
+    const int khr_b = only && (all_khr || strcmp(only, "khr_b") == 0), khr = dims || khr_a || khr_b;
     const char *matrix2_env = getenv("VKATTN_COOPMAT2");
     const int matrix2_asked = matrix2_env && strcmp(matrix2_env, "1") == 0;
     if (khr && matrix2_asked) {
-        fprintf(stderr, "the khr run is the default build: run it without VKATTN_COOPMAT2=1\n");
+        fprintf(stderr, "the %s run is the default build: run it without VKATTN_COOPMAT2=1\n", only);
+        return 1;
+    }
+    if (cm2_run && !matrix2_asked) {
+        fprintf(stderr, "the cm2 run is attn_cm2's: run it with VKATTN_COOPMAT2=1\n");
         return 1;
     }
     vkattn_context *ctx = gpu_test_context();
@@ -852,22 +861,20 @@ int main(int argc, char **argv)
         return test_g.failures ? test_finish() : SKIP;
     }
     double t0 = test_now_s(), grid_worst[3] = {0}, pair_worst[2] = {0};
-    for (size_t i = 0, khr_rows = 0; i < sizeof grid / sizeof grid[0]; i++) {
+    for (size_t i = 0, small_rows = 0; i < sizeof grid / sizeof grid[0]; i++) {
         /* several row matrices a subgroup are the KHR build's (attn_cm2 takes one: the plan test
-         * checks it), so those rows wait for the khr run rather than compile attn_cm2 again */
+         * checks it), so where attn_cm2 runs those rows are left to the KHR runs */
         const int khr_only = grid[i].row_frags > 1 && matrix2;
-        const int in_khr = grid[i].khr && (khr_rows++ % 2 == 0 ? khr_a : khr_b);
-        if ((!only || (dims && grid[i].D > 64) || (rest && grid[i].D <= 64) || in_khr ||
-             strcmp(only, grid[i].name) == 0) &&
+        const int small = grid[i].D <= 64, in_half = small && (small_rows++ % 2 == 0 ? khr_a : khr_b);
+        if ((!only || (dims && !small) || in_half || (cm2_run && grid[i].cm2) || strcmp(only, grid[i].name) == 0) &&
             !khr_only)
             run_grid_case(&grid[i], 1000 + 10 * i, grid_worst);
     }
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
-        if (!only || rest || (khr_a && pairs[i].khr) || strcmp(only, pairs[i].name) == 0)
-            run_pair(&pairs[i], 2000 + 10 * i, pair_worst);
-    if (!only || rest) run_off(0), run_off(1);
-    if (!only || rest || khr_b) run_two_builds();
-    if (!only || rest || khr_b) run_partial_overflow();
+        if (!only || khr_a || cm2_run || strcmp(only, pairs[i].name) == 0) run_pair(&pairs[i], 2000 + 10 * i, pair_worst);
+    if (!only || khr_a) run_off(0), run_off(1);
+    if (!only || khr_b || cm2_run) run_two_builds();
+    if (!only || khr_b || cm2_run) run_partial_overflow();
     printf("largest errors: against the CPU path out max-abs %.2e NMSE %.2e lse %.2e; attn_cm vs attn_fused "
            "(f32) out max-abs %.2e lse %.2e; %.1f s\n",
            grid_worst[0], grid_worst[1], grid_worst[2], pair_worst[0], pair_worst[1], test_now_s() - t0);

@@ -76,7 +76,7 @@ if [ "${GPU_BENCH_SKIP_TESTS:-0}" != 1 ] && [ "$quick" = 1 ]; then
   step "the matrix kernels' tests on this device (quick: their kernel cases and grids only)"
   # matmul_scalar_small: matmul_vec_storage's kernel cases, which no GPU has run yet
   VKATTN_TEST_PIN_DRIVERS=1 ctest --test-dir "$build" \
-    -R '^(matmul_cm|attn_cm_khr_[ab]|kv_cache_decode_gpu_tuning|matmul_scalar_small)$' \
+    -R '^(matmul_cm|attn_cm_khr_(dims|a|b)|kv_cache_decode_gpu_tuning|matmul_scalar_small)$' \
     --output-on-failure 2>&1 | tee "$out/tests.log"
 elif [ "${GPU_BENCH_SKIP_TESTS:-0}" != 1 ]; then
   step "GPU tests on this device (correctness first)"
