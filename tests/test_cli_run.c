@@ -179,7 +179,8 @@ static int parse_table(parsed *p, const char **args)
          .given = CLI_GIVEN(parsed, dtype_given), .what = "the layer's storage dtype"},
         {"--flag", NULL, "a flag", CLI_FLAG, offsetof(parsed, flag), .needs = "--count"},
         {"--count", "N", "a count", CLI_U32, offsetof(parsed, count), 1},
-        {"--seconds", "SEC", "a time", CLI_NUMBER, offsetof(parsed, seconds), 0, 600, .flags = CLI_ABOVE_MIN},
+        {"--seconds", "SEC", "a time", CLI_NUMBER, offsetof(parsed, seconds), 0, 600, .flags = CLI_ABOVE_MIN,
+         .excludes = "--flag"},
         {"--lens", "L,..", "a list", CLI_LIST, offsetof(parsed, lens)},
     };
     cli_command c = {"table", .groups = {{NULL, rows, CLI_COUNT(rows), p}}};
@@ -220,6 +221,17 @@ static void test_option_table(void)
     CHECK_SAID("vkattn table: --seconds expects a number in (0, 600], got \"601\"\n");
     CHECK(PARSE(&p, "--text", "t", "--count") == CLI_EXIT_USAGE);
     CHECK_SAID("vkattn table: --count needs a value");
+    /* a value forgotten: the next option is not taken for it (nor is --help) */
+    CHECK(PARSE(&p, "--text", "--count", "2") == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn table: --text needs a value before the next option, --count\n");
+    CHECK(PARSE(&p, "--text", "t", "--dtype", "--help") == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn table: --dtype needs a value before the next option, --help\n");
+    CHECK(PARSE(&p, "--text", "-t") == 0 && strcmp(p.text, "-t") == 0); /* no option of the table: a value */
+    /* options that exclude each other, in either order */
+    CHECK(PARSE(&p, "--text", "t", "--count", "2", "--seconds", "1", "--flag") == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn table: --seconds and --flag exclude each other\n");
+    CHECK(PARSE(&p, "--flag", "--count", "2", "--text", "t", "--seconds", "1") == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn table: --seconds and --flag exclude each other\n");
     CHECK(PARSE(&p, "--flag") == CLI_EXIT_USAGE);
     CHECK_SAID("vkattn table: missing --text and --count (--flag needs it)\n");
     CHECK(PARSE(&p, "--flag", "--count", "2", "--text", "t") == 0 && p.flag && p.count == 2);
@@ -275,6 +287,17 @@ static void test_option_typos(void)
     CHECK_SAID("vkattn demo: unknown option \"--lenght\"; did you mean \"--length\"?");
     CHECK(run_cmd(cmd_bench, (const char *[]){"--lne", "16", NULL}) == CLI_EXIT_USAGE);
     CHECK_SAID("vkattn bench: unknown option \"--lne\"; did you mean \"--len\"?");
+    /* --cpu runs no device: the options that steer the device path are refused beside it, not ignored. */
+    const char *device_only[][2] = {{"--device", "0"}, {"--path", "fused"}, {"--precision", "f32"}};
+    for (size_t i = 0; i < sizeof device_only / sizeof device_only[0]; i++) {
+        CHECK(run_cmd(cmd_run, (const char *[]){"--heads", "4", "--cpu", device_only[i][0], device_only[i][1],
+                                                NULL}) == CLI_EXIT_USAGE);
+        char want[96];
+        snprintf(want, sizeof want, "vkattn run: %s and --cpu exclude each other\n", device_only[i][0]);
+        CHECK_SAID(want);
+    }
+    CHECK(run_cmd(cmd_run, (const char *[]){"--heads", "--query", "q.npy", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("vkattn run: --heads needs a value before the next option, --query\n");
     /* A flag's typo at the end is not taken for an option that needs a value. */
     CHECK(run_cmd(cmd_bench, (const char *[]){"--no-cpuu", NULL}) == CLI_EXIT_USAGE);
     CHECK_SAID("did you mean \"--no-cpu\"?");

@@ -64,6 +64,14 @@ static size_t rows_of(const cli_command *c, row *out)
     return n;
 }
 
+/* The row named `name`, or n. */
+static size_t row_named(const row *rows, size_t n, const char *name)
+{
+    size_t i = 0;
+    while (i < n && strcmp(name, rows[i].o->name) != 0) i++;
+    return i;
+}
+
 static int unknown_option(const cli_command *c, const row *rows, size_t n, const char *opt)
 {
     const char *names[CLI_MAX_OPTIONS + 1] = {"--help"};
@@ -236,6 +244,18 @@ static int check_missing(const cli_command *c, const row *rows, size_t n, char (
     return CLI_EXIT_USAGE;
 }
 
+/* Options given together that exclude each other: "--device and --cpu exclude each other". 0, or 2. */
+static int check_excluded(const cli_command *c, const row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].o->excludes && c->given[i] && given(c, rows, n, rows[i].o->excludes)) {
+            fprintf(stderr, "vkattn %s: %s and %s exclude each other\n", c->name, rows[i].o->name,
+                    rows[i].o->excludes);
+            return CLI_EXIT_USAGE;
+        }
+    return 0;
+}
+
 int cli_parse(cli_command *c, int argc, char **argv)
 {
     row rows[CLI_MAX_OPTIONS];
@@ -249,8 +269,7 @@ int cli_parse(cli_command *c, int argc, char **argv)
             usage(c, rows, n, defaults, stdout);
             return -1;
         }
-        size_t i = 0;
-        while (i < n && strcmp(argv[a], rows[i].o->name) != 0) i++;
+        size_t i = row_named(rows, n, argv[a]);
         if (i == n) return unknown_option(c, rows, n, argv[a]);
         const cli_option *o = rows[i].o;
         /* The value is taken once the name is known: an unknown option never swallows the next. */
@@ -258,12 +277,18 @@ int cli_parse(cli_command *c, int argc, char **argv)
             fprintf(stderr, "vkattn %s: %s needs a value\n", c->name, o->name);
             return CLI_EXIT_USAGE;
         }
+        /* "--device --cpu": the value forgotten, not a device named "--cpu" */
+        if (o->kind != CLI_FLAG && (strcmp(argv[a], "--help") == 0 || row_named(rows, n, argv[a]) < n)) {
+            fprintf(stderr, "vkattn %s: %s needs a value before the next option, %s\n", c->name, o->name, argv[a]);
+            return CLI_EXIT_USAGE;
+        }
         if (store(c->name, o, (char *)rows[i].fields + o->offset, o->kind == CLI_FLAG ? NULL : argv[a]))
             return CLI_EXIT_USAGE;
         if (o->given) *(int *)((char *)rows[i].fields + o->given - 1) = 1;
         c->given[i] = 1;
     }
-    return check_missing(c, rows, n, defaults);
+    int rc = check_excluded(c, rows, n);
+    return rc ? rc : check_missing(c, rows, n, defaults);
 }
 
 const char *cli_group_given(const cli_command *c, size_t group)

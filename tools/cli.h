@@ -80,6 +80,7 @@ typedef struct cli_option {
     const char *or_else; /* CLI_REQUIRED unless this option is given: missing, "--heads (or --config)" */
     size_t given;       /* CLI_GIVEN(type, field), or 0 */
     const char *what;   /* choices: what the value is, in the message that refuses one */
+    const char *excludes; /* an option this one cannot be given with: "--device and --cpu exclude each other" */
 } cli_option;
 
 #define CLI_LIST_MAX 16
@@ -175,9 +176,8 @@ void cli_describe_device(const vkattn_device_info *info, char *buf, size_t size)
      .values = cli_storage_values, .what = "the layer's storage dtype"}
 extern const int cli_storage_values[2];
 /* --device of every command that opens a context. */
-#define CLI_DEVICE_OPTION(type, field)                                                                     \
-    {"--device", "N|NAME", "the device by index or name substring (default: VKATTN_DEVICE, else the default)", \
-     CLI_TEXT, offsetof(type, field)}
+#define CLI_DEVICE_HELP "the device by index or name substring (default: VKATTN_DEVICE, else the default)"
+#define CLI_DEVICE_OPTION(type, field) {"--device", "N|NAME", CLI_DEVICE_HELP, CLI_TEXT, offsetof(type, field)}
 _Static_assert(sizeof(vkattn_dtype) == sizeof(int), "choices store enums as int");
 
 /* --trace: prints the plan `layer` (made in `ctx`) would run for `f` (vkattn_forward_explain), or

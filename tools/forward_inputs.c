@@ -57,11 +57,11 @@ const cli_option forward_option_rows[] = {
     {"--sinks", "s.npy", "(H) float32: a learned logit per head in each softmax's denominator (gpt-oss)", CLI_TEXT,
      F(sinks)},
     {"--path", "auto|fused|unfused", "the device path (auto: fused, or unfused when attention weights are asked for)",
-     CLI_CHOICE, F(path), .values = k_paths, .given = CLI_GIVEN(forward_options, path_given)},
+     CLI_CHOICE, F(path), .values = k_paths, .given = CLI_GIVEN(forward_options, path_given), .excludes = "--cpu"},
     {"--precision", "default|f32|f16", "f32: fp32 operands in every kernel, never the cooperative-matrix ones; f16: "
      "the projections' and the fused attention's operands rounded to fp16 where the tuning has cooperative-matrix "
-     "kernels (default: as the storage)", CLI_CHOICE, F(precision), .values = k_precisions},
-    CLI_DEVICE_OPTION(forward_options, device),
+     "kernels (default: as the storage)", CLI_CHOICE, F(precision), .values = k_precisions, .excludes = "--cpu"},
+    {"--device", "N|NAME", CLI_DEVICE_HELP, CLI_TEXT, F(device), .excludes = "--cpu"},
     {"--cpu", NULL, "run the CPU reference path instead of Vulkan", CLI_FLAG, F(cpu)},
     {"--trace", NULL, "print the plan before the forward runs: the shapes per head, how keys and rows are split, the "
      "workspace, and every step with its kernel, bindings, grid and loop trips", CLI_FLAG, F(trace)},
