@@ -9,8 +9,9 @@
  * options against the PyTorch variant fixtures.
  *
  * Usage: test_cli_run FIXTURES_DIR   (tests/fixtures/torch: self_attn.safetensors, 4 heads, E = 16,
- * and its (2, 5, 16) query); test_cli_run FIXTURES_DIR bench_decode runs only bench --preset decode, and
- * bench_decode_scaling only what it must show (test_bench_decode_scaling).
+ * and its (2, 5, 16) query); test_cli_run FIXTURES_DIR bench_decode runs only bench --preset decode,
+ * bench_decode_kernels the scaling runs untimed (what their JSON says exactly) and
+ * bench_decode_scaling only what their timings must show (test_bench_decode_scaling).
  * Every command's stdout and stderr are captured, echoed, searched, and must hold no validation
  * message.
  */
@@ -1399,13 +1400,34 @@ static void test_bench_decode(void)
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) CHECK_SAID(options[i]);
 }
 
-/* bench --preset decode --json on `lens` (and `extra`, NULL-terminated), parsed; NULL after a failed
- * check. */
-static cJSON *decode_run(const char *lens, const char **extra)
+/* The decode benchmark's runs whose timings bench_decode_scaling judges. bench_decode_kernels runs
+ * them first, untimed (--min-time 0), beside other tests: it builds every kernel they take, with
+ * the same compile, into Mesa's shader cache, and checks what their JSON says exactly (bytes per
+ * token and per step); the timed test, which runs alone, then compiles nothing (cold, its
+ * compiles were about half its 150 s, with the other core idle). */
+enum { RUN_CONTEXTS, RUN_WINDOW, RUN_FEATURES, RUN_STACK, SCALING_RUNS };
+static const struct scaling_run {
+    const char *lens, *extra[6];
+} k_scaling_runs[SCALING_RUNS] = {
+    [RUN_CONTEXTS] = {"1024,2048,3072,4096", {NULL}},
+    [RUN_WINDOW] = {"256,4096", {"--window", "256", "--dtype", "f32", NULL}},
+    [RUN_FEATURES] = {"512,2048,4096", {"--dtype", "f32", "--features", NULL}},
+    [RUN_STACK] = {"64,512", {"--dtype", "f16", "--stack", "4", NULL}},
+};
+static const struct { const char *dtype; double bytes; } k_formats[] = {{"f32", 1024}, {"f16", 512}, {"q8_0", 272},
+                                                                        {"q4_0", 144}};
+static const double k_contexts[] = {1024, 2048, 3072, 4096};
+enum { FORMATS = sizeof k_formats / sizeof k_formats[0] };
+
+/* bench --preset decode --json with --min-time `min_time` on k_scaling_runs[run], parsed; NULL
+ * after a failed check. */
+static cJSON *decode_run(const char *min_time, int run)
 {
     char json[128], err[256];
+    const char *const *extra = k_scaling_runs[run].extra;
     test_tmp_path(json, sizeof json, "scaling.json");
-    const char *args[24] = {"--preset", "decode", "--len", lens, "--min-time", "0.2", "--no-peak", "--json", json};
+    const char *args[24] = {"--preset", "decode", "--len", k_scaling_runs[run].lens, "--min-time", min_time,
+                            "--no-peak", "--json", json};
     int n = 9;
     while (*extra && n < 23) args[n++] = *extra++;
     args[n] = NULL;
@@ -1441,10 +1463,47 @@ static double fit_r2(const double *x, const double *y, size_t n, double *slope)
     return syy > 0 ? 1 - res / syy : 0;
 }
 
+/* The scaling runs untimed (ctest cli_bench_decode_kernels, beside other tests; see k_scaling_runs):
+ * what their JSON must hold whatever the timings. Bytes per token of each cache format, exactly,
+ * and the bytes a step reads: ctx of them, or the window's; a features point per context; a stack
+ * point per context with its steps. */
+static void test_bench_decode_kernels(void)
+{
+    cJSON *root = decode_run("0", RUN_CONTEXTS);
+    for (size_t f = 0; root && f < FORMATS; f++)
+        for (size_t c = 0; c < 4; c++) {
+            const cJSON *p = decode_point(root, k_formats[f].dtype, k_contexts[c], 1);
+            CHECK_MSG(p || strcmp(k_formats[f].dtype, "f16") == 0, "no %s point at ctx %g", k_formats[f].dtype,
+                      k_contexts[c]);
+            if (!p) continue; /* f16 on a device without 16-bit storage */
+            CHECK(cli_json_number(p, "cache_bytes_per_token", NULL) == k_formats[f].bytes);
+            CHECK(cli_json_number(p, "cache_bytes_per_step", NULL) == k_formats[f].bytes * k_contexts[c]);
+        }
+    cJSON_Delete(root);
+    root = decode_run("0", RUN_WINDOW);
+    const cJSON *near = decode_point(root, "f32", 256, 1), *far = decode_point(root, "f32", 4096, 1);
+    CHECK(near && far && cli_json_number(cJSON_GetObjectItemCaseSensitive(root, "layer"), "window", NULL) == 256);
+    CHECK(near && cli_json_number(near, "cache_bytes_per_step", NULL) == 256 * 1024.0);
+    CHECK(far && cli_json_number(far, "cache_bytes_per_step", NULL) == 256 * 1024.0); /* the window's keys only */
+    cJSON_Delete(root);
+    const struct { int run; const char *list; int points; } lists[] = {{RUN_FEATURES, "features", 3},
+                                                                      {RUN_STACK, "stack", 2}};
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        root = decode_run("0", lists[i].run);
+        const cJSON *list = root ? cJSON_GetObjectItemCaseSensitive(root, lists[i].list) : NULL, *p;
+        int n = 0;
+        cJSON_ArrayForEach(p, list) {
+            CHECK_MSG(cli_json_number(p, "ctx", NULL) > 0, "a %s point without its context", lists[i].list);
+            n++;
+        }
+        CHECK_MSG(n == lists[i].points, "%d %s points, %d expected", n, lists[i].list, lists[i].points);
+        cJSON_Delete(root);
+    }
+}
+
 /* What the decode targets of the KV-cache issue guarded, over bench --preset decode --json on small
- * contexts (ctest cli_bench_decode_scaling, label bench; the layer E = 512, H = 8, H_kv = 2, D = 64):
- *  - bytes per token of each cache format, exactly, and the bytes a step reads: ctx of them, or the
- *    window's;
+ * contexts (ctest cli_bench_decode_scaling, label bench; the layer E = 512, H = 8, H_kv = 2, D = 64;
+ * what the JSON must say exactly is bench_decode_kernels'):
  *  - time per token grows linearly with the context: unsplit (kv_splits 1, where the attention visits
  *    every key in one part), least squares over 1024..4096 keys with R^2 >= 0.8 and a positive slope
  *    (the better of two runs where the first falls short);
@@ -1459,10 +1518,6 @@ static double fit_r2(const double *x, const double *y, size_t n, double *slope)
  * time is not judged: its part count changes with the context, so its curve is piecewise.) */
 static void test_bench_decode_scaling(void)
 {
-    const struct { const char *dtype; double bytes; } formats[] = {{"f32", 1024}, {"f16", 512}, {"q8_0", 272},
-                                                                   {"q4_0", 144}};
-    const double lens[] = {1024, 2048, 3072, 4096};
-    enum { FORMATS = sizeof formats / sizeof formats[0] };
     const double min_r2 = 0.8;
     double best_r2[FORMATS] = {0}, best_slope[FORMATS] = {0};
     int present[FORMATS] = {0};
@@ -1474,19 +1529,17 @@ static void test_bench_decode_scaling(void)
     for (int run = 0, all_fit = 0; run < 2 && !all_fit; run++) {
         if (run) printf("a fit below R^2 %.1f: the contexts measured once more\n", min_r2);
         cJSON_Delete(root);
-        root = decode_run("1024,2048,3072,4096", (const char *[]){NULL});
+        root = decode_run("0.2", RUN_CONTEXTS);
         all_fit = 1;
         for (size_t f = 0; root && f < FORMATS; f++) {
             double ms[4], med[4], slope = 0, med_slope = 0;
             present[f] = 1;
             for (size_t c = 0; c < 4; c++) {
-                const cJSON *p = decode_point(root, formats[f].dtype, lens[c], 1);
+                const cJSON *p = decode_point(root, k_formats[f].dtype, k_contexts[c], 1);
                 present[f] &= p != NULL;
-                CHECK_MSG(p || strcmp(formats[f].dtype, "f16") == 0, "no %s point at ctx %g", formats[f].dtype,
-                          lens[c]);
+                CHECK_MSG(p || strcmp(k_formats[f].dtype, "f16") == 0, "no %s point at ctx %g", k_formats[f].dtype,
+                          k_contexts[c]);
                 if (!p) continue;
-                CHECK(cli_json_number(p, "cache_bytes_per_token", NULL) == formats[f].bytes);
-                CHECK(cli_json_number(p, "cache_bytes_per_step", NULL) == formats[f].bytes * lens[c]);
                 ms[c] = cli_json_number(p, "ms_per_token_min", NULL);
                 med[c] = cli_json_number(p, "ms_per_token_median", NULL);
             }
@@ -1494,9 +1547,9 @@ static void test_bench_decode_scaling(void)
             /* the better fit of the fastest steps' and the medians': a time that stopped growing
              * with the context fits neither, where one disturbed point spoils one (a CI run,
              * 2026-11-26: q4_0's fastest steps 2.33 3.18 5.67 5.49 ms, R^2 0.856) */
-            double r2 = fit_r2(lens, ms, 4, &slope), med_r2 = fit_r2(lens, med, 4, &med_slope);
+            double r2 = fit_r2(k_contexts, ms, 4, &slope), med_r2 = fit_r2(k_contexts, med, 4, &med_slope);
             printf("%s cache, kv_splits 1: fastest ms/token %.3f %.3f %.3f %.3f: %.3f ms per 1k keys, R^2 %.3f; "
-                   "medians R^2 %.3f\n", formats[f].dtype, ms[0], ms[1], ms[2], ms[3], slope * 1e3, r2, med_r2);
+                   "medians R^2 %.3f\n", k_formats[f].dtype, ms[0], ms[1], ms[2], ms[3], slope * 1e3, r2, med_r2);
             if (med_r2 > r2) r2 = med_r2, slope = med_slope;
             if (r2 > best_r2[f]) best_r2[f] = r2, best_slope[f] = slope;
             all_fit &= best_r2[f] >= min_r2 && best_slope[f] > 0;
@@ -1505,7 +1558,7 @@ static void test_bench_decode_scaling(void)
     for (size_t f = 0; root && f < FORMATS; f++)
         if (present[f])
             CHECK_MSG(best_r2[f] >= min_r2 && best_slope[f] > 0,
-                      "%s: ms/token is not linear in the context (R^2 %.3f, slope %.3g)", formats[f].dtype,
+                      "%s: ms/token is not linear in the context (R^2 %.3f, slope %.3g)", k_formats[f].dtype,
                       best_r2[f], best_slope[f]);
     const cJSON *near = decode_point(root, "f32", 1024, 1), *far = decode_point(root, "f32", 4096, 1);
     double growth = near && far ? cli_json_number(far, "attention_ms_min", NULL) /
@@ -1515,11 +1568,10 @@ static void test_bench_decode_scaling(void)
     CHECK_MSG(growth >= 2, "the control: 4x the keys without a window cost %.2fx the attention", growth);
     cJSON_Delete(root);
 
-    root = decode_run("256,4096", (const char *[]){"--window", "256", "--dtype", "f32", NULL});
+    root = decode_run("0.2", RUN_WINDOW);
     near = decode_point(root, "f32", 256, 1), far = decode_point(root, "f32", 4096, 1);
-    CHECK(near && far && cli_json_number(cJSON_GetObjectItemCaseSensitive(root, "layer"), "window", NULL) == 256);
+    CHECK(near && far);
     if (near && far) {
-        CHECK(cli_json_number(far, "cache_bytes_per_step", NULL) == 256 * 1024.0);
         double ratio = cli_json_number(far, "attention_ms_min", NULL) / cli_json_number(near, "attention_ms_min", NULL);
         printf("window 256: attention at 4096 keys / at 256: %.2fx\n", ratio);
         CHECK_MSG(ratio <= 2, "a window of 256 costs %.2fx more at 4096 keys than at 256", ratio);
@@ -1535,7 +1587,7 @@ static void test_bench_decode_scaling(void)
  * median over the contexts is checked. */
 static void test_bench_decode_features(void)
 {
-    cJSON *root = decode_run("512,2048,4096", (const char *[]){"--dtype", "f32", "--features", NULL});
+    cJSON *root = decode_run("0.2", RUN_FEATURES);
     const cJSON *list = root ? cJSON_GetObjectItemCaseSensitive(root, "features") : NULL, *p;
     double ratios[3];
     int n = 0;
@@ -1563,7 +1615,7 @@ static void test_bench_decode_features(void)
  * issue's target, 1.3x for 8 layers, is a benchmark (docs/PERFORMANCE.md), not asserted here. */
 static void test_bench_decode_stack(void)
 {
-    cJSON *root = decode_run("64,512", (const char *[]){"--dtype", "f16", "--stack", "4", NULL});
+    cJSON *root = decode_run("0.2", RUN_STACK);
     const cJSON *list = root ? cJSON_GetObjectItemCaseSensitive(root, "stack") : NULL, *p;
     int n = 0;
     cJSON_ArrayForEach(p, list) {
@@ -1593,7 +1645,8 @@ static void test_bench_decode_limits(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: test_cli_run FIXTURES_DIR [bench_decode|bench_decode_scaling] (tests/fixtures/torch)\n");
+        fprintf(stderr, "usage: test_cli_run FIXTURES_DIR [bench_decode|bench_decode_kernels|bench_decode_scaling] "
+                        "(tests/fixtures/torch)\n");
         return 2;
     }
     fixtures = argv[1];
@@ -1601,6 +1654,11 @@ int main(int argc, char **argv)
     if (test_tmp_make("cli_run")) return 1;
     if (argc > 2 && strcmp(argv[2], "bench_decode") == 0) {
         RUN_TEST(test_bench_decode);
+        test_tmp_remove();
+        return test_finish();
+    }
+    if (argc > 2 && strcmp(argv[2], "bench_decode_kernels") == 0) {
+        RUN_TEST(test_bench_decode_kernels);
         test_tmp_remove();
         return test_finish();
     }
