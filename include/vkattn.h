@@ -1093,10 +1093,11 @@ vkattn_status vkattn_kv_cache_truncate(vkattn_kv_cache *cache, uint32_t seq, uin
  * each with LLVM: hundreds of milliseconds, seconds with a cold shader cache). vkattn_layer_warm_up
  * builds, ahead of the first request, every pipeline the layer's forwards within the limits below
  * will use: afterwards such a forward builds none. "Such" means query and output both of io_dtype,
- * no token tree (new_token_mask) and kv_splits 0 or 1 (the device's own split): a tree forward, an
- * F32 query with an F16 output, or a kv_splits of 2 or more (the split build of the attention and
- * its merge, where the device's choice would not split) may still build a pipeline or two of its
- * own. With a persistent pipeline cache (GPU drivers), the next
+ * no token tree (new_token_mask) and the kv_splits the warm-up was given (0, the device's own
+ * split, unless said): a tree forward, an F32 query with an F16 output, or another kv_splits of 2
+ * or more (the split build of the attention and its merge, where the device's choice would not
+ * split) may still build a pipeline or two of its own; warm up once per kv_splits the application
+ * passes. With a persistent pipeline cache (GPU drivers), the next
  * process neither. Nothing runs on the device, except attn_cm's self-test where a plan takes a
  * build of attn_cm the context has not tested yet (see cooperative_matrix_checked). lavapipe
  * (llvmpipe) compiles a pipeline's machine code at its first dispatch, not when the pipeline is
@@ -1112,11 +1113,14 @@ typedef struct vkattn_warm_up_desc {
                                      capacity, or max_new_tokens */
     int causal;                   /* plain forwards: causal */
     vkattn_dtype io_dtype;        /* the query and output: F32 (host arrays) or F16 device tensors */
+    uint32_t kv_splits;           /* cached: the forwards' vkattn_cached_forward_desc.kv_splits; 0 = the
+                                     device's choice. Needs a cache */
 } vkattn_warm_up_desc;
 
 /* Builds the pipelines (see above); *pipelines_built (may be NULL) gets how many it created.
  * VKATTN_ERROR_INVALID_ARGUMENT for limits the cache cannot hold (max_batch above its
- * max_sequences, max_length above its capacity, num_blocks x block_size tokens); the errors of a
+ * max_sequences, max_length above its capacity, num_blocks x block_size tokens), for kv_splits
+ * without a cache, and for a kv_splits a cached forward refuses; the errors of a
  * forward's checks for a layer the cache does not fit (VKATTN_ERROR_SHAPE for other K/V heads or
  * head dim). Costs a few milliseconds of planning besides the
  * pipelines themselves. */

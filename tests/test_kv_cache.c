@@ -578,7 +578,8 @@ static uint32_t pipelines_of(vkattn_context *ctx)
 
 /* Warm-up (vkattn_layer_warm_up): after it, cached forwards within its limits build no pipeline —
  * prompts and chunks of every size up to the limit, a ragged batch, decoding steps at lengths to
- * the limit — and a second warm-up builds none; limits the cache cannot hold are refused. */
+ * the limit, and steps at the kv_splits it was given — and a second warm-up builds none; limits
+ * the cache cannot hold, and kv_splits without a cache, are refused. */
 static void family_warm_up(vkattn_context *ctx)
 {
     vkattn_layer_desc desc = {.embed_dim = 64, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000,
@@ -614,6 +615,26 @@ static void family_warm_up(vkattn_context *ctx)
     CHECK_MSG(pipelines_of(ctx) == warm, "forwards within the warm-up's limits built %u pipelines",
               pipelines_of(ctx) - warm);
     check_run(&tw, &r[0], 1e-10, "after a warm-up");
+    /* an explicit kv_splits: the split builds (attention in parts, their merge), which the device's
+     * choice here does not take, come from a warm-up given it, and its steps build nothing */
+    w.kv_splits = 3;
+    CHECK_STATUS(vkattn_layer_warm_up(layer, &w, &built), VKATTN_OK);
+    printf("  warm-up with kv_splits 3 built %u more pipelines\n", built);
+    CHECK_MSG(built > 0, "kv_splits 3 took no build the device's own split had not");
+    const uint32_t warm_split = pipelines_of(ctx);
+    while (r[0].len < 160) {
+        news[0] = news[1] = news[2] = 1;
+        vkattn_status status = feed(layer, cache, 64, pr, news, 3, 3);
+        CHECK_STATUS(status, VKATTN_OK);
+        if (status != VKATTN_OK) break;
+    }
+    CHECK_MSG(pipelines_of(ctx) == warm_split, "kv_splits 3 steps after its warm-up built %u pipelines",
+              pipelines_of(ctx) - warm_split);
+    check_run(&tw, &r[0], 1e-10, "kv_splits 3 after its warm-up");
+    vkattn_warm_up_desc plain = {.kv_splits = 2}; /* splits are a cache's */
+    CHECK_STATUS(vkattn_layer_warm_up(layer, &plain, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(vkattn_context_last_error(ctx), "kv_splits 2 without a cache") != NULL);
+    w.kv_splits = 0;
     /* refused */
     w.max_batch = 4;
     CHECK_STATUS(vkattn_layer_warm_up(layer, &w, NULL), VKATTN_ERROR_INVALID_ARGUMENT);

@@ -53,6 +53,7 @@ static vkattn_status problem_of(vkattn_layer *layer, const vkattn_kv_cache *cach
     const uint32_t bs = cache->desc.block_size, tables = seqs * ((len + bs - 1) / bs), T = seqs * news;
     p->cache = (vka_cache_problem){.seqs = seqs, .max_new = news, .max_len = len, .block_size = bs,
                                    .num_blocks = cache->desc.num_blocks, .dtype = cache->desc.dtype,
+                                   .parts = d->kv_splits,
                                    .positions_at = seqs * VKA_SEQ_WORDS + tables,
                                    .meta_words = seqs * VKA_SEQ_WORDS + tables + 2 * T};
     return VKATTN_OK;
@@ -67,6 +68,10 @@ static vkattn_status warm_up(vkattn_layer *layer, const vkattn_warm_up_desc *d, 
     const vkattn_kv_cache *cache = d->cache;
     if (cache && cache->ctx != ctx)
         return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_layer_warm_up: the cache belongs to another context");
+    if (d->kv_splits && !cache)
+        return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "vkattn_layer_warm_up: kv_splits %u without a cache (only cached forwards split their keys)",
+                        d->kv_splits);
     if (d->io_dtype != VKATTN_DTYPE_F32 && d->io_dtype != VKATTN_DTYPE_F16)
         return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT, "vkattn_layer_warm_up: io_dtype must be F32 or F16");
     const uint64_t capacity = cache ? (uint64_t)cache->desc.num_blocks * cache->desc.block_size : 0;
