@@ -1642,6 +1642,44 @@ static void test_bench_decode_limits(void)
     CHECK_MSG(!said("CACHE_FULL") && !said("is full"), "a full cache was reported");
 }
 
+/* run --config of gpt-oss-20b, whose head dim (64) is not E / H (2880 / 64 = 45): a decode through a
+ * q8_0 cache, whose blocks of 32 values hold the config's head dim, runs and passes --check (the
+ * CLI's own check once took E / H and refused it, found by an outside review). */
+static void test_run_config_head_dim(void)
+{
+    char config[512], ck_path[512], query[512], out[512];
+    snprintf(config, sizeof config, "%s/../models/gpt_oss/config.json", fixtures);
+    test_tmp_path(ck_path, sizeof ck_path, "gpt_oss.safetensors");
+    test_tmp_path(query, sizeof query, "gpt_oss.query.npy");
+    test_tmp_path(out, sizeof out, "gpt_oss.out.npy");
+    checkpoint ck = {0};
+    static const struct { const char *leaf; mf_kind kind; uint32_t rank, d0, d1; } tensors[] = {
+        {"q_proj.weight", MF_KIND_WEIGHT, 2, 4096, 2880}, {"k_proj.weight", MF_KIND_WEIGHT, 2, 512, 2880},
+        {"v_proj.weight", MF_KIND_WEIGHT, 2, 512, 2880},  {"o_proj.weight", MF_KIND_WEIGHT, 2, 2880, 4096},
+        {"q_proj.bias", MF_KIND_BIAS, 1, 4096, 1},        {"k_proj.bias", MF_KIND_BIAS, 1, 512, 1},
+        {"v_proj.bias", MF_KIND_BIAS, 1, 512, 1},         {"o_proj.bias", MF_KIND_BIAS, 1, 2880, 1},
+        {"sinks", MF_KIND_SINKS, 1, 64, 1},
+    };
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "model.layers.0.self_attn.%s", tensors[i].leaf);
+        ck_add(&ck, name, tensors[i].kind, tensors[i].rank, tensors[i].d0, tensors[i].d1);
+    }
+    CHECK(ck_write(&ck, ck_path));
+    ck_free(&ck);
+    float *x = malloc(4 * 2880 * sizeof *x);
+    mf_fill("input", MF_KIND_INPUT, 2880, x, 4 * 2880);
+    vkattn_array a = {.dtype = VKATTN_DTYPE_F32, .rank = 2, .dims = {4, 2880}, .data = x, .bytes = 4 * 2880 * 4};
+    CHECK_STATUS(vkattn_npy_write(query, &a, NULL), VKATTN_OK);
+    free(x);
+    CHECK(run_cmd(cmd_run, (const char *[]){"--weights", ck_path, "--config", config, "--query", query, "--out", out,
+                                            "--causal", "--decode-from", "2", "--kv-cache-dtype", "q8_0", "--check",
+                                            NULL}) == CLI_EXIT_OK);
+    CHECK_SAID("heads 64 (head dim 64)");
+    CHECK(!said("head dim is 45"));
+    remove(ck_path), remove(query), remove(out);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -1699,6 +1737,7 @@ int main(int argc, char **argv)
         RUN_TEST(test_run_decode_quant);
         RUN_TEST(test_run_variants);
         RUN_TEST(test_run_config);
+        RUN_TEST(test_run_config_head_dim);
         RUN_TEST(test_bench_decode_limits);
     }
     fixture_close(&fx);

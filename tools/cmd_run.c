@@ -242,7 +242,8 @@ static int check_decode_inputs(const forward_inputs *in, const run_options *d)
                         "all)\n", d->decode_from, in->L, in->L, in->L);
         return 2;
     }
-    uint32_t D = in->layer.num_heads ? in->layer.embed_dim / in->layer.num_heads : 0;
+    const uint32_t D = in->layer.head_dim ? in->layer.head_dim
+                       : in->layer.num_heads ? in->layer.embed_dim / in->layer.num_heads : 0;
     if (is_block_format(d->cache_dtype) && D % 32 != 0) {
         fprintf(stderr, "vkattn run: --kv-cache-dtype %s stores each head's row in blocks of 32 values: the layer's "
                         "head dim is %u (use f16 or f32)\n", vkattn_dtype_name(d->cache_dtype), D);
