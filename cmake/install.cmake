@@ -1,4 +1,4 @@
-# `cmake --install`: the public headers, libvkattn.so.0.4.0 with its links libvkattn.so.0 and
+# `cmake --install`: the public headers, libvkattn.so.<version> with its links libvkattn.so.0 and
 # libvkattn.so, libvkattn.a, the CLI (when built), the CMake package (vkattnConfig.cmake, its
 # version file and vkattnTargets.cmake) and vkattn.pc. Every installed file is relocatable: the
 # package and the .pc find the prefix from their own place, so `cmake --install build --prefix DIR`

@@ -83,7 +83,8 @@
  * Objects are owned by the caller; each *_create has a *_destroy that accepts NULL. Destroying a
  * context also destroys the layers, tensors and submissions still made from it (after waiting for
  * whatever of theirs is still running); their handles are invalid afterwards. Input pointers are
- * only read during the call; the library copies what it keeps.
+ * only read during the call; the library copies what it keeps (except weights given with
+ * host_weights = VKATTN_HOST_WEIGHTS_BORROW, kept until the layer is destroyed).
  *
  * Environment variables
  * ---------------------
@@ -269,7 +270,8 @@ typedef struct vkattn_device_info {
      * CONVERSIONS and PER_ELEMENT enables those three and runs its cooperative-matrix attention
      * as attn_cm2, which keeps the softmax in the matrices (row max and sum by reductions, masks
      * and exponentials per element) instead of passing scores through shared memory; same
-     * contract, same self-test. Opt-in: it has run on Mesa 26 lavapipe (CI) but on no GPU yet. */
+     * contract, same self-test. Opt-in: proven on Mesa 26 lavapipe (CI) and checked on an H100,
+     * where it was no faster than attn_cm. */
     uint32_t cooperative_matrix2;
     float timestamp_period_ns;        /* 0 if the compute queue has no timestamps */
     char tuning[32];                  /* the kernel shapes vkattn picks for this device (a context's: its
@@ -710,8 +712,9 @@ typedef struct vkattn_layer_desc {
                                  columns of W_O contribute nothing (as if its context were zero).
                                  At least one head must stay. Pruned layers cannot return per-head
                                  or averaged attention weights, per-head attn_masks or the lse. */
-    float rope_theta;    /* 0 = no rotary position embedding. > 0: RoPE on the projected q and k of
-                            every head, before the scores (LLaMA/Qwen/Mistral style). Pairs
+    float rope_theta;    /* 0 = no rotary position embedding (unless rope_scaling is a TABLE).
+                            > 0: RoPE on the projected q and k of every head, before the
+                            scores (LLaMA/Qwen/Mistral style). Pairs
                             (x1, x2) of a head's first rope_dim dims are rotated by the angle
                             pos * inv_freq_i: (x1 cos - x2 sin, x2 cos + x1 sin), with
                             inv_freq_i = rope_theta^(-2i / rope_dim), i < rope_dim / 2 (computed
@@ -732,7 +735,7 @@ typedef struct vkattn_layer_desc {
                             (VKATTN_ERROR_INVALID_ARGUMENT); dims >= rope_dim pass unchanged. */
     vkattn_rope_style rope_style; /* how dims pair up; 0 = VKATTN_ROPE_NEOX */
     /* Attention variants of current models. A score is computed as
-     *   x = q_i . k_j / sqrt(D);  x = softcap * tanh(x / softcap) (softcap > 0);
+     *   x = (q_i . k_j) * scale (1 / sqrt(D) unless set);  x = softcap * tanh(x / softcap) (softcap > 0);
      *   x += m_h * (pos_j - pos_i) (alibi);  then the masks (and window) exclude keys or add terms,
      * and the softmax may hold a sink logit (vkattn_weights.sinks). Positions pos_i, pos_j are those
      * of rope_theta's comment (queries and keys end at the same position; rope_offset cancels out),
@@ -821,9 +824,10 @@ typedef struct vkattn_layer vkattn_layer;
 
 /* Validates the configuration and copies the weights to the device; on the host it keeps what
  * desc->host_weights says (by default nothing: the caller's arrays may be freed once this returns).
- * Errors: VKATTN_ERROR_HEADS if E % H != 0 or H % num_kv_heads != 0,
- * VKATTN_ERROR_UNSUPPORTED for a head_mask that prunes heads of a grouped-query layer (or a window
- * or ALiBi with appended keys), VKATTN_ERROR_NON_FINITE for non-finite sinks or ALiBi slopes,
+ * Errors: VKATTN_ERROR_HEADS if head_dim is 0 and E % H != 0, or H % num_kv_heads != 0,
+ * VKATTN_ERROR_UNSUPPORTED for a head_mask that prunes heads of a grouped-query layer or of one
+ * with qk_norm ROW, and for RoPE, a window, ALiBi or qk_norm with appended keys (add_bias_kv,
+ * add_zero_attn), VKATTN_ERROR_NON_FINITE for non-finite sinks or ALiBi slopes,
  * VKATTN_ERROR_INVALID_ARGUMENT for a missing
  * or superfluous weight pointer or zero sizes, VKATTN_ERROR_NON_FINITE with F16 storage for a
  * weight beyond fp16's range (|w| > 65504 would become inf; the message names the tensor, the
