@@ -1,11 +1,11 @@
-# `cmake --install`: the public headers, libvkattn.so.<version> with its links libvkattn.so.0 and
-# libvkattn.so, libvkattn.a, the CLI (when built), the CMake package (vkattnConfig.cmake, its
+# `cmake --install`: the public headers, libvkattn.so.<version> with its links libvkattn.so.<soversion>
+# (libvkattn.so.0.6) and libvkattn.so, libvkattn.a, the CLI (when built), the CMake package (vkattnConfig.cmake, its
 # version file and vkattnTargets.cmake) and vkattn.pc. Every installed file is relocatable: the
 # package and the .pc find the prefix from their own place, so `cmake --install build --prefix DIR`
 # may name any DIR. On by default only at top level (VKATTN_INSTALL): a parent project that
 # add_subdirectory()s vkattn installs nothing of it unless it asks.
 #
-#   find_package(vkattn 0.2 REQUIRED)   imported targets vkattn::vkattn_shared, vkattn::vkattn_static,
+#   find_package(vkattn 0.6 REQUIRED)   imported targets vkattn::vkattn_shared, vkattn::vkattn_static,
 #                                       and vkattn::vkattn: the shared one, or the static one when
 #                                       VKATTN_USE_STATIC_LIBS is true at find_package() time
 #   pkg-config vkattn                   -lvkattn; --static adds the archive's own needs
@@ -28,7 +28,7 @@ install(EXPORT vkattnTargets NAMESPACE vkattn:: DESTINATION "${config_dir}")
 configure_package_config_file(cmake/vkattnConfig.cmake.in "${PROJECT_BINARY_DIR}/vkattnConfig.cmake"
                               INSTALL_DESTINATION "${config_dir}" NO_SET_AND_CHECK_MACRO)
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/vkattnConfigVersion.cmake"
-                                 COMPATIBILITY SameMajorVersion)
+                                 COMPATIBILITY ${VKATTN_PACKAGE_COMPATIBILITY})
 install(FILES "${PROJECT_BINARY_DIR}/vkattnConfig.cmake" "${PROJECT_BINARY_DIR}/vkattnConfigVersion.cmake"
         DESTINATION "${config_dir}")
 

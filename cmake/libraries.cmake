@@ -3,8 +3,9 @@
 # vkattn's own vka_* functions, must not take the place of an application's (an application that
 # links -lvulkan or its own volk calls those names too).
 #
-#   vkattn_shared    libvkattn.so.0.4.0 (SONAME libvkattn.so.0): a version script exports vkattn_*
-#                    (version node VKATTN_0) and makes everything else local.
+#   vkattn_shared    libvkattn.so.0.6.0 (SONAME libvkattn.so.0.6: VKATTN_SOVERSION, CMakeLists.txt):
+#                    a version script exports vkattn_* (version node VKATTN_0.6) and makes
+#                    everything else local.
 #   vkattn_static    libvkattn.a: all objects partially linked (ld -r) into one object whose
 #                    symbols other than vkattn_* are then made local (objcopy), so the archive
 #                    defines no other global. Where ld -r or objcopy is missing (not a GNU/ELF
@@ -22,7 +23,7 @@ set(public_include $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_IN
 include(CheckLinkerFlag)
 set(version_script "${PROJECT_BINARY_DIR}/vkattn.map")
 file(CONFIGURE OUTPUT "${version_script}"
-     CONTENT "VKATTN_${PROJECT_VERSION_MAJOR} {\n  global: ${VKATTN_PUBLIC_SYMBOLS};\n  local: *;\n};\n")
+     CONTENT "VKATTN_${VKATTN_SOVERSION} {\n  global: ${VKATTN_PUBLIC_SYMBOLS};\n  local: *;\n};\n")
 check_linker_flag(C "LINKER:--version-script=${version_script}" VKATTN_HAVE_VERSION_SCRIPT)
 
 add_library(vkattn_shared SHARED ${VKATTN_ALL_OBJECTS})
@@ -31,7 +32,7 @@ target_link_libraries(vkattn_shared PRIVATE ${VKATTN_LIBS_PRIVATE})
 set_target_properties(vkattn_shared PROPERTIES
   OUTPUT_NAME vkattn
   VERSION ${PROJECT_VERSION}
-  SOVERSION ${PROJECT_VERSION_MAJOR}
+  SOVERSION ${VKATTN_SOVERSION}
   LINKER_LANGUAGE C)
 if(VKATTN_HAVE_VERSION_SCRIPT)
   target_link_options(vkattn_shared PRIVATE "LINKER:--version-script=${version_script}")

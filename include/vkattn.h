@@ -126,7 +126,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------- */
 
 #define VKATTN_VERSION_MAJOR 0
-#define VKATTN_VERSION_MINOR 5
+#define VKATTN_VERSION_MINOR 6
 #define VKATTN_VERSION_PATCH 0
 #define VKATTN_VERSION_NUMBER (VKATTN_VERSION_MAJOR * 10000 + VKATTN_VERSION_MINOR * 100 + VKATTN_VERSION_PATCH)
 

@@ -2,12 +2,13 @@
 # vkattn used from outside, the three ways an application gets it (tests/consumer/CMakeLists.txt
 # registers one ctest test per step; README "Install and link"):
 #
-#   run.sh install BUILD CONFIG PREFIX LIBDIR INCLUDEDIR BINDIR CLI(0|1)
-#       cmake --install BUILD into a staging directory, checks the file list, the SONAME and that
+#   run.sh install BUILD CONFIG PREFIX LIBDIR INCLUDEDIR BINDIR CLI(0|1) VERSION SOVERSION
+#       cmake --install BUILD into a staging directory, checks the file list, the SONAME
+#       (libvkattn.so.SOVERSION: 0.6 while the major version is 0, CMakeLists.txt) and that
 #       no installed text file names the build or source tree, then moves it to PREFIX: the
 #       consumers below use it where it was not installed, so it must be relocatable
-#   run.sh package SOURCE PREFIX WORK CC GENERATOR
-#       tests/consumer built with find_package(vkattn 0.2 REQUIRED) against PREFIX
+#   run.sh package SOURCE PREFIX WORK CC GENERATOR VERSION SOVERSION
+#       tests/consumer built with find_package(vkattn SOVERSION REQUIRED) against PREFIX
 #   run.sh pkg-config PREFIX WORK CC PKG_CONFIG
 #       main.c compiled by hand with `pkg-config --cflags --libs vkattn`, and with --static
 #       against the archive (a copy of PREFIX without libvkattn.so); tools/examples/llama_decode.c
@@ -25,7 +26,7 @@ jobs=2
 
 case $step in
 install)
-  build=$1 config=$2 prefix=$3 libdir=$4 includedir=$5 bindir=$6 cli=$7
+  build=$1 config=$2 prefix=$3 libdir=$4 includedir=$5 bindir=$6 cli=$7 version=$8 soversion=$9
   source=$(cd "$here/../.." && pwd)
   staging="$prefix.staging"
   rm -rf "$prefix" "$staging"
@@ -33,7 +34,7 @@ install)
   config_lc=$(tr '[:upper:]' '[:lower:]' <<<"${config:-noconfig}")
   expected=(
     "$includedir/vkattn.h" "$includedir/vkattn_vulkan.h"
-    "$libdir/libvkattn.so" "$libdir/libvkattn.so.0" "$libdir/libvkattn.so.0.5.0" "$libdir/libvkattn.a"
+    "$libdir/libvkattn.so" "$libdir/libvkattn.so.$soversion" "$libdir/libvkattn.so.$version" "$libdir/libvkattn.a"
     "$libdir/cmake/vkattn/vkattnConfig.cmake" "$libdir/cmake/vkattn/vkattnConfigVersion.cmake"
     "$libdir/cmake/vkattn/vkattnTargets.cmake" "$libdir/cmake/vkattn/vkattnTargets-$config_lc.cmake"
     "$libdir/pkgconfig/vkattn.pc")
@@ -45,11 +46,15 @@ install)
     diff <(echo "$want") <(echo "$got") >&2 || true
     exit 1
   fi
-  [ "$(readlink "$staging/$libdir/libvkattn.so")" = libvkattn.so.0 ] || { echo "install: libvkattn.so -> $(readlink "$staging/$libdir/libvkattn.so")" >&2; exit 1; }
-  [ "$(readlink "$staging/$libdir/libvkattn.so.0")" = libvkattn.so.0.5.0 ] || { echo "install: bad libvkattn.so.0 link" >&2; exit 1; }
-  soname=$(readelf -d "$staging/$libdir/libvkattn.so.0.5.0" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-  [ "$soname" = libvkattn.so.0 ] || { echo "install: SONAME '$soname'" >&2; exit 1; }
-  if readelf -d "$staging/$libdir/libvkattn.so.0.5.0" | grep -Eq '\((RPATH|RUNPATH)\)'; then
+  [ "$(readlink "$staging/$libdir/libvkattn.so")" = "libvkattn.so.$soversion" ] || { echo "install: libvkattn.so -> $(readlink "$staging/$libdir/libvkattn.so")" >&2; exit 1; }
+  [ "$(readlink "$staging/$libdir/libvkattn.so.$soversion")" = "libvkattn.so.$version" ] || { echo "install: bad libvkattn.so.$soversion link" >&2; exit 1; }
+  soname=$(readelf -d "$staging/$libdir/libvkattn.so.$version" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+  [ "$soname" = "libvkattn.so.$soversion" ] || { echo "install: SONAME '$soname', not libvkattn.so.$soversion" >&2; exit 1; }
+  # the exported symbols carry the ABI's version node too
+  if ! readelf --dyn-syms -W "$staging/$libdir/libvkattn.so.$version" | grep -q "vkattn_version_string@@VKATTN_$soversion\b"; then
+    echo "install: vkattn_version_string is not in version node VKATTN_$soversion" >&2; exit 1
+  fi
+  if readelf -d "$staging/$libdir/libvkattn.so.$version" | grep -Eq '\((RPATH|RUNPATH)\)'; then
     echo "install: libvkattn.so carries a run path" >&2; exit 1
   fi
   # Text files (headers, CMake package, .pc) must not point into the build or source tree, nor
@@ -62,14 +67,16 @@ install)
   ;;
 
 package)
-  source=$1 prefix=$2 work=$3 cc=$4 generator=$5
+  source=$1 prefix=$2 work=$3 cc=$4 generator=$5 version=$6 soversion=$7
   rm -rf "$work"
   cmake -S "$source/tests/consumer" -B "$work" -G "$generator" -DCMAKE_C_COMPILER="$cc" \
-        -DVKATTN_CONSUMER_MODE=package -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+        -DVKATTN_CONSUMER_MODE=package -DCMAKE_PREFIX_PATH="$prefix" -DVKATTN_CONSUMER_VERSION="$version" \
+        -DVKATTN_CONSUMER_SOVERSION="$soversion" >/dev/null
   cmake --build "$work" -j "$jobs"
   # VKATTN_USE_STATIC_LIBS: vkattn::vkattn is the archive
   cmake -S "$source/tests/consumer" -B "$work/use-static" -G "$generator" -DCMAKE_C_COMPILER="$cc" \
-        -DVKATTN_CONSUMER_MODE=package -DCMAKE_PREFIX_PATH="$prefix" -DVKATTN_USE_STATIC_LIBS=ON >/dev/null
+        -DVKATTN_CONSUMER_MODE=package -DCMAKE_PREFIX_PATH="$prefix" -DVKATTN_CONSUMER_VERSION="$version" \
+        -DVKATTN_CONSUMER_SOVERSION="$soversion" -DVKATTN_USE_STATIC_LIBS=ON >/dev/null
   cmake --build "$work/use-static" -j "$jobs" --target vkattn_consumer_default
   echo "use-static/vkattn_consumer_default static" >>"$work/programs.txt"
   ;;

@@ -2,7 +2,8 @@
 # built as a subproject. Build steps are `cpu`; running the programs (a forward each) is `gpu`.
 # Fixtures order them under ctest -j; `ctest -R consumer_package_run` brings its build steps too.
 #   consumer_install            (cpu) cmake --install into build/tests/consumer/prefix, checked
-#   consumer_package_build      (cpu) find_package(vkattn 0.2) consumer against that prefix
+#   consumer_package_build      (cpu) find_package(vkattn 0.6) consumer against that prefix (this
+#                               version's ABI: VKATTN_SOVERSION), which refuses other ABIs
 #   consumer_pkg_config_build   (cpu) cc with pkg-config --cflags --libs [--static] vkattn
 #   consumer_subdirectory_build (cpu) add_subdirectory(vkattn): builds the library again (COST)
 #   consumer_*_run              (gpu) the programs each of those built
@@ -25,10 +26,12 @@ if(VKATTN_INSTALL)
     set(cli 0)
   endif()
   vkattn_add_test(consumer_install ${consumer_run} cpu install ${CMAKE_BINARY_DIR} "$<CONFIG>" ${consumer_prefix}
-                  ${CMAKE_INSTALL_LIBDIR} ${CMAKE_INSTALL_INCLUDEDIR} ${CMAKE_INSTALL_BINDIR} ${cli})
+                  ${CMAKE_INSTALL_LIBDIR} ${CMAKE_INSTALL_INCLUDEDIR} ${CMAKE_INSTALL_BINDIR} ${cli}
+                  ${PROJECT_VERSION} ${VKATTN_SOVERSION})
   set_tests_properties(consumer_install PROPERTIES FIXTURES_SETUP vkattn_installed)
   vkattn_add_test(consumer_package_build ${consumer_run} cpu package ${PROJECT_SOURCE_DIR} ${consumer_prefix}
-                  ${consumer_dir}/package ${CMAKE_C_COMPILER} ${CMAKE_GENERATOR})
+                  ${consumer_dir}/package ${CMAKE_C_COMPILER} ${CMAKE_GENERATOR} ${PROJECT_VERSION}
+                  ${VKATTN_SOVERSION})
   list(APPEND consumer_steps package)
   find_program(VKATTN_PKG_CONFIG_EXECUTABLE NAMES pkg-config pkgconf)
   if(VKATTN_PKG_CONFIG_EXECUTABLE)
