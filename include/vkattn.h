@@ -947,7 +947,8 @@ typedef struct vkattn_host_forward_desc {
     const void *attn_mask;            /* NULL or (L,S), or (B*H,L,S) when attn_mask_per_head */
     vkattn_dtype attn_mask_dtype;     /* VKATTN_DTYPE_BOOL (uint8_t) or VKATTN_DTYPE_F32 (default) */
     int attn_mask_per_head;
-    float *output;                    /* (B,L,E), required */
+    float *output;                    /* (B,L,E), required; an array of its own: the query's, or any
+                                         input's, is refused (VKATTN_ERROR_INVALID_ARGUMENT) */
     float *attn_weights;              /* NULL or (B,H,L,S'), or (B,L,S') when average_weights */
     int average_weights;
     float *lse;                       /* NULL or (B,H,L): per-row log-sum-exp (fused and CPU paths) */
@@ -1155,7 +1156,8 @@ typedef struct vkattn_cached_forward_desc {
     const uint32_t *seq_ids;    /* (batch) distinct sequence ids; NULL = 0 .. batch - 1 */
     const uint32_t *new_tokens; /* (batch) tokens each sequence adds, each >= 1; NULL = 1 each (a decoding step) */
     const float *query;         /* host: (T, E), the new tokens, sequence after sequence */
-    float *output;              /* host: (T, E), the layer's output for each new token */
+    float *output;              /* host: (T, E), the layer's output for each new token; may be the
+                                   query's array (it is read before anything is written) */
     uint32_t kv_splits;         /* split-KV: parts of each sequence's keys run side by side and merged
                                    by log-sum-exp. 0 = chosen from the device and the batch (more
                                    parts when the batch alone cannot fill the device); N >= 1 = N
