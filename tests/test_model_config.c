@@ -144,6 +144,64 @@ static const layer_row k_layers[] = {
       .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f, .qk_norm_plus_one = 1,
       .rope_scaling = {.type = VKATTN_ROPE_TYPE_LINEAR, .factor = 8}},
      NULL},
+    /* ... whose sliding entry names no rope_theta: rope_local_base_freq, as Gemma3TextConfig gives it
+     * (an outside review found the global 1e6 taken); the full entry's default is rope_theta */
+    {"rope_parameters sliding base", "{\"model_type\": \"gemma3_text\", \"hidden_size\": 640, "
+                                     "\"num_attention_heads\": 4, \"num_key_value_heads\": 1, \"head_dim\": 256, "
+                                     "\"num_hidden_layers\": 2, \"sliding_window\": 512, \"rope_theta\": 1000000.0, "
+                                     "\"rope_local_base_freq\": 20000.0, \"layer_types\": [\"sliding_attention\", "
+                                     "\"full_attention\"], \"rope_parameters\": {\"full_attention\": {\"rope_type\": "
+                                     "\"default\"}, \"sliding_attention\": {\"rope_type\": \"default\"}}}",
+     0,
+     {.embed_dim = 640, .num_heads = 4, .num_kv_heads = 1, .head_dim = 256, .scale = 0.0625f, .rope_theta = 2e4f,
+      .window = 512, .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f, .qk_norm_plus_one = 1},
+     NULL},
+    {"rope_parameters full base", "{\"model_type\": \"gemma3_text\", \"hidden_size\": 640, "
+                                  "\"num_attention_heads\": 4, \"num_key_value_heads\": 1, \"head_dim\": 256, "
+                                  "\"num_hidden_layers\": 2, \"sliding_window\": 512, \"rope_theta\": 1000000.0, "
+                                  "\"rope_local_base_freq\": 20000.0, \"layer_types\": [\"sliding_attention\", "
+                                  "\"full_attention\"], \"rope_parameters\": {\"full_attention\": {\"rope_type\": "
+                                  "\"default\"}, \"sliding_attention\": {\"rope_type\": \"default\"}}}",
+     1,
+     {.embed_dim = 640, .num_heads = 4, .num_kv_heads = 1, .head_dim = 256, .scale = 0.0625f, .rope_theta = 1e6f,
+      .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f, .qk_norm_plus_one = 1},
+     NULL},
+    /* YaRN's truncate given as null: transformers' `if truncate:` takes None as false */
+    {"yarn truncate null", "{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 4, \"rope_scaling\": {"
+                           "\"rope_type\": \"yarn\", \"factor\": 32.0, \"beta_fast\": 32.0, \"beta_slow\": 1.0, "
+                           "\"truncate\": null, \"original_max_position_embeddings\": 4096}}",
+     3,
+     {.embed_dim = 2880, .num_heads = 64, .num_kv_heads = 8, .head_dim = 64, .rope_theta = 150000,
+      .rope_scaling = {.type = VKATTN_ROPE_TYPE_YARN, .factor = 32, .beta_fast = 32, .beta_slow = 1,
+                       .original_max_position_embeddings = 4096, .no_truncate = 1}},
+     NULL},
+    /* rope_type wins over the older type, before or after it; rope_scaling over rope_parameters,
+     * before or after it (transformers: `rope_scaling or rope_parameters`) */
+    {"rope_type over type", "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"rope_theta\": 500000, "
+                            "\"rope_scaling\": {\"rope_type\": \"llama3\", \"type\": \"linear\", \"factor\": 8.0, "
+                            "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+                            "\"original_max_position_embeddings\": 8192}}",
+     1,
+     {.embed_dim = 4096, .num_heads = 32, .num_kv_heads = 32, .head_dim = 128, .rope_theta = 500000, .no_bias = 1,
+      .rope_scaling = {.type = VKATTN_ROPE_TYPE_LLAMA3, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+                       .original_max_position_embeddings = 8192}},
+     NULL},
+    {"rope_scaling over rope_parameters", "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, "
+                                          "\"rope_theta\": 10000, \"rope_scaling\": {\"type\": \"linear\", "
+                                          "\"factor\": 4.0}, \"rope_parameters\": {\"rope_type\": \"default\", "
+                                          "\"rope_theta\": 500000}}",
+     0,
+     {.embed_dim = 4096, .num_heads = 32, .num_kv_heads = 32, .head_dim = 128, .rope_theta = 10000, .no_bias = 1,
+      .rope_scaling = {.type = VKATTN_ROPE_TYPE_LINEAR, .factor = 4}},
+     NULL},
+    {"rope_parameters under rope_scaling", "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, "
+                                           "\"rope_theta\": 10000, \"rope_parameters\": {\"rope_type\": \"default\", "
+                                           "\"rope_theta\": 500000}, \"rope_scaling\": {\"type\": \"linear\", "
+                                           "\"factor\": 4.0}}",
+     0,
+     {.embed_dim = 4096, .num_heads = 32, .num_kv_heads = 32, .head_dim = 128, .rope_theta = 10000, .no_bias = 1,
+      .rope_scaling = {.type = VKATTN_ROPE_TYPE_LINEAR, .factor = 4}},
+     NULL},
     /* what a config leaves out is its configuration class's default (transformers' values): Gemma
      * 2's softcap of 50 and window of 4096 (given as null: none); gpt-oss's even layers sliding
      * over 128 keys and its YaRN; Mistral's window of 4096; OLMo 2's rms_norm_eps of 1e-5 */

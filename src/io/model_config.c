@@ -40,6 +40,8 @@ typedef enum mc_layer_type { MC_LAYER_FULL = 1, MC_LAYER_SLIDING = 2 } mc_layer_
 /* rope_scaling, or one entry of rope_parameters. */
 typedef struct mc_rope {
     int present;
+    int members;      /* how many it names: an empty object is falsy in the reference's `or` */
+    int rope_type;    /* named by rope_type, which wins over the older `type` in either order */
     char type[24];
     double theta, partial, factor, low, high, beta_fast, beta_slow, mscale, mscale_all_dim, attention_factor;
     uint64_t original;
@@ -61,6 +63,7 @@ typedef struct mc_fields {
     uint32_t n_no_rope_layers;
     mc_rope rope;                     /* rope_scaling, or rope_parameters as a whole */
     mc_rope rope_full, rope_sliding;  /* rope_parameters per layer type */
+    int rope_scaling_read;            /* the file named a rope_scaling: its rope_parameters are ignored */
 } mc_fields;
 
 struct vkattn_model_config {
@@ -339,11 +342,26 @@ static vkattn_status read_rope_member(vka_json *j, const char *key, mc_rope *r)
         {"mscale_all_dim", offsetof(mc_rope, mscale_all_dim)}, {"attention_factor", offsetof(mc_rope, attention_factor)},
     };
     r->present = 1;
+    r->members++;
     for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
         if (strcmp(key, numbers[i].key) == 0) return read_double(j, key, (double *)((char *)r + numbers[i].offset));
-    if (strcmp(key, "type") == 0 || strcmp(key, "rope_type") == 0) return read_text(j, "rope_scaling.rope_type", r->type, sizeof r->type);
+    if (strcmp(key, "rope_type") == 0) {
+        r->rope_type = 1;
+        return read_text(j, "rope_scaling.rope_type", r->type, sizeof r->type);
+    }
+    if (strcmp(key, "type") == 0) { /* transformers reads `type` only where rope_type is missing */
+        char type[sizeof r->type];
+        status = read_text(j, "rope_scaling.type", type, sizeof type);
+        if (status == VKATTN_OK && !r->rope_type) memcpy(r->type, type, sizeof type);
+        return status;
+    }
     if (strcmp(key, "original_max_position_embeddings") == 0) return read_uint(j, key, &r->original);
-    if (strcmp(key, "truncate") == 0) return read_flag(j, key, &r->truncate);
+    if (strcmp(key, "truncate") == 0) {
+        /* transformers tests `if truncate:`, so null (None) does not truncate, as false */
+        status = read_flag(j, key, &r->truncate);
+        if (r->truncate < 0) r->truncate = 0;
+        return status;
+    }
     if (strcmp(key, "short_factor") == 0)
         return read_list(j, key, MC_MAX_FACTORS, sizeof(float), float_element, (void **)&r->short_factor, &r->n_short);
     if (strcmp(key, "long_factor") == 0)
@@ -377,11 +395,44 @@ fail:
     return status;
 }
 
-/* rope_parameters: one rope object, or one per layer type. */
+/* rope_scaling: a rope object that names something replaces the family's default and any
+ * rope_parameters; null or an empty object keeps what was there (transformers takes `rope_scaling
+ * or rope_parameters`). */
+static vkattn_status read_rope_scaling(vka_json *j, mc_fields *f)
+{
+    mc_rope r;
+    rope_init(&r);
+    vkattn_status status = read_rope(j, &r);
+    if (status != VKATTN_OK || !r.members) {
+        rope_free(&r);
+        return status;
+    }
+    rope_free(&f->rope);
+    f->rope = r;
+    rope_reset(&f->rope_full);
+    rope_reset(&f->rope_sliding);
+    f->rope_scaling_read = 1;
+    return VKATTN_OK;
+}
+
+/* rope_parameters: one rope object, or one per layer type; read and dropped where the file named a
+ * rope_scaling. */
 static vkattn_status read_rope_parameters(vka_json *j, mc_fields *f)
 {
     vkattn_status status;
     if (vka_json_null(j)) return VKATTN_OK;
+    if (f->rope_scaling_read) {
+        mc_fields ignored;
+        memset(&ignored, 0, sizeof ignored);
+        rope_init(&ignored.rope);
+        rope_init(&ignored.rope_full);
+        rope_init(&ignored.rope_sliding);
+        status = read_rope_parameters(j, &ignored);
+        rope_free(&ignored.rope);
+        rope_free(&ignored.rope_full);
+        rope_free(&ignored.rope_sliding);
+        return status;
+    }
     rope_reset(&f->rope);
     rope_reset(&f->rope_full);
     rope_reset(&f->rope_sliding);
@@ -459,7 +510,7 @@ static vkattn_status read_member(vka_json *j, const char *key, mc_fields *f, mc_
     if (strcmp(key, "model_type") == 0) return read_text(j, key, f->model_type, sizeof f->model_type);
     if (strcmp(key, "attention_bias") == 0) return read_flag(j, key, &f->attention_bias);
     if (strcmp(key, "use_sliding_window") == 0) return read_flag(j, key, &f->use_sliding_window);
-    if (strcmp(key, "rope_scaling") == 0) return read_rope(j, &f->rope);
+    if (strcmp(key, "rope_scaling") == 0) return read_rope_scaling(j, f);
     if (strcmp(key, "rope_parameters") == 0) return read_rope_parameters(j, f);
     if (strcmp(key, "layer_types") == 0)
         return read_list(j, key, MC_MAX_LAYERS, 1, layer_type_element, (void **)&f->layer_types, &f->n_layer_types);
@@ -511,6 +562,7 @@ static vkattn_status read_config(const uint8_t *data, size_t size, const mc_fami
     vkattn_status status = read_defaults(top, &c->top, error);
     if (status == VKATTN_OK) status = read_defaults(text, &c->text, error);
     if (status != VKATTN_OK) return status;
+    c->top.rope_scaling_read = c->text.rope_scaling_read = 0; /* a default's rope_scaling is not the file's */
     vka_json j;
     vka_json_init(&j, data ? data : (const uint8_t *)"", size, "config.json", error);
     status = vka_json_check_utf8(&j);
@@ -822,8 +874,11 @@ vkattn_status vkattn_model_config_layer(const vkattn_model_config *config, uint3
     if (layer_rotates(f, fam, layer)) {
         const mc_rope *r = f->rope.present ? &f->rope : NULL;
         double theta = f->rope_theta;
-        if (f->rope_full.present || f->rope_sliding.present) r = slides ? &f->rope_sliding : &f->rope_full;
-        else if (fam->local_rope && slides) {
+        if (f->rope_full.present || f->rope_sliding.present) {
+            r = slides ? &f->rope_sliding : &f->rope_full;
+            /* Gemma 3's sliding entry without a rope_theta: rope_local_base_freq, as its config class */
+            if (fam->local_rope && slides && !isnan(f->rope_local_base_freq)) theta = f->rope_local_base_freq;
+        } else if (fam->local_rope && slides) {
             r = NULL; /* Gemma 3's local rotary embedding: rope_local_base_freq, default frequencies */
             if (isnan(f->rope_local_base_freq))
                 return vka_error_set(error, VKATTN_ERROR_FORMAT,
