@@ -1242,6 +1242,33 @@ static void test_run_variants(void)
     remove(out), remove(bad_sinks);
 }
 
+/* A checkpoint of layer 0's `tensors` (under model.layers.0.self_attn., the model fixtures' values)
+ * at `ck_path`, and a (tokens, E) query of the fixtures' input at `query`. */
+typedef struct ck_leaf {
+    const char *leaf;
+    mf_kind kind;
+    uint32_t rank, d0, d1;
+} ck_leaf;
+
+static void write_layer0(const ck_leaf *tensors, size_t n, const char *ck_path, uint32_t E, uint32_t tokens,
+                         const char *query)
+{
+    checkpoint ck = {0};
+    for (size_t i = 0; i < n; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "model.layers.0.self_attn.%s", tensors[i].leaf);
+        ck_add(&ck, name, tensors[i].kind, tensors[i].rank, tensors[i].d0, tensors[i].d1);
+    }
+    CHECK(ck_write(&ck, ck_path));
+    ck_free(&ck);
+    float *x = malloc((size_t)tokens * E * sizeof *x);
+    mf_fill("input", MF_KIND_INPUT, E, x, (size_t)tokens * E);
+    vkattn_array a = {.dtype = VKATTN_DTYPE_F32, .rank = 2, .dims = {tokens, E}, .data = x,
+                      .bytes = (size_t)tokens * E * sizeof *x};
+    CHECK_STATUS(vkattn_npy_write(query, &a, NULL), VKATTN_OK);
+    free(x);
+}
+
 /* run --config: Qwen3-0.6B's real config.json and layer 0 of a BF16 checkpoint made from the
  * model fixtures' scheme (tests/fixtures/models/qwen3): every setting from the config, the weights
  * found under its prefix, the output against the float64 fixture; as a cached decode too. An
@@ -1256,25 +1283,12 @@ static void test_run_config(void)
     test_tmp_path(ck_path, sizeof ck_path, "qwen3.safetensors");
     test_tmp_path(query, sizeof query, "qwen3.query.npy");
     test_tmp_path(out, sizeof out, "qwen3.out.npy");
-    checkpoint ck = {0};
-    const char *P = "model.layers.0.self_attn.";
-    static const struct { const char *leaf; mf_kind kind; uint32_t rank, d0, d1; } tensors[] = {
+    static const ck_leaf tensors[] = {
         {"q_proj.weight", MF_KIND_WEIGHT, 2, 2048, 1024}, {"k_proj.weight", MF_KIND_WEIGHT, 2, 1024, 1024},
         {"v_proj.weight", MF_KIND_WEIGHT, 2, 1024, 1024}, {"o_proj.weight", MF_KIND_WEIGHT, 2, 1024, 2048},
         {"q_norm.weight", MF_KIND_NORM, 1, 128, 1},       {"k_norm.weight", MF_KIND_NORM, 1, 128, 1},
     };
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
-        char name[128];
-        snprintf(name, sizeof name, "%s%s", P, tensors[i].leaf);
-        ck_add(&ck, name, tensors[i].kind, tensors[i].rank, tensors[i].d0, tensors[i].d1);
-    }
-    CHECK(ck_write(&ck, ck_path));
-    ck_free(&ck);
-    float *x = malloc(5 * 1024 * sizeof *x);
-    mf_fill("input", MF_KIND_INPUT, 1024, x, 5 * 1024);
-    vkattn_array a = {.dtype = VKATTN_DTYPE_F32, .rank = 2, .dims = {5, 1024}, .data = x, .bytes = 5 * 1024 * 4};
-    CHECK_STATUS(vkattn_npy_write(query, &a, NULL), VKATTN_OK);
-    free(x);
+    write_layer0(tensors, sizeof tensors / sizeof tensors[0], ck_path, 1024, 5, query);
     const char *common[] = {"--weights", ck_path, "--config", config, "--layer", "0", "--query", query, "--out", out,
                             "--causal"};
     const char *extra[3][2] = {{"--check", NULL}, {"--decode-from", "2"}, {"--cpu", NULL}};
@@ -1652,26 +1666,14 @@ static void test_run_config_head_dim(void)
     test_tmp_path(ck_path, sizeof ck_path, "gpt_oss.safetensors");
     test_tmp_path(query, sizeof query, "gpt_oss.query.npy");
     test_tmp_path(out, sizeof out, "gpt_oss.out.npy");
-    checkpoint ck = {0};
-    static const struct { const char *leaf; mf_kind kind; uint32_t rank, d0, d1; } tensors[] = {
+    static const ck_leaf tensors[] = {
         {"q_proj.weight", MF_KIND_WEIGHT, 2, 4096, 2880}, {"k_proj.weight", MF_KIND_WEIGHT, 2, 512, 2880},
         {"v_proj.weight", MF_KIND_WEIGHT, 2, 512, 2880},  {"o_proj.weight", MF_KIND_WEIGHT, 2, 2880, 4096},
         {"q_proj.bias", MF_KIND_BIAS, 1, 4096, 1},        {"k_proj.bias", MF_KIND_BIAS, 1, 512, 1},
         {"v_proj.bias", MF_KIND_BIAS, 1, 512, 1},         {"o_proj.bias", MF_KIND_BIAS, 1, 2880, 1},
         {"sinks", MF_KIND_SINKS, 1, 64, 1},
     };
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
-        char name[128];
-        snprintf(name, sizeof name, "model.layers.0.self_attn.%s", tensors[i].leaf);
-        ck_add(&ck, name, tensors[i].kind, tensors[i].rank, tensors[i].d0, tensors[i].d1);
-    }
-    CHECK(ck_write(&ck, ck_path));
-    ck_free(&ck);
-    float *x = malloc(4 * 2880 * sizeof *x);
-    mf_fill("input", MF_KIND_INPUT, 2880, x, 4 * 2880);
-    vkattn_array a = {.dtype = VKATTN_DTYPE_F32, .rank = 2, .dims = {4, 2880}, .data = x, .bytes = 4 * 2880 * 4};
-    CHECK_STATUS(vkattn_npy_write(query, &a, NULL), VKATTN_OK);
-    free(x);
+    write_layer0(tensors, sizeof tensors / sizeof tensors[0], ck_path, 2880, 4, query);
     CHECK(run_cmd(cmd_run, (const char *[]){"--weights", ck_path, "--config", config, "--query", query, "--out", out,
                                             "--causal", "--decode-from", "2", "--kv-cache-dtype", "q8_0", "--check",
                                             NULL}) == CLI_EXIT_OK);

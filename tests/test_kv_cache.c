@@ -622,12 +622,9 @@ static void family_warm_up(vkattn_context *ctx)
     printf("  warm-up with kv_splits 3 built %u more pipelines\n", built);
     CHECK_MSG(built > 0, "kv_splits 3 took no build the device's own split had not");
     const uint32_t warm_split = pipelines_of(ctx);
-    while (r[0].len < 160) {
-        news[0] = news[1] = news[2] = 1;
-        vkattn_status status = feed(layer, cache, 64, pr, news, 3, 3);
-        CHECK_STATUS(status, VKATTN_OK);
-        if (status != VKATTN_OK) break;
-    }
+    const uint32_t steps[3] = {1, 1, 1};
+    for (vkattn_status status = VKATTN_OK; status == VKATTN_OK && r[0].len < 160;)
+        CHECK_STATUS((status = feed(layer, cache, 64, pr, steps, 3, 3)), VKATTN_OK);
     CHECK_MSG(pipelines_of(ctx) == warm_split, "kv_splits 3 steps after its warm-up built %u pipelines",
               pipelines_of(ctx) - warm_split);
     check_run(&tw, &r[0], 1e-10, "kv_splits 3 after its warm-up");

@@ -57,6 +57,14 @@ typedef struct layer_row {
     "\"partial_rotary_factor\": 0.75, \"rope_theta\": 10000.0, \"sliding_window\": 262144, "                     \
     "\"rope_scaling\": {\"type\": \"longrope\", \"long_factor\": " LONG48 ", \"short_factor\": " SHORT48 "}}"
 
+/* Gemma 3 with rope_parameters per layer type, neither naming a rope_theta */
+#define GEMMA3_PER_TYPE_NO_THETA                                                                                  \
+    "{\"model_type\": \"gemma3_text\", \"hidden_size\": 640, \"num_attention_heads\": 4, "                            \
+    "\"num_key_value_heads\": 1, \"head_dim\": 256, \"num_hidden_layers\": 2, \"sliding_window\": 512, "              \
+    "\"rope_theta\": 1000000.0, \"rope_local_base_freq\": 20000.0, \"layer_types\": [\"sliding_attention\", "        \
+    "\"full_attention\"], \"rope_parameters\": {\"full_attention\": {\"rope_type\": \"default\"}, "                \
+    "\"sliding_attention\": {\"rope_type\": \"default\"}}}"
+
 static const layer_row k_layers[] = {
     {"llama3.2", LLAMA32, 3,
      {.embed_dim = 2048, .num_heads = 32, .num_kv_heads = 8, .head_dim = 64, .rope_theta = 500000, .no_bias = 1,
@@ -146,23 +154,11 @@ static const layer_row k_layers[] = {
      NULL},
     /* ... whose sliding entry names no rope_theta: rope_local_base_freq, as Gemma3TextConfig gives it
      * (an outside review found the global 1e6 taken); the full entry's default is rope_theta */
-    {"rope_parameters sliding base", "{\"model_type\": \"gemma3_text\", \"hidden_size\": 640, "
-                                     "\"num_attention_heads\": 4, \"num_key_value_heads\": 1, \"head_dim\": 256, "
-                                     "\"num_hidden_layers\": 2, \"sliding_window\": 512, \"rope_theta\": 1000000.0, "
-                                     "\"rope_local_base_freq\": 20000.0, \"layer_types\": [\"sliding_attention\", "
-                                     "\"full_attention\"], \"rope_parameters\": {\"full_attention\": {\"rope_type\": "
-                                     "\"default\"}, \"sliding_attention\": {\"rope_type\": \"default\"}}}",
-     0,
+    {"rope_parameters sliding base", GEMMA3_PER_TYPE_NO_THETA, 0,
      {.embed_dim = 640, .num_heads = 4, .num_kv_heads = 1, .head_dim = 256, .scale = 0.0625f, .rope_theta = 2e4f,
       .window = 512, .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f, .qk_norm_plus_one = 1},
      NULL},
-    {"rope_parameters full base", "{\"model_type\": \"gemma3_text\", \"hidden_size\": 640, "
-                                  "\"num_attention_heads\": 4, \"num_key_value_heads\": 1, \"head_dim\": 256, "
-                                  "\"num_hidden_layers\": 2, \"sliding_window\": 512, \"rope_theta\": 1000000.0, "
-                                  "\"rope_local_base_freq\": 20000.0, \"layer_types\": [\"sliding_attention\", "
-                                  "\"full_attention\"], \"rope_parameters\": {\"full_attention\": {\"rope_type\": "
-                                  "\"default\"}, \"sliding_attention\": {\"rope_type\": \"default\"}}}",
-     1,
+    {"rope_parameters full base", GEMMA3_PER_TYPE_NO_THETA, 1,
      {.embed_dim = 640, .num_heads = 4, .num_kv_heads = 1, .head_dim = 256, .scale = 0.0625f, .rope_theta = 1e6f,
       .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f, .qk_norm_plus_one = 1},
      NULL},
