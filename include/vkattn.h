@@ -1124,8 +1124,9 @@ typedef struct vkattn_warm_up_desc {
 
 /* Builds the pipelines (see above); *pipelines_built (may be NULL) gets how many it created.
  * VKATTN_ERROR_INVALID_ARGUMENT for limits the cache cannot hold (max_batch above its
- * max_sequences, max_length above its capacity, num_blocks x block_size tokens), for kv_splits
- * without a cache, and for a kv_splits a cached forward refuses; the errors of a
+ * max_sequences, max_length above its capacity, num_blocks x block_size tokens) and for kv_splits
+ * without a cache; VKATTN_ERROR_DEVICE_LIMIT, as a cached forward, for more kv_splits than one merge
+ * combines; the errors of a
  * forward's checks for a layer the cache does not fit (VKATTN_ERROR_SHAPE for other K/V heads or
  * head dim). Costs a few milliseconds of planning besides the
  * pipelines themselves. */

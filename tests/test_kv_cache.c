@@ -615,12 +615,12 @@ static void family_warm_up(vkattn_context *ctx)
     CHECK_MSG(pipelines_of(ctx) == warm, "forwards within the warm-up's limits built %u pipelines",
               pipelines_of(ctx) - warm);
     check_run(&tw, &r[0], 1e-10, "after a warm-up");
-    /* an explicit kv_splits: the split builds (attention in parts, their merge), which the device's
-     * choice here does not take, come from a warm-up given it, and its steps build nothing */
+    /* an explicit kv_splits: the split builds (attention in parts, their merge), which lavapipe's
+     * own choice at these lengths does not take (a GPU tuning's may, and then has them already),
+     * come from a warm-up given it, and its steps build nothing */
     w.kv_splits = 3;
     CHECK_STATUS(vkattn_layer_warm_up(layer, &w, &built), VKATTN_OK);
     printf("  warm-up with kv_splits 3 built %u more pipelines\n", built);
-    CHECK_MSG(built > 0, "kv_splits 3 took no build the device's own split had not");
     const uint32_t warm_split = pipelines_of(ctx);
     const uint32_t steps[3] = {1, 1, 1};
     for (vkattn_status status = VKATTN_OK; status == VKATTN_OK && r[0].len < 160;)

@@ -329,6 +329,7 @@ static void rope_free(mc_rope *r)
 /* One rope object's member `key` (rope_scaling's, or rope_parameters'). */
 static vkattn_status read_rope_member(vka_json *j, const char *key, mc_rope *r)
 {
+    r->members++; /* a refused key switched off (null) still makes the object non-empty */
     vkattn_status status = refuse_key(j, "rope_scaling.", key);
     if (status != VKATTN_ERROR_NOT_FOUND) return status;
     static const struct {
@@ -342,11 +343,11 @@ static vkattn_status read_rope_member(vka_json *j, const char *key, mc_rope *r)
         {"mscale_all_dim", offsetof(mc_rope, mscale_all_dim)}, {"attention_factor", offsetof(mc_rope, attention_factor)},
     };
     r->present = 1;
-    r->members++;
     for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
         if (strcmp(key, numbers[i].key) == 0) return read_double(j, key, (double *)((char *)r + numbers[i].offset));
     if (strcmp(key, "rope_type") == 0) {
         r->rope_type = 1;
+        r->type[0] = '\0'; /* null: no type, whatever `type` said before */
         return read_text(j, "rope_scaling.rope_type", r->type, sizeof r->type);
     }
     if (strcmp(key, "type") == 0) { /* transformers reads `type` only where rope_type is missing */

@@ -51,7 +51,8 @@ install)
   soname=$(readelf -d "$staging/$libdir/libvkattn.so.$version" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
   [ "$soname" = "libvkattn.so.$soversion" ] || { echo "install: SONAME '$soname', not libvkattn.so.$soversion" >&2; exit 1; }
   # the exported symbols carry the ABI's version node too
-  if ! readelf --dyn-syms -W "$staging/$libdir/libvkattn.so.$version" | grep -q "vkattn_version_string@@VKATTN_$soversion\b"; then
+  syms=$(readelf --dyn-syms -W "$staging/$libdir/libvkattn.so.$version")
+  if ! grep -qF "vkattn_version_string@@VKATTN_$soversion" <<<"$syms"; then
     echo "install: vkattn_version_string is not in version node VKATTN_$soversion" >&2; exit 1
   fi
   if readelf -d "$staging/$libdir/libvkattn.so.$version" | grep -Eq '\((RPATH|RUNPATH)\)'; then
@@ -88,7 +89,7 @@ pkg-config)
   pc=$(find "$prefix" -name vkattn.pc)
   export PKG_CONFIG_PATH
   PKG_CONFIG_PATH=$(dirname "$pc")
-  "$pkg_config" --exists --print-errors 'vkattn >= 0.2' 'vkattn < 1'
+  "$pkg_config" --exists --print-errors 'vkattn >= 0.6' 'vkattn < 0.7'
   echo "pkg-config: vkattn $("$pkg_config" --modversion vkattn): $("$pkg_config" --cflags --libs vkattn)" \
        "| --static: $("$pkg_config" --static --libs vkattn)"
   libdir=$("$pkg_config" --variable=libdir vkattn)
