@@ -396,6 +396,9 @@ fail:
     return status;
 }
 
+static void fields_init(mc_fields *f);
+static void fields_free(mc_fields *f);
+
 /* rope_scaling: a rope object that names something replaces the family's default and any
  * rope_parameters; null or an empty object keeps what was there (transformers takes `rope_scaling
  * or rope_parameters`). */
@@ -424,14 +427,9 @@ static vkattn_status read_rope_parameters(vka_json *j, mc_fields *f)
     if (vka_json_null(j)) return VKATTN_OK;
     if (f->rope_scaling_read) {
         mc_fields ignored;
-        memset(&ignored, 0, sizeof ignored);
-        rope_init(&ignored.rope);
-        rope_init(&ignored.rope_full);
-        rope_init(&ignored.rope_sliding);
+        fields_init(&ignored);
         status = read_rope_parameters(j, &ignored);
-        rope_free(&ignored.rope);
-        rope_free(&ignored.rope_full);
-        rope_free(&ignored.rope_sliding);
+        fields_free(&ignored);
         return status;
     }
     rope_reset(&f->rope);
