@@ -8,7 +8,7 @@
 # -minimize_crash=1 -runs=10000 FILE`, and once the bug is fixed add it to
 # tests/fuzz/regressions/<target>/.
 #
-# usage: tools/run-fuzz.sh [TARGET...]     TARGET: npy, safetensors, model_config, bench_json (default: all)
+# usage: tools/run-fuzz.sh [TARGET...]     TARGET: npy, safetensors, model_config, bench_json, tuning (default: all)
 # env:   VKATTN_FUZZ_SECONDS  seconds per target (default 20)
 #        CC                   the clang to build with (default clang)
 set -euo pipefail

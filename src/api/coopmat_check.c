@@ -1,5 +1,6 @@
-/* The cooperative-matrix self-tests (coopmat_check.h): one matmul_cm dispatch at context creation,
- * one attn_cm dispatch at the first plan that takes it, each against float64. */
+/* The cooperative-matrix self-tests (coopmat_check.h): two matmul_cm dispatches (fp32 and fp16
+ * operands) at context creation, one attn_cm dispatch at the first plan that takes it, each
+ * against float64. */
 #include "api/coopmat_check.h"
 
 #include <math.h>
