@@ -1144,8 +1144,9 @@ vkattn_status vkattn_layer_warm_up(vkattn_layer *layer, const vkattn_warm_up_des
  * (sum of n_b^2 bytes in all): entry [i][j] != 0 means new token i may attend to new token j.
  * It replaces the causal rule among the new tokens only: every new token still sees all of its
  * sequence's cached keys (within the layer's window), and j may come after i. A tree's mask has
- * [i][j] set for j = i and each ancestor j of i (topological order is not required). With
- * new_token_depths, new token t sits at position len + new_token_depths[t] (a tree token: the
+ * [i][j] set for j = i and each ancestor j of i (topological order is not required); the mask is
+ * taken as given, not checked to be a tree: a row without its own token sees the cached keys and
+ * the new tokens it names, no more. With new_token_depths, new token t sits at position len + new_token_depths[t] (a tree token: the
  * root 0, its children 1, ...), which RoPE, the window and ALiBi use; without, at len + i. Either
  * way its K and V go to slot len + i of the sequence, so the cache afterwards holds all n_b
  * tokens in that order: keep an accepted path by rolling back (vkattn_kv_cache_truncate) to the

@@ -827,6 +827,32 @@ static void test_paged_lanes_plans(void)
  * the new tokens are covered by the query groups, a merge follows every split dispatch, and the
  * GQA group shares an invocation. A block format's kernels are the KV_QUANT builds, with its flag,
  * tiles of 8 keys, byte strides of its rows, and the append's block per invocation. */
+/* A cached forward whose split-KV states exceed the state budget is refused with the remedy the
+ * caller has: fewer kv_splits where it asked for more than the keys need, else fewer sequences,
+ * else none (one sequence's keys need those parts at this loop budget). */
+static void test_paged_state_budget_messages(void)
+{
+    const struct {
+        uint32_t seqs, len, splits, budget;
+        const char *says;
+    } rows[] = {
+        {1, 1300, 8, 0, "ask for fewer kv_splits (8 asked, 1 needed)"},
+        {4, 20000, 0, 600, "run fewer sequences per forward"},
+        {1, 20000, 0, 600, "the keys need that many parts at this device's loop budget"},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        vka_plan_limits l = lavapipe_limits();
+        l.loop_budget = rows[r].budget, l.state_budget_bytes = 1024; /* under one query's states: 2 parts x D = 64 */
+        vka_problem p = cached_problem(256, 4, 2, rows[r].seqs, 1, rows[r].len, rows[r].splits);
+        vka_plan plan = {0};
+        vkattn_error err = {0};
+        CHECK_STATUS(vka_plan_build(&p, &l, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
+        CHECK_MSG(strstr(err.message, "exceed the state budget of 1024 bytes") && strstr(err.message, rows[r].says),
+                  "row %zu: %s", r, err.message);
+        vka_plan_free(&plan);
+    }
+}
+
 static void test_paged_real_shapes(void)
 {
     vka_plan_limits l = lavapipe_limits();
@@ -2693,6 +2719,7 @@ int main(void)
     RUN_TEST(test_gqa_workspace);
     RUN_TEST(test_gqa_budget_and_windows);
     RUN_TEST(test_rope_steps);
+    RUN_TEST(test_paged_state_budget_messages);
     RUN_TEST(test_paged_real_shapes);
     RUN_TEST(test_model_shapes);
     RUN_TEST(test_window_span);

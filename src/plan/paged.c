@@ -6,6 +6,7 @@
 #include "plan/paged.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include "common/error.h"
 #include "format/dtype.h"
@@ -136,12 +137,22 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
                                     b->limits->max_storage_buffer_range);
         uint64_t per_query = parts * cp->seqs * c->H * (uint64_t)D * 4;
         i_count = vka_min64(budget / per_query, cp->max_new);
-        if (i_count == 0)
+        if (i_count == 0) {
+            /* the remedy the caller has: fewer parts where it asked for more than the keys need */
+            char remedy[96];
+            if (cp->parts > needed)
+                snprintf(remedy, sizeof remedy, "ask for fewer kv_splits (%u asked, %llu needed)", cp->parts,
+                         (unsigned long long)needed);
+            else if (cp->seqs > 1)
+                snprintf(remedy, sizeof remedy, "run fewer sequences per forward");
+            else
+                snprintf(remedy, sizeof remedy, "the keys need that many parts at this device's loop budget");
             return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                                  "split-KV states of %u sequences x %llu key parts (%llu bytes per query) exceed the "
-                                 "state budget of %llu bytes: run fewer sequences per forward",
+                                 "state budget of %llu bytes: %s",
                                  cp->seqs, (unsigned long long)parts, (unsigned long long)per_query,
-                                 (unsigned long long)budget);
+                                 (unsigned long long)budget, remedy);
+        }
         uint64_t states = parts * cp->seqs * c->H * i_count;
         VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_STATE_O, states * D));
         VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_STATE_LSE, states));
