@@ -1,6 +1,9 @@
 /* The public API on a device: bad input gets the right status and a readable message (one check
  * per row), device tensors chain between layers without host copies, two contexts coexist, and a
- * layer is reused across shapes. */
+ * layer is reused across shapes.
+ *
+ * Usage: test_api [builds]   builds runs only the tests that build many kernel variants (the
+ * warm-up's, the variants'), which the second driver's run leaves out; no argument, the others. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 
 #include <ctype.h>
@@ -1070,17 +1073,26 @@ static void test_fp16_fallback(void)
     test_weights_free(&tw);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const int builds = argc > 1 && strcmp(argv[1], "builds") == 0;
+    if (argc > 1 && !builds) {
+        fprintf(stderr, "usage: %s [builds]\n", argv[0]);
+        return 2;
+    }
     ctx = gpu_test_context();
+    if (builds) {
+        RUN_TEST(test_warm_up_plain);
+        RUN_TEST(test_variant_layer_errors);
+        gpu_test_finish_context(ctx);
+        return test_finish();
+    }
     RUN_TEST(test_layer_errors);
     RUN_TEST(test_gqa_layer_errors);
     RUN_TEST(test_rope_layer_errors);
     RUN_TEST(test_model_layer_fields);
     RUN_TEST(test_host_weights);
     RUN_TEST(test_host_weights_memory);
-    RUN_TEST(test_warm_up_plain);
-    RUN_TEST(test_variant_layer_errors);
     RUN_TEST(test_tensor_errors);
     RUN_TEST(test_forward_errors);
     RUN_TEST(test_activations_past_the_range);
