@@ -821,12 +821,6 @@ static void test_paged_lanes_plans(void)
     vka_plan_free(&plan);
 }
 
-/* Cached forwards at the shapes decoding uses (LLaMA-sized layers, head dims 64 to 256, contexts to
- * 128k keys, a batch of decoding sequences, a prompt chunk; caches of f16, q8_0 and q4_0): within
- * lavapipe's loop budget, every binding fits, the key parts cover every sequence's keys exactly,
- * the new tokens are covered by the query groups, a merge follows every split dispatch, and the
- * GQA group shares an invocation. A block format's kernels are the KV_QUANT builds, with its flag,
- * tiles of 8 keys, byte strides of its rows, and the append's block per invocation. */
 /* A cached forward whose split-KV states exceed the state budget is refused with the remedy the
  * caller has: fewer kv_splits where it asked for more than the keys need, else fewer sequences,
  * else none (one sequence's keys need those parts at this loop budget). */
@@ -853,6 +847,12 @@ static void test_paged_state_budget_messages(void)
     }
 }
 
+/* Cached forwards at the shapes decoding uses (LLaMA-sized layers, head dims 64 to 256, contexts to
+ * 128k keys, a batch of decoding sequences, a prompt chunk; caches of f16, q8_0 and q4_0): within
+ * lavapipe's loop budget, every binding fits, the key parts cover every sequence's keys exactly,
+ * the new tokens are covered by the query groups, a merge follows every split dispatch, and the
+ * GQA group shares an invocation. A block format's kernels are the KV_QUANT builds, with its flag,
+ * tiles of 8 keys, byte strides of its rows, and the append's block per invocation. */
 static void test_paged_real_shapes(void)
 {
     vka_plan_limits l = lavapipe_limits();
