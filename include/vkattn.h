@@ -82,7 +82,9 @@
  * call them while another thread uses the context.
  * Objects are owned by the caller; each *_create has a *_destroy that accepts NULL. Destroying a
  * context also destroys the layers, tensors and submissions still made from it (after waiting for
- * whatever of theirs is still running); their handles are invalid afterwards. Input pointers are
+ * whatever vkattn submitted of theirs that is still running; forwards recorded into an
+ * application's own command buffers, vkattn_vulkan.h, are the application's to wait for first);
+ * their handles are invalid afterwards. Input pointers are
  * only read during the call; the library copies what it keeps (except weights given with
  * host_weights = VKATTN_HOST_WEIGHTS_BORROW, kept until the layer is destroyed).
  *

@@ -26,8 +26,11 @@
  *     vkattn_context_create_external(&ext, &ctx, &err);
  *
  * vkattn never destroys what it was given: destroy the context first, then your device and
- * instance. The queue is used by vkattn's own submits (tensor reads and writes, vkattn_forward,
- * submissions); if other threads submit to it too, give queue_lock/queue_unlock. Validation is
+ * instance. Before destroying the context (or a layer, cache or tensor), wait for your submissions
+ * of command buffers that hold its recorded forwards: vkattn waits for its own submits only, and
+ * does not idle your device or queues (that would race with your other threads' submits). The
+ * queue is used by vkattn's own submits (tensor reads and writes, vkattn_forward, submissions); if
+ * other threads submit to it too, give queue_lock/queue_unlock. Validation is
  * the application's: its layers, its messenger (vkattn_context_desc.validation does not apply).
  *
  * Recording into your command buffer (vkattn_forward_record, vkattn_forward_cached_record)
@@ -39,15 +42,21 @@
  *           available and visible to VKATTN_PIPELINE_STAGES with VKATTN_ACCESS_READ | VKATTN_ACCESS_WRITE;
  *   after:  vkattn's writes of the outputs, from VKATTN_PIPELINE_STAGES with VKATTN_ACCESS_WRITE,
  *           to the stages and accesses that consume them.
- * One VkMemoryBarrier each way is enough (see tests/test_external.c). The layer's workspace and
- * descriptor sets are in use from the record until that submission completes: do not record, run
- * or submit the same layer again, nor destroy it, until then (another layer is fine: each has its
- * own). A recorded command buffer stays valid only until the next forward, record or submission
- * of that layer, vkattn_layer_set_head_mask on it, or the destruction of the layer or of any
- * tensor the forward uses (their descriptor sets and buffer views are rewritten or destroyed):
- * to run a forward again, record it again rather than resubmitting an old command buffer. A failed
- * vkattn_forward_record records nothing into `cmd`. A recorded forward is not timed; the layer's
- * vkattn_layer_last_stats then describes it with submits = 0 and timed = 0.
+ * One VkMemoryBarrier each way is enough (see tests/test_external.c); the source side of the
+ * "before" barrier is whatever produced or read those bytes (a copy's VK_PIPELINE_STAGE_TRANSFER_BIT
+ * and VK_ACCESS_TRANSFER_WRITE_BIT, a shader's write, ...). The layer's workspace and descriptor
+ * sets are in use from the record until that submission completes: do not record, run or submit
+ * the same layer again, nor destroy it, until then (another layer is fine: each has its own; this
+ * is not checked: vkattn cannot see when your submission completes). A recorded plain forward's
+ * command buffer stays valid until the next forward, record or submission of that layer,
+ * vkattn_layer_set_head_mask on it, or the destruction of the layer or of any tensor the forward
+ * uses (their descriptor sets and buffer views are rewritten or destroyed). To run a forward
+ * again, record it again (its pipelines are built by then) rather than resubmitting the command
+ * buffer: resubmission is not part of this contract (a float attn_mask written since would not be
+ * checked again), and a recorded cached forward must never be resubmitted: its record advanced the
+ * cache's sequences, so it would write the same slots again. A failed vkattn_forward_record
+ * records nothing into `cmd`. A recorded forward is not timed; the layer's vkattn_layer_last_stats
+ * then describes it with submits = 0 and timed = 0.
  *
  * Ordering with the application's own submissions
  * -----------------------------------------------
@@ -154,7 +163,8 @@ vkattn_status vkattn_forward_cached_record(vkattn_layer *layer, vkattn_kv_cache 
 
 /* A tensor over bytes [offset, offset + size) of the application's `buffer`, where size is the
  * tensor's bytes rounded up to 16 (kernels read whole 16-byte words). The buffer must belong to
- * the context's device, have memory bound and have been created with VKATTN_BUFFER_USAGE; offset
+ * the context's device, have memory bound and have been created with VKATTN_BUFFER_USAGE (these
+ * three are not checked: Vulkan cannot report a buffer's device, usage or binding); offset
  * must be a multiple of the device's storage and texel buffer offset alignments. vkattn checks
  * the range against the buffer's VkMemoryRequirements.size (VKATTN_ERROR_SHAPE beyond it), which
  * a driver may round up past the buffer's own size: the range must lie inside the VkBuffer. An
