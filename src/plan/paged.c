@@ -100,6 +100,11 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
      * sequence's end is at most W - 1 + (new tokens) keys. */
     if (c->window && cp->tree) span = vka_min64(cp->max_len, (uint64_t)c->window + cp->max_new - 1);
     uint64_t needed = vka_ceil_div(span, max_keys), parts = cp->parts;
+    /* Split parts keep each row's state (its D floats a part) within the state budget. */
+    const uint64_t state_budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
+                                                                           : b->limits->max_storage_buffer_range,
+                                            b->limits->max_storage_buffer_range);
+    const uint64_t part_bytes = (uint64_t)cp->seqs * c->H * D * 4; /* one part's states of one query */
     uint64_t work = (uint64_t)cp->seqs * c->H_kv * vka_ceil_div((uint64_t)group * cp->max_new, tile_a);
     if (parts == 0) { /* a target of invocations, or of workgroups for the LANES build */
         const uint64_t per_unit = lanes ? pr->paged_lanes_per_unit : pr->paged_per_unit;
@@ -108,6 +113,8 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
         parts = vka_ceil_div(target, work);
         parts = vka_min64(parts, vka_ceil_div(span, pr->paged_min_part));
         parts = vka_min64(parts, vka_merge_max_parts(b));
+        /* no more parts than the state budget holds: more would refuse what fewer run */
+        if (state_budget / part_bytes < parts) parts = state_budget / part_bytes ? state_budget / part_bytes : 1;
     }
     if (parts < needed) parts = needed;
     /* a part holds a block of keys at least: more parts asked for than the span has blocks are fewer */
@@ -132,26 +139,26 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
      * in sets (a long prompt's chunk), one dispatch each: each set's states reuse the workspace. */
     uint64_t i_count = cp->max_new;
     if (parts > 1) {
-        uint64_t budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
-                                                                   : b->limits->max_storage_buffer_range,
-                                    b->limits->max_storage_buffer_range);
-        uint64_t per_query = parts * cp->seqs * c->H * (uint64_t)D * 4;
-        i_count = vka_min64(budget / per_query, cp->max_new);
+        const uint64_t per_query = parts * part_bytes;
+        i_count = vka_min64(state_budget / per_query, cp->max_new);
         if (i_count == 0) {
-            /* the remedy the caller has: fewer parts where it asked for more than the keys need */
-            char remedy[96];
-            if (cp->parts > needed)
-                snprintf(remedy, sizeof remedy, "ask for fewer kv_splits (%u asked, %llu needed)", cp->parts,
-                         (unsigned long long)needed);
-            else if (cp->seqs > 1)
-                snprintf(remedy, sizeof remedy, "run fewer sequences per forward");
+            /* the remedy the caller has, where one would fit: fewer parts asked, or fewer sequences */
+            const uint64_t seq_bytes = needed * (part_bytes / cp->seqs); /* one sequence at the parts it needs */
+            char remedy[112];
+            if (cp->parts && parts > needed && needed * part_bytes <= state_budget)
+                snprintf(remedy, sizeof remedy, "ask for kv_splits of at most %llu",
+                         (unsigned long long)(state_budget / part_bytes));
+            else if (cp->seqs > 1 && seq_bytes <= state_budget)
+                snprintf(remedy, sizeof remedy, "run at most %llu sequences per forward",
+                         (unsigned long long)(state_budget / seq_bytes));
             else
-                snprintf(remedy, sizeof remedy, "the keys need that many parts at this device's loop budget");
+                snprintf(remedy, sizeof remedy, "these keys need %llu key parts at this device's loop budget",
+                         (unsigned long long)needed);
             return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
                                  "split-KV states of %u sequences x %llu key parts (%llu bytes per query) exceed the "
                                  "state budget of %llu bytes: %s",
                                  cp->seqs, (unsigned long long)parts, (unsigned long long)per_query,
-                                 (unsigned long long)budget, remedy);
+                                 (unsigned long long)state_budget, remedy);
         }
         uint64_t states = parts * cp->seqs * c->H * i_count;
         VKA_TRY(vka_reserve_workspace(b, VKA_ROLE_STATE_O, states * D));
