@@ -368,9 +368,7 @@ vkattn_status vka_plan_fused(vka_builder *b, const vka_qkv_layout *l)
      * workgroup shares fused_wg query tiles of one head, so its key range spans their rows */
     const uint32_t wg = cm.wg ? cm.wg : pr->fused_wg;
     const uint64_t stage_trips = vka_fused_stage_trips(tile_k, DV, wg);
-    const uint64_t state_budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
-                                                                           : b->limits->max_storage_buffer_range,
-                                            b->limits->max_storage_buffer_range);
+    const uint64_t state_budget = vka_state_budget(b);
     const uint64_t row_bytes = (uint64_t)D * 4, rows_total = (uint64_t)p->B * p->cfg.H_active * p->L;
     /* (and where its staging loop leaves the budget two blocks and the state budget holds a part's
      * states for the workgroup's rows: else attn_fused's texel fetches) */
@@ -841,6 +839,11 @@ uint64_t vka_merge_max_parts(const vka_builder *b)
 {
     if (b->budget == UINT64_MAX) return UINT64_MAX;
     return b->budget / 2 > 1 ? b->budget / 2 - 1 : 1; /* 2 (parts + 1) trips within the budget */
+}
+uint64_t vka_state_budget(const vka_builder *b)
+{
+    const uint64_t range = b->limits->max_storage_buffer_range;
+    return b->limits->state_budget_bytes ? vka_min64(b->limits->state_budget_bytes, range) : range;
 }
 uint64_t vka_average_trips(const vka_step *s) { return vka_loop(s->push.average.H); }
 

@@ -13,6 +13,9 @@ vkattn_status vka_plan_unfused(vka_builder *b, const vka_qkv_layout *l);
 vkattn_status vka_fused_max_keys(vka_builder *b, uint32_t DV, uint32_t tile_k, uint64_t stage, uint64_t *out);
 /* The most key parts attn_merge combines within the builder's loop budget. */
 uint64_t vka_merge_max_parts(const vka_builder *b);
+/* The bytes key parts' states (attn_fused's and attn_paged's, for attn_merge) may take: the
+ * limits' state budget within one binding's range. */
+uint64_t vka_state_budget(const vka_builder *b);
 /* Pushes attn_merge's step over `texels` texels of rows (its push constants set): in workgroups of
  * the tuning's fused_wg, each texel's parts split over the tuning's merge_lanes invocations. */
 vkattn_status vka_push_merge(vka_builder *b, const vka_step *merge, uint64_t texels);

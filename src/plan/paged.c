@@ -101,10 +101,10 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     if (c->window && cp->tree) span = vka_min64(cp->max_len, (uint64_t)c->window + cp->max_new - 1);
     uint64_t needed = vka_ceil_div(span, max_keys), parts = cp->parts;
     /* Split parts keep each row's state (its D floats a part) within the state budget. */
-    const uint64_t state_budget = vka_min64(b->limits->state_budget_bytes ? b->limits->state_budget_bytes
-                                                                           : b->limits->max_storage_buffer_range,
-                                            b->limits->max_storage_buffer_range);
-    const uint64_t part_bytes = (uint64_t)cp->seqs * c->H * D * 4; /* one part's states of one query */
+    const uint64_t state_budget = vka_state_budget(b);
+    const uint64_t seq_part_bytes = (uint64_t)c->H * D * 4; /* one part's states of a sequence's query */
+    const uint64_t part_bytes = cp->seqs * seq_part_bytes;   /* ... of every sequence's */
+    const uint64_t parts_fit = state_budget / part_bytes;
     uint64_t work = (uint64_t)cp->seqs * c->H_kv * vka_ceil_div((uint64_t)group * cp->max_new, tile_a);
     if (parts == 0) { /* a target of invocations, or of workgroups for the LANES build */
         const uint64_t per_unit = lanes ? pr->paged_lanes_per_unit : pr->paged_per_unit;
@@ -114,7 +114,7 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
         parts = vka_min64(parts, vka_ceil_div(span, pr->paged_min_part));
         parts = vka_min64(parts, vka_merge_max_parts(b));
         /* no more parts than the state budget holds: more would refuse what fewer run */
-        if (state_budget / part_bytes < parts) parts = state_budget / part_bytes ? state_budget / part_bytes : 1;
+        parts = vka_min64(parts, parts_fit ? parts_fit : 1);
     }
     if (parts < needed) parts = needed;
     /* a part holds a block of keys at least: more parts asked for than the span has blocks are fewer */
@@ -143,11 +143,10 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
         i_count = vka_min64(state_budget / per_query, cp->max_new);
         if (i_count == 0) {
             /* the remedy the caller has, where one would fit: fewer parts asked, or fewer sequences */
-            const uint64_t seq_bytes = needed * (part_bytes / cp->seqs); /* one sequence at the parts it needs */
+            const uint64_t seq_bytes = needed * seq_part_bytes; /* one sequence at the parts it needs */
             char remedy[112];
-            if (cp->parts && parts > needed && needed * part_bytes <= state_budget)
-                snprintf(remedy, sizeof remedy, "ask for kv_splits of at most %llu",
-                         (unsigned long long)(state_budget / part_bytes));
+            if (cp->parts && parts > needed && parts_fit >= needed)
+                snprintf(remedy, sizeof remedy, "ask for kv_splits of at most %llu", (unsigned long long)parts_fit);
             else if (cp->seqs > 1 && seq_bytes <= state_budget)
                 snprintf(remedy, sizeof remedy, "run at most %llu sequences per forward",
                          (unsigned long long)(state_budget / seq_bytes));
