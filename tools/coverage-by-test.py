@@ -5,9 +5,9 @@ The sanitizer phase of tools/run-tests.sh leaves out the tests labelled `numeric
 they test accuracy, and every host line they run must be run by a test the sanitizer build does
 run. This script measures that: a coverage build (gcc --coverage, -O1) in build-coverage/, every
 test run as its own ctest with its own gcov data (two at a time, the Mesa shader cache of build/
-shared), then for each test the lines of src/ and tools/ it ran. It prints the lines a `numerics` test runs that
-no sanitizer-phase test runs (there should be none), and each sanitizer-phase test's lines that no
-other test of that phase runs. About 6 minutes on 2 cores with a warm Mesa cache.
+shared), then for each test the lines of src/ and tools/ it ran. It prints the lines a `numerics`
+test runs that no sanitizer-phase test runs (there should be none), and each sanitizer-phase
+test's lines that no other test of that phase runs. About 6 minutes on 2 cores with a warm Mesa cache.
 
 usage: tools/coverage-by-test.py [--build DIR] [--only REGEX]   (from the repository root)
 """
