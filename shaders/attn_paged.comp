@@ -301,8 +301,13 @@ void main()
     }
 
     /* This invocation's key of a block, and its slice: counted through its subgroup, so that a key's
-     * TILE_B lanes are neighbours there whatever order the driver gives local ids. */
-    uint sub_lane = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+     * TILE_B lanes are neighbours there whatever order the driver gives local ids. Not by
+     * gl_SubgroupSize: this pipeline does not fix the size, and a driver may then report a
+     * subgroup larger than the one it runs, the rest inactive (Intel's ANV: 32 while running 16;
+     * SubgroupId * SubgroupSize + SubgroupLocalInvocationId then skips ids and leaves keys
+     * unscored). Every subgroup holds WG / gl_NumSubgroups invocations: WG (the tuning's
+     * paged_lanes, 32) is a power of two, as subgroups are. */
+    uint sub_lane = gl_SubgroupID * (WG / gl_NumSubgroups) + gl_SubgroupInvocationID;
     uint c = sub_lane / TILE_B, g = sub_lane % TILE_B;
     uint blocks = k_hi > k_lo ? (k_hi - k_lo + BK - 1) / BK : 0;
     /* Block n's rows into registers: the V texels this invocation adds for the block's keys, and

@@ -64,9 +64,56 @@ static void test_swapped_slots_are_caught(void)
     CHECK(!vka_kernel_check_layout(vka_kernel_get(VKA_KERNEL_FUSED), &fewer, why, sizeof why));
 }
 
+/* Whether a module reads a built-in variable (an OpDecorate BuiltIn on one of its variables). */
+static int reads_builtin(const uint32_t *code, size_t words, uint32_t builtin)
+{
+    for (size_t i = 5; i < words;) {
+        uint32_t count = code[i] >> 16, op = code[i] & 0xffffu;
+        if (count == 0 || i + count > words) return -1;
+        if (op == 71 /* OpDecorate */ && count >= 4 && code[i + 2] == 11 /* BuiltIn */ && code[i + 3] == builtin) return 1;
+        i += count;
+    }
+    return 0;
+}
+
+/* gl_SubgroupSize is the size a subgroup runs at only where the pipeline fixes it: pipeline_cache.c
+ * requires a size (and full subgroups) for the cooperative-matrix kernels alone. Elsewhere a driver
+ * may report a larger size than it runs, the rest of the subgroup inactive (Intel's ANV: 32 while
+ * running 16), so an index made from it skips invocations: attn_paged's lanes builds counted
+ * their keys so, and left keys unscored there. No other kernel may read it. */
+static void test_subgroup_size_only_where_fixed(void)
+{
+    int checked = 0;
+    for (int k = 0; k < VKA_KERNEL_COUNT; k++) {
+        const vka_kernel_info *info = vka_kernel_get((vka_kernel)k);
+        if (vka_kernel_is_coopmat(info)) continue;
+        for (int f16 = 0; f16 < 2; f16++) {
+            const char *name = f16 ? info->spirv_f16_out : info->spirv;
+            const uint32_t *code;
+            size_t bytes;
+            if (!name) continue;
+            CHECK_MSG(vka_embedded_spirv(name, &code, &bytes), "kernel %s is not embedded", name);
+            int reads = reads_builtin(code, bytes / 4, 36 /* SubgroupSize */);
+            CHECK_MSG(reads == 0, "kernel %s %s gl_SubgroupSize, but its pipeline does not fix the subgroup size", name,
+                      reads < 0 ? "is unreadable, cannot tell whether it reads" : "reads");
+            checked++;
+        }
+    }
+    /* the scan sees what a kernel reads: attn_paged_lanes counts its keys by subgroup */
+    const uint32_t *code;
+    size_t bytes;
+    const char *lanes = vka_kernel_get(VKA_KERNEL_PAGED_LANES)->spirv;
+    CHECK(vka_embedded_spirv(lanes, &code, &bytes));
+    CHECK_MSG(reads_builtin(code, bytes / 4, 40 /* SubgroupId */) == 1 &&
+                  reads_builtin(code, bytes / 4, 38 /* NumSubgroups */) == 1,
+              "the scan missed %s's gl_SubgroupID and gl_NumSubgroups", lanes);
+    printf("  %d kernel builds without a fixed subgroup size read no gl_SubgroupSize\n", checked);
+}
+
 int main(void)
 {
     RUN_TEST(test_every_kernel_matches_its_slots);
     RUN_TEST(test_swapped_slots_are_caught);
+    RUN_TEST(test_subgroup_size_only_where_fixed);
     return test_finish();
 }
