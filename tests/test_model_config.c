@@ -390,6 +390,11 @@ static const bad_row k_bad[] = {
      0, VKATTN_ERROR_FORMAT, "takes one per rotated pair (8)"},
     {"partial rotary odd", "{" BASE "\"rope_theta\": 10000, \"partial_rotary_factor\": 0.33}", 0, VKATTN_ERROR_FORMAT,
      "gives 5 rotated dims"},
+    /* a head of 1 dim: pairs = 0 made a longrope layer without its factor lists (found by fuzzing) */
+    {"odd head rotated", "{\"model_type\": \"llama\", \"hidden_size\": 32, \"num_hidden_layers\": 1, \"rope_theta\": "
+                         "10000, \"max_position_embeddings\": 64, \"rope_scaling\": {\"rope_type\": \"longrope\", "
+                         "\"factor\": 2}}",
+     0, VKATTN_ERROR_FORMAT, "head_dim 1 is odd"},
     {"gemma2 without its scalar", "{\"model_type\": \"gemma2\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
                                   "\"num_hidden_layers\": 2, \"query_pre_attn_scalar\": null}",
      1, VKATTN_ERROR_FORMAT, "needs query_pre_attn_scalar"},

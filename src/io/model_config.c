@@ -697,6 +697,11 @@ static vkattn_status layer_rope(const mc_fields *f, const mc_family *fam, const 
                                  partial, D, dim);
         d->rope_dim = dim == D ? 0 : dim;
     }
+    /* RoPE rotates pairs of dims: a head it rotates whole has an even head_dim (the rope utilities'
+     * rotate_half splits a head in halves) */
+    if (!d->rope_dim && D % 2 != 0)
+        return vka_error_set(error, VKATTN_ERROR_FORMAT,
+                             "config.json: head_dim %u is odd; RoPE rotates pairs of dims (an even number)", D);
     if (!r || !r->type[0]) {
         if (r && (r->n_short || r->n_long || !isnan(r->factor)))
             return vka_error_set(error, VKATTN_ERROR_FORMAT, "config.json: rope_scaling has no rope_type (or type)");
