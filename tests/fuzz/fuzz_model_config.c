@@ -7,8 +7,8 @@
  *   - each layer the config has (up to 64 of them, and one past the last): a failure is FORMAT,
  *     UNSUPPORTED or INVALID_ARGUMENT (only past the last layer) and leaves the description, the
  *     cache description and the prefix untouched; a success gives widths that agree (H_kv
- *     dividing H, D >= 1, rope_dim even and at most D), finite fields, factor lists that ASan
- *     sees read in full, and a prefix that names the layer.
+ *     dividing H, D >= 1, rope_dim even and at most D, D even where RoPE rotates it whole), finite
+ *     fields, factor lists that ASan sees read in full, and a prefix that names the layer.
  * Everything allocated is freed, so LeakSanitizer reports any leak in the reader.
  */
 #include <math.h>
@@ -54,6 +54,7 @@ static void check_layer(const vkattn_model_config *config, uint32_t layer, uint3
     CHECK(desc.num_heads % desc.num_kv_heads == 0);
     CHECK(cache.num_kv_heads == desc.num_kv_heads && cache.head_dim == desc.head_dim && cache.num_blocks == 7);
     CHECK(desc.rope_dim % 2 == 0 && desc.rope_dim <= desc.head_dim);
+    CHECK(desc.rope_theta == 0.0f || desc.rope_dim || desc.head_dim % 2 == 0); /* RoPE rotates pairs */
     CHECK(isfinite(desc.rope_theta) && desc.rope_theta >= 0.0f && isfinite(desc.scale) && desc.scale >= 0.0f);
     CHECK(isfinite(desc.softcap) && isfinite(desc.qk_norm_eps));
     const vkattn_rope_scaling *s = &desc.rope_scaling;
