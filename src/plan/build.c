@@ -82,12 +82,19 @@ int vka_fits_binding(const vka_builder *b, vka_role role, uint8_t view, uint64_t
     return view == VKA_VIEW_BUFFER || bytes / texel_bytes(b, role, view) <= b->limits->max_texel_elements;
 }
 
-static vkattn_status too_big(vka_builder *b, vka_role role, uint64_t bytes)
+/* The limit a binding of `bytes` through `view` passes: the range, else the texel count. */
+static vkattn_status too_big(vka_builder *b, vka_role role, uint8_t view, uint64_t bytes)
 {
+    if (bytes > b->limits->max_storage_buffer_range)
+        return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                             "%s needs %llu bytes, more than this device's maxStorageBufferRange (%llu bytes) for one "
+                             "binding",
+                             vka_role_what(role), (unsigned long long)bytes,
+                             (unsigned long long)b->limits->max_storage_buffer_range);
     return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
-                         "%s needs %llu bytes, more than this device's maxStorageBufferRange (%llu bytes) for one binding",
-                         vka_role_what(role), (unsigned long long)bytes,
-                         (unsigned long long)b->limits->max_storage_buffer_range);
+                         "%s needs %llu texels, more than this device's maxTexelBufferElements (%llu) for one view",
+                         vka_role_what(role), (unsigned long long)(bytes / texel_bytes(b, role, view)),
+                         (unsigned long long)b->limits->max_texel_elements);
 }
 
 /* The bytes a binding from `start` to `end` covers: whole texels, and whole 16-byte words for
@@ -105,7 +112,7 @@ vkattn_status vka_bind_whole(vka_builder *b, vka_bind *out, vka_role role, uint8
     *out = (vka_bind){.role = role, .view = view};
     if (role == VKA_ROLE_NONE) return VKATTN_OK;
     uint64_t bytes = b->plan->role_bytes[role], texel = texel_bytes(b, role, view);
-    if (!vka_fits_binding(b, role, view, bytes)) return too_big(b, role, bytes);
+    if (!vka_fits_binding(b, role, view, bytes)) return too_big(b, role, view, bytes);
     out->range = binding_range(b, role, 0, bytes, texel);
     return VKATTN_OK;
 }
@@ -123,7 +130,7 @@ static vkattn_status bind_elems(vka_builder *b, vka_bind *out, vka_role role, ui
     if (align < min_align) align = min_align;
     uint64_t start = first * esize / align * align, end = (first + count) * esize;
     uint64_t range = binding_range(b, role, start, end, texel);
-    if (!vka_fits_binding(b, role, view, range)) return too_big(b, role, range);
+    if (!vka_fits_binding(b, role, view, range)) return too_big(b, role, view, range);
     *out = (vka_bind){.role = role, .view = view, .offset = start, .range = range};
     *shift = (first * esize - start) / esize;
     return VKATTN_OK;
