@@ -731,7 +731,8 @@ typedef struct vkattn_layer_desc {
                             Negative or non-finite: VKATTN_ERROR_INVALID_ARGUMENT. With
                             add_bias_kv or add_zero_attn (appended keys have no position):
                             VKATTN_ERROR_UNSUPPORTED. On the device the projected Q and K are
-                            rotated in place, each bound whole: one larger than
+                            rotated in place, in parts of heads that each fit one binding; one
+                            head (with qk_norm ROW: a row's heads) larger than
                             maxStorageBufferRange is VKATTN_ERROR_DEVICE_LIMIT. */
     uint32_t rope_dim;   /* rotary dims per head; 0 = D. Must be even and <= D
                             (VKATTN_ERROR_INVALID_ARGUMENT); dims >= rope_dim pass unchanged. */

@@ -133,6 +133,7 @@ typedef struct decode_row {
     double nmse;              /* against the reference (for a block format: the unrounded one, what the format costs) */
     int merged;               /* the last step's dispatches: 1 = with the parts' merge, 0 = without, -1 = not checked */
     int normal;               /* N(0,1) inputs (the block formats' cost is quoted for those), else uniform in [-1, 1) */
+    uint32_t binding_kib;     /* the context's bindings at most this (0: the device's), to split a long prefill */
 } decode_row;
 
 /* The rounding reference of a block format agrees to about 1e-13 NMSE, except where a value lies
@@ -279,6 +280,20 @@ static const decode_row decode_rows[] = {
     {"quant_accuracy", "window 40 + softcap, split-KV 7",
      {.embed_dim = 128, .num_heads = 4, .num_kv_heads = 1, .rope_theta = 10000, .window = 40, .softcap = 30}, 0, 100,
      100, 130, 16, VKATTN_DTYPE_Q4_0, 7, 5e-2, -1, 1},
+    /* long_prefill: a prompt whose Q/K/V exceed one binding (the device's: 128 MiB on lavapipe,
+     * 2^27 texels on NVIDIA: Llama 3.1 8B past 5461 tokens here, 70B past 13107 there), here with
+     * bindings of 300 KiB: the projections write row parts, RoPE (and the norms) runs in parts of
+     * heads, the append reads K's and V's heads only and the attention Q's. 256 tokens at once,
+     * then decoding. */
+    {"long_prefill", "qwen3-like: head norms, gqa, prefill 256 at once",
+     {.embed_dim = 256, .num_heads = 8, .num_kv_heads = 2, .rope_theta = 1e6f, .qk_norm = VKATTN_QK_NORM_HEAD}, 0, 256,
+     256, 260, 16, VKATTN_DTYPE_F32, 0, 1e-10, -1, 0, 300},
+    {"long_prefill", "llama-like: gqa rope, q8_0 cache, prefill 256 at once",
+     {.embed_dim = 256, .num_heads = 8, .num_kv_heads = 2, .rope_theta = 500000}, 0, 256, 256, 260, 16,
+     VKATTN_DTYPE_Q8_0, 0, 5e-4, -1, 1, 300},
+    {"long_prefill", "fp16 layer, f16 cache, mqa, prefill 256 at once",
+     {.embed_dim = 256, .num_heads = 8, .num_kv_heads = 1, .rope_theta = 10000, .storage = VKATTN_DTYPE_F16}, 0, 256,
+     256, 260, 16, VKATTN_DTYPE_F16, 0, 1e-5, -1, 0, 140},
 };
 
 static void run_decode_row(vkattn_context *ctx, const decode_row *row)
@@ -294,12 +309,22 @@ static void run_decode_row(vkattn_context *ctx, const decode_row *row)
         test_rng rng = test_rng_make(21);
         fill_normal(&rng, r.tokens, (size_t)total * desc->embed_dim);
     }
+    const uint64_t device_bindings = ctx->binding_bytes;
+    if (row->binding_kib) ctx->binding_bytes = (uint64_t)row->binding_kib << 10;
+    uint32_t first_dispatches = 0;
     while (r.len < total) {
         uint32_t n = r.len < row->prefill ? (row->prefill - r.len < row->chunk ? row->prefill - r.len : row->chunk) : 1;
         vkattn_status status = feed(layer, cache, desc->embed_dim, &rp, &n, 1, row->kv_splits);
         CHECK_STATUS(status, VKATTN_OK);
         if (status != VKATTN_OK) break; /* the cache did not grow: the loop would not end */
+        vkattn_forward_stats first;
+        if (!first_dispatches && vkattn_layer_last_stats(layer, &first) == VKATTN_OK) first_dispatches = first.dispatches;
     }
+    ctx->binding_bytes = device_bindings;
+    /* the lowered bindings bite: the prompt's projections and RoPE ran in parts (unsplit: 4 + 1) */
+    if (row->binding_kib)
+        CHECK_MSG(first_dispatches >= 7, "%s: the prompt ran %u dispatches; its bindings did not split it", row->name,
+                  first_dispatches);
     uint32_t length = 0;
     CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 0, &length), VKATTN_OK);
     CHECK(length == total);

@@ -635,10 +635,19 @@ static void test_rope_steps(void)
         CHECK(q->push.rope.row_stride == 8 && q->push.rope.head_stride == 8 * 5);
         CHECK(k->push.rope.offset == 0u && k->push.rope.batch_stride == 2u * 7 * 8);
     }
-    /* Q past one binding: refused, naming maxStorageBufferRange */
+    /* Q past one binding (256 MiB of fp32 against 128): RoPE in parts of heads, each within the
+     * range; a row norm, which takes a row's heads whole, refused, naming maxStorageBufferRange */
     vka_problem big = problem(1, 1u << 16, 1u << 16, 1024, 8, 0);
     big.cfg.rope_theta = 10000, big.cfg.rope_dim = 128;
     vkattn_error err = {0};
+    CHECK_STATUS(vka_plan_build(&big, &l, &plan, &err), VKATTN_OK);
+    CHECK(check_plan_limits(&plan, &l, "Q past one binding") == 0);
+    uint32_t q_parts = 0, q_heads = 0;
+    for (uint32_t i = 0; i < plan.step_count; i++)
+        if (plan.steps[i].kernel == VKA_KERNEL_ROPE && plan.steps[i].bind[VKA_ROPE_X].role == VKA_ROLE_QKV)
+            q_parts++, q_heads += plan.steps[i].push.rope.heads;
+    CHECK_MSG(q_parts >= 2 && q_heads == 8, "Q's RoPE in %u parts over %u heads", q_parts, q_heads);
+    big.cfg.qk_norm = VKATTN_QK_NORM_ROW;
     CHECK_STATUS(vka_plan_build(&big, &l, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
     CHECK(strstr(err.message, "maxStorageBufferRange") != NULL);
     vka_plan_free(&plan);
@@ -950,6 +959,28 @@ static void test_paged_real_shapes(void)
     g.compute_units = 0;
     CHECK_STATUS(vka_plan_build(&p, &g, &plan, NULL), VKATTN_OK);
     CHECK_MSG(plan.key_parts == 64, "no unit count: %u parts", plan.key_parts);
+    /* Long prompts through the cache on an H100's limits (a 4 GiB range, 2^27 texels): the append
+     * reads K's and V's heads only and the attention Q's, where the whole Q/K/V (10240 values a
+     * token for Llama 3.1 70B) passed 2^27 texels from 13108 tokens on and was refused. */
+    vka_plan_limits h = l;
+    h.max_storage_buffer_range = 4292870144u, h.loop_budget = 0;
+    const struct { uint32_t E, H, H_kv, T; } prompts[] = {{4096, 32, 8, 16384}, {4096, 32, 8, 32768},
+                                                         {8192, 64, 8, 16384}, {8192, 64, 8, 32768}};
+    for (size_t i = 0; i < sizeof prompts / sizeof prompts[0]; i++) {
+        p = cached_problem_of(prompts[i].E, prompts[i].H, prompts[i].H_kv, 1, prompts[i].T, prompts[i].T, 0,
+                              VKATTN_DTYPE_F16);
+        vkattn_error err = {0};
+        CHECK_MSG(vka_plan_build(&p, &h, &plan, &err) == VKATTN_OK, "a prompt of %u tokens, E %u: %s", prompts[i].T,
+                  prompts[i].E, err.message);
+        CHECK(check_plan_limits(&plan, &h, "long prompt") == 0);
+        for (uint32_t k = 0; k < plan.step_count; k++)
+            for (uint32_t j = 0; plan.steps[k].kind == VKA_STEP_DISPATCH && j < plan.steps[k].binding_count; j++) {
+                const vka_bind *bd = &plan.steps[k].bind[j];
+                if (bd->role == VKA_ROLE_QKV && bd->view != VKA_VIEW_BUFFER) /* fp32 values, `view` a texel */
+                    CHECK_MSG(bd->range / (4u * bd->view) <= h.max_texel_elements, "%u tokens: step %u binding %u",
+                              prompts[i].T, k, j);
+            }
+    }
     vka_plan_free(&plan);
 }
 

@@ -25,14 +25,18 @@ vkattn_status vka_plan_kv_append(vka_builder *b, const vka_qkv_layout *l)
                   .binding_count = VKA_APPEND_BINDINGS};
     s.spec[VKA_SPEC_WG_SIZE] = 64;
     s.spec[VKA_SPEC_FLAGS] = p->cache.dtype == VKATTN_DTYPE_Q4_0 ? VKA_KV_Q4_0 : 0;
-    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_SRC], l->k, VKA_VIEW_SCALAR));
+    /* the source: K's heads and V's after them, not Q's (a long prefill's Q/K/V may exceed one
+     * binding where K and V fit) */
+    uint64_t shift;
+    const uint64_t kv_span = l->v_offset - l->k_offset + (uint64_t)c->H_kv * l->kv_head;
+    VKA_TRY(vka_bind_elems(b, &s.bind[VKA_APPEND_SRC], l->k, VKA_VIEW_SCALAR, l->k_offset, kv_span, &shift));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_META], VKA_ROLE_CACHE_META, VKA_VIEW_BUFFER));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_K], VKA_ROLE_CACHE_K, VKA_VIEW_BUFFER));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_APPEND_V], VKA_ROLE_CACHE_V, VKA_VIEW_BUFFER));
     /* an invocation per element, or per block of 32 of a block format */
     uint64_t count = (uint64_t)T * c->H_kv * c->D / (quant ? VKA_QUANT_VALUES : 1);
     s.push.append = (vka_append_push){
-        .H_kv = c->H_kv, .D = c->D, .k_offset = (uint32_t)l->k_offset, .v_offset = (uint32_t)l->v_offset,
+        .H_kv = c->H_kv, .D = c->D, .k_offset = (uint32_t)shift, .v_offset = (uint32_t)(shift + l->v_offset - l->k_offset),
         .head_stride = (uint32_t)l->kv_head, .row_stride = (uint32_t)l->kv_row,
         .slot_offset = p->cache.positions_at + T, .block_size = p->cache.block_size, .count = (uint32_t)count,
     };
@@ -213,7 +217,10 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
                              (q_shared ? VKA_PAGED_Q_SHARED : 0);
     s.spec[VKA_SPEC_VARIANT] = vka_variant_bits(c);
     VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_PAGED_HEAD_TERMS]));
-    VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_Q], l->q, (uint8_t)vec));
+    /* Q's heads only (they come first), not K's and V's after them */
+    uint64_t q_shift;
+    VKA_TRY(vka_bind_elems(b, &s.bind[VKA_PAGED_Q], l->q, (uint8_t)vec, l->q_offset, (uint64_t)c->H * l->q_head, &q_shift));
+    if (q_shift != 0) return vka_error_set(b->error, VKATTN_ERROR_VULKAN, "internal: the paged forward's Q is not at its start");
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_K], VKA_ROLE_CACHE_K, storage ? VKA_VIEW_BUFFER : pool_view));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_V], VKA_ROLE_CACHE_V, storage ? VKA_VIEW_BUFFER : pool_view));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_CTX], VKA_ROLE_CTX, VKA_VIEW_BUFFER));
