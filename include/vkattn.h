@@ -1184,8 +1184,12 @@ typedef struct vkattn_cached_forward_desc {
  * num_kv_heads and head dim (VKATTN_ERROR_SHAPE), without add_bias_kv, add_zero_attn or pruned
  * heads (VKATTN_ERROR_UNSUPPORTED); each message names what differs.
  * VKATTN_ERROR_CACHE_FULL when the pool has too few free blocks for the new tokens: nothing is
- * appended, and freeing sequences makes room. On success the sequences hold their new tokens; on
- * any failure every sequence keeps its length and blocks, and no output is written.
+ * appended, and freeing sequences makes room. VKATTN_ERROR_DEVICE_LIMIT when the new tokens'
+ * queries, keys and values or context rows do not fit one binding (a long prompt on a device of
+ * small bindings: Llama 3.1 8B's shape past 8192 tokens in fp32 on lavapipe's 128 MiB): the
+ * message says how many tokens a forward may take; feed the prompt in chunks of at most that
+ * many, a cached forward each (the same result). On success the sequences hold their new tokens;
+ * on any failure every sequence keeps its length and blocks, and no output is written.
  *
  * Cached forwards on the device: the same forward recorded into an application's command buffer
  * (vkattn_forward_cached_record, vkattn_vulkan.h) or added to a submission

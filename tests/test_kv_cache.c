@@ -739,6 +739,43 @@ static void family_paging(vkattn_context *ctx)
     test_weights_free(&tw);
 }
 
+/* A prompt whose queries do not fit one binding even so (bindings of 100 KiB: 1 KiB of Q and of
+ * context rows a token): refused, the message saying how long the chunks may be, the cache
+ * unchanged; fed in chunks of that length, it matches the reference. */
+static void family_long_prefill(vkattn_context *ctx)
+{
+    const vkattn_layer_desc desc = {.embed_dim = 256, .num_heads = 8, .num_kv_heads = 2, .rope_theta = 10000};
+    test_weights tw;
+    vkattn_layer *layer = make_layer_sinks(ctx, &tw, &desc, 13, 0);
+    vkattn_kv_cache *cache = make_cache(ctx, &desc, 17, 16, 1, VKATTN_DTYPE_F32);
+    seq_run r, *rp = &r;
+    run_make(&r, 0, 260, desc.embed_dim, 7);
+    const uint64_t device_bindings = ctx->binding_bytes;
+    ctx->binding_bytes = 100u << 10;
+    uint32_t n = 256, length = 1;
+    CHECK_STATUS(feed(layer, cache, desc.embed_dim, &rp, &n, 1, 0), VKATTN_ERROR_DEVICE_LIMIT);
+    const char *msg = vkattn_context_last_error(ctx), *at = strstr(msg, "chunks of at most ");
+    CHECK_MSG(at != NULL, "no chunk length in: %s", msg);
+    uint32_t chunk = at ? (uint32_t)strtoul(at + strlen("chunks of at most "), NULL, 10) : 0;
+    CHECK_MSG(chunk == 100, "chunks of %u tokens (100 KiB of 1 KiB rows: 100)", chunk);
+    CHECK_STATUS(vkattn_kv_cache_seq_length(cache, 0, &length), VKATTN_OK);
+    CHECK(length == 0 && r.len == 0);
+    while (chunk && r.len < 256) {
+        n = r.len + chunk <= 256 ? chunk : 256 - r.len;
+        vkattn_status status = feed(layer, cache, desc.embed_dim, &rp, &n, 1, 0);
+        CHECK_STATUS(status, VKATTN_OK);
+        if (status != VKATTN_OK) break;
+    }
+    ctx->binding_bytes = device_bindings;
+    for (n = 1; r.len < 260 && feed(layer, cache, desc.embed_dim, &rp, &n, 1, 0) == VKATTN_OK;) {}
+    CHECK(r.len == 260);
+    check_run(&tw, &r, 1e-10, "a prompt of 256 in chunks of the length the refusal named, then decoding");
+    run_free(&r);
+    vkattn_kv_cache_destroy(cache);
+    vkattn_layer_destroy(layer);
+    test_weights_free(&tw);
+}
+
 static void family_errors(vkattn_context *ctx)
 {
     vkattn_layer_desc desc = {.embed_dim = 32, .num_heads = 4, .num_kv_heads = 2};
@@ -1332,6 +1369,7 @@ int main(int argc, char **argv)
     else if (strcmp(family, "errors") == 0) family_errors(ctx);
     else if (strcmp(family, "quant") == 0) family_quant(ctx);
     else if (strcmp(family, "long_part") == 0) family_long_part(ctx);
+    else if (strcmp(family, "long_prefill") == 0) family_long_prefill(ctx);
     else if (strcmp(family, "variants") == 0) family_variants(ctx);
     else if (strcmp(family, "random_ops") == 0) family_random_ops(ctx);
     else if (strcmp(family, "explain") == 0) family_explain(ctx);

@@ -981,6 +981,14 @@ static void test_paged_real_shapes(void)
                               prompts[i].T, k, j);
             }
     }
+    /* 131072 tokens of 70B: Q's 2^29 values pass 2^27 texels of 4; refused, naming the chunks */
+    p = cached_problem_of(8192, 64, 8, 1, 131072, 131072, 0, VKATTN_DTYPE_F16);
+    vkattn_error err = {0};
+    CHECK_STATUS(vka_plan_build(&p, &h, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
+    CHECK_MSG(strstr(err.message, "feed them in chunks of at most 65536 tokens") != NULL, "%s", err.message);
+    p = cached_problem_of(8192, 64, 8, 1, 65536, 131072, 0, VKATTN_DTYPE_F16); /* such a chunk plans */
+    CHECK_STATUS(vka_plan_build(&p, &h, &plan, &err), VKATTN_OK);
+    CHECK(check_plan_limits(&plan, &h, "a chunk of 65536") == 0);
     vka_plan_free(&plan);
 }
 

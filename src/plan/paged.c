@@ -12,6 +12,42 @@
 #include "format/dtype.h"
 #include "plan/attention.h"
 
+/* Whether the steps that bind all new tokens at once take `tokens` of them: the append's K and V
+ * heads, the attention's Q heads and context rows (RoPE and the projections cut their work). */
+static int new_tokens_fit(vka_builder *b, const vka_qkv_layout *l, uint64_t tokens)
+{
+    const vka_layer_config *c = &b->p->cfg;
+    const uint8_t vec = (uint8_t)vka_attention_vec(b->p);
+    const uint64_t q = (uint64_t)c->H * c->D * vka_elem_bytes(b, l->q), kv = 2ull * c->H_kv * c->D * vka_elem_bytes(b, l->k);
+    const uint64_t ctx = (uint64_t)c->inner * vka_elem_bytes(b, VKA_ROLE_CTX);
+    /* whole 16-byte words; K's heads (after Q's) from the aligned start of a view before them */
+    const uint64_t align = b->limits->texel_offset_alignment > 4 ? b->limits->texel_offset_alignment : 4;
+    const uint64_t k_start = tokens * c->H * c->D * vka_elem_bytes(b, l->k);
+    return vka_fits_binding(b, l->q, vec, (tokens * q + 15) / 16 * 16) &&
+           vka_fits_binding(b, l->k, VKA_VIEW_SCALAR, (k_start % align + tokens * kv + 15) / 16 * 16) &&
+           vka_fits_binding(b, VKA_ROLE_CTX, VKA_VIEW_BUFFER, (tokens * ctx + 15) / 16 * 16);
+}
+
+/* Past one binding a prompt must come in chunks, each a cached forward (what they compute is the
+ * same): the message says how long they may be. */
+static vkattn_status check_new_tokens(vka_builder *b, const vka_qkv_layout *l)
+{
+    const uint32_t T = b->p->L;
+    if (new_tokens_fit(b, l, T)) return VKATTN_OK;
+    uint32_t lo = 0, hi = T - 1; /* the most that fit */
+    while (lo < hi) {
+        uint32_t mid = hi - (hi - lo) / 2;
+        if (new_tokens_fit(b, l, mid)) lo = mid;
+        else hi = mid - 1;
+    }
+    return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                         "a cached forward of %u new tokens: their queries, keys and values and context rows do not "
+                         "fit one binding of this device (maxStorageBufferRange %llu bytes, maxTexelBufferElements "
+                         "%llu); feed them in chunks of at most %u tokens, a cached forward each",
+                         T, (unsigned long long)b->limits->max_storage_buffer_range,
+                         (unsigned long long)b->limits->max_texel_elements, lo);
+}
+
 vkattn_status vka_plan_kv_append(vka_builder *b, const vka_qkv_layout *l)
 {
     const vka_problem *p = b->p;
@@ -19,6 +55,7 @@ vkattn_status vka_plan_kv_append(vka_builder *b, const vka_qkv_layout *l)
     const uint32_t T = p->L;
     const int quant = vka_dtype_is_block(p->cache.dtype);
     vkattn_status status;
+    VKA_TRY(check_new_tokens(b, l));
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_QKV_PROJECTION,
                   .kernel = quant ? VKA_KERNEL_APPEND_QUANT : VKA_KERNEL_APPEND,
                   .f16_out = p->cache.dtype == VKATTN_DTYPE_F16, .barrier_before = 1,
