@@ -70,7 +70,8 @@ static int reads_builtin(const uint32_t *code, size_t words, uint32_t builtin)
     for (size_t i = 5; i < words;) {
         uint32_t count = code[i] >> 16, op = code[i] & 0xffffu;
         if (count == 0 || i + count > words) return -1;
-        if (op == 71 /* OpDecorate */ && count >= 4 && code[i + 2] == 11 /* BuiltIn */ && code[i + 3] == builtin) return 1;
+        if (op == 71 /* OpDecorate */ && count >= 4 && code[i + 2] == 11 /* BuiltIn */ && code[i + 3] == builtin)
+            return 1;
         i += count;
     }
     return 0;

@@ -318,7 +318,8 @@ static void run_decode_row(vkattn_context *ctx, const decode_row *row)
         CHECK_STATUS(status, VKATTN_OK);
         if (status != VKATTN_OK) break; /* the cache did not grow: the loop would not end */
         vkattn_forward_stats first;
-        if (!first_dispatches && vkattn_layer_last_stats(layer, &first) == VKATTN_OK) first_dispatches = first.dispatches;
+        if (!first_dispatches && vkattn_layer_last_stats(layer, &first) == VKATTN_OK)
+            first_dispatches = first.dispatches;
     }
     ctx->binding_bytes = device_bindings;
     /* the lowered bindings bite: the prompt's projections and RoPE ran in parts (unsplit: 4 + 1) */

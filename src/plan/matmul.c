@@ -450,7 +450,8 @@ static vkattn_status add_rope(vka_builder *b, const rope_rows *r, vka_role table
     const uint64_t span_batches = (uint64_t)(p->B - 1) * r->batch_stride, esize = vka_elem_bytes(b, r->role);
     const uint64_t slack = b->limits->storage_offset_alignment + 16;
     uint64_t part = r->heads;
-    while (!row && part > 1 && !vka_fits_binding(b, r->role, VKA_VIEW_BUFFER, (span_batches + part * r->head_stride) * esize + slack))
+    while (!row && part > 1 &&
+           !vka_fits_binding(b, r->role, VKA_VIEW_BUFFER, (span_batches + part * r->head_stride) * esize + slack))
         part = (part + 1) / 2;
     for (uint64_t h0 = 0; h0 < r->heads; h0 += part) {
         const uint64_t heads = vka_min64(part, r->heads - h0), kf = h0 >= r->k_first ? 0 : r->k_first - h0;
@@ -459,8 +460,8 @@ static vkattn_status add_rope(vka_builder *b, const rope_rows *r, vka_role table
                                span_batches + heads * r->head_stride, &shift));
         const uint64_t count = row ? (uint64_t)p->B * r->rows : (uint64_t)p->B * heads * r->rows * (head ? 1 : pairs);
         s.push.rope = (vka_rope_push){
-            .offset = (uint32_t)shift, .batch_stride = (uint32_t)r->batch_stride, .head_stride = (uint32_t)r->head_stride,
-            .row_stride = c->D, .heads = (uint32_t)heads, .rows = (uint32_t)r->rows, .pairs = pairs,
+            .offset = (uint32_t)shift, .batch_stride = (uint32_t)r->batch_stride,
+            .head_stride = (uint32_t)r->head_stride, .row_stride = c->D, .heads = (uint32_t)heads, .rows = (uint32_t)r->rows, .pairs = pairs,
             .pos_offset = r->first_position, .gptj = c->rope_style == VKATTN_ROPE_GPTJ, .count = (uint32_t)count,
             .dim = c->D, .norm_offset = kf == 0 ? vka_qk_norm_width(c, 0) : 0, .k_first = (uint32_t)kf,
             .k_offset = vka_qk_norm_width(c, 0), .eps = c->qk_norm_eps, .factor = pairs ? c->rope_attention : 1.0f,

@@ -18,7 +18,8 @@ static int new_tokens_fit(vka_builder *b, const vka_qkv_layout *l, uint64_t toke
 {
     const vka_layer_config *c = &b->p->cfg;
     const uint8_t vec = (uint8_t)vka_attention_vec(b->p);
-    const uint64_t q = (uint64_t)c->H * c->D * vka_elem_bytes(b, l->q), kv = 2ull * c->H_kv * c->D * vka_elem_bytes(b, l->k);
+    const uint64_t q = (uint64_t)c->H * c->D * vka_elem_bytes(b, l->q);
+    const uint64_t kv = 2ull * c->H_kv * c->D * vka_elem_bytes(b, l->k);
     const uint64_t ctx = (uint64_t)c->inner * vka_elem_bytes(b, VKA_ROLE_CTX);
     /* whole 16-byte words; K's heads (after Q's) from the aligned start of a view before them */
     const uint64_t align = b->limits->texel_offset_alignment > 4 ? b->limits->texel_offset_alignment : 4;
@@ -73,7 +74,8 @@ vkattn_status vka_plan_kv_append(vka_builder *b, const vka_qkv_layout *l)
     /* an invocation per element, or per block of 32 of a block format */
     uint64_t count = (uint64_t)T * c->H_kv * c->D / (quant ? VKA_QUANT_VALUES : 1);
     s.push.append = (vka_append_push){
-        .H_kv = c->H_kv, .D = c->D, .k_offset = (uint32_t)shift, .v_offset = (uint32_t)(shift + l->v_offset - l->k_offset),
+        .H_kv = c->H_kv, .D = c->D, .k_offset = (uint32_t)shift,
+        .v_offset = (uint32_t)(shift + l->v_offset - l->k_offset),
         .head_stride = (uint32_t)l->kv_head, .row_stride = (uint32_t)l->kv_row,
         .slot_offset = p->cache.positions_at + T, .block_size = p->cache.block_size, .count = (uint32_t)count,
     };
@@ -256,8 +258,10 @@ vkattn_status vka_plan_paged(vka_builder *b, const vka_qkv_layout *l)
     VKA_TRY(vka_bind_head_terms(b, &s.bind[VKA_PAGED_HEAD_TERMS]));
     /* Q's heads only (they come first), not K's and V's after them */
     uint64_t q_shift;
-    VKA_TRY(vka_bind_elems(b, &s.bind[VKA_PAGED_Q], l->q, (uint8_t)vec, l->q_offset, (uint64_t)c->H * l->q_head, &q_shift));
-    if (q_shift != 0) return vka_error_set(b->error, VKATTN_ERROR_VULKAN, "internal: the paged forward's Q is not at its start");
+    VKA_TRY(vka_bind_elems(b, &s.bind[VKA_PAGED_Q], l->q, (uint8_t)vec, l->q_offset, (uint64_t)c->H * l->q_head,
+                           &q_shift));
+    if (q_shift != 0)
+        return vka_error_set(b->error, VKATTN_ERROR_VULKAN, "internal: the paged forward's Q is not at its start");
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_K], VKA_ROLE_CACHE_K, storage ? VKA_VIEW_BUFFER : pool_view));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_V], VKA_ROLE_CACHE_V, storage ? VKA_VIEW_BUFFER : pool_view));
     VKA_TRY(vka_bind_whole(b, &s.bind[VKA_PAGED_CTX], VKA_ROLE_CTX, VKA_VIEW_BUFFER));
