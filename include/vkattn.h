@@ -731,9 +731,9 @@ typedef struct vkattn_layer_desc {
                             Negative or non-finite: VKATTN_ERROR_INVALID_ARGUMENT. With
                             add_bias_kv or add_zero_attn (appended keys have no position):
                             VKATTN_ERROR_UNSUPPORTED. On the device the projected Q and K are
-                            rotated in place, in parts of heads that each fit one binding; one
-                            head (with qk_norm ROW: a row's heads) larger than
-                            maxStorageBufferRange is VKATTN_ERROR_DEVICE_LIMIT. */
+                            rotated in place, in parts of batch items and heads that each fit
+                            one binding; one item's head (with qk_norm ROW: its row's heads)
+                            larger than maxStorageBufferRange is VKATTN_ERROR_DEVICE_LIMIT. */
     uint32_t rope_dim;   /* rotary dims per head; 0 = D. Must be even and <= D
                             (VKATTN_ERROR_INVALID_ARGUMENT); dims >= rope_dim pass unchanged. */
     vkattn_rope_style rope_style; /* how dims pair up; 0 = VKATTN_ROPE_NEOX */

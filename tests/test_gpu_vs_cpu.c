@@ -28,6 +28,7 @@
  *
  * Usage: test_gpu_vs_cpu [family]  (no argument = every family)
  */
+#include "api/context.h"
 #include "gpu_test.h"
 
 /* attn_mask kinds: random (about a fifth of the entries masked: hardly a key block masked whole),
@@ -60,6 +61,7 @@ typedef struct test_case {
                             queries see (per-query lengths): those rows NaN on both sides, the lse too */
     const char *plan_has; /* text the fused path's plan must hold (the shape a row was written for) */
     uint32_t loop_budget; /* 0 = the device's own */
+    uint32_t binding_kib; /* the context's bindings at most this (0: the device's): tensors past them in slices */
     uint32_t kv_heads;    /* num_kv_heads: 0 = H */
     float rope_theta;     /* 0 = no RoPE */
     uint32_t rope_dim;    /* 0 = D */
@@ -298,6 +300,12 @@ static const test_case cases[] = {
      .also_f16 = 1},
     {"rope", "gptj_partial_offset", 1, 9, 0, 128, 2, .causal = 1, .rope_theta = 500000, .rope_dim = 32,
      .rope_gptj = 1, .rope_offset = 100000, .storage = VKATTN_DTYPE_F16},
+    /* bindings of 300 KiB: each batch item's Q and K heads (384 KiB) rotated in parts of heads, one
+     * item at a time; with per-head norms, a part holding Q's last heads and K's */
+    {"rope", "batch2_small_bindings", 2, 300, 0, 256, 8, .causal = 1, .kv_heads = 2, .rope_theta = 10000,
+     .binding_kib = 300},
+    {"rope", "batch2_small_bindings_head_norms", 2, 300, 0, 256, 8, .causal = 1, .kv_heads = 2,
+     .rope_theta = 10000, .binding_kib = 300, .qk_norm = VKATTN_QK_NORM_HEAD, .also_f16 = 1},
     /* attention variants (vkattn_layer_desc.window, softcap, alibi; vkattn_weights.sinks), alone and
      * together, with GQA, RoPE, masks and odd sizes; positions end together (L != S: bottom-right).
      * Head dim 8 where nothing asks for another, so that a cold run compiles few kernels. */
@@ -728,7 +736,7 @@ static void run_case(vkattn_context *ctx, const test_case *c, family_stats *fs, 
 /* Contexts by kernel tuning and loop budget; the first is the device's own. */
 typedef struct context_slot {
     const char *tuning;
-    uint32_t loop_budget;
+    uint32_t loop_budget, binding_kib;
     vkattn_context *ctx;
 } context_slot;
 
@@ -750,12 +758,12 @@ static vkattn_context *checked_tuning(vkattn_context *ctx)
 static vkattn_context *context_for(const test_case *c, context_slot *slots, int *count)
 {
     for (int i = 0; i < *count; i++)
-        if (slots[i].loop_budget == c->loop_budget &&
+        if (slots[i].loop_budget == c->loop_budget && slots[i].binding_kib == c->binding_kib &&
             (slots[i].tuning == c->tuning || (slots[i].tuning && c->tuning && !strcmp(slots[i].tuning, c->tuning))))
             return slots[i].ctx;
     context_slot *s = &slots[(*count)++];
-    s->tuning = c->tuning, s->loop_budget = c->loop_budget;
-    if (!c->tuning && !c->loop_budget) return s->ctx = checked_tuning(gpu_test_context());
+    s->tuning = c->tuning, s->loop_budget = c->loop_budget, s->binding_kib = c->binding_kib;
+    if (!c->tuning && !c->loop_budget && !c->binding_kib) return s->ctx = checked_tuning(gpu_test_context());
     gpu_test_pin_drivers();
     vkattn_error error = {0};
     vkattn_context_desc desc = {.validation = VKATTN_VALIDATION_ON, .tuning = c->tuning,
@@ -763,6 +771,7 @@ static vkattn_context *context_for(const test_case *c, context_slot *slots, int 
     vkattn_status status = vkattn_context_create(&desc, &s->ctx, &error);
     CHECK_MSG(status == VKATTN_OK, "context (tuning %s, loop budget %u): %s", c->tuning ? c->tuning : "default",
               c->loop_budget, error.message);
+    if (s->ctx && c->binding_kib) s->ctx->binding_bytes = (uint64_t)c->binding_kib << 10;
     if (s->ctx && c->loop_budget) {
         vkattn_device_info info;
         vkattn_context_device(s->ctx, &info);
@@ -786,7 +795,7 @@ int main(int argc, char **argv)
         }
         vkattn_context_destroy(probe);
     }
-    context_slot contexts[8] = {0};
+    context_slot contexts[24] = {0};
     int context_count = 0;
     family_stats stats[32] = {0};
     int families = 0;
@@ -801,6 +810,10 @@ int main(int argc, char **argv)
             break;
         }
         if (f == families) stats[families++].family = c->family;
+        if (context_count == (int)(sizeof contexts / sizeof contexts[0])) { /* context_for may need a slot */
+            CHECK_MSG(0, "more contexts than contexts[] holds: %s/%s", c->family, c->name);
+            break;
+        }
         vkattn_context *ctx = context_for(c, contexts, &context_count);
         if (ctx) run_case(ctx, c, &stats[f], 1000 + i);
     }

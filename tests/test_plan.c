@@ -650,6 +650,49 @@ static void test_rope_steps(void)
     big.cfg.qk_norm = VKATTN_QK_NORM_ROW;
     CHECK_STATUS(vka_plan_build(&big, &l, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
     CHECK(strstr(err.message, "maxStorageBufferRange") != NULL);
+    /* a view past maxTexelBufferElements (not the range) is named as such */
+    vka_plan_limits few = l;
+    few.max_texel_elements = 1u << 12;
+    vka_problem tiny = problem(1, 64, 64, 1024, 8, 0);
+    CHECK_STATUS(vka_plan_build(&tiny, &few, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
+    CHECK_MSG(strstr(err.message, "more than this device's maxTexelBufferElements (4096) for one view") != NULL &&
+                  strstr(err.message, "maxStorageBufferRange") == NULL,
+              "%s", err.message);
+    /* Parts across Q's and K's heads: self-attention, 8 Q heads and 2 K heads of 2 MiB (4096 rows
+     * of 128 fp32) with 11 MiB bindings: parts of 5, the second Q's 5-7 and K's 8-9. Every head
+     * rotated once, each normed with its own weights (Q's at 0, K's after Q's D); then two batch
+     * items, one part each. */
+    vka_problem selfp = problem(1, 4096, 4096, 1024, 8, 1);
+    gqa(&selfp, 2);
+    selfp.cfg.rope_theta = 10000, selfp.cfg.rope_dim = 128, selfp.cfg.qk_norm = VKATTN_QK_NORM_HEAD;
+    vka_plan_limits small = l;
+    small.max_storage_buffer_range = 11u << 20;
+    for (uint32_t B = 1; B <= 2; B++) {
+        selfp.B = B;
+        if (B == 2) small.max_storage_buffer_range = 21u << 20; /* 10 heads and a batch item's 20 MiB: not */
+        CHECK_STATUS(vka_plan_build(&selfp, &small, &plan, &err), VKATTN_OK);
+        CHECK(check_plan_limits(&plan, &small, "RoPE parts") == 0);
+        uint32_t seen[2][10] = {{0}}, parts = 0;
+        for (uint32_t i = 0; i < plan.step_count; i++) {
+            const vka_step *st = &plan.steps[i];
+            if (st->kernel != VKA_KERNEL_ROPE) continue;
+            const vka_rope_push *rp = &st->push.rope;
+            const uint64_t first = st->bind[VKA_ROPE_X].offset / 4 + rp->offset; /* its first element */
+            const uint32_t b0 = (uint32_t)(first / rp->batch_stride), items = rp->count / (rp->heads * rp->rows);
+            const uint32_t h0 = (uint32_t)(first % rp->batch_stride / rp->head_stride);
+            parts++;
+            for (uint32_t bi = 0; bi < items; bi++)
+                for (uint32_t h = 0; h < rp->heads; h++) {
+                    uint32_t global = h0 + h, w = h >= rp->k_first ? rp->k_offset : rp->norm_offset;
+                    CHECK_MSG(w == (global < 8 ? 0u : 128u), "B %u head %u normed with weights at %u", B, global, w);
+                    if (b0 + bi < 2 && global < 10) seen[b0 + bi][global]++;
+                }
+        }
+        for (uint32_t bi = 0; bi < B; bi++)
+            for (uint32_t h = 0; h < 10; h++)
+                CHECK_MSG(seen[bi][h] == 1, "B %u item %u head %u: %u times", B, bi, h, seen[bi][h]);
+        CHECK_MSG(parts == 2, "B %u: %u RoPE parts", B, parts);
+    }
     vka_plan_free(&plan);
 }
 
@@ -963,7 +1006,7 @@ static void test_paged_real_shapes(void)
      * reads K's and V's heads only and the attention Q's, where the whole Q/K/V (10240 values a
      * token for Llama 3.1 70B) passed 2^27 texels from 13108 tokens on and was refused. */
     vka_plan_limits h = l;
-    h.max_storage_buffer_range = 4292870144u, h.loop_budget = 0;
+    h.max_storage_buffer_range = 4292870144u, h.max_buffer_bytes = 4292870144u, h.loop_budget = 0;
     const struct { uint32_t E, H, H_kv, T; } prompts[] = {{4096, 32, 8, 16384}, {4096, 32, 8, 32768},
                                                          {8192, 64, 8, 16384}, {8192, 64, 8, 32768}};
     for (size_t i = 0; i < sizeof prompts / sizeof prompts[0]; i++) {
@@ -981,9 +1024,15 @@ static void test_paged_real_shapes(void)
                               prompts[i].T, k, j);
             }
     }
-    /* 131072 tokens of 70B: Q's 2^29 values pass 2^27 texels of 4; refused, naming the chunks */
+    /* 131072 tokens of 70B: Q's 2^29 values pass 2^27 texels of 4 (and its Q/K/V one allocation,
+     * past 104806 tokens in fp32); refused before anything is planned, naming the chunks */
     p = cached_problem_of(8192, 64, 8, 1, 131072, 131072, 0, VKATTN_DTYPE_F16);
     vkattn_error err = {0};
+    CHECK_STATUS(vka_plan_build(&p, &h, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
+    CHECK_MSG(strstr(err.message, "feed them in chunks of at most 65536 tokens") != NULL, "%s", err.message);
+    CHECK(plan.step_count == 0);
+    /* a row norm (OLMo 2), whose RoPE takes Q's heads whole: the same refusal, not RoPE's */
+    p.cfg.qk_norm = VKATTN_QK_NORM_ROW;
     CHECK_STATUS(vka_plan_build(&p, &h, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
     CHECK_MSG(strstr(err.message, "feed them in chunks of at most 65536 tokens") != NULL, "%s", err.message);
     p = cached_problem_of(8192, 64, 8, 1, 65536, 131072, 0, VKATTN_DTYPE_F16); /* such a chunk plans */

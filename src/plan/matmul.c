@@ -419,12 +419,12 @@ typedef struct rope_rows {
     uint64_t k_first;
 } rope_rows;
 
-/* The rope steps (with the q/k norm when the layer has one): the rows' heads in parts that each fit
- * one binding (a head's rows are one span per batch item, so a part of heads binds only its
- * span); a row norm takes a row's heads whole, and one that does not fit is refused
- * (DEVICE_LIMIT). Each part waits for the projection (and orders the writes to one buffer: parts'
- * bindings may share their aligned edges). A row norm is a step of Q's heads or of K's, never
- * both. */
+/* The rope steps (with the q/k norm when the layer has one): the rows' batch items and heads in
+ * parts that each fit one binding (a head's rows are one span per batch item, so a part binds only
+ * its spans); a row norm takes a row's heads whole, and a part of one item and one head (or one
+ * row's heads) that does not fit is refused (DEVICE_LIMIT). Each part waits for the projection
+ * (and orders the writes to one buffer: parts' bindings may share their aligned edges). A row norm
+ * is a step of Q's heads or of K's, never both. */
 static vkattn_status add_rope(vka_builder *b, const rope_rows *r, vka_role table)
 {
     const vka_problem *p = b->p;
@@ -446,27 +446,38 @@ static vkattn_status add_rope(vka_builder *b, const rope_rows *r, vka_role table
     uint32_t wg = 64;
     while (row && wg < 256 && r->heads * c->D > 16 * (uint64_t)wg) wg *= 2;
     s.spec[VKA_SPEC_WG_SIZE] = wg;
-    /* heads a part: all of them where they fit one binding (with room for the slice's alignment) */
-    const uint64_t span_batches = (uint64_t)(p->B - 1) * r->batch_stride, esize = vka_elem_bytes(b, r->role);
-    const uint64_t slack = b->limits->storage_offset_alignment + 16;
-    uint64_t part = r->heads;
-    while (!row && part > 1 &&
-           !vka_fits_binding(b, r->role, VKA_VIEW_BUFFER, (span_batches + part * r->head_stride) * esize + slack))
-        part = (part + 1) / 2;
-    for (uint64_t h0 = 0; h0 < r->heads; h0 += part) {
-        const uint64_t heads = vka_min64(part, r->heads - h0), kf = h0 >= r->k_first ? 0 : r->k_first - h0;
-        uint64_t shift;
-        VKA_TRY(vka_bind_elems(b, &s.bind[VKA_ROPE_X], r->role, VKA_VIEW_BUFFER, r->offset + h0 * r->head_stride,
-                               span_batches + heads * r->head_stride, &shift));
-        const uint64_t count = row ? (uint64_t)p->B * r->rows : (uint64_t)p->B * heads * r->rows * (head ? 1 : pairs);
-        s.push.rope = (vka_rope_push){
-            .offset = (uint32_t)shift, .batch_stride = (uint32_t)r->batch_stride,
-            .head_stride = (uint32_t)r->head_stride, .row_stride = c->D, .heads = (uint32_t)heads, .rows = (uint32_t)r->rows, .pairs = pairs,
-            .pos_offset = r->first_position, .gptj = c->rope_style == VKATTN_ROPE_GPTJ, .count = (uint32_t)count,
-            .dim = c->D, .norm_offset = kf == 0 ? vka_qk_norm_width(c, 0) : 0, .k_first = (uint32_t)kf,
-            .k_offset = vka_qk_norm_width(c, 0), .eps = c->qk_norm_eps, .factor = pairs ? c->rope_attention : 1.0f,
-        };
-        VKA_TRY(vka_push_step(b, &s, row ? count * wg : count, wg));
+    /* Parts: all batch items and heads where they fit one binding (with room for a slice's
+     * alignment), else fewer heads (a row norm takes its row's heads whole), else one item at a time. */
+    const uint64_t esize = vka_elem_bytes(b, r->role), slack = b->limits->storage_offset_alignment + 16;
+    uint64_t items = p->B, part = r->heads;
+    for (;;) {
+        const uint64_t span = (items - 1) * r->batch_stride;
+        while (!row && part > 1 &&
+               !vka_fits_binding(b, r->role, VKA_VIEW_BUFFER, (span + part * r->head_stride) * esize + slack))
+            part = (part + 1) / 2;
+        if (items == 1 || vka_fits_binding(b, r->role, VKA_VIEW_BUFFER, (span + part * r->head_stride) * esize + slack))
+            break;
+        items = 1, part = r->heads;
+    }
+    for (uint64_t b0 = 0; b0 < p->B; b0 += items) {
+        const uint64_t n = vka_min64(items, p->B - b0);
+        for (uint64_t h0 = 0; h0 < r->heads; h0 += part) {
+            const uint64_t heads = vka_min64(part, r->heads - h0), kf = h0 >= r->k_first ? 0 : r->k_first - h0;
+            uint64_t shift;
+            VKA_TRY(vka_bind_elems(b, &s.bind[VKA_ROPE_X], r->role, VKA_VIEW_BUFFER,
+                                   r->offset + b0 * r->batch_stride + h0 * r->head_stride,
+                                   (n - 1) * r->batch_stride + heads * r->head_stride, &shift));
+            const uint64_t count = row ? n * r->rows : n * heads * r->rows * (head ? 1 : pairs);
+            s.push.rope = (vka_rope_push){
+                .offset = (uint32_t)shift, .batch_stride = (uint32_t)r->batch_stride,
+                .head_stride = (uint32_t)r->head_stride, .row_stride = c->D, .heads = (uint32_t)heads,
+                .rows = (uint32_t)r->rows, .pairs = pairs, .pos_offset = r->first_position,
+                .gptj = c->rope_style == VKATTN_ROPE_GPTJ, .count = (uint32_t)count, .dim = c->D,
+                .norm_offset = kf == 0 ? vka_qk_norm_width(c, 0) : 0, .k_first = (uint32_t)kf,
+                .k_offset = vka_qk_norm_width(c, 0), .eps = c->qk_norm_eps, .factor = pairs ? c->rope_attention : 1.0f,
+            };
+            VKA_TRY(vka_push_step(b, &s, row ? count * wg : count, wg));
+        }
     }
 fail:
     return status;

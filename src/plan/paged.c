@@ -12,40 +12,47 @@
 #include "format/dtype.h"
 #include "plan/attention.h"
 
-/* Whether the steps that bind all new tokens at once take `tokens` of them: the append's K and V
- * heads, the attention's Q heads and context rows (RoPE and the projections cut their work). */
-static int new_tokens_fit(vka_builder *b, const vka_qkv_layout *l, uint64_t tokens)
+/* Whether a cached forward takes `tokens` new tokens at once: its Q/K/V and context workspaces
+ * within one allocation, the append's K and V heads, the attention's Q heads and context rows
+ * within one binding each (the projections and RoPE cut their work, a row norm its Q's heads
+ * whole: within Q's). A cached forward's Q, K and V are one buffer, Q's heads first. */
+static int new_tokens_fit(const vka_builder *b, uint64_t tokens)
 {
     const vka_layer_config *c = &b->p->cfg;
     const uint8_t vec = (uint8_t)vka_attention_vec(b->p);
-    const uint64_t q = (uint64_t)c->H * c->D * vka_elem_bytes(b, l->q);
-    const uint64_t kv = 2ull * c->H_kv * c->D * vka_elem_bytes(b, l->k);
-    const uint64_t ctx = (uint64_t)c->inner * vka_elem_bytes(b, VKA_ROLE_CTX);
+    const uint64_t qkv_bytes = vka_elem_bytes(b, VKA_ROLE_QKV), ctx = (uint64_t)c->inner * vka_elem_bytes(b, VKA_ROLE_CTX);
+    const uint64_t q = (uint64_t)c->H * c->D * qkv_bytes, kv = 2ull * c->H_kv * c->D * qkv_bytes;
+    const uint64_t max_buffer = b->limits->max_buffer_bytes ? b->limits->max_buffer_bytes : UINT64_MAX;
     /* whole 16-byte words; K's heads (after Q's) from the aligned start of a view before them */
     const uint64_t align = b->limits->texel_offset_alignment > 4 ? b->limits->texel_offset_alignment : 4;
-    const uint64_t k_start = tokens * c->H * c->D * vka_elem_bytes(b, l->k);
-    return vka_fits_binding(b, l->q, vec, (tokens * q + 15) / 16 * 16) &&
-           vka_fits_binding(b, l->k, VKA_VIEW_SCALAR, (k_start % align + tokens * kv + 15) / 16 * 16) &&
+    return tokens * (q + kv) <= max_buffer && tokens * ctx <= max_buffer &&
+           vka_fits_binding(b, VKA_ROLE_QKV, vec, (tokens * q + 15) / 16 * 16) &&
+           vka_fits_binding(b, VKA_ROLE_QKV, VKA_VIEW_SCALAR, (tokens * q % align + tokens * kv + 15) / 16 * 16) &&
            vka_fits_binding(b, VKA_ROLE_CTX, VKA_VIEW_BUFFER, (tokens * ctx + 15) / 16 * 16);
 }
 
-/* Past one binding a prompt must come in chunks, each a cached forward (what they compute is the
- * same): the message says how long they may be. */
-static vkattn_status check_new_tokens(vka_builder *b, const vka_qkv_layout *l)
+vkattn_status vka_plan_new_tokens(vka_builder *b)
 {
     const uint32_t T = b->p->L;
-    if (new_tokens_fit(b, l, T)) return VKATTN_OK;
+    if (new_tokens_fit(b, T)) return VKATTN_OK;
     uint32_t lo = 0, hi = T - 1; /* the most that fit */
     while (lo < hi) {
         uint32_t mid = hi - (hi - lo) / 2;
-        if (new_tokens_fit(b, l, mid)) lo = mid;
+        if (new_tokens_fit(b, mid)) lo = mid;
         else hi = mid - 1;
     }
+    const char *what = "their queries, keys and values and context rows do not fit one binding (or one allocation) "
+                       "of this device";
+    if (lo == 0)
+        return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                             "a cached forward of %u new tokens: %s, not even one token's (maxStorageBufferRange %llu "
+                             "bytes, maxTexelBufferElements %llu)",
+                             T, what, (unsigned long long)b->limits->max_storage_buffer_range,
+                             (unsigned long long)b->limits->max_texel_elements);
     return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
-                         "a cached forward of %u new tokens: their queries, keys and values and context rows do not "
-                         "fit one binding of this device (maxStorageBufferRange %llu bytes, maxTexelBufferElements "
-                         "%llu); feed them in chunks of at most %u tokens, a cached forward each",
-                         T, (unsigned long long)b->limits->max_storage_buffer_range,
+                         "a cached forward of %u new tokens: %s (maxStorageBufferRange %llu bytes, "
+                         "maxTexelBufferElements %llu); feed them in chunks of at most %u tokens, a cached forward each",
+                         T, what, (unsigned long long)b->limits->max_storage_buffer_range,
                          (unsigned long long)b->limits->max_texel_elements, lo);
 }
 
@@ -56,7 +63,6 @@ vkattn_status vka_plan_kv_append(vka_builder *b, const vka_qkv_layout *l)
     const uint32_t T = p->L;
     const int quant = vka_dtype_is_block(p->cache.dtype);
     vkattn_status status;
-    VKA_TRY(check_new_tokens(b, l));
     vka_step s = {.kind = VKA_STEP_DISPATCH, .stage = VKATTN_STAGE_QKV_PROJECTION,
                   .kernel = quant ? VKA_KERNEL_APPEND_QUANT : VKA_KERNEL_APPEND,
                   .f16_out = p->cache.dtype == VKATTN_DTYPE_F16, .barrier_before = 1,

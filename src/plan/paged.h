@@ -4,6 +4,9 @@
 
 #include "plan/build.h"
 
+/* Refuses a cached forward whose new tokens do not fit at once (DEVICE_LIMIT), its message naming
+ * the most that do: a prompt comes in chunks of that many then, a cached forward each. */
+vkattn_status vka_plan_new_tokens(vka_builder *b);
 /* A cached forward's append of the new K/V rows to the pools, and its attention over
  * the paged cache (key parts side by side, merged). */
 vkattn_status vka_plan_kv_append(vka_builder *b, const vka_qkv_layout *l);

@@ -73,6 +73,7 @@ vkattn_status vka_plan_build(const vka_problem *p, const vka_plan_limits *limits
 
     vkattn_status status;
     vka_qkv_layout l;
+    if (p->cache.seqs) VKA_TRY(vka_plan_new_tokens(&b));
     VKA_TRY(vka_reserve_workspace(&b, VKA_ROLE_CTX, (uint64_t)p->B * p->L * p->cfg.inner));
     VKA_TRY(vka_plan_input_projections(&b, &l));
     VKA_TRY(vka_plan_rope(&b, &l));
