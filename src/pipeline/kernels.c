@@ -52,6 +52,10 @@ int vka_kernel_check_layout(const vka_kernel_info *kernel, const vka_binding_lay
     char want[VKA_BINDING_NAME_MAX];
     uint32_t slots = 0;
     while (vka_kernel_slot_name(kernel, slots, want, sizeof want)) slots++;
+    if (layout->reads_subgroup_size && !vka_kernel_is_coopmat(kernel)) {
+        snprintf(why, cap, "kernel %s reads gl_SubgroupSize, but its pipeline fixes no subgroup size", kernel->spirv);
+        return 0;
+    }
     if (layout->count != slots) {
         snprintf(why, cap, "kernel %s declares %u bindings, its row in kernel_list.h names %u", kernel->spirv,
                  layout->count, slots);

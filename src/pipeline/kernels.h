@@ -35,8 +35,11 @@ int vka_kernel_slot_name(const vka_kernel_info *kernel, uint32_t slot, char *out
 
 struct vka_binding_layout;
 
-/* Checks a kernel's reflected layout against its slots: their count and the name at each.
- * Returns 1 if they agree; else 0 with the first difference in `why`. */
+/* Checks a kernel's reflected layout against its slots: their count and the name at each; and
+ * that only a kernel whose pipeline fixes the subgroup size (the cooperative-matrix kernels,
+ * pipeline_cache.c) reads gl_SubgroupSize: elsewhere a driver may report a larger size than it
+ * runs, the rest inactive (Intel's ANV: 32 while running 16), and an index made from it skips
+ * invocations. Returns 1 if they agree; else 0 with the first difference in `why`. */
 int vka_kernel_check_layout(const vka_kernel_info *kernel, const struct vka_binding_layout *layout, char *why,
                             size_t cap);
 

@@ -16,6 +16,8 @@ enum {
     OP_DECORATE = 71,
     DECORATION_BLOCK = 2,
     DECORATION_BUFFER_BLOCK = 3,
+    DECORATION_BUILTIN = 11,
+    BUILTIN_SUBGROUP_SIZE = 36,
     DECORATION_BINDING = 33,
     DECORATION_DESCRIPTOR_SET = 34,
     STORAGE_UNIFORM_CONSTANT = 0,
@@ -79,7 +81,7 @@ int vka_spirv_bindings(const uint32_t *code, size_t words, struct vka_faults *fa
     spirv_id *ids = vka_calloc(faults, bound, sizeof *ids);
     if (!ids) return -1;
 
-    int ok = 1;
+    int ok = 1, reads_subgroup_size = 0;
     for (size_t at = 5; at < words && ok;) {
         uint32_t count = code[at] >> 16, op = code[at] & 0xFFFFu;
         if (count == 0 || at + count > words) {
@@ -95,6 +97,7 @@ int vka_spirv_bindings(const uint32_t *code, size_t words, struct vka_faults *fa
             if (w[2] == DECORATION_DESCRIPTOR_SET && count >= 4) id->set = w[3];
             if (w[2] == DECORATION_BLOCK) id->block = 1;
             if (w[2] == DECORATION_BUFFER_BLOCK) id->buffer_block = 1;
+            if (w[2] == DECORATION_BUILTIN && count >= 4 && w[3] == BUILTIN_SUBGROUP_SIZE) reads_subgroup_size = 1;
         } else if (op == OP_TYPE_POINTER && count >= 4 && w[1] < bound) {
             ids[w[1]].opcode = op, ids[w[1]].storage_class = w[2], ids[w[1]].type = w[3];
         } else if (op == OP_VARIABLE && count >= 4 && w[2] < bound) {
@@ -109,7 +112,7 @@ int vka_spirv_bindings(const uint32_t *code, size_t words, struct vka_faults *fa
         at += count;
     }
 
-    vka_binding_layout layout = {0};
+    vka_binding_layout layout = {.reads_subgroup_size = reads_subgroup_size};
     uint32_t seen = 0;
     for (uint32_t i = 0; i < bound && ok; i++) {
         const spirv_id *var = &ids[i];

@@ -419,6 +419,15 @@ typedef struct rope_rows {
     uint64_t k_first;
 } rope_rows;
 
+/* Whether a rope step over `items` batch items of `heads` heads binds within one binding (with room
+ * for a slice's alignment). */
+static int rope_part_fits(const vka_builder *b, const rope_rows *r, uint64_t items, uint64_t heads)
+{
+    const uint64_t elems = (items - 1) * r->batch_stride + heads * r->head_stride;
+    return vka_fits_binding(b, r->role, VKA_VIEW_BUFFER,
+                            elems * vka_elem_bytes(b, r->role) + b->limits->storage_offset_alignment + 16);
+}
+
 /* The rope steps (with the q/k norm when the layer has one): the rows' batch items and heads in
  * parts that each fit one binding (a head's rows are one span per batch item, so a part binds only
  * its spans); a row norm takes a row's heads whole, and a part of one item and one head (or one
@@ -446,17 +455,12 @@ static vkattn_status add_rope(vka_builder *b, const rope_rows *r, vka_role table
     uint32_t wg = 64;
     while (row && wg < 256 && r->heads * c->D > 16 * (uint64_t)wg) wg *= 2;
     s.spec[VKA_SPEC_WG_SIZE] = wg;
-    /* Parts: all batch items and heads where they fit one binding (with room for a slice's
-     * alignment), else fewer heads (a row norm takes its row's heads whole), else one item at a time. */
-    const uint64_t esize = vka_elem_bytes(b, r->role), slack = b->limits->storage_offset_alignment + 16;
+    /* Parts: all batch items and heads where they fit one binding, else fewer heads (a row norm
+     * takes its row's heads whole), else one item at a time. */
     uint64_t items = p->B, part = r->heads;
     for (;;) {
-        const uint64_t span = (items - 1) * r->batch_stride;
-        while (!row && part > 1 &&
-               !vka_fits_binding(b, r->role, VKA_VIEW_BUFFER, (span + part * r->head_stride) * esize + slack))
-            part = (part + 1) / 2;
-        if (items == 1 || vka_fits_binding(b, r->role, VKA_VIEW_BUFFER, (span + part * r->head_stride) * esize + slack))
-            break;
+        while (!row && part > 1 && !rope_part_fits(b, r, items, part)) part = (part + 1) / 2;
+        if (items == 1 || rope_part_fits(b, r, items, part)) break;
         items = 1, part = r->heads;
     }
     for (uint64_t b0 = 0; b0 < p->B; b0 += items) {

@@ -23,11 +23,11 @@ static int new_tokens_fit(const vka_builder *b, uint64_t tokens)
     const uint64_t qkv_bytes = vka_elem_bytes(b, VKA_ROLE_QKV), ctx = (uint64_t)c->inner * vka_elem_bytes(b, VKA_ROLE_CTX);
     const uint64_t q = (uint64_t)c->H * c->D * qkv_bytes, kv = 2ull * c->H_kv * c->D * qkv_bytes;
     const uint64_t max_buffer = b->limits->max_buffer_bytes ? b->limits->max_buffer_bytes : UINT64_MAX;
-    /* whole 16-byte words; K's heads (after Q's) from the aligned start of a view before them */
+    /* in whole 16-byte words; K's heads (after Q's) from the aligned start of a view before them */
     const uint64_t align = b->limits->texel_offset_alignment > 4 ? b->limits->texel_offset_alignment : 4;
+    const uint64_t q_end = (tokens * q + 15) / 16 * 16, kv_end = (tokens * q % align + tokens * kv + 15) / 16 * 16;
     return tokens * (q + kv) <= max_buffer && tokens * ctx <= max_buffer &&
-           vka_fits_binding(b, VKA_ROLE_QKV, vec, (tokens * q + 15) / 16 * 16) &&
-           vka_fits_binding(b, VKA_ROLE_QKV, VKA_VIEW_SCALAR, (tokens * q % align + tokens * kv + 15) / 16 * 16) &&
+           vka_fits_binding(b, VKA_ROLE_QKV, vec, q_end) && vka_fits_binding(b, VKA_ROLE_QKV, VKA_VIEW_SCALAR, kv_end) &&
            vka_fits_binding(b, VKA_ROLE_CTX, VKA_VIEW_BUFFER, (tokens * ctx + 15) / 16 * 16);
 }
 
