@@ -30,9 +30,10 @@ vkattn_status vka_buffer_create(vka_device *dev, VkDeviceSize size, vka_memory_u
                         (unsigned long long)size, (unsigned long long)dev->info.max_memory_allocation_size);
 
     size = (size + 15) / 16 * 16;
+    VkDeviceSize room = vka_buffer_room(size, dev->info.max_memory_allocation_size), bytes = size + room;
     VkBufferCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-        .size = size,
+        .size = bytes,
         .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                  VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
                  VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT,
@@ -68,12 +69,13 @@ vkattn_status vka_buffer_create(vka_device *dev, VkDeviceSize size, vka_memory_u
     VKA_VK(dev, dev->vk.vkAllocateMemory(dev->device, &alloc, NULL, &b.memory));
     VKA_VK(dev, dev->vk.vkBindBufferMemory(dev->device, b.buffer, b.memory, 0));
     b.size = size;
+    b.room = room;
 
     VkMemoryPropertyFlags flags = dev->caps.memory.memoryTypes[type].propertyFlags;
     const VkMemoryPropertyFlags mappable = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     if ((flags & mappable) == mappable) {
         VKA_VK(dev, dev->vk.vkMapMemory(dev->device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped));
-        memset(b.mapped, 0, (size_t)size);
+        memset(b.mapped, 0, (size_t)(size + room));
     }
     *out = b;
     return VKATTN_OK;
@@ -97,6 +99,24 @@ static uint32_t vka_view_texel_bytes(vka_view_format format)
     return (unsigned)format < VKA_VIEW_FORMAT_COUNT ? bytes[format] : 0;
 }
 
+VkDeviceSize vka_buffer_room(VkDeviceSize size, VkDeviceSize max_allocation)
+{
+    if (max_allocation < size || max_allocation - size < 2 * VKA_VIEW_ROOM) return 0;
+    VkDeviceSize bytes = size + VKA_VIEW_ROOM;
+    return (bytes & (bytes - 1)) == 0 ? VKA_VIEW_ROOM + 16 : VKA_VIEW_ROOM;
+}
+
+VkDeviceSize vka_view_range(VkDeviceSize size, VkDeviceSize room, VkDeviceSize offset, VkDeviceSize range,
+                            VkDeviceSize texel, uint64_t max_texels)
+{
+    if (offset + range + texel <= size) return range; /* bytes after it may be another binding's */
+    VkDeviceSize grown = range;
+    while (((grown & 0xff) == 0 || ((grown >> 8) & 0xff) == 0) && offset + grown + texel <= size + room &&
+           (grown + texel) / texel <= max_texels)
+        grown += texel;
+    return (grown & 0xff) && ((grown >> 8) & 0xff) ? grown : range;
+}
+
 vkattn_status vka_buffer_view(vka_device *dev, vka_buffer *b, vka_view_format format, VkDeviceSize offset,
                               VkDeviceSize range, VkBufferView *out)
 {
@@ -111,7 +131,8 @@ vkattn_status vka_buffer_view(vka_device *dev, vka_buffer *b, vka_view_format fo
             return VKATTN_OK;
         }
     }
-    if (range / texel > dev->caps.props.limits.maxTexelBufferElements)
+    const uint64_t max_texels = dev->caps.props.limits.maxTexelBufferElements;
+    if (range / texel > max_texels)
         return vka_fail(dev, VKATTN_ERROR_DEVICE_LIMIT, "a %llu-byte view has %llu texels, more than maxTexelBufferElements (%u)",
                         (unsigned long long)range, (unsigned long long)(range / texel),
                         dev->caps.props.limits.maxTexelBufferElements);
@@ -127,7 +148,7 @@ vkattn_status vka_buffer_view(vka_device *dev, vka_buffer *b, vka_view_format fo
         .buffer = b->buffer,
         .format = view_formats[format],
         .offset = b->base + offset,
-        .range = range,
+        .range = vka_view_range(b->size, b->room, offset, range, texel, max_texels),
     };
     vka_view *v = &b->views[b->view_count];
     VKA_VK(dev, dev->vk.vkCreateBufferView(dev->device, &info, NULL, &v->view));

@@ -5,6 +5,10 @@
 
 #include "device/device.h"
 
+/* Bytes past the requested size in each buffer vkattn creates, for views' ends (vka_view_range:
+ * growing a range until two of its size's bytes are non-zero takes at most 256 bytes and a texel). */
+#define VKA_VIEW_ROOM 512u
+
 typedef enum vka_memory_use {
     VKA_MEMORY_DEVICE = 0, /* kernels read and write it; mapped only where memory is unified */
     VKA_MEMORY_STAGING = 1 /* host-visible, for copies to and from device memory */
@@ -33,6 +37,8 @@ typedef struct vka_buffer {
     VkDeviceMemory memory; /* VK_NULL_HANDLE when borrowed */
     VkDeviceSize base;     /* where this buffer's bytes start in `buffer` (0 unless borrowed) */
     VkDeviceSize size;     /* bytes requested, rounded up to 16 */
+    VkDeviceSize room;     /* bytes past `size` in the VkBuffer that only views' ends reach (vka_buffer_view);
+                            * 0 when borrowed */
     int borrowed;          /* the application's VkBuffer (vka_buffer_borrow): never destroyed here */
     void *mapped;          /* non-NULL when host-visible and coherent */
     vka_view *views;       /* created on first use, kept until the buffer goes */
@@ -48,9 +54,26 @@ vkattn_status vka_buffer_create(vka_device *dev, VkDeviceSize size, vka_memory_u
 /* The view of bytes [offset, offset + range) of the buffer in `format` (range 0 = to the end, in
  * whole texels), created on first use and owned by the buffer. The offset must be a multiple of
  * minTexelBufferOffsetAlignment. VKATTN_ERROR_DEVICE_LIMIT if the range has more texels than
- * maxTexelBufferElements. */
+ * maxTexelBufferElements. A view that reaches the end of `size` may cover a few texels of `room`
+ * too (never anything else: see vka_view_range). */
 vkattn_status vka_buffer_view(vka_device *dev, vka_buffer *buffer, vka_view_format format, VkDeviceSize offset,
                               VkDeviceSize range, VkBufferView *out);
+
+/* The bytes vka_buffer_create adds after `size` (a multiple of 16) for views' ends (vka_view_range):
+ * VKA_VIEW_ROOM, 16 more where the VkBuffer's size would be a power of two (Mesa 22's lavapipe
+ * compiles a kernel again for each combination of its texel bindings' buffers' sizes being powers
+ * of two or not), 0 where that would pass `max_allocation`. */
+VkDeviceSize vka_buffer_room(VkDeviceSize size, VkDeviceSize max_allocation);
+
+/* The bytes a view of [offset, offset + range) in texels of `texel` bytes covers in a buffer of
+ * `size` bytes with `room` bytes after them: the range itself, or for a view that reaches the end of
+ * `size` the range grown by whole texels into `room` until bits 0-7 and bits 8-15 of its byte count
+ * are both non-zero, where that fits within `room` and `max_texels`. Mesa 22's lavapipe compiles
+ * a kernel once per combination, over its texel bindings, of those bits being zero (llvmpipe keys
+ * its shader variants by mip-level fields that share a union with a buffer view's size), so views
+ * whose sizes vary with the shape would compile each kernel again and again. */
+VkDeviceSize vka_view_range(VkDeviceSize size, VkDeviceSize room, VkDeviceSize offset, VkDeviceSize range,
+                            VkDeviceSize texel, uint64_t max_texels);
 
 /* Describes bytes [base, base + size) of the application's `buffer` as a vka_buffer; nothing is
  * created (views are, on use, and destroyed with it) and the VkBuffer stays the application's.
