@@ -77,8 +77,10 @@ san_s=0
 if [ "${VKATTN_SKIP_SANITIZERS:-0}" != 1 ]; then
   t=$SECONDS
   phase "AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKATTN_SANITIZE=ON \
-        -DVKATTN_SHADER_CACHE_DIR="$cache" >/dev/null
+  # -O1 -g1 (line tables: the reports keep file and line), as AddressSanitizer's manual suggests:
+  # it builds in half the time of -O2 -g (64 s against 118 s, 2026-11-29) and its tests take no longer
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+        -DVKATTN_SANITIZE=ON -DVKATTN_SHADER_CACHE_DIR="$cache" >/dev/null
   cmake --build build-asan -j "$jobs"
   VKATTN_FAULT_STRIDE=5 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE 'numerics|bench'
   san_s=$((SECONDS - t))
