@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A short, bounded libFuzzer run of every parser of outside data (tests/fuzz/): builds the fuzz
-# targets with clang in build-fuzz/, runs each for VKATTN_FUZZ_SECONDS (default 20) seconds from a
-# temporary copy of its committed seed corpus and regression inputs (so the committed corpus does
-# not grow), prints per target the executions, the corpus size and the crashes found, and exits
+# targets with clang in build-fuzz/, runs each for VKATTN_FUZZ_SECONDS (default 20) seconds, as
+# many at once as there are processors, from a temporary copy of its committed seed corpus and
+# regression inputs (so the committed corpus does not grow), prints per target the executions, the corpus size and the crashes found, and exits
 # non-zero if any target crashed, hung, leaked or ran out of memory. Crash inputs are kept in
 # build-fuzz/artifacts/<target>/; minimise one with `build-fuzz/vkattn_fuzz_<target>
 # -minimize_crash=1 -runs=10000 FILE`, and once the bug is fixed add it to
@@ -48,33 +48,49 @@ echo "run-fuzz: built in $((SECONDS - start)) s; ${seconds} s per target"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vkattn-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# Each target on its own core: as many at once as there are processors (the same seconds each).
+jobs=$(getconf _NPROCESSORS_ONLN)
+fuzz_one() {
+  local t=$1 corpus=$work/$1 artifacts=$build/artifacts/$1 log=$build/logs/$1.log rc=0
+  mkdir -p "$corpus" "$artifacts" "$build/logs"
+  # Seeds and regression inputs; dotfiles (.gitkeep) are not inputs.
+  find "tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t" -maxdepth 1 -type f ! -name '.*' \
+    -exec cp {} "$corpus" \; 2>/dev/null || true
+  find "$corpus" -type f | wc -l >"$work/$t.seeds"
+  find "$artifacts" -type f | wc -l >"$work/$t.before"
+  touch "$work/$t.started"
+  # -close_fd_mask=2: the targets' own stderr (bench_compare's messages) is dropped; libFuzzer and
+  # the sanitizers still report on the original stderr, which goes to the log.
+  "$build/vkattn_fuzz_$t" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -close_fd_mask=2 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1 || rc=$?
+  echo "$rc" >"$work/$t.rc"
+}
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait
+
 failed=()
 printf '%-12s %12s %10s %22s %8s\n' target execs exec/s "corpus (seeds -> end)" crashes
 for t in "${targets[@]}"; do
   corpus=$work/$t
   artifacts=$build/artifacts/$t
   log=$build/logs/$t.log
-  mkdir -p "$corpus" "$artifacts" "$build/logs"
-  # Seeds and regression inputs; dotfiles (.gitkeep) are not inputs.
-  find "tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t" -maxdepth 1 -type f ! -name '.*' \
-    -exec cp {} "$corpus" \; 2>/dev/null || true
-  seeds=$(find "$corpus" -type f | wc -l)
-  before=$(find "$artifacts" -type f | wc -l)
-  touch "$work/$t.started"
-  # -close_fd_mask=2: the targets' own stderr (bench_compare's messages) is dropped; libFuzzer and
-  # the sanitizers still report on the original stderr, which goes to the log.
-  rc=0
-  "$build/vkattn_fuzz_$t" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -close_fd_mask=2 \
-    -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1 || rc=$?
+  rc=$(cat "$work/$t.rc" 2>/dev/null || echo 1)
+  seeds=$(cat "$work/$t.seeds")
+  before=$(cat "$work/$t.before")
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   files=$(find "$corpus" -type f | wc -l)
   # (|| true: a target that crashes on a seed logs no corpus line, and the row must still print)
   size=$({ grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" || true; } | tail -1 | sed 's|corp: [0-9]*/||')
   crashes=$(( $(find "$artifacts" -type f | wc -l) - before ))
-  [ $rc -eq 0 ] || [ $crashes -gt 0 ] || crashes=1 # a failure that left no input still counts
+  [ "$rc" -eq 0 ] || [ $crashes -gt 0 ] || crashes=1 # a failure that left no input still counts
   printf '%-12s %12s %10s %22s %8s\n' "$t" "${execs:-?}" "${rate:-?}" "$seeds -> $files files, ${size:-?}" "$crashes"
-  if [ $rc -ne 0 ]; then
+  if [ "$rc" -ne 0 ]; then
     failed+=("$t")
     echo "---- vkattn_fuzz_$t failed (exit $rc); the end of $log:"
     grep -v '^#[0-9]' "$log" | tail -40
