@@ -2,8 +2,9 @@
 # A short, bounded libFuzzer run of every parser of outside data (tests/fuzz/): builds the fuzz
 # targets with clang in build-fuzz/, runs each for VKATTN_FUZZ_SECONDS (default 20) seconds, as
 # many at once as there are processors, from a temporary copy of its committed seed corpus and
-# regression inputs (so the committed corpus does not grow), prints per target the executions, the corpus size and the crashes found, and exits
-# non-zero if any target crashed, hung, leaked or ran out of memory. Crash inputs are kept in
+# regression inputs (so the committed corpus does not grow), prints per target the executions,
+# the corpus size and the crashes found, and exits non-zero if any target crashed, hung, leaked or
+# ran out of memory. Crash inputs are kept in
 # build-fuzz/artifacts/<target>/; minimise one with `build-fuzz/vkattn_fuzz_<target>
 # -minimize_crash=1 -runs=10000 FILE`, and once the bug is fixed add it to
 # tests/fuzz/regressions/<target>/.
