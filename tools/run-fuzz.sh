@@ -4,10 +4,9 @@
 # many at once as there are processors, from a temporary copy of its committed seed corpus and
 # regression inputs (so the committed corpus does not grow), prints per target the executions,
 # the corpus size and the crashes found, and exits non-zero if any target crashed, hung, leaked or
-# ran out of memory. Crash inputs are kept in
-# build-fuzz/artifacts/<target>/; minimise one with `build-fuzz/vkattn_fuzz_<target>
-# -minimize_crash=1 -runs=10000 FILE`, and once the bug is fixed add it to
-# tests/fuzz/regressions/<target>/.
+# ran out of memory. Crash inputs are kept in build-fuzz/artifacts/<target>/; minimise one with
+# `build-fuzz/vkattn_fuzz_<target> -minimize_crash=1 -runs=10000 FILE`, and once the bug is fixed
+# add it to tests/fuzz/regressions/<target>/.
 #
 # usage: tools/run-fuzz.sh [TARGET...]     TARGET: npy, safetensors, model_config, bench_json, tuning (default: all)
 # env:   VKATTN_FUZZ_SECONDS  seconds per target (default 20)
@@ -49,7 +48,6 @@ echo "run-fuzz: built in $((SECONDS - start)) s; ${seconds} s per target"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vkattn-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-# Each target on its own core: as many at once as there are processors (the same seconds each).
 jobs=$(getconf _NPROCESSORS_ONLN)
 fuzz_one() {
   local t=$1 corpus=$work/$1 artifacts=$build/artifacts/$1 log=$build/logs/$1.log rc=0
