@@ -11,7 +11,8 @@
  * Usage: test_cli_run FIXTURES_DIR   (tests/fixtures/torch: self_attn.safetensors, 4 heads, E = 16,
  * and its (2, 5, 16) query); test_cli_run FIXTURES_DIR bench_decode runs only bench --preset decode,
  * bench_decode_kernels the scaling runs untimed (what their JSON says exactly) and
- * bench_decode_scaling only what their timings must show (test_bench_decode_scaling).
+ * bench_decode_scaling only what their timings must show (test_bench_decode_scaling; no ctest: run
+ * by hand on a quiet machine, docs/PERFORMANCE.md).
  * Every command's stdout and stderr are captured, echoed, searched, and must hold no validation
  * message.
  */
@@ -1414,11 +1415,9 @@ static void test_bench_decode(void)
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) CHECK_SAID(options[i]);
 }
 
-/* The decode benchmark's runs whose timings bench_decode_scaling judges. bench_decode_kernels runs
- * them first, untimed (--min-time 0), beside other tests: it builds every kernel they take, with
- * the same compile, into Mesa's shader cache, and checks what their JSON says exactly (bytes per
- * token and per step); the timed test, which runs alone, then compiles nothing (cold, its
- * compiles were about half its 150 s, with the other core idle). */
+/* The decode benchmark's runs whose timings bench_decode_scaling judges (by hand). The ctest
+ * cli_bench_decode_kernels runs them untimed (--min-time 0) and checks what their JSON says exactly
+ * (bytes per token and per step). */
 enum { RUN_CONTEXTS, RUN_WINDOW, RUN_FEATURES, RUN_STACK, SCALING_RUNS };
 static const struct scaling_run {
     const char *lens, *extra[6];
@@ -1516,8 +1515,8 @@ static void test_bench_decode_kernels(void)
 }
 
 /* What the decode targets of the KV-cache issue guarded, over bench --preset decode --json on small
- * contexts (ctest cli_bench_decode_scaling, label bench; the layer E = 512, H = 8, H_kv = 2, D = 64;
- * what the JSON must say exactly is bench_decode_kernels'):
+ * contexts (test_cli_run FIXTURES bench_decode_scaling, by hand on a quiet machine; the layer E = 512,
+ * H = 8, H_kv = 2, D = 64; what the JSON must say exactly is bench_decode_kernels'):
  *  - time per token grows linearly with the context: unsplit (kv_splits 1, where the attention visits
  *    every key in one part), least squares over 1024..4096 keys with R^2 >= 0.8 and a positive slope
  *    (the better of two runs where the first falls short);

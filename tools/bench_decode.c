@@ -2,8 +2,9 @@
  * (vkattn_forward_cached) against context length, with the cache in F32, F16, Q8_0 and Q4_0 and split-KV on
  * (kv_splits 0, the device's choice) and off (1), beside what the same token costs without a
  * cache: one causal forward over the whole context, re-projecting the prefix. What the figures must
- * show (time per token linear in the context, a window's cost independent of it, bytes per token)
- * is tested by cli_bench_decode_scaling; other comparisons are recipes in docs/PERFORMANCE.md.
+ * show (time per token linear in the context, a window's cost independent of it) is judged by
+ * test_cli_run's bench_decode_scaling, by hand, and the bytes per token by the ctest
+ * cli_bench_decode_kernels; other comparisons are recipes in docs/PERFORMANCE.md.
  *
  * How a point is measured: sequence 0 of a cache is filled to ctx - 1 tokens; each timed step
  * forks it into sequence 1, adds one token there (the ctx-th: it attends to ctx keys) and frees
