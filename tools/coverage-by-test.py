@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""Which host lines each test runs, and whether the `numerics` label holds.
+"""Which host lines each test runs, and whether the `numerics` and `covered` labels hold.
 
-The sanitizer phase of tools/run-tests.sh leaves out the tests labelled `numerics` (and `bench`):
-they test accuracy, and every host line they run must be run by a test the sanitizer build does
-run. This script measures that: a coverage build (gcc --coverage, -O1) in build-coverage/, every
-test run as its own ctest with its own gcov data (two at a time, the Mesa shader cache of build/
-shared), then for each test the lines of src/ and tools/ it ran. It prints the lines a `numerics`
-test runs that no sanitizer-phase test runs (there should be none), and each sanitizer-phase
-test's lines that no other test of that phase runs. About 6 minutes on 2 cores with a warm Mesa cache.
+The sanitizer phase of tools/run-tests.sh leaves out the tests labelled `numerics` (they test
+accuracy), `covered` (costly there, and the rest of the phase runs their lines) and `bench`: every
+host line they run must be run by a test the sanitizer build does run. This script measures that:
+a coverage build (gcc --coverage, -O1) in build-coverage/, every test run as its own ctest with its
+own gcov data (two at a time, the Mesa shader cache of build/ shared), then for each test the lines
+of src/ and tools/ it ran. It prints the lines a `numerics` or `covered` test runs that no
+sanitizer-phase test runs (there should be none), and each sanitizer-phase test's lines that no
+other test of that phase runs. With --prune, the sanitizer-phase tests that could be left out
+together, costliest first (the seconds ctest last measured in build-asan/), none of whose lines
+would then go unrun: the candidates for `covered`. About 6 minutes on 2 cores with a warm Mesa cache.
 
-usage: tools/coverage-by-test.py [--build DIR] [--only REGEX]   (from the repository root)
+usage: tools/coverage-by-test.py [--build DIR] [--only REGEX] [--prune]   (from the repository root)
 """
 import argparse
 import concurrent.futures
@@ -22,7 +25,7 @@ import sys
 import tempfile
 from collections import defaultdict
 
-SANITIZED = ["-LE", "numerics|bench"]  # the sanitizer phase's selection (tools/run-tests.sh)
+SANITIZED = ["-LE", "numerics|covered|bench"]  # the sanitizer phase's selection (tools/run-tests.sh)
 
 
 def test_names(build, selection):
@@ -70,6 +73,8 @@ def main():
     ap.add_argument("--build", default="build-coverage")
     ap.add_argument("--only", help="run only the tests whose names match this regex (a quick look: the numerics "
                     "verdict needs every sanitizer-phase test)")
+    ap.add_argument("--prune", action="store_true", help="also list the sanitizer-phase tests that could be left "
+                    "out together, costliest first")
     args = ap.parse_args()
     src = os.getcwd()
     build = os.path.abspath(args.build)
@@ -80,7 +85,7 @@ def main():
     # the consumer builds are left out of sanitizer builds (tests/consumer/tests.cmake), and a coverage
     # build's library needs gcov's runtime in every consumer
     sanitized = [n for n in test_names(build, SANITIZED) if not n.startswith("consumer_")]
-    numerics = test_names(build, ["-L", "numerics", "-LE", "bench"])
+    numerics = test_names(build, ["-L", "numerics|covered", "-LE", "bench"])
     names = [n for n in sanitized + numerics if not args.only or re.search(args.only, n)]
     gcda_root = os.path.join(build, "gcda-by-test")
     shutil.rmtree(gcda_root, ignore_errors=True)
@@ -95,7 +100,7 @@ def main():
         for key in lines.get(n, ()):
             by_line[key].add(n)
     bad = 0
-    print("numerics tests: host lines no sanitizer-phase test runs")
+    print("numerics and covered tests: host lines no sanitizer-phase test runs")
     for n in numerics:
         if n not in lines:
             continue
@@ -107,7 +112,28 @@ def main():
         if n in lines:
             unique = sum(1 for k in lines[n] if by_line[k] == {n})
             print(f"  {n}: {len(lines[n])} lines, {unique} only here")
+    if args.prune:
+        prune(sanitized, lines, by_line)
     return 1 if bad and not args.only else 0
+
+
+def prune(sanitized, lines, by_line):
+    """Greedy, costliest first: a test goes when every line it runs is still run by a test that stays."""
+    cost = {}
+    data = os.path.join("build-asan", "Testing", "Temporary", "CTestCostData.txt")
+    if os.path.exists(data):
+        for row in open(data):
+            fields = row.split()
+            if len(fields) == 3:
+                cost[fields[0]] = float(fields[2])
+    runners = {key: len(names) for key, names in by_line.items()}
+    print("sanitizer-phase tests the rest of the phase covers, if left out together (seconds in build-asan/):")
+    for n in sorted((n for n in sanitized if n in lines), key=lambda n: -cost.get(n, 0)):
+        if n.startswith("faults_") or any(runners[key] < 2 for key in lines[n]):
+            continue  # the failure-injection walks are the phase's own work
+        for key in lines[n]:
+            runners[key] -= 1
+        print(f"  {n}: {cost.get(n, 0):.1f} s, {len(lines[n])} lines")
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@
 #      only check that the coopmat tuning is refused and report themselves skipped;
 #   3. the suite built with AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on), with
 #      the failure-injection walks (label `faults`: leaks on error paths show here; every 5th
-#      point, VKATTN_FAULT_STRIDE) and without the `numerics` rows (accuracy, run in 1) and the
-#      `bench` smoke runs (thousands of forwards each);
+#      point, VKATTN_FAULT_STRIDE) and without the `numerics` rows (accuracy, run in 1), the
+#      `covered` ones (whose host lines the rest runs) and the `bench` smoke runs;
 #   4. a short libFuzzer run over every parser of outside data (tools/run-fuzz.sh), if present.
 # `ctest --test-dir build` alone runs everything.
 # Set VKATTN_SKIP_MESA25=1, VKATTN_SKIP_MESA26=1, VKATTN_SKIP_SANITIZERS=1 or VKATTN_SKIP_FUZZ=1 to leave
@@ -82,7 +82,7 @@ if [ "${VKATTN_SKIP_SANITIZERS:-0}" != 1 ]; then
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
         -DVKATTN_SANITIZE=ON -DVKATTN_SHADER_CACHE_DIR="$cache" >/dev/null
   cmake --build build-asan -j "$jobs"
-  VKATTN_FAULT_STRIDE=5 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE 'numerics|bench'
+  VKATTN_FAULT_STRIDE=5 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE 'numerics|covered|bench'
   san_s=$((SECONDS - t))
 fi
 
