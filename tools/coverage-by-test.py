@@ -9,8 +9,8 @@ own gcov data (two at a time, the Mesa shader cache of build/ shared), then for 
 of src/ and tools/ it ran. It prints the lines a `numerics` or `covered` test runs that no
 sanitizer-phase test runs (there should be none), and each sanitizer-phase test's lines that no
 other test of that phase runs. With --prune, the sanitizer-phase tests that could be left out
-together, costliest first (the seconds ctest last measured in build-asan/), none of whose lines
-would then go unrun: the candidates for `covered`. About 6 minutes on 2 cores with a warm Mesa cache.
+together, costliest first (by build-asan/'s ctest cost data), none of whose lines would then
+go unrun: the candidates for `covered`. About 6 minutes on 2 cores with a warm Mesa cache.
 
 usage: tools/coverage-by-test.py [--build DIR] [--only REGEX] [--prune]   (from the repository root)
 """
@@ -127,10 +127,12 @@ def prune(sanitized, lines, by_line):
             if len(fields) == 3:
                 cost[fields[0]] = float(fields[2])
     runners = {key: len(names) for key, names in by_line.items()}
-    print("sanitizer-phase tests the rest of the phase covers, if left out together (seconds in build-asan/):")
+    print("sanitizer-phase tests the rest of the phase covers, if left out together (build-asan/'s ctest costs):")
     for n in sorted((n for n in sanitized if n in lines), key=lambda n: -cost.get(n, 0)):
-        if n.startswith("faults_") or any(runners[key] < 2 for key in lines[n]):
+        if n.startswith("faults_"):
             continue  # the failure-injection walks are the phase's own work
+        if any(runners[key] < 2 for key in lines[n]):
+            continue  # a line no test that stays runs
         for key in lines[n]:
             runners[key] -= 1
         print(f"  {n}: {cost.get(n, 0):.1f} s, {len(lines[n])} lines")
