@@ -2,15 +2,17 @@
 """Which host lines each test runs, and whether the `numerics` and `covered` labels hold.
 
 The sanitizer phase of tools/run-tests.sh leaves out the tests labelled `numerics` (they test
-accuracy) and `covered` (costly there, and the rest of the phase runs their lines): every host line
-they run must be run by a test the sanitizer build does run (and `bench`, not checked here). This script measures that:
-a coverage build (gcc --coverage, -O1) in build-coverage/, every test run as its own ctest with its
-own gcov data (two at a time, the Mesa shader cache of build/ shared), then for each test the lines
-of src/ and tools/ it ran. It prints the lines a `numerics` or `covered` test runs that no
-sanitizer-phase test runs (there should be none), and each sanitizer-phase test's lines that no
-other test of that phase runs. With --prune, the sanitizer-phase tests that could be left out
-together, costliest first (by build-asan/'s ctest cost data), none of whose lines would then
-go unrun, leaving out the kinds that stay whatever their lines (KEPT): the candidates for `covered`. About 6 minutes on 2 cores with a warm Mesa cache.
+accuracy) and `covered` (costly there, and the rest of the phase runs their lines): every host
+line they run must be run by a test the sanitizer build does run (and `bench`, not checked here).
+This script measures that: a coverage build (gcc --coverage, -O1) in build-coverage/, every test
+run as its own ctest with its own gcov data (two at a time, the Mesa shader cache of build/
+shared), then for each test the lines of src/ and tools/ it ran. It prints the lines a `numerics`
+or `covered` test runs that no sanitizer-phase test runs (there should be none), and each
+sanitizer-phase test's lines that no other test of that phase runs. With --prune, the
+sanitizer-phase tests that could be left out together, costliest first (by build-asan/'s ctest
+cost data), none of whose lines would then go unrun, leaving out the kinds that stay whatever
+their lines (KEPT): the candidates for `covered`. About 6 minutes on 2 cores with a warm Mesa
+cache.
 
 usage: tools/coverage-by-test.py [--build DIR] [--only REGEX] [--prune]   (from the repository root)
 """

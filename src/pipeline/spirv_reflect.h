@@ -24,7 +24,8 @@ struct vka_faults;
 
 /* Reads the set-0 bindings of a compute module (and whether it reads gl_SubgroupSize). Returns 1,
  * or 0 if the module is malformed, uses a set other than 0, leaves a gap in the binding numbers or
- * has more than VKA_MAX_BINDINGS, or -1 if its scratch allocation fails (through the fault injector `faults`, which may be NULL). */
+ * has more than VKA_MAX_BINDINGS, or -1 if its scratch allocation fails (through the fault
+ * injector `faults`, which may be NULL). */
 int vka_spirv_bindings(const uint32_t *code, size_t words, struct vka_faults *faults, vka_binding_layout *out);
 
 #endif
