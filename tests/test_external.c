@@ -12,6 +12,7 @@
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
+#include "fault_sample.h"
 #include "gpu_test.h"
 #include "vkattn.h"
 #include "vkattn_vulkan.h"
@@ -646,12 +647,11 @@ static void test_record_faults(app *a)
     const uint32_t dims[3] = {1, 4, 16};
     app_buffer buf = app_buffer_make(a, 1024);
     uint64_t points[2] = {0, 0}; /* host, Vulkan: counted on an unarmed record */
-    /* Every point, or every stride-th where CI's sanitizer phase asks for a sample. */
-    const char *stride_env = getenv("VKATTN_FAULT_STRIDE");
-    uint64_t stride = stride_env && strtol(stride_env, NULL, 10) > 0 ? (uint64_t)strtol(stride_env, NULL, 10) : 1;
+    const fault_sample sample = fault_sample_from_env(); /* every point, or CI's sample */
     int bad = 0;
     for (int kind = -1; kind < 2; kind++) {
-        for (uint64_t n = 1; kind < 0 ? n == 1 : n <= points[kind]; n += kind < 0 ? 1 : stride) {
+        for (uint64_t n = kind < 0 ? 1 : sample.first; kind < 0 ? n == 1 : n <= points[kind];
+             n += kind < 0 ? 1 : sample.stride) {
             vkattn_context *ctx = NULL;
             CHECK_STATUS(vkattn_context_create_external(&ext, &ctx, NULL), VKATTN_OK);
             if (!ctx) break;
@@ -711,8 +711,8 @@ static void test_record_faults(app *a)
     }
     CHECK_MSG(bad == 0, "%d failure points misbehaved", bad);
     CHECK_MSG(points[1] > 0, "the unarmed record made no Vulkan call to fail");
-    printf("  %llu host allocation and %llu Vulkan call points of a first record\n", (unsigned long long)points[0],
-           (unsigned long long)points[1]);
+    printf("  %llu host allocation and %llu Vulkan call points of a first record%s\n", (unsigned long long)points[0],
+           (unsigned long long)points[1], fault_sample_note(sample));
     app_buffer_free(a, &buf);
     test_weights_free(&tw);
 }

@@ -1,11 +1,13 @@
 /* Failure injection: every host allocation and every fallible Vulkan call that a context makes is
  * made to fail in turn (the Nth one, N = 1, 2, ...); device loss is injected at every third
- * Vulkan call point (each needs a fresh context, and all of them would take minutes); with
- * VKATTN_FAULT_STRIDE=k only every k-th point of each kind. Each failure must come back as the right
- * status with a message, leak nothing (this test runs under LeakSanitizer in the sanitizer build),
- * produce no validation message, and leave the context usable (the same work then succeeds) or,
- * for an injected VK_ERROR_DEVICE_LOST, clearly dead: every later call says DEVICE_LOST. */
+ * Vulkan call point (each needs a fresh context, and all of them would take minutes); the
+ * scenarios' walks fail only a sample where the environment names one (fault_sample.h). Each
+ * failure must come back as the right status with a message, leak nothing (LeakSanitizer, in the
+ * sanitizer build), produce no validation message, and leave the context usable (the same work
+ * then succeeds) or, for an injected VK_ERROR_DEVICE_LOST, clearly dead: every later call says
+ * DEVICE_LOST. */
 #include "api/context.h"
+#include "fault_sample.h"
 #include "gpu_test.h"
 
 /* One unit of work on a context; it must destroy whatever it created, whatever happens. */
@@ -164,19 +166,10 @@ typedef struct walk_totals {
     uint64_t host_points, vk_points, lost_points;
 } walk_totals;
 
-/* Every how many points a walk fails: 1 (all of them) unless VKATTN_FAULT_STRIDE says otherwise;
- * the sanitizer phase of tools/run-tests.sh walks a sample to stay within CI's time. */
-static uint64_t fault_stride(void)
-{
-    const char *env = getenv("VKATTN_FAULT_STRIDE");
-    long v = env ? strtol(env, NULL, 10) : 1;
-    return v > 0 ? (uint64_t)v : 1;
-}
-
-/* Runs `fn` once unarmed to count its points, then fails each point in turn (or each stride-th). */
+/* Runs `fn` once unarmed to count its points, then fails each point in turn (or the sample's). */
 static void walk(const char *name, scenario_fn fn, walk_totals *totals)
 {
-    const uint64_t stride = fault_stride();
+    const fault_sample sample = fault_sample_from_env();
     vkattn_status s;
     vkattn_context *ctx = open_context(NULL, &s);
     CHECK_STATUS(s, VKATTN_OK);
@@ -189,7 +182,7 @@ static void walk(const char *name, scenario_fn fn, walk_totals *totals)
     int bad = 0;
     for (int kind = 0; kind < 3; kind++) {
         uint64_t points = kind == 0 ? host_points : vk_points;
-        for (uint64_t n = 1; n <= points; n += (kind == 2 ? 3 : 1) * stride) {
+        for (uint64_t n = sample.first; n <= points; n += (kind == 2 ? 3 : 1) * sample.stride) {
             ctx = open_context(NULL, &s);
             if (!ctx) continue;
             vka_faults f = {0};
@@ -218,8 +211,7 @@ static void walk(const char *name, scenario_fn fn, walk_totals *totals)
     }
     CHECK_MSG(bad == 0, "%s: %d failure points misbehaved", name, bad);
     printf("  %-18s %3llu host allocation points, %3llu Vulkan call points (every third also as device loss)%s\n",
-           name, (unsigned long long)host_points, (unsigned long long)vk_points,
-           stride > 1 ? ", every stride-th of them failed (VKATTN_FAULT_STRIDE)" : "");
+           name, (unsigned long long)host_points, (unsigned long long)vk_points, fault_sample_note(sample));
     totals->host_points += host_points;
     totals->vk_points += vk_points;
     totals->lost_points += (vk_points + 2) / 3;

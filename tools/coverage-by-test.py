@@ -41,7 +41,7 @@ def test_names(build, selection):
 
 def run_one(build, gcda_root, name):
     env = dict(os.environ, GCOV_PREFIX=os.path.join(gcda_root, name), GCOV_PREFIX_STRIP="0",
-               VKATTN_FAULT_STRIDE="5")  # as in the sanitizer phase
+               VKATTN_FAULT_STRIDE="10", VKATTN_FAULT_FIRST="1")  # as in the sanitizer phase
     r = subprocess.run(["ctest", "--test-dir", build, "-R", f"^{re.escape(name)}$"], env=env,
                        capture_output=True, text=True)
     return name, r.returncode

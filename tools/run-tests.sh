@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine (what CI runs):
-#   1. install what is missing, build, run every test but the failure-injection walks (GPU tests on
-#      lavapipe under the Khronos validation layer, failing on any message);
+#   1. install what is missing, build, run every test (GPU tests on lavapipe under the Khronos
+#      validation layer, failing on any message), the failure-injection walks (label `faults`) at
+#      half of their sample: every 10th point from the 6th (tests/fault_sample.h);
 #   2. GPU tests again on a second driver, Mesa 25 lavapipe from bookworm-backports, fetched into
 #      build/mesa25 without installing it (tools/fetch-mesa25.sh; needs deb.debian.org): the rows
 #      labelled `driver`, every kernel and path once (its compiler is ~4x slower cold, so not all);
@@ -11,8 +12,8 @@
 #      build/mesa26/run (trixie's loader and glibc; VKATTN_TEST_LAUNCHER); on Mesa 22 and 25 they
 #      only check that the coopmat tuning is refused and report themselves skipped;
 #   3. the suite built with AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on), with
-#      the failure-injection walks (label `faults`: leaks on error paths show here; every 5th
-#      point, VKATTN_FAULT_STRIDE) and without the `numerics` rows (accuracy, run in 1), the
+#      the walks' other half (every 10th point from the 1st: leaks on error paths show here, so
+#      every 5th point is walked in all) and without the `numerics` rows (accuracy, run in 1), the
 #      `covered` ones (whose host lines the rest runs) and the `bench` smoke runs;
 #   4. a short libFuzzer run over every parser of outside data (tools/run-fuzz.sh), if present.
 # `ctest --test-dir build` alone runs everything.
@@ -35,7 +36,7 @@ phase "build and test (build/)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DVKATTN_SHADER_CACHE_DIR="$cache" "${coopmat[@]}" \
       -DVKATTN_TEST_LAUNCHER= >/dev/null
 cmake --build build -j "$jobs"
-ctest --test-dir build --output-on-failure -j "$jobs" -LE faults
+VKATTN_FAULT_STRIDE=10 VKATTN_FAULT_FIRST=6 ctest --test-dir build --output-on-failure -j "$jobs"
 main_s=$((SECONDS - start))
 
 mesa25_s=0
@@ -82,7 +83,7 @@ if [ "${VKATTN_SKIP_SANITIZERS:-0}" != 1 ]; then
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
         -DVKATTN_SANITIZE=ON -DVKATTN_SHADER_CACHE_DIR="$cache" >/dev/null
   cmake --build build-asan -j "$jobs"
-  VKATTN_FAULT_STRIDE=5 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE 'numerics|covered|bench'
+  VKATTN_FAULT_STRIDE=10 VKATTN_FAULT_FIRST=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE 'numerics|covered|bench'
   san_s=$((SECONDS - t))
 fi
 
