@@ -4,7 +4,8 @@
  * the layer's own layernorm, which must not be picked up) and read back by vkattn_weight_file with
  * the prefix the config gives; then the layer on the CPU path, both device paths and the KV cache
  * token by token, each against the family's float64 fixture (make_model_fixtures.py, written from
- * Hugging Face's modeling and rope code).
+ * Hugging Face's modeling and rope code). Consecutive cases on the same layer (the same weights)
+ * share one checkpoint and one vkattn_layer.
  *
  * The fixtures are float64; vkattn_npy_read gives them as float32, whose rounding (6e-8
  * relative) is far below the tolerances. Tolerances, today's for fp32 against a double reference: NMSE <= 1e-10 and max-abs <= 1e-5 *
@@ -100,38 +101,68 @@ static void run_cached(vkattn_context *ctx, vkattn_layer *layer, const vkattn_kv
     vkattn_kv_cache_destroy(cache);
 }
 
-static void run_case(vkattn_context *ctx, const char *dir, const char *family, const cJSON *c, const char *tmp)
+/* A layer of a family loaded from its checkpoint: the cases on one layer share it (their weights'
+ * names and digests the same), so each checkpoint is written and read once. */
+typedef struct loaded_layer {
+    char key[4096]; /* the case's layer and its weights' names and digests; "" when none is loaded */
+    vkattn_model_config *config;
+    vkattn_model_info info;
+    vkattn_layer_desc desc;
+    vkattn_kv_cache_desc cache_desc;
+    vkattn_weight_file *file;
+    vkattn_layer *layer;
+} loaded_layer;
+
+static void unload(loaded_layer *ll)
+{
+    vkattn_layer_destroy(ll->layer);
+    vkattn_weight_file_destroy(ll->file);
+    vkattn_model_config_destroy(ll->config);
+    memset(ll, 0, sizeof *ll);
+}
+
+/* The weights a case names (every tensor but the input), with the layer: equal keys, equal layers. */
+static void layer_key(const cJSON *c, char *key, size_t size)
+{
+    size_t used = (size_t)snprintf(key, size, "%u", (uint32_t)cJSON_GetObjectItem(c, "layer")->valuedouble);
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(c, "tensors")) {
+        if (strcmp(cJSON_GetObjectItem(t, "kind")->valuestring, "input") == 0 || used >= size) continue;
+        used += (size_t)snprintf(key + used, size - used, ";%s=%s", cJSON_GetObjectItem(t, "name")->valuestring,
+                                 cJSON_GetObjectItem(t, "digest")->valuestring);
+    }
+    CHECK_MSG(used < size, "a case's weights do not fit the layer key");
+}
+
+/* The layer a case runs on, from the family's config.json and a checkpoint of the case's weights
+ * (each checked against its digest) beside decoys; ll->layer stays NULL where anything failed. */
+static void load_layer(vkattn_context *ctx, const char *dir, const char *family, const cJSON *c, const char *tmp,
+                       loaded_layer *ll)
 {
     const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
     const uint32_t layer_n = (uint32_t)cJSON_GetObjectItem(c, "layer")->valuedouble;
-    const uint32_t L = (uint32_t)cJSON_GetObjectItem(c, "tokens")->valuedouble;
-    const uint32_t start = (uint32_t)cJSON_GetObjectItem(c, "start_position")->valuedouble;
-    const cJSON *first_item = cJSON_GetObjectItem(c, "first_row");
-    const uint32_t first = first_item ? (uint32_t)first_item->valuedouble : 0;
-    printf("  %s/%s: layer %u, %u tokens from position %u\n", family, name, layer_n, L, start);
+    layer_key(c, ll->key, sizeof ll->key);
 
     /* the config's description of the layer, and where its weights are */
     char path[1024], prefix[64];
     snprintf(path, sizeof path, "%s/%s/config.json", dir, family);
-    vkattn_model_config *config = NULL;
     vkattn_error err = {0};
-    CHECK_MSG(vkattn_model_config_open(path, &config, &err) == VKATTN_OK, "%s: %s", path, err.message);
-    if (!config) return;
-    vkattn_layer_desc desc;
-    vkattn_kv_cache_desc cache_desc = {0};
-    vkattn_status status = vkattn_model_config_layer(config, layer_n, &desc, &cache_desc, prefix, sizeof prefix, &err);
+    CHECK_MSG(vkattn_model_config_open(path, &ll->config, &err) == VKATTN_OK, "%s: %s", path, err.message);
+    if (!ll->config) return;
+    vkattn_status status =
+        vkattn_model_config_layer(ll->config, layer_n, &ll->desc, &ll->cache_desc, prefix, sizeof prefix, &err);
     CHECK_MSG(status == VKATTN_OK, "%s/%s: layer %u: %s", family, name, layer_n, err.message);
-    vkattn_model_info info;
-    vkattn_model_config_get_info(config, &info);
+    if (status != VKATTN_OK) return;
+    vkattn_model_config_get_info(ll->config, &ll->info);
 
-    /* the checkpoint: the case's tensors, checked against their digests, and decoys */
+    /* the checkpoint: the case's weights, checked against their digests, and decoys */
     checkpoint ck = {0};
-    float *x = NULL;
-    const cJSON *tensors = cJSON_GetObjectItem(c, "tensors"), *t;
-    cJSON_ArrayForEach(t, tensors) {
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(c, "tensors")) {
         const char *tname = cJSON_GetObjectItem(t, "name")->valuestring;
         mf_kind kind = MF_KIND_WEIGHT;
         CHECK(mf_kind_parse(cJSON_GetObjectItem(t, "kind")->valuestring, &kind) == 0);
+        if (kind == MF_KIND_INPUT) continue;
         const cJSON *shape = cJSON_GetObjectItem(t, "shape");
         uint32_t rank = (uint32_t)cJSON_GetArraySize(shape);
         uint32_t d0 = (uint32_t)cJSON_GetArrayItem(shape, 0)->valuedouble;
@@ -141,65 +172,94 @@ static void run_case(vkattn_context *ctx, const char *dir, const char *family, c
         mf_fill(tname, kind, rank == 2 ? d1 : d0, values, n);
         uint64_t digest = strtoull(cJSON_GetObjectItem(t, "digest")->valuestring, NULL, 0);
         CHECK_MSG(mf_digest(values, n) == digest, "%s: %s differs from the fixture's", name, tname);
-        if (kind == MF_KIND_INPUT) x = values;
-        else {
-            free(values);
-            CHECK_MSG(strncmp(tname, prefix, strlen(prefix)) == 0, "%s: %s is not under the config's prefix %s", name,
-                      tname, prefix);
-            ck_add(&ck, tname, kind, rank, d0, d1);
-        }
+        free(values);
+        CHECK_MSG(strncmp(tname, prefix, strlen(prefix)) == 0, "%s: %s is not under the config's prefix %s", name,
+                  tname, prefix);
+        ck_add(&ck, tname, kind, rank, d0, d1);
     }
     char decoy[160];
     snprintf(decoy, sizeof decoy, "model.layers.%u.input_layernorm.weight", layer_n);
-    ck_add(&ck, decoy, MF_KIND_NORM, 1, desc.embed_dim, 1);
+    ck_add(&ck, decoy, MF_KIND_NORM, 1, ll->desc.embed_dim, 1);
     snprintf(decoy, sizeof decoy, "model.layers.%u5.self_attn.q_proj.weight", layer_n); /* layer 15 beside 1 */
-    ck_add(&ck, decoy, MF_KIND_WEIGHT, 2, 8, desc.embed_dim);
+    ck_add(&ck, decoy, MF_KIND_WEIGHT, 2, 8, ll->desc.embed_dim);
     char ck_path[512];
     snprintf(ck_path, sizeof ck_path, "%s/%s_%s.safetensors", tmp, family, name);
     CHECK(ck_write(&ck, ck_path));
     ck_free(&ck);
-    vkattn_weight_file *file = NULL;
-    CHECK_MSG(vkattn_weight_file_open(ck_path, prefix, &file, &err) == VKATTN_OK, "%s: %s", name, err.message);
+    CHECK_MSG(vkattn_weight_file_open(ck_path, prefix, &ll->file, &err) == VKATTN_OK, "%s: %s", name, err.message);
     remove(ck_path);
+    if (!ll->file) return;
     /* the file agrees with the config on every width; sinks where the family has them */
-    vkattn_layer_desc from_file = {.num_heads = desc.num_heads};
-    if (file) vkattn_weight_file_describe(file, &from_file);
-    CHECK_MSG(file && from_file.embed_dim == desc.embed_dim && from_file.no_bias == desc.no_bias &&
-                  (from_file.num_kv_heads ? from_file.num_kv_heads : desc.num_heads) == desc.num_kv_heads &&
-                  from_file.qk_norm == desc.qk_norm,
+    vkattn_layer_desc from_file = {.num_heads = ll->desc.num_heads};
+    vkattn_weight_file_describe(ll->file, &from_file);
+    CHECK_MSG(from_file.embed_dim == ll->desc.embed_dim && from_file.no_bias == ll->desc.no_bias &&
+                  (from_file.num_kv_heads ? from_file.num_kv_heads : ll->desc.num_heads) == ll->desc.num_kv_heads &&
+                  from_file.qk_norm == ll->desc.qk_norm,
               "%s: the checkpoint and config.json disagree", name);
-    CHECK(!file || (vkattn_weight_file_weights(file)->sinks != NULL) == info.attention_sinks);
+    CHECK((vkattn_weight_file_weights(ll->file)->sinks != NULL) == ll->info.attention_sinks);
 
+    ll->desc.host_weights = VKATTN_HOST_WEIGHTS_BORROW; /* the CPU path reads the file's arrays */
+    CHECK_MSG(vkattn_layer_create(ctx, &ll->desc, vkattn_weight_file_weights(ll->file), &ll->layer) == VKATTN_OK,
+              "%s: %s", name, vkattn_context_last_error(ctx));
+}
+
+static void run_case(vkattn_context *ctx, const char *dir, const char *family, const cJSON *c, const char *tmp,
+                     loaded_layer *ll)
+{
+    const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
+    const uint32_t layer_n = (uint32_t)cJSON_GetObjectItem(c, "layer")->valuedouble;
+    const uint32_t L = (uint32_t)cJSON_GetObjectItem(c, "tokens")->valuedouble;
+    const uint32_t start = (uint32_t)cJSON_GetObjectItem(c, "start_position")->valuedouble;
+    const cJSON *first_item = cJSON_GetObjectItem(c, "first_row");
+    const uint32_t first = first_item ? (uint32_t)first_item->valuedouble : 0;
+    char key[sizeof ll->key];
+    layer_key(c, key, sizeof key);
+    const int reused = ll->key[0] && strcmp(key, ll->key) == 0;
+    printf("  %s/%s: layer %u, %u tokens from position %u%s\n", family, name, layer_n, L, start,
+           reused ? " (the previous case's layer)" : "");
+    if (!reused) {
+        unload(ll);
+        load_layer(ctx, dir, family, c, tmp, ll);
+    }
+
+    /* the case's input, checked against its digest */
+    float *x = NULL;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(c, "tensors")) {
+        if (strcmp(cJSON_GetObjectItem(t, "kind")->valuestring, "input") != 0) continue;
+        const cJSON *shape = cJSON_GetObjectItem(t, "shape");
+        size_t n = (size_t)cJSON_GetArrayItem(shape, 0)->valuedouble * cJSON_GetArrayItem(shape, 1)->valuedouble;
+        x = malloc(n * sizeof *x);
+        mf_fill(cJSON_GetObjectItem(t, "name")->valuestring, MF_KIND_INPUT, 0, x, n);
+        uint64_t digest = strtoull(cJSON_GetObjectItem(t, "digest")->valuestring, NULL, 0);
+        CHECK_MSG(mf_digest(x, n) == digest, "%s: the input differs from the fixture's", name);
+    }
+    CHECK_MSG(x != NULL, "%s: no input", name);
+
+    char path[1024];
     snprintf(path, sizeof path, "%s/%s/%s", dir, family, cJSON_GetObjectItem(c, "output")->valuestring);
     vkattn_array want = {0};
+    vkattn_error err = {0};
     CHECK_MSG(vkattn_npy_read(path, &want, &err) == VKATTN_OK, "%s", err.message);
     CHECK(want.dtype == VKATTN_DTYPE_F32 && want.rank == 2 && want.dims[0] == L - first &&
-          want.dims[1] == desc.embed_dim);
+          want.dims[1] == ll->desc.embed_dim);
 
-    vkattn_layer *layer = NULL;
-    desc.host_weights = VKATTN_HOST_WEIGHTS_BORROW; /* the CPU path below reads the file's arrays */
-    if (file && x && status == VKATTN_OK && want.data)
-        CHECK_MSG(vkattn_layer_create(ctx, &desc, vkattn_weight_file_weights(file), &layer) == VKATTN_OK, "%s: %s",
-                  name, vkattn_context_last_error(ctx));
-    if (layer) {
-        const uint32_t E = desc.embed_dim;
+    if (ll->layer && x && want.data) {
+        const uint32_t E = ll->desc.embed_dim;
         float *out = malloc((size_t)L * E * sizeof *out);
         static const vkattn_path paths[] = {VKATTN_PATH_CPU, VKATTN_PATH_UNFUSED, VKATTN_PATH_FUSED};
         for (size_t p = 0; p < 3; p++) {
             vkattn_host_forward_desc f = {.batch = 1, .query_len = L, .query = x, .output = out, .causal = 1,
                                           .rope_offset = start, .path = paths[p]};
-            status = vkattn_forward_host(layer, &f);
+            vkattn_status status = vkattn_forward_host(ll->layer, &f);
             CHECK_MSG(status == VKATTN_OK, "%s/%s: %s", name, vkattn_path_name(paths[p]), vkattn_context_last_error(ctx));
             if (status == VKATTN_OK)
                 compare_rows(vkattn_path_name(paths[p]), out + (size_t)first * E, want.data, L - first, E);
         }
-        if (start == 0) run_cached(ctx, layer, &cache_desc, x, L, E, first, want.data, name);
+        if (start == 0) run_cached(ctx, ll->layer, &ll->cache_desc, x, L, E, first, want.data, name);
         free(out);
-        vkattn_layer_destroy(layer);
     }
     vkattn_array_free(&want);
-    vkattn_weight_file_destroy(file);
-    vkattn_model_config_destroy(config);
     free(x);
 }
 
@@ -211,8 +271,10 @@ static void run_family(vkattn_context *ctx, const char *dir, const char *family,
     CHECK_MSG(text != NULL, "cannot read %s", path);
     cJSON *root = text ? cJSON_Parse(text) : NULL;
     free(text);
+    loaded_layer ll = {0};
     const cJSON *c;
-    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) run_case(ctx, dir, family, c, tmp);
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) run_case(ctx, dir, family, c, tmp, &ll);
+    unload(&ll);
     cJSON_Delete(root);
 }
 
