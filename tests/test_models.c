@@ -101,10 +101,10 @@ static void run_cached(vkattn_context *ctx, vkattn_layer *layer, const vkattn_kv
     vkattn_kv_cache_destroy(cache);
 }
 
-/* A layer of a family loaded from its checkpoint: the cases on one layer share it (their weights'
- * names and digests the same), so each checkpoint is written and read once. */
+/* A layer of a family loaded from its checkpoint: consecutive cases with the same weights (equal
+ * layer_key) share it, so each checkpoint is written and read once. */
 typedef struct loaded_layer {
-    char key[4096]; /* the case's layer and its weights' names and digests; "" when none is loaded */
+    char key[4096]; /* layer_key of the case it was loaded for */
     vkattn_model_config *config;
     vkattn_model_info info;
     vkattn_layer_desc desc;
@@ -121,14 +121,19 @@ static void unload(loaded_layer *ll)
     memset(ll, 0, sizeof *ll);
 }
 
-/* The weights a case names (every tensor but the input), with the layer: equal keys, equal layers. */
+/* The weights a case names (every tensor but the input: name, kind, shape, digest), with the layer:
+ * equal keys, equal layers. */
 static void layer_key(const cJSON *c, char *key, size_t size)
 {
     size_t used = (size_t)snprintf(key, size, "%u", (uint32_t)cJSON_GetObjectItem(c, "layer")->valuedouble);
     const cJSON *t;
     cJSON_ArrayForEach(t, cJSON_GetObjectItem(c, "tensors")) {
         if (strcmp(cJSON_GetObjectItem(t, "kind")->valuestring, "input") == 0 || used >= size) continue;
-        used += (size_t)snprintf(key + used, size - used, ";%s=%s", cJSON_GetObjectItem(t, "name")->valuestring,
+        const cJSON *shape = cJSON_GetObjectItem(t, "shape");
+        used += (size_t)snprintf(key + used, size - used, ";%s:%s:%d:%d=%s", cJSON_GetObjectItem(t, "name")->valuestring,
+                                 cJSON_GetObjectItem(t, "kind")->valuestring,
+                                 (int)cJSON_GetArrayItem(shape, 0)->valuedouble,
+                                 cJSON_GetArraySize(shape) > 1 ? (int)cJSON_GetArrayItem(shape, 1)->valuedouble : 1,
                                  cJSON_GetObjectItem(t, "digest")->valuestring);
     }
     CHECK_MSG(used < size, "a case's weights do not fit the layer key");
@@ -136,12 +141,12 @@ static void layer_key(const cJSON *c, char *key, size_t size)
 
 /* The layer a case runs on, from the family's config.json and a checkpoint of the case's weights
  * (each checked against its digest) beside decoys; ll->layer stays NULL where anything failed. */
-static void load_layer(vkattn_context *ctx, const char *dir, const char *family, const cJSON *c, const char *tmp,
-                       loaded_layer *ll)
+static void load_layer(vkattn_context *ctx, const char *dir, const char *family, const cJSON *c, const char *key,
+                       const char *tmp, loaded_layer *ll)
 {
     const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
     const uint32_t layer_n = (uint32_t)cJSON_GetObjectItem(c, "layer")->valuedouble;
-    layer_key(c, ll->key, sizeof ll->key);
+    snprintf(ll->key, sizeof ll->key, "%s", key);
 
     /* the config's description of the layer, and where its weights are */
     char path[1024], prefix[64];
@@ -214,12 +219,12 @@ static void run_case(vkattn_context *ctx, const char *dir, const char *family, c
     const uint32_t first = first_item ? (uint32_t)first_item->valuedouble : 0;
     char key[sizeof ll->key];
     layer_key(c, key, sizeof key);
-    const int reused = ll->key[0] && strcmp(key, ll->key) == 0;
+    const int reused = ll->layer && strcmp(key, ll->key) == 0; /* a failed load is tried again */
     printf("  %s/%s: layer %u, %u tokens from position %u%s\n", family, name, layer_n, L, start,
            reused ? " (the previous case's layer)" : "");
     if (!reused) {
         unload(ll);
-        load_layer(ctx, dir, family, c, tmp, ll);
+        load_layer(ctx, dir, family, c, key, tmp, ll);
     }
 
     /* the case's input, checked against its digest */
@@ -228,7 +233,8 @@ static void run_case(vkattn_context *ctx, const char *dir, const char *family, c
     cJSON_ArrayForEach(t, cJSON_GetObjectItem(c, "tensors")) {
         if (strcmp(cJSON_GetObjectItem(t, "kind")->valuestring, "input") != 0) continue;
         const cJSON *shape = cJSON_GetObjectItem(t, "shape");
-        size_t n = (size_t)cJSON_GetArrayItem(shape, 0)->valuedouble * cJSON_GetArrayItem(shape, 1)->valuedouble;
+        size_t n = (size_t)cJSON_GetArrayItem(shape, 0)->valuedouble *
+                   (cJSON_GetArraySize(shape) > 1 ? (size_t)cJSON_GetArrayItem(shape, 1)->valuedouble : 1);
         x = malloc(n * sizeof *x);
         mf_fill(cJSON_GetObjectItem(t, "name")->valuestring, MF_KIND_INPUT, 0, x, n);
         uint64_t digest = strtoull(cJSON_GetObjectItem(t, "digest")->valuestring, NULL, 0);
