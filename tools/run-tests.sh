@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine (what CI runs):
 #   1. install what is missing, build, run every test (GPU tests on lavapipe under the Khronos
-#      validation layer, failing on any message), the failure-injection walks (label `faults`) at
-#      half of their sample: every 10th point from the 6th (tests/fault_sample.h);
+#      validation layer, failing on any message), the failure-injection walks (label `faults`, and
+#      `external`'s record walk) at every 10th point from the 6th (tests/fault_sample.h);
 #   2. GPU tests again on a second driver, Mesa 25 lavapipe from bookworm-backports, fetched into
 #      build/mesa25 without installing it (tools/fetch-mesa25.sh; needs deb.debian.org), with
 #      128-bit vectors (subgroups of 4): the rows labelled `driver`, every kernel and path once
@@ -13,9 +13,10 @@
 #      build/mesa26/run (trixie's loader and glibc; VKATTN_TEST_LAUNCHER); on Mesa 22 and 25 they
 #      only check that the coopmat tuning is refused and report themselves skipped;
 #   3. the suite built with AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on), with
-#      the walks' other half (every 10th point from the 1st: leaks on error paths show here, so
-#      every 5th point is walked in all) and without the `numerics` rows (accuracy, run in 1), the
-#      `covered` ones (whose host lines the rest runs) and the `bench` smoke runs;
+#      the walks' other half (every 10th point from the 1st, where leaks and memory errors on error
+#      paths show; every 5th point is walked in the two phases together) and without the
+#      `numerics` rows (accuracy, run in 1), the `covered` ones (whose host lines the rest runs)
+#      and the `bench` smoke runs;
 #   4. a short libFuzzer run over every parser of outside data (tools/run-fuzz.sh), if present.
 # `ctest --test-dir build` alone runs everything.
 # Set VKATTN_SKIP_MESA25=1, VKATTN_SKIP_MESA26=1, VKATTN_SKIP_SANITIZERS=1 or VKATTN_SKIP_FUZZ=1 to leave
@@ -52,10 +53,10 @@ if [ "${VKATTN_SKIP_MESA25:-0}" != 1 ]; then
     # at most 4 lanes meet), and this driver's compiles, the phase's time, about 2.5x shorter (it
     # writes out a branch per lane for each buffer load: half as many lanes, far less code)
     export LP_NATIVE_VECTOR_WIDTH=128
-    info=$(build/vkattn info)
+    info=$(build/vkattn info) || { echo "run-tests: vkattn info failed on Mesa 25" >&2; exit 1; }
     # a loader that ignored the private driver would rerun Mesa 22 and pass: check it first
     grep -q 'Mesa 25\.' <<<"$info" || { echo "run-tests: Mesa 25 lavapipe not in use" >&2; exit 1; }
-    grep -qE 'subgroup size +4 ' <<<"$info" || { echo "run-tests: Mesa 25 lavapipe not at subgroup size 4" >&2; exit 1; }
+    grep -qE 'subgroup size +4( |$)' <<<"$info" || { echo "run-tests: Mesa 25 lavapipe not at subgroup size 4" >&2; exit 1; }
     ctest --test-dir build -L driver --output-on-failure -j "$jobs"
   )
   mesa25_s=$((SECONDS - t))
