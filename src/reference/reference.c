@@ -1,5 +1,7 @@
 /* The CPU reference. Deliberately the most boring code in the repository: every GPU result is
  * compared with it, so it follows the formula literally and keeps every intermediate in double.
+ * Every sum runs in index order; a few sums run side by side (project_rows, dot_four), which only
+ * lets their additions overlap: the results are the bits one loop per sum gives.
  *
  *   q = query W_Q^T + b_Q,  k = key W_K^T + b_K,  v = value W_V^T + b_V      (then extra keys)
  *   p_ij = softmax_j(scale q_i · k_j + mask_ij)       per head, masked keys excluded (skipped:
@@ -42,16 +44,58 @@
 #include "format/quant.h"
 #include "problem/rope.h"
 
-/* y (rows, out) = x (rows, in) W^T + b, with W (out, in) a row range of a bigger matrix. */
-static void linear(const float *x, size_t rows, size_t in, const float *W, const float *b, size_t out, double *y)
+/* y0 = x0 W^T + b and y1 = x1 W^T + b (y1 NULL: one row), with W (out, in) a row range of a bigger
+ * matrix. Each sum runs in index order, as the formula reads; eight of them (two rows, four
+ * outputs) run side by side only so that their additions overlap: each gives the bits it would alone. */
+static void project_rows(const double *x0, const double *x1, size_t in, const float *W, const float *b, size_t out,
+                         double *y0, double *y1)
 {
-    for (size_t r = 0; r < rows; r++) {
-        for (size_t o = 0; o < out; o++) {
-            double acc = b ? b[o] : 0.0;
-            for (size_t i = 0; i < in; i++) acc += (double)x[r * in + i] * W[o * in + i];
-            y[r * out + o] = acc;
+    if (!y1) x1 = x0; /* summed again, not stored */
+    size_t o = 0;
+    for (; o + 4 <= out; o += 4) {
+        const float *w0 = W + o * in, *w1 = w0 + in, *w2 = w1 + in, *w3 = w2 + in;
+        double a0 = b ? b[o] : 0.0, a1 = b ? b[o + 1] : 0.0, a2 = b ? b[o + 2] : 0.0, a3 = b ? b[o + 3] : 0.0;
+        double c0 = a0, c1 = a1, c2 = a2, c3 = a3;
+        for (size_t i = 0; i < in; i++) {
+            a0 += x0[i] * w0[i], c0 += x1[i] * w0[i];
+            a1 += x0[i] * w1[i], c1 += x1[i] * w1[i];
+            a2 += x0[i] * w2[i], c2 += x1[i] * w2[i];
+            a3 += x0[i] * w3[i], c3 += x1[i] * w3[i];
         }
+        y0[o] = a0, y0[o + 1] = a1, y0[o + 2] = a2, y0[o + 3] = a3;
+        if (y1) y1[o] = c0, y1[o + 1] = c1, y1[o + 2] = c2, y1[o + 3] = c3;
     }
+    for (; o < out; o++) {
+        double a = b ? b[o] : 0.0, c = a;
+        for (size_t i = 0; i < in; i++) a += x0[i] * W[o * in + i], c += x1[i] * W[o * in + i];
+        y0[o] = a;
+        if (y1) y1[o] = c;
+    }
+}
+
+/* y (rows, out) = x (rows, in) W^T + b; `wide` holds 2 * in doubles (two rows of x, widened exactly). */
+static void linear(const float *x, size_t rows, size_t in, const float *W, const float *b, size_t out, double *y,
+                   double *wide)
+{
+    for (size_t r = 0; r < rows; r += 2) {
+        int two = r + 1 < rows;
+        for (size_t i = 0; i < (two ? 2 : 1) * in; i++) wide[i] = x[r * in + i];
+        project_rows(wide, wide + in, in, W, b, out, y + r * out, two ? y + (r + 1) * out : NULL);
+    }
+}
+
+/* dots[t] = a . b_t over n values for four rows b_t, each summed in index order (the bits one loop
+ * per row would give; side by side only so that the additions overlap). */
+static void dot_four(const double *a, const double *const b[4], size_t n, double dots[4])
+{
+    double d0 = 0.0, d1 = 0.0, d2 = 0.0, d3 = 0.0;
+    for (size_t e = 0; e < n; e++) {
+        d0 += a[e] * b[0][e];
+        d1 += a[e] * b[1][e];
+        d2 += a[e] * b[2][e];
+        d3 += a[e] * b[3][e];
+    }
+    dots[0] = d0, dots[1] = d1, dots[2] = d2, dots[3] = d3;
 }
 
 /* The W_Q/W_K/W_V rows and biases, wherever the user gave them. */
@@ -211,22 +255,22 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
     double *ctx = calloc(B * L * Eq, sizeof *ctx);
     double *row = malloc(Sx * sizeof *row);
     unsigned char *seen = malloc(Sx); /* which keys the current query row may attend to */
-    double *tmp = malloc(S * Ek * sizeof *tmp);
-    double *out = malloc(E * sizeof *out);
+    size_t *keys = malloc(Sx * sizeof *keys); /* the keys it may attend to, in order */
+    size_t widest = E > c->kdim ? E : c->kdim;
+    double *wide = malloc(2 * (widest > c->vdim ? widest : c->vdim) * sizeof *wide); /* two input rows in double */
+    double *out = malloc(2 * E * sizeof *out); /* two output rows */
     double *avg = malloc(L * Sx * sizeof *avg); /* one batch item's head-averaged weights */
-    if (!q || !k || !v || !ctx || !row || !seen || !tmp || !out || !avg) {
-        free(q), free(k), free(v), free(ctx), free(row), free(seen), free(tmp), free(out), free(avg);
+    if (!q || !k || !v || !ctx || !row || !seen || !keys || !wide || !out || !avg) {
+        free(q), free(k), free(v), free(ctx), free(row), free(seen), free(keys), free(wide), free(out), free(avg);
         return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "CPU path: out of memory for B=%zu L=%zu S=%zu E=%zu",
                              B, L, S, E);
     }
 
-    linear(query, B * L, E, ip.Wq, ip.bq, Eq, q);
+    linear(query, B * L, E, ip.Wq, ip.bq, Eq, q, wide);
     for (size_t b = 0; b < B; b++) {
         /* Project this batch's keys and values, then append bias_k/bias_v and the zero key. */
-        linear(key + b * S * c->kdim, S, c->kdim, ip.Wk, ip.bk, Ek, tmp);
-        for (size_t x = 0; x < S * Ek; x++) k[b * Sx * Ek + x] = tmp[x];
-        linear(value + b * S * c->vdim, S, c->vdim, ip.Wv, ip.bv, Ek, tmp);
-        for (size_t x = 0; x < S * Ek; x++) v[b * Sx * Ek + x] = tmp[x];
+        linear(key + b * S * c->kdim, S, c->kdim, ip.Wk, ip.bk, Ek, k + b * Sx * Ek, wide);
+        linear(value + b * S * c->vdim, S, c->vdim, ip.Wv, ip.bv, Ek, v + b * Sx * Ek, wide);
         size_t j = S;
         if (c->bias_kv) {
             for (size_t e = 0; e < Ek; e++) k[(b * Sx + j) * Ek + e] = w->bias_k[e];
@@ -248,7 +292,7 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
     if (c->rope_dim) {
         float *inv_freq = malloc(c->rope_dim / 2 * sizeof *inv_freq);
         if (!inv_freq) {
-            free(q), free(k), free(v), free(ctx), free(row), free(seen), free(tmp), free(out), free(avg);
+            free(q), free(k), free(v), free(ctx), free(row), free(seen), free(keys), free(wide), free(out), free(avg);
             return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "CPU path: out of memory for the RoPE table");
         }
         vka_rope_table(&c->rope_scaling, c->rope_theta, c->rope_dim, vka_rope_seq_len(p), inv_freq);
@@ -268,20 +312,26 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
             if (head_mask && !head_mask[h]) continue; /* pruned: its context stays zero */
             for (size_t i = 0; i < L; i++) {
                 const double *qi = q + (b * L + i) * Eq + h * D;
+                size_t n = 0; /* the keys seen; row[j] holds a seen key's mask term until its score */
                 for (size_t j = 0; j < Sx; j++) {
                     double add = 0.0;
                     seen[j] = !(j < S && masked(p, d, b, h, i, j, &add)) && add != -INFINITY;
-                    if (!seen[j]) {
-                        row[j] = -INFINITY;
-                        continue;
+                    row[j] = seen[j] ? add : -INFINITY;
+                    if (seen[j]) keys[n++] = j;
+                }
+                for (size_t t = 0; t < n; t += 4) { /* four keys' dot products at a time; a short last
+                                                       group repeats its first key */
+                    const double *kt[4];
+                    double dots[4];
+                    for (size_t u = 0; u < 4; u++) kt[u] = k + (b * Sx + keys[t + u < n ? t + u : t]) * Ek + h / G * D;
+                    dot_four(qi, kt, D, dots);
+                    for (size_t u = 0; u < 4 && t + u < n; u++) {
+                        size_t j = keys[t + u];
+                        double x = dots[u] * scale;
+                        if (c->softcap > 0.0f) x = c->softcap * tanh(x / c->softcap);
+                        if (c->alibi) x += alibi_slopes[h] * (double)(position(p, d, b, j, 0) - position(p, d, b, i, 1));
+                        row[j] = x + row[j];
                     }
-                    const double *kj = k + (b * Sx + j) * Ek + h / G * D;
-                    double dot = 0.0;
-                    for (size_t e = 0; e < D; e++) dot += qi[e] * kj[e];
-                    double x = dot * scale;
-                    if (c->softcap > 0.0f) x = c->softcap * tanh(x / c->softcap);
-                    if (c->alibi) x += alibi_slopes[h] * (double)(position(p, d, b, j, 0) - position(p, d, b, i, 1));
-                    row[j] = x + add;
                 }
                 double lse = softmax_row(row, Sx, w->sinks ? (double)w->sinks[h] : -INFINITY);
                 if (lse_out) lse_out[(b * H + h) * L + i] = (float)lse;
@@ -300,16 +350,14 @@ vkattn_status vka_reference_run(const vka_problem *p, const vkattn_weights *w, c
             for (size_t x = 0; x < L * Sx; x++) weights[b * L * Sx + x] = (float)(avg[x] / H);
     }
 
-    for (size_t r = 0; r < B * L; r++) {
-        for (size_t o = 0; o < E; o++) {
-            double acc = w->out_proj_bias ? w->out_proj_bias[o] : 0.0;
-            for (size_t e = 0; e < Eq; e++) acc += ctx[r * Eq + e] * w->out_proj_weight[o * Eq + e];
-            out[o] = acc;
-        }
-        for (size_t o = 0; o < E; o++) output[r * E + o] = (float)out[o];
+    for (size_t r = 0; r < B * L; r += 2) {
+        size_t rows = r + 1 < B * L ? 2 : 1;
+        project_rows(ctx + r * Eq, ctx + (r + rows - 1) * Eq, Eq, w->out_proj_weight, w->out_proj_bias, E, out,
+                     rows == 2 ? out + E : NULL);
+        for (size_t o = 0; o < rows * E; o++) output[r * E + o] = (float)out[o];
     }
 
-    free(q), free(k), free(v), free(ctx), free(row), free(seen), free(tmp), free(out), free(avg);
+    free(q), free(k), free(v), free(ctx), free(row), free(seen), free(keys), free(wide), free(out), free(avg);
     return VKATTN_OK;
 }
 
