@@ -30,13 +30,13 @@ phase() { printf '\n== %s\n' "$*"; }
 
 start=$SECONDS
 # Mesa 25 is fetched beside everything before its phase (the network and dpkg -x: seconds of
-# waiting, little CPU); its phase waits for it and fails if it failed.
+# waiting, little CPU); its phase waits for it and fails if it failed. (If an earlier phase fails,
+# the fetch is left to finish: it only writes build/mesa25.)
 mesa25_fetch=
 if [ "${VKATTN_SKIP_MESA25:-0}" != 1 ]; then
   mkdir -p build
   bash tools/fetch-mesa25.sh build/mesa25 >build/fetch-mesa25.log 2>&1 &
   mesa25_fetch=$!
-  trap '[ -z "$mesa25_fetch" ] || kill "$mesa25_fetch" 2>/dev/null || true' EXIT
 fi
 coopmat=(-DVKATTN_GLSLANG_COOPMAT= -DVKATTN_SPIRV_VAL=)
 if [ "${VKATTN_SKIP_MESA26:-0}" != 1 ]; then
@@ -54,11 +54,14 @@ mesa25_s=0
 if [ "${VKATTN_SKIP_MESA25:-0}" != 1 ]; then
   t=$SECONDS
   phase "GPU tests again, on Mesa 25 lavapipe (build/mesa25)"
-  # fetch-mesa25.sh fails loudly when the mirror is unreachable
+  # fetch-mesa25.sh fails loudly (apt's log) when the mirror is unreachable
   fetched=0; wait "$mesa25_fetch" || fetched=$?
-  mesa25_fetch=
+  if [ "$fetched" -ne 0 ]; then
+    cat build/fetch-mesa25.log >&2
+    echo "run-tests: fetching Mesa 25 failed (exit $fetched)" >&2
+    exit 1
+  fi
   cat build/fetch-mesa25.log
-  [ "$fetched" -eq 0 ] || { echo "run-tests: fetching Mesa 25 failed (exit $fetched)" >&2; exit 1; }
   (
     # shellcheck source=/dev/null
     . build/mesa25/env.sh
