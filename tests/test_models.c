@@ -139,6 +139,25 @@ static void layer_key(const cJSON *c, char *key, size_t size)
     CHECK_MSG(used < size, "a case's weights do not fit the layer key");
 }
 
+/* Tensor t of a case (name, kind, shape, digest), made by the fixtures' scheme and checked against
+ * its digest: its values (malloc'd) and its shape (*rank; d[1] = 1 for a vector). */
+static float *case_tensor(const cJSON *t, mf_kind kind, const char *case_name, uint32_t *rank, uint32_t d[2])
+{
+    const char *tname = cJSON_GetObjectItem(t, "name")->valuestring;
+    const cJSON *shape = cJSON_GetObjectItem(t, "shape");
+    *rank = (uint32_t)cJSON_GetArraySize(shape);
+    d[0] = (uint32_t)cJSON_GetArrayItem(shape, 0)->valuedouble;
+    d[1] = *rank == 2 ? (uint32_t)cJSON_GetArrayItem(shape, 1)->valuedouble : 1;
+    size_t n = (size_t)d[0] * d[1];
+    float *values = malloc(n * sizeof *values);
+    CHECK_MSG(values != NULL, "%s: no memory for %s", case_name, tname);
+    if (!values) return NULL;
+    mf_fill(tname, kind, *rank == 2 ? d[1] : d[0], values, n);
+    uint64_t digest = strtoull(cJSON_GetObjectItem(t, "digest")->valuestring, NULL, 0);
+    CHECK_MSG(mf_digest(values, n) == digest, "%s: %s differs from the fixture's", case_name, tname);
+    return values;
+}
+
 /* The layer a case runs on, from the family's config.json and a checkpoint of the case's weights
  * (each checked against its digest) beside decoys; ll->layer stays NULL where anything failed. */
 static void load_layer(vkattn_context *ctx, const char *dir, const char *family, const cJSON *c, const char *key,
@@ -168,19 +187,11 @@ static void load_layer(vkattn_context *ctx, const char *dir, const char *family,
         mf_kind kind = MF_KIND_WEIGHT;
         CHECK(mf_kind_parse(cJSON_GetObjectItem(t, "kind")->valuestring, &kind) == 0);
         if (kind == MF_KIND_INPUT) continue;
-        const cJSON *shape = cJSON_GetObjectItem(t, "shape");
-        uint32_t rank = (uint32_t)cJSON_GetArraySize(shape);
-        uint32_t d0 = (uint32_t)cJSON_GetArrayItem(shape, 0)->valuedouble;
-        uint32_t d1 = rank == 2 ? (uint32_t)cJSON_GetArrayItem(shape, 1)->valuedouble : 1;
-        size_t n = (size_t)d0 * d1;
-        float *values = malloc(n * sizeof *values);
-        mf_fill(tname, kind, rank == 2 ? d1 : d0, values, n);
-        uint64_t digest = strtoull(cJSON_GetObjectItem(t, "digest")->valuestring, NULL, 0);
-        CHECK_MSG(mf_digest(values, n) == digest, "%s: %s differs from the fixture's", name, tname);
-        free(values);
+        uint32_t rank, d[2];
+        free(case_tensor(t, kind, name, &rank, d));
         CHECK_MSG(strncmp(tname, prefix, strlen(prefix)) == 0, "%s: %s is not under the config's prefix %s", name,
                   tname, prefix);
-        ck_add(&ck, tname, kind, rank, d0, d1);
+        ck_add(&ck, tname, kind, rank, d[0], d[1]);
     }
     char decoy[160];
     snprintf(decoy, sizeof decoy, "model.layers.%u.input_layernorm.weight", layer_n);
@@ -231,14 +242,10 @@ static void run_case(vkattn_context *ctx, const char *dir, const char *family, c
     float *x = NULL;
     const cJSON *t;
     cJSON_ArrayForEach(t, cJSON_GetObjectItem(c, "tensors")) {
-        if (strcmp(cJSON_GetObjectItem(t, "kind")->valuestring, "input") != 0) continue;
-        const cJSON *shape = cJSON_GetObjectItem(t, "shape");
-        size_t n = (size_t)cJSON_GetArrayItem(shape, 0)->valuedouble *
-                   (cJSON_GetArraySize(shape) > 1 ? (size_t)cJSON_GetArrayItem(shape, 1)->valuedouble : 1);
-        x = malloc(n * sizeof *x);
-        mf_fill(cJSON_GetObjectItem(t, "name")->valuestring, MF_KIND_INPUT, 0, x, n);
-        uint64_t digest = strtoull(cJSON_GetObjectItem(t, "digest")->valuestring, NULL, 0);
-        CHECK_MSG(mf_digest(x, n) == digest, "%s: the input differs from the fixture's", name);
+        mf_kind kind = MF_KIND_WEIGHT;
+        CHECK(mf_kind_parse(cJSON_GetObjectItem(t, "kind")->valuestring, &kind) == 0);
+        uint32_t rank, d[2];
+        if (kind == MF_KIND_INPUT && !x) x = case_tensor(t, kind, name, &rank, d);
     }
     CHECK_MSG(x != NULL, "%s: no input", name);
 
