@@ -2,9 +2,10 @@
  * kv_quant.glsl — ggml's Q8_0 and Q4_0 blocks on the device: quantizing 32 values into a block
  * (kv_append.comp, into a storage buffer of uint words) and loading 4 values of one
  * (attn_paged.comp, through an R32UI texel view of the same words). The host's twin is
- * src/io/quant.c, which the CPU reference uses: the arithmetic here is the same, operation for
+ * src/format/quant.c, which the CPU reference uses: the arithmetic here is the same, operation for
  * operation in fp32 (`precise`: no contraction into fma, no reassociation), so that both round
- * alike. The pool layout is abi.h's ("The paged KV cache").
+ * alike, but for the two divisions, which Vulkan need not round to nearest: kv_div does. The pool
+ * layout is abi.h's ("The paged KV cache").
  *
  * The includer declares the specialization constant FLAGS (VKA_KV_Q4_0 set: Q4_0, else Q8_0).
  * Loops: all over fixed counts, unrolled; none counts in the loop model.
@@ -93,11 +94,50 @@ int kv_roundf(float s)
     return s < 0.0 ? -r : r;
 }
 
+/* a - c * b, exact where kv_div needs it: Dekker's product c * b = p + e (Veltkamp's split of each
+ * factor into halves of 12 bits), a - p exact since a and p are within a factor 2 (Sterbenz). Each
+ * step is an fp32 add, subtract or multiply, correctly rounded in Vulkan, and `precise` keeps them in
+ * this order (an fma is not required to be fused). For operands in [0.5, 2): nothing overflows. */
+float kv_residual(float a, float b, float c)
+{
+    precise float p = c * b;
+    precise float cs = 4097.0 * c, ch = cs - (cs - c), cl = c - ch;
+    precise float bs = 4097.0 * b, bh = bs - (bs - b), bl = b - bh;
+    precise float e = cl * bl - (((p - ch * bh) - cl * bh) - ch * bl);
+    precise float r = (a - p) - e;
+    return r;
+}
+
+/* a / b rounded to nearest, as C's division on the host (format/quant.c): Vulkan lets a division be
+ * 2.5 ulp off (GPUs multiply by a reciprocal), and a scale one ulp off moves quant bytes away from the
+ * host's and ggml's. On the significands (in [0.5, 1)): one Newton step on the exact residual, from the
+ * driver's quotient stepped 4 floats down (so that the step does the same work on every driver:
+ * lavapipe, where the tests run, divides exactly), lands a few millionths of an ulp from the
+ * quotient, so on the nearest float but where the quotient lies that close to halfway between two:
+ * of the float and its two neighbours, the one with the smallest exact residual is the nearest (no
+ * test reaches that case; a quotient is never exactly halfway). The exponents go back on after,
+ * exactly for a normal quotient (a subnormal one may differ: fp16 holds such a scale as 0 either
+ * way). The sign is set on the bits, so a zero a keeps the quotient's sign (ggml's Q4_0 d of an
+ * all-zero block is -0). Finite a, b != 0. */
+float kv_div(float a, float b)
+{
+    uint sign = (floatBitsToUint(a) ^ floatBitsToUint(b)) & 0x80000000u;
+    if (a == 0.0) return uintBitsToFloat(sign);
+    int ea, eb;
+    float ma = frexp(abs(a), ea), mb = frexp(abs(b), eb);
+    float q0 = uintBitsToFloat(floatBitsToUint(ma / mb) - 4u);
+    precise float q = q0 + kv_residual(ma, mb, q0) / mb;
+    float lo = uintBitsToFloat(floatBitsToUint(q) - 1u), hi = uintBitsToFloat(floatBitsToUint(q) + 1u);
+    float r = abs(kv_residual(ma, mb, q)), r_lo = abs(kv_residual(ma, mb, lo)), r_hi = abs(kv_residual(ma, mb, hi));
+    float nearest = r_lo < r ? lo : (r_hi < r ? hi : q);
+    return uintBitsToFloat(floatBitsToUint(ldexp(nearest, ea - eb)) | sign);
+}
+
 /* Quantizes 32 values into a block's halfwords h[0 .. kv_block_bytes() / 2), the rest of h zero:
  * h[0] the fp16 scale, then the quant bytes two by two (little-endian). As ggml: Q8_0 d = amax / 127,
  * q = roundf(x * id); Q4_0 d = m / -8 (m the first value of largest magnitude), q = min(15,
  * trunc(x * id + 8.5)); id = 1 / d in fp32, 0 when d is 0. A block holding NaN or an infinity
- * stores d = NaN and q = 0 (io/quant.h). */
+ * stores d = NaN and q = 0 (format/quant.h). */
 void kv_quantize(float x[VKA_QUANT_VALUES], out uint h[18])
 {
     bool bad = false;
@@ -109,8 +149,8 @@ void kv_quantize(float x[VKA_QUANT_VALUES], out uint h[18])
             m = x[j];
         }
     }
-    precise float d = kv_q4() ? m / -8.0 : amax / 127.0;
-    precise float id = d != 0.0 ? 1.0 / d : 0.0;
+    float d = kv_q4() ? kv_div(m, -8.0) : kv_div(amax, 127.0);
+    float id = d != 0.0 ? kv_div(1.0, d) : 0.0;
     uint q[VKA_QUANT_VALUES];
     [[unroll]] for (uint j = 0; j < VKA_QUANT_VALUES; j++) {
         precise float s = x[j] * id;

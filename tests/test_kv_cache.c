@@ -964,9 +964,45 @@ static uint32_t check_pools(vkattn_context *ctx, vkattn_kv_cache *cache, seq_run
     return differ;
 }
 
+/* One value's quant at scale inverse id, as vka_quantize_q8_0 and _q4_0 compute it. */
+static int quant_at(float x, float id, int q4)
+{
+    if (!q4) return (int)roundf(x * id);
+    const float t = x * id + 8.5f;
+    return (int)t < 15 ? (int)t : 15;
+}
+
+/* A block (x[0] of the largest magnitude) whose quant bytes move when id = 1 / d is one ulp off, up
+ * for odd j, down for even j: each other value sits next to a rounding edge (Q8_0: x * id at k + 1/2;
+ * Q4_0: x * id + 8.5 at an integer). Vulkan lets a division be 2.5 ulp off (GPUs multiply by a
+ * reciprocal): the device's d and id must be C's correctly rounded quotients for these bytes to be
+ * the host's. */
+static void edge_block(float *x, int q4)
+{
+    x[0] = q4 ? -7.3459f : 100.372f;
+    /* Q8_0: an amax whose d (and so id) a product with 1 / 127 gets one ulp off */
+    while (!q4 && (x[0] * (1.0f / 127.0f) == x[0] / 127.0f || 1.0f / (x[0] * (1.0f / 127.0f)) == 1.0f / (x[0] / 127.0f)))
+        x[0] = nextafterf(x[0], INFINITY);
+    const float d = q4 ? x[0] / -8.0f : x[0] / 127.0f, id = 1.0f / d;
+    for (int j = 1; j < 32; j++) {
+        const float moved = j & 1 ? nextafterf(id, INFINITY) : nextafterf(id, 0.0f);
+        int found = 0;
+        for (int e = 0; e < 4 && !found; e++) { /* an edge whose neighbours' products skip the window: the next */
+            const float edge = q4 ? (float)((j + e) % 15 + 1) - 8.5f : (float)((j * 37 + e) % 119 - 59) + 0.5f;
+            float up = edge * d, down = up;
+            for (int s = 0; s < 64 && !found; s++, up = nextafterf(up, INFINITY), down = nextafterf(down, -INFINITY)) {
+                if (quant_at(up, id, q4) != quant_at(up, moved, q4)) x[j] = up, found = 1;
+                else if (quant_at(down, id, q4) != quant_at(down, moved, q4)) x[j] = down, found = 1;
+            }
+        }
+        CHECK(found && fabsf(x[j]) <= fabsf(x[0]));
+    }
+}
+
 /* Hand-picked blocks of 32 at the start of `x`, then N(0,1) values: Q8_0 ties (amax 63.5: d = 0.5,
  * q = roundf(2x)); zeros; all negative, the largest magnitude negative; a scale fp16 holds only as a
- * subnormal (amax 1e-3); one that underflows fp16 (amax 1e-30); wide values (x 100). */
+ * subnormal (amax 1e-3); one that underflows fp16 (amax 1e-30); wide values (x 100); a Q8_0 and a
+ * Q4_0 block that a scale one ulp off changes (edge_block). */
 static void fill_blocks(test_rng *rng, float *x, size_t n)
 {
     fill_normal(rng, x, n);
@@ -979,6 +1015,8 @@ static void fill_blocks(test_rng *rng, float *x, size_t n)
         x[160 + j] *= 100.0f;
     }
     x[64 + 20] = -9.0f;
+    edge_block(x + 192, 0);
+    edge_block(x + 224, 1);
 }
 
 /* The device's blocks are the host's, bit for bit (a layer whose projections are identities, so
