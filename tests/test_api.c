@@ -753,6 +753,20 @@ static void test_explain_tensors(void)
     test_weights_free(&tw);
 }
 
+/* Every kernel asks the driver to keep infinities, NaNs and signed zeros where the device can
+ * (src/pipeline/spirv_patch.h): lavapipe can, in Mesa 22, 25 and 26 (vulkaninfo's
+ * shaderSignedZeroInfNanPreserveFloat32 and 16), so here all the suite's kernels run so, under the
+ * validation layer, which checks each module and that the device supports what it asks. */
+static void test_float_controls(void)
+{
+    const vka_device_caps *caps = &ctx->dev.caps;
+    printf("  %s: SignedZeroInfNanPreserve fp32 %d, fp16 %d (Vulkan %u.%u)\n", ctx->dev.info.name,
+           caps->preserve_inf_nan_f32, caps->preserve_inf_nan_f16, VK_API_VERSION_MAJOR(ctx->dev.info.api_version),
+           VK_API_VERSION_MINOR(ctx->dev.info.api_version));
+    if (strstr(ctx->dev.info.name, "llvmpipe"))
+        CHECK(caps->preserve_inf_nan_f32 && caps->preserve_inf_nan_f16 && ctx->dev.info.api_version >= VK_API_VERSION_1_2);
+}
+
 static void test_device_selection(void)
 {
     vkattn_context *c = NULL;
@@ -1098,6 +1112,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_activations_past_the_range);
     RUN_TEST(test_explain);
     RUN_TEST(test_explain_tensors);
+    RUN_TEST(test_float_controls);
     RUN_TEST(test_device_selection);
     RUN_TEST(test_chained_layers);
     RUN_TEST(test_reuse_across_shapes);

@@ -26,6 +26,9 @@ typedef struct vka_device_caps {
                                 least 4 lanes (matmul_vec's sums, attn_paged_lanes's key groups) */
     uint32_t max_workgroup_subgroups; /* maxComputeWorkgroupSubgroups: a pipeline that requires a subgroup
                                          size has at most this many per workgroup (0: not reported) */
+    /* fp32 / fp16 infinities, NaNs and signed zeros a kernel may ask the driver to keep (Vulkan 1.2's
+     * shaderSignedZeroInfNanPreserveFloat32 / 16, on a device used at 1.2 or later): every module asks */
+    int preserve_inf_nan_f32, preserve_inf_nan_f16;
 } vka_device_caps;
 
 typedef struct vka_device {

@@ -155,11 +155,15 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
     VkPhysicalDeviceSubgroupProperties subgroup = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
                                                    .pNext = &m3};
     VkPhysicalDeviceProperties2 props2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &subgroup};
+    VkPhysicalDeviceFloatControlsProperties float_controls = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
     VkPhysicalDeviceProperties base;
     fns->vkGetPhysicalDeviceProperties(device, &base);
     int has_driver_props =
         base.apiVersion >= VK_API_VERSION_1_2 || has_extension(fns, device, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
     if (has_driver_props) m3.pNext = &driver;
+    /* Float controls: core in Vulkan 1.2 (vkattn enables no extension for them on 1.1) */
+    if (base.apiVersion >= VK_API_VERSION_1_2) driver.pNext = &float_controls;
     fns->vkGetPhysicalDeviceProperties2(device, &props2);
     uint32_t compute_units = count_compute_units(fns, device);
 
@@ -267,6 +271,8 @@ void vka_describe_device(const vka_instance_fns *fns, VkPhysicalDevice device, u
         caps->timestamp_valid_bits = timestamp_bits;
         caps->vulkan_memory_model = memory_model.vulkanMemoryModel != 0;
         caps->max_workgroup_subgroups = size_control.maxComputeWorkgroupSubgroups;
+        caps->preserve_inf_nan_f32 = float_controls.shaderSignedZeroInfNanPreserveFloat32 != 0;
+        caps->preserve_inf_nan_f16 = float_controls.shaderSignedZeroInfNanPreserveFloat16 != 0;
         caps->subgroup_sums = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                               (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                               (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&

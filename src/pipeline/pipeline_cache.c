@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/text.h"
+#include "pipeline/spirv_patch.h"
 
 #define MAGIC "VKATTNPC"
 #define FORMAT_VERSION 1u
@@ -441,6 +442,7 @@ static vkattn_status create_pipeline(vka_device *dev, VkPipelineCache vk_cache, 
 {
     vkattn_status status = VKATTN_OK;
     VkShaderModule module = VK_NULL_HANDLE;
+    uint32_t *patched = NULL;
     const vka_kernel_info *info = vka_kernel_get(kernel);
     const char *name = info ? (f16_out ? info->spirv_f16_out : info->spirv) : NULL;
     const uint32_t *code;
@@ -488,10 +490,22 @@ static vkattn_status create_pipeline(vka_device *dev, VkPipelineCache vk_cache, 
     };
     VKA_VK(dev, dev->vk.vkCreatePipelineLayout(dev->device, &layout_info, NULL, &p->layout));
 
+    /* Every module asks the driver to keep infinities, NaNs and signed zeros where it can
+     * (spirv_patch.h says why). */
+    unsigned widths = dev->info.api_version < VK_API_VERSION_1_2 ? 0
+                      : (dev->caps.preserve_inf_nan_f32 ? VKA_SPIRV_FP32 : 0) |
+                            (dev->caps.preserve_inf_nan_f16 ? VKA_SPIRV_FP16 : 0);
+    size_t patched_words;
+    int patch = vka_spirv_preserve_inf_nan(code, bytes / 4, widths, &dev->faults, &patched, &patched_words);
+    if (patch <= 0) {
+        status = patch < 0 ? vka_fail(dev, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory preparing kernel %s", name)
+                           : vka_fail(dev, VKATTN_ERROR_VULKAN, "internal: kernel %s: cannot read its SPIR-V", name);
+        goto fail;
+    }
     VkShaderModuleCreateInfo module_info = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-        .codeSize = bytes,
-        .pCode = code,
+        .codeSize = patched ? patched_words * 4 : bytes,
+        .pCode = patched ? patched : code,
     };
     VKA_VK(dev, dev->vk.vkCreateShaderModule(dev->device, &module_info, NULL, &module));
     VkSpecializationMapEntry entries[VKA_MAX_SPEC];
@@ -529,6 +543,7 @@ static vkattn_status create_pipeline(vka_device *dev, VkPipelineCache vk_cache, 
         print_statistics(dev, p, name);
 fail:
     if (module) dev->vk.vkDestroyShaderModule(dev->device, module, NULL);
+    free(patched);
     return status;
 }
 

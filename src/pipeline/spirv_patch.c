@@ -1,0 +1,83 @@
+#include "spirv_patch.h"
+
+#include <string.h>
+
+#include "common/alloc.h"
+
+/* The SPIR-V opcodes and enumerants this needs (SPIR-V spec, section 3; SPV_KHR_float_controls). */
+enum {
+    OP_EXTENSION = 10,
+    OP_CAPABILITY = 17,
+    OP_ENTRY_POINT = 15,
+    OP_EXECUTION_MODE = 16,
+    OP_FUNCTION = 54,
+    CAPABILITY_FLOAT16 = 9,
+    CAPABILITY_PRESERVE = 4466,   /* SignedZeroInfNanPreserve */
+    MODE_PRESERVE = 4461,         /* SignedZeroInfNanPreserve, with the target width */
+    VERSION_FLOAT_CONTROLS = 0x00010400u, /* SPIR-V 1.4 has float controls without the extension */
+};
+
+static const char float_controls[] = "SPV_KHR_float_controls";
+#define EXTENSION_WORDS (1 + (sizeof float_controls + 3) / 4) /* opcode word, then the string, nul-padded */
+
+int vka_spirv_preserve_inf_nan(const uint32_t *code, size_t words, unsigned widths, struct vka_faults *faults,
+                               uint32_t **out, size_t *out_words)
+{
+    *out = NULL;
+    *out_words = 0;
+    if (words < 5 || code[0] != 0x07230203u) return 0;
+    size_t caps_end = 0, entry_end = 0;
+    uint32_t entry = 0;
+    int float16 = 0, capability = 0, extension = 0;
+    unsigned declared = 0;
+    for (size_t i = 5; i < words;) {
+        const uint32_t count = code[i] >> 16, op = code[i] & 0xFFFFu;
+        if (count == 0 || count > words - i) return 0;
+        if (op == OP_FUNCTION) break;
+        if (op == OP_CAPABILITY && count == 2) {
+            caps_end = i + count;
+            float16 |= code[i + 1] == CAPABILITY_FLOAT16;
+            capability |= code[i + 1] == CAPABILITY_PRESERVE;
+        }
+        if (op == OP_EXTENSION && (count - 1) * 4 >= sizeof float_controls)
+            extension |= memcmp(&code[i + 1], float_controls, sizeof float_controls) == 0;
+        if (op == OP_ENTRY_POINT && count >= 3) entry = code[i + 2], entry_end = i + count;
+        if (op == OP_EXECUTION_MODE && count == 4 && code[i + 2] == MODE_PRESERVE)
+            declared |= code[i + 3] == 32 ? VKA_SPIRV_FP32 : code[i + 3] == 16 ? VKA_SPIRV_FP16 : 0;
+        i += count;
+    }
+    if (!entry_end || !caps_end || caps_end > entry_end) return 0;
+    if (!float16) widths &= ~VKA_SPIRV_FP16;
+    widths &= ~declared;
+    if (!widths) return 1;
+
+    const int add_extension = code[1] < VERSION_FLOAT_CONTROLS && !extension;
+    const size_t added = (capability ? 0 : 2) + (add_extension ? EXTENSION_WORDS : 0) +
+                         4 * (size_t)(((widths & VKA_SPIRV_FP32) != 0) + ((widths & VKA_SPIRV_FP16) != 0));
+    uint32_t *patched = vka_malloc(faults, (words + added) * sizeof *patched);
+    if (!patched) return -1;
+    size_t n = 0;
+    memcpy(patched, code, caps_end * sizeof *code); /* the header and capabilities */
+    n = caps_end;
+    if (!capability) patched[n++] = 2u << 16 | OP_CAPABILITY, patched[n++] = CAPABILITY_PRESERVE;
+    if (add_extension) {
+        patched[n++] = (uint32_t)EXTENSION_WORDS << 16 | OP_EXTENSION;
+        memset(&patched[n], 0, (EXTENSION_WORDS - 1) * 4);
+        memcpy(&patched[n], float_controls, sizeof float_controls);
+        n += EXTENSION_WORDS - 1;
+    }
+    memcpy(&patched[n], &code[caps_end], (entry_end - caps_end) * sizeof *code); /* up to the entry point's end */
+    n += entry_end - caps_end;
+    for (unsigned width = 16; width <= 32; width += 16) {
+        if (!(widths & (width == 32 ? VKA_SPIRV_FP32 : VKA_SPIRV_FP16))) continue;
+        patched[n++] = 4u << 16 | OP_EXECUTION_MODE;
+        patched[n++] = entry;
+        patched[n++] = MODE_PRESERVE;
+        patched[n++] = width;
+    }
+    memcpy(&patched[n], &code[entry_end], (words - entry_end) * sizeof *code);
+    n += words - entry_end;
+    *out = patched;
+    *out_words = n;
+    return 1;
+}
