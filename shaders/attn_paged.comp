@@ -362,7 +362,9 @@ void main()
                     [[unroll]] for (uint r = 0; r < TILE_A; r++)
                         part[r] += dot(Q_SHARED ? s_rows[r * DV + e] : vka_fetch(Q, qrow[r] + e), k);
                 }
-            /* the group's slices meet: its TILE_B (at most 16) invocations are neighbours in one subgroup */
+            /* the group's slices meet: its TILE_B invocations are neighbours in one subgroup (at most 4:
+             * the plan's bound, which every subgroup holds where it takes this build; the steps past 4
+             * serve a plan that allows more on wider subgroups) */
             [[unroll]] for (uint r = 0; r < TILE_A; r++) {
                 if (TILE_B > 1) part[r] += subgroupShuffleXor(part[r], 1u);
                 if (TILE_B > 2) part[r] += subgroupShuffleXor(part[r], 2u);

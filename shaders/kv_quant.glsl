@@ -94,10 +94,12 @@ int kv_roundf(float s)
     return s < 0.0 ? -r : r;
 }
 
-/* a - c * b, exact where kv_div needs it: Dekker's product c * b = p + e (Veltkamp's split of each
- * factor into halves of 12 bits), a - p exact since a and p are within a factor 2 (Sterbenz). Each
- * step is an fp32 add, subtract or multiply, correctly rounded in Vulkan, and `precise` keeps them in
- * this order (an fma is not required to be fused). For operands in [0.5, 2): nothing overflows. */
+/* a - c * b for kv_div: Dekker's product c * b = p + e (Veltkamp's split of each factor into halves
+ * of 12 bits) and a - p (exact: a and p are within a factor 2, Sterbenz), so the residual is exact
+ * for c within a float of a / b, and rounded once further away, which kv_div's step and comparison
+ * tolerate. Each step is an fp32 add, subtract or multiply, correctly rounded in Vulkan (to nearest:
+ * every GPU's default, as the host's), and `precise` keeps them in this order (an fma is not
+ * required to be fused). For operands in [0.25, 2]: nothing overflows or underflows. */
 float kv_residual(float a, float b, float c)
 {
     precise float p = c * b;
@@ -110,21 +112,23 @@ float kv_residual(float a, float b, float c)
 
 /* a / b rounded to nearest, as C's division on the host (format/quant.c): Vulkan lets a division be
  * 2.5 ulp off (GPUs multiply by a reciprocal), and a scale one ulp off moves quant bytes away from the
- * host's and ggml's. On the significands (in [0.5, 1)): one Newton step on the exact residual, from the
+ * host's and ggml's. On the significands (in [0.5, 1)): one Newton step on the residual, from the
  * driver's quotient stepped 4 floats down (so that the step does the same work on every driver:
  * lavapipe, where the tests run, divides exactly), lands a few millionths of an ulp from the
  * quotient, so on the nearest float but where the quotient lies that close to halfway between two:
  * of the float and its two neighbours, the one with the smallest exact residual is the nearest (no
  * test reaches that case; a quotient is never exactly halfway). The exponents go back on after,
- * exactly for a normal quotient (a subnormal one may differ: fp16 holds such a scale as 0 either
- * way). The sign is set on the bits, so a zero a keeps the quotient's sign (ggml's Q4_0 d of an
- * all-zero block is -0). Finite a, b != 0. */
+ * exactly for a normal quotient. A subnormal a or b, which a driver may flush to zero in any
+ * instruction, gives a signed zero: such a block's scale is 0 in fp16 anyway, so it decodes as the
+ * host's, though its quant bytes may differ. The sign is set on the bits, so a zero a keeps the
+ * quotient's sign (ggml's Q4_0 d of an all-zero block is -0). Finite a, b != 0. */
 float kv_div(float a, float b)
 {
     uint sign = (floatBitsToUint(a) ^ floatBitsToUint(b)) & 0x80000000u;
     if (a == 0.0) return uintBitsToFloat(sign);
     int ea, eb;
     float ma = frexp(abs(a), ea), mb = frexp(abs(b), eb);
+    if (!(ma >= 0.5 && mb >= 0.5)) return uintBitsToFloat(sign); /* flushed: no Newton step from 0 */
     float q0 = uintBitsToFloat(floatBitsToUint(ma / mb) - 4u);
     precise float q = q0 + kv_residual(ma, mb, q0) / mb;
     float lo = uintBitsToFloat(floatBitsToUint(q) - 1u), hi = uintBitsToFloat(floatBitsToUint(q) + 1u);

@@ -95,7 +95,7 @@ static void test_subgroup_size_only_where_fixed(void)
 
 /* The module vka_spirv_preserve_inf_nan made from `code`: its instructions in order, to its last
  * word; the capability among the capabilities, the extension (before SPIR-V 1.4 only) after them,
- * the execution modes (fp32 always, fp16 where the module has the Float16 capability) after its one
+ * the execution modes (fp32 always, fp16 where the module has a 16-bit float type) after its one
  * entry point, each once; and without those, the original word for word. Returns the widths found. */
 static unsigned check_patched(const char *name, const uint32_t *code, size_t words, const uint32_t *out, size_t n)
 {
@@ -114,12 +114,12 @@ static unsigned check_patched(const char *name, const uint32_t *code, size_t wor
         if (op == CAPABILITY) {
             CHECK_MSG(first_other == 0, "%s: a capability after other instructions", name);
             last_capability = at;
-            float16 |= out[at + 1] == 9;
             if (out[at + 1] == 4466) capabilities++, added = 1;
         } else if (!first_other) first_other = at;
         if (op == EXTENSION && count == 7 && memcmp(&out[at + 1], "SPV_KHR_float_controls", 23) == 0)
             extensions++, added = 1;
         if (op == ENTRY_POINT) entry = (int)out[at + 2];
+        float16 |= op == 22 && count >= 3 && out[at + 2] == 16; /* OpTypeFloat 16 */
         if (op == EXECUTION_MODE && count == 4 && out[at + 2] == 4461) {
             mode_after_entry &= entry != 0 && out[at + 1] == (uint32_t)entry;
             modes |= out[at + 3] == 32 ? VKA_SPIRV_FP32 : out[at + 3] == 16 ? VKA_SPIRV_FP16 : 0x80u;
@@ -189,15 +189,18 @@ static void test_preserve_inf_nan(void)
     printf("  %d kernel builds declare SignedZeroInfNanPreserve (fp16 too in %d); %d pass %s\n", patched, fp16,
            validated, val && *val ? val : "(no spirv-val given: not validated)");
     CHECK(patched >= VKA_KERNEL_COUNT && fp16 > 0 && validated == patched);
-    /* not SPIR-V; an instruction of no words; no entry point */
+    /* not SPIR-V; an instruction of no words; no entry point; two (a kernel is one) */
     const uint32_t bad_magic[] = {0x07230204u, 0x00010300u, 0, 2, 0, (2u << 16) | 17u, 1};
     const uint32_t zero_count[] = {0x07230203u, 0x00010300u, 0, 2, 0, (2u << 16) | 17u, 1, 0, 0};
     const uint32_t no_entry[] = {0x07230203u, 0x00010300u, 0, 2, 0, (2u << 16) | 17u, 1};
+    const uint32_t two_entries[] = {0x07230203u, 0x00010300u, 0, 3, 0, (2u << 16) | 17u, 1,
+                                    (4u << 16) | 15u, 5, 1, 0x6E69616Du, (4u << 16) | 15u, 5, 2, 0x6E69616Du};
     uint32_t *out = NULL;
     size_t n;
     CHECK(vka_spirv_preserve_inf_nan(bad_magic, 7, VKA_SPIRV_FP32, NULL, &out, &n) == 0 && out == NULL);
     CHECK(vka_spirv_preserve_inf_nan(zero_count, 9, VKA_SPIRV_FP32, NULL, &out, &n) == 0 && out == NULL);
     CHECK(vka_spirv_preserve_inf_nan(no_entry, 7, VKA_SPIRV_FP32, NULL, &out, &n) == 0 && out == NULL);
+    CHECK(vka_spirv_preserve_inf_nan(two_entries, 15, VKA_SPIRV_FP32, NULL, &out, &n) == 0 && out == NULL);
 }
 
 int main(void)

@@ -964,11 +964,13 @@ static uint32_t check_pools(vkattn_context *ctx, vkattn_kv_cache *cache, seq_run
     return differ;
 }
 
-/* One value's quant at scale inverse id, as vka_quantize_q8_0 and _q4_0 compute it. */
+/* One value's quant at scale inverse id, as vka_quantize_q8_0 and _q4_0 compute it (the product
+ * and the sum in two statements, unfused, as there). */
 static int quant_at(float x, float id, int q4)
 {
-    if (!q4) return (int)roundf(x * id);
-    const float t = x * id + 8.5f;
+    const float s = x * id;
+    if (!q4) return (int)roundf(s);
+    const float t = s + 8.5f;
     return (int)t < 15 ? (int)t : 15;
 }
 

@@ -83,6 +83,16 @@ static int instance_has_extension(vka_faults *faults, const char *layer, const c
 
 /* Creates the instance. With `ctx` and validation wanted (and installed), enables the Khronos layer
  * with synchronization validation and routes its messages to `ctx`. */
+/* The Vulkan version vkattn's own instance asks for: 1.3 where the loader has it (the
+ * cooperative-matrix kernels are SPIR-V 1.6), else the loader's. Its devices are used at most at it. */
+static uint32_t instance_api_version(void)
+{
+    uint32_t loader_version = volkGetInstanceVersion();
+    return loader_version >= VK_API_VERSION_1_3   ? VK_API_VERSION_1_3
+           : loader_version >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2
+                                                  : VK_API_VERSION_1_1;
+}
+
 static vkattn_status create_instance(vkattn_context *ctx, int want_validation, VkInstance *out, int *validation_on,
                                      vkattn_error *error)
 {
@@ -109,18 +119,14 @@ static vkattn_status create_instance(vkattn_context *ctx, int want_validation, V
         flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
     }
 
-    uint32_t loader_version = volkGetInstanceVersion();
-    if (loader_version < VK_API_VERSION_1_1)
+    if (volkGetInstanceVersion() < VK_API_VERSION_1_1)
         return vka_error_set(error, VKATTN_ERROR_UNSUPPORTED, "the Vulkan loader supports only Vulkan 1.0; vkattn needs 1.1");
     VkApplicationInfo app = {
         .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
         .pApplicationName = "vkattn",
         .pEngineName = "vkattn",
         .engineVersion = VK_MAKE_API_VERSION(0, VKATTN_VERSION_MAJOR, VKATTN_VERSION_MINOR, VKATTN_VERSION_PATCH),
-        /* 1.3 where the loader has it: the cooperative-matrix kernels are SPIR-V 1.6. */
-        .apiVersion = loader_version >= VK_API_VERSION_1_3   ? VK_API_VERSION_1_3
-                      : loader_version >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2
-                                                             : VK_API_VERSION_1_1,
+        .apiVersion = instance_api_version(),
     };
     VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
     VkValidationFeaturesEXT features = {
@@ -484,6 +490,8 @@ static vkattn_status context_finish(vkattn_context *ctx, const vkattn_context_de
     VKA_TRY(choose_tuning(ctx, desc, coopmat));
     set_matrix_subgroup(ctx);
     VKA_TRY(resolve_loop_budget(ctx, desc->loop_budget));
+    if (info->api_version < VK_API_VERSION_1_2) /* float controls: core from 1.2, no extension enabled before */
+        ctx->dev.caps.preserve_inf_nan_f32 = ctx->dev.caps.preserve_inf_nan_f16 = 0;
     if (ctx->dev.info.api_version < VK_API_VERSION_1_1) {
         status = vka_fail(&ctx->dev, VKATTN_ERROR_UNSUPPORTED, "device \"%s\" supports only Vulkan 1.0; vkattn needs 1.1",
                           ctx->dev.info.name);
@@ -547,6 +555,8 @@ vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, co
     ctx->dev.physical = devices[chosen];
     vka_describe_device(&ctx->dev.ifn, ctx->dev.physical, chosen, &ctx->dev.info, &ctx->dev.caps);
     ctx->dev.info.is_default = infos[chosen].is_default;
+    /* What the instance allows, not what the device could do (as for an application's instance). */
+    if ((ctx->dev.info.api_version & ~0xFFFu) > instance_api_version()) ctx->dev.info.api_version = instance_api_version();
     VKA_TRY(context_finish(ctx, desc, 1));
     *out = ctx;
     return VKATTN_OK;

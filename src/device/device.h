@@ -27,7 +27,8 @@ typedef struct vka_device_caps {
     uint32_t max_workgroup_subgroups; /* maxComputeWorkgroupSubgroups: a pipeline that requires a subgroup
                                          size has at most this many per workgroup (0: not reported) */
     /* fp32 / fp16 infinities, NaNs and signed zeros a kernel may ask the driver to keep (Vulkan 1.2's
-     * shaderSignedZeroInfNanPreserveFloat32 / 16, on a device used at 1.2 or later): every module asks */
+     * shaderSignedZeroInfNanPreserveFloat32 / 16; cleared by the context where it uses the device
+     * below 1.2): every module asks (src/pipeline/spirv_patch.h) */
     int preserve_inf_nan_f32, preserve_inf_nan_f16;
 } vka_device_caps;
 

@@ -62,8 +62,11 @@ void vka_quantize_q4_0(const float x[VKA_QUANT_BLOCK], uint8_t block[VKA_Q4_0_BY
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     put_half(block, vka_f32_to_f16(d));
     for (int j = 0; j < VKA_QUANT_BLOCK / 2; j++) {
-        /* x * id lies in [-8, 8] give or take an ulp, so the sums are in (0, 17): truncation is floor */
-        const float lo = x[j] * id + 8.5f, hi = x[j + VKA_QUANT_BLOCK / 2] * id + 8.5f;
+        /* x * id lies in [-8, 8] give or take an ulp, so the sums are in (0, 17): truncation is floor.
+         * The product and the sum in two statements: a compiler may fuse them within one expression
+         * (clang's default on aarch64), and the device rounds both (kv_quant.glsl). */
+        const float scaled_lo = x[j] * id, scaled_hi = x[j + VKA_QUANT_BLOCK / 2] * id;
+        const float lo = scaled_lo + 8.5f, hi = scaled_hi + 8.5f;
         const int q_lo = (int)lo < 15 ? (int)lo : 15, q_hi = (int)hi < 15 ? (int)hi : 15;
         block[2 + j] = (uint8_t)(q_lo | q_hi << 4);
     }

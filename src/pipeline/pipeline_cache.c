@@ -492,9 +492,8 @@ static vkattn_status create_pipeline(vka_device *dev, VkPipelineCache vk_cache, 
 
     /* Every module asks the driver to keep infinities, NaNs and signed zeros where it can
      * (spirv_patch.h says why). */
-    unsigned widths = dev->info.api_version < VK_API_VERSION_1_2 ? 0
-                      : (dev->caps.preserve_inf_nan_f32 ? VKA_SPIRV_FP32 : 0) |
-                            (dev->caps.preserve_inf_nan_f16 ? VKA_SPIRV_FP16 : 0);
+    unsigned widths = (dev->caps.preserve_inf_nan_f32 ? VKA_SPIRV_FP32 : 0) |
+                      (dev->caps.preserve_inf_nan_f16 ? VKA_SPIRV_FP16 : 0);
     size_t patched_words;
     int patch = vka_spirv_preserve_inf_nan(code, bytes / 4, widths, &dev->faults, &patched, &patched_words);
     if (patch <= 0) {

@@ -10,15 +10,25 @@ enum {
     OP_CAPABILITY = 17,
     OP_ENTRY_POINT = 15,
     OP_EXECUTION_MODE = 16,
+    OP_TYPE_FLOAT = 22,
     OP_FUNCTION = 54,
-    CAPABILITY_FLOAT16 = 9,
     CAPABILITY_PRESERVE = 4466,   /* SignedZeroInfNanPreserve */
     MODE_PRESERVE = 4461,         /* SignedZeroInfNanPreserve, with the target width */
     VERSION_FLOAT_CONTROLS = 0x00010400u, /* SPIR-V 1.4 has float controls without the extension */
 };
 
 static const char float_controls[] = "SPV_KHR_float_controls";
-#define EXTENSION_WORDS (1 + (sizeof float_controls + 3) / 4) /* opcode word, then the string, nul-padded */
+#define STRING_WORDS ((sizeof float_controls + 3) / 4)
+#define EXTENSION_WORDS (1 + STRING_WORDS) /* the opcode word, then the string */
+
+/* The extension's name as SPIR-V words: nul-padded, the first character in a word's low byte,
+ * whatever the host's byte order. */
+static void name_words(uint32_t out[STRING_WORDS])
+{
+    memset(out, 0, STRING_WORDS * sizeof *out);
+    for (size_t i = 0; i < sizeof float_controls; i++)
+        out[i / 4] |= (uint32_t)(unsigned char)float_controls[i] << (i % 4 * 8);
+}
 
 int vka_spirv_preserve_inf_nan(const uint32_t *code, size_t words, unsigned widths, struct vka_faults *faults,
                                uint32_t **out, size_t *out_words)
@@ -26,8 +36,10 @@ int vka_spirv_preserve_inf_nan(const uint32_t *code, size_t words, unsigned widt
     *out = NULL;
     *out_words = 0;
     if (words < 5 || code[0] != 0x07230203u) return 0;
+    uint32_t name[STRING_WORDS];
+    name_words(name);
     size_t caps_end = 0, entry_end = 0;
-    uint32_t entry = 0;
+    uint32_t entry = 0, entries = 0;
     int float16 = 0, capability = 0, extension = 0;
     unsigned declared = 0;
     for (size_t i = 5; i < words;) {
@@ -36,17 +48,17 @@ int vka_spirv_preserve_inf_nan(const uint32_t *code, size_t words, unsigned widt
         if (op == OP_FUNCTION) break;
         if (op == OP_CAPABILITY && count == 2) {
             caps_end = i + count;
-            float16 |= code[i + 1] == CAPABILITY_FLOAT16;
             capability |= code[i + 1] == CAPABILITY_PRESERVE;
         }
-        if (op == OP_EXTENSION && (count - 1) * 4 >= sizeof float_controls)
-            extension |= memcmp(&code[i + 1], float_controls, sizeof float_controls) == 0;
-        if (op == OP_ENTRY_POINT && count >= 3) entry = code[i + 2], entry_end = i + count;
+        float16 |= op == OP_TYPE_FLOAT && count >= 3 && code[i + 2] == 16;
+        if (op == OP_EXTENSION && count == EXTENSION_WORDS)
+            extension |= memcmp(&code[i + 1], name, sizeof name) == 0;
+        if (op == OP_ENTRY_POINT && count >= 3) entry = code[i + 2], entry_end = i + count, entries++;
         if (op == OP_EXECUTION_MODE && count == 4 && code[i + 2] == MODE_PRESERVE)
             declared |= code[i + 3] == 32 ? VKA_SPIRV_FP32 : code[i + 3] == 16 ? VKA_SPIRV_FP16 : 0;
         i += count;
     }
-    if (!entry_end || !caps_end || caps_end > entry_end) return 0;
+    if (entries != 1 || !caps_end || caps_end > entry_end) return 0; /* a kernel is one entry point */
     if (!float16) widths &= ~VKA_SPIRV_FP16;
     widths &= ~declared;
     if (!widths) return 1;
@@ -62,9 +74,8 @@ int vka_spirv_preserve_inf_nan(const uint32_t *code, size_t words, unsigned widt
     if (!capability) patched[n++] = 2u << 16 | OP_CAPABILITY, patched[n++] = CAPABILITY_PRESERVE;
     if (add_extension) {
         patched[n++] = (uint32_t)EXTENSION_WORDS << 16 | OP_EXTENSION;
-        memset(&patched[n], 0, (EXTENSION_WORDS - 1) * 4);
-        memcpy(&patched[n], float_controls, sizeof float_controls);
-        n += EXTENSION_WORDS - 1;
+        memcpy(&patched[n], name, sizeof name);
+        n += STRING_WORDS;
     }
     memcpy(&patched[n], &code[caps_end], (entry_end - caps_end) * sizeof *code); /* up to the entry point's end */
     n += entry_end - caps_end;
