@@ -1004,7 +1004,7 @@ static void edge_block(float *x, int q4)
 /* Hand-picked blocks of 32 at the start of `x`, then N(0,1) values: Q8_0 ties (amax 63.5: d = 0.5,
  * q = roundf(2x)); zeros; all negative, the largest magnitude negative; a scale fp16 holds only as a
  * subnormal (amax 1e-3); one that underflows fp16 (amax 1e-30); wide values (x 100); a Q8_0 and a
- * Q4_0 block that a scale one ulp off changes (edge_block). */
+ * Q4_0 block whose bytes move if 1 / d is one ulp off (edge_block). */
 static void fill_blocks(test_rng *rng, float *x, size_t n)
 {
     fill_normal(rng, x, n);

@@ -81,8 +81,6 @@ static int instance_has_extension(vka_faults *faults, const char *layer, const c
     return found;
 }
 
-/* Creates the instance. With `ctx` and validation wanted (and installed), enables the Khronos layer
- * with synchronization validation and routes its messages to `ctx`. */
 /* The Vulkan version vkattn's own instance asks for: 1.3 where the loader has it (the
  * cooperative-matrix kernels are SPIR-V 1.6), else the loader's. Its devices are used at most at it. */
 static uint32_t instance_api_version(void)
@@ -93,6 +91,8 @@ static uint32_t instance_api_version(void)
                                                   : VK_API_VERSION_1_1;
 }
 
+/* Creates the instance. With `ctx` and validation wanted (and installed), enables the Khronos layer
+ * with synchronization validation and routes its messages to `ctx`. */
 static vkattn_status create_instance(vkattn_context *ctx, int want_validation, VkInstance *out, int *validation_on,
                                      vkattn_error *error)
 {

@@ -68,9 +68,8 @@ int vka_spirv_preserve_inf_nan(const uint32_t *code, size_t words, unsigned widt
                          4 * (size_t)(((widths & VKA_SPIRV_FP32) != 0) + ((widths & VKA_SPIRV_FP16) != 0));
     uint32_t *patched = vka_malloc(faults, (words + added) * sizeof *patched);
     if (!patched) return -1;
-    size_t n = 0;
     memcpy(patched, code, caps_end * sizeof *code); /* the header and capabilities */
-    n = caps_end;
+    size_t n = caps_end;
     if (!capability) patched[n++] = 2u << 16 | OP_CAPABILITY, patched[n++] = CAPABILITY_PRESERVE;
     if (add_extension) {
         patched[n++] = (uint32_t)EXTENSION_WORDS << 16 | OP_EXTENSION;
