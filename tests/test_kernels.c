@@ -93,6 +93,15 @@ static void test_subgroup_size_only_where_fixed(void)
     }
 }
 
+/* Whether the SPIR-V literal string at `words` (a word's low byte first, whatever the host's byte
+ * order) is `s`, its nul included. */
+static int spirv_string_is(const uint32_t *words, size_t count, const char *s)
+{
+    for (size_t i = 0; i <= strlen(s); i++)
+        if (i / 4 >= count || (char)(words[i / 4] >> (i % 4 * 8)) != s[i]) return 0;
+    return 1;
+}
+
 /* The module vka_spirv_preserve_inf_nan made from `code`: its instructions in order, to its last
  * word; the capability among the capabilities, the extension (before SPIR-V 1.4 only) after them,
  * the execution modes (fp32 always, fp16 where the module has a 16-bit float type) after its one
@@ -116,7 +125,7 @@ static unsigned check_patched(const char *name, const uint32_t *code, size_t wor
             last_capability = at;
             if (out[at + 1] == 4466) capabilities++, added = 1;
         } else if (!first_other) first_other = at;
-        if (op == EXTENSION && count == 7 && memcmp(&out[at + 1], "SPV_KHR_float_controls", 23) == 0)
+        if (op == EXTENSION && spirv_string_is(&out[at + 1], count - 1, "SPV_KHR_float_controls"))
             extensions++, added = 1;
         if (op == ENTRY_POINT) entry = (int)out[at + 2];
         float16 |= op == 22 && count >= 3 && out[at + 2] == 16; /* OpTypeFloat 16 */
