@@ -79,6 +79,8 @@ static void test_subgroup_size_only_where_fixed(void)
     vka_binding_layout layout;
     CHECK(vka_spirv_bindings(module, sizeof module / sizeof module[0], NULL, &layout) == 1);
     CHECK(layout.reads_subgroup_size == 1 && layout.count == 0);
+    /* the same decoration cut a word short: malformed, not read past the module's end */
+    CHECK(vka_spirv_bindings(module, sizeof module / sizeof module[0] - 1, NULL, &layout) == 0);
     /* the same read in a kernel that fixes no size (attn_paged_lanes), and in one that does */
     reflect(VKA_KERNEL_PAGED_LANES, 0, &layout);
     CHECK(layout.reads_subgroup_size == 0);
@@ -198,9 +200,12 @@ static void test_preserve_inf_nan(void)
     printf("  %d kernel builds declare SignedZeroInfNanPreserve (fp16 too in %d); %d pass %s\n", patched, fp16,
            validated, val && *val ? val : "(no spirv-val given: not validated)");
     CHECK(patched >= VKA_KERNEL_COUNT && fp16 > 0 && validated == patched);
-    /* not SPIR-V; an instruction of no words; no entry point; two (a kernel is one) */
+    /* not SPIR-V; an instruction of no words; one running past the module's end (an entry point of
+     * 5 words with 4 left); no entry point; two (a kernel is one) */
     const uint32_t bad_magic[] = {0x07230204u, 0x00010300u, 0, 2, 0, (2u << 16) | 17u, 1};
     const uint32_t zero_count[] = {0x07230203u, 0x00010300u, 0, 2, 0, (2u << 16) | 17u, 1, 0, 0};
+    const uint32_t past_end[] = {0x07230203u, 0x00010300u, 0, 3, 0, (2u << 16) | 17u, 1, (5u << 16) | 15u, 5, 1,
+                                 0x6E69616Du};
     const uint32_t no_entry[] = {0x07230203u, 0x00010300u, 0, 2, 0, (2u << 16) | 17u, 1};
     const uint32_t two_entries[] = {0x07230203u, 0x00010300u, 0, 3, 0, (2u << 16) | 17u, 1,
                                     (4u << 16) | 15u, 5, 1, 0x6E69616Du, (4u << 16) | 15u, 5, 2, 0x6E69616Du};
@@ -208,6 +213,7 @@ static void test_preserve_inf_nan(void)
     size_t n;
     CHECK(vka_spirv_preserve_inf_nan(bad_magic, 7, VKA_SPIRV_FP32, NULL, &out, &n) == 0 && out == NULL);
     CHECK(vka_spirv_preserve_inf_nan(zero_count, 9, VKA_SPIRV_FP32, NULL, &out, &n) == 0 && out == NULL);
+    CHECK(vka_spirv_preserve_inf_nan(past_end, 11, VKA_SPIRV_FP32, NULL, &out, &n) == 0 && out == NULL);
     CHECK(vka_spirv_preserve_inf_nan(no_entry, 7, VKA_SPIRV_FP32, NULL, &out, &n) == 0 && out == NULL);
     CHECK(vka_spirv_preserve_inf_nan(two_entries, 15, VKA_SPIRV_FP32, NULL, &out, &n) == 0 && out == NULL);
 }

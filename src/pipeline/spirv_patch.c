@@ -3,15 +3,10 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "pipeline/spirv.h"
 
-/* The SPIR-V opcodes and enumerants this needs (SPIR-V spec, section 3; SPV_KHR_float_controls). */
+/* The SPIR-V enumerants this needs (SPV_KHR_float_controls). */
 enum {
-    OP_EXTENSION = 10,
-    OP_CAPABILITY = 17,
-    OP_ENTRY_POINT = 15,
-    OP_EXECUTION_MODE = 16,
-    OP_TYPE_FLOAT = 22,
-    OP_FUNCTION = 54,
     CAPABILITY_PRESERVE = 4466,   /* SignedZeroInfNanPreserve */
     MODE_PRESERVE = 4461,         /* SignedZeroInfNanPreserve, with the target width */
     VERSION_FLOAT_CONTROLS = 0x00010400u, /* SPIR-V 1.4 has float controls without the extension */
@@ -35,26 +30,26 @@ int vka_spirv_preserve_inf_nan(const uint32_t *code, size_t words, unsigned widt
 {
     *out = NULL;
     *out_words = 0;
-    if (words < 5 || code[0] != 0x07230203u) return 0;
+    if (!vka_spirv_is_module(code, words)) return 0;
     uint32_t name[STRING_WORDS];
     name_words(name);
     size_t caps_end = 0, entry_end = 0;
     uint32_t entry = 0, entries = 0;
     int float16 = 0, capability = 0, extension = 0;
     unsigned declared = 0;
-    for (size_t i = 5; i < words;) {
-        const uint32_t count = code[i] >> 16, op = code[i] & 0xFFFFu;
-        if (count == 0 || count > words - i) return 0;
-        if (op == OP_FUNCTION) break;
-        if (op == OP_CAPABILITY && count == 2) {
+    for (size_t i = VKA_SPIRV_HEADER_WORDS; i < words;) {
+        uint32_t op, count;
+        if (!vka_spirv_instruction(code, words, i, &op, &count)) return 0;
+        if (op == VKA_SPV_OP_FUNCTION) break;
+        if (op == VKA_SPV_OP_CAPABILITY && count == 2) {
             caps_end = i + count;
             capability |= code[i + 1] == CAPABILITY_PRESERVE;
         }
-        float16 |= op == OP_TYPE_FLOAT && count >= 3 && code[i + 2] == 16;
-        if (op == OP_EXTENSION && count == EXTENSION_WORDS)
+        float16 |= op == VKA_SPV_OP_TYPE_FLOAT && count >= 3 && code[i + 2] == 16;
+        if (op == VKA_SPV_OP_EXTENSION && count == EXTENSION_WORDS)
             extension |= memcmp(&code[i + 1], name, sizeof name) == 0;
-        if (op == OP_ENTRY_POINT && count >= 3) entry = code[i + 2], entry_end = i + count, entries++;
-        if (op == OP_EXECUTION_MODE && count == 4 && code[i + 2] == MODE_PRESERVE)
+        if (op == VKA_SPV_OP_ENTRY_POINT && count >= 3) entry = code[i + 2], entry_end = i + count, entries++;
+        if (op == VKA_SPV_OP_EXECUTION_MODE && count == 4 && code[i + 2] == MODE_PRESERVE)
             declared |= code[i + 3] == 32 ? VKA_SPIRV_FP32 : code[i + 3] == 16 ? VKA_SPIRV_FP16 : 0;
         i += count;
     }
@@ -70,9 +65,9 @@ int vka_spirv_preserve_inf_nan(const uint32_t *code, size_t words, unsigned widt
     if (!patched) return -1;
     memcpy(patched, code, caps_end * sizeof *code); /* the header and capabilities */
     size_t n = caps_end;
-    if (!capability) patched[n++] = 2u << 16 | OP_CAPABILITY, patched[n++] = CAPABILITY_PRESERVE;
+    if (!capability) patched[n++] = 2u << 16 | VKA_SPV_OP_CAPABILITY, patched[n++] = CAPABILITY_PRESERVE;
     if (add_extension) {
-        patched[n++] = (uint32_t)EXTENSION_WORDS << 16 | OP_EXTENSION;
+        patched[n++] = (uint32_t)EXTENSION_WORDS << 16 | VKA_SPV_OP_EXTENSION;
         memcpy(&patched[n], name, sizeof name);
         n += STRING_WORDS;
     }
@@ -80,7 +75,7 @@ int vka_spirv_preserve_inf_nan(const uint32_t *code, size_t words, unsigned widt
     n += entry_end - caps_end;
     for (unsigned width = 16; width <= 32; width += 16) {
         if (!(widths & (width == 32 ? VKA_SPIRV_FP32 : VKA_SPIRV_FP16))) continue;
-        patched[n++] = 4u << 16 | OP_EXECUTION_MODE;
+        patched[n++] = 4u << 16 | VKA_SPV_OP_EXECUTION_MODE;
         patched[n++] = entry;
         patched[n++] = MODE_PRESERVE;
         patched[n++] = width;

@@ -4,16 +4,10 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "pipeline/spirv.h"
 
-/* The few SPIR-V opcodes, decorations and storage classes this needs (SPIR-V spec, section 3). */
+/* The few SPIR-V decorations and storage classes this needs (SPIR-V spec, section 3). */
 enum {
-    OP_NAME = 5,
-    OP_TYPE_IMAGE = 25,
-    OP_TYPE_SAMPLED_IMAGE = 27,
-    OP_TYPE_STRUCT = 30,
-    OP_TYPE_POINTER = 32,
-    OP_VARIABLE = 59,
-    OP_DECORATE = 71,
     DECORATION_BLOCK = 2,
     DECORATION_BUFFER_BLOCK = 3,
     DECORATION_BUILTIN = 11,
@@ -52,20 +46,20 @@ static int descriptor_type(const spirv_id *ids, uint32_t bound, const spirv_id *
 {
     if (var->type >= bound) return 0;
     const spirv_id *ptr = &ids[var->type];
-    if (ptr->opcode != OP_TYPE_POINTER || ptr->type >= bound) return 0;
+    if (ptr->opcode != VKA_SPV_OP_TYPE_POINTER || ptr->type >= bound) return 0;
     const spirv_id *pointee = &ids[ptr->type];
     if (var->storage_class == STORAGE_STORAGE_BUFFER) {
         *out = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
         return 1;
     }
-    if (var->storage_class == STORAGE_UNIFORM && pointee->opcode == OP_TYPE_STRUCT) {
+    if (var->storage_class == STORAGE_UNIFORM && pointee->opcode == VKA_SPV_OP_TYPE_STRUCT) {
         *out = pointee->buffer_block ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
         return 1;
     }
     if (var->storage_class == STORAGE_UNIFORM_CONSTANT) {
         const spirv_id *image = pointee;
-        if (image->opcode == OP_TYPE_SAMPLED_IMAGE && image->type < bound) image = &ids[image->type];
-        if (image->opcode == OP_TYPE_IMAGE && image->dim == DIM_BUFFER) {
+        if (image->opcode == VKA_SPV_OP_TYPE_SAMPLED_IMAGE && image->type < bound) image = &ids[image->type];
+        if (image->opcode == VKA_SPV_OP_TYPE_IMAGE && image->dim == DIM_BUFFER) {
             *out = image->sampled == 2 ? VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
             return 1;
         }
@@ -75,38 +69,38 @@ static int descriptor_type(const spirv_id *ids, uint32_t bound, const spirv_id *
 
 int vka_spirv_bindings(const uint32_t *code, size_t words, struct vka_faults *faults, vka_binding_layout *out)
 {
-    if (words < 5 || code[0] != 0x07230203u) return 0;
+    if (!vka_spirv_is_module(code, words)) return 0;
     uint32_t bound = code[3];
     if (bound == 0 || bound > (1u << 22)) return 0;
     spirv_id *ids = vka_calloc(faults, bound, sizeof *ids);
     if (!ids) return -1;
 
     int ok = 1, reads_subgroup_size = 0;
-    for (size_t at = 5; at < words && ok;) {
-        uint32_t count = code[at] >> 16, op = code[at] & 0xFFFFu;
-        if (count == 0 || at + count > words) {
+    for (size_t at = VKA_SPIRV_HEADER_WORDS; at < words && ok;) {
+        uint32_t op, count;
+        if (!vka_spirv_instruction(code, words, at, &op, &count)) {
             ok = 0;
             break;
         }
         const uint32_t *w = code + at;
-        if (op == OP_NAME && count >= 3 && w[1] < bound) {
+        if (op == VKA_SPV_OP_NAME && count >= 3 && w[1] < bound) {
             ids[w[1]].name_at = (uint32_t)(at + 2);
-        } else if (op == OP_DECORATE && count >= 3 && w[1] < bound) {
+        } else if (op == VKA_SPV_OP_DECORATE && count >= 3 && w[1] < bound) {
             spirv_id *id = &ids[w[1]];
             if (w[2] == DECORATION_BINDING && count >= 4) id->binding = w[3], id->has_binding = 1;
             if (w[2] == DECORATION_DESCRIPTOR_SET && count >= 4) id->set = w[3];
             if (w[2] == DECORATION_BLOCK) id->block = 1;
             if (w[2] == DECORATION_BUFFER_BLOCK) id->buffer_block = 1;
             if (w[2] == DECORATION_BUILTIN && count >= 4 && w[3] == BUILTIN_SUBGROUP_SIZE) reads_subgroup_size = 1;
-        } else if (op == OP_TYPE_POINTER && count >= 4 && w[1] < bound) {
+        } else if (op == VKA_SPV_OP_TYPE_POINTER && count >= 4 && w[1] < bound) {
             ids[w[1]].opcode = op, ids[w[1]].storage_class = w[2], ids[w[1]].type = w[3];
-        } else if (op == OP_VARIABLE && count >= 4 && w[2] < bound) {
+        } else if (op == VKA_SPV_OP_VARIABLE && count >= 4 && w[2] < bound) {
             ids[w[2]].opcode = op, ids[w[2]].type = w[1], ids[w[2]].storage_class = w[3];
-        } else if (op == OP_TYPE_IMAGE && count >= 8 && w[1] < bound) {
+        } else if (op == VKA_SPV_OP_TYPE_IMAGE && count >= 8 && w[1] < bound) {
             ids[w[1]].opcode = op, ids[w[1]].dim = w[3], ids[w[1]].sampled = w[7];
-        } else if (op == OP_TYPE_SAMPLED_IMAGE && count >= 3 && w[1] < bound) {
+        } else if (op == VKA_SPV_OP_TYPE_SAMPLED_IMAGE && count >= 3 && w[1] < bound) {
             ids[w[1]].opcode = op, ids[w[1]].type = w[2];
-        } else if (op == OP_TYPE_STRUCT && count >= 2 && w[1] < bound) {
+        } else if (op == VKA_SPV_OP_TYPE_STRUCT && count >= 2 && w[1] < bound) {
             ids[w[1]].opcode = op;
         }
         at += count;
@@ -116,7 +110,7 @@ int vka_spirv_bindings(const uint32_t *code, size_t words, struct vka_faults *fa
     uint32_t seen = 0;
     for (uint32_t i = 0; i < bound && ok; i++) {
         const spirv_id *var = &ids[i];
-        if (var->opcode != OP_VARIABLE || !var->has_binding) continue;
+        if (var->opcode != VKA_SPV_OP_VARIABLE || !var->has_binding) continue;
         VkDescriptorType type;
         if (var->set != 0 || var->binding >= VKA_MAX_BINDINGS || !descriptor_type(ids, bound, var, &type)) {
             ok = 0;
