@@ -1035,8 +1035,9 @@ typedef struct vkattn_kv_cache_desc {
     uint32_t num_kv_heads;  /* H_kv of the layer it serves, required */
     uint32_t head_dim;      /* D of that layer, required */
     uint32_t num_blocks;    /* blocks in the pool, required: num_blocks * block_size tokens in all */
-    uint32_t block_size;    /* tokens per block; 0 = 16 */
-    uint32_t max_sequences; /* sequence ids 0 .. max_sequences - 1; 0 = 1 */
+    uint32_t block_size;    /* tokens per block; 0 = 16; at most 2^16 */
+    uint32_t max_sequences; /* sequence ids 0 .. max_sequences - 1; 0 = 1; at most 2^24 (larger
+                               values of either: VKATTN_ERROR_INVALID_ARGUMENT) */
     vkattn_dtype dtype;     /* what the pool stores: F32 (0, default); F16 (needs 16-bit storage,
                                else VKATTN_ERROR_UNSUPPORTED; values beyond fp16's range become inf,
                                or +-65504 on drivers whose fp16 stores round toward zero, such as
@@ -1067,7 +1068,7 @@ typedef struct vkattn_kv_cache_info {
     uint32_t free_blocks;       /* blocks no sequence holds */
     uint32_t sequences;         /* sequences that hold tokens */
     uint64_t tokens;            /* tokens held, summed over sequences */
-    uint64_t bytes;             /* device memory of the pool (K and V) */
+    uint64_t bytes;             /* device memory of the pool (K and V: the two buffers' sizes) */
     uint32_t bytes_per_token;   /* of K and V, all heads: 2 * H_kv * vkattn_dtype_row_size(dtype, D) */
 } vkattn_kv_cache_info;
 
@@ -1129,7 +1130,8 @@ typedef struct vkattn_warm_up_desc {
  * VKATTN_ERROR_INVALID_ARGUMENT for limits the cache cannot hold (max_batch above its
  * max_sequences, max_length above its capacity, num_blocks x block_size tokens) and for kv_splits
  * without a cache; VKATTN_ERROR_DEVICE_LIMIT, as a cached forward, for more kv_splits than one merge
- * combines; the errors of a
+ * combines; VKATTN_ERROR_SIZE_OVERFLOW, as a cached forward, where max_batch x max_new_tokens new
+ * tokens are more than one forward takes; the errors of a
  * forward's checks for a layer the cache does not fit (VKATTN_ERROR_SHAPE for other K/V heads or
  * head dim). Costs a few milliseconds of planning besides the
  * pipelines themselves. */

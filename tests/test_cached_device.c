@@ -629,6 +629,18 @@ static void errors_busy(vkattn_context *ctx, error_setup *e)
     REFUSED(ctx, e->cache, added, vkattn_kv_cache_fork(e->cache, 0, 1), VKATTN_ERROR_BUSY, "KV cache");
     REFUSED(ctx, e->cache, added, vkattn_kv_cache_truncate(e->cache, 0, 1), VKATTN_ERROR_BUSY, "KV cache");
     REFUSED(ctx, e->cache, added, vkattn_kv_cache_free_seq(e->cache, 1), VKATTN_ERROR_BUSY, "KV cache");
+    /* a layer of another context: refused for that before anything of the cache is read (its own
+     * context guards it), so not as busy (it was, before an outside review) */
+    vkattn_context *ctx2 = gpu_test_context();
+    vkattn_layer_desc ld = {.embed_dim = 32, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
+    vkattn_layer *foreign = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx2, &ld, &e->tw2.w, &foreign), VKATTN_OK);
+    float x[2 * 32] = {0}, y[2 * 32];
+    vkattn_cached_forward_desc hd = {.batch = 2, .query = x, .output = y};
+    REFUSED(ctx2, e->cache, added, vkattn_forward_cached(foreign, e->cache, &hd), VKATTN_ERROR_INVALID_ARGUMENT,
+            "belongs to a different context");
+    vkattn_layer_destroy(foreign);
+    gpu_test_finish_context(ctx2);
     /* its tensors are the submission's too: another cache's forward cannot write its output */
     vkattn_cached_forward_desc d3 = {.batch = 2, .query_tensor = e->o2, .output_tensor = e->o};
     CHECK_STATUS(vkattn_forward_cached(e->other, e->cache2, &d3), VKATTN_ERROR_BUSY);

@@ -158,6 +158,17 @@ static const layer_row k_layers[] = {
      {.embed_dim = 640, .num_heads = 4, .num_kv_heads = 1, .head_dim = 256, .scale = 0.0625f, .rope_theta = 2e4f,
       .window = 512, .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f, .qk_norm_plus_one = 1},
      NULL},
+    /* layer_types says which layers slide: a sliding_window_pattern of 0 (refused without them) is
+     * then unused, as in Gemma3TextConfig */
+    {"layer_types over pattern 0", "{\"model_type\": \"gemma3_text\", \"hidden_size\": 640, \"num_attention_heads\": 4, "
+                                   "\"num_key_value_heads\": 1, \"head_dim\": 256, \"num_hidden_layers\": 2, "
+                                   "\"sliding_window\": 512, \"sliding_window_pattern\": 0, "
+                                   "\"rope_local_base_freq\": 20000.0, "
+                                   "\"layer_types\": [\"sliding_attention\", \"full_attention\"]}",
+     0,
+     {.embed_dim = 640, .num_heads = 4, .num_kv_heads = 1, .head_dim = 256, .scale = 0.0625f, .rope_theta = 2e4f,
+      .window = 512, .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f, .qk_norm_plus_one = 1},
+     NULL},
     {"rope_parameters full base", GEMMA3_PER_TYPE_NO_THETA, 1,
      {.embed_dim = 640, .num_heads = 4, .num_kv_heads = 1, .head_dim = 256, .scale = 0.0625f, .rope_theta = 1e6f,
       .no_bias = 1, .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f, .qk_norm_plus_one = 1},
@@ -410,6 +421,9 @@ static const bad_row k_bad[] = {
      VKATTN_ERROR_FORMAT, "'linear' in a phi3 config: its rope types are default and longrope"},
     {"nope interval 0", "{\"model_type\": \"smollm3\", \"no_rope_layer_interval\": 0}", 0, VKATTN_ERROR_FORMAT,
      "no_rope_layer_interval is 0"},
+    /* Gemma 3's config class divides by it; every layer sliding was read before */
+    {"pattern 0", "{\"model_type\": \"gemma3_text\", \"sliding_window_pattern\": 0}", 5, VKATTN_ERROR_FORMAT,
+     "sliding_window_pattern is 0"},
 };
 
 static void test_refused(void)

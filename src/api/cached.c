@@ -21,8 +21,6 @@ static vkattn_status check_layer(const vkattn_layer *layer, const vkattn_kv_cach
 {
     vka_device *dev = &layer->ctx->dev;
     const vka_layer_config *c = &layer->cfg;
-    if (cache->ctx != layer->ctx)
-        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "the KV cache belongs to a different context than the layer");
     if (cache->owner && cache->owner != layer->serial)
         return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT,
                         "the KV cache holds the keys and values of another layer: one cache serves one layer (give each "
@@ -127,6 +125,17 @@ static vkattn_status check_seq(const vkattn_kv_cache *cache, const vkattn_cached
     return VKATTN_OK;
 }
 
+vkattn_status vka_cached_sizes(vka_device *dev, const char *what, uint64_t seqs, uint64_t T, uint64_t tables,
+                               uint64_t masks, uint32_t E, uint32_t *words)
+{
+    uint64_t n = seqs * VKA_SEQ_WORDS + tables + 2 * T + masks;
+    if (T * E > UINT32_MAX || n > UINT32_MAX)
+        return vka_fail(dev, VKATTN_ERROR_SIZE_OVERFLOW, "%s%llu new tokens of %u features are more than one forward takes",
+                        what, (unsigned long long)T, E);
+    *words = (uint32_t)n;
+    return VKATTN_OK;
+}
+
 /* The batch against the cache (check_seq for each sequence), and the total and the sequence
  * table within 32 bits. Fills the cache part of the problem and *T. */
 static vkattn_status check_batch(const vkattn_kv_cache *cache, const vka_cached_forward *f,
@@ -153,12 +162,8 @@ static vkattn_status check_batch(const vkattn_kv_cache *cache, const vka_cached_
     }
     free(seen);
     if (status != VKATTN_OK) return status;
-    uint64_t words = (uint64_t)f->count * VKA_SEQ_WORDS + tables + 2 * T + masks;
-    if (T * E > UINT32_MAX || words > UINT32_MAX)
-        return vka_fail(dev, VKATTN_ERROR_SIZE_OVERFLOW, "%llu new tokens of %u features are more than one forward takes",
-                        (unsigned long long)T, E);
+    if ((status = vka_cached_sizes(dev, "", f->count, T, tables, masks, E, &cp->meta_words)) != VKATTN_OK) return status;
     cp->positions_at = (uint32_t)(f->count * VKA_SEQ_WORDS + tables);
-    cp->meta_words = (uint32_t)words;
     *T_out = (uint32_t)T;
     return VKATTN_OK;
 }
@@ -223,6 +228,9 @@ vkattn_status vka_cached_check(vkattn_layer *layer, vkattn_kv_cache *cache, cons
     vka_cached_forward f = {.layer = layer, .cache = cache};
     vka_cache_problem cp;
     uint32_t T = 0;
+    /* before anything of the cache is read: another context's objects are another thread's to touch */
+    if (cache->ctx != layer->ctx)
+        return vka_fail(dev, VKATTN_ERROR_INVALID_ARGUMENT, "the KV cache belongs to a different context than the layer");
     if (io != VKA_CACHED_EXPLAIN && (status = check_free(layer, cache, owner)) != VKATTN_OK) return status;
     if ((status = check_layer(layer, cache)) != VKATTN_OK) return status;
     if ((status = check_io(dev, d, io)) != VKATTN_OK) return status;

@@ -42,6 +42,12 @@ typedef enum vka_cached_io {
  * batch, its masks and its arguments are valid. Fills *out (vka_cached_free it, on success only). */
 vkattn_status vka_cached_check(vkattn_layer *layer, vkattn_kv_cache *cache, const vkattn_cached_forward_desc *d,
                                const vka_user *owner, vka_cached_io io, vka_cached_forward *out);
+/* Whether one cached forward takes T new tokens of E features over `seqs` sequences whose block
+ * tables hold `tables` words and whose tree masks `masks`: the rows (T x E) and the meta words
+ * (vka_cache_problem) within 32 bits. *words gets the meta words; else VKATTN_ERROR_SIZE_OVERFLOW,
+ * the message starting with `what` (the warm-up names its limits there). */
+vkattn_status vka_cached_sizes(vka_device *dev, const char *what, uint64_t seqs, uint64_t T, uint64_t tables,
+                               uint64_t masks, uint32_t E, uint32_t *words);
 /* The host arrays' device tensors (the layer's host_io), the query uploaded. */
 vkattn_status vka_cached_upload(vka_cached_forward *f, const vkattn_cached_forward_desc *d);
 /* Commits a checked forward to its cache (see above); on failure nothing changed. `d` is the

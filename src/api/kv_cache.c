@@ -200,7 +200,7 @@ static vkattn_status get_info(const vkattn_kv_cache *cache, vkattn_kv_cache_info
     }
     info.bytes_per_token =
         (uint32_t)(2 * cache->desc.num_kv_heads * vka_dtype_bytes(cache->desc.dtype, cache->desc.head_dim));
-    info.bytes = (uint64_t)info.bytes_per_token * cache->desc.block_size * cache->desc.num_blocks;
+    info.bytes = 2 * vka_kv_pool_bytes(cache->desc.dtype, (uint64_t)cache->desc.num_blocks * block_elems(&cache->desc));
     *out = info;
     return VKATTN_OK;
 }

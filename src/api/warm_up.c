@@ -2,8 +2,10 @@
  * ahead of the first request. The plan is pure and cheap (microseconds), so the warm-up plans
  * many shapes, a sample dense where the plan's choices change (the first tokens, every power of
  * two), and creates each distinct pipeline their dispatch steps name; nothing runs on the device. */
+#include <stdio.h>
 #include <string.h>
 
+#include "api/cached.h"
 #include "api/kv_cache.h"
 #include "api/layer.h"
 
@@ -50,12 +52,15 @@ static vkattn_status problem_of(vkattn_layer *layer, const vkattn_kv_cache *cach
     a.causal = cache ? 0 : d->causal;
     vkattn_status status = vka_args_check(&layer->cfg, &a, p, &layer->ctx->dev.error);
     if (status != VKATTN_OK || !cache) return status;
-    const uint32_t bs = cache->desc.block_size, tables = seqs * ((len + bs - 1) / bs), T = seqs * news;
+    /* within 32 bits: warm_up checked its largest problem as the cached forward checks its own */
+    const uint32_t bs = cache->desc.block_size, tables = (uint32_t)(seqs * (((uint64_t)len + bs - 1) / bs));
+    uint32_t words;
+    status = vka_cached_sizes(&layer->ctx->dev, "", seqs, (uint64_t)seqs * news, tables, 0, layer->cfg.E, &words);
+    if (status != VKATTN_OK) return status;
     p->cache = (vka_cache_problem){.seqs = seqs, .max_new = news, .max_len = len, .block_size = bs,
                                    .num_blocks = cache->desc.num_blocks, .dtype = cache->desc.dtype,
-                                   .parts = d->kv_splits,
-                                   .positions_at = seqs * VKA_SEQ_WORDS + tables,
-                                   .meta_words = seqs * VKA_SEQ_WORDS + tables + 2 * T};
+                                   .parts = d->kv_splits, .positions_at = seqs * VKA_SEQ_WORDS + tables,
+                                   .meta_words = words};
     return VKATTN_OK;
 }
 
@@ -93,6 +98,15 @@ static vkattn_status warm_up(vkattn_layer *layer, const vkattn_warm_up_desc *d, 
     if (max_new > max_len)
         return vka_fail(&ctx->dev, VKATTN_ERROR_INVALID_ARGUMENT,
                         "vkattn_layer_warm_up: max_new_tokens %u is above max_length %u", max_new, max_len);
+    if (cache) { /* the largest forward asked for fits one, as the cached forward counts it (no tree) */
+        char what[96];
+        uint32_t words;
+        snprintf(what, sizeof what, "vkattn_layer_warm_up: max_batch %u x max_new_tokens %u = ", max_batch, max_new);
+        const uint64_t bs = cache->desc.block_size;
+        status = vka_cached_sizes(&ctx->dev, what, max_batch, (uint64_t)max_batch * max_new,
+                                  max_batch * ((max_len + bs - 1) / bs), 0, layer->cfg.E, &words);
+        if (status != VKATTN_OK) return status;
+    }
     uint32_t news[256], lens[256], batches[3] = {1, max_batch > 1 ? 2 : 1, max_batch};
     const uint32_t nn = sample_lengths(max_new, news), nl = sample_lengths(max_len, lens);
     const uint32_t before = ctx->pipelines.count;

@@ -790,7 +790,7 @@ static int layer_slides(const mc_fields *f, const mc_family *fam, uint32_t n)
     case SLIDE_ALTERNATE: return n % 2 == 0;
     case SLIDE_PATTERN: {
         uint64_t p = f->sliding_window_pattern == MC_UNSET ? 6 : f->sliding_window_pattern;
-        return p == 0 || (n + 1) % p != 0;
+        return (n + 1) % p != 0; /* p 0 is refused before */
     }
     default: return 0;
     }
@@ -864,6 +864,9 @@ vkattn_status vkattn_model_config_layer(const vkattn_model_config *config, uint3
     }
     if (fam->nope_layers && !f->n_no_rope_layers && f->no_rope_layer_interval == 0)
         return vka_error_set(error, VKATTN_ERROR_FORMAT, "config.json: no_rope_layer_interval is 0");
+    /* transformers divides by it (ZeroDivisionError) unless layer_types says which layers slide */
+    if (fam->slide == SLIDE_PATTERN && !f->n_layer_types && f->sliding_window_pattern == 0)
+        return vka_error_set(error, VKATTN_ERROR_FORMAT, "config.json: sliding_window_pattern is 0");
     /* Sliding layers: the window (Qwen's and SmolLM3's only with use_sliding_window, their config
      * classes setting sliding_window to None without it); Gemma 3's rotate with the local base and
      * no scaling. */
