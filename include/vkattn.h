@@ -58,7 +58,11 @@
  * masked scores by -1e6 and so gives uniform weights for such a row; vkattn does not.
  * Float masks may hold -inf (excluded) but not NaN or +inf: those are refused with
  * VKATTN_ERROR_NON_FINITE where the library can see the values (host masks, and device masks
- * written through vkattn_tensor_write).
+ * written through vkattn_tensor_write). A device mask that a forward wrote is read back and
+ * checked when a forward, a submission's add or a record next reads it, as it is then: a forward
+ * that has not run yet (earlier in the same submission, or recorded before it) is not waited for,
+ * so the values it will write are not checked, and NaN or +inf there make the rows reading them
+ * NaN.
  *
  * Error model
  * -----------

@@ -64,6 +64,12 @@ vkattn_status vka_tensor_create(vkattn_context *ctx, vkattn_dtype dtype, uint32_
     snprintf(what, sizeof what, "a %s tensor %s", vkattn_dtype_name(dtype), shape);
     vka_buffer buffer;
     if ((status = vka_buffer_create(&ctx->dev, bytes, VKA_MEMORY_DEVICE, what, &buffer)) != VKATTN_OK) return status;
+    /* memory the host maps was zeroed as it was mapped; a discrete GPU's is filled on the device
+     * (the contents start zeroed, as promised, and a mask of zeros needs no check) */
+    if (!buffer.mapped && (status = vka_buffer_fill_zero(&ctx->transfer, &buffer)) != VKATTN_OK) {
+        vka_buffer_destroy(&ctx->dev, &buffer);
+        return status;
+    }
     vkattn_tensor *t = NULL;
     if ((status = make_tensor(ctx, dtype, rank, dims, elems, bytes, 1 /* zero-filled */, &t)) != VKATTN_OK) {
         vka_buffer_destroy(&ctx->dev, &buffer);
