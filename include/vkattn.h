@@ -59,10 +59,11 @@
  * Float masks may hold -inf (excluded) but not NaN or +inf: those are refused with
  * VKATTN_ERROR_NON_FINITE where the library can see the values (host masks, and device masks
  * written through vkattn_tensor_write). A device mask that a forward wrote is read back and
- * checked when a forward, a submission's add or a record next reads it, as it is then: a forward
- * that has not run yet (earlier in the same submission, or recorded before it) is not waited for,
- * so the values it will write are not checked, and NaN or +inf there make the rows reading them
- * NaN.
+ * checked when a forward, a submission's add or a record next reads it, as it is then. Values
+ * that a forward not yet run will write are not checked: a mask that a forward earlier in the
+ * same submission writes is taken unread (what it holds at the add is not what will be read),
+ * and a record reads the mask as it is, not as a forward recorded before it will leave it. NaN or
+ * +inf written so make the rows that read them NaN.
  *
  * Error model
  * -----------

@@ -121,6 +121,61 @@ static void test_chain(vkattn_context *ctx)
 /* Bad adds change nothing; the CPU path cannot be submitted; destroying a tensor an unsubmitted
  * submission uses drops its forwards and the next submit says so; destroying one a running
  * submission uses waits for it first. */
+/* A float attn_mask that a forward earlier in the same submission writes is judged by nothing at
+ * add: its values do not exist yet. Here the tensor holds +inf from vkattn_tensor_write, which the
+ * producer overwrites with finite values; the consumer's add once refused it by those stale values
+ * (found by an outside review). The consumer's output against the CPU path with the producer's
+ * output as its mask. */
+static void test_mask_written_in_submission(vkattn_context *ctx)
+{
+    enum { LM = 8, EP = 8, EC = 16 }; /* the producer's (1, 8, 8) output is the consumer's (B*H, L, S) mask */
+    vkattn_layer_desc pd = {.embed_dim = EP, .num_heads = 2}, cd = {.embed_dim = EC, .num_heads = 1};
+    test_weights pw, cw;
+    test_weights_make(&pw, &pd, 31), test_weights_make(&cw, &cd, 32);
+    vkattn_layer *producer = NULL, *consumer = NULL;
+    CHECK_STATUS(vkattn_layer_create(ctx, &pd, &pw.w, &producer), VKATTN_OK);
+    CHECK_STATUS(vkattn_layer_create(ctx, &cd, &cw.w, &consumer), VKATTN_OK);
+    float xp[LM * EP], xc[LM * EC], mask[LM * LM], ref[LM * EC], got[LM * EC], inf[LM * LM];
+    test_rng rng = test_rng_make(33);
+    test_fill(&rng, xp, LM * EP, 1.0f), test_fill(&rng, xc, LM * EC, 1.0f);
+    for (int i = 0; i < LM * LM; i++) inf[i] = INFINITY;
+    vkattn_tensor *qp = NULL, *m = NULL, *qc = NULL, *out = NULL;
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){1, LM, EP}, &qp), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){1, LM, LM}, &m), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){1, LM, EC}, &qc), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_create(ctx, VKATTN_DTYPE_F32, 3, (uint32_t[]){1, LM, EC}, &out), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_write(qp, xp, sizeof xp), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_write(qc, xc, sizeof xc), VKATTN_OK);
+    CHECK_STATUS(vkattn_tensor_write(m, inf, sizeof inf), VKATTN_OK);
+    /* a blocking forward sees the +inf */
+    vkattn_forward_desc fc = {.query = qc, .output = out, .attn_mask = m};
+    CHECK_STATUS(vkattn_forward(consumer, &fc), VKATTN_ERROR_NON_FINITE);
+    vkattn_submission *sub = NULL;
+    CHECK_STATUS(vkattn_submission_create(ctx, &sub), VKATTN_OK);
+    vkattn_forward_desc fp = {.query = qp, .output = m};
+    CHECK_STATUS(vkattn_submission_add(sub, producer, &fp), VKATTN_OK);
+    vkattn_status added = vkattn_submission_add(sub, consumer, &fc);
+    CHECK_MSG(added == VKATTN_OK, "the consumer's add: %s", vkattn_context_last_error(ctx));
+    CHECK_STATUS(vkattn_submission_submit(sub), VKATTN_OK);
+    CHECK_STATUS(vkattn_submission_wait(sub), VKATTN_OK);
+    vkattn_submission_destroy(sub);
+    vkattn_error err = {0};
+    vkattn_host_forward_desc hp = {.batch = 1, .query_len = LM, .query = xp, .output = mask};
+    CHECK_STATUS(vkattn_reference_forward(&pd, &pw.w, &hp, &err), VKATTN_OK);
+    vkattn_host_forward_desc hc = {.batch = 1, .query_len = LM, .query = xc, .output = ref, .attn_mask = mask,
+                                   .attn_mask_per_head = 1};
+    CHECK_STATUS(vkattn_reference_forward(&cd, &cw.w, &hc, &err), VKATTN_OK);
+    if (added == VKATTN_OK) {
+        CHECK_STATUS(vkattn_tensor_read(out, got, sizeof got), VKATTN_OK);
+        test_error e = test_compare(got, ref, LM * EC);
+        printf("  mask written in the submission: max-abs %.2e NMSE %.2e\n", e.max_abs, e.nmse);
+        CHECK(e.nonfinite == 0 && e.max_abs <= 1e-4 * (e.ref_max > 1 ? e.ref_max : 1) && e.nmse <= 1e-9);
+    }
+    vkattn_tensor_destroy(qp), vkattn_tensor_destroy(m), vkattn_tensor_destroy(qc), vkattn_tensor_destroy(out);
+    vkattn_layer_destroy(producer), vkattn_layer_destroy(consumer);
+    test_weights_free(&pw), test_weights_free(&cw);
+}
+
 static void test_submission_errors(vkattn_context *ctx)
 {
     float x[N];
@@ -459,6 +514,7 @@ int main(void)
     vkattn_context *ctx = gpu_test_context();
     RUN_TEST_WITH(test_chain, ctx);
     RUN_TEST_WITH(test_submission_errors, ctx);
+    RUN_TEST_WITH(test_mask_written_in_submission, ctx);
     RUN_TEST_WITH(test_busy_flag, ctx);
     RUN_TEST_WITH(test_threads, ctx);
     RUN_TEST_WITH(test_regions, ctx);

@@ -8,6 +8,7 @@
 
 #include "api/forward.h"
 #include "api/layer.h"
+#include "api/submission.h"
 #include "plan/trace.h"
 #include "vkattn_vulkan.h"
 #include "format/half.h"
@@ -42,10 +43,12 @@ static vkattn_status write_from_host(vkattn_tensor *t, float *data)
 }
 
 /* A float attn_mask on the device is inspected on its first use after a write: NaN or +inf in it
- * would make its rows NaN, so it is refused like a host mask. */
-static vkattn_status check_device_mask(vkattn_layer *layer, const vkattn_tensor *mask)
+ * would make its rows NaN, so it is refused like a host mask. Not one that a forward the asking
+ * submission holds writes: what it holds now is not what this forward will read. */
+static vkattn_status check_device_mask(vkattn_layer *layer, const vkattn_tensor *mask, const vka_user *owner)
 {
     if (!mask || mask->dtype != VKATTN_DTYPE_F32 || mask->mask_checked) return VKATTN_OK;
+    if (owner && vka_submission_writes(owner, mask)) return VKATTN_OK;
     void *host = NULL;
     vkattn_status status = read_to_host(layer, mask, &host);
     if (status == VKATTN_OK) status = vka_check_float_mask(host, mask->elems, &layer->ctx->dev.error);
@@ -116,7 +119,7 @@ vkattn_status vka_forward_check_tensors(vkattn_layer *layer, const vka_args *a, 
         if (v->given && v->tensor->user && v->tensor->user != owner)
             return vka_tensor_check_free(v->tensor, vka_arg_get((vka_arg)i)->name);
     }
-    return check_device_mask(layer, a->v[VKA_ARG_ATTN_MASK].tensor);
+    return check_device_mask(layer, a->v[VKA_ARG_ATTN_MASK].tensor, owner);
 }
 
 /* The CPU path reads the layer's host weights, which a layer keeps only when asked. */

@@ -134,6 +134,22 @@ static vkattn_status check_plan(vkattn_context *ctx, const vka_problem *p)
     return status;
 }
 
+int vka_submission_writes(const vka_user *user, const vkattn_tensor *t)
+{
+    const vkattn_submission *s = VKA_CONTAINER_OF(user, vkattn_submission, user);
+    const uint64_t memory = (uint64_t)t->buffer.buffer, begin = t->buffer.base, end = begin + t->buffer.size;
+    for (uint32_t i = 0; i < s->count; i++) {
+        const vka_submitted_forward *f = &s->forwards[i];
+        const vka_args *a = f->cached ? &f->cached->args : &f->args;
+        for (int k = 0; k < VKA_ARG_COUNT; k++) {
+            const vka_arg_value *v = &a->v[k];
+            if (v->given && vka_arg_get((vka_arg)k)->output && v->memory == memory && v->begin < end && begin < v->end)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* Appends a checked forward (room was reserved) and marks what it uses. */
 static void append(vkattn_submission *s, const vka_submitted_forward *f)
 {
