@@ -658,6 +658,22 @@ static void test_rope_steps(void)
     CHECK_MSG(strstr(err.message, "more than this device's maxTexelBufferElements (4096) for one view") != NULL &&
                   strstr(err.message, "maxStorageBufferRange") == NULL,
               "%s", err.message);
+    /* a loop budget too small for the q/k norm's loops (a head of 128: 2 x 129 trips) is the
+     * layer's limit, said as such (it read "internal: ... over the loop budget" before an outside
+     * review); a row norm's over its row of 4 heads in 64 lanes: 2 x 9 trips, then 7 for the sum */
+    vka_problem normed = problem(1, 64, 64, 512, 4, 1);
+    normed.cfg.rope_theta = 10000, normed.cfg.rope_dim = 128, normed.cfg.qk_norm = VKATTN_QK_NORM_HEAD;
+    vka_plan_limits tight = l;
+    tight.loop_budget = 200;
+    CHECK_STATUS(vka_plan_build(&normed, &tight, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
+    CHECK_MSG(strstr(err.message, "the q/k norm over a head of 128 values needs 258 loop trips") != NULL &&
+                  strstr(err.message, "internal") == NULL,
+              "%s", err.message);
+    normed.cfg.qk_norm = VKATTN_QK_NORM_ROW;
+    tight.loop_budget = 24;
+    CHECK_STATUS(vka_plan_build(&normed, &tight, &plan, &err), VKATTN_ERROR_DEVICE_LIMIT);
+    CHECK_MSG(strstr(err.message, "the q/k norm over a row of 512 values needs 25 loop trips") != NULL, "%s",
+              err.message);
     /* Parts across Q's and K's heads: self-attention, 8 Q heads and 2 K heads of 2 MiB (4096 rows
      * of 128 fp32) with 11 MiB bindings: parts of 5, the second Q's 5-7 and K's 8-9. Every head
      * rotated once, each normed with its own weights (Q's at 0, K's after Q's D); then two batch

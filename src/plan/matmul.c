@@ -480,6 +480,15 @@ static vkattn_status add_rope(vka_builder *b, const rope_rows *r, vka_role table
                 .norm_offset = kf == 0 ? vka_qk_norm_width(c, 0) : 0, .k_first = (uint32_t)kf,
                 .k_offset = vka_qk_norm_width(c, 0), .eps = c->qk_norm_eps, .factor = pairs ? c->rope_attention : 1.0f,
             };
+            /* the norm's loops grow with the head dim (a row norm's with its heads per lane): a
+             * budget too small for them is the layer's limit, not the planner's */
+            const uint64_t trips = vka_rope_trips(&s);
+            if (trips > b->budget)
+                return vka_error_set(b->error, VKATTN_ERROR_DEVICE_LIMIT,
+                                     "the q/k norm over %s of %llu values needs %llu loop trips; this device's loop "
+                                     "budget (%llu per invocation) is smaller",
+                                     row ? "a row" : "a head", (unsigned long long)(row ? heads * c->D : c->D),
+                                     (unsigned long long)trips, (unsigned long long)b->budget);
             VKA_TRY(vka_push_step(b, &s, row ? count * wg : count, wg));
         }
     }
