@@ -60,9 +60,12 @@ static inline void vka_child_forget(vka_child *child) { vka_list_remove(&child->
 
 /* Whoever holds objects until work of theirs on the device has finished (an unfinished
  * submission). While an object names its user, other calls on it are refused (VKATTN_ERROR_BUSY);
- * `release` makes the user let go of everything it holds: wait for that work, or drop it. */
+ * `release` makes the user let go of everything it holds: wait for that work, or drop it;
+ * `writes` says whether work it holds and has not run writes any byte of a tensor (whose values
+ * then do not exist yet). */
 typedef struct vka_user {
     void (*release)(struct vka_user *self);
+    int (*writes)(const struct vka_user *self, const struct vkattn_tensor *t);
 } vka_user;
 
 /* One call at a time per context: entry fails (VKATTN_ERROR_BUSY, no message: the message slot

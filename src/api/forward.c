@@ -8,7 +8,6 @@
 
 #include "api/forward.h"
 #include "api/layer.h"
-#include "api/submission.h"
 #include "plan/trace.h"
 #include "vkattn_vulkan.h"
 #include "format/half.h"
@@ -48,7 +47,7 @@ static vkattn_status write_from_host(vkattn_tensor *t, float *data)
 static vkattn_status check_device_mask(vkattn_layer *layer, const vkattn_tensor *mask, const vka_user *owner)
 {
     if (!mask || mask->dtype != VKATTN_DTYPE_F32 || mask->mask_checked) return VKATTN_OK;
-    if (owner && vka_submission_writes(owner, mask)) return VKATTN_OK;
+    if (owner && owner->writes(owner, mask)) return VKATTN_OK;
     void *host = NULL;
     vkattn_status status = read_to_host(layer, mask, &host);
     if (status == VKATTN_OK) status = vka_check_float_mask(host, mask->elems, &layer->ctx->dev.error);

@@ -15,6 +15,7 @@
 #include "pipeline/dispatch.h"
 
 static void release(vka_user *user);
+static int writes(const vka_user *user, const vkattn_tensor *t);
 static void destroy_child(vka_child *child)
 {
     vkattn_submission_destroy(VKA_CONTAINER_OF(child, vkattn_submission, child));
@@ -33,6 +34,7 @@ static vkattn_status submission_create(vkattn_context *ctx, vkattn_submission **
         return status;
     }
     s->user.release = release;
+    s->user.writes = writes;
     vka_context_adopt(ctx, &s->child, destroy_child);
     *out = s;
     return VKATTN_OK;
@@ -134,7 +136,8 @@ static vkattn_status check_plan(vkattn_context *ctx, const vka_problem *p)
     return status;
 }
 
-int vka_submission_writes(const vka_user *user, const vkattn_tensor *t)
+/* vka_user.writes: a forward it holds (added, not yet run) writes a byte of `t`. */
+static int writes(const vka_user *user, const vkattn_tensor *t)
 {
     const vkattn_submission *s = VKA_CONTAINER_OF(user, vkattn_submission, user);
     const uint64_t memory = (uint64_t)t->buffer.buffer, begin = t->buffer.base, end = begin + t->buffer.size;

@@ -33,8 +33,4 @@ struct vkattn_submission {
     uint32_t count, capacity;
 };
 
-/* Whether a forward the submission owning `user` holds (added, not yet run) writes any byte of
- * tensor `t`: its values do not exist yet, so nothing may judge them now. */
-int vka_submission_writes(const vka_user *user, const vkattn_tensor *t);
-
 #endif
