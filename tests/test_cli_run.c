@@ -986,6 +986,42 @@ static void test_run_hf_gqa(const fixture *fx)
     CHECK_SAID("need --rope-theta");
 }
 
+/* --check-finite scans each projection at its own shape: heads of D != E / H (Qwen3-0.6B's 16 x 128
+ * over E = 1024, Gemma 3 1B's 4 x 256 over 1152) give a query projection of H * D rows and an
+ * output one of H * D columns. Here E = 16, two heads of 16 (wide: 32 rows) or of 4 (narrow: 8),
+ * a NaN in the query projection's last value. The scan took both as E x E before an outside
+ * review: the wide NaN went unseen, the narrow scan read past the tensor (AddressSanitizer). */
+static void test_run_finite_head_widths(const fixture *fx)
+{
+    char weights[512], query[512], out[512];
+    test_tmp_path(weights, sizeof weights, "hf_widths.safetensors");
+    test_tmp_path(query, sizeof query, "hf_widths.query.npy");
+    test_tmp_path(out, sizeof out, "hf_widths.out.npy");
+    write_query(fx, query, 1.0f, -1, 0, 0);
+    enum { E = 16 };
+    static const uint32_t inner[2] = {32, 8};
+    for (int w = 0; w < 2; w++) {
+        const uint32_t I = inner[w];
+        float q_w[32 * E], k_w[32 * E], v_w[32 * E], o_w[E * 32];
+        test_rng rng = test_rng_make(78);
+        test_fill(&rng, q_w, I * E, 0.5f), test_fill(&rng, k_w, I * E, 0.5f);
+        test_fill(&rng, v_w, I * E, 0.5f), test_fill(&rng, o_w, E * I, 0.5f);
+        q_w[I * E - 1] = NAN;
+        const st_tensor t[] = {
+            {"q_proj.weight", q_w, 2, {I, E}}, {"k_proj.weight", k_w, 2, {I, E}},
+            {"v_proj.weight", v_w, 2, {I, E}}, {"o_proj.weight", o_w, 2, {E, I}}};
+        write_safetensors(weights, t, 4);
+        const char *args[] = {"--weights", weights, "--heads", "2", "--query", query, "--out", out, "--check-finite",
+                              NULL};
+        CHECK(run_cmd(cmd_run, args) == CLI_EXIT_NON_FINITE);
+        char want[96];
+        snprintf(want, sizeof want, "check-finite: q_proj_weight (%u, 16): 1 NaN, first at (%u, 15)\n", I, I - 1);
+        CHECK_MSG(said(want), "no \"%s\" in:\n%s", want, captured);
+        CHECK(!said("check-finite: inputs and weights are finite"));
+    }
+    remove(weights), remove(query), remove(out);
+}
+
 /* vkattn run on write_hf_gqa's layer with NeoX rotary positions: --weights W --prefix ... --heads 4
  * --kv-heads 2 --rope-theta 10000 --query Q --out OUT, then the NULL-terminated `extra`. */
 static int run_gqa_rope(const char *weights, const char *query, const char *out, const char **extra)
@@ -1734,6 +1770,7 @@ int main(int argc, char **argv)
         RUN_TEST(test_device_choice);
         RUN_TEST(test_overhead);
         RUN_TEST_WITH(test_run_hf_gqa, &fx);
+        RUN_TEST_WITH(test_run_finite_head_widths, &fx);
         RUN_TEST_WITH(test_run_decode, fp16);
         RUN_TEST(test_run_decode_quant);
         RUN_TEST(test_run_variants);

@@ -487,18 +487,20 @@ static size_t weight_tensors(const forward_inputs *in, weight_tensor t[10])
     const vkattn_weights *w = &in->w;
     const vkattn_layer_desc *l = &in->layer;
     const uint32_t E = l->embed_dim, kdim = l->kdim ? l->kdim : E, vdim = l->vdim ? l->vdim : E;
-    /* grouped-query layers have k/v projections of H_kv * D rows: as many as the file holds */
+    /* the projections' rows as the file holds them: H * D for the query (E only where D = E / H;
+     * Gemma 3 1B's 4 x 256 is not its 1152), H_kv * D for grouped keys and values */
     vkattn_weight_file_info info;
-    const uint32_t Ekv = vkattn_weight_file_get_info(in->weights, &info) == VKATTN_OK ? info.kv_rows : E;
+    const int known = vkattn_weight_file_get_info(in->weights, &info) == VKATTN_OK;
+    const uint32_t Eq = known ? info.q_rows : E, Ekv = known ? info.kv_rows : E;
     const weight_tensor all[10] = {
-        {"in_proj_weight", w->in_proj_weight, 2, {E + 2 * Ekv, E}, 1},
-        {"q_proj_weight", w->q_proj_weight, 2, {E, E}, 1},
+        {"in_proj_weight", w->in_proj_weight, 2, {Eq + 2 * Ekv, E}, 1},
+        {"q_proj_weight", w->q_proj_weight, 2, {Eq, E}, 1},
         {"k_proj_weight", w->k_proj_weight, 2, {Ekv, kdim}, 1},
         {"v_proj_weight", w->v_proj_weight, 2, {Ekv, vdim}, 1},
-        {"in_proj_bias", w->in_proj_bias, 1, {E + 2 * Ekv}, 0},
+        {"in_proj_bias", w->in_proj_bias, 1, {Eq + 2 * Ekv}, 0},
         {"bias_k", w->bias_k, 3, {1, 1, Ekv}, 1},
         {"bias_v", w->bias_v, 3, {1, 1, Ekv}, 1},
-        {"out_proj.weight", w->out_proj_weight, 2, {E, E}, 1},
+        {"out_proj.weight", w->out_proj_weight, 2, {E, Eq}, 1},
         {"out_proj.bias", w->out_proj_bias, 1, {E}, 0},
         {"sinks", w->sinks, 1, {in->H}, 0},
     };
