@@ -865,6 +865,10 @@ static void test_binary_commands(const fixture *fx)
           CLI_EXIT_USAGE);
     snprintf(text, sizeof text, "vkattn heads: --json and --write-mask are both %s", json);
     CHECK_SAID(text);
+    /* --write-mask and --repeats serve --prune: alone they were ignored, exit 0 (an outside review) */
+    CHECK(run_cmd(cmd_heads, (const char *[]){"--weights", fx->weights, "--heads", "4", "--query", fx->query,
+                                              "--write-mask", mask, "--repeats", "3", "--cpu", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("missing --prune (--write-mask needs it)");
 
     CHECK(run_cmd_env(cmd_info, "VKATTN_DEVICE", "99", (const char *[]){NULL}) == CLI_EXIT_FAILURE);
     CHECK_SAID("vkattn info: VKATTN_DEVICE=99: there ");
@@ -919,6 +923,9 @@ static void test_demo(int fp16)
     CHECK_SAID(fp16 ? ": OK (tolerance for f16 storage" : "the layer stores f32, not f16");
     CHECK(run_cmd(cmd_demo, (const char *[]){"--dtype", "bf16", NULL}) == CLI_EXIT_USAGE);
     CHECK_SAID("--dtype takes f32 or f16");
+    /* 2^32 - 1 repeats wrapped the timing array's size to 0 (an outside review) */
+    CHECK(run_cmd(cmd_demo, (const char *[]){"--repeats", "4294967295", NULL}) == CLI_EXIT_USAGE);
+    CHECK_SAID("at most 100000 --repeats");
 }
 
 /* A Hugging Face checkpoint layer with grouped-query widths (H = 4, H_kv = 2, E = 16) and

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h" /* vka_format_dims */
@@ -508,6 +509,14 @@ static void test_npy_write_errors(void)
     CHECK_STATUS(vkattn_npy_write(path, &big, &err), VKATTN_ERROR_SIZE_OVERFLOW);
     CHECK_STATUS(vkattn_npy_write(temp_path(path, sizeof path, "no/such/dir.npy"), &a, &err), VKATTN_ERROR_IO);
     CHECK(contains(err.message, "no/such/dir.npy"));
+    /* A failed write removes a torn regular file, never a device: /dev/full (writes fail with
+     * ENOSPC) stays (as root, the write removed it before an outside review) */
+    struct stat st;
+    if (stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode)) {
+        CHECK_STATUS(vkattn_npy_write("/dev/full", &a, &err), VKATTN_ERROR_IO);
+        CHECK(contains(err.message, "write failed"));
+        CHECK_MSG(stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode), "/dev/full is gone after a failed write");
+    }
 
     /* An empty array (a zero dim) round-trips. */
     vkattn_array empty = {.dtype = VKATTN_DTYPE_I32, .rank = 2, .dims = {0, 5}}, back = {0};

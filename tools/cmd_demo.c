@@ -57,6 +57,10 @@ int cmd_demo(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     const uint32_t B = o.batch, L = o.length, E = o.embed, H = o.heads;
     const size_t ee = (size_t)E * E, n_in = (size_t)B * L * E;
+    if (o.repeats > 100000) { /* its timing array, and a run that ends */
+        fprintf(stderr, "vkattn demo: at most 100000 --repeats\n");
+        return CLI_EXIT_USAGE;
+    }
     if ((rc = cli_check_head_split("demo", "--embed", E, H))) return rc;
     vkattn_context *ctx = NULL;
     if ((rc = cli_open_context("demo", o.device, &ctx))) return rc;

@@ -23,8 +23,9 @@ static const cli_option k_heads_rows[] = {
     {"--json", "FILE", "the ranking (and --prune's result) as JSON", CLI_TEXT, H(json)},
     {"--prune", "K", "write a mask keeping all but the K least important heads, and report the pruned layer's error "
      "and speedup (median of --repeats runs)", CLI_U32, H(prune), 1, .needs = "--write-mask"},
-    {"--write-mask", "FILE", "where --prune writes the mask (a bool (H) .npy)", CLI_TEXT, H(write_mask)},
-    {"--repeats", "N", "timed forwards per layer for --prune", CLI_U32, H(repeats), 1},
+    {"--write-mask", "FILE", "where --prune writes the mask (a bool (H) .npy)", CLI_TEXT, H(write_mask),
+     .needs = "--prune"},
+    {"--repeats", "N", "timed forwards per layer for --prune", CLI_U32, H(repeats), 1, .needs = "--prune"},
 };
 
 static int parse(int argc, char **argv, heads_options *o)

@@ -113,13 +113,16 @@ vkattn_status vka_write_file(const char *path, const uint8_t *data, size_t size,
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "write_file: path or data is NULL");
     FILE *f = fopen(path, "wb");
     if (!f) return vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot create: %s", path, strerror(errno));
+    /* a torn regular file is removed; a device or a pipe is not ours to remove (/dev/full) */
+    struct stat st;
+    const int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
     size_t put = size ? fwrite(data, 1, size, f) : 0;
     int write_errno = errno;
     /* fclose flushes, so it can be the call that reports a full disk. */
     int closed = fclose(f);
     if (put != size || closed != 0) {
         if (put == size) write_errno = errno;
-        remove(path);
+        if (regular) remove(path);
         return vka_error_set(error, VKATTN_ERROR_IO, "%s: write failed after %zu of %zu bytes: %s", path, put,
                              size, strerror(write_errno));
     }
