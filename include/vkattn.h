@@ -479,7 +479,10 @@ int vkattn_context_validation_enabled(const vkattn_context *ctx);
  * checksum and the Vulkan header (headerSize, headerVersion, vendorID, deviceID and
  * pipelineCacheUUID equal to this device's, which changes with the driver version). Data that fails
  * a check is ignored, never an error: the context starts with an empty cache and says why in
- * vkattn_context_pipeline_cache_info. Some drivers keep no compiled code in a VkPipelineCache
+ * vkattn_context_pipeline_cache_info. A file that is not vkattn's (it does not start with the magic,
+ * or is larger than any cache: a mistyped path) is never written over; the context's save of it is
+ * VKATTN_ERROR_IO. vkattn's own data that does not fit (another device or driver, a torn file) is
+ * replaced when the context saves. Some drivers keep no compiled code in a VkPipelineCache
  * (lavapipe, which has its own on-disk cache instead): the file then holds little more than the
  * headers and saves nothing. */
 

@@ -245,8 +245,11 @@ static int write_valid_file(const char *path, valid_file *out)
 
 /* Writes an edited copy of a valid file: the next context ignores it, saying `word`, and still
  * computes right; its destroy then leaves a file that passes the checks again. */
+/* A valid file edited: ignored with `word` in the note, the forward right; then the context wrote
+ * a valid file over it, or (`kept`: it no longer starts with vkattn's magic, so it may be anyone's
+ * file) left it exactly as it was, and an explicit save says so. */
 static void check_edited(const valid_file *valid, const char *label, void (*edit)(uint8_t *, size_t *),
-                         const char *word)
+                         const char *word, int kept)
 {
     char path[320];
     path_in(path, sizeof path, "edited.bin");
@@ -262,9 +265,21 @@ static void check_edited(const valid_file *valid, const char *label, void (*edit
         CHECK(cache_info(ctx).loaded_bytes == 0);
         printf("  %-22s %s\n", label, cache_info(ctx).note);
         forward_matches(ctx, label);
+        if (kept) {
+            CHECK_STATUS(vkattn_context_save_pipeline_cache(ctx), VKATTN_ERROR_IO);
+            CHECK_MSG(strstr(vkattn_context_last_error(ctx), "not vkattn pipeline cache data: it is not written over"),
+                      "%s", vkattn_context_last_error(ctx));
+        }
         finish(ctx);
     }
-    file_passes(path, &valid->props); /* the context wrote a valid file over the bad one */
+    if (kept) {
+        size_t after_size = 0;
+        uint8_t *after = read_all(path, &after_size);
+        CHECK_MSG(after && after_size == size && memcmp(after, data, size) == 0, "%s: the file was written over", label);
+        free(after);
+    } else {
+        file_passes(path, &valid->props); /* the context wrote a valid file over the bad one */
+    }
     free(data);
     unlink(path);
 }
@@ -286,16 +301,16 @@ static void test_foreign_and_corrupt(void)
     path_in(path, sizeof path, "valid.bin");
     valid_file v = {0};
     if (!write_valid_file(path, &v)) return;
-    check_edited(&v, "vendorID", edit_vendor, "made by another device");
-    check_edited(&v, "deviceID", edit_device, "made by another device");
-    check_edited(&v, "pipelineCacheUUID", edit_uuid, "made by another driver");
-    check_edited(&v, "headerVersion", edit_header_version, "headerVersion 2");
-    check_edited(&v, "headerSize", edit_header_size, "headerSize 16");
-    check_edited(&v, "a flipped data byte", edit_body_byte, "checksum");
-    check_edited(&v, "7 bytes cut off", edit_truncate, "truncated");
-    check_edited(&v, "5 bytes appended", edit_append, "corrupt: ");
-    check_edited(&v, "magic", edit_magic, "not vkattn pipeline cache data");
-    check_edited(&v, "format version", edit_format, "format version 9");
+    check_edited(&v, "vendorID", edit_vendor, "made by another device", 0);
+    check_edited(&v, "deviceID", edit_device, "made by another device", 0);
+    check_edited(&v, "pipelineCacheUUID", edit_uuid, "made by another driver", 0);
+    check_edited(&v, "headerVersion", edit_header_version, "headerVersion 2", 0);
+    check_edited(&v, "headerSize", edit_header_size, "headerSize 16", 0);
+    check_edited(&v, "a flipped data byte", edit_body_byte, "checksum", 0);
+    check_edited(&v, "7 bytes cut off", edit_truncate, "truncated", 0);
+    check_edited(&v, "5 bytes appended", edit_append, "corrupt: ", 0);
+    check_edited(&v, "magic", edit_magic, "not vkattn pipeline cache data", 1);
+    check_edited(&v, "format version", edit_format, "format version 9", 0);
     free(v.bytes);
     unlink(path);
 }
@@ -332,6 +347,20 @@ static void test_bad_files(void)
     for (size_t i = 0; i < sizeof garbage; i++) garbage[i] = (uint8_t)(test_rng_float(&rng) * 127 + 128);
     write_all(path, garbage, sizeof garbage);
     check_unused_file("garbage", path, "not vkattn pipeline cache data");
+    /* ... and one whose context compiles: another program's file (a mistyped path) is never
+     * written over (it was replaced by the cache before an outside review) */
+    vkattn_context *user = open_path(path);
+    if (user) {
+        CHECK_CACHE(user, VKATTN_PIPELINE_CACHE_IGNORED, "it is never written over");
+        forward_matches(user, "garbage as the path");
+        CHECK_STATUS(vkattn_context_save_pipeline_cache(user), VKATTN_ERROR_IO);
+        finish(user);
+    }
+    size_t kept_size = 0;
+    uint8_t *kept = read_all(path, &kept_size);
+    CHECK_MSG(kept && kept_size == sizeof garbage && memcmp(kept, garbage, sizeof garbage) == 0,
+              "another program's file was written over");
+    free(kept);
     write_all(path, "VKATTNPC\x01\x00", 10);
     check_unused_file("10 bytes", path, "shorter than vkattn's 32-byte header");
     /* Larger than any sane cache: a sparse file, refused before anything is read. */
@@ -341,8 +370,11 @@ static void test_bad_files(void)
     vkattn_context *ctx = open_path(path);
     if (ctx) {
         CHECK_CACHE(ctx, VKATTN_PIPELINE_CACHE_IGNORED, "256 MiB");
+        forward_matches(ctx, "a 256 MiB file as the path"); /* a model's weights, say: never written over */
         finish(ctx);
     }
+    struct stat big;
+    CHECK(stat(path, &big) == 0 && (unsigned long long)big.st_size == VKA_PIPELINE_CACHE_MAX_BYTES + 1);
     unlink(path);
 
     /* A directory as the path: a note at creation; it is never written over. */

@@ -183,7 +183,7 @@ static vkattn_status read_file(vka_device *dev, vka_pipeline_cache *cache, uint8
         return VKATTN_OK;
     }
     const char *problem = NULL;
-    char too_large[96];
+    char too_large[128];
     struct stat st;
     int e = 0;
     if (fstat(fd, &st) != 0) e = errno;
@@ -193,9 +193,11 @@ static vkattn_status read_file(vka_device *dev, vka_pipeline_cache *cache, uint8
     }
     else if (st.st_size == 0) problem = "empty";
     else if ((unsigned long long)st.st_size > VKA_PIPELINE_CACHE_MAX_BYTES) {
-        snprintf(too_large, sizeof too_large, "%llu bytes, more than the %zu MiB a pipeline cache may have",
+        snprintf(too_large, sizeof too_large,
+                 "%llu bytes, more than the %zu MiB a pipeline cache may have (it is never written over)",
                  (unsigned long long)st.st_size, VKA_PIPELINE_CACHE_MAX_BYTES >> 20);
         problem = too_large;
+        cache->foreign = 1; /* no cache of ours: someone's model file, say */
     }
     uint8_t *bytes = NULL;
     size_t got = 0;
@@ -267,7 +269,11 @@ vkattn_status vka_pipeline_cache_init(vka_device *dev, vka_pipeline_cache *cache
             cache->file_checksum = get_u64((const uint8_t *)data + 24);
         } else {
             cache->state = VKATTN_PIPELINE_CACHE_IGNORED;
-            snprintf(cache->note, sizeof cache->note, "ignored %s: %s", source, why);
+            /* another program's file (a mistyped path) is left alone; vkattn's own data that does
+             * not fit (another driver, a torn or old file) is replaced when the context saves */
+            cache->foreign = path && size > 0 && memcmp(data, MAGIC, size < 8 ? size : 8) != 0;
+            snprintf(cache->note, sizeof cache->note, "ignored %s: %s%s", source, why,
+                     cache->foreign ? "; it is never written over" : "");
         }
     }
     VKA_VK(dev, dev->vk.vkCreatePipelineCache(dev->device, &info, NULL, &cache->vk_cache));
@@ -374,6 +380,9 @@ vkattn_status vka_pipeline_cache_save(vka_device *dev, vka_pipeline_cache *cache
     if (!cache->path || !cache->dirty) return VKATTN_OK;
     if (cache->not_regular)
         return vka_fail(dev, VKATTN_ERROR_IO, "pipeline cache %s: not a regular file: it is not written", cache->path);
+    if (cache->foreign)
+        return vka_fail(dev, VKATTN_ERROR_IO, "pipeline cache %s: not vkattn pipeline cache data: it is not written over",
+                        cache->path);
     vkattn_status status = VKATTN_OK;
     uint8_t *bytes = NULL;
     size_t size = 0;

@@ -29,6 +29,8 @@ typedef struct vka_pipeline_cache {
     char note[sizeof(((vkattn_pipeline_cache_info *)0)->note)];
     int dirty;                         /* pipelines were created since the file was read or saved */
     int not_regular;                   /* the path is a FIFO, directory or device: never written over */
+    int foreign;                       /* the file holds something else than vkattn's data (its first
+                                          bytes are not the magic): never written over either */
     int file_known;                    /* the file holds the data below (file_size, file_checksum) */
     uint64_t file_size, file_checksum; /* of the Vulkan data in the file, to skip rewriting it */
 } vka_pipeline_cache;
