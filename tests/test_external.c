@@ -7,6 +7,8 @@
  *
  * The application here loads Vulkan the way a plugin would, through dlopen and
  * vkGetInstanceProcAddr, with its own function pointers. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+
 #include <pthread.h>
 
 #define VK_NO_PROTOTYPES
@@ -755,14 +757,47 @@ static void test_external_create_faults(app *a)
     app_buffer_free(a, &b);
 }
 
-int main(void)
+/* `coopmat_tuning` (label coopmat): VKATTN_TUNING=coopmat on an application's device, the process's
+ * first vkattn call. Its context runs the class without matrices (an application's device keeps its
+ * features); on a device without them, the refusal names the device. It once named "the Vulkan
+ * loader is older than 1.3" (volk's globals, never set up for an application's instance: an outside
+ * review). Exit 77 (skipped) where the device has no cooperative matrices. */
+static int coopmat_tuning(app *a)
+{
+    queue_lock q = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    vkattn_external_device ext = external_of(a, &q);
+    vkattn_context *ctx = NULL;
+    vkattn_error err = {0};
+    vkattn_status status = vkattn_context_create_external(&ext, &ctx, &err);
+    printf("  coopmat tuning on the application's device: %s %s\n", vkattn_status_name(status), err.message);
+    CHECK_MSG(!strstr(err.message, "loader"), "%s", err.message);
+    int skip = status != VKATTN_OK;
+    if (skip) CHECK_STATUS(status, VKATTN_ERROR_UNSUPPORTED);
+    if (ctx) {
+        vkattn_device_info info;
+        vkattn_context_device(ctx, &info);
+        printf("  tuning %s; cooperative matrices: %s\n", info.tuning, info.cooperative_matrix_note);
+        CHECK(strncmp(info.tuning, "coopmat", 7) == 0 && !info.cooperative_matrix_usable &&
+              strstr(info.cooperative_matrix_note, "not enabled on an application's device"));
+        vkattn_context_destroy(ctx);
+    }
+    CHECK_MSG(a->messages == 0, "%u validation messages on the application's instance (above)", a->messages);
+    app_close(a);
+    int failed = test_finish();
+    return failed ? failed : skip ? 77 : 0;
+}
+
+int main(int argc, char **argv)
 {
     gpu_test_pin_drivers();
+    const int tuning = argc > 1 && strcmp(argv[1], "coopmat_tuning") == 0;
+    if (tuning) setenv("VKATTN_TUNING", "coopmat", 1);
     app a;
     if (app_open(&a)) {
         app_close(&a);
         return 1;
     }
+    if (tuning) return coopmat_tuning(&a);
     RUN_TEST_WITH(test_external_context, &a);
     RUN_TEST_WITH(test_record, &a);
     RUN_TEST_WITH(test_external_errors, &a);

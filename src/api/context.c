@@ -163,8 +163,10 @@ typedef enum coopmat_state {
 } coopmat_state;
 
 /* Adds the build and the switches to the device's own verdict (vka_describe_device), and says
- * which of them decided; info's usable flag and note follow. */
-static coopmat_state coopmat_decide(vkattn_device_info *info, int off_by_desc)
+ * which of them decided; info's usable flag and note follow. `own_instance`: vkattn's instance,
+ * whose version is the loader's (an application's instance is its own, and volk's globals are
+ * not set up for it). */
+static coopmat_state coopmat_decide(vkattn_device_info *info, int off_by_desc, int own_instance)
 {
     if (!info->cooperative_matrix_usable) return COOPMAT_DEVICE_LACKS;
     const uint32_t *code;
@@ -174,7 +176,7 @@ static coopmat_state coopmat_decide(vkattn_device_info *info, int off_by_desc)
     const char *why = NULL;
     if (!vka_embedded_spirv(vka_kernel_get(VKA_KERNEL_MATMUL_CM)->spirv, &code, &bytes))
         state = COOPMAT_NOT_BUILT, why = "this build has no cooperative-matrix kernels (see VKATTN_GLSLANG_COOPMAT)";
-    else if (volkGetInstanceVersion() < VK_API_VERSION_1_3)
+    else if (own_instance && volkGetInstanceVersion() < VK_API_VERSION_1_3)
         state = COOPMAT_NOT_BUILT, why = "the Vulkan loader is older than 1.3";
     else if (env && strcmp(env, "0") == 0)
         state = COOPMAT_OFF, why = "turned off by VKATTN_COOPMAT=0";
@@ -196,7 +198,7 @@ static vkattn_status describe_all(const vka_instance_fns *fns, VkInstance instan
                              vka_vk_result_name(r));
     for (uint32_t i = 0; i < n; i++) {
         vka_describe_device(fns, devices[i], i, &infos[i], NULL);
-        coopmat_decide(&infos[i], 0);
+        coopmat_decide(&infos[i], 0, 1);
         /* the class follows the switches and the build, as a context's would */
         snprintf(infos[i].tuning, sizeof infos[i].tuning, "%s", vka_tuning_for(&infos[i], NULL)->name);
     }
@@ -480,7 +482,7 @@ static vkattn_status context_finish(vkattn_context *ctx, const vkattn_context_de
     vkattn_status status = VKATTN_OK;
     if (ctx->dev.faults.hide_16bit_storage) ctx->dev.info.storage_16bit = 0;
     vkattn_device_info *info = &ctx->dev.info;
-    coopmat_state coopmat = coopmat_decide(info, desc->no_cooperative_matrix);
+    coopmat_state coopmat = coopmat_decide(info, desc->no_cooperative_matrix, make_device);
     if (!make_device && coopmat == COOPMAT_ON) { /* an application's device: its features are its own */
         info->cooperative_matrix_usable = 0;
         coopmat = COOPMAT_OFF;
