@@ -102,7 +102,11 @@ typedef enum vkattn_feature {
     VKATTN_FEATURE_SHADER_FLOAT16 = 1u << 1
 } vkattn_feature;
 
-/* What to create a device with for vkattn's fast paths. */
+/* What to create a device with for vkattn's fast paths. A device that switches on
+ * VkPhysicalDeviceVulkanMemoryModelFeatures::vulkanMemoryModel for its own shaders must switch on
+ * vulkanMemoryModelDeviceScope too: the quantized KV cache's appends (Q8_0, Q4_0) use device-scope
+ * atomics, which the memory model without it forbids (VUID-RuntimeSpirv-vulkanMemoryModel-06265).
+ * vkattn cannot see the features an application enabled, so this is not checked. */
 typedef struct vkattn_device_requirements {
     uint32_t queue_family_index;  /* a family with compute (and timestamps, where one has them) */
     uint32_t api_version;         /* the lowest instance apiVersion vkattn works with (1.1) */
