@@ -980,8 +980,11 @@ typedef struct vkattn_host_forward_desc {
      * positions[b * L + i], and causal, the window and ALiBi compare positions (causal masks key j
      * of query i when pos_j > pos_i). This is how a cached forward's token tree is checked on the
      * CPU: the history and the tree as one sequence, the tree's tokens at the history's length
-     * plus their depths, the tree's mask in a bool attn_mask. NULL = indices. Device forwards and
-     * vkattn_forward_explain take only NULL (VKATTN_ERROR_INVALID_ARGUMENT). */
+     * plus their depths, the tree's mask in a bool attn_mask. So a DYNAMIC or LONGROPE table is
+     * still that of L tokens, as the cached forward's is of the cache's length after the tree (not
+     * of the largest position + 1), and rope_offset must be 0 (VKATTN_ERROR_INVALID_ARGUMENT
+     * otherwise). NULL = indices. Device forwards and vkattn_forward_explain take only NULL
+     * (VKATTN_ERROR_INVALID_ARGUMENT). */
     const uint32_t *positions;
 } vkattn_host_forward_desc;
 

@@ -791,6 +791,13 @@ static void test_positions_errors(void)
     f.positions = pos, f.key = x01, f.key_len = 2;
     CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(err.message, "self-attention") != NULL);
+    /* positions replace rope_offset, which lengthened a DYNAMIC or LONGROPE table without moving a
+     * token (an outside review) */
+    f.key = NULL, f.key_len = 0, f.rope_offset = 3;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(err.message, "give rope_offset 0 (it is 3)") != NULL, "%s", err.message);
+    f.rope_offset = 0;
+    CHECK_STATUS(vkattn_reference_forward(&d, &w, &f, &err), VKATTN_OK);
 }
 
 static void test_status_names(void)

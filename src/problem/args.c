@@ -123,6 +123,10 @@ vkattn_status vka_args_from_host(const vka_layer_config *cfg, const vkattn_host_
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
                              "positions place the tokens of a self-attention forward (key NULL), without "
                              "add_bias_kv or add_zero_attn keys (they have no position)");
+    if (d->positions && d->rope_offset) /* it lengthened a DYNAMIC or LONGROPE table it did not rotate by */
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
+                             "positions replace the tokens' indices and rope_offset: give rope_offset 0 (it is %u)",
+                             d->rope_offset);
     for (size_t i = 0; d->positions && i < (size_t)B * L; i++)
         if (d->positions[i] > INT32_MAX)
             return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "positions[%zu] is %u, above 2^31 - 1", i,
