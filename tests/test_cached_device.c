@@ -632,9 +632,8 @@ static void errors_busy(vkattn_context *ctx, error_setup *e)
     /* a layer of another context: refused for that before anything of the cache is read (its own
      * context guards it), so not as busy (it was, before an outside review) */
     vkattn_context *ctx2 = gpu_test_context();
-    vkattn_layer_desc ld = {.embed_dim = 32, .num_heads = 4, .num_kv_heads = 2, .rope_theta = 10000};
     vkattn_layer *foreign = NULL;
-    CHECK_STATUS(vkattn_layer_create(ctx2, &ld, &e->tw2.w, &foreign), VKATTN_OK);
+    CHECK_STATUS(vkattn_layer_create(ctx2, &e->tw2.desc, &e->tw2.w, &foreign), VKATTN_OK); /* e->other's twin */
     float x[2 * 32] = {0}, y[2 * 32];
     vkattn_cached_forward_desc hd = {.batch = 2, .query = x, .output = y};
     REFUSED(ctx2, e->cache, added, vkattn_forward_cached(foreign, e->cache, &hd), VKATTN_ERROR_INVALID_ARGUMENT,
