@@ -1424,7 +1424,18 @@ typedef struct vkattn_weight_file vkattn_weight_file;
  * "'model.layers.0.self_attn.', 'model.layers.1.self_attn.', ... and 30 more") or a tensor the
  * layer needs is missing (the message names it); VKATTN_ERROR_INVALID_ARGUMENT for a NULL path or
  * out; VKATTN_ERROR_OUT_OF_HOST_MEMORY. On failure *out is untouched. Files that are not regular
- * files (pipes) are read whole, up to 4 GiB. */
+ * files (pipes) are read whole, up to 4 GiB.
+ *
+ * A checkpoint in shards: `path` ending in ".json" is a Hugging Face index
+ * (model.safetensors.index.json: {"weight_map": {"<tensor>": "<shard file>", ...}}, at most 100 MB).
+ * Every shard it names (relative to its folder, never outside it: no absolute name, no "..") has
+ * its header read and checked as a lone file's, and the index must agree with them exactly: each
+ * tensor listed in the shard that holds it, nothing listed that no shard holds (FORMAT otherwise;
+ * IO for a shard that cannot be opened, or that changed size before its tensors were read). The
+ * layer is then found among all the shards' tensors, its tensors read from the shards holding
+ * them. Messages name the index, then the shard. The info's file_bytes, file_tensor_count and
+ * bytes_read are the shards' summed. A folder as `path` opens its model.safetensors, else its
+ * model.safetensors.index.json (IO when it has neither). */
 vkattn_status vkattn_weight_file_open(const char *path, const char *prefix, vkattn_weight_file **out,
                                       vkattn_error *error);
 /* vkattn_weight_file_open(path, NULL, out, error). */

@@ -993,6 +993,60 @@ static void test_run_hf_gqa(const fixture *fx)
     CHECK_SAID("need --rope-theta");
 }
 
+/* A checkpoint in two shards, given as its folder and as its index: the same output, to the bit, as
+ * the one file; a folder without either file is the reader's message, not "is a directory". */
+static void test_run_sharded(const fixture *fx)
+{
+    char dir[512], shard[600], index[600], query[512], out[512], whole[512];
+    test_tmp_path(dir, sizeof dir, "sharded");
+    test_tmp_path(query, sizeof query, "sharded.query.npy");
+    test_tmp_path(out, sizeof out, "sharded.out.npy");
+    test_tmp_path(whole, sizeof whole, "sharded.whole.npy");
+    CHECK(mkdir(dir, 0700) == 0);
+    write_query(fx, query, 1.0f, -1, 0, 0);
+    CHECK(RUN(dir, query, out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK_SAID("a folder without model.safetensors or model.safetensors.index.json");
+    CHECK(!said("is a directory"));
+
+    const vkattn_weights *w = vkattn_weight_file_weights(fx->file);
+    enum { E = 16 };
+    const st_tensor first[2] = {{"in_proj_weight", w->in_proj_weight, 2, {3 * E, E}},
+                                {"in_proj_bias", w->in_proj_bias, 1, {3 * E}}};
+    const st_tensor second[2] = {{"out_proj.weight", w->out_proj_weight, 2, {E, E}}, {"out_proj.bias", w->out_proj_bias, 1, {E}}};
+    snprintf(shard, sizeof shard, "%s/model-00001-of-00002.safetensors", dir);
+    write_safetensors(shard, first, 2);
+    snprintf(shard, sizeof shard, "%s/model-00002-of-00002.safetensors", dir);
+    write_safetensors(shard, second, 2);
+    static const char text[] = "{\"metadata\": {\"total_size\": 4352}, \"weight_map\": {"
+                               "\"in_proj_bias\": \"model-00001-of-00002.safetensors\", "
+                               "\"in_proj_weight\": \"model-00001-of-00002.safetensors\", "
+                               "\"out_proj.bias\": \"model-00002-of-00002.safetensors\", "
+                               "\"out_proj.weight\": \"model-00002-of-00002.safetensors\"}}\n";
+    snprintf(index, sizeof index, "%s/model.safetensors.index.json", dir);
+    write_text(index, text, sizeof text - 1);
+
+    CHECK(RUN(fx->weights, query, whole, "--causal") == CLI_EXIT_OK);
+    const char *paths[2] = {dir, index};
+    for (int i = 0; i < 2; i++) {
+        CHECK(RUN(paths[i], query, out, "--causal", "--check") == CLI_EXIT_OK);
+        CHECK_SAID("check: OK");
+        vkattn_array a = {0}, b = {0};
+        CHECK_STATUS(vkattn_npy_read(whole, &a, NULL), VKATTN_OK);
+        CHECK_STATUS(vkattn_npy_read(out, &b, NULL), VKATTN_OK);
+        CHECK_MSG(a.bytes == b.bytes && a.bytes && memcmp(a.data, b.data, a.bytes) == 0,
+                  "--weights %s: the output differs from the one file's", paths[i]);
+        vkattn_array_free(&a), vkattn_array_free(&b);
+    }
+    /* The shards' fault, named through the index. */
+    write_text(shard, "", 0);
+    CHECK(RUN(index, query, out, "--cpu") == CLI_EXIT_FAILURE);
+    CHECK_SAID("model.safetensors.index.json: model-00002-of-00002.safetensors: safetensors: file is 0 bytes");
+    remove(shard), remove(index), remove(query), remove(out), remove(whole);
+    snprintf(shard, sizeof shard, "%s/model-00001-of-00002.safetensors", dir);
+    remove(shard);
+    CHECK(rmdir(dir) == 0);
+}
+
 /* --check-finite scans each projection at its own shape: heads of D != E / H (Qwen3-0.6B's 16 x 128
  * over E = 1024, Gemma 3 1B's 4 x 256 over 1152) give a query projection of H * D rows and an
  * output one of H * D columns. Here E = 16, two heads of 16 (wide: 32 rows) or of 4 (narrow: 8),
@@ -1777,6 +1831,7 @@ int main(int argc, char **argv)
         RUN_TEST(test_device_choice);
         RUN_TEST(test_overhead);
         RUN_TEST_WITH(test_run_hf_gqa, &fx);
+        RUN_TEST_WITH(test_run_sharded, &fx);
         RUN_TEST_WITH(test_run_finite_head_widths, &fx);
         RUN_TEST_WITH(test_run_decode, fp16);
         RUN_TEST(test_run_decode_quant);

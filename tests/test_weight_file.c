@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "format/half.h"
+#include "io/checkpoint.h"
 #include "io/io.h"
 #include "problem/config.h"
 #include "test_util.h"
@@ -826,6 +827,196 @@ static void test_old_api(void)
     remove(path);
 }
 
+/* ---- (h) a checkpoint split into shards, with its index --------------------------------------- */
+
+#define SHARDS 3
+#define SHARD_DIR "sharded"
+
+/* Writes `text` to <dir_g>/<name>; returns the path in `path`. */
+static void text_write(const char *name, const char *text, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/%s", dir_g, name);
+    FILE *out = fopen(path, "wb");
+    CHECK(out != NULL);
+    if (out) fputs(text, out), fclose(out);
+}
+
+/* The index of `files` (shard s is model-0000<s+1>-of-00003.safetensors), as Hugging Face writes it,
+ * with `extra` (",\"name\": \"shard\"" or "") appended to the weight_map. */
+static void index_write(ck_file *const *files, const char *extra, char *path, size_t cap)
+{
+    static char text[65536];
+    uint64_t total = 0;
+    for (int s = 0; s < SHARDS; s++) total += files[s]->size;
+    size_t n = (size_t)snprintf(text, sizeof text, "{\n  \"metadata\": {\"total_size\": %llu},\n  \"weight_map\": {",
+                                (unsigned long long)total);
+    const char *sep = "";
+    for (int s = 0; s < SHARDS; s++)
+        for (size_t i = 0; i < files[s]->count; i++, sep = ",")
+            n += (size_t)snprintf(text + n, sizeof text - n, "%s\n    \"%s\": \"model-0000%d-of-00003.safetensors\"", sep,
+                                  files[s]->t[i].name, s + 1);
+    snprintf(text + n, sizeof text - n, "%s\n  }\n}\n", extra);
+    text_write(SHARD_DIR "/model.safetensors.index.json", text, path, cap);
+}
+
+static void test_sharded(void)
+{
+    const uint32_t E = 32, KV = 8;
+    static ck_file shard[SHARDS];
+    ck_file *files[SHARDS] = {&shard[0], &shard[1], &shard[2]};
+    memset(shard, 0, sizeof shard);
+    /* Layer 1 spans the first two shards, as layers do at a shard's end. */
+    ck_add(&shard[0], "", "model.embed_tokens.weight", "BF16", 2, 4096, 1024, 0); /* 8 MiB, sparse */
+    ck_add_hf_layer(&shard[0], P0, "BF16", E, KV, 7, 10);
+    ck_add(&shard[0], P1, "q_proj.weight", "BF16", 2, E, E, 21);
+    ck_add(&shard[0], P1, "k_proj.weight", "BF16", 2, KV, E, 22);
+    ck_add(&shard[1], P1, "v_proj.weight", "BF16", 2, KV, E, 23);
+    ck_add(&shard[1], P1, "o_proj.weight", "BF16", 2, E, E, 24);
+    ck_add(&shard[1], P1, "q_norm.weight", "F32", 1, 4, 0, 25);
+    ck_add(&shard[1], P1, "k_norm.weight", "F32", 1, 4, 0, 26);
+    ck_add_hf_layer(&shard[1], "model.layers.2.self_attn.", "F16", E, KV, 0, 30);
+    ck_add(&shard[2], "", "model.norm.weight", "BF16", 1, E, 0, 40);
+    char dir[300], path[512], index[512];
+    snprintf(dir, sizeof dir, "%s/" SHARD_DIR, dir_g);
+    CHECK(mkdir(dir, 0700) == 0);
+    for (int s = 0; s < SHARDS; s++) {
+        char name[96];
+        snprintf(name, sizeof name, SHARD_DIR "/model-0000%d-of-00003.safetensors", s + 1);
+        ck_write(&shard[s], name, path, sizeof path);
+    }
+    index_write(files, "", index, sizeof index);
+
+    /* Layer 1 through the index and through its folder: every value, and only the shards' headers
+     * and the layer's tensors read. */
+    const char *const ways[2] = {index, dir};
+    for (int way = 0; way < 2; way++) {
+        vkattn_weight_file *file = open_expect(ways[way], P1, VKATTN_OK, NULL, NULL);
+        if (!file) continue;
+        const vkattn_weights *w = vkattn_weight_file_weights(file);
+        check_values(&shard[0], P1 "q_proj.weight", w->q_proj_weight, (size_t)E * E);
+        check_values(&shard[0], P1 "k_proj.weight", w->k_proj_weight, (size_t)KV * E);
+        check_values(&shard[1], P1 "v_proj.weight", w->v_proj_weight, (size_t)KV * E);
+        check_values(&shard[1], P1 "o_proj.weight", w->out_proj_weight, (size_t)E * E);
+        check_values(&shard[1], P1 "q_norm.weight", w->q_norm_weight, 4);
+        check_values(&shard[1], P1 "k_norm.weight", w->k_norm_weight, 4);
+        vkattn_weight_file_info info;
+        CHECK_STATUS(vkattn_weight_file_get_info(file, &info), VKATTN_OK);
+        uint64_t want = 0, size = 0, tensors = 0;
+        for (int s = 0; s < SHARDS; s++) want += 8 + shard[s].header_len, size += shard[s].size, tensors += shard[s].count;
+        static const char *const layer[] = {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight",
+                                            "q_norm.weight", "k_norm.weight"};
+        for (int i = 0; i < 6; i++) {
+            char full[128];
+            snprintf(full, sizeof full, "%s%s", P1, layer[i]);
+            want += ck_bytes(&shard[i < 2 ? 0 : 1], full);
+        }
+        CHECK_MSG(info.bytes_read == want && info.file_bytes == size && info.file_tensor_count == tensors,
+                  "read %llu bytes of %llu, %llu tensors; expected %llu of %llu, %llu", (unsigned long long)info.bytes_read,
+                  (unsigned long long)info.file_bytes, (unsigned long long)info.file_tensor_count,
+                  (unsigned long long)want, (unsigned long long)size, (unsigned long long)tensors);
+        CHECK(info.tensor_count == 6 && strcmp(info.prefix, P1) == 0);
+        vkattn_layer_desc d = {.num_heads = 8};
+        vkattn_weight_file_describe(file, &d);
+        CHECK(d.embed_dim == E && d.num_kv_heads == 2 && d.qk_norm == VKATTN_QK_NORM_HEAD && d.no_bias == 1);
+        vkattn_weight_file_destroy(file);
+    }
+    vkattn_weight_file *file = open_expect(index, "model.layers.2.self_attn.", VKATTN_OK, NULL, NULL);
+    if (file) check_values(&shard[1], "model.layers.2.self_attn.o_proj.weight",
+                           vkattn_weight_file_weights(file)->out_proj_weight, (size_t)E * E);
+    vkattn_weight_file_destroy(file);
+    /* A shard that changed size between its header's read and its tensors'. */
+    st_checkpoint ck;
+    vkattn_error err = {0};
+    CHECK_STATUS(vka_st_checkpoint_index(&ck, index, &err), VKATTN_OK);
+    if (err.status == VKATTN_OK) {
+        snprintf(path, sizeof path, "%s/model-00002-of-00003.safetensors", dir);
+        CHECK(truncate(path, (off_t)shard[1].size + 8) == 0);
+        const st_tensor *t = NULL;
+        for (size_t i = 0; i < ck.header.count && !t; i++)
+            if (ck.header.tensors[i].file == 1) t = &ck.header.tensors[i]; /* shards are numbered in name order */
+        uint8_t bytes[2];
+        CHECK(t != NULL);
+        if (t) CHECK_STATUS(vka_st_checkpoint_read(&ck, t, 0, bytes, sizeof bytes, &err), VKATTN_ERROR_IO);
+        CHECK_MSG(contains(err.message, "model-00002-of-00003.safetensors: was ") && contains(err.message, "did it change"),
+                  "%s", err.message);
+        CHECK(truncate(path, (off_t)shard[1].size) == 0);
+        vka_st_checkpoint_close(&ck);
+    }
+    /* The layers of every shard are found, and listed. */
+    open_expect(index, NULL, VKATTN_ERROR_FORMAT, "'" P0 "', '" P1 "', 'model.layers.2.self_attn.'", NULL);
+    open_expect(index, "model.layers.3.", VKATTN_ERROR_NOT_FOUND, "3 layers in the file", NULL);
+
+    /* The index and its shards disagree. */
+    static const struct {
+        const char *extra, *needle;
+    } disagree[] = {
+        {",\"model.layers.9.mlp.up_proj.weight\": \"model-00003-of-00003.safetensors\"",
+         "lists 'model.layers.9.mlp.up_proj.weight' in model-00003-of-00003.safetensors, which does not hold it"},
+        {",\"model.norm.weight\": \"model-00001-of-00003.safetensors\"", "'model.norm.weight' is listed twice"},
+        {",\"x\": \"../model-00001-of-00003.safetensors\"", "not absolute, no '..'"},
+        {",\"x\": \"/etc/model.safetensors\"", "not absolute, no '..'"},
+        {",\"x\": \"\"", "not absolute, no '..'"},
+        {",\"x\": 3", "must map to a shard's file name"},
+        {",\"x\": \"model-00004-of-00003.safetensors\"", "model-00004-of-00003.safetensors: cannot open"},
+        {",\"x\": \"model.safetensors.index.json\"", "model.safetensors.index.json: safetensors: header length"},
+    };
+    for (size_t c = 0; c < sizeof disagree / sizeof disagree[0]; c++) {
+        index_write(files, disagree[c].extra, index, sizeof index);
+        open_expect(index, P1, c == 6 ? VKATTN_ERROR_IO : VKATTN_ERROR_FORMAT, disagree[c].needle, NULL);
+    }
+    /* A shard holds a tensor the index leaves out, or one it puts in another shard. */
+    static ck_file listed;
+    listed = shard[2];
+    ck_add(&shard[2], "", "lm_head.weight", "BF16", 2, 4, 4, 41);
+    ck_write(&shard[2], SHARD_DIR "/model-00003-of-00003.safetensors", path, sizeof path);
+    index_write((ck_file *const[SHARDS]){&shard[0], &shard[1], &listed}, "", index, sizeof index);
+    open_expect(index, P1, VKATTN_ERROR_FORMAT, "model-00003-of-00003.safetensors holds 'lm_head.weight', which the index does not list", NULL);
+    index_write((ck_file *const[SHARDS]){&shard[0], &shard[1], &listed}, ",\"lm_head.weight\": \"model-00002-of-00003.safetensors\"",
+                index, sizeof index);
+    open_expect(index, P1, VKATTN_ERROR_FORMAT,
+                "lists 'lm_head.weight' in model-00002-of-00003.safetensors, but model-00003-of-00003.safetensors holds it",
+                NULL);
+    /* A shard's own faults name it. */
+    shard[2] = listed;
+    raw_write(SHARD_DIR "/model-00003-of-00003.safetensors", "{\"model.norm.weight\":{\"dtype\":\"BF16\",\"shape\":[32],"
+                                                             "\"data_offsets\":[0,64]}}", 60, path, sizeof path);
+    index_write(files, "", index, sizeof index);
+    open_expect(index, P1, VKATTN_ERROR_FORMAT, "model-00003-of-00003.safetensors: safetensors: tensor 'model.norm.weight'",
+                "beyond");
+    remove(path);
+
+    /* Hostile index texts. */
+    static const struct {
+        const char *text, *needle;
+    } texts[] = {
+        {"{\"metadata\": {}}", "no \"weight_map\""},
+        {"{\"weight_map\": []}", "\"weight_map\" must be an object"},
+        {"{\"weight_map\": {}}", "lists no tensors"},
+        {"{\"weight_map\": {\"a\": \"b\"}, \"weight_map\": {\"a\": \"b\"}}", "appears twice"},
+        {"{\"weight_map\": {\"a\": \"b\\u0000c\"}}", "not absolute"},
+        {"{\"weight_map\": {\"a\": \"b\"}", "safetensors index"},
+        {"[1]", "safetensors index"},
+    };
+    for (size_t c = 0; c < sizeof texts / sizeof texts[0]; c++) {
+        text_write(SHARD_DIR "/model.safetensors.index.json", texts[c].text, index, sizeof index);
+        open_expect(index, P1, VKATTN_ERROR_FORMAT, texts[c].needle, NULL);
+    }
+    remove(index);
+    /* A folder with neither file; with model.safetensors, that file. */
+    open_expect(dir, P1, VKATTN_ERROR_IO, "a folder without model.safetensors or model.safetensors.index.json", NULL);
+    ck_write(&shard[1], SHARD_DIR "/model.safetensors", path, sizeof path);
+    file = open_expect(dir, "model.layers.2.self_attn.", VKATTN_OK, NULL, NULL);
+    if (file) check_values(&shard[1], "model.layers.2.self_attn.v_proj.weight",
+                           vkattn_weight_file_weights(file)->v_proj_weight, (size_t)KV * E);
+    vkattn_weight_file_destroy(file);
+    remove(path);
+    for (int s = 0; s < SHARDS; s++) {
+        snprintf(path, sizeof path, "%s/model-0000%d-of-00003.safetensors", dir, s + 1);
+        remove(path);
+    }
+    CHECK(rmdir(dir) == 0);
+}
+
 int main(void)
 {
     const char *tmp = getenv("TMPDIR");
@@ -842,6 +1033,7 @@ int main(void)
     RUN_TEST(test_namings);
     RUN_TEST(test_hostile_files);
     RUN_TEST(test_old_api);
+    RUN_TEST(test_sharded);
     if (rmdir(dir_g) != 0) {
         fprintf(stderr, "test_weight_file: %s was not left empty\n", dir_g);
         test_g.failures++;

@@ -5,6 +5,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -424,8 +425,13 @@ int cli_fail_input(const char *command, const char *option, const char *path, cl
 {
     char line[48] = "", is[160];
     cli_file_kind kind = sniff(path, line, sizeof line);
-    /* Unrecognised bytes may be a broken safetensors file, whose reader says what is wrong with it. */
-    if (kind == want || kind == CLI_FILE_UNREADABLE || (kind == CLI_FILE_OTHER && want == CLI_FILE_SAFETENSORS)) {
+    /* Unrecognised bytes may be a broken safetensors file, whose reader says what is wrong with it;
+     * a folder or a .json file is a checkpoint's to that reader (its index), which says the same. */
+    size_t len = strlen(path);
+    bool checkpoint = want == CLI_FILE_SAFETENSORS &&
+                      (kind == CLI_FILE_OTHER || kind == CLI_FILE_DIRECTORY ||
+                       (kind == CLI_FILE_TEXT && len >= 5 && strcmp(path + len - 5, ".json") == 0));
+    if (kind == want || kind == CLI_FILE_UNREADABLE || checkpoint) {
         char what[160];
         snprintf(what, sizeof what, "reading %s", option);
         return cli_fail(command, what, status, message);

@@ -14,7 +14,8 @@ static const int k_rope_styles[] = {VKATTN_ROPE_NEOX, VKATTN_ROPE_GPTJ};
 static const int k_precisions[] = {VKATTN_PRECISION_DEFAULT, VKATTN_PRECISION_F32, VKATTN_PRECISION_F16};
 
 const cli_option forward_option_rows[] = {
-    {"--weights", "W.safetensors", "an nn.MultiheadAttention state_dict, or a checkpoint with --prefix", CLI_TEXT,
+    {"--weights", "W.safetensors", "an nn.MultiheadAttention state_dict, or a checkpoint with --prefix: its "
+     "model.safetensors, its shards' model.safetensors.index.json or its folder", CLI_TEXT,
      F(weights), .flags = CLI_REQUIRED},
     {"--prefix", "P", "the layer's name prefix in a checkpoint (model.layers.0.self_attn.): nn.MultiheadAttention or "
      "Hugging Face names (q_proj.weight, k_proj.weight, v_proj.weight, o_proj.weight); only that layer is read",

@@ -19,7 +19,8 @@
  *     buffer exactly (no holes, no overlap, no trailing bytes), names are unique, the header is at
  *     most 100,000,000 bytes of UTF-8 JSON, nested at most VKA_JSON_MAX_DEPTH deep. Tensors that are
  *     not part of the attention layer are checked for consistent offsets and then ignored, whatever
- *     their dtype. See safetensors.c for how a name prefix is found.
+ *     their dtype. See weight_file.c for how a name prefix is found, checkpoint.h for a checkpoint in
+ *     shards (its index and their agreement).
  */
 #ifndef VKA_IO_H
 #define VKA_IO_H

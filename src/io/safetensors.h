@@ -43,6 +43,7 @@ typedef struct st_tensor {
     uint64_t dims[VKATTN_MAX_RANK]; /* the first dims; attention tensors have at most 3 */
     size_t count;                   /* elements */
     uint64_t begin, end;
+    uint32_t file;                  /* which file of a checkpoint holds it (checkpoint.h); 0 in a lone file */
 } st_tensor;
 
 typedef struct st_header {

@@ -25,6 +25,7 @@
 #include "common/checked.h"
 #include "common/error.h"
 #include "format/half.h"
+#include "io/checkpoint.h"
 #include "io/io.h"
 #include "io/safetensors.h"
 
@@ -530,12 +531,11 @@ fail:
 /* Reads tensor t into dst (t->count floats), converting to float32 in place: the stored bytes are
  * read into the end of dst and widened front to back, so each element is read before an element
  * written later can overwrite it. */
-static vkattn_status read_tensor(st_source *src, uint64_t buffer_at, const st_tensor *t, float *dst,
-                                 vkattn_error *error)
+static vkattn_status read_tensor(st_checkpoint *ck, const st_tensor *t, float *dst, vkattn_error *error)
 {
     size_t width = vka_st_dtype_size(t->dtype_index), n = t->count;
     uint8_t *bytes = (uint8_t *)dst + (4 - width) * n;
-    vkattn_status status = vka_st_source_read(src, buffer_at + t->begin, bytes, width * n, error);
+    vkattn_status status = vka_st_checkpoint_read(ck, t, 0, bytes, width * n, error);
     if (status != VKATTN_OK) return status;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p = bytes + width * i;
@@ -588,8 +588,8 @@ static void fill_info(vkattn_weight_file *file, const st_layer *l, const st_head
     }
 }
 
-static vkattn_status build_file(const st_layer *l, const st_header *h, const st_dims *d, st_source *src,
-                                uint64_t buffer_at, vkattn_weight_file **out, vkattn_error *error)
+static vkattn_status build_file(const st_layer *l, st_checkpoint *ck, const st_dims *d, vkattn_weight_file **out,
+                                vkattn_error *error)
 {
     vkattn_status status;
     vkattn_weight_file *file = calloc(1, sizeof *file);
@@ -603,14 +603,14 @@ static vkattn_status build_file(const st_layer *l, const st_header *h, const st_
         if (!l->t[k] || k == T_Q_B || k == T_K_B || k == T_V_B) continue;
         size_t n = l->t[k]->count > padded[k] ? l->t[k]->count : padded[k];
         VKA_TRY(alloc_floats(l, k, n, &file->data[k], error));
-        VKA_TRY(read_tensor(src, buffer_at, l->t[k], file->data[k], error));
+        VKA_TRY(read_tensor(ck, l->t[k], file->data[k], error));
     }
     if (l->t[T_Q_B]) { /* in_proj_bias = [q_proj.bias, k_proj.bias, v_proj.bias]: E_q + 2 * kv_rows */
         size_t E = (size_t)d->E, Eq = (size_t)d->q_rows, r = (size_t)d->kv_rows;
         VKA_TRY(alloc_floats(l, T_IN_B, Eq + 2 * r, &file->data[T_IN_B], error));
-        VKA_TRY(read_tensor(src, buffer_at, l->t[T_Q_B], file->data[T_IN_B], error));
-        VKA_TRY(read_tensor(src, buffer_at, l->t[T_K_B], file->data[T_IN_B] + Eq, error));
-        VKA_TRY(read_tensor(src, buffer_at, l->t[T_V_B], file->data[T_IN_B] + Eq + r, error));
+        VKA_TRY(read_tensor(ck, l->t[T_Q_B], file->data[T_IN_B], error));
+        VKA_TRY(read_tensor(ck, l->t[T_K_B], file->data[T_IN_B] + Eq, error));
+        VKA_TRY(read_tensor(ck, l->t[T_V_B], file->data[T_IN_B] + Eq + r, error));
         if (l->zero_out_bias) VKA_TRY(alloc_floats(l, T_OUT_B, E, &file->data[T_OUT_B], error));
     }
     file->weights.in_proj_weight = file->data[T_IN_W];
@@ -642,9 +642,9 @@ static vkattn_status build_file(const st_layer *l, const st_header *h, const st_
     file->desc.add_bias_kv = file->data[T_BIAS_K] != NULL;
     file->kv_rows = (uint32_t)d->kv_rows;
     file->q_rows = (uint32_t)d->q_rows;
-    fill_info(file, l, h, d);
-    file->info.file_bytes = src->size;
-    file->info.bytes_read = src->bytes_read;
+    fill_info(file, l, &ck->header, d);
+    file->info.file_bytes = vka_st_checkpoint_size(ck);
+    file->info.bytes_read = vka_st_checkpoint_bytes_read(ck);
     *out = file;
     return VKATTN_OK;
 fail:
@@ -654,21 +654,28 @@ fail:
 
 /* ---- entry points ------------------------------------------------------------------------------- */
 
-/* The header and its checks, then the layer's tensors and nothing else. */
-static vkattn_status load_layer(st_source *src, const char *prefix, vkattn_weight_file **out, vkattn_error *error)
+/* The layer in a checkpoint whose headers are read and checked: its tensors and nothing else. */
+static vkattn_status load_layer(st_checkpoint *ck, const char *prefix, vkattn_weight_file **out, vkattn_error *error)
 {
-    st_header h;
     st_layer layer = {0};
     st_dims dims = {0};
-    uint64_t buffer_at = 0;
-    vkattn_status status = vka_st_header_read(src, &h, &buffer_at, error);
-    if (status != VKATTN_OK) return status;
-    VKA_TRY(find_layer(&h, prefix, &layer, error));
+    vkattn_status status;
+    VKA_TRY(find_layer(&ck->header, prefix, &layer, error));
     VKA_TRY(check_presence(&layer, error));
     VKA_TRY(check_shapes(&layer, &dims, error));
-    VKA_TRY(build_file(&layer, &h, &dims, src, buffer_at, out, error));
+    VKA_TRY(build_file(&layer, ck, &dims, out, error));
 fail:
-    vka_st_header_free(&h);
+    return status;
+}
+
+/* A lone safetensors file, in memory or open. */
+static vkattn_status load_lone(st_source src, const char *prefix, vkattn_weight_file **out, vkattn_error *error)
+{
+    st_checkpoint ck;
+    vkattn_status status = vka_st_checkpoint_lone(&ck, src, error);
+    if (status != VKATTN_OK) return status;
+    status = load_layer(&ck, prefix, out, error);
+    vka_st_checkpoint_close(&ck);
     return status;
 }
 
@@ -678,12 +685,51 @@ vkattn_status vka_weight_file_parse_prefix(const uint8_t *data, size_t size, con
     if ((!data && size) || !out)
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "weight_file_parse: data or out is NULL");
     st_source src = {.data = data ? data : (const uint8_t *)"", .fd = -1, .size = size};
-    return load_layer(&src, prefix, out, error);
+    return load_lone(src, prefix, out, error);
 }
 
 vkattn_status vka_weight_file_parse(const uint8_t *data, size_t size, vkattn_weight_file **out, vkattn_error *error)
 {
     return vka_weight_file_parse_prefix(data, size, NULL, out, error);
+}
+
+/* The shards a model.safetensors.index.json names. */
+static vkattn_status open_index(const char *path, const char *prefix, vkattn_weight_file **out, vkattn_error *error)
+{
+    st_checkpoint ck;
+    vkattn_status status = vka_st_checkpoint_index(&ck, path, error);
+    if (status == VKATTN_OK) {
+        status = load_layer(&ck, prefix, out, error);
+        vka_st_checkpoint_close(&ck);
+    }
+    return status;
+}
+
+/* A model's folder: its model.safetensors, else its model.safetensors.index.json. */
+static vkattn_status open_folder(const char *path, const char *prefix, vkattn_weight_file **out, vkattn_error *error)
+{
+    static const char *const names[] = {"model.safetensors", "model.safetensors.index.json"};
+    size_t len = strlen(path);
+    char *inner = malloc(len + 32);
+    if (!inner) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: cannot name its files", path);
+    for (size_t i = 0; i < 2; i++) {
+        struct stat st;
+        snprintf(inner, len + 32, "%s%s%s", path, len && path[len - 1] == '/' ? "" : "/", names[i]);
+        if (stat(inner, &st) == 0 && !S_ISDIR(st.st_mode)) { /* its messages name it */
+            vkattn_status status = vkattn_weight_file_open(inner, prefix, out, error);
+            free(inner);
+            return status;
+        }
+    }
+    free(inner);
+    return vka_error_set(error, VKATTN_ERROR_IO, "%s: a folder without model.safetensors or model.safetensors.index.json",
+                         path);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && memcmp(s + n - k, suffix, k) == 0;
 }
 
 vkattn_status vkattn_weight_file_open(const char *path, const char *prefix, vkattn_weight_file **out,
@@ -699,9 +745,16 @@ vkattn_status vkattn_weight_file_open(const char *path, const char *prefix, vkat
         return status;
     }
     vkattn_status status;
-    if (S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return open_folder(path, prefix, out, error);
+    }
+    if (ends_with(path, ".json")) {
+        close(fd);
+        status = open_index(path, prefix, out, error);
+    } else if (S_ISREG(st.st_mode)) {
         st_source src = {.fd = fd, .size = (uint64_t)st.st_size};
-        status = load_layer(&src, prefix, out, error);
+        status = load_lone(src, prefix, out, error);
         close(fd);
     } else {
         /* A pipe or device cannot be read at offsets: read it whole, as before (from this open,

@@ -1,5 +1,6 @@
 /* libFuzzer target: the safetensors weight-file parser (vka_weight_file_parse), which also drives
- * the library's JSON reader (src/io/json.c) over the header.
+ * the library's JSON reader (src/io/json.c) over the header, and the parser of a sharded
+ * checkpoint's index (model.safetensors.index.json, vka_st_index_parse).
  *
  * Input: the bytes of a safetensors file, parsed twice: for its only layer (no prefix) and for the
  * layer "model.layers.0.self_attn." (the prefix search, its list of layers in messages, and Hugging
@@ -9,12 +10,16 @@
  *   - success: the weights and the description agree (one projection form, biases and bias_k/v in
  *     pairs, E, kdim, vdim >= 1), each tensor holds as many floats as its shape needs (ASan sees
  *     every one read), and all of them fit in the file (F16/BF16 take 2 bytes an element).
+ * The same bytes as an index: on failure FORMAT or OUT_OF_HOST_MEMORY with a message; on success
+ * at least one tensor, entries sorted by name and unique (each found by vka_st_index_find), each
+ * naming one of the distinct, sorted shards, whose names are relative and non-empty.
  * Everything allocated is freed, so LeakSanitizer reports any leak in the parser.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "io/checkpoint.h"
 #include "io/io.h"
 
 #define CHECK(cond)                                                                                \
@@ -112,9 +117,39 @@ static void parse_one(const uint8_t *data, size_t size, const char *prefix)
     vkattn_weight_file_destroy(file);
 }
 
+static void parse_index(const uint8_t *data, size_t size)
+{
+    vkattn_error error = {0};
+    st_index index;
+    vkattn_status status = vka_st_index_parse(data, size, &index, &error);
+    if (status != VKATTN_OK) {
+        CHECK(status == VKATTN_ERROR_FORMAT || status == VKATTN_ERROR_OUT_OF_HOST_MEMORY);
+        CHECK(error.status == status && error.message[0] != '\0');
+        return;
+    }
+    CHECK(index.count >= 1 && index.shard_count >= 1 && index.shard_count <= index.count);
+    for (size_t s = 0; s < index.shard_count; s++) {
+        CHECK(index.shards[s][0] != '\0' && index.shards[s][0] != '/');
+        CHECK(s == 0 || strcmp(index.shards[s - 1], index.shards[s]) < 0);
+    }
+    for (size_t i = 0; i < index.count; i++) {
+        const st_index_entry *e = &index.entries[i];
+        CHECK(e->shard < index.shard_count && strcmp(index.shards[e->shard], e->shard_name) == 0);
+        CHECK(vka_st_index_find(&index, e->name, e->name_len) == e);
+        if (i > 0) {
+            const st_index_entry *p = e - 1;
+            size_t n = p->name_len < e->name_len ? p->name_len : e->name_len;
+            int c = memcmp(p->name, e->name, n);
+            CHECK(c < 0 || (c == 0 && p->name_len < e->name_len));
+        }
+    }
+    vka_st_index_free(&index);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     parse_one(data, size, NULL);
     parse_one(data, size, "model.layers.0.self_attn.");
+    parse_index(data, size);
     return 0;
 }
