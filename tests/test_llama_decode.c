@@ -3,10 +3,11 @@
  * greedy decoding of a tiny random-weight Llama (tests/fixtures/llama_decode/<case>/, made by
  * tests/fixtures/make_llama_decode_fixture.py, whose docstring has the formulas):
  *
- *   vkattn_test_llama_decode CASE_DIR EXAMPLE CHECKPOINT_DTYPE KV_CACHE_DTYPE
+ *   vkattn_test_llama_decode CASE_DIR EXAMPLE CHECKPOINT_DTYPE KV_CACHE_DTYPE [shards]
  *
  * writes the case's config.json and a model.safetensors in CHECKPOINT_DTYPE (F32, BF16 or F16;
- * every value is exact in each) into a scratch directory, each tensor made by model_fixtures.h's
+ * every value is exact in each) into a scratch directory (with `shards`, two shards split inside a
+ * layer and the model.safetensors.index.json naming them, as Hugging Face saves a large model), each tensor made by model_fixtures.h's
  * scheme times its scale and checked against case.json's digest; runs EXAMPLE on it with the
  * case's prompt and --kv-cache-dtype KV_CACHE_DTYPE (f32 or f16); then requires the generated ids
  * to equal the reference's, one for one (its stop at an end-of-sequence token included), and each
@@ -134,11 +135,28 @@ static int run_example(const char *command, uint32_t *ids, uint32_t *count)
     return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* The checkpoint as two shards split at tensor `split` (inside a layer) and their index. */
+static int write_shards(const tensor *t, uint32_t count, uint32_t split, const char *dtype)
+{
+    char path[1100];
+    test_tmp_path(path, sizeof path, "model-00001-of-00002.safetensors");
+    int ok = write_safetensors(path, t, split, dtype);
+    test_tmp_path(path, sizeof path, "model-00002-of-00002.safetensors");
+    ok = ok && write_safetensors(path, t + split, count - split, dtype);
+    test_tmp_path(path, sizeof path, "model.safetensors.index.json");
+    FILE *f = fopen(path, "wb");
+    ok = ok && f && fputs("{\"metadata\": {}, \"weight_map\": {", f) >= 0;
+    for (uint32_t i = 0; ok && i < count; i++)
+        ok = fprintf(f, "%s\n  \"%s\": \"model-0000%d-of-00002.safetensors\"", i ? "," : "", t[i].name, i < split ? 1 : 2) > 0;
+    ok = ok && fputs("\n}}\n", f) >= 0;
+    return f && fclose(f) == 0 && ok;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 5 || (strcmp(argv[3], "F32") && strcmp(argv[3], "BF16") && strcmp(argv[3], "F16")) ||
+    if ((argc != 5 && (argc != 6 || strcmp(argv[5], "shards"))) || (strcmp(argv[3], "F32") && strcmp(argv[3], "BF16") && strcmp(argv[3], "F16")) ||
         (strcmp(argv[4], "f32") && strcmp(argv[4], "f16"))) {
-        fprintf(stderr, "usage: %s CASE_DIR EXAMPLE F32|BF16|F16 f32|f16\n", argv[0]);
+        fprintf(stderr, "usage: %s CASE_DIR EXAMPLE F32|BF16|F16 f32|f16 [shards]\n", argv[0]);
         return 2;
     }
     const char *dir = argv[1], *example = argv[2], *dtype = argv[3], *kv = argv[4];
@@ -162,7 +180,16 @@ int main(int argc, char **argv)
     FILE *f = config_text ? fopen(config, "wb") : NULL;
     CHECK_MSG(f && fputs(config_text, f) >= 0 && fclose(f) == 0, "cannot copy %s", path);
     free(config_text);
-    CHECK_MSG(write_safetensors(weights, tensors, count, dtype), "cannot write %s", weights);
+    const int shards = argc == 6;
+    /* the split falls between two attention tensors of a layer in the middle: vkattn reads that
+     * layer's attention from both shards */
+    uint32_t split = count / 2;
+    while (split + 1 < count && !(strstr(tensors[split - 1].name, "self_attn.") && strstr(tensors[split].name, "self_attn.")))
+        split++;
+    CHECK_MSG(split + 1 < count, "no two attention tensors follow each other in the case's list");
+    CHECK_MSG(shards ? write_shards(tensors, count, split, dtype) : write_safetensors(weights, tensors, count, dtype),
+              "cannot write the checkpoint in %s", test_tmp_dir);
+    if (shards) printf("two shards, split before %s\n", tensors[split].name);
     for (uint32_t i = 0; i < count; i++) free(tensors[i].values);
 
     /* the example, with the case's prompt */
@@ -208,14 +235,20 @@ int main(int argc, char **argv)
     double gap = cJSON_GetObjectItem(doc, "min_top2_gap")->valuedouble;
     CHECK_MSG(gap > 2 * bound * ref_max, "min_top2_gap %.3g: the bound %.3g x %.3g could reorder a step's best two",
               gap, bound, ref_max);
-    printf("%s, %s checkpoint, %s cache: %u/%u ids match; logits max-abs %.3g (%.2g x max(1, max|row|); bound %.0e; "
+    printf("%s, %s checkpoint%s, %s cache: %u/%u ids match; logits max-abs %.3g (%.2g x max(1, max|row|); bound %.0e; "
            "min top-2 gap %.3g)\n",
-           cJSON_GetObjectItem(doc, "name")->valuestring, dtype, kv, matching, want_count, worst, worst_ratio, bound, gap);
+           cJSON_GetObjectItem(doc, "name")->valuestring, dtype, shards ? " in two shards" : "", kv, matching, want_count, worst, worst_ratio, bound, gap);
 
     vkattn_array_free(&g);
     vkattn_array_free(&r);
     cJSON_Delete(doc);
     remove(config), remove(weights), remove(logits);
+    for (int i = 0; shards && i < 3; i++) {
+        static const char *const names[] = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                                            "model.safetensors.index.json"};
+        test_tmp_path(path, sizeof path, names[i]);
+        remove(path);
+    }
     test_tmp_remove();
     return test_finish();
 }

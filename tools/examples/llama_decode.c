@@ -6,8 +6,8 @@
  *   llama_decode --model DIR [--steps N] [--kv-cache-dtype f32|f16|q8_0|q4_0] [--logits F.npy]
  *                [--ignore-eos] [--device N|NAME] (TOKEN ... | --prompt-file F)
  *
- * DIR holds config.json and model.safetensors (one file, F32, F16 or BF16; a sharded checkpoint
- * is not read). The prompt goes through every layer as one prefill (one cached forward per layer
+ * DIR holds config.json and model.safetensors, or the shards model.safetensors.index.json names
+ * (F32, F16 or BF16). The prompt goes through every layer as one prefill (one cached forward per layer
  * for all its tokens), then each step feeds the token just chosen. stdout gets the generated ids,
  * stderr the timings. What it computes is Hugging Face's LlamaForCausalLM (modeling_llama.py):
  *
@@ -164,6 +164,70 @@ static void st_close(safetensors *st)
     cJSON_Delete(st->header);
 }
 
+/* The checkpoint: one safetensors file, or the shards its model.safetensors.index.json names
+ * ({"weight_map": {"<tensor>": "<shard file>", ...}}, shards beside the index), each opened when
+ * a tensor is first read from it. */
+typedef struct checkpoint {
+    cJSON *weight_map;       /* NULL for one file */
+    char folder[4096];       /* the index's, "" for the current one */
+    safetensors *files;      /* one, or one per shard name, in shard_names' order */
+    const cJSON **shard_names;
+    int count;
+} checkpoint;
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static int checkpoint_open(const char *path, checkpoint *ck)
+{
+    memset(ck, 0, sizeof *ck);
+    if (!ends_with(path, ".json")) {
+        ck->files = calloc(1, sizeof *ck->files);
+        ck->count = 1;
+        return !ck->files ? fail("out of memory") : st_open(path, &ck->files[0]);
+    }
+    long size;
+    char *text = read_file(path, 100000000, &size);
+    cJSON *index = text ? cJSON_ParseWithLength(text, (size_t)size) : NULL;
+    free(text);
+    cJSON *map = cJSON_DetachItemFromObjectCaseSensitive(index, "weight_map");
+    cJSON_Delete(index);
+    if (!cJSON_IsObject(map) || !map->child)
+        return cJSON_Delete(map), fail("%s: not an index with a \"weight_map\" of tensors", path);
+    ck->weight_map = map;
+    const char *slash = strrchr(path, '/');
+    snprintf(ck->folder, sizeof ck->folder, "%.*s", slash ? (int)(slash - path + 1) : 0, path);
+    int entries = cJSON_GetArraySize(map);
+    ck->files = calloc((size_t)entries, sizeof *ck->files);
+    ck->shard_names = calloc((size_t)entries, sizeof *ck->shard_names);
+    return !ck->files || !ck->shard_names ? fail("out of memory") : 0;
+}
+
+/* The file that holds tensor `name`, opened if it was not (NULL after a message). */
+static safetensors *checkpoint_file(checkpoint *ck, const char *name)
+{
+    if (!ck->weight_map) return &ck->files[0];
+    const cJSON *shard = cJSON_GetObjectItemCaseSensitive(ck->weight_map, name);
+    if (!cJSON_IsString(shard)) return fail("%s is not in the index's weight_map", name), NULL;
+    int i = 0;
+    while (i < ck->count && strcmp(ck->shard_names[i]->valuestring, shard->valuestring)) i++;
+    if (i < ck->count) return &ck->files[i];
+    char path[8192];
+    snprintf(path, sizeof path, "%s%s", ck->folder, shard->valuestring);
+    ck->shard_names[ck->count] = shard;
+    return st_open(path, &ck->files[ck->count++]) ? NULL : &ck->files[i];
+}
+
+static void checkpoint_close(checkpoint *ck)
+{
+    for (int i = 0; ck->files && i < ck->count; i++) st_close(&ck->files[i]);
+    free(ck->files), free(ck->shard_names);
+    cJSON_Delete(ck->weight_map);
+}
+
 static float bf16_to_float(uint16_t b)
 {
     uint32_t bits = (uint32_t)b << 16;
@@ -182,8 +246,10 @@ static int shape_is(const cJSON *shape, uint32_t rows, uint32_t cols)
 
 /* Tensor `name` of shape (rows, cols), or (cols) when rows is 0, as a new float array (NULL after
  * a message). The host is little-endian, as the file. */
-static float *st_load(safetensors *st, const char *name, uint32_t rows, uint32_t cols)
+static float *st_load(checkpoint *ck, const char *name, uint32_t rows, uint32_t cols)
 {
+    safetensors *st = checkpoint_file(ck, name);
+    if (!st) return NULL;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(st->header, name);
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(t, "dtype");
     const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
@@ -192,7 +258,7 @@ static float *st_load(safetensors *st, const char *name, uint32_t rows, uint32_t
     size_t count = (size_t)(rows ? rows : 1) * cols, bytes = count * size;
     double begin = cJSON_GetArraySize(offsets) == 2 ? cJSON_GetArrayItem(offsets, 0)->valuedouble : -1;
     double end = cJSON_GetArraySize(offsets) == 2 ? cJSON_GetArrayItem(offsets, 1)->valuedouble : -1;
-    const char *problem = !t     ? "is not in model.safetensors"
+    const char *problem = !t     ? "is not in the checkpoint"
                           : !size ? "is not F32, F16 or BF16"
                           : !shape_is(cJSON_GetObjectItemCaseSensitive(t, "shape"), rows, cols)
                               ? "has another shape than config.json gives"
@@ -248,7 +314,7 @@ typedef struct options {
 
 /* Layer i: its attention (description from config.json, weights under the prefix vkattn names),
  * a KV cache for `max_tokens`, and its norms and MLP. */
-static int block_load(model *m, const vkattn_model_config *attention, safetensors *st, const options *o, uint32_t i,
+static int block_load(model *m, const vkattn_model_config *attention, checkpoint *st, const options *o, uint32_t i,
                       uint32_t max_tokens)
 {
     block *b = &m->blocks[i];
@@ -278,9 +344,9 @@ static int model_load(model *m, const options *o, uint32_t max_tokens)
 {
     vkattn_error error = {0};
     vkattn_model_config *attention = NULL;
-    safetensors st = {0};
+    checkpoint st = {0};
     if (vkattn_model_config_open(o->config, &attention, &error) != VKATTN_OK) return fail("%s", error.message);
-    int status = config_read(o->config, attention, &m->config) || st_open(o->weights, &st);
+    int status = config_read(o->config, attention, &m->config) || checkpoint_open(o->weights, &st);
     vkattn_context_desc cdesc = {.device = o->device};
     if (!status && vkattn_context_create(&cdesc, &m->ctx, &error) != VKATTN_OK) status = fail("%s", error.message);
     uint32_t E = m->config.hidden, V = m->config.vocab;
@@ -291,7 +357,7 @@ static int model_load(model *m, const options *o, uint32_t max_tokens)
         status = 1;
     if (!status) m->lm_head = m->config.tied ? m->embed : st_load(&st, "lm_head.weight", V, E);
     if (!status && !m->lm_head) status = 1;
-    st_close(&st);
+    checkpoint_close(&st);
     vkattn_model_config_destroy(attention);
     return status;
 }
@@ -380,7 +446,7 @@ static int forward(model *m, const uint32_t *ids, uint32_t count, float *logits)
 
 static int usage(void)
 {
-    fputs("usage: llama_decode --model DIR | --config config.json --weights model.safetensors\n"
+    fputs("usage: llama_decode --model DIR | --config config.json --weights model.safetensors|model.safetensors.index.json\n"
           "                    [--steps N] [--kv-cache-dtype f32|f16|q8_0|q4_0] [--logits F.npy] [--ignore-eos]\n"
           "                    [--device N|NAME] (TOKEN ... | --prompt-file F)\n",
           stderr);
@@ -413,7 +479,11 @@ static int parse_args(int argc, char **argv, options *o, uint32_t **prompt, uint
         if (takes_value && !value) return fail("%s needs a value", arg);
         if (!strcmp(arg, "--model")) {
             snprintf(o->model_config, sizeof o->model_config, "%s/config.json", value);
+            /* model.safetensors, else the index of its shards */
             snprintf(o->model_weights, sizeof o->model_weights, "%s/model.safetensors", value);
+            FILE *one = fopen(o->model_weights, "rb");
+            if (one) fclose(one);
+            else snprintf(o->model_weights, sizeof o->model_weights, "%s/model.safetensors.index.json", value);
             o->config = o->model_config, o->weights = o->model_weights;
         } else if (!strcmp(arg, "--config")) o->config = value;
         else if (!strcmp(arg, "--weights")) o->weights = value;
