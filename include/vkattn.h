@@ -1427,13 +1427,14 @@ typedef struct vkattn_weight_file vkattn_weight_file;
  * files (pipes) are read whole, up to 4 GiB.
  *
  * A checkpoint in shards: `path` ending in ".json" is a Hugging Face index
- * (model.safetensors.index.json: {"weight_map": {"<tensor>": "<shard file>", ...}}, at most 100 MB).
- * Every shard it names (relative to its folder, never outside it: no absolute name, no "..") has
- * its header read and checked as a lone file's, and the index must agree with them exactly: each
- * tensor listed in the shard that holds it, nothing listed that no shard holds (FORMAT otherwise;
- * IO for a shard that cannot be opened, or that changed size before its tensors were read). The
- * layer is then found among all the shards' tensors, its tensors read from the shards holding
- * them. Messages name the index, then the shard. The info's file_bytes, file_tensor_count and
+ * (model.safetensors.index.json: {"weight_map": {"<tensor>": "<shard file>", ...}}; IO above
+ * 100 MB, FORMAT when malformed). Every shard it names (relative to its folder, never outside it:
+ * no absolute name, no "..", else FORMAT) has its header read and checked as a lone file's. The
+ * shards say what they hold, as transformers reads them: the index only names the files, so a
+ * stale entry or a tensor it leaves out is no fault, but a tensor in two shards is FORMAT; a
+ * shard that cannot be opened, is not a regular file or changed size before its tensors were
+ * read is IO. The layer is then found among all the shards' tensors, its tensors read from the
+ * shards holding them. Messages name the index, then the shard. The info's file_bytes, file_tensor_count and
  * bytes_read are the shards' summed. A folder as `path` opens its model.safetensors, else its
  * model.safetensors.index.json (IO when it has neither). */
 vkattn_status vkattn_weight_file_open(const char *path, const char *prefix, vkattn_weight_file **out,

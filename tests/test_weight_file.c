@@ -927,7 +927,11 @@ static void test_sharded(void)
     /* A shard that changed size between its header's read and its tensors'. */
     st_checkpoint ck;
     vkattn_error err = {0};
-    CHECK_STATUS(vka_st_checkpoint_index(&ck, index, &err), VKATTN_OK);
+    uint8_t *text = NULL;
+    size_t size = 0;
+    CHECK_STATUS(vka_read_file(index, 1 << 20, &text, &size, &err), VKATTN_OK);
+    CHECK_STATUS(vka_st_checkpoint_index(&ck, index, text, size, &err), VKATTN_OK);
+    free(text);
     if (err.status == VKATTN_OK) {
         snprintf(path, sizeof path, "%s/model-00002-of-00003.safetensors", dir);
         CHECK(truncate(path, (off_t)shard[1].size + 8) == 0);
@@ -946,35 +950,47 @@ static void test_sharded(void)
     open_expect(index, NULL, VKATTN_ERROR_FORMAT, "'" P0 "', '" P1 "', 'model.layers.2.self_attn.'", NULL);
     open_expect(index, "model.layers.3.", VKATTN_ERROR_NOT_FOUND, "3 layers in the file", NULL);
 
-    /* The index and its shards disagree. */
+    /* An index that is stale for other tensors loads (the shards say what they hold, as
+     * transformers reads them); one that is malformed, or names shards outside the folder or
+     * missing, is refused. */
     static const struct {
         const char *extra, *needle;
-    } disagree[] = {
-        {",\"model.layers.9.mlp.up_proj.weight\": \"model-00003-of-00003.safetensors\"",
-         "lists 'model.layers.9.mlp.up_proj.weight' in model-00003-of-00003.safetensors, which does not hold it"},
-        {",\"model.norm.weight\": \"model-00001-of-00003.safetensors\"", "'model.norm.weight' is listed twice"},
-        {",\"x\": \"../model-00001-of-00003.safetensors\"", "not absolute, no '..'"},
-        {",\"x\": \"/etc/model.safetensors\"", "not absolute, no '..'"},
-        {",\"x\": \"\"", "not absolute, no '..'"},
-        {",\"x\": 3", "must map to a shard's file name"},
-        {",\"x\": \"model-00004-of-00003.safetensors\"", "model-00004-of-00003.safetensors: cannot open"},
-        {",\"x\": \"model.safetensors.index.json\"", "model.safetensors.index.json: safetensors: header length"},
+        vkattn_status want;
+    } extras[] = {
+        {",\"model.layers.9.mlp.up_proj.weight\": \"model-00003-of-00003.safetensors\"", NULL, VKATTN_OK},
+        {",\"model.norm.weight\": \"model-00001-of-00003.safetensors\"", "'model.norm.weight' is listed twice",
+         VKATTN_ERROR_FORMAT},
+        {",\"x\": \"../model-00001-of-00003.safetensors\"", "not absolute, no '..'", VKATTN_ERROR_FORMAT},
+        {",\"x\": \"/etc/model.safetensors\"", "not absolute, no '..'", VKATTN_ERROR_FORMAT},
+        {",\"x\": \"\"", "not absolute, no '..'", VKATTN_ERROR_FORMAT},
+        {",\"x\": 3", "must map to a shard's file name", VKATTN_ERROR_FORMAT},
+        {",\"x\": \"model-00004-of-00003.safetensors\"", "model-00004-of-00003.safetensors: cannot open", VKATTN_ERROR_IO},
+        {",\"x\": \"model.safetensors.index.json\"", "model.safetensors.index.json: safetensors: header length",
+         VKATTN_ERROR_FORMAT},
+        {",\"x\": \"fifo\"", "fifo: not a regular file", VKATTN_ERROR_IO},
     };
-    for (size_t c = 0; c < sizeof disagree / sizeof disagree[0]; c++) {
-        index_write(files, disagree[c].extra, index, sizeof index);
-        open_expect(index, P1, c == 6 ? VKATTN_ERROR_IO : VKATTN_ERROR_FORMAT, disagree[c].needle, NULL);
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    CHECK(mkfifo(path, 0600) == 0); /* opened without blocking, then refused */
+    for (size_t c = 0; c < sizeof extras / sizeof extras[0]; c++) {
+        index_write(files, extras[c].extra, index, sizeof index);
+        vkattn_weight_file_destroy(open_expect(index, P1, extras[c].want, extras[c].needle, NULL));
     }
-    /* A shard holds a tensor the index leaves out, or one it puts in another shard. */
+    remove(path);
+    /* A shard holds a tensor the index leaves out, or puts in another shard: loads. The same
+     * tensor in two shards does not. */
     static ck_file listed;
     listed = shard[2];
     ck_add(&shard[2], "", "lm_head.weight", "BF16", 2, 4, 4, 41);
     ck_write(&shard[2], SHARD_DIR "/model-00003-of-00003.safetensors", path, sizeof path);
     index_write((ck_file *const[SHARDS]){&shard[0], &shard[1], &listed}, "", index, sizeof index);
-    open_expect(index, P1, VKATTN_ERROR_FORMAT, "model-00003-of-00003.safetensors holds 'lm_head.weight', which the index does not list", NULL);
-    index_write((ck_file *const[SHARDS]){&shard[0], &shard[1], &listed}, ",\"lm_head.weight\": \"model-00002-of-00003.safetensors\"",
-                index, sizeof index);
+    vkattn_weight_file_destroy(open_expect(index, P1, VKATTN_OK, NULL, NULL));
+    index_write((ck_file *const[SHARDS]){&shard[0], &shard[1], &listed},
+                ",\"lm_head.weight\": \"model-00002-of-00003.safetensors\"", index, sizeof index);
+    vkattn_weight_file_destroy(open_expect(index, P1, VKATTN_OK, NULL, NULL));
+    ck_add(&shard[2], P1, "o_proj.weight", "BF16", 2, E, E, 42);
+    ck_write(&shard[2], SHARD_DIR "/model-00003-of-00003.safetensors", path, sizeof path);
     open_expect(index, P1, VKATTN_ERROR_FORMAT,
-                "lists 'lm_head.weight' in model-00002-of-00003.safetensors, but model-00003-of-00003.safetensors holds it",
+                "'" P1 "o_proj.weight' is in both model-00002-of-00003.safetensors and model-00003-of-00003.safetensors",
                 NULL);
     /* A shard's own faults name it. */
     shard[2] = listed;

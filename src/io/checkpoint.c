@@ -189,19 +189,15 @@ void vka_st_index_free(st_index *index)
     memset(index, 0, sizeof *index);
 }
 
-const st_index_entry *vka_st_index_find(const st_index *index, const char *name, size_t name_len)
-{
-    st_index_entry key = {.name = name, .name_len = name_len};
-    return index->count ? bsearch(&key, index->entries, index->count, sizeof key, compare_entry_names) : NULL;
-}
-
 /* ---- the files ---------------------------------------------------------------------------------- */
 
 /* Opens a shard: the first time to read its header, again to read a tensor, when it must still
  * be the size its header was checked against. */
 static vkattn_status open_shard(st_file *f, bool again, vkattn_error *error)
 {
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO in a shard's place must not block the open before it is refused below
+     * (reads from a regular file ignore it) */
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot open: %s", f->name, strerror(errno));
     struct stat st;
     vkattn_status status = VKATTN_OK;
@@ -252,36 +248,31 @@ static vkattn_status merge_headers(st_checkpoint *ck, vkattn_error *error)
     return VKATTN_OK;
 }
 
-/* The index lists every tensor in the shard that holds it, and nothing else. */
-static vkattn_status check_agreement(const st_checkpoint *ck, const st_index *index, vkattn_error *error)
+static int compare_tensor_names(const void *a, const void *b)
 {
-    char a[ST_QUOTE];
-    bool *listed = calloc(index->count, sizeof *listed);
-    if (!listed) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors index: cannot check it");
+    const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
+    return compare_bytes(x->name, x->name_len, y->name, y->name_len);
+}
+
+/* The shards' headers say what they hold, as transformers reads them (the index only names the
+ * files: a stale entry, or a tensor it leaves out, is no fault of a layer's); a tensor in two
+ * shards would be two different values under one name. */
+static vkattn_status check_unique(const st_checkpoint *ck, vkattn_error *error)
+{
+    size_t n = ck->header.count;
+    const st_tensor **sorted = malloc((n ? n : 1) * sizeof *sorted); /* n * sizeof(st_tensor) fit already */
+    if (!sorted) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors index: cannot sort %zu tensors", n);
+    for (size_t i = 0; i < n; i++) sorted[i] = &ck->header.tensors[i];
+    qsort(sorted, n, sizeof *sorted, compare_tensor_names);
     vkattn_status status = VKATTN_OK;
-    for (size_t i = 0; i < ck->header.count && status == VKATTN_OK; i++) {
-        const st_tensor *t = &ck->header.tensors[i];
-        const st_index_entry *e = vka_st_index_find(index, t->name, t->name_len);
-        const char *holder = ck->files[t->file].name;
-        if (!e)
-            status = vka_error_set(error, VKATTN_ERROR_FORMAT,
-                                   "%s holds '%s', which the index does not list (the index and its shards disagree)",
-                                   holder, vka_st_quote_name(a, t));
-        else if (e->shard != t->file)
-            status = vka_error_set(error, VKATTN_ERROR_FORMAT,
-                                   "the index lists '%s' in %s, but %s holds it (the index and its shards disagree)",
-                                   vka_st_quote_name(a, t), e->shard_name, holder);
-        else
-            listed[e - index->entries] = true;
-    }
-    for (size_t i = 0; i < index->count && status == VKATTN_OK; i++)
-        if (!listed[i])
-            status = vka_error_set(error, VKATTN_ERROR_FORMAT,
-                                   "the index lists '%s' in %s, which does not hold it (the index and its shards "
-                                   "disagree)",
-                                   vka_io_quote(a, sizeof a, index->entries[i].name, index->entries[i].name_len),
-                                   index->entries[i].shard_name);
-    free(listed);
+    for (size_t i = 1; i < n && status == VKATTN_OK; i++)
+        if (compare_tensor_names(&sorted[i - 1], &sorted[i]) == 0) {
+            char name[ST_QUOTE];
+            const char *a = ck->files[sorted[i - 1]->file].name, *b = ck->files[sorted[i]->file].name;
+            status = vka_error_set(error, VKATTN_ERROR_FORMAT, "'%s' is in both %s and %s; a tensor lies in one shard",
+                                   vka_st_quote_name(name, sorted[i]), strcmp(a, b) < 0 ? a : b, strcmp(a, b) < 0 ? b : a);
+        }
+    free(sorted);
     return status;
 }
 
@@ -297,17 +288,13 @@ static char *shard_path(const char *index_path, const char *name)
     return path;
 }
 
-vkattn_status vka_st_checkpoint_index(st_checkpoint *ck, const char *path, vkattn_error *error)
+vkattn_status vka_st_checkpoint_index(st_checkpoint *ck, const char *path, const uint8_t *text, size_t size,
+                                      vkattn_error *error)
 {
     vkattn_status status;
-    uint8_t *text = NULL;
-    size_t size = 0;
     st_index index = {0};
     memset(ck, 0, sizeof *ck);
-    VKA_TRY(vka_read_file(path, (size_t)VKA_SAFETENSORS_MAX_HEADER_BYTES, &text, &size, error));
-    status = vka_st_index_parse(text, size, &index, error);
-    free(text);
-    if (status != VKATTN_OK) return status;
+    VKA_TRY(vka_st_index_parse(text, size, &index, error));
     ck->files = calloc(index.shard_count, sizeof *ck->files);
     ck->shard_headers = calloc(index.shard_count, sizeof *ck->shard_headers);
     if (!ck->files || !ck->shard_headers) {
@@ -335,7 +322,7 @@ vkattn_status vka_st_checkpoint_index(st_checkpoint *ck, const char *path, vkatt
         }
     }
     VKA_TRY(merge_headers(ck, error));
-    VKA_TRY(check_agreement(ck, &index, error));
+    VKA_TRY(check_unique(ck, error));
     vka_st_index_free(&index);
     return VKATTN_OK;
 fail:

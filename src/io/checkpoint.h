@@ -5,11 +5,12 @@
  *   model.safetensors.index.json   {"metadata": {...},
  *                                   "weight_map": {"<tensor>": "model-00001-of-00004.safetensors", ...}}
  *
- * Opening an index reads it whole (at most VKA_SAFETENSORS_MAX_HEADER_BYTES), then each shard's
+ * Opening an index parses it (the caller reads it, at most VKA_SAFETENSORS_MAX_HEADER_BYTES), then each shard's
  * 8-byte length and header, each checked as a lone file's is, closing the shard again (a 405B
- * model has 191 of them); the index and the shards must agree exactly: every tensor listed, in
- * the shard that holds it, and nothing listed that no shard holds (FORMAT). A shard is opened
- * again when one of the layer's tensors is read from it and must still have its size (IO).
+ * model has 191 of them). The shards' headers say what they hold, as transformers reads them: the
+ * index only names the files (a stale entry, or a tensor it leaves out, does not matter), but a
+ * tensor in two shards is FORMAT. A shard is opened again when one of the layer's tensors is read
+ * from it and must still have its size (IO).
  * Shard names are relative to the index's folder and may not leave it: no absolute path, no ".."
  * (FORMAT). Messages name the shard ("model-00002-of-00004.safetensors: safetensors: ...");
  * vkattn_weight_file_open puts the index's path before them.
@@ -40,8 +41,10 @@ typedef struct st_checkpoint {
 /* A lone safetensors file read through `src` (in memory, or an fd the caller keeps open and
  * closes): its header, read and checked. */
 vkattn_status vka_st_checkpoint_lone(st_checkpoint *ck, st_source src, vkattn_error *error);
-/* The shards the index at `path` names, their headers read and checked against it. */
-vkattn_status vka_st_checkpoint_index(st_checkpoint *ck, const char *path, vkattn_error *error);
+/* The shards that the index `text`, read from `path`, names, their headers read and checked;
+ * their names are relative to path's folder. */
+vkattn_status vka_st_checkpoint_index(st_checkpoint *ck, const char *path, const uint8_t *text, size_t size,
+                                      vkattn_error *error);
 /* Reads tensor t's n bytes from `offset` within its data (the caller checked they lie inside it). */
 vkattn_status vka_st_checkpoint_read(st_checkpoint *ck, const st_tensor *t, uint64_t offset, void *dst, size_t n,
                                      vkattn_error *error);
@@ -73,7 +76,5 @@ typedef struct st_index {
  * names included. On failure `out` holds nothing. */
 vkattn_status vka_st_index_parse(const uint8_t *text, size_t size, st_index *out, vkattn_error *error);
 void vka_st_index_free(st_index *index);
-/* The entry for a tensor name, or NULL. */
-const st_index_entry *vka_st_index_find(const st_index *index, const char *name, size_t name_len);
 
 #endif

@@ -693,11 +693,12 @@ vkattn_status vka_weight_file_parse(const uint8_t *data, size_t size, vkattn_wei
     return vka_weight_file_parse_prefix(data, size, NULL, out, error);
 }
 
-/* The shards a model.safetensors.index.json names. */
-static vkattn_status open_index(const char *path, const char *prefix, vkattn_weight_file **out, vkattn_error *error)
+/* The shards that a model.safetensors.index.json, read from `path`, names. */
+static vkattn_status open_index(const char *path, const uint8_t *text, size_t size, const char *prefix,
+                                vkattn_weight_file **out, vkattn_error *error)
 {
     st_checkpoint ck;
-    vkattn_status status = vka_st_checkpoint_index(&ck, path, error);
+    vkattn_status status = vka_st_checkpoint_index(&ck, path, text, size, error);
     if (status == VKATTN_OK) {
         status = load_layer(&ck, prefix, out, error);
         vka_st_checkpoint_close(&ck);
@@ -726,6 +727,21 @@ static vkattn_status open_folder(const char *path, const char *prefix, vkattn_we
                          path);
 }
 
+/* Reads the open `fd` to its end and closes it. */
+static vkattn_status read_whole(int fd, const char *path, size_t max_bytes, uint8_t **data, size_t *size,
+                                vkattn_error *error)
+{
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        vkattn_status status = vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot read: %s", path, strerror(errno));
+        close(fd);
+        return status;
+    }
+    vkattn_status status = vka_read_stream(f, path, max_bytes, data, size, error);
+    fclose(f);
+    return status;
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
@@ -749,28 +765,21 @@ vkattn_status vkattn_weight_file_open(const char *path, const char *prefix, vkat
         close(fd);
         return open_folder(path, prefix, out, error);
     }
-    if (ends_with(path, ".json")) {
-        close(fd);
-        status = open_index(path, prefix, out, error);
-    } else if (S_ISREG(st.st_mode)) {
+    if (S_ISREG(st.st_mode) && !ends_with(path, ".json")) {
         st_source src = {.fd = fd, .size = (uint64_t)st.st_size};
         status = load_lone(src, prefix, out, error);
         close(fd);
     } else {
-        /* A pipe or device cannot be read at offsets: read it whole, as before (from this open,
-         * since a pipe opened twice would be two readers). */
-        FILE *f = fdopen(fd, "rb");
-        if (!f) {
-            status = vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot read: %s", path, strerror(errno));
-            close(fd);
-            return status;
-        }
+        /* An index is read whole; so is a pipe or device, which cannot be read at offsets (from
+         * this open, since a pipe opened twice would be two readers). */
+        const bool index = ends_with(path, ".json");
         uint8_t *data = NULL;
         size_t size = 0;
-        status = vka_read_stream(f, path, VKA_IO_MAX_FILE_BYTES, &data, &size, error);
-        fclose(f);
+        status = read_whole(fd, path, index ? (size_t)VKA_SAFETENSORS_MAX_HEADER_BYTES : VKA_IO_MAX_FILE_BYTES, &data,
+                            &size, error);
         if (status != VKATTN_OK) return status;
-        status = vka_weight_file_parse_prefix(data, size, prefix, out, error);
+        status = index ? open_index(path, data, size, prefix, out, error)
+                       : vka_weight_file_parse_prefix(data, size, prefix, out, error);
         free(data);
     }
     if (status != VKATTN_OK) vka_io_error_in_file(error, path);
