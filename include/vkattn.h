@@ -1461,6 +1461,19 @@ const vkattn_weights *vkattn_weight_file_weights(const vkattn_weight_file *file)
  * add_zero_attn, storage, qk_norm_eps and qk_norm_plus_one as they are (the file cannot know them). */
 void vkattn_weight_file_describe(const vkattn_weight_file *file, vkattn_layer_desc *desc);
 
+/* Checks that `desc` (from a model's config.json, say) fits the file's tensors before
+ * vkattn_layer_create reads them, which cannot know the widths of the arrays it is given: a
+ * config of another model with the same query and key/value rows (Qwen3-1.7B's over Qwen3-0.6B's
+ * checkpoint: 2048 wide, not 1024) would have it read past them. Compared: embed_dim with the
+ * output projection's rows, kdim and vdim (0 = embed_dim) with the key/value projections'
+ * columns, num_heads x D (head_dim, else embed_dim / num_heads) with the query rows, H_kv x D
+ * with the key/value rows, no_bias and add_bias_kv with the file's biases, qk_norm with its norm
+ * weights (HEAD: D values, ROW: the rows), and the sinks (one per head). VKATTN_ERROR_SHAPE
+ * naming the first that differs, with both values; VKATTN_ERROR_INVALID_ARGUMENT for NULL or
+ * num_heads 0. */
+vkattn_status vkattn_weight_file_check(const vkattn_weight_file *file, const vkattn_layer_desc *desc,
+                                       vkattn_error *error);
+
 typedef enum vkattn_weight_names {
     VKATTN_WEIGHT_NAMES_TORCH = 0, /* nn.MultiheadAttention's state_dict names */
     VKATTN_WEIGHT_NAMES_HF = 1     /* Hugging Face's q_proj.weight, ..., o_proj.weight or out_proj.weight */

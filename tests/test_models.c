@@ -213,6 +213,8 @@ static void load_layer(vkattn_context *ctx, const char *dir, const char *family,
                   from_file.qk_norm == ll->desc.qk_norm,
               "%s: the checkpoint and config.json disagree", name);
     CHECK((vkattn_weight_file_weights(ll->file)->sinks != NULL) == ll->info.attention_sinks);
+    /* as an application checks the config's description against the tensors */
+    CHECK_MSG(vkattn_weight_file_check(ll->file, &ll->desc, &err) == VKATTN_OK, "%s: %s", name, err.message);
 
     ll->desc.host_weights = VKATTN_HOST_WEIGHTS_BORROW; /* the CPU path reads the file's arrays */
     CHECK_MSG(vkattn_layer_create(ctx, &ll->desc, vkattn_weight_file_weights(ll->file), &ll->layer) == VKATTN_OK,

@@ -827,6 +827,59 @@ static void test_old_api(void)
     remove(path);
 }
 
+/* ---- (g2) a description checked against the file ------------------------------------------------ */
+
+static void test_check_description(void)
+{
+    static ck_file f;
+    memset(&f, 0, sizeof f);
+    ck_add_hf_layer(&f, P0, "BF16", 64, 16, 15, 1); /* 8 heads of 8, 2 key/value heads, biases */
+    ck_add(&f, P0, "q_norm.weight", "BF16", 1, 8, 0, 20);
+    ck_add(&f, P0, "k_norm.weight", "BF16", 1, 8, 0, 21);
+    char path[512];
+    ck_write(&f, "check.safetensors", path, sizeof path);
+    vkattn_weight_file *file = open_expect(path, P0, VKATTN_OK, NULL, NULL);
+    if (!file) return;
+    vkattn_layer_desc good = {.num_heads = 8};
+    vkattn_weight_file_describe(file, &good);
+    vkattn_error err = {0};
+    CHECK_STATUS(vkattn_weight_file_check(file, &good, &err), VKATTN_OK);
+    /* What a config of another model would say: each field alone. */
+    static const struct {
+        const char *what, *needle;
+    } cases[] = {
+        {"embed_dim", "has 64 rows in its output projection but the description's embed_dim is 128"},
+        {"kdim", "has 64 columns in its key projection but the description's kdim is 32"},
+        {"head_dim", "has 64 rows in its query projection but the description's num_heads x head dim is 128"},
+        {"num_heads", "has 64 rows in its query projection but the description's num_heads x head dim is 32"},
+        {"num_kv_heads", "has 16 rows in its key/value projections but the description's num_kv_heads x head dim is 32"},
+        {"qk_norm", "has 8 values in q_norm.weight but the description's q/k norm width (qk_norm) is 64"},
+        {"no_bias", "has biases but the description's no_bias is 1"},
+        {"add_bias_kv", "has no bias_k and bias_v but the description's add_bias_kv is 1"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        vkattn_layer_desc d = good;
+        const char *w = cases[c].what;
+        if (!strcmp(w, "embed_dim")) d.embed_dim = 128;
+        if (!strcmp(w, "kdim")) d.kdim = 32;
+        if (!strcmp(w, "head_dim")) d.head_dim = 16;
+        if (!strcmp(w, "num_heads")) d.num_heads = 4, d.num_kv_heads = 2, d.head_dim = 8;
+        if (!strcmp(w, "num_kv_heads")) d.num_kv_heads = 4;
+        if (!strcmp(w, "qk_norm")) d.qk_norm = VKATTN_QK_NORM_ROW;
+        if (!strcmp(w, "no_bias")) d.no_bias = 1;
+        if (!strcmp(w, "add_bias_kv")) d.add_bias_kv = 1;
+        CHECK_STATUS(vkattn_weight_file_check(file, &d, &err), VKATTN_ERROR_SHAPE);
+        CHECK_MSG(contains(err.message, cases[c].needle) && contains(err.message, P0), "%s: %s", w, err.message);
+    }
+    vkattn_layer_desc zero = good;
+    zero.num_heads = 0;
+    CHECK_STATUS(vkattn_weight_file_check(file, &zero, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_weight_file_check(NULL, &good, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(vkattn_weight_file_check(file, NULL, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    vkattn_weight_file_destroy(file);
+    remove(path);
+}
+
 /* ---- (h) a checkpoint split into shards, with its index --------------------------------------- */
 
 #define SHARDS 3
@@ -1050,6 +1103,7 @@ int main(void)
     RUN_TEST(test_hostile_files);
     RUN_TEST(test_old_api);
     RUN_TEST(test_sharded);
+    RUN_TEST(test_check_description);
     if (rmdir(dir_g) != 0) {
         fprintf(stderr, "test_weight_file: %s was not left empty\n", dir_g);
         test_g.failures++;

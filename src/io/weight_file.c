@@ -832,3 +832,35 @@ void vkattn_weight_file_describe(const vkattn_weight_file *file, vkattn_layer_de
     if ((nq && nq != D && nq != Eq) || (file->sinks_count && file->sinks_count != H))
         desc->num_kv_heads = VKATTN_KV_HEADS_UNKNOWN;
 }
+
+vkattn_status vkattn_weight_file_check(const vkattn_weight_file *file, const vkattn_layer_desc *desc, vkattn_error *error)
+{
+    if (!file || !desc || desc->num_heads == 0)
+        return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "weight file check: %s",
+                             !file || !desc ? "file or desc is NULL" : "num_heads is 0");
+    const char *p = file->info.prefix;
+    const uint64_t E = desc->embed_dim, H = desc->num_heads, Hkv = desc->num_kv_heads ? desc->num_kv_heads : H;
+    const uint64_t D = desc->head_dim ? desc->head_dim : E / H;
+    const uint64_t kdim = desc->kdim ? desc->kdim : E, vdim = desc->vdim ? desc->vdim : E;
+    const uint64_t norm = desc->qk_norm == VKATTN_QK_NORM_HEAD ? D : desc->qk_norm == VKATTN_QK_NORM_ROW ? H * D : 0;
+#define DIFFER(what, want, file_what, have)                                                                          \
+    if ((uint64_t)(want) != (uint64_t)(have))                                                                      \
+        return vka_error_set(error, VKATTN_ERROR_SHAPE, "the layer '%s' has %llu %s but the description's %s is %llu", \
+                             p, (unsigned long long)(have), file_what, what, (unsigned long long)(want));
+    DIFFER("embed_dim", E, "rows in its output projection", file->desc.embed_dim)
+    DIFFER("kdim", kdim, "columns in its key projection", file->desc.kdim)
+    DIFFER("vdim", vdim, "columns in its value projection", file->desc.vdim)
+    DIFFER("num_heads x head dim", H * D, "rows in its query projection", file->q_rows)
+    DIFFER("num_kv_heads x head dim", Hkv * D, "rows in its key/value projections", file->kv_rows)
+    DIFFER("q/k norm width (qk_norm)", norm, "values in q_norm.weight", file->q_norm_values)
+    if (file->sinks_count) DIFFER("num_heads", H, "sinks", file->sinks_count)
+#undef DIFFER
+    const int no_bias = desc->no_bias != 0, bias_kv = desc->add_bias_kv != 0;
+    if (no_bias != file->desc.no_bias)
+        return vka_error_set(error, VKATTN_ERROR_SHAPE, "the layer '%s' has %s but the description's no_bias is %d", p,
+                             file->desc.no_bias ? "no biases" : "biases", no_bias);
+    if (bias_kv != file->desc.add_bias_kv)
+        return vka_error_set(error, VKATTN_ERROR_SHAPE, "the layer '%s' has %s but the description's add_bias_kv is %d",
+                             p, file->desc.add_bias_kv ? "bias_k and bias_v" : "no bias_k and bias_v", bias_kv);
+    return VKATTN_OK;
+}
