@@ -239,6 +239,51 @@ int main(int argc, char **argv)
            "min top-2 gap %.3g)\n",
            cJSON_GetObjectItem(doc, "name")->valuestring, dtype, shards ? " in two shards" : "", kv, matching, want_count, worst, worst_ratio, bound, gap);
 
+    /* The F32 row also runs what a model's other files can say. generate() stops at
+     * generation_config.json's eos_token_id: make the 8th id one; the ids end at its first
+     * occurrence. A config.json of another width (hidden_size doubled, the heads as they are) is
+     * refused by vkattn_weight_file_check before a layer reads past the checkpoint's arrays. */
+    if (!strcmp(dtype, "F32") && status == 0 && want_count >= 8) {
+        char generation[1100], err[1100], text2[256];
+        test_tmp_path(generation, sizeof generation, "generation_config.json");
+        test_tmp_path(err, sizeof err, "stderr.txt");
+        uint32_t eos = (uint32_t)cJSON_GetArrayItem(want, 7)->valuedouble, stop = 0;
+        while ((uint32_t)cJSON_GetArrayItem(want, (int)stop)->valuedouble != eos) stop++;
+        snprintf(text2, sizeof text2, "{\"eos_token_id\": [%u]}\n", eos);
+        f = fopen(generation, "wb");
+        CHECK(f && fputs(text2, f) >= 0 && fclose(f) == 0);
+        status = run_example(command, got, &got_count);
+        matching = 0;
+        while (matching < got_count && matching <= stop &&
+               got[matching] == (uint32_t)cJSON_GetArrayItem(want, (int)matching)->valuedouble)
+            matching++;
+        CHECK_MSG(status == 0 && got_count == stop + 1 && matching == stop + 1,
+                  "generation_config.json's eos %u: %u ids (exit %d), expected the reference's first %u", eos, got_count,
+                  status, stop + 1);
+        remove(generation);
+        cJSON *cfg = NULL;
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        char *cfg_text = read_text(path);
+        if (cfg_text) cfg = cJSON_Parse(cfg_text);
+        free(cfg_text);
+        cJSON *hidden = cJSON_GetObjectItem(cfg, "hidden_size");
+        CHECK(cJSON_IsNumber(hidden));
+        if (cJSON_IsNumber(hidden)) cJSON_SetNumberValue(hidden, 2 * hidden->valuedouble);
+        char *wide = cfg ? cJSON_Print(cfg) : NULL;
+        f = wide ? fopen(config, "wb") : NULL;
+        CHECK(f && fputs(wide, f) >= 0 && fclose(f) == 0);
+        free(wide), cJSON_Delete(cfg);
+        char redirected[9400];
+        snprintf(redirected, sizeof redirected, "%s 2>'%s'", command, err);
+        status = run_example(redirected, got, &got_count);
+        char *said = read_text(err);
+        CHECK_MSG(status == 1 && got_count == 0 && said && strstr(said, "rows in its output projection but the description's embed_dim"),
+                  "hidden_size doubled: exit %d, %u ids, stderr: %s", status, got_count, said ? said : "(none)");
+        free(said);
+        remove(err);
+        printf("generation_config.json's eos_token_id stops at id %u; a doubled hidden_size is refused\n", stop + 1);
+    }
+
     vkattn_array_free(&g);
     vkattn_array_free(&r);
     cJSON_Delete(doc);

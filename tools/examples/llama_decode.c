@@ -84,6 +84,41 @@ static int json_count(const cJSON *root, const char *key, uint32_t *out)
     return 0;
 }
 
+/* eos_token_id: one id, or a list of them (Llama 3.1); `file` names it in messages. */
+static int eos_read(const cJSON *eos, const char *file, llama_config *c)
+{
+    const cJSON *e;
+    c->eos_count = 0;
+    if (!eos || cJSON_IsNull(eos)) return 0;
+    int listed = cJSON_IsArray(eos), n = listed ? cJSON_GetArraySize(eos) : 1;
+    if (n > MAX_EOS) return fail("%s: %d eos_token_ids, more than the %d this program keeps", file, n, MAX_EOS);
+    for (int i = 0; i < n; i++) {
+        e = listed ? cJSON_GetArrayItem(eos, i) : eos;
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= c->vocab ||
+            e->valuedouble != (uint32_t)e->valuedouble)
+            return fail("%s: eos_token_id must be token ids below vocab_size %u", file, c->vocab);
+        c->eos[c->eos_count++] = (uint32_t)e->valuedouble;
+    }
+    return 0;
+}
+
+/* generate() stops at generation_config.json's eos_token_id when the model has that file (as
+ * from_pretrained loads it, none if it names none), else at config.json's. 1 if it exists. */
+static int generation_eos(const char *config_path, llama_config *c, int *status)
+{
+    char path[4200];
+    const char *slash = strrchr(config_path, '/');
+    snprintf(path, sizeof path, "%.*sgeneration_config.json", slash ? (int)(slash - config_path + 1) : 0, config_path);
+    long size;
+    char *text = read_file(path, 16 << 20, &size);
+    if (!text) return 0;
+    cJSON *root = cJSON_ParseWithLength(text, (size_t)size);
+    free(text);
+    *status = root ? eos_read(cJSON_GetObjectItemCaseSensitive(root, "eos_token_id"), path, c) : fail("%s: not JSON", path);
+    cJSON_Delete(root);
+    return 1;
+}
+
 /* The families whose decoder block outside attention is Llama's (HF: LlamaDecoderLayer, Qwen2's,
  * Qwen3's, Mistral's: the same norms, MLP and head); vkattn computes each one's attention. */
 static int config_read(const char *path, const vkattn_model_config *attention, llama_config *c)
@@ -107,14 +142,10 @@ static int config_read(const char *path, const vkattn_model_config *attention, l
                  json_count(root, "intermediate_size", &c->intermediate) || json_count(root, "vocab_size", &c->vocab);
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "rms_norm_eps");
-    const cJSON *eos = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id"), *e;
     c->rms_norm_eps = cJSON_IsNumber(eps) ? eps->valuedouble : 1e-6; /* LlamaConfig's default */
     c->tied = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings"));
-    c->eos_count = 0; /* eos_token_id: one id, or a list of them (Llama 3.1) */
-    if (cJSON_IsNumber(eos)) c->eos[c->eos_count++] = (uint32_t)eos->valuedouble;
-    cJSON_ArrayForEach(e, eos) {
-        if (cJSON_IsNumber(e) && c->eos_count < MAX_EOS) c->eos[c->eos_count++] = (uint32_t)e->valuedouble;
-    }
+    if (!status && !generation_eos(path, c, &status))
+        status = eos_read(cJSON_GetObjectItemCaseSensitive(root, "eos_token_id"), path, c);
     if (!status && act && !(cJSON_IsString(act) && !strcmp(act->valuestring, "silu")))
         status = fail("%s: hidden_act must be \"silu\" (SwiGLU)", path);
     if (!status && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "mlp_bias")))
@@ -326,8 +357,9 @@ static int block_load(model *m, const vkattn_model_config *attention, checkpoint
     char prefix[64], name[128];
     vkattn_weight_file *file = NULL;
     if (vkattn_model_config_layer(attention, i, &desc, &cache, prefix, sizeof prefix, &error) != VKATTN_OK ||
-        vkattn_weight_file_open(o->weights, prefix, &file, &error) != VKATTN_OK)
-        return fail("%s", error.message);
+        vkattn_weight_file_open(o->weights, prefix, &file, &error) != VKATTN_OK ||
+        vkattn_weight_file_check(file, &desc, &error) != VKATTN_OK) /* a config of another model */
+        return vkattn_weight_file_destroy(file), fail("%s", error.message);
     vkattn_status status = vkattn_layer_create(m->ctx, &desc, vkattn_weight_file_weights(file), &b->attention);
     vkattn_weight_file_destroy(file);
     if (status == VKATTN_OK) status = vkattn_kv_cache_create(m->ctx, &cache, &b->cache);
@@ -476,6 +508,7 @@ static int parse_args(int argc, char **argv, options *o, uint32_t **prompt, uint
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
         int takes_value = strncmp(arg, "--", 2) == 0 && strcmp(arg, "--ignore-eos") != 0;
+        if (!strcmp(arg, "--help")) return usage();
         if (takes_value && !value) return fail("%s needs a value", arg);
         if (!strcmp(arg, "--model")) {
             snprintf(o->model_config, sizeof o->model_config, "%s/config.json", value);
