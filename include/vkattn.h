@@ -1364,7 +1364,9 @@ typedef struct vkattn_array {
 /* Reads a C-order .npy file (format 1.0, 2.0 or 3.0). Stored dtypes: <f4 and |b1 load as is;
  * <f2 and <f8 load as F32 (f8 values that overflow f32 are an error); <i4, <i8 load as I32 (i8
  * values out of int32 range are an error); big-endian is converted. Fortran order, object arrays,
- * rank > 4 and truncated data are VKATTN_ERROR_FORMAT. */
+ * rank > 4 and truncated data are VKATTN_ERROR_FORMAT. The file is read whole into memory, up to
+ * 4 GiB (a larger one is VKATTN_ERROR_IO; vkattn_npy_write has no such limit, so attention weights
+ * of (1, 32, 6000, 6000), 4.6 GB, are written but not read back). */
 vkattn_status vkattn_npy_read(const char *path, vkattn_array *out, vkattn_error *error);
 /* Writes `array` as a .npy file (<f4, <f2, |b1 or <i4). */
 vkattn_status vkattn_npy_write(const char *path, const vkattn_array *array, vkattn_error *error);

@@ -19,7 +19,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stddef.h>
 #include <stdint.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gpu_test.h" /* gpu_test_pin_drivers, for LeakSanitizer */
@@ -696,6 +698,40 @@ static void test_input_kinds(const fixture *fx)
     CHECK_SAID("is a zip archive (np.savez and torch.save write these): --query takes a .npy array");
     CHECK(RUN(fx->weights, test_tmp_dir, out, "--cpu") == CLI_EXIT_FAILURE);
     CHECK_SAID("is a directory: --query takes");
+
+    /* A pipe is read once: a refused one gets the reader's words, or the dtype it loaded as,
+     * without being opened again (a FIFO without a writer would wait forever). */
+    char fifo[128];
+    test_tmp_path(fifo, sizeof fifo, "query.fifo");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    static const uint8_t zeros[256];
+    static const struct {
+        const char *descr, *said;
+        size_t bytes;
+    } piped[] = {
+        {"|u1", "VKATTN_ERROR_FORMAT", 32},                 /* the reader refuses it */
+        {"<i8", "holds what loads as i32; the query", 256}, /* read, as int32: the wrong dtype */
+    };
+    for (size_t c = 0; c < sizeof piped / sizeof piped[0]; c++) {
+        write_npy(path, piped[c].descr, "1, 2, 16", zeros, piped[c].bytes);
+        fflush(NULL); /* or the child's exit would print this process's buffered output again */
+        pid_t pid = fork();
+        if (pid == 0) {
+            FILE *in = fopen(path, "rb"), *to = fopen(fifo, "wb");
+            int ch;
+            while (in && to && (ch = fgetc(in)) != EOF) fputc(ch, to);
+            if (to) fclose(to);
+            _exit(0);
+        }
+        CHECK(RUN(fx->weights, fifo, out, "--cpu") == CLI_EXIT_FAILURE);
+        CHECK_SAID(piped[c].said);
+        CHECK(!said("is empty"));
+        int unblock = open(fifo, O_RDONLY | O_NONBLOCK); /* frees the writer if the run never opened it */
+        int st;
+        CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+        if (unblock >= 0) close(unblock);
+    }
+    remove(fifo);
 
     CHECK(RUN(fx->weights, "/no/such/query.npy", out, "--cpu") == CLI_EXIT_FAILURE);
     CHECK_SAID("VKATTN_ERROR_IO: /no/such/query.npy: cannot open: No such file or directory");

@@ -478,6 +478,13 @@ static void test_command(void)
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w2, "--out", out, NULL}) == 1);
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w4, "--batch-index", "2", "--out", out, NULL}) == 2);
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w3, "--batch-index", "1", "--out", out, NULL}) == 2);
+    uint32_t empty[4] = {0, KP_H, KP_L, KP_S}; /* numpy writes empty arrays: nothing to draw, the file's fault */
+    char w0[300], said0[700];
+    test_tmp_path(w0, sizeof w0, "w0.npy");
+    CHECK(write_npy(w0, 4, empty, w));
+    snprintf(said0, sizeof said0, "vkattn heatmap: %s has shape (0, 2, 8, 8), which holds no attention weights", w0);
+    CHECK(run_said(cmd_heatmap, (const char *[]){"--from-npy", w0, "--out", out, NULL}, said0) == 1);
+    remove(w0);
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w4, NULL}) == 2);                     /* no --out */
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--out", out, NULL}) == 2);                         /* no input */
     CHECK(run_cmd(cmd_heatmap, (const char *[]){"--from-npy", w4, "--out", out, "--causal", NULL}) == 2);

@@ -390,12 +390,21 @@ int cli_fail(const char *command, const char *what, vkattn_status status, const 
     return 1;
 }
 
+/* Whether `path` can be read again to explain a refusal: a regular file. A pipe (a FIFO, a shell's
+ * <(...)) was used up by the reader, and opening a FIFO without a writer would wait forever. */
+static bool rereadable(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* The kind of `path` from its first bytes; for text, its first line (shortened) goes into `line`. */
 static cli_file_kind sniff(const char *path, char *line, size_t size)
 {
     struct stat st;
     if (stat(path, &st) != 0) return CLI_FILE_UNREADABLE;
     if (S_ISDIR(st.st_mode)) return CLI_FILE_DIRECTORY;
+    if (!rereadable(path)) return CLI_FILE_UNREADABLE; /* the reader's own message says what it found */
     FILE *f = fopen(path, "rb");
     if (!f) return CLI_FILE_UNREADABLE;
     unsigned char b[256];
@@ -510,7 +519,7 @@ static const struct {
 
 int cli_npy_stored_dtype(const char *path, char *buf, size_t size, int *loads_as)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = rereadable(path) ? fopen(path, "rb") : NULL;
     if (!f) return 0;
     char head[1024]; /* numpy writes the descr first, within the first 128 bytes */
     size_t n = fread(head, 1, sizeof head - 1, f);

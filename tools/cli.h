@@ -141,14 +141,16 @@ typedef enum cli_file_kind {
  * CLI_FILE_SAFETENSORS for vkattn_weight_file_load): when the file is of another kind, prints what
  * it is and what the option takes ("vkattn run: --weights q.npy is a .npy array, not a safetensors
  * file: --weights takes ..."); otherwise (and for unrecognised bytes where a safetensors file is
- * wanted) the reader's own message, as cli_fail does. Returns 1. */
+ * wanted, for a folder or .json given as safetensors, and for a pipe, which cannot be read twice)
+ * the reader's own message, as cli_fail does. Returns 1. */
 int cli_fail_input(const char *command, const char *option, const char *path, cli_file_kind want,
                    vkattn_status status, const char *message);
 
 /* The dtype a .npy file stores, as numpy names it with its descr: "int64 (<i8)". Returns 1 and sets
  * *loads_as to the vkattn_dtype vkattn_npy_read loads it as (-1 for a dtype it refuses), or returns 0
- * when the file has no readable .npy header. vkattn_npy_read converts float16/float64 to F32 and
- * int64 to I32, so only the file can say what it held. */
+ * when the file has no readable .npy header or is not a regular file (a pipe the reader used up).
+ * vkattn_npy_read converts float16/float64 to F32 and int64 to I32, so only the file can say what
+ * it held. */
 int cli_npy_stored_dtype(const char *path, char *buf, size_t size, int *loads_as);
 
 /* Checks, before any work, that output `path` (given as `option`; NULL: none asked for) can be

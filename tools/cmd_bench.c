@@ -397,8 +397,8 @@ static int attach_head_mask(const char *path, vkattn_array *m, bench_config *con
             /* what the file holds: its own dtype, not the one the reader converted it to */
             char dtype[64], shape[128];
             int loads_as;
-            if (!cli_npy_stored_dtype(path, dtype, sizeof dtype, &loads_as))
-                snprintf(dtype, sizeof dtype, "%s", vkattn_dtype_name(m->dtype));
+            if (!cli_npy_stored_dtype(path, dtype, sizeof dtype, &loads_as)) /* a pipe: what it loaded as */
+                snprintf(dtype, sizeof dtype, "what loads as %s", vkattn_dtype_name(m->dtype));
             cli_format_shape(shape, sizeof shape, m->rank, m->dims);
             cli_error("bench", "--head-mask %s holds %s of shape %s%s; the head mask must be bool (|b1) of shape "
                       "(%u), one entry per head, keeping at least one\n", path, dtype, shape,

@@ -124,6 +124,13 @@ static int source_from_npy(const heatmap_options *o, heatmap_source *s)
                 o->from_npy, vkattn_dtype_name(a->dtype), a->rank);
         return 1;
     }
+    for (uint32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] == 0) { /* numpy writes empty arrays; there is nothing to draw */
+            char shape[128];
+            cli_format_shape(shape, sizeof shape, a->rank, a->dims);
+            fprintf(stderr, "vkattn heatmap: %s has shape %s, which holds no attention weights\n", o->from_npy, shape);
+            return 1;
+        }
     int four = a->rank == 4;
     s->B = four ? a->dims[0] : 1;
     s->H = a->dims[four], s->L = a->dims[four + 1], s->S = s->plain_keys = a->dims[four + 2];

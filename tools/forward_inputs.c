@@ -152,8 +152,8 @@ static int expect(const char *command, const input_spec *spec, const char *path,
     if (!(spec->dtypes & (1u << a->dtype))) {
         char stored[64];
         int loads_as;
-        if (!cli_npy_stored_dtype(path, stored, sizeof stored, &loads_as))
-            snprintf(stored, sizeof stored, "%s", vkattn_dtype_name(a->dtype));
+        if (!cli_npy_stored_dtype(path, stored, sizeof stored, &loads_as)) /* a pipe: what it loaded as */
+            snprintf(stored, sizeof stored, "what loads as %s", vkattn_dtype_name(a->dtype));
         return wrong_dtype(command, spec, path, stored);
     }
     if (a->rank < min_rank || a->rank > max_rank) {
