@@ -1529,7 +1529,8 @@ vkattn_status vkattn_weight_file_get_info(const vkattn_weight_file *file, vkattn
  * scaling; none for SmolLM3's no_rope_layers), window (sliding_window, on the layers that slide:
  * layer_types, else the family's rule), softcap (attn_logit_softcapping), qk_norm (Qwen3 and
  * Gemma 3 per head, Gemma's with (1 + w); OLMo 2 over the row) with qk_norm_eps = rms_norm_eps,
- * no_bias (attention_bias, or the family's default). Every other field of the description is
+ * no_bias (attention_bias where the family's modeling code reads it; Mistral and Phi-3 have no
+ * biases and Qwen2 q/k/v biases whatever it says). Every other field of the description is
  * zero: storage, head masks and the like are the application's. */
 typedef struct vkattn_model_config vkattn_model_config;
 

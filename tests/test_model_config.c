@@ -135,6 +135,22 @@ static const layer_row k_layers[] = {
      {.embed_dim = 1024, .num_heads = 16, .num_kv_heads = 8, .head_dim = 128, .rope_theta = 1e6f, .no_bias = 1,
       .qk_norm = VKATTN_QK_NORM_HEAD, .qk_norm_eps = 1e-6f},
      NULL},
+    /* attention_bias only where the modeling code reads it (an outside review: HF's Qwen2Attention
+     * hard-codes q/k/v biases, Mistral's and Phi-3's none; Llama reads the field) */
+    {"qwen2 attention_bias false", "{\"model_type\": \"qwen2\", \"hidden_size\": 896, \"num_attention_heads\": 14, "
+                                   "\"num_key_value_heads\": 2, \"num_hidden_layers\": 24, \"rope_theta\": 1000000.0, "
+                                   "\"attention_bias\": false}",
+     0, {.embed_dim = 896, .num_heads = 14, .num_kv_heads = 2, .head_dim = 64, .rope_theta = 1e6f}, NULL},
+    {"mistral attention_bias true", "{\"model_type\": \"mistral\", \"num_hidden_layers\": 2, \"sliding_window\": null, "
+                                    "\"attention_bias\": true}",
+     0, {.embed_dim = 4096, .num_heads = 32, .num_kv_heads = 8, .head_dim = 128, .rope_theta = 10000, .no_bias = 1},
+     NULL},
+    {"phi3 attention_bias true", "{\"model_type\": \"phi3\", \"num_hidden_layers\": 2, \"sliding_window\": null, "
+                                 "\"attention_bias\": true}",
+     0, {.embed_dim = 3072, .num_heads = 32, .num_kv_heads = 32, .head_dim = 96, .rope_theta = 10000, .no_bias = 1},
+     NULL},
+    {"llama attention_bias true", "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"attention_bias\": true}",
+     0, {.embed_dim = 4096, .num_heads = 32, .num_kv_heads = 32, .head_dim = 128, .rope_theta = 10000}, NULL},
     /* SmolLM3: a NoPE layer (no_rope_layers 0) has no RoPE at all */
     {"smollm3 nope", "{\"model_type\": \"smollm3\", \"hidden_size\": 2048, \"num_attention_heads\": 16, "
                      "\"num_key_value_heads\": 4, \"num_hidden_layers\": 4, \"rope_theta\": 5000000.0, "

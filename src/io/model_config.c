@@ -87,7 +87,9 @@ typedef enum mc_slide {
 typedef struct mc_family mc_family;
 struct mc_family {
     const char *model_type;
-    int bias;             /* attention_bias's default (Qwen2: q/k/v biases always) */
+    int bias;             /* attention_bias's default (gpt-oss), or the biases the code hard-codes */
+    int bias_fixed;       /* the modeling code hard-codes them and never reads attention_bias (Mistral and
+                             Phi-3: none; Qwen2: q/k/v, not o_proj's, which the checkpoint's absence says) */
     vkattn_qk_norm norm;  /* q/k norms */
     int norm_plus_one;    /* Gemma's (1 + w) */
     int scale_from_qpa;   /* scale = query_pre_attn_scalar^-1/2 */
@@ -117,11 +119,11 @@ static const mc_family k_families[] = {
     {.model_type = "llama", .prefix = MC_LAYERS,
      .defaults = "{\"hidden_size\": 4096, \"num_hidden_layers\": 32, \"num_attention_heads\": 32, "
                  "\"max_position_embeddings\": 2048, \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000}"},
-    {.model_type = "mistral", .slide = SLIDE_ALL, .prefix = MC_LAYERS,
+    {.model_type = "mistral", .bias_fixed = 1, .slide = SLIDE_ALL, .prefix = MC_LAYERS,
      .defaults = "{\"hidden_size\": 4096, \"num_hidden_layers\": 32, \"num_attention_heads\": 32, "
                  "\"num_key_value_heads\": 8, \"max_position_embeddings\": 131072, \"rms_norm_eps\": 1e-6, "
                  "\"sliding_window\": 4096, \"rope_theta\": 10000}"},
-    {.model_type = "qwen2", .bias = 1, .slide = SLIDE_QWEN, .gated = 1, .prefix = MC_LAYERS,
+    {.model_type = "qwen2", .bias = 1, .bias_fixed = 1, .slide = SLIDE_QWEN, .gated = 1, .prefix = MC_LAYERS,
      .defaults = "{\"hidden_size\": 4096, \"num_hidden_layers\": 32, \"num_attention_heads\": 32, "
                  "\"num_key_value_heads\": 32, \"max_position_embeddings\": 32768, \"rms_norm_eps\": 1e-6, "
                  "\"use_sliding_window\": false, \"sliding_window\": 4096, \"max_window_layers\": 28, "
@@ -151,7 +153,7 @@ static const mc_family k_families[] = {
                  "\"rms_norm_eps\": 1e-5, \"sliding_window\": 128, \"rope_theta\": 150000, "
                  "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 32.0, \"beta_fast\": 32.0, "
                  "\"beta_slow\": 1.0, \"truncate\": false, \"original_max_position_embeddings\": 4096}}"},
-    {.model_type = "phi3", .slide = SLIDE_ALL, .longrope_only = 1, .prefix = MC_LAYERS,
+    {.model_type = "phi3", .bias_fixed = 1, .slide = SLIDE_ALL, .longrope_only = 1, .prefix = MC_LAYERS,
      .defaults = "{\"hidden_size\": 3072, \"num_hidden_layers\": 32, \"num_attention_heads\": 32, "
                  "\"max_position_embeddings\": 4096, \"original_max_position_embeddings\": 4096, "
                  "\"rms_norm_eps\": 1e-5, \"rope_theta\": 10000}"},
@@ -854,7 +856,7 @@ vkattn_status vkattn_model_config_layer(const vkattn_model_config *config, uint3
         VKA_TRY(to_float(1.0 / sqrt(f->query_pre_attn_scalar), "query_pre_attn_scalar^-1/2", &d.scale, error));
     }
     if (!isnan(f->softcap) && f->softcap != 0.0) VKA_TRY(to_float(f->softcap, "attn_logit_softcapping", &d.softcap, error));
-    d.no_bias = !(f->attention_bias == -1 ? fam->bias : f->attention_bias);
+    d.no_bias = !(fam->bias_fixed || f->attention_bias == -1 ? fam->bias : f->attention_bias);
     if (fam->norm) {
         d.qk_norm = fam->norm;
         d.qk_norm_plus_one = fam->norm_plus_one;
