@@ -117,6 +117,9 @@
  *                      devices with VK_KHR_pipeline_executable_properties (a note on others);
  *                      contexts on vkattn's own device only (an application's device keeps the
  *                      features its application enabled)
+ * The switches VKATTN_VALIDATION, VKATTN_COOPMAT, VKATTN_COOPMAT2 and VKATTN_PIPELINE_STATS take
+ * "0" or "1" (unset or "" = their default); any other value makes a context's creation
+ * VKATTN_ERROR_INVALID_ARGUMENT, naming it.
  */
 #ifndef VKATTN_H
 #define VKATTN_H

@@ -828,6 +828,19 @@ static void test_device_selection(void)
     CHECK_MSG(c == NULL && strstr(err.message, "VKATTN_TUNING") && strstr(err.message, "nope") &&
                   strstr(err.message, "lavapipe, gpu, coopmat, intel, mobile"), "%s", err.message);
     setenv("VKATTN_TUNING", "gpu", 1);
+    /* A switch says 0 or 1: "off" would have left cooperative matrices on without a word. */
+    static const char *const switches[] = {"VKATTN_COOPMAT", "VKATTN_COOPMAT2", "VKATTN_VALIDATION", "VKATTN_PIPELINE_STATS"};
+    for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++) {
+        const char *was = getenv(switches[i]);
+        char kept[64] = "";
+        if (was) snprintf(kept, sizeof kept, "%s", was);
+        setenv(switches[i], "off", 1);
+        CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+        CHECK_MSG(c == NULL && strstr(err.message, switches[i]) && strstr(err.message, "\"off\" is neither 0 nor 1"),
+                  "%s", err.message);
+        if (was) setenv(switches[i], kept, 1);
+        else unsetenv(switches[i]);
+    }
     CHECK_STATUS(vkattn_context_create(&d, &c, &err), VKATTN_OK);
     if (c && vkattn_context_device(c, &info) == VKATTN_OK) CHECK(strcmp(info.tuning, "gpu") == 0);
     vkattn_context_destroy(c);

@@ -506,6 +506,19 @@ fail:
     return status;
 }
 
+/* The switches read from the environment say 0 or 1 (or are unset or empty): "off" or "false"
+ * in VKATTN_COOPMAT would otherwise leave the extension on without a word. */
+static vkattn_status check_env_switches(vkattn_error *error)
+{
+    static const char *const names[] = {"VKATTN_VALIDATION", "VKATTN_COOPMAT", "VKATTN_COOPMAT2", "VKATTN_PIPELINE_STATS"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+            return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "%s=\"%.64s\" is neither 0 nor 1", names[i], v);
+    }
+    return VKATTN_OK;
+}
+
 /* The pipeline cache comes from a file or from the caller's bytes, not both. */
 static vkattn_status check_pipeline_cache_options(const vkattn_context_desc *desc, vkattn_error *error)
 {
@@ -529,6 +542,7 @@ vkattn_status vka_context_create_with_faults(const vkattn_context_desc *desc, co
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "validation %d is not a vkattn_validation",
                              (int)desc->validation);
     vkattn_status status = check_pipeline_cache_options(desc, error);
+    if (status == VKATTN_OK) status = check_env_switches(error);
     if (status != VKATTN_OK) return status;
     status = vka_loader_init(error);
     if (status != VKATTN_OK) return status;
@@ -591,7 +605,8 @@ static vkattn_status check_external(const vkattn_external_device *ext, vkattn_co
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT,
                              "%s: options.device and options.validation do not apply to an application's device (its "
                              "validation layers are its own)", fn);
-    return o ? check_pipeline_cache_options(o, error) : VKATTN_OK;
+    vkattn_status status = o ? check_pipeline_cache_options(o, error) : VKATTN_OK;
+    return status == VKATTN_OK ? check_env_switches(error) : status;
 }
 
 vkattn_status vka_context_create_external_with_faults(const vkattn_external_device *ext, const vka_faults *faults,
