@@ -2118,6 +2118,32 @@ static void test_device_profiles(void)
                    plan.key_parts, (unsigned long long)step_groups(paged), lanes,
                    (unsigned long long)step_groups(step_qkv));
         }
+        /* A prompt of 1024 tokens: where the driver says how many units there are, the matrix
+         * kernels' tiles narrow until two waves (an outside review found 192, 128 and 256
+         * workgroups of the 4096-token tiles for an H100's 132 SMs) */
+        if (cm && dp->info.compute_units) {
+            vka_problem ps = problem(1, 1024, 1024, 4096, 32, 1);
+            gqa(&ps, 8);
+            ps.cfg.bias = 0, ps.causal = 1;
+            vka_plan short_plan = {0};
+            CHECK_STATUS(vka_plan_build(&ps, &l, &short_plan, NULL), VKATTN_OK);
+            CHECK(check_profile_steps(dp, &l, &short_plan) == 0);
+            const vka_step *sq = largest_step(&short_plan, VKATTN_STAGE_QKV_PROJECTION, VKA_KERNEL_MATMUL_CM);
+            const vka_step *so = largest_step(&short_plan, VKATTN_STAGE_OUT_PROJECTION, VKA_KERNEL_MATMUL_CM);
+            const vka_step *sa = largest_step(&short_plan, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
+            CHECK_MSG(sq && so && sa && step_groups(sq) >= two_waves && step_groups(so) >= two_waves &&
+                          step_groups(sa) >= two_waves,
+                      "%s prefill 1024: %llu, %llu, %llu workgroups for %u units", dp->name,
+                      (unsigned long long)(sq ? step_groups(sq) : 0), (unsigned long long)(so ? step_groups(so) : 0),
+                      (unsigned long long)(sa ? step_groups(sa) : 0), dp->units);
+            if (sq && so && sa)
+                printf("  %-24s prefill 1024: matmul_cm %ux%u and %ux%u tiles, attn_cm %u rows: %llu, %llu, %llu workgroups\n",
+                       dp->name, sq->spec[VKA_SPEC_TILE_A], sq->spec[VKA_SPEC_TILE_B], so->spec[VKA_SPEC_TILE_A],
+                       so->spec[VKA_SPEC_TILE_B], sa->spec[VKA_SPEC_TILE_A], (unsigned long long)step_groups(sq),
+                       (unsigned long long)step_groups(so), (unsigned long long)step_groups(sa));
+            vka_plan_free(&short_plan);
+        }
+
         vka_plan_free(&plan);
 
         /* Forcing: every class without cooperative matrices plans valid kernels on every profile
@@ -2538,7 +2564,7 @@ static void test_tuning_strings(void)
         parse_tuning(dp, "coopmat:cm_attn_row_frags=2", &t, NULL);
         vka_plan_limits l = profile_limits(dp, &t);
         l.matrix2 = 1;
-        vka_problem p = problem(1, 1024, 1024, 4096, 32, 1);
+        vka_problem p = problem(1, 4096, 4096, 4096, 32, 1) /* enough workgroups for 128 rows */;
         vka_plan plan = {0};
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         const vka_step *attn = largest_step(&plan, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM2);
@@ -2548,7 +2574,7 @@ static void test_tuning_strings(void)
         CHECK_MSG(check_profile_steps(dp, &l, &plan) == 0, "attn_cm2 under cm_attn_row_frags=2");
         vka_plan_free(&plan);
     }
-    /* two staged blocks where they fit: at D = 256 (E = 4096, H = 16) 128 x 32 needs 78 KiB with
+    /* two staged blocks where they fit: at D = 256 (E = 4096, H = 16, L = 4096) 128 x 32 needs 78 KiB with
      * two, so the plan takes 128 x 16 with two (41 KiB, the softmax in registers) before 128 x 32
      * with one (45 KiB; cm_attn_stages=1), whose next block is not fetched meanwhile (only up to
      * D = 128; two staged blocks always fetch a block ahead) */
@@ -2556,7 +2582,7 @@ static void test_tuning_strings(void)
         vka_tuning t;
         parse_tuning(dp, one ? "coopmat:cm_attn_stages=1" : "coopmat", &t, NULL);
         vka_plan_limits l = profile_limits(dp, &t);
-        vka_problem p = problem(1, 1024, 1024, 4096, 16, 1);
+        vka_problem p = problem(1, 4096, 4096, 4096, 16, 1) /* two waves of 128 rows */;
         p.causal = 1;
         vka_plan plan = {0};
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);

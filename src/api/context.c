@@ -444,7 +444,7 @@ static vkattn_status check_coopmat(vkattn_context *ctx)
     const vka_plan_limits limits = vka_context_plan_limits(ctx);
     /* a tuning string's tile that this device cannot hold leaves the projections to the next
      * kernel; the matrices are checked with the class's own tile */
-    if (t == ctx->tuning && !vka_matmul_cm_tile_for(t, &limits, t->cm_min_rows).wg) t = vka_tuning_for(info, t->name);
+    if (t == ctx->tuning && !vka_matmul_cm_tile_for(t, &limits, t->cm_min_rows, 0).wg) t = vka_tuning_for(info, t->name);
     vkattn_status status =
         vka_coopmat_self_test(&ctx->dev, &ctx->transfer, &ctx->pipelines, &limits, t, &passed, note, sizeof note);
     if (status == VKATTN_ERROR_DEVICE_LOST)

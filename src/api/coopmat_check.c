@@ -84,7 +84,7 @@ vkattn_status vka_coopmat_self_test(vka_device *dev, vka_transfer *transfer, vka
     vkattn_status status = VKATTN_OK;
     check_buffers b = {0};
     *passed = 0;
-    const vka_matmul_cm_tile tile = vka_matmul_cm_tile_for(tuning, limits, tuning->cm_min_rows);
+    const vka_matmul_cm_tile tile = vka_matmul_cm_tile_for(tuning, limits, tuning->cm_min_rows, 0);
     const vkattn_matrix_shape ms = limits->matrix_shape;
     if (!tile.wg) {
         snprintf(note, note_size, "self-test: no %ux%ux%u tile fits %u bytes of shared memory", ms.m, ms.n, ms.k,

@@ -305,13 +305,21 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
      * for 128 x 32 with one). */
     const uint32_t key_frags = D >= t->cm_attn_wide_d ? t->cm_attn_key_frags : 1;
     const uint32_t row_frags = t->cm_attn_row_frags ? t->cm_attn_row_frags : 1;
-    for (uint32_t subgroups = t->cm_attn_subgroups; subgroups >= 1; subgroups /= 2)
-        for (uint32_t stages = t->cm_attn_stages ? t->cm_attn_stages : 1; stages >= 1; stages--)
-            for (uint32_t frags = key_frags; frags >= 1; frags--) {
-                fused_cm_shape s = fused_cm_tile(b, subgroups, row_frags, frags, stages);
-                if (s.wg) return s;
-            }
-    return none;
+    /* Where the device says how many compute units it has, fewer query rows while a tile leaves
+     * fewer than two workgroups per unit (a prompt of 512 tokens of 32 heads made 128 workgroups
+     * of 128 rows for an H100's 132 SMs; K and V are read once more per halving, little for such
+     * short rows) */
+    const uint64_t two_waves = 2ull * b->limits->compute_units, heads = (uint64_t)b->p->B * b->p->cfg.H_active;
+    fused_cm_shape fitting = none;
+    for (uint32_t subgroups = t->cm_attn_subgroups; subgroups >= 1; subgroups /= 2) {
+        fused_cm_shape s = none;
+        for (uint32_t stages = t->cm_attn_stages ? t->cm_attn_stages : 1; stages >= 1 && !s.wg; stages--)
+            for (uint32_t frags = key_frags; frags >= 1 && !s.wg; frags--) s = fused_cm_tile(b, subgroups, row_frags, frags, stages);
+        if (!s.wg) continue;
+        fitting = s;
+        if (heads * vka_ceil_div(b->p->L, s.tile_q) >= two_waves) return s;
+    }
+    return fitting;
 }
 
 uint64_t vka_fused_cm_shared_bytes(uint32_t tile_q, uint32_t tile_k, uint32_t D, uint32_t q_dims, uint32_t stages,

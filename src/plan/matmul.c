@@ -45,7 +45,7 @@ typedef vka_matmul_cm_tile cm_shape;
 
 static uint32_t round_up(uint32_t x, uint32_t unit) { return (x + unit - 1) / unit * unit; }
 
-vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M)
+vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M, uint32_t N)
 {
     const vkattn_matrix_shape ms = limits->matrix_shape;
     const cm_shape none = {0};
@@ -57,6 +57,8 @@ vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_li
      * columns), down to 2 across (2 x 2 subgroups sharing their staged blocks): a device with less
      * shared memory or smaller workgroups keeps a matrix tile (the coopmat class's 2 x 8 is 2 x 4 in
      * 32 KiB), while a tuning whose subgroups' own tiles are too large still takes the next kernel */
+    const uint64_t two_waves = N ? 2ull * limits->compute_units : 0; /* 0: unknown */
+    cm_shape fitting = none;
     for (uint32_t sgs_n = t->cm_subgroups_n; sgs_n >= 1; sgs_n = sgs_n > 2 ? sgs_n / 2 : 0) {
         cm_shape s = {2 * fm * ms.m, sgs_n * fn * ms.n, round_up(t->cm_ksteps * ms.k, 4),
                       2 * sgs_n * limits->subgroup_size, sgs_n, t->cm_stages};
@@ -64,9 +66,12 @@ vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_li
         if (!vka_matrix_workgroup_fits(limits, s.wg)) continue;
         for (; s.stages >= 1; s.stages--)
             if (vka_matmul_cm_shared_bytes(s.tile_m, s.tile_n, s.tile_k, ms, sgs_n, s.stages) <= limits->max_shared_bytes)
-                return s;
+                break;
+        if (s.stages == 0) continue;
+        fitting = s; /* narrower tiles: more workgroups */
+        if ((uint64_t)((M + s.tile_m - 1) / s.tile_m) * ((N + s.tile_n - 1) / s.tile_n) >= two_waves) return s;
     }
-    return none;
+    return fitting;
 }
 
 uint32_t vka_matmul_cm_flags(const vka_tuning *t, const vka_matmul_cm_tile *tile)
@@ -131,7 +136,7 @@ static matmul_choice matmul_choice_for(const vka_builder *b, const matmul_args *
 {
     const uint32_t vec = whole_texels(m, 4) ? 4 : 1;
     cm_shape t = {0};
-    if (b->p->cfg.precision == VKATTN_PRECISION_F16 && (t = vka_matmul_cm_tile_for(b->tuning, b->limits, m->M)).wg) {
+    if (b->p->cfg.precision == VKATTN_PRECISION_F16 && (t = vka_matmul_cm_tile_for(b->tuning, b->limits, m->M, m->N)).wg) {
         const int halves = b->plan->role_dtype[m->a] == VKATTN_DTYPE_F16 && b->plan->role_dtype[m->w] == VKATTN_DTYPE_F16;
         return (matmul_choice){VKA_KERNEL_MATMUL_CM, t, b->tuning->cm_wide_loads && halves && whole_texels(m, 8) ? 8 : vec};
     }

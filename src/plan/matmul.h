@@ -21,14 +21,17 @@ uint64_t vka_matmul_cm_shared_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t t
  * at least cm_min_rows rows. The tile is the tuning's accumulators times the matrix shape (2 x
  * cm_subgroups_n subgroups of limits->subgroup_size), a block whole matrix steps (and whole texels of 4); it fits
  * the device's shared memory (in cm_stages staged blocks, else one) and workgroup size, else half
- * the subgroups across try again, down to 2. The context's self-test uses it too, so that it
- * runs the pipeline the plans will. */
+ * the subgroups across try again, down to 2. Where the device says how many compute units it has
+ * and N (C's columns) is given, a tile that leaves fewer than two workgroups per unit (a short
+ * prompt: Llama-3-8B's 512 rows made 96 workgroups for an H100's 132 SMs) narrows the same way
+ * while it can. The context's self-test uses it too (N 0: the widest tile), so that it runs the
+ * pipeline the plans of long prompts will. */
 typedef struct vka_matmul_cm_tile {
     uint32_t tile_m, tile_n, tile_k, wg; /* wg 0: no cooperative-matrix tile */
     uint32_t subgroups_n;                /* matmul_cm: subgroups across the tile (2 rows of them) */
     uint32_t stages;                     /* matmul_cm: blocks staged in shared memory (1 or 2) */
 } vka_matmul_cm_tile;
-vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M);
+vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_limits *limits, uint32_t M, uint32_t N);
 /* matmul_cm's pipelining flags for a tile under a tuning (VKA_MATMUL_PREFETCH, TWO_STAGES): what
  * the plan's steps and the context's self-test both build. */
 uint32_t vka_matmul_cm_flags(const vka_tuning *t, const vka_matmul_cm_tile *tile);
