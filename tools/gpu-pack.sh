@@ -11,15 +11,21 @@
 #   DIR/run.sh [OUT_DIR]         (the environment as tools/gpu-bench.sh's: GPU_BENCH_QUICK=1, ...)
 # GPU_PACK_BUILD names the build folder (default build-gpu), GPU_PACK_MESA26 tools/fetch-mesa26.sh's
 # folder (default build/mesa26: its glslang builds the coopmat kernels, its layer validates them),
-# GPU_PACK_TESTS the test programs (default: the quick run's; all of build's tests/ for a full run).
+# GPU_PACK_TESTS the test programs (default: the quick run's, which run.sh runs unless
+# GPU_BENCH_QUICK=0). The pack and the repository's tracked files travel to a lent machine
+# together, 64 MiB at most: the size is checked at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
 pack=${1:-build-gpu-pack}
 build=${GPU_PACK_BUILD:-build-gpu}
 mesa26=${GPU_PACK_MESA26:-build/mesa26}
-tests=${GPU_PACK_TESTS:-matmul_cm attn_cm kv_cache matmul_scalar}
-case "$pack" in /* | ../*) echo "gpu-pack: DIR must lie inside the repository" >&2; exit 2 ;; esac
+tests=${GPU_PACK_TESTS:-matmul_cm attn_cm kv_cache matmul_scalar gpu_vs_cpu}
+pack=${pack#./}
+pack=${pack%/}
+case "$pack" in /* | *..* | '' | .) echo "gpu-pack: DIR must be a folder inside the repository" >&2; exit 2 ;; esac
+# (it is removed and made again: never a folder of the repository's own files)
+if [ -n "$(git ls-files -- "$pack" | head -1)" ]; then echo "gpu-pack: $pack holds tracked files" >&2; exit 2; fi
 for f in glslangValidator spirv-val layers/VkLayer_khronos_validation.json; do
   [ -e "$mesa26/$f" ] || { echo "gpu-pack: no $mesa26/$f (run tools/fetch-mesa26.sh $mesa26)" >&2; exit 2; }
 done
@@ -50,9 +56,10 @@ done
 ldd "${programs[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt|ld-linux[^/]*)\.so' |
   xargs -r cp -L -t "$pack/lib"
-# trixie's validation layer (bookworm's rejects cooperative-matrix modules), its manifest beside it
+# trixie's validation layer (bookworm's rejects cooperative-matrix modules), its manifest beside it;
+# gzipped (28 MB, 8 packed): run.sh unpacks it into its work folder
 manifest=$mesa26/layers/VkLayer_khronos_validation.json
-cp "$(sed -n 's/.*"library_path": "\(.*\)".*/\1/p' "$manifest")" "$pack/layers/"
+gzip -9c "$(sed -n 's/.*"library_path": "\(.*\)".*/\1/p' "$manifest")" >"$pack/layers/libVkLayer_khronos_validation.so.gz"
 sed 's#"library_path": "[^"]*"#"library_path": "./libVkLayer_khronos_validation.so"#' "$manifest" \
   >"$pack/layers/VkLayer_khronos_validation.json"
 # llama.cpp's attention kernel: ggml (trixie-backports, through tools/fetch-mesa26.sh's apt
@@ -97,32 +104,48 @@ if [ "\$repo" != "\$made_src" ]; then
 fi
 if [ -e "\$made_build" ] && [ ! -L "\$made_build" ]; then echo "run.sh: \$made_build is a build here: run the packed one elsewhere" >&2; exit 1; fi
 ln -sfn "\$here/build" "\$made_build"
-if ! ldconfig -p | grep -q 'libvulkan\.so\.1'; then
+# (grep without -q reads to the end: ldconfig is not cut off by SIGPIPE under pipefail)
+if ! ldconfig -p | grep 'libvulkan\.so\.1' >/dev/null; then
   if [ "\$(id -u)" != 0 ]; then echo "run.sh: no Vulkan loader here (as root, run.sh unpacks \$here/debs into /)" >&2; exit 1; fi
   for f in "\$here"/debs/*.deb; do dpkg -x "\$f" /; done
   ldconfig
 fi
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "\${VK_DRIVER_FILES:-}" ] && [ -f "\$icd" ]; then export VK_DRIVER_FILES=\$icd; fi
-export VK_LAYER_PATH=\$here/layers VK_ADD_LAYER_PATH=\$here/layers
-# llama.cpp's attention (ggml, glibc 2.38 or later): its packages beside the program
-if [ ! -d "\$here/ggml/root" ]; then for f in "\$here"/ggml/*.deb; do dpkg -x "\$f" "\$here/ggml/root"; done; fi
-export GPU_BENCH_GGML=\$here/ggml/gpu_bench_ggml
+# what is unpacked goes to a work folder outside the pack, which stays as small as it came
+work=\$(mktemp -d "\${TMPDIR:-/tmp}/vkattn-gpu-pack.XXXXXX")
+mkdir -p "\$work/layers" "\$work/ggml"
+cp "\$here/layers/VkLayer_khronos_validation.json" "\$work/layers/"
+gzip -dc "\$here/layers/libVkLayer_khronos_validation.so.gz" >"\$work/layers/libVkLayer_khronos_validation.so"
+export VK_LAYER_PATH=\$work/layers VK_ADD_LAYER_PATH=\$work/layers
+# llama.cpp's attention (ggml, glibc 2.38 or later): its packages beside the program (its rpath)
+for f in "\$here"/ggml/*.deb; do dpkg -x "\$f" "\$work/ggml/root"; done
+cp "\$here/ggml/gpu_bench_ggml" "\$work/ggml/"
+export GPU_BENCH_GGML=\$work/ggml/gpu_bench_ggml
 glibc=\$(getconf GNU_LIBC_VERSION | sed 's/.* //')
 if [ "\$(printf '%s\\n' "\$glibc" 2.38 | sort -V | head -1)" != 2.38 ]; then # older: trixie's runtime runs it
   # (--library-path replaces LD_LIBRARY_PATH: the one run.sh exports goes after the system's folders)
   printf '#!/bin/sh\\nexec "%s/ggml/glibc/ld-linux-x86-64.so.2" --library-path "%s/ggml/glibc:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" "%s/ggml/gpu_bench_ggml" "\$@"\\n' \
-    "\$here" "\$here" "\$here" >"\$here/ggml/run_ggml"
-  chmod +x "\$here/ggml/run_ggml"
-  GPU_BENCH_GGML=\$here/ggml/run_ggml
+    "\$here" "\$here" "\$work" >"\$work/ggml/run_ggml"
+  chmod +x "\$work/ggml/run_ggml"
+  GPU_BENCH_GGML=\$work/ggml/run_ggml
 fi
-export GPU_BENCH_GGML_BACKEND=\$here/ggml/root/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so
+export GPU_BENCH_GGML_BACKEND=\$work/ggml/root/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so
 export LD_LIBRARY_PATH=\$here/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 # torch (tools/gpu_bench_torch.py) with the machine's own libraries
 python3() { env -u LD_LIBRARY_PATH python3 "\$@"; }
 export -f python3
 cd "\$repo"
+# the pack holds the quick run's tests (GPU_PACK_TESTS): the quick run unless asked otherwise
+export GPU_BENCH_QUICK=\${GPU_BENCH_QUICK:-1}
 GPU_BENCH_BUILD=\$made_build exec tools/gpu-bench.sh "\$@"
 EOF
 chmod +x "$pack/run.sh"
-du -sh "$pack"
+# the device tool carries the working tree and the pack, 64 MiB in all
+pack_bytes=$(du -sb "$pack" | cut -f1)
+tree_bytes=$(git ls-files -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+printf 'gpu-pack: %s is %d MiB, the tracked files %d MiB\n' "$pack" $((pack_bytes >> 20)) $((tree_bytes >> 20))
+if [ $((pack_bytes + tree_bytes)) -gt $((60 << 20)) ]; then
+  echo "gpu-pack: together over 60 MiB, close to the 64 MiB a lent machine takes" >&2
+  exit 1
+fi

@@ -51,13 +51,21 @@ def matmul(out, dev, M, N, K):
 
 def main():
     dev = torch.device("cuda")
-    out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "sdpa": [], "matmul": [], "decode": []}
+    out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "cudnn": torch.backends.cudnn.version(), "sdpa": [], "matmul": [], "decode": []}
+
+    def save():  # after each figure: a run cut short keeps what it measured
+        with open(sys.argv[1], "w") as f:
+            json.dump(out, f, indent=1)
+
     for L in (512, 1024, 2048, 4096, 8192):
         sdpa(out, dev, 1, 32, L, 128)
         matmul(out, dev, L, 4096, 4096)
+        save()
     matmul(out, dev, 4096, 12288, 4096)
     sdpa(out, dev, 4, 16, 2048, 64)
     sdpa(out, dev, 1, 16, 4096, 256)
+    save()
     for S in (1024, 8192, 32768):
         q = torch.randn(1, 32, 1, 128, device=dev, dtype=torch.float16)
         k, v = (torch.randn(1, 8, S, 128, device=dev, dtype=torch.float16) for _ in range(2))
@@ -65,8 +73,7 @@ def main():
         gbs = 2.0 * S * 8 * 128 * 2 / ms / 1e6
         out["decode"].append({"S": S, "heads": 32, "kv_heads": 8, "D": 128, "ms": ms, "gbs": gbs})
         print("decode S=%5d (32 heads over 8 K/V heads, D=128) %8.4f ms %7.0f GB/s" % (S, ms, gbs))
-    with open(sys.argv[1], "w") as f:
-        json.dump(out, f, indent=1)
+        save()
 
 
 if __name__ == "__main__":
