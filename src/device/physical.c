@@ -99,13 +99,18 @@ static uint32_t count_compute_units(const vka_instance_fns *fns, VkPhysicalDevic
  * scope), from the driver's list. */
 static void coopmat_shapes(const vka_instance_fns *fns, VkPhysicalDevice device, vkattn_device_info *info)
 {
-    VkCooperativeMatrixPropertiesKHR props[32];
-    uint32_t count = 32;
-    if (!fns->vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR) return;
+    /* every entry the driver lists (NVIDIA's run to dozens with its integer, bf16 and fp8 types: a
+     * fixed array could cut off the fp16 one) */
+    uint32_t count = 0;
+    if (!fns->vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR ||
+        fns->vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(device, &count, NULL) != VK_SUCCESS || count == 0)
+        return;
+    VkCooperativeMatrixPropertiesKHR *props = calloc(count, sizeof *props);
+    if (!props) return;
     for (uint32_t i = 0; i < count; i++)
         props[i] = (VkCooperativeMatrixPropertiesKHR){.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
     VkResult r = fns->vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(device, &count, props);
-    if (r != VK_SUCCESS && r != VK_INCOMPLETE) return;
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) count = 0;
     for (uint32_t i = 0; i < count && info->cooperative_matrix_shape_count < VKATTN_MAX_MATRIX_SHAPES; i++) {
         const VkCooperativeMatrixPropertiesKHR *c = &props[i];
         if (c->AType != VK_COMPONENT_TYPE_FLOAT16_KHR || c->BType != VK_COMPONENT_TYPE_FLOAT16_KHR ||
@@ -115,6 +120,7 @@ static void coopmat_shapes(const vka_instance_fns *fns, VkPhysicalDevice device,
         info->cooperative_matrix_shapes[info->cooperative_matrix_shape_count++] =
             (vkattn_matrix_shape){c->MSize, c->NSize, c->KSize};
     }
+    free(props);
 }
 
 /* VK_NV_cooperative_matrix2's features as VKATTN_MATRIX2_* bits. */
