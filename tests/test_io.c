@@ -10,7 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/error.h" /* vka_format_dims */
@@ -516,6 +520,47 @@ static void test_npy_write_errors(void)
         CHECK_STATUS(vkattn_npy_write("/dev/full", &a, &err), VKATTN_ERROR_IO);
         CHECK(contains(err.message, "write failed"));
         CHECK_MSG(stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode), "/dev/full is gone after a failed write");
+    }
+
+    /* A write that fails part way leaves an existing file as it was (it goes to a temporary file
+     * renamed over it; before, the file was truncated first): a child process limited to 64-byte
+     * files (RLIMIT_FSIZE, SIGXFSZ ignored) writes 4096 bytes over 8. A successful write keeps the
+     * file's mode and leaves no temporary file. */
+    {
+        char dir[512], kept[600];
+        temp_path(dir, sizeof dir, "atomic");
+        CHECK(mkdir(dir, 0700) == 0);
+        snprintf(kept, sizeof kept, "%s/out.npy", dir);
+        FILE *f = fopen(kept, "wb");
+        if (f) fputs("old data", f), fclose(f);
+        CHECK(chmod(kept, 0640) == 0);
+        static float many[1024];
+        vkattn_array large = {.dtype = VKATTN_DTYPE_F32, .rank = 1, .dims = {1024}, .data = many, .bytes = sizeof many};
+        fflush(NULL); /* or the child's exit would print this process's buffered output again */
+        pid_t pid = fork();
+        if (pid == 0) {
+            signal(SIGXFSZ, SIG_IGN);
+            struct rlimit limit = {64, 64};
+            vkattn_error child_err = {0};
+            _exit(setrlimit(RLIMIT_FSIZE, &limit) == 0 && vkattn_npy_write(kept, &large, &child_err) == VKATTN_ERROR_IO &&
+                          contains(child_err.message, "the file is as it was") ? 0 : 1);
+        }
+        int status = -1;
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        char back_text[16] = "";
+        f = fopen(kept, "rb");
+        if (f) back_text[fread(back_text, 1, sizeof back_text - 1, f)] = 0, fclose(f);
+        CHECK_MSG(strcmp(back_text, "old data") == 0, "after a failed write the file holds '%s'", back_text);
+        CHECK_STATUS(vkattn_npy_write(kept, &large, &err), VKATTN_OK);
+        struct stat ks;
+        CHECK(stat(kept, &ks) == 0 && (ks.st_mode & 0777) == 0640 && ks.st_size > (off_t)sizeof many);
+        DIR *d = opendir(dir);
+        int entries = 0;
+        for (struct dirent *e; d && (e = readdir(d));) entries += e->d_name[0] != '.';
+        if (d) closedir(d);
+        CHECK_MSG(entries == 1, "%d files in %s after the writes (a temporary file left?)", entries, dir);
+        remove(kept);
+        CHECK(rmdir(dir) == 0);
     }
 
     /* An empty array (a zero dim) round-trips. */

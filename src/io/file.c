@@ -1,10 +1,11 @@
 /* Whole-file reads and writes, and the message helpers that name files and quote their contents. */
-#define _POSIX_C_SOURCE 200809L /* fstat, fileno */
+#define _POSIX_C_SOURCE 200809L /* fstat, fileno, lstat, mkstemp, fchmod */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/checked.h"
 #include "common/error.h"
@@ -107,24 +108,66 @@ vkattn_status vka_read_file(const char *path, size_t max_bytes, uint8_t **out_da
     return status;
 }
 
+/* Writes all of `data` to `f` and closes it: 0, or the errno of what failed (*put: bytes written). */
+static int put_all(FILE *f, const uint8_t *data, size_t size, size_t *put)
+{
+    *put = size ? fwrite(data, 1, size, f) : 0;
+    int err = *put != size ? (errno ? errno : EIO) : 0;
+    /* fclose flushes, so it can be the call that reports a full disk */
+    if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
+    return err;
+}
+
+/* An existing regular file (not a link, one name) is replaced whole: the bytes go to a temporary
+ * file beside it, with its mode, renamed over it once all are written, so a failed write leaves
+ * it as it was. Returns -1 where no temporary file can be made there (a folder that is not
+ * writable), else 0 or the errno of what failed (*put: bytes written). */
+static int replace_regular(const char *path, const struct stat *st, const uint8_t *data, size_t size, size_t *put)
+{
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 8);
+    if (!tmp) return -1;
+    memcpy(tmp, path, n);
+    memcpy(tmp + n, ".XXXXXX", 8);
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd), unlink(tmp);
+        free(tmp);
+        return -1;
+    }
+    int err = fchmod(fd, st->st_mode & 07777) != 0 ? errno : 0;
+    if (err) fclose(f);
+    else err = put_all(f, data, size, put);
+    if (!err && rename(tmp, path) != 0) err = errno;
+    if (err) unlink(tmp);
+    free(tmp);
+    return err;
+}
+
 vkattn_status vka_write_file(const char *path, const uint8_t *data, size_t size, vkattn_error *error)
 {
     if (!path || (!data && size))
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "write_file: path or data is NULL");
+    struct stat st;
+    size_t put = 0;
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1) {
+        int err = replace_regular(path, &st, data, size, &put);
+        if (err > 0)
+            return vka_error_set(error, VKATTN_ERROR_IO, "%s: write failed after %zu of %zu bytes: %s (the file is as it was)",
+                                 path, put, size, strerror(err));
+        if (err == 0) return VKATTN_OK;
+    }
+    /* A new file, a link, or a folder without room for a temporary file: written in place. */
     FILE *f = fopen(path, "wb");
     if (!f) return vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot create: %s", path, strerror(errno));
     /* a torn regular file is removed; a device or a pipe is not ours to remove (/dev/full) */
-    struct stat st;
     const int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
-    size_t put = size ? fwrite(data, 1, size, f) : 0;
-    int write_errno = errno;
-    /* fclose flushes, so it can be the call that reports a full disk. */
-    int closed = fclose(f);
-    if (put != size || closed != 0) {
-        if (put == size) write_errno = errno;
+    int err = put_all(f, data, size, &put);
+    if (err) {
         if (regular) remove(path);
-        return vka_error_set(error, VKATTN_ERROR_IO, "%s: write failed after %zu of %zu bytes: %s", path, put,
-                             size, strerror(write_errno));
+        return vka_error_set(error, VKATTN_ERROR_IO, "%s: write failed after %zu of %zu bytes: %s", path, put, size,
+                             strerror(err));
     }
     return VKATTN_OK;
 }
