@@ -1475,7 +1475,8 @@ void vkattn_weight_file_describe(const vkattn_weight_file *file, vkattn_layer_de
  * with the key/value rows, no_bias and add_bias_kv with the file's biases, qk_norm with its norm
  * weights (HEAD: D values, ROW: the rows), and the sinks (one per head). VKATTN_ERROR_SHAPE
  * naming the first that differs, with both values; VKATTN_ERROR_INVALID_ARGUMENT for NULL or
- * num_heads 0. */
+ * num_heads 0. It compares widths, not how they split into heads: 8 heads of 8 over a file made
+ * with 4 heads of 16 (the same rows) pass and compute another attention; the file cannot tell. */
 vkattn_status vkattn_weight_file_check(const vkattn_weight_file *file, const vkattn_layer_desc *desc,
                                        vkattn_error *error);
 

@@ -3,9 +3,12 @@
  * accepted by the library's own check), and malformed or contradictory configs refused with a
  * clear message (a table of cases). The families' real config.json files are read in
  * test_models.c, against float64 fixtures. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/io.h"
 #include "io/json.h"
@@ -476,6 +479,24 @@ static void test_refused(void)
               err.message);
     CHECK_STATUS(vkattn_model_config_open(NULL, &c, &err), VKATTN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(vkattn_model_config_layer(NULL, 0, NULL, NULL, NULL, 0, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+    /* ... and so do a layer's refusals, where several models' configs may be open (an outside
+     * consumer found them all starting "config.json:") */
+    char dir[] = "/tmp/vkattn_test_model_config_XXXXXX", file[64];
+    if (mkdtemp(dir)) {
+        snprintf(file, sizeof file, "%s/config.json", dir);
+        FILE *out = fopen(file, "w");
+        if (out) fputs("{" BASE "\"rope_theta\": 10000}", out), fclose(out);
+        CHECK_STATUS(vkattn_model_config_open(file, &c, &err), VKATTN_OK);
+        vkattn_layer_desc d;
+        CHECK_STATUS(vkattn_model_config_layer(c, 5, &d, NULL, NULL, 0, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+        const char *after = err.message + strlen(file);
+        CHECK_MSG(strncmp(err.message, file, strlen(file)) == 0 && strncmp(after, ": layer 5 does not exist", 24) == 0,
+                  "%s", err.message);
+        vkattn_model_config_destroy(c);
+        c = NULL;
+        remove(file);
+        rmdir(dir);
+    }
     if ((c = parse("{" BASE "\"rope_theta\": 1}"))) {
         vkattn_layer_desc d;
         char small[8];

@@ -70,6 +70,7 @@ struct vkattn_model_config {
     mc_fields top, text;
     int has_text;
     const mc_fields *f; /* the object that describes the language model */
+    char *path;         /* vkattn_model_config_open's, for messages; NULL when parsed from memory */
 };
 
 /* ---- families ---------------------------------------------------------------------------------- */
@@ -621,10 +622,21 @@ vkattn_status vkattn_model_config_open(const char *path, vkattn_model_config **o
     uint8_t *data = NULL;
     size_t size = 0;
     vkattn_status status = vka_read_file(path, MC_MAX_BYTES, &data, &size, error);
-    if (status == VKATTN_OK) status = vka_model_config_parse(data, size, out, error);
+    vkattn_model_config *config = NULL;
+    if (status == VKATTN_OK) status = vka_model_config_parse(data, size, &config, error);
     free(data);
-    if (status != VKATTN_OK) vka_io_error_in_file(error, path);
-    return status;
+    if (status != VKATTN_OK) {
+        vka_io_error_in_file(error, path);
+        return status;
+    }
+    const size_t n = strlen(path) + 1;
+    if (!(config->path = malloc(n))) {
+        vkattn_model_config_destroy(config);
+        return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", path);
+    }
+    memcpy(config->path, path, n);
+    *out = config;
+    return VKATTN_OK;
 }
 
 void vkattn_model_config_destroy(vkattn_model_config *config)
@@ -632,6 +644,7 @@ void vkattn_model_config_destroy(vkattn_model_config *config)
     if (!config) return;
     fields_free(&config->top);
     fields_free(&config->text);
+    free(config->path);
     free(config);
 }
 
@@ -798,9 +811,8 @@ static int layer_slides(const mc_fields *f, const mc_family *fam, uint32_t n)
     }
 }
 
-vkattn_status vkattn_model_config_layer(const vkattn_model_config *config, uint32_t layer, vkattn_layer_desc *desc,
-                                        vkattn_kv_cache_desc *cache, char *prefix, size_t prefix_cap,
-                                        vkattn_error *error)
+static vkattn_status config_layer(const vkattn_model_config *config, uint32_t layer, vkattn_layer_desc *desc,
+                                  vkattn_kv_cache_desc *cache, char *prefix, size_t prefix_cap, vkattn_error *error)
 {
     vkattn_status status;
     if (!config || !desc) return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "model config: config or desc is NULL");
@@ -912,5 +924,20 @@ vkattn_status vkattn_model_config_layer(const vkattn_model_config *config, uint3
     }
     return VKATTN_OK;
 fail:
+    return status;
+}
+
+vkattn_status vkattn_model_config_layer(const vkattn_model_config *config, uint32_t layer, vkattn_layer_desc *desc,
+                                        vkattn_kv_cache_desc *cache, char *prefix, size_t prefix_cap,
+                                        vkattn_error *error)
+{
+    vkattn_status status = config_layer(config, layer, desc, cache, prefix, prefix_cap, error);
+    /* the file's own name in place of "config.json" (several models' configs may be open) */
+    const char *generic = "config.json: ";
+    if (status != VKATTN_OK && error && config && config->path && strncmp(error->message, generic, strlen(generic)) == 0) {
+        char message[sizeof error->message];
+        snprintf(message, sizeof message, "%s", error->message + strlen(generic));
+        vka_error_set(error, status, "%s: %s", config->path, message);
+    }
     return status;
 }
