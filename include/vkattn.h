@@ -1562,8 +1562,8 @@ vkattn_status vkattn_model_config_get_info(const vkattn_model_config *config, vk
  * VKATTN_ERROR_INVALID_ARGUMENT (no such layer, a NULL config or desc, a short prefix buffer),
  * VKATTN_ERROR_FORMAT (fields missing or contradictory for this layer: no hidden_size,
  * num_key_value_heads not dividing num_attention_heads, layer_types of the wrong length, a
- * longrope factor list of the wrong length, ...), VKATTN_ERROR_UNSUPPORTED. On failure *desc,
- * *cache and prefix are untouched. */
+ * longrope factor list of the wrong length, ...), VKATTN_ERROR_UNSUPPORTED; the message starts
+ * with the path the config was opened from. On failure *desc, *cache and prefix are untouched. */
 vkattn_status vkattn_model_config_layer(const vkattn_model_config *config, uint32_t layer, vkattn_layer_desc *desc,
                                         vkattn_kv_cache_desc *cache, char *prefix, size_t prefix_cap,
                                         vkattn_error *error);
