@@ -2142,6 +2142,14 @@ static void test_device_profiles(void)
                        so->spec[VKA_SPEC_TILE_B], sa->spec[VKA_SPEC_TILE_A], (unsigned long long)step_groups(sq),
                        (unsigned long long)step_groups(so), (unsigned long long)step_groups(sa));
             vka_plan_free(&short_plan);
+            /* at 256 tokens two waves are out of reach: attn_cm stops at half its subgroups (64
+             * rows), where each invocation's share of a block's K and V still fits its registers */
+            ps.L = ps.S = 256;
+            CHECK_STATUS(vka_plan_build(&ps, &l, &short_plan, NULL), VKATTN_OK);
+            sa = largest_step(&short_plan, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
+            CHECK_MSG(sa && sa->spec[VKA_SPEC_TILE_A] == t->cm_attn_subgroups / 2 * 16 * (t->cm_attn_row_frags ? t->cm_attn_row_frags : 1),
+                      "%s prefill 256: attn_cm of %u rows", dp->name, sa ? sa->spec[VKA_SPEC_TILE_A] : 0);
+            vka_plan_free(&short_plan);
         }
 
         vka_plan_free(&plan);

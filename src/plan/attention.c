@@ -308,14 +308,17 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
     /* Where the device says how many compute units it has, fewer query rows while a tile leaves
      * fewer than two workgroups per unit (a prompt of 512 tokens of 32 heads made 128 workgroups
      * of 128 rows for an H100's 132 SMs; K and V are read once more per halving, little for such
-     * short rows) */
+     * short rows), down to half the tuning's subgroups: each invocation holds its share of a
+     * block's K and V, which fewer subgroups grow (2 of 8 at D = 128 would spill registers) */
     const uint64_t two_waves = 2ull * b->limits->compute_units, heads = (uint64_t)b->p->B * b->p->cfg.H_active;
+    const uint32_t fewest = t->cm_attn_subgroups / 2 ? t->cm_attn_subgroups / 2 : 1;
     fused_cm_shape fitting = none;
     for (uint32_t subgroups = t->cm_attn_subgroups; subgroups >= 1; subgroups /= 2) {
         fused_cm_shape s = none;
         for (uint32_t stages = t->cm_attn_stages ? t->cm_attn_stages : 1; stages >= 1 && !s.wg; stages--)
             for (uint32_t frags = key_frags; frags >= 1 && !s.wg; frags--) s = fused_cm_tile(b, subgroups, row_frags, frags, stages);
         if (!s.wg) continue;
+        if (fitting.wg && subgroups < fewest) return fitting; /* the waves' narrowing stops here */
         fitting = s;
         if (heads * vka_ceil_div(b->p->L, s.tile_q) >= two_waves) return s;
     }
