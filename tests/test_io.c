@@ -560,6 +560,37 @@ static void test_npy_write_errors(void)
         if (d) closedir(d);
         CHECK_MSG(entries == 1, "%d files in %s after the writes (a temporary file left?)", entries, dir);
         remove(kept);
+        /* The copy is for files the writer owns and may write: as another user (nobody, where
+         * this runs as root) a read-only file of its own is refused as before, and a writable
+         * file of root's is written in place, keeping its owner (an outside review found the
+         * first replaced and the second given to nobody). */
+        if (geteuid() == 0) {
+            char theirs[600];
+            snprintf(kept, sizeof kept, "%s/own_ro.npy", dir);
+            snprintf(theirs, sizeof theirs, "%s/roots.npy", dir);
+            f = fopen(theirs, "wb");
+            if (f) fputs("root's", f), fclose(f);
+            CHECK(chmod(theirs, 0666) == 0 && chmod(dir, 0777) == 0 && chmod(env_g.dir, 0711) == 0); /* nobody gets in */
+            fflush(NULL);
+            pid = fork();
+            if (pid == 0) {
+                vkattn_error child_err = {0};
+                int ok = setgid(65534) == 0 && setuid(65534) == 0;
+                FILE *mine = ok ? fopen(kept, "wb") : NULL;
+                ok = mine && fputs("mine", mine) >= 0 && fclose(mine) == 0 && chmod(kept, 0444) == 0;
+                ok = ok && vkattn_npy_write(kept, &large, &child_err) == VKATTN_ERROR_IO &&
+                     contains(child_err.message, "cannot create") && vkattn_npy_write(theirs, &large, &child_err) == VKATTN_OK;
+                _exit(ok ? 0 : 1);
+            }
+            CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+            f = fopen(kept, "rb");
+            back_text[0] = 0;
+            if (f) back_text[fread(back_text, 1, sizeof back_text - 1, f)] = 0, fclose(f);
+            CHECK_MSG(strcmp(back_text, "mine") == 0, "a read-only file holds '%s' after another user's write", back_text);
+            CHECK(stat(theirs, &ks) == 0 && ks.st_uid == 0 && ks.st_size > (off_t)sizeof many);
+            remove(kept), remove(theirs);
+            chmod(env_g.dir, 0700);
+        }
         CHECK(rmdir(dir) == 0);
     }
 

@@ -1,5 +1,5 @@
 /* Whole-file reads and writes, and the message helpers that name files and quote their contents. */
-#define _POSIX_C_SOURCE 200809L /* fstat, fileno, lstat, mkstemp, fchmod */
+#define _POSIX_C_SOURCE 200809L /* fstat, fileno, lstat, mkstemp, fchmod, fsync */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,11 +118,13 @@ static int put_all(FILE *f, const uint8_t *data, size_t size, size_t *put)
     return err;
 }
 
-/* An existing regular file (not a link, one name) is replaced whole: the bytes go to a temporary
- * file beside it, with its mode, renamed over it once all are written, so a failed write leaves
- * it as it was. Returns -1 where no temporary file can be made there (a folder that is not
- * writable), else 0 or the errno of what failed (*put: bytes written). */
-static int replace_regular(const char *path, const struct stat *st, const uint8_t *data, size_t size, size_t *put)
+/* An existing regular file of the caller's is replaced whole: the bytes go to a temporary file
+ * beside it, with its mode, flushed to the disk and renamed over it once all are written, so a
+ * failed write leaves it as it was. Returns -1 where no temporary file can be made there (a
+ * folder that is not writable), else 0 or the errno of what failed; *put counts the bytes written,
+ * *step says what failed. */
+static int replace_regular(const char *path, const struct stat *st, const uint8_t *data, size_t size, size_t *put,
+                           const char **step)
 {
     size_t n = strlen(path);
     char *tmp = malloc(n + 8);
@@ -130,16 +132,21 @@ static int replace_regular(const char *path, const struct stat *st, const uint8_
     memcpy(tmp, path, n);
     memcpy(tmp + n, ".XXXXXX", 8);
     int fd = mkstemp(tmp);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    if (!f) {
-        if (fd >= 0) close(fd), unlink(tmp);
+    if (fd < 0) {
         free(tmp);
         return -1;
     }
     int err = fchmod(fd, st->st_mode & 07777) != 0 ? errno : 0;
-    if (err) fclose(f);
-    else err = put_all(f, data, size, put);
-    if (!err && rename(tmp, path) != 0) err = errno;
+    for (*put = 0; !err && *put < size;) {
+        ssize_t got = write(fd, data + *put, size - *put);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) err = got < 0 ? errno : EIO;
+        else *put += (size_t)got;
+    }
+    if (!err && fsync(fd) != 0) err = errno;
+    if (close(fd) != 0 && !err) err = errno;
+    *step = "write failed";
+    if (!err && rename(tmp, path) != 0) err = errno, *step = "cannot rename the written copy over it";
     if (err) unlink(tmp);
     free(tmp);
     return err;
@@ -151,14 +158,19 @@ vkattn_status vka_write_file(const char *path, const uint8_t *data, size_t size,
         return vka_error_set(error, VKATTN_ERROR_INVALID_ARGUMENT, "write_file: path or data is NULL");
     struct stat st;
     size_t put = 0;
-    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1) {
-        int err = replace_regular(path, &st, data, size, &put);
+    /* Replaced by a renamed copy only where that is what writing it would do: a regular file (not
+     * a link, one name) the caller owns and may write; any other is written in place, so that its
+     * permissions refuse what they refuse and its owner stays. */
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == geteuid() &&
+        access(path, W_OK) == 0) {
+        const char *step = "";
+        int err = replace_regular(path, &st, data, size, &put, &step);
         if (err > 0)
-            return vka_error_set(error, VKATTN_ERROR_IO, "%s: write failed after %zu of %zu bytes: %s (the file is as it was)",
-                                 path, put, size, strerror(err));
+            return vka_error_set(error, VKATTN_ERROR_IO, "%s: %s after %zu of %zu bytes: %s (the file is as it was)", path,
+                                 step, put, size, strerror(err));
         if (err == 0) return VKATTN_OK;
     }
-    /* A new file, a link, or a folder without room for a temporary file: written in place. */
+    /* A new file, another's, a link, or a folder without room for a copy: written in place. */
     FILE *f = fopen(path, "wb");
     if (!f) return vka_error_set(error, VKATTN_ERROR_IO, "%s: cannot create: %s", path, strerror(errno));
     /* a torn regular file is removed; a device or a pipe is not ours to remove (/dev/full) */

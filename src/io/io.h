@@ -53,10 +53,11 @@ vkattn_status vka_read_file(const char *path, size_t max_bytes, uint8_t **out_da
  * The caller closes `f`. */
 vkattn_status vka_read_stream(FILE *f, const char *path, size_t max_bytes, uint8_t **out_data, size_t *out_size,
                               vkattn_error *error);
-/* Writes `size` bytes to `path`, replacing the file. An existing regular file is written as a
- * temporary file beside it and renamed over it, so a failed write leaves it as it was; a new file
- * (or a link, or one in a folder without room for a temporary file) is written in place and
- * removed if the write fails; a device or a pipe is written and never removed. */
+/* Writes `size` bytes to `path`, replacing the file. An existing regular file that the caller
+ * owns and may write is written as a copy beside it, flushed and renamed over it, so a failed
+ * write leaves it as it was; any other (a new file, another's, a link, one in a folder without
+ * room for the copy) is written in place and, if regular, removed when the write fails; a device
+ * or a pipe is written and never removed. */
 vkattn_status vka_write_file(const char *path, const uint8_t *data, size_t size, vkattn_error *error);
 
 /* If `error` holds a failure, rewrites its message as "<path>: <message>". */
