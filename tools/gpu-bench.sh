@@ -21,6 +21,8 @@ cd "$(dirname "$0")/.."
 out=${1:-gpu-bench}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+# a folder of an earlier run would lend its figures to a step that fails now (compares, summaries)
+if [ -n "$(ls -A "$out")" ]; then echo "gpu-bench: $out is not empty: give a new folder" >&2; exit 2; fi
 build=${GPU_BENCH_BUILD:-build-gpu}
 quick=${GPU_BENCH_QUICK:-0}
 step_timeout=${GPU_BENCH_STEP_TIMEOUT:-150}
@@ -55,8 +57,6 @@ quiet() {
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "gpu-bench: timed out after $step_timeout s" >>"$out/$file"; fi
   return "$rc"
 }
-# summaries appended step by step start empty (a rerun into the same folder)
-rm -f "$out"/{sweep,decode_sweep,decode_vec,decode_quant}.txt
 # llama.cpp's flash attention at the same shapes (tools/gpu_bench_ggml.c; gpu-pack.sh builds it and
 # its run.sh names it and ggml's Vulkan backend in GPU_BENCH_GGML and GPU_BENCH_GGML_BACKEND): as
 # ggml picks it (on NVIDIA its VK_NV_cooperative_matrix2 kernels, workgroup-scope matrices that
@@ -68,10 +68,10 @@ ggml_figures() {
     local rc=0
     step "llama.cpp's flash attention (ggml's Vulkan backend) at the same shapes"
     timeout -k 10 "$step_timeout" "$GPU_BENCH_GGML" "$GPU_BENCH_GGML_BACKEND" "$out/ggml.json" 2>&1 |
-      grep -v '^ggml_vulkan: [^0-9]' | tee "$out/ggml.txt" || rc=1
+      { grep -v '^ggml_vulkan: [^0-9]' || true; } | tee "$out/ggml.txt" || rc=1
     step "llama.cpp's flash attention without VK_NV_cooperative_matrix2 (GGML_VK_DISABLE_COOPMAT2=1)"
     GGML_VK_DISABLE_COOPMAT2=1 timeout -k 10 "$step_timeout" "$GPU_BENCH_GGML" "$GPU_BENCH_GGML_BACKEND" "$out/ggml_khr.json" 2>&1 |
-      grep -v '^ggml_vulkan: [^0-9]' | tee "$out/ggml_khr.txt" || rc=1
+      { grep -v '^ggml_vulkan: [^0-9]' || true; } | tee "$out/ggml_khr.txt" || rc=1
     return $rc
   else
     step "GPU_BENCH_GGML not set (tools/gpu-pack.sh builds it): no llama.cpp figures"
@@ -109,13 +109,18 @@ if [ -z "${GPU_BENCH_BUILD:-}" ]; then
 fi
 vk=$build/vkattn
 step "the device"
-"$vk" info | tee "$out/info.txt"
+if ! logged info.txt "$vk" info; then
+  echo "gpu-bench: vkattn info failed (info.txt): no device to measure" >&2
+  archive
+  exit 1
+fi
 # the machine as the driver's tools see it (SXM or PCIe, clocks, the Vulkan driver), where they are here
 command -v nvidia-smi >/dev/null && { timeout 30 nvidia-smi -q >"$out/nvidia-smi.txt" 2>&1 || true; }
 command -v vulkaninfo >/dev/null && { timeout 30 vulkaninfo --summary >"$out/vulkaninfo.txt" 2>&1 || true; }
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null || true
 # lavapipe (a CPU) would take hours over these shapes: a loader that fell back to it is refused
-if grep -E '^\* [0-9]+:' "$out/info.txt" | grep -q 'CPU' && [ "${GPU_BENCH_ALLOW_CPU:-0}" != 1 ]; then
+default_device=$(grep -E '^\* [0-9]+:' "$out/info.txt" || true)
+if [[ $default_device == *CPU* ]] && [ "${GPU_BENCH_ALLOW_CPU:-0}" != 1 ]; then
   echo "gpu-bench: the default device is a CPU (is the GPU's Vulkan driver found? VK_DRIVER_FILES, VKATTN_DEVICE;" \
        "GPU_BENCH_ALLOW_CPU=1 runs anyway)" >&2
   archive

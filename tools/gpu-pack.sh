@@ -138,7 +138,10 @@ export -f python3
 cd "\$repo"
 # the pack holds the quick run's tests (GPU_PACK_TESTS): the quick run unless asked otherwise
 export GPU_BENCH_QUICK=\${GPU_BENCH_QUICK:-1}
-GPU_BENCH_BUILD=\$made_build exec tools/gpu-bench.sh "\$@"
+rc=0
+GPU_BENCH_BUILD=\$made_build tools/gpu-bench.sh "\$@" || rc=\$?
+rm -rf "\$work"
+exit "\$rc"
 EOF
 chmod +x "$pack/run.sh"
 # the device tool carries the working tree and the pack, 64 MiB in all
