@@ -1433,8 +1433,9 @@ typedef struct vkattn_weight_file vkattn_weight_file;
  *
  * A checkpoint in shards: `path` ending in ".json" is a Hugging Face index
  * (model.safetensors.index.json: {"weight_map": {"<tensor>": "<shard file>", ...}}; IO above
- * 100 MB, FORMAT when malformed). Every shard it names (relative to its folder, never outside it:
- * no absolute name, no "..", else FORMAT) has its header read and checked as a lone file's. The
+ * 100 MB, FORMAT when malformed). Every shard it names (a name relative to its folder: no absolute
+ * name, no "..", else FORMAT; links are followed, as in Hugging Face's cache) has its header read
+ * and checked as a lone file's. The
  * shards say what they hold, as transformers reads them: the index only names the files, so a
  * stale entry or a tensor it leaves out is no fault, but a tensor in two shards is FORMAT; a
  * shard that cannot be opened, is not a regular file or changed size before its tensors were

@@ -481,8 +481,11 @@ static void test_refused(void)
     CHECK_STATUS(vkattn_model_config_layer(NULL, 0, NULL, NULL, NULL, 0, &err), VKATTN_ERROR_INVALID_ARGUMENT);
     /* ... and so do a layer's refusals, where several models' configs may be open (an outside
      * consumer found them all starting "config.json:") */
-    char dir[] = "/tmp/vkattn_test_model_config_XXXXXX", file[64];
-    if (mkdtemp(dir)) {
+    char dir[256], file[300];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/vkattn_test_model_config_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    CHECK(mkdtemp(dir) != NULL);
+    if (test_g.failures == 0) {
         snprintf(file, sizeof file, "%s/config.json", dir);
         FILE *out = fopen(file, "w");
         if (out) fputs("{" BASE "\"rope_theta\": 10000}", out), fclose(out);
@@ -492,6 +495,9 @@ static void test_refused(void)
         const char *after = err.message + strlen(file);
         CHECK_MSG(strncmp(err.message, file, strlen(file)) == 0 && strncmp(after, ": layer 5 does not exist", 24) == 0,
                   "%s", err.message);
+        char small[8];
+        CHECK_STATUS(vkattn_model_config_layer(c, 0, &d, NULL, small, sizeof small, &err), VKATTN_ERROR_INVALID_ARGUMENT);
+        CHECK_MSG(strncmp(err.message, file, strlen(file)) == 0 && strstr(err.message, "prefix_cap 8"), "%s", err.message);
         vkattn_model_config_destroy(c);
         c = NULL;
         remove(file);

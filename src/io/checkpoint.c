@@ -52,20 +52,20 @@ static bool shard_name_ok(const char *s, size_t len)
     return true;
 }
 
-static vkattn_status add_entry(st_index *index, size_t *capacity, vkattn_error *error)
+static vkattn_status add_entry(st_index *ix, size_t *capacity, vkattn_error *error)
 {
-    if (index->count < *capacity) return VKATTN_OK;
+    if (ix->count < *capacity) return VKATTN_OK;
     size_t grown = *capacity ? *capacity * 2 : 64, bytes;
     st_index_entry *bigger = NULL;
-    if (vka_mul_size(grown, sizeof *bigger, &bytes)) bigger = realloc(index->entries, bytes);
+    if (vka_mul_size(grown, sizeof *bigger, &bytes)) bigger = realloc(ix->entries, bytes);
     if (!bigger)
         return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors index: cannot list %zu tensors", grown);
-    index->entries = bigger;
+    ix->entries = bigger;
     *capacity = grown;
     return VKATTN_OK;
 }
 
-static vkattn_status parse_weight_map(vka_json *j, st_index *index, size_t cap, size_t *used, vkattn_error *error)
+static vkattn_status parse_weight_map(vka_json *j, st_index *ix, size_t cap, size_t *used, vkattn_error *error)
 {
     vkattn_status status;
     size_t capacity = 0;
@@ -74,7 +74,7 @@ static vkattn_status parse_weight_map(vka_json *j, st_index *index, size_t cap, 
     if (!vka_json_peek(j, '{')) return vka_json_fail(j, "\"weight_map\" must be an object");
     VKA_TRY(vka_json_expect(j, '{', "weight_map"));
     for (size_t i = 0;; i++) {
-        char *name = index->arena + *used;
+        char *name = ix->arena + *used;
         size_t name_len = 0, shard_len = 0;
         VKA_TRY(vka_json_member(j, i, &done, name, cap - *used, &name_len));
         if (done) break;
@@ -83,7 +83,7 @@ static vkattn_status parse_weight_map(vka_json *j, st_index *index, size_t cap, 
         if (!vka_json_peek(j, '"'))
             return vka_json_fail(j, "tensor '%s' must map to a shard's file name (a string)", quoted);
         /* Each quoted string is at least 2 bytes longer than its decoded form: room for the NUL. */
-        char *shard = index->arena + *used;
+        char *shard = ix->arena + *used;
         if (cap - *used < 2) return vka_json_fail(j, "the index's names outgrew the text");
         VKA_TRY(vka_json_string(j, shard, cap - *used - 1, &shard_len));
         shard[shard_len] = '\0';
@@ -92,10 +92,10 @@ static vkattn_status parse_weight_map(vka_json *j, st_index *index, size_t cap, 
             return vka_json_fail(j, "tensor '%s' maps to the shard '%s'; a shard is a file beside the index (not "
                                  "empty, not absolute, no '..')",
                                  quoted, vka_io_quote(shard_quoted, sizeof shard_quoted, shard, shard_len));
-        VKA_TRY(add_entry(index, &capacity, error));
-        index->entries[index->count++] = (st_index_entry){.name = name, .name_len = name_len, .shard_name = shard};
+        VKA_TRY(add_entry(ix, &capacity, error));
+        ix->entries[ix->count++] = (st_index_entry){.name = name, .name_len = name_len, .shard_name = shard};
     }
-    if (index->count == 0) return vka_json_fail(j, "\"weight_map\" lists no tensors");
+    if (ix->count == 0) return vka_json_fail(j, "\"weight_map\" lists no tensors");
     return VKATTN_OK;
 fail:
     return status;
@@ -103,29 +103,29 @@ fail:
 
 /* Numbers the distinct shards (in name order) and sorts the entries by tensor name, refusing a
  * name listed twice. */
-static vkattn_status number_shards(st_index *index, vkattn_error *error)
+static vkattn_status number_shards(st_index *ix, vkattn_error *error)
 {
     vkattn_status status = VKATTN_OK;
-    st_index_entry **by_shard = malloc(index->count * sizeof *by_shard); /* count * sizeof(entry) fit already */
-    index->shards = malloc(index->count * sizeof *index->shards);
-    if (!by_shard || !index->shards) {
+    st_index_entry **by_shard = malloc(ix->count * sizeof *by_shard); /* count * sizeof(entry) fit already */
+    ix->shards = malloc(ix->count * sizeof *ix->shards);
+    if (!by_shard || !ix->shards) {
         status = vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors index: cannot sort %zu tensors",
-                               index->count);
+                               ix->count);
         goto done;
     }
-    for (size_t i = 0; i < index->count; i++) by_shard[i] = &index->entries[i];
-    qsort(by_shard, index->count, sizeof *by_shard, compare_entry_shards);
-    for (size_t i = 0; i < index->count; i++) {
+    for (size_t i = 0; i < ix->count; i++) by_shard[i] = &ix->entries[i];
+    qsort(by_shard, ix->count, sizeof *by_shard, compare_entry_shards);
+    for (size_t i = 0; i < ix->count; i++) {
         if (i == 0 || strcmp(by_shard[i - 1]->shard_name, by_shard[i]->shard_name) != 0)
-            index->shards[index->shard_count++] = by_shard[i]->shard_name;
-        by_shard[i]->shard = (uint32_t)(index->shard_count - 1);
+            ix->shards[ix->shard_count++] = by_shard[i]->shard_name;
+        by_shard[i]->shard = (uint32_t)(ix->shard_count - 1);
     }
-    qsort(index->entries, index->count, sizeof *index->entries, compare_entry_names);
-    for (size_t i = 1; i < index->count; i++)
-        if (compare_entry_names(&index->entries[i - 1], &index->entries[i]) == 0) {
+    qsort(ix->entries, ix->count, sizeof *ix->entries, compare_entry_names);
+    for (size_t i = 1; i < ix->count; i++)
+        if (compare_entry_names(&ix->entries[i - 1], &ix->entries[i]) == 0) {
             char quoted[ST_QUOTE];
             status = vka_error_set(error, VKATTN_ERROR_FORMAT, "safetensors index: tensor '%s' is listed twice",
-                                   vka_io_quote(quoted, sizeof quoted, index->entries[i].name, index->entries[i].name_len));
+                                   vka_io_quote(quoted, sizeof quoted, ix->entries[i].name, ix->entries[i].name_len));
             break;
         }
 done:
@@ -139,19 +139,19 @@ vkattn_status vka_st_index_parse(const uint8_t *text, size_t size, st_index *out
     vka_json j;
     bool done, map = false;
     size_t used = 0;
-    st_index index = {0};
+    st_index ix = {0};
     vka_json_init(&j, text, size, "safetensors index", error);
     VKA_TRY(vka_json_check_utf8(&j));
     /* Names are decoded into the arena, never longer than their quoted text: the text's size suffices. */
-    index.arena = malloc(size ? size : 1);
-    if (!index.arena) {
+    ix.arena = malloc(size ? size : 1);
+    if (!ix.arena) {
         status = vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors index: cannot allocate %zu bytes",
                                size);
         goto fail;
     }
     VKA_TRY(vka_json_expect(&j, '{', "the index"));
     for (size_t i = 0;; i++) {
-        char *key = index.arena + used; /* scratch: keys are forgotten */
+        char *key = ix.arena + used; /* scratch: keys are forgotten */
         size_t len = 0;
         VKA_TRY(vka_json_member(&j, i, &done, key, size - used, &len));
         if (done) break;
@@ -164,7 +164,7 @@ vkattn_status vka_st_index_parse(const uint8_t *text, size_t size, st_index *out
             goto fail;
         }
         map = true;
-        VKA_TRY(parse_weight_map(&j, &index, size, &used, error));
+        VKA_TRY(parse_weight_map(&j, &ix, size, &used, error));
     }
     VKA_TRY(vka_json_finish(&j));
     if (!map) {
@@ -173,20 +173,20 @@ vkattn_status vka_st_index_parse(const uint8_t *text, size_t size, st_index *out
                                "{\"weight_map\": {\"<tensor>\": \"<file>.safetensors\", ...}})");
         goto fail;
     }
-    VKA_TRY(number_shards(&index, error));
-    *out = index;
+    VKA_TRY(number_shards(&ix, error));
+    *out = ix;
     return VKATTN_OK;
 fail:
-    vka_st_index_free(&index);
+    vka_st_index_free(&ix);
     return status;
 }
 
-void vka_st_index_free(st_index *index)
+void vka_st_index_free(st_index *ix)
 {
-    free(index->entries);
-    free(index->shards);
-    free(index->arena);
-    memset(index, 0, sizeof *index);
+    free(ix->entries);
+    free(ix->shards);
+    free(ix->arena);
+    memset(ix, 0, sizeof *ix);
 }
 
 /* ---- the files ---------------------------------------------------------------------------------- */
@@ -248,12 +248,6 @@ static vkattn_status merge_headers(st_checkpoint *ck, vkattn_error *error)
     return VKATTN_OK;
 }
 
-static int compare_tensor_names(const void *a, const void *b)
-{
-    const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
-    return compare_bytes(x->name, x->name_len, y->name, y->name_len);
-}
-
 /* The shards' headers say what they hold, as transformers reads them (the index only names the
  * files: a stale entry, or a tensor it leaves out, is no fault of a layer's); a tensor in two
  * shards would be two different values under one name. */
@@ -263,10 +257,10 @@ static vkattn_status check_unique(const st_checkpoint *ck, vkattn_error *error)
     const st_tensor **sorted = malloc((n ? n : 1) * sizeof *sorted); /* n * sizeof(st_tensor) fit already */
     if (!sorted) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors index: cannot sort %zu tensors", n);
     for (size_t i = 0; i < n; i++) sorted[i] = &ck->header.tensors[i];
-    qsort(sorted, n, sizeof *sorted, compare_tensor_names);
+    qsort(sorted, n, sizeof *sorted, vka_st_compare_names);
     vkattn_status status = VKATTN_OK;
     for (size_t i = 1; i < n && status == VKATTN_OK; i++)
-        if (compare_tensor_names(&sorted[i - 1], &sorted[i]) == 0) {
+        if (vka_st_compare_names(&sorted[i - 1], &sorted[i]) == 0) {
             char name[ST_QUOTE];
             const char *a = ck->files[sorted[i - 1]->file].name, *b = ck->files[sorted[i]->file].name;
             status = vka_error_set(error, VKATTN_ERROR_FORMAT, "'%s' is in both %s and %s; a tensor lies in one shard",
@@ -292,26 +286,26 @@ vkattn_status vka_st_checkpoint_index(st_checkpoint *ck, const char *path, const
                                       vkattn_error *error)
 {
     vkattn_status status;
-    st_index index = {0};
+    st_index ix = {0};
     memset(ck, 0, sizeof *ck);
-    VKA_TRY(vka_st_index_parse(text, size, &index, error));
-    ck->files = calloc(index.shard_count, sizeof *ck->files);
-    ck->shard_headers = calloc(index.shard_count, sizeof *ck->shard_headers);
+    VKA_TRY(vka_st_index_parse(text, size, &ix, error));
+    ck->files = calloc(ix.shard_count, sizeof *ck->files);
+    ck->shard_headers = calloc(ix.shard_count, sizeof *ck->shard_headers);
     if (!ck->files || !ck->shard_headers) {
         status = vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors index: cannot list %zu shards",
-                               index.shard_count);
+                               ix.shard_count);
         goto fail;
     }
-    for (size_t s = 0; s < index.shard_count; s++) {
+    for (size_t s = 0; s < ix.shard_count; s++) {
         st_file *f = &ck->files[ck->file_count++];
         f->src.fd = -1;
-        f->path = shard_path(path, index.shards[s]);
-        f->name = malloc(strlen(index.shards[s]) + 1);
+        f->path = shard_path(path, ix.shards[s]);
+        f->name = malloc(strlen(ix.shards[s]) + 1);
         if (!f->path || !f->name) {
             status = vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors index: cannot name a shard");
             goto fail;
         }
-        strcpy(f->name, index.shards[s]);
+        strcpy(f->name, ix.shards[s]);
         VKA_TRY(open_shard(f, false, error));
         status = vka_st_header_read(&f->src, &ck->shard_headers[s], &f->buffer_at, error);
         close(f->src.fd); /* opened again if the layer has a tensor in it */
@@ -323,10 +317,10 @@ vkattn_status vka_st_checkpoint_index(st_checkpoint *ck, const char *path, const
     }
     VKA_TRY(merge_headers(ck, error));
     VKA_TRY(check_unique(ck, error));
-    vka_st_index_free(&index);
+    vka_st_index_free(&ix);
     return VKATTN_OK;
 fail:
-    vka_st_index_free(&index);
+    vka_st_index_free(&ix);
     vka_st_checkpoint_close(ck);
     return status;
 }

@@ -11,9 +11,10 @@
  * index only names the files (a stale entry, or a tensor it leaves out, does not matter), but a
  * tensor in two shards is FORMAT. A shard is opened again when one of the layer's tensors is read
  * from it and must still have its size (IO).
- * Shard names are relative to the index's folder and may not leave it: no absolute path, no ".."
- * (FORMAT). Messages name the shard ("model-00002-of-00004.safetensors: safetensors: ...");
- * vkattn_weight_file_open puts the index's path before them.
+ * Shard names are relative to the index's folder: no absolute path, no ".." (FORMAT; links are
+ * followed, as Hugging Face's cache needs them). Messages name the shard
+ * ("model-00002-of-00004.safetensors: safetensors: ..."); vkattn_weight_file_open puts the
+ * index's path before them.
  */
 #ifndef VKA_CHECKPOINT_H
 #define VKA_CHECKPOINT_H
@@ -75,6 +76,6 @@ typedef struct st_index {
  * component); "metadata" and other keys are skipped. FORMAT on anything else, duplicate tensor
  * names included. On failure `out` holds nothing. */
 vkattn_status vka_st_index_parse(const uint8_t *text, size_t size, st_index *out, vkattn_error *error);
-void vka_st_index_free(st_index *index);
+void vka_st_index_free(st_index *ix);
 
 #endif

@@ -932,11 +932,12 @@ vkattn_status vkattn_model_config_layer(const vkattn_model_config *config, uint3
                                         vkattn_error *error)
 {
     vkattn_status status = config_layer(config, layer, desc, cache, prefix, prefix_cap, error);
-    /* the file's own name in place of "config.json" (several models' configs may be open) */
+    /* the file's own name first, in place of "config.json" (several models' configs may be open) */
     const char *generic = "config.json: ";
-    if (status != VKATTN_OK && error && config && config->path && strncmp(error->message, generic, strlen(generic)) == 0) {
+    if (status != VKATTN_OK && error && config && config->path) {
         char message[sizeof error->message];
-        snprintf(message, sizeof message, "%s", error->message + strlen(generic));
+        const size_t skip = strncmp(error->message, generic, strlen(generic)) == 0 ? strlen(generic) : 0;
+        snprintf(message, sizeof message, "%s", error->message + skip);
         vka_error_set(error, status, "%s: %s", config->path, message);
     }
     return status;

@@ -225,7 +225,7 @@ static int compare_offsets(const void *a, const void *b)
     return 0;
 }
 
-static int compare_names(const void *a, const void *b)
+int vka_st_compare_names(const void *a, const void *b)
 {
     const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
     size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
@@ -288,9 +288,9 @@ static vkattn_status check_buffer(const st_header *h, uint64_t buffer_len, vkatt
     const st_tensor **sorted = malloc(h->count * sizeof *sorted); /* h->count * sizeof(st_tensor) fit already */
     if (!sorted) return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors: cannot sort %zu tensors", h->count);
     for (size_t i = 0; i < h->count; i++) sorted[i] = &h->tensors[i];
-    qsort(sorted, h->count, sizeof *sorted, compare_names);
+    qsort(sorted, h->count, sizeof *sorted, vka_st_compare_names);
     for (size_t i = 1; i < h->count && status == VKATTN_OK; i++) {
-        if (compare_names(&sorted[i - 1], &sorted[i]) == 0) {
+        if (vka_st_compare_names(&sorted[i - 1], &sorted[i]) == 0) {
             char name[ST_QUOTE];
             status = vka_error_set(error, VKATTN_ERROR_FORMAT, "safetensors: tensor name '%s' appears twice",
                                    vka_st_quote_name(name, sorted[i]));

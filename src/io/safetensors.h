@@ -79,6 +79,9 @@ static inline bool vka_st_name_is(const char *name, size_t len, const char *want
     return len == strlen(want) && memcmp(name, want, len) == 0;
 }
 
+/* qsort's comparison of pointers to tensors, by name (bytes, then length). */
+int vka_st_compare_names(const void *a, const void *b);
+
 /* A tensor's name, quoted for a message. */
 const char *vka_st_quote_name(char buf[ST_QUOTE], const st_tensor *t);
 /* "(3, 4)"; ranks above VKATTN_MAX_RANK end in ", ...". */

@@ -716,7 +716,8 @@ static vkattn_status open_folder(const char *path, const char *prefix, vkattn_we
     for (size_t i = 0; i < 2; i++) {
         struct stat st;
         snprintf(inner, len + 32, "%s%s%s", path, len && path[len - 1] == '/' ? "" : "/", names[i]);
-        if (stat(inner, &st) == 0 && !S_ISDIR(st.st_mode)) { /* its messages name it */
+        /* lstat: a broken link is there too, and its open says what is wrong with it */
+        if (lstat(inner, &st) == 0 && !S_ISDIR(st.st_mode)) { /* its messages name it */
             vkattn_status status = vkattn_weight_file_open(inner, prefix, out, error);
             free(inner);
             return status;
@@ -772,14 +773,14 @@ vkattn_status vkattn_weight_file_open(const char *path, const char *prefix, vkat
     } else {
         /* An index is read whole; so is a pipe or device, which cannot be read at offsets (from
          * this open, since a pipe opened twice would be two readers). */
-        const bool index = ends_with(path, ".json");
+        const bool is_index = ends_with(path, ".json");
         uint8_t *data = NULL;
         size_t size = 0;
-        status = read_whole(fd, path, index ? (size_t)VKA_SAFETENSORS_MAX_HEADER_BYTES : VKA_IO_MAX_FILE_BYTES, &data,
+        status = read_whole(fd, path, is_index ? (size_t)VKA_SAFETENSORS_MAX_HEADER_BYTES : VKA_IO_MAX_FILE_BYTES, &data,
                             &size, error);
         if (status != VKATTN_OK) return status;
-        status = index ? open_index(path, data, size, prefix, out, error)
-                       : vka_weight_file_parse_prefix(data, size, prefix, out, error);
+        status = is_index ? open_index(path, data, size, prefix, out, error)
+                          : vka_weight_file_parse_prefix(data, size, prefix, out, error);
         free(data);
     }
     if (status != VKATTN_OK) vka_io_error_in_file(error, path);

@@ -310,7 +310,7 @@ static fused_cm_shape fused_cm_shape_for(const vka_builder *b)
      * of 128 rows for an H100's 132 SMs; K and V are read once more per halving, little for such
      * short rows), down to half the tuning's subgroups: each invocation holds its share of a
      * block's K and V, which fewer subgroups grow (2 of 8 at D = 128 would spill registers) */
-    const uint64_t two_waves = 2ull * b->limits->compute_units, heads = (uint64_t)b->p->B * b->p->cfg.H_active;
+    const uint64_t two_waves = vka_two_waves(b->limits), heads = (uint64_t)b->p->B * b->p->cfg.H_active;
     const uint32_t fewest = t->cm_attn_subgroups / 2 ? t->cm_attn_subgroups / 2 : 1;
     fused_cm_shape fitting = none;
     for (uint32_t subgroups = t->cm_attn_subgroups; subgroups >= 1; subgroups /= 2) {

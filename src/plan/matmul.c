@@ -57,7 +57,7 @@ vka_matmul_cm_tile vka_matmul_cm_tile_for(const vka_tuning *t, const vka_plan_li
      * columns), down to 2 across (2 x 2 subgroups sharing their staged blocks): a device with less
      * shared memory or smaller workgroups keeps a matrix tile (the coopmat class's 2 x 8 is 2 x 4 in
      * 32 KiB), while a tuning whose subgroups' own tiles are too large still takes the next kernel */
-    const uint64_t two_waves = N ? 2ull * limits->compute_units : 0; /* 0: unknown */
+    const uint64_t two_waves = N ? vka_two_waves(limits) : 0;
     cm_shape fitting = none;
     for (uint32_t sgs_n = t->cm_subgroups_n; sgs_n >= 1; sgs_n = sgs_n > 2 ? sgs_n / 2 : 0) {
         cm_shape s = {2 * fm * ms.m, sgs_n * fn * ms.n, round_up(t->cm_ksteps * ms.k, 4),

@@ -73,7 +73,7 @@ typedef struct vka_plan_limits {
     uint64_t scores_budget_bytes;      /* the most the score buffer may take (0 = the range) */
     uint64_t state_budget_bytes;       /* the most the fused key parts' states may take (0 = the range) */
     uint32_t loop_budget;              /* loop trips per invocation (0 = unlimited) */
-    uint32_t compute_units;            /* SMs / CUs where the driver says, else 0 (split-KV sizing) */
+    uint32_t compute_units;            /* SMs / CUs where the driver says, else 0 (split-KV sizing, vka_two_waves) */
     const vka_tuning *tuning;        /* kernel shapes for this device */
     vkattn_matrix_shape matrix_shape;  /* the cooperative-matrix shape the kernels use; all 0 where
                                           they may not run (no device support, build, or turned off) */
@@ -92,6 +92,10 @@ typedef struct vka_plan_limits {
                                           (0: max_workgroup_invocations alone) */
     struct vka_faults *faults;        /* test-only failure injection; NULL in pure tests */
 } vka_plan_limits;
+
+/* The workgroups a dispatch should give the device at least, two per compute unit (a short
+ * prompt's matrix tiles narrow towards it); 0 where the driver does not say how many it has. */
+static inline uint64_t vka_two_waves(const vka_plan_limits *l) { return 2ull * l->compute_units; }
 
 typedef struct vka_plan {
     vkattn_path path;                         /* the path that will run */
