@@ -1990,6 +1990,15 @@ static const vka_step *largest_step(const vka_plan *plan, vkattn_stage stage, vk
  * at least two waves (two workgroups per compute unit) for the prefill's projections and attention
  * and for the attention of one decoding step over 8192 cached keys. Forcing a class works where the
  * device can run it, and is refused where its workgroups are too large. */
+/* A causal prefill of L tokens through a Llama-3-8B layer without biases. */
+static vka_problem llama8b_prefill(uint32_t L)
+{
+    vka_problem p = problem(1, L, L, 4096, 32, 1);
+    gqa(&p, 8);
+    p.cfg.bias = 0, p.causal = 1;
+    return p;
+}
+
 static void test_device_profiles(void)
 {
     for (size_t d = 0; d < sizeof profiles / sizeof profiles[0]; d++) {
@@ -2007,9 +2016,7 @@ static void test_device_profiles(void)
                       "%s: subgroup %u", dp->name, l.subgroup_size);
         }
 
-        vka_problem p = problem(1, 4096, 4096, 4096, 32, 1);
-        gqa(&p, 8);
-        p.cfg.bias = 0, p.causal = 1;
+        vka_problem p = llama8b_prefill(4096);
         vka_plan plan = {0};
         CHECK_STATUS(vka_plan_build(&p, &l, &plan, NULL), VKATTN_OK);
         CHECK(check_profile_steps(dp, &l, &plan) == 0);
@@ -2122,9 +2129,7 @@ static void test_device_profiles(void)
          * kernels' tiles narrow until two waves (an outside review found 192, 128 and 256
          * workgroups of the 4096-token tiles for an H100's 132 SMs) */
         if (cm && dp->info.compute_units) {
-            vka_problem ps = problem(1, 1024, 1024, 4096, 32, 1);
-            gqa(&ps, 8);
-            ps.cfg.bias = 0, ps.causal = 1;
+            vka_problem ps = llama8b_prefill(1024);
             vka_plan short_plan = {0};
             CHECK_STATUS(vka_plan_build(&ps, &l, &short_plan, NULL), VKATTN_OK);
             CHECK(check_profile_steps(dp, &l, &short_plan) == 0);
@@ -2144,7 +2149,7 @@ static void test_device_profiles(void)
             vka_plan_free(&short_plan);
             /* at 256 tokens two waves are out of reach: attn_cm stops at half its subgroups (64
              * rows), where each invocation's share of a block's K and V still fits its registers */
-            ps.L = ps.S = 256;
+            ps = llama8b_prefill(256);
             CHECK_STATUS(vka_plan_build(&ps, &l, &short_plan, NULL), VKATTN_OK);
             sa = largest_step(&short_plan, VKATTN_STAGE_FUSED, VKA_KERNEL_FUSED_CM);
             CHECK_MSG(sa && sa->spec[VKA_SPEC_TILE_A] == t->cm_attn_subgroups / 2 * 16 * (t->cm_attn_row_frags ? t->cm_attn_row_frags : 1),
