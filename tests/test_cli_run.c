@@ -1027,6 +1027,7 @@ static void test_run_hf_gqa(const fixture *fx)
                               "--query", query, "--out", out, "--rope-dim", "2", NULL};
     CHECK(run_cmd(cmd_run, no_theta) == CLI_EXIT_USAGE);
     CHECK_SAID("need --rope-theta");
+    remove(weights), remove(query), remove(out);
 }
 
 /* A checkpoint in two shards, given as its folder and as its index: the same output, to the bit, as
