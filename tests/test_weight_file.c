@@ -991,9 +991,9 @@ static void test_sharded(void)
         const st_tensor *t = NULL;
         for (size_t i = 0; i < ck.header.count && !t; i++)
             if (ck.header.tensors[i].file == 1) t = &ck.header.tensors[i]; /* shards are numbered in name order */
-        uint8_t bytes[2];
-        CHECK(t != NULL);
-        if (t) CHECK_STATUS(vka_st_checkpoint_read(&ck, t, 0, bytes, sizeof bytes, &err), VKATTN_ERROR_IO);
+        uint8_t bytes[4096];
+        CHECK(t != NULL && t->end - t->begin <= sizeof bytes);
+        if (t && t->end - t->begin <= sizeof bytes) CHECK_STATUS(vka_st_checkpoint_read(&ck, t, bytes, &err), VKATTN_ERROR_IO);
         CHECK_MSG(contains(err.message, "model-00002-of-00003.safetensors: was ") && contains(err.message, "did it change"),
                   "%s", err.message);
         CHECK(truncate(path, (off_t)shard[1].size) == 0);

@@ -20,23 +20,16 @@
 
 /* ---- the index ---------------------------------------------------------------------------------- */
 
-static int compare_bytes(const char *a, size_t na, const char *b, size_t nb)
-{
-    int c = memcmp(a, b, na < nb ? na : nb);
-    return c ? c : (na > nb) - (na < nb);
-}
-
 static int compare_entry_names(const void *a, const void *b)
 {
     const st_index_entry *x = a, *y = b;
-    return compare_bytes(x->name, x->name_len, y->name, y->name_len);
+    return vka_st_compare_bytes(x->name, x->name_len, y->name, y->name_len);
 }
 
-/* Orders pointers to entries by their shard's name. */
-static int compare_entry_shards(const void *a, const void *b)
+/* qsort's comparison of pointers to NUL-terminated names. */
+static int compare_strings(const void *a, const void *b)
 {
-    const st_index_entry *x = *(const st_index_entry *const *)a, *y = *(const st_index_entry *const *)b;
-    return strcmp(x->shard_name, y->shard_name);
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* A shard's name stays inside the index's folder: relative, without a ".." component. */
@@ -101,25 +94,20 @@ fail:
     return status;
 }
 
-/* Numbers the distinct shards (in name order) and sorts the entries by tensor name, refusing a
- * name listed twice. */
-static vkattn_status number_shards(st_index *ix, vkattn_error *error)
+/* The distinct shards (in name order), and the entries sorted by tensor name, refusing a name
+ * listed twice. */
+static vkattn_status list_shards(st_index *ix, vkattn_error *error)
 {
     vkattn_status status = VKATTN_OK;
-    st_index_entry **by_shard = malloc(ix->count * sizeof *by_shard); /* count * sizeof(entry) fit already */
-    ix->shards = malloc(ix->count * sizeof *ix->shards);
-    if (!by_shard || !ix->shards) {
-        status = vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors index: cannot sort %zu tensors",
-                               ix->count);
-        goto done;
-    }
-    for (size_t i = 0; i < ix->count; i++) by_shard[i] = &ix->entries[i];
-    qsort(by_shard, ix->count, sizeof *by_shard, compare_entry_shards);
-    for (size_t i = 0; i < ix->count; i++) {
-        if (i == 0 || strcmp(by_shard[i - 1]->shard_name, by_shard[i]->shard_name) != 0)
-            ix->shards[ix->shard_count++] = by_shard[i]->shard_name;
-        by_shard[i]->shard = (uint32_t)(ix->shard_count - 1);
-    }
+    ix->shards = malloc(ix->count * sizeof *ix->shards); /* count * sizeof(entry) fit already */
+    if (!ix->shards)
+        return vka_error_set(error, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "safetensors index: cannot sort %zu tensors",
+                             ix->count);
+    for (size_t i = 0; i < ix->count; i++) ix->shards[i] = ix->entries[i].shard_name;
+    qsort(ix->shards, ix->count, sizeof *ix->shards, compare_strings);
+    for (size_t i = 0; i < ix->count; i++)
+        if (i == 0 || strcmp(ix->shards[ix->shard_count - 1], ix->shards[i]) != 0)
+            ix->shards[ix->shard_count++] = ix->shards[i];
     qsort(ix->entries, ix->count, sizeof *ix->entries, compare_entry_names);
     for (size_t i = 1; i < ix->count; i++)
         if (compare_entry_names(&ix->entries[i - 1], &ix->entries[i]) == 0) {
@@ -128,8 +116,6 @@ static vkattn_status number_shards(st_index *ix, vkattn_error *error)
                                    vka_io_quote(quoted, sizeof quoted, ix->entries[i].name, ix->entries[i].name_len));
             break;
         }
-done:
-    free(by_shard);
     return status;
 }
 
@@ -173,7 +159,7 @@ vkattn_status vka_st_index_parse(const uint8_t *text, size_t size, st_index *out
                                "{\"weight_map\": {\"<tensor>\": \"<file>.safetensors\", ...}})");
         goto fail;
     }
-    VKA_TRY(number_shards(&ix, error));
+    VKA_TRY(list_shards(&ix, error));
     *out = ix;
     return VKATTN_OK;
 fail:
@@ -325,13 +311,12 @@ fail:
     return status;
 }
 
-vkattn_status vka_st_checkpoint_read(st_checkpoint *ck, const st_tensor *t, uint64_t offset, void *dst, size_t n,
-                                     vkattn_error *error)
+vkattn_status vka_st_checkpoint_read(st_checkpoint *ck, const st_tensor *t, void *dst, vkattn_error *error)
 {
     st_file *f = &ck->files[t->file];
     vkattn_status status = VKATTN_OK;
     if (f->path && f->src.fd < 0) status = open_shard(f, true, error);
-    if (status == VKATTN_OK) status = vka_st_source_read(&f->src, f->buffer_at + t->begin + offset, dst, n, error);
+    if (status == VKATTN_OK) status = vka_st_source_read(&f->src, f->buffer_at + t->begin, dst, (size_t)(t->end - t->begin), error);
     if (status != VKATTN_OK && f->name) vka_io_error_in_file(error, f->name);
     return status;
 }

@@ -46,9 +46,8 @@ vkattn_status vka_st_checkpoint_lone(st_checkpoint *ck, st_source src, vkattn_er
  * their names are relative to path's folder. */
 vkattn_status vka_st_checkpoint_index(st_checkpoint *ck, const char *path, const uint8_t *text, size_t size,
                                       vkattn_error *error);
-/* Reads tensor t's n bytes from `offset` within its data (the caller checked they lie inside it). */
-vkattn_status vka_st_checkpoint_read(st_checkpoint *ck, const st_tensor *t, uint64_t offset, void *dst, size_t n,
-                                     vkattn_error *error);
+/* Reads tensor t's bytes (end - begin, checked against the file when its header was read) into dst. */
+vkattn_status vka_st_checkpoint_read(st_checkpoint *ck, const st_tensor *t, void *dst, vkattn_error *error);
 /* The files' sizes summed, and the bytes read from them so far (lengths, headers, tensors). */
 uint64_t vka_st_checkpoint_size(const st_checkpoint *ck);
 uint64_t vka_st_checkpoint_bytes_read(const st_checkpoint *ck);
@@ -60,7 +59,6 @@ typedef struct st_index_entry {
     const char *name;       /* in the arena, not NUL-terminated */
     size_t name_len;
     const char *shard_name; /* NUL-terminated, in the arena */
-    uint32_t shard;         /* into st_index.shards */
 } st_index_entry;
 
 typedef struct st_index {

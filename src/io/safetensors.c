@@ -225,13 +225,16 @@ static int compare_offsets(const void *a, const void *b)
     return 0;
 }
 
+int vka_st_compare_bytes(const char *a, size_t na, const char *b, size_t nb)
+{
+    int c = memcmp(a, b, na < nb ? na : nb);
+    return c ? c : (na > nb) - (na < nb);
+}
+
 int vka_st_compare_names(const void *a, const void *b)
 {
     const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
-    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
-    int c = memcmp(x->name, y->name, n);
-    if (c) return c;
-    return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
+    return vka_st_compare_bytes(x->name, x->name_len, y->name, y->name_len);
 }
 
 /* Each tensor's offsets agree with its shape and dtype and stay inside the buffer. */

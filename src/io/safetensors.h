@@ -79,7 +79,9 @@ static inline bool vka_st_name_is(const char *name, size_t len, const char *want
     return len == strlen(want) && memcmp(name, want, len) == 0;
 }
 
-/* qsort's comparison of pointers to tensors, by name (bytes, then length). */
+/* Names ordered by their bytes, then their length (memcmp's sign); qsort's comparison of pointers
+ * to tensors by name. */
+int vka_st_compare_bytes(const char *a, size_t na, const char *b, size_t nb);
 int vka_st_compare_names(const void *a, const void *b);
 
 /* A tensor's name, quoted for a message. */

@@ -535,7 +535,7 @@ static vkattn_status read_tensor(st_checkpoint *ck, const st_tensor *t, float *d
 {
     size_t width = vka_st_dtype_size(t->dtype_index), n = t->count;
     uint8_t *bytes = (uint8_t *)dst + (4 - width) * n;
-    vkattn_status status = vka_st_checkpoint_read(ck, t, 0, bytes, width * n, error);
+    vkattn_status status = vka_st_checkpoint_read(ck, t, bytes, error);
     if (status != VKATTN_OK) return status;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p = bytes + width * i;

@@ -17,6 +17,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "io/checkpoint.h"
@@ -117,6 +118,11 @@ static void parse_one(const uint8_t *data, size_t size, const char *prefix)
     vkattn_weight_file_destroy(file);
 }
 
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 static void parse_index(const uint8_t *data, size_t size)
 {
     vkattn_error error = {0};
@@ -134,7 +140,7 @@ static void parse_index(const uint8_t *data, size_t size)
     }
     for (size_t i = 0; i < index.count; i++) {
         const st_index_entry *e = &index.entries[i];
-        CHECK(e->shard < index.shard_count && strcmp(index.shards[e->shard], e->shard_name) == 0);
+        CHECK(bsearch(&e->shard_name, index.shards, index.shard_count, sizeof *index.shards, compare_strings));
         if (i > 0) {
             const st_index_entry *p = e - 1;
             size_t n = p->name_len < e->name_len ? p->name_len : e->name_len;
